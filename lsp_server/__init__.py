@@ -1,0 +1,1 @@
+"""engram's language server: protocol glue over memory_core (DESIGN.md section 5)."""

@@ -1,0 +1,3 @@
+from lsp_server.main import run
+
+run()

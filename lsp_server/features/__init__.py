@@ -1,0 +1,1 @@
+"""One module per feature; each exposes `register(server)` and is wired in `lsp_server.setup`."""

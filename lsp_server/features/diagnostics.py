@@ -1,0 +1,118 @@
+"""Diagnostics from every provider (gotchas, drift, ...), pulled or pushed.
+
+Clients that support `textDocument/diagnostic` (VS Code, Neovim 0.10+) pull; when something
+changes outside the document (a gotcha added from the CLI, a file written by an agent) the
+server asks them to pull again with `workspace/diagnostic/refresh`. Other clients (Neovim up
+to 0.9) get `textDocument/publishDiagnostics`, debounced per document so a burst of keystrokes
+costs one computation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from lsprotocol import types
+from pygls.workspace import TextDocument
+
+from lsp_server.server import DocumentListener, EngramServer, FolderState
+
+logger = logging.getLogger("engram.lsp")
+
+PUSH_DEBOUNCE_SECONDS = 0.15
+
+
+def collect(server: EngramServer, state: FolderState, document: TextDocument) -> list[types.Diagnostic]:
+    diagnostics: list[types.Diagnostic] = []
+    for provider in server.diagnostic_providers:
+        try:
+            diagnostics.extend(provider(server, state, document))
+        except Exception:
+            logger.exception("diagnostic provider %s failed for %s", provider, document.uri)
+    return diagnostics
+
+
+class _PushScheduler(DocumentListener):
+    """Debounced push of diagnostics for clients that cannot pull."""
+
+    def __init__(self) -> None:
+        self.pending: dict[str, asyncio.TimerHandle] = {}
+
+    def schedule(self, server: EngramServer, uri: str, delay: float = PUSH_DEBOUNCE_SECONDS) -> None:
+        if handle := self.pending.pop(uri, None):
+            handle.cancel()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = server.loop
+        self.pending[uri] = loop.call_later(delay, self.publish, server, uri)
+
+    def publish(self, server: EngramServer, uri: str) -> None:
+        self.pending.pop(uri, None)
+        state = server.state_for_uri(uri)
+        document = server.workspace.text_documents.get(uri)
+        if state is None or document is None:
+            return
+        server.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(
+                uri=uri, version=document.version, diagnostics=collect(server, state, document)
+            )
+        )
+
+    def did_open(self, server: EngramServer, state: FolderState, document: TextDocument) -> None:
+        self.schedule(server, document.uri, 0)
+
+    def did_change(
+        self,
+        server: EngramServer,
+        state: FolderState,
+        document: TextDocument,
+        changes: list[types.TextDocumentContentChangeEvent],
+    ) -> None:
+        self.schedule(server, document.uri)
+
+    def did_save(self, server: EngramServer, state: FolderState, document: TextDocument) -> None:
+        self.schedule(server, document.uri)
+
+    def did_close(self, server: EngramServer, state: FolderState, uri: str) -> None:
+        if handle := self.pending.pop(uri, None):
+            handle.cancel()
+        server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+
+def register(server: EngramServer) -> None:
+    pusher = _PushScheduler()
+
+    def pulls(ls: EngramServer) -> bool:
+        return ls.client_supports("text_document", "diagnostic")
+
+    @server.feature(
+        types.TEXT_DOCUMENT_DIAGNOSTIC,
+        types.DiagnosticOptions(identifier="engram", inter_file_dependencies=True, workspace_diagnostics=False),
+    )
+    def pull(ls: EngramServer, params: types.DocumentDiagnosticParams) -> types.DocumentDiagnosticReport:
+        uri = params.text_document.uri
+        state = ls.state_for_uri(uri)
+        items: list[types.Diagnostic] = []
+        if state is not None:
+            items = collect(ls, state, ls.workspace.get_text_document(uri))
+        return types.RelatedFullDocumentDiagnosticReport(items=items)
+
+    async def choose_mode(ls: EngramServer) -> None:
+        if pulls(ls):
+
+            def refresh_pull() -> None:
+                if ls.client_supports("workspace", "diagnostics", "refresh_support"):
+                    ls.workspace_diagnostic_refresh(None)
+
+            ls.refresh_diagnostics = refresh_pull
+        else:
+            ls.document_listeners.append(pusher)
+
+            def refresh_push() -> None:
+                for uri in list(ls.workspace.text_documents):
+                    pusher.schedule(ls, uri, 0)
+
+            ls.refresh_diagnostics = refresh_push
+
+    server.initialized_listeners.insert(0, choose_mode)

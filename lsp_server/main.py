@@ -1,0 +1,29 @@
+"""Start the language server on stdio (the default) or on a loopback TCP port."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import sys
+
+from memory_core.errors import UsageError
+
+
+def run(*, tcp: bool = False, host: str = "127.0.0.1", port: int = 2087) -> None:
+    from lsp_server.setup import create_server
+
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    server = create_server()
+    if not tcp:
+        server.start_io()
+        return
+    # DESIGN section 8: no network listener unless asked, and then loopback only.
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        raise UsageError(f"refusing to listen on {host!r}", hint="engram lsp --tcp listens on loopback only")
+    server.start_tcp(host, port)

@@ -1,0 +1,174 @@
+"""The server class: per-folder state and the registries features plug into.
+
+One `FolderState` per workspace folder (one store each, DESIGN section 2). Features do not
+register LSP methods for shared surfaces themselves; they add providers here (diagnostics,
+hover, code actions, code lenses) and listeners (document changes, watched files), and the
+modules in `features/` fan each LSP method out to them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+from pygls.workspace import TextDocument
+
+from memory_core import __version__, config
+from memory_core.store import Store
+from memory_core.workspace import find_root
+
+logger = logging.getLogger("engram.lsp")
+T = TypeVar("T")
+
+
+@dataclass
+class FolderState:
+    """Everything the server keeps for one workspace folder."""
+
+    root: Path
+    store: Store
+    settings: config.Settings = field(default_factory=config.Settings)
+    # Features keep their own per-folder state here, keyed by feature name.
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+DiagnosticProvider = Callable[["EngramServer", FolderState, TextDocument], list[types.Diagnostic]]
+HoverProvider = Callable[["EngramServer", FolderState, TextDocument, types.Position], str | None]
+CodeActionProvider = Callable[
+    ["EngramServer", FolderState, TextDocument, types.CodeActionParams], list[types.CodeAction]
+]
+CodeLensProvider = Callable[["EngramServer", FolderState, TextDocument], list[types.CodeLens]]
+
+
+class DocumentListener:
+    """Base for features that follow open documents; override what you need."""
+
+    def did_open(self, server: EngramServer, state: FolderState, document: TextDocument) -> None: ...
+
+    def did_change(
+        self,
+        server: EngramServer,
+        state: FolderState,
+        document: TextDocument,
+        changes: list[types.TextDocumentContentChangeEvent],
+    ) -> None: ...
+
+    def did_save(self, server: EngramServer, state: FolderState, document: TextDocument) -> None: ...
+
+    def did_close(self, server: EngramServer, state: FolderState, uri: str) -> None: ...
+
+
+WatchedFilesListener = Callable[["EngramServer", FolderState, list[types.FileEvent]], None]
+
+
+class EngramServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("engram", __version__)
+        self.folders: dict[Path, FolderState] = {}
+        self.diagnostic_providers: list[DiagnosticProvider] = []
+        self.hover_providers: list[HoverProvider] = []
+        self.code_action_providers: list[CodeActionProvider] = []
+        self.code_lens_providers: list[CodeLensProvider] = []
+        self.document_listeners: list[DocumentListener] = []
+        self.watched_files_listeners: list[WatchedFilesListener] = []
+        # Called with (server, state) once a folder's store and settings are ready.
+        self.folder_ready_listeners: list[Callable[[EngramServer, FolderState], None]] = []
+        # Awaited once after `initialized` (dynamic registrations and the like).
+        self.initialized_listeners: list[Callable[[EngramServer], Awaitable[None]]] = []
+        # Set by the watching feature: True when the client watches files for us.
+        self.client_watches_files = False
+        # Set by the diagnostics feature: how diagnostics reach the client.
+        self.refresh_diagnostics: Callable[[], None] = lambda: None
+
+    # -- folders -------------------------------------------------------------------------
+
+    def add_folder(self, path: Path) -> FolderState | None:
+        """Open (or create) the store for a workspace folder; None if it cannot have one."""
+        try:
+            root = find_root(path)
+        except Exception as exc:
+            self.show_message(f"engram: {getattr(exc, 'message', exc)}", types.MessageType.Warning)
+            return None
+        if root in self.folders:
+            return self.folders[root]
+        try:
+            store = Store.open_or_init(root)
+        except Exception as exc:
+            self.show_message(
+                f"engram: cannot open the store in {root}: {getattr(exc, 'message', exc)}",
+                types.MessageType.Error,
+            )
+            logger.exception("cannot open the store in %s", root)
+            return None
+        state = FolderState(root=root, store=store, settings=config.load(root))
+        self.folders[root] = state
+        return state
+
+    def remove_folder(self, path: Path) -> None:
+        for root in [r for r in self.folders if r == path or path in r.parents or r in path.parents]:
+            self.folders.pop(root).store.close()
+
+    def state_for_path(self, path: Path) -> FolderState | None:
+        """The folder holding `path` (the innermost one when folders nest)."""
+        best: FolderState | None = None
+        for root, state in self.folders.items():
+            if (path == root or root in path.parents) and (
+                best is None or len(root.parts) > len(best.root.parts)
+            ):
+                best = state
+        return best
+
+    def state_for_uri(self, uri: str) -> FolderState | None:
+        fs_path = to_fs_path(uri)
+        return self.state_for_path(Path(fs_path)) if fs_path else None
+
+    def state_for_command(self, args: dict[str, Any]) -> FolderState:
+        """The folder a command acts on: `workspace` or `uri` in its arguments, else the first."""
+        from memory_core.errors import UsageError
+
+        for key in ("workspace", "uri"):
+            value = args.get(key)
+            if isinstance(value, str) and value:
+                path = Path(to_fs_path(value) or value) if "://" in value else Path(value)
+                state = self.state_for_path(path.resolve())
+                if state is None:
+                    raise UsageError(f"{value!r} is not in any workspace folder engram serves")
+                return state
+        if not self.folders:
+            raise UsageError("no workspace folder is open", hint="open a folder, then run the command")
+        return next(iter(self.folders.values()))
+
+    # -- helpers for features ------------------------------------------------------------
+
+    def show_message(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
+        self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
+    def log(self, message: str, kind: types.MessageType = types.MessageType.Log) -> None:
+        self.window_log_message(types.LogMessageParams(type=kind, message=message))
+
+    async def run_blocking(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run store work on a thread, so hover and didChange never wait behind it."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.thread_pool, partial(fn, *args, **kwargs))
+
+    def client_supports(self, *path: str) -> bool:
+        """Whether the client capability at `path` (snake_case attributes) is set and truthy."""
+        value: Any = self.client_capabilities
+        for part in path:
+            value = getattr(value, part, None)
+            if value is None:
+                return False
+        return bool(value)
+
+    def close_all(self) -> None:
+        for state in self.folders.values():
+            state.store.close()
+        self.folders.clear()

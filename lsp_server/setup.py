@@ -1,0 +1,28 @@
+"""The one place that builds the server and wires every feature (esbonio's shape).
+
+Order matters only where noted: `lifecycle` first (it opens the stores the others use).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from lsp_server.server import EngramServer
+
+FEATURES = (
+    "lsp_server.features.lifecycle",
+    "lsp_server.features.documents",
+    "lsp_server.features.watching",
+    "lsp_server.features.diagnostics",
+    "lsp_server.features.hover",
+    "lsp_server.features.code_actions",
+    "lsp_server.features.code_lens",
+    "lsp_server.features.commands",
+)
+
+
+def create_server() -> EngramServer:
+    server = EngramServer()
+    for name in FEATURES:
+        importlib.import_module(name).register(server)
+    return server

@@ -1,0 +1,96 @@
+"""Entry point of the `engram` command: parse, dispatch, turn errors into one line.
+
+Each feature's subcommands live in their own module listed in COMMAND_MODULES; a module
+exposes `register(subparsers, common)` and sets `handler=` on the parsers it adds. Handlers
+take a `Context` and return an exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from memory_core import __version__, log
+from memory_core.errors import EXIT_FAILED, EXIT_USAGE, EngramError
+
+COMMAND_MODULES = (
+    "memory_core.cli.basics",
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="engram",
+        description="engram: a durable memory for AI-assisted coding.",
+    )
+    parser.add_argument("--version", action="version", version=f"engram {__version__}")
+    parser.add_argument(
+        "--workspace",
+        metavar="PATH",
+        default=None,
+        help="the workspace (default: the current folder, resolved to its project root)",
+    )
+    parser.add_argument("--json", action="store_true", default=False, help="print one JSON value")
+    # Accepting --json after the subcommand too (`engram status --json`); SUPPRESS keeps a
+    # subparser from resetting a --json given before it.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON value")
+    subparsers = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=_Parser)
+    subparsers.required = True
+    for module_name in COMMAND_MODULES:
+        importlib.import_module(module_name).register(subparsers, common)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from memory_core.cli.context import Context
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Any = getattr(args, "handler", None)
+    if handler is None:
+        parser.parse_args([*(argv if argv is not None else sys.argv[1:]), "--help"])
+        return EXIT_USAGE
+    context = Context(args)
+    try:
+        return int(handler(context) or 0)
+    except EngramError as exc:
+        print(f"engram: error: {exc.one_line()}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("engram: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # `engram ... | head`: the reader went away; nothing to report.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FAILED
+    except Exception as exc:
+        # A bug, not a user's mistake: one line here, the traceback in the store's log.
+        root = None
+        try:
+            root = context.root
+        except Exception:  # noqa: S110 - the workspace itself may be what failed
+            pass
+        log.write(root, "error", f"engram {' '.join(argv or sys.argv[1:])} failed", exc=exc)
+        where = f" (details in {log.log_path(root)})" if root is not None else ""
+        print(f"engram: internal error: {type(exc).__name__}: {exc}{where}", file=sys.stderr)
+        if os.environ.get("ENGRAM_DEBUG"):
+            raise
+        return EXIT_FAILED
+    finally:
+        context.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

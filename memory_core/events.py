@@ -1,0 +1,96 @@
+"""The append-only event log: one row per thing that happened, written by every feature.
+
+Events carry a kind (`file.changed`, `gotcha.error`, `session.turn`, ...), an actor (`editor`,
+`agent:<session>`, `external`, `git`, `cli`), optional session and workspace-relative path, and
+a JSON payload. Every text is redacted before it is stored.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from memory_core import clock
+from memory_core.redact import redact_obj
+from memory_core.store import Store
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    kind: str
+    actor: str | None = None
+    session_id: str | None = None
+    path: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+    ts: float | None = None
+    id: int | None = None
+
+
+_INSERT = "INSERT INTO events (ts, kind, actor, session_id, path, data) VALUES (?, ?, ?, ?, ?, ?)"
+
+
+def _row(event: Event) -> tuple[object, ...]:
+    return (
+        event.ts if event.ts is not None else clock.now(),
+        event.kind,
+        event.actor,
+        event.session_id,
+        event.path,
+        json.dumps(redact_obj(event.data), ensure_ascii=False, separators=(",", ":")),
+    )
+
+
+def append(store: Store, event: Event, *, db: sqlite3.Connection | None = None) -> int:
+    """Store one event durably and return its id. Pass `db` to join an open transaction."""
+    if db is not None:
+        return int(db.execute(_INSERT, _row(event)).lastrowid or 0)
+    with store.transaction() as conn:
+        return int(conn.execute(_INSERT, _row(event)).lastrowid or 0)
+
+
+def append_many(store: Store, events: Iterable[Event]) -> int:
+    """Store a burst of events in one transaction; returns how many."""
+    rows = [_row(event) for event in events]
+    with store.transaction() as conn:
+        conn.executemany(_INSERT, rows)
+    return len(rows)
+
+
+def recent(
+    store: Store,
+    *,
+    kind: str | None = None,
+    path: str | None = None,
+    since: float | None = None,
+    limit: int = 100,
+) -> list[Event]:
+    """The newest events first, filtered by kind prefix, path and time."""
+    clauses, params = [], []
+    if kind:
+        clauses.append("kind LIKE ?")
+        params.append(kind.rstrip("*") + "%" if kind.endswith("*") else kind)
+    if path:
+        clauses.append("path = ?")
+        params.append(path)
+    if since is not None:
+        clauses.append("ts >= ?")
+        params.append(since)
+    where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+    rows = store.query(
+        f"SELECT * FROM events {where} ORDER BY ts DESC, id DESC LIMIT ?", (*params, limit)
+    )
+    return [
+        Event(
+            id=row["id"],
+            ts=row["ts"],
+            kind=row["kind"],
+            actor=row["actor"],
+            session_id=row["session_id"],
+            path=row["path"],
+            data=json.loads(row["data"]),
+        )
+        for row in rows
+    ]

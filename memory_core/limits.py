@@ -1,0 +1,70 @@
+"""Bounded size: one retention mechanism every feature plugs its tables into.
+
+A `Retention` names a table, its timestamp column, and the settings that cap its row count and
+age. `enforce` applies every registered rule in one transaction. It runs when a front end
+opens the store for writing (the CLI, the server at start and after bursts, hooks at session
+end), never on a timer that keeps a process alive.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memory_core import clock
+from memory_core.config import Settings
+from memory_core.store import Store
+
+
+@dataclass(frozen=True, slots=True)
+class Retention:
+    table: str
+    ts_column: str
+    count_setting: str | None = None
+    age_setting: str | None = None
+    # Rows this SQL condition selects are never removed by retention (pinned, team, ...).
+    keep_condition: str | None = None
+
+
+_RULES: dict[str, Retention] = {}
+
+
+def register(rule: Retention) -> None:
+    _RULES[rule.table] = rule
+
+
+def rules() -> list[Retention]:
+    return list(_RULES.values())
+
+
+register(Retention("events", "ts", "timeline.max_entries", "timeline.max_age_days"))
+
+
+def enforce(store: Store, settings: Settings, *, now: float | None = None) -> dict[str, int]:
+    """Apply every retention rule; returns the rows removed per table."""
+    now = clock.now() if now is None else now
+    existing = set(store.tables())
+    removed: dict[str, int] = {}
+    with store.transaction() as db:
+        for rule in rules():
+            if rule.table not in existing:
+                continue
+            keep = f"NOT ({rule.keep_condition}) AND " if rule.keep_condition else ""
+            count = 0
+            if rule.age_setting:
+                cutoff = now - float(settings[rule.age_setting]) * 86400
+                cursor = db.execute(
+                    f'DELETE FROM "{rule.table}" WHERE {keep}"{rule.ts_column}" < ?', (cutoff,)
+                )
+                count += cursor.rowcount
+            if rule.count_setting:
+                limit = int(settings[rule.count_setting])
+                cursor = db.execute(
+                    f'DELETE FROM "{rule.table}" WHERE {keep}rowid IN ('
+                    f'SELECT rowid FROM "{rule.table}" ORDER BY "{rule.ts_column}" DESC, rowid DESC '
+                    f"LIMIT -1 OFFSET ?)",
+                    (limit,),
+                )
+                count += cursor.rowcount
+            if count:
+                removed[rule.table] = count
+    return removed

@@ -1,0 +1,82 @@
+"""Which folder is the workspace root, by the one rule of DESIGN.md section 2.
+
+The root for a path is the nearest ancestor holding `.engram/`; else the git top level; else
+the path itself. `/` and the user's home directory are refused: a store there would collect
+every project's memory in one place and put it in the wrong repository.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from memory_core.errors import UsageError
+
+STORE_DIRNAME = ".engram"
+
+
+def _is_refused(path: Path) -> bool:
+    if path == Path(path.anchor):
+        return True
+    home = os.environ.get("HOME")
+    return bool(home) and path == Path(home).resolve()
+
+
+def _git_top_level(start: Path) -> Path | None:
+    # Walk up looking for `.git` (a folder, or a file in worktrees and submodules) instead of
+    # running `git rev-parse`: a subprocess costs ~5 ms, too much for a hook on every tool call.
+    for candidate in (start, *start.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
+def find_root(path: str | os.PathLike[str] | None = None) -> Path:
+    """The workspace root for `path` (default: the current folder).
+
+    Raises UsageError for a path that does not exist and for a root at `/` or the home folder.
+    """
+    start = Path(path if path is not None else os.getcwd()).expanduser()
+    try:
+        start = start.resolve(strict=True)
+    except (FileNotFoundError, NotADirectoryError):
+        raise UsageError(
+            f"workspace path {str(start)!r} does not exist", hint="pass an existing folder"
+        ) from None
+    if start.is_file():
+        start = start.parent
+
+    root = None
+    for candidate in (start, *start.parents):
+        if (candidate / STORE_DIRNAME).is_dir() and not _is_refused(candidate):
+            root = candidate
+            break
+    if root is None:
+        root = _git_top_level(start) or start
+    if _is_refused(root):
+        where = "the home folder" if root != Path(root.anchor) else "the filesystem root"
+        raise UsageError(
+            f"refusing to use {where} ({root}) as a workspace",
+            hint="run engram inside a project folder or pass --workspace PATH",
+        )
+    return root
+
+
+def store_dir(root: Path) -> Path:
+    return root / STORE_DIRNAME
+
+
+def relative_path(root: Path, path: str | os.PathLike[str]) -> str:
+    """`path` as a POSIX path relative to `root`; refuses a path outside the workspace."""
+    candidate = Path(path)
+    if not candidate.is_absolute():
+        candidate = root / candidate
+    resolved = Path(os.path.normpath(candidate))
+    try:
+        rel = resolved.relative_to(root)
+    except ValueError:
+        raise UsageError(
+            f"{str(path)!r} is outside the workspace {root}",
+            hint="engram only records files inside the workspace",
+        ) from None
+    return rel.as_posix()

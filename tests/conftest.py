@@ -1,0 +1,67 @@
+"""Fixtures shared by every test: throwaway workspaces and a way to run the real CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_core.store import Store
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Never let a test touch the real home (Claude settings, transcripts, a stray store).
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """An empty project folder (not a git repository)."""
+    root = tmp_path / "project"
+    root.mkdir()
+    return root.resolve()
+
+
+@pytest.fixture
+def store(workspace: Path) -> Iterator[Store]:
+    opened = Store.init(workspace)
+    yield opened
+    opened.close()
+
+
+@dataclass
+class CliResult:
+    code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+
+def run_cli(*args: str, cwd: Path | None = None, stdin: str | None = None, env: dict[str, str] | None = None) -> CliResult:
+    """Run the real `engram` command in a fresh process, as a user would."""
+    completed = subprocess.run(
+        [sys.executable, "-m", "memory_core", *args],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+    )
+    return CliResult(completed.returncode, completed.stdout, completed.stderr)
+
+
+@pytest.fixture
+def cli() -> Any:
+    return run_cli

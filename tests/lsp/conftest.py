@@ -1,0 +1,127 @@
+"""A real client for `engram lsp` (pytest-lsp over stdio), with VS Code's and Neovim's capabilities.
+
+pytest-lsp fails a test when the server sends a request the client has no handler for, so the
+client here answers every request engram may send, and records them for assertions:
+`client.registrations`, `client.applied_edits`, `client.message_requests` (answered with
+`client.message_request_answer`, a button title or None) and pytest-lsp's own
+`client.shown_documents`, `client.messages`, `client.diagnostics`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+SERVER_COMMAND = [sys.executable, "-m", "lsp_server"]
+CLIENTS = ["visual-studio-code", "neovim"]
+
+
+def attach_handlers(client: LanguageClient) -> None:
+    client.registrations = []  # type: ignore[attr-defined]
+    client.applied_edits = []  # type: ignore[attr-defined]
+    client.message_requests = []  # type: ignore[attr-defined]
+    client.message_request_answer = None  # type: ignore[attr-defined]
+
+    @client.feature(types.CLIENT_REGISTER_CAPABILITY)
+    def register_capability(params: types.RegistrationParams) -> None:
+        client.registrations.extend(params.registrations)  # type: ignore[attr-defined]
+
+    @client.feature(types.CLIENT_UNREGISTER_CAPABILITY)
+    def unregister_capability(params: types.UnregistrationParams) -> None:
+        return None
+
+    @client.feature(types.WORKSPACE_APPLY_EDIT)
+    def apply_edit(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+        client.applied_edits.append(params)  # type: ignore[attr-defined]
+        return types.ApplyWorkspaceEditResult(applied=True)
+
+    @client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
+    def show_message_request(params: types.ShowMessageRequestParams) -> types.MessageActionItem | None:
+        client.message_requests.append(params)  # type: ignore[attr-defined]
+        answer = client.message_request_answer  # type: ignore[attr-defined]
+        return types.MessageActionItem(title=answer) if answer else None
+
+    @client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
+    def code_lens_refresh(params: None) -> None:
+        return None
+
+    @client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
+    def inlay_hint_refresh(params: None) -> None:
+        return None
+
+
+def initialize_params(
+    capabilities: types.ClientCapabilities, folders: list[Path]
+) -> types.InitializeParams:
+    return types.InitializeParams(
+        capabilities=capabilities,
+        root_uri=folders[0].as_uri() if folders else None,
+        workspace_folders=[types.WorkspaceFolder(uri=f.as_uri(), name=f.name) for f in folders],
+    )
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    return root.resolve()
+
+
+@pytest_lsp.fixture(params=CLIENTS, config=ClientServerConfig(server_command=SERVER_COMMAND))
+async def client(request: pytest.FixtureRequest, lsp_client: LanguageClient, folder: Path) -> Any:
+    """A client initialized on one workspace folder, with the named editor's capabilities."""
+    attach_handlers(lsp_client)
+    lsp_client.editor = request.param  # type: ignore[attr-defined]
+    lsp_client.folder = folder  # type: ignore[attr-defined]
+    await lsp_client.initialize_session(initialize_params(client_capabilities(request.param), [folder]))
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.05) -> Any:
+    """Poll until `predicate()` is truthy and return it; fail the test on timeout."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {predicate}")
+        await asyncio.sleep(interval)
+
+
+async def execute(client: LanguageClient, command: str, args: dict[str, Any] | None = None) -> Any:
+    return await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=command, arguments=[args or {}])
+    )
+
+
+def open_document(client: LanguageClient, path: Path, text: str | None = None, language: str = "python") -> str:
+    uri = path.as_uri()
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(
+                uri=uri, language_id=language, version=1, text=text if text is not None else path.read_text()
+            )
+        )
+    )
+    return uri
+
+
+async def diagnostics_for(client: LanguageClient, uri: str) -> list[types.Diagnostic]:
+    """The document's diagnostics the way this client gets them: pulled, or the last pushed."""
+    if client.capabilities and client.capabilities.text_document and client.capabilities.text_document.diagnostic:
+        report = await client.text_document_diagnostic_async(
+            types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri=uri))
+        )
+        return list(report.items)
+    await asyncio.sleep(0.4)  # past the push debounce
+    return list(client.diagnostics.get(uri, []))
