@@ -1,0 +1,115 @@
+"""The store: modes, WAL, transactions, migrations, and a newer schema refused."""
+
+from __future__ import annotations
+
+import sqlite3
+import stat
+from pathlib import Path
+
+import pytest
+
+from memory_core import events
+from memory_core.errors import StoreError
+from memory_core.events import Event
+from memory_core.store import Store, latest_schema_version, write_private_file
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_init_creates_a_private_store_in_wal_mode(workspace: Path) -> None:
+    with Store.init(workspace) as store:
+        events.append(store, Event("test.write"))
+        assert store.query_one("PRAGMA journal_mode")[0] == "wal"  # type: ignore[index]
+        assert mode(store.dir) == 0o700
+        assert mode(store.dir / "exports") == 0o700
+        assert mode(store.db_path) == 0o600
+        assert mode(store.dir / ".gitignore") == 0o600
+        # SQLite gives the WAL the database file's mode.
+        assert mode(store.dir / "engram.db-wal") == 0o600
+
+
+def test_gitignore_keeps_everything_but_team_out_of_git(workspace: Path) -> None:
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    with Store.init(workspace) as store:
+        (store.dir / "team").mkdir()
+        (store.dir / "team" / "gotchas.toml").write_text("# shared\n")
+    listed = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=workspace, capture_output=True, text=True, check=True,
+    ).stdout.split()
+    assert ".engram/team/gotchas.toml" in listed
+    assert ".engram/.gitignore" in listed
+    assert not [p for p in listed if "engram.db" in p]
+
+
+def test_a_failed_transaction_leaves_nothing_behind(store: Store) -> None:
+    with pytest.raises(RuntimeError), store.transaction() as db:
+        events.append(store, Event("half.done"), db=db)
+        raise RuntimeError("crash in the middle")
+    assert events.recent(store, kind="half.done") == []
+
+
+def test_events_are_append_only(store: Store) -> None:
+    event_id = events.append(store, Event("file.changed", actor="editor", path="a.py", data={"lines": [1, 2]}))
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"), store.transaction() as db:
+        db.execute("UPDATE events SET kind = 'rewritten' WHERE id = ?", (event_id,))
+    (stored,) = events.recent(store)
+    assert (stored.kind, stored.actor, stored.path, stored.data) == ("file.changed", "editor", "a.py", {"lines": [1, 2]})
+
+
+def test_event_text_is_redacted_before_it_is_stored(store: Store) -> None:
+    secret = "ghp_" + "a1B2" * 10
+    events.append(store, Event("command.failed", data={"command": f"git push https://bob:{secret}@github.com/x"}))
+    store.close()
+    raw = b"".join(p.read_bytes() for p in store.dir.glob("engram.db*"))
+    assert secret.encode() not in raw
+
+
+def test_a_store_from_a_newer_engram_is_refused_and_left_untouched(workspace: Path) -> None:
+    Store.init(workspace).close()
+    db_path = workspace / ".engram" / "engram.db"
+    with sqlite3.connect(db_path) as raw:
+        raw.execute(f"PRAGMA user_version = {latest_schema_version() + 7}")
+    before = db_path.read_bytes()
+    with pytest.raises(StoreError, match="newer than this engram knows"):
+        Store.open(workspace)
+    assert db_path.read_bytes() == before
+
+
+def test_opening_migrates_an_older_store_forward(workspace: Path) -> None:
+    Store.init(workspace).close()
+    db_path = workspace / ".engram" / "engram.db"
+    with sqlite3.connect(db_path) as raw:
+        raw.execute("PRAGMA user_version = 0")
+        raw.execute("DROP TABLE store_meta")
+        raw.execute("DROP TRIGGER events_append_only")
+        raw.execute("DROP TABLE events")
+    with Store.open(workspace) as store:
+        assert store.schema_version == latest_schema_version()
+        assert "events" in store.tables()
+
+
+def test_a_file_that_is_not_a_database_is_a_clear_error(workspace: Path) -> None:
+    (workspace / ".engram").mkdir()
+    (workspace / ".engram" / "engram.db").write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(StoreError, match="cannot open the store"):
+        Store.open(workspace)
+
+
+def test_open_without_a_store_says_how_to_make_one(workspace: Path) -> None:
+    with pytest.raises(StoreError) as raised:
+        Store.open(workspace)
+    assert "run `engram init`" in raised.value.one_line()
+
+
+def test_private_files_are_written_whole(tmp_path: Path) -> None:
+    target = tmp_path / "exports" / "gotchas.md"
+    write_private_file(target, "first")
+    write_private_file(target, "second")
+    assert target.read_text() == "second"
+    assert mode(target) == 0o600
+    assert [p.name for p in target.parent.iterdir()] == ["gotchas.md"]
