@@ -13,7 +13,9 @@ def run(*, tcp: bool = False, host: str = "127.0.0.1", port: int = 2087) -> None
     from lsp_server.setup import create_server
 
     logging.basicConfig(
-        stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        stream=sys.stderr,
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     server = create_server()
     if not tcp:
@@ -25,5 +27,7 @@ def run(*, tcp: bool = False, host: str = "127.0.0.1", port: int = 2087) -> None
     except ValueError:
         loopback = False
     if not loopback:
-        raise UsageError(f"refusing to listen on {host!r}", hint="engram lsp --tcp listens on loopback only")
+        raise UsageError(
+            f"refusing to listen on {host!r}", hint="engram lsp --tcp listens on loopback only"
+        )
     server.start_tcp(host, port)

@@ -51,7 +51,9 @@ CodeLensProvider = Callable[["EngramServer", FolderState, TextDocument], list[ty
 class DocumentListener:
     """Base for features that follow open documents; override what you need."""
 
-    def did_open(self, server: EngramServer, state: FolderState, document: TextDocument) -> None: ...
+    def did_open(
+        self, server: EngramServer, state: FolderState, document: TextDocument
+    ) -> None: ...
 
     def did_change(
         self,
@@ -61,7 +63,9 @@ class DocumentListener:
         changes: list[types.TextDocumentContentChangeEvent],
     ) -> None: ...
 
-    def did_save(self, server: EngramServer, state: FolderState, document: TextDocument) -> None: ...
+    def did_save(
+        self, server: EngramServer, state: FolderState, document: TextDocument
+    ) -> None: ...
 
     def did_close(self, server: EngramServer, state: FolderState, uri: str) -> None: ...
 
@@ -113,7 +117,9 @@ class EngramServer(LanguageServer):
         return state
 
     def remove_folder(self, path: Path) -> None:
-        for root in [r for r in self.folders if r == path or path in r.parents or r in path.parents]:
+        for root in [
+            r for r in self.folders if r == path or path in r.parents or r in path.parents
+        ]:
             self.folders.pop(root).store.close()
 
     def state_for_path(self, path: Path) -> FolderState | None:
@@ -143,7 +149,9 @@ class EngramServer(LanguageServer):
                     raise UsageError(f"{value!r} is not in any workspace folder engram serves")
                 return state
         if not self.folders:
-            raise UsageError("no workspace folder is open", hint="open a folder, then run the command")
+            raise UsageError(
+                "no workspace folder is open", hint="open a folder, then run the command"
+            )
         return next(iter(self.folders.values()))
 
     # -- helpers for features ------------------------------------------------------------

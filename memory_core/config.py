@@ -40,32 +40,149 @@ MB = 1024 * 1024
 SETTINGS: dict[str, Setting] = {
     s.key: s
     for s in [
-        Setting("gotchas.threshold", int, 3, "Occurrences of the same error that make a candidate gotcha.", 1),
-        Setting("gotchas.window_hours", float, 24.0, "Sliding window in which repeated errors are counted.", 0.01),
-        Setting("gotchas.candidate_decay_days", float, 30.0, "Days after which an unused auto-captured gotcha leaves the editor.", 0),
-        Setting("gotchas.max_file_bytes", int, 2 * MB, "Files larger than this are not scanned for gotcha patterns.", 0),
-        Setting("gotchas.regex_timeout_ms", int, 50, "Time budget for one gotcha pattern over one file.", 1),
+        Setting(
+            "gotchas.threshold",
+            int,
+            3,
+            "Occurrences of the same error that make a candidate gotcha.",
+            1,
+        ),
+        Setting(
+            "gotchas.window_hours",
+            float,
+            24.0,
+            "Sliding window in which repeated errors are counted.",
+            0.01,
+        ),
+        Setting(
+            "gotchas.candidate_decay_days",
+            float,
+            30.0,
+            "Days after which an unused auto-captured gotcha leaves the editor.",
+            0,
+        ),
+        Setting(
+            "gotchas.max_file_bytes",
+            int,
+            2 * MB,
+            "Files larger than this are not scanned for gotcha patterns.",
+            0,
+        ),
+        Setting(
+            "gotchas.regex_timeout_ms",
+            int,
+            50,
+            "Time budget for one gotcha pattern over one file.",
+            1,
+        ),
         Setting("gotchas.context_limit", int, 5, "Gotchas returned by `engram gotcha context`.", 1),
-        Setting("drift.window_minutes", float, 30.0, "Edits by two actors on the same lines within this window are drift.", 0),
+        Setting(
+            "drift.window_minutes",
+            float,
+            30.0,
+            "Edits by two actors on the same lines within this window are drift.",
+            0,
+        ),
         Setting("snapshots.max_count", int, 50, "Context snapshots kept.", 1),
         Setting("snapshots.max_age_days", float, 7.0, "Days a context snapshot is kept.", 0),
-        Setting("timeline.max_entries", int, 5000, "Entries kept in the timeline and event log.", 1),
-        Setting("timeline.max_age_days", float, 90.0, "Days timeline entries and events are kept.", 0),
-        Setting("checkpoints.max_file_bytes", int, 5 * MB, "Files larger than this are left out of checkpoints.", 0),
-        Setting("checkpoints.store_cap_bytes", int, 1024 * MB, "Space checkpoint blobs may take in the store.", 0),
+        Setting(
+            "timeline.max_entries", int, 5000, "Entries kept in the timeline and event log.", 1
+        ),
+        Setting(
+            "timeline.max_age_days", float, 90.0, "Days timeline entries and events are kept.", 0
+        ),
+        Setting(
+            "checkpoints.max_file_bytes",
+            int,
+            5 * MB,
+            "Files larger than this are left out of checkpoints.",
+            0,
+        ),
+        Setting(
+            "checkpoints.store_cap_bytes",
+            int,
+            1024 * MB,
+            "Space checkpoint blobs may take in the store.",
+            0,
+        ),
         Setting("checkpoints.max_count", int, 100, "Checkpoints kept.", 1),
         Setting("checkpoints.max_age_days", float, 30.0, "Days a checkpoint is kept.", 0),
-        Setting("checkpoints.burst_files", int, 10, "A burst of this many changed files makes an automatic checkpoint (0: off).", 0),
-        Setting("checkpoints.burst_seconds", float, 5.0, "Window in which changed files count as one burst.", 0),
-        Setting("checkpoints.every_n_turns", int, 20, "Make a checkpoint every N agent turns (0: off).", 0),
-        Setting("sessions.autosave_minutes", float, 5.0, "Auto-save the active session this often (0: off).", 0),
-        Setting("sessions.quota_bytes", int, 10 * MB, "Per-session quota; compaction at 80 %, forced at 95 %.", 0),
-        Setting("sessions.summary_compact_chars", int, 4000, "Rolling summaries over this size are compacted.", 100),
-        Setting("agents.context_token_budget", int, 2000, "Tokens of memory injected at session start.", 0),
-        Setting("agents.digest_interval_minutes", float, 15.0, "Write a digest this often while a session is active (0: off).", 0),
-        Setting("memory.recovery_days", float, 30.0, "Days a deleted item can be undeleted before purge.", 0),
-        Setting("watch.exclude", list, [], "Extra gitignore-style patterns engram never records or checkpoints."),
-        Setting("log.level", str, "info", "Log level of the language server.", choices=("debug", "info", "warning", "error")),
+        Setting(
+            "checkpoints.burst_files",
+            int,
+            10,
+            "A burst of this many changed files makes an automatic checkpoint (0: off).",
+            0,
+        ),
+        Setting(
+            "checkpoints.burst_seconds",
+            float,
+            5.0,
+            "Window in which changed files count as one burst.",
+            0,
+        ),
+        Setting(
+            "checkpoints.every_n_turns",
+            int,
+            20,
+            "Make a checkpoint every N agent turns (0: off).",
+            0,
+        ),
+        Setting(
+            "sessions.autosave_minutes",
+            float,
+            5.0,
+            "Auto-save the active session this often (0: off).",
+            0,
+        ),
+        Setting(
+            "sessions.quota_bytes",
+            int,
+            10 * MB,
+            "Per-session quota; compaction at 80 %, forced at 95 %.",
+            0,
+        ),
+        Setting(
+            "sessions.summary_compact_chars",
+            int,
+            4000,
+            "Rolling summaries over this size are compacted.",
+            100,
+        ),
+        Setting(
+            "agents.context_token_budget",
+            int,
+            2000,
+            "Tokens of memory injected at session start.",
+            0,
+        ),
+        Setting(
+            "agents.digest_interval_minutes",
+            float,
+            15.0,
+            "Write a digest this often while a session is active (0: off).",
+            0,
+        ),
+        Setting(
+            "memory.recovery_days",
+            float,
+            30.0,
+            "Days a deleted item can be undeleted before purge.",
+            0,
+        ),
+        Setting(
+            "watch.exclude",
+            list,
+            [],
+            "Extra gitignore-style patterns engram never records or checkpoints.",
+        ),
+        Setting(
+            "log.level",
+            str,
+            "info",
+            "Log level of the language server.",
+            choices=("debug", "info", "warning", "error"),
+        ),
     ]
 }
 
@@ -77,7 +194,9 @@ _CLIENT_SECTIONS = ("server", "trace")
 class Settings:
     """Validated settings: `settings["gotchas.threshold"]`, plus the problems found."""
 
-    values: dict[str, Any] = field(default_factory=lambda: {k: s.default for k, s in SETTINGS.items()})
+    values: dict[str, Any] = field(
+        default_factory=lambda: {k: s.default for k, s in SETTINGS.items()}
+    )
     problems: list[str] = field(default_factory=list)
 
     def __getitem__(self, key: str) -> Any:
@@ -167,7 +286,9 @@ def load(
     """The settings for the workspace at `root`, every layer applied in order."""
     settings = Settings()
     pyproject = _read_toml(root / "pyproject.toml", settings)
-    tool_table = pyproject.get("tool", {}).get("engram") if isinstance(pyproject.get("tool"), dict) else None
+    tool_table = (
+        pyproject.get("tool", {}).get("engram") if isinstance(pyproject.get("tool"), dict) else None
+    )
     if isinstance(tool_table, dict):
         apply_layer(settings, tool_table, "pyproject.toml [tool.engram]")
     config_path = root / STORE_DIRNAME / CONFIG_NAME
@@ -194,7 +315,9 @@ def set_value(root: Path, key: str, value: Any) -> None:
     except ValueError as exc:
         raise UsageError(f"setting {key!r} {exc}") from None
     path = root / STORE_DIRNAME / CONFIG_NAME
-    document = tomlkit.parse(path.read_text(encoding="utf-8")) if path.exists() else tomlkit.document()
+    document = (
+        tomlkit.parse(path.read_text(encoding="utf-8")) if path.exists() else tomlkit.document()
+    )
     *parents, name = key.split(".")
     table: Any = document
     for part in parents:

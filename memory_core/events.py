@@ -68,7 +68,8 @@ def recent(
     limit: int = 100,
 ) -> list[Event]:
     """The newest events first, filtered by kind prefix, path and time."""
-    clauses, params = [], []
+    clauses: list[str] = []
+    params: list[object] = []
     if kind:
         clauses.append("kind LIKE ?")
         params.append(kind.rstrip("*") + "%" if kind.endswith("*") else kind)

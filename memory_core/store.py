@@ -225,7 +225,9 @@ class Store:
             else:
                 self._db.execute("COMMIT")
 
-    def query(self, sql: str, params: tuple[object, ...] | dict[str, object] = ()) -> list[sqlite3.Row]:
+    def query(
+        self, sql: str, params: tuple[object, ...] | dict[str, object] = ()
+    ) -> list[sqlite3.Row]:
         with self._lock:
             return self._db.execute(sql, params).fetchall()
 

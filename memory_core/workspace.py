@@ -19,7 +19,7 @@ def _is_refused(path: Path) -> bool:
     if path == Path(path.anchor):
         return True
     home = os.environ.get("HOME")
-    return bool(home) and path == Path(home).resolve()
+    return home is not None and home != "" and path == Path(home).resolve()
 
 
 def _git_top_level(start: Path) -> Path | None:

@@ -17,7 +17,9 @@ from memory_core.store import Store
 
 
 @pytest.fixture(autouse=True)
-def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Never let a test touch the real home (Claude settings, transcripts, a stray store).
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
@@ -48,7 +50,9 @@ class CliResult:
         return json.loads(self.stdout)
 
 
-def run_cli(*args: str, cwd: Path | None = None, stdin: str | None = None, env: dict[str, str] | None = None) -> CliResult:
+def run_cli(
+    *args: str, cwd: Path | None = None, stdin: str | None = None, env: dict[str, str] | None = None
+) -> CliResult:
     """Run the real `engram` command in a fresh process, as a user would."""
     completed = subprocess.run(
         [sys.executable, "-m", "memory_core", *args],

@@ -24,7 +24,9 @@ def imported_modules(path: Path) -> set[str]:
 
 def test_memory_core_never_imports_the_lsp_stack() -> None:
     offenders = {
-        str(path.relative_to(ROOT)): sorted(m for m in imported_modules(path) if m.split(".")[0] in FORBIDDEN_IN_CORE)
+        str(path.relative_to(ROOT)): sorted(
+            m for m in imported_modules(path) if m.split(".")[0] in FORBIDDEN_IN_CORE
+        )
         for path in (ROOT / "memory_core").rglob("*.py")
     }
     assert {k: v for k, v in offenders.items() if v} == {}
@@ -37,5 +39,7 @@ def test_the_core_write_path_imports_no_heavy_library() -> None:
         "heavy = [m for m in ('pydantic', 'tomlkit', 'rich', 'zstandard', 'pygls', 'lsprotocol') if m in sys.modules];"
         "print(','.join(heavy))"
     )
-    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert loaded == ""

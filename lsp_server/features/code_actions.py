@@ -19,7 +19,9 @@ def register(server: EngramServer) -> None:
             resolve_provider=False,
         ),
     )
-    def code_action(ls: EngramServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+    def code_action(
+        ls: EngramServer, params: types.CodeActionParams
+    ) -> list[types.CodeAction] | None:
         uri = params.text_document.uri
         state = ls.state_for_uri(uri)
         if state is None:

@@ -20,7 +20,9 @@ from memory_core.errors import EngramError
 
 logger = logging.getLogger("engram.lsp")
 
-CommandHandler = Callable[[EngramServer, dict[str, Any]], dict[str, Any] | Awaitable[dict[str, Any]]]
+CommandHandler = Callable[
+    [EngramServer, dict[str, Any]], dict[str, Any] | Awaitable[dict[str, Any]]
+]
 
 
 def engram_command(server: EngramServer, name: str) -> Callable[[CommandHandler], CommandHandler]:
@@ -43,7 +45,9 @@ def engram_command(server: EngramServer, name: str) -> Callable[[CommandHandler]
                 raise
             except Exception as exc:
                 logger.exception("command %s failed", name)
-                raise JsonRpcInternalError(message=f"{name} failed: {type(exc).__name__}: {exc}") from None
+                raise JsonRpcInternalError(
+                    message=f"{name} failed: {type(exc).__name__}: {exc}"
+                ) from None
 
         server.command(name)(execute)
         return handler

@@ -22,7 +22,9 @@ logger = logging.getLogger("engram.lsp")
 PUSH_DEBOUNCE_SECONDS = 0.15
 
 
-def collect(server: EngramServer, state: FolderState, document: TextDocument) -> list[types.Diagnostic]:
+def collect(
+    server: EngramServer, state: FolderState, document: TextDocument
+) -> list[types.Diagnostic]:
     diagnostics: list[types.Diagnostic] = []
     for provider in server.diagnostic_providers:
         try:
@@ -38,13 +40,12 @@ class _PushScheduler(DocumentListener):
     def __init__(self) -> None:
         self.pending: dict[str, asyncio.TimerHandle] = {}
 
-    def schedule(self, server: EngramServer, uri: str, delay: float = PUSH_DEBOUNCE_SECONDS) -> None:
+    def schedule(
+        self, server: EngramServer, uri: str, delay: float = PUSH_DEBOUNCE_SECONDS
+    ) -> None:
         if handle := self.pending.pop(uri, None):
             handle.cancel()
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = server.loop
+        loop = asyncio.get_running_loop()
         self.pending[uri] = loop.call_later(delay, self.publish, server, uri)
 
     def publish(self, server: EngramServer, uri: str) -> None:
@@ -77,7 +78,9 @@ class _PushScheduler(DocumentListener):
     def did_close(self, server: EngramServer, state: FolderState, uri: str) -> None:
         if handle := self.pending.pop(uri, None):
             handle.cancel()
-        server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+        server.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=[])
+        )
 
 
 def register(server: EngramServer) -> None:
@@ -88,9 +91,13 @@ def register(server: EngramServer) -> None:
 
     @server.feature(
         types.TEXT_DOCUMENT_DIAGNOSTIC,
-        types.DiagnosticOptions(identifier="engram", inter_file_dependencies=True, workspace_diagnostics=False),
+        types.DiagnosticOptions(
+            identifier="engram", inter_file_dependencies=True, workspace_diagnostics=False
+        ),
     )
-    def pull(ls: EngramServer, params: types.DocumentDiagnosticParams) -> types.DocumentDiagnosticReport:
+    def pull(
+        ls: EngramServer, params: types.DocumentDiagnosticParams
+    ) -> types.DocumentDiagnosticReport:
         uri = params.text_document.uri
         state = ls.state_for_uri(uri)
         items: list[types.Diagnostic] = []

@@ -31,7 +31,9 @@ def register(server: EngramServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: EngramServer, params: types.DidChangeTextDocumentParams) -> None:
         uri = params.text_document.uri
-        each_listener(ls, uri, "did_change", ls.workspace.get_text_document(uri), list(params.content_changes))
+        each_listener(
+            ls, uri, "did_change", ls.workspace.get_text_document(uri), list(params.content_changes)
+        )
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: EngramServer, params: types.DidSaveTextDocumentParams) -> None:

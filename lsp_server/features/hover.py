@@ -31,5 +31,7 @@ def register(server: EngramServer) -> None:
         if not parts:
             return None
         return types.Hover(
-            contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n\n---\n\n".join(parts))
+            contents=types.MarkupContent(
+                kind=types.MarkupKind.Markdown, value="\n\n---\n\n".join(parts)
+            )
         )

@@ -37,7 +37,11 @@ async def refresh_settings(server: EngramServer, state: FolderState) -> None:
         try:
             result = await server.workspace_configuration_async(
                 types.ConfigurationParams(
-                    items=[types.ConfigurationItem(scope_uri=from_fs_path(str(state.root)), section="engram")]
+                    items=[
+                        types.ConfigurationItem(
+                            scope_uri=from_fs_path(str(state.root)), section="engram"
+                        )
+                    ]
                 )
             )
             if result and isinstance(result[0], dict):
@@ -80,13 +84,17 @@ def register(server: EngramServer) -> None:
                 logger.exception("initialized listener %s failed", listener)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
-    async def did_change_configuration(ls: EngramServer, params: types.DidChangeConfigurationParams) -> None:
+    async def did_change_configuration(
+        ls: EngramServer, params: types.DidChangeConfigurationParams
+    ) -> None:
         for state in list(ls.folders.values()):
             await refresh_settings(ls, state)
         ls.refresh_diagnostics()
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
-    async def did_change_folders(ls: EngramServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
+    async def did_change_folders(
+        ls: EngramServer, params: types.DidChangeWorkspaceFoldersParams
+    ) -> None:
         for removed in params.event.removed:
             ls.remove_folder(Path(to_fs_path(removed.uri) or removed.uri))
         for added in params.event.added:

@@ -43,7 +43,9 @@ def register(server: EngramServer) -> None:
     server.initialized_listeners.append(register_watcher)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
-    def did_change_watched_files(ls: EngramServer, params: types.DidChangeWatchedFilesParams) -> None:
+    def did_change_watched_files(
+        ls: EngramServer, params: types.DidChangeWatchedFilesParams
+    ) -> None:
         by_folder: dict[object, list[types.FileEvent]] = {}
         for change in params.changes:
             state = ls.state_for_uri(change.uri)

@@ -15,19 +15,29 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     init = sub.add_parser("init", parents=[common], help="create the store for this workspace")
     init.set_defaults(handler=run_init)
 
-    status = sub.add_parser("status", parents=[common], help="where the store is, what it holds, its limits")
+    status = sub.add_parser(
+        "status", parents=[common], help="where the store is, what it holds, its limits"
+    )
     status.set_defaults(handler=run_status)
 
-    cfg = sub.add_parser("config", parents=[common], help="show or change settings in .engram/config.toml")
+    cfg = sub.add_parser(
+        "config", parents=[common], help="show or change settings in .engram/config.toml"
+    )
     cfg_sub = cfg.add_subparsers(dest="config_command", metavar="ACTION")
     cfg_sub.required = True
-    cfg_list = cfg_sub.add_parser("list", parents=[common], help="every setting, its value and origin")
+    cfg_list = cfg_sub.add_parser(
+        "list", parents=[common], help="every setting, its value and origin"
+    )
     cfg_list.set_defaults(handler=run_config_list)
-    cfg_set = cfg_sub.add_parser("set", parents=[common], help="set KEY to VALUE (TOML syntax: 5, true, \"text\")")
+    cfg_set = cfg_sub.add_parser(
+        "set", parents=[common], help='set KEY to VALUE (TOML syntax: 5, true, "text")'
+    )
     cfg_set.add_argument("key")
     cfg_set.add_argument("value")
     cfg_set.set_defaults(handler=run_config_set)
-    cfg_unset = cfg_sub.add_parser("unset", parents=[common], help="remove KEY (its default applies)")
+    cfg_unset = cfg_sub.add_parser(
+        "unset", parents=[common], help="remove KEY (its default applies)"
+    )
     cfg_unset.add_argument("key")
     cfg_unset.set_defaults(handler=run_config_unset)
 
@@ -106,8 +116,12 @@ def run_status(ctx: Context) -> int:
             lines.append(
                 f"  {rule['table']:<22} at most {rule['max_rows']} rows, {rule['max_age_days']:g} days"
             )
-        lines.append(f"  session quota          {_human_size(facts['limits']['session_quota_bytes'])}")
-        lines.append(f"  checkpoint store cap   {_human_size(facts['limits']['checkpoint_store_cap_bytes'])}")
+        lines.append(
+            f"  session quota          {_human_size(facts['limits']['session_quota_bytes'])}"
+        )
+        lines.append(
+            f"  checkpoint store cap   {_human_size(facts['limits']['checkpoint_store_cap_bytes'])}"
+        )
         return "\n".join(lines)
 
     ctx.emit(facts, human)
@@ -117,7 +131,12 @@ def run_status(ctx: Context) -> int:
 def run_config_list(ctx: Context) -> int:
     settings = ctx.settings
     rows = [
-        {"key": key, "value": settings[key], "default": spec.default, "description": spec.description}
+        {
+            "key": key,
+            "value": settings[key],
+            "default": spec.default,
+            "description": spec.description,
+        }
         for key, spec in config.SETTINGS.items()
     ]
     ctx.emit(
@@ -140,13 +159,17 @@ def _parse_value(text: str) -> Any:
         # A bare word is meant as text: `engram config set log.level debug`.
         if text and all(ch.isalnum() or ch in "-_./" for ch in text):
             return text
-        raise UsageError(f"cannot read {text!r} as a TOML value", hint='quote text: \'"text"\'') from None
+        raise UsageError(
+            f"cannot read {text!r} as a TOML value", hint="quote text: '\"text\"'"
+        ) from None
 
 
 def run_config_set(ctx: Context) -> int:
     ctx.store(create=True)
     config.set_value(ctx.root, ctx.args.key, _parse_value(ctx.args.value))
-    ctx.emit({"key": ctx.args.key, "value": config.load(ctx.root)[ctx.args.key]}, f"{ctx.args.key} set")
+    ctx.emit(
+        {"key": ctx.args.key, "value": config.load(ctx.root)[ctx.args.key]}, f"{ctx.args.key} set"
+    )
     return 0
 
 

@@ -8,6 +8,7 @@ take a `Context` and return an exit code.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -17,9 +18,7 @@ from typing import Any, NoReturn
 from memory_core import __version__, log
 from memory_core.errors import EXIT_FAILED, EXIT_USAGE, EngramError
 
-COMMAND_MODULES = (
-    "memory_core.cli.basics",
-)
+COMMAND_MODULES = ("memory_core.cli.basics",)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -45,7 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     # Accepting --json after the subcommand too (`engram status --json`); SUPPRESS keeps a
     # subparser from resetting a --json given before it.
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON value")
+    common.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON value"
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=_Parser)
     subparsers.required = True
     for module_name in COMMAND_MODULES:
@@ -78,10 +79,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         # A bug, not a user's mistake: one line here, the traceback in the store's log.
         root = None
-        try:
+        with contextlib.suppress(Exception):  # the workspace itself may be what failed
             root = context.root
-        except Exception:  # noqa: S110 - the workspace itself may be what failed
-            pass
         log.write(root, "error", f"engram {' '.join(argv or sys.argv[1:])} failed", exc=exc)
         where = f" (details in {log.log_path(root)})" if root is not None else ""
         print(f"engram: internal error: {type(exc).__name__}: {exc}{where}", file=sys.stderr)

@@ -32,7 +32,14 @@ class Figure:
             return f"{value:,.3f}" if value < 10 else f"{value:,.1f}"
 
         verdict = {True: "yes", False: "NO", None: "?"}[self.within_budget]
-        return [self.name, self.budget, f"{fmt(self.median)} {self.unit}", f"{fmt(self.p95)} {self.unit}", self.ratio, verdict]
+        return [
+            self.name,
+            self.budget,
+            f"{fmt(self.median)} {self.unit}",
+            f"{fmt(self.p95)} {self.unit}",
+            self.ratio,
+            verdict,
+        ]
 
 
 def percentile(samples: list[float], q: float) -> float:

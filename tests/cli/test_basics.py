@@ -43,24 +43,35 @@ def test_status_reports_root_schema_counts_size_and_limits(workspace: Path) -> N
     assert facts["schema_version"] == facts["schema_latest"] >= 1
     assert facts["counts"]["events"] == 0
     assert facts["size_bytes"] > 0
-    assert {"table": "events", "max_rows": 5000, "max_age_days": 90.0, "rows": 0} in facts["limits"]["retention"]
+    assert {"table": "events", "max_rows": 5000, "max_age_days": 90.0, "rows": 0} in facts[
+        "limits"
+    ]["retention"]
     human = run_cli("status", cwd=workspace)
     assert "schema:  version" in human.stdout and str(workspace) in human.stdout
 
 
 def test_json_may_come_before_the_subcommand(workspace: Path) -> None:
     assert run_cli("--json", "init", cwd=workspace).json()["created"] is True
-    assert run_cli("--workspace", str(workspace), "--json", "status").json()["root"] == str(workspace)
+    assert run_cli("--workspace", str(workspace), "--json", "status").json()["root"] == str(
+        workspace
+    )
 
 
 def test_status_without_a_store_is_one_clear_line(workspace: Path) -> None:
     result = run_cli("status", cwd=workspace)
     assert result.code == 1
-    assert result.stderr == f"engram: error: no engram store in {workspace} (run `engram init` in the project first)\n"
+    assert (
+        result.stderr
+        == f"engram: error: no engram store in {workspace} (run `engram init` in the project first)\n"
+    )
 
 
 def test_usage_errors_exit_2_in_one_line(workspace: Path) -> None:
-    for args in (["no-such-command"], ["status", "--bogus"], ["--workspace", str(workspace / "missing"), "status"]):
+    for args in (
+        ["no-such-command"],
+        ["status", "--bogus"],
+        ["--workspace", str(workspace / "missing"), "status"],
+    ):
         result = run_cli(*args, cwd=workspace)
         assert result.code == 2, args
         assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr, result.stderr
@@ -70,5 +81,8 @@ def test_config_set_keeps_the_file_readable_and_validates(workspace: Path) -> No
     assert run_cli("config", "set", "gotchas.threshold", "4", cwd=workspace).code == 0
     bad = run_cli("config", "set", "gotchas.threshold", '"four"', cwd=workspace)
     assert bad.code == 2 and "expected a number" in bad.stderr
-    listed = {row["key"]: row["value"] for row in run_cli("config", "list", "--json", cwd=workspace).json()}
+    listed = {
+        row["key"]: row["value"]
+        for row in run_cli("config", "list", "--json", cwd=workspace).json()
+    }
     assert listed["gotchas.threshold"] == 4

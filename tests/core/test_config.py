@@ -21,7 +21,9 @@ def test_each_layer_overrides_the_one_below(workspace: Path) -> None:
         "[tool.engram.gotchas]\nthreshold = 4\nwindow_hours = 12\n[tool.engram.drift]\nwindow_minutes = 5\n"
     )
     (workspace / ".engram").mkdir()
-    (workspace / ".engram" / "config.toml").write_text("[gotchas]\nthreshold = 5\nwindow_hours = 6\n")
+    (workspace / ".engram" / "config.toml").write_text(
+        "[gotchas]\nthreshold = 5\nwindow_hours = 6\n"
+    )
     settings = config.load(
         workspace,
         editor={"gotchas": {"threshold": 6}},
@@ -34,16 +36,25 @@ def test_each_layer_overrides_the_one_below(workspace: Path) -> None:
 
 
 def test_editor_settings_may_be_flat_dotted_keys(workspace: Path) -> None:
-    settings = config.load(workspace, editor={"gotchas.threshold": 9, "server": {"command": ["engram", "lsp"]}})
+    settings = config.load(
+        workspace, editor={"gotchas.threshold": 9, "server": {"command": ["engram", "lsp"]}}
+    )
     assert settings["gotchas.threshold"] == 9
     assert settings.problems == []  # client-side settings are not the server's business
 
 
 @pytest.mark.parametrize(
     ("value", "complaint"),
-    [("three", "expected a number"), (True, "expected a number"), (2.5, "whole number"), (0, "at least 1")],
+    [
+        ("three", "expected a number"),
+        (True, "expected a number"),
+        (2.5, "whole number"),
+        (0, "at least 1"),
+    ],
 )
-def test_a_bad_value_is_reported_and_its_default_used(workspace: Path, value: object, complaint: str) -> None:
+def test_a_bad_value_is_reported_and_its_default_used(
+    workspace: Path, value: object, complaint: str
+) -> None:
     settings = config.load(workspace, editor={"gotchas": {"threshold": value}})
     assert settings["gotchas.threshold"] == 3
     assert len(settings.problems) == 1
@@ -66,7 +77,9 @@ def test_unknown_settings_are_reported(workspace: Path) -> None:
 def test_set_value_keeps_comments_and_layout(workspace: Path) -> None:
     (workspace / ".engram").mkdir()
     path = workspace / ".engram" / "config.toml"
-    path.write_text("# Our team's engram settings\n\n[gotchas]\n# three strikes\nthreshold = 3  # keep\n")
+    path.write_text(
+        "# Our team's engram settings\n\n[gotchas]\n# three strikes\nthreshold = 3  # keep\n"
+    )
     config.set_value(workspace, "gotchas.threshold", 4)
     config.set_value(workspace, "drift.window_minutes", 15)
     text = path.read_text()

@@ -71,7 +71,9 @@ def test_a_writer_killed_at_random_points_loses_no_acknowledged_write(workspace:
                 kills += 1
                 break
         remainder = writer.stdout.read()
-        acknowledged.update(int(line) for line in remainder.splitlines(keepends=True) if line.endswith("\n"))
+        acknowledged.update(
+            int(line) for line in remainder.splitlines(keepends=True) if line.endswith("\n")
+        )
         writer.wait()
         if writer.returncode not in (0, -signal.SIGKILL):
             raise AssertionError(f"writer failed: {writer.stderr.read() if writer.stderr else ''}")
@@ -79,7 +81,9 @@ def test_a_writer_killed_at_random_points_loses_no_acknowledged_write(workspace:
         # acknowledged one, if the kill came between commit and print).
         seqs = stored_seqs(workspace, "crash")
         lost = acknowledged - set(seqs)
-        assert not lost, f"kill {kills}: {len(lost)} acknowledged writes lost, e.g. {sorted(lost)[:5]}"
+        assert not lost, (
+            f"kill {kills}: {len(lost)} acknowledged writes lost, e.g. {sorted(lost)[:5]}"
+        )
         next_seq = max(seqs) + 1 if seqs else 0
     assert kills >= 20
     stored = stored_seqs(workspace, "crash")

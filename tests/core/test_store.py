@@ -39,7 +39,10 @@ def test_gitignore_keeps_everything_but_team_out_of_git(workspace: Path) -> None
         (store.dir / "team" / "gotchas.toml").write_text("# shared\n")
     listed = subprocess.run(
         ["git", "status", "--porcelain", "--untracked-files=all"],
-        cwd=workspace, capture_output=True, text=True, check=True,
+        cwd=workspace,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.split()
     assert ".engram/team/gotchas.toml" in listed
     assert ".engram/.gitignore" in listed
@@ -54,16 +57,26 @@ def test_a_failed_transaction_leaves_nothing_behind(store: Store) -> None:
 
 
 def test_events_are_append_only(store: Store) -> None:
-    event_id = events.append(store, Event("file.changed", actor="editor", path="a.py", data={"lines": [1, 2]}))
+    event_id = events.append(
+        store, Event("file.changed", actor="editor", path="a.py", data={"lines": [1, 2]})
+    )
     with pytest.raises(sqlite3.IntegrityError, match="append-only"), store.transaction() as db:
         db.execute("UPDATE events SET kind = 'rewritten' WHERE id = ?", (event_id,))
     (stored,) = events.recent(store)
-    assert (stored.kind, stored.actor, stored.path, stored.data) == ("file.changed", "editor", "a.py", {"lines": [1, 2]})
+    assert (stored.kind, stored.actor, stored.path, stored.data) == (
+        "file.changed",
+        "editor",
+        "a.py",
+        {"lines": [1, 2]},
+    )
 
 
 def test_event_text_is_redacted_before_it_is_stored(store: Store) -> None:
     secret = "ghp_" + "a1B2" * 10
-    events.append(store, Event("command.failed", data={"command": f"git push https://bob:{secret}@github.com/x"}))
+    events.append(
+        store,
+        Event("command.failed", data={"command": f"git push https://bob:{secret}@github.com/x"}),
+    )
     store.close()
     raw = b"".join(p.read_bytes() for p in store.dir.glob("engram.db*"))
     assert secret.encode() not in raw

@@ -44,7 +44,9 @@ def attach_handlers(client: LanguageClient) -> None:
         return types.ApplyWorkspaceEditResult(applied=True)
 
     @client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
-    def show_message_request(params: types.ShowMessageRequestParams) -> types.MessageActionItem | None:
+    def show_message_request(
+        params: types.ShowMessageRequestParams,
+    ) -> types.MessageActionItem | None:
         client.message_requests.append(params)  # type: ignore[attr-defined]
         answer = client.message_request_answer  # type: ignore[attr-defined]
         return types.MessageActionItem(title=answer) if answer else None
@@ -81,12 +83,16 @@ async def client(request: pytest.FixtureRequest, lsp_client: LanguageClient, fol
     attach_handlers(lsp_client)
     lsp_client.editor = request.param  # type: ignore[attr-defined]
     lsp_client.folder = folder  # type: ignore[attr-defined]
-    await lsp_client.initialize_session(initialize_params(client_capabilities(request.param), [folder]))
+    await lsp_client.initialize_session(
+        initialize_params(client_capabilities(request.param), [folder])
+    )
     yield
     await lsp_client.shutdown_session()
 
 
-async def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.05) -> Any:
+async def wait_for(
+    predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.05
+) -> Any:
     """Poll until `predicate()` is truthy and return it; fail the test on timeout."""
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
@@ -104,12 +110,17 @@ async def execute(client: LanguageClient, command: str, args: dict[str, Any] | N
     )
 
 
-def open_document(client: LanguageClient, path: Path, text: str | None = None, language: str = "python") -> str:
+def open_document(
+    client: LanguageClient, path: Path, text: str | None = None, language: str = "python"
+) -> str:
     uri = path.as_uri()
     client.text_document_did_open(
         types.DidOpenTextDocumentParams(
             text_document=types.TextDocumentItem(
-                uri=uri, language_id=language, version=1, text=text if text is not None else path.read_text()
+                uri=uri,
+                language_id=language,
+                version=1,
+                text=text if text is not None else path.read_text(),
             )
         )
     )
@@ -118,7 +129,11 @@ def open_document(client: LanguageClient, path: Path, text: str | None = None, l
 
 async def diagnostics_for(client: LanguageClient, uri: str) -> list[types.Diagnostic]:
     """The document's diagnostics the way this client gets them: pulled, or the last pushed."""
-    if client.capabilities and client.capabilities.text_document and client.capabilities.text_document.diagnostic:
+    if (
+        client.capabilities
+        and client.capabilities.text_document
+        and client.capabilities.text_document.diagnostic
+    ):
         report = await client.text_document_diagnostic_async(
             types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri=uri))
         )

@@ -21,7 +21,9 @@ async def test_each_folder_gets_its_own_store(client: LanguageClient) -> None:
     assert (client.folder / ".engram" / "engram.db").is_file()
 
 
-async def test_unknown_command_is_an_error_response_and_the_server_keeps_serving(client: LanguageClient) -> None:
+async def test_unknown_command_is_an_error_response_and_the_server_keeps_serving(
+    client: LanguageClient,
+) -> None:
     with pytest.raises(JsonRpcException, match="not defined"):
         await execute(client, "engram.no.such.command")
     with pytest.raises(JsonRpcException, match="one JSON object"):
@@ -32,10 +34,14 @@ async def test_unknown_command_is_an_error_response_and_the_server_keeps_serving
     assert status["schema_version"] >= 1
 
 
-async def test_watched_files_are_registered_dynamically_when_the_client_allows(client: LanguageClient) -> None:
+async def test_watched_files_are_registered_dynamically_when_the_client_allows(
+    client: LanguageClient,
+) -> None:
     caps = client.capabilities
     allows = bool(
-        caps and caps.workspace and caps.workspace.did_change_watched_files
+        caps
+        and caps.workspace
+        and caps.workspace.did_change_watched_files
         and caps.workspace.did_change_watched_files.dynamic_registration
     )
     if allows:
@@ -54,24 +60,34 @@ async def test_two_workspace_folders_get_two_stores(tmp_path: Path, editor: str)
     client = await SERVER.start()
     attach_handlers(client)
     try:
-        await client.initialize_session(initialize_params(client_capabilities(editor), [first, second]))
+        await client.initialize_session(
+            initialize_params(client_capabilities(editor), [first, second])
+        )
         one = await execute(client, "engram.status", {"workspace": first.as_uri()})
         two = await execute(client, "engram.status", {"workspace": str(second)})
         assert (one["store"], two["store"]) == (str(first / ".engram"), str(second / ".engram"))
-        assert (first / ".engram" / "engram.db").is_file() and (second / ".engram" / "engram.db").is_file()
+        assert (first / ".engram" / "engram.db").is_file() and (
+            second / ".engram" / "engram.db"
+        ).is_file()
     finally:
         await client.shutdown_session()
         await client.stop()
 
 
 @pytest.mark.parametrize("editor", CLIENTS)
-async def test_a_setting_of_the_wrong_type_is_reported_and_its_default_used(tmp_path: Path, editor: str) -> None:
+async def test_a_setting_of_the_wrong_type_is_reported_and_its_default_used(
+    tmp_path: Path, editor: str
+) -> None:
     client = await SERVER.start()
     attach_handlers(client)
-    client.set_configuration({"gotchas": {"threshold": "three"}, "drift": {"window_minutes": 10}}, section="engram")
+    client.set_configuration(
+        {"gotchas": {"threshold": "three"}, "drift": {"window_minutes": 10}}, section="engram"
+    )
     try:
         await client.initialize_session(initialize_params(client_capabilities(editor), [tmp_path]))
-        warning = await wait_for(lambda: [m for m in client.messages if "gotchas.threshold" in m.message])
+        warning = await wait_for(
+            lambda: [m for m in client.messages if "gotchas.threshold" in m.message]
+        )
         assert warning[0].type == types.MessageType.Warning
         assert "default 3" in warning[0].message
         status = await execute(client, "engram.status")

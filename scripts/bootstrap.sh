@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Set up engram's Python environment from nothing: a .venv with engram and its dev tools.
+# Idempotent and quick when nothing changed (keyed on pyproject.toml's hash).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON="${PYTHON:-python3}"
+if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+    echo "engram needs Python 3.11 or newer (found: $("$PYTHON" --version 2>&1))" >&2
+    exit 2
+fi
+if [ ! -x .venv/bin/python ]; then
+    echo "==> creating .venv"
+    "$PYTHON" -m venv .venv
+fi
+stamp=".venv/.engram-installed"
+want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    echo "==> installing engram and its dev tools into .venv"
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+    echo "$want" > "$stamp"
+fi
