@@ -1,0 +1,117 @@
+"""The gotchas relevant to a task, ranked and formatted as Markdown for an agent's prompt.
+
+Ranking adds up evidence: words of the task found in a gotcha's title, description, workaround
+or trigger; its category named in the task; a task file matching its related-file globs or
+anchors. Severity and confirmation break ties, so a critical confirmed gotcha outranks a low
+candidate with the same evidence. Gotchas with no evidence at all are left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from fnmatch import fnmatch
+
+from memory_core.gotchas.normalize import words
+from memory_core.gotchas.records import Gotcha, list_gotchas
+from memory_core.store import Store
+
+_STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "do",
+        "does",
+        "for",
+        "from",
+        "has",
+        "have",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "our",
+        "that",
+        "the",
+        "this",
+        "to",
+        "was",
+        "we",
+        "what",
+        "when",
+        "where",
+        "which",
+        "why",
+        "will",
+        "with",
+        "fix",
+        "add",
+        "make",
+        "use",
+    ]
+)
+
+
+def _file_matches(gotcha: Gotcha, path: str) -> bool:
+    return any(
+        fnmatch(path, glob) or fnmatch(path, f"**/{glob}") for glob in gotcha.related_files
+    ) or any(anchor.path == path for anchor in gotcha.anchors)
+
+
+def rank_for_task(
+    store: Store, task: str, files: Sequence[str] = (), limit: int = 5
+) -> list[tuple[float, Gotcha]]:
+    task_words = words(task) - _STOPWORDS
+    normalized_files = [f.replace("\\", "/").lstrip("./") for f in files]
+    scored: list[tuple[float, Gotcha]] = []
+    for gotcha in list_gotchas(store):
+        score = 0.0
+        text_words = words(
+            " ".join(
+                [gotcha.title, gotcha.description, gotcha.workaround, gotcha.error_pattern or ""]
+            )
+        )
+        score += 2.0 * len(task_words & text_words)
+        if gotcha.category in task_words:
+            score += 3.0
+        if any(_file_matches(gotcha, path) for path in normalized_files):
+            score += 5.0
+        if score <= 0:
+            continue
+        score += (3 - min(gotcha.severity_rank, 3)) * 0.5
+        score += 0.5 if gotcha.status == "confirmed" else 0.0
+        scored.append((score, gotcha))
+    scored.sort(key=lambda item: (-item[0], item[1].severity_rank, item[1].id))
+    return scored[: max(0, limit)]
+
+
+def format_markdown(gotchas: Sequence[Gotcha]) -> str:
+    if not gotchas:
+        return ""
+    lines = ["## Known gotchas", ""]
+    for gotcha in gotchas:
+        status = " (unconfirmed)" if gotcha.status == "candidate" else ""
+        lines.append(f"- **[{gotcha.severity}] {gotcha.title}**{status} `{gotcha.id}`")
+        if gotcha.description:
+            lines.append(f"  {gotcha.description}")
+        if gotcha.workaround:
+            lines.append(f"  Workaround: {gotcha.workaround}")
+        files = gotcha.related_files or sorted({a.path for a in gotcha.anchors})
+        if files:
+            lines.append(f"  Files: {', '.join(files)}")
+    return "\n".join(lines) + "\n"
+
+
+def context_for_task(store: Store, task: str, files: Sequence[str] = (), limit: int = 5) -> str:
+    """Markdown listing the top `limit` gotchas for `task` (empty when none is relevant)."""
+    return format_markdown([gotcha for _score, gotcha in rank_for_task(store, task, files, limit)])

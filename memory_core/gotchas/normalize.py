@@ -1,0 +1,334 @@
+"""From an error message to what identifies it: its meaningful line, a normal form, a hash, a
+title, a category, and the places in code it points at.
+
+Two occurrences of "the same error" differ in numbers, quoted values, hex ids, temporary and
+absolute paths; the normal form replaces those with placeholders so they hash alike. The title
+keeps the error's own words ("TypeError: x is not a function"): people recognise their errors by
+them, so it is never lower-cased, stripped of punctuation or cut mid-word.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+TITLE_MAX = 120
+
+# Lines that carry no meaning of their own: traceback headers and frames, separators, prompts.
+_NOISE_LINE = re.compile(
+    r"""^\s*(?:
+        Traceback\ \(most\ recent\ call\ last\):
+      | File\ ".*",\ line\ \d+.*
+      | at\ .+                                  # Node / Java stack frames
+      | During\ handling\ of\ the\ above\ exception.*
+      | The\ above\ exception\ was\ the\ direct\ cause.*
+      | [-=_*~^#>|.\s]*                          # separators, carets, blank
+      | \$\ .*                                  # a shell prompt echoing the command
+    )$""",
+    re.VERBOSE,
+)
+# A Python exception line at the end of a traceback: `pkg.module.SomeError: message`.
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Warning|Interrupt|Exit)\b.*")
+
+_PLACEHOLDERS: list[tuple[re.Pattern[str], str]] = [
+    # Temporary and absolute paths (POSIX, Windows, file URLs), before numbers eat their digits.
+    (re.compile(r"file://\S+"), "<path>"),
+    (re.compile(r"(?<![\w.])(?:[A-Za-z]:)?(?:[\\/][\w.@+~-]+){2,}[\\/]?"), "<path>"),
+    (re.compile(r"(?<![\w.])~[\\/][\w.@+~/\\-]+"), "<path>"),
+    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I), "<id>"),
+    (re.compile(r"\b0x[0-9a-f]+\b", re.I), "<hex>"),
+    (re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,}\b", re.I), "<hex>"),
+    # Quoted values. A single quote counts as a quote only where it cannot be an apostrophe
+    # ("can't", "it's"): not preceded by a letter, and the closing one not followed by one.
+    (re.compile(r'"(?:[^"\\\n]|\\.)*"'), "<str>"),
+    (re.compile(r"(?<!\w)'(?:[^'\\\n]|\\.)*'(?!\w)"), "<str>"),
+    (re.compile(r"`[^`\n]*`"), "<str>"),
+    (re.compile(r"(?<![\w<])[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![\w>])", re.I), "<n>"),
+    (re.compile(r"(?<=[A-Za-z_])\d+\b"), "<n>"),
+]
+_SPACES = re.compile(r"\s+")
+
+
+def meaningful_line(message: str) -> str:
+    """The line of `message` that says what went wrong.
+
+    For a Python traceback that is the exception line at its end; otherwise the first line
+    that is not a frame, a separator or a prompt. Falls back to the first non-blank line.
+    """
+    lines = [line.rstrip() for line in message.splitlines()]
+    if any(line.startswith("Traceback (most recent call last)") for line in lines):
+        for line in reversed(lines):
+            if _EXCEPTION_LINE.match(line.strip()):
+                return line.strip()
+    for line in lines:
+        if line.strip() and not _NOISE_LINE.match(line):
+            return line.strip()
+    for line in lines:
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def normalize(message: str) -> str:
+    """The normal form of an error: its meaningful line with variable parts as placeholders."""
+    text = meaningful_line(message)
+    for pattern, placeholder in _PLACEHOLDERS:
+        text = pattern.sub(placeholder, text)
+    return _SPACES.sub(" ", text).strip()
+
+
+def error_hash(normalized: str) -> str:
+    return hashlib.sha256(normalized.encode("utf-8")).hexdigest()[:16]
+
+
+def title_for(message: str) -> str:
+    """A title in the error's own words, shortened on a word boundary if it is long."""
+    line = _SPACES.sub(" ", meaningful_line(message)).strip() or "Recurring error"
+    if len(line) <= TITLE_MAX:
+        return line
+    cut = line[: TITLE_MAX - 1]
+    if " " in cut[TITLE_MAX // 2 :]:
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip(" ,;:") + "…"
+
+
+CATEGORIES = ("build", "test", "lint", "runtime", "integration", "security", "general")
+
+# Whole words only: "latest" is not "test", "rapid" is not "api". Checked in this order, so an
+# assertion failing inside a test run is a test problem before it is a runtime one.
+_CATEGORY_WORDS: list[tuple[str, frozenset[str]]] = [
+    (
+        "security",
+        frozenset(
+            [
+                "security",
+                "vulnerability",
+                "vulnerabilities",
+                "cve",
+                "xss",
+                "csrf",
+                "injection",
+                "unauthorized",
+                "forbidden",
+                "secret",
+                "secrets",
+                "credentials",
+                "csp",
+                "ssrf",
+            ]
+        ),
+    ),
+    (
+        "test",
+        frozenset(
+            [
+                "test",
+                "tests",
+                "testing",
+                "pytest",
+                "jest",
+                "vitest",
+                "mocha",
+                "unittest",
+                "assert",
+                "assertion",
+                "assertionerror",
+                "spec",
+                "specs",
+                "fixture",
+                "fixtures",
+            ]
+        ),
+    ),
+    (
+        "lint",
+        frozenset(
+            [
+                "lint",
+                "linter",
+                "linting",
+                "eslint",
+                "ruff",
+                "flake8",
+                "pylint",
+                "mypy",
+                "prettier",
+                "stylelint",
+                "pyright",
+                "clippy",
+                "typecheck",
+            ]
+        ),
+    ),
+    (
+        "build",
+        frozenset(
+            [
+                "build",
+                "builds",
+                "compile",
+                "compiler",
+                "compilation",
+                "webpack",
+                "vite",
+                "rollup",
+                "esbuild",
+                "tsc",
+                "bundle",
+                "bundler",
+                "linker",
+                "cmake",
+                "make",
+                "makefile",
+                "gradle",
+                "maven",
+                "cargo",
+                "npm",
+                "pip",
+                "setuptools",
+                "wheel",
+                "modulenotfounderror",
+                "importerror",
+                "dependency",
+                "dependencies",
+            ]
+        ),
+    ),
+    (
+        "integration",
+        frozenset(
+            [
+                "api",
+                "apis",
+                "http",
+                "https",
+                "endpoint",
+                "request",
+                "response",
+                "status",
+                "webhook",
+                "graphql",
+                "grpc",
+                "cors",
+                "econnrefused",
+                "econnreset",
+                "etimedout",
+                "connection",
+                "network",
+                "socket",
+                "database",
+                "postgres",
+                "mysql",
+                "redis",
+                "timeout",
+                "timedout",
+            ]
+        ),
+    ),
+    (
+        "runtime",
+        frozenset(
+            [
+                "typeerror",
+                "valueerror",
+                "keyerror",
+                "attributeerror",
+                "indexerror",
+                "nameerror",
+                "referenceerror",
+                "rangeerror",
+                "zerodivisionerror",
+                "runtimeerror",
+                "exception",
+                "nullpointerexception",
+                "segfault",
+                "segmentation",
+                "panic",
+                "undefined",
+                "null",
+                "none",
+                "traceback",
+                "recursionerror",
+                "memoryerror",
+                "oserror",
+            ]
+        ),
+    ),
+]
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+
+
+def words(text: str) -> set[str]:
+    """Lower-cased whole words of `text` (underscores, dots and digits split words)."""
+    return {match.group(0).lower() for match in _WORD.finditer(text)}
+
+
+def infer_category(text: str) -> str:
+    found = words(text)
+    for category, vocabulary in _CATEGORY_WORDS:
+        if found & vocabulary:
+            return category
+    return "general"
+
+
+SEVERITIES = ("critical", "high", "medium", "low")
+SEVERITY_RANK = {name: rank for rank, name in enumerate(SEVERITIES)}
+
+
+def infer_severity(category: str) -> str:
+    return "high" if category == "security" else "medium"
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorLocation:
+    path: str  # as written in the message
+    line: int  # 1-based, as tools print it
+    column: int | None = None
+
+
+_PYTHON_FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)')
+# file:line[:col] as printed by compilers, linters, pytest, mypy and Node stacks ("at f (x.js:3:9)").
+_FILE_LINE = re.compile(
+    r"(?P<path>(?:[A-Za-z]:)?[\w.@+~/\\-]*[\w-]\.[A-Za-z0-9]{1,8}):(?P<line>\d+)(?::(?P<col>\d+))?"
+)
+
+
+def error_locations(message: str) -> list[ErrorLocation]:
+    """Every code location `message` points at, most specific first.
+
+    Python frames come innermost first (the last frame is where it broke); then every
+    `file:line[:col]` in the order written.
+    """
+    found: list[ErrorLocation] = []
+    frames = [
+        ErrorLocation(m.group("path"), int(m.group("line")))
+        for m in _PYTHON_FRAME.finditer(message)
+    ]
+    found.extend(reversed(frames))
+    for match in _FILE_LINE.finditer(message):
+        path = match.group("path")
+        if path.startswith(("http", "//")):
+            continue
+        col = match.group("col")
+        found.append(ErrorLocation(path, int(match.group("line")), int(col) if col else None))
+    return found
+
+
+def resolve_location(root: Path, location: ErrorLocation) -> tuple[str, int] | None:
+    """(workspace-relative path, 0-based line) of a location inside `root` that exists, else None."""
+    raw = location.path.replace("\\", "/")
+    if raw.startswith("file://"):
+        raw = raw[len("file://") :]
+    candidate = Path(raw)
+    if not candidate.is_absolute():
+        candidate = root / candidate
+    try:
+        resolved = candidate.resolve()
+        relative = resolved.relative_to(root)
+    except (OSError, ValueError):
+        return None
+    if not resolved.is_file() or relative.parts[:1] in ((".git",), (".engram",)):
+        return None
+    return relative.as_posix(), max(0, location.line - 1)
