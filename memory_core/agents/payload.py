@@ -1,0 +1,187 @@
+"""Hook input: the JSON an agent writes on a hook's stdin, read into one tolerant shape.
+
+Claude Code and Gemini CLI send similar objects under different names (Gemini's AfterTool is
+Claude's PostToolUse, its `run_shell_command` is Claude's Bash). `parse` maps both onto Claude's
+vocabulary so the rest of engram handles one set of events and tools. Unknown fields (a newer
+agent) are kept in `raw` and otherwise ignored; a field of the wrong type reads as missing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from memory_core.errors import UsageError
+
+AGENTS = ("claude-code", "gemini")
+
+# Gemini CLI event -> the Claude Code event engram handles it as (`gemini hooks migrate` mapping).
+_GEMINI_EVENTS = {
+    "beforeagent": "UserPromptSubmit",
+    "afteragent": "Stop",
+    "beforetool": "PreToolUse",
+    "aftertool": "PostToolUse",
+    "precompress": "PreCompact",
+    "sessionstart": "SessionStart",
+    "sessionend": "SessionEnd",
+    "notification": "Notification",
+}
+
+# Gemini CLI tool -> Claude Code tool.
+_GEMINI_TOOLS = {
+    "run_shell_command": "Bash",
+    "write_file": "Write",
+    "replace": "Edit",
+    "read_file": "Read",
+    "read_many_files": "Read",
+    "glob": "Glob",
+    "grep": "Grep",
+    "search_file_content": "Grep",
+    "ls": "LS",
+    "list_directory": "LS",
+}
+
+# Claude Code's events, so `engram hook claude-code precompact` finds `PreCompact`.
+CLAUDE_EVENTS = (
+    "SessionStart", "Setup", "UserPromptSubmit", "UserPromptExpansion", "PreToolUse",
+    "PermissionRequest", "PermissionDenied", "PostToolUse", "PostToolUseFailure", "PostToolBatch",
+    "Notification", "MessageDisplay", "SubagentStart", "SubagentStop", "TaskCreated",
+    "TaskCompleted", "Stop", "StopFailure", "TeammateIdle", "InstructionsLoaded", "ConfigChange",
+    "CwdChanged", "DirectoryAdded", "FileChanged", "WorktreeCreate", "WorktreeRemove",
+    "PreCompact", "PostCompact", "Elicitation", "ElicitationResult", "SessionEnd",
+)
+_CLAUDE_BY_LOWER = {name.lower(): name for name in CLAUDE_EVENTS}
+
+_GEMINI_EXIT = re.compile(r"Exit Code:\s*(-?\d+)", re.IGNORECASE)
+
+
+def agent_name(text: str) -> str:
+    """The canonical agent name for what a user typed (`claude`, `Claude-Code`, `gemini`)."""
+    key = text.strip().lower().replace("_", "-")
+    if key in ("claude", "claude-code", "claudecode"):
+        return "claude-code"
+    if key in ("gemini", "gemini-cli"):
+        return "gemini"
+    raise UsageError(f"unknown agent {text!r}", hint="use claude-code or gemini")
+
+
+def canonical_event(agent: str, event: str) -> str:
+    """The event name engram handles, whatever case it was typed in; unknown names pass through."""
+    key = event.strip().replace("-", "").replace("_", "").lower()
+    if agent == "gemini" and key in _GEMINI_EVENTS:
+        return _GEMINI_EVENTS[key]
+    return _CLAUDE_BY_LOWER.get(key, event.strip())
+
+
+def canonical_tool(agent: str, tool: str) -> str:
+    if agent == "gemini":
+        return _GEMINI_TOOLS.get(tool, tool)
+    return tool
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _bool(value: Any) -> bool:
+    return value is True
+
+
+@dataclass(slots=True)
+class HookPayload:
+    agent: str
+    event: str
+    session_id: str | None = None
+    transcript_path: str | None = None
+    cwd: str | None = None
+    tool_name: str | None = None
+    tool_input: dict[str, Any] = field(default_factory=dict)
+    tool_response: Any = None
+    tool_use_id: str | None = None
+    error: str | None = None
+    is_interrupt: bool = False
+    prompt: str | None = None
+    prompt_response: str | None = None
+    source: str | None = None
+    trigger: str | None = None
+    reason: str | None = None
+    last_assistant_message: str | None = None
+    compact_summary: str | None = None
+    custom_instructions: str | None = None
+    model: str | None = None
+    agent_id: str | None = None
+    agent_type: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> bool:
+        """True when this tool event reports a failure (Claude's PostToolUseFailure, Gemini's error)."""
+        return self.error is not None
+
+    @property
+    def in_subagent(self) -> bool:
+        return self.agent_id is not None
+
+
+def _gemini_tool_error(response: Any) -> str | None:
+    """Gemini reports a failed tool in `tool_response.error`, a failed shell command by its exit code."""
+    data = _dict(response)
+    error = data.get("error")
+    if isinstance(error, dict):
+        error = error.get("message") or json.dumps(error)
+    if isinstance(error, str) and error:
+        return error
+    content = data.get("llmContent")
+    if isinstance(content, str):
+        match = _GEMINI_EXIT.search(content)
+        if match and match.group(1) != "0":
+            return content
+    return None
+
+
+def parse(agent: str, event: str, text: str | bytes) -> HookPayload:
+    """Read one hook payload; UsageError when it is not a JSON object."""
+    try:
+        data = json.loads(text) if text and (text.strip() if isinstance(text, str) else text.strip()) else {}
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise UsageError(f"hook input is not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"hook input is a JSON {type(data).__name__}, expected an object")
+    named = _str(data.get("hook_event_name"))
+    event_name = canonical_event(agent, event or named or "")
+    tool = _str(data.get("tool_name"))
+    payload = HookPayload(
+        agent=agent,
+        event=event_name,
+        session_id=_str(data.get("session_id")),
+        transcript_path=_str(data.get("transcript_path")),
+        cwd=_str(data.get("cwd")),
+        tool_name=canonical_tool(agent, tool) if tool else None,
+        tool_input=_dict(data.get("tool_input")),
+        tool_response=data.get("tool_response"),
+        tool_use_id=_str(data.get("tool_use_id")),
+        is_interrupt=_bool(data.get("is_interrupt")),
+        prompt=_str(data.get("prompt")),
+        prompt_response=_str(data.get("prompt_response")),
+        source=_str(data.get("source")),
+        trigger=_str(data.get("trigger")),
+        reason=_str(data.get("reason")),
+        last_assistant_message=_str(data.get("last_assistant_message")),
+        compact_summary=_str(data.get("compact_summary")),
+        custom_instructions=_str(data.get("custom_instructions")),
+        model=_str(data.get("model")) if not isinstance(data.get("model"), dict) else None,
+        agent_id=_str(data.get("agent_id")),
+        agent_type=_str(data.get("agent_type")),
+        raw=data,
+    )
+    if event_name == "PostToolUseFailure":
+        payload.error = _str(data.get("error")) or "tool failed"
+    elif agent == "gemini" and event_name == "PostToolUse":
+        payload.error = _gemini_tool_error(payload.tool_response)
+    return payload

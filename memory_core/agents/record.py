@@ -1,0 +1,429 @@
+"""Where what an agent did reaches the rest of engram, once.
+
+Two sources see the same session: hooks (live, per tool call) and the transcript ingest (after
+the fact, complete). Both go through here. The ledger tables of migration 0006 make every
+effect happen once: a tool call's effects (a session tool call, a modified file in file
+evolution, a command, an error into gotcha tracking) run for whoever first records its outcome,
+a turn reaches the session once, keyed by its prompt's uuid.
+
+The other areas are called through their contract names (TEAM.md "Contracts"). Each call is
+guarded: a failure in one of them is logged and never stops the agent or the ingest.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import re
+import sqlite3
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memory_core import log
+from memory_core.errors import EngramError
+from memory_core.redact import redact
+from memory_core.store import Store
+from memory_core.workspace import relative_path
+
+FILE_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
+SHELL_TOOLS = frozenset({"Bash"})
+MAX_TEXT = 4000
+MAX_ERROR = 2000
+
+_EXIT_CODE = re.compile(r"^(?:Error:\s*)?Exit code (-?\d+)", re.IGNORECASE)
+
+
+@dataclass(slots=True)
+class ToolCall:
+    tool_use_id: str
+    session_id: str
+    tool: str
+    input: dict[str, Any]
+    ts: float
+    sidechain: bool = False
+
+
+@dataclass(slots=True)
+class ToolOutcome:
+    ok: bool
+    error: str | None = None
+    interrupted: bool = False
+    # The tool's structured result (transcript `toolUseResult`, hook `tool_response`).
+    structured: Any = None
+    exit_code: int | None = None
+
+
+@dataclass(slots=True)
+class Turn:
+    uuid: str
+    session_id: str
+    started_at: float
+    user_message: str
+    ended_at: float | None = None
+    assistant_parts: list[str] = field(default_factory=list)
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    last_stop_reason: str | None = None
+
+    @property
+    def assistant_response(self) -> str:
+        return clip("\n\n".join(part for part in self.assistant_parts if part), MAX_TEXT)
+
+
+def clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    half = limit // 2 - 10
+    return f"{text[:half]}\n[... {len(text) - 2 * half} characters cut ...]\n{text[-half:]}"
+
+
+def clean(text: str | None, limit: int = MAX_TEXT) -> str:
+    """Text ready to store: cut to `limit` and redacted."""
+    return redact(clip(text or "", limit))
+
+
+def file_path_of(call_input: dict[str, Any]) -> str | None:
+    for key in ("file_path", "notebook_path", "filePath", "path", "absolute_path"):
+        value = call_input.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def command_of(call: ToolCall) -> str | None:
+    if call.tool not in SHELL_TOOLS:
+        return None
+    command = call.input.get("command")
+    return command if isinstance(command, str) and command else None
+
+
+def exit_code_of(error: str | None) -> int | None:
+    if not error:
+        return None
+    match = _EXIT_CODE.match(error.lstrip())
+    return int(match.group(1)) if match else None
+
+
+def workspace_path(root: Path, path: str | None, cwd: str | None = None) -> str | None:
+    """`path` relative to the workspace, or None when it lies outside it."""
+    if not path:
+        return None
+    if not os.path.isabs(path) and cwd:
+        path = os.path.join(cwd, path)
+    try:
+        return relative_path(root, path)
+    except EngramError:
+        return None
+
+
+def optional_module(name: str) -> Any | None:
+    """Another area's module, or None while it has not landed (logged by the caller)."""
+    try:
+        return importlib.import_module(f"memory_core.{name}")
+    except ImportError:
+        return None
+
+
+_REPORTED_MISSING: set[tuple[str, str]] = set()
+
+
+def guarded(store: Store, what: str, module: str, function: str, *args: Any, **kwargs: Any) -> Any:
+    """Call `memory_core.<module>.<function>`; log and return None when it is missing or fails."""
+    target = optional_module(module)
+    fn: Callable[..., Any] | None = getattr(target, function, None) if target else None
+    if fn is None:
+        if (module, function) not in _REPORTED_MISSING:
+            _REPORTED_MISSING.add((module, function))
+            log.write(store.root, "warning", f"agents: {what}: memory_core.{module}.{function} is not available")
+        return None
+    try:
+        return fn(*args, **kwargs)
+    except Exception as exc:
+        log.write(store.root, "error", f"agents: {what} failed", exc=exc)
+        return None
+
+
+# -- sessions ---------------------------------------------------------------------------------
+
+
+def touch_session(
+    db: sqlite3.Connection,
+    session_id: str,
+    *,
+    agent: str,
+    ts: float,
+    transcript_path: str | None = None,
+    cwd: str | None = None,
+    git_branch: str | None = None,
+    model: str | None = None,
+) -> bool:
+    """Create or refresh the agent session row; True when it is new."""
+    cursor = db.execute(
+        "INSERT OR IGNORE INTO agent_sessions (session_id, agent, transcript_path, cwd, git_branch, "
+        "model, started_at, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (session_id, agent, transcript_path, cwd, git_branch, model, ts, ts),
+    )
+    if cursor.rowcount:
+        return True
+    db.execute(
+        "UPDATE agent_sessions SET last_seen = MAX(last_seen, ?), "
+        "started_at = MIN(started_at, ?), "
+        "transcript_path = COALESCE(?, transcript_path), cwd = COALESCE(?, cwd), "
+        "git_branch = COALESCE(?, git_branch), model = COALESCE(?, model) WHERE session_id = ?",
+        (ts, ts, transcript_path, cwd, git_branch, model, session_id),
+    )
+    return False
+
+
+def start_session(store: Store, session_id: str, *, agent: str, ts: float, resumed: bool = False) -> None:
+    guarded(
+        store,
+        "start session",
+        "sessions",
+        "start",
+        store,
+        session_id=session_id,
+        agent=agent,
+        session_type="existing" if resumed else "new",
+        now=ts,
+    )
+
+
+# -- tool calls -------------------------------------------------------------------------------
+
+
+def note_tool_use(db: sqlite3.Connection, call: ToolCall, root: Path) -> None:
+    """Remember a tool call before its outcome is known (the result may come in a later run)."""
+    path = file_path_of(call.input)
+    command = command_of(call)
+    db.execute(
+        "INSERT OR IGNORE INTO agent_tool_uses (tool_use_id, session_id, ts, tool, sidechain, path, "
+        "command) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (
+            call.tool_use_id,
+            call.session_id,
+            call.ts,
+            call.tool,
+            int(call.sidechain),
+            workspace_path(root, path) if path else None,
+            clean(command, 1000) if command else None,
+        ),
+    )
+
+
+def claim_outcome(db: sqlite3.Connection, call: ToolCall, outcome: ToolOutcome, root: Path) -> bool:
+    """Record the outcome of a call; True only for the first source to do so (it runs the effects)."""
+    note_tool_use(db, call, root)
+    cursor = db.execute(
+        "UPDATE agent_tool_uses SET ok = ?, error = ? WHERE tool_use_id = ? AND ok IS NULL",
+        (int(outcome.ok), clean(outcome.error, MAX_ERROR) if outcome.error else None, call.tool_use_id),
+    )
+    return cursor.rowcount == 1
+
+
+def pending_call(db: sqlite3.Connection, tool_use_id: str) -> sqlite3.Row | None:
+    row: sqlite3.Row | None = db.execute(
+        "SELECT * FROM agent_tool_uses WHERE tool_use_id = ?", (tool_use_id,)
+    ).fetchone()
+    return row
+
+
+def _changed_lines(structured: Any) -> list[tuple[int, int]] | None:
+    """Line ranges (1-based, inclusive, in the new text) an edit touched, from its structuredPatch."""
+    if not isinstance(structured, dict):
+        return None
+    hunks = structured.get("structuredPatch")
+    if not isinstance(hunks, list) or not hunks:
+        return None
+    ranges: list[tuple[int, int]] = []
+    for hunk in hunks:
+        if not isinstance(hunk, dict):
+            continue
+        start, count = hunk.get("newStart"), hunk.get("newLines")
+        if isinstance(start, int) and isinstance(count, int) and start >= 1:
+            ranges.append((start, start + max(count, 1) - 1))
+    return ranges or None
+
+
+def reconstructed_after(call: ToolCall, structured: Any) -> str | None:
+    """The file's text right after a past edit, rebuilt from the call and its result.
+
+    The transcript ingest runs after the fact, when the file on disk may have moved on; the
+    tool's own record of the original text and the replacement says what the edit produced.
+    """
+    if call.tool == "Write":
+        content = call.input.get("content")
+        return content if isinstance(content, str) else None
+    if not isinstance(structured, dict):
+        return None
+    original = structured.get("originalFile", structured.get("originalFileContents"))
+    if not isinstance(original, str):
+        return None
+    if call.tool == "Edit":
+        edits = [call.input]
+    elif call.tool == "MultiEdit":
+        raw = call.input.get("edits")
+        edits = [e for e in raw if isinstance(e, dict)] if isinstance(raw, list) else []
+    else:
+        return None
+    text = original
+    for edit in edits:
+        old, new = edit.get("old_string"), edit.get("new_string")
+        if not isinstance(old, str) or not isinstance(new, str) or old not in text:
+            return None
+        text = text.replace(old, new) if edit.get("replace_all") is True else text.replace(old, new, 1)
+    return text
+
+
+def _summary(call: ToolCall, rel_path: str | None) -> str:
+    command = command_of(call)
+    if command:
+        return clean(command, 300)
+    if rel_path:
+        return rel_path
+    for key in ("pattern", "query", "url", "description", "prompt"):
+        value = call.input.get(key)
+        if isinstance(value, str) and value:
+            return clean(f"{key}: {value}", 300)
+    return call.tool
+
+
+def apply_outcome(
+    store: Store,
+    call: ToolCall,
+    outcome: ToolOutcome,
+    *,
+    settings: Any = None,
+    cwd: str | None = None,
+    after_text: str | None = None,
+) -> None:
+    """Run the effects of one tool call's outcome (call only when `claim_outcome` said True)."""
+    root = store.root
+    path = file_path_of(call.input)
+    rel = workspace_path(root, path, cwd)
+    sid = call.session_id
+    guarded(
+        store, "record tool call", "sessions", "record_tool_call", store, sid,
+        tool=call.tool, ok=outcome.ok, summary=_summary(call, rel), ts=call.ts,
+    )
+    if call.tool in FILE_TOOLS and outcome.ok and rel is not None:
+        guarded(store, "record modified file", "sessions", "record_file_modified", store, sid, rel, ts=call.ts)
+        structured = outcome.structured if isinstance(outcome.structured, dict) else {}
+        before = structured.get("originalFile")
+        if before is None:
+            before = structured.get("originalFileContents")
+        guarded(
+            store, "record file change", "evolution", "record_change", store, rel,
+            actor="agent", session_id=sid,
+            before=before if isinstance(before, str) else None,
+            after=after_text,
+            lines=_changed_lines(outcome.structured),
+            now=call.ts,
+        )
+    command = command_of(call)
+    if command:
+        exit_code = outcome.exit_code
+        if exit_code is None:
+            exit_code = 0 if outcome.ok else exit_code_of(outcome.error)
+        guarded(store, "record command", "sessions", "record_command", store, sid, clean(command, 1000),
+                exit_code=exit_code, ts=call.ts)
+    if not outcome.ok and not outcome.interrupted and outcome.error:
+        message = outcome.error.strip()
+        if message.lower().startswith("error:"):
+            message = message[6:].strip()
+        message = message.replace("<tool_use_error>", "").replace("</tool_use_error>", "").strip()
+        guarded(
+            store, "track error", "gotchas", "track_error", store, clean(message, MAX_ERROR),
+            settings=settings, file=rel, command=clean(command, 1000) if command else None,
+            tool=call.tool, session_id=sid, now=call.ts,
+        )
+
+
+# -- turns ------------------------------------------------------------------------------------
+
+
+def save_open_turn(db: sqlite3.Connection, turn: Turn) -> None:
+    """Persist a turn still in progress, so the next ingest run carries it on."""
+    db.execute(
+        "INSERT INTO agent_turns (uuid, session_id, started_at, ended_at, user_message, "
+        "assistant_response, tool_calls) VALUES (?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT(uuid) DO UPDATE SET ended_at = excluded.ended_at, "
+        "assistant_response = excluded.assistant_response, tool_calls = excluded.tool_calls "
+        "WHERE recorded = 0",
+        (
+            turn.uuid, turn.session_id, turn.started_at, turn.ended_at, turn.user_message,
+            turn.assistant_response, json.dumps(turn.tool_calls),
+        ),
+    )
+
+
+def load_open_turn(db: sqlite3.Connection, session_id: str) -> Turn | None:
+    row = db.execute(
+        "SELECT * FROM agent_turns WHERE session_id = ? AND recorded = 0 ORDER BY started_at DESC LIMIT 1",
+        (session_id,),
+    ).fetchone()
+    if row is None:
+        return None
+    return Turn(
+        uuid=row["uuid"],
+        session_id=row["session_id"],
+        started_at=row["started_at"],
+        user_message=row["user_message"],
+        ended_at=row["ended_at"],
+        assistant_parts=[row["assistant_response"]] if row["assistant_response"] else [],
+        tool_calls=json.loads(row["tool_calls"] or "[]"),
+    )
+
+
+@dataclass(slots=True)
+class FinishedTurn:
+    session_id: str
+    user_message: str
+    assistant_response: str
+    tool_calls: list[dict[str, Any]]
+    input_tokens: int
+    output_tokens: int
+    started_at: float
+    ended_at: float | None
+
+
+def close_turn(db: sqlite3.Connection, turn: Turn, ended_at: float | None) -> FinishedTurn | None:
+    """Mark a turn recorded (once) with its de-duplicated tokens; None if it already was."""
+    save_open_turn(db, turn)
+    tokens = db.execute(
+        "SELECT COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0) FROM agent_messages "
+        "WHERE turn_uuid = ? AND sidechain = 0",
+        (turn.uuid,),
+    ).fetchone()
+    end = ended_at if ended_at is not None else turn.ended_at
+    cursor = db.execute(
+        "UPDATE agent_turns SET recorded = 1, ended_at = ?, input_tokens = ?, output_tokens = ? "
+        "WHERE uuid = ? AND recorded = 0",
+        (end, int(tokens[0]), int(tokens[1]), turn.uuid),
+    )
+    if cursor.rowcount != 1:
+        return None
+    return FinishedTurn(
+        session_id=turn.session_id,
+        user_message=turn.user_message,
+        assistant_response=turn.assistant_response,
+        tool_calls=list(turn.tool_calls),
+        input_tokens=int(tokens[0]),
+        output_tokens=int(tokens[1]),
+        started_at=turn.started_at,
+        ended_at=end,
+    )
+
+
+def apply_turns(store: Store, turns: Sequence[FinishedTurn]) -> None:
+    for turn in turns:
+        guarded(
+            store, "record turn", "sessions", "record_turn", store, turn.session_id,
+            user_message=turn.user_message, assistant_response=turn.assistant_response,
+            # Tool calls reach the session one by one as their outcomes arrive (record_tool_call);
+            # handing them over again here would count them twice.
+            tool_calls=(), input_tokens=turn.input_tokens,
+            output_tokens=turn.output_tokens, started_at=turn.started_at, ended_at=turn.ended_at,
+        )

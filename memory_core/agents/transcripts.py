@@ -1,0 +1,657 @@
+"""Claude Code transcripts (`~/.claude/projects/<project>/<session>.jsonl`): parse and ingest.
+
+`parse_line` turns one JSON line into an `Entry` (a plain dataclass) or None for lines that are
+not part of the conversation (progress, snapshots, titles, types a newer Claude Code invented).
+`ingest_file` reads a transcript from where the previous run stopped (an offset per file, always
+at a line boundary; a trailing half-written line waits for the next run) and builds sessions,
+turns, tool calls, tokens, modified files, commands, failures, sidechains and compactions.
+
+Token usage is de-duplicated as the usage accounting tools do: one API response is written as
+several lines (one content block each) that repeat its `usage`; it is counted once under its
+`message.id`, keeping the largest values seen (early lines may carry a partial output count),
+and a sidechain replay never replaces the main conversation's copy.
+
+A "human prompt" is a user line that is not a sidechain, meta text, compaction summary, tool
+result, slash-command echo, shell escape or interrupt marker.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memory_core import clock
+from memory_core.agents import record
+from memory_core.agents.record import FinishedTurn, ToolCall, ToolOutcome, Turn, clean
+from memory_core.store import Store
+
+AGENT = "claude-code"
+HEAD_BYTES = 512
+CHUNK_LINES = 5000
+_STOP_REASONS_THAT_END_A_TURN = frozenset({"end_turn", "stop_sequence", "max_tokens", "refusal"})
+_NOT_PROMPTS = ("<command-name>", "<local-command-", "<bash-", "<command-message>", "<task-notification>")
+_INTERRUPT = "[Request interrupted by user"
+_COMPACT_PREFIX = "This session is being continued from a previous conversation"
+
+
+@dataclass(slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_tokens: int = 0
+    cache_read_tokens: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.input_tokens + self.output_tokens + self.cache_creation_tokens + self.cache_read_tokens
+
+
+@dataclass(slots=True)
+class ToolUse:
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+@dataclass(slots=True)
+class ToolResult:
+    tool_use_id: str
+    is_error: bool
+    text: str
+    structured: Any = None
+    interrupted: bool = False
+
+
+@dataclass(slots=True)
+class Entry:
+    """One meaningful transcript line."""
+
+    kind: str  # prompt | assistant | tool_results | compact_boundary | compact_summary | user_other
+    uuid: str | None
+    session_id: str | None
+    ts: float
+    sidechain: bool = False
+    cwd: str | None = None
+    git_branch: str | None = None
+    agent_id: str | None = None
+    text: str = ""
+    message_key: str | None = None
+    model: str | None = None
+    usage: Usage | None = None
+    stop_reason: str | None = None
+    tool_uses: list[ToolUse] = field(default_factory=list)
+    tool_results: list[ToolResult] = field(default_factory=list)
+    trigger: str | None = None
+    pre_tokens: int | None = None
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _ts(value: Any) -> float:
+    if isinstance(value, str) and value:
+        try:
+            return clock.parse_iso(value)
+        except ValueError:
+            pass
+    return clock.now()
+
+
+def _usage(raw: Any) -> Usage | None:
+    if not isinstance(raw, dict):
+        return None
+    creation = _int(raw.get("cache_creation_input_tokens"))
+    if not creation:
+        # Some versions reported 0 here while the nested breakdown held the real figure.
+        nested = raw.get("cache_creation")
+        if isinstance(nested, dict):
+            creation = sum(_int(v) for v in nested.values())
+    return Usage(
+        input_tokens=_int(raw.get("input_tokens")),
+        output_tokens=_int(raw.get("output_tokens")),
+        cache_creation_tokens=creation,
+        cache_read_tokens=_int(raw.get("cache_read_input_tokens")),
+    )
+
+
+def _block_text(content: Any) -> str:
+    """The text of a message or tool_result content (a string or a list of blocks)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+                parts.append(block["text"])
+            elif isinstance(block, str):
+                parts.append(block)
+        return "\n".join(parts)
+    return ""
+
+
+def is_human_text(text: str) -> bool:
+    stripped = text.lstrip()
+    if not stripped:
+        return False
+    if stripped.startswith(_NOT_PROMPTS) or stripped.startswith(_INTERRUPT):
+        return False
+    return not stripped.startswith(_COMPACT_PREFIX)
+
+
+def parse_line(obj: Any) -> Entry | None:
+    """The conversation content of one decoded transcript line, or None."""
+    if not isinstance(obj, dict):
+        return None
+    kind = obj.get("type")
+    if kind not in ("user", "assistant", "system"):
+        return None
+    message = obj.get("message")
+    message = message if isinstance(message, dict) else {}
+    entry = Entry(
+        kind="user_other",
+        uuid=obj.get("uuid") if isinstance(obj.get("uuid"), str) else None,
+        session_id=obj.get("sessionId") if isinstance(obj.get("sessionId"), str) else None,
+        ts=_ts(obj.get("timestamp")),
+        sidechain=obj.get("isSidechain") is True,
+        cwd=obj.get("cwd") if isinstance(obj.get("cwd"), str) else None,
+        git_branch=obj.get("gitBranch") if isinstance(obj.get("gitBranch"), str) else None,
+        agent_id=obj.get("agentId") if isinstance(obj.get("agentId"), str) else None,
+    )
+    if kind == "system":
+        if obj.get("subtype") != "compact_boundary":
+            return None
+        entry.kind = "compact_boundary"
+        meta = obj.get("compactMetadata")
+        if isinstance(meta, dict):
+            entry.trigger = meta.get("trigger") if isinstance(meta.get("trigger"), str) else None
+            entry.pre_tokens = _int(meta.get("preTokens")) or None
+        return entry
+    if kind == "assistant":
+        entry.kind = "assistant"
+        model = message.get("model")
+        entry.model = model if isinstance(model, str) else None
+        if entry.model == "<synthetic>":
+            # An error message Claude Code wrote itself: no API call, no tokens.
+            return None
+        # Keyed by message.id alone: the lines of one response share it (and its requestId), and
+        # a sidechain replay of a parent response under another requestId must meet the parent's
+        # copy. Lines without an id are never merged.
+        message_id = message.get("id")
+        if isinstance(message_id, str) and message_id:
+            entry.message_key = message_id
+        elif entry.uuid:
+            entry.message_key = f"line:{entry.uuid}"
+        entry.usage = _usage(message.get("usage"))
+        stop = message.get("stop_reason")
+        entry.stop_reason = stop if isinstance(stop, str) else None
+        content = message.get("content")
+        texts: list[str] = []
+        for block in content if isinstance(content, list) else []:
+            if not isinstance(block, dict):
+                continue
+            block_type = block.get("type")
+            if block_type == "text" and isinstance(block.get("text"), str):
+                texts.append(block["text"])
+            elif block_type == "tool_use" and isinstance(block.get("id"), str):
+                tool_input = block.get("input")
+                entry.tool_uses.append(
+                    ToolUse(
+                        id=block["id"],
+                        name=str(block.get("name") or "unknown"),
+                        input=tool_input if isinstance(tool_input, dict) else {},
+                    )
+                )
+        entry.text = "\n".join(texts)
+        return entry
+    # A user line: a prompt, tool results, a compaction summary, or meta text.
+    content = message.get("content")
+    if obj.get("isCompactSummary") is True:
+        entry.kind = "compact_summary"
+        entry.text = _block_text(content)
+        return entry
+    results = []
+    if isinstance(content, list):
+        structured = obj.get("toolUseResult")
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                tool_use_id = block.get("tool_use_id")
+                if not isinstance(tool_use_id, str):
+                    continue
+                interrupted = isinstance(structured, dict) and structured.get("interrupted") is True
+                results.append(
+                    ToolResult(
+                        tool_use_id=tool_use_id,
+                        is_error=block.get("is_error") is True,
+                        text=_block_text(block.get("content")),
+                        structured=structured,
+                        interrupted=interrupted,
+                    )
+                )
+    if results:
+        entry.kind = "tool_results"
+        entry.tool_results = results
+        return entry
+    text = _block_text(content)
+    entry.text = text
+    if (
+        not entry.sidechain
+        and obj.get("isMeta") is not True
+        and obj.get("isVisibleInTranscriptOnly") is not True
+        and is_human_text(text)
+        and not (isinstance(obj.get("origin"), dict) and obj["origin"].get("kind") == "task-notification")
+        and obj.get("promptSource") != "system"
+    ):
+        entry.kind = "prompt"
+    return entry
+
+
+def iter_entries(lines: Iterable[bytes | str]) -> Iterator[Entry]:
+    """Entries of raw JSONL lines; undecodable lines are skipped."""
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        entry = parse_line(obj)
+        if entry is not None:
+            yield entry
+
+
+# -- where transcripts live -------------------------------------------------------------------
+
+
+def project_dir_name(root: Path) -> str:
+    """Claude Code's folder name for a project: every non-alphanumeric character becomes '-'."""
+    return re.sub(r"[^A-Za-z0-9]", "-", str(root))
+
+
+def claude_config_dirs() -> list[Path]:
+    configured = os.environ.get("CLAUDE_CONFIG_DIR")
+    if configured:
+        return [Path(p).expanduser() for p in configured.split(",") if p.strip()]
+    home = Path.home()
+    return [home / ".claude", home / ".config" / "claude"]
+
+
+def default_transcripts(root: Path) -> list[Path]:
+    """This workspace's transcripts, subagent files included, oldest first."""
+    name = project_dir_name(root)
+    found: list[Path] = []
+    for config_dir in claude_config_dirs():
+        projects = config_dir / "projects"
+        if not projects.is_dir():
+            continue
+        for candidate in projects.iterdir():
+            matches = candidate.name == name or (len(name) > 200 and candidate.name.startswith(name[:200]))
+            if matches and candidate.is_dir():
+                found.extend(p for p in candidate.rglob("*.jsonl") if p.is_file())
+    return sorted(found, key=lambda p: (p.stat().st_mtime, str(p)))
+
+
+def is_claude_transcript(path: Path) -> bool:
+    """False for a Gemini chat file handed over as `transcript_path` (metadata line first, or .json)."""
+    if path.suffix == ".json":
+        return False
+    try:
+        with path.open("rb") as handle:
+            first = handle.readline(65536)
+    except OSError:
+        return False
+    if not first.strip():
+        return True
+    try:
+        obj = json.loads(first)
+    except ValueError:
+        return True
+    return not (isinstance(obj, dict) and "projectHash" in obj and "type" not in obj)
+
+
+# -- ingest -----------------------------------------------------------------------------------
+
+
+@dataclass
+class IngestStats:
+    path: str
+    lines: int = 0
+    bytes: int = 0
+    malformed: int = 0
+    prompts: int = 0
+    turns: int = 0
+    assistant_messages: int = 0
+    tool_calls: int = 0
+    failures: int = 0
+    compactions: int = 0
+    sidechain_lines: int = 0
+    sessions: list[str] = field(default_factory=list)
+    restarted: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass
+class _SessionState:
+    session_id: str
+    turn: Turn | None = None
+
+
+class _Run:
+    """One ingest pass over one file: in-memory turn state, effects run after each commit."""
+
+    def __init__(self, store: Store, path: Path, stats: IngestStats, settings: Any) -> None:
+        self.store = store
+        self.path = path
+        self.stats = stats
+        self.settings = settings
+        self.sessions: dict[str, _SessionState] = {}
+        self.pending_effects: list[tuple[ToolCall, ToolOutcome, str | None]] = []
+        self.finished_turns: list[FinishedTurn] = []
+        self.new_sessions: list[tuple[str, float]] = []
+        self.calls: dict[str, ToolCall] = {}
+
+    def session(self, db: sqlite3.Connection, entry: Entry) -> _SessionState | None:
+        sid = entry.session_id
+        if sid is None:
+            return None
+        state = self.sessions.get(sid)
+        if state is None:
+            is_new = record.touch_session(
+                db, sid, agent=AGENT, ts=entry.ts, transcript_path=str(self.path) if not entry.sidechain else None,
+                cwd=entry.cwd, git_branch=entry.git_branch,
+            )
+            if is_new:
+                self.new_sessions.append((sid, entry.ts))
+            state = _SessionState(sid, record.load_open_turn(db, sid))
+            self.sessions[sid] = state
+            self.stats.sessions.append(sid)
+        return state
+
+    def finish_turn(self, db: sqlite3.Connection, state: _SessionState, ended_at: float | None) -> None:
+        if state.turn is None:
+            return
+        finished = record.close_turn(db, state.turn, ended_at)
+        if finished is not None:
+            self.finished_turns.append(finished)
+            self.stats.turns += 1
+        state.turn = None
+
+    def handle(self, db: sqlite3.Connection, entry: Entry) -> None:
+        state = self.session(db, entry)
+        if state is None:
+            return
+        if entry.sidechain:
+            self.stats.sidechain_lines += 1
+        if entry.kind == "prompt":
+            self.prompt(db, state, entry)
+        elif entry.kind == "assistant":
+            self.assistant(db, state, entry)
+        elif entry.kind == "tool_results":
+            self.tool_results(db, state, entry)
+        elif entry.kind == "compact_boundary":
+            self.finish_turn(db, state, entry.ts)
+            cursor = db.execute(
+                "INSERT OR IGNORE INTO agent_compactions (uuid, session_id, ts, trigger, pre_tokens) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (entry.uuid or f"{state.session_id}:{entry.ts}", state.session_id, entry.ts, entry.trigger, entry.pre_tokens),
+            )
+            if cursor.rowcount:
+                self.stats.compactions += 1
+                db.execute(
+                    "UPDATE agent_sessions SET compactions = compactions + 1 WHERE session_id = ?",
+                    (state.session_id,),
+                )
+        elif entry.kind == "compact_summary":
+            db.execute(
+                "UPDATE agent_compactions SET summary = ? WHERE rowid = (SELECT rowid FROM agent_compactions "
+                "WHERE session_id = ? AND summary IS NULL ORDER BY ts DESC LIMIT 1)",
+                (clean(entry.text, 20000), state.session_id),
+            )
+
+    def prompt(self, db: sqlite3.Connection, state: _SessionState, entry: Entry) -> None:
+        self.finish_turn(db, state, None)
+        uuid = entry.uuid or f"{state.session_id}:{entry.ts}"
+        text = clean(entry.text)
+        cursor = db.execute(
+            "INSERT OR IGNORE INTO agent_prompts (uuid, session_id, ts, text) VALUES (?, ?, ?, ?)",
+            (uuid, state.session_id, entry.ts, text),
+        )
+        if not cursor.rowcount:
+            return  # a prefix replayed into a resumed session's file: already counted
+        self.stats.prompts += 1
+        state.turn = Turn(uuid=uuid, session_id=state.session_id, started_at=entry.ts, user_message=text)
+
+    def assistant(self, db: sqlite3.Connection, state: _SessionState, entry: Entry) -> None:
+        turn = state.turn if not entry.sidechain else None
+        if entry.message_key and entry.usage is not None:
+            self.usage(db, state, entry, turn)
+        if turn is not None:
+            if entry.text:
+                turn.assistant_parts.append(clean(entry.text))
+            turn.ended_at = entry.ts
+            if entry.stop_reason:
+                turn.last_stop_reason = entry.stop_reason
+        for use in entry.tool_uses:
+            call = ToolCall(use.id, state.session_id, use.name, use.input, entry.ts, entry.sidechain)
+            self.calls[use.id] = call
+            record.note_tool_use(db, call, self.store.root)
+            if turn is not None:
+                turn.tool_calls.append({"id": use.id, "tool": use.name})
+
+    def usage(self, db: sqlite3.Connection, state: _SessionState, entry: Entry, turn: Turn | None) -> None:
+        usage = entry.usage
+        assert usage is not None and entry.message_key is not None
+        existing = db.execute(
+            "SELECT sidechain, input_tokens + output_tokens + cache_creation_tokens + cache_read_tokens "
+            "FROM agent_messages WHERE message_key = ?",
+            (entry.message_key,),
+        ).fetchone()
+        values = (
+            usage.input_tokens, usage.output_tokens, usage.cache_creation_tokens, usage.cache_read_tokens,
+        )
+        if existing is None:
+            db.execute(
+                "INSERT INTO agent_messages (message_key, session_id, turn_uuid, ts, model, sidechain, "
+                "input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (entry.message_key, state.session_id, turn.uuid if turn else None, entry.ts, entry.model,
+                 int(entry.sidechain), *values),
+            )
+            self.stats.assistant_messages += 1
+            return
+        was_sidechain, total = bool(existing[0]), int(existing[1])
+        if entry.sidechain and not was_sidechain:
+            return  # a subagent's replay of the parent's response: the parent's copy stands
+        if (was_sidechain and not entry.sidechain) or usage.total > total:
+            db.execute(
+                "UPDATE agent_messages SET input_tokens = ?, output_tokens = ?, cache_creation_tokens = ?, "
+                "cache_read_tokens = ?, sidechain = ?, turn_uuid = COALESCE(turn_uuid, ?) WHERE message_key = ?",
+                (*values, int(entry.sidechain), turn.uuid if turn else None, entry.message_key),
+            )
+
+    def tool_results(self, db: sqlite3.Connection, state: _SessionState, entry: Entry) -> None:
+        for result in entry.tool_results:
+            call = self.calls.get(result.tool_use_id)
+            if call is None:
+                row = record.pending_call(db, result.tool_use_id)
+                if row is None:
+                    continue  # the call was in a part of the file we never saw
+                call = ToolCall(
+                    result.tool_use_id, row["session_id"], row["tool"], _input_from_row(row),
+                    float(row["ts"]), bool(row["sidechain"]),
+                )
+            failed = result.is_error or result.interrupted
+            error = None
+            if failed:
+                error = result.structured if isinstance(result.structured, str) else result.text
+                error = error or "tool failed"
+            outcome = ToolOutcome(
+                ok=not failed,
+                error=error,
+                interrupted=result.interrupted,
+                structured=result.structured,
+                exit_code=record.exit_code_of(error) if failed else 0,
+            )
+            self.stats.tool_calls += 1
+            if failed and not result.interrupted:
+                self.stats.failures += 1
+            if record.claim_outcome(db, call, outcome, self.store.root):
+                self.pending_effects.append((call, outcome, entry.cwd))
+            if state.turn is not None and not entry.sidechain:
+                for item in state.turn.tool_calls:
+                    if item.get("id") == result.tool_use_id:
+                        item["ok"] = not failed
+
+    def end_of_input(self, db: sqlite3.Connection, *, flush: bool) -> None:
+        """Close turns that are over (the agent finished answering) or all of them on `flush`."""
+        for state in self.sessions.values():
+            if state.turn is None:
+                continue
+            if flush or state.turn.last_stop_reason in _STOP_REASONS_THAT_END_A_TURN:
+                self.finish_turn(db, state, None)
+            else:
+                record.save_open_turn(db, state.turn)
+
+    def run_effects(self) -> None:
+        for sid, ts in self.new_sessions:
+            record.start_session(self.store, sid, agent=AGENT, ts=ts)
+        self.new_sessions.clear()
+        for call, outcome, cwd in self.pending_effects:
+            after = record.reconstructed_after(call, outcome.structured) if outcome.ok else None
+            record.apply_outcome(self.store, call, outcome, settings=self.settings, cwd=cwd, after_text=after)
+        self.pending_effects.clear()
+        record.apply_turns(self.store, self.finished_turns)
+        self.finished_turns.clear()
+
+
+def _input_from_row(row: sqlite3.Row) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    if row["command"]:
+        data["command"] = row["command"]
+    if row["path"]:
+        data["file_path"] = str(row["path"])
+    return data
+
+
+def _sessions_of_file(store: Store, key: str) -> list[str]:
+    rows = store.query("SELECT session_id FROM agent_ingest_offsets WHERE path = ? AND session_id IS NOT NULL", (key,))
+    return [str(r["session_id"]) for r in rows]
+
+
+def flush_session(store: Store, session_id: str, *, ended_at: float | None = None) -> list[FinishedTurn]:
+    """Close the session's open turn (session end) and hand it to sessions."""
+    finished: list[FinishedTurn] = []
+    with store.transaction() as db:
+        turn = record.load_open_turn(db, session_id)
+        if turn is not None:
+            done = record.close_turn(db, turn, ended_at)
+            if done is not None:
+                finished.append(done)
+    record.apply_turns(store, finished)
+    return finished
+
+
+def _read_head(path: Path) -> str:
+    with path.open("rb") as handle:
+        return handle.read(HEAD_BYTES).hex()
+
+
+def ingest_file(
+    store: Store,
+    path: str | os.PathLike[str],
+    *,
+    settings: Any = None,
+    flush: bool = False,
+    progress: Any = None,
+) -> IngestStats:
+    """Ingest what was appended to `path` since the last run.
+
+    `flush` closes every open turn at the end (session end); otherwise a turn whose answer is
+    still being written stays open for the next run. `progress(bytes_done)` is called per chunk.
+    """
+    file_path = Path(path).expanduser().resolve()
+    key = str(file_path)
+    stats = IngestStats(path=key)
+    size = file_path.stat().st_size
+    head = _read_head(file_path)
+    row = store.query_one("SELECT offset, head FROM agent_ingest_offsets WHERE path = ?", (key,))
+    offset = 0
+    if row is not None:
+        offset = int(row["offset"])
+        # A file shorter than what we read, or with a different beginning, was replaced:
+        # read it again from the start (the ledgers keep what was already counted from counting twice).
+        previous_head = str(row["head"])
+        common = min(len(previous_head), len(head))
+        if size < offset or previous_head[:common] != head[:common]:
+            offset = 0
+            stats.restarted = True
+    if offset >= size:
+        if flush:
+            for sid in _sessions_of_file(store, key):
+                stats.turns += len(flush_session(store, sid))
+        return stats
+    if settings is None:
+        from memory_core import config
+
+        # Loaded once here: gotcha tracking would otherwise read the settings per failure.
+        settings = config.load(store.root)
+    run = _Run(store, file_path, stats, settings)
+    with file_path.open("rb") as handle:
+        handle.seek(offset)
+        data = handle.read(max(0, size - offset))
+    # Only whole lines: Claude Code writes asynchronously and the last line may be half there.
+    end = data.rfind(b"\n") + 1
+    body = data[:end]
+    position = offset
+    lines = body.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    for start in range(0, max(len(lines), 1), CHUNK_LINES):
+        chunk = lines[start : start + CHUNK_LINES]
+        last_chunk = start + CHUNK_LINES >= len(lines)
+        with store.transaction() as db:
+            for line in chunk:
+                position += len(line) + 1
+                stats.lines += 1
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except ValueError:
+                    stats.malformed += 1
+                    continue
+                entry = parse_line(obj)
+                if entry is not None:
+                    run.handle(db, entry)
+            if last_chunk:
+                run.end_of_input(db, flush=flush)
+            db.execute(
+                "INSERT INTO agent_ingest_offsets (path, agent, session_id, offset, size, head, lines, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET offset = excluded.offset, "
+                "size = excluded.size, head = excluded.head, lines = lines + excluded.lines, "
+                "updated_at = excluded.updated_at, session_id = COALESCE(excluded.session_id, session_id)",
+                (key, AGENT, stats.sessions[0] if stats.sessions else None, position, size, head,
+                 len(chunk), clock.now()),
+            )
+        run.run_effects()
+        if progress is not None:
+            progress(position - offset)
+    stats.bytes = position - offset
+    return stats
+
+
+def ingest_paths(
+    store: Store, paths: Iterable[Path], *, settings: Any = None, flush: bool = False, progress: Any = None
+) -> list[IngestStats]:
+    results = []
+    for path in paths:
+        results.append(ingest_file(store, path, settings=settings, flush=flush, progress=progress))
+    return results
