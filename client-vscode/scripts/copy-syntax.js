@@ -1,0 +1,13 @@
+// Copies the grammars kept at the repository root (syntax/) into out/syntax so that they ship
+// inside the .vsix (vsce packages only what lies under the extension's folder).
+const fs = require("fs");
+const path = require("path");
+
+const source = path.resolve(__dirname, "..", "..", "syntax");
+const target = path.resolve(__dirname, "..", "out", "syntax");
+fs.mkdirSync(target, { recursive: true });
+for (const name of fs.readdirSync(source)) {
+  if (name.endsWith(".tmLanguage.json")) {
+    fs.copyFileSync(path.join(source, name), path.join(target, name));
+  }
+}

@@ -1,0 +1,362 @@
+// The palette commands ("engram: Create Checkpoint", ...). Each asks for what it needs with an
+// input box or a quick pick filled from the server's list commands, then runs the server's
+// command (DESIGN section 5) and shows the outcome.
+import * as path from "path";
+import * as vscode from "vscode";
+
+import type { Engram } from "./extension";
+import { JsonObject, firstList, itemLabel, toMarkdown, when } from "./render";
+
+interface PickItem extends vscode.QuickPickItem {
+  item: JsonObject;
+}
+
+function message(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  return text.replace(/^Request workspace\/executeCommand failed with message: /, "");
+}
+
+async function pick(
+  engram: Engram,
+  listCommand: string,
+  key: string,
+  placeHolder: string,
+  empty: string,
+  filter: (item: JsonObject) => boolean = () => true,
+): Promise<JsonObject | undefined> {
+  const items = firstList(await engram.execute(listCommand, {}), key).filter(filter);
+  if (items.length === 0) {
+    void vscode.window.showInformationMessage(`engram: ${empty}`);
+    return undefined;
+  }
+  const picks: PickItem[] = items.map((item) => {
+    const details = [when(item)];
+    for (const field of ["status", "severity", "agent", "type", "reason"]) {
+      if (typeof item[field] === "string") {
+        details.push(String(item[field]));
+      }
+    }
+    for (const field of ["turns", "turn_count", "files", "file_count", "occurrences"]) {
+      const value = item[field];
+      if (typeof value === "number") {
+        details.push(`${value} ${field.replace("_count", "").replace("_", " ")}`);
+      } else if (Array.isArray(value)) {
+        details.push(`${value.length} ${field.replace("_count", "")}`);
+      }
+    }
+    return {
+      label: itemLabel(item),
+      description: String(item.id ?? ""),
+      detail: details.filter(Boolean).join(" · ") || undefined,
+      item,
+    };
+  });
+  const chosen = await vscode.window.showQuickPick(picks, {
+    placeHolder,
+    matchOnDescription: true,
+    matchOnDetail: true,
+    ignoreFocusOut: true,
+  });
+  return chosen?.item;
+}
+
+async function ask(prompt: string, options: Partial<vscode.InputBoxOptions> = {}): Promise<string | undefined> {
+  return vscode.window.showInputBox({ prompt, ignoreFocusOut: true, ...options });
+}
+
+async function confirmModally(question: string, detail: string, action: string): Promise<boolean> {
+  const answer = await vscode.window.showWarningMessage(question, { modal: true, detail }, action);
+  return answer === action;
+}
+
+function selectionText(): string {
+  const editor = vscode.window.activeTextEditor;
+  return editor && !editor.selection.isEmpty ? editor.document.getText(editor.selection).trim() : "";
+}
+
+function activeFile(): { file?: string; line?: number } {
+  const editor = vscode.window.activeTextEditor;
+  if (!editor || editor.document.uri.scheme !== "file") {
+    return {};
+  }
+  const folder = vscode.workspace.getWorkspaceFolder(editor.document.uri);
+  const file = folder ? path.relative(folder.uri.fsPath, editor.document.uri.fsPath) : editor.document.uri.fsPath;
+  return { file, line: editor.selection.active.line + 1 };
+}
+
+function escapeRegex(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+const MEMORY_TYPES = ["learning", "decision", "finding", "preference", "project", "action"];
+
+export function registerCommands(engram: Engram): void {
+  const views = engram.views;
+
+  const commands: { [id: string]: () => Promise<unknown> } = {
+    "engram.ui.createCheckpoint": async () => {
+      const name = await ask("Checkpoint name (optional)", { placeHolder: "e.g. before the refactor" });
+      if (name === undefined) {
+        return;
+      }
+      const result = await engram.execute("engram.checkpoint.create", name.trim() ? { name: name.trim() } : {});
+      const checkpoint = (result?.checkpoint as JsonObject | undefined) ?? result ?? {};
+      void vscode.window.showInformationMessage(
+        `engram: checkpoint ${checkpoint.name ? `“${checkpoint.name}” ` : ""}created (${checkpoint.id ?? "?"})`,
+      );
+    },
+
+    "engram.ui.listCheckpoints": async () => {
+      await views.show("Checkpoints", toMarkdown("Checkpoints", await engram.execute("engram.checkpoint.list")));
+    },
+
+    "engram.ui.rollback": async () => {
+      const checkpoint = await pick(
+        engram,
+        "engram.checkpoint.list",
+        "checkpoints",
+        "Roll back the workspace to which checkpoint?",
+        "no checkpoints yet (engram: Create Checkpoint makes one)",
+      );
+      if (!checkpoint) {
+        return;
+      }
+      const confirmed = await confirmModally(
+        `Roll back to checkpoint “${itemLabel(checkpoint)}”?`,
+        "Files changed since then are overwritten (open editors through undoable edits). " +
+          "engram makes a checkpoint first, so this rollback can itself be rolled back.",
+        "Roll Back",
+      );
+      if (!confirmed) {
+        return;
+      }
+      const result = await engram.execute("engram.checkpoint.rollback", { id: checkpoint.id, confirm: true });
+      if (result && result.done === false) {
+        void vscode.window.showWarningMessage(`engram: rollback not done (${result.reason ?? "no reason given"})`);
+        return;
+      }
+      const restored = result?.restored ?? result?.files ?? result?.changed;
+      const count = Array.isArray(restored) ? restored.length : typeof restored === "number" ? restored : undefined;
+      void vscode.window.showInformationMessage(
+        `engram: rolled back to “${itemLabel(checkpoint)}”` + (count !== undefined ? ` (${count} files)` : ""),
+      );
+    },
+
+    "engram.ui.saveSession": async () => {
+      const name = await ask("Session name (optional)", { placeHolder: "e.g. auth-refactor" });
+      if (name === undefined) {
+        return;
+      }
+      const result = await engram.execute("engram.session.save", name.trim() ? { name: name.trim() } : {});
+      const session = (result?.session as JsonObject | undefined) ?? result ?? {};
+      void vscode.window.showInformationMessage(`engram: session saved as ${session.name ?? session.id ?? "?"}`);
+    },
+
+    "engram.ui.restoreSession": async () => {
+      const session = await pick(engram, "engram.session.list", "sessions", "Restore which session?", "no saved sessions");
+      if (!session) {
+        return;
+      }
+      const result = await engram.execute("engram.session.restore", { id: session.id });
+      await views.show(`Session ${itemLabel(session)}`, toMarkdown(`Session ${itemLabel(session)}`, result));
+    },
+
+    "engram.ui.listSessions": async () => {
+      await views.show("Sessions", toMarkdown("Sessions", await engram.execute("engram.session.list")));
+    },
+
+    "engram.ui.deleteSession": async () => {
+      const session = await pick(engram, "engram.session.list", "sessions", "Delete which session?", "no sessions");
+      if (!session) {
+        return;
+      }
+      const confirmed = await confirmModally(
+        `Delete session “${itemLabel(session)}”?`,
+        "It can be undeleted for the recovery period (engram.memory.recovery_days), then it is purged.",
+        "Delete",
+      );
+      if (confirmed) {
+        await engram.execute("engram.session.delete", { id: session.id, confirm: true });
+        void vscode.window.showInformationMessage(`engram: session “${itemLabel(session)}” deleted`);
+      }
+    },
+
+    "engram.ui.sessionSummary": async () => {
+      await views.show("Session Summary", toMarkdown("Session Summary", await engram.execute("engram.session.summary")));
+    },
+
+    "engram.ui.sessionHistory": async () => {
+      await views.show("Session History", toMarkdown("Session History", await engram.execute("engram.session.history")));
+    },
+
+    "engram.ui.sessionMetrics": async () => {
+      await views.show("Session Metrics", toMarkdown("Session Metrics", await engram.execute("engram.session.metrics")));
+    },
+
+    "engram.ui.captureSnapshot": async () => {
+      const note = await ask("Note for this snapshot (optional)", { placeHolder: "what you were doing" });
+      if (note === undefined) {
+        return;
+      }
+      const result = await engram.execute("engram.snapshot.capture", note.trim() ? { note: note.trim() } : {});
+      const snapshot = (result?.snapshot as JsonObject | undefined) ?? result ?? {};
+      void vscode.window.showInformationMessage(`engram: context snapshot captured (${snapshot.id ?? "?"})`);
+    },
+
+    "engram.ui.restoreSnapshot": async () => {
+      const snapshot = await pick(engram, "engram.snapshot.list", "snapshots", "Restore which snapshot?", "no snapshots yet");
+      if (!snapshot) {
+        return;
+      }
+      const result = await engram.execute("engram.snapshot.restore", { id: snapshot.id });
+      const warnings = firstList(result, "warnings");
+      const plainWarnings = Array.isArray(result?.warnings) ? (result?.warnings as unknown[]).map(String) : [];
+      const text = plainWarnings.length ? plainWarnings.join("; ") : warnings.map(itemLabel).join("; ");
+      void vscode.window.showInformationMessage(
+        `engram: snapshot “${itemLabel(snapshot)}” restored` + (text ? ` (warnings: ${text})` : ""),
+      );
+    },
+
+    "engram.ui.addGotcha": async () => {
+      const selected = selectionText();
+      const title = await ask("Gotcha title: what goes wrong", {
+        value: selected.split("\n")[0].slice(0, 80),
+        validateInput: (value) => (value.trim() ? undefined : "a title is required"),
+      });
+      if (!title) {
+        return;
+      }
+      const workaround = await ask("Workaround: what to do instead (optional)");
+      if (workaround === undefined) {
+        return;
+      }
+      const pattern = await ask("Code pattern that anchors it in code (regex, optional)", {
+        value: selected && !selected.includes("\n") ? escapeRegex(selected) : "",
+      });
+      if (pattern === undefined) {
+        return;
+      }
+      const args: JsonObject = { title: title.trim() };
+      if (workaround.trim()) {
+        args.workaround = workaround.trim();
+      }
+      if (pattern.trim()) {
+        args.pattern = pattern.trim();
+      }
+      const { file } = activeFile();
+      if (file) {
+        args.file = file;
+      }
+      const result = await engram.execute("engram.gotcha.add", args);
+      const gotcha = (result?.gotcha as JsonObject | undefined) ?? result ?? {};
+      void vscode.window.showInformationMessage(`engram: gotcha ${gotcha.id ?? ""} added`);
+    },
+
+    "engram.ui.listGotchas": async () => {
+      await views.show("Gotchas", toMarkdown("Gotchas", await engram.execute("engram.gotcha.list")));
+    },
+
+    "engram.ui.resolveGotcha": async () => {
+      const gotcha = await pick(
+        engram,
+        "engram.gotcha.list",
+        "gotchas",
+        "Mark which gotcha as resolved?",
+        "no open gotchas",
+        (item) => item.status !== "resolved",
+      );
+      if (gotcha) {
+        await engram.execute("engram.gotcha.resolve", { id: gotcha.id });
+        void vscode.window.showInformationMessage(`engram: gotcha “${itemLabel(gotcha)}” resolved`);
+      }
+    },
+
+    "engram.ui.trackError": async () => {
+      const text = await ask("Error message to track", {
+        value: selectionText(),
+        validateInput: (value) => (value.trim() ? undefined : "paste the error message"),
+      });
+      if (!text) {
+        return;
+      }
+      const result = await engram.execute("engram.error.track", { message: text, ...activeFile() });
+      const id = result?.gotcha_id;
+      const occurrences = result?.occurrences;
+      void vscode.window.showInformationMessage(
+        id
+          ? `engram: error tracked; gotcha ${id}${result?.created ? " created" : ""} (${occurrences ?? "?"} occurrences)`
+          : `engram: error tracked (${occurrences ?? 1} occurrences so far)`,
+      );
+    },
+
+    "engram.ui.addMemory": async () => {
+      const content = await ask("What should engram remember?", {
+        value: selectionText(),
+        validateInput: (value) => (value.trim() ? undefined : "write what to remember"),
+      });
+      if (!content) {
+        return;
+      }
+      const type = await vscode.window.showQuickPick(MEMORY_TYPES, { placeHolder: "Kind of memory" });
+      if (!type) {
+        return;
+      }
+      const result = await engram.execute("engram.memory.add", { content: content.trim(), type });
+      const memory = (result?.memory as JsonObject | undefined) ?? result ?? {};
+      void vscode.window.showInformationMessage(`engram: remembered (${memory.id ?? "?"})`);
+    },
+
+    "engram.ui.searchMemory": async () => {
+      const query = await ask("Search engram's memory", { placeHolder: "words to look for" });
+      if (!query?.trim()) {
+        return;
+      }
+      const results = firstList(await engram.execute("engram.memory.search", { query: query.trim() }), "results");
+      if (results.length === 0) {
+        void vscode.window.showInformationMessage(`engram: nothing remembered about “${query.trim()}”`);
+        return;
+      }
+      const chosen = await vscode.window.showQuickPick(
+        results.map((item) => ({ label: itemLabel(item), description: String(item.type ?? ""), detail: when(item), item })),
+        { placeHolder: `${results.length} memories`, matchOnDetail: true },
+      );
+      if (chosen) {
+        const body = typeof chosen.item.content === "string" ? chosen.item.content : JSON.stringify(chosen.item, null, 2);
+        await views.show(`Memory ${chosen.item.id ?? ""}`, `# Memory ${chosen.item.id ?? ""}\n\n${body}\n`);
+      }
+    },
+
+    "engram.ui.timeline": async () => {
+      await views.show("Timeline", toMarkdown("Timeline", await engram.execute("engram.timeline", { limit: 200 })));
+    },
+
+    "engram.ui.drift": async () => {
+      await views.show("Drift", toMarkdown("Drift", await engram.execute("engram.drift")));
+    },
+
+    "engram.ui.status": async () => {
+      await views.show("Store Status", toMarkdown("engram status", await engram.execute("engram.status")));
+    },
+
+    "engram.ui.showOutput": async () => {
+      engram.output.show();
+    },
+
+    "engram.ui.restartServer": async () => {
+      await engram.restart();
+    },
+  };
+
+  for (const [id, run] of Object.entries(commands)) {
+    engram.context.subscriptions.push(
+      vscode.commands.registerCommand(id, async () => {
+        try {
+          await run();
+        } catch (error) {
+          engram.output.appendLine(`${id}: ${message(error)}`);
+          void vscode.window.showErrorMessage(`engram: ${message(error)}`);
+        }
+      }),
+    );
+  }
+}
