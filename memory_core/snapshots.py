@@ -1,0 +1,244 @@
+"""Context snapshots: where the work stood at a moment, so it can be picked up again.
+
+A snapshot holds git's view (branch, HEAD, dirty files, stash count; a folder that is not a
+repository still gets a snapshot, with `is_repo: false`), the open documents with cursor and
+selection (the language server passes them in: memory_core cannot see an editor), the active
+agent session and a note. Restoring never checks out, stashes or writes a file: `restore_plan`
+says which documents to reopen where and warns about what moved since (branch differs, HEAD
+moved, tree dirty, files gone); the front end reopens them (`window/showDocument`).
+
+Retention: `snapshots.max_count` (50) and `snapshots.max_age_days` (7), through `limits`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import secrets
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from memory_core import clock, git, limits
+from memory_core.config import Settings
+from memory_core.errors import NotFoundError, UsageError
+from memory_core.redact import redact
+from memory_core.store import Store
+from memory_core.workspace import relative_path
+
+limits.register(
+    limits.Retention("snapshots", "created_at", "snapshots.max_count", "snapshots.max_age_days")
+)
+
+
+def _position(value: Any, what: str) -> dict[str, int]:
+    if not isinstance(value, dict):
+        raise UsageError(f"{what} must be an object with line and character, got {value!r}")
+    try:
+        line, character = int(value.get("line", 0)), int(value.get("character", 0))
+    except (TypeError, ValueError):
+        raise UsageError(
+            f"{what} must have whole-number line and character, got {value!r}"
+        ) from None
+    if line < 0 or character < 0:
+        raise UsageError(f"{what} must not be negative, got {value!r}")
+    return {"line": line, "character": character}
+
+
+def normalise_document(store: Store, document: dict[str, Any]) -> dict[str, Any]:
+    """One open document as stored: workspace-relative path, 0-based cursor and selection."""
+    if not isinstance(document, dict) or not isinstance(document.get("path"), str):
+        raise UsageError(f"an open document needs a path, got {document!r}")
+    rel = relative_path(store.root, document["path"])
+    cursor = _position(document.get("cursor") or {"line": 0, "character": 0}, "cursor")
+    selection = document.get("selection")
+    if selection is None:
+        selection = {"start": cursor, "end": cursor}
+    elif isinstance(selection, dict):
+        selection = {
+            "start": _position(selection.get("start"), "selection start"),
+            "end": _position(selection.get("end"), "selection end"),
+        }
+    else:
+        raise UsageError(f"selection must be an object with start and end, got {selection!r}")
+    return {
+        "path": rel,
+        "cursor": cursor,
+        "selection": selection,
+        "dirty": bool(document.get("dirty", False)),
+    }
+
+
+def _ts(value: Any) -> float | None:
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str) and value:
+        with contextlib.suppress(ValueError):
+            return clock.parse_iso(value)
+    return None
+
+
+def active_session(store: Store) -> dict[str, Any] | None:
+    """The active agent session, if the sessions feature has one: {id, agent, started_ts}."""
+    session: Any = None
+    try:
+        sessions = importlib.import_module("memory_core.sessions")
+        session = sessions.latest(store)
+    except Exception:
+        # The sessions area may not exist yet, or fail; a snapshot without a session is fine.
+        return None
+    if not isinstance(session, dict) or not session.get("id"):
+        return None
+    if session.get("status", "active") != "active":
+        return None
+    return {
+        "id": str(session["id"]),
+        "agent": session.get("agent"),
+        "started_ts": _ts(session.get("started_at")),
+    }
+
+
+def _new_id(db: sqlite3.Connection) -> str:
+    while True:
+        candidate = "S-" + secrets.token_hex(4)
+        if db.execute("SELECT 1 FROM snapshots WHERE id = ?", (candidate,)).fetchone() is None:
+            return candidate
+
+
+def _row_dict(row: sqlite3.Row) -> dict[str, Any]:
+    return {
+        "id": row["id"],
+        "created_at": clock.iso(row["created_at"]),
+        "ts": row["created_at"],
+        "label": row["note"] or f"{row['branch'] or 'snapshot'} at {clock.iso(row['created_at'])}",
+        "note": row["note"],
+        "is_repo": bool(row["is_repo"]),
+        "branch": row["branch"],
+        "head": row["head"],
+        "dirty_files": json.loads(row["dirty_files"]),
+        "stash_count": row["stash_count"],
+        "open_documents": json.loads(row["open_documents"]),
+        "session_id": row["session_id"],
+        "agent": row["agent"],
+    }
+
+
+def capture(
+    store: Store,
+    *,
+    note: str | None = None,
+    open_documents: Sequence[dict[str, Any]] = (),
+    session_id: str | None = None,
+    agent: str | None = None,
+    settings: Settings | None = None,
+    now: float | None = None,
+) -> dict[str, Any]:
+    """Take a snapshot now; with `settings`, retention is applied afterwards."""
+    now = clock.now() if now is None else now
+    documents = [normalise_document(store, doc) for doc in open_documents]
+    status = git.status(store.root)
+    if session_id is None:
+        active = active_session(store)
+        if active:
+            session_id, agent = active["id"], agent or active.get("agent")
+    with store.transaction() as db:
+        snapshot_id = _new_id(db)
+        db.execute(
+            "INSERT INTO snapshots (id, created_at, note, is_repo, branch, head, dirty_files, "
+            "stash_count, open_documents, session_id, agent) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                snapshot_id,
+                now,
+                redact(note) if note else None,
+                int(status.is_repo),
+                status.branch,
+                status.head,
+                json.dumps(status.dirty_files),
+                status.stash_count,
+                json.dumps(documents),
+                session_id,
+                agent,
+            ),
+        )
+        row = db.execute("SELECT * FROM snapshots WHERE id = ?", (snapshot_id,)).fetchone()
+    if settings is not None:
+        limits.enforce(store, settings, now=now)
+    return _row_dict(row)
+
+
+def list_snapshots(store: Store, *, limit: int | None = None) -> list[dict[str, Any]]:
+    """Snapshots, newest first."""
+    rows = store.query(
+        "SELECT * FROM snapshots ORDER BY created_at DESC, rowid DESC LIMIT ?",
+        (limit if limit is not None else -1,),
+    )
+    return [_row_dict(row) for row in rows]
+
+
+def get(store: Store, snapshot_id: str) -> dict[str, Any]:
+    row = store.query_one("SELECT * FROM snapshots WHERE id = ?", (snapshot_id,))
+    if row is None:
+        raise NotFoundError(
+            f"no snapshot {snapshot_id!r}", hint="see `engram snapshot list` for the ids"
+        )
+    return _row_dict(row)
+
+
+def latest(store: Store) -> dict[str, Any] | None:
+    found = list_snapshots(store, limit=1)
+    return found[0] if found else None
+
+
+def restore_plan(store: Store, snapshot_id: str) -> dict[str, Any]:
+    """What restoring `snapshot_id` means now: the documents to reopen and the warnings.
+
+    Nothing is changed: no checkout, no stash, no file written.
+    """
+    snap = get(store, snapshot_id)
+    warnings: list[str] = []
+    status = git.status(store.root)
+    if snap["is_repo"] and not status.is_repo:
+        warnings.append("the workspace is no longer a git repository")
+    elif snap["is_repo"]:
+        if status.branch != snap["branch"]:
+            warnings.append(
+                f"branch differs: the snapshot was on {snap['branch'] or 'a detached HEAD'}, "
+                f"the workspace is on {status.branch or 'a detached HEAD'} (engram does not check out)"
+            )
+        elif snap["head"] and status.head != snap["head"]:
+            warnings.append(
+                f"HEAD moved: {snap['head'][:8]} then, {(status.head or 'nothing')[:8]} now"
+            )
+        if status.dirty_files:
+            warnings.append(
+                f"the working tree is dirty ({len(status.dirty_files)} file(s) with uncommitted changes)"
+            )
+    documents = []
+    for document in snap["open_documents"]:
+        exists = (store.root / document["path"]).is_file()
+        if not exists:
+            warnings.append(f"{document['path']} is gone")
+        documents.append(
+            {**document, "exists": exists, "absolute_path": str(store.root / document["path"])}
+        )
+    return {"snapshot": snap, "documents": documents, "warnings": warnings}
+
+
+def describe(snap: dict[str, Any]) -> str:
+    where = (
+        f"{snap['branch'] or 'detached'}@{(snap['head'] or 'no commits')[:8]}"
+        if snap["is_repo"]
+        else "not a git repository"
+    )
+    extras = []
+    if snap["dirty_files"]:
+        extras.append(f"{len(snap['dirty_files'])} dirty")
+    if snap["stash_count"]:
+        extras.append(f"{snap['stash_count']} stashed")
+    if snap["open_documents"]:
+        extras.append(f"{len(snap['open_documents'])} open")
+    if snap["session_id"]:
+        extras.append(f"session {snap['session_id']}")
+    note = f"  {snap['note']}" if snap["note"] else ""
+    return f"{snap['id']}  {snap['created_at']}  {where}  {', '.join(extras)}{note}".rstrip()

@@ -1,0 +1,248 @@
+"""The unified timeline: one query over everything that happened in the workspace.
+
+Sources: `evolution` (file changes and git events), `snapshot`, `checkpoint`, `session`,
+`gotcha` and `event` (the event log, including manual entries added with `add`). Every entry is
+normalised to {id, timestamp, source, event_type, session_id, summary, details} (plus
+`created_at`, the same ISO time, as list items carry).
+
+The areas own their tables; some may not exist yet in a given store, and their columns are read
+by name from `PRAGMA table_info` so a missing optional column does not break the timeline. One
+SQL query (UNION ALL of the sources present) orders and cuts the result. Limits always apply:
+at most `timeline.max_entries` entries and nothing older than `timeline.max_age_days`, whatever
+the caller asks for; the rows themselves are bounded by the same settings through `limits`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from memory_core import clock
+from memory_core.config import Settings
+from memory_core.errors import UsageError
+from memory_core.events import Event, append
+from memory_core.store import Store
+
+SOURCES = ("evolution", "snapshot", "checkpoint", "session", "gotcha", "event")
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_since(text: str, *, now: float | None = None) -> float:
+    """`2h`, `30m`, `3d`, `1w` ago, or an ISO date/time; UsageError otherwise."""
+    now = clock.now() if now is None else now
+    match = _DURATION.match(text)
+    if match:
+        return now - float(match.group(1)) * _UNITS[match.group(2)]
+    try:
+        return clock.parse_iso(text)
+    except ValueError:
+        raise UsageError(
+            f"cannot read {text!r} as a time",
+            hint="use 30m, 2h, 3d, 1w or an ISO date like 2026-01-31",
+        ) from None
+
+
+def _columns(store: Store, table: str) -> set[str]:
+    return {row["name"] for row in store.query(f'PRAGMA table_info("{table}")')}
+
+
+def _ts_expr(column: str) -> str:
+    # Areas store times as Unix seconds or as ISO text; the timeline compares seconds.
+    return (
+        f"(CASE WHEN typeof(\"{column}\") IN ('real', 'integer') THEN \"{column}\" "
+        f'ELSE (julianday("{column}") - 2440587.5) * 86400.0 END)'
+    )
+
+
+def _first(columns: set[str], *names: str) -> str | None:
+    return next((name for name in names if name in columns), None)
+
+
+def _details(columns: set[str], wanted: tuple[str, ...]) -> str:
+    pairs = [f"'{c}', \"{c}\"" for c in wanted if c in columns]
+    return f"json_object({', '.join(pairs)})" if pairs else "'{}'"
+
+
+def _parts(store: Store) -> list[str]:
+    """One SELECT per source present, each yielding the columns of `_COLUMNS`."""
+    tables = set(store.tables())
+    parts: list[str] = []
+    if "file_changes" in tables:
+        parts.append(
+            "SELECT 'evolution:' || id, ts, 'evolution', "
+            "CASE change WHEN 'git' THEN 'git.' || COALESCE(json_extract(data, '$.operation'), 'operation') "
+            "ELSE 'file.' || change END, session_id, "
+            "CASE change WHEN 'git' THEN COALESCE(json_extract(data, '$.summary'), 'git operation') "
+            "ELSE path || ' ' || change || ' by ' || actor || "
+            "CASE WHEN line_count > 0 THEN ' (' || line_count || ' lines)' ELSE '' END END, "
+            "json_object('path', path, 'old_path', old_path, 'actor', actor, 'lines', json(lines), "
+            "'hash_before', hash_before, 'hash_after', hash_after, 'size', size, 'data', json(data)), "
+            "path, old_path FROM file_changes"
+        )
+    if "snapshots" in tables:
+        parts.append(
+            "SELECT 'snapshot:' || id, created_at, 'snapshot', 'snapshot.captured', session_id, "
+            "'snapshot ' || id || COALESCE(' on ' || branch, '') || COALESCE(': ' || note, ''), "
+            "json_object('branch', branch, 'head', head, 'dirty_files', json(dirty_files), "
+            "'stash_count', stash_count, 'open_documents', json(open_documents), 'note', note), "
+            "NULL, NULL FROM snapshots"
+        )
+    if "checkpoints" in tables:
+        cols = _columns(store, "checkpoints")
+        ts, ident = _first(cols, "created_at", "ts", "timestamp"), _first(cols, "id")
+        if ts and ident:
+            name = _first(cols, "name", "label", "title")
+            reason = _first(cols, "reason")
+            session = _first(cols, "session_id") or "NULL"
+            event_type = (
+                f"'checkpoint.' || COALESCE({reason}, 'created')"
+                if reason
+                else "'checkpoint.created'"
+            )
+            label = f"COALESCE({name}, {ident})" if name else ident
+            details = _details(cols, ("name", "description", "reason", "file_count", "total_bytes"))
+            parts.append(
+                f"SELECT 'checkpoint:' || {ident}, {_ts_expr(ts)}, 'checkpoint', {event_type}, "
+                f"{session}, 'checkpoint ' || {label}, {details}, NULL, NULL FROM checkpoints"
+            )
+    if "sessions" in tables:
+        cols = _columns(store, "sessions")
+        ident, started = _first(cols, "id"), _first(cols, "started_at", "created_at")
+        if ident and started:
+            name, agent = _first(cols, "name"), _first(cols, "agent")
+            label = f"COALESCE({name}, {ident})" if name else ident
+            by = f" || COALESCE(' (' || {agent} || ')', '')" if agent else ""
+            details = _details(cols, ("name", "agent", "status", "started_at", "ended_at"))
+            parts.append(
+                f"SELECT 'session:' || {ident}, {_ts_expr(started)}, 'session', 'session.started', "
+                f"{ident}, 'session ' || {label} || ' started'{by}, {details}, NULL, NULL FROM sessions"
+            )
+            ended = _first(cols, "ended_at", "closed_at")
+            if ended:
+                parts.append(
+                    f"SELECT 'session:' || {ident} || ':end', {_ts_expr(ended)}, 'session', "
+                    f"'session.ended', {ident}, 'session ' || {label} || ' ended', {details}, "
+                    f"NULL, NULL FROM sessions WHERE {ended} IS NOT NULL"
+                )
+    if "gotchas" in tables:
+        cols = _columns(store, "gotchas")
+        ident, created = _first(cols, "id"), _first(cols, "created_at", "first_seen")
+        if ident and created:
+            title = _first(cols, "title")
+            session = _first(cols, "session_id") or "NULL"
+            title_part = f" || COALESCE(': ' || {title}, '')" if title else ""
+            details = _details(cols, ("title", "category", "severity", "status"))
+            parts.append(
+                f"SELECT 'gotcha:' || {ident}, {_ts_expr(created)}, 'gotcha', 'gotcha.created', "
+                f"{session}, 'gotcha ' || {ident}{title_part}, {details}, NULL, NULL FROM gotchas"
+            )
+    if "events" in tables:
+        parts.append(
+            "SELECT 'event:' || id, ts, 'event', kind, session_id, "
+            "COALESCE(json_extract(data, '$.summary'), kind || COALESCE(' ' || path, '')), "
+            "json_object('actor', actor, 'path', path, 'data', json(data)), path, NULL FROM events"
+        )
+    return parts
+
+
+_COLUMNS = "id, ts, source, event_type, session_id, summary, details, path, old_path"
+
+
+def entries(
+    store: Store,
+    settings: Settings | None = None,
+    *,
+    since: float | None = None,
+    until: float | None = None,
+    sources: tuple[str, ...] | list[str] | None = None,
+    file: str | None = None,
+    limit: int | None = None,
+    now: float | None = None,
+) -> list[dict[str, Any]]:
+    """Timeline entries, newest first, within the limits whatever is asked."""
+    settings = settings or Settings()
+    now = clock.now() if now is None else now
+    max_entries = int(settings["timeline.max_entries"])
+    oldest = now - float(settings["timeline.max_age_days"]) * 86400
+    if limit is not None and limit < 1:
+        raise UsageError(f"the limit must be at least 1, got {limit}")
+    limit = min(limit or max_entries, max_entries)
+    since = max(since, oldest) if since is not None else oldest
+    for source in sources or ():
+        if source not in SOURCES:
+            raise UsageError(
+                f"unknown timeline source {source!r}", hint=f"one of {', '.join(SOURCES)}"
+            )
+    parts = _parts(store)
+    if not parts:
+        return []
+    clauses: list[str] = ["ts >= ?"]
+    params: list[object] = [since]
+    if until is not None:
+        clauses.append("ts <= ?")
+        params.append(until)
+    if sources:
+        clauses.append(f"source IN ({', '.join('?' for _ in sources)})")
+        params.extend(sources)
+    if file:
+        # The file under its name, or under its old name when it was renamed.
+        clauses.append("(path = ? OR old_path = ?)")
+        params.extend([file, file])
+    rows = store.query(
+        f"WITH t({_COLUMNS}) AS ({' UNION ALL '.join(parts)}) "
+        f"SELECT * FROM t WHERE {' AND '.join(clauses)} ORDER BY ts DESC, id DESC LIMIT ?",
+        (*params, limit),
+    )
+    result = []
+    for row in rows:
+        try:
+            details = json.loads(row["details"]) if row["details"] else {}
+        except (TypeError, ValueError):
+            details = {}
+        stamp = clock.iso(float(row["ts"]))
+        result.append(
+            {
+                "id": row["id"],
+                "timestamp": stamp,
+                "created_at": stamp,
+                "source": row["source"],
+                "event_type": row["event_type"],
+                "session_id": row["session_id"],
+                "summary": row["summary"],
+                "details": details,
+            }
+        )
+    return result
+
+
+def add(
+    store: Store,
+    summary: str,
+    *,
+    event_type: str = "manual.note",
+    session_id: str | None = None,
+    path: str | None = None,
+    details: dict[str, Any] | None = None,
+    now: float | None = None,
+) -> int:
+    """Add a manual entry (a note, a deploy, a decision) to the timeline; returns its event id."""
+    if not summary.strip():
+        raise UsageError("a timeline entry needs a summary")
+    return append(
+        store,
+        Event(
+            kind=event_type,
+            actor="manual",
+            session_id=session_id,
+            path=path,
+            data={**(details or {}), "summary": summary},
+            ts=now,
+        ),
+    )
+
+
+def describe(entry: dict[str, Any]) -> str:
+    session = f"  [{entry['session_id']}]" if entry.get("session_id") else ""
+    return f"{entry['timestamp']}  {entry['source']:<10} {entry['event_type']:<20} {entry['summary']}{session}"
