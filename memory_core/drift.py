@@ -21,8 +21,9 @@ Four kinds (DESIGN section 3), each a `DriftItem` with a severity low < medium <
   The hash ignores indentation, trailing spaces and blank lines, so re-indenting is not a
   change. Severity: low when the same lines moved elsewhere in the file (`locate` finds them),
   medium when they changed, high when the file no longer has those lines, critical when the file
-  is gone. A module that stores citations exposes `citations(store) -> Iterable[Citation]`;
-  modules named in `CITATION_PROVIDERS` are asked by `detect` (missing ones are skipped).
+  is gone. `detect` checks the gotchas' anchors (`gotcha_anchors`) itself; any other module that
+  stores citations exposes `citations(store) -> Iterable[Citation]`, and the modules named in
+  `CITATION_PROVIDERS` are asked (missing ones are skipped).
 - `workspace`: the workspace moved since a context snapshot (or the active session began):
   history rewritten (critical), branch switched (high), new commits or documents gone
   (medium), files changed (low).
@@ -198,8 +199,31 @@ def check_citation(root: Path, citation: Citation, *, text: str | None = None) -
     )
 
 
+def gotcha_anchor_citations(store: Store) -> list[Citation]:
+    """Citations from the gotchas' anchors (`gotcha_anchors`: 0-based line and the text there)."""
+    if "gotcha_anchors" not in store.tables():
+        return []
+    rows = store.query(
+        "SELECT a.gotcha_id, a.path, a.line, a.text, g.title FROM gotcha_anchors a "
+        "JOIN gotchas g ON g.id = a.gotcha_id WHERE a.text IS NOT NULL AND g.status != 'resolved'"
+    )
+    citations = []
+    for row in rows:
+        text = str(row["text"])
+        start = int(row["line"]) + 1
+        span = max(1, len(text.splitlines()))
+        citations.append(
+            Citation(
+                row["gotcha_id"], row["path"], start, start + span - 1, anchor(text), row["title"]
+            )
+        )
+    return citations
+
+
 def _provided_citations(store: Store) -> list[Citation]:
     found: list[Citation] = []
+    with contextlib.suppress(Exception):
+        found.extend(gotcha_anchor_citations(store))
     for name in CITATION_PROVIDERS:
         try:
             module = importlib.import_module(name)
