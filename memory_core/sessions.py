@@ -632,7 +632,7 @@ def summary_markdown(store: Store, session_id: str, *, now: float | None = None)
     lines = [f"# Session {session['label']}", ""]
     lines.append(
         f"{session['agent']} session, {session['status']}, started {session['started_at']}, "
-        f"{numbers['turns']} turns over {_duration(numbers['duration_seconds'])}."
+        f"{_plural(numbers['turns'], 'turn')} over {_duration(numbers['duration_seconds'])}."
     )
     lines.append("")
 
@@ -677,11 +677,42 @@ def summary_markdown(store: Store, session_id: str, *, now: float | None = None)
     ]
     lines += [f"- `{path}`" for path in files] if files else ["- none"]
     lines.append("")
+    lines += _checkpoint_lines(store, sid)
     if failed:
         lines += ["## Commands that failed", ""]
         lines += [f"- `{c['command']}` (exit {c['exit_code']}, {c['at']})" for c in failed]
         lines.append("")
     return "\n".join(lines)
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _checkpoint_lines(store: Store, session_id: str) -> list[str]:
+    """Checkpoints made and rollbacks done during the session."""
+    made = store.query(
+        "SELECT id, name, reason, created_at FROM checkpoints WHERE session_id = ? ORDER BY created_at",
+        (session_id,),
+    )
+    rollbacks = store.query(
+        "SELECT summary, ok, ts FROM session_tool_calls WHERE session_id = ? AND tool = 'rollback' "
+        "ORDER BY ts",
+        (session_id,),
+    )
+    if not made and not rollbacks:
+        return []
+    lines = ["## Checkpoints and rollbacks", ""]
+    for row in made:
+        label = f" ({row['name']})" if row["name"] else ""
+        lines.append(
+            f"- checkpoint `{row['id']}`{label}, {row['reason']}, {clock.iso(row['created_at'])}"
+        )
+    for row in rollbacks:
+        state = "" if row["ok"] else " (incomplete)"
+        lines.append(f"- rollback: {row['summary']}{state}, {clock.iso(row['ts'])}")
+    lines.append("")
+    return lines
 
 
 def _overview_from_facts(
@@ -699,9 +730,22 @@ def _overview_from_facts(
     if files:
         shown = ", ".join(f"`{p}`" for p in files[:5])
         more = f" and {len(files) - 5} more" if len(files) > 5 else ""
-        parts.append(f"Changed {len(files)} file{'s' if len(files) != 1 else ''}: {shown}{more}.")
+        parts.append(f"Changed {_plural(len(files), 'file')}: {shown}{more}.")
     if numbers["commands"]:
-        parts.append(f"Ran {numbers['commands']} commands ({numbers['commands_failed']} failed).")
+        parts.append(
+            f"Ran {_plural(numbers['commands'], 'command')} ({numbers['commands_failed']} failed)."
+        )
+    made = store.query_one(
+        "SELECT COUNT(*) FROM checkpoints WHERE session_id = ?", (session["id"],)
+    )
+    rolled = store.query_one(
+        "SELECT COUNT(*) FROM session_tool_calls WHERE session_id = ? AND tool = 'rollback'",
+        (session["id"],),
+    )
+    if made is not None and made[0]:
+        parts.append(f"Made {_plural(int(made[0]), 'checkpoint')}.")
+    if rolled is not None and rolled[0]:
+        parts.append(f"Rolled back {_plural(int(rolled[0]), 'time')}.")
     if not parts:
         parts.append("Nothing recorded yet beyond the start of the session.")
     return " ".join(parts)
@@ -712,7 +756,7 @@ def _outcomes_from_facts(
 ) -> list[str]:
     outcomes = []
     if files:
-        outcomes.append(f"{len(files)} file{'s' if len(files) != 1 else ''} modified")
+        outcomes.append(f"{_plural(len(files), 'file')} modified")
     if numbers["tool_calls"]:
         outcomes.append(
             f"{numbers['tool_calls_succeeded']} of {numbers['tool_calls']} tool calls succeeded"

@@ -6,7 +6,7 @@ import argparse
 import importlib
 from typing import Any
 
-from memory_core import config, limits
+from memory_core import checkpoints, config, limits
 from memory_core.cli.context import Context
 from memory_core.store import Store, latest_schema_version
 
@@ -85,6 +85,7 @@ def status_facts(store: Store, settings: config.Settings) -> dict[str, Any]:
             "retention": retention,
             "session_quota_bytes": settings["sessions.quota_bytes"],
             "checkpoint_store_cap_bytes": settings["checkpoints.store_cap_bytes"],
+            "checkpoints_bytes": checkpoints.space(store)["stored_bytes"],
         },
         "settings_problems": settings.problems,
     }
@@ -121,6 +122,7 @@ def run_status(ctx: Context) -> int:
         )
         lines.append(
             f"  checkpoint store cap   {_human_size(facts['limits']['checkpoint_store_cap_bytes'])}"
+            f" ({_human_size(facts['limits']['checkpoints_bytes'])} used)"
         )
         return "\n".join(lines)
 

@@ -1,0 +1,500 @@
+"""`engram session ...`, `engram checkpoint ...` and `engram rollback CHECKPOINT`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from memory_core import checkpoints, sessions
+from memory_core.cli.context import Context
+from memory_core.errors import EXIT_FAILED, NotFoundError, UsageError
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    session = sub.add_parser("session", parents=[common], help="agent and editor sessions")
+    s_sub = session.add_subparsers(dest="session_command", metavar="ACTION")
+    s_sub.required = True
+
+    def add(name: str, help_text: str, handler: Any) -> argparse.ArgumentParser:
+        parser: argparse.ArgumentParser = s_sub.add_parser(name, parents=[common], help=help_text)
+        parser.set_defaults(handler=handler)
+        return parser
+
+    add("list", "sessions, most recent first", run_list)
+    start = add("start", "start an editor session (agents start theirs through hooks)", run_start)
+    start.add_argument("name", nargs="?", help="a unique name to find it by")
+    start.add_argument("--agent", default="editor", help="who works in it (default: editor)")
+    start.add_argument("--type", dest="session_type", default="new", choices=sessions.SESSION_TYPES)
+    close = add("close", "end a session (default: the latest) and show its metrics", run_close)
+    close.add_argument("id", nargs="?", metavar="NAME_OR_ID")
+    close.add_argument("--abort", action="store_true", help="it was abandoned, not completed")
+    save = add(
+        "save", "save the latest (or --session) session, optionally under a unique name", run_save
+    )
+    save.add_argument("name", nargs="?")
+    save.add_argument(
+        "--session", metavar="NAME_OR_ID", help="the session to save (default: the latest)"
+    )
+    save.add_argument(
+        "--yes", action="store_true", help="take the name even if another session has it"
+    )
+    load = add(
+        "load", "load a saved session by name or id (or a SessionExport .json file)", run_load
+    )
+    load.add_argument("id", metavar="NAME_OR_ID")
+    load.add_argument("--last", type=int, default=10, help="turns to show (default 10)")
+    resume = add(
+        "resume", "load a session and make it active again (default: the latest)", run_resume
+    )
+    resume.add_argument("id", nargs="?", metavar="NAME_OR_ID")
+    delete = add("delete", "delete a session and its saved copies (asks first)", run_delete)
+    delete.add_argument("id", metavar="NAME_OR_ID")
+    delete.add_argument("--yes", action="store_true", help="do not ask")
+    hist = add("history", "the turns of a session (default: the latest)", run_history)
+    hist.add_argument("id", nargs="?", metavar="NAME_OR_ID")
+    hist.add_argument("--last", type=int, default=None, help="only the last N turns")
+    met = add("metrics", "duration, turns, tokens, files, commands, tool-call success", run_metrics)
+    met.add_argument("id", nargs="?", metavar="NAME_OR_ID")
+    summ = add(
+        "summary",
+        "the session as Markdown (the agent's summary, else built from facts)",
+        run_summary,
+    )
+    summ.add_argument("id", nargs="?", metavar="NAME_OR_ID")
+    summ.add_argument("--out", metavar="PATH", help="write it to a file instead")
+    exp = add("export", "a session as beans SessionExport JSON", run_export)
+    exp.add_argument("id", nargs="?", metavar="NAME_OR_ID")
+    exp.add_argument("--out", metavar="PATH", help="write it to a file instead of stdout")
+    imp = add("import", "import a SessionExport JSON file", run_import)
+    imp.add_argument("file", metavar="FILE")
+    imp.add_argument("--replace", action="store_true", help="replace a session with the same id")
+    add("crashed", "sessions that stopped without ending (and how to resume them)", run_crashed)
+    rec = add(
+        "recover", "resolve a crashed session: continue, review, restart or discard", run_recover
+    )
+    rec.add_argument("id", metavar="NAME_OR_ID")
+    rec.add_argument("choice", choices=sessions.RESUME_CHOICES)
+
+    checkpoint = sub.add_parser(
+        "checkpoint", parents=[common], help="snapshots of the workspace's files"
+    )
+    c_sub = checkpoint.add_subparsers(dest="checkpoint_command", metavar="ACTION")
+    c_sub.required = True
+    create = c_sub.add_parser("create", parents=[common], help="capture the workspace's files now")
+    create.add_argument("name", nargs="?")
+    create.add_argument("--description", default=None)
+    create.set_defaults(handler=run_checkpoint_create)
+    c_list = c_sub.add_parser("list", parents=[common], help="checkpoints, newest first")
+    c_list.set_defaults(handler=run_checkpoint_list)
+    c_diff = c_sub.add_parser("diff", parents=[common], help="what changed since a checkpoint")
+    c_diff.add_argument("id", metavar="CHECKPOINT")
+    c_diff.add_argument("--against", metavar="CHECKPOINT", help="compare with another checkpoint")
+    c_diff.add_argument("--patch", action="store_true", help="show a unified diff of text files")
+    c_diff.set_defaults(handler=run_checkpoint_diff)
+    c_show = c_sub.add_parser("show", parents=[common], help="the files a checkpoint holds")
+    c_show.add_argument("id", metavar="CHECKPOINT")
+    c_show.set_defaults(handler=run_checkpoint_show)
+    c_delete = c_sub.add_parser("delete", parents=[common], help="delete a checkpoint (asks first)")
+    c_delete.add_argument("id", metavar="CHECKPOINT")
+    c_delete.add_argument("--yes", action="store_true", help="do not ask")
+    c_delete.set_defaults(handler=run_checkpoint_delete)
+
+    rollback = sub.add_parser(
+        "rollback",
+        parents=[common],
+        help="restore the workspace's files to a checkpoint (asks first)",
+    )
+    rollback.add_argument("checkpoint", metavar="CHECKPOINT")
+    rollback.add_argument("--yes", action="store_true", help="do not ask")
+    rollback.set_defaults(handler=run_rollback)
+
+
+# -- sessions ----------------------------------------------------------------------------------
+
+
+def _session_ref(ctx: Context, ref: str | None) -> str:
+    if ref:
+        return ref
+    current = sessions.latest(ctx.store())
+    if current is None:
+        raise NotFoundError(
+            "no session recorded in this workspace yet",
+            hint="start one with `engram session start`, or let the agent hooks record one",
+        )
+    return str(current["id"])
+
+
+def _session_line(s: dict[str, Any]) -> str:
+    state = s["status"] if s["age_state"] == "fresh" else f"{s['status']}, {s['age_state']}"
+    name = f" {s['name']}" if s["name"] else ""
+    return f"{s['id']}{name}  [{state}]  {s['agent']}, {s['turns']} turns, last active {s['last_activity_at']}"
+
+
+def run_list(ctx: Context) -> int:
+    items = sessions.list_sessions(ctx.store())
+    ctx.emit(
+        {"sessions": items},
+        lambda: "\n".join(_session_line(s) for s in items) if items else "No sessions yet.",
+    )
+    return 0
+
+
+def run_start(ctx: Context) -> int:
+    session = sessions.start(
+        ctx.store(), agent=ctx.args.agent, name=ctx.args.name, session_type=ctx.args.session_type
+    )
+    ctx.emit(session, f"Started session {session['label']} ({session['id']})")
+    return 0
+
+
+def _metrics_text(m: dict[str, Any]) -> str:
+    rate = "n/a" if m["success_rate"] is None else f"{m['success_rate']:.0%}"
+    return "\n".join(
+        [
+            f"duration:          {m['duration_seconds']:.0f} s",
+            f"turns:             {m['turns']}",
+            f"tokens:            {m['total_tokens']} ({m['input_tokens']} in, {m['output_tokens']} out; "
+            f"{m['avg_tokens_per_turn']} per turn)",
+            f"files modified:    {m['files_modified']}",
+            f"commands:          {m['commands']} ({m['commands_failed']} failed)",
+            f"tool calls:        {m['tool_calls_succeeded']} ok, {m['tool_calls_failed']} failed "
+            f"(success rate {rate})",
+        ]
+    )
+
+
+def run_close(ctx: Context) -> int:
+    store = ctx.store()
+    ref = sessions.get(store, _session_ref(ctx, ctx.args.id))["id"]
+    numbers = sessions.close(store, ref, reason="abort" if ctx.args.abort else "completion")
+    ctx.emit(
+        {"id": ref, "closed": True, "metrics": numbers},
+        lambda: f"Closed {ref}\n{_metrics_text(numbers)}",
+    )
+    return 0
+
+
+def run_save(ctx: Context) -> int:
+    store = ctx.store()
+    ref = ctx.args.session
+    try:
+        saved = sessions.save(store, ref, name=ctx.args.name, overwrite=ctx.args.yes)
+    except sessions.NameTakenError as taken:
+        if ctx.json or not ctx.confirm(
+            f"The name {taken.name!r} belongs to session {taken.holder}. Take it over?"
+        ):
+            raise
+        saved = sessions.save(store, ref, name=ctx.args.name, overwrite=True)
+    ctx.emit(
+        saved,
+        f"Saved session {saved['label']} ({saved['id']}, {saved['turns']} turns)\n  {saved['export_path']}",
+    )
+    return 0
+
+
+def _turn_lines(turns: list[dict[str, Any]]) -> list[str]:
+    lines = []
+    for turn in turns:
+        when = turn["started_at"] or ""
+        lines.append(
+            f"--- turn {turn['seq']}  {when}  ({turn['input_tokens']} in / {turn['output_tokens']} out)"
+        )
+        if turn["user_message"]:
+            lines.append(f"user: {turn['user_message']}")
+        if turn["assistant_response"]:
+            lines.append(f"assistant: {turn['assistant_response']}")
+        if turn["tool_calls"]:
+            calls = ", ".join(
+                f"{c['tool']}{'' if c.get('ok', True) else ' (failed)'}" for c in turn["tool_calls"]
+            )
+            lines.append(f"tools: {calls}")
+    return lines
+
+
+def _loaded_text(verb: str, loaded: dict[str, Any]) -> str:
+    s = loaded["session"]
+    lines = [
+        f"{verb} session {s['label']} ({s['id']}): {s['status']}, {_count(s['turns'], 'turn')}, {s['agent']}"
+    ]
+    if s["summary"]["overview"]:
+        lines.append(f"overview: {s['summary']['overview']}")
+    if s["summary"]["open_items"]:
+        lines += ["open items:", *(f"  - {item}" for item in s["summary"]["open_items"])]
+    if loaded["files"]:
+        lines.append("files: " + ", ".join(loaded["files"][:10]))
+    lines += _turn_lines(loaded["turns"])
+    return "\n".join(lines)
+
+
+def run_load(ctx: Context) -> int:
+    loaded = sessions.load(ctx.store(), ctx.args.id, history_limit=max(0, ctx.args.last))
+    ctx.emit(loaded, lambda: _loaded_text("Loaded", loaded))
+    return 0
+
+
+def run_resume(ctx: Context) -> int:
+    loaded = sessions.resume(ctx.store(), ctx.args.id)
+    ctx.emit(loaded, lambda: _loaded_text("Resumed", loaded))
+    return 0
+
+
+def run_delete(ctx: Context) -> int:
+    store = ctx.store()
+    session = sessions.get(store, ctx.args.id)
+    question = f"Delete session {session['label']} ({session['turns']} turns) and its saved copies?"
+    if not ctx.args.yes and not ctx.confirm(question):
+        return _cancelled(ctx, "nothing was deleted; pass --yes to delete without asking")
+    result = sessions.delete(store, session["id"])
+    ctx.emit(result, f"Deleted session {session['label']}")
+    return 0
+
+
+def _cancelled(ctx: Context, why: str) -> int:
+    ctx.emit({"done": False, "reason": "cancelled"}, "")
+    print(f"engram: cancelled: {why}", file=sys.stderr)
+    return EXIT_FAILED
+
+
+def run_history(ctx: Context) -> int:
+    ref = _session_ref(ctx, ctx.args.id)
+    turns = sessions.history(ctx.store(), ref, last=ctx.args.last)
+    sid = sessions.get(ctx.store(), ref)["id"]
+    ctx.emit(
+        {"id": sid, "turns": turns}, lambda: "\n".join(_turn_lines(turns)) or "No turns recorded."
+    )
+    return 0
+
+
+def run_metrics(ctx: Context) -> int:
+    numbers = sessions.metrics(ctx.store(), _session_ref(ctx, ctx.args.id))
+    ctx.emit(numbers, lambda: f"session {numbers['id']}\n{_metrics_text(numbers)}")
+    return 0
+
+
+def run_summary(ctx: Context) -> int:
+    store = ctx.store()
+    ref = sessions.get(store, _session_ref(ctx, ctx.args.id))["id"]
+    text = sessions.summary_markdown(store, ref)
+    if ctx.args.out:
+        Path(ctx.args.out).write_text(text, encoding="utf-8")
+        ctx.emit({"id": ref, "path": ctx.args.out}, f"Wrote {ctx.args.out}")
+        return 0
+    ctx.emit({"id": ref, "markdown": text}, text)
+    return 0
+
+
+def run_export(ctx: Context) -> int:
+    doc = sessions.export_document(ctx.store(), _session_ref(ctx, ctx.args.id))
+    text = json.dumps(doc, indent=2, ensure_ascii=False)
+    if ctx.args.out:
+        Path(ctx.args.out).write_text(text + "\n", encoding="utf-8")
+        if ctx.json:
+            ctx.emit({"id": doc["session"]["id"], "path": ctx.args.out})
+        else:
+            print(f"Wrote {ctx.args.out}", file=ctx.stdout)
+        return 0
+    print(text, file=ctx.stdout)
+    return 0
+
+
+def run_import(ctx: Context) -> int:
+    imported = sessions.import_file(ctx.store(), Path(ctx.args.file), replace=ctx.args.replace)
+    ctx.emit(imported, lambda: _loaded_text("Imported", imported))
+    return 0
+
+
+def run_crashed(ctx: Context) -> int:
+    found = sessions.crashed(ctx.store())
+
+    def human() -> str:
+        if not found:
+            return "No crashed sessions."
+        lines = [_session_line(s) for s in found]
+        lines.append("resolve one with: engram session recover ID continue|review|restart|discard")
+        return "\n".join(lines)
+
+    ctx.emit({"sessions": found}, human)
+    return 0
+
+
+def run_recover(ctx: Context) -> int:
+    result = sessions.resolve_crash(ctx.store(), ctx.args.id, ctx.args.choice)
+
+    def human() -> str:
+        if ctx.args.choice == "review":
+            return str(result["summary"])
+        text = (
+            f"{ctx.args.choice}: session {result['session']['id']} is {result['session']['status']}"
+        )
+        if "new_session" in result:
+            text += f"; new session {result['new_session']['id']} started"
+        return text
+
+    ctx.emit(result, human)
+    return 0
+
+
+# -- checkpoints -------------------------------------------------------------------------------
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KB", "MB"):
+        if n < 1024:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GB"
+
+
+def _active_session(ctx: Context) -> str | None:
+    current = sessions.latest(ctx.store())
+    return str(current["id"]) if current and current["status"] != "closed" else None
+
+
+def run_checkpoint_create(ctx: Context) -> int:
+    session_id = _active_session(ctx)
+    made = checkpoints.create(
+        ctx.store(),
+        ctx.args.name,
+        description=ctx.args.description,
+        settings=ctx.settings,
+        session_id=session_id,
+    )
+    if session_id:
+        sessions.record_tool_call(
+            ctx.store(), session_id, tool="checkpoint", ok=True, summary=made["id"]
+        )
+
+    def human() -> str:
+        text = (
+            f"Checkpoint {made['id']}{' (' + made['name'] + ')' if made['name'] else ''}: "
+            f"{_count(made['files'], 'file')}, {made['changed']} changed, "
+            f"{_size(made['added_bytes'])} added to the store"
+        )
+        if made["skipped"]:
+            text += f"\n  left out (over the size cap): {', '.join(made['skipped'][:10])}"
+        return text
+
+    ctx.emit(made, human)
+    return 0
+
+
+def run_checkpoint_list(ctx: Context) -> int:
+    items = checkpoints.list_checkpoints(ctx.store())
+
+    def human() -> str:
+        if not items:
+            return "No checkpoints yet. Make one with `engram checkpoint create`."
+        return "\n".join(
+            f"{c['id']}  {c['created_at']}  {c['reason']:<12} {c['files']:>6} files  {c['name'] or ''}".rstrip()
+            for c in items
+        )
+
+    ctx.emit({"checkpoints": items}, human)
+    return 0
+
+
+def run_checkpoint_diff(ctx: Context) -> int:
+    store = ctx.store()
+    changes = checkpoints.diff(store, ctx.args.id, ctx.args.against, settings=ctx.settings)
+    if ctx.args.patch and not ctx.args.against:
+        changes["patch"] = checkpoints.patch(store, ctx.args.id, settings=ctx.settings)
+
+    def human() -> str:
+        lines = [
+            f"{flag} {path}"
+            for flag, key in (
+                ("A", "added"),
+                ("M", "modified"),
+                ("D", "deleted"),
+                ("m", "mode_changed"),
+            )
+            for path in changes[key]
+        ]
+        if not lines:
+            return f"No changes since {changes['id']}."
+        if "patch" in changes:
+            lines += ["", changes["patch"].rstrip("\n")]
+        return "\n".join(lines)
+
+    ctx.emit(changes, human)
+    return 0
+
+
+def run_checkpoint_show(ctx: Context) -> int:
+    store = ctx.store()
+    info = checkpoints.get(store, ctx.args.id)
+    files = checkpoints.manifest(store, info["id"])
+    ctx.emit(
+        {**info, "manifest": files},
+        lambda: "\n".join(f"{oct(f['mode'])[2:]:>4} {f['size']:>9}  {f['path']}" for f in files),
+    )
+    return 0
+
+
+def run_checkpoint_delete(ctx: Context) -> int:
+    store = ctx.store()
+    info = checkpoints.get(store, ctx.args.id)
+    if not ctx.args.yes and not ctx.confirm(f"Delete checkpoint {info['id']} ({info['label']})?"):
+        return _cancelled(ctx, "nothing was deleted; pass --yes to delete without asking")
+    result = checkpoints.delete(store, info["id"])
+    ctx.emit(result, f"Deleted checkpoint {info['id']} ({_size(result['freed_bytes'])} freed)")
+    return 0
+
+
+def run_rollback(ctx: Context) -> int:
+    store = ctx.store()
+    plan = checkpoints.plan_rollback(store, ctx.args.checkpoint, settings=ctx.settings)
+    target = plan.checkpoint
+    if not plan.writes and not plan.removes:
+        ctx.emit(
+            {"done": True, **plan.as_dict(), "restored": [], "removed": []},
+            f"Nothing to do: the workspace already matches {target['id']}.",
+        )
+        return 0
+    if not ctx.args.yes:
+        if ctx.json:
+            raise UsageError("rollback with --json needs --yes (there is no one to ask)")
+        print(
+            f"Roll back to {target['id']} ({target['label']}, {target['created_at']}):",
+            file=sys.stderr,
+        )
+        for write in plan.writes:
+            print(f"  restore {write.path}", file=sys.stderr)
+        for rel in plan.removes:
+            print(f"  remove  {rel}  (created after the checkpoint)", file=sys.stderr)
+        if not ctx.confirm("Roll back these files?"):
+            return _cancelled(ctx, "nothing was written; pass --yes to roll back without asking")
+    undo = checkpoints.prepare_undo(store, plan, settings=ctx.settings)
+    result = checkpoints.apply_plan(store, plan, undo_checkpoint=undo["id"])
+    session_id = _active_session(ctx)
+    if session_id:
+        summary = (
+            f"to {target['id']}: restored {len(result['restored'])}, removed {len(result['removed'])}; "
+            f"undo with {undo['id']}"
+        )
+        sessions.record_tool_call(
+            store, session_id, tool="rollback", ok=result["done"], summary=summary
+        )
+        for rel in [*result["restored"], *result["removed"]]:
+            sessions.record_file_modified(store, session_id, rel)
+
+    def human() -> str:
+        lines = [
+            f"Rolled back to {target['id']}: restored {_count(len(result['restored']), 'file')}, "
+            f"removed {len(result['removed'])}, {result['unchanged']} already matched."
+        ]
+        lines += [f"  restored {p}" for p in result["restored"]]
+        lines += [f"  removed  {p}" for p in result["removed"]]
+        lines += [f"  FAILED   {f['path']}: {f['error']}" for f in result["failed"]]
+        lines.append(f"Undo with: engram rollback {undo['id']} --yes")
+        return "\n".join(lines)
+
+    ctx.emit(result, human)
+    return 0 if result["done"] else EXIT_FAILED
