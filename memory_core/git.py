@@ -144,6 +144,8 @@ def status(root: Path) -> Status:
     if result is None or result.returncode != 0:
         return Status(is_repo=False)
     branch, dirty = _parse_porcelain(result.stdout)
+    # engram's own folder (its .gitignore, team/ not yet committed) is not the user's work.
+    dirty = [path for path in dirty if not path.startswith(".engram/")]
     head = read_head(root)
     stash = run(root, "stash", "list")
     stash_count = (
