@@ -47,6 +47,10 @@ _AXIOM = re.compile(
     r"(?:do not|don'?t) ever)\b",
     re.IGNORECASE,
 )
+# "No, always use pnpm": the rule is what follows the correction word.
+_LEADING_CORRECTION = re.compile(
+    r"^(?:no|nope|actually|wait|ok(?:ay)?|and|also|but)\b[,:]?\s*", re.IGNORECASE
+)
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 MAX_ITEMS = 20
 MAX_ITEM_CHARS = 400
@@ -65,7 +69,7 @@ def axioms_in(prompt: str) -> list[str]:
     """The sentences of a prompt that state a rule (always / never / must ...)."""
     found = []
     for match in _SENTENCE.finditer(prompt):
-        sentence = match.group(0).strip(" ,;:-")
+        sentence = _LEADING_CORRECTION.sub("", match.group(0).strip(" ,;:-"))
         if sentence and _AXIOM.search(sentence):
             found.append(_short(sentence))
     return found
@@ -123,7 +127,11 @@ def extract(store: Store, session_id: str) -> dict[str, Any]:
         if count < 2 or not key:
             break
         patterns.append(
-            {"kind": "repeated_request", "description": _short(f"asked {count} times: {originals[key]}"), "count": count}
+            {
+                "kind": "repeated_request",
+                "description": _short(f"asked {count} times: {originals[key]}"),
+                "count": count,
+            }
         )
     hot = store.query(
         "SELECT path, COUNT(*) AS n FROM agent_tool_uses WHERE session_id = ? AND ok = 1 AND path IS NOT NULL "
@@ -132,7 +140,11 @@ def extract(store: Store, session_id: str) -> dict[str, Any]:
     )
     for row in hot:
         patterns.append(
-            {"kind": "hot_file", "description": f"{row['path']} edited {row['n']} times", "count": int(row["n"])}
+            {
+                "kind": "hot_file",
+                "description": f"{row['path']} edited {row['n']} times",
+                "count": int(row["n"]),
+            }
         )
 
     return {
@@ -166,9 +178,7 @@ def snapshot(store: Store, session_id: str) -> dict[str, Any]:
         "FROM agent_messages WHERE session_id = ?",
         (session_id,),
     )
-    turns = store.query_one(
-        "SELECT COUNT(*) FROM agent_turns WHERE session_id = ?", (session_id,)
-    )
+    turns = store.query_one("SELECT COUNT(*) FROM agent_turns WHERE session_id = ?", (session_id,))
     return {
         "agent": session["agent"] if session else None,
         "model": session["model"] if session else None,
@@ -192,16 +202,23 @@ def snapshot(store: Store, session_id: str) -> dict[str, Any]:
 
 
 def _dump(documents: list[dict[str, Any]]) -> str:
-    import yaml
+    import yaml  # type: ignore[import-untyped]
 
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
     text: str = yaml.dump_all(
-        documents, Dumper=dumper, sort_keys=False, allow_unicode=True, explicit_start=True, width=100
+        documents,
+        Dumper=dumper,
+        sort_keys=False,
+        allow_unicode=True,
+        explicit_start=True,
+        width=100,
     )
     return text
 
 
-def write_digest(store: Store, session_id: str, *, trigger: str, now: float | None = None) -> Digest:
+def write_digest(
+    store: Store, session_id: str, *, trigger: str, now: float | None = None
+) -> Digest:
     """Write the session's digest now; returns where it went and what it says."""
     ts = clock.now() if now is None else now
     session = store.query_one("SELECT * FROM agent_sessions WHERE session_id = ?", (session_id,))
@@ -236,7 +253,9 @@ def write_digest(store: Store, session_id: str, *, trigger: str, now: float | No
             "INSERT INTO digests (session_id, ts, trigger, schema_version, path, content) VALUES (?, ?, ?, ?, ?, ?)",
             (session_id, ts, trigger, SCHEMA_VERSION, str(path.relative_to(store.dir)), text),
         )
-        db.execute("UPDATE agent_sessions SET last_digest_at = ? WHERE session_id = ?", (ts, session_id))
+        db.execute(
+            "UPDATE agent_sessions SET last_digest_at = ? WHERE session_id = ?", (ts, session_id)
+        )
     return Digest(path=path, frontmatter=frontmatter, sections=sections)
 
 
@@ -277,7 +296,9 @@ def read_digest(path: str | Path) -> Digest:
     return Digest(path=file_path, frontmatter=digest.frontmatter, sections=digest.sections)
 
 
-def due(store: Store, session_id: str, interval_minutes: float, *, now: float | None = None) -> bool:
+def due(
+    store: Store, session_id: str, interval_minutes: float, *, now: float | None = None
+) -> bool:
     """True when the session has gone `interval_minutes` without a digest (the timer path)."""
     if interval_minutes <= 0:
         return False

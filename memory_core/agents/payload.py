@@ -45,12 +45,37 @@ _GEMINI_TOOLS = {
 
 # Claude Code's events, so `engram hook claude-code precompact` finds `PreCompact`.
 CLAUDE_EVENTS = (
-    "SessionStart", "Setup", "UserPromptSubmit", "UserPromptExpansion", "PreToolUse",
-    "PermissionRequest", "PermissionDenied", "PostToolUse", "PostToolUseFailure", "PostToolBatch",
-    "Notification", "MessageDisplay", "SubagentStart", "SubagentStop", "TaskCreated",
-    "TaskCompleted", "Stop", "StopFailure", "TeammateIdle", "InstructionsLoaded", "ConfigChange",
-    "CwdChanged", "DirectoryAdded", "FileChanged", "WorktreeCreate", "WorktreeRemove",
-    "PreCompact", "PostCompact", "Elicitation", "ElicitationResult", "SessionEnd",
+    "SessionStart",
+    "Setup",
+    "UserPromptSubmit",
+    "UserPromptExpansion",
+    "PreToolUse",
+    "PermissionRequest",
+    "PermissionDenied",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PostToolBatch",
+    "Notification",
+    "MessageDisplay",
+    "SubagentStart",
+    "SubagentStop",
+    "TaskCreated",
+    "TaskCompleted",
+    "Stop",
+    "StopFailure",
+    "TeammateIdle",
+    "InstructionsLoaded",
+    "ConfigChange",
+    "CwdChanged",
+    "DirectoryAdded",
+    "FileChanged",
+    "WorktreeCreate",
+    "WorktreeRemove",
+    "PreCompact",
+    "PostCompact",
+    "Elicitation",
+    "ElicitationResult",
+    "SessionEnd",
 )
 _CLAUDE_BY_LOWER = {name.lower(): name for name in CLAUDE_EVENTS}
 
@@ -148,7 +173,7 @@ def _gemini_tool_error(response: Any) -> str | None:
 def parse(agent: str, event: str, text: str | bytes) -> HookPayload:
     """Read one hook payload; UsageError when it is not a JSON object."""
     try:
-        data = json.loads(text) if text and (text.strip() if isinstance(text, str) else text.strip()) else {}
+        data = json.loads(text) if text.strip() else {}
     except (ValueError, UnicodeDecodeError) as exc:
         raise UsageError(f"hook input is not JSON: {exc}") from None
     if not isinstance(data, dict):

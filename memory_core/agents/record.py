@@ -106,6 +106,19 @@ def exit_code_of(error: str | None) -> int | None:
     return int(match.group(1)) if match else None
 
 
+def error_message(error: str) -> str:
+    """The part of a tool's error worth tracking: without the `Exit code N` header and wrappers.
+
+    The exit code says that a command failed, not why; left in, it would become the title of
+    every gotcha learned from a shell command.
+    """
+    text = error.replace("<tool_use_error>", "").replace("</tool_use_error>", "").strip()
+    lines = text.splitlines()
+    while lines and (not lines[0].strip() or _EXIT_CODE.match(lines[0].strip())):
+        lines.pop(0)
+    return "\n".join(lines).strip() or text
+
+
 def workspace_path(root: Path, path: str | None, cwd: str | None = None) -> str | None:
     """`path` relative to the workspace, or None when it lies outside it."""
     if not path:
@@ -136,7 +149,11 @@ def guarded(store: Store, what: str, module: str, function: str, *args: Any, **k
     if fn is None:
         if (module, function) not in _REPORTED_MISSING:
             _REPORTED_MISSING.add((module, function))
-            log.write(store.root, "warning", f"agents: {what}: memory_core.{module}.{function} is not available")
+            log.write(
+                store.root,
+                "warning",
+                f"agents: {what}: memory_core.{module}.{function} is not available",
+            )
         return None
     try:
         return fn(*args, **kwargs)
@@ -177,7 +194,9 @@ def touch_session(
     return False
 
 
-def start_session(store: Store, session_id: str, *, agent: str, ts: float, resumed: bool = False) -> None:
+def start_session(
+    store: Store, session_id: str, *, agent: str, ts: float, resumed: bool = False
+) -> None:
     guarded(
         store,
         "start session",
@@ -218,7 +237,11 @@ def claim_outcome(db: sqlite3.Connection, call: ToolCall, outcome: ToolOutcome, 
     note_tool_use(db, call, root)
     cursor = db.execute(
         "UPDATE agent_tool_uses SET ok = ?, error = ? WHERE tool_use_id = ? AND ok IS NULL",
-        (int(outcome.ok), clean(outcome.error, MAX_ERROR) if outcome.error else None, call.tool_use_id),
+        (
+            int(outcome.ok),
+            clean(outcome.error, MAX_ERROR) if outcome.error else None,
+            call.tool_use_id,
+        ),
     )
     return cursor.rowcount == 1
 
@@ -273,7 +296,9 @@ def reconstructed_after(call: ToolCall, structured: Any) -> str | None:
         old, new = edit.get("old_string"), edit.get("new_string")
         if not isinstance(old, str) or not isinstance(new, str) or old not in text:
             return None
-        text = text.replace(old, new) if edit.get("replace_all") is True else text.replace(old, new, 1)
+        text = (
+            text.replace(old, new) if edit.get("replace_all") is True else text.replace(old, new, 1)
+        )
     return text
 
 
@@ -305,18 +330,41 @@ def apply_outcome(
     rel = workspace_path(root, path, cwd)
     sid = call.session_id
     guarded(
-        store, "record tool call", "sessions", "record_tool_call", store, sid,
-        tool=call.tool, ok=outcome.ok, summary=_summary(call, rel), ts=call.ts,
+        store,
+        "record tool call",
+        "sessions",
+        "record_tool_call",
+        store,
+        sid,
+        tool=call.tool,
+        ok=outcome.ok,
+        summary=_summary(call, rel),
+        ts=call.ts,
     )
     if call.tool in FILE_TOOLS and outcome.ok and rel is not None:
-        guarded(store, "record modified file", "sessions", "record_file_modified", store, sid, rel, ts=call.ts)
+        guarded(
+            store,
+            "record modified file",
+            "sessions",
+            "record_file_modified",
+            store,
+            sid,
+            rel,
+            ts=call.ts,
+        )
         structured = outcome.structured if isinstance(outcome.structured, dict) else {}
         before = structured.get("originalFile")
         if before is None:
             before = structured.get("originalFileContents")
         guarded(
-            store, "record file change", "evolution", "record_change", store, rel,
-            actor="agent", session_id=sid,
+            store,
+            "record file change",
+            "evolution",
+            "record_change",
+            store,
+            rel,
+            actor="agent",
+            session_id=sid,
             before=before if isinstance(before, str) else None,
             after=after_text,
             lines=_changed_lines(outcome.structured),
@@ -327,17 +375,32 @@ def apply_outcome(
         exit_code = outcome.exit_code
         if exit_code is None:
             exit_code = 0 if outcome.ok else exit_code_of(outcome.error)
-        guarded(store, "record command", "sessions", "record_command", store, sid, clean(command, 1000),
-                exit_code=exit_code, ts=call.ts)
-    if not outcome.ok and not outcome.interrupted and outcome.error:
-        message = outcome.error.strip()
-        if message.lower().startswith("error:"):
-            message = message[6:].strip()
-        message = message.replace("<tool_use_error>", "").replace("</tool_use_error>", "").strip()
         guarded(
-            store, "track error", "gotchas", "track_error", store, clean(message, MAX_ERROR),
-            settings=settings, file=rel, command=clean(command, 1000) if command else None,
-            tool=call.tool, session_id=sid, now=call.ts,
+            store,
+            "record command",
+            "sessions",
+            "record_command",
+            store,
+            sid,
+            clean(command, 1000),
+            exit_code=exit_code,
+            ts=call.ts,
+        )
+    if not outcome.ok and not outcome.interrupted and outcome.error:
+        message = error_message(outcome.error)
+        guarded(
+            store,
+            "track error",
+            "gotchas",
+            "track_error",
+            store,
+            clean(message, MAX_ERROR),
+            settings=settings,
+            file=rel,
+            command=clean(command, 1000) if command else None,
+            tool=call.tool,
+            session_id=sid,
+            now=call.ts,
         )
 
 
@@ -353,8 +416,13 @@ def save_open_turn(db: sqlite3.Connection, turn: Turn) -> None:
         "assistant_response = excluded.assistant_response, tool_calls = excluded.tool_calls "
         "WHERE recorded = 0",
         (
-            turn.uuid, turn.session_id, turn.started_at, turn.ended_at, turn.user_message,
-            turn.assistant_response, json.dumps(turn.tool_calls),
+            turn.uuid,
+            turn.session_id,
+            turn.started_at,
+            turn.ended_at,
+            turn.user_message,
+            turn.assistant_response,
+            json.dumps(turn.tool_calls),
         ),
     )
 
@@ -420,10 +488,19 @@ def close_turn(db: sqlite3.Connection, turn: Turn, ended_at: float | None) -> Fi
 def apply_turns(store: Store, turns: Sequence[FinishedTurn]) -> None:
     for turn in turns:
         guarded(
-            store, "record turn", "sessions", "record_turn", store, turn.session_id,
-            user_message=turn.user_message, assistant_response=turn.assistant_response,
+            store,
+            "record turn",
+            "sessions",
+            "record_turn",
+            store,
+            turn.session_id,
+            user_message=turn.user_message,
+            assistant_response=turn.assistant_response,
             # Tool calls reach the session one by one as their outcomes arrive (record_tool_call);
             # handing them over again here would count them twice.
-            tool_calls=(), input_tokens=turn.input_tokens,
-            output_tokens=turn.output_tokens, started_at=turn.started_at, ended_at=turn.ended_at,
+            tool_calls=(),
+            input_tokens=turn.input_tokens,
+            output_tokens=turn.output_tokens,
+            started_at=turn.started_at,
+            ended_at=turn.ended_at,
         )

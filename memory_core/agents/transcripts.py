@@ -35,7 +35,13 @@ AGENT = "claude-code"
 HEAD_BYTES = 512
 CHUNK_LINES = 5000
 _STOP_REASONS_THAT_END_A_TURN = frozenset({"end_turn", "stop_sequence", "max_tokens", "refusal"})
-_NOT_PROMPTS = ("<command-name>", "<local-command-", "<bash-", "<command-message>", "<task-notification>")
+_NOT_PROMPTS = (
+    "<command-name>",
+    "<local-command-",
+    "<bash-",
+    "<command-message>",
+    "<task-notification>",
+)
 _INTERRUPT = "[Request interrupted by user"
 _COMPACT_PREFIX = "This session is being continued from a previous conversation"
 
@@ -49,7 +55,12 @@ class Usage:
 
     @property
     def total(self) -> int:
-        return self.input_tokens + self.output_tokens + self.cache_creation_tokens + self.cache_read_tokens
+        return (
+            self.input_tokens
+            + self.output_tokens
+            + self.cache_creation_tokens
+            + self.cache_read_tokens
+        )
 
 
 @dataclass(slots=True)
@@ -128,7 +139,11 @@ def _block_text(content: Any) -> str:
     if isinstance(content, list):
         parts = []
         for block in content:
-            if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+            if (
+                isinstance(block, dict)
+                and block.get("type") == "text"
+                and isinstance(block.get("text"), str)
+            ):
                 parts.append(block["text"])
             elif isinstance(block, str):
                 parts.append(block)
@@ -245,7 +260,9 @@ def parse_line(obj: Any) -> Entry | None:
         and obj.get("isMeta") is not True
         and obj.get("isVisibleInTranscriptOnly") is not True
         and is_human_text(text)
-        and not (isinstance(obj.get("origin"), dict) and obj["origin"].get("kind") == "task-notification")
+        and not (
+            isinstance(obj.get("origin"), dict) and obj["origin"].get("kind") == "task-notification"
+        )
         and obj.get("promptSource") != "system"
     ):
         entry.kind = "prompt"
@@ -291,7 +308,9 @@ def default_transcripts(root: Path) -> list[Path]:
         if not projects.is_dir():
             continue
         for candidate in projects.iterdir():
-            matches = candidate.name == name or (len(name) > 200 and candidate.name.startswith(name[:200]))
+            matches = candidate.name == name or (
+                len(name) > 200 and candidate.name.startswith(name[:200])
+            )
             if matches and candidate.is_dir():
                 found.extend(p for p in candidate.rglob("*.jsonl") if p.is_file())
     return sorted(found, key=lambda p: (p.stat().st_mtime, str(p)))
@@ -365,8 +384,13 @@ class _Run:
         state = self.sessions.get(sid)
         if state is None:
             is_new = record.touch_session(
-                db, sid, agent=AGENT, ts=entry.ts, transcript_path=str(self.path) if not entry.sidechain else None,
-                cwd=entry.cwd, git_branch=entry.git_branch,
+                db,
+                sid,
+                agent=AGENT,
+                ts=entry.ts,
+                transcript_path=str(self.path) if not entry.sidechain else None,
+                cwd=entry.cwd,
+                git_branch=entry.git_branch,
             )
             if is_new:
                 self.new_sessions.append((sid, entry.ts))
@@ -375,7 +399,9 @@ class _Run:
             self.stats.sessions.append(sid)
         return state
 
-    def finish_turn(self, db: sqlite3.Connection, state: _SessionState, ended_at: float | None) -> None:
+    def finish_turn(
+        self, db: sqlite3.Connection, state: _SessionState, ended_at: float | None
+    ) -> None:
         if state.turn is None:
             return
         finished = record.close_turn(db, state.turn, ended_at)
@@ -401,7 +427,13 @@ class _Run:
             cursor = db.execute(
                 "INSERT OR IGNORE INTO agent_compactions (uuid, session_id, ts, trigger, pre_tokens) "
                 "VALUES (?, ?, ?, ?, ?)",
-                (entry.uuid or f"{state.session_id}:{entry.ts}", state.session_id, entry.ts, entry.trigger, entry.pre_tokens),
+                (
+                    entry.uuid or f"{state.session_id}:{entry.ts}",
+                    state.session_id,
+                    entry.ts,
+                    entry.trigger,
+                    entry.pre_tokens,
+                ),
             )
             if cursor.rowcount:
                 self.stats.compactions += 1
@@ -427,7 +459,9 @@ class _Run:
         if not cursor.rowcount:
             return  # a prefix replayed into a resumed session's file: already counted
         self.stats.prompts += 1
-        state.turn = Turn(uuid=uuid, session_id=state.session_id, started_at=entry.ts, user_message=text)
+        state.turn = Turn(
+            uuid=uuid, session_id=state.session_id, started_at=entry.ts, user_message=text
+        )
 
     def assistant(self, db: sqlite3.Connection, state: _SessionState, entry: Entry) -> None:
         turn = state.turn if not entry.sidechain else None
@@ -440,13 +474,17 @@ class _Run:
             if entry.stop_reason:
                 turn.last_stop_reason = entry.stop_reason
         for use in entry.tool_uses:
-            call = ToolCall(use.id, state.session_id, use.name, use.input, entry.ts, entry.sidechain)
+            call = ToolCall(
+                use.id, state.session_id, use.name, use.input, entry.ts, entry.sidechain
+            )
             self.calls[use.id] = call
             record.note_tool_use(db, call, self.store.root)
             if turn is not None:
                 turn.tool_calls.append({"id": use.id, "tool": use.name})
 
-    def usage(self, db: sqlite3.Connection, state: _SessionState, entry: Entry, turn: Turn | None) -> None:
+    def usage(
+        self, db: sqlite3.Connection, state: _SessionState, entry: Entry, turn: Turn | None
+    ) -> None:
         usage = entry.usage
         assert usage is not None and entry.message_key is not None
         existing = db.execute(
@@ -455,15 +493,25 @@ class _Run:
             (entry.message_key,),
         ).fetchone()
         values = (
-            usage.input_tokens, usage.output_tokens, usage.cache_creation_tokens, usage.cache_read_tokens,
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_creation_tokens,
+            usage.cache_read_tokens,
         )
         if existing is None:
             db.execute(
                 "INSERT INTO agent_messages (message_key, session_id, turn_uuid, ts, model, sidechain, "
                 "input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (entry.message_key, state.session_id, turn.uuid if turn else None, entry.ts, entry.model,
-                 int(entry.sidechain), *values),
+                (
+                    entry.message_key,
+                    state.session_id,
+                    turn.uuid if turn else None,
+                    entry.ts,
+                    entry.model,
+                    int(entry.sidechain),
+                    *values,
+                ),
             )
             self.stats.assistant_messages += 1
             return
@@ -485,8 +533,12 @@ class _Run:
                 if row is None:
                     continue  # the call was in a part of the file we never saw
                 call = ToolCall(
-                    result.tool_use_id, row["session_id"], row["tool"], _input_from_row(row),
-                    float(row["ts"]), bool(row["sidechain"]),
+                    result.tool_use_id,
+                    row["session_id"],
+                    row["tool"],
+                    _input_from_row(row),
+                    float(row["ts"]),
+                    bool(row["sidechain"]),
                 )
             failed = result.is_error or result.interrupted
             error = None
@@ -526,7 +578,9 @@ class _Run:
         self.new_sessions.clear()
         for call, outcome, cwd in self.pending_effects:
             after = record.reconstructed_after(call, outcome.structured) if outcome.ok else None
-            record.apply_outcome(self.store, call, outcome, settings=self.settings, cwd=cwd, after_text=after)
+            record.apply_outcome(
+                self.store, call, outcome, settings=self.settings, cwd=cwd, after_text=after
+            )
         self.pending_effects.clear()
         record.apply_turns(self.store, self.finished_turns)
         self.finished_turns.clear()
@@ -542,11 +596,16 @@ def _input_from_row(row: sqlite3.Row) -> dict[str, Any]:
 
 
 def _sessions_of_file(store: Store, key: str) -> list[str]:
-    rows = store.query("SELECT session_id FROM agent_ingest_offsets WHERE path = ? AND session_id IS NOT NULL", (key,))
+    rows = store.query(
+        "SELECT session_id FROM agent_ingest_offsets WHERE path = ? AND session_id IS NOT NULL",
+        (key,),
+    )
     return [str(r["session_id"]) for r in rows]
 
 
-def flush_session(store: Store, session_id: str, *, ended_at: float | None = None) -> list[FinishedTurn]:
+def flush_session(
+    store: Store, session_id: str, *, ended_at: float | None = None
+) -> list[FinishedTurn]:
     """Close the session's open turn (session end) and hand it to sessions."""
     finished: list[FinishedTurn] = []
     with store.transaction() as db:
@@ -638,8 +697,16 @@ def ingest_file(
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET offset = excluded.offset, "
                 "size = excluded.size, head = excluded.head, lines = lines + excluded.lines, "
                 "updated_at = excluded.updated_at, session_id = COALESCE(excluded.session_id, session_id)",
-                (key, AGENT, stats.sessions[0] if stats.sessions else None, position, size, head,
-                 len(chunk), clock.now()),
+                (
+                    key,
+                    AGENT,
+                    stats.sessions[0] if stats.sessions else None,
+                    position,
+                    size,
+                    head,
+                    len(chunk),
+                    clock.now(),
+                ),
             )
         run.run_effects()
         if progress is not None:
@@ -649,7 +716,12 @@ def ingest_file(
 
 
 def ingest_paths(
-    store: Store, paths: Iterable[Path], *, settings: Any = None, flush: bool = False, progress: Any = None
+    store: Store,
+    paths: Iterable[Path],
+    *,
+    settings: Any = None,
+    flush: bool = False,
+    progress: Any = None,
 ) -> list[IngestStats]:
     results = []
     for path in paths:

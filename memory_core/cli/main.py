@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 from memory_core import __version__, log
 from memory_core.errors import EXIT_FAILED, EXIT_USAGE, EngramError
 
-COMMAND_MODULES = ("memory_core.cli.basics", "memory_core.cli.session", "memory_core.cli.evolution")
+COMMAND_MODULES = ("memory_core.cli.basics", "memory_core.cli.session", "memory_core.cli.evolution", "memory_core.cli.agents")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -55,6 +55,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # `engram hook AGENT EVENT` runs as a cold process on every agent tool call: it is dispatched
+    # before the argparse tree (and every area's CLI module) is built.
+    from memory_core.cli.agents import hook_fast_path
+
+    hook_code = hook_fast_path(sys.argv[1:] if argv is None else argv)
+    if hook_code is not None:
+        return hook_code
     from memory_core.cli.context import Context
 
     parser = build_parser()

@@ -50,6 +50,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "resume", "load a session and make it active again (default: the latest)", run_resume
     )
     resume.add_argument("id", nargs="?", metavar="NAME_OR_ID")
+    resume.add_argument(
+        "--context", action="store_true", help="only print the memory an agent gets at session start"
+    )
     delete = add("delete", "delete a session and its saved copies (asks first)", run_delete)
     delete.add_argument("id", metavar="NAME_OR_ID")
     delete.add_argument("--yes", action="store_true", help="do not ask")
@@ -236,6 +239,10 @@ def run_load(ctx: Context) -> int:
 
 
 def run_resume(ctx: Context) -> int:
+    if ctx.args.context:
+        from memory_core.cli.agents import run_session_context
+
+        return run_session_context(ctx)
     loaded = sessions.resume(ctx.store(), ctx.args.id)
     ctx.emit(loaded, lambda: _loaded_text("Resumed", loaded))
     return 0

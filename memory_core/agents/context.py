@@ -1,0 +1,276 @@
+"""The memory an agent gets at session start (and `engram session resume --context`).
+
+Sections, in the order they are ranked: a crash-recovery note when the previous session ended
+abnormally, the last session's summary and open items, user corrections, rules the user stated
+(axioms), dead ends (commands that failed repeatedly, and what worked after), gotchas for the
+files touched recently, and those files. The text is cut to a token budget (setting
+`agents.context_token_budget`, about 4 characters a token) and never over the agent's cap on
+injected text (10,000 characters for Claude Code): each section first gets its best few items,
+then the rest fill what room is left.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from memory_core import clock
+from memory_core.agents import record
+from memory_core.agents.digest import axioms_in, is_correction
+from memory_core.store import Store
+
+AGENT_OUTPUT_CAP_CHARS = 10_000
+CHARS_PER_TOKEN = 4
+RECENT_SESSIONS = 5
+FIRST_PASS_ITEMS = 3
+HEADER = "# engram: what earlier sessions in this project learned"
+
+
+@dataclass
+class Section:
+    title: str
+    items: list[str] = field(default_factory=list)
+
+
+def _recent_sessions(store: Store, exclude: str | None) -> list[str]:
+    rows = store.query(
+        "SELECT session_id FROM agent_sessions WHERE session_id != ? ORDER BY last_seen DESC LIMIT ?",
+        (exclude or "", RECENT_SESSIONS),
+    )
+    return [str(row["session_id"]) for row in rows]
+
+
+def _in(ids: list[str]) -> str:
+    return ", ".join("?" for _ in ids) or "NULL"
+
+
+def crash_note(store: Store, current: str | None, now: float) -> Section:
+    section = Section("Previous session ended abnormally")
+    row = store.query_one(
+        "SELECT * FROM agent_sessions WHERE session_id != ? ORDER BY last_seen DESC LIMIT 1",
+        (current or "",),
+    )
+    if row is None or row["ended_at"] is not None:
+        return section
+    open_turn = store.query_one(
+        "SELECT user_message FROM agent_turns WHERE session_id = ? AND recorded = 0 ORDER BY started_at DESC LIMIT 1",
+        (row["session_id"],),
+    )
+    silent = now - float(row["last_seen"]) >= 30 * 60
+    if open_turn is None and not silent:
+        return section
+    files = store.query(
+        "SELECT DISTINCT path FROM agent_tool_uses WHERE session_id = ? AND path IS NOT NULL "
+        "AND tool IN ('Edit', 'Write', 'MultiEdit', 'NotebookEdit') ORDER BY ts DESC LIMIT 8",
+        (row["session_id"],),
+    )
+    when = clock.ago(float(row["last_seen"]), now_ts=now)
+    text = f"Session {row['session_id']} stopped without ending ({when})"
+    if open_turn is not None and open_turn["user_message"]:
+        text += f', in the middle of: "{_one_line(str(open_turn["user_message"]), 160)}"'
+    section.items.append(text + ".")
+    if files:
+        section.items.append(
+            "Files it was changing: " + ", ".join(str(r["path"]) for r in files) + "."
+        )
+    section.items.append(
+        "Check those files before continuing; `engram checkpoint list` shows restore points."
+    )
+    return section
+
+
+def last_summary(store: Store, current: str | None) -> Section:
+    section = Section("Last session")
+    listing = record.optional_module("sessions")
+    list_sessions = getattr(listing, "list_sessions", None)
+    if list_sessions is None:
+        return section
+    try:
+        sessions: list[dict[str, Any]] = list_sessions(store, limit=RECENT_SESSIONS + 1)
+    except Exception:
+        return section
+    for session in sessions:
+        if session.get("id") == current:
+            continue
+        summary = session.get("summary") or {}
+        overview = summary.get("overview") or session.get("rolling_summary")
+        open_items = summary.get("open_items") or []
+        decisions = summary.get("decisions") or []
+        if not (overview or open_items or decisions):
+            continue
+        if overview:
+            section.items.append(
+                f"{session.get('label') or session.get('id')}: {_one_line(str(overview), 600)}"
+            )
+        section.items.extend(f"Open: {_one_line(str(item), 300)}" for item in open_items)
+        section.items.extend(f"Decided: {_one_line(str(item), 300)}" for item in decisions)
+        break
+    return section
+
+
+def corrections_and_rules(store: Store, sessions: list[str]) -> tuple[Section, Section]:
+    corrections = Section("User corrections (do not repeat these mistakes)")
+    rules = Section("Rules the user stated")
+    if not sessions:
+        return corrections, rules
+    rows = store.query(
+        f"SELECT text FROM agent_prompts WHERE session_id IN ({_in(sessions)}) ORDER BY ts DESC LIMIT 400",
+        tuple(sessions),
+    )
+    seen_rules: set[str] = set()
+    seen_corrections: set[str] = set()
+    for row in rows:
+        text = str(row["text"])
+        if is_correction(text):
+            line = _one_line(text, 300)
+            if line.lower() not in seen_corrections:
+                seen_corrections.add(line.lower())
+                corrections.items.append(line)
+        for sentence in axioms_in(text):
+            if sentence.lower() not in seen_rules:
+                seen_rules.add(sentence.lower())
+                rules.items.append(sentence)
+    return corrections, rules
+
+
+def dead_ends(store: Store, sessions: list[str]) -> Section:
+    section = Section("Dead ends (failed repeatedly; do not retry blindly)")
+    if not sessions:
+        return section
+    failures = store.query(
+        f"SELECT session_id, command, COUNT(*) AS n, MAX(ts) AS last, "
+        f"(SELECT error FROM agent_tool_uses e WHERE e.session_id = t.session_id AND e.command = t.command "
+        f" AND e.ok = 0 ORDER BY ts DESC LIMIT 1) AS error "
+        f"FROM agent_tool_uses t WHERE session_id IN ({_in(sessions)}) AND ok = 0 AND command IS NOT NULL "
+        f"GROUP BY session_id, command HAVING n >= 2 ORDER BY last DESC LIMIT 20",
+        tuple(sessions),
+    )
+    for row in failures:
+        command = str(row["command"])
+        error = _error_line(str(row["error"] or ""))
+        text = f"`{_one_line(command, 160)}` failed {row['n']} times"
+        if error:
+            text += f" ({_one_line(error, 160)})"
+        worked = _what_worked_after(store, str(row["session_id"]), command, float(row["last"]))
+        text += (
+            f"; what worked after: `{_one_line(worked, 160)}`"
+            if worked
+            else "; nothing that worked was recorded after it"
+        )
+        section.items.append(text)
+    return section
+
+
+def _error_line(error: str) -> str:
+    for line in error.splitlines():
+        stripped = line.strip()
+        if stripped and not stripped.lower().startswith(("error: exit code", "exit code")):
+            return stripped
+    return error.strip().splitlines()[0] if error.strip() else ""
+
+
+def _what_worked_after(store: Store, session_id: str, command: str, after: float) -> str | None:
+    program = command.split()[0] if command.split() else command
+    rows = store.query(
+        "SELECT command FROM agent_tool_uses WHERE session_id = ? AND ok = 1 AND command IS NOT NULL AND ts > ? "
+        "ORDER BY ts LIMIT 50",
+        (session_id, after),
+    )
+    same_program = [str(r["command"]) for r in rows if str(r["command"]).split()[:1] == [program]]
+    if same_program:
+        return same_program[0]
+    return str(rows[0]["command"]) if rows else None
+
+
+def recent_files(store: Store, sessions: list[str], limit: int = 12) -> list[str]:
+    if not sessions:
+        return []
+    rows = store.query(
+        f"SELECT path, MAX(ts) AS last FROM agent_tool_uses WHERE session_id IN ({_in(sessions)}) "
+        f"AND ok = 1 AND path IS NOT NULL AND tool IN ('Edit', 'Write', 'MultiEdit', 'NotebookEdit') "
+        f"GROUP BY path ORDER BY last DESC LIMIT ?",
+        (*sessions, limit),
+    )
+    return [str(row["path"]) for row in rows]
+
+
+def gotchas_for(store: Store, files: list[str], task: str) -> Section:
+    section = Section("Gotchas for the files touched recently")
+    gotchas = record.optional_module("gotchas")
+    context_for_task = getattr(gotchas, "context_for_task", None)
+    if context_for_task is None or not (files or task):
+        return section
+    try:
+        text = str(
+            context_for_task(store, task or "continue the work on " + " ".join(files), files, 5)
+        )
+    except Exception:
+        return section
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped and not stripped.startswith("#"):
+            section.items.append(stripped.removeprefix("- ").removeprefix("* "))
+    return section
+
+
+def _one_line(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def budget_chars(token_budget: int) -> int:
+    return max(0, min(token_budget * CHARS_PER_TOKEN, AGENT_OUTPUT_CAP_CHARS - 200))
+
+
+def fit(sections: list[Section], limit: int) -> str:
+    """Render sections within `limit` characters: each section's best items first, then the rest."""
+    chosen: list[list[str]] = [[] for _ in sections]
+    used = len(HEADER) + 1
+
+    def cost(index: int, item: str) -> int:
+        title = 0 if chosen[index] else len(sections[index].title) + 5
+        return title + len(item) + 3
+
+    for passes in (FIRST_PASS_ITEMS, None):
+        for index, section in enumerate(sections):
+            for item in section.items[len(chosen[index]) : passes]:
+                needed = cost(index, item)
+                if used + needed > limit:
+                    break
+                chosen[index].append(item)
+                used += needed
+    if not any(chosen):
+        return ""
+    out = [HEADER]
+    for section, items in zip(sections, chosen, strict=True):
+        if items:
+            out.append(f"\n## {section.title}")
+            out.extend(f"- {item}" for item in items)
+    return "\n".join(out)[:limit]
+
+
+def session_start_text(
+    store: Store,
+    *,
+    current_session: str | None = None,
+    token_budget: int = 2000,
+    task: str = "",
+    now: float | None = None,
+) -> str:
+    """The context text for a new (or resumed, cleared, compacted) session; "" when nothing is known."""
+    ts = time.time() if now is None else now
+    sessions = _recent_sessions(store, None)
+    corrections, rules = corrections_and_rules(store, sessions)
+    files = recent_files(store, sessions)
+    touched = Section("Files touched recently", [", ".join(files)] if files else [])
+    sections = [
+        crash_note(store, current_session, ts),
+        last_summary(store, current_session),
+        corrections,
+        rules,
+        dead_ends(store, sessions),
+        gotchas_for(store, files, task),
+        touched,
+    ]
+    return fit(sections, budget_chars(token_budget))

@@ -1,0 +1,437 @@
+"""`engram hook AGENT EVENT`: one handler per agent event, reading the hook's JSON from stdin.
+
+What each event records (Claude Code names; Gemini CLI's events are mapped onto them):
+- SessionStart: the session; prints the memory of earlier sessions (`context`) for the agent.
+- UserPromptSubmit: ingests the transcript so far; prints gotchas relevant to the prompt.
+- PreToolUse (file tools): prints the gotchas anchored in the file about to be changed.
+- PostToolUse / PostToolUseFailure: the tool call, its success, the file changed (file evolution,
+  attributed to the session), the command run, and failures into gotcha error tracking.
+- PreCompact: ingests the transcript and writes a digest before the context is compacted.
+- PostCompact, Stop, SubagentStop: ingest; Stop writes a digest when one is due.
+- SessionEnd: flushes the last turn, closes the session, writes the final digest.
+
+A hook never fails the agent: any error is written to the store's log and the exit code is 0.
+Payloads without a transcript (Gemini, or a transcript not written yet) fall back to what the
+payload itself says, so turns are recorded either way but never twice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from memory_core import clock, log
+from memory_core.agents import record
+from memory_core.agents.payload import HookPayload, agent_name, parse
+from memory_core.agents.record import ToolCall, ToolOutcome, clean
+from memory_core.store import Store
+
+MAX_STDIN_BYTES = 32 * 1024 * 1024
+TRANSCRIPT_EVENTS = frozenset(
+    {
+        "UserPromptSubmit",
+        "Stop",
+        "SubagentStop",
+        "PreCompact",
+        "PostCompact",
+        "SessionEnd",
+        "SessionStart",
+    }
+)
+
+
+class HookRun:
+    """One hook invocation: the payload, the workspace's store, settings loaded on demand."""
+
+    def __init__(self, payload: HookPayload, store: Store, now: float) -> None:
+        self.payload = payload
+        self.store = store
+        self.now = now
+        self.output: dict[str, Any] | None = None
+        self._settings: Any = None
+        self._finished: list[record.FinishedTurn] = []
+
+    @property
+    def settings(self) -> Any:
+        if self._settings is None:
+            from memory_core import config
+
+            self._settings = config.load(self.store.root)
+        return self._settings
+
+    @property
+    def session_id(self) -> str:
+        return self.payload.session_id or f"{self.payload.agent}-unknown"
+
+    # -- shared steps ----------------------------------------------------------------------
+
+    def touch(self) -> None:
+        with self.store.transaction() as db:
+            is_new = record.touch_session(
+                db,
+                self.session_id,
+                agent=self.payload.agent,
+                ts=self.now,
+                transcript_path=self.payload.transcript_path,
+                cwd=self.payload.cwd,
+                model=self.payload.model,
+            )
+        if is_new:
+            record.start_session(
+                self.store,
+                self.session_id,
+                agent=self.payload.agent,
+                ts=self.now,
+                resumed=self.payload.source in ("resume", "compact", "fork"),
+            )
+
+    def transcript(self) -> Path | None:
+        """The Claude-format transcript named in the payload, when it exists and is one."""
+        from memory_core.agents.transcripts import is_claude_transcript
+
+        raw = self.payload.transcript_path
+        if not raw or self.payload.agent != "claude-code":
+            return None
+        path = Path(raw).expanduser()
+        if not path.is_file() or not is_claude_transcript(path):
+            return None
+        return path
+
+    def ingest(self, *, flush: bool = False) -> bool:
+        """Ingest the payload's transcript(s); False when there is none (use the payload instead)."""
+        from memory_core.agents import transcripts
+
+        path = self.transcript()
+        if path is None:
+            return False
+        transcripts.ingest_file(self.store, path, settings=self.settings, flush=flush)
+        sub = self.payload.raw.get("agent_transcript_path")
+        if isinstance(sub, str) and sub and Path(sub).is_file():
+            transcripts.ingest_file(self.store, sub, settings=self.settings, flush=True)
+        return True
+
+    def add_context(self, event: str, text: str) -> None:
+        if text.strip():
+            self.output = {
+                "hookSpecificOutput": {"hookEventName": event, "additionalContext": text}
+            }
+
+    def digest(self, trigger: str) -> None:
+        from memory_core.agents import digest
+
+        digest.write_digest(self.store, self.session_id, trigger=trigger, now=self.now)
+
+    def digest_if_due(self) -> None:
+        from memory_core.agents import digest
+
+        interval = float(self.settings["agents.digest_interval_minutes"])
+        if digest.due(self.store, self.session_id, interval, now=self.now):
+            self.digest("timer")
+
+    def open_payload_turn(self, prompt: str) -> None:
+        turn_id = f"hook:{self.session_id}:{self.payload.raw.get('prompt_id') or self.now}"
+        text = clean(prompt)
+        with self.store.transaction() as db:
+            previous = record.load_open_turn(db, self.session_id)
+            if previous is not None:
+                self._finish(db, previous)
+            db.execute(
+                "INSERT OR IGNORE INTO agent_prompts (uuid, session_id, ts, text) VALUES (?, ?, ?, ?)",
+                (turn_id, self.session_id, self.now, text),
+            )
+            record.save_open_turn(
+                db,
+                record.Turn(
+                    uuid=turn_id, session_id=self.session_id, started_at=self.now, user_message=text
+                ),
+            )
+        self._apply_finished()
+
+    def _finish(self, db: Any, turn: record.Turn) -> None:
+        done = record.close_turn(db, turn, self.now)
+        if done is not None:
+            self._finished.append(done)
+
+    def _apply_finished(self) -> None:
+        finished, self._finished = self._finished, []
+        record.apply_turns(self.store, finished)
+
+    def close_payload_turn(self, response: str | None, prompt: str | None = None) -> None:
+        with self.store.transaction() as db:
+            turn = record.load_open_turn(db, self.session_id)
+            if turn is None and prompt:
+                turn_id = f"hook:{self.session_id}:{self.now}"
+                db.execute(
+                    "INSERT OR IGNORE INTO agent_prompts (uuid, session_id, ts, text) VALUES (?, ?, ?, ?)",
+                    (turn_id, self.session_id, self.now, clean(prompt)),
+                )
+                turn = record.Turn(
+                    uuid=turn_id,
+                    session_id=self.session_id,
+                    started_at=self.now,
+                    user_message=clean(prompt),
+                )
+            if turn is not None:
+                if response:
+                    turn.assistant_parts = [clean(response)]
+                self._finish(db, turn)
+        self._apply_finished()
+
+    # -- events ------------------------------------------------------------------------------
+
+    def session_start(self) -> None:
+        from memory_core.agents.context import session_start_text
+
+        self.touch()
+        self.ingest()
+        budget = int(self.settings["agents.context_token_budget"])
+        text = session_start_text(
+            self.store, current_session=self.session_id, token_budget=budget, now=self.now
+        )
+        self.add_context("SessionStart", text)
+
+    def user_prompt_submit(self) -> None:
+        self.touch()
+        if not self.ingest() and self.payload.prompt:
+            self.open_payload_turn(self.payload.prompt)
+        if self.payload.prompt:
+            gotchas = record.optional_module("gotchas")
+            context_for_task = getattr(gotchas, "context_for_task", None)
+            if context_for_task is not None:
+                text = str(context_for_task(self.store, self.payload.prompt, (), 3) or "")
+                if text.strip() and "no gotcha" not in text.lower()[:80]:
+                    self.add_context("UserPromptSubmit", text)
+        self.digest_if_due()
+
+    def pre_tool_use(self) -> None:
+        payload = self.payload
+        if payload.tool_name not in record.FILE_TOOLS or payload.agent != "claude-code":
+            return
+        rel = record.workspace_path(
+            self.store.root, record.file_path_of(payload.tool_input), payload.cwd
+        )
+        gotchas = record.optional_module("gotchas")
+        rank = getattr(gotchas, "rank_for_task", None)
+        fmt = getattr(gotchas, "format_markdown", None)
+        if rel is None or rank is None or fmt is None:
+            return
+        ranked = [g for score, g in rank(self.store, "", [rel], 3) if score >= 5.0]
+        if ranked:
+            self.add_context("PreToolUse", f"engram: known gotchas for {rel}\n" + str(fmt(ranked)))
+
+    def post_tool_use(self) -> None:
+        payload = self.payload
+        if not payload.tool_name:
+            return
+        self.touch()
+        call = ToolCall(
+            tool_use_id=payload.tool_use_id or f"hook:{self.session_id}:{self.now}",
+            session_id=self.session_id,
+            tool=payload.tool_name,
+            input=payload.tool_input,
+            ts=self.now,
+            sidechain=payload.in_subagent,
+        )
+        response = payload.tool_response
+        interrupted = payload.is_interrupt or (
+            isinstance(response, dict) and response.get("interrupted") is True
+        )
+        failed = payload.failed or interrupted
+        outcome = ToolOutcome(
+            ok=not failed,
+            error=(payload.error or "interrupted") if failed else None,
+            interrupted=interrupted,
+            structured=response,
+            exit_code=record.exit_code_of(payload.error) if failed else 0,
+        )
+        with self.store.transaction() as db:
+            claimed = record.claim_outcome(db, call, outcome, self.store.root)
+        if claimed:
+            # Live: the file on disk is the edit's result, so evolution reads it (after=None).
+            record.apply_outcome(self.store, call, outcome, settings=self.settings, cwd=payload.cwd)
+        self.digest_if_due()
+
+    def pre_compact(self) -> None:
+        self.touch()
+        self.ingest()
+        self.digest(self.payload.trigger or "auto")
+
+    def post_compact(self) -> None:
+        self.touch()
+        self.ingest()
+        if self.payload.compact_summary:
+            with self.store.transaction() as db:
+                db.execute(
+                    "INSERT OR IGNORE INTO agent_compactions (uuid, session_id, ts, trigger, summary) VALUES (?, ?, ?, ?, ?)",
+                    (
+                        f"hook:{self.session_id}:{self.now}",
+                        self.session_id,
+                        self.now,
+                        self.payload.trigger,
+                        clean(self.payload.compact_summary, 20000),
+                    ),
+                )
+
+    def stop(self) -> None:
+        self.touch()
+        if not self.ingest():
+            self.close_payload_turn(
+                self.payload.prompt_response or self.payload.last_assistant_message,
+                self.payload.prompt,
+            )
+        has_digest = self.store.query_one(
+            "SELECT 1 FROM digests WHERE session_id = ? LIMIT 1", (self.session_id,)
+        )
+        if has_digest is None:
+            self.digest("stop")
+        else:
+            self.digest_if_due()
+
+    def subagent_stop(self) -> None:
+        self.touch()
+        self.ingest()
+
+    def session_end(self) -> None:
+        from memory_core.agents import transcripts
+
+        self.touch()
+        self.ingest(flush=True)
+        transcripts.flush_session(self.store, self.session_id, ended_at=self.now)
+        with self.store.transaction() as db:
+            db.execute(
+                "UPDATE agent_sessions SET ended_at = ?, end_reason = ? WHERE session_id = ?",
+                (self.now, self.payload.reason or "other", self.session_id),
+            )
+        record.guarded(
+            self.store,
+            "close session",
+            "sessions",
+            "close",
+            self.store,
+            self.session_id,
+            status="closed",
+            reason="completion",
+            now=self.now,
+        )
+        self.digest("session_end")
+
+    def other(self) -> None:
+        if self.payload.session_id:
+            self.touch()
+
+
+HANDLERS: dict[str, Callable[[HookRun], None]] = {
+    "SessionStart": HookRun.session_start,
+    "UserPromptSubmit": HookRun.user_prompt_submit,
+    "PreToolUse": HookRun.pre_tool_use,
+    "PostToolUse": HookRun.post_tool_use,
+    "PostToolUseFailure": HookRun.post_tool_use,
+    "PreCompact": HookRun.pre_compact,
+    "PostCompact": HookRun.post_compact,
+    "Stop": HookRun.stop,
+    "SubagentStop": HookRun.subagent_stop,
+    "SessionEnd": HookRun.session_end,
+}
+
+# The events `engram hooks install` registers (the others would only cost a process start).
+INSTALLED_EVENTS = {
+    "claude-code": (
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "PreCompact",
+        "PostCompact",
+        "Stop",
+        "SubagentStop",
+        "SessionEnd",
+    ),
+    "gemini": (
+        "SessionStart",
+        "BeforeAgent",
+        "BeforeTool",
+        "AfterTool",
+        "PreCompress",
+        "AfterAgent",
+        "SessionEnd",
+    ),
+}
+
+
+def _workspace_for(payload: HookPayload | None, workspace: str | None) -> str | None:
+    if workspace:
+        return workspace
+    if payload is not None and payload.cwd and os.path.isdir(payload.cwd):
+        return payload.cwd
+    for variable in ("CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR", "GEMINI_CWD"):
+        value = os.environ.get(variable)
+        if value and os.path.isdir(value):
+            return value
+    return None
+
+
+def _read_stdin(stream: BinaryIO) -> bytes:
+    if stream.isatty():
+        return b""
+    return stream.read(MAX_STDIN_BYTES)
+
+
+def handle(
+    agent: str,
+    event: str,
+    data: bytes | str,
+    *,
+    workspace: str | None = None,
+    now: float | None = None,
+) -> tuple[int, str]:
+    """Run one hook; returns (exit code, stdout text). The exit code is always 0."""
+    root: Path | None = None
+    payload: HookPayload | None = None
+    try:
+        from memory_core.workspace import find_root
+
+        canonical_agent = agent_name(agent)
+        try:
+            payload = parse(canonical_agent, event, data)
+        except Exception:
+            root = find_root(_workspace_for(None, workspace))
+            raise
+        root = find_root(_workspace_for(payload, workspace))
+        handler = HANDLERS.get(payload.event, HookRun.other)
+        store = Store.open_or_init(root)
+        try:
+            run = HookRun(payload, store, clock.now() if now is None else now)
+            handler(run)
+            output = run.output
+        finally:
+            store.close()
+        return 0, (json.dumps(output, ensure_ascii=False) if output else "")
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt | SystemExit):
+            return 0, ""
+        # The agent must never fail because of engram: log (when there is a store) and go on.
+        log.write(
+            root, "error", f"hook {agent} {event} failed: {type(exc).__name__}: {exc}", exc=exc
+        )
+        return 0, ""
+
+
+def main(agent: str, event: str, *, workspace: str | None = None) -> int:
+    """Entry point of `engram hook AGENT EVENT`: stdin in, context (if any) out, exit 0."""
+    try:
+        data = _read_stdin(sys.stdin.buffer)
+    except Exception:
+        data = b""
+    code, text = handle(agent, event, data, workspace=workspace)
+    if text:
+        try:
+            sys.stdout.write(text + "\n")
+            sys.stdout.flush()
+        except Exception:
+            return 0
+    return code

@@ -1,0 +1,192 @@
+"""`engram hooks install|uninstall claude-code|gemini [--user]`: engram's entries in the agents' settings.
+
+Claude Code reads hooks from `.claude/settings.json` (project, the default here) and
+`~/.claude/settings.json` (`--user`); Gemini CLI from `.gemini/settings.json` and
+`~/.gemini/settings.json`. Both nest hooks as event -> [{matcher?, hooks: [{type: "command",
+command, timeout}]}].
+
+Install merges: every key and every other hook in the file stays as it was, engram's own entries
+(recognised by their command, `... engram hook AGENT EVENT`) are replaced, so installing twice
+changes nothing. Uninstall removes exactly engram's entries and the groups and events they leave
+empty. A settings file that is not valid JSON is refused and left untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from memory_core.agents.hooks import INSTALLED_EVENTS
+from memory_core.errors import UsageError
+
+# Claude Code's timeout is in seconds, Gemini CLI's in milliseconds.
+_TIMEOUTS = {
+    "claude-code": {"default": 30, "SessionStart": 30, "PreCompact": 60, "SessionEnd": 15},
+    "gemini": {"default": 30000, "SessionStart": 30000, "PreCompress": 60000, "SessionEnd": 15000},
+}
+# PreToolUse only helps before a file is changed: no process start for other tools.
+_MATCHERS = {
+    ("claude-code", "PreToolUse"): "Edit|Write|MultiEdit|NotebookEdit",
+    ("gemini", "BeforeTool"): "write_file|replace",
+}
+_OURS = re.compile(
+    r"(?:^|[\s/\\'\"])(?:engram|memory_core)['\"]?\s+(?:--workspace\s+\S+\s+)?hook\s+(?:claude-code|gemini)\b"
+)
+
+
+def settings_path(agent: str, *, user: bool, root: Path) -> Path:
+    if agent == "claude-code":
+        if user:
+            base = os.environ.get("CLAUDE_CONFIG_DIR", "").split(",")[0].strip()
+            return (Path(base).expanduser() if base else Path.home() / ".claude") / "settings.json"
+        return root / ".claude" / "settings.json"
+    if user:
+        return Path.home() / ".gemini" / "settings.json"
+    return root / ".gemini" / "settings.json"
+
+
+def engram_command() -> list[str]:
+    """How the agent should start engram: the `engram` script of this installation."""
+    script = Path(sys.executable).with_name("engram")
+    if script.is_file() and os.access(script, os.X_OK):
+        return [str(script)]
+    return [sys.executable, "-m", "memory_core"]
+
+
+def hook_command(agent: str, event: str) -> str:
+    return " ".join(shlex.quote(part) for part in [*engram_command(), "hook", agent, event])
+
+
+def is_engram_handler(handler: Any) -> bool:
+    return (
+        isinstance(handler, dict)
+        and isinstance(handler.get("command"), str)
+        and bool(_OURS.search(handler["command"]))
+    )
+
+
+def _load(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(
+            f"{path} is not valid JSON ({exc}); it was left untouched",
+            hint="fix the file, then run this again",
+        ) from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{path} does not hold a JSON object; it was left untouched")
+    return data
+
+
+def _save(path: Path, data: dict[str, Any]) -> None:
+    """Atomic write keeping the file's mode (a project settings file is usually committed)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.chmod(tmp, mode)
+    os.replace(tmp, path)
+
+
+def _without_engram(groups: Any) -> tuple[list[Any], int]:
+    """The event's groups with engram's handlers removed (and groups left empty dropped)."""
+    if not isinstance(groups, list):
+        return [], 0
+    kept: list[Any] = []
+    removed = 0
+    for group in groups:
+        if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
+            kept.append(group)
+            continue
+        handlers = [h for h in group["hooks"] if not is_engram_handler(h)]
+        removed += len(group["hooks"]) - len(handlers)
+        if handlers:
+            kept.append({**group, "hooks": handlers})
+        elif not group["hooks"]:
+            kept.append(group)
+    return kept, removed
+
+
+def install(agent: str, *, root: Path, user: bool = False) -> dict[str, Any]:
+    path = settings_path(agent, user=user, root=root)
+    data = _load(path)
+    before = json.dumps(data, sort_keys=True)
+    hooks = data.get("hooks")
+    if hooks is None:
+        hooks = {}
+    if not isinstance(hooks, dict):
+        raise UsageError(f'{path}: "hooks" is not an object; it was left untouched')
+    timeouts = _TIMEOUTS[agent]
+    for event in INSTALLED_EVENTS[agent]:
+        groups, _ = _without_engram(hooks.get(event))
+        handler: dict[str, Any] = {
+            "type": "command",
+            "command": hook_command(agent, event),
+            "timeout": timeouts.get(event, timeouts["default"]),
+        }
+        if agent == "gemini":
+            handler = {
+                "name": f"engram-{event}",
+                **handler,
+                "description": "engram: session memory",
+            }
+        group: dict[str, Any] = {"hooks": [handler]}
+        matcher = _MATCHERS.get((agent, event))
+        if matcher:
+            group = {"matcher": matcher, **group}
+        hooks[event] = [*groups, group]
+    data["hooks"] = hooks
+    changed = json.dumps(data, sort_keys=True) != before
+    if changed:
+        _save(path, data)
+    return {
+        "agent": agent,
+        "scope": "user" if user else "project",
+        "settings": str(path),
+        "events": list(INSTALLED_EVENTS[agent]),
+        "changed": changed,
+    }
+
+
+def uninstall(agent: str, *, root: Path, user: bool = False) -> dict[str, Any]:
+    path = settings_path(agent, user=user, root=root)
+    data = _load(path)
+    hooks = data.get("hooks")
+    removed = 0
+    if isinstance(hooks, dict):
+        for event in list(hooks):
+            groups, count = _without_engram(hooks[event])
+            if not count:
+                continue
+            removed += count
+            if groups:
+                hooks[event] = groups
+            else:
+                del hooks[event]
+        if not hooks:
+            del data["hooks"]
+    if removed:
+        _save(path, data)
+    return {
+        "agent": agent,
+        "scope": "user" if user else "project",
+        "settings": str(path),
+        "removed": removed,
+    }

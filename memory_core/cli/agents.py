@@ -1,0 +1,202 @@
+"""`engram hook`, `engram hooks install|uninstall`, `engram ingest claude-code`, `engram mcp`.
+
+`engram hook AGENT EVENT` runs on every agent tool call as a cold process, so `main.py` sends it
+to `hook_fast_path` before any argparse tree is built; the parser entry below exists for --help.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from memory_core.cli.context import Context
+
+
+def hook_fast_path(argv: Sequence[str]) -> int | None:
+    """Handle `[--workspace PATH] hook AGENT EVENT` without the full CLI; None for anything else."""
+    args = list(argv)
+    workspace = None
+    if len(args) >= 2 and args[0] == "--workspace":
+        workspace, args = args[1], args[2:]
+    elif args and args[0].startswith("--workspace="):
+        workspace, args = args[0].split("=", 1)[1], args[1:]
+    if (
+        not args
+        or args[0] != "hook"
+        or len(args) != 3
+        or args[1].startswith("-")
+        or args[2].startswith("-")
+    ):
+        return None
+    from memory_core.agents import hooks
+
+    return hooks.main(args[1], args[2], workspace=workspace)
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    hook = sub.add_parser(
+        "hook",
+        help="handle one agent hook event (JSON on stdin); the agent's settings call this",
+        description="Record an agent event. Always exits 0: problems go to .engram/engram.log.",
+    )
+    hook.add_argument("agent", help="claude-code or gemini")
+    hook.add_argument(
+        "event", help="the event as the agent names it (PreCompact, AfterTool, ...), any case"
+    )
+    hook.set_defaults(handler=run_hook)
+
+    hooks = sub.add_parser("hooks", help="install or remove engram's hooks in an agent's settings")
+    actions = hooks.add_subparsers(dest="hooks_command", metavar="ACTION")
+    actions.required = True
+    for name, handler, text in (
+        (
+            "install",
+            run_hooks_install,
+            "merge engram's hook entries into the agent's settings file",
+        ),
+        (
+            "uninstall",
+            run_hooks_uninstall,
+            "remove exactly engram's hook entries from the agent's settings",
+        ),
+    ):
+        action = actions.add_parser(name, parents=[common], help=text)
+        action.add_argument("agent", help="claude-code or gemini")
+        action.add_argument(
+            "--user", action="store_true", help="the user's settings instead of the project's"
+        )
+        action.set_defaults(handler=handler)
+
+    ingest = sub.add_parser(
+        "ingest", parents=[common], help="read agent transcripts into the store"
+    )
+    ingest.add_argument("agent", choices=["claude-code"], help="whose transcripts (JSONL)")
+    ingest.add_argument(
+        "paths", nargs="*", metavar="PATH", help="transcript files (default: this workspace's)"
+    )
+    ingest.set_defaults(handler=run_ingest)
+
+    mcp = sub.add_parser(
+        "mcp", help="run the MCP server on stdio (sessions, memory, gotchas, checkpoints)"
+    )
+    mcp.set_defaults(handler=run_mcp)
+
+
+def run_hook(ctx: Context) -> int:
+    from memory_core.agents import hooks
+
+    return hooks.main(ctx.args.agent, ctx.args.event, workspace=ctx.args.workspace)
+
+
+def _agent(ctx: Context) -> str:
+    from memory_core.agents.payload import agent_name
+
+    return agent_name(ctx.args.agent)
+
+
+def run_hooks_install(ctx: Context) -> int:
+    from memory_core.agents import install
+
+    agent = _agent(ctx)
+    root = ctx.root
+    if not ctx.args.user:
+        ctx.store(create=True)
+    result = install.install(agent, root=root, user=ctx.args.user)
+    verb = "Installed" if result["changed"] else "Already installed:"
+    ctx.emit(
+        result,
+        f"{verb} engram's {agent} hooks ({', '.join(result['events'])}) in {result['settings']}",
+    )
+    return 0
+
+
+def run_hooks_uninstall(ctx: Context) -> int:
+    from memory_core.agents import install
+
+    agent = _agent(ctx)
+    result = install.uninstall(agent, root=ctx.root, user=ctx.args.user)
+    text = (
+        f"Removed {result['removed']} engram hook entries from {result['settings']}"
+        if result["removed"]
+        else f"No engram hooks in {result['settings']}"
+    )
+    ctx.emit(result, text)
+    return 0
+
+
+def run_ingest(ctx: Context) -> int:
+    from memory_core.agents import transcripts
+    from memory_core.cli.progress import progress
+    from memory_core.errors import UsageError
+
+    store = ctx.store(create=True)
+    if ctx.args.paths:
+        paths = []
+        for raw in ctx.args.paths:
+            path = Path(raw).expanduser()
+            if not path.is_file():
+                raise UsageError(
+                    f"no transcript at {raw}", hint="pass .jsonl files Claude Code wrote"
+                )
+            paths.append(path)
+    else:
+        paths = transcripts.default_transcripts(ctx.root)
+    results = []
+    total = sum(p.stat().st_size for p in paths)
+    with progress("ingesting transcripts", total or None) as bar:
+        for path in paths:
+            done = 0
+
+            def advance(position: int) -> None:
+                nonlocal done
+                bar.advance(position - done)
+                done = position
+
+            stats = transcripts.ingest_file(store, path, settings=ctx.settings, progress=advance)
+            results.append(stats.as_dict())
+    summary = {
+        "files": len(results),
+        "lines": sum(r["lines"] for r in results),
+        "bytes": sum(r["bytes"] for r in results),
+        "prompts": sum(r["prompts"] for r in results),
+        "turns": sum(r["turns"] for r in results),
+        "tool_calls": sum(r["tool_calls"] for r in results),
+        "failures": sum(r["failures"] for r in results),
+        "compactions": sum(r["compactions"] for r in results),
+        "transcripts": results,
+    }
+
+    def human() -> str:
+        if not results:
+            return f"No Claude Code transcripts for {ctx.root} (looked in ~/.claude/projects/)"
+        return (
+            f"Ingested {summary['files']} transcript(s): {summary['lines']} new lines, {summary['prompts']} prompts, "
+            f"{summary['turns']} turns, {summary['tool_calls']} tool calls ({summary['failures']} failed), "
+            f"{summary['compactions']} compactions"
+        )
+
+    ctx.emit(summary, human)
+    return 0
+
+
+def run_mcp(ctx: Context) -> int:
+    from memory_core import mcp_server
+
+    mcp_server.run(ctx.root)
+    return 0
+
+
+def run_session_context(ctx: Context) -> int:
+    """`engram session resume --context`: the text the SessionStart hook gives the agent."""
+    from memory_core.agents.context import session_start_text
+
+    store = ctx.store(create=True)
+    budget = int(ctx.settings["agents.context_token_budget"])
+    text = session_start_text(store, current_session=ctx.args.id, token_budget=budget)
+    ctx.emit(
+        {"context": text, "token_budget": budget},
+        text or "engram: nothing remembered for this workspace yet",
+    )
+    return 0

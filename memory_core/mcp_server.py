@@ -1,0 +1,180 @@
+"""`engram mcp`: engram's memory as MCP tools, on stdio, with the official `mcp` Python SDK.
+
+Tools: `session_list` (filter has_summary), `session_transcript`, `session_update_summary`
+(overview, decisions, outcomes, open items, tags; lists merged without duplicates; the summary
+`engram session summary` shows), `memory_search`, `memory_add`, `gotchas_for_task`,
+`checkpoint_create`, `checkpoint_list`. Results are JSON objects shaped as the CLI's `--json`
+(a plural list whose items carry their `id`). A user error comes back as a tool error with one
+clear line; the server keeps running.
+
+Only `engram mcp` imports this module (the SDK is heavy; nothing on the hook path touches it).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from memory_core.store import Store
+
+INSTRUCTIONS = (
+    "engram is this project's durable memory. Call gotchas_for_task before a risky change, "
+    "memory_search before re-deriving something, and session_update_summary before you stop "
+    "(overview, decisions, outcomes, open items) so the next session starts where this one ended."
+)
+
+
+def _turns(store: Store, session_id: str, limit: int | None) -> list[dict[str, Any]]:
+    from memory_core import clock
+
+    rows = store.query(
+        "SELECT * FROM agent_turns WHERE session_id = ? ORDER BY started_at LIMIT ?",
+        (session_id, limit if limit else -1),
+    )
+    if rows:
+        return [
+            {
+                "id": row["uuid"],
+                "started_at": clock.iso(row["started_at"]),
+                "ended_at": clock.iso(row["ended_at"]) if row["ended_at"] is not None else None,
+                "user_message": row["user_message"],
+                "assistant_response": row["assistant_response"],
+                "tool_calls": json.loads(row["tool_calls"] or "[]"),
+                "input_tokens": row["input_tokens"],
+                "output_tokens": row["output_tokens"],
+            }
+            for row in rows
+        ]
+    from memory_core import sessions
+
+    history: list[dict[str, Any]] = sessions.history(store, session_id, last=limit)
+    return history
+
+
+def build(root: Path) -> Any:
+    """The MCP server for the workspace at `root` (not started)."""
+    from mcp.server.mcpserver import MCPServer
+
+    from memory_core import __version__
+
+    server = MCPServer(name="engram", version=__version__, instructions=INSTRUCTIONS)
+    state: dict[str, Store] = {}
+
+    def store() -> Store:
+        if "store" not in state:
+            state["store"] = Store.open_or_init(root)
+        return state["store"]
+
+    @server.tool()
+    def session_list(has_summary: bool | None = None, limit: int = 20) -> dict[str, Any]:
+        """List sessions, most recent first. has_summary=true keeps those with a written summary, false those without."""
+        from memory_core import sessions
+
+        items = sessions.list_sessions(store(), limit=None)
+        if has_summary is not None:
+
+            def written(session: dict[str, Any]) -> bool:
+                summary = session.get("summary") or {}
+                return bool(
+                    summary.get("overview")
+                    or summary.get("decisions")
+                    or summary.get("outcomes")
+                    or summary.get("open_items")
+                )
+
+            items = [s for s in items if written(s) == has_summary]
+        return {"sessions": items[: max(1, limit)]}
+
+    @server.tool()
+    def session_transcript(session_id: str, limit: int | None = None) -> dict[str, Any]:
+        """A session's turns in order: user message, assistant response, tool calls, tokens."""
+        from memory_core import sessions
+
+        session = sessions.get(store(), session_id)
+        return {"session": session, "turns": _turns(store(), session["id"], limit)}
+
+    @server.tool()
+    def session_update_summary(
+        session_id: str,
+        overview: str | None = None,
+        decisions: list[str] | None = None,
+        outcomes: list[str] | None = None,
+        open_items: list[str] | None = None,
+        tags: list[str] | None = None,
+    ) -> dict[str, Any]:
+        """Write a session's structured summary; list fields are merged with what is there, without duplicates."""
+        from memory_core import sessions
+
+        session = sessions.get(store(), session_id)
+        summary = sessions.set_summary(
+            store(),
+            session["id"],
+            overview=overview,
+            decisions=decisions or (),
+            outcomes=outcomes or (),
+            open_items=open_items or (),
+            tags=tags or (),
+        )
+        return {"id": session["id"], "summary": summary}
+
+    @server.tool()
+    def memory_search(query: str, limit: int = 10) -> dict[str, Any]:
+        """Search the project's memories (ranked by relevance times priority)."""
+        from memory_core import memory
+
+        return {"results": memory.search(store(), query, limit=limit)}
+
+    @server.tool()
+    def memory_add(
+        content: str, type: str = "learning", tags: list[str] | None = None
+    ) -> dict[str, Any]:
+        """Remember something: type is project, preference, action, decision, finding or learning."""
+        from memory_core import memory
+
+        entry: dict[str, Any] = memory.add(
+            store(),
+            content,
+            type=type,
+            tags=tags or (),
+            agent="mcp",
+            explicit=True,
+            provenance={"source": "mcp"},
+        )
+        return entry
+
+    @server.tool()
+    def gotchas_for_task(
+        task: str, files: list[str] | None = None, limit: int = 5
+    ) -> dict[str, Any]:
+        """Known gotchas (recurring errors and their workarounds) relevant to a task and files, as Markdown."""
+        from memory_core import gotchas
+
+        text = gotchas.context_for_task(store(), task, files or [], limit)
+        return {"task": task, "context": text}
+
+    @server.tool()
+    def checkpoint_create(
+        name: str | None = None, description: str | None = None
+    ) -> dict[str, Any]:
+        """Save the workspace's files as a checkpoint that can be rolled back to."""
+        from memory_core import checkpoints, config
+
+        created: dict[str, Any] = checkpoints.create(
+            store(), name, description=description, reason="manual", settings=config.load(root)
+        )
+        return created
+
+    @server.tool()
+    def checkpoint_list(limit: int = 20) -> dict[str, Any]:
+        """The workspace's checkpoints, newest first."""
+        from memory_core import checkpoints
+
+        return {"checkpoints": checkpoints.list_checkpoints(store(), limit=limit)}
+
+    return server
+
+
+def run(root: Path) -> None:
+    """Serve on stdio until the client closes the connection."""
+    build(root).run("stdio")
