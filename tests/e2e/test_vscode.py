@@ -1,0 +1,217 @@
+"""End-to-end in VS Code: code-server 4.100.3 (VS Code 1.100.3) driven by playwright-core with
+Debian's Chromium, the engram extension installed from client-vscode/build/engram.vsix.
+
+The scenario (tests/e2e/vscode/scenario.mjs): gotcha squiggle on the right line and its hover
+with the workaround; "engram: Create Checkpoint" from the palette; an edit saved; "engram:
+Roll Back to Checkpoint…" picked in the quick pick and confirmed in the modal dialog; the
+editor holds the old content again; the status-bar item is present. Screenshots go to
+test-output/e2e/. The negative control runs it against a server without the rollback command
+and asserts that it fails at the rollback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import (
+    CHROMIUM,
+    CLIENT_DIR,
+    CODE_SERVER,
+    E2E_DIR,
+    GOTCHA_LINE,
+    GOTCHA_WORKAROUND,
+    OUTPUT,
+    VSIX,
+    SampleWorkspace,
+    broken_server_command,
+    clean_env,
+    real_server_command,
+    require,
+    run,
+    write_output,
+)
+
+pytestmark = pytest.mark.e2e
+
+SCENARIO = E2E_DIR / "vscode" / "scenario.mjs"
+
+# Quiet, deterministic VS Code: no welcome page, trust prompt, tips or update checks.
+USER_SETTINGS = {
+    "workbench.startupEditor": "none",
+    "workbench.tips.enabled": False,
+    "workbench.enableExperiments": False,
+    "workbench.welcomePage.walkthroughs.openOnInstall": False,
+    "security.workspace.trust.enabled": False,
+    "telemetry.telemetryLevel": "off",
+    "extensions.autoCheckUpdates": False,
+    "extensions.autoUpdate": False,
+    "update.mode": "none",
+    "window.restoreWindows": "none",
+    "editor.hover.delay": 200,
+    "files.autoSave": "off",
+    "git.enabled": False,
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def code_server(workspace: Path, server: list[str], tmp: Path) -> Iterator[str]:
+    """A code-server with the engram extension installed, serving `workspace`; yields its URL."""
+    user_data = tmp / "user-data"
+    extensions = tmp / "extensions"
+    (user_data / "User").mkdir(parents=True)
+    settings = {**USER_SETTINGS, "engram.server.command": server}
+    (user_data / "User" / "settings.json").write_text(json.dumps(settings, indent=2))
+    env = clean_env(tmp)
+    installed = run(
+        [
+            str(CODE_SERVER),
+            "--extensions-dir",
+            str(extensions),
+            "--user-data-dir",
+            str(user_data),
+            "--install-extension",
+            str(VSIX),
+        ],
+        env=env,
+        timeout=120,
+    )
+    assert installed.returncode == 0, installed.stderr + installed.stdout
+    assert any(p.name.startswith("engram.engram-") for p in extensions.iterdir()), installed.stdout
+    port = _free_port()
+    log = (tmp / "code-server.log").open("w")
+    process = subprocess.Popen(
+        [
+            str(CODE_SERVER),
+            "--bind-addr",
+            f"127.0.0.1:{port}",
+            "--auth",
+            "none",
+            "--disable-telemetry",
+            "--disable-update-check",
+            "--disable-workspace-trust",
+            "--user-data-dir",
+            str(user_data),
+            "--extensions-dir",
+            str(extensions),
+            str(workspace),
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/healthz", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            assert process.poll() is None, (tmp / "code-server.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, "code-server did not answer /healthz within 60 s"
+            time.sleep(0.2)
+        yield url
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        log.close()
+
+
+def run_scenario(
+    workspace: SampleWorkspace, server: list[str], tmp: Path, name: str, timeout_ms: int = 30000
+) -> tuple[int, dict[str, Any]]:
+    for path, what in (
+        (CODE_SERVER, "code-server"),
+        (CHROMIUM, "Chromium"),
+        (VSIX, "the engram .vsix"),
+    ):
+        require(path, what)
+    shots = OUTPUT / name
+    shots.mkdir(parents=True, exist_ok=True)
+    result_file = tmp / "result.json"
+    started = time.monotonic()
+    with code_server(workspace.root, server, tmp) as url:
+        env = clean_env(tmp)
+        env.update(
+            E2E_URL=url,
+            E2E_CLIENT_DIR=str(CLIENT_DIR),
+            E2E_CHROMIUM=str(CHROMIUM),
+            E2E_WORKSPACE=str(workspace.root),
+            E2E_FILE=str(workspace.app),
+            E2E_FILE_NAME=workspace.app.name,
+            E2E_LINE=str(GOTCHA_LINE),
+            E2E_WORKAROUND=GOTCHA_WORKAROUND,
+            E2E_RESULT=str(result_file),
+            E2E_SHOTS=str(shots),
+            E2E_TIMEOUT_MS=str(timeout_ms),
+        )
+        completed = run(["node", str(SCENARIO)], env=env, timeout=240, cwd=tmp)
+    result: dict[str, Any] = json.loads(result_file.read_text()) if result_file.exists() else {}
+    result["exit_code"] = completed.returncode
+    result["seconds"] = round(time.monotonic() - started, 2)
+    result["stderr"] = completed.stderr[-4000:]
+    result["screenshots"] = sorted(str(p) for p in shots.glob("*.png"))
+    log = tmp / "code-server.log"
+    result["code_server_log"] = log.read_text(errors="replace")[-3000:] if log.exists() else ""
+    return completed.returncode, result
+
+
+def test_squiggle_hover_checkpoint_rollback_status_bar(
+    sample_workspace: SampleWorkspace, tmp_path: Path
+) -> None:
+    code, result = run_scenario(sample_workspace, real_server_command(), tmp_path, "vscode")
+    write_output("vscode.json", result)
+    failed = result.get("failed")
+    detail = next((s["detail"] for s in result.get("steps", []) if s["name"] == failed), None)
+    assert code == 0 and result.get("ok"), (
+        f"step {failed!r} failed: {detail}\n{result.get('stderr')}"
+    )
+    assert f"Ln {GOTCHA_LINE}," in result["squiggle_position"]
+    assert GOTCHA_WORKAROUND in result["hover"]
+    assert "e2e-before-edit" in result["quick_pick"]
+    assert "Roll Back" in result["dialog"]
+    assert "def load_customers" in result["restored"]
+    assert result["status_bar"].startswith("engram")
+    assert (OUTPUT / "vscode" / "vscode-hover.png").stat().st_size > 10_000
+    assert (OUTPUT / "vscode" / "vscode-final.png").stat().st_size > 10_000
+
+
+def test_negative_control_fails_without_rollback(
+    sample_workspace: SampleWorkspace, tmp_path: Path
+) -> None:
+    code, result = run_scenario(
+        sample_workspace,
+        broken_server_command("no-command", "engram.checkpoint.rollback"),
+        tmp_path,
+        "vscode-negative",
+        timeout_ms=8000,
+    )
+    write_output("vscode-negative.json", result)
+    assert code != 0, "the scenario passed against a server without rollback: it cannot catch that"
+    assert result.get("failed") == "rollback", result

@@ -1,0 +1,202 @@
+// The VS Code end-to-end scenario: Debian's Chromium, driven by playwright-core, in code-server
+// with the engram extension installed from its .vsix (tests/e2e/test_vscode.py starts both).
+//   open app.py; the gotcha squiggle appears and F8 lands on the expected line; the hover shows
+//   the workaround; "engram: Create Checkpoint" from the palette; an edit, saved;
+//   "engram: Roll Back to Checkpoint…" picked from the quick pick and confirmed in the modal
+//   dialog; the editor holds the checkpoint's content again; the status-bar item is there.
+// Input: E2E_* environment variables. Output: a JSON result (every step with its time) and
+// screenshots. Exit 0 when every step passed, 1 at the first failure.
+import fs from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+
+const env = process.env;
+const require = createRequire(path.join(env.E2E_CLIENT_DIR, "package.json"));
+const { chromium } = require("playwright-core");
+
+const timeout = Number(env.E2E_TIMEOUT_MS ?? 30000);
+const result = { steps: [] };
+let page;
+let browser;
+
+async function finish(ok) {
+  result.ok = ok;
+  if (page) {
+    try {
+      await page.screenshot({ path: path.join(env.E2E_SHOTS, ok ? "vscode-final.png" : "vscode-failure.png") });
+    } catch (error) {
+      result.screenshot_error = String(error);
+    }
+  }
+  fs.writeFileSync(env.E2E_RESULT, JSON.stringify(result, null, 2));
+  if (browser) {
+    await browser.close().catch(() => {});
+  }
+  process.exit(ok ? 0 : 1);
+}
+
+async function step(name, fn) {
+  const started = Date.now();
+  try {
+    const detail = await fn();
+    result.steps.push({ name, ok: true, detail: detail ?? null, ms: Date.now() - started });
+  } catch (error) {
+    result.steps.push({ name, ok: false, detail: String(error?.stack ?? error), ms: Date.now() - started });
+    result.failed = name;
+    await finish(false);
+  }
+}
+
+const editorText = async () =>
+  (await page.locator(".editor-instance .monaco-editor .view-lines").first().innerText()).replace(/\u00a0/g, " ");
+
+async function runFromPalette(title) {
+  await page.keyboard.press("F1");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ state: "visible", timeout });
+  await input.fill(">" + title);
+  const row = page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first();
+  await row.waitFor({ state: "visible", timeout });
+  await input.press("Enter");
+}
+
+async function notification(pattern) {
+  const toast = page.locator(".notifications-toasts .notification-toast", { hasText: pattern }).first();
+  await toast.waitFor({ state: "visible", timeout });
+  return (await toast.innerText()).trim();
+}
+
+await step("launch", async () => {
+  browser = await chromium.launch({
+    executablePath: env.E2E_CHROMIUM,
+    headless: true,
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  page.setDefaultTimeout(timeout);
+  await page.goto(`${env.E2E_URL}/?folder=${encodeURIComponent(env.E2E_WORKSPACE)}`);
+  await page.locator(".monaco-workbench").waitFor({ state: "visible", timeout: 60000 });
+  return await browser.version();
+});
+
+await step("status-bar", async () => {
+  // The item shows as soon as the extension is active; its text says what the server knows.
+  const item = page.locator("#workbench\\.parts\\.statusbar .statusbar-item", { hasText: "engram" }).first();
+  await item.waitFor({ state: "visible", timeout: 60000 });
+  return (await item.innerText()).trim();
+});
+
+await step("open-file", async () => {
+  await page.locator(".monaco-workbench").click({ position: { x: 700, y: 400 } });
+  await page.keyboard.press("Control+P");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ state: "visible" });
+  await input.fill(env.E2E_FILE_NAME);
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: env.E2E_FILE_NAME }).first().waitFor();
+  await input.press("Enter");
+  await page.locator(".editor-instance .monaco-editor .view-lines", { hasText: "def load_customers" }).waitFor();
+  result.original = await editorText();
+});
+
+await step("squiggle", async () => {
+  await page.locator(".editor-instance .monaco-editor .squiggly-warning, .editor-instance .monaco-editor .squiggly-error").first().waitFor({ state: "attached" });
+  // F8 jumps to the next problem: the cursor's line in the status bar is the diagnostic's.
+  await page.locator(".editor-instance .monaco-editor .view-lines").first().click();
+  await page.keyboard.press("Control+Home");
+  await page.keyboard.press("F8");
+  const marker = page.locator(".marker-widget, .zone-widget .peekview-title, .zone-widget").first();
+  await marker.waitFor({ state: "visible" });
+  const position = page.locator("#workbench\\.parts\\.statusbar .statusbar-item", { hasText: /Ln \d+, Col \d+/ }).first();
+  await position.waitFor();
+  const where = (await position.innerText()).trim();
+  result.squiggle_position = where;
+  const line = Number(/Ln (\d+)/.exec(where)?.[1]);
+  if (line !== Number(env.E2E_LINE)) {
+    throw new Error(`the first problem is on line ${line}, expected ${env.E2E_LINE}`);
+  }
+  result.problem = (await marker.innerText()).trim();
+  await page.keyboard.press("Escape");
+  return where;
+});
+
+await step("hover", async () => {
+  const token = page.locator(".editor-instance .monaco-editor .view-line span", { hasText: "read_csv" }).last();
+  const box = await token.boundingBox();
+  if (!box) {
+    throw new Error("read_csv is not on screen");
+  }
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  await page.mouse.move(box.x + box.width / 2 + 2, box.y + box.height / 2);
+  const hover = page.locator(".monaco-hover", { hasText: env.E2E_WORKAROUND }).first();
+  await hover.waitFor({ state: "visible" });
+  result.hover = (await hover.innerText()).trim();
+  await page.screenshot({ path: path.join(env.E2E_SHOTS, "vscode-hover.png") });
+  await page.mouse.move(5, 5);
+  await page.keyboard.press("Escape");
+});
+
+await step("checkpoint", async () => {
+  await runFromPalette("engram: Create Checkpoint");
+  const input = page.locator(".quick-input-widget input");
+  await page.locator(".quick-input-widget", { hasText: "Checkpoint name" }).waitFor({ state: "visible" });
+  await input.fill("e2e-before-edit");
+  await input.press("Enter");
+  return await notification(/checkpoint .*created/);
+});
+
+await step("edit", async () => {
+  await page.locator(".editor-instance .monaco-editor .view-lines").first().click();
+  await page.keyboard.press("Control+A");
+  await page.keyboard.insertText("print('the agent rewrote this file')\n");
+  await page.keyboard.press("Control+S");
+  const deadline = Date.now() + timeout;
+  while (fs.readFileSync(env.E2E_FILE, "utf8").includes("def load_customers")) {
+    if (Date.now() > deadline) {
+      throw new Error("the edit was not saved");
+    }
+    await page.waitForTimeout(100);
+  }
+});
+
+await step("rollback", async () => {
+  await runFromPalette("engram: Roll Back to Checkpoint…");
+  const row = page.locator(".quick-input-list .monaco-list-row", { hasText: "e2e-before-edit" }).first();
+  await row.waitFor({ state: "visible" });
+  result.quick_pick = (await page.locator(".quick-input-list").innerText()).trim();
+  await row.click();
+  const dialog = page.locator(".monaco-dialog-box");
+  await dialog.waitFor({ state: "visible" });
+  result.dialog = (await dialog.innerText()).trim();
+  await dialog.locator(".monaco-button", { hasText: "Roll Back" }).first().click();
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    const text = await editorText();
+    if (text.includes("def load_customers") && !text.includes("the agent rewrote")) {
+      result.restored = text;
+      break;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`the editor still shows ${JSON.stringify(text)}`);
+    }
+    await page.waitForTimeout(200);
+  }
+  result.on_disk = fs.readFileSync(env.E2E_FILE, "utf8");
+  return await notification(/rolled back/i).catch((error) => `no notification: ${error}`);
+});
+
+await step("status-bar-after", async () => {
+  const item = page.locator("#workbench\\.parts\\.statusbar .statusbar-item", { hasText: "engram" }).first();
+  result.status_bar = (await item.innerText()).trim();
+  result.status_bar_label = await item.locator("a, .statusbar-item-label").first().getAttribute("aria-label");
+  return result.status_bar;
+});
+
+await finish(true);
