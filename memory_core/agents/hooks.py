@@ -126,6 +126,18 @@ class HookRun:
         digest.write_digest(self.store, self.session_id, trigger=trigger, now=self.now)
 
     def digest_if_due(self) -> None:
+        """The digest timer: no process stays alive, so hooks check whether one is due.
+
+        One cheap query first; the settings (and the digest module) are loaded only when the
+        session has gone a minute without a digest, which keeps tool-call hooks fast.
+        """
+        row = self.store.query_one(
+            "SELECT COALESCE(last_digest_at, started_at) AS since FROM agent_sessions "
+            "WHERE session_id = ? AND ended_at IS NULL",
+            (self.session_id,),
+        )
+        if row is None or self.now - float(row["since"]) < 60:
+            return
         from memory_core.agents import digest
 
         interval = float(self.settings["agents.digest_interval_minutes"])
@@ -252,7 +264,9 @@ class HookRun:
             claimed = record.claim_outcome(db, call, outcome, self.store.root)
         if claimed:
             # Live: the file on disk is the edit's result, so evolution reads it (after=None).
-            record.apply_outcome(self.store, call, outcome, settings=self.settings, cwd=payload.cwd)
+            # Settings matter only to gotcha tracking; reading them for every call would cost time.
+            settings = self.settings if failed else None
+            record.apply_outcome(self.store, call, outcome, settings=settings, cwd=payload.cwd)
         self.digest_if_due()
 
     def pre_compact(self) -> None:

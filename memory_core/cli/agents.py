@@ -9,9 +9,11 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memory_core.cli.context import Context
+if TYPE_CHECKING:
+    # Only a type here: importing it would load the settings machinery on the hook's fast path.
+    from memory_core.cli.context import Context
 
 
 def hook_fast_path(argv: Sequence[str]) -> int | None:

@@ -1,0 +1,580 @@
+"""Claude Code transcripts built line by line from the documented format (shared/notes/claude-code.md).
+
+`Transcript` writes what Claude Code writes: the common envelope on every line, one content
+block per assistant line with the response's `usage` repeated (a partial output count on the
+early lines, the final one on the last), tool results with `toolUseResult`, meta lines, command
+echoes, compaction (boundary + model-written summary), inline sidechains, and the line types a
+parser must skip. `realistic_session` is the scenario most agent tests assert exact counts on.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+# Secrets embedded in the scenario; none may reach the store's bytes or any export.
+ANTHROPIC_KEY = "sk-ant-api03-" + "Zx8" * 12 + "AbCdEfGh"
+GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5" * 4
+DB_PASSWORD = "hunter2-s3cr3t-pw"
+SECRETS = (ANTHROPIC_KEY, GITHUB_TOKEN, DB_PASSWORD)
+
+FAILING_COMMAND = "pytest tests/test_login.py"
+FAILURE_OUTPUT = (
+    "FAILED tests/test_login.py::test_login - AssertionError: expected status 200, got 500\n"
+    "1 failed, 4 passed in 0.12s"
+)
+WORKING_COMMAND = "pytest tests/test_login.py --no-cov"
+CORRECTION = (
+    "No, don't touch auth.py: the bug is in the session cookie. Always run the tests with --no-cov."
+)
+
+
+@dataclass
+class Transcript:
+    session_id: str
+    cwd: Path
+    branch: str = "main"
+    version: str = "2.1.63"
+    start: datetime = field(default_factory=lambda: datetime(2026, 3, 2, 9, 0, 0, tzinfo=UTC))
+    lines: list[str] = field(default_factory=list)
+    _clock: int = 0
+    _uuid: int = 0
+    _last: str | None = None
+    _message: int = 0
+
+    # -- envelope -------------------------------------------------------------------------
+
+    def ts(self) -> str:
+        self._clock += 2
+        moment = self.start + timedelta(seconds=self._clock)
+        return moment.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+    def next_uuid(self, prefix: str = "l") -> str:
+        self._uuid += 1
+        return f"{prefix}-{self.session_id[:4]}-{self._uuid:05d}"
+
+    def envelope(
+        self,
+        kind: str,
+        *,
+        sidechain: bool = False,
+        agent_id: str | None = None,
+        parent: Any = "last",
+    ) -> dict[str, Any]:
+        uuid = self.next_uuid()
+        line: dict[str, Any] = {
+            "parentUuid": self._last if parent == "last" else parent,
+            "isSidechain": sidechain,
+            "userType": "external",
+            "cwd": str(self.cwd),
+            "sessionId": self.session_id,
+            "version": self.version,
+            "gitBranch": self.branch,
+            "type": kind,
+            "uuid": uuid,
+            "timestamp": self.ts(),
+            "someFutureField": {"added": "in a newer release"},
+        }
+        if agent_id:
+            line["agentId"] = agent_id
+        if not sidechain:
+            self._last = uuid
+        return line
+
+    def write(self, line: dict[str, Any]) -> None:
+        self.lines.append(json.dumps(line, ensure_ascii=False))
+
+    # -- lines ----------------------------------------------------------------------------
+
+    def prompt(self, text: str, **extra: Any) -> str:
+        line = self.envelope("user")
+        line["message"] = {"role": "user", "content": text}
+        line.update(extra)
+        self.write(line)
+        return str(line["uuid"])
+
+    def meta(self, text: str) -> None:
+        line = self.envelope("user")
+        line["isMeta"] = True
+        line["message"] = {"role": "user", "content": text}
+        self.write(line)
+
+    def response(
+        self,
+        blocks: list[dict[str, Any]],
+        *,
+        stop_reason: str,
+        input_tokens: int = 12,
+        output_tokens: int = 50,
+        cache_creation: int = 300,
+        cache_read: int = 9000,
+        sidechain: bool = False,
+        agent_id: str | None = None,
+        model: str = "claude-sonnet-4-6",
+        message_id: str | None = None,
+    ) -> str:
+        """One API response, one line per content block; early lines carry a partial output count."""
+        self._message += 1
+        message_id = message_id or f"msg_{self.session_id[:4]}_{self._message:03d}"
+        for index, block in enumerate(blocks):
+            last = index == len(blocks) - 1
+            line = self.envelope("assistant", sidechain=sidechain, agent_id=agent_id)
+            line["requestId"] = f"req_{message_id}"
+            line["message"] = {
+                "id": message_id,
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [block],
+                "stop_reason": stop_reason if last else None,
+                "stop_sequence": None,
+                "usage": {
+                    "input_tokens": input_tokens,
+                    "cache_creation_input_tokens": cache_creation,
+                    "cache_read_input_tokens": cache_read,
+                    "output_tokens": output_tokens if last else 1,
+                    "service_tier": "standard",
+                },
+            }
+            self.write(line)
+        return message_id
+
+    def tool_result(
+        self,
+        tool_use_id: str,
+        content: str,
+        *,
+        is_error: bool = False,
+        result: Any = None,
+        sidechain: bool = False,
+        agent_id: str | None = None,
+    ) -> None:
+        line = self.envelope("user", sidechain=sidechain, agent_id=agent_id)
+        block: dict[str, Any] = {
+            "tool_use_id": tool_use_id,
+            "type": "tool_result",
+            "content": content,
+        }
+        if is_error:
+            block["is_error"] = True
+        line["message"] = {"role": "user", "content": [block]}
+        line["toolUseResult"] = result
+        self.write(line)
+
+    def compaction(self, trigger: str = "auto", pre_tokens: int = 155000) -> None:
+        if trigger == "manual":
+            self.meta(
+                "<local-command-caveat>Caveat: The messages below were generated by the user while running local commands.</local-command-caveat>"
+            )
+            self.prompt(
+                "<command-name>/compact</command-name>\n<command-message>compact</command-message>\n<command-args></command-args>"
+            )
+        boundary = self.envelope("system", parent=None)
+        boundary.update(
+            {
+                "subtype": "compact_boundary",
+                "content": "Conversation compacted",
+                "level": "info",
+                "logicalParentUuid": self._last,
+                "compactMetadata": {"trigger": trigger, "preTokens": pre_tokens},
+            }
+        )
+        self.write(boundary)
+        summary = self.envelope("user")
+        summary["isCompactSummary"] = True
+        summary["isVisibleInTranscriptOnly"] = True
+        summary["message"] = {
+            "role": "user",
+            "content": "This session is being continued from a previous conversation that ran out of context. "
+            "Summary: the login test fails because of the session cookie.",
+        }
+        self.write(summary)
+
+    def noise(self) -> None:
+        """Lines that are not conversation: a parser must skip them all."""
+        self.write({"type": "summary", "summary": "Fix login test", "leafUuid": self._last})
+        self.write(
+            {
+                "type": "file-history-snapshot",
+                "messageId": self._last,
+                "snapshot": {"trackedFileBackups": {}},
+                "isSnapshotUpdate": False,
+            }
+        )
+        progress = self.envelope("progress", parent=self._last)
+        progress["data"] = {"type": "bash_progress", "output": "running"}
+        self.write(progress)
+        self.write(
+            {
+                "type": "queue-operation",
+                "operation": "enqueue",
+                "content": "later",
+                "sessionId": self.session_id,
+            }
+        )
+        self.write({"type": "ai-title", "title": "Login fix", "sessionId": self.session_id})
+        self.prompt("[Request interrupted by user for tool use]")
+        self.prompt("<bash-input>ls</bash-input>")
+
+    def save(self, path: Path) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(self.lines) + "\n", encoding="utf-8")
+        return path
+
+
+def tool_use(tool_id: str, name: str, **tool_input: Any) -> dict[str, Any]:
+    return {"type": "tool_use", "id": tool_id, "name": name, "input": tool_input}
+
+
+def text(value: str) -> dict[str, Any]:
+    return {"type": "text", "text": value}
+
+
+def thinking() -> dict[str, Any]:
+    return {"type": "thinking", "thinking": "", "signature": "EqQBCkYIBxgCKkA"}
+
+
+@dataclass
+class Expected:
+    prompts: int
+    turns: int
+    main_messages: int
+    sidechain_messages: int
+    tool_calls: dict[str, int]
+    failures: int
+    modified_files: list[str]
+    input_tokens: int
+    output_tokens: int
+    turn_tokens: list[tuple[int, int]]
+
+
+def realistic_session(
+    root: Path, session_id: str = "5f2c1d4e-aaaa-bbbb-cccc-123456789abc"
+) -> tuple[Transcript, Expected]:
+    """Three turns: a failing test retried 3 times, a user correction with a rule, a subagent,
+    an auto compaction, and secrets in a prompt and a command."""
+    (root / "src").mkdir(exist_ok=True)
+    auth_before = "def login(user):\n    return check(user)\n"
+    (root / "src" / "auth.py").write_text(
+        auth_before.replace("check(user)", "check(user, strict=True)")
+    )
+    session_before = "COOKIE = 'sid'\nSECURE = False\n"
+    t = Transcript(session_id, root)
+    t.noise()
+
+    # Turn 1: investigate, edit, and a command that fails three times.
+    t.prompt("The login test fails, please fix it")
+    t.response(
+        [
+            thinking(),
+            text("Let me look at the auth code."),
+            tool_use("toolu_read1", "Read", file_path=str(root / "src/auth.py")),
+        ],
+        stop_reason="tool_use",
+        input_tokens=10,
+        output_tokens=40,
+    )
+    t.tool_result(
+        "toolu_read1",
+        "1\tdef login(user):",
+        result={
+            "type": "text",
+            "file": {
+                "filePath": str(root / "src/auth.py"),
+                "content": auth_before,
+                "numLines": 2,
+                "startLine": 1,
+                "totalLines": 2,
+            },
+        },
+    )
+    t.response(
+        [tool_use("toolu_grep1", "Grep", pattern="def check", path=str(root))],
+        stop_reason="tool_use",
+        input_tokens=11,
+        output_tokens=20,
+    )
+    t.tool_result(
+        "toolu_grep1",
+        "src/auth.py",
+        result={"mode": "files_with_matches", "filenames": ["src/auth.py"], "numFiles": 1},
+    )
+    t.response(
+        [
+            tool_use(
+                "toolu_edit1",
+                "Edit",
+                file_path=str(root / "src/auth.py"),
+                old_string="check(user)",
+                new_string="check(user, strict=True)",
+            )
+        ],
+        stop_reason="tool_use",
+        input_tokens=12,
+        output_tokens=30,
+    )
+    t.tool_result(
+        "toolu_edit1",
+        "The file src/auth.py has been updated.",
+        result={
+            "filePath": str(root / "src/auth.py"),
+            "oldString": "check(user)",
+            "newString": "check(user, strict=True)",
+            "originalFile": auth_before,
+            "userModified": False,
+            "replaceAll": False,
+            "structuredPatch": [
+                {
+                    "oldStart": 2,
+                    "oldLines": 1,
+                    "newStart": 2,
+                    "newLines": 1,
+                    "lines": ["-    return check(user)", "+    return check(user, strict=True)"],
+                }
+            ],
+        },
+    )
+    for attempt in range(1, 4):
+        t.response(
+            [
+                tool_use(
+                    f"toolu_bash_fail{attempt}",
+                    "Bash",
+                    command=FAILING_COMMAND,
+                    description="Run the login test",
+                )
+            ],
+            stop_reason="tool_use",
+            input_tokens=13,
+            output_tokens=25,
+        )
+        t.tool_result(
+            f"toolu_bash_fail{attempt}",
+            f"Exit code 1\n{FAILURE_OUTPUT}",
+            is_error=True,
+            result=f"Error: Exit code 1\n{FAILURE_OUTPUT}",
+        )
+    t.response(
+        [text("The test still fails after my change.")],
+        stop_reason="end_turn",
+        input_tokens=14,
+        output_tokens=60,
+    )
+
+    # Turn 2: the user corrects the agent and states a rule; a subagent runs inline (sidechain).
+    t.prompt(CORRECTION)
+    t.response(
+        [
+            tool_use(
+                "toolu_multi1",
+                "MultiEdit",
+                file_path=str(root / "src/session.py"),
+                edits=[
+                    {
+                        "old_string": "SECURE = False",
+                        "new_string": "SECURE = True",
+                        "replace_all": False,
+                    }
+                ],
+            )
+        ],
+        stop_reason="tool_use",
+        input_tokens=15,
+        output_tokens=35,
+    )
+    t.tool_result(
+        "toolu_multi1",
+        "Applied 1 edit to src/session.py",
+        result={
+            "filePath": str(root / "src/session.py"),
+            "edits": [
+                {
+                    "old_string": "SECURE = False",
+                    "new_string": "SECURE = True",
+                    "replace_all": False,
+                }
+            ],
+            "originalFileContents": session_before,
+            "userModified": False,
+            "structuredPatch": [
+                {
+                    "oldStart": 2,
+                    "oldLines": 1,
+                    "newStart": 2,
+                    "newLines": 1,
+                    "lines": ["-SECURE = False", "+SECURE = True"],
+                }
+            ],
+        },
+    )
+    t.response(
+        [
+            tool_use(
+                "toolu_write1",
+                "Write",
+                file_path=str(root / "src/cookie.py"),
+                content="NAME = 'sid'\n",
+            )
+        ],
+        stop_reason="tool_use",
+        input_tokens=16,
+        output_tokens=45,
+    )
+    t.tool_result(
+        "toolu_write1",
+        "File created successfully at: src/cookie.py",
+        result={
+            "type": "create",
+            "filePath": str(root / "src/cookie.py"),
+            "content": "NAME = 'sid'\n",
+            "structuredPatch": [],
+            "originalFile": None,
+        },
+    )
+    t.response(
+        [tool_use("toolu_bash_ok1", "Bash", command=WORKING_COMMAND)],
+        stop_reason="tool_use",
+        input_tokens=17,
+        output_tokens=22,
+    )
+    t.tool_result(
+        "toolu_bash_ok1",
+        "5 passed in 0.10s",
+        result={
+            "stdout": "5 passed in 0.10s",
+            "stderr": "",
+            "interrupted": False,
+            "isImage": False,
+        },
+    )
+    t.response(
+        [
+            tool_use(
+                "toolu_agent1",
+                "Agent",
+                prompt="Find other cookie users",
+                description="search",
+                subagent_type="Explore",
+            )
+        ],
+        stop_reason="tool_use",
+        input_tokens=18,
+        output_tokens=33,
+    )
+    agent = "a7dd4f3b8ec5e486c"
+    side = t.envelope("user", sidechain=True, agent_id=agent, parent=None)
+    side["message"] = {"role": "user", "content": "Find other cookie users"}
+    t.write(side)
+    t.response(
+        [tool_use("toolu_side_grep", "Grep", pattern="COOKIE")],
+        stop_reason="tool_use",
+        sidechain=True,
+        agent_id=agent,
+        model="claude-haiku-4-5",
+        input_tokens=100,
+        output_tokens=15,
+        cache_creation=0,
+        cache_read=0,
+    )
+    t.tool_result(
+        "toolu_side_grep",
+        "src/session.py",
+        sidechain=True,
+        agent_id=agent,
+        result={"mode": "files_with_matches", "filenames": ["src/session.py"], "numFiles": 1},
+    )
+    t.response(
+        [text("Only src/session.py uses it.")],
+        stop_reason="end_turn",
+        sidechain=True,
+        agent_id=agent,
+        model="claude-haiku-4-5",
+        input_tokens=101,
+        output_tokens=12,
+        cache_creation=0,
+        cache_read=0,
+    )
+    t.tool_result(
+        "toolu_agent1",
+        "Only src/session.py uses it.",
+        result={
+            "status": "completed",
+            "agentId": agent,
+            "content": [{"type": "text", "text": "Only src/session.py uses it."}],
+            "totalTokens": 228,
+        },
+    )
+    t.response(
+        [text("Fixed: the cookie is secure now and the test passes.")],
+        stop_reason="end_turn",
+        input_tokens=19,
+        output_tokens=70,
+    )
+
+    t.compaction("auto")
+
+    # Turn 3: secrets in the prompt and in a command.
+    t.prompt(
+        f"Deploy to staging with key {ANTHROPIC_KEY}; the database is postgres://admin:{DB_PASSWORD}@db.local/app"
+    )
+    t.response(
+        [
+            tool_use(
+                "toolu_bash_ok2",
+                "Bash",
+                command=f'curl -H "Authorization: Bearer {GITHUB_TOKEN}" https://api.github.com/user',
+            )
+        ],
+        stop_reason="tool_use",
+        input_tokens=20,
+        output_tokens=28,
+    )
+    t.tool_result(
+        "toolu_bash_ok2",
+        '{"login": "me"}',
+        result={"stdout": '{"login": "me"}', "stderr": "", "interrupted": False, "isImage": False},
+    )
+    t.response([text("Deployed.")], stop_reason="end_turn", input_tokens=21, output_tokens=9)
+
+    turn1 = (10 + 11 + 12 + 13 * 3 + 14, 40 + 20 + 30 + 25 * 3 + 60)
+    turn2 = (15 + 16 + 17 + 18 + 19, 35 + 45 + 22 + 33 + 70)
+    turn3 = (20 + 21, 28 + 9)
+    expected = Expected(
+        prompts=3,
+        turns=3,
+        main_messages=14,
+        sidechain_messages=2,
+        tool_calls={
+            "Read": 1,
+            "Grep": 2,
+            "Edit": 1,
+            "Bash": 5,
+            "MultiEdit": 1,
+            "Write": 1,
+            "Agent": 1,
+        },
+        failures=3,
+        modified_files=["src/auth.py", "src/cookie.py", "src/session.py"],
+        input_tokens=turn1[0] + turn2[0] + turn3[0],
+        output_tokens=turn1[1] + turn2[1] + turn3[1],
+        turn_tokens=[turn1, turn2, turn3],
+    )
+    return t, expected
+
+
+def hook_payload(
+    event: str, session_id: str, cwd: Path, transcript: Path | None = None, **extra: Any
+) -> str:
+    data: dict[str, Any] = {
+        "session_id": session_id,
+        "transcript_path": str(transcript) if transcript else f"/nonexistent/{session_id}.jsonl",
+        "cwd": str(cwd),
+        "hook_event_name": event,
+        "permission_mode": "default",
+        "a_field_from_the_future": [1, 2, 3],
+    }
+    data.update(extra)
+    return json.dumps(data)

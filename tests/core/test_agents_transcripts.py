@@ -1,0 +1,226 @@
+"""Claude Code transcript ingest: exact counts from a realistic transcript, incremental runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memory_core import sessions
+from memory_core.agents import transcripts
+from memory_core.agents.transcripts import ingest_file, parse_line
+from memory_core.store import Store
+from tests.agents_fixtures import (
+    FAILING_COMMAND,
+    SECRETS,
+    Transcript,
+    realistic_session,
+    text,
+    tool_use,
+)
+
+SESSION = "5f2c1d4e-aaaa-bbbb-cccc-123456789abc"
+
+
+@pytest.fixture
+def ingested(store: Store, tmp_path: Path) -> tuple[Store, Path, transcripts.IngestStats, object]:
+    transcript, expected = realistic_session(store.root, SESSION)
+    path = transcript.save(tmp_path / "claude" / f"{SESSION}.jsonl")
+    stats = ingest_file(store, path)
+    return store, path, stats, expected
+
+
+def test_counts_prompts_turns_tool_calls_and_failures_exactly(ingested) -> None:
+    store, _path, stats, expected = ingested
+    assert stats.prompts == expected.prompts
+    assert stats.turns == expected.turns
+    assert stats.failures == expected.failures
+    assert stats.compactions == 1
+    assert stats.malformed == 0
+    per_tool = {
+        row["tool"]: row["n"]
+        for row in store.query(
+            "SELECT tool, COUNT(*) AS n FROM agent_tool_uses WHERE ok IS NOT NULL GROUP BY tool"
+        )
+    }
+    assert per_tool == expected.tool_calls
+    # The session as `engram session` sees it: turns, tool calls, files, commands.
+    session = sessions.get(store, SESSION)
+    assert session["agent"] == "claude-code"
+    assert session["turns"] == expected.turns
+    assert sorted(sessions.files_modified(store, SESSION)) == expected.modified_files
+    metrics = sessions.metrics(store, SESSION)
+    assert metrics["tool_calls"] == sum(expected.tool_calls.values())
+    assert metrics["tool_calls_failed"] == expected.failures
+    assert (metrics["commands"], metrics["commands_failed"]) == (5, 3)
+    assert metrics["files_modified"] == len(expected.modified_files)
+    assert (metrics["input_tokens"], metrics["output_tokens"]) == (
+        expected.input_tokens,
+        expected.output_tokens,
+    )
+    commands = store.query(
+        "SELECT command, exit_code FROM session_commands WHERE session_id = ? ORDER BY ts",
+        (SESSION,),
+    )
+    assert [c["exit_code"] for c in commands] == [1, 1, 1, 0, 0]
+    assert commands[0]["command"] == FAILING_COMMAND
+
+
+def test_split_assistant_messages_count_their_tokens_once(ingested) -> None:
+    store, _path, _stats, expected = ingested
+    main = store.query_one(
+        "SELECT COUNT(*) AS n, SUM(input_tokens) AS i, SUM(output_tokens) AS o FROM agent_messages WHERE sidechain = 0"
+    )
+    assert main["n"] == expected.main_messages
+    assert (main["i"], main["o"]) == (expected.input_tokens, expected.output_tokens)
+    side = store.query_one(
+        "SELECT COUNT(*) AS n, SUM(output_tokens) AS o FROM agent_messages WHERE sidechain = 1"
+    )
+    assert (side["n"], side["o"]) == (expected.sidechain_messages, 15 + 12)
+    # The first response was written as three lines with output_tokens 1, 1, 40: it counts 40.
+    first = store.query_one("SELECT * FROM agent_messages ORDER BY ts LIMIT 1")
+    assert (first["input_tokens"], first["output_tokens"], first["cache_read_tokens"]) == (
+        10,
+        40,
+        9000,
+    )
+    turns = sessions.history(store, SESSION)
+    assert [(t["input_tokens"], t["output_tokens"]) for t in turns] == expected.turn_tokens
+    session = sessions.get(store, SESSION)
+    assert (session["input_tokens"], session["output_tokens"]) == (
+        expected.input_tokens,
+        expected.output_tokens,
+    )
+
+
+def test_sidechain_lines_never_count_as_prompts_or_turns(ingested) -> None:
+    store, _path, stats, _expected = ingested
+    assert stats.sidechain_lines == 4
+    prompts = [row["text"] for row in store.query("SELECT text FROM agent_prompts ORDER BY ts")]
+    assert "Find other cookie users" not in prompts
+    assert not any(
+        p.startswith(("<command-name>", "<bash-input>", "[Request interrupted")) for p in prompts
+    )
+    side_call = store.query_one(
+        "SELECT sidechain, ok FROM agent_tool_uses WHERE tool_use_id = 'toolu_side_grep'"
+    )
+    assert (side_call["sidechain"], side_call["ok"]) == (1, 1)
+
+
+def test_the_failing_command_repeated_three_times_makes_a_candidate_gotcha(ingested) -> None:
+    store, _path, _stats, _expected = ingested
+    rows = store.query("SELECT * FROM gotchas")
+    assert len(rows) == 1
+    gotcha = rows[0]
+    assert gotcha["status"] == "candidate"
+    assert gotcha["occurrences"] == 3
+    assert "AssertionError" in gotcha["title"] or "test_login" in gotcha["title"]
+    samples = json.loads(gotcha["samples"])
+    assert samples[0]["command"] == FAILING_COMMAND
+    assert samples[0]["session_id"] == SESSION
+
+
+def test_agent_file_changes_reach_file_evolution_with_the_session(ingested) -> None:
+    store, _path, _stats, expected = ingested
+    rows = store.query("SELECT path, actor, session_id FROM file_changes ORDER BY path")
+    assert sorted({r["path"] for r in rows}) == expected.modified_files
+    assert {(r["actor"], r["session_id"]) for r in rows} == {("agent", SESSION)}
+
+
+def test_compaction_is_recorded_with_its_summary(ingested) -> None:
+    store, _path, _stats, _expected = ingested
+    row = store.query_one("SELECT * FROM agent_compactions")
+    assert (row["trigger"], row["pre_tokens"]) == ("auto", 155000)
+    assert row["summary"].startswith("This session is being continued")
+
+
+def test_secrets_are_redacted_before_anything_is_stored(ingested) -> None:
+    store, _path, _stats, _expected = ingested
+    store.close()
+    stored = b"".join(p.read_bytes() for p in store.dir.rglob("*") if p.is_file())
+    for secret in SECRETS:
+        assert secret.encode() not in stored
+    reopened = Store.open(store.root)
+    prompt = reopened.query_one("SELECT text FROM agent_prompts WHERE text LIKE 'Deploy%'")
+    assert "[REDACTED" in prompt["text"]
+    reopened.close()
+
+
+def test_a_second_run_reads_only_what_was_appended(store: Store, tmp_path: Path) -> None:
+    transcript, _expected = realistic_session(store.root, SESSION)
+    path = transcript.save(tmp_path / f"{SESSION}.jsonl")
+    first = ingest_file(store, path)
+    assert ingest_file(store, path).lines == 0
+    size = path.stat().st_size
+    more = Transcript(SESSION, store.root, start=transcript.start)
+    more._clock, more._uuid, more._message = 10_000, 90_000, 500
+    more.prompt("Now add a changelog entry")
+    more.response([tool_use("toolu_late", "Bash", command="git log -1")], stop_reason="tool_use")
+    with path.open("a") as handle:
+        handle.write("\n".join(more.lines) + "\n")
+        # Claude Code writes asynchronously: a half-written line waits for the next run.
+        handle.write('{"type":"assistant","sessionId":"' + SESSION + '","mess')
+    second = ingest_file(store, path)
+    assert second.lines == 2
+    assert second.bytes == path.stat().st_size - size - len(
+        '{"type":"assistant","sessionId":"' + SESSION + '","mess'
+    )
+    assert second.prompts == 1 and second.turns == 0
+    assert first.prompts + second.prompts == 4
+    assert sessions.get(store, SESSION)["turns"] == 3
+    # The turn is still open (its answer is not written yet): the flush at session end closes it.
+    assert len(transcripts.flush_session(store, SESSION)) == 1
+    assert sessions.get(store, SESSION)["turns"] == 4
+
+
+def test_a_replaced_file_is_read_again_without_counting_twice(store: Store, tmp_path: Path) -> None:
+    transcript, expected = realistic_session(store.root, SESSION)
+    path = transcript.save(tmp_path / f"{SESSION}.jsonl")
+    ingest_file(store, path)
+    path.write_text(
+        "\n".join(reversed(transcript.lines[:5])) + "\n" + "\n".join(transcript.lines) + "\n"
+    )
+    again = ingest_file(store, path)
+    assert again.restarted
+    assert again.prompts == 0 and again.turns == 0
+    assert sessions.get(store, SESSION)["turns"] == expected.turns
+    assert store.query_one("SELECT COUNT(*) FROM session_tool_calls")[0] == sum(
+        expected.tool_calls.values()
+    )
+
+
+def test_parser_skips_unknown_and_malformed_lines(store: Store, tmp_path: Path) -> None:
+    t = Transcript("S-unknown", store.root)
+    t.prompt("hello")
+    t.write({"type": "brand-new-line-type", "whatever": True})
+    t.response([text("hi")], stop_reason="end_turn")
+    path = t.save(tmp_path / "t.jsonl")
+    with path.open("a") as handle:
+        handle.write("not json at all\n[1, 2]\n")
+    stats = ingest_file(store, path)
+    assert (stats.prompts, stats.turns, stats.malformed) == (1, 1, 1)
+    assert parse_line([1, 2]) is None
+    assert parse_line({"type": "assistant", "message": "oops"}) is not None
+
+
+def test_synthetic_messages_carry_no_tokens(store: Store, tmp_path: Path) -> None:
+    t = Transcript("S-synth", store.root)
+    t.prompt("hello")
+    t.response([text("API Error: overloaded")], stop_reason="end_turn", model="<synthetic>")
+    stats = ingest_file(store, t.save(tmp_path / "s.jsonl"))
+    assert stats.assistant_messages == 0
+
+
+def test_default_transcripts_are_found_by_the_project_folder_name(
+    store: Store, tmp_path: Path
+) -> None:
+    home = Path.home()
+    folder = home / ".claude" / "projects" / transcripts.project_dir_name(store.root)
+    t = Transcript("S-found", store.root)
+    t.prompt("hi")
+    main = t.save(folder / "S-found.jsonl")
+    sub = t.save(folder / "S-found" / "subagents" / "agent-a1.jsonl")
+    t.save(home / ".claude" / "projects" / "-some-other-project" / "x.jsonl")
+    assert set(transcripts.default_transcripts(store.root)) == {main, sub}
+    assert transcripts.project_dir_name(Path("/home/u/work/my_repo")) == "-home-u-work-my-repo"
