@@ -1,0 +1,434 @@
+"""Long-term memory entries: what an agent or a person decided, found, learned or prefers.
+
+An entry has a type (project, preference, action, decision, finding, learning), content,
+tags, provenance (who recorded it, from which session, turn or tool), relations to other
+entries (resolves, led_to, influenced), a pin, and a priority that decays with time and is
+raised by access (`memory_core.decay`). Every text is redacted before it is stored.
+
+Deleting an entry (`forget`) moves it into the recoverable state of `memory_core.lifecycle`;
+search lives in `memory_core.search` and is re-exported here as `search`.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from memory_core import clock, decay
+from memory_core.errors import NotFoundError, UsageError
+from memory_core.redact import redact, redact_obj
+from memory_core.store import Store
+
+TYPES = ("project", "preference", "action", "decision", "finding", "learning")
+RELATIONS = ("resolves", "led_to", "influenced")
+STATUSES = ("open", "resolved", "archived")
+MAX_CONTENT_CHARS = 64 * 1024
+LABEL_CHARS = 80
+
+
+def add(
+    store: Store,
+    content: str,
+    *,
+    type: str = "learning",
+    tags: Iterable[str] = (),
+    pinned: bool = False,
+    provenance: Mapping[str, Any] | None = None,
+    session_id: str | None = None,
+    agent: str | None = None,
+    explicit: bool = False,
+    base_priority: float = 1.0,
+    status: str = "open",
+    file: str | None = None,
+    line: int | None = None,
+    relations: Iterable[tuple[str, str]] = (),
+    now: float | None = None,
+) -> dict[str, Any]:
+    """Store one memory entry durably and return it.
+
+    `relations` are (kind, target_id) pairs from the new entry to existing ones, e.g.
+    `[("resolves", "M-1a2b3c4d")]`. An explicit preference never decays below 0.6.
+    """
+    now = clock.now() if now is None else now
+    text = _clean_content(content)
+    _check_choice("type", type, TYPES)
+    _check_choice("status", status, STATUSES)
+    if not 0.0 <= float(base_priority) <= 1.0:
+        raise UsageError(f"base priority must be between 0 and 1, got {base_priority!r}")
+    tag_list = normalize_tags(tags)
+    prov = dict(provenance or {})
+    if session_id and "session_id" not in prov:
+        prov["session_id"] = session_id
+    pairs = [(kind, target) for kind, target in relations]
+    for kind, _target in pairs:
+        _check_choice("relation", kind, RELATIONS)
+    with store.transaction() as db:
+        memory_id = _new_id(db)
+        db.execute(
+            "INSERT INTO memories (id, type, content, tags, created_at, last_accessed, access_count,"
+            " base_priority, pinned, explicit, status, agent, session_id, provenance, project, file,"
+            " line) VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                memory_id,
+                type,
+                text,
+                " ".join(tag_list),
+                now,
+                now,
+                float(base_priority),
+                int(pinned),
+                int(explicit),
+                status,
+                redact(agent) if agent else None,
+                session_id,
+                json.dumps(redact_obj(prov), ensure_ascii=False, sort_keys=True),
+                str(store.root),
+                redact(file) if file else None,
+                line,
+            ),
+        )
+        db.executemany(
+            "INSERT INTO memory_tags (tag, memory_id) VALUES (?, ?)",
+            [(tag, memory_id) for tag in tag_list],
+        )
+        for kind, target in pairs:
+            _relate(db, memory_id, kind, target, now)
+    return get(store, memory_id, record_access=False, now=now)
+
+
+def get(
+    store: Store, memory_id: str, *, record_access: bool = True, now: float | None = None
+) -> dict[str, Any]:
+    """One entry with its relations; reading it counts as an access unless told otherwise."""
+    now = clock.now() if now is None else now
+    if record_access:
+        with store.transaction() as db:
+            if not record_accesses(db, [memory_id], now):
+                raise _not_found(memory_id)
+    row = store.query_one("SELECT * FROM memories WHERE id = ?", (memory_id,))
+    if row is None:
+        raise _not_found(memory_id)
+    entry = to_dict(row, now)
+    entry["relations"] = relations_of(store, memory_id)
+    return entry
+
+
+def list_memories(
+    store: Store,
+    *,
+    type: str | None = None,
+    tag: str | None = None,
+    agent: str | None = None,
+    session_id: str | None = None,
+    since: float | None = None,
+    until: float | None = None,
+    include_archived: bool = False,
+    limit: int = 100,
+    now: float | None = None,
+) -> list[dict[str, Any]]:
+    """Entries, newest first, filtered; reading a list is not an access."""
+    now = clock.now() if now is None else now
+    where, params = filter_sql(
+        "m",
+        types=[type] if type else None,
+        tags=[tag] if tag else (),
+        agent=agent,
+        session_id=session_id,
+        since=since,
+        until=until,
+        include_archived=include_archived,
+    )
+    rows = store.query(
+        f"SELECT m.* FROM memories m WHERE {where} ORDER BY m.created_at DESC, m.seq DESC LIMIT ?",
+        (*params, max(1, int(limit))),
+    )
+    return [to_dict(row, now) for row in rows]
+
+
+def forget(
+    store: Store, memory_id: str, *, reason: str | None = None, now: float | None = None
+) -> dict[str, Any]:
+    """Delete one entry into the recoverable state; returns the deletion record."""
+    from memory_core import lifecycle
+
+    return lifecycle.delete(store, memory_ids=[memory_id], reason=reason, now=now)
+
+
+def update(
+    store: Store,
+    memory_id: str,
+    *,
+    pinned: bool | None = None,
+    status: str | None = None,
+    tags: Iterable[str] | None = None,
+    now: float | None = None,
+) -> dict[str, Any]:
+    """Pin or unpin, resolve or reopen, or retag an entry."""
+    sets: list[str] = []
+    params: list[object] = []
+    if pinned is not None:
+        sets.append("pinned = ?")
+        params.append(int(pinned))
+    if status is not None:
+        _check_choice("status", status, STATUSES)
+        sets.append("status = ?")
+        params.append(status)
+    tag_list = normalize_tags(tags) if tags is not None else None
+    if tag_list is not None:
+        sets.append("tags = ?")
+        params.append(" ".join(tag_list))
+    with store.transaction() as db:
+        if sets:
+            cursor = db.execute(
+                f"UPDATE memories SET {', '.join(sets)} WHERE id = ?", (*params, memory_id)
+            )
+            if cursor.rowcount == 0:
+                raise _not_found(memory_id)
+        elif db.execute("SELECT 1 FROM memories WHERE id = ?", (memory_id,)).fetchone() is None:
+            raise _not_found(memory_id)
+        if tag_list is not None:
+            db.execute("DELETE FROM memory_tags WHERE memory_id = ?", (memory_id,))
+            db.executemany(
+                "INSERT INTO memory_tags (tag, memory_id) VALUES (?, ?)",
+                [(tag, memory_id) for tag in tag_list],
+            )
+    return get(store, memory_id, record_access=False, now=now)
+
+
+# -- relations -------------------------------------------------------------------------------
+
+
+def relate(
+    store: Store, source_id: str, kind: str, target_id: str, *, now: float | None = None
+) -> None:
+    """Record that `source_id` resolves / led_to / influenced `target_id`."""
+    _check_choice("relation", kind, RELATIONS)
+    with store.transaction() as db:
+        _relate(db, source_id, kind, target_id, clock.now() if now is None else now)
+
+
+def relations_of(store: Store, memory_id: str) -> list[dict[str, str]]:
+    """The entry's direct relations, outgoing and incoming."""
+    rows = store.query(
+        "SELECT source_id, kind, target_id FROM memory_relations WHERE source_id = ? "
+        "UNION ALL SELECT source_id, kind, target_id FROM memory_relations WHERE target_id = ?",
+        (memory_id, memory_id),
+    )
+    out = []
+    for row in rows:
+        outgoing = row["source_id"] == memory_id
+        out.append(
+            {
+                "kind": row["kind"],
+                "direction": "out" if outgoing else "in",
+                "id": row["target_id"] if outgoing else row["source_id"],
+            }
+        )
+    return out
+
+
+def find_related(
+    store: Store, memory_id: str, *, depth: int = 2, now: float | None = None
+) -> list[dict[str, Any]]:
+    """Entries linked to `memory_id` through relations, nearest first, up to `depth` hops.
+
+    Each result carries `distance` (hops) and `via`: the relation kinds on the path.
+    """
+    now = clock.now() if now is None else now
+    if store.query_one("SELECT 1 FROM memories WHERE id = ?", (memory_id,)) is None:
+        raise _not_found(memory_id)
+    seen = {memory_id}
+    frontier: list[tuple[str, list[str]]] = [(memory_id, [])]
+    found: list[tuple[str, int, list[str]]] = []
+    for distance in range(1, max(1, depth) + 1):
+        next_frontier: list[tuple[str, list[str]]] = []
+        for current, path in frontier:
+            for relation in relations_of(store, current):
+                other = relation["id"]
+                if other in seen:
+                    continue
+                seen.add(other)
+                label = (
+                    relation["kind"] if relation["direction"] == "out" else f"{relation['kind']} by"
+                )
+                next_frontier.append((other, [*path, label]))
+                found.append((other, distance, [*path, label]))
+        frontier = next_frontier
+    results = []
+    for other, distance, via in found:
+        row = store.query_one("SELECT * FROM memories WHERE id = ?", (other,))
+        if row is not None:
+            entry = to_dict(row, now)
+            entry.update(distance=distance, via=via)
+            results.append(entry)
+    return results
+
+
+def _relate(db: sqlite3.Connection, source_id: str, kind: str, target_id: str, now: float) -> None:
+    if source_id == target_id:
+        raise UsageError(f"a memory cannot relate to itself ({source_id})")
+    for memory_id in (source_id, target_id):
+        if db.execute("SELECT 1 FROM memories WHERE id = ?", (memory_id,)).fetchone() is None:
+            raise _not_found(memory_id)
+    db.execute(
+        "INSERT OR IGNORE INTO memory_relations (source_id, kind, target_id, created_at) "
+        "VALUES (?, ?, ?, ?)",
+        (source_id, kind, target_id, now),
+    )
+
+
+# -- helpers shared with search, lifecycle and privacy ----------------------------------------
+
+
+def record_accesses(db: sqlite3.Connection, memory_ids: Sequence[str], now: float) -> int:
+    """Count one access of each entry (raises its priority); returns how many exist."""
+    if not memory_ids:
+        return 0
+    marks = ",".join("?" * len(memory_ids))
+    cursor = db.execute(
+        f"UPDATE memories SET access_count = access_count + 1, last_accessed = ? "
+        f"WHERE id IN ({marks})",
+        (now, *memory_ids),
+    )
+    return int(cursor.rowcount)
+
+
+def current_priority(row: Mapping[str, Any] | sqlite3.Row, now: float) -> float:
+    return decay.priority(
+        kind=row["type"],
+        base=float(row["base_priority"]),
+        created_at=float(row["created_at"]),
+        last_accessed=float(row["last_accessed"]),
+        access_count=int(row["access_count"]),
+        now=now,
+        pinned=bool(row["pinned"]),
+        explicit=bool(row["explicit"]),
+        resolved=row["status"] == "resolved",
+    )
+
+
+def to_dict(row: sqlite3.Row, now: float) -> dict[str, Any]:
+    """The public shape of an entry (CLI --json, LSP, MCP, export)."""
+    value = current_priority(row, now)
+    content = row["content"]
+    return {
+        "id": row["id"],
+        "kind": "memory",
+        "type": row["type"],
+        "label": label_for(content),
+        "content": content,
+        "tags": row["tags"].split() if row["tags"] else [],
+        "created_at": clock.iso(row["created_at"]),
+        "last_accessed": clock.iso(row["last_accessed"]),
+        "access_count": row["access_count"],
+        "base_priority": row["base_priority"],
+        "priority": round(value, 4),
+        "tier": decay.tier(value),
+        "pinned": bool(row["pinned"]),
+        "explicit": bool(row["explicit"]),
+        "status": row["status"],
+        "agent": row["agent"],
+        "session_id": row["session_id"],
+        "provenance": json.loads(row["provenance"] or "{}"),
+        "project": row["project"],
+        "file": row["file"],
+        "line": row["line"],
+    }
+
+
+def label_for(content: str) -> str:
+    first = content.strip().splitlines()[0] if content.strip() else ""
+    return first if len(first) <= LABEL_CHARS else first[: LABEL_CHARS - 1] + "…"
+
+
+def filter_sql(
+    alias: str,
+    *,
+    types: Sequence[str] | None = None,
+    tags: Sequence[str] = (),
+    agent: str | None = None,
+    session_id: str | None = None,
+    since: float | None = None,
+    until: float | None = None,
+    include_archived: bool = False,
+) -> tuple[str, list[object]]:
+    """A WHERE clause (and its parameters) over `memories AS alias`."""
+    clauses: list[str] = []
+    params: list[object] = []
+    if types:
+        for value in types:
+            _check_choice("type", value, TYPES)
+        clauses.append(f"{alias}.type IN ({','.join('?' * len(types))})")
+        params.extend(types)
+    for tag in normalize_tags(tags):
+        clauses.append(f"{alias}.id IN (SELECT memory_id FROM memory_tags WHERE tag = ?)")
+        params.append(tag)
+    if agent:
+        clauses.append(f"{alias}.agent = ?")
+        params.append(agent)
+    if session_id:
+        clauses.append(f"{alias}.session_id = ?")
+        params.append(session_id)
+    if since is not None:
+        clauses.append(f"{alias}.created_at >= ?")
+        params.append(since)
+    if until is not None:
+        clauses.append(f"{alias}.created_at < ?")
+        params.append(until)
+    if not include_archived:
+        clauses.append(f"{alias}.status != 'archived'")
+    return (" AND ".join(clauses) or "1"), params
+
+
+def normalize_tags(tags: Iterable[str]) -> list[str]:
+    """Tags as stored: trimmed, lower case, spaces as dashes, no duplicates, order kept."""
+    if isinstance(tags, str):
+        tags = [tags]
+    out: list[str] = []
+    for tag in tags:
+        clean = "-".join(redact(str(tag)).strip().lower().split())
+        if clean and clean not in out:
+            out.append(clean)
+    return out
+
+
+def _clean_content(content: str) -> str:
+    if not isinstance(content, str) or not content.strip():
+        raise UsageError(
+            "a memory needs some text", hint='e.g. engram memory add "we use uv, not pip"'
+        )
+    if len(content) > MAX_CONTENT_CHARS:
+        raise UsageError(
+            f"a memory is at most {MAX_CONTENT_CHARS} characters, got {len(content)}",
+            hint="store a summary and cite the file",
+        )
+    return redact(content.strip())
+
+
+def _check_choice(what: str, value: str, choices: Sequence[str]) -> None:
+    if value not in choices:
+        raise UsageError(f"unknown {what} {value!r}", hint=f"one of {', '.join(choices)}")
+
+
+def _new_id(db: sqlite3.Connection) -> str:
+    while True:
+        candidate = f"M-{secrets.token_hex(4)}"
+        if db.execute("SELECT 1 FROM memories WHERE id = ?", (candidate,)).fetchone() is None:
+            return candidate
+
+
+def _not_found(memory_id: str) -> NotFoundError:
+    return NotFoundError(
+        f"no memory {memory_id!r}",
+        hint="see `engram memory list`; a forgotten one comes back with `engram undelete ID`",
+    )
+
+
+def search(store: Store, query: str, *, limit: int = 10, **filters: Any) -> list[dict[str, Any]]:
+    """Full-text search ranked by relevance x current priority (see `memory_core.search`)."""
+    from memory_core import search as search_module
+
+    return search_module.search(store, query, limit=limit, **filters)

@@ -1,0 +1,162 @@
+"""Memory budgets (DESIGN section 7): a durable write of one memory, and search over 100,000.
+
+The corpus is synthetic but shaped like real notes: words drawn from a 5,000-word vocabulary
+with a Zipf-like skew (a few words are everywhere, most are rare), 8 to 30 words per entry,
+spread over a year of creation and access times so decay matters. Queries are two or three
+words of mixed frequency, as a person types them.
+"""
+
+from __future__ import annotations
+
+import random
+import tempfile
+import time
+from pathlib import Path
+
+from memory_core import memory, search
+from memory_core.store import Store
+from tests.bench.harness import Figure, summarize, time_ms
+
+ENTRIES = 100_000
+DAY = 86400.0
+
+
+def _vocabulary(rng: random.Random, size: int = 5000) -> list[str]:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    words: set[str] = set()
+    while len(words) < size:
+        words.add("".join(rng.choice(letters) for _ in range(rng.randint(3, 10))))
+    return sorted(words)
+
+
+def _zipf_weights(size: int) -> list[float]:
+    return [1.0 / (rank + 1) ** 1.07 for rank in range(size)]
+
+
+def populate(store: Store, count: int, rng: random.Random, now: float) -> list[str]:
+    """Insert `count` entries in one transaction, through the same triggers as `memory.add`."""
+    vocab = _vocabulary(rng)
+    weights = _zipf_weights(len(vocab))
+    types = memory.TYPES
+    rows = []
+    for index in range(count):
+        words = rng.choices(vocab, weights=weights, k=rng.randint(8, 30))
+        created = now - rng.uniform(0, 365) * DAY
+        accessed = created + rng.uniform(0, now - created)
+        rows.append(
+            (
+                f"M-b{index:07d}",
+                rng.choice(types),
+                " ".join(words),
+                " ".join(
+                    rng.sample(
+                        ("auth", "db", "ui", "build", "tests", "deploy"), k=rng.randint(0, 2)
+                    )
+                ),
+                created,
+                accessed,
+                rng.randint(0, 12),
+                str(store.root),
+            )
+        )
+    with store.transaction() as db:
+        db.executemany(
+            "INSERT INTO memories (id, type, content, tags, created_at, last_accessed, access_count,"
+            " project) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+    return vocab
+
+
+def run() -> list[Figure]:
+    rng = random.Random(7)
+    now = time.time()
+    figures: list[Figure] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "ws"
+        root.mkdir()
+        store = Store.init(root)
+        try:
+            counter = iter(range(10**9))
+            samples = time_ms(
+                lambda: memory.add(
+                    store,
+                    f"decision {next(counter)}: keep the cache warm between test runs",
+                    type="decision",
+                    tags=["build"],
+                ),
+                repeat=500,
+            )
+            median, p95 = summarize(samples)
+            figures.append(
+                Figure(
+                    "memory add (durable write, one memory)",
+                    "p95 < 2 ms",
+                    median,
+                    p95,
+                    within_budget=p95 < 2,
+                )
+            )
+
+            start = time.perf_counter()
+            vocab = populate(store, ENTRIES, rng, now)
+            build_s = time.perf_counter() - start
+            queries = []
+            for _ in range(200):
+                k = rng.randint(2, 3)
+                # Mixed frequency: one word from the common head, the rest from the long tail.
+                words = [rng.choice(vocab[:200])] + [
+                    rng.choice(vocab[200:3000]) for _ in range(k - 1)
+                ]
+                queries.append(" ".join(words))
+            cycle = iter(queries * 10)
+            samples = time_ms(
+                lambda: search.search(store, next(cycle), limit=10, kinds=("memory",)),
+                repeat=len(queries),
+            )
+            median, p95 = summarize(samples)
+            figures.append(
+                Figure(
+                    f"memory search, {ENTRIES:,} entries (ranked, access recorded)",
+                    "p95 < 5 ms",
+                    median,
+                    p95,
+                    within_budget=p95 < 5,
+                    note=f"corpus built in {build_s:.1f} s; 2-3 word queries, one common word each",
+                )
+            )
+            samples = time_ms(
+                lambda: search.search(
+                    store, next(cycle), limit=10, kinds=("memory",), record_access=False
+                ),
+                repeat=len(queries),
+            )
+            median, p95 = summarize(samples)
+            figures.append(
+                Figure(
+                    f"memory search, {ENTRIES:,} entries (read only)",
+                    "p95 < 5 ms",
+                    median,
+                    p95,
+                    within_budget=p95 < 5,
+                )
+            )
+            samples = time_ms(
+                lambda: search.search(
+                    store, next(cycle), limit=10, tag="auth", type="decision", record_access=False
+                ),
+                repeat=len(queries),
+            )
+            median, p95 = summarize(samples)
+            figures.append(
+                Figure(
+                    f"memory search + type and tag filter, {ENTRIES:,}",
+                    "p95 < 5 ms",
+                    median,
+                    p95,
+                    within_budget=p95 < 5,
+                )
+            )
+        finally:
+            store.close()
+    return figures
