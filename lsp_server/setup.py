@@ -18,6 +18,8 @@ FEATURES = (
     "lsp_server.features.code_actions",
     "lsp_server.features.code_lens",
     "lsp_server.features.commands",
+    "lsp_server.features.checkpoints",
+    "lsp_server.features.sessions",
 )
 
 

@@ -944,18 +944,26 @@ def save(
         events.append(
             store, events.Event("session.saved", session_id=sid, data={"name": name}, ts=ts), db=db
         )
+    path = write_export(store, sid, now=ts)
     session = get(store, sid, now=ts)
-    path = export_path(store, session)
-    write_private_file(
-        path,
-        _frontmatter(session, metrics(store, sid, now=ts)) + summary_markdown(store, sid, now=ts),
-    )
     return {
         **session,
         "export_path": str(path),
         "format_version": FORMAT_VERSION,
         "bytes": len(payload),
     }
+
+
+def write_export(store: Store, session_id: str, *, now: float | None = None) -> Path:
+    """Write `exports/sessions/<date>_<id>.md`: YAML frontmatter and the Markdown summary."""
+    session = get(store, session_id, now=now)
+    sid = session["id"]
+    path = export_path(store, session)
+    text = _frontmatter(session, metrics(store, sid, now=now)) + summary_markdown(
+        store, sid, now=now
+    )
+    write_private_file(path, text)
+    return path
 
 
 def _yaml_scalar(value: Any) -> str:

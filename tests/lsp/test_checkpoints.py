@@ -1,0 +1,97 @@
+"""engram.checkpoint.*: create and list, and rollback through the editor with confirmation."""
+
+from __future__ import annotations
+
+import pytest
+from pygls.exceptions import JsonRpcException
+from pytest_lsp import LanguageClient
+
+from tests.lsp.conftest import execute, open_document
+
+
+def _edits_for(client: LanguageClient, uri: str) -> list[str]:
+    """New texts the server sent for `uri` through workspace/applyEdit."""
+    texts = []
+    for params in client.applied_edits:  # type: ignore[attr-defined]
+        edit = params.edit
+        for change in edit.document_changes or []:
+            if (
+                getattr(change, "text_document", None) is not None
+                and change.text_document.uri == uri
+            ):
+                texts += [e.new_text for e in change.edits]
+        for changed_uri, edits in (edit.changes or {}).items():
+            if changed_uri == uri:
+                texts += [e.new_text for e in edits]
+    return texts
+
+
+async def test_create_and_list_checkpoints(client: LanguageClient) -> None:
+    folder = client.folder  # type: ignore[attr-defined]
+    (folder / "app.py").write_text("print('hi')\n")
+    made = await execute(
+        client, "engram.checkpoint.create", {"name": "first", "description": "safe"}
+    )
+    assert made["files"] == 1 and made["name"] == "first"
+    listed = await execute(client, "engram.checkpoint.list")
+    assert [c["id"] for c in listed["checkpoints"]] == [made["id"]]
+    assert listed["checkpoints"][0]["label"] == "first"
+    assert listed["checkpoints"][0]["created_at"].endswith("Z")
+
+
+async def test_rollback_changes_open_buffers_through_apply_edit_and_the_rest_on_disk(
+    client: LanguageClient,
+) -> None:
+    folder = client.folder  # type: ignore[attr-defined]
+    (folder / "open.py").write_text("value = 1\n")
+    (folder / "closed.py").write_text("other = 1\n")
+    made = await execute(client, "engram.checkpoint.create")
+
+    (folder / "open.py").write_text("value = 2  # agent edit\n")
+    (folder / "closed.py").write_text("other = 2\n")
+    (folder / "created.py").write_text("new\n")
+    uri = open_document(client, folder / "open.py")
+
+    result = await execute(
+        client, "engram.checkpoint.rollback", {"id": made["id"], "confirm": True}
+    )
+    assert result["done"] is True
+    assert result["via_editor"] == ["open.py"]
+    assert _edits_for(client, uri) == ["value = 1\n"]
+    assert (folder / "closed.py").read_text() == "other = 1\n"
+    assert not (folder / "created.py").exists()
+    assert client.message_requests == []  # type: ignore[attr-defined]
+    # The rollback itself can be undone: its pre-rollback checkpoint is listed.
+    listed = await execute(client, "engram.checkpoint.list")
+    assert result["undo_checkpoint"] in [c["id"] for c in listed["checkpoints"]]
+
+
+async def test_rollback_asks_first_and_does_nothing_unless_confirmed(
+    client: LanguageClient,
+) -> None:
+    folder = client.folder  # type: ignore[attr-defined]
+    (folder / "app.py").write_text("good\n")
+    made = await execute(client, "engram.checkpoint.create")
+    (folder / "app.py").write_text("bad\n")
+    (folder / "junk.txt").write_text("created after\n")
+
+    client.message_request_answer = "Cancel"  # type: ignore[attr-defined]
+    cancelled = await execute(client, "engram.checkpoint.rollback", {"id": made["id"]})
+    assert cancelled["done"] is False and cancelled["reason"] == "cancelled"
+    (request,) = client.message_requests  # type: ignore[attr-defined]
+    assert "junk.txt" in request.message
+    assert [a.title for a in request.actions] == ["Roll back", "Cancel"]
+    assert (folder / "app.py").read_text() == "bad\n" and (folder / "junk.txt").exists()
+
+    client.message_request_answer = "Roll back"  # type: ignore[attr-defined]
+    done = await execute(client, "engram.checkpoint.rollback", {"id": made["id"]})
+    assert done["done"] is True
+    assert (folder / "app.py").read_text() == "good\n" and not (folder / "junk.txt").exists()
+
+
+async def test_rollback_to_an_unknown_checkpoint_is_a_clear_error(client: LanguageClient) -> None:
+    with pytest.raises(JsonRpcException, match="no checkpoint 'C-nope'"):
+        await execute(client, "engram.checkpoint.rollback", {"id": "C-nope", "confirm": True})
+    with pytest.raises(JsonRpcException, match="needs `id`"):
+        await execute(client, "engram.checkpoint.rollback", {})
+    assert "checkpoints" in await execute(client, "engram.checkpoint.list")
