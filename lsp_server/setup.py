@@ -20,6 +20,7 @@ FEATURES = (
     "lsp_server.features.commands",
     "lsp_server.features.checkpoints",
     "lsp_server.features.sessions",
+    "lsp_server.features.gotchas",
 )
 
 

@@ -212,8 +212,8 @@ def import_file(store: Store, path: Path) -> ImportReport:
             report.problems.append(f"{where}: unknown category {category!r}; inferring one")
             unknown["category"] = category
             category = None
-        trigger = item.get("trigger") if isinstance(item.get("trigger"), dict) else {}
-        source = item.get("source") if isinstance(item.get("source"), dict) else {}
+        trigger: dict[str, Any] = item["trigger"] if isinstance(item.get("trigger"), dict) else {}
+        source: dict[str, Any] = item["source"] if isinstance(item.get("source"), dict) else {}
         files = item.get("relatedFiles") or []
         status = (
             "resolved" if item.get("resolved") is True else _text(item.get("status")) or "confirmed"

@@ -96,166 +96,59 @@ def title_for(message: str) -> str:
 
 CATEGORIES = ("build", "test", "lint", "runtime", "integration", "security", "general")
 
+
+def _vocabulary(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
 # Whole words only: "latest" is not "test", "rapid" is not "api". Checked in this order, so an
-# assertion failing inside a test run is a test problem before it is a runtime one.
+# assertion failing inside a test run is a test problem before it is a runtime one, and an
+# exception's own type name says more than a word like "request" in its message.
 _CATEGORY_WORDS: list[tuple[str, frozenset[str]]] = [
     (
         "security",
-        frozenset(
-            [
-                "security",
-                "vulnerability",
-                "vulnerabilities",
-                "cve",
-                "xss",
-                "csrf",
-                "injection",
-                "unauthorized",
-                "forbidden",
-                "secret",
-                "secrets",
-                "credentials",
-                "csp",
-                "ssrf",
-            ]
+        _vocabulary(
+            "security vulnerability vulnerabilities cve xss csrf injection unauthorized forbidden "
+            "secret secrets credentials csp ssrf"
         ),
     ),
     (
         "test",
-        frozenset(
-            [
-                "test",
-                "tests",
-                "testing",
-                "pytest",
-                "jest",
-                "vitest",
-                "mocha",
-                "unittest",
-                "assert",
-                "assertion",
-                "assertionerror",
-                "spec",
-                "specs",
-                "fixture",
-                "fixtures",
-            ]
+        _vocabulary(
+            "test tests testing pytest jest vitest mocha unittest assert assertion assertionerror "
+            "spec specs fixture fixtures"
         ),
     ),
     (
         "lint",
-        frozenset(
-            [
-                "lint",
-                "linter",
-                "linting",
-                "eslint",
-                "ruff",
-                "flake8",
-                "pylint",
-                "mypy",
-                "prettier",
-                "stylelint",
-                "pyright",
-                "clippy",
-                "typecheck",
-            ]
+        _vocabulary(
+            "lint linter linting eslint ruff flake8 pylint mypy prettier stylelint pyright clippy typecheck"
         ),
     ),
     (
         "build",
-        frozenset(
-            [
-                "build",
-                "builds",
-                "compile",
-                "compiler",
-                "compilation",
-                "webpack",
-                "vite",
-                "rollup",
-                "esbuild",
-                "tsc",
-                "bundle",
-                "bundler",
-                "linker",
-                "cmake",
-                "make",
-                "makefile",
-                "gradle",
-                "maven",
-                "cargo",
-                "npm",
-                "pip",
-                "setuptools",
-                "wheel",
-                "modulenotfounderror",
-                "importerror",
-                "dependency",
-                "dependencies",
-            ]
-        ),
-    ),
-    (
-        "integration",
-        frozenset(
-            [
-                "api",
-                "apis",
-                "http",
-                "https",
-                "endpoint",
-                "request",
-                "response",
-                "status",
-                "webhook",
-                "graphql",
-                "grpc",
-                "cors",
-                "econnrefused",
-                "econnreset",
-                "etimedout",
-                "connection",
-                "network",
-                "socket",
-                "database",
-                "postgres",
-                "mysql",
-                "redis",
-                "timeout",
-                "timedout",
-            ]
+        _vocabulary(
+            "build builds compile compiler compilation webpack vite rollup esbuild tsc bundle bundler "
+            "linker cmake make makefile gradle maven cargo npm pip setuptools wheel modulenotfounderror "
+            "importerror dependency dependencies"
         ),
     ),
     (
         "runtime",
-        frozenset(
-            [
-                "typeerror",
-                "valueerror",
-                "keyerror",
-                "attributeerror",
-                "indexerror",
-                "nameerror",
-                "referenceerror",
-                "rangeerror",
-                "zerodivisionerror",
-                "runtimeerror",
-                "exception",
-                "nullpointerexception",
-                "segfault",
-                "segmentation",
-                "panic",
-                "undefined",
-                "null",
-                "none",
-                "traceback",
-                "recursionerror",
-                "memoryerror",
-                "oserror",
-            ]
+        _vocabulary(
+            "typeerror valueerror keyerror attributeerror indexerror nameerror referenceerror rangeerror "
+            "zerodivisionerror runtimeerror recursionerror memoryerror nullpointerexception segfault "
+            "segmentation panic"
         ),
     ),
+    (
+        "integration",
+        _vocabulary(
+            "api apis http https endpoint request response status webhook graphql grpc cors econnrefused "
+            "econnreset etimedout connection network socket database postgres mysql redis timeout timedout"
+        ),
+    ),
+    ("runtime", _vocabulary("runtime exception crash undefined null none traceback oserror")),
 ]
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 

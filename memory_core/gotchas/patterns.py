@@ -29,7 +29,7 @@ LINE_CACHE_LIMIT = 200_000
 
 
 def _regex_module() -> Any:
-    import regex
+    import regex  # type: ignore[import-untyped,unused-ignore]
 
     return regex
 
@@ -41,9 +41,8 @@ def compile_regex(pattern: str) -> Any:
         return regex.compile(pattern)
     except regex.error as exc:
         position = f" at position {exc.pos}" if exc.pos is not None else ""
-        pointer = f"\n  {pattern}\n  {' ' * exc.pos}^" if exc.pos is not None else ""
         raise UsageError(
-            f"invalid regular expression {pattern!r}: {exc.msg}{position}{pointer}",
+            f"invalid regular expression {pattern!r}: {exc.msg}{position}",
             hint="fix the pattern, or pass it as a literal",
         ) from None
 

@@ -520,3 +520,35 @@ def after_change(store: Store) -> None:
         exports.write_exports(store)
     except Exception as exc:
         log.write(store.root, "error", "cannot rewrite the gotcha exports", exc=exc)
+
+
+def sync_annotations(
+    store: Store, path: str, found: Sequence[Gotcha], *, now: float | None = None
+) -> bool:
+    """Make the store's annotation gotchas of `path` exactly `found` (the comments in the file now).
+
+    Returns whether anything changed; an unchanged file costs one query and no write.
+    """
+    rows = store.query(
+        "SELECT DISTINCT g.id FROM gotchas g JOIN gotcha_anchors a ON a.gotcha_id = g.id "
+        "WHERE g.source_type = 'annotation' AND a.path = ?",
+        (path,),
+    )
+    existing = {row["id"] for row in rows}
+    wanted = {gotcha.id: gotcha for gotcha in found}
+    if existing == set(wanted):
+        return False
+    now = clock.now() if now is None else now
+    with store.transaction() as db:
+        for gone in existing - set(wanted):
+            db.execute("DELETE FROM gotchas WHERE id = ?", (gone,))
+        for new in set(wanted) - existing:
+            gotcha = wanted[new]
+            if db.execute("SELECT 1 FROM gotchas WHERE id = ?", (new,)).fetchone():
+                continue
+            gotcha.title = redact(gotcha.title)
+            gotcha.description = redact(gotcha.description)
+            insert(db, gotcha)
+        bump_revision(db)
+    after_change(store)
+    return True

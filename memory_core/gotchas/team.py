@@ -223,5 +223,9 @@ def promote(store: Store, gotcha_id: str) -> Gotcha:
         entries.append(table)
     write_private_file(path, tomlkit.dumps(document))
     if store.query_one("SELECT 1 FROM gotchas WHERE id = ?", (gotcha.id,)):
-        return records.update(store, gotcha.id, promoted=True)
+        records.update(store, gotcha.id, promoted=True)
+        # The team agreeing to share it is a confirmation.
+        if gotcha.status == "candidate":
+            return records.confirm(store, gotcha.id)
+        return records.get(store, gotcha.id)
     return gotcha

@@ -248,7 +248,7 @@ def _anchor_count(db: Any, gotcha_id: str) -> int:
 def _learned_gotcha(
     store: Store, rows: list[Any], message: str, normalized: str, digest: str, now: float
 ) -> Gotcha:
-    category = norm.infer_category(" ".join([message, *(row["command"] or "" for row in rows)]))
+    category = norm.infer_category(" ".join([normalized, *(row["command"] or "" for row in rows)]))
     samples = []
     anchors: dict[tuple[str, int], Anchor] = {}
     for row in rows[-MAX_SAMPLES:]:
