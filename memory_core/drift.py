@@ -279,7 +279,7 @@ def overlaps(
     window = window_minutes * 60
     rows = store.query(
         "SELECT id, ts, actor, session_id, lines FROM file_changes WHERE path = ? AND ts >= ? "
-        "AND change IN ('modified', 'created') AND lines IS NOT NULL ORDER BY ts DESC LIMIT 200",
+        "AND change = 'modified' AND lines IS NOT NULL ORDER BY ts DESC LIMIT 200",
         (path, now - window),
     )
     by_range: dict[tuple[int, int], DriftItem] = {}

@@ -12,9 +12,10 @@ processes:
 
 - a change whose content hash equals the last recorded `hash_after` of that file is not a change
   (the editor's own save seen again by a watcher, a duplicate notification) and is skipped;
-- an agent or editor report of content that a watcher recorded as `external` moments ago
+- an agent's report (its hook) of content that a watcher recorded as `external` moments ago
   re-attributes that row instead of adding a second one (the hook often runs after the watcher
-  saw the write).
+  saw the write). An editor reloading a file changed on disk reports the same content too; that
+  is skipped, never re-attributed, so the disk writer keeps the credit.
 
 Bursts (a watcher's batch, a formatter touching 200 files) go through `record_batch` in one
 transaction. Before it records, it compares HEAD and branch with what it saw last
@@ -224,7 +225,7 @@ def _record_one(
     if same_as_known and kind != "renamed":
         if (
             last is not None
-            and item.actor != "external"
+            and item.actor == "agent"
             and last["actor"] == "external"
             and ts - float(last["ts"]) <= ATTRIBUTION_SECONDS
         ):

@@ -1,0 +1,212 @@
+"""Drift in the editor: diagnostics (`code: "drift"`), hovers, a diff action, `engram.drift`.
+
+- Overlapping edits: lines changed by two actors (or two agent sessions) within
+  `drift.window_minutes` get a diagnostic whose severity follows memory_core.drift (critical ->
+  Error, high -> Warning, medium -> Information, low -> Hint); the hover says who and when.
+- A buffer with unsaved edits whose file changed on disk: a diagnostic on line 1 (the evolution
+  feature notices the disk change), with the code action "Show the difference with the file on
+  disk" (`engram.drift.diff`: a unified diff written to .engram/exports/views/ and opened with
+  `window/showDocument`).
+- `engram.drift` reports every kind: the above for open documents, stale citations and the
+  workspace since the latest snapshot or the active session.
+
+Overlaps are computed from the store once per recorded change (a generation counter) and at
+most every `RECOMPUTE_SECONDS` as they age, so pulling diagnostics while typing costs a lookup.
+"""
+
+from __future__ import annotations
+
+import difflib
+import time
+from typing import Any
+
+from lsprotocol import types
+from pygls.workspace import TextDocument
+
+from lsp_server.features.commands import engram_command
+from lsp_server.features.evolution import get_feature, show_view
+from lsp_server.server import EngramServer, FolderState
+from memory_core import drift, evolution
+from memory_core.errors import UsageError
+
+RECOMPUTE_SECONDS = 30.0
+SEVERITY = {
+    "critical": types.DiagnosticSeverity.Error,
+    "high": types.DiagnosticSeverity.Warning,
+    "medium": types.DiagnosticSeverity.Information,
+    "low": types.DiagnosticSeverity.Hint,
+}
+DIFF_TITLE = "Show the difference with the file on disk"
+
+
+class DriftView:
+    def __init__(self, server: EngramServer) -> None:
+        self.server = server
+        self.cache: dict[str, tuple[int, float, list[drift.DriftItem]]] = {}
+
+    def overlaps(self, state: FolderState, rel: str) -> list[drift.DriftItem]:
+        generation = get_feature(self.server).generation
+        now = time.time()
+        cached = self.cache.get(rel)
+        if cached and cached[0] == generation and now - cached[1] < RECOMPUTE_SECONDS:
+            return cached[2]
+        items = drift.overlaps(
+            state.store, rel, window_minutes=float(state.settings["drift.window_minutes"]), now=now
+        )
+        self.cache[rel] = (generation, now, items)
+        return items
+
+    def items_for(self, state: FolderState, document: TextDocument) -> list[drift.DriftItem]:
+        doc = get_feature(self.server).docs.get(document.uri)
+        if doc is None:
+            return []
+        items = list(self.overlaps(state, doc.rel))
+        if doc.conflict is not None:
+            items.insert(0, doc.conflict)
+        return items
+
+    def diagnostics(
+        self, server: EngramServer, state: FolderState, document: TextDocument
+    ) -> list[types.Diagnostic]:
+        result = []
+        line_count = max(1, len(document.lines))
+        for item in self.items_for(state, document):
+            start, end = item.lines or (1, 1)
+            start, end = min(start, line_count) - 1, min(end, line_count) - 1
+            end_text = document.lines[end] if end < len(document.lines) else ""
+            result.append(
+                types.Diagnostic(
+                    range=types.Range(
+                        start=types.Position(line=start, character=0),
+                        end=types.Position(line=end, character=len(end_text.rstrip("\r\n"))),
+                    ),
+                    message=item.summary,
+                    severity=SEVERITY[item.severity],
+                    code="drift",
+                    source="engram",
+                    data={
+                        "kind": item.kind,
+                        "id": item.id,
+                        "severity": item.severity,
+                        "uri": document.uri,
+                    },
+                )
+            )
+        return result
+
+    def hover(
+        self,
+        server: EngramServer,
+        state: FolderState,
+        document: TextDocument,
+        position: types.Position,
+    ) -> str | None:
+        line = position.line + 1
+        parts = []
+        for item in self.items_for(state, document):
+            start, end = item.lines or (1, 1)
+            if not start <= line <= end:
+                continue
+            if item.kind == "unsaved":
+                parts.append(
+                    f"**engram drift** ({item.severity}): {item.summary}.\n\n"
+                    f"Use the quick fix *{DIFF_TITLE}* before saving over it."
+                )
+                continue
+            rows = "\n".join(
+                f"| {change['actor']}{' ' + change['session_id'] if change['session_id'] else ''} "
+                f"| {change['ago']} | {change['timestamp']} |"
+                for change in item.details.get("changes", [])
+            )
+            parts.append(
+                f"**engram drift** ({item.severity}): lines {start}-{end} were changed by two hands.\n\n"
+                f"| who | when | at |\n| --- | --- | --- |\n{rows}"
+            )
+        return "\n\n".join(parts) or None
+
+    def code_actions(
+        self,
+        server: EngramServer,
+        state: FolderState,
+        document: TextDocument,
+        params: types.CodeActionParams,
+    ) -> list[types.CodeAction]:
+        actions = []
+        for diagnostic in params.context.diagnostics:
+            if diagnostic.code != "drift" or diagnostic.source != "engram":
+                continue
+            kind = diagnostic.data.get("kind") if isinstance(diagnostic.data, dict) else None
+            if kind == "unsaved":
+                actions.append(
+                    types.CodeAction(
+                        title=DIFF_TITLE,
+                        kind=types.CodeActionKind.QuickFix,
+                        diagnostics=[diagnostic],
+                        command=types.Command(
+                            title=DIFF_TITLE,
+                            command="engram.drift.diff",
+                            arguments=[{"uri": document.uri}],
+                        ),
+                    )
+                )
+            elif kind == "overlap":
+                actions.append(
+                    types.CodeAction(
+                        title="Show who changed this file",
+                        kind=types.CodeActionKind.QuickFix,
+                        diagnostics=[diagnostic],
+                        command=types.Command(
+                            title="Show who changed this file",
+                            command="engram.evolution.history",
+                            arguments=[{"uri": document.uri}],
+                        ),
+                    )
+                )
+        return actions
+
+
+def register(server: EngramServer) -> None:
+    view = DriftView(server)
+    server.diagnostic_providers.append(view.diagnostics)
+    server.hover_providers.append(view.hover)
+    server.code_action_providers.append(view.code_actions)
+
+    @engram_command(server, "engram.drift.diff")
+    def diff(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+        uri = args.get("uri")
+        if not isinstance(uri, str) or not uri:
+            raise UsageError("give the document as `uri`")
+        doc = get_feature(ls).docs.get(uri)
+        document = ls.workspace.text_documents.get(uri)
+        state = ls.state_for_uri(uri)
+        if doc is None or document is None or state is None:
+            raise UsageError(f"{uri} is not open in the editor")
+        try:
+            disk = (state.root / doc.rel).read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            disk = ""
+        text = "".join(
+            difflib.unified_diff(
+                disk.splitlines(keepends=True),
+                document.source.splitlines(keepends=True),
+                fromfile=f"{doc.rel} (on disk)",
+                tofile=f"{doc.rel} (unsaved buffer)",
+            )
+        )
+        shown = show_view(ls, state, f"diff-{doc.rel}.diff", text or "no difference\n")
+        return {"path": doc.rel, "diff": text, "view": shown}
+
+    @engram_command(server, "engram.drift")
+    def report(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+        state = ls.state_for_command(args)
+        snapshot = args.get("snapshot")
+        if snapshot is not None and not isinstance(snapshot, str):
+            raise UsageError("snapshot must be a snapshot id")
+        evolution.observe_git(state.store)
+        items = drift.detect(state.store, state.settings, snapshot_id=snapshot)
+        feature = get_feature(ls)
+        for doc in list(feature.docs.values()):
+            if doc.conflict is not None and ls.state_for_uri(doc.uri) is state:
+                items.insert(0, doc.conflict)
+        items.sort(key=lambda item: -drift.severity_rank(item.severity))
+        return {"drift": [item.as_dict() for item in items]}

@@ -1,0 +1,170 @@
+"""Context snapshots and the timeline from the editor.
+
+`engram.snapshot.capture {note?, documents?}` records git's state plus the open documents with
+their cursor and selection: given by the client in `documents` ([{uri, selection}]), else what
+the server knows (the last code-action range the editor asked about, else the last edit).
+`engram.snapshot.restore {id}` reopens each document at its selection with `window/showDocument`
+and reports what moved (branch, HEAD, dirty tree, files gone) as warnings; it never checks out
+or stashes. `engram.snapshot.list` and `engram.timeline {since?, until?, limit?, source?, file?}`
+return `{"snapshots": [...]}` and `{"entries": [...]}`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.uris import from_fs_path, to_fs_path
+
+from lsp_server.features.commands import engram_command
+from lsp_server.features.evolution import get_feature
+from lsp_server.server import EngramServer, FolderState
+from memory_core import evolution, snapshots, timeline
+from memory_core.errors import UsageError
+from memory_core.workspace import relative_path
+
+
+def _position(value: Any) -> dict[str, int]:
+    if isinstance(value, types.Position):
+        return {"line": value.line, "character": value.character}
+    return value  # type: ignore[no-any-return]
+
+
+def open_documents(ls: EngramServer, state: FolderState, given: Any) -> list[dict[str, Any]]:
+    """The open documents of `state` with cursor and selection."""
+    if given is not None:
+        if not isinstance(given, list):
+            raise UsageError("documents must be a list of {uri, selection}")
+        documents = []
+        for item in given:
+            if not isinstance(item, dict) or not isinstance(
+                item.get("uri") or item.get("path"), str
+            ):
+                raise UsageError(f"each document needs a uri, got {item!r}")
+            value = item.get("uri") or item["path"]
+            path = to_fs_path(value) if "://" in value else value
+            selection = item.get("selection")
+            cursor = item.get("cursor") or (
+                selection.get("end") if isinstance(selection, dict) else None
+            )
+            documents.append(
+                {
+                    "path": path,
+                    "selection": selection,
+                    "cursor": cursor,
+                    "dirty": item.get("dirty", False),
+                }
+            )
+        return documents
+    documents = []
+    feature = get_feature(ls)
+    for doc in feature.docs.values():
+        if ls.state_for_uri(doc.uri) is not state:
+            continue
+        selection = doc.selection or types.Range(start=doc.cursor, end=doc.cursor)
+        documents.append(
+            {
+                "path": doc.rel,
+                "cursor": _position(doc.cursor),
+                "selection": {"start": _position(selection.start), "end": _position(selection.end)},
+                "dirty": doc.dirty,
+            }
+        )
+    return documents
+
+
+def register(server: EngramServer) -> None:
+    @engram_command(server, "engram.snapshot.capture")
+    def capture(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+        state = ls.state_for_command(args)
+        note = args.get("note")
+        if note is not None and not isinstance(note, str):
+            raise UsageError("note must be text")
+        documents = open_documents(ls, state, args.get("documents"))
+        evolution.observe_git(state.store)
+        return snapshots.capture(
+            state.store, note=note, open_documents=documents, settings=state.settings
+        )
+
+    @engram_command(server, "engram.snapshot.list")
+    def listing(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+        state = ls.state_for_command(args)
+        return {"snapshots": snapshots.list_snapshots(state.store)}
+
+    @engram_command(server, "engram.snapshot.restore")
+    async def restore(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+        state = ls.state_for_command(args)
+        snapshot_id = args.get("id")
+        if not isinstance(snapshot_id, str) or not snapshot_id:
+            raise UsageError("give the snapshot as `id` (see engram.snapshot.list)")
+        plan = await ls.run_blocking(snapshots.restore_plan, state.store, snapshot_id)
+        reopened = []
+        can_show = ls.client_supports("window", "show_document", "support")
+        documents = [d for d in plan["documents"] if d["exists"]]
+        for index, document in enumerate(documents):
+            uri = from_fs_path(document["absolute_path"])
+            if not uri or not can_show:
+                continue
+            selection = document["selection"]
+            result = await ls.window_show_document_async(
+                types.ShowDocumentParams(
+                    uri=uri,
+                    take_focus=index == len(documents) - 1,
+                    selection=types.Range(
+                        start=types.Position(**selection["start"]),
+                        end=types.Position(**selection["end"]),
+                    ),
+                )
+            )
+            if result is not None and result.success:
+                reopened.append(document["path"])
+            else:
+                plan["warnings"].append(f"the editor did not reopen {document['path']}")
+        if not can_show and documents:
+            plan["warnings"].append(
+                "this editor cannot be asked to open documents (window/showDocument)"
+            )
+        for warning in plan["warnings"]:
+            ls.show_message(f"engram: snapshot {snapshot_id}: {warning}", types.MessageType.Warning)
+        return {**plan, "reopened": reopened}
+
+    @engram_command(server, "engram.timeline")
+    def timeline_command(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+        state = ls.state_for_command(args)
+
+        def when(key: str) -> float | None:
+            value = args.get(key)
+            if value is None:
+                return None
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                return float(value)
+            if isinstance(value, str):
+                return timeline.parse_since(value)
+            raise UsageError(f"{key} must be a time (30m, 2h, 3d, an ISO date or Unix seconds)")
+
+        limit = args.get("limit")
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)):
+            raise UsageError(f"limit must be a whole number, got {limit!r}")
+        source = args.get("source")
+        sources = [source] if isinstance(source, str) else source
+        if sources is not None and not (
+            isinstance(sources, list) and all(isinstance(s, str) for s in sources)
+        ):
+            raise UsageError("source must be a source name or a list of them")
+        file = args.get("file")
+        rel = None
+        if isinstance(file, str) and file:
+            path = Path(to_fs_path(file) or file) if "://" in file else state.root / file
+            rel = relative_path(state.root, path)
+        evolution.observe_git(state.store)
+        found = timeline.entries(
+            state.store,
+            state.settings,
+            since=when("since"),
+            until=when("until"),
+            sources=sources,
+            file=rel,
+            limit=limit,
+        )
+        return {"entries": found}
