@@ -1150,6 +1150,7 @@ def prepare_undo(
     plan: RollbackPlan,
     *,
     settings: config.Settings | None = None,
+    session_id: str | None = None,
     now: float | None = None,
 ) -> dict[str, Any]:
     """The pre-rollback checkpoint: rolling back to it undoes the rollback."""
@@ -1158,6 +1159,7 @@ def prepare_undo(
         description=f"before rolling back to {plan.checkpoint['id']}",
         reason="pre-rollback",
         settings=settings,
+        session_id=session_id,
         now=now,
     )
 

@@ -736,7 +736,8 @@ def _overview_from_facts(
             f"Ran {_plural(numbers['commands'], 'command')} ({numbers['commands_failed']} failed)."
         )
     made = store.query_one(
-        "SELECT COUNT(*) FROM checkpoints WHERE session_id = ?", (session["id"],)
+        "SELECT COUNT(*) FROM checkpoints WHERE session_id = ? AND reason != 'pre-rollback'",
+        (session["id"],),
     )
     rolled = store.query_one(
         "SELECT COUNT(*) FROM session_tool_calls WHERE session_id = ? AND tool = 'rollback'",

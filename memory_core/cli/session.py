@@ -51,7 +51,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     resume.add_argument("id", nargs="?", metavar="NAME_OR_ID")
     resume.add_argument(
-        "--context", action="store_true", help="only print the memory an agent gets at session start"
+        "--context",
+        action="store_true",
+        help="only print the memory an agent gets at session start",
     )
     delete = add("delete", "delete a session and its saved copies (asks first)", run_delete)
     delete.add_argument("id", metavar="NAME_OR_ID")
@@ -478,9 +480,9 @@ def run_rollback(ctx: Context) -> int:
             print(f"  remove  {rel}  (created after the checkpoint)", file=sys.stderr)
         if not ctx.confirm("Roll back these files?"):
             return _cancelled(ctx, "nothing was written; pass --yes to roll back without asking")
-    undo = checkpoints.prepare_undo(store, plan, settings=ctx.settings)
-    result = checkpoints.apply_plan(store, plan, undo_checkpoint=undo["id"])
     session_id = _active_session(ctx)
+    undo = checkpoints.prepare_undo(store, plan, settings=ctx.settings, session_id=session_id)
+    result = checkpoints.apply_plan(store, plan, undo_checkpoint=undo["id"])
     if session_id:
         summary = (
             f"to {target['id']}: restored {len(result['restored'])}, removed {len(result['removed'])}; "
