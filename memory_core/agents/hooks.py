@@ -198,8 +198,9 @@ class HookRun:
     def session_start(self) -> None:
         from memory_core.agents.context import session_start_text
 
-        self.touch()
-        self.ingest()
+        if self.payload.session_id:
+            self.touch()
+            self.ingest()
         budget = int(self.settings["agents.context_token_budget"])
         text = session_start_text(
             self.store, current_session=self.session_id, token_budget=budget, now=self.now
@@ -417,6 +418,11 @@ def handle(
             raise
         root = find_root(_workspace_for(payload, workspace))
         handler = HANDLERS.get(payload.event, HookRun.other)
+        if payload.session_id is None and payload.event != "SessionStart":
+            # Without a session nothing can be attributed; storing it under a made-up one would
+            # mix unrelated agents' work. Said in the log so a broken agent setup can be found.
+            log.write(root, "warning", f"hook {agent} {event}: payload without session_id ignored")
+            return 0, ""
         store = Store.open_or_init(root)
         try:
             run = HookRun(payload, store, clock.now() if now is None else now)

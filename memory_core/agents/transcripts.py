@@ -361,6 +361,7 @@ class IngestStats:
 class _SessionState:
     session_id: str
     turn: Turn | None = None
+    last_ts: float = 0.0
 
 
 class _Run:
@@ -414,6 +415,7 @@ class _Run:
         state = self.session(db, entry)
         if state is None:
             return
+        state.last_ts = max(state.last_ts, entry.ts)
         if entry.sidechain:
             self.stats.sidechain_lines += 1
         if entry.kind == "prompt":
@@ -565,6 +567,10 @@ class _Run:
     def end_of_input(self, db: sqlite3.Connection, *, flush: bool) -> None:
         """Close turns that are over (the agent finished answering) or all of them on `flush`."""
         for state in self.sessions.values():
+            db.execute(
+                "UPDATE agent_sessions SET last_seen = MAX(last_seen, ?) WHERE session_id = ?",
+                (state.last_ts, state.session_id),
+            )
             if state.turn is None:
                 continue
             if flush or state.turn.last_stop_reason in _STOP_REASONS_THAT_END_A_TURN:

@@ -1,0 +1,88 @@
+"""The memory given to an agent at session start: what it holds, its ranking, its budget."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memory_core import sessions
+from memory_core.agents import context
+from memory_core.agents.transcripts import ingest_file
+from memory_core.store import Store
+from tests.agents_fixtures import (
+    CORRECTION,
+    FAILING_COMMAND,
+    WORKING_COMMAND,
+    Transcript,
+    realistic_session,
+    text,
+)
+
+SESSION = "5f2c1d4e-aaaa-bbbb-cccc-123456789abc"
+
+
+def _ingest(store: Store, tmp_path: Path) -> None:
+    transcript, _ = realistic_session(store.root, SESSION)
+    ingest_file(store, transcript.save(tmp_path / f"{SESSION}.jsonl"))
+
+
+def test_session_start_text_holds_the_correction_the_rule_and_the_dead_end(
+    store: Store, tmp_path: Path
+) -> None:
+    _ingest(store, tmp_path)
+    sessions.set_summary(
+        store,
+        SESSION,
+        overview="Fixed the login test via the session cookie",
+        open_items=["Add a regression test for SECURE cookies"],
+    )
+    text_out = context.session_start_text(store, current_session="new-session", now=1_772_450_000.0)
+    assert CORRECTION in text_out
+    assert "Always run the tests with --no-cov." in text_out
+    assert f"`{FAILING_COMMAND}` failed 3 times" in text_out
+    assert f"what worked after: `{WORKING_COMMAND}`" in text_out
+    assert "AssertionError: expected status 200" in text_out
+    assert "Fixed the login test via the session cookie" in text_out
+    assert "Open: Add a regression test for SECURE cookies" in text_out
+    assert "src/auth.py" in text_out and "src/cookie.py" in text_out
+    # Sections come in rank order.
+    assert (
+        text_out.index("## Last session")
+        < text_out.index("## User corrections")
+        < text_out.index("## Dead ends")
+    )
+
+
+def test_the_text_fits_the_token_budget_and_keeps_every_section_represented(
+    store: Store, tmp_path: Path
+) -> None:
+    _ingest(store, tmp_path)
+    t = Transcript("S-many", store.root)
+    for n in range(200):
+        t.prompt(
+            f"No, don't rename variable number {n} in the parser module, keep the old names please"
+        )
+        t.response([text("ok")], stop_reason="end_turn")
+    ingest_file(store, t.save(tmp_path / "many.jsonl"))
+    small = context.session_start_text(store, token_budget=300, now=1_772_450_000.0)
+    assert len(small) <= 300 * context.CHARS_PER_TOKEN
+    assert "## User corrections" in small and "## Dead ends" in small
+    huge = context.session_start_text(store, token_budget=100_000, now=1_772_450_000.0)
+    assert len(huge) <= context.AGENT_OUTPUT_CAP_CHARS
+    assert context.session_start_text(store, token_budget=0) == ""
+
+
+def test_nothing_known_gives_an_empty_text(store: Store) -> None:
+    assert context.session_start_text(store) == ""
+
+
+def test_a_session_that_stopped_mid_turn_gets_a_crash_recovery_note(
+    store: Store, tmp_path: Path
+) -> None:
+    t = Transcript("S-crashed", store.root)
+    t.prompt("Refactor the billing module")
+    t.response([text("Starting.")], stop_reason="tool_use")
+    ingest_file(store, t.save(tmp_path / "crashed.jsonl"))
+    out = context.session_start_text(store, current_session="S-next", now=1_772_450_000.0)
+    assert "## Previous session ended abnormally" in out
+    assert "Session S-crashed stopped without ending" in out
+    assert 'in the middle of: "Refactor the billing module"' in out
