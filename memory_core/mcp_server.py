@@ -12,10 +12,13 @@ Only `engram mcp` imports this module (the SDK is heavy; nothing on the hook pat
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from memory_core.errors import EngramError
 from memory_core.store import Store
 
 INSTRUCTIONS = (
@@ -61,12 +64,29 @@ def build(root: Path) -> Any:
     server = MCPServer(name="engram", version=__version__, instructions=INSTRUCTIONS)
     state: dict[str, Store] = {}
 
+    def tool() -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Register a tool whose EngramError reaches the agent as one clear line (a tool error)."""
+        from mcp.server.mcpserver.exceptions import ToolError
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            @functools.wraps(fn)
+            def guarded(*args: Any, **kwargs: Any) -> Any:
+                try:
+                    return fn(*args, **kwargs)
+                except EngramError as exc:
+                    raise ToolError(exc.one_line()) from None
+
+            server.tool()(guarded)
+            return fn
+
+        return register
+
     def store() -> Store:
         if "store" not in state:
             state["store"] = Store.open_or_init(root)
         return state["store"]
 
-    @server.tool()
+    @tool()
     def session_list(has_summary: bool | None = None, limit: int = 20) -> dict[str, Any]:
         """List sessions, most recent first. has_summary=true keeps those with a written summary, false those without."""
         from memory_core import sessions
@@ -86,7 +106,7 @@ def build(root: Path) -> Any:
             items = [s for s in items if written(s) == has_summary]
         return {"sessions": items[: max(1, limit)]}
 
-    @server.tool()
+    @tool()
     def session_transcript(session_id: str, limit: int | None = None) -> dict[str, Any]:
         """A session's turns in order: user message, assistant response, tool calls, tokens."""
         from memory_core import sessions
@@ -94,7 +114,7 @@ def build(root: Path) -> Any:
         session = sessions.get(store(), session_id)
         return {"session": session, "turns": _turns(store(), session["id"], limit)}
 
-    @server.tool()
+    @tool()
     def session_update_summary(
         session_id: str,
         overview: str | None = None,
@@ -118,14 +138,14 @@ def build(root: Path) -> Any:
         )
         return {"id": session["id"], "summary": summary}
 
-    @server.tool()
+    @tool()
     def memory_search(query: str, limit: int = 10) -> dict[str, Any]:
         """Search the project's memories (ranked by relevance times priority)."""
         from memory_core import memory
 
         return {"results": memory.search(store(), query, limit=limit)}
 
-    @server.tool()
+    @tool()
     def memory_add(
         content: str, type: str = "learning", tags: list[str] | None = None
     ) -> dict[str, Any]:
@@ -143,7 +163,7 @@ def build(root: Path) -> Any:
         )
         return entry
 
-    @server.tool()
+    @tool()
     def gotchas_for_task(
         task: str, files: list[str] | None = None, limit: int = 5
     ) -> dict[str, Any]:
@@ -153,7 +173,7 @@ def build(root: Path) -> Any:
         text = gotchas.context_for_task(store(), task, files or [], limit)
         return {"task": task, "context": text}
 
-    @server.tool()
+    @tool()
     def checkpoint_create(
         name: str | None = None, description: str | None = None
     ) -> dict[str, Any]:
@@ -165,7 +185,7 @@ def build(root: Path) -> Any:
         )
         return created
 
-    @server.tool()
+    @tool()
     def checkpoint_list(limit: int = 20) -> dict[str, Any]:
         """The workspace's checkpoints, newest first."""
         from memory_core import checkpoints

@@ -249,7 +249,7 @@ def test_gemini_events_record_a_session_through_the_payload(cli, repo: Path) -> 
     (repo / "chat.json").write_text('{"sessionId": "G-1", "projectHash": "abc", "messages": []}')
     gemini("SessionStart", source="startup")
     gemini("BeforeAgent", prompt="Actually, never use tabs in this repo")
-    for n in range(3):
+    for _n in range(3):
         gemini(
             "AfterTool",
             tool_name="run_shell_command",
@@ -371,7 +371,7 @@ def test_hooks_install_and_uninstall_from_the_command_line(cli, repo: Path) -> N
     assert installed.json()["changed"] is True
     data = json.loads(settings.read_text())
     assert data["env"] == {"A": "1"}
-    assert [h["command"] for g in data["hooks"]["Stop"] for h in g["hooks"]][0] == "say done"
+    assert next(h["command"] for g in data["hooks"]["Stop"] for h in g["hooks"]) == "say done"
     assert (repo / ".engram" / "engram.db").exists()
     again = cli("hooks", "install", "claude-code", cwd=repo)
     assert again.code == 0 and "Already installed" in again.stdout
