@@ -135,10 +135,18 @@ export function registerCommands(engram: Engram): void {
         void vscode.window.showWarningMessage(`engram: rollback not done (${result.reason ?? "no reason given"})`);
         return;
       }
-      const restored = result?.restored ?? result?.files ?? result?.changed;
-      const count = Array.isArray(restored) ? restored.length : typeof restored === "number" ? restored : undefined;
+      const count = (key: string) => (Array.isArray(result?.[key]) ? (result?.[key] as unknown[]).length : 0);
+      const files = count("restored") + count("via_editor") + count("removed");
+      const undo = typeof result?.undo_checkpoint === "string" ? `; undo: roll back to ${result.undo_checkpoint}` : "";
+      if (count("failed") > 0) {
+        void vscode.window.showWarningMessage(
+          `engram: rolled back to “${itemLabel(checkpoint)}”, but ${count("failed")} files could not be written (see the engram output)${undo}`,
+        );
+        engram.output.appendLine(`rollback failures: ${JSON.stringify(result?.failed)}`);
+        return;
+      }
       void vscode.window.showInformationMessage(
-        `engram: rolled back to “${itemLabel(checkpoint)}”` + (count !== undefined ? ` (${count} files)` : ""),
+        `engram: rolled back to “${itemLabel(checkpoint)}” (${files} file${files === 1 ? "" : "s"} changed${undo})`,
       );
     },
 
@@ -182,7 +190,11 @@ export function registerCommands(engram: Engram): void {
     },
 
     "engram.ui.sessionSummary": async () => {
-      await views.show("Session Summary", toMarkdown("Session Summary", await engram.execute("engram.session.summary")));
+      const result = await engram.execute("engram.session.summary");
+      // The server opens the exported summary itself (window/showDocument) when it can.
+      if (result?.shown !== true) {
+        await views.show("Session Summary", toMarkdown("Session Summary", result));
+      }
     },
 
     "engram.ui.sessionHistory": async () => {

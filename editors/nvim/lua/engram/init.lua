@@ -356,7 +356,12 @@ local function rollback(id, bang)
     if result.done == false then
       notify("rollback not done (" .. tostring(result.reason) .. ")", vim.log.levels.WARN)
     else
-      notify("rolled back to " .. id)
+      local files = 0
+      for _, key in ipairs({ "restored", "via_editor", "removed" }) do
+        files = files + (type(result[key]) == "table" and #result[key] or 0)
+      end
+      local undo = type(result.undo_checkpoint) == "string" and ("; undo: :EngramRollback " .. result.undo_checkpoint) or ""
+      notify(string.format("rolled back to %s (%d files changed%s)", id, files, undo))
     end
   end)
 end
@@ -439,7 +444,10 @@ local function define_commands()
 
   command("EngramSummary", function(opts)
     M.execute("engram.session.summary", opts.args ~= "" and { id = opts.args } or vim.empty_dict(), function(result)
-      M.show("Session summary", result)
+      -- The server opens the exported summary itself (window/showDocument) when it can.
+      if result.shown ~= true then
+        M.show("Session summary", result)
+      end
     end)
   end, { nargs = "?", desc = "engram: show the session summary" })
 
