@@ -210,7 +210,7 @@ def import_file(store: Store, path: Path) -> ImportReport:
         category = _text(item.get("category")).lower() or None
         if category and category not in CATEGORIES:
             report.problems.append(f"{where}: unknown category {category!r}; inferring one")
-            unknown["category"] = category
+            unknown["category"] = _text(item.get("category"))
             category = None
         trigger: dict[str, Any] = item["trigger"] if isinstance(item.get("trigger"), dict) else {}
         source: dict[str, Any] = item["source"] if isinstance(item.get("source"), dict) else {}

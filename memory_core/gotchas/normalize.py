@@ -45,6 +45,15 @@ _PLACEHOLDERS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r'"(?:[^"\\\n]|\\.)*"'), "<str>"),
     (re.compile(r"(?<!\w)'(?:[^'\\\n]|\\.)*'(?!\w)"), "<str>"),
     (re.compile(r"`[^`\n]*`"), "<str>"),
+    (re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}\b"), "<ip>"),
+    # Numbers with a unit glued on ("120ms", "3.5MB", "80%").
+    (
+        re.compile(
+            r"(?<![\w<])\d+(?:\.\d+)?(?=(?:ns|us|µs|ms|s|m|h|d|b|kb|mb|gb|kib|mib|gib|px|%)\b)",
+            re.I,
+        ),
+        "<n>",
+    ),
     (re.compile(r"(?<![\w<])[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![\w>])", re.I), "<n>"),
     (re.compile(r"(?<=[A-Za-z_])\d+\b"), "<n>"),
 ]
