@@ -102,6 +102,8 @@ def test_gotcha_hover_checkpoint_rollback(
         "user-commands",
         "diagnostic",
         "hover",
+        "code-action",
+        "code-lens",
         "checkpoint",
         "edit",
         "rollback",

@@ -126,6 +126,55 @@ step("hover", function()
   end
 end)
 
+step("code-action", function()
+  -- The diagnostic as the server sent it (0.7 keeps only some of its fields in user_data).
+  local d = gotcha_diagnostic
+  local range = {
+    start = { line = d.lnum, character = d.col },
+    ["end"] = { line = d.end_lnum or d.lnum, character = d.end_col or d.col },
+  }
+  local lsp_diagnostic = {
+    range = range,
+    message = d.message,
+    severity = d.severity,
+    source = d.source,
+    code = d.code or (d.user_data and d.user_data.lsp and d.user_data.lsp.code),
+  }
+  local params = {
+    textDocument = { uri = vim.uri_from_bufnr(bufnr) },
+    range = range,
+    context = { diagnostics = { lsp_diagnostic } },
+  }
+  local responses = vim.lsp.buf_request_sync(bufnr, "textDocument/codeAction", params, 10000) or {}
+  local titles = {}
+  for _, response in pairs(responses) do
+    if response.error then
+      error("codeAction failed: " .. vim.inspect(response.error))
+    end
+    for _, action in ipairs(response.result or {}) do
+      table.insert(titles, action.title)
+    end
+  end
+  result.code_actions = titles
+  if #titles == 0 then
+    error("no code action offered on the gotcha")
+  end
+  return table.concat(titles, " | ")
+end)
+
+step("code-lens", function()
+  local responses = vim.lsp.buf_request_sync(bufnr, "textDocument/codeLens", { textDocument = { uri = vim.uri_from_bufnr(bufnr) } }, 10000) or {}
+  local count = 0
+  for _, response in pairs(responses) do
+    if response.error then
+      error("codeLens failed: " .. vim.inspect(response.error))
+    end
+    count = count + #(response.result or {})
+  end
+  result.code_lenses = count
+  return count
+end)
+
 step("checkpoint", function()
   vim.cmd("EngramCheckpoint e2e-before-edit")
   wait("the checkpoint command's result", function()
