@@ -109,9 +109,11 @@ def run_status(ctx: Context) -> int:
             f"store:   {facts['store']}",
             f"schema:  version {facts['schema_version']} (latest known {facts['schema_latest']})",
             f"size:    {_human_size(facts['size_bytes'])}",
-            "records:",
         ]
-        lines += [f"  {table:<22} {count:>8}" for table, count in facts["counts"].items()]
+        # Only what the store holds: a new store has dozens of empty tables nobody needs to read.
+        held = {table: count for table, count in facts["counts"].items() if count}
+        lines.append("records:" if held else "records: none yet")
+        lines += [f"  {table:<22} {count:>8}" for table, count in held.items()]
         lines.append("limits:")
         for rule in facts["limits"]["retention"]:
             lines.append(
