@@ -87,7 +87,12 @@ fi
 VSIX=$CLIENT/build/engram.vsix
 if [[ ! -f $VSIX ]] || [[ -n $(find "$CLIENT/src" "$CLIENT/package.json" "$REPO/syntax" "$CLIENT/README.md" -newer "$VSIX" -print -quit 2>/dev/null) ]]; then
   say "building $VSIX"
-  (cd "$CLIENT" && npm run --silent package >/dev/null)
+  mkdir -p "$CLIENT/build"
+  (cd "$CLIENT" && npm run --silent package >"$CLIENT/build/package.log" 2>&1) || {
+    tail -40 "$CLIENT/build/package.log" >&2
+    say "building the extension failed (log: $CLIENT/build/package.log)"
+    exit 1
+  }
 fi
 
 say "ready in $((SECONDS - started)) s (nvim $(nvim --version | head -1 | cut -d' ' -f2), $("$REPO/.venv/bin/nvim" --version | head -1 | cut -d' ' -f2), code-server $("$CS_BIN" --version | head -1 | cut -d' ' -f1))"
