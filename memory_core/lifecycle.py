@@ -188,7 +188,7 @@ def undelete(store: Store, ident: str, *, now: float | None = None) -> dict[str,
             raise NotFoundError(
                 f"{deletion_id} ({record['what']}) is past recovery: it was purged for good"
             )
-        existing = _tables(db)
+        existing = live_tables(db)
         restored: dict[str, int] = {}
         skipped = 0
         for row in rows:
@@ -255,7 +255,7 @@ def purge(store: Store, *, everything: bool = False, now: float | None = None) -
             (now,),
         )
         # FTS5 keeps deleted terms in old segments until they are merged: merge them away.
-        for index in _fts_tables(db):
+        for index in fts_tables(db):
             db.execute(f'INSERT INTO "{index}"("{index}") VALUES (\'optimize\')')
     compact(store)
     size_after = store.size_bytes()
@@ -366,7 +366,7 @@ class _Graph:
 
     def __init__(self, db: sqlite3.Connection) -> None:
         self.db = db
-        self.tables = _tables(db)
+        self.tables = live_tables(db)
         self.children: dict[str, list[tuple[str, list[str], list[str]]]] = {}
         for table in self.tables:
             by_id: dict[int, tuple[str, list[str], list[str | None]]] = {}
@@ -492,7 +492,7 @@ def _put_parents_first(rows: list[_Row]) -> None:
     rows[:] = [*memories, *sessions, *rest]
 
 
-def _tables(db: sqlite3.Connection) -> dict[str, dict[str, str]]:
+def live_tables(db: sqlite3.Connection) -> dict[str, dict[str, str]]:
     """Live tables (not virtual, not FTS shadow tables) and their columns."""
     names = [
         row[0]
@@ -501,13 +501,50 @@ def _tables(db: sqlite3.Connection) -> dict[str, dict[str, str]]:
             "AND sql NOT LIKE 'CREATE VIRTUAL%'"
         )
     ]
-    fts = _fts_tables(db)
+    fts = fts_tables(db)
     out = {}
     for name in names:
         if any(name.startswith(f"{index}_") for index in fts):
             continue
         out[name] = {row[1]: row[2] for row in db.execute(f'PRAGMA table_info("{name}")')}
     return out
+
+
+def primary_key(db: sqlite3.Connection, table: str) -> list[str]:
+    """The declared primary key columns of `table`, in key order (empty for rowid tables)."""
+    info = db.execute(f'PRAGMA table_info("{table}")').fetchall()
+    return [name for _order, name in sorted((row[5], row[1]) for row in info if row[5])]
+
+
+def parents_first(db: sqlite3.Connection, tables: Iterable[str]) -> list[str]:
+    """`tables` ordered so a table comes after every table its foreign keys point at."""
+    wanted = list(dict.fromkeys(tables))
+    parents = {
+        table: {fk[2] for fk in db.execute(f'PRAGMA foreign_key_list("{table}")')} - {table}
+        for table in wanted
+    }
+    ordered: list[str] = []
+    placed: set[str] = set()
+    while len(ordered) < len(wanted):
+        progress = False
+        for table in wanted:
+            if table not in placed and not (parents[table] & (set(wanted) - placed)):
+                ordered.append(table)
+                placed.add(table)
+                progress = True
+        if not progress:  # a cycle: keep the rest in the given order
+            ordered += [t for t in wanted if t not in placed]
+            break
+    return ordered
+
+
+def session_rows(db: sqlite3.Connection, session_id: str) -> list[tuple[str, dict[str, Any]]]:
+    """Every row of one session and of what cites it (memories, turns, ...), parents first."""
+    graph = _Graph(db)
+    rows: list[_Row] = []
+    graph.collect("memories", "session_id = ?", [session_id], rows)
+    _collect_sessions(db, graph, rows, session_id, None, None, None)
+    return [(row.table, row.values) for row in rows]
 
 
 def _tables_of_store(store: Store) -> dict[str, dict[str, str]]:
@@ -517,7 +554,7 @@ def _tables_of_store(store: Store) -> dict[str, dict[str, str]]:
     return out
 
 
-def _fts_tables(db: sqlite3.Connection) -> list[str]:
+def fts_tables(db: sqlite3.Connection) -> list[str]:
     return [
         row[0]
         for row in db.execute(

@@ -44,6 +44,7 @@ def add(
     status: str = "open",
     file: str | None = None,
     line: int | None = None,
+    end_line: int | None = None,
     relations: Iterable[tuple[str, str]] = (),
     now: float | None = None,
 ) -> dict[str, Any]:
@@ -51,6 +52,8 @@ def add(
 
     `relations` are (kind, target_id) pairs from the new entry to existing ones, e.g.
     `[("resolves", "M-1a2b3c4d")]`. An explicit preference never decays below 0.6.
+    `file` (workspace-relative or absolute inside the workspace) and `line`/`end_line`
+    (1-based) cite code; the cited lines are hashed so drift reports when they change.
     """
     now = clock.now() if now is None else now
     text = _clean_content(content)
@@ -65,12 +68,13 @@ def add(
     pairs = [(kind, target) for kind, target in relations]
     for kind, _target in pairs:
         _check_choice("relation", kind, RELATIONS)
+    rel_file, anchor, line, end_line = _citation(store, file, line, end_line)
     with store.transaction() as db:
         memory_id = _new_id(db)
         db.execute(
             "INSERT INTO memories (id, type, content, tags, created_at, last_accessed, access_count,"
             " base_priority, pinned, explicit, status, agent, session_id, provenance, project, file,"
-            " line) VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " line, end_line, anchor) VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 memory_id,
                 type,
@@ -86,8 +90,10 @@ def add(
                 session_id,
                 json.dumps(redact_obj(prov), ensure_ascii=False, sort_keys=True),
                 str(store.root),
-                redact(file) if file else None,
+                rel_file,
                 line,
+                end_line,
+                anchor,
             ),
         )
         db.executemany(
@@ -336,7 +342,53 @@ def to_dict(row: sqlite3.Row, now: float) -> dict[str, Any]:
         "project": row["project"],
         "file": row["file"],
         "line": row["line"],
+        "end_line": row["end_line"],
     }
+
+
+def _citation(
+    store: Store, file: str | None, line: int | None, end_line: int | None
+) -> tuple[str | None, str | None, int | None, int | None]:
+    """(relative path, anchor hash, line, end line) of a cited place; anchors need the file."""
+    if not file:
+        return None, None, None, None
+    from memory_core.workspace import relative_path
+
+    rel = relative_path(store.root, file)
+    if line is not None and line < 1:
+        raise UsageError(f"line numbers start at 1, got {line}")
+    if line is None:
+        return rel, None, None, None
+    end = max(line, end_line if end_line is not None else line)
+    try:
+        text = (store.root / rel).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return rel, None, line, end
+    from memory_core import drift
+
+    lines = text.splitlines()[line - 1 : end]
+    return rel, (drift.anchor(lines) if lines else None), line, end
+
+
+def citations(store: Store) -> list[Any]:
+    """The code places memories cite (for drift's stale-citation check)."""
+    from memory_core import drift
+
+    rows = store.query(
+        "SELECT id, content, file, line, end_line, anchor FROM memories "
+        "WHERE anchor IS NOT NULL AND status != 'archived'"
+    )
+    return [
+        drift.Citation(
+            owner=row["id"],
+            path=row["file"],
+            start=row["line"],
+            end=row["end_line"] or row["line"],
+            anchor=row["anchor"],
+            label=label_for(row["content"]),
+        )
+        for row in rows
+    ]
 
 
 def label_for(content: str) -> str:

@@ -22,8 +22,12 @@ CREATE TABLE memories (
     session_id     TEXT,
     provenance     TEXT    NOT NULL DEFAULT '{}',
     project        TEXT,
+    -- A cited place in the code (workspace-relative, 1-based lines) and the hash of the cited
+    -- lines (memory_core.drift.anchor), so drift can tell when the cited code changed.
     file           TEXT,
-    line           INTEGER
+    line           INTEGER,
+    end_line       INTEGER,
+    anchor         TEXT
 );
 CREATE INDEX memories_type ON memories(type);
 CREATE INDEX memories_session ON memories(session_id);

@@ -1,0 +1,306 @@
+"""Per-session quota: a session's records may use `sessions.quota_bytes` (10 MB by default).
+
+Use is the bytes of every row that cites the session (any table with a `session_id` column,
+and the session row itself). At 80 % a gentle compaction runs, at 95 % a forced one; both go
+through the same steps in this order, stopping as soon as the session is under its target
+(80 % for gentle, 70 % for forced, so a forced one makes room for a while):
+
+1. drop decayed memory entries (priority below 0.3), into the recoverable deleted state;
+2. summarise turns older than 7 days (their texts shortened to an excerpt and a note);
+3. archive resolved findings (compressed into `archived_rows`, out of search).
+
+Never touched: pinned entries, open decisions, explicit preferences, and anything created or
+used in the last 24 hours. Call `enforce` after writing to a session (the CLI does after
+`memory add --session`); it costs one size query when the session is under 80 %.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import zlib
+from typing import Any
+
+from memory_core import clock, decay
+from memory_core.config import Settings
+from memory_core.store import Store
+
+DAY = 86400.0
+GENTLE_AT = 0.80
+FORCED_AT = 0.95
+FORCED_TARGET = 0.70
+RECENT_SECONDS = DAY
+OLD_TURN_DAYS = 7.0
+EXCERPT_CHARS = 200
+_SKIP_TABLES = frozenset({"search_docs", "search_sources", "deleted_rows"})
+_TURN_TABLES = ("session_turns", "agent_turns")
+_TURN_TEXT = ("user_message", "assistant_response")
+_TURN_TIME = ("started_at", "ended_at", "ts")
+
+
+def _text_columns(store: Store) -> dict[str, list[str]]:
+    """Tables with a session_id column and the columns whose size counts."""
+    out: dict[str, list[str]] = {}
+    for table in store.tables():
+        if table in _SKIP_TABLES:
+            continue
+        columns = [row[1] for row in store.query(f'PRAGMA table_info("{table}")')]
+        if "session_id" in columns:
+            out[table] = columns
+    return out
+
+
+def session_usage(store: Store, session_id: str) -> int:
+    """Bytes the session's records take (text and blobs as stored, numbers as 8 bytes)."""
+    total = 0
+    tables = _text_columns(store)
+    for table, columns in tables.items():
+        size = " + ".join(f'coalesce(length(CAST("{c}" AS BLOB)), 0)' for c in columns)
+        row = store.query_one(
+            f'SELECT total({size}) FROM "{table}" WHERE session_id = ?', (session_id,)
+        )
+        total += int(row[0]) if row else 0
+    if "sessions" in store.tables():
+        columns = [row[1] for row in store.query('PRAGMA table_info("sessions")')]
+        size = " + ".join(f'coalesce(length(CAST("{c}" AS BLOB)), 0)' for c in columns)
+        row = store.query_one(f"SELECT total({size}) FROM sessions WHERE id = ?", (session_id,))
+        total += int(row[0]) if row else 0
+    return total
+
+
+def session_ids(store: Store) -> list[str]:
+    ids: set[str] = set()
+    for table in _text_columns(store):
+        ids.update(
+            row[0]
+            for row in store.query(
+                f'SELECT DISTINCT session_id FROM "{table}" WHERE session_id IS NOT NULL'
+            )
+        )
+    if "sessions" in store.tables():
+        ids.update(row[0] for row in store.query("SELECT id FROM sessions"))
+    return sorted(ids)
+
+
+def usage(store: Store, session_id: str, settings: Settings) -> dict[str, Any]:
+    quota = int(settings["sessions.quota_bytes"])
+    used = session_usage(store, session_id)
+    percent = 100.0 * used / quota if quota else 0.0
+    level = (
+        "forced" if percent >= FORCED_AT * 100 else "gentle" if percent >= GENTLE_AT * 100 else "ok"
+    )
+    return {
+        "session_id": session_id,
+        "used_bytes": used,
+        "quota_bytes": quota,
+        "percent": round(percent, 1),
+        "level": level,
+    }
+
+
+def status(store: Store, settings: Settings) -> list[dict[str, Any]]:
+    """Use against quota of every session, fullest first."""
+    rows = [usage(store, sid, settings) for sid in session_ids(store)]
+    rows.sort(key=lambda r: -r["used_bytes"])
+    return rows
+
+
+def enforce(
+    store: Store, session_id: str, settings: Settings, *, now: float | None = None
+) -> dict[str, Any] | None:
+    """Compact the session when it is at 80 % of its quota or more; None when it is not."""
+    facts = usage(store, session_id, settings)
+    if facts["level"] == "ok" or not facts["quota_bytes"]:
+        return None
+    return compact(store, session_id, settings, forced=facts["level"] == "forced", now=now)
+
+
+def compact(
+    store: Store,
+    session_id: str,
+    settings: Settings,
+    *,
+    forced: bool = False,
+    now: float | None = None,
+) -> dict[str, Any]:
+    """Run the compaction steps in order until the session is under its target."""
+    from memory_core import events, lifecycle
+    from memory_core.events import Event
+
+    now = clock.now() if now is None else now
+    quota = int(settings["sessions.quota_bytes"])
+    target = quota * (FORCED_TARGET if forced else GENTLE_AT)
+    before = session_usage(store, session_id)
+    steps: list[dict[str, Any]] = []
+
+    def done() -> bool:
+        return session_usage(store, session_id) < target
+
+    # 1. decayed entries below 0.3
+    dropped = _decayed_memories(store, session_id, now)
+    if dropped and not done():
+        record = lifecycle.delete(
+            store,
+            memory_ids=dropped,
+            reason="quota compaction: decayed below 0.3",
+            actor="quota",
+            settings=settings,
+            now=now,
+        )
+        steps.append({"step": "drop_decayed", "memories": dropped, "deletion": record["id"]})
+    # 2. turns older than 7 days
+    if not done():
+        count = _summarise_old_turns(store, session_id, now)
+        if count:
+            steps.append({"step": "summarise_turns", "turns": count})
+    # 3. resolved findings
+    if not done():
+        archived = _archive_resolved(store, session_id, now)
+        if archived:
+            steps.append({"step": "archive_resolved", "memories": archived})
+    after = session_usage(store, session_id)
+    result = {
+        "session_id": session_id,
+        "mode": "forced" if forced else "gentle",
+        "before_bytes": before,
+        "after_bytes": after,
+        "quota_bytes": quota,
+        "target_bytes": int(target),
+        "steps": steps,
+    }
+    events.append(
+        store, Event("quota.compacted", actor="quota", session_id=session_id, data=result, ts=now)
+    )
+    return result
+
+
+def _protected(row: sqlite3.Row, now: float) -> bool:
+    return bool(
+        row["pinned"]
+        or (row["type"] == "decision" and row["status"] == "open")
+        or (row["type"] == "preference" and row["explicit"])
+        or now - row["created_at"] < RECENT_SECONDS
+        or now - row["last_accessed"] < RECENT_SECONDS
+    )
+
+
+def _decayed_memories(store: Store, session_id: str, now: float) -> list[str]:
+    from memory_core.memory import current_priority
+
+    rows = store.query(
+        "SELECT * FROM memories WHERE session_id = ? AND status != 'archived'", (session_id,)
+    )
+    return [
+        row["id"]
+        for row in rows
+        if not _protected(row, now) and current_priority(row, now) < decay.COLD
+    ]
+
+
+def _summarise_old_turns(store: Store, session_id: str, now: float) -> int:
+    cutoff = now - OLD_TURN_DAYS * DAY
+    count = 0
+    tables = _text_columns(store)
+    with store.transaction() as db:
+        for table in _TURN_TABLES:
+            columns = tables.get(table)
+            if not columns:
+                continue
+            texts = [c for c in _TURN_TEXT if c in columns]
+            stamp = next((c for c in _TURN_TIME if c in columns), None)
+            if not texts or stamp is None:
+                continue
+            key = next((c for c in ("id", "uuid") if c in columns), "rowid")
+            rows = db.execute(
+                f'SELECT {key} AS k, {", ".join(texts)} FROM "{table}" WHERE session_id = ? AND "{stamp}" < ?',
+                (session_id, cutoff),
+            ).fetchall()
+            for row in rows:
+                changes = {
+                    c: _excerpt(row[c])
+                    for c in texts
+                    if row[c] and len(row[c]) > EXCERPT_CHARS + 40
+                }
+                if not changes:
+                    continue
+                sets = ", ".join(f'"{c}" = ?' for c in changes)
+                db.execute(
+                    f'UPDATE "{table}" SET {sets} WHERE {key} = ?',
+                    (*changes.values(), row["k"]),
+                )
+                count += 1
+    return count
+
+
+def _excerpt(text: str) -> str:
+    return f"{text[:EXCERPT_CHARS].rstrip()} … [compacted: {len(text)} characters summarised]"
+
+
+def _archive_resolved(store: Store, session_id: str, now: float) -> list[str]:
+    rows = store.query(
+        "SELECT * FROM memories WHERE session_id = ? AND status = 'resolved' AND type IN ('finding', 'learning')",
+        (session_id,),
+    )
+    ids = [row["id"] for row in rows if not _protected(row, now)]
+    if not ids:
+        return []
+    with store.transaction() as db:
+        for memory_id in ids:
+            row = db.execute("SELECT * FROM memories WHERE id = ?", (memory_id,)).fetchone()
+            payload = {
+                "memory": dict(row),
+                "tags": [
+                    r[0]
+                    for r in db.execute(
+                        "SELECT tag FROM memory_tags WHERE memory_id = ?", (memory_id,)
+                    )
+                ],
+                "relations": [
+                    dict(r)
+                    for r in db.execute(
+                        "SELECT * FROM memory_relations WHERE source_id = ? OR target_id = ?",
+                        (memory_id, memory_id),
+                    )
+                ],
+            }
+            db.execute(
+                "INSERT INTO archived_rows (archived_at, reason, session_id, table_name, ref_id, data) VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    now,
+                    "quota compaction: resolved finding",
+                    session_id,
+                    "memories",
+                    memory_id,
+                    zlib.compress(json.dumps(payload, ensure_ascii=False).encode("utf-8"), 9),
+                ),
+            )
+            db.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
+    return ids
+
+
+def memory_status(store: Store, settings: Settings, *, now: float | None = None) -> dict[str, Any]:
+    """Memory counts by tier, pins, archive and trash, and quota use per session."""
+    from memory_core.memory import current_priority
+
+    now = clock.now() if now is None else now
+    tiers = {"hot": 0, "warm": 0, "cold": 0}
+    pinned = archived = total = 0
+    for row in store.query("SELECT * FROM memories"):
+        total += 1
+        if row["status"] == "archived":
+            archived += 1
+            continue
+        pinned += int(bool(row["pinned"]))
+        tiers[decay.tier(current_priority(row, now))] += 1
+    archived += int((store.query_one("SELECT count(*) FROM archived_rows") or [0])[0])
+    recoverable = int(
+        (store.query_one("SELECT count(*) FROM deletions WHERE state = 'deleted'") or [0])[0]
+    )
+    return {
+        "memories": total,
+        "tiers": tiers,
+        "pinned": pinned,
+        "archived": archived,
+        "recoverable_deletions": recoverable,
+        "sessions": status(store, settings),
+    }
