@@ -407,11 +407,18 @@ class Evolution(DocumentListener):
         state = self.server.folders.get(root)
         if state is None or not pending:
             return None
-        open_docs = {
-            doc.rel: (doc.uri, doc.disk_text, doc.dirty, doc.unsaved.one_based())
-            for doc in self.docs.values()
-            if self.server.state_for_uri(doc.uri) is state
-        }
+        open_docs = {}
+        for doc in self.docs.values():
+            if self.server.state_for_uri(doc.uri) is not state:
+                continue
+            document = self.server.workspace.text_documents.get(doc.uri)
+            # Dirty means "differs from what is on disk", not "was edited": an editor reloading a
+            # file from disk edits the buffer back to the disk's content (one memcmp to tell).
+            dirty = document is not None and document.source != doc.disk_text
+            if not dirty:
+                doc.unsaved.clear()
+            doc.dirty = dirty
+            open_docs[doc.rel] = (doc.uri, doc.disk_text, dirty, doc.unsaved.one_based())
         return self.submit(self.record_disk, state, pending, open_docs)
 
     def record_disk(
@@ -484,6 +491,10 @@ class Evolution(DocumentListener):
             doc = self.docs.get(uri)
             if doc is None:
                 continue
+            document = self.server.workspace.text_documents.get(uri)
+            if item is not None and document is not None and document.source == conflict_text:
+                item = None  # the buffer already holds what is on disk now
+                new_disk_text = conflict_text
             if item is not None:
                 doc.conflict = item
                 doc.conflict_disk_text = conflict_text
@@ -491,6 +502,7 @@ class Evolution(DocumentListener):
                 # A clean buffer: the editor reloads it; what is on disk is known again.
                 doc.disk_text = new_disk_text
                 doc.base_source = new_disk_text
+                doc.conflict = None
 
     # -- the server's own watcher ----------------------------------------------------------
 

@@ -167,3 +167,28 @@ async def test_a_buffer_with_unsaved_edits_changed_on_disk_is_warned_with_a_diff
         await asyncio.sleep(0.1)
     else:
         raise AssertionError("the unsaved-buffer warning stayed after saving")
+
+
+async def test_a_clean_buffer_reloaded_from_disk_is_neither_an_edit_nor_a_conflict(
+    client: LanguageClient,
+) -> None:
+    mode = await watching(client)
+    folder: Path = client.folder  # type: ignore[attr-defined]
+    uri = open_document(client, folder / "a.py")
+    first = TEXT.replace("line 10\n", "line 10 by an agent\n")
+    await write_on_disk(client, folder / "a.py", first, mode)
+    await wait_for_rows(client, folder / "a.py", 1)
+    # The editor reloads the unmodified buffer from disk, as VS Code and Neovim (autoread) do.
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=first)],
+        )
+    )
+    await write_on_disk(
+        client, folder / "a.py", first.replace("line 11\n", "line 11 by an agent\n"), mode
+    )
+    rows = await wait_for_rows(client, folder / "a.py", 2)
+    assert [r["actor"] for r in rows] == ["external", "external"]
+    await asyncio.sleep(0.3)
+    assert await drift_diagnostics(client, uri) == []
