@@ -18,12 +18,13 @@ FEATURES = (
     "lsp_server.features.code_actions",
     "lsp_server.features.code_lens",
     "lsp_server.features.commands",
-    "lsp_server.features.evolution",
-    "lsp_server.features.drift",
-    "lsp_server.features.snapshots",
     "lsp_server.features.checkpoints",
     "lsp_server.features.sessions",
     "lsp_server.features.gotchas",
+    "lsp_server.features.evolution",
+    "lsp_server.features.drift",
+    "lsp_server.features.snapshots",
+    "lsp_server.features.memory",
 )
 
 

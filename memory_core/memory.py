@@ -15,6 +15,7 @@ import json
 import secrets
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from memory_core import clock, decay
@@ -484,3 +485,38 @@ def search(store: Store, query: str, *, limit: int = 10, **filters: Any) -> list
     from memory_core import search as search_module
 
     return search_module.search(store, query, limit=limit, **filters)
+
+
+EXPORT_NAME = "memories.md"
+
+
+def write_export(store: Store, *, now: float | None = None) -> tuple[Path, dict[str, int]]:
+    """Rewrite `.engram/exports/memories.md` (atomically) and return (path, id -> 0-based line).
+
+    The file is the human-readable view of every live memory; editors jump to a memory's line
+    in it when a memory cites no code (workspace symbols).
+    """
+    from memory_core.store import write_private_file
+
+    now = clock.now() if now is None else now
+    rows = store.query(
+        "SELECT * FROM memories WHERE status != 'archived' ORDER BY created_at DESC, seq DESC"
+    )
+    lines = [
+        "# engram memories",
+        "",
+        f"Written {clock.iso(now)}. Edit with `engram memory ...`.",
+        "",
+    ]
+    positions: dict[str, int] = {}
+    for row in rows:
+        entry = to_dict(row, now)
+        tags = f" [{', '.join(entry['tags'])}]" if entry["tags"] else ""
+        positions[entry["id"]] = len(lines)
+        lines.append(f"## {entry['id']} ({entry['type']}, {entry['tier']}){tags}")
+        lines.append("")
+        lines.extend(entry["content"].splitlines() or [""])
+        lines.append("")
+    path = store.dir / "exports" / EXPORT_NAME
+    write_private_file(path, "\n".join(lines) + "\n")
+    return path, positions

@@ -1,0 +1,152 @@
+"""Long-term memory in the editor: `engram.memory.add`, `engram.memory.search`, and memories
+in the workspace-symbol search (`workspace/symbol`: Ctrl+T in VS Code, a symbol picker in
+Neovim) found by any word of their content.
+
+A memory that cites code is located at the cited lines; any other at its entry in
+`.engram/exports/memories.md`, which is rewritten when memories changed since it was last
+written. Store work runs on a worker thread; symbol lookups do not count as accesses.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.uris import to_fs_path
+
+from lsp_server.features.commands import engram_command
+from lsp_server.server import EngramServer, FolderState
+from memory_core import memory, search
+from memory_core.errors import UsageError
+
+logger = logging.getLogger("engram.lsp")
+
+SYMBOL_LIMIT = 100
+
+
+def _symbols(state: FolderState, query: str) -> list[types.SymbolInformation]:
+    store = state.store
+    if query.strip():
+        entries = search.search(
+            store, query, limit=SYMBOL_LIMIT, kinds=("memory",), prefix=True, record_access=False
+        )
+    else:
+        entries = memory.list_memories(store, limit=SYMBOL_LIMIT)
+    if not entries:
+        return []
+    export_path, positions = _export(state)
+    symbols = []
+    for entry in entries:
+        if entry.get("file") and entry.get("line"):
+            target = state.root / entry["file"]
+            start = max(0, int(entry["line"]) - 1)
+            end = max(start, int(entry.get("end_line") or entry["line"]) - 1)
+        else:
+            target = export_path
+            start = end = positions.get(entry["id"], 0)
+        symbols.append(
+            types.SymbolInformation(
+                name=f"{entry['label']}",
+                kind=types.SymbolKind.String,
+                location=types.Location(
+                    uri=target.as_uri(),
+                    range=types.Range(
+                        start=types.Position(line=start, character=0),
+                        end=types.Position(line=end, character=0),
+                    ),
+                ),
+                container_name=f"engram {entry['type']} {entry['id']}",
+            )
+        )
+    return symbols
+
+
+def _export(state: FolderState) -> tuple[Path, dict[str, int]]:
+    # Rewrite the export only when the memories changed (count, newest row, accesses aside).
+    row = state.store.query_one(
+        "SELECT count(*), max(seq), total(length(content)), total(pinned) FROM memories"
+    )
+    signature = tuple(row) if row is not None else ()
+    cached = state.extras.get("memory.export")
+    path = state.store.dir / "exports" / memory.EXPORT_NAME
+    if cached and cached[0] == signature and path.exists():
+        return cached[1], cached[2]
+    written, positions = memory.write_export(state.store)
+    state.extras["memory.export"] = (signature, written, positions)
+    return written, positions
+
+
+def _file_arg(state: FolderState, args: dict[str, Any]) -> str | None:
+    value = args.get("file") or args.get("uri")
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise UsageError("file must be a path or a file URI")
+    return to_fs_path(value) if "://" in value else value
+
+
+def register(server: EngramServer) -> None:
+    @engram_command(server, "engram.memory.add")
+    def add(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+        state = ls.state_for_command(args)
+        content = args.get("content", args.get("text"))
+        if not isinstance(content, str):
+            raise UsageError("engram.memory.add needs `content` (text)")
+        tags = args.get("tags") or []
+        if isinstance(tags, str):
+            tags = [tags]
+        if not isinstance(tags, list):
+            raise UsageError("tags must be a list of strings")
+        line = args.get("line")
+        if line is not None and not isinstance(line, int):
+            raise UsageError("line must be a number (1-based)")
+        entry: dict[str, Any] = memory.add(
+            state.store,
+            content,
+            type=str(args.get("type", "learning")),
+            tags=[str(t) for t in tags],
+            pinned=bool(args.get("pinned", False)),
+            explicit=bool(args.get("explicit", False)),
+            session_id=args.get("session_id") if isinstance(args.get("session_id"), str) else None,
+            agent="editor",
+            provenance={"recorded_by": "editor"},
+            file=_file_arg(state, args),
+            line=line,
+        )
+        return entry
+
+    @engram_command(server, "engram.memory.search")
+    def search_command(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+        state = ls.state_for_command(args)
+        query = args.get("query")
+        if not isinstance(query, str):
+            raise UsageError("engram.memory.search needs `query` (text)")
+        limit = args.get("limit", 10)
+        if not isinstance(limit, int) or limit < 1:
+            raise UsageError("limit must be a positive number")
+        kinds = args.get("kinds")
+        tags = args.get("tags") or []
+        results = search.search(
+            state.store,
+            query,
+            limit=limit,
+            type=args.get("type") if isinstance(args.get("type"), str) else None,
+            tags=[str(t) for t in tags] if isinstance(tags, list) else [str(tags)],
+            kinds=kinds if isinstance(kinds, list) else None,
+        )
+        return {"query": query, "results": results}
+
+    @server.feature(types.WORKSPACE_SYMBOL)
+    async def workspace_symbol(
+        ls: EngramServer, params: types.WorkspaceSymbolParams
+    ) -> list[types.SymbolInformation]:
+        found: list[types.SymbolInformation] = []
+        for state in list(ls.folders.values()):
+            try:
+                found.extend(await ls.run_blocking(_symbols, state, params.query or ""))
+            except Exception:
+                # A broken store in one folder must not take the others' symbols away.
+                logger.exception("workspace/symbol failed in %s", state.root)
+        return found[:SYMBOL_LIMIT]
