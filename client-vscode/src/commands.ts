@@ -255,10 +255,6 @@ export function registerCommands(engram: Engram): void {
       if (pattern.trim()) {
         args.pattern = pattern.trim();
       }
-      const { file } = activeFile();
-      if (file) {
-        args.file = file;
-      }
       const result = await engram.execute("engram.gotcha.add", args);
       const gotcha = (result?.gotcha as JsonObject | undefined) ?? result ?? {};
       void vscode.window.showInformationMessage(`engram: gotcha ${gotcha.id ?? ""} added`);

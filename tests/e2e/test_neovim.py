@@ -107,6 +107,8 @@ def test_gotcha_hover_checkpoint_rollback(
         "checkpoint",
         "edit",
         "rollback",
+        "add-gotcha",
+        "track-error",
     ]
 
 

@@ -218,5 +218,47 @@ step("rollback", function()
   end, 10000)
 end)
 
+step("add-gotcha", function()
+  -- :[range]EngramAddGotcha: the one-line range becomes the pattern; the prompt for the
+  -- workaround is answered the way a person would type it.
+  vim.ui.input = function(_, on_confirm)
+    on_confirm("reset_index() first, or pass drop=False")
+  end
+  local line = tonumber(env.E2E_LINE) + 1
+  vim.cmd(line .. "EngramAddGotcha set_index drops the zip column")
+  wait("the add command's result", function()
+    return engram.last["engram.gotcha.add"] ~= nil
+  end)
+  local added = engram.last["engram.gotcha.add"]
+  if added.error then
+    error("engram.gotcha.add failed: " .. added.error)
+  end
+  local id = (added.gotcha or added).id
+  wait("a diagnostic for the new gotcha on line " .. line, function()
+    for _, diagnostic in ipairs(vim.diagnostic.get(bufnr)) do
+      local code = diagnostic.code or (diagnostic.user_data and diagnostic.user_data.lsp and diagnostic.user_data.lsp.code)
+      if code == id and diagnostic.lnum == line - 1 then
+        return true
+      end
+    end
+    return false
+  end)
+  return id
+end)
+
+step("track-error", function()
+  vim.cmd("EngramTrackError KeyError: 'zip'")
+  wait("the track command's result", function()
+    return engram.last["engram.error.track"] ~= nil
+  end)
+  local tracked = engram.last["engram.error.track"]
+  if tracked.error then
+    error("engram.error.track failed: " .. tracked.error)
+  end
+  if tracked.occurrences ~= 1 then
+    error("expected the first occurrence, got " .. vim.fn.json_encode(tracked))
+  end
+end)
+
 result.ok = true
 finish(true)

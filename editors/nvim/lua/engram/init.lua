@@ -128,15 +128,55 @@ function M.client()
   return M.clients(vim.api.nvim_get_current_buf())[1] or M.clients()[1]
 end
 
+-- Neovim 0.10 and 0.11 pull diagnostics but do not answer `workspace/diagnostic/refresh`
+-- (0.12 does), so a gotcha added from the command line or an agent would not show until the
+-- next edit. Advertise the capability and answer it: pull again in every attached buffer.
+local function needs_refresh_handler()
+  local defaults = vim.lsp.protocol.make_client_capabilities()
+  local pulls = defaults.textDocument and defaults.textDocument.diagnostic ~= nil
+  local refreshes = defaults.workspace and defaults.workspace.diagnostics and defaults.workspace.diagnostics.refreshSupport
+  return pulls and not refreshes
+end
+
+local function refresh_pulled_diagnostics(_, _, ctx)
+  local client = vim.lsp.get_client_by_id(ctx.client_id)
+  if client == nil then
+    return vim.NIL
+  end
+  for bufnr in pairs(client.attached_buffers or {}) do
+    if vim.api.nvim_buf_is_loaded(bufnr) then
+      local params = { textDocument = { uri = vim.uri_from_bufnr(bufnr) } }
+      -- A nil handler uses the default one, which stores pulled diagnostics.
+      if vim.fn.has("nvim-0.11") == 1 then
+        client:request("textDocument/diagnostic", params, nil, bufnr)
+      else
+        client.request("textDocument/diagnostic", params, nil, bufnr)
+      end
+    end
+  end
+  return vim.NIL
+end
+
 local function client_config(root)
   local config = M.config
+  local capabilities = config.capabilities
+  local handlers = nil
+  if needs_refresh_handler() then
+    capabilities = vim.tbl_deep_extend(
+      "force",
+      capabilities or {},
+      { workspace = { diagnostics = { refreshSupport = true } } }
+    )
+    handlers = { ["workspace/diagnostic/refresh"] = refresh_pulled_diagnostics }
+  end
   return {
+    handlers = handlers,
     name = M.name,
     cmd = config.cmd or M.default_cmd(root),
     root_dir = root,
     workspace_folders = { { uri = vim.uri_from_fname(root), name = vim.fn.fnamemodify(root, ":t") } },
     settings = { engram = config.settings or {} },
-    capabilities = config.capabilities,
+    capabilities = capabilities,
     on_attach = function(client, bufnr)
       if config.codelens and client.server_capabilities.codeLensProvider then
         pcall(vim.lsp.codelens.refresh)
@@ -186,6 +226,7 @@ local function enable_client()
       end,
       settings = base.settings,
       capabilities = base.capabilities,
+      handlers = base.handlers,
       on_attach = base.on_attach,
     })
     vim.lsp.enable(M.name)
@@ -509,7 +550,7 @@ local function define_commands()
         if workaround == nil then
           return
         end
-        local args = { title = vim.trim(title), file = relative_file() }
+        local args = { title = vim.trim(title) }
         if vim.trim(workaround) ~= "" then
           args.workaround = vim.trim(workaround)
         end
