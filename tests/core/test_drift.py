@@ -176,3 +176,31 @@ def test_rewritten_history_since_a_snapshot_is_critical(store: Store, workspace:
     items = drift.since_snapshot(store, snap["id"], now=NOW)
     assert [i.severity for i in items] == ["critical"]
     assert "history rewritten" in items[0].summary
+
+
+def test_a_gotcha_whose_anchored_code_changed_is_a_stale_citation(store: Store) -> None:
+    import pytest
+
+    gotchas = pytest.importorskip("memory_core.gotchas")
+    records = pytest.importorskip("memory_core.gotchas.records")
+    (store.root / "db.py").write_text("import sqlite3\nconn = sqlite3.connect(path, timeout=1)\n")
+    anchor_type = records.Anchor
+    gotcha = gotchas.add(
+        store,
+        "sqlite timeout too short",
+        anchors=[
+            anchor_type(
+                path="db.py", line=1, end_line=1, text="conn = sqlite3.connect(path, timeout=1)"
+            )
+        ],
+    )
+    assert [
+        i for i in drift.detect(store, config.Settings(), now=NOW) if i.kind == "stale-citation"
+    ] == []
+    (store.root / "db.py").write_text("import sqlite3\nconn = sqlite3.connect(path, timeout=30)\n")
+    stale = [
+        i for i in drift.detect(store, config.Settings(), now=NOW) if i.kind == "stale-citation"
+    ]
+    assert [(i.severity, i.details["owner"], i.lines) for i in stale] == [
+        ("medium", gotcha.id, (2, 2))
+    ]
