@@ -23,7 +23,7 @@ from typing import Any
 
 from memory_core import clock
 from memory_core.errors import EngramError, UsageError
-from memory_core.redact import redact, redact_obj
+from memory_core.redact import redact_obj
 from memory_core.store import Store, write_private_file
 
 SCHEMA_VERSION = "1.0"
@@ -237,8 +237,10 @@ def write_digest(
         },
         "compact_trigger": trigger,
     }
+    # Redacted as data, before dumping: a redaction run over the YAML text could break its syntax.
+    # The frontmatter holds ids and times only, which some detectors would take for tokens.
     sections = redact_obj(extract(store, session_id))
-    text = redact(_dump([frontmatter, sections]))
+    text = _dump([frontmatter, sections])
     folder = store.dir.joinpath(*DIGEST_DIR)
     stamp = clock.iso(ts).replace("-", "").replace(":", "")
     safe_session = re.sub(r"[^A-Za-z0-9_.-]", "_", session_id)

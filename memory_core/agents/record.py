@@ -69,7 +69,8 @@ class Turn:
 
     @property
     def assistant_response(self) -> str:
-        return clip("\n\n".join(part for part in self.assistant_parts if part), MAX_TEXT)
+        """The agent's text of the turn, cut and redacted (parts are kept raw until then)."""
+        return clean("\n\n".join(part for part in self.assistant_parts if part), MAX_TEXT)
 
 
 def clip(text: str, limit: int) -> str:
@@ -125,6 +126,10 @@ def workspace_path(root: Path, path: str | None, cwd: str | None = None) -> str 
         return None
     if not os.path.isabs(path) and cwd:
         path = os.path.join(cwd, path)
+    prefix = str(root) + os.sep
+    if path.startswith(prefix) and "/." not in path and "//" not in path:
+        # The common case, without building Path objects (the ingest asks thousands of times).
+        return path[len(prefix) :].replace(os.sep, "/") or None
     try:
         return relative_path(root, path)
     except EngramError:
@@ -232,9 +237,16 @@ def note_tool_use(db: sqlite3.Connection, call: ToolCall, root: Path) -> None:
     )
 
 
-def claim_outcome(db: sqlite3.Connection, call: ToolCall, outcome: ToolOutcome, root: Path) -> bool:
-    """Record the outcome of a call; True only for the first source to do so (it runs the effects)."""
-    note_tool_use(db, call, root)
+def claim_outcome(
+    db: sqlite3.Connection, call: ToolCall, outcome: ToolOutcome, root: Path, *, noted: bool = False
+) -> bool:
+    """Record the outcome of a call; True only for the first source to do so (it runs the effects).
+
+    `noted`: the caller already stored the call with `note_tool_use` (the ingest does, at the
+    tool_use line).
+    """
+    if not noted:
+        note_tool_use(db, call, root)
     cursor = db.execute(
         "UPDATE agent_tool_uses SET ok = ?, error = ? WHERE tool_use_id = ? AND ok IS NULL",
         (
@@ -302,16 +314,38 @@ def reconstructed_after(call: ToolCall, structured: Any) -> str | None:
     return text
 
 
-def _summary(call: ToolCall, rel_path: str | None) -> str:
+def record_file_changes(store: Store, changes: list[dict[str, Any]], *, now: float) -> None:
+    """Agent file changes into file evolution, in one transaction (evolution.record_batch)."""
+    if not changes:
+        return
+    evolution = optional_module("evolution")
+    change_type = getattr(evolution, "Change", None)
+    if change_type is None:
+        guarded(store, "record file change", "evolution", "record_batch", store, [])
+        return
+    guarded(
+        store,
+        "record file changes",
+        "evolution",
+        "record_batch",
+        store,
+        [change_type(**change) for change in changes],
+        now=now,
+        check_git=False,
+    )
+
+
+def tool_summary(call: ToolCall, rel_path: str | None) -> str:
+    """One line saying what a call did (sessions redacts it when storing it)."""
     command = command_of(call)
     if command:
-        return clean(command, 300)
+        return clip(command, 300)
     if rel_path:
         return rel_path
     for key in ("pattern", "query", "url", "description", "prompt"):
         value = call.input.get(key)
         if isinstance(value, str) and value:
-            return clean(f"{key}: {value}", 300)
+            return clip(f"{key}: {value}", 300)
     return call.tool
 
 
@@ -323,24 +357,31 @@ def apply_outcome(
     settings: Any = None,
     cwd: str | None = None,
     after_text: str | None = None,
+    record_call: bool = True,
+    file_changes: list[dict[str, Any]] | None = None,
 ) -> None:
-    """Run the effects of one tool call's outcome (call only when `claim_outcome` said True)."""
+    """Run the effects of one tool call's outcome (call only when `claim_outcome` said True).
+
+    The transcript ingest hands the tool call to the session with its turn (`record_call`
+    False) and collects file changes into `file_changes` to record them in one batch.
+    """
     root = store.root
     path = file_path_of(call.input)
     rel = workspace_path(root, path, cwd)
     sid = call.session_id
-    guarded(
-        store,
-        "record tool call",
-        "sessions",
-        "record_tool_call",
-        store,
-        sid,
-        tool=call.tool,
-        ok=outcome.ok,
-        summary=_summary(call, rel),
-        ts=call.ts,
-    )
+    if record_call:
+        guarded(
+            store,
+            "record tool call",
+            "sessions",
+            "record_tool_call",
+            store,
+            sid,
+            tool=call.tool,
+            ok=outcome.ok,
+            summary=tool_summary(call, rel),
+            ts=call.ts,
+        )
     if call.tool in FILE_TOOLS and outcome.ok and rel is not None:
         guarded(
             store,
@@ -356,20 +397,19 @@ def apply_outcome(
         before = structured.get("originalFile")
         if before is None:
             before = structured.get("originalFileContents")
-        guarded(
-            store,
-            "record file change",
-            "evolution",
-            "record_change",
-            store,
-            rel,
-            actor="agent",
-            session_id=sid,
-            before=before if isinstance(before, str) else None,
-            after=after_text,
-            lines=_changed_lines(outcome.structured),
-            now=call.ts,
-        )
+        change = {
+            "path": rel,
+            "actor": "agent",
+            "session_id": sid,
+            "before": before if isinstance(before, str) else None,
+            "after": after_text,
+            "lines": _changed_lines(outcome.structured),
+            "ts": call.ts,
+        }
+        if file_changes is not None:
+            file_changes.append(change)
+        else:
+            record_file_changes(store, [change], now=call.ts)
     command = command_of(call)
     if command:
         exit_code = outcome.exit_code
@@ -496,9 +536,13 @@ def apply_turns(store: Store, turns: Sequence[FinishedTurn]) -> None:
             turn.session_id,
             user_message=turn.user_message,
             assistant_response=turn.assistant_response,
-            # Tool calls reach the session one by one as their outcomes arrive (record_tool_call);
-            # handing them over again here would count them twice.
-            tool_calls=(),
+            # Only the calls this turn's source recorded first ("claimed"); the others reached the
+            # session already (a hook's record_tool_call) and would count twice.
+            tool_calls=[
+                {"tool": c.get("tool"), "ok": c.get("ok", True), "summary": c.get("summary")}
+                for c in turn.tool_calls
+                if c.get("claimed")
+            ],
             input_tokens=turn.input_tokens,
             output_tokens=turn.output_tokens,
             started_at=turn.started_at,

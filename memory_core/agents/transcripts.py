@@ -373,7 +373,8 @@ class _Run:
         self.stats = stats
         self.settings = settings
         self.sessions: dict[str, _SessionState] = {}
-        self.pending_effects: list[tuple[ToolCall, ToolOutcome, str | None]] = []
+        # (call, outcome, cwd, whether the call itself still has to reach the session)
+        self.pending_effects: list[tuple[ToolCall, ToolOutcome, str | None, bool]] = []
         self.finished_turns: list[FinishedTurn] = []
         self.new_sessions: list[tuple[str, float]] = []
         self.calls: dict[str, ToolCall] = {}
@@ -471,7 +472,7 @@ class _Run:
             self.usage(db, state, entry, turn)
         if turn is not None:
             if entry.text:
-                turn.assistant_parts.append(clean(entry.text))
+                turn.assistant_parts.append(entry.text)
             turn.ended_at = entry.ts
             if entry.stop_reason:
                 turn.last_stop_reason = entry.stop_reason
@@ -529,7 +530,7 @@ class _Run:
 
     def tool_results(self, db: sqlite3.Connection, state: _SessionState, entry: Entry) -> None:
         for result in entry.tool_results:
-            call = self.calls.get(result.tool_use_id)
+            call = self.calls.pop(result.tool_use_id, None)
             if call is None:
                 row = record.pending_call(db, result.tool_use_id)
                 if row is None:
@@ -557,12 +558,24 @@ class _Run:
             self.stats.tool_calls += 1
             if failed and not result.interrupted:
                 self.stats.failures += 1
-            if record.claim_outcome(db, call, outcome, self.store.root):
-                self.pending_effects.append((call, outcome, entry.cwd))
+            # Every call reaching here was noted: at its tool_use line, or in an earlier run.
+            claimed = record.claim_outcome(db, call, outcome, self.store.root, noted=True)
+            in_turn = False
             if state.turn is not None and not entry.sidechain:
                 for item in state.turn.tool_calls:
                     if item.get("id") == result.tool_use_id:
                         item["ok"] = not failed
+                        if claimed:
+                            # Handed to the session with its turn, in one transaction.
+                            item["claimed"] = True
+                            # Stored in agent_turns with the open turn: redacted like everything else.
+                            rel = record.workspace_path(
+                                self.store.root, record.file_path_of(call.input), entry.cwd
+                            )
+                            item["summary"] = clean(record.tool_summary(call, rel), 300)
+                            in_turn = True
+            if claimed:
+                self.pending_effects.append((call, outcome, entry.cwd, not in_turn))
 
     def end_of_input(self, db: sqlite3.Connection, *, flush: bool) -> None:
         """Close turns that are over (the agent finished answering) or all of them on `flush`."""
@@ -582,12 +595,21 @@ class _Run:
         for sid, ts in self.new_sessions:
             record.start_session(self.store, sid, agent=AGENT, ts=ts)
         self.new_sessions.clear()
-        for call, outcome, cwd in self.pending_effects:
+        changes: list[dict[str, Any]] = []
+        for call, outcome, cwd, record_call in self.pending_effects:
             after = record.reconstructed_after(call, outcome.structured) if outcome.ok else None
             record.apply_outcome(
-                self.store, call, outcome, settings=self.settings, cwd=cwd, after_text=after
+                self.store,
+                call,
+                outcome,
+                settings=self.settings,
+                cwd=cwd,
+                after_text=after,
+                record_call=record_call,
+                file_changes=changes,
             )
         self.pending_effects.clear()
+        record.record_file_changes(self.store, changes, now=clock.now())
         record.apply_turns(self.store, self.finished_turns)
         self.finished_turns.clear()
 
