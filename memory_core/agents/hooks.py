@@ -333,6 +333,10 @@ class HookRun:
             now=self.now,
         )
         self.digest("session_end")
+        from memory_core import limits
+        from memory_core.agents import retention  # noqa: F401 - registers the agent tables' rules
+
+        limits.enforce(self.store, self.settings, now=self.now)
 
     def other(self) -> None:
         if self.payload.session_id:

@@ -129,11 +129,16 @@ def run_hooks_uninstall(ctx: Context) -> int:
 
 
 def run_ingest(ctx: Context) -> int:
-    from memory_core.agents import transcripts
+    from memory_core import limits
+    from memory_core.agents import (
+        retention,  # noqa: F401 - registers the agent tables' rules
+        transcripts,
+    )
     from memory_core.cli.progress import progress
     from memory_core.errors import UsageError
 
     store = ctx.store(create=True)
+    limits.enforce(store, ctx.settings)
     if ctx.args.paths:
         paths = []
         for raw in ctx.args.paths:

@@ -108,3 +108,18 @@ def test_digest_timer_is_due_after_the_interval(store: Store, written: digest.Di
     assert not digest.due(store, SESSION, 15, now=last + 14 * 60)
     assert digest.due(store, SESSION, 15, now=last + 15 * 60)
     assert not digest.due(store, SESSION, 0, now=last + 99 * 60)
+
+
+def test_agent_records_are_bounded_by_the_timeline_age(
+    store: Store, written: digest.Digest
+) -> None:
+    from memory_core import config, limits
+    from memory_core.agents import retention  # noqa: F401
+
+    removed = limits.enforce(store, config.load(store.root), now=1_772_450_000.0 + 91 * 86400)
+    assert (
+        removed["agent_tool_uses"] == 12
+        and removed["agent_prompts"] == 3
+        and removed["digests"] == 1
+    )
+    assert store.query_one("SELECT COUNT(*) FROM agent_turns")[0] == 0
