@@ -38,7 +38,10 @@ class Transcript:
     cwd: Path
     branch: str = "main"
     version: str = "2.1.63"
-    start: datetime = field(default_factory=lambda: datetime(2026, 3, 2, 9, 0, 0, tzinfo=UTC))
+    # Yesterday: recent enough that retention (90 days by default) keeps what the tests ingest.
+    start: datetime = field(
+        default_factory=lambda: (datetime.now(UTC) - timedelta(days=1)).replace(minute=0, second=0, microsecond=0)
+    )
     lines: list[str] = field(default_factory=list)
     _clock: int = 0
     _uuid: int = 0

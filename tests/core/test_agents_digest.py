@@ -116,7 +116,9 @@ def test_agent_records_are_bounded_by_the_timeline_age(
     from memory_core import config, limits
     from memory_core.agents import retention  # noqa: F401
 
-    removed = limits.enforce(store, config.load(store.root), now=1_772_450_000.0 + 91 * 86400)
+    import time
+
+    removed = limits.enforce(store, config.load(store.root), now=time.time() + 91 * 86400)
     assert (
         removed["agent_tool_uses"] == 12
         and removed["agent_prompts"] == 3
