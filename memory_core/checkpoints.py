@@ -150,6 +150,35 @@ def _decode_tree(data: bytes, where: str) -> Tree:
 # -- ignore rules ------------------------------------------------------------------------------
 
 
+class _Matcher:
+    """One compiled ignore file. Without negations its patterns become one regex, so a path costs
+    one search instead of one per pattern (this check runs for every file of a scan)."""
+
+    def __init__(self, spec: Any) -> None:
+        import re
+
+        self.spec = spec
+        patterns = [p for p in spec.patterns if p.include is not None]
+        self.combined: re.Pattern[str] | None = None
+        if all(p.include for p in patterns) and all(
+            getattr(p, "regex", None) is not None for p in patterns
+        ):
+            parts = [p.regex.pattern.replace("(?P<ps_d>", "(?:") for p in patterns]
+            self.combined = re.compile("|".join(f"(?:{part})" for part in parts)) if parts else None
+            self.empty = not parts
+        else:
+            self.empty = False
+
+    def check(self, path: str) -> bool | None:
+        """True: ignored; False: re-included by a negation; None: no opinion."""
+        if self.combined is not None:
+            return True if self.combined.search(path) else None
+        if self.empty:
+            return None
+        include = self.spec.check_file(path).include
+        return None if include is None else bool(include)
+
+
 class IgnoreRules:
     """`.gitignore` files (the root's and nested ones) plus extra patterns, with git's semantics.
 
@@ -161,42 +190,41 @@ class IgnoreRules:
 
         self._pathspec = pathspec
         self.root = root
-        self._specs: dict[str, Any] = {}
+        self._specs: dict[str, _Matcher | None] = {}
         extra = [p for p in extra if p.strip()]
-        self._extra = pathspec.GitIgnoreSpec.from_lines(extra) if extra else None
+        self._extra = _Matcher(pathspec.GitIgnoreSpec.from_lines(extra)) if extra else None
 
-    def spec_for(self, rel_dir: str) -> Any:
+    def spec_for(self, rel_dir: str) -> _Matcher | None:
         """The compiled `.gitignore` of a directory (None when it has none)."""
         if rel_dir not in self._specs:
             path = self.root / rel_dir / ".gitignore" if rel_dir else self.root / ".gitignore"
             try:
                 lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-                self._specs[rel_dir] = self._pathspec.GitIgnoreSpec.from_lines(lines)
+                self._specs[rel_dir] = _Matcher(self._pathspec.GitIgnoreSpec.from_lines(lines))
             except (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError):
                 self._specs[rel_dir] = None
         return self._specs[rel_dir]
 
     def ignored(self, rel: str, is_dir: bool, chain: list[tuple[str, Any]]) -> bool:
-        """Whether `rel` is ignored, given the (dir, spec) chain of its ancestors, deepest last."""
+        """Whether `rel` is ignored, given the (dir, matcher) chain of its ancestors, deepest last."""
         probe = rel + "/" if is_dir else rel
-        if self._extra is not None and self._extra.match_file(probe):
+        if self._extra is not None and self._extra.check(probe):
             return True
-        for base, spec in reversed(chain):
-            sub = probe[len(base) + 1 :] if base else probe
-            include = spec.check_file(sub).include
-            if include is not None:
-                return bool(include)
+        for base, matcher in reversed(chain):
+            verdict = matcher.check(probe[len(base) + 1 :] if base else probe)
+            if verdict is not None:
+                return bool(verdict)
         return False
 
     def chain_for(self, rel_dir: str) -> list[tuple[str, Any]]:
-        """The specs that apply inside `rel_dir`, shallowest first."""
+        """The matchers that apply inside `rel_dir`, shallowest first."""
         chain = []
         parts = rel_dir.split("/") if rel_dir else []
         for depth in range(len(parts) + 1):
             base = "/".join(parts[:depth])
-            spec = self.spec_for(base)
-            if spec is not None:
-                chain.append((base, spec))
+            matcher = self.spec_for(base)
+            if matcher is not None:
+                chain.append((base, matcher))
         return chain
 
 
@@ -355,12 +383,32 @@ class _Writer:
             )
             if cursor.rowcount:
                 self.added_bytes += len(packed)
+        if self.added_bytes:
+            _count_stored(db, self.added_bytes)
         if self.index:
             db.executemany(
                 "INSERT OR REPLACE INTO checkpoint_index (path, mtime_ns, size, ino, mode, hash) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 [(path, *row) for path, row in self.index.items()],
             )
+
+
+_STORED_KEY = "checkpoints.stored_bytes"
+
+
+def _count_stored(db: Any, delta: int) -> None:
+    """Keep the running total of checkpoint bytes, so the store cap is checked without a scan."""
+    db.execute(
+        "INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET "
+        "value = CAST(value AS INTEGER) + CAST(excluded.value AS INTEGER)",
+        (_STORED_KEY, str(delta)),
+    )
+
+
+def stored_bytes(store: Store) -> int:
+    """Bytes checkpoint blobs and trees take in the store (the running total)."""
+    row = store.query_one("SELECT value FROM store_meta WHERE key = ?", (_STORED_KEY,))
+    return int(row[0]) if row is not None else 0
 
 
 def _load_tree(store: Store, digest: str, where: str = "") -> Tree:
@@ -545,13 +593,16 @@ def _incremental(
                 return
             rel_dir = rel_dir.rpartition("/")[0]
 
-    def remove(rel: str) -> None:
+    def remove(rel: str) -> bool:
         parent, _, name = rel.rpartition("/")
         tree = tree_at(parent, create=False)
         if tree is not None and tree.entries.pop(name, None) is not None:
             _mark_dirty(parent)
+            return True
+        return False
 
-    def put(rel: str, entry: Entry) -> None:
+    def put(rel: str, entry: Entry) -> bool:
+        """Set one entry; whether that changed anything (a journal may list unchanged paths)."""
         parent, _, name = rel.rpartition("/")
         tree = tree_at(parent, create=True)
         assert tree is not None
@@ -559,6 +610,8 @@ def _incremental(
         if old is None or (old.kind, old.mode, old.hash) != (entry.kind, entry.mode, entry.hash):
             tree.entries[name] = entry
             _mark_dirty(parent)
+            return True
+        return False
 
     skipped = set(base_skipped)
     changed = 0
@@ -576,9 +629,8 @@ def _incremental(
         try:
             st = os.lstat(root / rel)
         except (FileNotFoundError, NotADirectoryError):
-            remove(rel)
+            changed += remove(rel)
             skipped.discard(rel)
-            changed += 1
             continue
         kind = _classify(st)
         if kind is None or rules.ignored(rel, kind == "d", rules.chain_for(parent)):
@@ -605,8 +657,7 @@ def _incremental(
         if digest is None:
             remove(rel)
             continue
-        put(rel, Entry(kind, item.mode, digest, item.size))
-        changed += 1
+        changed += put(rel, Entry(kind, item.mode, digest, item.size))
 
     if "" not in trees:
         tree_at("", create=False)
@@ -907,7 +958,7 @@ def enforce_retention(
             db.executemany("DELETE FROM checkpoints WHERE id = ?", [(d,) for d in doomed])
         gc(store)
     cap = int(settings["checkpoints.store_cap_bytes"])
-    while space(store)["stored_bytes"] > cap:
+    while stored_bytes(store) > cap:
         oldest = store.query_one(
             "SELECT id FROM checkpoints WHERE id != ? ORDER BY created_at, rowid LIMIT 1",
             (keep or "",),
@@ -954,6 +1005,8 @@ def gc(store: Store) -> int:
         ).fetchone()
         freed += int(row[0])
         db.execute("DELETE FROM checkpoint_trees WHERE hash NOT IN (SELECT hash FROM gc_live)")
+        if freed:
+            _count_stored(db, -freed)
         # A stat-cache row whose blob is gone would let a later capture reference missing
         # content; forget it so that file is read again.
         db.execute("DELETE FROM checkpoint_index WHERE hash NOT IN (SELECT hash FROM gc_live)")
@@ -1000,6 +1053,8 @@ class RollbackPlan:
     removes: list[str]
     unchanged: int
     root: Path
+    # The workspace as the plan found it, so the pre-rollback checkpoint needs no second scan.
+    current: dict[str, Entry] = field(default_factory=dict, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -1083,7 +1138,7 @@ def plan_rollback(
     removes = sorted(rel for rel in current if rel not in target and rel not in keep)
     for rel in removes:
         _check_path(root, rel)
-    return RollbackPlan(_checkpoint_dict(row), writes, removes, unchanged, root)
+    return RollbackPlan(_checkpoint_dict(row), writes, removes, unchanged, root, current)
 
 
 def write_file(root: Path, write: FileWrite) -> None:
@@ -1153,7 +1208,25 @@ def prepare_undo(
     session_id: str | None = None,
     now: float | None = None,
 ) -> dict[str, Any]:
-    """The pre-rollback checkpoint: rolling back to it undoes the rollback."""
+    """The pre-rollback checkpoint: rolling back to it undoes the rollback.
+
+    The plan already scanned the workspace, so only the paths that differ from the latest
+    checkpoint are captured (an incremental checkpoint over it), not the whole tree again.
+    """
+    changed: set[str] | None = None
+    latest = store.query_one(
+        "SELECT root_tree FROM checkpoints ORDER BY created_at DESC, rowid DESC LIMIT 1"
+    )
+    if latest is not None and plan.current:
+        before = dict(_walk_manifest(store, latest["root_tree"]))
+        changed = {
+            rel
+            for rel, entry in plan.current.items()
+            if rel not in before
+            or (before[rel].kind, before[rel].hash, before[rel].mode)
+            != (entry.kind, entry.hash, entry.mode)
+        }
+        changed.update(rel for rel in before if rel not in plan.current)
     return create(
         store,
         description=f"before rolling back to {plan.checkpoint['id']}",
@@ -1161,6 +1234,7 @@ def prepare_undo(
         settings=settings,
         session_id=session_id,
         now=now,
+        changed=changed,
     )
 
 

@@ -331,6 +331,8 @@ def test_retention_removes_old_checkpoints_and_collects_their_blobs(project: Sto
     referenced = {i["hash"] for cid in remaining for i in checkpoints.manifest(project, cid)}
     stored = {row[0] for row in project.query("SELECT hash FROM checkpoint_blobs")}
     assert stored == referenced
+    # The running total the store cap is checked against stays exact through GC.
+    assert checkpoints.stored_bytes(project) == checkpoints.space(project)["stored_bytes"]
 
 
 def test_the_store_cap_drops_the_oldest_checkpoints(project: Store) -> None:
@@ -372,3 +374,23 @@ def test_checkpoints_are_found_by_name_and_prefix_and_unknown_ones_are_clear_err
     assert listed["label"] == "before-refactor" and listed["created_at"].endswith("Z")
     with pytest.raises(EngramError, match="no checkpoint"):
         checkpoints.get(project, "nope")
+
+
+def test_undo_is_exact_when_the_target_is_not_the_latest_checkpoint(project: Store) -> None:
+    root = project.root
+    first = checkpoints.create(project)
+    _write(root, "src/app.py", "second state\n")
+    _write(root, "second.txt", "2")
+    checkpoints.create(project)
+    _write(root, "src/app.py", "third state\n")
+    os.unlink(root / "src" / "util.py")
+    os.chmod(root / "bin" / "run.sh", 0o700)
+    _write(root, "third.txt", "3")
+    third = _tree_bytes(root)
+
+    result = checkpoints.rollback(project, first["id"])
+    assert set(result["removed"]) == {"second.txt", "third.txt"}
+    undo = checkpoints.get(project, result["undo_checkpoint"])
+    assert undo["files"] == 6
+    checkpoints.rollback(project, undo["id"])
+    assert _tree_bytes(root) == third
