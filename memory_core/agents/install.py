@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -51,9 +52,16 @@ def settings_path(agent: str, *, user: bool, root: Path) -> Path:
 
 
 def engram_command() -> list[str]:
-    """How the agent should start engram: the `engram` script of this installation."""
+    """How the agent should start engram: this installation's `engram` script.
+
+    A bare `engram` when that same script is first on PATH (a project settings file is often
+    committed, and an absolute path only works on this machine); else its absolute path.
+    """
     script = Path(sys.executable).with_name("engram")
     if script.is_file() and os.access(script, os.X_OK):
+        on_path = shutil.which("engram")
+        if on_path and Path(on_path).resolve() == script.resolve():
+            return ["engram"]
         return [str(script)]
     return [sys.executable, "-m", "memory_core"]
 

@@ -115,3 +115,13 @@ def test_only_engram_commands_are_recognised_as_engram() -> None:
     assert not install.is_engram_handler({"command": "engram-lint hook claude-code Stop"})
     assert not install.is_engram_handler({"command": "echo engram"})
     assert not install.is_engram_handler({"type": "http", "url": "http://x"})
+
+
+def test_the_command_is_portable_when_engram_is_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    script = Path(sys.executable).with_name("engram")
+    monkeypatch.setenv("PATH", str(script.parent))
+    assert install.hook_command("claude-code", "Stop") == "engram hook claude-code Stop"
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert install.hook_command("claude-code", "Stop") == f"{script} hook claude-code Stop"
