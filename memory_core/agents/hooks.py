@@ -228,13 +228,13 @@ class HookRun:
             self.store.root, record.file_path_of(payload.tool_input), payload.cwd
         )
         gotchas = record.optional_module("gotchas")
-        rank = getattr(gotchas, "rank_for_task", None)
-        fmt = getattr(gotchas, "format_markdown", None)
-        if rel is None or rank is None or fmt is None:
+        context_for_task = getattr(gotchas, "context_for_task", None)
+        if rel is None or context_for_task is None:
             return
-        ranked = [g for score, g in rank(self.store, "", [rel], 3) if score >= 5.0]
-        if ranked:
-            self.add_context("PreToolUse", f"engram: known gotchas for {rel}\n" + str(fmt(ranked)))
+        # No task words: only gotchas anchored in (or globbed onto) this file score at all.
+        text = str(context_for_task(self.store, "", [rel], 3) or "")
+        if text.strip():
+            self.add_context("PreToolUse", f"engram: known gotchas for {rel}\n{text}")
 
     def post_tool_use(self) -> None:
         payload = self.payload

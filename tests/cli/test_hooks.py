@@ -404,3 +404,45 @@ def test_ingest_command_reads_this_workspaces_transcripts_once(cli, repo: Path) 
     assert (second["lines"], second["turns"]) == (0, 0)
     missing = cli("ingest", "claude-code", str(repo / "nope.jsonl"), cwd=repo)
     assert missing.code == 2 and "no transcript at" in missing.stderr
+
+
+def test_pre_tool_use_warns_the_agent_about_gotchas_of_the_file_it_is_about_to_edit(
+    cli, repo: Path
+) -> None:
+    added = cli(
+        "gotcha",
+        "add",
+        "settings.py is generated; edit settings.in",
+        "--file",
+        "config/settings.py",
+        "--workaround",
+        "edit config/settings.in and run make settings",
+        cwd=repo,
+    )
+    assert added.code == 0, added.stderr
+    edit = hook_payload(
+        "PreToolUse",
+        "S-pre",
+        repo,
+        tool_name="Edit",
+        tool_use_id="toolu_x",
+        tool_input={
+            "file_path": str(repo / "config" / "settings.py"),
+            "old_string": "a",
+            "new_string": "b",
+        },
+    )
+    result = cli("hook", "claude-code", "PreToolUse", cwd=repo, stdin=edit)
+    assert result.code == 0
+    output = json.loads(result.stdout)["hookSpecificOutput"]
+    assert output["hookEventName"] == "PreToolUse"
+    assert "settings.py is generated" in output["additionalContext"]
+    other = hook_payload(
+        "PreToolUse",
+        "S-pre",
+        repo,
+        tool_name="Edit",
+        tool_use_id="toolu_y",
+        tool_input={"file_path": str(repo / "app.py"), "old_string": "a", "new_string": "b"},
+    )
+    assert cli("hook", "claude-code", "PreToolUse", cwd=repo, stdin=other).stdout == ""
