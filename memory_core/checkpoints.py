@@ -764,6 +764,32 @@ def create(
     return result
 
 
+def every_n_turns(
+    store: Store,
+    turn_seq: int,
+    *,
+    settings: config.Settings | None = None,
+    session_id: str | None = None,
+    now: float | None = None,
+) -> dict[str, Any] | None:
+    """The automatic checkpoint every `checkpoints.every_n_turns` agent turns (None: not due).
+
+    Called by the agent hooks after recording turn number `turn_seq` of a session.
+    """
+    settings = _settings(store, settings)
+    every = int(settings["checkpoints.every_n_turns"])
+    if every <= 0 or turn_seq <= 0 or turn_seq % every:
+        return None
+    return create(
+        store,
+        description=f"automatic: turn {turn_seq}",
+        reason="turns",
+        settings=settings,
+        session_id=session_id,
+        now=now,
+    )
+
+
 # -- reading -----------------------------------------------------------------------------------
 
 
@@ -956,6 +982,8 @@ def enforce_retention(
     if doomed:
         with store.transaction() as db:
             db.executemany("DELETE FROM checkpoints WHERE id = ?", [(d,) for d in doomed])
+    flag = store.query_one("SELECT value FROM store_meta WHERE key = 'checkpoints.gc_needed'")
+    if flag is not None and flag[0] == "1":
         gc(store)
     cap = int(settings["checkpoints.store_cap_bytes"])
     while stored_bytes(store) > cap:
@@ -1007,6 +1035,7 @@ def gc(store: Store) -> int:
         db.execute("DELETE FROM checkpoint_trees WHERE hash NOT IN (SELECT hash FROM gc_live)")
         if freed:
             _count_stored(db, -freed)
+        db.execute("DELETE FROM store_meta WHERE key = 'checkpoints.gc_needed'")
         # A stat-cache row whose blob is gone would let a later capture reference missing
         # content; forget it so that file is read again.
         db.execute("DELETE FROM checkpoint_index WHERE hash NOT IN (SELECT hash FROM gc_live)")

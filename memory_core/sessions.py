@@ -35,7 +35,7 @@ from typing import Any
 from memory_core import clock, events
 from memory_core.errors import EngramError, NotFoundError, UsageError
 from memory_core.redact import redact, redact_obj
-from memory_core.store import Store, write_private_file
+from memory_core.store import Store
 
 # The format of a saved session document. Version 1 was engram's first layout (no tool calls,
 # files or commands; tokens nested); it is upgraded on load. A document with a larger version
@@ -1009,8 +1009,21 @@ def write_export(store: Store, session_id: str, *, now: float | None = None) -> 
     text = _frontmatter(session, metrics(store, sid, now=now)) + summary_markdown(
         store, sid, now=now
     )
-    write_private_file(path, text)
+    _write_view(path, text)
     return path
+
+
+def _write_view(path: Path, text: str) -> None:
+    """Replace a generated view atomically. No fsync: the view is rebuilt from the store at any
+    time, so it is not worth the milliseconds a save would otherwise spend waiting on the disk."""
+    from memory_core.store import ensure_private_dir
+
+    ensure_private_dir(path.parent)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
 
 
 def _yaml_scalar(value: Any) -> str:

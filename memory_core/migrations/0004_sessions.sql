@@ -121,6 +121,14 @@ CREATE TABLE checkpoints (
 );
 CREATE INDEX checkpoints_created ON checkpoints(created_at);
 
+-- Whoever removes a checkpoint (retention in limits.enforce, a delete), its blobs may now be
+-- unreferenced: flag it so the next capture collects them.
+CREATE TRIGGER checkpoints_deleted AFTER DELETE ON checkpoints
+BEGIN
+    INSERT INTO store_meta (key, value) VALUES ('checkpoints.gc_needed', '1')
+        ON CONFLICT (key) DO UPDATE SET value = '1';
+END;
+
 -- The stat cache (git's index): what each file looked like when it was last hashed, so an
 -- unchanged file is recognised by lstat alone and never read again.
 CREATE TABLE checkpoint_index (

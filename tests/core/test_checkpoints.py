@@ -394,3 +394,31 @@ def test_undo_is_exact_when_the_target_is_not_the_latest_checkpoint(project: Sto
     assert undo["files"] == 6
     checkpoints.rollback(project, undo["id"])
     assert _tree_bytes(root) == third
+
+
+def test_blobs_of_checkpoints_removed_by_general_retention_are_collected(project: Store) -> None:
+    from memory_core import limits
+
+    first = checkpoints.create(project)
+    _write(project.root, "src/app.py", "second version\n" * 100)
+    checkpoints.create(project)
+    settings = config.load(project.root, overrides={"checkpoints.max_count": 1})
+    limits.enforce(project, settings)  # deletes the oldest row, knowing nothing of blobs
+    assert [c["id"] for c in checkpoints.list_checkpoints(project)] != [first["id"]]
+    _write(project.root, "src/app.py", "third version\n")
+    checkpoints.create(project)  # default retention removes nothing: only the flag triggers GC
+    referenced = {
+        i["hash"]
+        for c in checkpoints.list_checkpoints(project)
+        for i in checkpoints.manifest(project, c["id"])
+    }
+    assert {row[0] for row in project.query("SELECT hash FROM checkpoint_blobs")} == referenced
+
+
+def test_every_n_turns_makes_a_checkpoint_only_when_due(project: Store) -> None:
+    settings = config.load(project.root, overrides={"checkpoints.every_n_turns": 3})
+    assert checkpoints.every_n_turns(project, 2, settings=settings) is None
+    made = checkpoints.every_n_turns(project, 3, settings=settings, session_id="agent-1")
+    assert made is not None and made["reason"] == "turns" and made["session_id"] == "agent-1"
+    off = config.load(project.root, overrides={"checkpoints.every_n_turns": 0})
+    assert checkpoints.every_n_turns(project, 6, settings=off) is None
