@@ -89,8 +89,9 @@ export class StatusBar implements vscode.Disposable {
     const tooltip: string[] = [];
     if (active) {
       const turns = turnsOf(active);
-      parts.push(`$(history) ${itemLabel(active)}` + (turns !== undefined ? ` · ${turns} turns` : ""));
-      tooltip.push(`Active session: ${itemLabel(active)} (${active.id ?? "?"})` + (turns !== undefined ? `, ${turns} turns` : ""));
+      const turnText = turns === undefined ? "" : `${turns} turn${turns === 1 ? "" : "s"}`;
+      parts.push(`$(history) ${itemLabel(active)}` + (turnText ? ` · ${turnText}` : ""));
+      tooltip.push(`Active session: ${itemLabel(active)} (${active.id ?? "?"})` + (turnText ? `, ${turnText}` : ""));
     } else {
       parts.push("$(history) no active session");
       tooltip.push("No active agent session");

@@ -54,6 +54,9 @@ def load_customers(path):
     return frame.set_index("zip")
 '''
 GOTCHA_LINE = 6
+# An agent session recorded through the Claude Code hooks, as an agent would leave it.
+SESSION_ID = "e2e-agent-session"
+SESSION_PROMPTS = ("load the customers table", "index it by ZIP code")
 
 
 def require(path: Path, what: str) -> None:
@@ -110,6 +113,13 @@ def sample_workspace(tmp_path: Path) -> SampleWorkspace:
     payload = added.json()
     gotcha_id = (payload.get("gotcha") or payload)["id"] if isinstance(payload, dict) else None
     assert isinstance(gotcha_id, str) and gotcha_id.startswith("G-"), payload
+    events: list[tuple[str, dict[str, str]]] = [("SessionStart", {"source": "startup"})]
+    for prompt in SESSION_PROMPTS:
+        events += [("UserPromptSubmit", {"prompt": prompt}), ("Stop", {})]
+    for event, extra in events:
+        payload_in = {"session_id": SESSION_ID, "cwd": str(root), "hook_event_name": event, **extra}
+        hooked = run_cli("hook", "claude-code", event, cwd=root, stdin=json.dumps(payload_in))
+        assert hooked.code == 0, f"engram hook claude-code {event} failed: {hooked.stderr}"
     return SampleWorkspace(root=root, app=app, gotcha_id=gotcha_id)
 
 

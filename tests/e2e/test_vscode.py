@@ -33,6 +33,8 @@ from tests.e2e.conftest import (
     GOTCHA_LINE,
     GOTCHA_WORKAROUND,
     OUTPUT,
+    SESSION_ID,
+    SESSION_PROMPTS,
     VSIX,
     SampleWorkspace,
     broken_server_command,
@@ -154,6 +156,8 @@ def run_scenario(
         require(path, what)
     shots = OUTPUT / name
     shots.mkdir(parents=True, exist_ok=True)
+    for old in shots.glob("*.png"):
+        old.unlink()  # a screenshot left by an earlier run must not pass for this one's
     result_file = tmp / "result.json"
     started = time.monotonic()
     with code_server(workspace.root, server, tmp) as url:
@@ -170,6 +174,8 @@ def run_scenario(
             E2E_RESULT=str(result_file),
             E2E_SHOTS=str(shots),
             E2E_TIMEOUT_MS=str(timeout_ms),
+            E2E_SESSION=SESSION_ID,
+            E2E_TURNS=str(len(SESSION_PROMPTS)),
         )
         completed = run(["node", str(SCENARIO)], env=env, timeout=240, cwd=tmp)
     result: dict[str, Any] = json.loads(result_file.read_text()) if result_file.exists() else {}
@@ -198,8 +204,11 @@ def test_squiggle_hover_checkpoint_rollback_status_bar(
     assert "Roll Back" in result["dialog"]
     assert "def load_customers" in result["restored"]
     assert result["status_bar"].startswith("engram")
-    assert (OUTPUT / "vscode" / "vscode-hover.png").stat().st_size > 10_000
-    assert (OUTPUT / "vscode" / "vscode-final.png").stat().st_size > 10_000
+    assert SESSION_ID in result["status_bar"]
+    assert "1 open gotcha" in result["status_bar_label"]
+    assert SESSION_ID in result["summary_tab"] and SESSION_PROMPTS[0] in result["summary_text"]
+    for shot in ("vscode-hover.png", "vscode-rollback.png", "vscode-final.png"):
+        assert (OUTPUT / "vscode" / shot).stat().st_size > 10_000, shot
 
 
 def test_negative_control_fails_without_rollback(

@@ -189,14 +189,31 @@ await step("rollback", async () => {
     await page.waitForTimeout(200);
   }
   result.on_disk = fs.readFileSync(env.E2E_FILE, "utf8");
+  await page.screenshot({ path: path.join(env.E2E_SHOTS, "vscode-rollback.png") });
   return await notification(/rolled back/i).catch((error) => `no notification: ${error}`);
 });
 
-await step("status-bar-after", async () => {
-  const item = page.locator("#workbench\\.parts\\.statusbar .statusbar-item", { hasText: "engram" }).first();
-  result.status_bar = (await item.innerText()).trim();
+await step("status-bar-session", async () => {
+  // The agent session recorded through the hooks: its name and turns, and the open gotchas.
+  const item = page.locator("#workbench\\.parts\\.statusbar .statusbar-item", { hasText: env.E2E_SESSION }).first();
+  await item.waitFor({ state: "visible" });
+  result.status_bar = (await item.innerText()).replace(/\s+/g, " ").trim();
   result.status_bar_label = await item.locator("a, .statusbar-item-label").first().getAttribute("aria-label");
+  if (!result.status_bar_label?.includes(`${env.E2E_TURNS} turns`)) {
+    throw new Error(`the status bar does not count ${env.E2E_TURNS} turns: ${result.status_bar_label}`);
+  }
   return result.status_bar;
+});
+
+await step("status-bar-click", async () => {
+  // A click shows the session summary: the server writes the export and opens it.
+  await page.locator("#workbench\\.parts\\.statusbar .statusbar-item", { hasText: env.E2E_SESSION }).first().click();
+  const tab = page.locator(".tabs-container .tab", { hasText: env.E2E_SESSION }).first();
+  await tab.waitFor({ state: "visible" });
+  result.summary_tab = (await tab.innerText()).trim();
+  await page.locator(".editor-instance .monaco-editor .view-lines", { hasText: env.E2E_SESSION }).first().waitFor();
+  result.summary_text = await editorText();
+  return result.summary_tab;
 });
 
 await finish(true);
