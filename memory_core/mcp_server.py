@@ -57,7 +57,12 @@ def _turns(store: Store, session_id: str, limit: int | None) -> list[dict[str, A
 
 def build(root: Path) -> Any:
     """The MCP server for the workspace at `root` (not started)."""
-    from mcp.server.mcpserver import MCPServer
+    try:
+        from mcp.server.mcpserver import MCPServer
+    except ImportError:
+        raise EngramError(
+            "the MCP server needs the `mcp` package (2.x)", hint="pip install 'mcp>=2.3,<3'"
+        ) from None
 
     from memory_core import __version__
 

@@ -224,3 +224,59 @@ def test_default_transcripts_are_found_by_the_project_folder_name(
     t.save(home / ".claude" / "projects" / "-some-other-project" / "x.jsonl")
     assert set(transcripts.default_transcripts(store.root)) == {main, sub}
     assert transcripts.project_dir_name(Path("/home/u/work/my_repo")) == "-home-u-work-my-repo"
+
+
+def test_a_subagent_file_adds_sidechain_work_to_the_parent_session(
+    store: Store, tmp_path: Path
+) -> None:
+    parent = Transcript(SESSION, store.root)
+    parent.prompt("Look for cookie users")
+    parent.response([text("Delegating.")], stop_reason="end_turn")
+    ingest_file(store, parent.save(tmp_path / f"{SESSION}.jsonl"))
+    sub = Transcript(SESSION, store.root)
+    agent = "a7dd4f3b8ec5e486c"
+    first = sub.envelope("user", sidechain=True, agent_id=agent, parent=None)
+    first["message"] = {"role": "user", "content": "Find cookie users"}
+    sub.write(first)
+    sub.response(
+        [tool_use("toolu_sub1", "Grep", pattern="COOKIE")],
+        stop_reason="tool_use",
+        sidechain=True,
+        agent_id=agent,
+        message_id="msg_sub_1",
+        output_tokens=15,
+    )
+    sub.tool_result("toolu_sub1", "src/session.py", sidechain=True, agent_id=agent)
+    stats = ingest_file(store, sub.save(tmp_path / SESSION / "subagents" / f"agent-{agent}.jsonl"))
+    assert (stats.prompts, stats.turns, stats.tool_calls) == (0, 0, 1)
+    assert sessions.get(store, SESSION)["turns"] == 1
+    calls = store.query("SELECT tool, ok FROM session_tool_calls WHERE session_id = ?", (SESSION,))
+    assert [(c["tool"], c["ok"]) for c in calls] == [("Grep", 1)]
+    usage = store.query_one(
+        "SELECT sidechain, output_tokens FROM agent_messages WHERE message_key = 'msg_sub_1'"
+    )
+    assert (usage["sidechain"], usage["output_tokens"]) == (1, 15)
+
+
+def test_a_resumed_sessions_replayed_prefix_is_not_counted_again(
+    store: Store, tmp_path: Path
+) -> None:
+    transcript, expected = realistic_session(store.root, SESSION)
+    ingest_file(store, transcript.save(tmp_path / f"{SESSION}.jsonl"))
+    # `claude --resume` writes a new file whose first lines replay the old ones (same uuids, ids).
+    resumed = Transcript("S-resumed", store.root, start=transcript.start)
+    resumed.lines = [
+        line.replace(f'"sessionId": "{SESSION}"', '"sessionId": "S-resumed"')
+        for line in transcript.lines
+    ]
+    assert sum('"S-resumed"' in line for line in resumed.lines) > 30
+    resumed._clock, resumed._uuid, resumed._message = 50_000, 50_000, 900
+    resumed.prompt("Continue with the changelog")
+    resumed.response([text("Added.")], stop_reason="end_turn")
+    stats = ingest_file(store, resumed.save(tmp_path / "S-resumed.jsonl"))
+    assert (stats.prompts, stats.turns) == (1, 1)
+    assert store.query_one("SELECT COUNT(*) FROM agent_tool_uses WHERE ok IS NOT NULL")[0] == sum(
+        expected.tool_calls.values()
+    )
+    assert store.query_one("SELECT COUNT(*) FROM gotchas")[0] == 1
+    assert store.query_one("SELECT occurrences FROM gotchas")[0] == 3
