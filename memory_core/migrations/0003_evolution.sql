@@ -1,8 +1,10 @@
 -- File evolution: one row per recorded change of a workspace file, or per git operation.
 -- `lines` holds the touched line ranges as JSON [[start, end], ...] (1-based, inclusive, in the
 -- coordinates of the file after the change); NULL when they are not known (first sight of a file).
+-- AUTOINCREMENT: rows folded into a git event are deleted, and their ids must never come back
+-- (timeline entries are identified by them).
 CREATE TABLE file_changes (
-    id           INTEGER PRIMARY KEY,
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
     ts           REAL    NOT NULL,
     path         TEXT,
     old_path     TEXT,
