@@ -96,7 +96,8 @@ def _rx(spec: str | tuple[str, int]) -> re.Pattern[str]:
 
 
 def _is_secret_value(name: str, value: str) -> bool:
-    if _rx(_REFERENCE).match(value):
+    # `label: client_secret: VALUE`: what follows the first name is another name, not a value.
+    if value.endswith((":", "=")) or _rx(_REFERENCE).match(value):
         return False
     if _rx(_STRONG).search(name) is not None:
         return True
@@ -135,6 +136,26 @@ def _redact_assignments(text: str, lowered: str) -> str:
 # its guards occurs in the text (case-insensitive guards are checked against lowercased text).
 _Detector = tuple[str, tuple[str, ...], bool, str | tuple[str, int], Replacement | None]
 
+
+def _prefixed(*prefixes: str) -> str:
+    """Literal prefixes, each required to start a word, for the start of a pattern.
+
+    The boundary is a lookbehind placed after the literal, so the pattern still starts with a
+    literal and the regex engine can jump between occurrences of it instead of trying every
+    position of the text (a leading `\\b` made each detector scan the whole text slowly).
+    """
+    parts = [f"{re.escape(p)}(?<![A-Za-z0-9_]{re.escape(p)})" for p in prefixes]
+    return "(?:" + "|".join(parts) + ")"
+
+
+def _random_token(match: re.Match[str]) -> str:
+    # `Basic` and `Token` are ordinary words: redact what follows only when it looks random.
+    value = match.group(0)[len(match.group("keep")) :]
+    if entropy(value) < 3.0 and not any(ch.isdigit() for ch in value):
+        return match.group(0)
+    return match.group("keep") + _label("token")
+
+
 _DETECTORS: list[_Detector] = [
     (
         "private-key",
@@ -147,19 +168,19 @@ _DETECTORS: list[_Detector] = [
         ),
         None,
     ),
-    ("anthropic-key", ("sk-ant-",), False, (r"\bsk-ant-[A-Za-z0-9_\-]{20,}"), None),
+    ("anthropic-key", ("sk-ant-",), False, _prefixed("sk-ant-") + r"[A-Za-z0-9_\-]{20,}", None),
     (
         "openai-key",
         ("sk-",),
         False,
-        (r"\bsk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}"),
+        _prefixed("sk-") + r"(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}",
         None,
     ),
     (
         "aws-access-key",
         ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
         False,
-        (r"\b(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b"),
+        _prefixed("AKIA", "ASIA", "ABIA", "ACCA", "A3T") + r"[A-Z0-9]{16,17}(?![A-Za-z0-9])",
         None,
     ),
     (
@@ -178,7 +199,11 @@ _DETECTORS: list[_Detector] = [
         "github-token",
         ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
         False,
-        (r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
+        r"(?:"
+        + _prefixed("ghp_", "gho_", "ghu_", "ghs_", "ghr_")
+        + r"[A-Za-z0-9]{36,}|"
+        + _prefixed("github_pat_")
+        + r"[A-Za-z0-9_]{22,})",
         None,
     ),
     (
@@ -197,109 +222,134 @@ _DETECTORS: list[_Detector] = [
             "GR1348941",
         ),
         False,
-        (
-            r"\b(?:gl(?:pat|dt|ptt|rt|cbt|imt|agent|oas|ffct|soat)-[A-Za-z0-9_\-]{20,}|"
-            r"GR1348941[A-Za-z0-9_\-]{20,})"
-        ),
+        _prefixed(
+            "glpat-",
+            "gldt-",
+            "glptt-",
+            "glrt-",
+            "glcbt-",
+            "glimt-",
+            "glagent-",
+            "gloas-",
+            "glffct-",
+            "glsoat-",
+            "GR1348941",
+        )
+        + r"[A-Za-z0-9_\-]{20,}",
         None,
     ),
     (
         "slack-webhook",
         ("hooks.slack.com",),
         False,
-        (r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9_/\-]{20,}"),
+        r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9_/\-]{20,}",
         None,
     ),
     (
         "slack-token",
         ("xox", "xapp-"),
         False,
-        (r"\b(?:xox[abposre]-[A-Za-z0-9\-]{10,}|xapp-\d-[A-Za-z0-9\-]{10,})"),
+        r"(?:"
+        + _prefixed("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "xoxe-")
+        + r"[A-Za-z0-9\-]{10,}|"
+        + _prefixed("xapp-")
+        + r"\d-[A-Za-z0-9\-]{10,})",
         None,
     ),
     (
         "stripe-key",
         ("_live_", "_test_", "whsec_"),
         False,
-        (r"\b(?:(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,})"),
+        r"(?:"
+        + _prefixed("sk_live_", "rk_live_", "pk_live_", "sk_test_", "rk_test_", "pk_test_")
+        + r"[A-Za-z0-9]{16,}|"
+        + _prefixed("whsec_")
+        + r"[A-Za-z0-9]{24,})",
         None,
     ),
-    ("google-api-key", ("AIza",), False, (r"\bAIza[0-9A-Za-z_\-]{35}"), None),
+    ("google-api-key", ("AIza",), False, _prefixed("AIza") + r"[0-9A-Za-z_\-]{35}", None),
     (
         "google-oauth",
         ("ya29.", "GOCSPX-", "1//0"),
         False,
-        (r"\b(?:ya29\.[0-9A-Za-z_\-]{20,}|GOCSPX-[0-9A-Za-z_\-]{20,}|1//0[0-9A-Za-z_\-]{30,})"),
+        r"(?:"
+        + _prefixed("ya29.", "GOCSPX-")
+        + r"[0-9A-Za-z_\-]{20,}|"
+        + _prefixed("1//0")
+        + r"[0-9A-Za-z_\-]{30,})",
         None,
     ),
-    ("huggingface-token", ("hf_",), False, (r"\bhf_[A-Za-z0-9]{30,}"), None),
-    ("npm-token", ("npm_",), False, (r"\bnpm_[A-Za-z0-9]{36}\b"), None),
-    ("pypi-token", ("pypi-",), False, (r"\bpypi-[A-Za-z0-9_\-]{50,}"), None),
+    ("huggingface-token", ("hf_",), False, _prefixed("hf_") + r"[A-Za-z0-9]{30,}", None),
+    ("npm-token", ("npm_",), False, _prefixed("npm_") + r"[A-Za-z0-9]{36}(?![A-Za-z0-9])", None),
+    ("pypi-token", ("pypi-",), False, _prefixed("pypi-") + r"[A-Za-z0-9_\-]{50,}", None),
     (
         "sendgrid-key",
         ("SG.",),
         False,
-        (r"\bSG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{30,64}"),
+        _prefixed("SG.") + r"[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{30,64}",
         None,
     ),
-    ("twilio-key", ("SK",), False, (r"\bSK[0-9a-fA-F]{32}\b"), None),
-    ("mailgun-key", ("key-",), False, (r"\bkey-[0-9a-f]{32}\b"), None),
+    ("twilio-key", ("SK",), False, _prefixed("SK") + r"[0-9a-fA-F]{32}(?![A-Za-z0-9])", None),
+    ("mailgun-key", ("key-",), False, _prefixed("key-") + r"[0-9a-f]{32}(?![A-Za-z0-9])", None),
     (
         "digitalocean-token",
         ("dop_v1_", "doo_v1_", "dor_v1_"),
         False,
-        (r"\bdo[opr]_v1_[a-f0-9]{64}\b"),
+        _prefixed("dop_v1_", "doo_v1_", "dor_v1_") + r"[a-f0-9]{64}(?![A-Za-z0-9])",
         None,
     ),
     (
         "shopify-token",
         ("shpat_", "shpss_", "shpca_", "shppa_"),
         False,
-        (r"\bshp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}\b"),
+        _prefixed("shpat_", "shpss_", "shpca_", "shppa_") + r"[a-fA-F0-9]{32}(?![A-Za-z0-9])",
         None,
     ),
     (
         "telegram-bot-token",
         (":AA",),
         False,
-        (r"\b\d{8,10}:AA[A-Za-z0-9_\-]{33}\b"),
+        r"(?<![0-9])\d{8,10}:AA[A-Za-z0-9_\-]{33}(?![A-Za-z0-9_\-])",
         None,
     ),
     (
         "azure-storage-key",
-        ("accountkey=", "sharedaccesssignature=", "sig="),
+        ("accountkey=", "sharedaccesssignature="),
         True,
-        (
-            r"(?P<keep>\b(?:AccountKey|SharedAccessSignature)=)[A-Za-z0-9+/=%]{20,}",
-            re.IGNORECASE,
-        ),
+        (r"(?P<keep>(?:AccountKey|SharedAccessSignature)=)[A-Za-z0-9+/=%]{20,}", re.IGNORECASE),
         _keep_prefix("azure-key"),
     ),
     (
         "jwt",
         ("eyJ",),
         False,
-        (r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
+        _prefixed("eyJ") + r"[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
         None,
     ),
     (
         "url-password",
         ("://",),
         False,
-        (r"(?P<keep>\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@]+:)[^\s@/]+(?=@)"),
+        r"(?P<keep>[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@]+:)[^\s@/]+(?=@)",
         _keep_prefix("password"),
     ),
     (
         "authorization-header",
-        ("bearer", "basic", "token "),
+        ("bearer ", "basic ", "token "),
         True,
-        (
-            r"(?P<keep>\b(?:[Bb]earer|[Bb]asic|(?<=Authorization: )[Tt]oken)\s+)"
-            r"[A-Za-z0-9_\-.=+/~]{16,}"
-        ),
-        _keep_prefix("token"),
+        r"(?P<keep>(?:Bearer|bearer|BEARER|Basic|basic|Token|token)\s+)[A-Za-z0-9_\-.=+/~]{16,}",
+        _random_token,
     ),
 ]
+
+
+# Texts longer than this are not scanned whole by a detector: only windows around each
+# occurrence of its guard are (a match starts at most WINDOW_BEFORE characters before the guard
+# and is at most WINDOW_AFTER long), so a large text with a few hits costs a few substring
+# searches instead of one slow regex pass per detector.
+WINDOWED_ABOVE = 4096
+WINDOW_BEFORE = 80
+WINDOW_AFTER = 2048
 
 
 def redact(text: str) -> str:
@@ -316,11 +366,53 @@ def redact(text: str) -> str:
             haystack = text
         if not any(guard in haystack for guard in guards):
             continue
-        new_text = _rx(spec).sub(replacement or _label(name), text)
+        pattern = _rx(spec)
+        repl = replacement or _label(name)
+        if len(text) > WINDOWED_ABOVE and name != "private-key" and len(haystack) == len(text):
+            new_text = _windowed_sub(pattern, repl, text, haystack, guards)
+        else:
+            new_text = pattern.sub(repl, text)
         if new_text != text:
             text = new_text
             lowered = None
     return _redact_assignments(text, text.lower() if lowered is None else lowered)
+
+
+def _windowed_sub(
+    pattern: re.Pattern[str],
+    repl: str | Replacement,
+    text: str,
+    haystack: str,
+    guards: tuple[str, ...],
+) -> str:
+    windows: list[tuple[int, int]] = []
+    for guard in guards:
+        at = haystack.find(guard)
+        while at != -1:
+            windows.append(
+                (max(0, at - WINDOW_BEFORE), min(len(text), at + len(guard) + WINDOW_AFTER))
+            )
+            at = haystack.find(guard, at + 1)
+    if not windows:
+        return text
+    windows.sort()
+    merged = [windows[0]]
+    for start, end in windows[1:]:
+        if start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    pieces: list[str] = []
+    last = 0
+    for start, end in merged:
+        for match in pattern.finditer(text, max(start, last), end):
+            pieces.append(text[last : match.start()])
+            pieces.append(repl(match) if callable(repl) else repl)
+            last = match.end()
+    if not pieces:
+        return text
+    pieces.append(text[last:])
+    return "".join(pieces)
 
 
 def _secret_key(key: str) -> bool:
