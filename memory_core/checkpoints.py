@@ -1185,7 +1185,15 @@ def write_file(root: Path, write: FileWrite) -> None:
     parent.mkdir(parents=True, exist_ok=True)
     with contextlib.suppress(FileNotFoundError):
         if stat.S_ISDIR(os.lstat(path).st_mode):
-            _remove_tree(path)
+            # A folder where the checkpoint had a file. Files created after the checkpoint were
+            # removed already; what is left (ignored files, say) is not ours to delete.
+            try:
+                os.rmdir(path)
+            except OSError:
+                raise EngramError(
+                    f"{write.path} is now a folder that still holds files the checkpoint does not know",
+                    hint="move them away and roll back again",
+                ) from None
     tmp = parent / f".{path.name}.engram-rollback-{uuid.uuid4().hex[:8]}"
     if write.kind == "link":
         os.symlink(write.content.decode("utf-8", "surrogateescape"), tmp)
@@ -1203,16 +1211,6 @@ def write_file(root: Path, write: FileWrite) -> None:
                 os.unlink(tmp)
             raise
     os.replace(tmp, path)
-
-
-def _remove_tree(path: Path) -> None:
-    for dirpath, dirnames, filenames in os.walk(path, topdown=False):
-        for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
-            os.unlink(os.path.join(dirpath, name))
-        for name in dirnames:
-            with contextlib.suppress(OSError):
-                os.rmdir(os.path.join(dirpath, name))
-    os.rmdir(path)
 
 
 def remove_file(root: Path, rel: str) -> None:

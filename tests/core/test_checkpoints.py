@@ -422,3 +422,22 @@ def test_every_n_turns_makes_a_checkpoint_only_when_due(project: Store) -> None:
     assert made is not None and made["reason"] == "turns" and made["session_id"] == "agent-1"
     off = config.load(project.root, overrides={"checkpoints.every_n_turns": 0})
     assert checkpoints.every_n_turns(project, 6, settings=off) is None
+
+
+def test_a_file_replaced_by_a_folder_is_restored_but_ignored_files_are_never_deleted(
+    project: Store,
+) -> None:
+    root = project.root
+    checkpoint = checkpoints.create(project)
+    os.unlink(root / "README.md")
+    _write(root, "README.md/new.txt", "created after")
+    checkpoints.rollback(project, checkpoint["id"])
+    assert (root / "README.md").read_text() == "# demo\n"
+
+    _write(root, ".gitignore", "*.cache\n")
+    base = checkpoints.create(project)
+    os.unlink(root / "src" / "util.py")
+    _write(root, "src/util.py/kept.cache", "ignored, not ours")
+    result = checkpoints.rollback(project, base["id"])
+    assert not result["done"] and result["failed"][0]["path"] == "src/util.py"
+    assert (root / "src" / "util.py" / "kept.cache").read_text() == "ignored, not ours"
