@@ -12,6 +12,8 @@ from memory_core.errors import UsageError
 def run(*, tcp: bool = False, host: str = "127.0.0.1", port: int = 2087) -> None:
     from lsp_server.setup import create_server
 
+    # pygls logs every message it sends at INFO: far too much for an editor's output panel.
+    logging.getLogger("pygls").setLevel(logging.WARNING)
     logging.basicConfig(
         stream=sys.stderr,
         level=logging.INFO,

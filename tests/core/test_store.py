@@ -11,7 +11,7 @@ import pytest
 from memory_core import events
 from memory_core.errors import StoreError
 from memory_core.events import Event
-from memory_core.store import Store, latest_schema_version, write_private_file
+from memory_core.store import Store, latest_schema_version, migrations, write_private_file
 
 
 def mode(path: Path) -> int:
@@ -94,16 +94,17 @@ def test_a_store_from_a_newer_engram_is_refused_and_left_untouched(workspace: Pa
 
 
 def test_opening_migrates_an_older_store_forward(workspace: Path) -> None:
-    Store.init(workspace).close()
+    # A store as the first engram wrote it: only migration 0001 applied.
+    (workspace / ".engram").mkdir()
     db_path = workspace / ".engram" / "engram.db"
+    first_version, first_script = migrations()[0]
     with sqlite3.connect(db_path) as raw:
-        raw.execute("PRAGMA user_version = 0")
-        raw.execute("DROP TABLE store_meta")
-        raw.execute("DROP TRIGGER events_append_only")
-        raw.execute("DROP TABLE events")
+        raw.executescript(first_script.read_text())
+        raw.execute(f"PRAGMA user_version = {first_version}")
+        raw.execute("INSERT INTO events (ts, kind, data) VALUES (1.0, 'old.event', '{}')")
     with Store.open(workspace) as store:
         assert store.schema_version == latest_schema_version()
-        assert "events" in store.tables()
+        assert [e.kind for e in events.recent(store)] == ["old.event"]
 
 
 def test_a_file_that_is_not_a_database_is_a_clear_error(workspace: Path) -> None:
