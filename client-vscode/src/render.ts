@@ -84,7 +84,7 @@ export function toMarkdown(title: string, result: JsonObject | undefined): strin
   const lines = [`# ${title}`, ""];
   for (const [key, value] of Object.entries(result)) {
     if (Array.isArray(value)) {
-      lines.push(`## ${key} (${value.length})`, "");
+      lines.push("", `## ${key} (${value.length})`, "");
       if (value.length === 0) {
         lines.push("None.", "");
         continue;
@@ -101,7 +101,7 @@ export function toMarkdown(title: string, result: JsonObject | undefined): strin
       }
       lines.push("");
     } else if (value && typeof value === "object") {
-      lines.push(`## ${key}`, "");
+      lines.push("", `## ${key}`, "");
       for (const [inner, innerValue] of Object.entries(value)) {
         lines.push(`- ${inner}: ${scalar(innerValue)}`);
       }
@@ -110,5 +110,5 @@ export function toMarkdown(title: string, result: JsonObject | undefined): strin
       lines.push(`- ${key}: ${scalar(value)}`);
     }
   }
-  return lines.join("\n") + "\n";
+  return lines.join("\n").replace(/\n{3,}/g, "\n\n") + "\n";
 }

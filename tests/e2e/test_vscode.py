@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import run_cli
 from tests.e2e.conftest import (
     CHROMIUM,
     CLIENT_DIR,
@@ -48,6 +49,8 @@ from tests.e2e.conftest import (
 pytestmark = pytest.mark.e2e
 
 SCENARIO = E2E_DIR / "vscode" / "scenario.mjs"
+# Set in .engram/config.toml; the editor's defaults must not override it.
+QUOTA_BYTES = 7_654_321
 
 # Quiet, deterministic VS Code: no welcome page, trust prompt, tips or update checks.
 USER_SETTINGS = {
@@ -79,7 +82,13 @@ def code_server(workspace: Path, server: list[str], tmp: Path) -> Iterator[str]:
     user_data = tmp / "user-data"
     extensions = tmp / "extensions"
     (user_data / "User").mkdir(parents=True)
-    settings = {**USER_SETTINGS, "engram.server.command": server}
+    settings = {
+        **USER_SETTINGS,
+        "engram.server.command": server,
+        # Out of range on purpose: the server must get it through workspace/configuration,
+        # report it and keep running with the default.
+        "engram.gotchas.threshold": 0,
+    }
     (user_data / "User" / "settings.json").write_text(json.dumps(settings, indent=2))
     env = clean_env(tmp)
     installed = run(
@@ -160,6 +169,10 @@ def run_scenario(
         old.unlink()  # a screenshot left by an earlier run must not pass for this one's
     result_file = tmp / "result.json"
     started = time.monotonic()
+    configured = run_cli(
+        "config", "set", "sessions.quota_bytes", str(QUOTA_BYTES), cwd=workspace.root
+    )
+    assert configured.code == 0, configured.stderr
     with code_server(workspace.root, server, tmp) as url:
         env = clean_env(tmp)
         env.update(
@@ -175,6 +188,7 @@ def run_scenario(
             E2E_SHOTS=str(shots),
             E2E_TIMEOUT_MS=str(timeout_ms),
             E2E_SESSION=SESSION_ID,
+            E2E_QUOTA=str(QUOTA_BYTES),
             E2E_TURNS=str(len(SESSION_PROMPTS)),
         )
         completed = run(["node", str(SCENARIO)], env=env, timeout=240, cwd=tmp)
@@ -203,6 +217,7 @@ def test_squiggle_hover_checkpoint_rollback_status_bar(
     assert "e2e-before-edit" in result["quick_pick"]
     assert "Roll Back" in result["dialog"]
     assert "def load_customers" in result["restored"]
+    assert "gotchas.threshold" in result["settings_warning"]
     assert result["status_bar"].startswith("engram")
     assert SESSION_ID in result["status_bar"]
     assert "1 open gotcha" in result["status_bar_label"]

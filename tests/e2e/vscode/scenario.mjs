@@ -94,6 +94,13 @@ await step("status-bar", async () => {
   return (await item.innerText()).trim();
 });
 
+await step("settings", async () => {
+  // engram.gotchas.threshold is 0 in the user settings: the server read it through
+  // workspace/configuration, reports it, and goes on with the default.
+  result.settings_warning = await notification(/gotchas\.threshold/);
+  return result.settings_warning;
+});
+
 await step("open-file", async () => {
   await page.locator(".monaco-workbench").click({ position: { x: 700, y: 400 } });
   await page.keyboard.press("Control+P");
@@ -214,6 +221,22 @@ await step("status-bar-click", async () => {
   await page.locator(".editor-instance .monaco-editor .view-lines", { hasText: env.E2E_SESSION }).first().waitFor();
   result.summary_text = await editorText();
   return result.summary_tab;
+});
+
+await step("store-status", async () => {
+  // .engram/config.toml sets sessions.quota_bytes; VS Code has a default for it but the
+  // extension sends only what the user set there, so the file's value must win.
+  await runFromPalette("engram: Show Store Status");
+  await page.locator(".tabs-container .tab", { hasText: "Store Status" }).first().waitFor({ state: "visible" });
+  await page.locator(".editor-instance .monaco-editor .view-lines", { hasText: "engram status" }).first().click();
+  // The limits come last: scroll there (the editor renders only the visible lines).
+  await page.keyboard.press("Control+End");
+  const view = page.locator(".editor-instance .monaco-editor .view-lines", { hasText: "session_quota_bytes" }).first();
+  await view.waitFor();
+  result.store_status = await editorText();
+  if (!result.store_status.includes(`session_quota_bytes: ${env.E2E_QUOTA}`)) {
+    throw new Error(`the server does not use .engram/config.toml's sessions.quota_bytes: ${result.store_status}`);
+  }
 });
 
 await finish(true);
