@@ -144,3 +144,22 @@ def test_capture_with_settings_applies_retention(store: Store, workspace: Path) 
     for n in range(4):
         snapshots.capture(store, note=str(n), settings=settings, now=NOW + n)
     assert [s["note"] for s in snapshots.list_snapshots(store)] == ["3", "2"]
+
+
+def test_the_active_agent_session_is_captured_and_drift_since_it_is_reported(
+    store: Store, workspace: Path
+) -> None:
+    from memory_core import drift, evolution
+
+    sessions = pytest.importorskip("memory_core.sessions")
+    sessions.start(store, session_id="sess-7", agent="claude-code", now=NOW - 600)
+    snap = snapshots.capture(store, now=NOW - 500)
+    assert (snap["session_id"], snap["agent"]) == ("sess-7", "claude-code")
+    (workspace / "mine.py").write_text("agent\n")
+    evolution.record_change(store, "mine.py", actor="agent", session_id="sess-7", now=NOW - 400)
+    assert drift.since_session(store, now=NOW) == []
+    (workspace / "theirs.py").write_text("someone else\n")
+    evolution.record_change(store, "theirs.py", actor="external", now=NOW - 300)
+    items = drift.since_session(store, now=NOW)
+    assert [(i.severity, i.details["files"]) for i in items] == [("low", ["theirs.py"])]
+    assert "since session sess-7 began" in items[0].summary
