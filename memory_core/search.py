@@ -201,7 +201,8 @@ def search(
         )
         for row in _memory_matches(store, terms, where, params, limit, now):
             entry = to_dict(row, now)
-            _score(entry, -row["relevance"], entry["priority"])
+            entry["relevance"] = round(float(row["relevance"]), 6)
+            entry["score"] = float(row["score"])
             results.append(entry)
 
     others = [k for k in wanted if k != "memory"]
@@ -231,10 +232,11 @@ def search(
         )
         for row in rows:
             entry = _doc_dict(row, now)
-            _score(entry, row["bm25"], entry["priority"])
+            _score(entry, row["bm25"], entry.pop("_priority"))
             results.append(entry)
 
-    results.sort(key=lambda e: (-e["score"], -e["relevance"], e["id"]))
+    # Stable: among equal scores the order SQLite gave (newest first) stands.
+    results.sort(key=lambda e: (-e["score"], -e["relevance"]))
     results = results[:limit]
     if record_access and results:
         _record(store, results, now)
@@ -280,6 +282,7 @@ def _doc_dict(row: sqlite3.Row, now: float) -> dict[str, Any]:
         "last_accessed": clock.iso(row["last_accessed"]),
         "access_count": row["access_count"],
         "priority": round(value, 4),
+        "_priority": value,
         "tier": decay.tier(value),
         "agent": row["agent"],
         "session_id": row["session_id"],
