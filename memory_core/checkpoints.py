@@ -120,10 +120,15 @@ def _valid_name(name: Any) -> bool:
     )
 
 
-def _decode_tree(data: bytes, where: str) -> Tree:
+def _decode_tree(data: bytes, where: str, *, validate: bool = True) -> Tree:
+    """A stored listing. `validate` checks every name and field: always before anything is
+    written from it (rollback, manifest); capture, which only re-encodes listings, skips it."""
     try:
         rows = json.loads(data)
         tree = Tree()
+        if not validate:
+            tree.entries = {row[0]: Entry(row[1], row[2], row[3], row[4], row[5]) for row in rows}
+            return tree
         for name, kind, mode, digest, size, files in rows:
             if not _valid_name(name):
                 raise CorruptCheckpointError(
@@ -411,7 +416,7 @@ def stored_bytes(store: Store) -> int:
     return int(row[0]) if row is not None else 0
 
 
-def _load_tree(store: Store, digest: str, where: str = "") -> Tree:
+def _load_tree(store: Store, digest: str, where: str = "", *, validate: bool = True) -> Tree:
     row = store.query_one("SELECT data FROM checkpoint_trees WHERE hash = ?", (digest,))
     if row is None:
         raise CorruptCheckpointError(
@@ -430,7 +435,7 @@ def _load_tree(store: Store, digest: str, where: str = "") -> Tree:
             f"the checkpoint's manifest is corrupt: the listing of {where or '/'} does not match its hash",
             hint="it was refused; nothing was written",
         )
-    return _decode_tree(data, where)
+    return _decode_tree(data, where, validate=validate)
 
 
 def read_blob(store: Store, digest: str, *, path: str = "") -> bytes:
@@ -569,7 +574,7 @@ def _incremental(
         if rel_dir in trees:
             return trees[rel_dir]
         if not rel_dir:
-            trees[""] = _load_tree(store, base_tree)
+            trees[""] = _load_tree(store, base_tree, validate=False)
             return trees[""]
         parent, _, name = rel_dir.rpartition("/")
         parent_tree = tree_at(parent, create)
@@ -577,7 +582,7 @@ def _incremental(
             return None
         entry = parent_tree.entries.get(name)
         if entry is not None and entry.kind == "d":
-            trees[rel_dir] = _load_tree(store, entry.hash, rel_dir + "/")
+            trees[rel_dir] = _load_tree(store, entry.hash, rel_dir + "/", validate=False)
         elif create:
             trees[rel_dir] = Tree()
             parent_tree.entries[name] = Entry("d", 0, "", 0, 0)
@@ -758,6 +763,11 @@ def create(
             ),
             db=db,
         )
+    if writer.added_bytes > 8 * 1024 * 1024:
+        # A large first capture leaves a large write-ahead log; fold it into the database now
+        # rather than making the next (small, frequent) checkpoint pay for it.
+        with contextlib.suppress(Exception):
+            store.query("PRAGMA wal_checkpoint(PASSIVE)")
     removed = enforce_retention(store, settings, now=ts, keep=checkpoint_id)
     result = get(store, checkpoint_id)
     result.update({"mode": mode, "removed_by_retention": removed})
@@ -1011,7 +1021,7 @@ def gc(store: Store) -> int:
             continue
         live_trees.add(digest)
         try:
-            tree = _load_tree(store, digest)
+            tree = _load_tree(store, digest, validate=False)
         except CorruptCheckpointError:
             continue
         for entry in tree.entries.values():
