@@ -378,6 +378,8 @@ class _Run:
         self.finished_turns: list[FinishedTurn] = []
         self.new_sessions: list[tuple[str, float]] = []
         self.calls: dict[str, ToolCall] = {}
+        # message key -> (sidechain, total tokens) as stored, for the responses seen in this run
+        self.messages: dict[str, tuple[bool, int]] = {}
 
     def session(self, db: sqlite3.Connection, entry: Entry) -> _SessionState | None:
         sid = entry.session_id
@@ -490,11 +492,15 @@ class _Run:
     ) -> None:
         usage = entry.usage
         assert usage is not None and entry.message_key is not None
-        existing = db.execute(
-            "SELECT sidechain, input_tokens + output_tokens + cache_creation_tokens + cache_read_tokens "
-            "FROM agent_messages WHERE message_key = ?",
-            (entry.message_key,),
-        ).fetchone()
+        # The lines of one response come one after another: remember what this run stored
+        # instead of asking the database again for each of them.
+        existing = self.messages.get(entry.message_key)
+        if existing is None:
+            existing = db.execute(
+                "SELECT sidechain, input_tokens + output_tokens + cache_creation_tokens + cache_read_tokens "
+                "FROM agent_messages WHERE message_key = ?",
+                (entry.message_key,),
+            ).fetchone()
         values = (
             usage.input_tokens,
             usage.output_tokens,
@@ -517,11 +523,13 @@ class _Run:
                 ),
             )
             self.stats.assistant_messages += 1
+            self.messages[entry.message_key] = (entry.sidechain, usage.total)
             return
         was_sidechain, total = bool(existing[0]), int(existing[1])
         if entry.sidechain and not was_sidechain:
             return  # a subagent's replay of the parent's response: the parent's copy stands
         if (was_sidechain and not entry.sidechain) or usage.total > total:
+            self.messages[entry.message_key] = (entry.sidechain, usage.total)
             db.execute(
                 "UPDATE agent_messages SET input_tokens = ?, output_tokens = ?, cache_creation_tokens = ?, "
                 "cache_read_tokens = ?, sidechain = ?, turn_uuid = COALESCE(turn_uuid, ?) WHERE message_key = ?",
