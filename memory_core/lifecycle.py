@@ -136,9 +136,10 @@ def delete(
             "before": clock.iso(before) if before is not None else None,
             "after": clock.iso(after) if after is not None else None,
         }
+        items = [str(row.values["id"]) for row in rows if row.table in ("memories", "sessions")]
         db.execute(
             "INSERT INTO deletions (id, created_at, what, selector, reason, actor, counts,"
-            " recover_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            " recover_until, items) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 deletion_id,
                 now,
@@ -148,6 +149,7 @@ def delete(
                 actor,
                 json.dumps(counts),
                 now + recovery_days * DAY,
+                json.dumps(items),
             ),
         )
         db.executemany(
@@ -285,7 +287,8 @@ def deletions(store: Store, *, state: str | None = None, limit: int = 100) -> li
     """Deletion records, newest first."""
     where, params = ("WHERE state = ?", (state,)) if state else ("", ())
     rows = store.query(
-        f"SELECT * FROM deletions {where} ORDER BY created_at DESC LIMIT ?", (*params, limit)
+        f"SELECT * FROM deletions {where} ORDER BY created_at DESC, rowid DESC LIMIT ?",
+        (*params, limit),
     )
     return [_deletion_dict(row) for row in rows]
 
@@ -335,7 +338,15 @@ def session_ages(store: Store, *, now: float | None = None) -> list[dict[str, An
     columns = tables.get("sessions")
     if not columns or "id" not in columns:
         return []
-    last = _first(columns, "last_activity", "updated_at", "ended_at", "started_at", "created_at")
+    last = _first(
+        columns,
+        "last_activity_at",
+        "last_activity",
+        "updated_at",
+        "ended_at",
+        "started_at",
+        "created_at",
+    )
     if last is None:
         return []
     status_col = "status" if "status" in columns else None
@@ -568,21 +579,15 @@ def _resolve_deletion(db: sqlite3.Connection, ident: str) -> str:
     if db.execute("SELECT 1 FROM deletions WHERE id = ?", (ident,)).fetchone():
         return ident
     # A deleted item's own id (a memory, a session): the newest deletion that holds it.
-    pattern = f'%"id": {json.dumps(ident)}%'
     row = db.execute(
-        "SELECT r.deletion_id FROM deleted_rows r JOIN deletions d ON d.id = r.deletion_id "
-        "WHERE r.table_name IN ('memories', 'sessions') AND r.row LIKE ? "
-        "ORDER BY d.created_at DESC LIMIT 1",
-        (pattern,),
-    ).fetchone()
-    if row is not None:
-        return str(row[0])
-    gone = db.execute(
-        "SELECT id FROM deletions WHERE state = 'purged' AND selector LIKE ? LIMIT 1",
+        "SELECT id, state FROM deletions WHERE items LIKE ? ORDER BY created_at DESC, rowid DESC "
+        "LIMIT 1",
         (f"%{json.dumps(ident)}%",),
     ).fetchone()
-    if gone is not None:
-        raise NotFoundError(f"{ident} is past recovery: it was purged for good ({gone[0]})")
+    if row is not None:
+        if row["state"] == "purged":
+            raise NotFoundError(f"{ident} is past recovery: it was purged for good ({row['id']})")
+        return str(row["id"])
     raise NotFoundError(
         f"nothing deleted matches {ident!r}", hint="see `engram delete --list` for deletion ids"
     )

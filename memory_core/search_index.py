@@ -225,7 +225,15 @@ def register_source(source: Source) -> None:
 
 
 def _signature(store: Store, table: str, columns: dict[str, str]) -> str:
-    stamp = _first(columns, "updated_at", "last_seen", "ended_at", "last_activity", "created_at")
+    stamp = _first(
+        columns,
+        "updated_at",
+        "last_seen",
+        "last_activity_at",
+        "ended_at",
+        "last_activity",
+        "created_at",
+    )
     newest = f', max("{stamp}")' if stamp else ""
     try:
         row = store.query_one(f'SELECT count(*), max(rowid){newest} FROM "{table}"')

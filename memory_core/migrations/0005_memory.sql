@@ -112,6 +112,9 @@ CREATE TABLE deletions (
     reason         TEXT,
     actor          TEXT,
     counts         TEXT NOT NULL DEFAULT '{}',
+    -- The ids of the memories and sessions it took (ids only, no content): `undelete ID`
+    -- finds the deletion by them, and says so when they were purged.
+    items          TEXT NOT NULL DEFAULT '[]',
     recover_until  REAL NOT NULL,
     state          TEXT NOT NULL DEFAULT 'deleted' CHECK (state IN ('deleted', 'restored', 'purged')),
     restored_at    REAL,

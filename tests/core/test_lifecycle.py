@@ -1,0 +1,215 @@
+"""Deletion into a 30-day recoverable state, undelete, purge for good, session ages."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from memory_core import config, lifecycle, limits, memory, search, sessions
+from memory_core.errors import NotFoundError, UsageError
+from memory_core.store import Store
+
+DAY = 86400.0
+NOW = 1_800_000_000.0
+
+
+def _ids(entries: list[dict]) -> list[str]:
+    return [e["id"] for e in entries]
+
+
+def test_forget_then_undelete_restores_the_entry_its_tags_and_relations(store: Store) -> None:
+    bug = memory.add(
+        store, "Uploads over 2 GB fail with a 413", type="finding", tags=["uploads"], now=NOW
+    )
+    fix = memory.add(
+        store,
+        "Stream uploads in 64 MB chunks",
+        type="action",
+        tags=["uploads"],
+        relations=[("resolves", bug["id"])],
+        now=NOW,
+    )
+    before = memory.get(store, bug["id"], record_access=False, now=NOW)
+
+    record = memory.forget(store, bug["id"], reason="wrong diagnosis", now=NOW)
+    assert record["state"] == "deleted" and record["reason"] == "wrong diagnosis"
+    assert record["counts"] == {"memories": 1, "memory_tags": 1, "memory_relations": 1}
+    assert record["recover_until"] == "2027-02-14T08:00:00Z"
+    with pytest.raises(NotFoundError):
+        memory.get(store, bug["id"])
+    assert search.search(store, "413", record_access=False) == []
+    assert memory.relations_of(store, fix["id"]) == []
+
+    restored = lifecycle.undelete(store, bug["id"], now=NOW + DAY)  # by the memory's own id
+    assert restored["state"] == "restored" and restored["skipped"] == 0
+    after = memory.get(store, bug["id"], record_access=False, now=NOW)
+    assert after == before
+    assert _ids(search.search(store, "413", record_access=False)) == [bug["id"]]
+    assert memory.relations_of(store, fix["id"]) == [
+        {"kind": "resolves", "direction": "out", "id": bug["id"]}
+    ]
+    with pytest.raises(UsageError, match="already undeleted"):
+        lifecycle.undelete(store, record["id"])
+
+
+def test_delete_by_topic_date_range_and_agent(store: Store) -> None:
+    old_auth = memory.add(
+        store, "old auth note", tags=["auth"], agent="gemini", now=NOW - 100 * DAY
+    )
+    new_auth = memory.add(store, "new auth note", tags=["auth"], agent="claude-code", now=NOW)
+    old_db = memory.add(store, "old db note", tags=["db"], agent="claude-code", now=NOW - 100 * DAY)
+
+    by_topic_and_date = lifecycle.delete(store, topic="AUTH", before=NOW - 30 * DAY, now=NOW)
+    assert _ids(memory.list_memories(store)) == [new_auth["id"], old_db["id"]]
+    lifecycle.undelete(store, by_topic_and_date["id"], now=NOW)
+
+    lifecycle.delete(store, agent="claude-code", now=NOW)
+    assert _ids(memory.list_memories(store)) == [old_auth["id"]]
+    deleted = lifecycle.deletions(store)
+    assert [d["what"] for d in deleted][:1] == ["agent claude-code"]
+
+    with pytest.raises(UsageError, match="say what to delete"):
+        lifecycle.delete(store, now=NOW)
+    with pytest.raises(NotFoundError, match="nothing to delete"):
+        lifecycle.delete(store, topic="nonexistent", now=NOW)
+    with pytest.raises(NotFoundError, match="no memory"):
+        lifecycle.delete(store, memory_ids=["M-00000000"], now=NOW)
+
+
+def test_deleting_a_session_takes_its_turns_and_memories_and_undelete_brings_them_back(
+    store: Store,
+) -> None:
+    session = sessions.start(store, session_id="sess-42", agent="claude-code", now=NOW)
+    sessions.record_turn(
+        store,
+        session["id"],
+        user_message="fix the login test",
+        assistant_response="done",
+        started_at=NOW,
+        ended_at=NOW + 5,
+    )
+    sessions.record_command(store, session["id"], "pytest -q", exit_code=0, ts=NOW + 6)
+    note = memory.add(store, "the login test needed a fresh cookie", session_id="sess-42", now=NOW)
+    other = memory.add(store, "unrelated", now=NOW)
+    turns_before = store.query("SELECT * FROM session_turns WHERE session_id = 'sess-42'")
+
+    record = lifecycle.delete(store, session_id="sess-42", reason="private", now=NOW)
+    assert record["counts"]["sessions"] == 1 and record["counts"]["session_turns"] == 1
+    assert record["counts"]["memories"] == 1
+    assert store.query("SELECT * FROM sessions WHERE id = 'sess-42'") == []
+    assert store.query("SELECT * FROM session_turns WHERE session_id = 'sess-42'") == []
+    assert _ids(memory.list_memories(store)) == [other["id"]]
+
+    lifecycle.undelete(store, "sess-42", now=NOW)
+    assert [
+        dict(r) for r in store.query("SELECT * FROM session_turns WHERE session_id = 'sess-42'")
+    ] == [dict(r) for r in turns_before]
+    assert sessions.get(store, "sess-42")["id"] == "sess-42"
+    assert {note["id"], other["id"]} == set(_ids(memory.list_memories(store)))
+
+
+def _db_bytes(root: Path) -> bytes:
+    out = b""
+    for name in ("engram.db", "engram.db-wal"):
+        path = root / ".engram" / name
+        if path.exists():
+            out += path.read_bytes()
+    return out
+
+
+def test_purge_makes_it_unrecoverable_and_shrinks_the_store(store: Store, workspace: Path) -> None:
+    marker = "zebracorn"
+    bulky = [
+        memory.add(
+            store, f"{marker} {i} " + "lorem ipsum dolor sit amet " * 300, tags=["bulk"], now=NOW
+        )
+        for i in range(150)
+    ]
+    keep = memory.add(store, "keep me", now=NOW)
+    lifecycle.compact(store)
+    size_full = store.size_bytes()
+
+    record = lifecycle.delete(store, topic="bulk", now=NOW)
+    # Still recoverable: purge leaves what is within its 30 days alone.
+    result = lifecycle.purge(store, now=NOW + 10 * DAY)
+    assert result["purged"] == []
+    assert marker.encode() in _db_bytes(workspace)
+
+    result = lifecycle.purge(store, now=NOW + 31 * DAY)
+    assert result["purged"] == [record["id"]]
+    assert result["size_after"] < size_full / 2
+    assert store.size_bytes() < size_full / 2
+    assert marker.encode() not in _db_bytes(workspace)
+    with pytest.raises(NotFoundError, match="past recovery"):
+        lifecycle.undelete(store, record["id"])
+    with pytest.raises(NotFoundError, match="past recovery"):
+        lifecycle.undelete(store, bulky[0]["id"])
+    assert lifecycle.deletion(store, record["id"])["state"] == "purged"
+    assert _ids(memory.list_memories(store)) == [keep["id"]]
+
+
+def test_purge_all_removes_what_is_still_recoverable(store: Store) -> None:
+    entry = memory.add(store, "temporary", now=NOW)
+    record = memory.forget(store, entry["id"], now=NOW)
+    assert lifecycle.purge(store, everything=True, now=NOW)["purged"] == [record["id"]]
+    with pytest.raises(NotFoundError):
+        lifecycle.undelete(store, entry["id"])
+
+
+def test_retention_drops_deleted_content_past_recovery_even_without_purge(
+    store: Store, workspace: Path
+) -> None:
+    entry = memory.add(store, "old secret-free note", now=NOW)
+    record = memory.forget(store, entry["id"], now=NOW)
+    limits.enforce(store, config.load(workspace), now=NOW + 29 * DAY)
+    assert lifecycle.undelete(store, record["id"], now=NOW + 29 * DAY)["restored"] == {
+        "memories": 1
+    }
+    record = memory.forget(store, entry["id"], now=NOW + 29 * DAY)
+    limits.enforce(store, config.load(workspace), now=NOW + 60 * DAY)
+    with pytest.raises(NotFoundError, match="past recovery"):
+        lifecycle.undelete(store, record["id"])
+
+
+def test_session_age_states() -> None:
+    assert lifecycle.session_age_state(NOW - 3600, status="active", now=NOW) == "active"
+    assert lifecycle.session_age_state(NOW - 3600, status="closed", now=NOW) == "closed"
+    assert lifecycle.session_age_state(NOW - 2 * DAY, now=NOW) == "idle"
+    assert lifecycle.session_age_state(NOW - 8 * DAY, now=NOW) == "decaying"
+    assert lifecycle.session_age_state(NOW - 31 * DAY, now=NOW) == "archived"
+
+
+def test_session_ages_lists_every_session(store: Store) -> None:
+    sessions.start(store, session_id="fresh", now=NOW - 60)
+    sessions.start(store, session_id="stale", now=NOW - 40 * DAY)
+    ages = {s["id"]: s["age_state"] for s in lifecycle.session_ages(store, now=NOW)}
+    assert ages == {"fresh": "active", "stale": "archived"}
+
+
+def test_cli_delete_undelete_purge(cli, workspace: Path) -> None:
+    entry = cli(
+        "memory", "add", "deploy on fridays", "--tag", "deploy", "--json", cwd=workspace
+    ).json()
+    deleted = cli("delete", "--topic", "deploy", "--reason", "outdated", "--json", cwd=workspace)
+    assert deleted.code == 0, deleted.stderr
+    record = deleted.json()
+    assert record["what"] == "topic deploy" and record["reason"] == "outdated"
+    listing = cli("delete", "--list", cwd=workspace).stdout
+    assert record["id"] in listing and "outdated" in listing
+    assert cli("undelete", record["id"], cwd=workspace).code == 0
+    assert cli("memory", "show", entry["id"], cwd=workspace).code == 0
+    forgot = cli("memory", "forget", entry["id"], cwd=workspace)
+    assert forgot.code == 0 and f"engram undelete {entry['id']}" in forgot.stdout
+    refused = cli("purge", "--all", cwd=workspace)  # no terminal to confirm on
+    assert refused.code == 2 and "not confirmed" in refused.stderr
+    assert cli("undelete", entry["id"], cwd=workspace).code == 0
+    cli("memory", "forget", entry["id"], cwd=workspace)
+    purged = cli("purge", "--all", "--yes", "--json", cwd=workspace).json()
+    assert len(purged["purged"]) == 1
+    gone = cli("undelete", entry["id"], cwd=workspace)
+    assert gone.code == 1 and "past recovery" in gone.stderr
+    assert cli("delete", cwd=workspace).code == 2
+    assert cli("delete", "--before", "yesterday-ish", cwd=workspace).code == 2
+    assert os.stat(workspace / ".engram" / "engram.db").st_mode & 0o777 == 0o600
