@@ -889,6 +889,8 @@ def document_json(store: Store, session_id: str, *, now: float | None = None) ->
         "savedAt": clock.iso(ts),
         "workspace": {"root": str(store.root), "name": store.root.name},
         "session": session,
+        # Exported for readers; an import recomputes them from the records.
+        "metrics": metrics(store, sid, now=ts),
     }
     parts = [_json(head)[:-1]]
     for key, sql in _DOCUMENT_ARRAYS.items():
@@ -1363,8 +1365,24 @@ def import_file(
 # -- automatic saves and quota ------------------------------------------------------------------
 
 
-def autosave(store: Store, *, interval_minutes: float, now: float | None = None) -> list[str]:
-    """Save every active session whose last save is older than the interval (0: off)."""
+def autosave(
+    store: Store,
+    *,
+    interval_minutes: float,
+    quota_bytes: int | None = None,
+    now: float | None = None,
+) -> list[str]:
+    """Save every active session whose last save is older than the interval (0: off).
+
+    With `quota_bytes` (the `sessions.quota_bytes` setting), sessions over 80 % of it are
+    compacted first.
+    """
+    if quota_bytes:
+        for row in store.query(
+            "SELECT id FROM sessions WHERE status != 'closed' AND bytes_used >= ?",
+            (0.8 * quota_bytes,),
+        ):
+            enforce_quota(store, row["id"], quota_bytes=quota_bytes)
     if interval_minutes <= 0:
         return []
     ts = clock.now() if now is None else now

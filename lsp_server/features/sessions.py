@@ -199,6 +199,7 @@ async def _autosave_loop(ls: EngramServer) -> None:
                     sessions.autosave,
                     state.store,
                     interval_minutes=float(state.settings["sessions.autosave_minutes"]),
+                    quota_bytes=int(state.settings["sessions.quota_bytes"]),
                 )
             except Exception:
                 logger.exception("autosave failed in %s", state.root)

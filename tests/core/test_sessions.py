@@ -249,6 +249,7 @@ def test_export_is_the_beans_session_export_shape_and_imports_back(
     sid = _busy_session(store)
     doc = sessions.export_document(store, sid)
     assert {"session", "turns", "workspace", "savedAt", "version"} <= set(doc)
+    assert doc["metrics"]["turns"] == 2 and doc["metrics"]["commands_failed"] == 1
     path = tmp_path / "export.json"
     path.write_text(json.dumps(doc))
     other = Store.init(tmp_path / "other")
@@ -316,3 +317,13 @@ def test_quota_compacts_old_turns_when_nearly_full(store: Store) -> None:
     assert sessions.get(store, sid)["status"] == "compacted"
     assert len(sessions.history(store, sid)[0]["user_message"]) <= 500
     assert result["bytes_used"] <= 0.8 * int(used / 0.96)
+
+
+def test_autosave_compacts_sessions_over_their_quota(store: Store) -> None:
+    sid = sessions.start(store, now=T0)["id"]
+    for index in range(5):
+        sessions.record_turn(
+            store, sid, user_message="Words and more words. " * 100, started_at=T0 + index
+        )
+    sessions.autosave(store, interval_minutes=0, quota_bytes=10_000)
+    assert sessions.get(store, sid)["status"] == "compacted"
