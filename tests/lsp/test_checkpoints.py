@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
+from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
@@ -95,3 +98,26 @@ async def test_rollback_to_an_unknown_checkpoint_is_a_clear_error(client: Langua
     with pytest.raises(JsonRpcException, match="needs `id`"):
         await execute(client, "engram.checkpoint.rollback", {})
     assert "checkpoints" in await execute(client, "engram.checkpoint.list")
+
+
+async def test_a_burst_of_file_changes_makes_an_automatic_checkpoint(
+    client: LanguageClient,
+) -> None:
+    folder = client.folder  # type: ignore[attr-defined]
+    changes = []
+    for index in range(10):  # checkpoints.burst_files defaults to 10
+        path = folder / f"gen_{index}.py"
+        path.write_text(f"N = {index}\n")
+        changes.append(types.FileEvent(uri=path.as_uri(), type=types.FileChangeType.Created))
+    client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=changes))
+
+    async def burst() -> list[dict[str, object]]:
+        listed = await execute(client, "engram.checkpoint.list")
+        return [c for c in listed["checkpoints"] if c["reason"] == "burst"]
+
+    deadline = asyncio.get_running_loop().time() + 10
+    found: list[dict[str, object]] = []
+    while not found and asyncio.get_running_loop().time() < deadline:
+        found = await burst()
+        await asyncio.sleep(0.1)
+    assert found and found[0]["files"] == 10
