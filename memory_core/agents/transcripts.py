@@ -730,7 +730,10 @@ def ingest_file(
                 run.end_of_input(db, flush=flush)
             db.execute(
                 "INSERT INTO agent_ingest_offsets (path, agent, session_id, offset, size, head, lines, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET offset = excluded.offset, "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET "
+                # Two hooks may ingest the same file at once: never move back over lines the
+                # other already read, unless the file was replaced (its head changed).
+                "offset = CASE WHEN head = excluded.head THEN MAX(offset, excluded.offset) ELSE excluded.offset END, "
                 "size = excluded.size, head = excluded.head, lines = lines + excluded.lines, "
                 "updated_at = excluded.updated_at, session_id = COALESCE(excluded.session_id, session_id)",
                 (

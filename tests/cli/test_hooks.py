@@ -446,3 +446,39 @@ def test_pre_tool_use_warns_the_agent_about_gotchas_of_the_file_it_is_about_to_e
         tool_input={"file_path": str(repo / "app.py"), "old_string": "a", "new_string": "b"},
     )
     assert cli("hook", "claude-code", "PreToolUse", cwd=repo, stdin=other).stdout == ""
+
+
+def test_parallel_hooks_lose_nothing(repo: Path) -> None:
+    import os
+    import sys
+
+    # Claude Code runs matching hooks in parallel, and parallel tool calls fire at once.
+    procs = []
+    for n in range(8):
+        payload = hook_payload(
+            "PostToolUse",
+            "S-par",
+            repo,
+            tool_name="Bash",
+            tool_use_id=f"toolu_par{n}",
+            tool_input={"command": f"echo {n}"},
+            tool_response={"stdout": str(n), "stderr": "", "interrupted": False, "isImage": False},
+        )
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "memory_core", "hook", "claude-code", "PostToolUse"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=repo,
+            env=dict(os.environ),
+        )
+        procs.append((proc, payload))
+    for proc, payload in procs:
+        proc.stdin.write(payload.encode())
+        proc.stdin.close()
+    for proc, _ in procs:
+        assert proc.wait(timeout=60) == 0
+        assert proc.stderr.read() == b""
+    assert _count(repo, "SELECT COUNT(*) FROM session_tool_calls WHERE session_id = 'S-par'") == 8
+    assert _count(repo, "SELECT COUNT(*) FROM session_commands WHERE session_id = 'S-par'") == 8
+    assert _count(repo, "SELECT COUNT(*) FROM sessions") == 1
