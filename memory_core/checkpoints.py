@@ -1094,6 +1094,8 @@ class RollbackPlan:
     root: Path
     # The workspace as the plan found it, so the pre-rollback checkpoint needs no second scan.
     current: dict[str, Entry] = field(default_factory=dict, repr=False)
+    # What the checkpoint holds, path -> entry (an editor compares its unsaved buffers with it).
+    target: dict[str, Entry] = field(default_factory=dict, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -1177,7 +1179,7 @@ def plan_rollback(
     removes = sorted(rel for rel in current if rel not in target and rel not in keep)
     for rel in removes:
         _check_path(root, rel)
-    return RollbackPlan(_checkpoint_dict(row), writes, removes, unchanged, root, current)
+    return RollbackPlan(_checkpoint_dict(row), writes, removes, unchanged, root, current, target)
 
 
 def write_file(root: Path, write: FileWrite) -> None:

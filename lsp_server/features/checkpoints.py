@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import os
 import uuid
@@ -168,10 +169,32 @@ def _full_range(document: TextDocument) -> types.Range:
     return types.Range(start=types.Position(line=0, character=0), end=end)
 
 
-def _editor_edit(
+def _unsaved_differences(
     ls: EngramServer, state: FolderState, plan: checkpoints.RollbackPlan
+) -> list[tuple[str, str]]:
+    """Open buffers whose file is unchanged on disk but whose unsaved text differs from the
+    checkpoint: (path, hash of the checkpoint's content). The rollback restores them too."""
+    written = {w.path for w in plan.writes}
+    found = []
+    for rel, document in _open_documents(ls, state).items():
+        entry = plan.target.get(rel)
+        if entry is None or entry.kind != "f" or rel in written:
+            continue
+        if hashlib.sha256(document.source.encode("utf-8")).hexdigest() != entry.hash:
+            found.append((rel, entry.hash))
+    return found
+
+
+def _editor_edit(
+    ls: EngramServer,
+    state: FolderState,
+    plan: checkpoints.RollbackPlan,
+    buffers: dict[str, bytes],
 ) -> tuple[types.WorkspaceEdit | None, list[str]]:
-    """One WorkspaceEdit for every open buffer the rollback changes; and the paths it covers."""
+    """One WorkspaceEdit for every open buffer the rollback changes; and the paths it covers.
+
+    `buffers` holds checkpoint contents for open buffers whose only difference is unsaved text.
+    """
     if not ls.client_supports("workspace", "apply_edit"):
         return None, []
     opened = _open_documents(ls, state)
@@ -188,12 +211,13 @@ def _editor_edit(
     document_changes: list[Any] = []
     changes: dict[str, list[types.TextEdit]] = {}
     covered: list[str] = []
-    for write in plan.writes:
-        document = opened.get(write.path)
-        if document is None or write.kind != "file":
+    contents = {w.path: w.content for w in plan.writes if w.kind == "file"} | buffers
+    for rel, content in contents.items():
+        document = opened.get(rel)
+        if document is None:
             continue
         try:
-            text = write.content.decode("utf-8")
+            text = content.decode("utf-8")
         except UnicodeDecodeError:
             continue  # not text an editor buffer can hold: written to disk instead
         edit = types.TextEdit(range=_full_range(document), new_text=text)
@@ -208,7 +232,7 @@ def _editor_edit(
             )
         else:
             changes[document.uri] = [edit]
-        covered.append(write.path)
+        covered.append(rel)
     if can_delete:
         for rel in plan.removes:
             document = opened.get(rel)
@@ -231,7 +255,8 @@ async def rollback(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
         checkpoints.plan_rollback, state.store, ref, settings=state.settings
     )
     target = plan.checkpoint
-    if not plan.writes and not plan.removes:
+    unsaved = _unsaved_differences(ls, state, plan)
+    if not plan.writes and not plan.removes and not unsaved:
         return {
             "done": True,
             "checkpoint": target["id"],
@@ -243,7 +268,7 @@ async def rollback(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
         removes = ", ".join(plan.removes[:8]) + (" …" if len(plan.removes) > 8 else "")
         message = (
             f"Roll back to checkpoint {target['label']} ({target['id']})? "
-            f"{len(plan.writes)} file(s) restored"
+            f"{len(plan.writes) + len(unsaved)} file(s) restored"
             + (f"; removed (created after it): {removes}" if plan.removes else "")
             + ". A checkpoint of the current state is made first."
         )
@@ -251,9 +276,17 @@ async def rollback(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
             return {"done": False, "reason": "cancelled", **plan.as_dict()}
     async with progress(ls, f"engram: rolling back to {target['id']}"):
         undo = await ls.run_blocking(
-            checkpoints.prepare_undo, state.store, plan, settings=state.settings
+            checkpoints.prepare_undo,
+            state.store,
+            plan,
+            settings=state.settings,
+            session_id=_active_session(state),
         )
-        edit, covered = _editor_edit(ls, state, plan)
+        buffers = {
+            rel: await ls.run_blocking(checkpoints.read_blob, state.store, digest, path=rel)
+            for rel, digest in unsaved
+        }
+        edit, covered = _editor_edit(ls, state, plan, buffers)
         handled: list[str] = []
         if edit is not None:
             try:
@@ -274,6 +307,7 @@ async def rollback(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
             if write.path in handled and write.existed:
                 with contextlib.suppress(OSError):
                     os.chmod(state.root / write.path, write.mode)
+    result["via_editor"] = sorted(set(result["via_editor"]) | (set(buffers) & set(handled)))
     journal = journal_for(ls, state)
     if journal is not None:
         journal.mark([w.path for w in plan.writes] + list(plan.removes))

@@ -121,3 +121,24 @@ async def test_a_burst_of_file_changes_makes_an_automatic_checkpoint(
         found = await burst()
         await asyncio.sleep(0.1)
     assert found and found[0]["files"] == 10
+
+
+async def test_rollback_also_reverts_unsaved_edits_in_open_buffers(client: LanguageClient) -> None:
+    folder = client.folder  # type: ignore[attr-defined]
+    (folder / "typed.py").write_text("answer = 42\n")
+    made = await execute(client, "engram.checkpoint.create")
+    uri = open_document(client, folder / "typed.py")
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[
+                types.TextDocumentContentChangeWholeDocument(text="answer = 0  # unsaved\n")
+            ],
+        )
+    )
+    result = await execute(
+        client, "engram.checkpoint.rollback", {"id": made["id"], "confirm": True}
+    )
+    assert result["done"] is True and result["via_editor"] == ["typed.py"]
+    assert _edits_for(client, uri) == ["answer = 42\n"]
+    assert (folder / "typed.py").read_text() == "answer = 42\n"
