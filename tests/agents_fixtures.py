@@ -40,7 +40,9 @@ class Transcript:
     version: str = "2.1.63"
     # Yesterday: recent enough that retention (90 days by default) keeps what the tests ingest.
     start: datetime = field(
-        default_factory=lambda: (datetime.now(UTC) - timedelta(days=1)).replace(minute=0, second=0, microsecond=0)
+        default_factory=lambda: (datetime.now(UTC) - timedelta(days=1)).replace(
+            minute=0, second=0, microsecond=0
+        )
     )
     lines: list[str] = field(default_factory=list)
     _clock: int = 0
@@ -88,7 +90,12 @@ class Transcript:
         return line
 
     def write(self, line: dict[str, Any]) -> None:
-        self.lines.append(json.dumps(line, ensure_ascii=False))
+        text = json.dumps(line, ensure_ascii=False)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = json.dumps(line)  # a lone surrogate: Claude Code writes it as a \uXXXX escape
+        self.lines.append(text)
 
     # -- lines ----------------------------------------------------------------------------
 

@@ -106,6 +106,25 @@ def canonical_tool(agent: str, tool: str) -> str:
     return tool
 
 
+def scrub(value: Any) -> Any:
+    """`value` with lone UTF-16 surrogates replaced (SQLite and UTF-8 files cannot hold them).
+
+    They are real: Claude Code middle-truncates long tool errors, which can cut an emoji's
+    surrogate pair in two, and JSON escapes carry the half that is left.
+    """
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "replace").decode("utf-8")
+        return value
+    if isinstance(value, dict):
+        return {scrub(key): scrub(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [scrub(item) for item in value]
+    return value
+
+
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
@@ -178,6 +197,7 @@ def parse(agent: str, event: str, text: str | bytes) -> HookPayload:
         raise UsageError(f"hook input is not JSON: {exc}") from None
     if not isinstance(data, dict):
         raise UsageError(f"hook input is a JSON {type(data).__name__}, expected an object")
+    data = scrub(data)
     named = _str(data.get("hook_event_name"))
     event_name = canonical_event(agent, event or named or "")
     tool = _str(data.get("tool_name"))

@@ -28,6 +28,7 @@ from typing import Any
 
 from memory_core import clock
 from memory_core.agents import record
+from memory_core.agents.payload import scrub
 from memory_core.agents.record import FinishedTurn, ToolCall, ToolOutcome, Turn, clean
 from memory_core.store import Store
 
@@ -723,6 +724,8 @@ def ingest_file(
                 except ValueError:
                     stats.malformed += 1
                     continue
+                if b"\\ud" in line or b"\\uD" in line:
+                    obj = scrub(obj)  # a surrogate escape: maybe half of a pair cut by truncation
                 entry = parse_line(obj)
                 if entry is not None:
                     run.handle(db, entry)

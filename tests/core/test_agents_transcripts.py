@@ -280,3 +280,23 @@ def test_a_resumed_sessions_replayed_prefix_is_not_counted_again(
     )
     assert store.query_one("SELECT COUNT(*) FROM gotchas")[0] == 1
     assert store.query_one("SELECT occurrences FROM gotchas")[0] == 3
+
+
+def test_half_a_surrogate_pair_from_truncation_is_stored_readably(
+    store: Store, tmp_path: Path
+) -> None:
+    t = Transcript("S-emoji", store.root)
+    t.prompt("run it \U0001f600")
+    t.response([tool_use("toolu_e", "Bash", command="make")], stop_reason="tool_use")
+    # Claude Code middle-truncates long errors; the cut can fall inside an emoji's surrogate pair.
+    t.tool_result(
+        "toolu_e",
+        "Exit code 2\nbuild failed \ud83d",
+        is_error=True,
+        result="Error: Exit code 2\nbuild failed \ud83d",
+    )
+    t.response([text("It failed.")], stop_reason="end_turn")
+    stats = ingest_file(store, t.save(tmp_path / "e.jsonl"))
+    assert (stats.prompts, stats.turns, stats.failures) == (1, 1, 1)
+    assert store.query_one("SELECT error FROM agent_tool_uses")["error"].endswith("build failed ?")
+    assert store.query_one("SELECT text FROM agent_prompts")["text"] == "run it \U0001f600"
