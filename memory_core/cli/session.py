@@ -401,7 +401,8 @@ def run_checkpoint_list(ctx: Context) -> int:
         if not items:
             return "No checkpoints yet. Make one with `engram checkpoint create`."
         return "\n".join(
-            f"{c['id']}  {c['created_at']}  {c['reason']:<12} {c['files']:>6} files  {c['name'] or ''}".rstrip()
+            f"{c['id']}  {c['created_at']}  {c['reason']:<12} {_count(c['files'], 'file'):>12}  "
+            f"{c['name'] or ''}".rstrip()
             for c in items
         )
 
