@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memory_core import clock, limits
+from memory_core import clock
 from memory_core.config import Settings
 from memory_core.errors import NotFoundError, UsageError
 from memory_core.store import Store
@@ -34,9 +34,9 @@ _NEVER_COLLECT = frozenset(
     {"deletions", "deleted_rows", "search_docs", "search_sources", "store_meta"}
 )
 
-# A deleted row's content is kept until purge; retention removes what is past recovery even
-# when nobody runs `engram purge` (the deletion record itself stays, saying what was purged).
-limits.register(limits.Retention("deleted_rows", "deleted_at", None, "memory.recovery_days"))
+# A deleted row's content is kept until purge; retention (registered in memory_core.limits)
+# removes what is past recovery even when nobody runs `engram purge`; the deletion record
+# itself stays, saying what was purged.
 
 # Session age states (DESIGN section 3): by time since the session's last activity.
 IDLE_AFTER_DAYS = 1.0

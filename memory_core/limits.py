@@ -37,6 +37,9 @@ def rules() -> list[Retention]:
 
 
 register(Retention("events", "ts", "timeline.max_entries", "timeline.max_age_days"))
+# Deleted items (memory_core.lifecycle) keep their content for the recovery period, then go;
+# registered here so every front end that enforces limits applies it without importing lifecycle.
+register(Retention("deleted_rows", "deleted_at", None, "memory.recovery_days"))
 
 
 def enforce(store: Store, settings: Settings, *, now: float | None = None) -> dict[str, int]:

@@ -84,6 +84,9 @@ def status_facts(store: Store, settings: config.Settings) -> dict[str, Any]:
         "limits": {
             "retention": retention,
             "session_quota_bytes": settings["sessions.quota_bytes"],
+            "session_quota_use": importlib.import_module("memory_core.quota").status(
+                store, settings
+            ),
             "checkpoint_store_cap_bytes": settings["checkpoints.store_cap_bytes"],
             "checkpoints_bytes": checkpoints.space(store)["stored_bytes"],
         },
@@ -117,11 +120,17 @@ def run_status(ctx: Context) -> int:
         lines.append("limits:")
         for rule in facts["limits"]["retention"]:
             lines.append(
-                f"  {rule['table']:<22} at most {rule['max_rows']} rows, {rule['max_age_days']:g} days"
+                f"  {rule['table']:<22} "
+                + (f"at most {rule['max_rows']} rows, " if rule["max_rows"] is not None else "")
+                + f"{rule['max_age_days']:g} days"
             )
         lines.append(
             f"  session quota          {_human_size(facts['limits']['session_quota_bytes'])}"
         )
+        for use in facts["limits"]["session_quota_use"][:5]:  # the fullest sessions
+            lines.append(
+                f"    {use['session_id'][:24]:<24} {_human_size(use['used_bytes'])} ({use['percent']:g} %)"
+            )
         lines.append(
             f"  checkpoint store cap   {_human_size(facts['limits']['checkpoint_store_cap_bytes'])}"
             f" ({_human_size(facts['limits']['checkpoints_bytes'])} used)"
