@@ -98,10 +98,41 @@ def usage(store: Store, session_id: str, settings: Settings) -> dict[str, Any]:
     }
 
 
-def status(store: Store, settings: Settings) -> list[dict[str, Any]]:
-    """Use against quota of every session, fullest first."""
-    rows = [usage(store, sid, settings) for sid in session_ids(store)]
-    rows.sort(key=lambda r: -r["used_bytes"])
+def status(store: Store, settings: Settings, *, limit: int | None = None) -> list[dict[str, Any]]:
+    """Use against quota of every session, fullest first (one grouped query per table)."""
+    quota = int(settings["sessions.quota_bytes"])
+    used: dict[str, int] = {}
+    sources = list(_text_columns(store).items())
+    if "sessions" in store.tables():
+        sources.append(
+            ("sessions", [row[1] for row in store.query('PRAGMA table_info("sessions")')])
+        )
+    for table, columns in sources:
+        key = "id" if table == "sessions" else "session_id"
+        size = " + ".join(f'coalesce(length(CAST("{c}" AS BLOB)), 0)' for c in columns)
+        for row in store.query(
+            f'SELECT "{key}", total({size}) FROM "{table}" WHERE "{key}" IS NOT NULL GROUP BY "{key}"'
+        ):
+            used[row[0]] = used.get(row[0], 0) + int(row[1])
+    rows = []
+    for session_id, nbytes in sorted(used.items(), key=lambda item: -item[1])[:limit]:
+        percent = 100.0 * nbytes / quota if quota else 0.0
+        level = (
+            "forced"
+            if percent >= FORCED_AT * 100
+            else "gentle"
+            if percent >= GENTLE_AT * 100
+            else "ok"
+        )
+        rows.append(
+            {
+                "session_id": session_id,
+                "used_bytes": size,
+                "quota_bytes": quota,
+                "percent": round(percent, 1),
+                "level": level,
+            }
+        )
     return rows
 
 
