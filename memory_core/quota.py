@@ -127,7 +127,7 @@ def status(store: Store, settings: Settings, *, limit: int | None = None) -> lis
         rows.append(
             {
                 "session_id": session_id,
-                "used_bytes": size,
+                "used_bytes": nbytes,
                 "quota_bytes": quota,
                 "percent": round(percent, 1),
                 "level": level,
