@@ -31,6 +31,8 @@ from memory_core.agents.record import ToolCall, ToolOutcome, clean
 from memory_core.store import Store
 
 MAX_STDIN_BYTES = 32 * 1024 * 1024
+# store_meta key: the digest timer's interval as the settings said at the last session start.
+DIGEST_INTERVAL_KEY = "agents.digest_interval_minutes"
 TRANSCRIPT_EVENTS = frozenset(
     {
         "UserPromptSubmit",
@@ -126,23 +128,37 @@ class HookRun:
         digest.write_digest(self.store, self.session_id, trigger=trigger, now=self.now)
 
     def digest_if_due(self) -> None:
-        """The digest timer: no process stays alive, so hooks check whether one is due.
+        """The digest timer: no process stays alive, so the hooks check whether one is due.
 
-        One cheap query first; the settings (and the digest module) are loaded only when the
-        session has gone a minute without a digest, which keeps tool-call hooks fast.
+        Tool-call hooks must stay fast, so the interval comes from the store (written when a
+        session starts, from the settings) and the check is one query; the settings and the
+        digest module are loaded only when a digest is actually due.
         """
         row = self.store.query_one(
-            "SELECT COALESCE(last_digest_at, started_at) AS since FROM agent_sessions "
-            "WHERE session_id = ? AND ended_at IS NULL",
-            (self.session_id,),
+            "SELECT COALESCE(last_digest_at, started_at) AS since, "
+            "(SELECT value FROM store_meta WHERE key = ?) AS interval "
+            "FROM agent_sessions WHERE session_id = ? AND ended_at IS NULL",
+            (DIGEST_INTERVAL_KEY, self.session_id),
         )
-        if row is None or self.now - float(row["since"]) < 60:
+        if row is None:
             return
-        from memory_core.agents import digest
+        try:
+            interval = float(row["interval"])
+        except (TypeError, ValueError):
+            interval = self.remember_digest_interval()
+        if interval <= 0 or self.now - float(row["since"]) < interval * 60:
+            return
+        self.digest("timer")
 
+    def remember_digest_interval(self) -> float:
         interval = float(self.settings["agents.digest_interval_minutes"])
-        if digest.due(self.store, self.session_id, interval, now=self.now):
-            self.digest("timer")
+        with self.store.transaction() as db:
+            db.execute(
+                "INSERT INTO store_meta (key, value) VALUES (?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (DIGEST_INTERVAL_KEY, repr(interval)),
+            )
+        return interval
 
     def open_payload_turn(self, prompt: str) -> None:
         turn_id = f"hook:{self.session_id}:{self.payload.raw.get('prompt_id') or self.now}"
@@ -201,6 +217,7 @@ class HookRun:
         if self.payload.session_id:
             self.touch()
             self.ingest()
+        self.remember_digest_interval()
         budget = int(self.settings["agents.context_token_budget"])
         text = session_start_text(
             self.store, current_session=self.session_id, token_budget=budget, now=self.now

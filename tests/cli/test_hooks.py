@@ -482,3 +482,41 @@ def test_parallel_hooks_lose_nothing(repo: Path) -> None:
     assert _count(repo, "SELECT COUNT(*) FROM session_tool_calls WHERE session_id = 'S-par'") == 8
     assert _count(repo, "SELECT COUNT(*) FROM session_commands WHERE session_id = 'S-par'") == 8
     assert _count(repo, "SELECT COUNT(*) FROM sessions") == 1
+
+
+def test_the_digest_timer_follows_the_configured_interval(cli, repo: Path) -> None:
+    assert cli("config", "set", "agents.digest_interval_minutes", "0", cwd=repo).code == 0
+    start = json.loads(hook_payload("SessionStart", "S-timer", repo, source="startup"))
+    from memory_core.agents import hooks
+
+    hooks.handle("claude-code", "SessionStart", json.dumps(start), now=1_000_000.0)
+    call = hook_payload(
+        "PostToolUse",
+        "S-timer",
+        repo,
+        tool_name="Bash",
+        tool_use_id="toolu_t1",
+        tool_input={"command": "ls"},
+    )
+    hooks.handle("claude-code", "PostToolUse", call, now=1_000_000.0 + 3600)
+    assert _count(repo, "SELECT COUNT(*) FROM digests") == 0  # 0 turns the timer off
+    assert cli("config", "set", "agents.digest_interval_minutes", "10", cwd=repo).code == 0
+    hooks.handle(
+        "claude-code",
+        "SessionStart",
+        hook_payload("SessionStart", "S-timer", repo, source="resume"),
+        now=1_000_000.0 + 3700,
+    )
+    later = 1_000_000.0 + 3700
+    hooks.handle("claude-code", "PostToolUse", call.replace("toolu_t1", "toolu_t2"), now=later)
+    assert (
+        _count(repo, "SELECT COUNT(*) FROM digests WHERE trigger = 'timer'") == 1
+    )  # an hour since the start
+    hooks.handle(
+        "claude-code", "PostToolUse", call.replace("toolu_t1", "toolu_t3"), now=later + 9 * 60
+    )
+    assert _count(repo, "SELECT COUNT(*) FROM digests") == 1
+    hooks.handle(
+        "claude-code", "PostToolUse", call.replace("toolu_t1", "toolu_t4"), now=later + 11 * 60
+    )
+    assert _count(repo, "SELECT COUNT(*) FROM digests WHERE trigger = 'timer'") == 2
