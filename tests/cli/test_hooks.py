@@ -520,3 +520,47 @@ def test_the_digest_timer_follows_the_configured_interval(cli, repo: Path) -> No
         "claude-code", "PostToolUse", call.replace("toolu_t1", "toolu_t4"), now=later + 11 * 60
     )
     assert _count(repo, "SELECT COUNT(*) FROM digests WHERE trigger = 'timer'") == 2
+
+
+GEMINI_EVENTS = {
+    "SessionStart": {"source": "startup"},
+    "BeforeAgent": {"prompt": "add a health endpoint"},
+    "BeforeModel": {"llm_request": {"model": "gemini-2.5-pro", "messages": []}},
+    "AfterModel": {"llm_request": {}, "llm_response": {"candidates": []}},
+    "BeforeToolSelection": {"llm_request": {}},
+    "BeforeTool": {
+        "tool_name": "write_file",
+        "tool_input": {"file_path": "app.py", "content": "x"},
+    },
+    "AfterTool": {
+        "tool_name": "read_file",
+        "tool_input": {"absolute_path": "app.py"},
+        "tool_response": {"llmContent": "x", "returnDisplay": "x"},
+    },
+    "AfterAgent": {
+        "prompt": "add a health endpoint",
+        "prompt_response": "Added.",
+        "stop_hook_active": False,
+    },
+    "PreCompress": {"trigger": "auto"},
+    "Notification": {"notification_type": "ToolPermission", "message": "allow?", "details": {}},
+    "SessionEnd": {"reason": "exit"},
+}
+
+
+@pytest.mark.parametrize("event", list(GEMINI_EVENTS))
+def test_every_gemini_event_exits_0_with_json_or_nothing_on_stdout(
+    cli, repo: Path, event: str
+) -> None:
+    data = {
+        "session_id": "G-events",
+        "transcript_path": str(repo / "chat.jsonl"),
+        "cwd": str(repo),
+        "hook_event_name": event,
+        "timestamp": "2026-03-02T09:00:00Z",
+        **GEMINI_EVENTS[event],
+    }
+    result = cli("hook", "gemini", event, cwd=repo, stdin=json.dumps(data))
+    assert (result.code, result.stderr) == (0, "")
+    # Gemini CLI parses stdout as JSON: it must be one object or nothing.
+    assert result.stdout.strip() == "" or isinstance(json.loads(result.stdout), dict)
