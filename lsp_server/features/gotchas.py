@@ -32,7 +32,14 @@ from memory_core import clock, gotchas
 from memory_core.errors import UsageError
 from memory_core.gotchas import records, team
 from memory_core.gotchas.records import Gotcha
-from memory_core.gotchas.scan import GotchaIndex, Hit, ScanResult, annotation_gotcha, build_index
+from memory_core.gotchas.scan import (
+    GotchaIndex,
+    Hit,
+    ScanResult,
+    annotation_gotcha,
+    build_index,
+    find_annotations,
+)
 
 logger = logging.getLogger("engram.lsp")
 
@@ -67,6 +74,7 @@ class DocScan:
     path: str
     lines: list[str]
     result: ScanResult
+    index: GotchaIndex
 
 
 def split_lines(source: str) -> list[str]:
@@ -87,6 +95,7 @@ class GotchaFolder:
         self.built_at = 0.0
         self.scans: dict[str, DocScan] = {}
         self.lock = threading.Lock()
+        self.building: asyncio.Future[None] | None = None
 
     def current_key(self) -> object:
         path = team.team_path(self.state.root)
@@ -126,7 +135,25 @@ class GotchaFolder:
         return index
 
     def ensure_index(self) -> GotchaIndex:
+        """The index, built here if there is none yet (for worker threads only)."""
         return self.index if self.index is not None else self.rebuild()
+
+    def index_or_build(self, server: EngramServer) -> GotchaIndex | None:
+        """The index, or None while it is first built on a worker thread (on the event loop:
+        10,000 gotchas take a good fraction of a second to load, and typing must not wait).
+        Every document is refreshed once it is ready."""
+        if self.index is None and self.building is None:
+            self.building = asyncio.ensure_future(self._build(server))
+        return self.index
+
+    async def _build(self, server: EngramServer) -> None:
+        try:
+            await server.run_blocking(self.rebuild)
+            server.refresh_diagnostics()
+        except Exception:
+            logger.exception("cannot load the gotchas of %s", self.state.root)
+        finally:
+            self.building = None
 
     def relative(self, uri: str) -> str | None:
         fs_path = to_fs_path(uri)
@@ -137,18 +164,20 @@ class GotchaFolder:
         except (ValueError, OSError):
             return None
 
-    def scan(self, document: TextDocument) -> DocScan | None:
+    def scan(self, document: TextDocument, server: EngramServer) -> DocScan | None:
         path = self.relative(document.uri)
         if path is None or path.startswith((".git/", ".engram/")):
             return None
-        index = self.ensure_index()
+        index = self.index_or_build(server)
+        if index is None:
+            return None
         with self.lock:
             cached = self.scans.get(document.uri)
         if cached is not None and cached.version == document.version and cached.key is self.key:
             return cached
         lines = split_lines(document.source)
         result = index.scan(path, lines)
-        scan = DocScan(document.version, self.key, path, lines, result)
+        scan = DocScan(document.version, self.key, path, lines, result, index)
         with self.lock:
             self.scans[document.uri] = scan
         return scan
@@ -235,10 +264,10 @@ def diagnostics(
     folder = folder_of(state)
     if Path(to_fs_path(document.uri) or "") == team.team_path(state.root):
         return _team_file_diagnostics(state)
-    scan = folder.scan(document)
+    scan = folder.scan(document, server)
     if scan is None:
         return []
-    index = folder.ensure_index()
+    index = scan.index
     found: list[types.Diagnostic] = []
     for hit in scan.result.hits:
         gotcha = _gotcha_for_hit(index, scan, hit)
@@ -320,10 +349,10 @@ def hover(
     server: EngramServer, state: FolderState, document: TextDocument, position: types.Position
 ) -> str | None:
     folder = folder_of(state)
-    scan = folder.scan(document)
+    scan = folder.scan(document, server)
     if scan is None or position.line >= len(scan.lines):
         return None
-    index = folder.ensure_index()
+    index = scan.index
     line = scan.lines[position.line]
     column = _column(document, line, position.character)
     parts: list[str] = []
@@ -347,14 +376,13 @@ def _command(title: str, name: str, args: dict[str, Any]) -> types.Command:
 def code_actions(
     server: EngramServer, state: FolderState, document: TextDocument, params: types.CodeActionParams
 ) -> list[types.CodeAction]:
-    folder = folder_of(state)
-    index = folder.ensure_index()
+    index = folder_of(state).index_or_build(server)
     actions: list[types.CodeAction] = []
     seen: set[str] = set()
     for diagnostic in params.context.diagnostics:
         if diagnostic.source != SOURCE or not isinstance(diagnostic.code, str):
             continue
-        gotcha = index.get(diagnostic.code) or index.visible.get(diagnostic.code)
+        gotcha = index.get(diagnostic.code) if index is not None else None
         if gotcha is None or gotcha.id in seen:
             continue
         seen.add(gotcha.id)
@@ -408,13 +436,16 @@ class AnnotationSync(DocumentListener):
         self.pending: set[asyncio.Future[None]] = set()
 
     def _sync(self, server: EngramServer, state: FolderState, document: TextDocument) -> None:
-        folder = folder_of(state)
-        scan = folder.scan(document)
-        if scan is None:
+        path = folder_of(state).relative(document.uri)
+        if path is None or path.startswith((".git/", ".engram/")):
+            return
+        lines = split_lines(document.source)
+        if len(document.source) > int(state.settings["gotchas.max_file_bytes"]):
             return
         now = clock.now()
-        found = [annotation_gotcha(scan.path, a, now) for a in scan.result.annotations]
-        path = scan.path
+        found = [
+            annotation_gotcha(path, a, now) for a in find_annotations(path, lines, document.source)
+        ]
 
         async def run() -> None:
             try:
@@ -512,6 +543,11 @@ def register(server: EngramServer) -> None:
             ls.refresh_diagnostics()
 
     server.initialized_listeners.append(start_watch)
+
+    def load_early(ls: EngramServer, state: FolderState) -> None:
+        folder_of(state).index_or_build(ls)
+
+    server.folder_ready_listeners.append(load_early)
 
     def after(ls: EngramServer, state: FolderState) -> Any:
         return refresh(ls, state)

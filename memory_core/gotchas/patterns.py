@@ -147,6 +147,22 @@ def _trie_regex(literals: Sequence[str]) -> str:
     return render(trie)
 
 
+class _LazyRegex:
+    """A gotcha's regex, compiled the first time a line could match it (most never run)."""
+
+    __slots__ = ("_compiled", "gotcha_id", "pattern")
+
+    def __init__(self, gotcha_id: str, pattern: str) -> None:
+        self.gotcha_id = gotcha_id
+        self.pattern = pattern
+        self._compiled: Any = None
+
+    def compiled(self) -> Any:
+        if self._compiled is None:
+            self._compiled = compile_regex(self.pattern)
+        return self._compiled
+
+
 class Matcher:
     """All code patterns of one set of gotchas, matched line by line (see the module docstring)."""
 
@@ -156,29 +172,52 @@ class Matcher:
         self.timeout_s = timeout_ms / 1000.0
         self.invalid: dict[str, str] = {}
         self._literal_owners: dict[str, list[str]] = {}
-        self._regex_by_literal: dict[str, list[tuple[str, Any]]] = {}
-        self._always_regexes: list[tuple[str, Any]] = []
+        self._regex_by_literal: dict[str, list[_LazyRegex]] = {}
+        self._always_regexes: list[_LazyRegex] = []
         for spec in specs:
             if spec.kind == "literal":
                 self._literal_owners.setdefault(spec.pattern, []).append(spec.gotcha_id)
                 continue
-            try:
-                compiled = compile_regex(spec.pattern)
-            except UsageError as exc:
-                self.invalid[spec.gotcha_id] = exc.message
-                continue
+            lazy = _LazyRegex(spec.gotcha_id, spec.pattern)
             needle = required_literal(spec.pattern)
             if needle:
-                self._regex_by_literal.setdefault(needle, []).append((spec.gotcha_id, compiled))
+                self._regex_by_literal.setdefault(needle, []).append(lazy)
             else:
-                self._always_regexes.append((spec.gotcha_id, compiled))
+                self._always_regexes.append(lazy)
         needles = set(self._literal_owners) | set(self._regex_by_literal)
-        self._by_first: dict[str, list[str]] = {}
-        for needle in sorted(needles, key=len):
-            self._by_first.setdefault(needle[0], []).append(needle)
+        self._needles = needles
+        # The scanner is greedy, so at a position it returns the longest needle there; the
+        # other needles at that position are its prefixes, found by these lengths.
+        self._lengths = sorted({len(n) for n in needles})
         self._scanner = re.compile(_trie_regex(sorted(needles))) if needles else None
         self._line_cache: dict[str, tuple[Match, ...]] = {}
         self.specs = len(specs)
+
+    def mostly_cached(self, sample: Sequence[str]) -> bool:
+        cache = self._line_cache
+        return sum(1 for line in sample if line in cache) * 2 > len(sample)
+
+    def candidate_lines(self, text: str, line_starts: Sequence[int]) -> list[int] | None:
+        """Indexes of the lines that can match anything, from one pass over the whole text.
+
+        None when every line must be checked (a regex with no required literal, or a needle
+        spanning lines). Lines that hold no needle cannot match, so a file is scanned in one C
+        loop and only the few lines with a needle go through `match_line`.
+        """
+        if self._always_regexes or any("\n" in needle for needle in self._needles):
+            return None
+        if self._scanner is None:
+            return []
+        from bisect import bisect_right
+
+        found: list[int] = []
+        last = -1
+        for hit in self._scanner.finditer(text):
+            number = bisect_right(line_starts, hit.start()) - 1
+            if number != last:
+                found.append(number)
+                last = number
+        return found
 
     def match_line(
         self,
@@ -196,34 +235,49 @@ class Matcher:
             return cached
         found: list[Match] = []
         complete = True
-        regexes: list[tuple[str, Any]] = list(self._always_regexes)
+        regexes: list[_LazyRegex] = list(self._always_regexes)
         scanner = self._scanner
         if scanner is not None:
             search = scanner.search
-            position = 0
-            by_first = self._by_first
+            needles = self._needles
+            owners_of = self._literal_owners
+            regex_by_literal = self._regex_by_literal
             seen_needles: set[str] = set()
+            position = 0
             while True:
                 hit = search(line, position)
                 if hit is None:
                     break
                 start = hit.start()
-                for needle in by_first.get(line[start], ()):
-                    if line.startswith(needle, start):
-                        owners = self._literal_owners.get(needle)
-                        if owners:
-                            end = start + len(needle)
-                            found.extend(Match(owner, start, end) for owner in owners)
-                        if needle not in seen_needles:
-                            seen_needles.add(needle)
-                            regexes.extend(self._regex_by_literal.get(needle, ()))
+                longest = hit.group()
+                for length in self._lengths:
+                    if length > len(longest):
+                        break
+                    needle = longest if length == len(longest) else longest[:length]
+                    if needle not in needles:
+                        continue
+                    owners = owners_of.get(needle)
+                    if owners:
+                        end = start + length
+                        found.extend(Match(owner, start, end) for owner in owners)
+                    if needle not in seen_needles:
+                        seen_needles.add(needle)
+                        regexes.extend(regex_by_literal.get(needle, ()))
                 position = start + 1
         if regexes:
             budget = budget if budget is not None else {}
-            for gotcha_id, compiled in regexes:
+            for lazy in regexes:
+                gotcha_id = lazy.gotcha_id
+                if gotcha_id in self.invalid:
+                    continue
                 left = budget.get(gotcha_id, self.timeout_s)
                 if left <= 0:
                     complete = False
+                    continue
+                try:
+                    compiled = lazy.compiled()
+                except UsageError as exc:
+                    self.invalid[gotcha_id] = exc.message
                     continue
                 began = time.perf_counter()
                 try:
@@ -234,7 +288,7 @@ class Matcher:
                     complete = False
                     budget[gotcha_id] = 0.0
                     if slow is not None:
-                        slow.append(SlowPattern(gotcha_id, compiled.pattern))
+                        slow.append(SlowPattern(gotcha_id, lazy.pattern))
                     continue
                 budget[gotcha_id] = left - (time.perf_counter() - began)
         result = tuple(found)

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import accumulate
 from pathlib import Path
 
 from memory_core.gotchas.patterns import Matcher, PatternSpec, SlowPattern
@@ -59,10 +60,15 @@ class ScanResult:
     skipped: str | None = None  # why the file was not scanned (binary, too large)
 
 
-def find_annotations(path: str, lines: Sequence[str]) -> list[Annotation]:
-    found = []
+_MENTION = re.compile(r"gotcha", re.IGNORECASE)
+
+
+def find_annotations(path: str, lines: Sequence[str], text: str | None = None) -> list[Annotation]:
+    found: list[Annotation] = []
+    if text is not None and "gotcha" not in text.lower():
+        return found  # one pass in C instead of a look at every line
     for number, line in enumerate(lines):
-        if "gotcha" not in line and "GOTCHA" not in line and "otcha" not in line.lower():
+        if _MENTION.search(line) is None:
             continue
         match = ANNOTATION.search(line)
         if match is None or not match.group("text"):
@@ -192,8 +198,9 @@ class GotchaIndex:
     def scan(self, path: str, lines: Sequence[str], *, size_bytes: int | None = None) -> ScanResult:
         """Every hit of every visible gotcha in the document at workspace-relative `path`."""
         result = ScanResult()
+        text = "\n".join(lines)
         if size_bytes is None:
-            size_bytes = sum(len(line) + 1 for line in lines)
+            size_bytes = len(text)
         if size_bytes > self.max_file_bytes:
             result.skipped = f"larger than gotchas.max_file_bytes ({self.max_file_bytes} bytes)"
             return result
@@ -204,8 +211,16 @@ class GotchaIndex:
         budget: dict[str, float] = {}
         hits = result.hits
         match_line = matcher.match_line
-        for number, line in enumerate(lines):
-            for match in match_line(line, budget, result.slow):
+        numbers: Iterable[int] = range(len(lines))
+        # A file seen before (an edit) is cheapest line by line from the line cache; a new one
+        # in one pass over the whole text. A sample of lines tells which this is.
+        if len(lines) > 200 and not matcher.mostly_cached(lines[:: max(1, len(lines) // 50)]):
+            starts = list(accumulate((len(line) + 1 for line in lines[:-1]), initial=0))
+            candidates = matcher.candidate_lines(text, starts)
+            if candidates is not None:
+                numbers = candidates
+        for number in numbers:
+            for match in match_line(lines[number], budget, result.slow):
                 hits.append(Hit(match.gotcha_id, number, match.start, match.end, "pattern"))
         anchored = set()
         line_hashes: dict[str, list[int]] | None = None
@@ -234,7 +249,7 @@ class GotchaIndex:
                 continue
             first = lines[0] if lines else ""
             hits.append(Hit(gotcha.id, 0, 0, len(first.rstrip()), "file"))
-        result.annotations = find_annotations(path, lines)
+        result.annotations = find_annotations(path, lines, text)
         for annotation in result.annotations:
             hits.append(
                 Hit(annotation.id, annotation.line, annotation.start, annotation.end, "annotation")

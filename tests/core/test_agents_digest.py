@@ -113,10 +113,10 @@ def test_digest_timer_is_due_after_the_interval(store: Store, written: digest.Di
 def test_agent_records_are_bounded_by_the_timeline_age(
     store: Store, written: digest.Digest
 ) -> None:
+    import time
+
     from memory_core import config, limits
     from memory_core.agents import retention  # noqa: F401
-
-    import time
 
     removed = limits.enforce(store, config.load(store.root), now=time.time() + 91 * 86400)
     assert (
