@@ -184,12 +184,18 @@ async def wire_figures(root: Path, lines: list[str]) -> list[Figure]:
         )
     )
     ident = types.TextDocumentIdentifier(uri=uri)
+    # The index of 10,000 gotchas loads on a worker thread after `initialized`; until then a
+    # pull answers with nothing and the server refreshes when it is ready.
     first_start = time.perf_counter()
-    report = await client.text_document_diagnostic_async(
-        types.DocumentDiagnosticParams(text_document=ident)
-    )
+    count = 0
+    while not count:
+        report = await client.text_document_diagnostic_async(
+            types.DocumentDiagnosticParams(text_document=ident)
+        )
+        count = len(report.items)  # type: ignore[union-attr]
+        if not count:
+            await asyncio.sleep(0.01)
     first_ms = (time.perf_counter() - first_start) * 1000
-    count = len(report.items)  # type: ignore[union-attr]
 
     hover_samples = []
     for i in range(REPEAT * 3):
@@ -267,7 +273,7 @@ async def wire_figures(root: Path, lines: list[str]) -> list[Figure]:
             "< 30 ms",
             *diag,
             within_budget=diag[1] < 30,
-            note=f"first pull after open (index of 10,000 gotchas built): {first_ms:.0f} ms, {count} diagnostics",
+            note=f"diagnostics of a just-opened file ready after {first_ms:.0f} ms (index of 10,000 gotchas loaded on a worker thread), {count} diagnostics",
         ),
     ]
 
