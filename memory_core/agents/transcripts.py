@@ -303,6 +303,14 @@ def claude_config_dirs() -> list[Path]:
 def default_transcripts(root: Path) -> list[Path]:
     """This workspace's transcripts, subagent files included, oldest first."""
     name = project_dir_name(root)
+    # Claude Code 2.1.234+: with CLAUDE_CONFIG_DIR, this variable names the project folder itself.
+    override = (
+        os.environ.get("CLAUDE_CODE_PROJECT_DIR_NAME")
+        if os.environ.get("CLAUDE_CONFIG_DIR")
+        else None
+    )
+    if override:
+        name = override
     found: list[Path] = []
     for config_dir in claude_config_dirs():
         projects = config_dir / "projects"

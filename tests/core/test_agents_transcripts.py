@@ -300,3 +300,19 @@ def test_half_a_surrogate_pair_from_truncation_is_stored_readably(
     assert (stats.prompts, stats.turns, stats.failures) == (1, 1, 1)
     assert store.query_one("SELECT error FROM agent_tool_uses")["error"].endswith("build failed ?")
     assert store.query_one("SELECT text FROM agent_prompts")["text"] == "run it \U0001f600"
+
+
+def test_claude_config_dir_and_project_dir_name_are_honoured(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config_dir = tmp_path / "claude-config"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config_dir))
+    t = Transcript("S-cfg", store.root)
+    t.prompt("hi")
+    derived = t.save(
+        config_dir / "projects" / transcripts.project_dir_name(store.root) / "S-cfg.jsonl"
+    )
+    assert transcripts.default_transcripts(store.root) == [derived]
+    monkeypatch.setenv("CLAUDE_CODE_PROJECT_DIR_NAME", "my-project")
+    named = t.save(config_dir / "projects" / "my-project" / "S-cfg.jsonl")
+    assert transcripts.default_transcripts(store.root) == [named]
