@@ -371,6 +371,7 @@ class _SessionState:
     session_id: str
     turn: Turn | None = None
     last_ts: float = 0.0
+    model: str | None = None
 
 
 class _Run:
@@ -428,6 +429,8 @@ class _Run:
         if state is None:
             return
         state.last_ts = max(state.last_ts, entry.ts)
+        if entry.model and not entry.sidechain:
+            state.model = entry.model
         if entry.sidechain:
             self.stats.sidechain_lines += 1
         if entry.kind == "prompt":
@@ -598,8 +601,9 @@ class _Run:
         """Close turns that are over (the agent finished answering) or all of them on `flush`."""
         for state in self.sessions.values():
             db.execute(
-                "UPDATE agent_sessions SET last_seen = MAX(last_seen, ?) WHERE session_id = ?",
-                (state.last_ts, state.session_id),
+                "UPDATE agent_sessions SET last_seen = MAX(last_seen, ?), model = COALESCE(?, model) "
+                "WHERE session_id = ?",
+                (state.last_ts, state.model, state.session_id),
             )
             if state.turn is None:
                 continue

@@ -39,6 +39,7 @@ def test_digest_file_has_frontmatter_and_the_four_sections(
     assert front["session_id"] == SESSION
     assert front["compact_trigger"] == "auto"
     assert front["agent_context"]["agent"] == "claude-code"
+    assert front["agent_context"]["model"] == "claude-sonnet-4-6"  # the main chain's, not the subagent's
     assert front["duration_minutes"] > 0
     sections = read.sections
     assert [c["text"] for c in sections["user_corrections"]] == [CORRECTION]
