@@ -24,6 +24,7 @@ FEATURES = (
     "lsp_server.features.evolution",
     "lsp_server.features.drift",
     "lsp_server.features.snapshots",
+    "lsp_server.features.fast_documents",
     "lsp_server.features.memory",
 )
 

@@ -25,6 +25,7 @@ last by agent 5 min ago" sits on line 0 of a file with recorded activity; its co
 from __future__ import annotations
 
 import asyncio
+import bisect
 import concurrent.futures
 import contextlib
 import logging
@@ -62,12 +63,19 @@ FEATURE = "evolution"
 class LineRanges:
     """Touched line ranges (0-based, inclusive) kept in the document's current coordinates.
 
-    `edit` is O(number of ranges), which is capped, so a keystroke never costs O(file).
+    Sorted, disjoint start and end lists: `edit` finds the ranges an edit touches by bisection
+    and shifts the ranges after it only when the edit adds or removes lines, so typing within a
+    line costs O(log ranges) and no edit ever costs O(file).
     """
 
     def __init__(self) -> None:
-        self.ranges: list[list[int]] = []
+        self.starts: list[int] = []
+        self.ends: list[int] = []
         self.whole = False
+
+    @property
+    def ranges(self) -> list[list[int]]:
+        return [[a, b] for a, b in zip(self.starts, self.ends, strict=True)]
 
     def edit(self, start: int, end: int, end_character: int, text: str) -> None:
         """Apply a replacement of (start, 0..end, end_character) by `text` to the ranges."""
@@ -76,42 +84,41 @@ class LineRanges:
         # A range ending at column 0 leaves its last line untouched (it only moves), and a text
         # ending in a newline does not touch the line after it.
         old_end = end - 1 if end_character == 0 and end > start else end
-        touched_end = (
-            start + newlines - (1 if newlines and text.endswith("\n") and end_character == 0 else 0)
-        )
-        merged = [start, max(start, touched_end)]
-        kept: list[list[int]] = []
-        for a, b in self.ranges:
-            if b < start:
-                kept.append([a, b])
-            elif a > old_end:
-                kept.append([a + delta, b + delta])
-            else:
-                merged = [
-                    min(merged[0], a),
-                    max(merged[1], b + delta if b > old_end else merged[1]),
-                ]
-        kept.append(merged)
-        kept.sort()
-        out: list[list[int]] = []
-        for a, b in kept:
-            if out and a <= out[-1][1] + 1:
-                out[-1][1] = max(out[-1][1], b)
-            else:
-                out.append([a, b])
-        while len(out) > MAX_RANGES:
+        trailing = 1 if newlines and text.endswith("\n") and end_character == 0 else 0
+        touched_end = max(start, start + newlines - trailing)
+        starts, ends = self.starts, self.ends
+        first = bisect.bisect_left(ends, start)  # the first range that does not end before
+        after = bisect.bisect_right(starts, old_end)  # the first range that starts after
+        merged_start, merged_end = start, touched_end
+        if first < after:
+            merged_start = min(start, starts[first])
+            last_end = ends[after - 1]
+            merged_end = max(touched_end, last_end + delta if last_end > old_end else touched_end)
+        if delta:
+            starts[after:] = [value + delta for value in starts[after:]]
+            ends[after:] = [value + delta for value in ends[after:]]
+        starts[first:after] = [merged_start]
+        ends[first:after] = [merged_end]
+        # Join neighbours that now touch.
+        if first + 1 < len(starts) and starts[first + 1] <= ends[first] + 1:
+            ends[first] = max(ends[first], ends[first + 1])
+            del starts[first + 1], ends[first + 1]
+        if first > 0 and starts[first] <= ends[first - 1] + 1:
+            ends[first - 1] = max(ends[first - 1], ends[first])
+            del starts[first], ends[first]
+        if len(starts) > MAX_RANGES:
             # Merge the two ranges closest together: fewer, slightly wider ranges.
-            gaps = [out[i + 1][0] - out[i][1] for i in range(len(out) - 1)]
+            gaps = [starts[i + 1] - ends[i] for i in range(len(starts) - 1)]
             i = gaps.index(min(gaps))
-            out[i : i + 2] = [[out[i][0], out[i + 1][1]]]
-        self.ranges = out
+            ends[i] = ends[i + 1]
+            del starts[i + 1], ends[i + 1]
 
     def clear(self) -> None:
-        self.ranges = []
+        self.starts, self.ends = [], []
         self.whole = False
 
     def one_based(self) -> list[tuple[int, int]]:
-        return [(a + 1, b + 1) for a, b in self.ranges]
+        return [(a + 1, b + 1) for a, b in zip(self.starts, self.ends, strict=True)]
 
 
 @dataclass

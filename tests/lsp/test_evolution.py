@@ -270,3 +270,19 @@ async def test_a_git_checkout_is_one_git_event(client: LanguageClient) -> None:
     found = await new_entries()
     assert [e["event_type"] for e in found] == ["git.checkout"], found
     assert found[0]["summary"] == "git checkout main -> feature"
+
+
+def test_line_ranges_follow_edits_in_current_coordinates() -> None:
+    from lsp_server.features.evolution import LineRanges
+
+    ranges = LineRanges()
+    ranges.edit(4, 5, 0, "line five\n")  # replace line 4 (0-based) with one line
+    ranges.edit(6, 7, 0, "line seven\n")
+    assert ranges.one_based() == [(5, 5), (7, 7)]
+    ranges.edit(0, 0, 0, "new first line\n")  # an insertion above shifts both down
+    assert ranges.one_based() == [(1, 1), (6, 6), (8, 8)]
+    ranges.edit(5, 6, 0, "")  # deleting line 5 joins it to its neighbour
+    assert ranges.one_based() == [(1, 1), (6, 7)]
+    for line in range(0, 400, 4):
+        ranges.edit(line, line, 2, "x")
+    assert len(ranges.starts) <= 64  # bounded, whatever the number of edits

@@ -1,0 +1,115 @@
+"""Open documents that apply an incremental edit in O(size of the edit), not O(file).
+
+pygls' `TextDocument` re-splits the whole text into lines and rewrites every line for each
+incremental change (about 0.7 ms per keystroke at 5,000 lines), and re-splits again on every
+`lines` access. A burst of edits then queues requests (hover) behind it. `FastTextDocument`
+keeps the text as a list of lines: an edit re-splits only the lines it touches and replaces
+that slice of the list (a C-level memmove); `source` is joined lazily, once per read after a
+change. The results are the same as pygls' (same position codec, same line splitting); the
+tests compare both on random edits.
+
+Installed on the workspace once the server is initialized (the workspace exists from then on).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from lsprotocol import types
+from pygls.workspace import TextDocument
+
+from lsp_server.server import EngramServer
+
+logger = logging.getLogger("engram.lsp")
+
+_LINE_BREAKS = ("\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
+
+
+class FastTextDocument(TextDocument):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._line_list: list[str] | None = None
+
+    @property
+    def source(self) -> str:
+        if self._source is None and self._line_list is not None:
+            self._source = "".join(self._line_list)
+        if self._source is None:
+            return str(super().source)  # not opened with text: pygls reads the file
+        return str(self._source)
+
+    @property
+    def lines(self) -> tuple[str, ...]:
+        return tuple(self._lines())
+
+    def _lines(self) -> list[str]:
+        if self._line_list is None:
+            self._line_list = self.source.splitlines(True)
+        return self._line_list
+
+    def _apply_full_change(self, change: types.TextDocumentContentChangeEvent) -> None:
+        self._source = change.text
+        self._line_list = None
+
+    def _apply_incremental_change(self, change: types.TextDocumentContentChangePartial) -> None:
+        lines = self._lines()
+        text = change.text
+        span = self._position_codec.range_from_client_units(lines, change.range)
+        start_line, start_col = span.start.line, span.start.character
+        end_line, end_col = span.end.line, span.end.character
+        if start_line == len(lines):
+            # The same special case as pygls: an edit at the very end of the file.
+            self._source = self.source + text
+            self._line_list = None
+            return
+        if end_line < start_line:
+            return  # an inverted range: pygls leaves the text as it is, and so do we
+        middle = lines[start_line][:start_col] + text + lines[end_line][end_col:]
+        low, high = start_line, end_line + 1
+        # Re-split across the seams exactly as splitting the whole text would: a line that no
+        # longer ends in a break joins the next one, and "\r" + "\n" across a seam is one break.
+        while high < len(lines) and (
+            not middle.endswith(_LINE_BREAKS)
+            or (middle.endswith("\r") and lines[high].startswith("\n"))
+        ):
+            middle += lines[high]
+            high += 1
+        if low > 0 and lines[low - 1].endswith("\r") and middle.startswith("\n"):
+            low -= 1
+            middle = lines[low] + middle
+        lines[low:high] = middle.splitlines(True)
+        self._source = None
+
+
+def install(server: EngramServer) -> None:
+    """Make the server's workspace create `FastTextDocument`s for the documents opened from now."""
+    workspace = server.workspace
+
+    def create(
+        doc_uri: str,
+        source: str | None = None,
+        version: int | None = None,
+        language_id: str | None = None,
+    ) -> TextDocument:
+        return FastTextDocument(
+            doc_uri,
+            source=source,
+            version=version,
+            language_id=language_id,
+            sync_kind=workspace._sync_kind,
+            position_codec=workspace._position_codec,
+        )
+
+    workspace._create_text_document = create  # type: ignore[method-assign]
+
+
+def register(server: EngramServer) -> None:
+    async def after_initialized(ls: EngramServer) -> None:
+        try:
+            install(ls)
+        except Exception:
+            # pygls changed its workspace internals: fall back to its own documents.
+            logger.exception("fast documents not installed; using pygls' TextDocument")
+
+    server.initialized_listeners.insert(0, after_initialized)
