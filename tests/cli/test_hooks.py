@@ -564,3 +564,39 @@ def test_every_gemini_event_exits_0_with_json_or_nothing_on_stdout(
     assert (result.code, result.stderr) == (0, "")
     # Gemini CLI parses stdout as JSON: it must be one object or nothing.
     assert result.stdout.strip() == "" or isinstance(json.loads(result.stdout), dict)
+
+
+def test_the_installed_command_runs_as_claude_code_would_run_it(cli, repo: Path) -> None:
+    assert cli("hooks", "install", "claude-code", cwd=repo).code == 0
+    settings = json.loads((repo / ".claude" / "settings.json").read_text())
+    command = settings["hooks"]["PostToolUse"][0]["hooks"][0]["command"]
+    payload = hook_payload(
+        "PostToolUse",
+        "S-installed",
+        repo,
+        tool_name="Bash",
+        tool_use_id="toolu_i1",
+        tool_input={"command": "make test"},
+        tool_response={"stdout": "ok", "stderr": "", "interrupted": False, "isImage": False},
+    )
+    # Claude Code runs a command hook through the shell, in the project, JSON on stdin.
+    import os
+
+    env = {**os.environ, "CLAUDE_PROJECT_DIR": str(repo)}
+    done = subprocess.run(
+        ["bash", "-c", command],
+        input=payload,
+        text=True,
+        capture_output=True,
+        cwd=repo,
+        env=env,
+        timeout=60,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert (
+        _count(
+            repo,
+            "SELECT COUNT(*) FROM session_commands WHERE session_id = 'S-installed' AND command = 'make test'",
+        )
+        == 1
+    )
