@@ -172,12 +172,15 @@ def snapshot(store: Store, session_id: str) -> dict[str, Any]:
         "AND ok IS NOT NULL GROUP BY tool ORDER BY n DESC",
         (session_id,),
     )
-    tokens = store.query_one(
-        "SELECT COALESCE(SUM(input_tokens), 0) AS i, COALESCE(SUM(output_tokens), 0) AS o, "
-        "COALESCE(SUM(cache_creation_tokens), 0) AS cc, COALESCE(SUM(cache_read_tokens), 0) AS cr "
-        "FROM agent_messages WHERE session_id = ?",
-        (session_id,),
-    )
+    usage = {
+        bool(row["sidechain"]): row
+        for row in store.query(
+            "SELECT sidechain, COALESCE(SUM(input_tokens), 0) AS i, COALESCE(SUM(output_tokens), 0) AS o, "
+            "COALESCE(SUM(cache_creation_tokens), 0) AS cc, COALESCE(SUM(cache_read_tokens), 0) AS cr "
+            "FROM agent_messages WHERE session_id = ? GROUP BY sidechain",
+            (session_id,),
+        )
+    }
     turns = store.query_one("SELECT COUNT(*) FROM agent_turns WHERE session_id = ?", (session_id,))
     return {
         "agent": session["agent"] if session else None,
@@ -192,12 +195,18 @@ def snapshot(store: Store, session_id: str) -> dict[str, Any]:
         ],
         "tool_calls": {str(row["tool"]): int(row["n"]) for row in tools},
         "failed_tool_calls": sum(int(row["failed"] or 0) for row in tools),
-        "tokens": {
-            "input": int(tokens["i"]) if tokens else 0,
-            "output": int(tokens["o"]) if tokens else 0,
-            "cache_creation": int(tokens["cc"]) if tokens else 0,
-            "cache_read": int(tokens["cr"]) if tokens else 0,
-        },
+        # The main conversation's tokens (what `engram session metrics` counts), and subagents' apart.
+        "tokens": _tokens(usage.get(False)),
+        "subagent_tokens": _tokens(usage.get(True)),
+    }
+
+
+def _tokens(row: Any) -> dict[str, int]:
+    return {
+        "input": int(row["i"]) if row else 0,
+        "output": int(row["o"]) if row else 0,
+        "cache_creation": int(row["cc"]) if row else 0,
+        "cache_read": int(row["cr"]) if row else 0,
     }
 
 

@@ -39,7 +39,9 @@ def test_digest_file_has_frontmatter_and_the_four_sections(
     assert front["session_id"] == SESSION
     assert front["compact_trigger"] == "auto"
     assert front["agent_context"]["agent"] == "claude-code"
-    assert front["agent_context"]["model"] == "claude-sonnet-4-6"  # the main chain's, not the subagent's
+    assert (
+        front["agent_context"]["model"] == "claude-sonnet-4-6"
+    )  # the main chain's, not the subagent's
     assert front["duration_minutes"] > 0
     sections = read.sections
     assert [c["text"] for c in sections["user_corrections"]] == [CORRECTION]
@@ -57,6 +59,11 @@ def test_digest_file_has_frontmatter_and_the_four_sections(
     ]
     assert snapshot["tool_calls"]["Bash"] == 5 and snapshot["failed_tool_calls"] == 3
     assert snapshot["turns"] == 3
+    assert (snapshot["tokens"]["input"], snapshot["tokens"]["output"]) == (212, 467)
+    assert (snapshot["subagent_tokens"]["input"], snapshot["subagent_tokens"]["output"]) == (
+        201,
+        27,
+    )
     row = store.query_one("SELECT * FROM digests")
     assert (row["session_id"], row["trigger"], row["schema_version"]) == (SESSION, "auto", "1.0")
 
