@@ -100,6 +100,16 @@ def command_of(call: ToolCall) -> str | None:
     return command if isinstance(command, str) and command else None
 
 
+SEARCH_TOOLS = {"Grep": "pattern", "Glob": "pattern", "WebSearch": "query"}
+
+
+def search_of(call: ToolCall) -> str | None:
+    """What a search tool looked for (the session's search footprint)."""
+    key = SEARCH_TOOLS.get(call.tool)
+    value = call.input.get(key) if key else None
+    return clip(value, 200) if isinstance(value, str) and value else None
+
+
 def exit_code_of(error: str | None) -> int | None:
     if not error:
         return None
@@ -410,6 +420,9 @@ def apply_outcome(
             file_changes.append(change)
         else:
             record_file_changes(store, [change], now=call.ts)
+    search = search_of(call)
+    if search and outcome.ok:
+        guarded(store, "record search", "sessions", "record_search", store, sid, search, ts=call.ts)
     command = command_of(call)
     if command:
         exit_code = outcome.exit_code

@@ -65,6 +65,7 @@ def test_counts_prompts_turns_tool_calls_and_failures_exactly(ingested) -> None:
     )
     assert [c["exit_code"] for c in commands] == [1, 1, 1, 0, 0]
     assert commands[0]["command"] == FAILING_COMMAND
+    assert session_footprint(store) == ["def check", "COOKIE"]
 
 
 def test_split_assistant_messages_count_their_tokens_once(ingested) -> None:
@@ -316,3 +317,7 @@ def test_claude_config_dir_and_project_dir_name_are_honoured(
     monkeypatch.setenv("CLAUDE_CODE_PROJECT_DIR_NAME", "my-project")
     named = t.save(config_dir / "projects" / "my-project" / "S-cfg.jsonl")
     assert transcripts.default_transcripts(store.root) == [named]
+
+
+def session_footprint(store: Store) -> list[str]:
+    return list(sessions.get(store, SESSION)["search_footprint"])
