@@ -67,6 +67,8 @@ USER_SETTINGS = {
     "editor.hover.delay": 200,
     "files.autoSave": "off",
     "git.enabled": False,
+    # Every LSP message in the engram output channel, kept with the test output.
+    "engram.trace.server": "verbose",
 }
 
 
@@ -199,6 +201,15 @@ def run_scenario(
     result["screenshots"] = sorted(str(p) for p in shots.glob("*.png"))
     log = tmp / "code-server.log"
     result["code_server_log"] = log.read_text(errors="replace")[-3000:] if log.exists() else ""
+    # The extension's output channel (the server's stderr and the client's notes) and the
+    # store's log: what a person would open to find out why.
+    channels = sorted((tmp / "user-data" / "logs").glob("*/exthost*/output_logging_*/*engram*.log"))
+    result["engram_output"] = channels[-1].read_text(errors="replace")[-20000:] if channels else ""
+    store_log = workspace.root / ".engram" / "engram.log"
+    result["engram_log"] = (
+        store_log.read_text(errors="replace")[-3000:] if store_log.exists() else ""
+    )
+    result["on_disk_after"] = workspace.app.read_text(encoding="utf-8")
     return completed.returncode, result
 
 

@@ -21,6 +21,19 @@ let browser;
 
 async function finish(ok) {
   result.ok = ok;
+  if (page && !ok) {
+    // What the person would have seen: every notification still listed.
+    try {
+      await page.keyboard.press("Escape");
+      await page.keyboard.press("F1");
+      await page.locator(".quick-input-widget input").fill(">Notifications: Show Notifications");
+      await page.locator(".quick-input-widget input").press("Enter");
+      await page.waitForTimeout(500);
+      result.notifications = (await page.locator(".notifications-center").innerText()).trim();
+    } catch (error) {
+      result.notifications_error = String(error);
+    }
+  }
   if (page) {
     try {
       await page.screenshot({ path: path.join(env.E2E_SHOTS, ok ? "vscode-final.png" : "vscode-failure.png") });
@@ -121,14 +134,17 @@ await step("squiggle", async () => {
   await page.keyboard.press("F8");
   const marker = page.locator(".marker-widget, .zone-widget .peekview-title, .zone-widget").first();
   await marker.waitFor({ state: "visible" });
+  // The status bar follows the cursor a moment later: wait for the expected line, and say
+  // where the cursor went when it never gets there.
   const position = page.locator("#workbench\\.parts\\.statusbar .statusbar-item", { hasText: /Ln \d+, Col \d+/ }).first();
-  await position.waitFor();
-  const where = (await position.innerText()).trim();
-  result.squiggle_position = where;
-  const line = Number(/Ln (\d+)/.exec(where)?.[1]);
-  if (line !== Number(env.E2E_LINE)) {
-    throw new Error(`the first problem is on line ${line}, expected ${env.E2E_LINE}`);
+  const expected = page.locator("#workbench\\.parts\\.statusbar .statusbar-item", { hasText: `Ln ${env.E2E_LINE}, Col ` }).first();
+  try {
+    await expected.waitFor({ state: "visible", timeout: Math.min(timeout, 10000) });
+  } catch {
+    throw new Error(`F8 did not move to line ${env.E2E_LINE}: the status bar says ${(await position.innerText()).trim()}`);
   }
+  const where = (await expected.innerText()).trim();
+  result.squiggle_position = where;
   result.problem = (await marker.innerText()).trim();
   await page.keyboard.press("Escape");
   return where;
@@ -140,10 +156,21 @@ await step("hover", async () => {
   if (!box) {
     throw new Error("read_csv is not on screen");
   }
-  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
-  await page.mouse.move(box.x + box.width / 2 + 2, box.y + box.height / 2);
   const hover = page.locator(".monaco-hover", { hasText: env.E2E_WORKAROUND }).first();
-  await hover.waitFor({ state: "visible" });
+  // Under load the first mouse move can be lost: move away and back until the hover shows.
+  const deadline = Date.now() + timeout;
+  for (let attempt = 0; ; attempt++) {
+    await page.mouse.move(5, 5);
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2, { steps: 3 });
+    try {
+      await hover.waitFor({ state: "visible", timeout: 5000 });
+      break;
+    } catch (error) {
+      if (Date.now() > deadline) {
+        throw error;
+      }
+    }
+  }
   result.hover = (await hover.innerText()).trim();
   await page.screenshot({ path: path.join(env.E2E_SHOTS, "vscode-hover.png") });
   await page.mouse.move(5, 5);
@@ -183,6 +210,9 @@ await step("rollback", async () => {
   await dialog.waitFor({ state: "visible" });
   result.dialog = (await dialog.innerText()).trim();
   await dialog.locator(".monaco-button", { hasText: "Roll Back" }).first().click();
+  await dialog.waitFor({ state: "hidden" });
+  // The outcome as the extension reports it (success, or the server's error).
+  result.rollback_message = await notification(/rolled back|rollback|engram:.*(fail|error|not)/i).catch((error) => `no notification: ${error}`);
   const deadline = Date.now() + timeout;
   for (;;) {
     const text = await editorText();
@@ -197,7 +227,7 @@ await step("rollback", async () => {
   }
   result.on_disk = fs.readFileSync(env.E2E_FILE, "utf8");
   await page.screenshot({ path: path.join(env.E2E_SHOTS, "vscode-rollback.png") });
-  return await notification(/rolled back/i).catch((error) => `no notification: ${error}`);
+  return result.rollback_message;
 });
 
 await step("status-bar-session", async () => {
