@@ -55,8 +55,10 @@ EDIT_DEBOUNCE_SECONDS = 1.0
 EDIT_MAX_DELAY_SECONDS = 5.0
 DISK_DEBOUNCE_SECONDS = 0.25
 MAX_RANGES = 64
-CACHE_FILES = 512
-CACHE_MAX_BYTES = 512 * 1024
+# Recent contents of files seen on disk, so the next external change of one has its lines.
+CACHE_FILES = 256
+CACHE_MAX_BYTES = 256 * 1024
+CACHE_TOTAL_BYTES = 16 * 1024 * 1024
 FEATURE = "evolution"
 
 
@@ -183,6 +185,7 @@ class Evolution(DocumentListener):
         self.disk_timers: dict[Path, asyncio.TimerHandle] = {}
         self.cache: OrderedDict[tuple[Path, str], str] = OrderedDict()
         self.cache_lock = threading.Lock()
+        self.cache_bytes = 0
         self.ignores: dict[Path, Ignore] = {}
         self.watches: dict[Path, FolderWatch] = {}
         self.generation = 0
@@ -241,13 +244,16 @@ class Evolution(DocumentListener):
     def remember(self, root: Path, rel: str, text: str | None) -> None:
         with self.cache_lock:
             key = (root, rel)
+            old = self.cache.pop(key, None)
+            if old is not None:
+                self.cache_bytes -= len(old)
             if text is None or len(text) > CACHE_MAX_BYTES:
-                self.cache.pop(key, None)
                 return
             self.cache[key] = text
-            self.cache.move_to_end(key)
-            while len(self.cache) > CACHE_FILES:
-                self.cache.popitem(last=False)
+            self.cache_bytes += len(text)
+            while len(self.cache) > CACHE_FILES or self.cache_bytes > CACHE_TOTAL_BYTES:
+                _, dropped = self.cache.popitem(last=False)
+                self.cache_bytes -= len(dropped)
 
     def recalled(self, root: Path, rel: str) -> str | None:
         with self.cache_lock:
@@ -398,6 +404,8 @@ class Evolution(DocumentListener):
                 if git_signal(rel):
                     pending.setdefault(".git/HEAD", kind)
                 continue
+            if rel == ".gitignore":
+                self.ignores.pop(state.root, None)  # read again for the next batch
             if ignore.ignored(rel):
                 continue
             pending[rel] = kind
@@ -519,6 +527,7 @@ class Evolution(DocumentListener):
             return existing
         watch = FolderWatch()
         self.watches[state.root] = watch
+        own_prefix = str(state.root / STORE_DIRNAME) + os.sep
 
         def run() -> None:
             try:
@@ -536,8 +545,14 @@ class Evolution(DocumentListener):
                         if raw == "stop":
                             return
                         if isinstance(raw, set) and raw:
-                            items = [(path, kind) for kind, path in raw]
-                            self.call_on_loop(self.enqueue_disk, state, items)
+                            # engram's own writes (the store, its WAL) never leave this thread.
+                            items = [
+                                (path, kind)
+                                for kind, path in raw
+                                if not path.startswith(own_prefix)
+                            ]
+                            if items:
+                                self.call_on_loop(self.enqueue_disk, state, items)
             except Exception as exc:
                 watch.error = f"{type(exc).__name__}: {exc}"
                 watch.ready.set()
