@@ -7,6 +7,7 @@ no engram process was watching still lands in the record as one git event.
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 from memory_core import clock, drift, evolution, snapshots, timeline
@@ -89,7 +90,7 @@ def run_evolution(ctx: Context) -> int:
     _positive(ctx.args.limit, "--limit")
     since = _since(ctx.args.since)
     if ctx.args.file:
-        rel = relative_path(ctx.root, _absolute(ctx, ctx.args.file))
+        rel = relative_path(ctx.root, _absolute(ctx.args.file))
         rows = evolution.history(store, rel, limit=ctx.args.limit)
         if since is not None:
             rows = [row for row in rows if row["ts"] >= since]
@@ -122,10 +123,8 @@ def run_evolution(ctx: Context) -> int:
     return 0
 
 
-def _absolute(ctx: Context, path: str) -> str:
+def _absolute(path: str) -> str:
     # A FILE argument is relative to where the user stands, not to the workspace root.
-    import os
-
     return os.path.abspath(path)
 
 
@@ -147,9 +146,7 @@ def run_drift(ctx: Context) -> int:
 def run_timeline(ctx: Context) -> int:
     store = ctx.store()
     evolution.observe_git(store)
-    file = (
-        relative_path(ctx.root, _absolute(ctx, ctx.args.file)) if ctx.args.file else None
-    )
+    file = relative_path(ctx.root, _absolute(ctx.args.file)) if ctx.args.file else None
     found = timeline.entries(
         store,
         ctx.settings,
