@@ -142,9 +142,17 @@ class GotchaFolder:
         """The index, or None while it is first built on a worker thread (on the event loop:
         10,000 gotchas take a good fraction of a second to load, and typing must not wait).
         Every document is refreshed once it is ready."""
-        if self.index is None and self.building is None:
+        if self.index is not None:
+            return self.index
+        if server.client_supports("text_document", "diagnostic") and not server.client_supports(
+            "workspace", "diagnostics", "refresh_support"
+        ):
+            # A client that pulls but cannot be told to pull again (Neovim 0.10/0.11) would
+            # keep an empty answer until the next edit: load now, once.
+            return self.rebuild()
+        if self.building is None:
             self.building = asyncio.ensure_future(self._build(server))
-        return self.index
+        return None
 
     async def _build(self, server: EngramServer) -> None:
         try:
