@@ -541,6 +541,8 @@ class Evolution(DocumentListener):
                 watch.ready.set()
                 with notify:
                     while not watch.stop.is_set():
+                        if self.server.folders.get(state.root) is not state:
+                            return  # the folder was closed
                         raw = notify.watch(200, 50, 1000, watch.stop)
                         if raw == "stop":
                             return
@@ -557,6 +559,13 @@ class Evolution(DocumentListener):
                 watch.error = f"{type(exc).__name__}: {exc}"
                 watch.ready.set()
                 logger.exception("the file watcher for %s stopped", state.root)
+                # Typically the inotify watch limit (fs.inotify.max_user_watches) on a huge tree.
+                self.call_on_loop(
+                    self.server.show_message,
+                    f"engram: cannot watch {state.root} for changes on disk ({watch.error}); "
+                    "edits made outside the editor are not recorded",
+                    types.MessageType.Warning,
+                )
 
         watch.thread = threading.Thread(
             target=run, name=f"engram-watch-{state.root.name}", daemon=True
