@@ -327,3 +327,12 @@ def test_autosave_compacts_sessions_over_their_quota(store: Store) -> None:
         )
     sessions.autosave(store, interval_minutes=0, quota_bytes=10_000)
     assert sessions.get(store, sid)["status"] == "compacted"
+
+
+def test_a_stored_save_from_a_newer_engram_is_refused_on_load(store: Store) -> None:
+    sid = _busy_session(store)
+    sessions.save(store, sid, name="future", now=T0 + 200)
+    with store.transaction() as db:
+        db.execute("UPDATE saved_sessions SET format_version = ?", (sessions.FORMAT_VERSION + 1,))
+    with pytest.raises(EngramError, match="newer engram"):
+        sessions.load(store, "future")

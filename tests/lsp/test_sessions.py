@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 from pygls.exceptions import JsonRpcException
-from pytest_lsp import LanguageClient
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from memory_core import sessions
 from memory_core.store import Store
-from tests.lsp.conftest import execute
+from tests.lsp.conftest import (
+    CLIENTS,
+    SERVER_COMMAND,
+    attach_handlers,
+    execute,
+    initialize_params,
+    wait_for,
+)
 
 
 def _record(folder: Path, sid: str = "agent-1") -> None:
@@ -123,3 +131,38 @@ async def test_unknown_session_and_bad_arguments_are_clear_errors(client: Langua
     with pytest.raises(JsonRpcException, match="`last` must be"):
         await execute(client, "engram.session.history", {"last": "many"})
     assert "sessions" in await execute(client, "engram.session.list")
+
+
+@pytest.mark.parametrize("editor", CLIENTS)
+async def test_a_crashed_session_is_offered_the_four_resume_choices(
+    tmp_path: Path, editor: str
+) -> None:
+    import time
+
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    with Store.open_or_init(folder) as store:
+        an_hour_ago = time.time() - 3600
+        sessions.start(store, session_id="stopped", agent="claude-code", now=an_hour_ago)
+        sessions.record_turn(store, "stopped", user_message="half done", started_at=an_hour_ago)
+    client = await ClientServerConfig(server_command=SERVER_COMMAND).start()
+    attach_handlers(client)
+    client.message_request_answer = "Discard"  # type: ignore[attr-defined]
+    try:
+        await client.initialize_session(initialize_params(client_capabilities(editor), [folder]))
+        (request,) = await wait_for(lambda: client.message_requests)  # type: ignore[attr-defined]
+        assert "stopped without ending" in request.message
+        assert [a.title for a in request.actions] == ["Continue", "Review", "Restart", "Discard"]
+
+        async def discarded() -> bool:
+            listed = await execute(client, "engram.session.list")
+            return bool(listed["sessions"][0]["end_reason"] == "discarded")
+
+        for _ in range(50):
+            if await discarded():
+                break
+            await asyncio.sleep(0.1)
+        assert await discarded()
+    finally:
+        await client.shutdown_session()
+        await client.stop()
