@@ -96,6 +96,7 @@ class GotchaFolder:
         self.scans: dict[str, DocScan] = {}
         self.lock = threading.Lock()
         self.building: asyncio.Future[None] | None = None
+        self.diagnostic_cache: dict[object, Any] = {}
 
     def current_key(self) -> object:
         path = team.team_path(self.state.root)
@@ -277,12 +278,20 @@ def diagnostics(
         return []
     index = scan.index
     found: list[types.Diagnostic] = []
+    # A hit on the same line text, for the same index, makes the same diagnostic: after an edit
+    # only the changed lines' diagnostics are made again.
+    cache = folder.diagnostic_cache
+    if cache.get("index") is not index or len(cache) > 50_000:
+        cache.clear()
+        cache["index"] = index
     for hit in scan.result.hits:
-        gotcha = _gotcha_for_hit(index, scan, hit)
-        if gotcha is None:
-            continue
-        found.append(
-            types.Diagnostic(
+        key = (hit, scan.lines[hit.line] if hit.line < len(scan.lines) else "")
+        made = cache.get(key)
+        if made is None:
+            gotcha = _gotcha_for_hit(index, scan, hit)
+            if gotcha is None:
+                continue
+            made = types.Diagnostic(
                 range=_range(document, scan.lines, hit),
                 message=_message(gotcha, hit),
                 severity=diagnostic_severity(gotcha),
@@ -290,7 +299,8 @@ def diagnostics(
                 code=gotcha.id,
                 data={"gotcha_id": gotcha.id, "status": gotcha.status, "kind": hit.kind},
             )
-        )
+            cache[key] = made
+        found.append(made)
     for slow in scan.result.slow:
         found.append(
             types.Diagnostic(

@@ -232,7 +232,10 @@ def track_error(
             ),
             db=db,
         )
-    if gotcha_id is not None:
+    # A new or reopened gotcha rewrites the exports; another occurrence of a known one does not
+    # (hooks call this for every failed command and must stay fast): its count reaches the
+    # exports with the next change.
+    if created or reopened:
         after_change(store)
     return TrackResult(gotcha_id, created, reopened, occurrences, normalized)
 
