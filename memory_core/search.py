@@ -4,10 +4,14 @@ SQLite FTS5 finds and scores the text (BM25); the score is multiplied by the ent
 priority (`memory_core.decay`), so of two entries equally relevant the fresher, more used one
 comes first. Returned entries count as accessed, which raises their priority next time.
 
-Speed: FTS5 scores every match, but only the best `CANDIDATES_PER_RESULT x limit` by BM25 are
-read back and re-ranked by priority, so the cost stays flat when a word matches thousands of
-entries. An entry whose text is much less relevant cannot climb past that cut by priority
-alone; that is the intended trade (relevance first, priority to order the relevant).
+Speed (p95 under 5 ms over 100,000 memories): bm25() costs about 2 microseconds per scored
+entry and reads the whole match list of every word it weighs, so a search never scores a
+word that matches more than CANDIDATE_CAP entries when the query has a rarer one (such a
+word carries little BM25 weight anyway), scores at most SCORED_CAP matches (newest first),
+and gives the priority formula only to the best `CANDIDATES_PER_RESULT x limit` by BM25. A
+query of nothing but common words is answered by priority among the entries holding all of
+them. An entry much less relevant than the cut cannot climb past it by priority alone: the
+intended trade (relevance first, priority to order the relevant).
 """
 
 from __future__ import annotations
@@ -24,7 +28,10 @@ from memory_core.store import Store
 ALL_KINDS = ("memory", *search_index.KINDS)
 CANDIDATES_PER_RESULT = 8
 MIN_CANDIDATES = 64
-CANDIDATE_CAP = 2000
+# A word matching more entries than this is "common" (see `_memory_matches`); bm25() costs
+# about 2 microseconds per scored entry, so this bounds a search to a few milliseconds.
+CANDIDATE_CAP = 500
+SCORED_CAP = 1500
 _PRIORITY_SQL = decay.sql_priority("m", "clock.now")
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -84,39 +91,39 @@ def _memory_matches(
 ) -> list[sqlite3.Row]:
     """The best `limit` memories for `terms`, ranked inside SQLite by relevance x priority.
 
-    Entries holding every word come first (FTS5 AND, cheap: it seeks through the rarest
-    word's matches). Only when they are too few does the search widen to entries holding any
-    of the words, leaving out words so common (more than CANDIDATE_CAP matches) that they
-    carry almost no BM25 weight but would make the scan long.
+    Why words are sorted into rare and common first: FTS5's bm25() reads the whole list of
+    matches of every word in the query to weigh it (its document frequency), so one very
+    common word costs a scan of most of the index on every search. A word matching more than
+    CANDIDATE_CAP entries carries little BM25 weight anyway (none past half the entries), so:
+
+    * some words are rare: entries holding any rare word, scored by BM25 over the rare words
+      (entries holding more of them, more often, in shorter text, first);
+    * every word is common: entries holding all of them, newest CANDIDATE_CAP first, ordered
+      by priority alone (relevance is reported as 1.0: the words cannot tell them apart).
     """
-    rows = _ranked(store, " AND ".join(terms), where, params, limit, now)
-    if len(terms) == 1 or len(rows) >= limit:
-        return rows
     rare = [t for t in terms if _match_count(store, t) <= CANDIDATE_CAP]
-    wider = _ranked(store, " OR ".join(rare or terms), where, params, limit, now)
-    seen = {row["id"] for row in rows}
-    merged = rows + [row for row in wider if row["id"] not in seen]
-    merged.sort(key=lambda row: -row["score"])
-    return merged[:limit]
+    if rare:
+        return _ranked(store, " OR ".join(rare), where, params, limit, now)
+    return _by_priority(store, " AND ".join(terms), where, params, limit, now)
 
 
 def _ranked(
     store: Store, match: str, where: str, params: list[object], limit: int, now: float
 ) -> list[sqlite3.Row]:
-    # Three steps inside one statement: FTS5 scores the matches (the newest CANDIDATE_CAP of
-    # them first: it walks rowids newest first and stops); the filters and a BM25 cut keep
-    # the best few candidates; only those get the priority formula and the final order.
-    # When the cap left fewer than `limit` entries through the filters, every match is scored.
-    priority = _PRIORITY_SQL
+    # FTS5 scores the matches (the newest SCORED_CAP of them: each word is rare, so only a
+    # query of several rare words gets near it), the filters and a BM25 cut keep the best few
+    # candidates, and only those get the priority formula and the final order.
     candidates = max(MIN_CANDIDATES, limit * CANDIDATES_PER_RESULT)
     filtered = where != "1"
-    for capped in (True, False):
+    rows: list[sqlite3.Row] = []
+    # Filters apply after the cap; when they leave too few, every match is scored.
+    for capped in (True, False) if filtered else (True,):
         inner = (
             "SELECT rowid, bm25(memories_fts, 1.0, 0.5) AS b FROM memories_fts"
             " WHERE memories_fts MATCH ?"
         )
         if capped:
-            inner += f" ORDER BY rowid DESC LIMIT {CANDIDATE_CAP}"
+            inner += f" ORDER BY rowid DESC LIMIT {SCORED_CAP}"
         if filtered:
             best = (
                 f"SELECT f.rowid, f.b FROM ({inner}) f JOIN memories m ON m.seq = f.rowid"
@@ -126,21 +133,42 @@ def _ranked(
             best = f"SELECT f.rowid, f.b FROM ({inner}) f ORDER BY f.b LIMIT ?"
         rows = _match(
             store,
-            f"SELECT m.*, -t.b AS relevance, -t.b * {priority} AS score FROM ({best}) t"
+            f"SELECT m.*, -t.b AS relevance, -t.b * {_PRIORITY_SQL} AS score FROM ({best}) t"
             " JOIN memories m ON m.seq = t.rowid JOIN (SELECT ? AS now) clock"
             " ORDER BY score DESC, m.seq DESC LIMIT ?",
             (match, *(params if filtered else ()), candidates, now, limit),
+        )
+        if len(rows) >= limit or _match_count(store, match, SCORED_CAP) <= SCORED_CAP:
+            break
+    return rows
+
+
+def _by_priority(
+    store: Store, match: str, where: str, params: list[object], limit: int, now: float
+) -> list[sqlite3.Row]:
+    # No bm25() here: FTS5 walks the matches newest first and stops at the cap. When the
+    # filters leave fewer than `limit` of those, every match is considered.
+    for capped in (True, False):
+        inner = "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?"
+        if capped:
+            inner += f" ORDER BY rowid DESC LIMIT {CANDIDATE_CAP}"
+        rows = _match(
+            store,
+            f"SELECT m.*, 1.0 AS relevance, {_PRIORITY_SQL} AS score FROM ({inner}) f"
+            f" JOIN memories m ON m.seq = f.rowid JOIN (SELECT ? AS now) clock"
+            f" WHERE {where} ORDER BY score DESC, m.seq DESC LIMIT ?",
+            (match, now, *params, limit),
         )
         if len(rows) >= limit or not capped or _match_count(store, match) <= CANDIDATE_CAP:
             return rows
     return rows
 
 
-def _match_count(store: Store, match: str) -> int:
-    """How many entries match, counted up to CANDIDATE_CAP + 1 (a bounded scan)."""
+def _match_count(store: Store, match: str, cap: int = CANDIDATE_CAP) -> int:
+    """How many entries match, counted up to `cap` + 1 (a bounded scan, no scoring)."""
     row = store.query_one(
         "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)",
-        (match, CANDIDATE_CAP + 1),
+        (match, cap + 1),
     )
     return int(row[0]) if row else 0
 

@@ -8,9 +8,11 @@ words of mixed frequency, as a person types them.
 
 from __future__ import annotations
 
+import os
 import random
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from memory_core import memory, search
@@ -68,6 +70,51 @@ def populate(store: Store, count: int, rng: random.Random, now: float) -> list[s
     return vocab
 
 
+def _cpu_ms(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
+    """(median, p95) of this process's CPU time per call: what the code costs, whatever else
+    the machine is doing (wall-clock p95 on a busy shared machine is mostly waiting)."""
+    samples = []
+    for _ in range(repeat):
+        start = time.process_time()
+        fn()
+        samples.append((time.process_time() - start) * 1000)
+    return summarize(samples)
+
+
+def _load() -> str:
+    try:
+        return f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+    except OSError:
+        return ""
+
+
+def _measure(
+    figures: list[Figure],
+    name: str,
+    budget_ms: float,
+    fn: Callable[[], object],
+    repeat: int,
+    note: str = "",
+) -> None:
+    """Two figures: wall clock (the budget) and this process's CPU time (the code's own cost)."""
+    median, p95 = summarize(time_ms(fn, repeat=repeat))
+    figures.append(
+        Figure(
+            name, f"p95 < {budget_ms:g} ms", median, p95, within_budget=p95 < budget_ms, note=note
+        )
+    )
+    median, p95 = _cpu_ms(fn, repeat)
+    figures.append(
+        Figure(
+            f"{name}, CPU time",
+            f"p95 < {budget_ms:g} ms",
+            median,
+            p95,
+            within_budget=p95 < budget_ms,
+        )
+    )
+
+
 def run() -> list[Figure]:
     rng = random.Random(7)
     now = time.time()
@@ -78,24 +125,18 @@ def run() -> list[Figure]:
         store = Store.init(root)
         try:
             counter = iter(range(10**9))
-            samples = time_ms(
+            _measure(
+                figures,
+                "memory add (durable write, one memory)",
+                2,
                 lambda: memory.add(
                     store,
-                    f"decision {next(counter)}: keep the cache warm between test runs",
+                    f"decision {next(counter)}: keep the cache warm between runs",
                     type="decision",
                     tags=["build"],
                 ),
-                repeat=500,
-            )
-            median, p95 = summarize(samples)
-            figures.append(
-                Figure(
-                    "memory add (durable write, one memory)",
-                    "p95 < 2 ms",
-                    median,
-                    p95,
-                    within_budget=p95 < 2,
-                )
+                500,
+                note=_load(),
             )
 
             start = time.perf_counter()
@@ -109,53 +150,42 @@ def run() -> list[Figure]:
                     rng.choice(vocab[200:3000]) for _ in range(k - 1)
                 ]
                 queries.append(" ".join(words))
-            cycle = iter(queries * 10)
-            samples = time_ms(
+            cycle = iter(queries * 20)
+            _measure(
+                figures,
+                f"memory search, {ENTRIES:,} entries (access recorded)",
+                5,
                 lambda: search.search(store, next(cycle), limit=10, kinds=("memory",)),
-                repeat=len(queries),
+                len(queries),
+                note=f"corpus built in {build_s:.1f} s; 2-3 word queries, one common word each; {_load()}",
             )
-            median, p95 = summarize(samples)
-            figures.append(
-                Figure(
-                    f"memory search, {ENTRIES:,} entries (ranked, access recorded)",
-                    "p95 < 5 ms",
-                    median,
-                    p95,
-                    within_budget=p95 < 5,
-                    note=f"corpus built in {build_s:.1f} s; 2-3 word queries, one common word each",
-                )
-            )
-            samples = time_ms(
+            _measure(
+                figures,
+                f"memory search, {ENTRIES:,} entries (read only)",
+                5,
                 lambda: search.search(
                     store, next(cycle), limit=10, kinds=("memory",), record_access=False
                 ),
-                repeat=len(queries),
+                len(queries),
             )
-            median, p95 = summarize(samples)
-            figures.append(
-                Figure(
-                    f"memory search, {ENTRIES:,} entries (read only)",
-                    "p95 < 5 ms",
-                    median,
-                    p95,
-                    within_budget=p95 < 5,
-                )
-            )
-            samples = time_ms(
+            _measure(
+                figures,
+                f"memory search + type and tag filter, {ENTRIES:,}",
+                5,
                 lambda: search.search(
                     store, next(cycle), limit=10, tag="auth", type="decision", record_access=False
                 ),
-                repeat=len(queries),
+                len(queries),
             )
-            median, p95 = summarize(samples)
-            figures.append(
-                Figure(
-                    f"memory search + type and tag filter, {ENTRIES:,}",
-                    "p95 < 5 ms",
-                    median,
-                    p95,
-                    within_budget=p95 < 5,
-                )
+            singles = iter([rng.choice(vocab[:50]) for _ in range(400)])
+            _measure(
+                figures,
+                f"memory search, one very common word, {ENTRIES:,}",
+                5,
+                lambda: search.search(
+                    store, next(singles), limit=10, kinds=("memory",), record_access=False
+                ),
+                150,
             )
         finally:
             store.close()
