@@ -21,6 +21,10 @@ export TMPDIR=${TMPDIR:-/tmp}
 
 say() { echo "setup-editors: $*" >&2; }
 started=$SECONDS
+if ! node --version 2>/dev/null | grep -qE '^v(2[0-9]|[3-9][0-9])\.'; then
+  say "Node.js 20 or newer (with npm) is needed for code-server 4.100.3 and the extension build"
+  exit 1
+fi
 
 # -- 1. Debian packages --------------------------------------------------------------------
 APT_PACKAGES=(neovim chromium ripgrep build-essential pkg-config libkrb5-dev python3 fonts-dejavu-core)
