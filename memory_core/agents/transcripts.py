@@ -45,6 +45,9 @@ _NOT_PROMPTS = (
 )
 _INTERRUPT = "[Request interrupted by user"
 _COMPACT_PREFIX = "This session is being continued from a previous conversation"
+# Every user, assistant and system line holds one of these (the top-level "type"); a line with
+# none of them cannot matter and is skipped without decoding. A false match only costs a decode.
+_MAY_BE_CONVERSATION = re.compile(rb'"type": ?"(?:user|assistant|system)"')
 
 
 @dataclass(slots=True)
@@ -731,6 +734,8 @@ def ingest_file(
                 stats.lines += 1
                 if not line.strip():
                     continue
+                if not _MAY_BE_CONVERSATION.search(line):
+                    continue  # progress, snapshots, queue operations, titles: never decoded
                 try:
                     obj = json.loads(line)
                 except ValueError:

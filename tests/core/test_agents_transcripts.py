@@ -198,7 +198,8 @@ def test_parser_skips_unknown_and_malformed_lines(store: Store, tmp_path: Path) 
     t.response([text("hi")], stop_reason="end_turn")
     path = t.save(tmp_path / "t.jsonl")
     with path.open("a") as handle:
-        handle.write("not json at all\n[1, 2]\n")
+        # Garbage without a conversation type is skipped unread; a broken conversation line is counted.
+        handle.write('not json at all\n[1, 2]\n{"type":"user","message":{"content":"cut off\n')
     stats = ingest_file(store, path)
     assert (stats.prompts, stats.turns, stats.malformed) == (1, 1, 1)
     assert parse_line([1, 2]) is None
