@@ -692,6 +692,14 @@ def register(server: EngramServer) -> None:
         line = args.get("line")
         if line is not None and (isinstance(line, bool) or not isinstance(line, int)):
             raise UsageError(f"`line` must be a whole number, got {line!r}")
+        at = args.get("at")
+        when: float | None = None
+        if at is not None:
+            # When the error happened (ISO-8601), for clients replaying errors from a log.
+            try:
+                when = clock.parse_iso(str(at))
+            except ValueError:
+                raise UsageError(f"`at` must be an ISO-8601 time, got {at!r}") from None
         file = args.get("file")
         if isinstance(file, str) and "://" in file:
             file = to_fs_path(file)
@@ -704,6 +712,7 @@ def register(server: EngramServer) -> None:
             line=line,
             command=args.get("command") if isinstance(args.get("command"), str) else None,
             tool=args.get("tool") if isinstance(args.get("tool"), str) else "editor",
+            now=when,
         )
         if result.gotcha_id is not None:
             await after(ls, state)

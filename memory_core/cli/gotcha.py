@@ -105,6 +105,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     track.add_argument("--line", type=int, default=None, help="the line it points at (1-based)")
     track.add_argument("--command", default=None, help="the command that failed")
+    track.add_argument(
+        "--at", default=None, metavar="TIME", help="when it happened (ISO-8601; default: now)"
+    )
     track.set_defaults(handler=run_track)
 
 
@@ -262,8 +265,15 @@ def run_export(ctx: Context) -> int:
 
 def run_track(ctx: Context) -> int:
     from memory_core import gotchas
+    from memory_core.errors import UsageError
 
     args = ctx.args
+    when = None
+    if args.at is not None:
+        try:
+            when = clock.parse_iso(args.at)
+        except ValueError:
+            raise UsageError(f"--at must be an ISO-8601 time, got {args.at!r}") from None
     result = gotchas.track_error(
         ctx.store(),
         args.message,
@@ -272,6 +282,7 @@ def run_track(ctx: Context) -> int:
         line=args.line,
         command=args.command,
         tool="cli",
+        now=when,
     )
 
     def human() -> str:

@@ -136,3 +136,13 @@ def test_track_json_output(cli: Any, workspace: Path) -> None:
         "occurrences": 1,
         "normalized": "TypeError: x is not a function",
     }
+
+
+def test_track_at_a_given_time_counts_in_the_window_of_that_time(cli: Any, workspace: Path) -> None:
+    for at in ("2026-03-01T08:00:00Z", "2026-03-01T20:00:00Z", "2026-03-02T08:30:00Z"):
+        result = cli(
+            "error", "track", "TypeError: x is not a function", "--at", at, "--json", cwd=workspace
+        )
+        assert result.json()["gotcha_id"] is None
+    bad = cli("error", "track", "boom", "--at", "yesterday", cwd=workspace)
+    assert bad.code == 2 and "ISO-8601" in bad.stderr

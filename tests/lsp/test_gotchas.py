@@ -220,6 +220,31 @@ async def test_two_errors_make_no_gotcha(client: LanguageClient) -> None:
     assert (await execute(client, "engram.gotcha.list"))["gotchas"] == []
 
 
+async def test_three_errors_spread_over_more_than_24_hours_make_no_gotcha(
+    client: LanguageClient,
+) -> None:
+    times = ["2026-03-01T08:00:00Z", "2026-03-01T20:00:00Z", "2026-03-02T08:30:00Z"]  # 24.5 h apart
+    results = [
+        await execute(
+            client,
+            "engram.error.track",
+            {"message": f"TypeError: x is not a function (run {i})", "at": at},
+        )
+        for i, at in enumerate(times)
+    ]
+    assert [r["gotcha_id"] for r in results] == [None, None, None]
+    assert [r["occurrences"] for r in results] == [1, 2, 2]  # the first one left the window
+    assert (await execute(client, "engram.gotcha.list"))["gotchas"] == []
+    fourth = await execute(
+        client,
+        "engram.error.track",
+        {"message": "TypeError: x is not a function (run 3)", "at": "2026-03-02T09:00:00Z"},
+    )
+    assert fourth["created"] and fourth["occurrences"] == 3
+    with pytest.raises(JsonRpcException, match="ISO-8601"):
+        await execute(client, "engram.error.track", {"message": "boom", "at": "yesterday"})
+
+
 async def test_resolve_snooze_promote_and_show_all_do_what_they_say(client: LanguageClient) -> None:
     first = await pattern_gotcha(client)
     second = await pattern_gotcha(
