@@ -57,7 +57,7 @@ step("setup", function()
   vim.cmd("syntax on")
   vim.opt.runtimepath:prepend(env.E2E_REPO .. "/editors/nvim")
   engram = require("engram")
-  engram.setup({ cmd = vim.fn.json_decode(env.E2E_CMD), confirm = true })
+  engram.setup({ cmd = vim.fn.json_decode(env.E2E_CMD), confirm = true, start = env.E2E_START or "auto" })
 end)
 
 step("open", function()

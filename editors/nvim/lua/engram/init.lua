@@ -18,6 +18,13 @@ M.config = nil
 local islist = vim.islist or vim.tbl_islist
 local has_config_api = vim.fn.has("nvim-0.11") == 1 and vim.lsp.config ~= nil and vim.lsp.enable ~= nil
 
+-- How the client is started: vim.lsp.config/enable on 0.11+, else vim.lsp.start (0.8 to 0.10)
+-- or vim.lsp.start_client (0.7). `setup({ start = "buffer" })` forces the per-buffer way on
+-- 0.11 too (for configs that manage vim.lsp.enable themselves).
+local function use_config_api()
+  return has_config_api and M.config.start ~= "buffer"
+end
+
 local defaults = {
   -- The server's command line; nil: `engram lsp` with the engram on PATH, else
   -- ./.venv/bin/engram of the workspace, else `python3 -m lsp_server`.
@@ -36,6 +43,8 @@ local defaults = {
   confirm = true,
   on_attach = nil,
   capabilities = nil,
+  -- "auto": vim.lsp.enable on 0.11+, per buffer before; "buffer": per buffer everywhere.
+  start = "auto",
 }
 
 local function notify(message, level)
@@ -214,7 +223,7 @@ local function attach_legacy(bufnr)
 end
 
 local function enable_client()
-  if has_config_api then
+  if use_config_api() then
     local base = client_config(vim.fn.getcwd())
     vim.lsp.config(M.name, {
       cmd = base.cmd,
@@ -652,7 +661,7 @@ function M.restart()
   end
   started = {}
   vim.defer_fn(function()
-    if has_config_api then
+    if use_config_api() then
       -- vim.lsp.enable re-attaches on the next FileType; trigger it for the open buffers.
       for bufnr in pairs(buffers) do
         if vim.api.nvim_buf_is_loaded(bufnr) then
