@@ -649,3 +649,103 @@ def _as_ts(value: Any) -> float | None:
         except ValueError:
             return None
     return None
+
+
+# -- archiving old sessions ------------------------------------------------------------------
+
+# What archiving compresses: the bulky per-session detail. The session row (with its summary,
+# decisions and open items) stays, so it is still listed and found by search.
+ARCHIVED_DETAIL_TABLES = (
+    "session_turns",
+    "session_tool_calls",
+    "session_commands",
+    "agent_turns",
+    "agent_prompts",
+    "agent_tool_uses",
+    "agent_messages",
+)
+
+
+def archive_sessions(store: Store, *, now: float | None = None) -> dict[str, Any]:
+    """Compress the detail of every session idle for 30 days into `archived_rows`.
+
+    Returns {"sessions": [...ids], "rows": n, "bytes_before": b, "bytes_after": c}.
+    """
+    now = clock.now() if now is None else now
+    due = [s["id"] for s in session_ages(store, now=now) if s["age_state"] == "archived"]
+    archived: list[str] = []
+    total_rows = before = after = 0
+    for session_id in due:
+        result = archive_session(store, session_id, now=now)
+        if result["rows"]:
+            archived.append(session_id)
+            total_rows += result["rows"]
+            before += result["bytes_before"]
+            after += result["bytes_after"]
+    return {"sessions": archived, "rows": total_rows, "bytes_before": before, "bytes_after": after}
+
+
+def archive_session(store: Store, session_id: str, *, now: float | None = None) -> dict[str, Any]:
+    """Compress one session's detail rows (turns, tool calls, commands) into one archive row."""
+    import zlib
+
+    now = clock.now() if now is None else now
+    with store.transaction() as db:
+        tables = live_tables(db)
+        payload: dict[str, list[dict[str, Any]]] = {}
+        for table in ARCHIVED_DETAIL_TABLES:
+            if table not in tables or "session_id" not in tables[table]:
+                continue
+            rows = db.execute(
+                f'SELECT * FROM "{table}" WHERE session_id = ?', (session_id,)
+            ).fetchall()
+            if rows:
+                payload[table] = [_encode(dict(row)) for row in rows]
+        count = sum(len(rows) for rows in payload.values())
+        if not count:
+            return {"session_id": session_id, "rows": 0, "bytes_before": 0, "bytes_after": 0}
+        raw = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        blob = zlib.compress(raw, 9)
+        db.execute(
+            "INSERT INTO archived_rows (archived_at, reason, session_id, table_name, ref_id, data)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (now, "session archived after 30 days idle", session_id, "sessions", session_id, blob),
+        )
+        for table in payload:
+            db.execute(f'DELETE FROM "{table}" WHERE session_id = ?', (session_id,))
+    return {
+        "session_id": session_id,
+        "rows": count,
+        "bytes_before": len(raw),
+        "bytes_after": len(blob),
+    }
+
+
+def unarchive_session(store: Store, session_id: str) -> dict[str, int]:
+    """Put an archived session's detail rows back; returns the rows restored per table."""
+    import zlib
+
+    restored: dict[str, int] = {}
+    with store.transaction() as db:
+        tables = live_tables(db)
+        archives = db.execute(
+            "SELECT id, data FROM archived_rows WHERE session_id = ? AND table_name = 'sessions'",
+            (session_id,),
+        ).fetchall()
+        if not archives:
+            raise NotFoundError(f"session {session_id!r} has no archived detail")
+        for archive in archives:
+            payload = json.loads(zlib.decompress(archive["data"]))
+            for table in parents_first(db, [t for t in payload if t in tables]):
+                for values in payload[table]:
+                    row = _decode(values)
+                    columns = [c for c in row if c in tables[table]]
+                    names = ", ".join(f'"{c}"' for c in columns)
+                    cursor = db.execute(
+                        f'INSERT OR IGNORE INTO "{table}" ({names}) '
+                        f"VALUES ({','.join('?' * len(columns))})",
+                        [row[c] for c in columns],
+                    )
+                    restored[table] = restored.get(table, 0) + cursor.rowcount
+            db.execute("DELETE FROM archived_rows WHERE id = ?", (archive["id"],))
+    return restored

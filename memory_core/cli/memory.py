@@ -488,11 +488,17 @@ def run_purge(ctx: Context) -> int:
         and not ctx.confirm("Purge everything deleted, including what could still be recovered?")
     ):
         raise UsageError("purge --all not confirmed; nothing removed", hint="add --yes to confirm")
-    result = lifecycle.purge(ctx.store(), everything=args.all)
+    store = ctx.store()
+    # Housekeeping first: sessions idle for 30 days keep their summary, their detail is
+    # compressed (and the space it took is reclaimed by the VACUUM of the purge).
+    archived = lifecycle.archive_sessions(store)
+    result = lifecycle.purge(store, everything=args.all)
+    result["archived_sessions"] = archived["sessions"]
+    note = f" Archived {len(archived['sessions'])} idle session(s)." if archived["sessions"] else ""
     ctx.emit(
         result,
         f"Purged {len(result['purged'])} deletion(s) for good; store {result['size_before']:,} ->"
-        f" {result['size_after']:,} bytes.",
+        f" {result['size_after']:,} bytes.{note}",
     )
     return 0
 

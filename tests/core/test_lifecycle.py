@@ -213,3 +213,55 @@ def test_cli_delete_undelete_purge(cli, workspace: Path) -> None:
     assert cli("delete", cwd=workspace).code == 2
     assert cli("delete", "--before", "yesterday-ish", cwd=workspace).code == 2
     assert os.stat(workspace / ".engram" / "engram.db").st_mode & 0o777 == 0o600
+
+
+def test_sessions_idle_for_30_days_are_archived_summary_searchable_detail_compressed(
+    store: Store,
+) -> None:
+    long_text = "a long exchange about the build cache and its invalidation rules " * 40
+    sessions.start(store, session_id="old", agent="claude-code", now=NOW - 45 * DAY)
+    for i in range(5):
+        sessions.record_turn(
+            store,
+            "old",
+            user_message=f"q{i} {long_text}",
+            assistant_response=f"a{i} {long_text}",
+            started_at=NOW - 45 * DAY + i,
+            ended_at=NOW - 45 * DAY + i + 1,
+        )
+    sessions.set_summary(store, "old", overview="Reworked the build cache invalidation")
+    sessions.close(store, "old", now=NOW - 45 * DAY + 10)
+    sessions.start(store, session_id="recent", now=NOW - DAY)
+    sessions.record_turn(
+        store,
+        "recent",
+        user_message="hello",
+        assistant_response="hi",
+        started_at=NOW - DAY,
+        ended_at=NOW - DAY + 1,
+    )
+    turns_before = [
+        dict(r)
+        for r in store.query("SELECT * FROM session_turns WHERE session_id = 'old' ORDER BY seq")
+    ]
+
+    result = lifecycle.archive_sessions(store, now=NOW)
+    assert result["sessions"] == ["old"] and result["rows"] == 5
+    assert result["bytes_after"] < result["bytes_before"] / 5
+    assert store.query("SELECT * FROM session_turns WHERE session_id = 'old'") == []
+    assert len(store.query("SELECT * FROM session_turns WHERE session_id = 'recent'")) == 1
+    # The summary is still there and still found.
+    assert sessions.get(store, "old")["id"] == "old"
+    assert "old" in [
+        r["id"]
+        for r in search.search(store, "cache invalidation", kinds=["session"], record_access=False)
+    ]
+
+    restored = lifecycle.unarchive_session(store, "old")
+    assert restored == {"session_turns": 5}
+    assert [
+        dict(r)
+        for r in store.query("SELECT * FROM session_turns WHERE session_id = 'old' ORDER BY seq")
+    ] == turns_before
+    with pytest.raises(NotFoundError):
+        lifecycle.unarchive_session(store, "old")
