@@ -229,6 +229,8 @@ def test_squiggle_hover_checkpoint_rollback_status_bar(
     assert "Roll Back" in result["dialog"]
     assert "def load_customers" in result["restored"]
     assert "gotchas.threshold" in result["settings_warning"]
+    assert result["prefilled_title"] == "set_index" and result["prefilled_pattern"] == "set_index"
+    assert "2 open gotchas" in result["status_bar_after_add"]
     assert result["status_bar"].startswith("engram")
     assert SESSION_ID in result["status_bar"]
     assert "1 open gotcha" in result["status_bar_label"]

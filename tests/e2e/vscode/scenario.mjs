@@ -269,4 +269,48 @@ await step("store-status", async () => {
   }
 });
 
+await step("add-gotcha", async () => {
+  // From a selection: the palette's input boxes (title prefilled, workaround, pattern
+  // prefilled with the selection), then a new squiggle and the status bar's count.
+  await page.keyboard.press("Control+P");
+  const quick = page.locator(".quick-input-widget input");
+  await quick.fill(env.E2E_FILE_NAME);
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: env.E2E_FILE_NAME }).first().waitFor();
+  await quick.press("Enter");
+  const squiggles = page.locator(".editor-instance .monaco-editor [class*='squiggly-']");
+  await page.locator(".editor-instance .monaco-editor .view-lines", { hasText: "set_index" }).first().waitFor();
+  const before = await squiggles.count();
+  await page.locator(".editor-instance .monaco-editor .view-line span", { hasText: "set_index" }).last().dblclick();
+  await runFromPalette("engram: Add Gotcha");
+  const input = page.locator(".quick-input-widget input");
+  await page.locator(".quick-input-widget", { hasText: "Gotcha title" }).waitFor({ state: "visible" });
+  result.prefilled_title = await input.inputValue();
+  await input.fill("set_index drops the zip column");
+  await input.press("Enter");
+  await page.locator(".quick-input-widget", { hasText: "Workaround" }).waitFor({ state: "visible" });
+  await input.fill("pass drop=False to keep it");
+  await input.press("Enter");
+  await page.locator(".quick-input-widget", { hasText: "Code pattern" }).waitFor({ state: "visible" });
+  result.prefilled_pattern = await input.inputValue();
+  await input.press("Enter");
+  const added = await notification(/gotcha G-[0-9a-f]{8} added/);
+  const deadline = Date.now() + timeout;
+  while ((await squiggles.count()) <= before) {
+    if (Date.now() > deadline) {
+      throw new Error(`no new squiggle after adding the gotcha (${before} before)`);
+    }
+    await page.waitForTimeout(200);
+  }
+  const item = page.locator("#workbench\\.parts\\.statusbar .statusbar-item", { hasText: env.E2E_SESSION }).first();
+  const label = async () => (await item.locator("a, .statusbar-item-label").first().getAttribute("aria-label")) ?? "";
+  while (!(await label()).includes("2 open gotchas")) {
+    if (Date.now() > deadline) {
+      throw new Error(`the status bar does not count 2 open gotchas: ${await label()}`);
+    }
+    await page.waitForTimeout(200);
+  }
+  result.status_bar_after_add = await label();
+  return added;
+});
+
 await finish(true);
