@@ -228,10 +228,14 @@ def start_session(
 # -- tool calls -------------------------------------------------------------------------------
 
 
-def note_tool_use(db: sqlite3.Connection, call: ToolCall, root: Path) -> None:
-    """Remember a tool call before its outcome is known (the result may come in a later run)."""
+def note_tool_use(db: sqlite3.Connection, call: ToolCall, root: Path) -> str | None:
+    """Remember a tool call before its outcome is known (the result may come in a later run).
+
+    Returns the command it stored (redacted), for callers that need it again.
+    """
     path = file_path_of(call.input)
     command = command_of(call)
+    stored = clean(command, 1000) if command else None
     db.execute(
         "INSERT OR IGNORE INTO agent_tool_uses (tool_use_id, session_id, ts, tool, sidechain, path, "
         "command) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -242,9 +246,10 @@ def note_tool_use(db: sqlite3.Connection, call: ToolCall, root: Path) -> None:
             call.tool,
             int(call.sidechain),
             workspace_path(root, path) if path else None,
-            clean(command, 1000) if command else None,
+            stored,
         ),
     )
+    return stored
 
 
 def claim_outcome(

@@ -498,9 +498,13 @@ class _Run:
                 use.id, state.session_id, use.name, use.input, entry.ts, entry.sidechain
             )
             self.calls[use.id] = call
-            record.note_tool_use(db, call, self.store.root)
+            command = record.note_tool_use(db, call, self.store.root)
             if turn is not None:
-                turn.tool_calls.append({"id": use.id, "tool": use.name})
+                # A shell call's summary is its command, already redacted once for the ledger.
+                item: dict[str, Any] = {"id": use.id, "tool": use.name}
+                if command is not None:
+                    item["summary"] = record.clip(command, 300)
+                turn.tool_calls.append(item)
 
     def usage(
         self, db: sqlite3.Connection, state: _SessionState, entry: Entry, turn: Turn | None
@@ -592,10 +596,11 @@ class _Run:
                             # Handed to the session with its turn, in one transaction.
                             item["claimed"] = True
                             # Stored in agent_turns with the open turn: redacted like everything else.
-                            rel = record.workspace_path(
-                                self.store.root, record.file_path_of(call.input), entry.cwd
-                            )
-                            item["summary"] = clean(record.tool_summary(call, rel), 300)
+                            if "summary" not in item:
+                                rel = record.workspace_path(
+                                    self.store.root, record.file_path_of(call.input), entry.cwd
+                                )
+                                item["summary"] = clean(record.tool_summary(call, rel), 300)
                             in_turn = True
             if claimed:
                 self.pending_effects.append((call, outcome, entry.cwd, not in_turn))
