@@ -199,6 +199,15 @@ def undelete(store: Store, ident: str, *, now: float | None = None) -> dict[str,
                 skipped += 1
                 continue
             values = _decode(json.loads(row["row"]))
+            surrogate = _integer_key(db, table)
+            if surrogate and surrogate in values:
+                # A numeric id reused by a newer row since the deletion: the restored row
+                # takes a new one (nothing points at these ids by foreign key).
+                taken = db.execute(
+                    f'SELECT 1 FROM "{table}" WHERE "{surrogate}" = ?', (values[surrogate],)
+                ).fetchone()
+                if taken:
+                    values.pop(surrogate)
             columns = [c for c in values if c in existing[table]]
             names = ", ".join(f'"{c}"' for c in columns)
             try:
@@ -525,6 +534,20 @@ def primary_key(db: sqlite3.Connection, table: str) -> list[str]:
     """The declared primary key columns of `table`, in key order (empty for rowid tables)."""
     info = db.execute(f'PRAGMA table_info("{table}")').fetchall()
     return [name for _order, name in sorted((row[5], row[1]) for row in info if row[5])]
+
+
+def _integer_key(db: sqlite3.Connection, table: str) -> str | None:
+    """The INTEGER PRIMARY KEY column of `table` when nothing references it by foreign key."""
+    info = db.execute(f'PRAGMA table_info("{table}")').fetchall()
+    keys = [row for row in info if row[5]]
+    if len(keys) != 1 or keys[0][2].upper() != "INTEGER":
+        return None
+    name = str(keys[0][1])
+    for (other,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
+        for fk in db.execute(f'PRAGMA foreign_key_list("{other}")'):
+            if fk[2] == table and (fk[4] in (None, name)):
+                return None
+    return name
 
 
 def parents_first(db: sqlite3.Connection, tables: Iterable[str]) -> list[str]:

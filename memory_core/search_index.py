@@ -86,7 +86,8 @@ def remove(db: sqlite3.Connection, kind: str, ref_id: str) -> None:
 class Source:
     kind: str
     table: str
-    read: Callable[[sqlite3.Connection, dict[str, str]], list[Doc]]
+    # read(db, columns, where, params): the docs of the rows `where` selects ("1" for all).
+    read: Callable[[sqlite3.Connection, dict[str, str], str, tuple[object, ...]], list[Doc]]
 
 
 def _columns(store: Store, table: str) -> dict[str, str]:
@@ -127,10 +128,12 @@ def _generic_reader(
     time_names: tuple[str, ...],
     *,
     skip_empty_body: bool = False,
-) -> Callable[[sqlite3.Connection, dict[str, str]], list[Doc]]:
+) -> Callable[[sqlite3.Connection, dict[str, str], str, tuple[object, ...]], list[Doc]]:
     """A reader that picks the columns it knows from a table whose exact shape may vary."""
 
-    def read(db: sqlite3.Connection, columns: dict[str, str]) -> list[Doc]:
+    def read(
+        db: sqlite3.Connection, columns: dict[str, str], where: str, params: tuple[object, ...]
+    ) -> list[Doc]:
         id_col = _first(columns, *id_names)
         if id_col is None:
             return []
@@ -142,7 +145,7 @@ def _generic_reader(
         agent_col = _first(columns, "agent")
         tags_col = _first(columns, "tags")
         docs = []
-        for row in db.execute(f'SELECT * FROM "{_table_of(columns)}"'):
+        for row in db.execute(f'SELECT * FROM "{_table_of(columns)}" WHERE {where}', params):
             body = "\n".join(filter(None, (_text(row[name]) for name in body_cols)))
             if skip_empty_body and not body.strip():
                 continue
@@ -224,78 +227,134 @@ def register_source(source: Source) -> None:
     SOURCES[:] = [s for s in SOURCES if s.kind != source.kind] + [source]
 
 
-def _signature(store: Store, table: str, columns: dict[str, str]) -> str:
-    stamp = _first(
-        columns,
-        "updated_at",
-        "last_seen",
-        "last_activity_at",
-        "ended_at",
-        "last_activity",
-        "created_at",
-    )
-    newest = f', max("{stamp}")' if stamp else ""
+_STAMPS = (
+    "updated_at",
+    "last_seen",
+    "last_activity_at",
+    "ended_at",
+    "last_activity",
+    "created_at",
+    "ts",
+)
+
+
+def _signature(store: Store, table: str, columns: dict[str, str]) -> dict[str, Any]:
+    """Row count, highest rowid and newest timestamp of a source table: cheap, and enough to
+    tell that nothing changed (and, when only rows were added or touched, which ones)."""
+    stamp = _first(columns, *_STAMPS)
+    newest = f', max("{stamp}")' if stamp else ", NULL"
     try:
         row = store.query_one(f'SELECT count(*), max(rowid){newest} FROM "{table}"')
     except sqlite3.OperationalError:  # a WITHOUT ROWID table
-        row = store.query_one(f'SELECT count(*){newest} FROM "{table}"')
-    return json.dumps(list(row) if row is not None else [])
+        row = store.query_one(f'SELECT count(*), NULL{newest} FROM "{table}"')
+    count, rowid, latest = list(row) if row is not None else [0, None, None]
+    return {"count": count, "rowid": rowid, "stamp": stamp, "max": latest}
 
 
 def sync(store: Store, *, now: float | None = None) -> dict[str, int]:
-    """Bring the index up to date with every source table that changed; returns docs per kind."""
+    """Bring the index up to date with every source table that changed; returns docs per kind.
+
+    When a table only gained or touched rows (its count did not drop and its newest timestamp
+    moved forward), only the rows from the previous newest timestamp on are re-read; anything
+    else (rows deleted, a table without timestamps) re-reads the whole table.
+    """
     existing = {
         row["name"] for row in store.query("SELECT name FROM sqlite_master WHERE type = 'table'")
     }
-    stale: list[tuple[Source, dict[str, str], str]] = []
-    known = {row["kind"]: row["signature"] for row in store.query("SELECT * FROM search_sources")}
+    stale: list[tuple[Source, dict[str, str], dict[str, Any], dict[str, Any] | None]] = []
+    known: dict[str, dict[str, Any] | None] = {}
+    for row in store.query("SELECT * FROM search_sources"):
+        try:
+            value = json.loads(row["signature"])
+        except ValueError:
+            value = None
+        known[row["kind"]] = value if isinstance(value, dict) else None
     for source in SOURCES:
         if source.table not in existing:
             continue
         columns = _columns(store, source.table)
         signature = _signature(store, source.table, columns)
-        if known.get(source.kind) != signature:
-            stale.append((source, columns, signature))
+        previous = known.get(source.kind)
+        if previous != signature:
+            stale.append((source, columns, signature, previous))
     counts: dict[str, int] = {}
     if not stale:
         return counts
     ts = clock.now() if now is None else now
     with store.transaction() as db:
-        for source, columns, signature in stale:
+        for source, columns, signature, previous in stale:
             columns[_TABLE_KEY] = source.table
-            docs = source.read(db, columns)
-            previous = {
-                row[0]: (row[1], row[2])
-                for row in db.execute(
-                    "SELECT ref_id, last_accessed, access_count FROM search_docs WHERE kind = ?",
-                    (source.kind,),
-                )
-            }
-            db.execute("DELETE FROM search_docs WHERE kind = ?", (source.kind,))
-            for doc in docs:
-                created = doc.created_at if doc.created_at is not None else ts
-                accessed, count = previous.get(doc.ref_id, (created, 0))
-                db.execute(
-                    "INSERT OR REPLACE INTO search_docs (kind, ref_id, title, body, tags,"
-                    " session_id, agent, created_at, last_accessed, access_count, resolved)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        source.kind,
-                        doc.ref_id,
-                        redact(doc.title),
-                        redact(doc.body),
-                        " ".join(doc.tags),
-                        doc.session_id,
-                        doc.agent,
-                        created,
-                        accessed,
-                        count,
-                        int(doc.resolved),
-                    ),
-                )
+            incremental = (
+                previous is not None
+                and signature["stamp"] is not None
+                and previous.get("stamp") == signature["stamp"]
+                and previous.get("max") is not None
+                and signature["max"] is not None
+                and signature["count"] >= previous.get("count", 0)
+                and _comparable(signature["max"], previous["max"])
+            )
+            if incremental:
+                assert previous is not None
+                docs = source.read(db, columns, f'"{signature["stamp"]}" >= ?', (previous["max"],))
+                _store_docs(db, source.kind, docs, ts, replace_all=False)
+                indexed = db.execute(
+                    "SELECT count(*) FROM search_docs WHERE kind = ?", (source.kind,)
+                ).fetchone()[0]
+                if indexed != signature["count"]:
+                    incremental = False
+            if not incremental:
+                docs = source.read(db, columns, "1", ())
+                _store_docs(db, source.kind, docs, ts, replace_all=True)
             db.execute(
                 "INSERT OR REPLACE INTO search_sources (kind, signature) VALUES (?, ?)",
-                (source.kind, signature),
+                (source.kind, json.dumps(signature)),
             )
             counts[source.kind] = len(docs)
     return counts
+
+
+def _comparable(newer: Any, older: Any) -> bool:
+    try:
+        return bool(newer >= older)
+    except TypeError:
+        return False
+
+
+def _store_docs(
+    db: sqlite3.Connection, kind: str, docs: list[Doc], ts: float, *, replace_all: bool
+) -> None:
+    """Write docs into the index, keeping each one's access history across re-reads."""
+    previous = {
+        row[0]: (row[1], row[2])
+        for row in db.execute(
+            "SELECT ref_id, last_accessed, access_count FROM search_docs WHERE kind = ?", (kind,)
+        )
+    }
+    if replace_all:
+        db.execute("DELETE FROM search_docs WHERE kind = ?", (kind,))
+    for doc in docs:
+        created = doc.created_at if doc.created_at is not None else ts
+        accessed, count = previous.get(doc.ref_id, (created, 0))
+        # An upsert, not INSERT OR REPLACE: REPLACE deletes the old row without firing the
+        # delete trigger, which would leave its words in the full-text index.
+        db.execute(
+            "INSERT INTO search_docs (kind, ref_id, title, body, tags,"
+            " session_id, agent, created_at, last_accessed, access_count, resolved)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (kind, ref_id) DO UPDATE SET"
+            " title = excluded.title, body = excluded.body, tags = excluded.tags,"
+            " session_id = excluded.session_id, agent = excluded.agent,"
+            " resolved = excluded.resolved",
+            (
+                kind,
+                doc.ref_id,
+                redact(doc.title),
+                redact(doc.body),
+                " ".join(doc.tags),
+                doc.session_id,
+                doc.agent,
+                created,
+                accessed,
+                count,
+                int(doc.resolved),
+            ),
+        )

@@ -265,3 +265,14 @@ def test_sessions_idle_for_30_days_are_archived_summary_searchable_detail_compre
     ] == turns_before
     with pytest.raises(NotFoundError):
         lifecycle.unarchive_session(store, "old")
+
+
+def test_undelete_works_when_newer_entries_took_the_internal_row_number(store: Store) -> None:
+    entry = memory.add(store, "the newest entry, then forgotten", now=NOW)
+    memory.forget(store, entry["id"], now=NOW)
+    newer = memory.add(store, "added after the forget", now=NOW + 1)  # reuses the row number
+    restored = lifecycle.undelete(store, entry["id"], now=NOW + 2)
+    assert restored["restored"] == {"memories": 1} and restored["skipped"] == 0
+    assert {e["id"] for e in memory.list_memories(store)} == {entry["id"], newer["id"]}
+    assert _ids(search.search(store, "forgotten", record_access=False)) == [entry["id"]]
+    assert _ids(search.search(store, "after", record_access=False)) == [newer["id"]]

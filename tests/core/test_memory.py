@@ -289,3 +289,29 @@ def test_cli_memory_commands_print_json_with_ids(cli, workspace: Path) -> None:
     missing = cli("memory", "show", "M-00000000", cwd=workspace)
     assert missing.code == 1 and "no memory 'M-00000000'" in missing.stderr
     json.loads(cli("memory", "status", "--json", cwd=workspace).stdout)
+
+
+def test_the_search_index_follows_added_changed_and_deleted_gotchas(store: Store) -> None:
+    first = gotchas.add(store, "Docker layer cache breaks on COPY . .", now=NOW)
+    assert [r["id"] for r in search.search(store, "docker", kinds=["gotcha"], now=NOW)] == [
+        first.id
+    ]
+    second = gotchas.add(store, "Docker desktop needs 8 GB of memory", now=NOW + 10)
+    assert {r["id"] for r in search.search(store, "docker", kinds=["gotcha"], now=NOW)} == {
+        first.id,
+        second.id,
+    }
+    with store.transaction() as db:  # changed in place by its owner: title and timestamp
+        db.execute(
+            "UPDATE gotchas SET title = 'Podman rootless needs subuid', updated_at = ? WHERE id = ?",
+            (NOW + 20, second.id),
+        )
+    assert [r["id"] for r in search.search(store, "docker", kinds=["gotcha"], now=NOW)] == [
+        first.id
+    ]
+    assert [r["id"] for r in search.search(store, "podman", kinds=["gotcha"], now=NOW)] == [
+        second.id
+    ]
+    with store.transaction() as db:
+        db.execute("DELETE FROM gotchas WHERE id = ?", (first.id,))
+    assert search.search(store, "docker", kinds=["gotcha"], now=NOW) == []
