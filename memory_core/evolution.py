@@ -46,7 +46,8 @@ CHANGE_KINDS = ("created", "modified", "deleted", "renamed")
 # A hook's report of an agent write re-attributes an `external` row of the same content this recent.
 ATTRIBUTION_SECONDS = 30.0
 # A checkout rewrites files before it moves HEAD; external rows this recent are folded into the
-# git event when the move is seen, and external changes this soon after it are too.
+# git event when the move is seen, and external changes this soon after it are too, when the
+# file's content is the one HEAD has (`written_by_git`).
 GIT_SETTLE_BEFORE_SECONDS = 5.0
 GIT_SETTLE_AFTER_SECONDS = 3.0
 # Files larger than this are hashed but not diffed line by line.
@@ -369,6 +370,49 @@ def observe_git(store: Store, *, now: float | None = None) -> dict[str, Any] | N
     return record_batch(store, [], now=now).git_event
 
 
+def written_by_git(root: Path, rels: Iterable[str]) -> set[str]:
+    """The files among `rels` whose content now is HEAD's (or that HEAD no longer has and are gone).
+
+    Right after HEAD moved, those are the checkout's work; anything else changed meanwhile (an
+    agent, a formatter) stays an external change.
+    """
+    paths = sorted(set(rels))
+    if not paths:
+        return set()
+    ids = git.head_blob_ids(root, paths)
+    if ids is None:
+        return set(paths)  # git cannot tell: fold them all, as a checkout is the likely cause
+    found = set()
+    for rel in paths:
+        try:
+            data = (root / rel).read_bytes()
+        except (FileNotFoundError, NotADirectoryError):
+            if rel not in ids:
+                found.add(rel)
+            continue
+        except OSError:
+            continue
+        oid = ids.get(rel)
+        if oid is not None and git.blob_id(data, sha256=len(oid) == 64) == oid:
+            found.add(rel)
+    return found
+
+
+def _git_suspect(store: Store, now: float) -> bool:
+    """Whether HEAD moved since last seen, or a git event is very recent (a cheap look)."""
+    head = git.read_head(store.root)
+    if head is None:
+        return False
+    row = store.query_one("SELECT value FROM store_meta WHERE key = ?", (GIT_META_KEY,))
+    if row is None or json.loads(row["value"]) != {"branch": head.branch, "commit": head.commit}:
+        return True
+    recent = store.query_one(
+        "SELECT 1 FROM file_changes WHERE change = 'git' AND ts >= ? LIMIT 1",
+        (now - GIT_SETTLE_AFTER_SECONDS,),
+    )
+    return recent is not None
+
+
 def record_batch(
     store: Store,
     changes: Sequence[Change],
@@ -379,18 +423,44 @@ def record_batch(
     """Record a burst of changes in one transaction, noticing git operations first."""
     now = clock.now() if now is None else now
     result = BatchResult()
+    batch_paths: dict[int, str] = {}
+    for index, item in enumerate(changes):
+        if item.actor == "external":
+            try:
+                rel = relative_path(store.root, item.path)
+            except UsageError:
+                continue
+            if is_recordable(rel):
+                batch_paths[index] = rel
+    # Which files git wrote is decided before the transaction: it asks git (a subprocess).
+    by_git: set[str] = set()
+    if check_git and _git_suspect(store, now):
+        earlier = store.query(
+            "SELECT DISTINCT path FROM file_changes WHERE actor = 'external' AND ts >= ? "
+            "AND change != 'git' AND path IS NOT NULL",
+            (now - GIT_SETTLE_BEFORE_SECONDS,),
+        )
+        by_git = written_by_git(
+            store.root, [*batch_paths.values(), *(row["path"] for row in earlier)]
+        )
     with store.transaction() as db:
         move = _git_move(db, store.root) if check_git else None
         git_row: sqlite3.Row | None = None
         if move is not None:
             # The files the checkout wrote just before HEAD moved were its work, not external.
-            earlier = db.execute(
-                "SELECT id, path FROM file_changes WHERE actor = 'external' AND ts >= ? "
-                "AND change != 'git'",
-                (now - GIT_SETTLE_BEFORE_SECONDS,),
-            ).fetchall()
-            db.executemany("DELETE FROM file_changes WHERE id = ?", [(r["id"],) for r in earlier])
-            files = sorted({r["path"] for r in earlier})
+            earlier_rows = [
+                row
+                for row in db.execute(
+                    "SELECT id, path FROM file_changes WHERE actor = 'external' AND ts >= ? "
+                    "AND change != 'git'",
+                    (now - GIT_SETTLE_BEFORE_SECONDS,),
+                ).fetchall()
+                if row["path"] in by_git
+            ]
+            db.executemany(
+                "DELETE FROM file_changes WHERE id = ?", [(r["id"],) for r in earlier_rows]
+            )
+            files = sorted({r["path"] for r in earlier_rows})
             data = {
                 **move,
                 "summary": _describe_git(move),
@@ -401,7 +471,7 @@ def record_batch(
                 "INSERT INTO file_changes (ts, actor, change, data) VALUES (?, 'git', 'git', ?)",
                 (now, json.dumps(data, separators=(",", ":"))),
             )
-            result.absorbed = len(earlier)
+            result.absorbed = len(earlier_rows)
             git_row = db.execute(
                 "SELECT * FROM file_changes WHERE id = ?", (cursor.lastrowid,)
             ).fetchone()
@@ -412,14 +482,10 @@ def record_batch(
             ).fetchone()
 
         absorbed_paths: list[str] = []
-        for item in changes:
-            if git_row is not None and item.actor == "external":
-                try:
-                    rel = relative_path(store.root, item.path)
-                except UsageError:
-                    continue
-                if is_recordable(rel):
-                    absorbed_paths.append(rel)
+        for index, item in enumerate(changes):
+            written = batch_paths.get(index)
+            if git_row is not None and written is not None and written in by_git:
+                absorbed_paths.append(written)
                 continue
             recorded = _record_one(db, store.root, item, now)
             if recorded is None:

@@ -10,8 +10,10 @@ use it. engram never writes inside `.git/` and never takes git's index lock
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -95,7 +97,14 @@ def read_head(root: Path) -> Head | None:
 
 def run(root: Path, *args: str) -> subprocess.CompletedProcess[str] | None:
     """Run `git -C root args...`; None when git is missing or hangs."""
-    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0"}
+    env = {
+        **os.environ,
+        "GIT_OPTIONAL_LOCKS": "0",
+        "LC_ALL": "C",
+        "GIT_TERMINAL_PROMPT": "0",
+        # Paths engram passes are file names, never patterns (a file may be called `*.py`).
+        "GIT_LITERAL_PATHSPECS": "1",
+    }
     try:
         return subprocess.run(
             ["git", "-C", str(root), *args],
@@ -178,3 +187,26 @@ def commits_between(root: Path, older: str, newer: str) -> int | None:
         return int(result.stdout.strip())
     except ValueError:
         return None
+
+
+def head_blob_ids(root: Path, paths: Sequence[str]) -> dict[str, str] | None:
+    """The blob id HEAD holds for each of `paths` (root-relative) that it has; None if unknown."""
+    found: dict[str, str] = {}
+    for offset in range(0, len(paths), 200):
+        result = run(root, "ls-tree", "-z", "HEAD", "--", *paths[offset : offset + 200])
+        if result is None or result.returncode != 0:
+            return None
+        for entry in result.stdout.split("\0"):
+            meta, _, path = entry.partition("\t")
+            fields = meta.split()
+            if len(fields) == 3 and fields[1] == "blob":
+                found[path] = fields[2]
+    return found
+
+
+def blob_id(data: bytes, *, sha256: bool = False) -> str:
+    """The id git gives a file with this content (`git hash-object`)."""
+    digest = hashlib.sha256() if sha256 else hashlib.sha1()  # git names objects by SHA-1 (or SHA-256)
+    digest.update(b"blob %d\0" % len(data))
+    digest.update(data)
+    return digest.hexdigest()

@@ -196,10 +196,12 @@ def test_external_rows_just_before_the_head_move_fold_into_the_git_event(
 ) -> None:
     git(workspace, "init", "-q", "-b", "main")
     (workspace / "x.py").write_text("one\n")
+    (workspace / "z.py").write_text("one\n")
     git(workspace, "add", "-A")
     git(workspace, "commit", "-q", "-m", "one")
     git(workspace, "checkout", "-q", "-b", "other")
     (workspace / "x.py").write_text("two\n")
+    (workspace / "z.py").write_text("two\n")
     git(workspace, "commit", "-q", "-am", "two")
     git(workspace, "checkout", "-q", "main")
     evolution.observe_git(store, now=1.0)
@@ -209,12 +211,17 @@ def test_external_rows_just_before_the_head_move_fold_into_the_git_event(
         store, [Change(path="x.py", actor="external")], now=49.0, check_git=False
     )
     assert len(early.recorded) == 1
-    # ...then the move itself: one git event remains, and later stragglers join it.
+    # ...then the move itself: one git event remains, and later stragglers of git's join it,
+    (workspace / "y.py").write_text("someone else's\n")
     moved = evolution.record_batch(store, [], now=50.0)
     assert moved.git_event is not None and moved.git_event["data"]["files"] == ["x.py"]
-    (workspace / "y.py").write_text("late\n")
-    late = evolution.record_batch(store, [Change(path="y.py", actor="external")], now=51.0)
-    assert late.recorded == [] and late.absorbed == 1
-    rows = store.query("SELECT actor, data FROM file_changes")
-    assert len(rows) == 1 and rows[0]["actor"] == "git"
+    late = evolution.record_batch(
+        store,
+        [Change(path="z.py", actor="external"), Change(path="y.py", actor="external")],
+        now=51.0,
+    )
+    # ...while a file git did not write in the meantime stays someone else's change.
+    assert [r["path"] for r in late.recorded] == ["y.py"] and late.absorbed == 1
+    rows = store.query("SELECT actor, path, data FROM file_changes ORDER BY id")
+    assert [(r["actor"], r["path"]) for r in rows] == [("git", None), ("external", "y.py")]
     assert '"files_changed":2' in rows[0]["data"]
