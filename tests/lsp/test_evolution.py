@@ -129,6 +129,8 @@ async def test_editor_edits_and_disk_writes_are_recorded_with_their_actors(
     await write_on_disk(client, folder / "b.py", TEXT, mode)
     await wait_for_rows(client, folder / "b.py", 2)
     assert await history(client, folder / "build" / "out.txt") == []
+    active = (await execute(client, "engram.evolution.active"))["files"]
+    assert {f["path"] for f in active} == {"a.py", "b.py"}  # nothing of .engram/, .git/ or build/
     status = await execute(client, "engram.status")
     assert status["root"] == str(folder)
 
