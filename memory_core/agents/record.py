@@ -465,8 +465,12 @@ def apply_outcome(
 # -- turns ------------------------------------------------------------------------------------
 
 
-def save_open_turn(db: sqlite3.Connection, turn: Turn) -> None:
-    """Persist a turn still in progress, so the next ingest run carries it on."""
+def save_open_turn(db: sqlite3.Connection, turn: Turn, response: str | None = None) -> None:
+    """Persist a turn still in progress, so the next ingest run carries it on.
+
+    `response`: the turn's `assistant_response` when the caller has it already (redacting a
+    long answer is the costly part).
+    """
     db.execute(
         "INSERT INTO agent_turns (uuid, session_id, started_at, ended_at, user_message, "
         "assistant_response, tool_calls) VALUES (?, ?, ?, ?, ?, ?, ?) "
@@ -479,7 +483,7 @@ def save_open_turn(db: sqlite3.Connection, turn: Turn) -> None:
             turn.started_at,
             turn.ended_at,
             turn.user_message,
-            turn.assistant_response,
+            turn.assistant_response if response is None else response,
             json.dumps(turn.tool_calls),
         ),
     )
@@ -517,7 +521,8 @@ class FinishedTurn:
 
 def close_turn(db: sqlite3.Connection, turn: Turn, ended_at: float | None) -> FinishedTurn | None:
     """Mark a turn recorded (once) with its de-duplicated tokens; None if it already was."""
-    save_open_turn(db, turn)
+    response = turn.assistant_response
+    save_open_turn(db, turn, response)
     tokens = db.execute(
         "SELECT COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0) FROM agent_messages "
         "WHERE turn_uuid = ? AND sidechain = 0",
@@ -534,7 +539,7 @@ def close_turn(db: sqlite3.Connection, turn: Turn, ended_at: float | None) -> Fi
     return FinishedTurn(
         session_id=turn.session_id,
         user_message=turn.user_message,
-        assistant_response=turn.assistant_response,
+        assistant_response=response,
         tool_calls=list(turn.tool_calls),
         input_tokens=int(tokens[0]),
         output_tokens=int(tokens[1]),
