@@ -29,6 +29,28 @@ _NOISE_LINE = re.compile(
     )$""",
     re.VERBOSE,
 )
+# An error named by its type, anywhere in a line: "TypeError: x", "E   KeyError: 'a'",
+# "FAILED t.py::test - ValueError: bad". The type must end the line or be followed by ": ".
+_TYPED_ERROR = re.compile(
+    r"(?:^|[\s(\[-])(?P<text>[A-Za-z_][\w.]*(?:Error|Exception|Failure|Panic)(?::\s|$))"
+)
+# Source lines pytest and tracebacks quote ("    raise ValueError: ..." never happens, but
+# ">       assert f(x)" and "    return a < b" do): not the error itself.
+_FRAME_SOURCE = re.compile(r"^(?:>\s|\s{4})")
+_PYTEST_E = re.compile(r"^E\s{2,}(\S.*)$")
+_ERROR_WORD = re.compile(r"^(?:error|fatal|panic|failed|failure)\b", re.IGNORECASE)
+# Headers and progress lines tools print before the error.
+_HEADER_LINE = re.compile(
+    r"""^(?:
+        [=_*~-]{3,}.*[=_*~-]{3,}          # ===== test session starts =====
+      | Exit\ code\ \d+
+      | collected\ \d+\ items?
+      | platform\ \S+\ --\ .*
+      | rootdir:.*
+      | \S+\s+[.FEsxX]+\s+\[\s*\d+%\]     # tests/test_a.py F.  [100%]
+    )$""",
+    re.VERBOSE,
+)
 # A Python exception line at the end of a traceback: `pkg.module.SomeError: message`.
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Warning|Interrupt|Exit)\b.*")
 
@@ -63,8 +85,10 @@ _SPACES = re.compile(r"\s+")
 def meaningful_line(message: str) -> str:
     """The line of `message` that says what went wrong.
 
-    For a Python traceback that is the exception line at its end; otherwise the first line
-    that is not a frame, a separator or a prompt. Falls back to the first non-blank line.
+    In order: the exception line at the end of a Python traceback; the first line naming an
+    error type (`TypeError: ...`, also inside pytest's `E   ...` or `FAILED ... - X: ...`
+    lines, from the type on); pytest's first `E` line; a line starting with error/fatal/panic;
+    else the first line that is not a frame, a separator, a header or a prompt.
     """
     lines = [line.rstrip() for line in message.splitlines()]
     if any(line.startswith("Traceback (most recent call last)") for line in lines):
@@ -72,7 +96,20 @@ def meaningful_line(message: str) -> str:
             if _EXCEPTION_LINE.match(line.strip()):
                 return line.strip()
     for line in lines:
-        if line.strip() and not _NOISE_LINE.match(line):
+        if _NOISE_LINE.match(line) or _FRAME_SOURCE.match(line):
+            continue
+        typed = _TYPED_ERROR.search(line)
+        if typed:
+            return line[typed.start("text") :].strip()
+    for line in lines:
+        pytest_e = _PYTEST_E.match(line)
+        if pytest_e:
+            return pytest_e.group(1).strip()
+    for line in lines:
+        if _ERROR_WORD.match(line.strip()):
+            return line.strip()
+    for line in lines:
+        if line.strip() and not _NOISE_LINE.match(line) and not _HEADER_LINE.match(line.strip()):
             return line.strip()
     for line in lines:
         if line.strip():
@@ -197,6 +234,9 @@ _FILE_LINE = re.compile(
 )
 
 
+_PYTEST_FRAME = re.compile(r"^E {2,}\S|^\S+\.py:\d+: in \w+", re.MULTILINE)
+
+
 def error_locations(message: str) -> list[ErrorLocation]:
     """Every code location `message` points at, most specific first.
 
@@ -209,12 +249,18 @@ def error_locations(message: str) -> list[ErrorLocation]:
         for m in _PYTHON_FRAME.finditer(message)
     ]
     found.extend(reversed(frames))
+    located = []
     for match in _FILE_LINE.finditer(message):
         path = match.group("path")
         if path.startswith(("http", "//")):
             continue
         col = match.group("col")
-        found.append(ErrorLocation(path, int(match.group("line")), int(col) if col else None))
+        located.append(ErrorLocation(path, int(match.group("line")), int(col) if col else None))
+    # pytest prints a failure's frames outermost first ("tests/test_x.py:7:", then
+    # "app/x.py:8: in f", then the "E   TypeError" line): the innermost is the last one.
+    if _PYTEST_FRAME.search(message):
+        located.reverse()
+    found.extend(located)
     return found
 
 

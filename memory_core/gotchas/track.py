@@ -209,7 +209,7 @@ def track_error(
                 add_anchor(db, gotcha_id, anchor, now)
             bump_revision(db)
         elif len(in_window) >= threshold:
-            gotcha = _learned_gotcha(store, in_window, message, normalized, digest, now)
+            gotcha = _learned_gotcha(store, in_window, message, normalized, digest, now, window)
             insert(db, gotcha)
             gotcha_id, created, occurrences = gotcha.id, True, gotcha.occurrences
         else:
@@ -249,9 +249,17 @@ def _anchor_count(db: Any, gotcha_id: str) -> int:
 
 
 def _learned_gotcha(
-    store: Store, rows: list[Any], message: str, normalized: str, digest: str, now: float
+    store: Store,
+    rows: list[Any],
+    message: str,
+    normalized: str,
+    digest: str,
+    now: float,
+    window: float,
 ) -> Gotcha:
-    category = norm.infer_category(" ".join([normalized, *(row["command"] or "" for row in rows)]))
+    # The error's own words decide the category: the command that hit it ("pytest") says
+    # where it surfaced, not what it is.
+    category = norm.infer_category(normalized)
     samples = []
     anchors: dict[tuple[str, int], Anchor] = {}
     for row in rows[-MAX_SAMPLES:]:
@@ -277,7 +285,7 @@ def _learned_gotcha(
     return Gotcha(
         id=new_id(),
         title=norm.title_for(message),
-        description=f"Seen {len(rows)} times within the window: {normalized}",
+        description=_description(len(rows), window, normalized, message, rows[-1]["command"]),
         category=category,
         severity=norm.infer_severity(category),
         error_pattern=normalized,
@@ -293,3 +301,15 @@ def _learned_gotcha(
         updated_at=now,
         anchors=list(anchors.values()),
     )
+
+
+def _description(
+    count: int, window: float, normalized: str, message: str, command: str | None
+) -> str:
+    text = f"The same error came back {count} times within {window / 3600:g} h"
+    if command:
+        text += f", running `{command}`"
+    text += "."
+    if normalized != norm.title_for(message):
+        text += f" Normalised: {normalized}"
+    return text

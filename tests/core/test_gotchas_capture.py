@@ -87,6 +87,32 @@ def test_the_title_keeps_the_errors_type_and_message() -> None:
     assert not title[:-1].endswith("wor")  # cut on a word boundary
 
 
+@pytest.mark.parametrize(
+    ("output", "title"),
+    [
+        (
+            "Exit code 1\n===== test session starts =====\ncollected 1 item\n\ntests/test_b.py F   [100%]\n"
+            "\n===== FAILURES =====\n    def test_b():\n>       assert is_due(d)\n\ntests/test_b.py:7:\n"
+            "app/b.py:8: in is_due\n    return a < datetime.utcnow()\n"
+            "E   TypeError: can't compare offset-naive and offset-aware datetimes\n"
+            "FAILED tests/test_b.py::test_b - TypeError: can't compare offset-naive and offset-aware datetimes",
+            "TypeError: can't compare offset-naive and offset-aware datetimes",
+        ),
+        (
+            "    def test():\n>       assert f() == 2\nE       assert 1 == 2\nE        +  where 1 = f()",
+            "assert 1 == 2",
+        ),
+        (
+            "Uncaught ReferenceError: foo is not defined\n    at main (/srv/app.js:3:1)",
+            "ReferenceError: foo is not defined",
+        ),
+        ("npm ERR! code ELIFECYCLE\nnpm ERR! errno 1", "npm ERR! code ELIFECYCLE"),
+    ],
+)
+def test_the_meaningful_line_of_tool_output(output: str, title: str) -> None:
+    assert normalize.title_for(output) == title
+
+
 def test_the_learned_gotcha_is_titled_in_the_errors_words(store: Store) -> None:
     for i in range(3):
         result = track(store, f"TypeError: x is not a function (at line {i})", T0 + i)
@@ -200,6 +226,11 @@ def test_the_error_location_becomes_an_anchor(store: Store, workspace: Path) -> 
         ("src/b.py:12: error: Incompatible types  [assignment]", ("src/b.py", 12)),
         ("    at run (/w/src/index.js:40:13)", ("/w/src/index.js", 40)),
         ("tests/test_x.py:7: AssertionError", ("tests/test_x.py", 7)),
+        (
+            "    def test_a():\n>       assert f()\n\ntests/test_a.py:7:\n_ _ _\napp/a.py:8: in f\n"
+            "    return x < y\nE   TypeError: can't compare",
+            ("app/a.py", 8),
+        ),
     ],
 )
 def test_error_locations_are_parsed_from_common_formats(
