@@ -114,8 +114,9 @@ class Gotcha:
             "anchors": [anchor.to_dict() for anchor in self.anchors],
             "snoozed_until": when(self.snoozed_until),
             "promoted": self.promoted,
-            "created_at": when(self.created_at),
-            "updated_at": when(self.updated_at),
+            # Team gotchas come from a file and have no time of their own.
+            "created_at": when(self.created_at or None),
+            "updated_at": when(self.updated_at or None),
             **({"extra": self.extra} if self.extra else {}),
         }
 
