@@ -262,6 +262,10 @@ def _who(row: Any) -> str:
     )
 
 
+def _lines_label(start: int, end: int) -> str:
+    return f"line {start}" if start == end else f"lines {start}-{end}"
+
+
 def overlap_severity(overlap_lines: int, gap_seconds: float, window_seconds: float) -> str:
     points = 2 if overlap_lines >= 10 else 1 if overlap_lines >= 3 else 0
     if window_seconds <= 0 or gap_seconds <= window_seconds / 6:
@@ -301,7 +305,7 @@ def overlaps(
                     by_range[(start, end)] = DriftItem(
                         "overlap",
                         severity,
-                        f"lines {start}-{end} of {path} changed by {_who(older)} "
+                        f"{_lines_label(start, end)} of {path} changed by {_who(older)} "
                         f"({clock.ago(float(older['ts']), now_ts=now)}) and by {_who(newer)} "
                         f"({clock.ago(float(newer['ts']), now_ts=now)})",
                         path,

@@ -240,5 +240,9 @@ def describe(snap: dict[str, Any]) -> str:
         extras.append(f"{len(snap['open_documents'])} open")
     if snap["session_id"]:
         extras.append(f"session {snap['session_id']}")
-    note = f"  {snap['note']}" if snap["note"] else ""
-    return f"{snap['id']}  {snap['created_at']}  {where}  {', '.join(extras)}{note}".rstrip()
+    parts = [snap["id"], snap["created_at"], where]
+    if extras:
+        parts.append(", ".join(extras))
+    if snap["note"]:
+        parts.append(snap["note"])
+    return "  ".join(parts)
