@@ -55,6 +55,21 @@ def _turns(store: Store, session_id: str, limit: int | None) -> list[dict[str, A
     return history
 
 
+def _session(store: Store, session_id: str | None) -> dict[str, Any]:
+    from memory_core import sessions
+    from memory_core.errors import NotFoundError
+
+    if session_id:
+        found: dict[str, Any] = sessions.get(store, session_id)
+        return found
+    latest = sessions.latest(store)
+    if latest is None:
+        raise NotFoundError(
+            "no session yet", hint="sessions start with the agent's hooks or `engram session start`"
+        )
+    return latest
+
+
 def build(root: Path) -> Any:
     """The MCP server for the workspace at `root` (not started)."""
     try:
@@ -112,26 +127,30 @@ def build(root: Path) -> Any:
         return {"sessions": items[: max(1, limit)]}
 
     @tool()
-    def session_transcript(session_id: str, limit: int | None = None) -> dict[str, Any]:
-        """A session's turns in order: user message, assistant response, tool calls, tokens."""
-        from memory_core import sessions
+    def session_transcript(
+        session_id: str | None = None, limit: int | None = None
+    ) -> dict[str, Any]:
+        """A session's turns in order: user message, assistant response, tool calls, tokens.
 
-        session = sessions.get(store(), session_id)
+        Without session_id: the most recently active session (usually the caller's own)."""
+        session = _session(store(), session_id)
         return {"session": session, "turns": _turns(store(), session["id"], limit)}
 
     @tool()
     def session_update_summary(
-        session_id: str,
+        session_id: str | None = None,
         overview: str | None = None,
         decisions: list[str] | None = None,
         outcomes: list[str] | None = None,
         open_items: list[str] | None = None,
         tags: list[str] | None = None,
     ) -> dict[str, Any]:
-        """Write a session's structured summary; list fields are merged with what is there, without duplicates."""
+        """Write a session's structured summary; list fields are merged with what is there, without duplicates.
+
+        Without session_id: the most recently active session (an agent rarely knows its own id)."""
         from memory_core import sessions
 
-        session = sessions.get(store(), session_id)
+        session = _session(store(), session_id)
         summary = sessions.set_summary(
             store(),
             session["id"],

@@ -120,6 +120,16 @@ async def test_mcp_tools_over_stdio(seeded: Path) -> None:
         listed_cp = _data(await client.call_tool("checkpoint_list", {}))
         assert [c["id"] for c in listed_cp["checkpoints"]] == [created["id"]]
 
+        # Without an id: the most recently active session (an agent rarely knows its own).
+        latest = _data(
+            await client.call_tool(
+                "session_update_summary", {"outcomes": ["bare session summarised"]}
+            )
+        )
+        assert latest["id"] == "S-bare" and latest["summary"]["outcomes"] == [
+            "bare session summarised"
+        ]
+
         missing = await client.call_tool("session_transcript", {"session_id": "S-nope"})
         assert missing.is_error
         assert "no session 'S-nope'" in missing.content[0].text
