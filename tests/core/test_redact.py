@@ -178,8 +178,12 @@ def test_no_secret_reaches_the_store_or_any_export_through_any_entry_point(cli, 
     assert counts["error_occurrences"] >= len(CORPUS)
     assert counts.get("agent_prompts", 0) + counts.get("session_turns", 0) > 0
 
-    # ... and no secret is in the database or its WAL.
+    # ... and no secret is in the database or its WAL, nor in any other file of the store
+    # (log, exports, team file).
     assert _leaks(_store_bytes(repo)) == []
+    for path in (repo / ".engram").rglob("*"):
+        if path.is_file():
+            assert _leaks(path.read_bytes()) == [], path
 
     # Nor in any export.
     outputs = []
