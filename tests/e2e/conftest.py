@@ -23,8 +23,9 @@ from tests.conftest import run_cli
 REPO = Path(__file__).resolve().parents[2]
 E2E_DIR = Path(__file__).resolve().parent
 OUTPUT = REPO / "test-output" / "e2e"
-# Read before the autouse fixture points HOME at a throwaway folder.
-_REAL_HOME = Path(pwd.getpwuid(os.getuid()).pw_dir)
+# Read at import, before the autouse fixture points HOME at a throwaway folder; the same rule
+# as scripts/setup-editors.sh, which installs there.
+_REAL_HOME = Path(os.environ.get("HOME") or pwd.getpwuid(os.getuid()).pw_dir)
 EDITORS_CACHE = Path(
     os.environ.get("ENGRAM_EDITORS_CACHE")
     or Path(os.environ.get("XDG_CACHE_HOME") or _REAL_HOME / ".cache") / "engram-editors"
