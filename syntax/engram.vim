@@ -15,8 +15,11 @@ syntax match engramId /\%([[:alnum:]_-]\)\@<!\%(G\|S\|C\|CP\|SN\|M\|D\)-\x\{8}\%
       \ contained containedin=.*Comment.*
 
 if &filetype ==# 'markdown' || &filetype ==# 'markdown.engram'
-  " Exports are plain Markdown: an id is worth highlighting anywhere in them.
+  " Exports are plain Markdown: an id is worth highlighting anywhere in them, and so is an
+  " agent's session id (a UUID), the only UUIDs engram writes.
   syntax match engramId /\%([[:alnum:]_-]\)\@<!\%(G\|S\|C\|CP\|SN\|M\|D\)-\x\{8}\%([[:alnum:]_-]\)\@!/
+        \ containedin=ALLBUT,engramId
+  syntax match engramId /\%([[:alnum:]_-]\)\@<!\x\{8}-\x\{4}-\x\{4}-\x\{4}-\x\{12}\%([[:alnum:]_-]\)\@!/
         \ containedin=ALLBUT,engramId
 endif
 

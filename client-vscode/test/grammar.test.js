@@ -142,6 +142,7 @@ test("engram ids in a Markdown export: each kind has its scope, lookalikes have 
     "",
     "- seen in session S-0123abcd, fixed after checkpoint C-89abcdef",
     "- memory M-deadbeef; deleted as D-00ff00ff",
+    "- agent session 3f2a9c1e-7b4d-4e8f-9a1b-2c3d4e5f6a7b",
     "- not ids: XG-1a2b3c4d, G-1a2b3c4dz, G-12345, g-1a2b3c4d",
     "",
   ].join("\n");
@@ -152,13 +153,14 @@ test("engram ids in a Markdown export: each kind has its scope, lookalikes have 
     "C-89abcdef": "constant.other.reference.checkpoint.engram",
     "M-deadbeef": "constant.other.reference.memory.engram",
     "D-00ff00ff": "constant.other.reference.deletion.engram",
+    "3f2a9c1e-7b4d-4e8f-9a1b-2c3d4e5f6a7b": "constant.other.reference.session.engram",
   };
   for (const [id, scope] of Object.entries(expectations)) {
     assert.ok(scopesOf(tokens, id).includes(scope), `${id}: ${scopesOf(tokens, id).join(" ")}`);
   }
   // The id in the heading keeps the heading's scope too.
   assert.ok(scopesOf(tokens, "G-1a2b3c4d").some((s) => s.startsWith("markup.heading")));
-  const lookalikes = tokens.filter((t) => t.line === 7);
+  const lookalikes = tokens.filter((t) => t.line === 8);
   assert.deepEqual(lookalikes.filter((t) => t.scopes.some((s) => s.startsWith("constant.other.reference"))), []);
 });
 

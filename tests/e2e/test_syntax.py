@@ -35,7 +35,8 @@ pytestmark = pytest.mark.e2e
 SAMPLES = {
     "sample.py": 'import os\nx = 1  # gotcha: os.sep differs on Windows, see G-1a2b3c4d\nlabel = "gotcha: not a comment"\n',
     "sample.c": "/* GOTCHA: free it once */ int x;\n// gotcha: see S-0123abcd\n",
-    "export.md": "# Gotchas\n\n## G-1a2b3c4d: read_csv\n\n- session S-0123abcd, checkpoint C-89abcdef\n- XG-1a2b3c4d\n",
+    "export.md": "# Gotchas\n\n## G-1a2b3c4d: read_csv\n\n- session S-0123abcd, checkpoint C-89abcdef\n- XG-1a2b3c4d\n"
+    "- agent session 3f2a9c1e-7b4d-4e8f-9a1b-2c3d4e5f6a7b\n",
 }
 
 # (file, line, text to put the cursor on, occurrence, group with engram's syntax, group without)
@@ -51,6 +52,7 @@ PROBES = [
     ("export.md", 5, "C-89abcdef", 0, "engramId", ""),
     # The G of XG-1a2b3c4d: an id glued to a word is not an id.
     ("export.md", 6, "G-1a2b3c4d", 0, "", ""),
+    ("export.md", 7, "3f2a9c1e", 0, "engramId", ""),
 ]
 
 
