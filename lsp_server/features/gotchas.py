@@ -121,7 +121,8 @@ class GotchaFolder:
         key = self.current_key()
         now = clock.now()
         settings = self.state.settings
-        found = records.list_gotchas(self.state.store)
+        # Resolved ones too: the index must know an annotation was resolved to hide it.
+        found = records.list_gotchas(self.state.store, include_resolved=True)
         index = build_index(
             found,
             now=now,
@@ -230,9 +231,10 @@ def _gotcha_for_hit(index: GotchaIndex, scan: DocScan, hit: Hit) -> Gotcha | Non
     if hit.kind == "annotation":
         for annotation in scan.result.annotations:
             if annotation.id == hit.gotcha_id:
-                return index.get(hit.gotcha_id) or annotation_gotcha(
-                    scan.path, annotation, clock.now()
-                )
+                if hit.gotcha_id in index.by_id:
+                    # Resolved or snoozed in the store: hidden until the comment changes.
+                    return index.visible.get(hit.gotcha_id)
+                return annotation_gotcha(scan.path, annotation, clock.now())
         return None
     return index.visible.get(hit.gotcha_id)
 
@@ -413,7 +415,7 @@ def code_actions(
         choices.append(
             (f"Snooze gotcha for {SNOOZE_DAYS} days", "engram.gotcha.snooze", {"days": SNOOZE_DAYS})
         )
-        if gotcha.source_type != "team" and not gotcha.promoted:
+        if gotcha.source_type not in ("team", "annotation") and not gotcha.promoted:
             choices.append(
                 ("Promote gotcha to team (team/gotchas.toml)", "engram.gotcha.promote", {})
             )

@@ -376,6 +376,17 @@ async def test_annotations_in_comments_are_gotchas(client: LanguageClient) -> No
     assert listed["source"]["type"] == "annotation"
 
 
+async def test_a_resolved_annotation_leaves_the_editor(client: LanguageClient) -> None:
+    path = client.folder / "cache.py"
+    path.write_text("CACHE = {}  # gotcha: shared between threads, guard it with a lock\n")
+    uri = open_document(client, path)
+    found = await wait_diagnostics(client, uri, lambda ds: ours(ds))
+    gotcha_id = ours(found)[0].code
+    await wait_for_listed(client, gotcha_id)
+    await execute(client, "engram.gotcha.resolve", {"id": gotcha_id})
+    await wait_diagnostics(client, uri, lambda ds: not ours(ds))
+
+
 async def wait_for_listed(client: LanguageClient, gotcha_id: Any) -> dict[str, Any]:
     async def listed() -> Any:
         return [
