@@ -315,3 +315,48 @@ def test_the_search_index_follows_added_changed_and_deleted_gotchas(store: Store
     with store.transaction() as db:
         db.execute("DELETE FROM gotchas WHERE id = ?", (first.id,))
     assert search.search(store, "docker", kinds=["gotcha"], now=NOW) == []
+
+
+def test_cli_relations_pins_and_kinds(cli, workspace: Path) -> None:
+    bug = cli(
+        "memory",
+        "add",
+        "Builds fail on Python 3.13 because of distutils",
+        "--type",
+        "finding",
+        "--json",
+        cwd=workspace,
+    ).json()
+    fix = cli(
+        "memory",
+        "add",
+        "-",
+        "--type",
+        "action",
+        "--resolves",
+        bug["id"],
+        "--json",
+        cwd=workspace,
+        stdin="Pin setuptools in the build requirements",
+    ).json()
+    assert fix["content"] == "Pin setuptools in the build requirements"
+    related = cli("memory", "related", fix["id"], "--json", cwd=workspace).json()
+    assert [(r["id"], r["via"]) for r in related["related"]] == [(bug["id"], ["resolves"])]
+    assert f"resolves: {bug['id']}" in cli("memory", "related", fix["id"], cwd=workspace).stdout
+    assert cli("memory", "pin", bug["id"], cwd=workspace).code == 0
+    assert (
+        cli("memory", "resolve", bug["id"], "--json", cwd=workspace).json()["status"] == "resolved"
+    )
+    shown = cli("memory", "show", bug["id"], "--json", cwd=workspace).json()
+    assert shown["pinned"] is True and shown["relations"] == [
+        {"kind": "resolves", "direction": "in", "id": fix["id"]}
+    ]
+    assert cli("memory", "relate", bug["id"], "led_to", "M-00000000", cwd=workspace).code == 1
+    gotcha = cli("gotcha", "add", "distutils is gone in Python 3.12+", "--json", cwd=workspace)
+    assert gotcha.code == 0, gotcha.stderr
+    only_gotchas = cli(
+        "memory", "search", "distutils", "--kind", "gotcha", "--json", cwd=workspace
+    ).json()
+    assert [r["kind"] for r in only_gotchas["results"]] == ["gotcha"]
+    everything = cli("memory", "search", "distutils", "--json", cwd=workspace).json()
+    assert {r["kind"] for r in everything["results"]} == {"gotcha", "memory"}
