@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from fnmatch import fnmatch
 
-from memory_core.gotchas.normalize import words
+from memory_core.gotchas.normalize import infer_category, normalize, words
 from memory_core.gotchas.records import Gotcha, list_gotchas
 from memory_core.store import Store
 
@@ -72,6 +72,8 @@ def rank_for_task(
     store: Store, task: str, files: Sequence[str] = (), limit: int = 5
 ) -> list[tuple[float, Gotcha]]:
     task_words = words(task) - _STOPWORDS
+    task_category = infer_category(task)
+    task_normalized = normalize(task).lower() if task.strip() else ""
     normalized_files = [f.replace("\\", "/").lstrip("./") for f in files]
     scored: list[tuple[float, Gotcha]] = []
     for gotcha in list_gotchas(store):
@@ -82,8 +84,18 @@ def rank_for_task(
             )
         )
         score += 2.0 * len(task_words & text_words)
-        if gotcha.category in task_words:
+        if gotcha.category in task_words or (
+            task_category != "general" and gotcha.category == task_category
+        ):
             score += 3.0
+        # The task quotes the gotcha's error ("fix: TypeError: can't compare ..."): the strongest sign.
+        trigger = normalize(gotcha.error_pattern).lower() if gotcha.error_pattern else ""
+        if (
+            trigger
+            and task_normalized
+            and (trigger in task_normalized or task_normalized in trigger)
+        ):
+            score += 8.0
         if any(_file_matches(gotcha, path) for path in normalized_files):
             score += 5.0
         if score <= 0:

@@ -312,3 +312,19 @@ def test_context_for_task_ranks_relevant_gotchas(store: Store) -> None:
     assert "Files: tests/integration/*.py" in markdown
     assert "Safari" not in markdown
     assert gotchas.context_for_task(store, "unrelated words only") == ""
+
+
+def test_context_puts_the_gotcha_whose_error_the_task_quotes_first(store: Store) -> None:
+    for i in range(3):
+        learned = track(
+            store,
+            f"TypeError: can't compare offset-naive and offset-aware datetimes (run {i})",
+            T0 + i,
+        )
+    gotchas.add(
+        store, "Datetime columns are naive in SQLite", severity="critical", category="runtime"
+    )
+    ranked = gotchas.rank_for_task(
+        store, "TypeError: can't compare offset-naive and offset-aware datetimes (run 9) in billing"
+    )
+    assert ranked[0][1].id == learned.gotcha_id
