@@ -55,6 +55,8 @@ def load_customers(path):
     return frame.set_index("zip")
 '''
 GOTCHA_LINE = 6
+# An in-code annotation, for the grammars (and a gotcha of its own once the file is opened).
+NOTES_PY = "# gotcha: the nightly export runs in UTC, not local time\nEXPORT_HOUR = 2\n"
 # An agent session recorded through the Claude Code hooks, as an agent would leave it.
 SESSION_ID = "e2e-agent-session"
 SESSION_PROMPTS = ("load the customers table", "index it by ZIP code")
@@ -97,6 +99,7 @@ def sample_workspace(tmp_path: Path) -> SampleWorkspace:
     app = root / "app.py"
     app.write_text(APP_PY, encoding="utf-8")
     (root / "README.md").write_text("# shop\n", encoding="utf-8")
+    (root / "notes.py").write_text(NOTES_PY, encoding="utf-8")
     added = run_cli(
         "gotcha",
         "add",

@@ -235,7 +235,12 @@ def test_squiggle_hover_checkpoint_rollback_status_bar(
     assert SESSION_ID in result["status_bar"]
     assert "1 open gotcha" in result["status_bar_label"]
     assert SESSION_ID in result["summary_tab"] and SESSION_PROMPTS[0] in result["summary_text"]
-    for shot in ("vscode-hover.png", "vscode-rollback.png", "vscode-final.png"):
+    for shot in (
+        "vscode-hover.png",
+        "vscode-rollback.png",
+        "vscode-annotation.png",
+        "vscode-final.png",
+    ):
         assert (OUTPUT / "vscode" / shot).stat().st_size > 10_000, shot
 
 

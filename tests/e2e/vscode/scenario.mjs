@@ -322,4 +322,32 @@ await step("add-gotcha", async () => {
   return added;
 });
 
+await step("annotation-highlight", async () => {
+  // The injection grammar from syntax/, contributed by the extension, in the real editor:
+  // inside the comment, "gotcha" and its text are tokens of their own (bold text).
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("Control+P");
+  const quick = page.locator(".quick-input-widget input");
+  await quick.fill("notes.py");
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: "notes.py" }).first().waitFor();
+  await quick.press("Enter");
+  const line = page.locator(".editor-instance .monaco-editor .view-line", { hasText: "gotcha:" }).first();
+  await line.waitFor();
+  const spans = await line.locator("span > span").evaluateAll((nodes) =>
+    nodes.map((node) => ({ text: (node.textContent ?? "").replace(/\u00a0/g, " "), cls: node.className })),
+  );
+  result.annotation_tokens = spans;
+  const hash = spans.find((s) => s.text.includes("#"));
+  const word = spans.find((s) => s.text.trim() === "gotcha");
+  const text = spans.find((s) => s.text.includes("nightly export"));
+  if (!hash || !word || !text) {
+    throw new Error(`the annotation is not split into tokens: ${JSON.stringify(spans)}`);
+  }
+  if (word.cls === hash.cls || !/mtkb/.test(text.cls)) {
+    throw new Error(`the annotation is not highlighted: ${JSON.stringify(spans)}`);
+  }
+  await page.screenshot({ path: path.join(env.E2E_SHOTS, "vscode-annotation.png") });
+  return spans.map((s) => `${s.text}=${s.cls}`).join(" ");
+});
+
 await finish(true);
