@@ -58,14 +58,15 @@ _STRONG_NAME = (
     r"private[_\-]?key|client[_\-]?secret|credentials?|auth[_\-]?token|session[_\-]?token"
 )
 # Names whose value is a secret only when it looks random (a `key` may be a dict key).
-_WEAK_NAME = r"key|auth|salt|signature|cookie|session|dsn|sig|hmac"
+_WEAK_NAME = r"key|auth|salt|signature|cookie|dsn|sig|hmac"
 _STRONG = (_STRONG_NAME, re.IGNORECASE)
 _WEAK = (rf"(?:^|[_\-.]|\b)(?:{_WEAK_NAME})(?:$|[_\-.]|\b)", re.IGNORECASE)
 
 # Values that are references to a secret, not the secret: ${VAR}, $VAR, %(x)s, <placeholder>,
-# os.environ[...], settings.PASSWORD, get_token(), already redacted text.
+# os.environ[...], settings.PASSWORD, get_token(), already redacted text; and plain numbers
+# (`input_tokens: 123456` is a count, not a token).
 _REFERENCE = (
-    r"^(?:\$\{?[A-Za-z_]|%\(|<[^>]*>?$|\{\{|\[REDACTED|\*+$|x+$|"
+    r"^(?:\$\{?[A-Za-z_]|%\(|<[^>]*>?$|\{\{|\[REDACTED|\*+$|x+$|[0-9][0-9_,.]*$|"
     r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$|.*[(\[]|"
     r"(?:none|null|true|false|undefined|changeme|example|required|optional|str|string|bytes|int)$)",
     re.IGNORECASE,
@@ -95,13 +96,26 @@ def _rx(spec: str | tuple[str, int]) -> re.Pattern[str]:
     return re.compile(spec) if isinstance(spec, str) else re.compile(*spec)
 
 
+# Names that say what a value is when that is not a secret (`cache_key_id`, `sig_path`).
+_NOT_SECRET_SUFFIXES = ("id", "ids", "uuid", "name", "path", "file", "dir", "count", "size", "type")
+_UUID = (r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$", 0)
+
+
+def _weak_secret(name: str, value: str) -> bool:
+    """A value under a weak name (key, salt, signature...) is secret when it looks random."""
+    last = re.split(r"[_\-.]", name.lower().strip("\"'` :=>"))[-1]
+    if last in _NOT_SECRET_SUFFIXES or _rx(_UUID).match(value):
+        return False
+    return len(value) >= 16 and entropy(value) >= 3.5
+
+
 def _is_secret_value(name: str, value: str) -> bool:
     # `label: client_secret: VALUE`: what follows the first name is another name, not a value.
     if value.endswith((":", "=")) or _rx(_REFERENCE).match(value):
         return False
     if _rx(_STRONG).search(name) is not None:
         return True
-    return len(value) >= 16 and entropy(value) >= 3.5
+    return _weak_secret(name, value)
 
 
 def _redact_assignments(text: str, lowered: str) -> str:
@@ -436,10 +450,7 @@ def redact_obj(value: Any) -> Any:
                 and isinstance(item, str)
                 and item
                 and not _rx(_REFERENCE).match(item)
-                and (
-                    _secret_key(key)
-                    or (_rx(_WEAK).search(key) and len(item) >= 16 and entropy(item) >= 3.5)
-                )
+                and (_secret_key(key) or (_rx(_WEAK).search(key) and _weak_secret(key, item)))
             ):
                 out[key] = _label("secret")
                 continue

@@ -49,6 +49,8 @@ def test_each_kind_is_redacted_and_labelled(kind: str, text: str, secret: str) -
         "see https://example.com/docs/auth",
         "key = 'name'",
         "ssh-keygen -t ed25519 -C me",
+        "input_tokens: 1234567, output_tokens=89012",
+        '{"session_id": "5f2c1d4e-aaaa-bbbb-cccc-123456789abc"}',
     ],
 )
 def test_ordinary_code_and_prose_are_left_alone(text: str) -> None:
@@ -58,6 +60,21 @@ def test_ordinary_code_and_prose_are_left_alone(text: str) -> None:
 def test_a_low_entropy_value_under_a_weak_name_is_kept_but_a_random_one_is_not() -> None:
     assert redact("cache_key = user_profile_v2") == "cache_key = user_profile_v2"
     assert "Zq8" not in redact("cache_key = Zq8vT1mXw9LpR4sKd2Jh7Gc")
+
+
+def test_ids_under_key_like_names_are_not_secrets() -> None:
+    session = "5f2c1d4e-aaaa-bbbb-cccc-123456789abc"
+    value = {
+        "session_id": session,
+        "cache_key_id": "Zq8vT1mXw9LpR4sKd2Jh7Gc",
+        "request_sig_path": "/tmp/x",
+    }
+    assert redact_obj(value) == value
+    assert redact(f"session_id={session} cache_key_id: Zq8vT1mXw9LpR4sKd2Jh7Gc") == (
+        f"session_id={session} cache_key_id: Zq8vT1mXw9LpR4sKd2Jh7Gc"
+    )
+    # A strong name keeps even a UUID-shaped value secret (some APIs use UUIDs as keys).
+    assert session not in redact(f"api_key = {session}")
 
 
 def test_redact_obj_hides_values_under_secret_names_and_keeps_structure() -> None:
