@@ -121,5 +121,7 @@ def register(server: EngramServer) -> None:
                     pusher.schedule(ls, uri, 0)
 
             ls.refresh_diagnostics = refresh_push
+            # A document opened while `initialized` was still running missed its did_open push.
+            refresh_push()
 
     server.initialized_listeners.insert(0, choose_mode)
