@@ -113,9 +113,21 @@ def _is_secret_value(name: str, value: str) -> bool:
     # `label: client_secret: VALUE`: what follows the first name is another name, not a value.
     if value.endswith((":", "=")) or _rx(_REFERENCE).match(value):
         return False
-    if _rx(_STRONG).search(name) is not None:
+    if _strong_name(name):
         return True
-    return _weak_secret(name, value)
+    return _rx(_WEAK).search(name) is not None and _weak_secret(name, value)
+
+
+def _strong_name(name: str) -> bool:
+    """Whether `name` holds a strong secret word as a whole part: `DB_PASSWORD`, `apiToken`,
+    `client-secret`, `tokens`, but not `tokenizer` or `secretary`."""
+    for match in _rx(_STRONG).finditer(name):
+        after = name[match.end() :]
+        if after[:1].lower() == "s" and (len(after) == 1 or not after[1:2].isalpha()):
+            after = after[1:]
+        if not after or not after[0].isalpha() or after[0].isupper():
+            return True
+    return False
 
 
 def _redact_assignments(text: str, lowered: str) -> str:
@@ -430,7 +442,7 @@ def _windowed_sub(
 
 
 def _secret_key(key: str) -> bool:
-    return _rx(_STRONG).search(key) is not None
+    return _strong_name(key)
 
 
 def redact_obj(value: Any) -> Any:

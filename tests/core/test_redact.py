@@ -50,6 +50,8 @@ def test_each_kind_is_redacted_and_labelled(kind: str, text: str, secret: str) -
         "key = 'name'",
         "ssh-keygen -t ed25519 -C me",
         "input_tokens: 1234567, output_tokens=89012",
+        "tokenizer = 'unicode61 remove_diacritics'",
+        "secretary: Margaret_Hamilton_1969",
         '{"session_id": "5f2c1d4e-aaaa-bbbb-cccc-123456789abc"}',
     ],
 )
@@ -73,6 +75,14 @@ def test_ids_under_key_like_names_are_not_secrets() -> None:
     assert redact(f"session_id={session} cache_key_id: Zq8vT1mXw9LpR4sKd2Jh7Gc") == (
         f"session_id={session} cache_key_id: Zq8vT1mXw9LpR4sKd2Jh7Gc"
     )
+    # Strong names in any case style.
+    for sample in (
+        "apiToken: Zq8vT1mXw9Lp",
+        "DB_PASSWORD=hunter22x",
+        "client-secret = abcdefgh1",
+        "tokens: qwertyuiop1",
+    ):
+        assert "[REDACTED:secret]" in redact(sample), sample
     # A strong name keeps even a UUID-shaped value secret (some APIs use UUIDs as keys).
     assert session not in redact(f"api_key = {session}")
 
