@@ -120,7 +120,7 @@ def test_neovim_highlight_group_under_cursor(nvim: Path, tmp_path: Path) -> None
         (tmp_path / name).write_text(text, encoding="utf-8")
     with_engram = _probe(nvim, tmp_path, syntax=True)
     without = _probe(nvim, tmp_path, syntax=False)
-    write_output(f"syntax-{nvim.parent.name}.json", {"with": with_engram, "without": without})
+    write_output(f"syntax-neovim-{version}.json", {"with": with_engram, "without": without})
     for probe, got, control in zip(PROBES, with_engram, without, strict=True):
         name, line, text, _occurrence, expected, expected_control = probe
         assert got["group"] == expected, f"{name}:{line} {text!r}: {got}"
