@@ -112,9 +112,13 @@ def _probe(nvim: Path, tmp: Path, syntax: bool) -> list[dict[str, object]]:
 
 
 @pytest.mark.parametrize(
-    "nvim", [pytest.param(NVIM_DEBIAN, id="nvim-0.7"), pytest.param(NVIM_PIP, id="nvim-0.11")]
+    ("nvim", "version"),
+    [
+        pytest.param(NVIM_DEBIAN, "0.7", id="nvim-0.7"),
+        pytest.param(NVIM_PIP, "0.11", id="nvim-0.11"),
+    ],
 )
-def test_neovim_highlight_group_under_cursor(nvim: Path, tmp_path: Path) -> None:
+def test_neovim_highlight_group_under_cursor(nvim: Path, version: str, tmp_path: Path) -> None:
     require(nvim, "Neovim")
     for name, text in SAMPLES.items():
         (tmp_path / name).write_text(text, encoding="utf-8")
