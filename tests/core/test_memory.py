@@ -360,3 +360,37 @@ def test_cli_relations_pins_and_kinds(cli, workspace: Path) -> None:
     assert [r["kind"] for r in only_gotchas["results"]] == ["gotcha"]
     everything = cli("memory", "search", "distutils", "--json", cwd=workspace).json()
     assert {r["kind"] for r in everything["results"]} == {"gotcha", "memory"}
+
+
+def test_several_processes_adding_and_searching_at_once_lose_nothing(workspace: Path) -> None:
+    import subprocess
+    import sys
+
+    Store.init(workspace).close()
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from memory_core import memory, search\n"
+        "from memory_core.store import Store\n"
+        "store = Store.open(Path(sys.argv[1]))\n"
+        "for i in range(25):\n"
+        "    memory.add(store, f'writer {sys.argv[2]} note {i} about concurrency', tags=[f'w{sys.argv[2]}'])\n"
+        "    search.search(store, 'concurrency note', limit=5)\n"
+        "store.close()\n"
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, str(workspace), str(n)],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(4)
+    ]
+    for proc in procs:
+        _out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    with Store.open(workspace) as store:
+        assert len(memory.list_memories(store, limit=1000)) == 100
+        for n in range(4):
+            assert len(memory.list_memories(store, tag=f"w{n}", limit=1000)) == 25
+        assert len(search.search(store, "concurrency", limit=200, record_access=False)) == 100
