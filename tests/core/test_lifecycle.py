@@ -276,3 +276,26 @@ def test_undelete_works_when_newer_entries_took_the_internal_row_number(store: S
     assert {e["id"] for e in memory.list_memories(store)} == {entry["id"], newer["id"]}
     assert _ids(search.search(store, "forgotten", record_access=False)) == [entry["id"]]
     assert _ids(search.search(store, "after", record_access=False)) == [newer["id"]]
+
+
+def test_a_date_range_takes_old_sessions_and_old_memories_and_leaves_the_rest(store: Store) -> None:
+    sessions.start(store, session_id="old-s", agent="claude-code", now=NOW - 60 * DAY)
+    sessions.record_turn(
+        store,
+        "old-s",
+        user_message="old",
+        assistant_response="old",
+        started_at=NOW - 60 * DAY,
+        ended_at=NOW - 60 * DAY + 1,
+    )
+    sessions.start(store, session_id="new-s", agent="claude-code", now=NOW - DAY)
+    old_note = memory.add(store, "old note", now=NOW - 60 * DAY)
+    new_note = memory.add(store, "new note", now=NOW - DAY)
+
+    record = lifecycle.delete(store, before=NOW - 30 * DAY, now=NOW)
+    assert record["counts"]["sessions"] == 1 and record["counts"]["memories"] == 1
+    assert [s["id"] for s in lifecycle.session_ages(store, now=NOW)] == ["new-s"]
+    assert _ids(memory.list_memories(store)) == [new_note["id"]]
+    lifecycle.undelete(store, record["id"], now=NOW)
+    assert {s["id"] for s in lifecycle.session_ages(store, now=NOW)} == {"old-s", "new-s"}
+    assert {old_note["id"], new_note["id"]} == set(_ids(memory.list_memories(store)))
