@@ -29,9 +29,22 @@ from memory_core.store import Store
 DAY = 86400.0
 DEFAULT_RECOVERY_DAYS = 30.0
 
-# Tables that are bookkeeping of this module or derived indexes: never moved to the trash.
+# Tables never moved to the trash: this module's bookkeeping, derived indexes, and checkpoints
+# (snapshots of the workspace's files, not of a conversation: they keep their own retention,
+# and a checkpoint in the trash would let its content blobs be garbage-collected, so an
+# undelete would bring back a checkpoint that cannot be rolled back to).
 _NEVER_COLLECT = frozenset(
-    {"deletions", "deleted_rows", "search_docs", "search_sources", "store_meta"}
+    {
+        "deletions",
+        "deleted_rows",
+        "search_docs",
+        "search_sources",
+        "store_meta",
+        "checkpoints",
+        "checkpoint_blobs",
+        "checkpoint_trees",
+        "checkpoint_index",
+    }
 )
 
 # A deleted row's content is kept until purge; retention (registered in memory_core.limits)

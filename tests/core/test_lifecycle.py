@@ -299,3 +299,18 @@ def test_a_date_range_takes_old_sessions_and_old_memories_and_leaves_the_rest(st
     lifecycle.undelete(store, record["id"], now=NOW)
     assert {s["id"] for s in lifecycle.session_ages(store, now=NOW)} == {"old-s", "new-s"}
     assert {old_note["id"], new_note["id"]} == set(_ids(memory.list_memories(store)))
+
+
+def test_deleting_a_session_leaves_its_checkpoints_alone(store: Store, workspace: Path) -> None:
+    from memory_core import checkpoints
+
+    (workspace / "app.py").write_text("print('v1')\n")
+    sessions.start(store, session_id="with-cp", now=NOW)
+    checkpoint = checkpoints.create(store, "before refactor", now=NOW)
+    with store.transaction() as db:
+        db.execute(
+            "UPDATE checkpoints SET session_id = 'with-cp' WHERE id = ?", (checkpoint["id"],)
+        )
+    record = lifecycle.delete(store, session_id="with-cp", now=NOW)
+    assert "checkpoints" not in record["counts"]
+    assert [c["id"] for c in checkpoints.list_checkpoints(store)] == [checkpoint["id"]]
