@@ -128,6 +128,7 @@ def list_memories(
     *,
     type: str | None = None,
     tag: str | None = None,
+    tags: Iterable[str] = (),
     agent: str | None = None,
     session_id: str | None = None,
     since: float | None = None,
@@ -136,12 +137,12 @@ def list_memories(
     limit: int = 100,
     now: float | None = None,
 ) -> list[dict[str, Any]]:
-    """Entries, newest first, filtered; reading a list is not an access."""
+    """Entries, newest first, filtered (every tag given must be present); not an access."""
     now = clock.now() if now is None else now
     where, params = filter_sql(
         "m",
         types=[type] if type else None,
-        tags=[tag] if tag else (),
+        tags=[*tags, *([tag] if tag else [])],
         agent=agent,
         session_id=session_id,
         since=since,

@@ -223,6 +223,10 @@ def _filter_values(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _filtered(args: argparse.Namespace) -> bool:
+    return bool(args.type or args.tag or args.agent or args.session or args.since or args.until)
+
+
 def _line(entry: dict[str, Any]) -> str:
     tags = f"  [{', '.join(entry['tags'])}]" if entry.get("tags") else ""
     kind = entry.get("type") or entry.get("kind")
@@ -299,16 +303,18 @@ def run_list(ctx: Context) -> int:
     entries = memory.list_memories(
         ctx.store(),
         type=args.type,
-        tag=args.tag[0] if args.tag else None,
+        tags=args.tag,
         include_archived=args.all,
         limit=args.limit,
         **_filter_values(args),
     )
-    if len(args.tag) > 1:
-        entries = [e for e in entries if all(t.lower() in e["tags"] for t in args.tag)]
     ctx.emit(
         {"memories": entries},
-        lambda: "\n".join(_line(e) for e in entries) if entries else "No memories yet.",
+        lambda: (
+            "\n".join(_line(e) for e in entries)
+            if entries
+            else ("No memories match." if _filtered(args) else "No memories yet.")
+        ),
     )
     return 0
 
