@@ -85,6 +85,8 @@ class EngramServer(LanguageServer):
         self.watched_files_listeners: list[WatchedFilesListener] = []
         # Called with (server, state) once a folder's store and settings are ready.
         self.folder_ready_listeners: list[Callable[[EngramServer, FolderState], None]] = []
+        # Called during `initialize`, before the server's capabilities are computed.
+        self.initialize_listeners: list[Callable[[EngramServer, types.InitializeParams], None]] = []
         # Awaited once after `initialized` (dynamic registrations and the like).
         self.initialized_listeners: list[Callable[[EngramServer], Awaitable[None]]] = []
         # Set by the watching feature: True when the client watches files for us.

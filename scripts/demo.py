@@ -105,14 +105,18 @@ def engram(*args: str, cwd: Path, stdin: str | None = None, show: bool = True) -
     )
     if completed.returncode != 0:
         print(completed.stdout + completed.stderr)
-        raise SystemExit(f"{RED}demo failed: engram {' '.join(args)} exited {completed.returncode}{RESET}")
+        raise SystemExit(
+            f"{RED}demo failed: engram {' '.join(args)} exited {completed.returncode}{RESET}"
+        )
     if show and completed.stdout.strip():
         print(textwrap.indent(completed.stdout.rstrip(), "  "))
     return completed.stdout
 
 
 def hook(event: str, payload: dict[str, Any], cwd: Path) -> None:
-    print(f"{DIM}$ engram hook claude-code {event}   <<< {payload.get('tool_name') or payload.get('prompt') or ''}{RESET}")
+    print(
+        f"{DIM}$ engram hook claude-code {event}   <<< {payload.get('tool_name') or payload.get('prompt') or ''}{RESET}"
+    )
     engram("hook", "claude-code", event, cwd=cwd, stdin=json.dumps(payload), show=False)
 
 
@@ -132,7 +136,11 @@ def make_workspace() -> Path:
 
 def agent_session(root: Path) -> str:
     session_id = str(uuid.uuid4())
-    base = {"session_id": session_id, "cwd": str(root), "transcript_path": str(root / ".no-transcript.jsonl")}
+    base = {
+        "session_id": session_id,
+        "cwd": str(root),
+        "transcript_path": str(root / ".no-transcript.jsonl"),
+    }
     hook("SessionStart", {**base, "hook_event_name": "SessionStart", "source": "startup"}, root)
     hook(
         "UserPromptSubmit",
@@ -146,7 +154,10 @@ def agent_session(root: Path) -> str:
                 **base,
                 "hook_event_name": "PostToolUseFailure",
                 "tool_name": "Bash",
-                "tool_input": {"command": "pytest -q tests/test_billing.py", "description": "Run the tests"},
+                "tool_input": {
+                    "command": "pytest -q tests/test_billing.py",
+                    "description": "Run the tests",
+                },
                 "tool_use_id": f"toolu_demo{run}",
                 "error": pytest_failure(run),
             },
@@ -198,7 +209,10 @@ async def editor_view(root: Path) -> None:
                 text_document=types.TextDocumentClientCapabilities(
                     diagnostic=types.DiagnosticClientCapabilities(),
                     hover=types.HoverClientCapabilities(content_format=[types.MarkupKind.Markdown]),
-                )
+                ),
+                workspace=types.WorkspaceClientCapabilities(
+                    diagnostics=types.DiagnosticWorkspaceClientCapabilities(refresh_support=True)
+                ),
             ),
             workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
         )
@@ -208,7 +222,9 @@ async def editor_view(root: Path) -> None:
     uri = path.as_uri()
     client.text_document_did_open(
         types.DidOpenTextDocumentParams(
-            text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=path.read_text())
+            text_document=types.TextDocumentItem(
+                uri=uri, language_id="python", version=1, text=path.read_text()
+            )
         )
     )
     report = await client.text_document_diagnostic_async(
@@ -220,9 +236,13 @@ async def editor_view(root: Path) -> None:
     lines = path.read_text().splitlines()
     for diagnostic in gotchas:
         start = diagnostic.range.start
-        severity = types.DiagnosticSeverity(diagnostic.severity).name if diagnostic.severity else "?"
-        print(f"  {GREEN}diagnostic{RESET} app/billing.py:{start.line + 1}:{start.character + 1} "
-              f"{severity} [{diagnostic.code}] {diagnostic.message}")
+        severity = (
+            types.DiagnosticSeverity(diagnostic.severity).name if diagnostic.severity else "?"
+        )
+        print(
+            f"  {GREEN}diagnostic{RESET} app/billing.py:{start.line + 1}:{start.character + 1} "
+            f"{severity} [{diagnostic.code}] {diagnostic.message}"
+        )
         print(f"  {DIM}{start.line + 1:>4} | {lines[start.line]}{RESET}")
     first = gotchas[0].range.start
     hover = await client.text_document_hover_async(
@@ -230,7 +250,11 @@ async def editor_view(root: Path) -> None:
     )
     if hover is None:
         raise SystemExit(f"{RED}demo failed: no hover on the gotcha{RESET}")
-    value = hover.contents.value if isinstance(hover.contents, types.MarkupContent) else str(hover.contents)
+    value = (
+        hover.contents.value
+        if isinstance(hover.contents, types.MarkupContent)
+        else str(hover.contents)
+    )
     print(f"  {GREEN}hover{RESET} at line {first.line + 1}:")
     print(textwrap.indent(value.strip(), "    │ "))
     await client.shutdown_async(None)
@@ -245,7 +269,9 @@ def main() -> int:
     engram("init", cwd=root)
     engram("status", cwd=root)
 
-    step("2. A Claude Code session, recorded through engram's hooks: the same test failure three times")
+    step(
+        "2. A Claude Code session, recorded through engram's hooks: the same test failure three times"
+    )
     session_id = agent_session(root)
     engram("gotcha", "list", "--all", cwd=root)
 
@@ -253,9 +279,11 @@ def main() -> int:
     asyncio.run(editor_view(root))
 
     step("4. A checkpoint, a bad edit, and a rollback")
-    created = json.loads(engram("checkpoint", "create", "before the fix", "--json", cwd=root, show=False))
+    created = json.loads(
+        engram("checkpoint", "create", "before the fix", "--json", cwd=root, show=False)
+    )
     checkpoint_id = created["id"]
-    print(f"{DIM}$ engram checkpoint create \"before the fix\"{RESET}\n  checkpoint {checkpoint_id}")
+    print(f'{DIM}$ engram checkpoint create "before the fix"{RESET}\n  checkpoint {checkpoint_id}')
     billing = root / "app" / "billing.py"
     original = billing.read_bytes()
     billing.write_text(BILLING.replace("datetime.utcnow()", "datetime.now()  # still naive!"))
@@ -266,12 +294,16 @@ def main() -> int:
     restored = billing.read_bytes() == original and not (root / "app" / "scratch.py").exists()
     if not restored:
         raise SystemExit(f"{RED}demo failed: the rollback did not restore the workspace{RESET}")
-    print(f"  {GREEN}app/billing.py is byte-for-byte what it was, and app/scratch.py is gone{RESET}")
+    print(
+        f"  {GREEN}app/billing.py is byte-for-byte what it was, and app/scratch.py is gone{RESET}"
+    )
 
     step("5. The session's summary")
     engram("session", "summary", session_id, cwd=root)
 
-    print(f"\n{BOLD}Done.{RESET} The sample workspace is kept at {root} (its store: {root / '.engram'}).")
+    print(
+        f"\n{BOLD}Done.{RESET} The sample workspace is kept at {root} (its store: {root / '.engram'})."
+    )
     if os.environ.get("ENGRAM_DEMO_CLEANUP"):
         shutil.rmtree(root.parent)
     return 0

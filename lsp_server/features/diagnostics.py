@@ -83,11 +83,20 @@ class _PushScheduler(DocumentListener):
         )
 
 
+def pulls(server: EngramServer) -> bool:
+    """Whether this client pulls diagnostics and can be told to pull again.
+
+    A client that pulls but cannot be asked to refresh (Neovim 0.10 and 0.11) would keep a stale
+    answer until the next edit when a gotcha is added from a terminal or a hook; such clients
+    get diagnostics pushed instead, and the pull capability is not advertised to them.
+    """
+    return server.client_supports("text_document", "diagnostic") and server.client_supports(
+        "workspace", "diagnostics", "refresh_support"
+    )
+
+
 def register(server: EngramServer) -> None:
     pusher = _PushScheduler()
-
-    def pulls(ls: EngramServer) -> bool:
-        return ls.client_supports("text_document", "diagnostic")
 
     @server.feature(
         types.TEXT_DOCUMENT_DIAGNOSTIC,
@@ -105,23 +114,28 @@ def register(server: EngramServer) -> None:
             items = collect(ls, state, ls.workspace.get_text_document(uri))
         return types.RelatedFullDocumentDiagnosticReport(items=items)
 
+    def advertise_pull_only_when_refreshable(
+        ls: EngramServer, params: types.InitializeParams
+    ) -> None:
+        # pygls derives the capabilities from the registered features after `initialize`
+        # handlers ran: unregistering here keeps `diagnosticProvider` out of the answer.
+        if not pulls(ls):
+            ls.protocol.fm.features.pop(types.TEXT_DOCUMENT_DIAGNOSTIC, None)
+
+    server.initialize_listeners.append(advertise_pull_only_when_refreshable)
+
     async def choose_mode(ls: EngramServer) -> None:
         if pulls(ls):
+            ls.refresh_diagnostics = lambda: ls.workspace_diagnostic_refresh(None)
+            return
+        ls.document_listeners.append(pusher)
 
-            def refresh_pull() -> None:
-                if ls.client_supports("workspace", "diagnostics", "refresh_support"):
-                    ls.workspace_diagnostic_refresh(None)
+        def refresh_push() -> None:
+            for uri in list(ls.workspace.text_documents):
+                pusher.schedule(ls, uri, 0)
 
-            ls.refresh_diagnostics = refresh_pull
-        else:
-            ls.document_listeners.append(pusher)
-
-            def refresh_push() -> None:
-                for uri in list(ls.workspace.text_documents):
-                    pusher.schedule(ls, uri, 0)
-
-            ls.refresh_diagnostics = refresh_push
-            # A document opened while `initialized` was still running missed its did_open push.
-            refresh_push()
+        ls.refresh_diagnostics = refresh_push
+        # A document opened while `initialized` was still running missed its did_open push.
+        refresh_push()
 
     server.initialized_listeners.insert(0, choose_mode)

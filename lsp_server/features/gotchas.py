@@ -146,12 +146,6 @@ class GotchaFolder:
         Every document is refreshed once it is ready."""
         if self.index is not None:
             return self.index
-        if server.client_supports("text_document", "diagnostic") and not server.client_supports(
-            "workspace", "diagnostics", "refresh_support"
-        ):
-            # A client that pulls but cannot be told to pull again (Neovim 0.10/0.11) would
-            # keep an empty answer until the next edit: load now, once.
-            return self.rebuild()
         if self.building is None:
             self.building = asyncio.ensure_future(self._build(server))
         return None

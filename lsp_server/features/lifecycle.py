@@ -71,6 +71,8 @@ def register(server: EngramServer) -> None:
     def initialize(ls: EngramServer, params: types.InitializeParams) -> None:
         for path in _folder_paths(params):
             ls.add_folder(path)
+        for listener in ls.initialize_listeners:
+            listener(ls, params)
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: EngramServer, params: types.InitializedParams) -> None:

@@ -165,7 +165,10 @@ async def wire_figures(root: Path, lines: list[str]) -> list[Figure]:
     capabilities = types.ClientCapabilities(
         text_document=types.TextDocumentClientCapabilities(
             diagnostic=types.DiagnosticClientCapabilities(), hover=types.HoverClientCapabilities()
-        )
+        ),
+        workspace=types.WorkspaceClientCapabilities(
+            diagnostics=types.DiagnosticWorkspaceClientCapabilities(refresh_support=True)
+        ),
     )
     await client.initialize_async(
         types.InitializeParams(

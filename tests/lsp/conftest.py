@@ -129,11 +129,16 @@ def open_document(
 
 async def diagnostics_for(client: LanguageClient, uri: str) -> list[types.Diagnostic]:
     """The document's diagnostics the way this client gets them: pulled, or the last pushed."""
-    if (
-        client.capabilities
-        and client.capabilities.text_document
-        and client.capabilities.text_document.diagnostic
-    ):
+    caps = client.capabilities
+    pulls = bool(
+        caps
+        and caps.text_document
+        and caps.text_document.diagnostic
+        and caps.workspace
+        and caps.workspace.diagnostics
+        and caps.workspace.diagnostics.refresh_support
+    )
+    if pulls:
         report = await client.text_document_diagnostic_async(
             types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri=uri))
         )
