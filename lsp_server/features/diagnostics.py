@@ -126,7 +126,11 @@ def register(server: EngramServer) -> None:
 
     async def choose_mode(ls: EngramServer) -> None:
         if pulls(ls):
-            ls.refresh_diagnostics = lambda: ls.workspace_diagnostic_refresh(None)
+
+            def refresh_pull() -> None:
+                ls.workspace_diagnostic_refresh(None)
+
+            ls.refresh_diagnostics = refresh_pull
             return
         ls.document_listeners.append(pusher)
 
