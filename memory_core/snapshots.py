@@ -101,7 +101,7 @@ def active_session(store: Store) -> dict[str, Any] | None:
 
 def _new_id(db: sqlite3.Connection) -> str:
     while True:
-        candidate = "S-" + secrets.token_hex(4)
+        candidate = "SN-" + secrets.token_hex(4)
         if db.execute("SELECT 1 FROM snapshots WHERE id = ?", (candidate,)).fetchone() is None:
             return candidate
 

@@ -84,7 +84,7 @@ async def test_bad_arguments_are_clear_errors(client: LanguageClient) -> None:
     from pygls.exceptions import JsonRpcException
 
     with pytest.raises(JsonRpcException, match="no snapshot"):
-        await execute(client, "engram.snapshot.restore", {"id": "S-00000000"})
+        await execute(client, "engram.snapshot.restore", {"id": "SN-00000000"})
     with pytest.raises(JsonRpcException, match="give the snapshot"):
         await execute(client, "engram.snapshot.restore", {})
     with pytest.raises(JsonRpcException, match="cannot read"):
