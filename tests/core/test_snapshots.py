@@ -62,7 +62,7 @@ def test_a_snapshot_in_a_repository_holds_branch_head_dirty_files_and_stashes(
         agent="claude-code",
         now=NOW,
     )
-    assert snap["id"].startswith("S-")
+    assert snap["id"].startswith("SN-")
     assert (snap["is_repo"], snap["branch"], snap["head"]) == (True, "main", head)
     assert snap["dirty_files"] == ["b.py", "new.txt"]
     assert snap["stash_count"] == 1
