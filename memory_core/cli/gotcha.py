@@ -58,12 +58,23 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     for name, help_text, handler in (
         ("show", "everything about one gotcha", run_show),
         ("resolve", "mark a gotcha resolved (it reopens if its error returns)", run_resolve),
-        ("confirm", "confirm a learned (candidate) gotcha", run_confirm),
         ("promote", "write a gotcha into .engram/team/gotchas.toml for the team", run_promote),
     ):
         parser = actions.add_parser(name, parents=[common], help=help_text)
         parser.add_argument("id", help="gotcha id (G-xxxxxxxx; a unique prefix will do)")
         parser.set_defaults(handler=handler)
+
+    confirm = actions.add_parser(
+        "confirm",
+        parents=[common],
+        help="confirm a learned (candidate) gotcha, optionally writing down what to do about it",
+    )
+    confirm.add_argument("id", help="gotcha id (G-xxxxxxxx; a unique prefix will do)")
+    confirm.add_argument("--title")
+    confirm.add_argument("--description")
+    confirm.add_argument("--workaround", help="what to do instead (shown in the hover)")
+    confirm.add_argument("--severity", choices=["critical", "high", "medium", "low"])
+    confirm.set_defaults(handler=run_confirm)
 
     snooze = actions.add_parser(
         "snooze", parents=[common], help="hide a gotcha from the editor for some days"
@@ -199,6 +210,14 @@ def run_resolve(ctx: Context) -> int:
 def run_confirm(ctx: Context) -> int:
     from memory_core import gotchas
 
+    # Confirming is when a person knows what the candidate is about: take what they know with it.
+    fields = {
+        name: getattr(ctx.args, name)
+        for name in ("title", "description", "workaround", "severity")
+        if getattr(ctx.args, name) is not None
+    }
+    if fields:
+        gotchas.update(ctx.store(), ctx.args.id, **fields)
     return _change(ctx, "Confirmed", gotchas.confirm)
 
 

@@ -146,3 +146,29 @@ def test_track_at_a_given_time_counts_in_the_window_of_that_time(cli: Any, works
         assert result.json()["gotcha_id"] is None
     bad = cli("error", "track", "boom", "--at", "yesterday", cwd=workspace)
     assert bad.code == 2 and "ISO-8601" in bad.stderr
+
+
+def test_confirm_takes_the_workaround_a_person_knows(cli: Any, workspace: Path) -> None:
+    traceback = 'File "/tmp/run/app.py", line 3, in f\nTypeError: x is not a function'
+    for _ in range(3):
+        assert cli("error", "track", traceback, cwd=workspace).code == 0
+    (candidate,) = cli("gotcha", "list", "--json", cwd=workspace).json()["gotchas"]
+    assert candidate["status"] == "candidate"
+    confirmed = cli(
+        "gotcha",
+        "confirm",
+        candidate["id"],
+        "--workaround",
+        "call f.bind first",
+        "--severity",
+        "high",
+        "--json",
+        cwd=workspace,
+    ).json()
+    assert (confirmed["status"], confirmed["severity"], confirmed["workaround"]) == (
+        "confirmed",
+        "high",
+        "call f.bind first",
+    )
+    bad = cli("gotcha", "confirm", candidate["id"], "--severity", "urgent", cwd=workspace)
+    assert bad.code == 2 and "Traceback" not in bad.stderr
