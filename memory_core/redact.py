@@ -90,10 +90,17 @@ _ASSIGNMENT = (
 _VALUE = (r"\s*[\"'`]?(?P<value>[^\s\"'`,;]{6,})", 0)
 
 
+_COMPILED: dict[str | tuple[str, int], re.Pattern[str]] = {}
+
+
 def _rx(spec: str | tuple[str, int]) -> re.Pattern[str]:
-    # Compiled on first use (the re module caches it): compiling every detector at import
-    # cost a cold hook ~10 ms, and most texts never need most detectors.
-    return re.compile(spec) if isinstance(spec, str) else re.compile(*spec)
+    # Compiled on first use and kept: compiling every detector at import cost a cold hook
+    # ~10 ms, and most texts never need most detectors.
+    pattern = _COMPILED.get(spec)
+    if pattern is None:
+        pattern = re.compile(spec) if isinstance(spec, str) else re.compile(*spec)
+        _COMPILED[spec] = pattern
+    return pattern
 
 
 # Names that say what a value is when that is not a secret (`cache_key_id`, `sig_path`).
@@ -390,7 +397,10 @@ def redact(text: str) -> str:
             haystack = lowered
         else:
             haystack = text
-        if not any(guard in haystack for guard in guards):
+        for guard in guards:
+            if guard in haystack:
+                break
+        else:
             continue
         pattern = _rx(spec)
         repl = replacement or _label(name)
