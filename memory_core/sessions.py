@@ -618,6 +618,20 @@ def failed_commands(store: Store, session_id: str) -> list[dict[str, Any]]:
     ]
 
 
+def _grouped_failures(failed: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One line per failing command, however often it failed: a retried command is one item."""
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for item in failed:
+        groups.setdefault(item["command"], []).append(item)
+    lines = []
+    for command, runs in groups.items():
+        times = f" {len(runs)} times" if len(runs) > 1 else ""
+        lines.append(
+            f"`{command}` failed{times} (last exit {runs[-1]['exit_code']}, {runs[-1]['at']})"
+        )
+    return lines
+
+
 def _duration(seconds: float) -> str:
     minutes = int(seconds // 60)
     if minutes < 1:
@@ -652,8 +666,7 @@ def summary_markdown(store: Store, session_id: str, *, now: float | None = None)
         ("Outcomes", summary["outcomes"] or _outcomes_from_facts(numbers, files, failed)),
         (
             "Open items",
-            summary["open_items"]
-            or [f"`{c['command']}` failed (exit {c['exit_code']})" for c in failed[-5:]],
+            summary["open_items"] or _grouped_failures(failed)[-5:],
         ),
     ]
     for title, items in sections:
@@ -686,7 +699,7 @@ def summary_markdown(store: Store, session_id: str, *, now: float | None = None)
     lines += _checkpoint_lines(store, sid)
     if failed:
         lines += ["## Commands that failed", ""]
-        lines += [f"- `{c['command']}` (exit {c['exit_code']}, {c['at']})" for c in failed]
+        lines += [f"- {line}" for line in _grouped_failures(failed)]
         lines.append("")
     return "\n".join(lines)
 

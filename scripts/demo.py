@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -94,7 +95,7 @@ def step(title: str) -> None:
 def engram(*args: str, cwd: Path, stdin: str | None = None, show: bool = True) -> str:
     """Run the real `engram` command as a user would, echo it and its output."""
     if show:
-        print(f"{DIM}$ engram {' '.join(args)}{RESET}")
+        print(f"{DIM}$ engram {shlex.join(args)}{RESET}")
     completed = subprocess.run(
         [sys.executable, "-m", "memory_core", *args],
         cwd=cwd,
@@ -180,6 +181,7 @@ def agent_session(root: Path) -> str:
 async def editor_view(root: Path) -> None:
     """Start `engram lsp` as an editor does and show what the editor shows."""
     client = LanguageClient("engram-demo", "1")
+    refreshed = asyncio.Event()
 
     @client.feature(types.CLIENT_REGISTER_CAPABILITY)
     def _register(params: types.RegistrationParams) -> None:
@@ -195,7 +197,7 @@ async def editor_view(root: Path) -> None:
 
     @client.feature(types.WORKSPACE_DIAGNOSTIC_REFRESH)
     def _refresh(params: None) -> None:
-        return None
+        refreshed.set()
 
     @client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
     def _lens_refresh(params: None) -> None:
@@ -227,36 +229,61 @@ async def editor_view(root: Path) -> None:
             )
         )
     )
-    report = await client.text_document_diagnostic_async(
-        types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri=uri))
-    )
-    gotchas = [d for d in report.items if d.source == "engram" and d.code != "drift"]
-    if not gotchas:
-        raise SystemExit(f"{RED}demo failed: no engram diagnostic in app/billing.py{RESET}")
-    lines = path.read_text().splitlines()
-    for diagnostic in gotchas:
-        start = diagnostic.range.start
-        severity = (
-            types.DiagnosticSeverity(diagnostic.severity).name if diagnostic.severity else "?"
+
+    async def show() -> str:
+        gotchas: list[types.Diagnostic] = []
+        for _ in range(100):  # the gotcha index loads off the event loop; the server refreshes
+            report = await client.text_document_diagnostic_async(
+                types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri=uri))
+            )
+            gotchas = [d for d in report.items if d.source == "engram" and d.code != "drift"]
+            if gotchas:
+                break
+            await asyncio.sleep(0.05)
+        if not gotchas:
+            raise SystemExit(f"{RED}demo failed: no engram diagnostic in app/billing.py{RESET}")
+        lines = path.read_text().splitlines()
+        for diagnostic in gotchas:
+            start = diagnostic.range.start
+            severity = (
+                types.DiagnosticSeverity(diagnostic.severity).name if diagnostic.severity else "?"
+            )
+            print(
+                f"  {GREEN}diagnostic{RESET} app/billing.py:{start.line + 1}:{start.character + 1} "
+                f"{severity} [{diagnostic.code}] {diagnostic.message.splitlines()[0]}"
+            )
+            print(f"  {DIM}{start.line + 1:>4} | {lines[start.line]}{RESET}")
+        first = gotchas[0].range.start
+        hover = await client.text_document_hover_async(
+            types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=first)
         )
-        print(
-            f"  {GREEN}diagnostic{RESET} app/billing.py:{start.line + 1}:{start.character + 1} "
-            f"{severity} [{diagnostic.code}] {diagnostic.message}"
+        if hover is None:
+            raise SystemExit(f"{RED}demo failed: no hover on the gotcha{RESET}")
+        value = (
+            hover.contents.value
+            if isinstance(hover.contents, types.MarkupContent)
+            else str(hover.contents)
         )
-        print(f"  {DIM}{start.line + 1:>4} | {lines[start.line]}{RESET}")
-    first = gotchas[0].range.start
-    hover = await client.text_document_hover_async(
-        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=first)
+        print(f"  {GREEN}hover{RESET} at line {first.line + 1}:")
+        print(textwrap.indent(value.strip(), "    │ ", lambda line: True))
+        return str(gotchas[0].code)
+
+    gotcha_id = await show()
+
+    print(f"\n  {DIM}(a person confirms it from a terminal; the editor updates by itself){RESET}")
+    refreshed.clear()
+    engram(
+        "gotcha",
+        "confirm",
+        gotcha_id,
+        "--severity",
+        "high",
+        "--workaround",
+        "Use datetime.now(timezone.utc): datetime.utcnow() returns a naive datetime.",
+        cwd=root,
     )
-    if hover is None:
-        raise SystemExit(f"{RED}demo failed: no hover on the gotcha{RESET}")
-    value = (
-        hover.contents.value
-        if isinstance(hover.contents, types.MarkupContent)
-        else str(hover.contents)
-    )
-    print(f"  {GREEN}hover{RESET} at line {first.line + 1}:")
-    print(textwrap.indent(value.strip(), "    │ "))
+    await asyncio.wait_for(refreshed.wait(), timeout=10)
+    await show()
     await client.shutdown_async(None)
     client.exit(None)
     await client.stop()
@@ -275,7 +302,7 @@ def main() -> int:
     session_id = agent_session(root)
     engram("gotcha", "list", "--all", cwd=root)
 
-    step("3. The editor's view: the learned gotcha as a diagnostic and a hover")
+    step("3. The editor's view: the learned gotcha as a diagnostic and a hover, then confirmed")
     asyncio.run(editor_view(root))
 
     step("4. A checkpoint, a bad edit, and a rollback")

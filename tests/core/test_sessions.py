@@ -103,8 +103,22 @@ def test_summary_from_facts_names_files_and_failed_commands(store: Store) -> Non
     text = sessions.summary_markdown(store, sid)
     assert "## Overview" in text and "Fix the flaky login test" in text
     assert "`src/login.py`" in text and "`tests/test_login.py`" in text
-    assert "## Commands that failed" in text and "`pytest -q` (exit 1" in text
+    assert "## Commands that failed" in text and "`pytest -q` failed (last exit 1" in text
     assert "| success rate | 67% |" in text
+
+
+def test_a_command_that_failed_again_and_again_is_one_open_item(store: Store) -> None:
+    sid = sessions.start(store, agent="claude-code", now=1000.0)["id"]
+    for attempt in range(3):
+        sessions.record_command(
+            store, sid, "pytest -q tests/test_billing.py", exit_code=1, ts=1001.0 + attempt
+        )
+    sessions.record_command(store, sid, "ruff check .", exit_code=2, ts=1010.0)
+    text = sessions.summary_markdown(store, sid, now=1020.0)
+    open_items = text.split("## Open items")[1].split("##")[0]
+    assert open_items.count("tests/test_billing.py") == 1
+    assert "`pytest -q tests/test_billing.py` failed 3 times (last exit 1" in open_items
+    assert "`ruff check .` failed (last exit 2" in open_items
 
 
 def test_agent_summary_is_shown_and_lists_merge_without_duplicates(store: Store) -> None:
