@@ -13,6 +13,7 @@ in `memory_core/migrations/`. A store written by a newer engram is refused, neve
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 import sqlite3
@@ -148,6 +149,7 @@ class Store:
                 raise StoreError(f"cannot put {db_path} in WAL mode (got {mode})")
             connection.execute("PRAGMA synchronous = NORMAL")
             connection.execute("PRAGMA foreign_keys = ON")
+            _ensure_math_functions(connection)
         except sqlite3.DatabaseError as exc:
             raise StoreError(
                 f"cannot open the store {db_path}: {exc}",
@@ -260,6 +262,14 @@ class Store:
                 with contextlib.suppress(OSError):
                     total += os.lstat(os.path.join(dirpath, name)).st_size
         return total
+
+
+def _ensure_math_functions(connection: sqlite3.Connection) -> None:
+    """Decay is computed in SQL with exp(); SQLite builds without math functions get Python's."""
+    try:
+        connection.execute("SELECT exp(0)")
+    except sqlite3.OperationalError:
+        connection.create_function("exp", 1, math.exp, deterministic=True)
 
 
 def _split_sql(script: str) -> list[str]:
