@@ -206,7 +206,8 @@ def head_blob_ids(root: Path, paths: Sequence[str]) -> dict[str, str] | None:
 
 def blob_id(data: bytes, *, sha256: bool = False) -> str:
     """The id git gives a file with this content (`git hash-object`)."""
-    digest = hashlib.sha256() if sha256 else hashlib.sha1()  # git names objects by SHA-1 (or SHA-256)
+    # git names objects by SHA-1 (or SHA-256 in repositories that opted in).
+    digest = hashlib.sha256() if sha256 else hashlib.sha1()
     digest.update(b"blob %d\0" % len(data))
     digest.update(data)
     return digest.hexdigest()

@@ -18,7 +18,14 @@ from typing import Any, NoReturn
 from memory_core import __version__, log
 from memory_core.errors import EXIT_FAILED, EXIT_USAGE, EngramError
 
-COMMAND_MODULES = ("memory_core.cli.basics", "memory_core.cli.memory", "memory_core.cli.gotcha", "memory_core.cli.session", "memory_core.cli.agents", "memory_core.cli.evolution")
+COMMAND_MODULES = (
+    "memory_core.cli.basics",
+    "memory_core.cli.memory",
+    "memory_core.cli.gotcha",
+    "memory_core.cli.session",
+    "memory_core.cli.agents",
+    "memory_core.cli.evolution",
+)
 
 
 class _Parser(argparse.ArgumentParser):
