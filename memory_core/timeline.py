@@ -140,15 +140,19 @@ def _parts(store: Store) -> list[str]:
                 f"{session}, 'gotcha ' || {ident}{title_part}, {details}, NULL, NULL FROM gotchas"
             )
     if "events" in tables:
+        # Events that restate a row of the tables above would show every such moment twice.
+        restated = ", ".join(f"'{kind}'" for kind in _RESTATED_EVENTS)
         parts.append(
             "SELECT 'event:' || id, ts, 'event', kind, session_id, "
             "COALESCE(json_extract(data, '$.summary'), kind || COALESCE(' ' || path, '')), "
-            "json_object('actor', actor, 'path', path, 'data', json(data)), path, NULL FROM events"
+            "json_object('actor', actor, 'path', path, 'data', json(data)), path, NULL FROM events "
+            f"WHERE kind NOT IN ({restated})"
         )
     return parts
 
 
 _COLUMNS = "id, ts, source, event_type, session_id, summary, details, path, old_path"
+_RESTATED_EVENTS = ("checkpoint.created", "session.started", "session.closed")
 
 
 def entries(

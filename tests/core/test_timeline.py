@@ -59,6 +59,21 @@ def test_sessions_gotchas_and_checkpoints_join_when_their_tables_exist(store: St
     assert all(set(e) == FIELDS for e in found)
 
 
+def test_a_checkpoint_or_a_session_start_is_one_entry_not_two(
+    store: Store, workspace: Path
+) -> None:
+    from memory_core import checkpoints, sessions
+
+    (workspace / "a.py").write_text("x = 1\n")
+    sessions.start(store, session_id="sess-1", agent="claude-code")
+    checkpoints.create(store, "before")
+    found = timeline.entries(store)
+    assert [e["event_type"] for e in found if e["event_type"].startswith("session.")] == [
+        "session.started"
+    ]
+    assert len([e for e in found if "checkpoint" in e["event_type"]]) == 1
+
+
 def test_filters_by_time_source_and_file(store: Store, workspace: Path) -> None:
     for n, name in enumerate(["a.py", "b.py", "a.py"]):
         (workspace / name).write_text(f"v{n}\n")
