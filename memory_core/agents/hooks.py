@@ -31,6 +31,8 @@ from memory_core.agents.record import ToolCall, ToolOutcome, clean
 from memory_core.store import Store
 
 MAX_STDIN_BYTES = 32 * 1024 * 1024
+# What one turn's closing message adds to the rolling summary at most.
+ROLLING_SUMMARY_TURN_CHARS = 600
 # store_meta key: the digest timer's interval as the settings said at the last session start.
 DIGEST_INTERVAL_KEY = "agents.digest_interval_minutes"
 TRANSCRIPT_EVENTS = frozenset(
@@ -315,6 +317,20 @@ class HookRun:
                 self.payload.prompt_response or self.payload.last_assistant_message,
                 self.payload.prompt,
             )
+        if self.payload.last_assistant_message:
+            # The rolling summary: what the agent said at the end of each turn, compacted to
+            # 500 characters once it outgrows `sessions.summary_compact_chars`.
+            record.guarded(
+                self.store,
+                "rolling summary",
+                "sessions",
+                "append_rolling_summary",
+                self.store,
+                self.session_id,
+                clean(self.payload.last_assistant_message, ROLLING_SUMMARY_TURN_CHARS),
+                threshold=int(self.settings["sessions.summary_compact_chars"]),
+                now=self.now,
+            )
         has_digest = self.store.query_one(
             "SELECT 1 FROM digests WHERE session_id = ? LIMIT 1", (self.session_id,)
         )
@@ -354,6 +370,16 @@ class HookRun:
         from memory_core.agents import retention  # noqa: F401 - registers the agent tables' rules
 
         limits.enforce(self.store, self.settings, now=self.now)
+        record.guarded(
+            self.store,
+            "session quota",
+            "quota",
+            "enforce",
+            self.store,
+            self.session_id,
+            self.settings,
+            now=self.now,
+        )
 
     def other(self) -> None:
         if self.payload.session_id:

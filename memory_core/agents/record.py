@@ -550,7 +550,7 @@ def close_turn(db: sqlite3.Connection, turn: Turn, ended_at: float | None) -> Fi
 
 def apply_turns(store: Store, turns: Sequence[FinishedTurn]) -> None:
     for turn in turns:
-        guarded(
+        seq = guarded(
             store,
             "record turn",
             "sessions",
@@ -571,3 +571,15 @@ def apply_turns(store: Store, turns: Sequence[FinishedTurn]) -> None:
             started_at=turn.started_at,
             ended_at=turn.ended_at,
         )
+        if isinstance(seq, int):
+            # DESIGN section 3: a checkpoint every N turns (the `checkpoints.every_n_turns` setting).
+            guarded(
+                store,
+                "checkpoint every N turns",
+                "checkpoints",
+                "every_n_turns",
+                store,
+                seq,
+                session_id=turn.session_id,
+                now=turn.ended_at,
+            )

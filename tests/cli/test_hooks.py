@@ -600,3 +600,28 @@ def test_the_installed_command_runs_as_claude_code_would_run_it(cli, repo: Path)
         )
         == 1
     )
+
+
+def test_turns_make_checkpoints_every_n_and_stops_feed_the_rolling_summary(cli, repo: Path) -> None:
+    (repo / "app.py").write_text("print('hello')\n")
+    assert cli("config", "set", "checkpoints.every_n_turns", "2", cwd=repo).code == 0
+    session = "6a1e0b2c-0000-4000-8000-00000000cafe"
+    for turn in range(1, 4):
+        prompt = hook_payload(
+            "UserPromptSubmit", session, repo, prompt=f"step {turn}", prompt_id=f"p{turn}"
+        )
+        assert cli("hook", "claude-code", "UserPromptSubmit", cwd=repo, stdin=prompt).code == 0
+        said = f"Finished step {turn}. The health endpoint now answers."
+        stop = hook_payload(
+            "Stop", session, repo, stop_hook_active=False, last_assistant_message=said
+        )
+        assert cli("hook", "claude-code", "Stop", cwd=repo, stdin=stop).code == 0
+    reasons = [
+        c["reason"] for c in cli("checkpoint", "list", "--json", cwd=repo).json()["checkpoints"]
+    ]
+    assert reasons == ["turns"]  # after turn 2; turn 3 is not a multiple of 2
+    with _db(repo) as conn:
+        rolling = conn.execute(
+            "SELECT rolling_summary FROM sessions WHERE id = ?", (session,)
+        ).fetchone()[0]
+    assert "Finished step 1." in rolling and "Finished step 3." in rolling
