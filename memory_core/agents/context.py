@@ -1,7 +1,8 @@
 """The memory an agent gets at session start (and `engram session resume --context`).
 
 Sections, in the order they are ranked: a crash-recovery note when the previous session ended
-abnormally, the last session's summary and open items, user corrections, rules the user stated
+abnormally, the last session's summary and open items, long-term memories still hot or warm
+(decisions, preferences, learnings), user corrections, rules the user stated
 (axioms), dead ends (commands that failed repeatedly, and what worked after), gotchas for the
 files touched recently, and those files. The text is cut to a token budget (setting
 `agents.context_token_budget`, about 4 characters a token) and never over the agent's cap on
@@ -214,6 +215,34 @@ def gotchas_for(store: Store, files: list[str], task: str) -> Section:
     return section
 
 
+# Memory types an agent should be reminded of at the start of a session.
+_REMEMBERED_TYPES = ("decision", "preference", "learning", "finding", "project")
+
+
+def remembered(store: Store, now: float, limit: int = 8) -> Section:
+    """Long-term memories still hot or warm: pinned first, then by current priority."""
+    section = Section("Decisions and knowledge to keep")
+    memory = record.optional_module("memory")
+    list_memories = getattr(memory, "list_memories", None)
+    if list_memories is None:
+        return section
+    try:
+        entries = list_memories(store, limit=200, now=now)
+    except Exception:
+        return section
+    kept = [
+        entry
+        for entry in entries
+        if entry.get("type") in _REMEMBERED_TYPES
+        and entry.get("status") != "resolved"
+        and (entry.get("pinned") or float(entry.get("priority") or 0) >= 0.3)
+    ]
+    kept.sort(key=lambda e: (not e.get("pinned"), -float(e.get("priority") or 0)))
+    for entry in kept[:limit]:
+        section.items.append(f"{entry['type']}: {_one_line(str(entry['content']), 300)}")
+    return section
+
+
 def _one_line(text: str, limit: int) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
@@ -267,6 +296,7 @@ def session_start_text(
     sections = [
         crash_note(store, current_session, ts),
         last_summary(store, current_session),
+        remembered(store, ts),
         corrections,
         rules,
         dead_ends(store, sessions),

@@ -86,3 +86,23 @@ def test_a_session_that_stopped_mid_turn_gets_a_crash_recovery_note(
     assert "## Previous session ended abnormally" in out
     assert "Session S-crashed stopped without ending" in out
     assert 'in the middle of: "Refactor the billing module"' in out
+
+
+def test_hot_decisions_are_remembered_and_decayed_ones_left_out(store: Store) -> None:
+    from memory_core import memory
+
+    day = 86400.0
+    now = 1_800_000_000.0
+    memory.add(store, "Use uv, not pip, in this repository", type="decision", now=now - day)
+    memory.add(
+        store, "The staging database is read-only on Fridays", type="finding", now=now - 400 * day
+    )
+    memory.add(
+        store, "Always run mypy before pushing", type="preference", pinned=True, now=now - 400 * day
+    )
+    text = context.session_start_text(store, now=now)
+    kept = text.split("## Decisions and knowledge to keep")[1].split("##")[0]
+    assert "decision: Use uv, not pip" in kept
+    assert "preference: Always run mypy" in kept  # pinned: never decays
+    assert "staging database" not in text  # a year untouched: cold
+    assert kept.index("Always run mypy") < kept.index("Use uv")  # pinned first
