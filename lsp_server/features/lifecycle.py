@@ -49,6 +49,8 @@ async def refresh_settings(server: EngramServer, state: FolderState) -> None:
         except Exception:
             logger.exception("workspace/configuration failed for %s", state.root)
     state.settings = config.load(state.root, editor=editor)
+    # One process serves every folder: the most recently (re)loaded folder's level applies.
+    logging.getLogger("engram").setLevel(str(state.settings["log.level"]).upper())
     for problem in state.settings.problems:
         logger.warning("%s", problem)
         server.show_message(f"engram: {problem}", types.MessageType.Warning)
