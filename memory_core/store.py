@@ -97,6 +97,7 @@ class Store:
         self.db_path = self.dir / DB_NAME
         self._db = connection
         self._lock = threading.RLock()
+        self._depth = 0
 
     # -- opening -------------------------------------------------------------------------
 
@@ -216,8 +217,28 @@ class Store:
 
         BEGIN IMMEDIATE takes the write lock up front, so two processes never both read and
         then fail to upgrade (SQLITE_BUSY mid-transaction); the busy timeout queues them.
+
+        Nested in another transaction of the same thread it is a SAVEPOINT: an error rolls back
+        the inner block only, and nothing is durable before the outermost block commits. That
+        lets a caller batch many library calls (an ingest chunk) into one commit.
         """
         with self._lock:
+            if self._db.in_transaction:
+                # The lock is held for a whole transaction, so an open one here is this thread's.
+                self._depth += 1
+                name = f"engram_nested_{self._depth}"
+                self._db.execute(f"SAVEPOINT {name}")
+                try:
+                    yield self._db
+                except BaseException:
+                    self._db.execute(f"ROLLBACK TO {name}")
+                    self._db.execute(f"RELEASE {name}")
+                    raise
+                else:
+                    self._db.execute(f"RELEASE {name}")
+                finally:
+                    self._depth -= 1
+                return
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db

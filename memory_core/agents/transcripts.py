@@ -772,7 +772,10 @@ def ingest_file(
                     clock.now(),
                 ),
             )
-        run.run_effects()
+        # One commit for what the chunk means to the other areas (sessions, file evolution,
+        # gotchas): each of their calls becomes a savepoint inside it instead of a commit.
+        with store.transaction():
+            run.run_effects()
         if progress is not None:
             progress(position - offset)
     stats.bytes = position - offset

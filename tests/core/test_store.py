@@ -127,3 +127,20 @@ def test_private_files_are_written_whole(tmp_path: Path) -> None:
     assert target.read_text() == "second"
     assert mode(target) == 0o600
     assert [p.name for p in target.parent.iterdir()] == ["gotchas.md"]
+
+
+def test_a_nested_transaction_rolls_back_alone_and_commits_with_the_outer_one(store: Store) -> None:
+    with store.transaction() as db:
+        events.append(store, Event("outer.before"), db=db)
+        with pytest.raises(RuntimeError), store.transaction() as inner:
+            events.append(store, Event("inner.failed"), db=inner)
+            raise RuntimeError("one library call fails")
+        with store.transaction() as inner:
+            events.append(store, Event("inner.kept"), db=inner)
+    assert sorted(e.kind for e in events.recent(store)) == ["inner.kept", "outer.before"]
+
+    with pytest.raises(RuntimeError), store.transaction() as db:
+        with store.transaction() as inner:
+            events.append(store, Event("inner.of.failed.outer"), db=inner)
+        raise RuntimeError("the outer block fails after the inner one finished")
+    assert events.recent(store, kind="inner.of.failed.outer") == []
