@@ -66,6 +66,25 @@ def run_cli(
     return CliResult(completed.returncode, completed.stdout, completed.stderr)
 
 
+GIT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "engram tests",
+    "GIT_AUTHOR_EMAIL": "tests@engram.invalid",
+    "GIT_COMMITTER_NAME": "engram tests",
+    "GIT_COMMITTER_EMAIL": "tests@engram.invalid",
+}
+
+
+def git(root: Path, *args: str) -> str:
+    """Run git in `root` with a fixed identity (tests never read the user's git config)."""
+    return subprocess.run(
+        ["git", "-C", str(root), *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **GIT_IDENTITY},
+    ).stdout
+
+
 @pytest.fixture
 def cli() -> Any:
     return run_cli

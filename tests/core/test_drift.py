@@ -2,31 +2,15 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from memory_core import config, drift, evolution, snapshots
 from memory_core.drift import Citation
 from memory_core.store import Store
+from tests.conftest import git
 
 TEXT = "".join(f"line {n}\n" for n in range(1, 41))
 NOW = 1_800_000_000.0
-
-
-def git(root: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-C", str(root), *args],
-        check=True,
-        capture_output=True,
-        env={
-            "GIT_AUTHOR_NAME": "t",
-            "GIT_AUTHOR_EMAIL": "t@e",
-            "GIT_COMMITTER_NAME": "t",
-            "GIT_COMMITTER_EMAIL": "t@e",
-            "PATH": "/usr/bin:/bin",
-            "HOME": str(root),
-        },
-    )
 
 
 def record(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -11,25 +10,9 @@ from memory_core import evolution
 from memory_core.errors import UsageError
 from memory_core.evolution import Change
 from memory_core.store import Store
+from tests.conftest import git
 
 TEXT = "".join(f"line {n}\n" for n in range(1, 21))
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(root), *args],
-        check=True,
-        capture_output=True,
-        text=True,
-        env={
-            "GIT_AUTHOR_NAME": "t",
-            "GIT_AUTHOR_EMAIL": "t@e",
-            "GIT_COMMITTER_NAME": "t",
-            "GIT_COMMITTER_EMAIL": "t@e",
-            "PATH": "/usr/bin:/bin",
-            "HOME": str(root),
-        },
-    ).stdout
 
 
 def test_a_change_records_actor_lines_hashes_and_size(store: Store, workspace: Path) -> None:

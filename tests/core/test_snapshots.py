@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -10,25 +9,9 @@ import pytest
 from memory_core import config, limits, snapshots
 from memory_core.errors import NotFoundError, UsageError
 from memory_core.store import Store
+from tests.conftest import git
 
 NOW = 1_800_000_000.0
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(root), *args],
-        check=True,
-        capture_output=True,
-        text=True,
-        env={
-            "GIT_AUTHOR_NAME": "t",
-            "GIT_AUTHOR_EMAIL": "t@e",
-            "GIT_COMMITTER_NAME": "t",
-            "GIT_COMMITTER_EMAIL": "t@e",
-            "PATH": "/usr/bin:/bin",
-            "HOME": str(root),
-        },
-    ).stdout
 
 
 @pytest.fixture

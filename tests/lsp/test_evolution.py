@@ -8,8 +8,6 @@ the server (the test sends `workspace/didChangeWatchedFiles` as VS Code would), 
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -17,25 +15,10 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
+from tests.conftest import git
 from tests.lsp.conftest import execute, open_document, wait_for
 
 TEXT = "".join(f"line {n}\n" for n in range(1, 31))
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@e",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@e",
-}
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(root), *args],
-        check=True,
-        capture_output=True,
-        text=True,
-        env={**os.environ, **GIT_ENV},
-    ).stdout
 
 
 @pytest.fixture
