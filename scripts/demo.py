@@ -115,9 +115,16 @@ def engram(*args: str, cwd: Path, stdin: str | None = None, show: bool = True) -
 
 
 def hook(event: str, payload: dict[str, Any], cwd: Path) -> None:
-    print(
-        f"{DIM}$ engram hook claude-code {event}   <<< {payload.get('tool_name') or payload.get('prompt') or ''}{RESET}"
-    )
+    """Run `engram hook claude-code EVENT` with the JSON Claude Code would send on stdin."""
+    if "tool_input" in payload:
+        gist = f"{payload['tool_name']}: {payload['tool_input'].get('command', '')}"
+    elif "prompt" in payload:
+        gist = f"prompt: {payload['prompt']}"
+    elif "last_assistant_message" in payload:
+        gist = f"last message: {payload['last_assistant_message'][:60]}…"
+    else:
+        gist = f"source: {payload.get('source', '')}"
+    print(f"{DIM}$ engram hook claude-code {event} < payload.json   # {gist}{RESET}")
     engram("hook", "claude-code", event, cwd=cwd, stdin=json.dumps(payload), show=False)
 
 
