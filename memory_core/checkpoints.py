@@ -1106,31 +1106,47 @@ class RollbackPlan:
         }
 
 
-def _check_path(root: Path, rel: str) -> None:
-    """Refuse a path that leaves the root, names .git, or passes through a symbolic link."""
+def _check_path(root: Path, rel: str, folders: dict[str, bool] | None = None) -> None:
+    """Refuse a path that leaves the root, names .git, or passes through a symbolic link.
+
+    `folders` caches what each folder on the way was found to be, for a plan that checks every
+    path of a large workspace (their folders are shared); writes check again without it.
+    """
     parts = rel.split("/")
     if not rel or any(not _valid_name(part) for part in parts):
         raise CorruptCheckpointError(
             f"the checkpoint names an unsafe path {rel!r}",
             hint="it was refused; nothing was written",
         )
-    current = root
+    prefix = ""
     for part in parts[:-1]:
-        current = current / part
-        try:
-            st = os.lstat(current)
-        except FileNotFoundError:
-            return  # the rest will be created as real folders
-        if stat.S_ISLNK(st.st_mode):
-            target = os.path.realpath(current)
-            where = "outside the workspace" if not _inside(root, Path(target)) else "elsewhere"
-            raise EngramError(
-                f"refusing to write {rel}: {current.relative_to(root).as_posix()} is a symbolic link "
-                f"to {target} ({where})",
-                hint="remove the link, then roll back again; nothing was written",
-            )
-        if not stat.S_ISDIR(st.st_mode):
-            return  # a file in the way: it is removed first (it was created after the checkpoint)
+        prefix = f"{prefix}/{part}" if prefix else part
+        is_folder = folders.get(prefix) if folders is not None else None
+        if is_folder is None:
+            is_folder = _real_folder(root, prefix, rel)
+            if folders is not None:
+                folders[prefix] = is_folder
+        if not is_folder:
+            # Missing: the rest will be created as real folders. A file in the way: it is
+            # removed first (it was created after the checkpoint).
+            return
+
+
+def _real_folder(root: Path, folder: str, rel: str) -> bool:
+    """Whether `folder` is a real folder (False: missing or a file); raises for a symbolic link."""
+    current = os.path.join(root, folder)
+    try:
+        st = os.lstat(current)
+    except FileNotFoundError:
+        return False
+    if stat.S_ISLNK(st.st_mode):
+        target = os.path.realpath(current)
+        where = "outside the workspace" if not _inside(root, Path(target)) else "elsewhere"
+        raise EngramError(
+            f"refusing to write {rel}: {folder} is a symbolic link to {target} ({where})",
+            hint="remove the link, then roll back again; nothing was written",
+        )
+    return stat.S_ISDIR(st.st_mode)
 
 
 def _inside(root: Path, path: Path) -> bool:
@@ -1157,9 +1173,10 @@ def plan_rollback(
     current, now_skipped = _current(store, settings)
     writes: list[FileWrite] = []
     unchanged = 0
+    folders: dict[str, bool] = {}
     for rel in sorted(target):
         entry = target[rel]
-        _check_path(root, rel)
+        _check_path(root, rel, folders)
         have = current.get(rel)
         if have is not None and (have.kind, have.hash, have.mode) == (
             entry.kind,
@@ -1178,7 +1195,7 @@ def plan_rollback(
     keep = skipped | set(now_skipped)
     removes = sorted(rel for rel in current if rel not in target and rel not in keep)
     for rel in removes:
-        _check_path(root, rel)
+        _check_path(root, rel, folders)
     return RollbackPlan(_checkpoint_dict(row), writes, removes, unchanged, root, current, target)
 
 
