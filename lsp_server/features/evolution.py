@@ -9,8 +9,8 @@ Sources, each attributed to an actor (memory_core.evolution):
 - disk changes, actor `external`: `workspace/didChangeWatchedFiles` when the client watches (the
   watching feature registers it), else the server's own watcher (`watchfiles`, inotify through
   Rust's notify, started when `server.client_watches_files` is still False after `initialized`).
-  Both honour the root `.gitignore`, `.git/info/exclude` and `watch.exclude`, and never record
-  `.engram/` or `.git/`. A disk change with the content the editor just saved is the save itself,
+  Both honour every `.gitignore` (nested ones too), `.git/info/exclude` and `watch.exclude`,
+  and never record `.engram/` or `.git/`. A disk change with the content the editor just saved is the save itself,
   not an external change: the hash chain in memory_core skips it. A burst where HEAD moved is one
   git event.
 - `workspace/didRenameFiles` and `workspace/didDeleteFiles`: renames and deletes made in the
@@ -44,7 +44,7 @@ from pygls.workspace import TextDocument
 
 from lsp_server.features.commands import engram_command
 from lsp_server.server import DocumentListener, EngramServer, FolderState
-from memory_core import clock, drift, evolution
+from memory_core import checkpoints, clock, drift, evolution
 from memory_core import store as store_module
 from memory_core.errors import UsageError
 from memory_core.workspace import STORE_DIRNAME, relative_path
@@ -152,20 +152,20 @@ class FolderWatch:
 
 
 class Ignore:
-    """gitignore-style exclusion for one folder: .gitignore, .git/info/exclude, watch.exclude."""
+    """gitignore-style exclusion for one folder, with git's semantics: every `.gitignore`
+    (nested ones too: the deepest with an opinion decides), `.git/info/exclude` and
+    `watch.exclude`. The same rules checkpoints use, so what is watched is what is kept."""
 
     def __init__(self, root: Path, extra: list[str]) -> None:
-        import pathspec
-
         lines: list[str] = []
-        for source in (root / ".gitignore", root / ".git" / "info" / "exclude"):
-            with contextlib.suppress(OSError):
-                lines.extend(source.read_text(encoding="utf-8", errors="replace").splitlines())
-        lines.extend(extra)
-        self.spec = pathspec.GitIgnoreSpec.from_lines(lines)
+        with contextlib.suppress(OSError):
+            exclude = root / ".git" / "info" / "exclude"
+            lines = exclude.read_text(encoding="utf-8", errors="replace").splitlines()
+        self.rules = checkpoints.IgnoreRules(root, [*lines, *extra])
 
     def ignored(self, rel: str) -> bool:
-        return bool(self.spec.match_file(rel))
+        folder = rel.rpartition("/")[0]
+        return self.rules.ignored(rel, False, self.rules.chain_for(folder))
 
 
 def git_signal(rel: str) -> bool:
@@ -404,7 +404,7 @@ class Evolution(DocumentListener):
                 if git_signal(rel):
                     pending.setdefault(".git/HEAD", kind)
                 continue
-            if rel == ".gitignore":
+            if rel == ".gitignore" or rel.endswith("/.gitignore"):
                 self.ignores.pop(state.root, None)  # read again for the next batch
             if ignore.ignored(rel):
                 continue
