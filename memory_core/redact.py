@@ -170,6 +170,23 @@ def _redact_assignments(text: str, lowered: str) -> str:
 _Detector = tuple[str, tuple[str, ...], bool, str | tuple[str, int], Replacement | None]
 
 
+# GitLab's token kinds: personal, deploy, pipeline trigger, runner, CI job, incoming mail,
+# agent, OAuth app, feature flag, SCIM, and the legacy runner registration token.
+_GITLAB_PREFIXES = (
+    "glpat-",
+    "gldt-",
+    "glptt-",
+    "glrt-",
+    "glcbt-",
+    "glimt-",
+    "glagent-",
+    "gloas-",
+    "glffct-",
+    "glsoat-",
+    "GR1348941",
+)
+
+
 def _prefixed(*prefixes: str) -> str:
     """Literal prefixes, each required to start a word, for the start of a pattern.
 
@@ -241,34 +258,9 @@ _DETECTORS: list[_Detector] = [
     ),
     (
         "gitlab-token",
-        (
-            "glpat-",
-            "gldt-",
-            "glptt-",
-            "glrt-",
-            "glcbt-",
-            "glimt-",
-            "glagent-",
-            "gloas-",
-            "glffct-",
-            "glsoat-",
-            "GR1348941",
-        ),
+        _GITLAB_PREFIXES,
         False,
-        _prefixed(
-            "glpat-",
-            "gldt-",
-            "glptt-",
-            "glrt-",
-            "glcbt-",
-            "glimt-",
-            "glagent-",
-            "gloas-",
-            "glffct-",
-            "glsoat-",
-            "GR1348941",
-        )
-        + r"[A-Za-z0-9_\-]{20,}",
+        _prefixed(*_GITLAB_PREFIXES) + r"[A-Za-z0-9_\-]{20,}",
         None,
     ),
     (
