@@ -24,6 +24,7 @@ from typing import Any
 from memory_core import clock, decay, search_index
 from memory_core.memory import filter_sql, record_accesses, to_dict
 from memory_core.store import Store
+from memory_core.text import STOPWORDS
 
 ALL_KINDS = ("memory", *search_index.KINDS)
 CANDIDATES_PER_RESULT = 8
@@ -35,42 +36,6 @@ SCORED_CAP = 1500
 _PRIORITY_SQL = decay.sql_priority("m", "clock.now")
 
 _WORD = re.compile(r"\w+", re.UNICODE)
-# Words too common to carry meaning in a query; dropped unless the query has nothing else.
-_STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "for",
-        "from",
-        "how",
-        "i",
-        "in",
-        "is",
-        "it",
-        "of",
-        "on",
-        "or",
-        "that",
-        "the",
-        "this",
-        "to",
-        "was",
-        "we",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "why",
-        "with",
-    ]
-)
 
 
 def fts_terms(text: str, *, prefix: bool = False) -> list[str]:
@@ -79,7 +44,7 @@ def fts_terms(text: str, *, prefix: bool = False) -> list[str]:
     With `prefix` the last word also matches longer words (typing "auth" finds "authn").
     """
     words = [w.lower() for w in _WORD.findall(text)]
-    meaningful = [w for w in words if w not in _STOPWORDS] or words
+    meaningful = [w for w in words if w not in STOPWORDS] or words
     terms = [f'"{w}"' for w in dict.fromkeys(meaningful)][:16]
     if prefix and terms:
         terms[-1] += "*"

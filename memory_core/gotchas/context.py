@@ -14,52 +14,10 @@ from fnmatch import fnmatch
 from memory_core.gotchas.normalize import infer_category, normalize, words
 from memory_core.gotchas.records import Gotcha, list_gotchas
 from memory_core.store import Store
+from memory_core.text import STOPWORDS
 
-_STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "do",
-        "does",
-        "for",
-        "from",
-        "has",
-        "have",
-        "how",
-        "i",
-        "in",
-        "is",
-        "it",
-        "its",
-        "of",
-        "on",
-        "or",
-        "our",
-        "that",
-        "the",
-        "this",
-        "to",
-        "was",
-        "we",
-        "what",
-        "when",
-        "where",
-        "which",
-        "why",
-        "will",
-        "with",
-        "fix",
-        "add",
-        "make",
-        "use",
-    ]
-)
+# A task says what to do ("fix the login", "add a column"); those verbs do not say what about.
+_TASK_STOPWORDS = STOPWORDS | {"add", "fix", "make", "use"}
 
 
 def _file_matches(gotcha: Gotcha, path: str) -> bool:
@@ -71,7 +29,7 @@ def _file_matches(gotcha: Gotcha, path: str) -> bool:
 def rank_for_task(
     store: Store, task: str, files: Sequence[str] = (), limit: int = 5
 ) -> list[tuple[float, Gotcha]]:
-    task_words = words(task) - _STOPWORDS
+    task_words = words(task) - _TASK_STOPWORDS
     task_category = infer_category(task)
     task_normalized = normalize(task).lower() if task.strip() else ""
     normalized_files = [f.replace("\\", "/").lstrip("./") for f in files]
