@@ -188,7 +188,8 @@ class HookRun:
 
     def _apply_finished(self) -> None:
         finished, self._finished = self._finished, []
-        record.apply_turns(self.store, finished)
+        if finished:  # settings are read on demand: most hook runs finish no turn
+            record.apply_turns(self.store, finished, self.settings)
 
     def close_payload_turn(self, response: str | None, prompt: str | None = None) -> None:
         with self.store.transaction() as db:

@@ -548,7 +548,12 @@ def close_turn(db: sqlite3.Connection, turn: Turn, ended_at: float | None) -> Fi
     )
 
 
-def apply_turns(store: Store, turns: Sequence[FinishedTurn]) -> None:
+def apply_turns(store: Store, turns: Sequence[FinishedTurn], settings: Any = None) -> None:
+    if turns and settings is None:
+        # Once for the batch: an ingest applies hundreds of turns, each may be due a checkpoint.
+        from memory_core import config
+
+        settings = config.load(store.root)
     for turn in turns:
         seq = guarded(
             store,
@@ -580,6 +585,7 @@ def apply_turns(store: Store, turns: Sequence[FinishedTurn]) -> None:
                 "every_n_turns",
                 store,
                 seq,
+                settings=settings,
                 session_id=turn.session_id,
                 now=turn.ended_at,
             )

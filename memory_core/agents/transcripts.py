@@ -639,7 +639,7 @@ class _Run:
             )
         self.pending_effects.clear()
         record.record_file_changes(self.store, changes, now=clock.now())
-        record.apply_turns(self.store, self.finished_turns)
+        record.apply_turns(self.store, self.finished_turns, self.settings)
         self.finished_turns.clear()
 
 
