@@ -441,7 +441,7 @@ def handle(
     root: Path | None = None
     payload: HookPayload | None = None
     try:
-        from memory_core.workspace import find_root
+        from memory_core.workspace import STORE_DIRNAME, find_root
 
         canonical_agent = agent_name(agent)
         try:
@@ -455,6 +455,10 @@ def handle(
             # Without a session nothing can be attributed; storing it under a made-up one would
             # mix unrelated agents' work. Said in the log so a broken agent setup can be found.
             log.write(root, "warning", f"hook {agent} {event}: payload without session_id ignored")
+            return 0, ""
+        if not (root / STORE_DIRNAME).is_dir() and not (root / ".git").exists():
+            # A hook creates a store only inside a git repository; elsewhere (a scratch folder,
+            # the home directory's neighbours) it leaves no trace.
             return 0, ""
         store = Store.open_or_init(root)
         try:
