@@ -181,8 +181,8 @@ def run_module(name: str, sample: int | None, jobs: int, scratch: Path) -> Score
     _copy_repo(work)
     _write_config(work, module)
     env = dict(os.environ)
-    # Tests that start engram in a subprocess import the mutated copy too.
-    env["PYTHONPATH"] = str(work / "mutants")
+    # Tests that start engram in a subprocess run the unmutated code (mutmut's switch only
+    # works inside its own processes); they pass and cost time, but cannot catch a mutant.
     env.pop("MUTANT_UNDER_TEST", None)
     _generate(work, env)
     names = sorted(_results(work, module))
@@ -265,7 +265,7 @@ def main(argv: list[str]) -> int:
                 print(f"   note: {mutant} is listed as equivalent but a test caught it")
             if args.show_survivors:
                 work = scratch / name
-                env = {**os.environ, "PYTHONPATH": str(work / "mutants")}
+                env = dict(os.environ)
                 for mutant in score.survived:
                     shown = _mutmut(work, "show", mutant, env=env)
                     print(shown.stdout)

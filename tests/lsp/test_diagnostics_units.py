@@ -36,6 +36,20 @@ PULL_AND_REFRESH = types.ClientCapabilities(
         diagnostics=types.DiagnosticWorkspaceClientCapabilities(refresh_support=True)
     ),
 )
+HOVER_AND_REFRESH = types.ClientCapabilities(
+    text_document=types.TextDocumentClientCapabilities(hover=types.HoverClientCapabilities()),
+    workspace=types.WorkspaceClientCapabilities(
+        diagnostics=types.DiagnosticWorkspaceClientCapabilities(refresh_support=True)
+    ),
+)
+PULL_WITHOUT_REFRESH = types.ClientCapabilities(
+    text_document=types.TextDocumentClientCapabilities(
+        diagnostic=types.DiagnosticClientCapabilities()
+    ),
+    workspace=types.WorkspaceClientCapabilities(
+        diagnostics=types.DiagnosticWorkspaceClientCapabilities(refresh_support=False)
+    ),
+)
 REFRESH_WITHOUT_PULL = types.ClientCapabilities(
     workspace=types.WorkspaceClientCapabilities(
         diagnostics=types.DiagnosticWorkspaceClientCapabilities(refresh_support=True)
@@ -90,9 +104,11 @@ def _published(server: EngramServer, monkeypatch: pytest.MonkeyPatch) -> list[An
         (types.ClientCapabilities(), False),
         (PULL_ONLY, False),
         (REFRESH_WITHOUT_PULL, False),
+        (HOVER_AND_REFRESH, False),
+        (PULL_WITHOUT_REFRESH, False),
         (PULL_AND_REFRESH, True),
     ],
-    ids=["nothing", "pull-only", "refresh-only", "pull+refresh"],
+    ids=["nothing", "pull-only", "refresh-only", "hover+refresh", "refresh-false", "pull+refresh"],
 )
 def test_only_a_client_that_can_be_told_to_pull_again_pulls(
     server: EngramServer, capabilities: types.ClientCapabilities, pulls: bool
@@ -114,10 +130,21 @@ def test_a_failing_provider_never_hides_the_others(
     def broken(*_args: object) -> list[types.Diagnostic]:
         raise RuntimeError("provider bug")
 
-    server.diagnostic_providers.insert(0, broken)
+    called_with: list[object] = []
+
+    def recording(*args: object) -> list[types.Diagnostic]:
+        called_with.append(args)
+        return []
+
+    server.diagnostic_providers[:0] = [broken, recording]
     found = diagnostics.collect(server, state, document)
     assert [d.message for d in found] == ["Naive utcnow"]
-    assert "diagnostic provider" in caplog.text and "provider bug" in caplog.text
+    # Every provider gets the server, the folder and the document.
+    assert called_with == [(server, state, document)]
+    # The log names the provider and the document, for whoever reads it.
+    [record] = [r for r in caplog.records if r.exc_info]
+    assert record.getMessage() == f"diagnostic provider {broken} failed for {document.uri}"
+    assert "provider bug" in caplog.text
 
 
 def test_a_pull_returns_the_documents_diagnostics(server: EngramServer, state: FolderState) -> None:
@@ -216,3 +243,35 @@ async def test_a_pulling_client_is_asked_to_pull_again_instead_of_pushed(
     await asyncio.sleep(0.05)
     assert refreshes == [None] and sent == []
     assert not any(hasattr(listener, "schedule") for listener in server.document_listeners)
+
+
+async def test_an_opened_or_saved_document_is_pushed(
+    server: EngramServer, state: FolderState, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sent = _published(server, monkeypatch)
+    server.protocol.client_capabilities = types.ClientCapabilities()
+    for listener in server.initialized_listeners:
+        await listener(server)
+    await asyncio.sleep(0.05)
+    pusher = next(
+        listener for listener in server.document_listeners if hasattr(listener, "schedule")
+    )
+    document = _open(server, state, "b.py", "stamp = datetime.utcnow()\n")
+    pusher.did_open(server, state, document)
+    await asyncio.sleep(0.05)  # opened: pushed at once, without the debounce
+    assert [(p.uri, len(p.diagnostics)) for p in sent] == [(document.uri, 1)]
+    sent.clear()
+    pusher.did_save(server, state, document)
+    await asyncio.sleep(diagnostics.PUSH_DEBOUNCE_SECONDS + 0.2)
+    assert [(p.uri, p.version, len(p.diagnostics)) for p in sent] == [(document.uri, 3, 1)]
+
+
+def test_a_push_for_a_document_no_longer_open_sends_nothing(
+    server: EngramServer, state: FolderState, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sent = _published(server, monkeypatch)
+    pusher = diagnostics._PushScheduler()
+    gone = from_fs_path(str(state.root / "closed.py"))
+    assert gone is not None
+    pusher.publish(server, gone)
+    assert sent == []
