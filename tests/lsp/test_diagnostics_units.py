@@ -92,6 +92,16 @@ def _open(server: EngramServer, state: FolderState, rel: str, source: str) -> Te
     return server.workspace.get_text_document(uri)
 
 
+async def _settle(sent: list[Any], seconds: float = 0.0) -> None:
+    """Let the event loop run the pushes due: wait for the first one (up to 10 s on a loaded
+    machine), then `seconds` more for any that would follow."""
+    for _ in range(200):
+        if sent:
+            break
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(seconds)
+
+
 def _published(server: EngramServer, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     sent: list[types.PublishDiagnosticsParams] = []
     monkeypatch.setattr(server, "text_document_publish_diagnostics", sent.append)
@@ -185,7 +195,7 @@ async def test_a_client_that_cannot_pull_gets_one_debounced_push_per_burst(
     for listener in server.initialized_listeners:
         await listener(server)
     # Choosing push mode pushes the documents already open, at once.
-    await asyncio.sleep(0.05)
+    await _settle(sent, 0.1)
     assert sent and {(p.uri, p.version, len(p.diagnostics)) for p in sent} == {(document.uri, 3, 1)}
     sent.clear()
     pusher = next(
@@ -195,7 +205,7 @@ async def test_a_client_that_cannot_pull_gets_one_debounced_push_per_burst(
     for _ in range(5):
         pusher.did_change(server, state, document, [])
     assert sent == []
-    await asyncio.sleep(diagnostics.PUSH_DEBOUNCE_SECONDS + 0.2)
+    await _settle(sent, diagnostics.PUSH_DEBOUNCE_SECONDS + 0.1)
     assert [(p.uri, len(p.diagnostics)) for p in sent] == [(document.uri, 1)]
     # Closing the document clears its squiggles in the client.
     sent.clear()
@@ -204,7 +214,7 @@ async def test_a_client_that_cannot_pull_gets_one_debounced_push_per_burst(
     # A refresh (a gotcha added from a terminal) pushes every open document again.
     sent.clear()
     server.refresh_diagnostics()
-    await asyncio.sleep(0.05)
+    await _settle(sent, 0.1)
     assert [p.uri for p in sent] == [document.uri]
 
 
@@ -216,7 +226,7 @@ async def test_a_document_closed_before_its_push_is_not_pushed(
     document = _open(server, state, "a.py", "now = datetime.utcnow()\n")
     for listener in server.initialized_listeners:
         await listener(server)
-    await asyncio.sleep(0.05)
+    await _settle(sent, 0.1)
     sent.clear()
     pusher = next(
         listener for listener in server.document_listeners if hasattr(listener, "schedule")
@@ -252,17 +262,18 @@ async def test_an_opened_or_saved_document_is_pushed(
     server.protocol.client_capabilities = types.ClientCapabilities()
     for listener in server.initialized_listeners:
         await listener(server)
-    await asyncio.sleep(0.05)
+    await asyncio.sleep(0.1)  # no document is open yet: nothing to push
     pusher = next(
         listener for listener in server.document_listeners if hasattr(listener, "schedule")
     )
     document = _open(server, state, "b.py", "stamp = datetime.utcnow()\n")
     pusher.did_open(server, state, document)
-    await asyncio.sleep(0.05)  # opened: pushed at once, without the debounce
+    await _settle(sent)  # opened: pushed at once, without the debounce
     assert [(p.uri, len(p.diagnostics)) for p in sent] == [(document.uri, 1)]
     sent.clear()
     pusher.did_save(server, state, document)
-    await asyncio.sleep(diagnostics.PUSH_DEBOUNCE_SECONDS + 0.2)
+    assert sent == []  # debounced
+    await _settle(sent, 0.1)
     assert [(p.uri, p.version, len(p.diagnostics)) for p in sent] == [(document.uri, 3, 1)]
 
 
