@@ -81,7 +81,7 @@ MODULES: dict[str, Module] = {
     ),
     "lsp-gotchas": Module(
         "lsp_server/features/gotchas.py",
-        ("tests/lsp/test_gotcha_squiggles.py",),
+        ("tests/lsp/test_gotcha_squiggles.py", "tests/lsp/test_gotcha_commands.py"),
         sample=200,
     ),
 }
