@@ -174,3 +174,48 @@ def test_a_huge_error_is_cut_before_it_is_stored(store: Store, size: int) -> Non
     track(store, message, T0)
     stored = store.query_one("SELECT message FROM error_occurrences")
     assert stored is not None and len(stored["message"]) == 4000
+
+
+def test_the_cited_line_is_kept_exactly_redacted_and_hashed(store: Store, workspace: Path) -> None:
+    from memory_core.gotchas.records import line_hash
+
+    (workspace / "conf.py").write_text(f"API = '{TOKEN}'\nlimit = MAX\n")
+    for i in range(3):
+        first = track(store, "ValueError: bad key", T0 + i, file="conf.py", line=1)
+    for i in range(3):
+        second = track(store, "OverflowError: too big", T0 + i, file="conf.py", line=2)
+    [secret_line] = gotchas.get(store, first.gotcha_id or "").anchors
+    assert secret_line.text == "API = '[REDACTED:github-token]'"
+    assert secret_line.content_hash == line_hash(f"API = '{TOKEN}'")
+    [plain_line] = gotchas.get(store, second.gotcha_id or "").anchors
+    assert plain_line.text == "limit = MAX"
+    assert plain_line.content_hash == line_hash("limit = MAX")
+    assert TOKEN.encode() not in _everything_stored(workspace)
+
+
+def test_a_cited_file_that_is_not_utf8_is_read_with_replacements(
+    store: Store, workspace: Path
+) -> None:
+    (workspace / "legacy.py").write_bytes(b"name = 'caf\xe9'\n")
+    for i in range(3):
+        result = track(store, "UnicodeError: legacy", T0 + i, file="legacy.py", line=1)
+    [anchor] = gotchas.get(store, result.gotcha_id or "").anchors
+    assert anchor.text == "name = 'caf\ufffd'"
+
+
+def test_a_different_error_that_merely_contains_a_learned_one_is_not_merged(
+    store: Store,
+) -> None:
+    for i in range(3):
+        learned = track(store, "Error: disk full", T0 + i)
+    assert learned.created
+    other = track(store, "Fatal: Error: disk full while writing the cache index", T0 + 10)
+    assert other.gotcha_id is None
+    assert gotchas.get(store, learned.gotcha_id or "").occurrences == 3
+
+
+def test_a_person_s_blank_trigger_text_matches_nothing(store: Store) -> None:
+    manual = gotchas.add(store, "Blank trigger", error_pattern="   ")
+    result = track(store, "KeyError: 'anything'", T0)
+    assert result.gotcha_id is None
+    assert gotchas.get(store, manual.id).occurrences == 0
