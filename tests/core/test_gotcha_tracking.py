@@ -219,3 +219,102 @@ def test_a_person_s_blank_trigger_text_matches_nothing(store: Store) -> None:
     result = track(store, "KeyError: 'anything'", T0)
     assert result.gotcha_id is None
     assert gotchas.get(store, manual.id).occurrences == 0
+
+
+def test_an_empty_error_says_how_to_track_one(store: Store) -> None:
+    from memory_core.errors import UsageError
+
+    with pytest.raises(UsageError) as raised:
+        gotchas.track_error(store, " \n ")
+    assert raised.value.one_line() == (
+        'the error message is empty (engram error track "the error text")'
+    )
+
+
+def test_tracking_without_a_given_time_uses_the_clock(store: Store) -> None:
+    import time
+
+    before = time.time()
+    result = gotchas.track_error(store, "RuntimeError: now")
+    assert result.occurrences == 1
+    [row] = store.query("SELECT ts FROM error_occurrences")
+    assert before - 1 <= row["ts"] <= time.time() + 1
+
+
+def test_the_learned_gotcha_cites_the_last_occurrence_and_its_command(
+    store: Store, workspace: Path
+) -> None:
+    from memory_core import clock
+
+    (workspace / "app.py").write_text("a = 1\nb = 2\nc = 3\n")
+    message = "Error: connect ECONNREFUSED 127.0.0.1:5432"
+    for n in range(3):
+        result = track(
+            store,
+            message,
+            T0 + n,
+            file="app.py",
+            line=n + 1,
+            command=f"pytest -k case{n}",
+            tool="Bash",
+            session_id=f"S-{n}",
+        )
+    gotcha = gotchas.get(store, result.gotcha_id or "")
+    assert gotcha.provenance == {
+        "command": "pytest -k case2",
+        "tool": "Bash",
+        "session_id": "S-2",
+        "file": "app.py",
+        "line": 3,
+    }
+    assert gotcha.description == (
+        "The same error came back 3 times within 24 h, running `pytest -k case2`. "
+        f"Normalised: {result.normalized}"
+    )
+    assert [
+        (s["ts"], s["command"], s["tool"], s["session_id"], s["file"], s["line"])
+        for s in gotcha.samples
+    ] == [
+        (clock.iso(T0 + n), f"pytest -k case{n}", "Bash", f"S-{n}", "app.py", n + 1)
+        for n in range(3)
+    ]
+    assert gotcha.first_seen == T0
+    # A later occurrence adds a sample with its time too.
+    later = track(store, message, T0 + 50, tool="Bash")
+    assert gotchas.get(store, later.gotcha_id or "").samples[-1]["ts"] == clock.iso(T0 + 50)
+
+
+def test_a_description_does_not_repeat_an_error_that_needed_no_normalising(store: Store) -> None:
+    for i in range(3):
+        result = track(store, "Segmentation fault (core dumped)", T0 + i)
+    assert gotchas.get(store, result.gotcha_id or "").description == (
+        "The same error came back 3 times within 24 h."
+    )
+
+
+def test_a_learned_security_error_is_high_severity(store: Store) -> None:
+    for i in range(3):
+        result = track(store, "SecurityError: CSRF token missing", T0 + i)
+    gotcha = gotchas.get(store, result.gotcha_id or "")
+    assert (gotcha.category, gotcha.severity) == ("security", "high")
+
+
+def test_a_sample_message_is_cut_at_500_characters(store: Store) -> None:
+    message = "ValueError: " + "v" * 900
+    for i in range(3):
+        result = track(store, message, T0 + i)
+    for i in range(2):
+        result = track(store, message, T0 + 10 + i)
+    samples = gotchas.get(store, result.gotcha_id or "").samples
+    assert {len(s["message"]) for s in samples} == {500}
+
+
+def test_a_learned_gotcha_anchors_at_most_ten_places(store: Store, workspace: Path) -> None:
+    (workspace / "wide.py").write_text("".join(f"v{n} = {n}\n" for n in range(1, 14)))
+    settings = config.load(workspace, overrides={"gotchas.threshold": 12})
+    for n in range(1, 13):
+        result = track(
+            store, "AssertionError: wide", T0 + n, file="wide.py", line=n, settings=settings
+        )
+    gotcha = gotchas.get(store, result.gotcha_id or "")
+    assert result.created and len(gotcha.anchors) == 10
