@@ -49,13 +49,13 @@ MODULES: dict[str, Module] = {
     "checkpoints": Module(
         "memory_core/checkpoints.py",
         ("tests/core/test_checkpoints.py", "tests/core/test_checkpoint_safety.py"),
-        sample=200,
+        sample=100,
     ),
-    "redact": Module("memory_core/redact.py", ("tests/core/test_redact.py",), sample=200),
+    "redact": Module("memory_core/redact.py", ("tests/core/test_redact.py",), sample=100),
     "transcripts": Module(
         "memory_core/agents/transcripts.py",
         ("tests/core/test_agents_transcripts.py", "tests/core/test_transcript_turns.py"),
-        sample=200,
+        sample=100,
     ),
     "hooks": Module(
         "memory_core/agents/hooks.py",
@@ -64,16 +64,17 @@ MODULES: dict[str, Module] = {
             "tests/core/test_hook_step_failures.py",
             "tests/core/test_hook_events.py",
         ),
-        sample=200,
+        sample=100,
     ),
     "track": Module(
         "memory_core/gotchas/track.py",
         ("tests/core/test_gotchas_capture.py", "tests/core/test_gotcha_tracking.py"),
+        sample=150,
     ),
     "sessions": Module(
         "memory_core/sessions.py",
         ("tests/core/test_sessions.py", "tests/core/test_session_records.py"),
-        sample=200,
+        sample=100,
     ),
     "diagnostics": Module(
         "lsp_server/features/diagnostics.py",
@@ -82,7 +83,7 @@ MODULES: dict[str, Module] = {
     "lsp-gotchas": Module(
         "lsp_server/features/gotchas.py",
         ("tests/lsp/test_gotcha_squiggles.py", "tests/lsp/test_gotcha_commands.py"),
-        sample=200,
+        sample=100,
     ),
 }
 
