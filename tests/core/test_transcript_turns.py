@@ -11,6 +11,8 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
+
 from memory_core import sessions
 from memory_core.agents import transcripts
 from memory_core.store import Store
@@ -415,3 +417,123 @@ def test_a_project_with_a_very_long_path_is_found_by_its_folder_prefix(tmp_path:
     folder.mkdir(parents=True)
     (folder / "s.jsonl").write_text("")
     assert transcripts.default_transcripts(deep) == [folder / "s.jsonl"]
+
+
+def test_odd_values_in_a_line_are_ignored_not_trusted(store: Store, tmp_path: Path) -> None:
+    t = Transcript(SESSION, store.root)
+    t.prompt("real prompt")
+    # A timestamp written as a number and ids that are not strings.
+    odd = t.envelope("user")
+    odd.update({"timestamp": 1_800_000_000, "uuid": 7, "message": {"content": "second prompt"}})
+    t.write(odd)
+    again = t.envelope("user")
+    again.update({"uuid": 7, "message": {"content": "third prompt"}})
+    t.write(again)
+    stranger = t.envelope("user")
+    stranger.update({"sessionId": 12345, "message": {"content": "from nowhere"}})
+    t.write(stranger)
+    t.response([tool_use("toolu_odd", "Bash", command="ls")], stop_reason=None)
+    broken_input = t.envelope("assistant")
+    broken_input["message"] = {
+        "id": "msg_broken",
+        "model": "claude-opus-4-6",
+        "content": [{"type": "tool_use", "id": "toolu_str", "name": "Bash", "input": "ls -la"}],
+        "stop_reason": None,
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }
+    t.write(broken_input)
+    t.tool_result("toolu_str", "", is_error=True)
+    path = t.save(tmp_path / "t.jsonl")
+    stats = transcripts.ingest_file(store, path, flush=True)
+    assert stats.prompts == 3
+    assert [turn["user_message"] for turn in _history(store)] == [
+        "real prompt",
+        "second prompt",
+        "third prompt",
+    ]
+    assert [r[0] for r in store.query("SELECT session_id FROM agent_sessions")] == [SESSION]
+    # A failed call with no output is tracked under a plain description.
+    assert [r[0] for r in store.query("SELECT message FROM error_occurrences")] == ["tool failed"]
+
+
+def test_a_prompt_written_as_content_blocks_is_a_prompt(store: Store, tmp_path: Path) -> None:
+    t = Transcript(SESSION, store.root)
+    line = t.envelope("user")
+    line["message"] = {
+        "role": "user",
+        "content": [{"type": "text", "text": "explain this"}, {"type": "image", "source": {}}],
+    }
+    t.write(line)
+    t.response([text("It is a parser.")], stop_reason=None)
+    stats = transcripts.ingest_file(store, t.save(tmp_path / "t.jsonl"), flush=True)
+    assert stats.prompts == 1
+    assert [turn["user_message"] for turn in _history(store)] == ["explain this"]
+
+
+def test_the_session_keeps_where_it_ran(store: Store, tmp_path: Path) -> None:
+    t = Transcript(SESSION, store.root, branch="feature/login")
+    t.prompt("hello")
+    t.response([text("hi")], stop_reason=None)
+    transcripts.ingest_file(store, t.save(tmp_path / "t.jsonl"), flush=True)
+    row = store.query_one("SELECT cwd, git_branch, model, transcript_path FROM agent_sessions")
+    assert row is not None
+    assert (row["cwd"], row["git_branch"], row["model"]) == (
+        str(store.root),
+        "feature/login",
+        "claude-sonnet-4-6",
+    )
+    assert row["transcript_path"] == str((tmp_path / "t.jsonl").resolve())
+
+
+def test_a_subagents_words_stay_out_of_the_main_turn(store: Store, tmp_path: Path) -> None:
+    t = Transcript(SESSION, store.root)
+    t.prompt("find the cookie code")
+    t.response([text("Delegating.")], stop_reason=None)
+    t.response([text("subagent scratch notes")], stop_reason=None, sidechain=True, agent_id="a9")
+    t.response([text("Found it in auth.py.")], stop_reason=None)
+    transcripts.ingest_file(store, t.save(tmp_path / "t.jsonl"), flush=True)
+    [turn] = _history(store)
+    assert turn["assistant_response"] == "Delegating.\n\nFound it in auth.py."
+
+
+def test_a_turn_interrupted_by_a_compaction_ends_at_the_compaction(
+    store: Store, tmp_path: Path
+) -> None:
+    t = Transcript(SESSION, store.root)
+    t.prompt("long work")  # +2 s
+    t.response([text("step one")], stop_reason=None)  # +4 s
+    t.compaction(trigger="auto")  # boundary at +6 s
+    transcripts.ingest_file(store, t.save(tmp_path / "t.jsonl"), flush=True)
+    [turn] = _history(store)
+    assert turn["ended_at"] == (t.start + timedelta(seconds=6)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_claude_config_dir_may_list_several_folders_and_alone_decides_the_name(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = transcripts.project_dir_name(store.root)
+    first, second = tmp_path / "one", tmp_path / "two"
+    for folder in (first, second):
+        (folder / "projects" / name).mkdir(parents=True)
+        (folder / "projects" / name / f"{folder.name}.jsonl").write_text("")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", f"{first}, {second}")
+    found = transcripts.default_transcripts(store.root)
+    assert sorted(p.name for p in found) == ["one.jsonl", "two.jsonl"]
+    # The project-folder override counts only together with CLAUDE_CONFIG_DIR.
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR")
+    monkeypatch.setenv("CLAUDE_CODE_PROJECT_DIR_NAME", "elsewhere")
+    home_folder = Path.home() / ".claude" / "projects" / name
+    home_folder.mkdir(parents=True)
+    (home_folder / "h.jsonl").write_text("")
+    assert [p.name for p in transcripts.default_transcripts(store.root)] == ["h.jsonl"]
+
+
+def test_a_file_starting_with_a_line_of_no_known_kind_is_still_a_claude_transcript(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"uuid": "u1", "parentUuid": null}\n')
+    assert transcripts.is_claude_transcript(path)
+    listed = tmp_path / "l.jsonl"
+    listed.write_text("[]\n")
+    assert transcripts.is_claude_transcript(listed)
