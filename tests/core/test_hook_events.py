@@ -347,3 +347,157 @@ def test_gemini_events_map_onto_the_same_steps(repo: Path) -> None:
             ("fix the build", "Fixed the Makefile.")
         ]
         assert sessions.get(store, "gem-1")["status"] == "closed"
+
+
+@pytest.mark.parametrize(
+    ("source", "kind"),
+    [("startup", "new"), ("resume", "existing"), ("compact", "existing"), ("fork", "existing")],
+)
+def test_a_resumed_or_forked_session_is_recorded_as_continuing_earlier_work(
+    repo: Path, source: str, kind: str
+) -> None:
+    hook(repo, "SessionStart", T0, source=source)
+    with Store.open(repo) as store:
+        assert sessions.get(store, SID)["session_type"] == kind
+
+
+def test_a_second_prompt_without_a_stop_closes_the_first_turn(repo: Path) -> None:
+    hook(repo, "UserPromptSubmit", T0, prompt="first ask", prompt_id="p1")
+    hook(repo, "UserPromptSubmit", T0 + 5, prompt="second ask", prompt_id="p2")
+    hook(repo, "Stop", T0 + 9, last_assistant_message="Done with both.")
+    with Store.open(repo) as store:
+        turns = sessions.history(store, SID)
+    assert [(t["user_message"], t["assistant_response"]) for t in turns] == [
+        ("first ask", ""),
+        ("second ask", "Done with both."),
+    ]
+
+
+def test_a_prompt_brings_at_most_three_gotchas(repo: Path) -> None:
+    with Store.init(repo) as store:
+        for n in range(5):
+            gotchas.add(store, f"Flaky integration test number {n}", error_pattern=f"flake-{n}")
+    out = hook(
+        repo, "UserPromptSubmit", T0, prompt="the flaky integration test fails", prompt_id="p1"
+    )
+    context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert sum(f"Flaky integration test number {n}" in context for n in range(5)) == 3
+
+
+def test_an_edit_named_relative_to_the_agents_folder_finds_that_files_gotchas(
+    repo: Path,
+) -> None:
+    (repo / "src").mkdir()
+    (repo / "src" / "db.py").write_text("pool.get()\n")
+    with Store.init(repo) as store:
+        gotchas.add(store, "Pool exhaustion", related_files=["src/db.py"])
+    payload = json.loads(
+        hook_payload(
+            "PreToolUse",
+            SID,
+            repo / "src",
+            tool_name="Edit",
+            tool_input={"file_path": "db.py", "old_string": "a", "new_string": "b"},
+        )
+    )
+    code, out = hooks.handle("claude-code", "PreToolUse", json.dumps(payload), now=T0)
+    assert code == 0
+    assert json.loads(out)["hookSpecificOutput"]["additionalContext"].startswith(
+        "engram: known gotchas for src/db.py\n"
+    )
+
+
+def test_an_interrupted_call_without_a_message_is_stored_as_interrupted(repo: Path) -> None:
+    # The user pressed Esc: Claude Code reports the call with `interrupted` and no error text.
+    hook(
+        repo,
+        "PostToolUse",
+        T0,
+        tool_name="Bash",
+        tool_use_id="toolu_i",
+        tool_input={"command": "sleep 50"},
+        tool_response={"stdout": "", "stderr": "", "interrupted": True},
+    )
+    assert rows(repo, "SELECT ok, error FROM agent_tool_uses") == [(0, "interrupted")]
+    hook(
+        repo,
+        "PostToolUse",
+        T0 + 1,
+        tool_name="Bash",
+        tool_use_id="toolu_ok",
+        tool_input={"command": "true"},
+        tool_response={"stdout": "", "stderr": "", "interrupted": False},
+    )
+    assert rows(repo, "SELECT command, exit_code FROM session_commands ORDER BY ts")[-1] == (
+        "true",
+        0,
+    )
+
+
+def test_a_long_compaction_summary_is_kept_whole(repo: Path) -> None:
+    summary = " ".join(f"Point {n} of the work so far." for n in range(400))
+    assert len(summary) > 10_000
+    hook(repo, "PostCompact", T0, trigger="auto", compact_summary=summary)
+    assert rows(repo, "SELECT summary FROM agent_compactions") == [(summary,)]
+
+
+def test_gemini_after_agent_alone_still_records_the_turn(repo: Path) -> None:
+    payload = {
+        "session_id": "gem-2",
+        "cwd": str(repo),
+        "hook_event_name": "AfterAgent",
+        "prompt": "summarise the diff",
+        "prompt_response": "Two files changed.",
+    }
+    code, _out = hooks.handle("gemini", "AfterAgent", json.dumps(payload), now=T0)
+    assert code == 0
+    with Store.open(repo) as store:
+        turns = sessions.history(store, "gem-2")
+    assert [(t["user_message"], t["assistant_response"]) for t in turns] == [
+        ("summarise the diff", "Two files changed.")
+    ]
+
+
+def test_a_session_end_records_a_completion(repo: Path) -> None:
+    hook(repo, "SessionStart", T0, source="startup")
+    hook(repo, "SessionEnd", T0 + 1, reason="logout")
+    with Store.open(repo) as store:
+        session = sessions.get(store, SID)
+    assert (session["status"], session["end_reason"]) == ("closed", "completion")
+    assert rows(repo, "SELECT end_reason FROM agent_sessions") == [("logout",)]
+
+
+def test_the_hook_command_prints_the_context_as_one_json_line(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import io
+    import sys
+
+    with Store.init(repo) as store:
+        gotchas.add(store, "Run migrations first", error_pattern="no such table")
+    payload = hook_payload(
+        "UserPromptSubmit", SID, repo, prompt="tests say no such table: users", prompt_id="p"
+    )
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(payload.encode())))
+    assert hooks.main("claude-code", "UserPromptSubmit") == 0
+    out = capsys.readouterr().out
+    assert out.endswith("}\n") and out.count("\n") == 1
+    assert "Run migrations first" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
+
+
+def test_a_transcript_path_from_another_agent_is_not_read_as_claudes(repo: Path) -> None:
+    from tests.agents_fixtures import Transcript
+
+    t = Transcript("gem-3", repo)
+    t.prompt("from a claude-looking file")
+    path = t.save(repo / "elsewhere.jsonl")
+    payload = {
+        "session_id": "gem-3",
+        "cwd": str(repo),
+        "transcript_path": str(path),
+        "hook_event_name": "BeforeAgent",
+        "prompt": "from the payload",
+    }
+    code, _out = hooks.handle("gemini", "BeforeAgent", json.dumps(payload), now=T0)
+    assert code == 0
+    assert rows(repo, "SELECT text FROM agent_prompts") == [("from the payload",)]
