@@ -501,3 +501,24 @@ def test_a_transcript_path_from_another_agent_is_not_read_as_claudes(repo: Path)
     code, _out = hooks.handle("gemini", "BeforeAgent", json.dumps(payload), now=T0)
     assert code == 0
     assert rows(repo, "SELECT text FROM agent_prompts") == [("from the payload",)]
+
+
+def test_a_payload_without_cwd_uses_the_agents_project_variable(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(repo))
+    monkeypatch.chdir(repo.parent)
+    payload = json.loads(hook_payload("SessionStart", SID, repo, source="startup"))
+    payload.pop("cwd")
+    code, _out = hooks.handle("claude-code", "SessionStart", json.dumps(payload), now=T0)
+    assert code == 0
+    assert rows(repo, "SELECT session_id FROM agent_sessions") == [(SID,)]
+
+
+def test_a_malformed_payload_is_logged_in_the_given_workspace(repo: Path) -> None:
+    Store.init(repo).close()
+    code, out = hooks.handle(
+        "claude-code", "PostToolUse", b'{"session_id": "S", "cwd": ', workspace=str(repo), now=T0
+    )
+    assert (code, out) == (0, "")
+    assert "hook claude-code PostToolUse failed" in log_text(repo)
