@@ -178,3 +178,81 @@ def test_closing_needs_a_known_session_and_a_known_status(store: Store) -> None:
     assert closed["duration_seconds"] == 90.0
     session = sessions.get(store, "S-x")
     assert (session["status"], session["end_reason"]) == ("closed", "abort")
+
+
+def test_a_version_1_document_keeps_everything_it_held(store: Store) -> None:
+    old = {
+        "version": "1.0",
+        "session": {
+            "id": "legacy-2",
+            "name": "legacy two",
+            "agent": "gemini",
+            "type": "workflow",
+            "started_at": "2023-11-14T22:00:00Z",
+            "summary": {"overview": "Old work.", "tags": ["auth", "café"], "decisions": ["keep"]},
+        },
+        "turns": [
+            {
+                "userMessage": "hello",
+                "assistantResponse": "hi",
+                "timestamp": "2023-11-14T22:01:00Z",
+                "tokens": {"input": 5, "output": 7},
+            },
+        ],
+    }
+    sessions.import_document(store, old)
+    session = sessions.get(store, "legacy-2")
+    assert (session["agent"], session["session_type"]) == ("gemini", "workflow")
+    assert session["started_at"] == "2023-11-14T22:00:00Z"
+    assert session["summary"]["overview"] == "Old work."
+    assert session["summary"]["tags"] == ["auth", "café"]
+    [turn] = sessions.history(store, "legacy-2")
+    assert (turn["user_message"], turn["assistant_response"]) == ("hello", "hi")
+    assert (turn["input_tokens"], turn["output_tokens"]) == (5, 7)
+    assert turn["started_at"] == turn["ended_at"] == "2023-11-14T22:01:00Z"
+
+
+def test_every_session_error_says_what_to_do(store: Store) -> None:
+    with pytest.raises(NotFoundError) as missing:
+        sessions.close(store, "S-none")
+    assert missing.value.one_line().endswith("(see `engram session list`)")
+    with pytest.raises(NotFoundError) as nothing:
+        sessions.resume(store)
+    assert nothing.value.one_line() == "there is no session to resume (start one, or import one)"
+    sessions.start(store, session_id="S-a", now=T0)
+    sessions.start(store, session_id="S-b", now=T0)
+    sessions.save(store, "S-a", name="shared")
+    with pytest.raises(sessions.NameTakenError) as taken:
+        sessions.save(store, "S-b", name="shared")
+    assert taken.value.one_line().endswith("(choose another name or overwrite it (--yes))")
+
+
+def test_a_saved_export_keeps_non_ascii_text_readable(store: Store) -> None:
+    sessions.start(store, session_id="S-utf", name="réunion", now=T0)
+    sessions.set_summary(store, "S-utf", overview="Fixed the café page.", tags=["données"])
+    path = sessions.write_export(store, "S-utf")
+    text = path.read_text(encoding="utf-8")
+    assert "réunion" in text and "\\u" not in text
+    assert 'tags: ["données"]' in text
+
+
+def test_a_turn_keeps_the_times_it_was_given(store: Store) -> None:
+    sessions.start(store, session_id="S-t", now=T0)
+    sessions.record_turn(store, "S-t", user_message="q", started_at=T0 + 5, ended_at=T0 + 9)
+    [turn] = sessions.history(store, "S-t")
+    assert (turn["started_at"], turn["ended_at"]) == (
+        "2027-01-15T08:00:05Z",
+        "2027-01-15T08:00:09Z",
+    )
+
+
+def test_listing_deleting_and_quota_answers(store: Store) -> None:
+    for n in range(3):
+        sessions.start(store, session_id=f"S-{n}", now=T0 + n)
+    assert [s["id"] for s in sessions.list_sessions(store, limit=2)] == ["S-2", "S-1"]
+    assert len(sessions.list_sessions(store)) == 3
+    assert sessions.delete(store, "S-0") == {"id": "S-0", "name": None, "deleted": True}
+    assert sessions.enforce_quota(store, "S-1", quota_bytes=10_000_000) == {
+        "compacted": False,
+        "bytes_used": 0,
+    }
