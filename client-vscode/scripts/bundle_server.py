@@ -68,6 +68,8 @@ def main() -> int:
     common.mkdir(parents=True)
     with tempfile.TemporaryDirectory() as tmp:
         pip("wheel", "--no-deps", "--wheel-dir", tmp, str(REPO))
+        # setuptools builds in the source tree: leave the checkout as it was.
+        shutil.rmtree(REPO / "build", ignore_errors=True)
         wheels = list(Path(tmp).glob("engram_lsp-*.whl"))
         if len(wheels) != 1:
             print(f"bundle_server: expected one engram wheel, got {wheels}", file=sys.stderr)
