@@ -90,13 +90,13 @@ def build(root: Path) -> Any:
 
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
             @functools.wraps(fn)
-            def guarded(*args: Any, **kwargs: Any) -> Any:
+            def as_tool_error(*args: Any, **kwargs: Any) -> Any:
                 try:
                     return fn(*args, **kwargs)
                 except EngramError as exc:
                     raise ToolError(exc.one_line()) from None
 
-            server.tool()(guarded)
+            server.tool()(as_tool_error)
             return fn
 
         return register
