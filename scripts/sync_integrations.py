@@ -109,7 +109,10 @@ def generated() -> dict[str, tuple[str, int]]:
             as_json(
                 {
                     "mcpServers": {
-                        "engram": {"command": "${CLAUDE_PLUGIN_ROOT}/bin/engram-run", "args": ["mcp"]}
+                        "engram": {
+                            "command": "${CLAUDE_PLUGIN_ROOT}/bin/engram-run",
+                            "args": ["mcp"],
+                        }
                     }
                 }
             ),
