@@ -37,7 +37,10 @@ class Transcript:
     session_id: str
     cwd: Path
     branch: str = "main"
-    version: str = "2.1.63"
+    version: str = "2.1.39"
+    # Real transcripts (2.1.14 to 2.1.39) carry `stop_reason: null` on every line, the last line
+    # of a response included; only some older builds wrote "tool_use"/"end_turn" there.
+    writes_stop_reason: bool = False
     # Yesterday: recent enough that retention (90 days by default) keeps what the tests ingest.
     start: datetime = field(
         default_factory=lambda: (datetime.now(UTC) - timedelta(days=1)).replace(
@@ -116,7 +119,7 @@ class Transcript:
         self,
         blocks: list[dict[str, Any]],
         *,
-        stop_reason: str,
+        stop_reason: str | None = None,
         input_tokens: int = 12,
         output_tokens: int = 50,
         cache_creation: int = 300,
@@ -139,7 +142,7 @@ class Transcript:
                 "role": "assistant",
                 "model": model,
                 "content": [block],
-                "stop_reason": stop_reason if last else None,
+                "stop_reason": stop_reason if last and self.writes_stop_reason else None,
                 "stop_sequence": None,
                 "usage": {
                     "input_tokens": input_tokens,
@@ -588,3 +591,112 @@ def hook_payload(
     }
     data.update(extra)
     return json.dumps(data)
+
+
+# -- the oracle -------------------------------------------------------------------------------
+
+
+def reference_figures(paths: list[Path]) -> dict[str, dict[str, Any]]:
+    """Per session id, what a transcript holds, counted straight from the format.
+
+    Written from the published format and ccusage's rules, not from engram's code: usage is
+    de-duplicated per `message.id` keeping the copy with the largest total (a main-chain copy
+    beats a sidechain replay), `<synthetic>` messages carry no usage, a human prompt is a user
+    line that is not a sidechain, meta, compaction summary, tool result, command echo or
+    interrupt; a tool call failed when its result says `is_error`.
+    """
+    usage: dict[str, tuple[str, bool, dict[str, int]]] = {}
+    out: dict[str, dict[str, Any]] = {}
+
+    def session(sid: str) -> dict[str, Any]:
+        return out.setdefault(
+            sid,
+            {"prompts": 0, "tool_calls": 0, "failed": 0, "first": None, "last": None},
+        )
+
+    for path in paths:
+        for raw in path.read_text(encoding="utf-8").splitlines():
+            try:
+                line = json.loads(raw)
+            except ValueError:
+                continue
+            if not isinstance(line, dict) or line.get("type") not in (
+                "user",
+                "assistant",
+                "system",
+            ):
+                continue
+            sid = line.get("sessionId")
+            if not isinstance(sid, str):
+                continue
+            figures = session(sid)
+            stamp = line.get("timestamp")
+            if isinstance(stamp, str):
+                figures["first"] = min(filter(None, [figures["first"], stamp]))
+                figures["last"] = max(filter(None, [figures["last"], stamp]))
+            side = line.get("isSidechain") is True
+            message = line.get("message") or {}
+            if line["type"] == "assistant":
+                if message.get("model") == "<synthetic>":
+                    continue
+                for block in message.get("content") or []:
+                    if block.get("type") == "tool_use":
+                        figures["tool_calls"] += 1
+                u = message.get("usage") or {}
+                counts = {
+                    "input_tokens": u.get("input_tokens", 0),
+                    "output_tokens": u.get("output_tokens", 0),
+                    "cache_creation_tokens": u.get("cache_creation_input_tokens", 0),
+                    "cache_read_tokens": u.get("cache_read_input_tokens", 0),
+                }
+                key = message.get("id") or line.get("uuid")
+                held = usage.get(key)
+                if (
+                    held is None
+                    or (held[1] and not side)
+                    or (held[1] == side and sum(counts.values()) > sum(held[2].values()))
+                ):
+                    usage[key] = (sid, side, counts)
+            elif line["type"] == "user":
+                content = message.get("content")
+                if isinstance(content, list):
+                    for block in content:
+                        if (
+                            isinstance(block, dict)
+                            and block.get("type") == "tool_result"
+                            and block.get("is_error") is True
+                        ):
+                            figures["failed"] += 1
+                    if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
+                        continue
+                    content = " ".join(b.get("text", "") for b in content if isinstance(b, dict))
+                text_ = str(content or "").lstrip()
+                if (
+                    side
+                    or line.get("isMeta")
+                    or line.get("isCompactSummary")
+                    or not text_
+                    or text_.startswith(
+                        ("<command-", "<local-command", "<bash-", "<task-notification")
+                    )
+                    or text_.startswith("[Request interrupted")
+                ):
+                    continue
+                figures["prompts"] += 1
+    for sid, side, counts in usage.values():
+        figures = session(sid)
+        part = figures.setdefault("subagents" if side else "main", {"messages": 0})
+        part["messages"] += 1
+        for kind, value in counts.items():
+            part[kind] = part.get(kind, 0) + value
+    for figures in out.values():
+        for part in ("main", "subagents"):
+            figures.setdefault(part, {"messages": 0})
+            for kind in (
+                "input_tokens",
+                "output_tokens",
+                "cache_creation_tokens",
+                "cache_read_tokens",
+            ):
+                figures[part].setdefault(kind, 0)
+    return out
