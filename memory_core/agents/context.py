@@ -237,6 +237,9 @@ def corrections_and_rules(store: Store, sessions: list[str]) -> tuple[Section, S
 
 
 def dead_ends(store: Store, sessions: list[str]) -> Section:
+    """Commands that failed repeatedly: the error that mattered, and the step that fixed it."""
+    from memory_core.agents import lessons
+
     section = Section("Dead ends (failed repeatedly; do not retry blindly)")
     if not sessions:
         return section
@@ -250,39 +253,21 @@ def dead_ends(store: Store, sessions: list[str]) -> Section:
     )
     for row in failures:
         command = str(row["command"])
-        error = _error_line(str(row["error"] or ""))
+        error = lessons.error_line(str(row["error"] or ""))
         text = f"`{_one_line(command, 160)}` failed {row['n']} times"
         if error:
             text += f" ({_one_line(error, 160)})"
-        worked = _what_worked_after(store, str(row["session_id"]), command, float(row["last"]))
-        text += (
-            f"; what worked after: `{_one_line(worked, 160)}`"
-            if worked
-            else "; nothing that worked was recorded after it"
-        )
+        sid, last = str(row["session_id"]), float(row["last"])
+        fix = lessons.fix_after(store, sid, command, last)
+        instead = None if fix else lessons.worked_instead(store, sid, command, last)
+        if fix:
+            text += f"; what fixed it: {_one_line(fix, 160)}"
+        elif instead:
+            text += f"; what worked instead: {_one_line(instead, 160)}"
+        else:
+            text += "; no fix was recorded after it"
         section.items.append(text)
     return section
-
-
-def _error_line(error: str) -> str:
-    for line in error.splitlines():
-        stripped = line.strip()
-        if stripped and not stripped.lower().startswith(("error: exit code", "exit code")):
-            return stripped
-    return error.strip().splitlines()[0] if error.strip() else ""
-
-
-def _what_worked_after(store: Store, session_id: str, command: str, after: float) -> str | None:
-    program = command.split()[0] if command.split() else command
-    rows = store.query(
-        "SELECT command FROM agent_tool_uses WHERE session_id = ? AND ok = 1 AND command IS NOT NULL AND ts > ? "
-        "ORDER BY ts LIMIT 50",
-        (session_id, after),
-    )
-    same_program = [str(r["command"]) for r in rows if str(r["command"]).split()[:1] == [program]]
-    if same_program:
-        return same_program[0]
-    return str(rows[0]["command"]) if rows else None
 
 
 def recent_files(store: Store, sessions: list[str], limit: int = 12) -> list[str]:

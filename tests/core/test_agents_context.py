@@ -40,7 +40,7 @@ def test_session_start_text_holds_the_correction_the_rule_and_the_dead_end(
     assert CORRECTION in text_out
     assert "Always run the tests with --no-cov." in text_out
     assert f"`{FAILING_COMMAND}` failed 3 times" in text_out
-    assert f"what worked after: `{WORKING_COMMAND}`" in text_out
+    assert f"what worked instead: `{WORKING_COMMAND}`" in text_out
     assert "AssertionError: expected status 200" in text_out
     assert "Fixed the login test via the session cookie" in text_out
     assert "Open: Add a regression test for SECURE cookies" in text_out
