@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from memory_core import clock, log
-from memory_core.agents import record
+from memory_core.agents import failures, record
 from memory_core.agents.payload import HookPayload, agent_name, parse
 from memory_core.agents.record import ToolCall, ToolOutcome, clean
 from memory_core.errors import NotFoundError
@@ -274,13 +274,21 @@ class HookRun:
         interrupted = payload.is_interrupt or (
             isinstance(response, dict) and response.get("interrupted") is True
         )
-        failed = payload.failed or interrupted
+        # The one definition of a failed call (failures.classify): an error event, a non-zero
+        # exit however it is phrased, an interruption, a hook's block, a timeout.
+        failure = failures.classify(
+            is_error=payload.failed,
+            text=payload.error,
+            structured=response,
+            interrupted=interrupted,
+        )
+        failed = failure is not None
         outcome = ToolOutcome(
             ok=not failed,
-            error=(payload.error or "interrupted") if failed else None,
-            interrupted=interrupted,
+            error=(payload.error or _response_text(response) or failure.kind) if failure else None,
+            interrupted=failure is not None and failure.kind == "interrupted",
             structured=response,
-            exit_code=record.exit_code_of(payload.error) if failed else 0,
+            exit_code=failure.exit_code if failure else 0,
         )
         with self.store.transaction() as db:
             claimed = record.claim_outcome(db, call, outcome, self.store.root)
@@ -314,7 +322,8 @@ class HookRun:
 
     def stop(self) -> None:
         self.touch()
-        if not self.ingest():
+        # The agent finished answering: the turn ends here (transcripts say so nowhere else).
+        if not self.ingest(flush=True):
             self.close_payload_turn(
                 self.payload.prompt_response or self.payload.last_assistant_message,
                 self.payload.prompt,
@@ -409,6 +418,18 @@ INSTALLED_EVENTS = {
         "SessionEnd",
     ),
 }
+
+
+def _response_text(response: Any) -> str | None:
+    """The text of a tool response worth keeping as a failure's error."""
+    if isinstance(response, str):
+        return response or None
+    if isinstance(response, dict):
+        for key in ("error", "stderr", "llmContent", "stdout"):
+            value = response.get(key)
+            if isinstance(value, str) and value.strip():
+                return value
+    return None
 
 
 def _workspace_for(payload: HookPayload | None, workspace: str | None) -> str | None:
