@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from memory_core.errors import StoreError
-from memory_core.workspace import STORE_DIRNAME, find_root
+from memory_core.workspace import STORE_DIRNAME, find_root, is_git_repository
 
 DB_NAME = "engram.db"
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
@@ -58,9 +58,16 @@ def latest_schema_version() -> int:
 
 
 def ensure_private_dir(path: Path) -> None:
-    """Create `path` (and parents inside the store) with mode 0700."""
+    """Create `path` (and missing parents) with mode 0700.
+
+    An existing folder is made private only inside a store (`.engram/` or below): a file the
+    user asked to write elsewhere (`engram export --out /tmp/x.json`) must not change the mode
+    of the user's own folder.
+    """
+    existed = path.is_dir()
     path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
-    os.chmod(path, DIR_MODE)
+    if not existed or STORE_DIRNAME in path.parts:
+        os.chmod(path, DIR_MODE)
 
 
 def write_private_file(path: Path, data: bytes | str) -> None:
@@ -82,6 +89,10 @@ def write_private_file(path: Path, data: bytes | str) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def no_store_error(root: Path) -> StoreError:
+    return StoreError(f"no engram store here (run engram init): looked in {root} and above")
 
 
 class Store:
@@ -122,10 +133,23 @@ class Store:
         """Open the existing store of `root`; StoreError if there is none."""
         db_path = root / STORE_DIRNAME / DB_NAME
         if not db_path.exists():
-            raise StoreError(
-                f"no engram store in {root}", hint="run `engram init` in the project first"
-            )
+            raise no_store_error(root)
         return cls._connect(root, db_path)
+
+    @classmethod
+    def open_or_init_in_git(cls, root: Path) -> Store:
+        """The store a front end writing to `root` uses (DESIGN section 2).
+
+        An existing store is opened; a new one is created only when `root` is a git
+        repository's top level (a project, not `/etc` or a downloads folder); elsewhere
+        StoreError says to run `engram init`.
+        """
+        db_path = root / STORE_DIRNAME / DB_NAME
+        if db_path.exists():
+            return cls.open(root)
+        if not is_git_repository(root):
+            raise no_store_error(root)
+        return cls.init(root)
 
     @classmethod
     def open_or_init(cls, root: Path) -> Store:
