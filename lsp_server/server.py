@@ -114,9 +114,33 @@ class EngramServer(LanguageServer):
             )
             logger.exception("cannot open the store in %s", root)
             return None
+        self._tell_store_notices(store)
         state = FolderState(root=root, store=store, settings=config.load(root))
         self.folders[root] = state
         return state
+
+    def _tell_store_notices(self, store: Store) -> None:
+        """Show the store's notices (recreated after a deletion, ...) as window/showMessage.
+
+        Store work runs on worker threads; the message is sent from the event loop's thread.
+        """
+        loop: asyncio.AbstractEventLoop | None
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+
+        def tell(text: str) -> None:
+            logger.warning("%s", text)
+            message = f"engram: {text}"
+            if loop is not None and loop.is_running():
+                loop.call_soon_threadsafe(self.show_message, message, types.MessageType.Warning)
+            else:
+                self.show_message(message, types.MessageType.Warning)
+
+        for notice in store.notices:
+            tell(notice)
+        store.notice_listeners.append(tell)
 
     def remove_folder(self, path: Path) -> None:
         for root in [

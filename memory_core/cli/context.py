@@ -37,6 +37,10 @@ CREATING_COMMANDS = frozenset(
 )
 
 
+def _warn(text: str) -> None:
+    print(f"engram: warning: {text}", file=sys.stderr)
+
+
 class Context:
     def __init__(self, args: argparse.Namespace, stdout: TextIO | None = None) -> None:
         self.args = args
@@ -80,6 +84,9 @@ class Context:
                 self._store = Store.open_or_init(self.root)
             else:
                 self._store = Store.open(self.root)
+            for notice in self._store.notices:
+                _warn(notice)
+            self._store.notice_listeners.append(_warn)
         return self._store
 
     def close(self) -> None:

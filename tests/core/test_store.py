@@ -110,7 +110,7 @@ def test_opening_migrates_an_older_store_forward(workspace: Path) -> None:
 def test_a_file_that_is_not_a_database_is_a_clear_error(workspace: Path) -> None:
     (workspace / ".engram").mkdir()
     (workspace / ".engram" / "engram.db").write_bytes(b"this is not sqlite" * 100)
-    with pytest.raises(StoreError, match="cannot open the store"):
+    with pytest.raises(StoreError, match="damaged or not an engram store"):
         Store.open(workspace)
 
 
