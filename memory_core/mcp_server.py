@@ -103,7 +103,8 @@ def build(root: Path) -> Any:
 
     def store() -> Store:
         if "store" not in state:
-            state["store"] = Store.open_or_init(root)
+            # A front end: it creates a store only inside a git repository (DESIGN section 2).
+            state["store"] = Store.open_or_init_in_git(root)
         return state["store"]
 
     @tool()

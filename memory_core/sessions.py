@@ -1080,9 +1080,16 @@ def _unpack(payload: bytes) -> Any:
     return json.loads(data)
 
 
+MAX_EXPORT_NAME_CHARS = 160
+
+
 def export_path(store: Store, session: Mapping[str, Any]) -> Path:
+    # Ids and dates may come from a hook payload or an imported export: data, never a path.
+    from memory_core.filenames import child_path, safe_filename
+
     date = str(session["started_at"])[:10]
-    return store.dir / "exports" / "sessions" / f"{date}_{session['id']}.md"
+    name = safe_filename(f"{date}_{session['id']}", max_chars=MAX_EXPORT_NAME_CHARS) + ".md"
+    return child_path(store.dir / "exports" / "sessions", name)
 
 
 def save(

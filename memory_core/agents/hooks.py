@@ -477,6 +477,11 @@ def handle(
             # mix unrelated agents' work. Said in the log so a broken agent setup can be found.
             log.write(root, "warning", f"hook {agent} {event}: payload without session_id ignored")
             return 0, ""
+        from memory_core.workspace import has_store, is_git_repository
+
+        if not has_store(root) and not is_git_repository(root):
+            # A `cwd` that is no project (`/etc`, `/tmp/x`): nothing to record, nothing created.
+            return 0, ""
         store = Store.open_or_init(root)
         try:
             run = HookRun(payload, store, clock.now() if now is None else now)
