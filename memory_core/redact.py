@@ -7,7 +7,7 @@ something was there. Three kinds of detectors, cheapest question first:
    `sk_live_...`, `AKIA...`, `lin_api_...`, a Discord bot token...). A secret of this kind is a
    run of at least 20 token characters, so one regex pass collects those runs and every token
    detector looks only at them (a few kilobytes even in a megabyte of code); each secret found
-   is then replaced wherever it occurs in the text.
+   is then replaced where it was found.
 2. Context formats: the secret is known by what surrounds it (a private key block, a password
    in a URL, `Authorization: Bearer ...`, `curl --user u:pw`, `AccountKey=` in an Azure
    connection string, an AWS secret key under an AWS name).
@@ -28,22 +28,28 @@ and scan every text with every rule.
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
-Replacement = Callable[[re.Match[str]], str]
+# What replaces the secret part of a context match (the text after its `keep` group), or
+# None when the match turns out not to be a secret.
+Replacement = Callable[[re.Match[str]], str | None]
+# (start, end, label): a part of the text to replace.
+Span = tuple[int, int, str]
 
 
 def _label(name: str) -> str:
     return f"[REDACTED:{name}]"
 
 
-def _keep_prefix(name: str) -> Replacement:
-    # For header, URL and connection-string detectors: keep what names the secret, hide it.
-    def replace(match: re.Match[str]) -> str:
-        return match.group("keep") + _label(name)
+def _labelled(name: str) -> Replacement:
+    # For header, URL and connection-string detectors the `keep` group (what names the
+    # secret) stays; the label replaces the rest.
+    def replace(_match: re.Match[str]) -> str:
+        return _label(name)
 
     return replace
 
@@ -423,27 +429,38 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
 )
 
 
-def _redact_tokens(text: str) -> str:
-    runs = _rx(_TOKEN_RUN).findall(text)
+def _token_spans(text: str) -> list[Span]:
+    runs = list(_rx(_TOKEN_RUN).finditer(text))
     if not runs:
-        return text
-    # The detectors read only the token runs; a secret found there is replaced everywhere.
-    candidates = "\n".join(runs)
+        return []
+    # The detectors read only the token runs, joined by newlines (which no token format
+    # contains, so no match spans two runs); each match is mapped back to the text.
+    candidates = "\n".join(run.group(0) for run in runs)
+    found: list[tuple[int, int, str]] = []
     for name, guards, spec in _TOKEN_DETECTORS:
         for guard in guards:
             if guard in candidates:
                 break
         else:
             continue
-        found = {match.group(0) for match in _rx(spec).finditer(candidates)}
-        if not found:
-            continue
-        label = _label(name)
-        # Longest first, so a secret that contains another is replaced whole.
-        for secret in sorted(found, key=len, reverse=True):
-            text = text.replace(secret, label)
-            candidates = candidates.replace(secret, label)
-    return text
+        for match in _rx(spec).finditer(candidates):
+            start, end = match.span()
+            # A more specific detector that ran earlier keeps what it found.
+            if not any(start < e and s < end for s, e, _n in found):
+                found.append((start, end, name))
+    if not found:
+        return []
+    run_starts: list[int] = []
+    offset = 0
+    for run in runs:
+        run_starts.append(offset)
+        offset += len(run.group(0)) + 1
+    spans: list[Span] = []
+    for start, end, name in found:
+        index = bisect.bisect_right(run_starts, start) - 1
+        shift = runs[index].start() - run_starts[index]
+        spans.append((start + shift, end + shift, _label(name)))
+    return spans
 
 
 # ---------------------------------------------------------------------------------------------
@@ -451,12 +468,12 @@ def _redact_tokens(text: str) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def _random_token(match: re.Match[str]) -> str:
+def _random_token(match: re.Match[str]) -> str | None:
     # `Basic` and `Token` are ordinary words: redact what follows only when it looks random.
     value = match.group(0)[len(match.group("keep")) :]
     if entropy(value) < 3.0 and not any(ch.isdigit() for ch in value):
-        return match.group(0)
-    return match.group("keep") + _label("token")
+        return None
+    return _label("token")
 
 
 # (name, guards, case-insensitive guards, pattern, replacement or None for the label).
@@ -485,7 +502,7 @@ _CONTEXT_DETECTORS: list[_Detector] = [
             r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])",
             re.IGNORECASE,
         ),
-        _keep_prefix("aws-secret-key"),
+        _labelled("aws-secret-key"),
     ),
     (
         "azure-storage-key",
@@ -495,7 +512,7 @@ _CONTEXT_DETECTORS: list[_Detector] = [
             r"(?P<keep>(?:AccountKey|SharedAccessSignature|SharedAccessKey)=)[A-Za-z0-9+/=%&\-]{20,}",
             re.IGNORECASE,
         ),
-        _keep_prefix("azure-key"),
+        _labelled("azure-key"),
     ),
     (
         "teams-webhook",
@@ -510,7 +527,7 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         False,
         # The scheme starts a word, so a match never begins in the middle of one.
         r"(?P<keep>(?<![A-Za-z0-9+.\-])[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@\[\]]*:)[^\s@/]+(?=@)",
-        _keep_prefix("password"),
+        _labelled("password"),
     ),
     (
         # `curl -u user:password` (also on a continuation line of the same command): the
@@ -520,7 +537,7 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         False,
         r"(?P<keep>\bcurl\b(?:[^\n]|\\\r?\n){0,400}?\s(?:-u|--user)(?:=|[ \t]+))"
         r"(?:\"[^\"\n]*:[^\"\n]*\"|'[^'\n]*:[^'\n]*'|[^\s\"':]*:[^\s\"']+)",
-        _keep_prefix("password"),
+        _labelled("password"),
     ),
     (
         # `mysql -u root -pS3cret` (the password glued to -p; `-p` alone prompts).
@@ -528,20 +545,20 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         ("mysql",),
         False,
         r"(?P<keep>\bmysql(?:dump|admin|sh|import)?\b[^\n]{0,300}?\s-p)[^\s\"'\-][^\s\"']*",
-        _keep_prefix("password"),
+        _labelled("password"),
     ),
     (
         "sshpass-password",
         ("sshpass",),
         False,
         r"(?P<keep>\bsshpass\s+-p\s*[\"']?)[^\s\"']+",
-        _keep_prefix("password"),
+        _labelled("password"),
     ),
     (
         "authorization-header",
-        ("bearer ", "basic ", "token ", "bot "),
+        ("bearer ", "basic ", "token "),
         True,
-        r"(?P<keep>(?:Bearer|bearer|BEARER|Basic|basic|Token|token|Bot)\s+)[A-Za-z0-9_\-.=+/~]{16,}",
+        r"(?P<keep>(?:Bearer|bearer|BEARER|Basic|basic|Token|token)\s+)[A-Za-z0-9_\-.=+/~]{16,}",
         _random_token,
     ),
 ]
@@ -556,39 +573,33 @@ WINDOW_BEFORE = 80
 WINDOW_AFTER = 2048
 
 
-def _redact_context(text: str) -> tuple[str, str | None]:
-    lowered: str | None = None
+def _context_spans(text: str, lowered: str) -> list[Span]:
+    spans: list[Span] = []
+    windowed = len(text) > WINDOWED_ABOVE and len(lowered) == len(text)
     for name, guards, fold, spec, replacement in _CONTEXT_DETECTORS:
-        if fold:
-            if lowered is None:
-                lowered = text.lower()
-            haystack = lowered
-        else:
-            haystack = text
+        haystack = lowered if fold else text
         for guard in guards:
             if guard in haystack:
                 break
         else:
             continue
         pattern = _rx(spec)
-        repl = replacement or _label(name)
-        if len(text) > WINDOWED_ABOVE and name != "private-key" and len(haystack) == len(text):
-            new_text = _windowed_sub(pattern, repl, text, haystack, guards)
-        else:
-            new_text = pattern.sub(repl, text)
-        if new_text != text:
-            text = new_text
-            lowered = None
-    return text, lowered
+        matches = (
+            _windowed_matches(pattern, text, haystack, guards)
+            if windowed and name != "private-key"
+            else pattern.finditer(text)
+        )
+        for match in matches:
+            label = replacement(match) if replacement else _label(name)
+            if label is not None:
+                start = match.end("keep") if "keep" in pattern.groupindex else match.start()
+                spans.append((start, match.end(), label))
+    return spans
 
 
-def _windowed_sub(
-    pattern: re.Pattern[str],
-    repl: str | Replacement,
-    text: str,
-    haystack: str,
-    guards: tuple[str, ...],
-) -> str:
+def _windowed_matches(
+    pattern: re.Pattern[str], text: str, haystack: str, guards: tuple[str, ...]
+) -> Iterator[re.Match[str]]:
     windows: list[tuple[int, int]] = []
     for guard in guards:
         at = haystack.find(guard)
@@ -598,7 +609,7 @@ def _windowed_sub(
             )
             at = haystack.find(guard, at + 1)
     if not windows:
-        return text
+        return
     windows.sort()
     merged = [windows[0]]
     for start, end in windows[1:]:
@@ -606,15 +617,33 @@ def _windowed_sub(
             merged[-1] = (merged[-1][0], max(merged[-1][1], end))
         else:
             merged.append((start, end))
-    pieces: list[str] = []
     last = 0
     for start, end in merged:
         for match in pattern.finditer(text, max(start, last), end):
-            pieces.append(text[last : match.start()])
-            pieces.append(repl(match) if callable(repl) else repl)
+            yield match
             last = match.end()
-    if not pieces:
-        return text
+
+
+def _apply(text: str, spans: list[Span]) -> str:
+    """`text` with every span replaced by its label. Overlapping spans are merged (no matched
+    character survives) and keep the label of the longer one; on a tie the first listed."""
+    order = sorted(range(len(spans)), key=lambda i: (spans[i][0], -spans[i][1], i))
+    merged: list[list[Any]] = []
+    for index in order:
+        start, end, label = spans[index]
+        if merged and start < merged[-1][1]:
+            current = merged[-1]
+            if end - start > current[1] - current[0]:
+                current[2] = label
+            current[1] = max(current[1], end)
+        else:
+            merged.append([start, end, label])
+    pieces: list[str] = []
+    last = 0
+    for start, end, label in merged:
+        pieces.append(text[last:start])
+        pieces.append(label)
+        last = end
     pieces.append(text[last:])
     return "".join(pieces)
 
@@ -863,11 +892,14 @@ def redact(text: str) -> str:
     """`text` with every detected secret replaced by a `[REDACTED:kind]` label."""
     if not text:
         return text
-    # Token formats first, so a key is reported by its provider's name even where a header
-    # or an assignment also surrounds it.
-    text = _redact_tokens(text)
-    text, lowered = _redact_context(text)
-    return _redact_assignments(text, text.lower() if lowered is None else lowered)
+    lowered = text.lower()
+    # Token formats first in the list: where a header or a URL surrounds exactly a provider's
+    # key, the key's own label wins the tie.
+    spans = _token_spans(text) + _context_spans(text, lowered)
+    if spans:
+        text = _apply(text, spans)
+        lowered = text.lower()
+    return _redact_assignments(text, lowered)
 
 
 def _secret_key(key: str) -> bool:
