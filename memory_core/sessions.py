@@ -119,7 +119,7 @@ def start(
             db.execute(
                 "INSERT INTO sessions (id, name, agent, session_type, started_at, last_activity_at) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
-                (sid, name, agent, session_type, ts, ts),
+                (sid, redact(name) if name else name, agent, session_type, ts, ts),
             )
             events.append(
                 store,
@@ -1108,7 +1108,7 @@ def save(
     """
     ts = clock.now() if now is None else now
     if name is not None:
-        name = name.strip()
+        name = redact(name.strip())
         if not name:
             raise UsageError("a session name cannot be empty")
     if session_id is None:

@@ -83,8 +83,16 @@ def clip(text: str, limit: int) -> str:
 
 
 def clean(text: str | None, limit: int = MAX_TEXT) -> str:
-    """Text ready to store: cut to `limit` and redacted."""
-    return redact(clip(text or "", limit))
+    """Text ready to store: cut to `limit` and redacted.
+
+    Redacted before the final cut, with a margin: a secret lying across a cut point would
+    otherwise be stored in part (too short for its format to be recognised).
+    """
+    return clip(redact(clip(text or "", limit + 2 * CUT_MARGIN)), limit)
+
+
+# Longer than any secret format redact knows (PEM blocks aside, which it hides to the end).
+CUT_MARGIN = 1024
 
 
 def file_path_of(call_input: dict[str, Any]) -> str | None:
@@ -324,13 +332,13 @@ def tool_summary(call: ToolCall, rel_path: str | None) -> str:
     """One line saying what a call did (sessions redacts it when storing it)."""
     command = command_of(call)
     if command:
-        return clip(command, 300)
+        return clean(command, 300)
     if rel_path:
         return rel_path
     for key in ("pattern", "query", "url", "description", "prompt"):
         value = call.input.get(key)
         if isinstance(value, str) and value:
-            return clip(f"{key}: {value}", 300)
+            return clean(f"{key}: {value}", 300)
     return call.tool
 
 
