@@ -9,8 +9,9 @@ through the same steps in this order, stopping as soon as the session is under i
 2. summarise turns older than 7 days (their texts shortened to an excerpt and a note);
 3. archive resolved findings (compressed into `archived_rows`, out of search).
 
-Never touched: pinned entries, open decisions, explicit preferences, and anything created or
-used in the last 24 hours. Call `enforce` after writing to a session (the CLI does after
+Never touched (seed 003's preservation rules): pinned entries, open decisions, open findings,
+explicit preferences, entries whose priority is above 0.7, entries created or used in the last
+48 hours, and turns of the last 7 days. Call `enforce` after writing to a session (the CLI does after
 `memory add --session`); it costs one size query when the session is under 80 %.
 """
 
@@ -29,7 +30,8 @@ DAY = 86400.0
 GENTLE_AT = 0.80
 FORCED_AT = 0.95
 FORCED_TARGET = 0.70
-RECENT_SECONDS = DAY
+# Seed 003: "always preserve memories accessed in the last 48 hours".
+RECENT_SECONDS = 2 * DAY
 OLD_TURN_DAYS = 7.0
 EXCERPT_CHARS = 200
 _SKIP_TABLES = frozenset({"search_docs", "search_sources", "deleted_rows"})
@@ -206,12 +208,15 @@ def compact(
 
 
 def _protected(row: sqlite3.Row, now: float) -> bool:
+    from memory_core.memory import current_priority
+
     return bool(
         row["pinned"]
-        or (row["type"] == "decision" and row["status"] == "open")
+        or (row["type"] in ("decision", "finding") and row["status"] == "open")
         or (row["type"] == "preference" and row["explicit"])
         or now - row["created_at"] < RECENT_SECONDS
         or now - row["last_accessed"] < RECENT_SECONDS
+        or current_priority(row, now) > decay.HOT
     )
 
 

@@ -26,6 +26,35 @@ logger = logging.getLogger("engram.lsp")
 SYMBOL_LIMIT = 100
 
 
+def query_options(args: dict[str, Any]) -> dict[str, Any]:
+    """Seed 003's query options from a command's arguments (snake_case or the seed's camelCase).
+
+    Decayed entries (priority below 0.3) are left out unless `include_decayed` is true.
+    """
+
+    def pick(*names: str) -> Any:
+        return next((args[name] for name in names if name in args), None)
+
+    minimum = pick("min_priority", "minPriority")
+    if minimum is not None and (
+        isinstance(minimum, bool) or not isinstance(minimum, int | float) or not 0 <= minimum <= 1
+    ):
+        raise UsageError("min_priority must be a number between 0 and 1")
+    decayed = pick("include_decayed", "includeDecayed")
+    if decayed is not None and not isinstance(decayed, bool):
+        raise UsageError("include_decayed must be true or false")
+    offset = pick("offset")
+    if offset is None:
+        offset = 0
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise UsageError("offset must be a whole number, 0 or more")
+    return {
+        "min_priority": float(minimum) if minimum is not None else None,
+        "include_decayed": bool(decayed),
+        "offset": offset,
+    }
+
+
 def _symbols(state: FolderState, query: str) -> list[types.SymbolInformation]:
     store = state.store
     if query.strip():
@@ -135,6 +164,7 @@ def register(server: EngramServer) -> None:
             type=args.get("type") if isinstance(args.get("type"), str) else None,
             tags=[str(t) for t in tags] if isinstance(tags, list) else [str(tags)],
             kinds=kinds if isinstance(kinds, list) else None,
+            **query_options(args),
         )
         return {"query": query, "results": results}
 
