@@ -18,7 +18,7 @@ from pygls.uris import to_fs_path
 
 from lsp_server.features.commands import engram_command
 from lsp_server.server import EngramServer, FolderState
-from memory_core import memory, search
+from memory_core import memory, quota, search
 from memory_core.errors import UsageError
 
 logger = logging.getLogger("engram.lsp")
@@ -118,7 +118,13 @@ def _file_arg(state: FolderState, args: dict[str, Any]) -> str | None:
 
 def register(server: EngramServer) -> None:
     @engram_command(server, "engram.memory.add")
-    def add(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    async def add(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+        entry = await ls.run_blocking(_add, ls, args)
+        if "quota_warning" in entry:
+            ls.show_message(entry["quota_warning"], types.MessageType.Warning)
+        return entry
+
+    def _add(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
         state = ls.state_for_command(args)
         content = args.get("content", args.get("text"))
         if not isinstance(content, str):
@@ -131,6 +137,9 @@ def register(server: EngramServer) -> None:
         line = args.get("line")
         if line is not None and not isinstance(line, int):
             raise UsageError("line must be a number (1-based)")
+        session_id = args.get("session_id") if isinstance(args.get("session_id"), str) else None
+        # The session quota: a full session refuses the write (MEM_E001) before it happens.
+        quota.before_write(state.store, session_id, state.settings)
         entry: dict[str, Any] = memory.add(
             state.store,
             content,
@@ -138,12 +147,16 @@ def register(server: EngramServer) -> None:
             tags=[str(t) for t in tags],
             pinned=bool(args.get("pinned", False)),
             explicit=bool(args.get("explicit", False)),
-            session_id=args.get("session_id") if isinstance(args.get("session_id"), str) else None,
+            session_id=session_id,
             agent="editor",
             provenance={"recorded_by": "editor"},
             file=_file_arg(state, args),
             line=line,
         )
+        notice = quota.after_write(state.store, session_id, state.settings)
+        if notice is not None:
+            # Shown in a window message by `add` (on the event loop) and returned as well.
+            entry = {**entry, "quota_warning": notice["message"]}
         return entry
 
     @engram_command(server, "engram.memory.search")

@@ -281,6 +281,8 @@ def run_add(ctx: Context) -> int:
         (kind, target) for kind in memory.RELATIONS for target in getattr(args, f"rel_{kind}")
     ]
     store = ctx.store()
+    # A full session refuses the write (MEM_E001) before anything is stored.
+    quota.before_write(store, args.session, ctx.settings)
     entry = memory.add(
         store,
         _text_arg(args.text),
@@ -297,8 +299,9 @@ def run_add(ctx: Context) -> int:
         end_line=args.end_line,
         relations=relations,
     )
-    if args.session:
-        quota.enforce(store, args.session, ctx.settings)
+    notice = quota.after_write(store, args.session, ctx.settings)
+    if notice is not None:
+        print(notice["message"], file=sys.stderr)
     ctx.emit(entry, f"Remembered {entry['id']} ({entry['type']}): {entry['label']}")
     return 0
 
