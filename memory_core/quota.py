@@ -190,9 +190,12 @@ def after_write(
     settings: Settings,
     *,
     once_per_level: bool = False,
+    facts: dict[str, Any] | None = None,
     now: float | None = None,
 ) -> dict[str, Any] | None:
     """Compact a session at 80 % or more of its quota and say so; None under 80 %.
+
+    `facts`: the session's `usage` when the caller has just measured it.
 
     Returns the usage (as `usage`) with `threshold` (80 or 95), `compaction` (its result),
     `after_percent` and `message`: one line for a person or an agent. `once_per_level`
@@ -200,7 +203,8 @@ def after_write(
     """
     if not session_id:
         return None
-    facts = usage(store, session_id, settings)
+    if facts is None:
+        facts = usage(store, session_id, settings)
     if facts["level"] == "ok" or not facts["quota_bytes"]:
         return None
     forced = facts["level"] == "forced"

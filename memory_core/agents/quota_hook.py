@@ -9,6 +9,13 @@ Every hook that writes to a session is bracketed by `before` and `after`:
   threshold, in the hook's `additionalContext` where the event carries one (SessionStart,
   UserPromptSubmit, PreToolUse, PostToolUse), else as a `systemMessage` shown to the user
   (Stop, SubagentStop); every warning also goes to the store's log.
+
+Measuring a session costs a read of all its rows (10 to 30 ms for a 5 MB session), too much
+for every tool call. So each measurement is remembered (`store_meta`), and for 30 seconds
+after one below 70 % the hooks do not measure again, nor before writing after one below
+90 % (a changed `sessions.quota_bytes` setting measures again at once). One hook writes
+at most some tens of kilobytes (texts are cut to a few thousand characters): a 10 MB session
+would need more than a megabyte of hook writes in those 30 seconds to pass 100 % unseen.
 """
 
 from __future__ import annotations
@@ -17,6 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 from memory_core import log, quota
 from memory_core.errors import QuotaExceededError
+
+CHECKED_KEY = "quota.checked:"
+RECHECK_SECONDS = 30.0
+QUIET_BELOW_PERCENT = 70.0
+NO_REFUSAL_BELOW_PERCENT = 90.0
 
 if TYPE_CHECKING:
     from memory_core.agents.hooks import HookRun
@@ -31,7 +43,7 @@ MESSAGE_EVENTS = frozenset({"Stop", "SubagentStop", "PostToolUseFailure"})
 
 def before(run: HookRun) -> bool:
     """False when the session is full and this hook must record nothing."""
-    if not run.payload.session_id:
+    if not run.payload.session_id or _recently_below(run, NO_REFUSAL_BELOW_PERCENT):
         return True
     try:
         quota.before_write(run.store, run.session_id, run.settings, now=run.now)
@@ -45,16 +57,43 @@ def before(run: HookRun) -> bool:
 
 def after(run: HookRun) -> None:
     """Compact at 80 % / 95 % and warn the agent once per threshold."""
-    if not run.payload.session_id:
+    if not run.payload.session_id or _recently_below(run, QUIET_BELOW_PERCENT):
         return
+    facts = quota.usage(run.store, run.session_id, run.settings)
+    with run.store.transaction() as db:
+        db.execute(
+            "INSERT INTO store_meta (key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (
+                f"{CHECKED_KEY}{run.session_id}",
+                f"{run.now!r} {facts['used_bytes']} {facts['quota_bytes']}",
+            ),
+        )
     notice = quota.after_write(
-        run.store, run.session_id, run.settings, once_per_level=True, now=run.now
+        run.store, run.session_id, run.settings, once_per_level=True, facts=facts, now=run.now
     )
     if notice is None:
         return
     log.write(run.store.root, "warning", notice["message"])
     if _tell(run, notice["message"]):
         quota.mark_warned(run.store, run.session_id, int(notice["threshold"]))
+
+
+def _recently_below(run: HookRun, percent: float) -> bool:
+    """True when the session was measured in the last 30 s, under `percent` of today's quota."""
+    row = run.store.query_one(
+        "SELECT value FROM store_meta WHERE key = ?", (f"{CHECKED_KEY}{run.session_id}",)
+    )
+    if row is None:
+        return False
+    try:
+        at, used, quota_then = (float(part) for part in str(row[0]).split())
+    except ValueError:
+        return False
+    quota_now = float(run.settings["sessions.quota_bytes"])
+    if quota_now != quota_then or quota_now <= 0:
+        return False
+    return 0.0 <= run.now - at < RECHECK_SECONDS and 100.0 * used / quota_now < percent
 
 
 def _tell(run: HookRun, text: str) -> bool:

@@ -172,3 +172,34 @@ def test_the_cli_warns_on_stderr_and_refuses_with_exit_1(full_session: Store) ->
         assert reopened.query_one("SELECT count(*) FROM memories")[0] == count
     finally:
         reopened.close()
+
+
+def test_hooks_measure_a_session_far_from_its_quota_at_most_every_30_seconds(
+    full_session: Store,
+) -> None:
+    store = full_session
+    _quota_at(store, 30)
+    start = clock.now()
+
+    def post(tool_use_id: str, at: float) -> str:
+        payload = hook_payload(
+            "PostToolUse",
+            S,
+            store.root,
+            tool_name="Bash",
+            tool_input={"command": "ls"},
+            tool_use_id=tool_use_id,
+            tool_response={"stdout": "a", "stderr": "", "interrupted": False},
+        )
+        _code, out = hooks.handle(
+            "claude-code", "PostToolUse", payload, workspace=str(store.root), now=at
+        )
+        return _context(json.loads(out)) if out else ""
+
+    assert post("toolu_t0", start) == ""
+    # The session jumps to about 90 % (a big write from elsewhere): within 30 s of a
+    # measurement under 70 % the hooks do not measure again...
+    memory.add(store, "pinned: " + BIG * 2, session_id=S, pinned=True)
+    assert post("toolu_t10", start + 10) == ""
+    # ...after that they do, and warn.
+    assert "of its quota" in post("toolu_t31", start + 31)
