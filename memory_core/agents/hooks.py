@@ -485,7 +485,12 @@ def handle(
         store = Store.open_or_init(root)
         try:
             run = HookRun(payload, store, clock.now() if now is None else now)
-            handler(run)
+            from memory_core.agents import quota_hook
+
+            # The session quota (seed 003): full sessions record nothing, 80 % / 95 % warn.
+            if quota_hook.before(run):
+                handler(run)
+                quota_hook.after(run)
             output = run.output
         finally:
             store.close()
