@@ -138,6 +138,8 @@ def start(
                 "last_action = 'resume', last_activity_at = MAX(last_activity_at, ?) WHERE id = ?",
                 (ts, sid),
             )
+    if existing is not None and existing["status"] == "closed":
+        _refresh_note(store, sid, ts)
     return get(store, sid, now=ts)
 
 
@@ -323,7 +325,15 @@ def close(
             events.Event("session.closed", session_id=session_id, data={"reason": reason}, ts=ts),
             db=db,
         )
+    _refresh_note(store, session_id, ts)
     return metrics(store, session_id, now=ts)
+
+
+def _refresh_note(store: Store, session_id: str, now: float | None = None) -> None:
+    """Rewrite the session's vault note: its summary, decisions or status just changed."""
+    from memory_core import session_vault
+
+    session_vault.refresh_note(store, session_id, now=now)
 
 
 def _require(db: sqlite3.Connection, session_id: str) -> None:
@@ -375,6 +385,7 @@ def set_summary(
                 session_id,
             ),
         )
+    _refresh_note(store, session_id)
     return get(store, session_id)["summary"]  # type: ignore[no-any-return]
 
 
@@ -407,6 +418,7 @@ def append_rolling_summary(
                 "UPDATE sessions SET rolling_summary = ? WHERE id = ?", (summary, session_id)
             )
         _touch(db, session_id, ts, "summary")
+    _refresh_note(store, session_id, ts)
     return {"rolling_summary": summary, "compacted": compacted}
 
 
@@ -938,8 +950,10 @@ def _unpack(payload: bytes) -> Any:
 
 
 def export_path(store: Store, session: Mapping[str, Any]) -> Path:
-    date = str(session["started_at"])[:10]
-    return store.dir / "exports" / "sessions" / f"{date}_{session['id']}.md"
+    """Where the session's Markdown note is written (see `session_vault`)."""
+    from memory_core import session_vault
+
+    return session_vault.note_path(store, session, session_vault.vault_dir(store))
 
 
 def save(
@@ -1017,15 +1031,10 @@ def _saved_name(db: sqlite3.Connection, session_id: str) -> str | None:
 
 
 def write_export(store: Store, session_id: str, *, now: float | None = None) -> Path:
-    """Write `exports/sessions/<date>_<id>.md`: YAML frontmatter and the Markdown summary."""
-    session = get(store, session_id, now=now)
-    sid = session["id"]
-    path = export_path(store, session)
-    text = _frontmatter(session, metrics(store, sid, now=now)) + summary_markdown(
-        store, sid, now=now
-    )
-    _write_view(path, text)
-    return path
+    """Write the session's vault note, `<vault>/sessions/<date>_<id>.md` (see `session_vault`)."""
+    from memory_core import session_vault
+
+    return session_vault.write_note(store, session_id, now=now)
 
 
 def _write_view(path: Path, text: str) -> None:
@@ -1039,36 +1048,6 @@ def _write_view(path: Path, text: str) -> None:
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(text)
     os.replace(tmp, path)
-
-
-def _yaml_scalar(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    return json.dumps(str(value), ensure_ascii=False)  # a JSON string is a valid YAML scalar
-
-
-def _frontmatter(session: Mapping[str, Any], numbers: Mapping[str, Any]) -> str:
-    fields = {
-        "session_id": session["id"],
-        "name": session["name"],
-        "agent": session["agent"],
-        "status": session["status"],
-        "started_at": session["started_at"],
-        "saved_at": session["saved_at"],
-        "turns": numbers["turns"],
-        "total_tokens": numbers["total_tokens"],
-        "files_modified": numbers["files_modified"],
-        "success_rate": numbers["success_rate"],
-        "format_version": FORMAT_VERSION,
-    }
-    lines = ["---", *(f"{key}: {_yaml_scalar(value)}" for key, value in fields.items())]
-    tags = session["summary"]["tags"]
-    lines.append("tags: [" + ", ".join(_yaml_scalar(t) for t in tags) + "]")
-    return "\n".join([*lines, "---", "", ""])
 
 
 def parse_document(raw: Any) -> dict[str, Any]:
@@ -1321,6 +1300,7 @@ def resume(store: Store, ref: str | None = None, *, now: float | None = None) ->
             "ended_at = NULL, end_reason = NULL, last_action = 'resume', last_activity_at = ? WHERE id = ?",
             (ts, sid),
         )
+    _refresh_note(store, sid, ts)
     loaded["session"] = get(store, sid, now=ts)
     return loaded
 
@@ -1333,9 +1313,9 @@ def delete(store: Store, ref: str) -> dict[str, Any]:
         db.execute("DELETE FROM saved_sessions WHERE session_id = ?", (sid,))
         db.execute("DELETE FROM sessions WHERE id = ?", (sid,))
         events.append(store, events.Event("session.deleted", session_id=sid), db=db)
-    path = export_path(store, session)
-    if path.exists():
-        path.unlink()
+    from memory_core import session_vault
+
+    session_vault.remove_note(store, session)
     return {"id": sid, "name": session["name"], "deleted": True}
 
 
@@ -1455,4 +1435,5 @@ def enforce_quota(store: Store, session_id: str, *, quota_bytes: int) -> dict[st
             db.execute(
                 "UPDATE sessions SET bytes_used = ? WHERE id = ?", (max(0, used), session_id)
             )
+    _refresh_note(store, session_id)
     return {"compacted": True, "bytes_used": used}
