@@ -129,6 +129,24 @@ class HookRun:
 
         digest.write_digest(self.store, self.session_id, trigger=trigger, now=self.now)
 
+    def backup_transcript(self) -> None:
+        """Seed 002's transcript backup: the JSONL, redacted and compressed, within the quota."""
+        path = self.transcript()
+        if path is None:
+            return
+        from memory_core import log
+        from memory_core.session_vault import backup_transcript
+
+        try:
+            done = backup_transcript(
+                self.store, self.session_id, path, settings=self.settings.values
+            )
+        except Exception as exc:  # a backup must never cost the session's other records
+            log.write(self.store.root, "warning", f"transcript backup failed: {exc}", exc=exc)
+            return
+        if "skipped" in done:
+            log.write(self.store.root, "info", f"transcript not backed up: {done['skipped']}")
+
     def digest_if_due(self) -> None:
         """The digest timer: no process stays alive, so the hooks check whether one is due.
 
@@ -225,6 +243,11 @@ class HookRun:
         text = session_start_text(
             self.store, current_session=self.session_id, token_budget=budget, now=self.now
         )
+        from memory_core.session_vault import reminder
+
+        nudge = reminder(self.store, current=self.session_id)  # seed 002's auto-reminder
+        if nudge:
+            text = f"{text}\n\n{nudge}" if text.strip() else nudge
         self.add_context("SessionStart", text)
 
     def user_prompt_submit(self) -> None:
@@ -367,6 +390,7 @@ class HookRun:
             now=self.now,
         )
         self.digest("session_end")
+        self.backup_transcript()
         from memory_core import limits
         from memory_core.agents import retention  # noqa: F401 - registers the agent tables' rules
 

@@ -164,13 +164,18 @@ def install(agent: str, *, root: Path, user: bool = False) -> dict[str, Any]:
     changed = json.dumps(data, sort_keys=True) != before
     if changed:
         _save(path, data)
-    return {
+    result: dict[str, Any] = {
         "agent": agent,
         "scope": "user" if user else "project",
         "settings": str(path),
         "events": list(INSTALLED_EVENTS[agent]),
         "changed": changed,
     }
+    if agent == "claude-code":
+        from memory_core.agents import commands  # /session-summarize, beside the settings
+
+        result["commands"] = commands.install(path)
+    return result
 
 
 def uninstall(agent: str, *, root: Path, user: bool = False) -> dict[str, Any]:
@@ -192,6 +197,10 @@ def uninstall(agent: str, *, root: Path, user: bool = False) -> dict[str, Any]:
             del data["hooks"]
     if removed:
         _save(path, data)
+    if agent == "claude-code":
+        from memory_core.agents import commands
+
+        commands.uninstall(path)
     return {
         "agent": agent,
         "scope": "user" if user else "project",

@@ -107,10 +107,12 @@ def run_hooks_install(ctx: Context) -> int:
         ctx.store(create=True)
     result = install.install(agent, root=root, user=ctx.args.user)
     verb = "Installed" if result["changed"] else "Already installed:"
-    ctx.emit(
-        result,
-        f"{verb} engram's {agent} hooks ({', '.join(result['events'])}) in {result['settings']}",
-    )
+    text = f"{verb} engram's {agent} hooks ({', '.join(result['events'])}) in {result['settings']}"
+    for path in result.get("commands", {}).get("written", []):
+        text += f"\nAdded the /session-summarize command: {path}"
+    for path in result.get("commands", {}).get("kept", []):
+        text += f"\nKept your own {path} (it differs from engram's)"
+    ctx.emit(result, text)
     return 0
 
 
