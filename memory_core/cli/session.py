@@ -114,6 +114,11 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     rollback.add_argument("checkpoint", metavar="CHECKPOINT")
     rollback.add_argument("--yes", action="store_true", help="do not ask")
+    rollback.add_argument(
+        "--rewind",
+        action="store_true",
+        help="also rewind the checkpoint's session to the turn it was taken at",
+    )
     rollback.set_defaults(handler=run_rollback)
 
 
@@ -462,11 +467,23 @@ def run_rollback(ctx: Context) -> int:
     store = ctx.store()
     plan = checkpoints.plan_rollback(store, ctx.args.checkpoint, settings=ctx.settings)
     target = plan.checkpoint
-    if not plan.writes and not plan.removes:
-        ctx.emit(
-            {"done": True, **plan.as_dict(), "restored": [], "removed": []},
-            f"Nothing to do: the workspace already matches {target['id']}.",
+    if ctx.args.rewind and target.get("turn_number") is None:
+        raise UsageError(
+            f"checkpoint {target['id']} was not taken during a session: there is no conversation to rewind",
+            hint="roll back without --rewind",
         )
+    if not plan.writes and not plan.removes:
+        done: dict[str, Any] = {"done": True, **plan.as_dict(), "restored": [], "removed": []}
+        text = f"Nothing to do: the workspace already matches {target['id']}."
+        if ctx.args.rewind:
+            from memory_core import conversation
+
+            done["rewound"] = conversation.rewind(store, target["id"])
+            text = (
+                f"The workspace already matches {target['id']}; session "
+                f"{done['rewound']['session_id']} rewound to turn {done['rewound']['turn']}."
+            )
+        ctx.emit(done, text)
         return 0
     if not ctx.args.yes:
         if ctx.json:
@@ -484,6 +501,10 @@ def run_rollback(ctx: Context) -> int:
     session_id = _active_session(ctx)
     undo = checkpoints.prepare_undo(store, plan, settings=ctx.settings, session_id=session_id)
     result = checkpoints.apply_plan(store, plan, undo_checkpoint=undo["id"])
+    if ctx.args.rewind:
+        from memory_core import conversation
+
+        result["rewound"] = conversation.rewind(store, target["id"])
     if session_id:
         summary = (
             f"to {target['id']}: restored {len(result['restored'])}, removed {len(result['removed'])}; "
@@ -503,7 +524,16 @@ def run_rollback(ctx: Context) -> int:
         lines += [f"  restored {p}" for p in result["restored"]]
         lines += [f"  removed  {p}" for p in result["removed"]]
         lines += [f"  FAILED   {f['path']}: {f['error']}" for f in result["failed"]]
-        lines.append(f"Undo with: engram rollback {undo['id']} --yes")
+        if "rewound" in result:
+            rewound = result["rewound"]
+            lines.append(
+                f"Session {rewound['session_id']} rewound to turn {rewound['turn']} "
+                f"({_count(rewound['turns_removed'], 'turn')} after it set aside; "
+                "the whole session was saved first)"
+            )
+        lines.append(
+            f"Undo with: engram rollback {undo['id']} --yes{' --rewind' if 'rewound' in result else ''}"
+        )
         return "\n".join(lines)
 
     ctx.emit(result, human)
