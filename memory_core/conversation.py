@@ -158,3 +158,74 @@ def _restore_saved(store: Store, session_id: str, turn: int) -> None:
         f"session {session_id} has fewer than {turn} turns and no saved version has them",
         hint="nothing was changed in the conversation",
     )
+
+
+def workspace_changes(store: Store, session_id: str, *, settings: Any = None) -> dict[str, Any]:
+    """What happened to the workspace since the session last worked in it (beans FR4).
+
+    The files: against the session's newest checkpoint when it has one (exact, by content),
+    else the evolution record's changes after its last activity. The branch: the one the agent
+    reported, against the one checked out now.
+    """
+    from memory_core import checkpoints, git
+
+    session = store.query_one("SELECT last_activity_at FROM sessions WHERE id = ?", (session_id,))
+    if session is None:
+        raise NotFoundError(f"no session {session_id!r}", hint="see `engram session list`")
+    since = float(session["last_activity_at"])
+    result: dict[str, Any] = {
+        "since": clock.iso(since),
+        "checkpoint": None,
+        "added": [],
+        "modified": [],
+        "deleted": [],
+        "branch": None,
+    }
+    latest = store.query_one(
+        "SELECT id FROM checkpoints WHERE session_id = ? ORDER BY created_at DESC, rowid DESC LIMIT 1",
+        (session_id,),
+    )
+    if latest is not None:
+        found = checkpoints.diff(store, str(latest["id"]), settings=settings)
+        result.update(
+            checkpoint=found["id"],
+            added=found["added"],
+            modified=sorted({*found["modified"], *found["mode_changed"]}),
+            deleted=found["deleted"],
+        )
+    else:
+        rows = store.query(
+            "SELECT DISTINCT path FROM file_changes WHERE ts > ? AND path IS NOT NULL "
+            "AND NOT (actor = 'agent' AND session_id IS ?) ORDER BY path",
+            (since, session_id),
+        )
+        result["modified"] = [str(r["path"]) for r in rows]
+    agent = store.query_one(
+        "SELECT git_branch FROM agent_sessions WHERE session_id = ?", (session_id,)
+    )
+    head = git.read_head(store.root)
+    then = agent["git_branch"] if agent is not None else None
+    now_branch = head.branch if head is not None else None
+    if then and now_branch and then != now_branch:
+        result["branch"] = {"then": then, "now": now_branch}
+    return result
+
+
+def changes_text(changes: dict[str, Any]) -> str:
+    """The workspace changes for people: one line per kind, or that nothing changed."""
+    lines = []
+    if changes["branch"]:
+        lines.append(
+            f"branch switched from {changes['branch']['then']} to {changes['branch']['now']}"
+        )
+    for key in ("added", "modified", "deleted"):
+        paths = changes[key]
+        if paths:
+            shown = ", ".join(paths[:8]) + (f" and {len(paths) - 8} more" if len(paths) > 8 else "")
+            lines.append(f"{key}: {shown}")
+    where = f" (against checkpoint {changes['checkpoint']})" if changes["checkpoint"] else ""
+    if not lines:
+        return f"workspace: unchanged since the session{where}"
+    return f"workspace changes since the session{where}:\n" + "\n".join(
+        f"  {line}" for line in lines
+    )

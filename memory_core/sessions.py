@@ -1098,11 +1098,17 @@ def _ts(value: Any) -> float | None:
 
 
 def _upgrade_v1(doc: dict[str, Any]) -> dict[str, Any]:
-    """Version 1: camelCase session fields, ISO times, tokens as {input, output}, `content` turns."""
+    """Version 1: camelCase session fields, ISO times, tokens as {input, output}, `content` turns.
+
+    The beans `SessionExport` ("1.0": `sessionId`, `turnNumber`, tokens as {prompt, completion},
+    `modifiedFiles`) is read here too. Its `turnCount`, `totalTokens` and `commandsExecuted` are
+    recomputed from what the document holds, never trusted (the beans example itself says 5
+    turns and 12,500 tokens over one turn of 700).
+    """
     old = doc["session"]
     started = _ts(old.get("startedAt") or old.get("started_at")) or clock.now()
     session = {
-        "id": old.get("id"),
+        "id": old.get("id") or old.get("sessionId"),
         "name": old.get("name"),
         "agent": old.get("agent", "editor"),
         "session_type": old.get("type", "new"),
@@ -1117,7 +1123,12 @@ def _upgrade_v1(doc: dict[str, Any]) -> dict[str, Any]:
         "tags": (old.get("summary") or {}).get("tags", []),
     }
     turns = []
-    for index, turn in enumerate(doc.get("turns") or [], start=1):
+    raw_turns = doc.get("turns") or []
+    if not isinstance(raw_turns, list) or not all(isinstance(t, dict) for t in raw_turns):
+        raise UsageError("saved session `turns` must be a list of objects")
+    if all(isinstance(t.get("turnNumber"), int) for t in raw_turns):
+        raw_turns = sorted(raw_turns, key=lambda t: int(t["turnNumber"]))
+    for index, turn in enumerate(raw_turns, start=1):
         tokens = turn.get("tokens") or {}
         turns.append(
             {
@@ -1125,13 +1136,17 @@ def _upgrade_v1(doc: dict[str, Any]) -> dict[str, Any]:
                 "user_message": turn.get("user") or turn.get("userMessage"),
                 "assistant_response": turn.get("assistant") or turn.get("assistantResponse"),
                 "tool_calls": turn.get("toolCalls", []),
-                "input_tokens": int(tokens.get("input", 0)),
-                "output_tokens": int(tokens.get("output", 0)),
+                "input_tokens": int(tokens.get("input", tokens.get("prompt", 0))),
+                "output_tokens": int(tokens.get("output", tokens.get("completion", 0))),
                 "started_at": _ts(turn.get("timestamp")),
                 "ended_at": _ts(turn.get("timestamp")),
             }
         )
-    return {**doc, "session": session, "turns": turns}
+    upgraded = {**doc, "session": session, "turns": turns}
+    modified = old.get("modifiedFiles")
+    if not doc.get("files") and isinstance(modified, list):
+        upgraded["files"] = [{"path": str(path)} for path in modified if path]
+    return upgraded
 
 
 def _restore(store: Store, doc: Mapping[str, Any], *, replace: bool, trusted: bool = False) -> str:

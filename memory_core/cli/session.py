@@ -70,8 +70,17 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     summ.add_argument("id", nargs="?", metavar="NAME_OR_ID")
     summ.add_argument("--out", metavar="PATH", help="write it to a file instead")
-    exp = add("export", "a session as beans SessionExport JSON", run_export)
+    exp = add(
+        "export", "a session as JSON (engram's document, or beans' SessionExport)", run_export
+    )
     exp.add_argument("id", nargs="?", metavar="NAME_OR_ID")
+    exp.add_argument(
+        "--format",
+        dest="export_format",
+        choices=("engram", "beans"),
+        default="engram",
+        help="engram: everything engram records (default); beans: the beans SessionExport shape",
+    )
     exp.add_argument("--out", metavar="PATH", help="write it to a file instead of stdout")
     imp = add("import", "import a SessionExport JSON file", run_import)
     imp.add_argument("file", metavar="FILE")
@@ -180,9 +189,17 @@ def run_close(ctx: Context) -> int:
     store = ctx.store()
     ref = sessions.get(store, _session_ref(ctx, ctx.args.id))["id"]
     numbers = sessions.close(store, ref, reason="abort" if ctx.args.abort else "completion")
+    # beans FR5: the session's end shows its summary (the same text its vault note holds).
+    summary = sessions.summary_markdown(store, ref)
     ctx.emit(
-        {"id": ref, "closed": True, "metrics": numbers},
-        lambda: f"Closed {ref}\n{_metrics_text(numbers)}",
+        {
+            "id": ref,
+            "closed": True,
+            "metrics": numbers,
+            "summary": summary,
+            "note": str(sessions.export_path(store, sessions.get(store, ref))),
+        },
+        lambda: f"Closed {ref}\n{_metrics_text(numbers)}\n\n{summary}",
     )
     return 0
 
@@ -250,9 +267,26 @@ def run_resume(ctx: Context) -> int:
         from memory_core.cli.agents import run_session_context
 
         return run_session_context(ctx)
-    loaded = sessions.resume(ctx.store(), ctx.args.id)
-    ctx.emit(loaded, lambda: _loaded_text("Resumed", loaded))
+    from memory_core import conversation
+
+    store = ctx.store()
+    ref = None if ctx.args.id is None else sessions.get(store, ctx.args.id)["id"]
+    # The changes are measured before resuming: resuming counts as activity.
+    changes = conversation.workspace_changes(store, ref or _latest_id(ctx), settings=ctx.settings)
+    loaded = sessions.resume(store, ref)
+    loaded["workspace_changes"] = changes
+    ctx.emit(
+        loaded,
+        lambda: _loaded_text("Resumed", loaded) + "\n" + conversation.changes_text(changes),
+    )
     return 0
+
+
+def _latest_id(ctx: Context) -> str:
+    current = sessions.latest(ctx.store())
+    if current is None:
+        raise NotFoundError("there is no session to resume", hint="start one, or import one")
+    return str(current["id"])
 
 
 def run_delete(ctx: Context) -> int:
@@ -301,12 +335,20 @@ def run_summary(ctx: Context) -> int:
 
 
 def run_export(ctx: Context) -> int:
-    doc = sessions.export_document(ctx.store(), _session_ref(ctx, ctx.args.id))
+    ref = _session_ref(ctx, ctx.args.id)
+    if ctx.args.export_format == "beans":
+        from memory_core import beans
+
+        doc = beans.export(ctx.store(), ref)
+        sid = doc["session"]["sessionId"]
+    else:
+        doc = sessions.export_document(ctx.store(), ref)
+        sid = doc["session"]["id"]
     text = json.dumps(doc, indent=2, ensure_ascii=False)
     if ctx.args.out:
         Path(ctx.args.out).write_text(text + "\n", encoding="utf-8")
         if ctx.json:
-            ctx.emit({"id": doc["session"]["id"], "path": ctx.args.out})
+            ctx.emit({"id": sid, "path": ctx.args.out})
         else:
             print(f"Wrote {ctx.args.out}", file=ctx.stdout)
         return 0
