@@ -101,10 +101,18 @@ def start(
     session_id: str | None = None,
     agent: str = "editor",
     name: str | None = None,
-    session_type: str = "new",
+    session_type: str | None = None,
     now: float | None = None,
 ) -> dict[str, Any]:
-    """Start a session (or return the existing one with this id, reopened if it was closed)."""
+    """Start a session (or return the existing one with this id, reopened if it was closed).
+
+    Without `session_type` it is detected as AIOS does (`session_state.detect_type`): new after
+    an hour of silence, workflow while a workflow is active, else existing.
+    """
+    from memory_core import session_state
+
+    if session_type is None:
+        session_type = session_state.detect_type(store, now=now, exclude=session_id)
     if session_type not in SESSION_TYPES:
         raise UsageError(
             f"unknown session type {session_type!r}", hint=f"use one of {', '.join(SESSION_TYPES)}"
@@ -121,6 +129,16 @@ def start(
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (sid, name, agent, session_type, ts, ts),
             )
+            session_state.record_activity(db, sid, agent=agent)
+            if session_type == "workflow":
+                # The workflow and task carry over from the session that was working on them.
+                db.execute(
+                    "UPDATE sessions SET (active_workflow, workflow_state, active_story, "
+                    "active_subtask) = (SELECT active_workflow, workflow_state, active_story, "
+                    "active_subtask FROM sessions WHERE id != ?1 ORDER BY last_activity_at DESC, "
+                    "rowid DESC LIMIT 1) WHERE id = ?1",
+                    (sid,),
+                )
             events.append(
                 store,
                 events.Event(

@@ -243,15 +243,27 @@ class HookRun:
         text = session_start_text(
             self.store, current_session=self.session_id, token_budget=budget, now=self.now
         )
+        from memory_core.session_state import context_message
         from memory_core.session_vault import reminder
 
-        nudge = reminder(self.store, current=self.session_id)  # seed 002's auto-reminder
-        if nudge:
-            text = f"{text}\n\n{nudge}" if text.strip() else nudge
+        # AIOS's continuity line (previous agent, task, workflow) and seed 002's auto-reminder.
+        for extra in (
+            context_message(self.store, exclude=self.session_id, now=self.now),
+            reminder(self.store, current=self.session_id),
+        ):
+            if extra:
+                text = f"{text}\n\n{extra}" if text.strip() else extra
         self.add_context("SessionStart", text)
 
     def user_prompt_submit(self) -> None:
         self.touch()
+        prompt = (self.payload.prompt or "").lstrip()
+        if prompt.startswith("/") and self.session_id:
+            from memory_core.session_state import record_activity
+
+            # A slash command is the agent's command in AIOS's sense (lastCommands, workflow).
+            with self.store.transaction() as db:
+                record_activity(db, self.session_id, command=prompt.split()[0])
         if not self.ingest() and self.payload.prompt:
             self.open_payload_turn(self.payload.prompt)
         if self.payload.prompt:

@@ -27,7 +27,13 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     start = add("start", "start an editor session (agents start theirs through hooks)", run_start)
     start.add_argument("name", nargs="?", help="a unique name to find it by")
     start.add_argument("--agent", default="editor", help="who works in it (default: editor)")
-    start.add_argument("--type", dest="session_type", default="new", choices=sessions.SESSION_TYPES)
+    start.add_argument(
+        "--type",
+        dest="session_type",
+        default=None,
+        choices=sessions.SESSION_TYPES,
+        help="default: detected (new after an hour of silence, workflow while one is active)",
+    )
     close = add("close", "end a session (default: the latest) and show its metrics", run_close)
     close.add_argument("id", nargs="?", metavar="NAME_OR_ID")
     close.add_argument("--abort", action="store_true", help="it was abandoned, not completed")
@@ -85,6 +91,18 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     imp = add("import", "import a SessionExport JSON file", run_import)
     imp.add_argument("file", metavar="FILE")
     imp.add_argument("--replace", action="store_true", help="replace a session with the same id")
+    st = add(
+        "state",
+        "the session's state (AIOS): type, agents, commands, workflow, task; options update it",
+        run_state,
+    )
+    st.add_argument("id", nargs="?", metavar="NAME_OR_ID")
+    st.add_argument("--agent", help="an agent took over (e.g. @dev)")
+    st.add_argument("--command", dest="state_command", help="a command the agent ran")
+    st.add_argument("--workflow", help="the active workflow ('' clears it)")
+    st.add_argument("--workflow-state", dest="workflow_state", help="its state ('' clears it)")
+    st.add_argument("--story", help="the story in progress ('' clears it)")
+    st.add_argument("--subtask", help="the subtask in progress ('' clears it)")
     add("crashed", "sessions that stopped without ending (and how to resume them)", run_crashed)
     rec = add(
         "recover", "resolve a crashed session: continue, review, restart or discard", run_recover
@@ -359,6 +377,51 @@ def run_export(ctx: Context) -> int:
 def run_import(ctx: Context) -> int:
     imported = sessions.import_file(ctx.store(), Path(ctx.args.file), replace=ctx.args.replace)
     ctx.emit(imported, lambda: _loaded_text("Imported", imported))
+    return 0
+
+
+def run_state(ctx: Context) -> int:
+    from memory_core import session_state
+
+    store = ctx.store()
+    sid = sessions.get(store, _session_ref(ctx, ctx.args.id))["id"]
+    args = ctx.args
+    changes = (
+        args.agent,
+        args.state_command,
+        args.workflow,
+        args.workflow_state,
+        args.story,
+        args.subtask,
+    )
+    if any(value is not None for value in changes):
+        found = session_state.update(
+            store,
+            sid,
+            agent=args.agent,
+            command=args.state_command,
+            workflow=args.workflow,
+            workflow_state=args.workflow_state,
+            story=args.story,
+            subtask=args.subtask,
+        )
+    else:
+        found = session_state.state(store, sid)
+
+    def human() -> str:
+        lines = [
+            f"session {found['id']}: {found['session_type']}"
+            + (" (expired: silent for over an hour)" if found["expired"] else ""),
+            f"agents:   {' -> '.join(found['agent_sequence']) or found['agent']}",
+            f"commands: {', '.join(found['last_commands']) or 'none'}",
+            f"workflow: {found['active_workflow'] or 'none'}"
+            + (f" ({found['workflow_state']})" if found["workflow_state"] else ""),
+            f"task:     {found['active_story'] or 'none'}"
+            + (f" / {found['active_subtask']}" if found["active_subtask"] else ""),
+        ]
+        return "\n".join(lines)
+
+    ctx.emit(found, human)
     return 0
 
 
