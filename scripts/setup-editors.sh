@@ -40,8 +40,12 @@ if ((${#missing[@]})); then
     exit 1
   fi
   say "apt-get install ${missing[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  # Another apt may be running (a fresh machine installs at boot): wait for it instead of failing.
+  source "$REPO/scripts/wait-for-apt.sh"
+  wait_for_apt
+  apt-get -o DPkg::Lock::Timeout=900 update -qq
+  wait_for_apt
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq "${missing[@]}" >/dev/null
 fi
 
 # -- 2. Neovim 0.11 in the project's virtual environment ------------------------------------

@@ -108,6 +108,8 @@ def run_hooks_install(ctx: Context) -> int:
     result = install.install(agent, root=root, user=ctx.args.user)
     verb = "Installed" if result["changed"] else "Already installed:"
     text = f"{verb} engram's {agent} hooks ({', '.join(result['events'])}) in {result['settings']}"
+    if result.get("note"):
+        text += f"\nNote: {result['note']}"
     for path in result.get("commands", {}).get("written", []):
         text += f"\nAdded the /session-summarize command: {path}"
     for path in result.get("commands", {}).get("kept", []):
