@@ -37,8 +37,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memory_core import clock, config, events, limits
+from memory_core import clock, config, events, journal, limits
+from memory_core import git as git_module
 from memory_core.errors import EngramError, NotFoundError, UsageError
+from memory_core.journal import ChangeJournal, IgnoreRules
 from memory_core.store import Store
 from memory_core.workspace import STORE_DIRNAME
 
@@ -152,87 +154,6 @@ def _decode_tree(data: bytes, where: str, *, validate: bool = True) -> Tree:
         ) from None
 
 
-# -- ignore rules ------------------------------------------------------------------------------
-
-
-class _Matcher:
-    """One compiled ignore file. Without negations its patterns become one regex, so a path costs
-    one search instead of one per pattern (this check runs for every file of a scan)."""
-
-    def __init__(self, spec: Any) -> None:
-        import re
-
-        self.spec = spec
-        patterns = [p for p in spec.patterns if p.include is not None]
-        self.combined: re.Pattern[str] | None = None
-        if all(p.include for p in patterns) and all(
-            getattr(p, "regex", None) is not None for p in patterns
-        ):
-            parts = [p.regex.pattern.replace("(?P<ps_d>", "(?:") for p in patterns]
-            self.combined = re.compile("|".join(f"(?:{part})" for part in parts)) if parts else None
-            self.empty = not parts
-        else:
-            self.empty = False
-
-    def check(self, path: str) -> bool | None:
-        """True: ignored; False: re-included by a negation; None: no opinion."""
-        if self.combined is not None:
-            return True if self.combined.search(path) else None
-        if self.empty:
-            return None
-        include = self.spec.check_file(path).include
-        return None if include is None else bool(include)
-
-
-class IgnoreRules:
-    """`.gitignore` files (the root's and nested ones) plus extra patterns, with git's semantics.
-
-    The deepest `.gitignore` that has an opinion about a path decides, as in git.
-    """
-
-    def __init__(self, root: Path, extra: Iterable[str] = ()) -> None:
-        import pathspec
-
-        self._pathspec = pathspec
-        self.root = root
-        self._specs: dict[str, _Matcher | None] = {}
-        extra = [p for p in extra if p.strip()]
-        self._extra = _Matcher(pathspec.GitIgnoreSpec.from_lines(extra)) if extra else None
-
-    def spec_for(self, rel_dir: str) -> _Matcher | None:
-        """The compiled `.gitignore` of a directory (None when it has none)."""
-        if rel_dir not in self._specs:
-            path = self.root / rel_dir / ".gitignore" if rel_dir else self.root / ".gitignore"
-            try:
-                lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-                self._specs[rel_dir] = _Matcher(self._pathspec.GitIgnoreSpec.from_lines(lines))
-            except (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError):
-                self._specs[rel_dir] = None
-        return self._specs[rel_dir]
-
-    def ignored(self, rel: str, is_dir: bool, chain: list[tuple[str, Any]]) -> bool:
-        """Whether `rel` is ignored, given the (dir, matcher) chain of its ancestors, deepest last."""
-        probe = rel + "/" if is_dir else rel
-        if self._extra is not None and self._extra.check(probe):
-            return True
-        for base, matcher in reversed(chain):
-            verdict = matcher.check(probe[len(base) + 1 :] if base else probe)
-            if verdict is not None:
-                return bool(verdict)
-        return False
-
-    def chain_for(self, rel_dir: str) -> list[tuple[str, Any]]:
-        """The matchers that apply inside `rel_dir`, shallowest first."""
-        chain = []
-        parts = rel_dir.split("/") if rel_dir else []
-        for depth in range(len(parts) + 1):
-            base = "/".join(parts[:depth])
-            matcher = self.spec_for(base)
-            if matcher is not None:
-                chain.append((base, matcher))
-        return chain
-
-
 # -- scanning ----------------------------------------------------------------------------------
 
 
@@ -311,36 +232,6 @@ def _read(root: Path, rel: str, kind: str) -> bytes:
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     with os.fdopen(fd, "rb") as handle:
         return handle.read()
-
-
-# -- the change journal (kept by a process that watches the workspace) --------------------------
-
-
-class ChangeJournal:
-    """Paths reported changed since `started_at` by a watcher that saw every change.
-
-    A checkpoint may trust it only for the time it covers: `since(ts)` is None when `ts` is
-    before the journal started (changes then were not seen), else the paths changed since.
-    """
-
-    def __init__(self, started_at: float | None = None) -> None:
-        self.started_at = clock.now() if started_at is None else started_at
-        self._changed: dict[str, float] = {}
-
-    def mark(self, paths: Iterable[str], ts: float | None = None) -> None:
-        when = clock.now() if ts is None else ts
-        for path in paths:
-            self._changed[path] = max(when, self._changed.get(path, 0.0))
-
-    def since(self, ts: float) -> set[str] | None:
-        if ts < self.started_at:
-            return None
-        # A second of slack: an event stamped just before the checkpoint's start may describe
-        # a write the checkpoint's scan did not see yet.
-        return {path for path, when in self._changed.items() if when >= ts - 1.0}
-
-    def forget_before(self, ts: float) -> None:
-        self._changed = {p: t for p, t in self._changed.items() if t >= ts - 1.0}
 
 
 # -- the store side ----------------------------------------------------------------------------
@@ -481,6 +372,14 @@ def _settings(store: Store, settings: config.Settings | None) -> config.Settings
     return settings if settings is not None else config.load(store.root)
 
 
+def _rules(root: Path, settings: config.Settings) -> IgnoreRules:
+    return journal.checkpoint_rules(
+        root,
+        settings["watch.exclude"],
+        include_secret_files=bool(settings["checkpoints.include_secret_files"]),
+    )
+
+
 def _new_id() -> str:
     return f"C-{uuid.uuid4().hex[:8]}"
 
@@ -502,8 +401,11 @@ def _hash_file(
     except OSError:
         return None  # vanished or unreadable between the scan and the read
     digest = writer.blob(data)
-    if found.mtime_ns / 1e9 < now - RACY_SECONDS:
-        writer.index[rel] = (found.mtime_ns, found.size, found.ino, found.mode, digest)
+    # A file modified within the racy window may change again without its stat changing: its
+    # row keeps the hash (so the next capture, which reads it again, can tell whether the content
+    # really changed) but a stat that never matches (so it is read again).
+    racy = found.mtime_ns / 1e9 >= now - RACY_SECONDS
+    writer.index[rel] = (0 if racy else found.mtime_ns, found.size, found.ino, found.mode, digest)
     return digest
 
 
@@ -535,7 +437,7 @@ def _build_trees(files: dict[str, Entry], writer: _Writer) -> tuple[str, int, in
 def _full(
     store: Store, settings: config.Settings, writer: _Writer, now: float
 ) -> tuple[str, int, int, int, list[str]]:
-    rules = IgnoreRules(store.root, settings["watch.exclude"])
+    rules = _rules(store.root, settings)
     found = scan(store.root, rules, int(settings["checkpoints.max_file_bytes"]))
     cache = {
         row[0]: (row[1], row[2], row[3], row[4], row[5])
@@ -565,7 +467,7 @@ def _incremental(
 ) -> tuple[str, int, int, int, list[str]]:
     """A new root tree: the base with only `changed_paths` looked at again."""
     root = store.root
-    rules = IgnoreRules(root, settings["watch.exclude"])
+    rules = _rules(root, settings)
     cap = int(settings["checkpoints.max_file_bytes"])
     trees: dict[str, Tree] = {}
     dirty: set[str] = set()
@@ -680,72 +582,155 @@ def _incremental(
     return writer.tree(trees[""]), count, size, changed, sorted(skipped)
 
 
-def create(
-    store: Store,
-    name: str | None = None,
-    *,
-    description: str | None = None,
-    reason: str = "manual",
-    settings: config.Settings | None = None,
-    now: float | None = None,
-    session_id: str | None = None,
-    journal: ChangeJournal | None = None,
-    changed: Iterable[str] | None = None,
-) -> dict[str, Any]:
-    """Capture the workspace's files as a new checkpoint and return it.
+@dataclass
+class Capture:
+    """A checkpoint worked out but not yet written (a rollback plans against it first)."""
 
-    With `journal` (a watcher's record covering the time since the latest checkpoint) or an
-    explicit `changed` list of workspace-relative paths, only those paths are looked at;
-    otherwise the whole workspace is scanned, reading only files whose stat changed.
-    """
-    if reason not in REASONS:
-        raise UsageError(
-            f"unknown checkpoint reason {reason!r}", hint=f"use one of {', '.join(REASONS)}"
-        )
-    settings = _settings(store, settings)
-    ts = clock.now() if now is None else now
+    writer: _Writer
+    root_tree: str
+    files: int
+    size: int
+    changed: int
+    skipped: list[str]
+    mode: str  # "incremental" | "scan"
+    source: str  # what vouched for the interval: given | watcher | watchman | git | scan
+    token: dict[str, Any]
+    started: float
+    ts: float
+
+
+def _rules_fingerprint(root: Path, settings: config.Settings) -> str:
+    """What decides which files belong in a checkpoint, besides `.gitignore` files."""
+    info = git_module.git_dir(root)
+    try:
+        st = os.stat(info / "info" / "exclude") if info is not None else None
+    except OSError:
+        st = None
+    parts = [
+        list(settings["watch.exclude"]),
+        bool(settings["checkpoints.include_secret_files"]),
+        [st.st_mtime_ns, st.st_size] if st is not None else None,
+    ]
+    return _sha(json.dumps(parts).encode("utf-8"))[:16]
+
+
+def _capture(
+    store: Store,
+    settings: config.Settings,
+    ts: float,
+    *,
+    watcher: ChangeJournal | None = None,
+    changed: Iterable[str] | None = None,
+    hints: Iterable[str] | None = None,
+) -> Capture:
+    """Work out a new checkpoint, trusting a change source only for an interval it covered."""
+    root = store.root
     started = clock.now()
     writer = _Writer(store)
     base = store.query_one(
-        "SELECT id, root_tree, skipped, created_at FROM checkpoints ORDER BY created_at DESC, rowid DESC LIMIT 1"
+        "SELECT id, root_tree, skipped, created_at, journal FROM checkpoints "
+        "ORDER BY created_at DESC, rowid DESC LIMIT 1"
     )
+    before: dict[str, Any] = {}
+    if base is not None and base["journal"]:
+        with contextlib.suppress(ValueError):
+            loaded = json.loads(base["journal"])
+            before = loaded if isinstance(loaded, dict) else {}
+    fingerprint = _rules_fingerprint(root, settings)
+    token: dict[str, Any] = {"rules": fingerprint}
     paths: set[str] | None = None
-    if base is not None:
-        if changed is not None:
-            paths = {p.strip("/") for p in changed}
-        elif journal is not None:
-            paths = journal.since(float(base["created_at"]))
+    source = "scan"
+    usable = base is not None and before.get("rules") == fingerprint
+    if base is not None and changed is not None:
+        # The caller looked at the workspace itself (a rollback's plan) and says what differs.
+        paths, source = {p.strip("/") for p in changed}, "given"
+    elif usable and watcher is not None and base is not None:
+        paths = watcher.since(float(base["created_at"]))
+        if paths is not None:
+            source = "watcher"
+    if watcher is not None and watcher.alive:
+        token["epoch"] = watcher.epoch
+
+    # watchman: asked when nothing cheaper vouched; otherwise its clock is carried forward (a
+    # later `since` that older clock answers a superset, which is still right).
+    wanted_watchman = bool(settings["checkpoints.watchman"])
+    if wanted_watchman and paths is None:
+        answer = journal.watchman_since(root, before.get("watchman") if usable else None)
+        if answer is not None:
+            token["watchman"] = answer.clock
+            if usable and answer.paths is not None:
+                paths, source = answer.paths, "watchman"
+    elif wanted_watchman and isinstance(before.get("watchman"), str):
+        token["watchman"] = before["watchman"]
+
+    # git: `git status` now, against what it said at the previous checkpoint.
+    previous_git = journal.GitState.from_json(before.get("git")) if usable else None
+    if paths is None:
+        now_git = journal.git_state(root)
+        if now_git is not None:
+            token["git"] = now_git.as_json()
+            if previous_git is not None:
+                paths = journal.git_since(root, previous_git, now_git)
+                if paths is not None:
+                    source = "git"
+    elif previous_git is not None:
+        carried = journal.carry_git_state(root, previous_git, paths)
+        if carried is not None:
+            token["git"] = carried.as_json()
+
+    if paths is not None and hints:
+        paths |= {p.strip("/") for p in hints}
     # A changed .gitignore changes what belongs in the checkpoint everywhere below it.
     if paths is not None and any(p == ".gitignore" or p.endswith("/.gitignore") for p in paths):
-        paths = None
+        paths, source = None, "scan"
     if paths is not None and base is not None:
         mode = "incremental"
         root_hash, count, size, changed_count, skipped = _incremental(
             store, settings, writer, base["root_tree"], json.loads(base["skipped"]), paths, ts
         )
     else:
-        mode = "scan"
+        mode, source = "scan", "scan"
         root_hash, count, size, changed_count, skipped = _full(store, settings, writer, ts)
+    token["source"] = source
+    return Capture(
+        writer, root_hash, count, size, changed_count, skipped, mode, source, token, started, ts
+    )
+
+
+def _commit(
+    store: Store,
+    capture: Capture,
+    *,
+    name: str | None,
+    description: str | None,
+    reason: str,
+    settings: config.Settings,
+    session_id: str | None,
+    fixed_time: bool,
+) -> dict[str, Any]:
     checkpoint_id = _new_id()
     clean_name = name.strip() if name and name.strip() else None
+    writer, ts = capture.writer, capture.ts
     with store.transaction() as db:
         writer.flush(db)
         db.execute(
             "INSERT INTO checkpoints (id, name, description, reason, session_id, created_at, root_tree, "
-            "file_count, total_bytes, added_bytes, changed, skipped) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "file_count, total_bytes, added_bytes, changed, skipped, journal) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 checkpoint_id,
                 clean_name,
                 description,
                 reason,
                 session_id,
-                started if now is None else ts,
-                root_hash,
-                count,
-                size,
+                ts if fixed_time else capture.started,
+                capture.root_tree,
+                capture.files,
+                capture.size,
                 writer.added_bytes,
-                changed_count,
-                json.dumps(skipped),
+                capture.changed,
+                json.dumps(capture.skipped),
+                json.dumps(capture.token),
             ),
         )
         events.append(
@@ -756,8 +741,8 @@ def create(
                 data={
                     "id": checkpoint_id,
                     "reason": reason,
-                    "files": count,
-                    "changed": changed_count,
+                    "files": capture.files,
+                    "changed": capture.changed,
                 },
                 ts=ts,
             ),
@@ -770,8 +755,49 @@ def create(
             store.query("PRAGMA wal_checkpoint(PASSIVE)")
     removed = enforce_retention(store, settings, now=ts, keep=checkpoint_id)
     result = get(store, checkpoint_id)
-    result.update({"mode": mode, "removed_by_retention": removed})
+    result.update({"mode": capture.mode, "source": capture.source, "removed_by_retention": removed})
     return result
+
+
+def create(
+    store: Store,
+    name: str | None = None,
+    *,
+    description: str | None = None,
+    reason: str = "manual",
+    settings: config.Settings | None = None,
+    now: float | None = None,
+    session_id: str | None = None,
+    journal: ChangeJournal | None = None,
+    changed: Iterable[str] | None = None,
+    hints: Iterable[str] | None = None,
+) -> dict[str, Any]:
+    """Capture the workspace's files as a new checkpoint and return it.
+
+    Only the paths that may have changed since the latest checkpoint are looked at, when a
+    source can vouch for the whole interval: an explicit `changed` list, the `journal` of a
+    running watcher (the language server's), watchman's clock, or git's status; `hints` (the
+    editor's file events) are added to them but never trusted alone. Otherwise the whole
+    workspace is scanned, reading only files whose stat changed. The result's `source` says
+    which one vouched.
+    """
+    if reason not in REASONS:
+        raise UsageError(
+            f"unknown checkpoint reason {reason!r}", hint=f"use one of {', '.join(REASONS)}"
+        )
+    settings = _settings(store, settings)
+    ts = clock.now() if now is None else now
+    capture = _capture(store, settings, ts, watcher=journal, changed=changed, hints=hints)
+    return _commit(
+        store,
+        capture,
+        name=name,
+        description=description,
+        reason=reason,
+        settings=settings,
+        session_id=session_id,
+        fixed_time=now is not None,
+    )
 
 
 def every_n_turns(
@@ -872,7 +898,7 @@ def manifest(store: Store, ref: str) -> list[dict[str, Any]]:
 
 def _current(store: Store, settings: config.Settings) -> tuple[dict[str, Entry], list[str]]:
     """The workspace as it is now, hashed through the stat cache."""
-    rules = IgnoreRules(store.root, settings["watch.exclude"])
+    rules = _rules(store.root, settings)
     found = scan(store.root, rules, int(settings["checkpoints.max_file_bytes"]))
     cache = {
         row[0]: (row[1], row[2], row[3], row[4], row[5])

@@ -185,7 +185,8 @@ def test_a_journal_makes_a_checkpoint_look_only_at_changed_paths(project: Store)
     files = {i["path"]: i for i in checkpoints.manifest(project, second["id"])}
     assert set(files) == {"src/app.py", "src/util.py", "src/new.py", "bin/run.sh", "data/blob.bin"}
     assert files["bin/run.sh"]["mode"] == 0o755
-    # The incremental result equals what a full scan finds.
+    # The incremental result equals what a full scan finds (no watchman, not a git repository).
+    config.set_value(project.root, "checkpoints.watchman", False)
     full = checkpoints.create(project)
     assert full["mode"] == "scan"
     assert checkpoints.manifest(project, full["id"]) == checkpoints.manifest(project, second["id"])
@@ -196,6 +197,7 @@ def test_a_journal_that_started_after_the_latest_checkpoint_is_not_trusted(proje
     checkpoints.create(project)
     _write(project.root, "src/util.py", "changed before the watcher started\n")
     journal = checkpoints.ChangeJournal(started_at=time.time() + 1)
+    config.set_value(project.root, "checkpoints.watchman", False)
     second = checkpoints.create(project, journal=journal)
     assert second["mode"] == "scan" and second["changed"] == 1
 
