@@ -520,6 +520,22 @@ def _incremental(
             return True
         return False
 
+    def files_under(rel_dir: str) -> list[str]:
+        """Files the base held below a folder (a file where the folder is: that one)."""
+        parent, _, name = rel_dir.rpartition("/")
+        holder = tree_at(parent, create=False)
+        entry = holder.entries.get(name) if holder is not None else None
+        if entry is None:
+            return []
+        if entry.kind != "d":
+            return [rel_dir]
+        found: list[str] = []
+        tree = tree_at(rel_dir, create=False)
+        for child, child_entry in list(tree.entries.items()) if tree is not None else []:
+            child_rel = f"{rel_dir}/{child}"
+            found += files_under(child_rel) if child_entry.kind == "d" else [child_rel]
+        return found
+
     skipped = set(base_skipped)
     changed = 0
     cache: dict[str, Any] = {}
@@ -544,15 +560,17 @@ def _incremental(
             remove(rel)
             continue
         if kind == "d":
-            # A new or replaced folder: capture what is in it now.
-            remove(rel)
+            # A new or replaced folder (a watcher may not have seen what was created in it
+            # before its watch was in place): capture what is in it now, and drop what is gone.
             sub = scan(root, rules, cap, under=rel)
             skipped.update(sub.skipped)
             for sub_rel, item in sub.files.items():
                 digest = _hash_file(root, sub_rel, item, writer, cache, now)
                 if digest is not None:
-                    put(sub_rel, Entry(item.kind, item.mode, digest, item.size))
-                    changed += 1
+                    changed += put(sub_rel, Entry(item.kind, item.mode, digest, item.size))
+            for old_rel in files_under(rel):
+                if old_rel not in sub.files:
+                    changed += remove(old_rel)
             continue
         if kind == "f" and st.st_size > cap:
             remove(rel)
