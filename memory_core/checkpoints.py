@@ -1136,10 +1136,12 @@ class RollbackPlan:
     removes: list[str]
     unchanged: int
     root: Path
-    # The workspace as the plan found it, so the pre-rollback checkpoint needs no second scan.
-    current: dict[str, Entry] = field(default_factory=dict, repr=False)
-    # What the checkpoint holds, path -> entry (an editor compares its unsaved buffers with it).
-    target: dict[str, Entry] = field(default_factory=dict, repr=False)
+    # The workspace as the plan found it, worked out like any incremental checkpoint: the
+    # pre-rollback checkpoint commits it, so nothing is scanned twice.
+    capture: Capture | None = field(default=None, repr=False)
+    # What the checkpoint holds, path -> entry on demand (an editor compares its unsaved
+    # buffers with it); only the folders asked about are read.
+    target: _TreeLookup | None = field(default=None, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -1201,46 +1203,158 @@ def _inside(root: Path, path: Path) -> bool:
     return True
 
 
+class _TreeLookup:
+    """Entries of a stored tree by path, reading only the folders on the way (verified)."""
+
+    def __init__(self, store: Store, root_tree: str) -> None:
+        self.store = store
+        self.trees: dict[str, Tree] = {}
+        self.root_tree = root_tree
+
+    def _tree(self, rel_dir: str) -> Tree | None:
+        if rel_dir in self.trees:
+            return self.trees[rel_dir]
+        if not rel_dir:
+            tree: Tree | None = _load_tree(self.store, self.root_tree)
+        else:
+            parent, _, name = rel_dir.rpartition("/")
+            holder = self._tree(parent)
+            entry = holder.entries.get(name) if holder is not None else None
+            tree = (
+                _load_tree(self.store, entry.hash, rel_dir + "/")
+                if entry is not None and entry.kind == "d"
+                else None
+            )
+        if tree is not None:
+            self.trees[rel_dir] = tree
+        return tree
+
+    def get(self, rel: str) -> Entry | None:
+        parent, _, name = rel.rpartition("/")
+        tree = self._tree(parent)
+        entry = tree.entries.get(name) if tree is not None else None
+        return entry if entry is not None and entry.kind != "d" else None
+
+
+def _tree_loader(store: Store, pending: dict[str, bytes]) -> Any:
+    """Load a tree from the store or from a capture's not yet written ones (verified)."""
+
+    def load(digest: str, where: str) -> Tree:
+        packed = pending.get(digest)
+        if packed is None:
+            return _load_tree(store, digest, where)
+        data = _decompress(packed)
+        return _decode_tree(data, where)
+
+    return load
+
+
+def _tree_changes(
+    store: Store, target_tree: str, current_tree: str, pending: dict[str, bytes]
+) -> tuple[list[tuple[str, Entry]], list[str]]:
+    """Files to write (path, target entry) and files to remove, to turn `current_tree` into
+    `target_tree`: listings are compared by digest and only folders that differ are read."""
+    load = _tree_loader(store, pending)
+    writes: list[tuple[str, Entry]] = []
+    removes: list[str] = []
+
+    def every_file(digest: str, prefix: str) -> Iterator[tuple[str, Entry]]:
+        tree = load(digest, prefix + "/")
+        for name, entry in tree.entries.items():
+            rel = f"{prefix}/{name}"
+            if entry.kind == "d":
+                yield from every_file(entry.hash, rel)
+            else:
+                yield rel, entry
+
+    def compare(target_digest: str, current_digest: str | None, prefix: str) -> None:
+        target = load(target_digest, prefix + "/" if prefix else "")
+        current = load(current_digest, prefix + "/" if prefix else "") if current_digest else Tree()
+        for name in sorted(set(target.entries) | set(current.entries)):
+            rel = f"{prefix}/{name}" if prefix else name
+            want, have = target.entries.get(name), current.entries.get(name)
+            if want is not None and have is not None:
+                if want.kind == "d" and have.kind == "d":
+                    if want.hash != have.hash:
+                        compare(want.hash, have.hash, rel)
+                    continue
+                if (want.kind, want.hash, want.mode) == (have.kind, have.hash, have.mode):
+                    continue
+            if have is not None and (want is None or want.kind == "d" or have.kind == "d"):
+                # Absent from the checkpoint's (verified) listing of this folder, or of
+                # another kind there: the current file or folder goes.
+                if have.kind == "d":
+                    removes.extend(rel_ for rel_, _ in every_file(have.hash, rel))
+                else:
+                    removes.append(rel)
+            if want is not None:
+                if want.kind == "d":
+                    writes.extend(every_file(want.hash, rel))
+                else:
+                    writes.append((rel, want))
+
+    compare(target_tree, current_tree, "")
+    return writes, removes
+
+
 def plan_rollback(
-    store: Store, ref: str, *, settings: config.Settings | None = None
+    store: Store,
+    ref: str,
+    *,
+    settings: config.Settings | None = None,
+    journal: ChangeJournal | None = None,
+    hints: Iterable[str] | None = None,
 ) -> RollbackPlan:
     """Work out and verify a rollback to checkpoint `ref`, writing nothing.
 
-    Raises CorruptCheckpointError for a missing, corrupt or unsafe manifest or blob, and
-    EngramError for a path that would be written through a symbolic link.
+    The workspace as it is now is captured like any incremental checkpoint (from the change
+    journal, watchman or git when they vouch), then compared with the checkpoint tree by tree:
+    the cost grows with what differs, not with the workspace. Raises CorruptCheckpointError for
+    a missing, corrupt or unsafe manifest or blob, and EngramError for a path that would be
+    written through a symbolic link.
     """
     settings = _settings(store, settings)
     row = _row(store, ref)
     root = store.root
-    target = dict(_walk_manifest(store, row["root_tree"]))  # verifies every tree and name
-    skipped = set(json.loads(row["skipped"]))
-    current, now_skipped = _current(store, settings)
-    writes: list[FileWrite] = []
-    unchanged = 0
+    capture = _capture(store, settings, clock.now(), watcher=journal, hints=hints)
+    planned_writes, planned_removes = _tree_changes(
+        store, row["root_tree"], capture.root_tree, capture.writer.trees
+    )
     folders: dict[str, bool] = {}
-    for rel in sorted(target):
-        entry = target[rel]
+    writes: list[FileWrite] = []
+    removed_set = set(planned_removes)
+    for rel, entry in planned_writes:
         _check_path(root, rel, folders)
-        have = current.get(rel)
-        if have is not None and (have.kind, have.hash, have.mode) == (
-            entry.kind,
-            entry.hash,
-            entry.mode,
-        ):
-            unchanged += 1
-            continue
         content = read_blob(store, entry.hash, path=rel)
+        existed = rel in removed_set or _exists(root, rel)
         writes.append(
-            FileWrite(
-                rel, content, entry.mode, "link" if entry.kind == "l" else "file", rel in current
-            )
+            FileWrite(rel, content, entry.mode, "link" if entry.kind == "l" else "file", existed)
         )
-    # Files the checkpoint left out on purpose (over the size cap) are not "created after" it.
-    keep = skipped | set(now_skipped)
-    removes = sorted(rel for rel in current if rel not in target and rel not in keep)
+    # Files the checkpoint left out on purpose (over the size cap) are not "created after" it;
+    # secret files and ignored files never reach either tree.
+    keep = set(json.loads(row["skipped"])) | set(capture.skipped)
+    written = {w.path for w in writes}
+    removes = sorted(rel for rel in planned_removes if rel not in keep and rel not in written)
     for rel in removes:
         _check_path(root, rel, folders)
-    return RollbackPlan(_checkpoint_dict(row), writes, removes, unchanged, root, current, target)
+    unchanged = max(0, int(row["file_count"]) - len(writes))
+    return RollbackPlan(
+        _checkpoint_dict(row),
+        writes,
+        removes,
+        unchanged,
+        root,
+        capture,
+        _TreeLookup(store, row["root_tree"]),
+    )
+
+
+def _exists(root: Path, rel: str) -> bool:
+    try:
+        os.lstat(root / rel)
+    except OSError:
+        return False
+    return True
 
 
 def write_file(root: Path, write: FileWrite) -> None:
@@ -1310,31 +1424,32 @@ def prepare_undo(
 ) -> dict[str, Any]:
     """The pre-rollback checkpoint: rolling back to it undoes the rollback.
 
-    The plan already scanned the workspace, so only the paths that differ from the latest
-    checkpoint are captured (an incremental checkpoint over it), not the whole tree again.
+    The plan already worked out the workspace as it is (an incremental capture), so this only
+    writes it: nothing is scanned again.
     """
-    changed: set[str] | None = None
-    latest = store.query_one(
-        "SELECT root_tree FROM checkpoints ORDER BY created_at DESC, rowid DESC LIMIT 1"
-    )
-    if latest is not None and plan.current:
-        before = dict(_walk_manifest(store, latest["root_tree"]))
-        changed = {
-            rel
-            for rel, entry in plan.current.items()
-            if rel not in before
-            or (before[rel].kind, before[rel].hash, before[rel].mode)
-            != (entry.kind, entry.hash, entry.mode)
-        }
-        changed.update(rel for rel in before if rel not in plan.current)
-    return create(
+    settings = _settings(store, settings)
+    description = f"before rolling back to {plan.checkpoint['id']}"
+    if plan.capture is None:
+        return create(
+            store,
+            description=description,
+            reason="pre-rollback",
+            settings=settings,
+            session_id=session_id,
+            now=now,
+        )
+    capture, plan.capture = plan.capture, None
+    if now is not None:
+        capture.ts = now
+    return _commit(
         store,
-        description=f"before rolling back to {plan.checkpoint['id']}",
+        capture,
+        name=None,
+        description=description,
         reason="pre-rollback",
         settings=settings,
         session_id=session_id,
-        now=now,
-        changed=changed,
+        fixed_time=now is not None,
     )
 
 

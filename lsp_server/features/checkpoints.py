@@ -185,7 +185,7 @@ def _unsaved_differences(
     written = {w.path for w in plan.writes}
     found = []
     for rel, document in _open_documents(ls, state).items():
-        entry = plan.target.get(rel)
+        entry = plan.target.get(rel) if plan.target is not None else None
         if entry is None or entry.kind != "f" or rel in written:
             continue
         if hashlib.sha256(document.source.encode("utf-8")).hexdigest() != entry.hash:
@@ -260,7 +260,12 @@ async def rollback(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(ref, str) or not ref:
         raise UsageError("engram.checkpoint.rollback needs `id`: the checkpoint to roll back to")
     plan = await ls.run_blocking(
-        checkpoints.plan_rollback, state.store, ref, settings=state.settings
+        checkpoints.plan_rollback,
+        state.store,
+        ref,
+        settings=state.settings,
+        journal=journal_for(ls, state),
+        hints=set(_extra(state).hints),
     )
     target = plan.checkpoint
     unsaved = _unsaved_differences(ls, state, plan)
