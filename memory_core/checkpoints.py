@@ -678,7 +678,7 @@ def _capture(
             token["watchman"] = answer.clock
             if usable and answer.paths is not None:
                 paths, source = answer.paths, "watchman"
-    elif wanted_watchman and isinstance(before.get("watchman"), str):
+    if "watchman" not in token and isinstance(before.get("watchman"), str):
         token["watchman"] = before["watchman"]
 
     # git: `git status` now, against what it said at the previous checkpoint.

@@ -85,7 +85,7 @@ def delete(
     than that date. Sessions (with everything that cites them) are taken by `session_id`,
     `agent` or a date range; a topic selects memories only.
     """
-    from memory_core.memory import normalize_tags
+    from memory_core.tags import normalize_tags
 
     now = clock.now() if now is None else now
     if not (memory_ids or topic or session_id or agent or before is not None or after is not None):

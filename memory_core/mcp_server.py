@@ -165,9 +165,9 @@ def build(root: Path) -> Any:
     @tool()
     def memory_search(query: str, limit: int = 10) -> dict[str, Any]:
         """Search the project's memories (ranked by relevance times priority)."""
-        from memory_core import memory
+        from memory_core import search
 
-        return {"results": memory.search(store(), query, limit=limit)}
+        return {"results": search.search(store(), query, limit=limit)}
 
     @tool()
     def memory_add(
