@@ -237,25 +237,51 @@ def _read(root: Path, rel: str, kind: str) -> bytes:
 # -- the store side ----------------------------------------------------------------------------
 
 
+# Blobs up to this size are packed together (many per row, compressed as one: similar files
+# compress far better together, and a row per tiny blob wastes pages), as git packs objects.
+PACK_MAX_BLOB = 32 * 1024
+PACK_RAW_BYTES = 256 * 1024
+
+
 class _Writer:
     """Collects new blobs, trees and stat-cache rows, then writes them in one transaction."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.blobs: dict[str, tuple[int, bytes]] = {}
+        self.blobs: dict[str, tuple[int, bytes]] = {}  # stored alone: (size, zstd)
+        self.packs: list[tuple[bytes, list[tuple[str, int, int]]]] = []  # zstd, members
+        self._pending: list[tuple[str, bytes]] = []
+        self._pending_bytes = 0
+        self._pending_seen: set[str] = set()
         self.trees: dict[str, bytes] = {}
         self.index: dict[str, tuple[int, int, int, int, str]] = {}
         self.added_bytes = 0
 
     def blob(self, data: bytes) -> str:
         digest = _sha(data)
-        if (
-            digest not in self.blobs
-            and self.store.query_one("SELECT 1 FROM checkpoint_blobs WHERE hash = ?", (digest,))
-            is None
-        ):
+        if digest in self.blobs or digest in self._pending_seen or _has_blob(self.store, digest):
+            return digest
+        if len(data) > PACK_MAX_BLOB:
             self.blobs[digest] = (len(data), _compress(data))
+            return digest
+        self._pending.append((digest, data))
+        self._pending_seen.add(digest)
+        self._pending_bytes += len(data)
+        if self._pending_bytes >= PACK_RAW_BYTES:
+            self._seal()
         return digest
+
+    def _seal(self) -> None:
+        """Compress the pending small blobs into one pack (kept compressed until the flush)."""
+        if not self._pending:
+            return
+        members: list[tuple[str, int, int]] = []
+        offset = 0
+        for digest, data in self._pending:
+            members.append((digest, offset, len(data)))
+            offset += len(data)
+        self.packs.append((_compress(b"".join(d for _, d in self._pending)), members))
+        self._pending, self._pending_bytes = [], 0
 
     def tree(self, tree: Tree) -> str:
         data = tree.encode()
@@ -265,13 +291,27 @@ class _Writer:
         return digest
 
     def flush(self, db: Any) -> None:
+        self._seal()
         for digest, (size, packed) in self.blobs.items():
             cursor = db.execute(
-                "INSERT OR IGNORE INTO checkpoint_blobs (hash, size, stored_size, data) VALUES (?, ?, ?, ?)",
-                (digest, size, len(packed), packed),
+                "INSERT OR IGNORE INTO checkpoint_objects (hash, size, pack, offset, data) "
+                "VALUES (?, ?, NULL, 0, ?)",
+                (bytes.fromhex(digest), size, packed),
             )
             if cursor.rowcount:
                 self.added_bytes += len(packed)
+        for packed, members in self.packs:
+            pack_id = db.execute(
+                "INSERT INTO checkpoint_packs (data) VALUES (?)", (packed,)
+            ).lastrowid
+            # Another process may have stored some of these meanwhile: theirs are kept, and
+            # this pack's copies are simply never read.
+            db.executemany(
+                "INSERT OR IGNORE INTO checkpoint_objects (hash, size, pack, offset, data) "
+                "VALUES (?, ?, ?, ?, NULL)",
+                [(bytes.fromhex(d), size, pack_id, offset) for d, offset, size in members],
+            )
+            self.added_bytes += len(packed)
         for digest, packed in self.trees.items():
             cursor = db.execute(
                 "INSERT OR IGNORE INTO checkpoint_trees (hash, data) VALUES (?, ?)",
@@ -285,8 +325,23 @@ class _Writer:
             db.executemany(
                 "INSERT OR REPLACE INTO checkpoint_index (path, mtime_ns, size, ino, mode, hash) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
-                [(path, *row) for path, row in self.index.items()],
+                [(path, *row[:4], bytes.fromhex(row[4])) for path, row in self.index.items()],
             )
+
+
+def _has_blob(store: Store, digest: str) -> bool:
+    if store.query_one("SELECT 1 FROM checkpoint_objects WHERE hash = ?", (bytes.fromhex(digest),)):
+        return True
+    # Blobs stored before packing (schema 0011) keep their rows.
+    return store.query_one("SELECT 1 FROM checkpoint_blobs WHERE hash = ?", (digest,)) is not None
+
+
+def _stat_cache(store: Store) -> dict[str, tuple[int, int, int, int, str]]:
+    """The stat cache: path -> (mtime_ns, size, inode, mode, content hash)."""
+    return {
+        row[0]: (row[1], row[2], row[3], row[4], bytes(row[5]).hex())
+        for row in store.query("SELECT path, mtime_ns, size, ino, mode, hash FROM checkpoint_index")
+    }
 
 
 _STORED_KEY = "checkpoints.stored_bytes"
@@ -329,22 +384,60 @@ def _load_tree(store: Store, digest: str, where: str = "", *, validate: bool = T
     return _decode_tree(data, where, validate=validate)
 
 
+_PACKS: dict[tuple[str, int], bytes] = {}
+_PACKS_KEPT = 8
+
+
+def _pack(store: Store, pack_id: int) -> bytes | None:
+    """A pack's content, decompressed (the last few are kept: a rollback reads neighbours)."""
+    key = (str(store.dir), pack_id)
+    data = _PACKS.get(key)
+    if data is None:
+        row = store.query_one("SELECT data FROM checkpoint_packs WHERE id = ?", (pack_id,))
+        if row is None:
+            return None
+        try:
+            data = _decompress(row[0])
+        except Exception:
+            return None
+        if len(_PACKS) >= _PACKS_KEPT:
+            _PACKS.pop(next(iter(_PACKS)))
+        _PACKS[key] = data
+    return data
+
+
 def read_blob(store: Store, digest: str, *, path: str = "") -> bytes:
     """A blob's content, verified against its hash."""
-    row = store.query_one("SELECT data FROM checkpoint_blobs WHERE hash = ?", (digest,))
-    if row is None:
+    data: bytes | None = None
+    found = False
+    try:
+        raw = bytes.fromhex(digest)
+    except ValueError:
+        raw = b""
+    row = store.query_one(
+        "SELECT size, pack, offset, data FROM checkpoint_objects WHERE hash = ?", (raw,)
+    )
+    if row is not None:
+        found = True
+        if row["pack"] is not None:
+            pack = _pack(store, int(row["pack"]))
+            if pack is not None:
+                data = pack[int(row["offset"]) : int(row["offset"]) + int(row["size"])]
+        else:
+            with contextlib.suppress(Exception):
+                data = _decompress(row["data"])
+    else:
+        old = store.query_one("SELECT data FROM checkpoint_blobs WHERE hash = ?", (digest,))
+        if old is not None:
+            found = True
+            with contextlib.suppress(Exception):
+                data = _decompress(old[0])
+    if not found:
         raise CorruptCheckpointError(
             f"the checkpoint's content of {path or digest[:12]} is missing from the store",
             hint="it was refused; nothing was written",
         )
-    try:
-        data = _decompress(row[0])
-    except Exception:
-        data = b""
-        ok = False
-    else:
-        ok = _sha(data) == digest
-    if not ok:
+    if data is None or _sha(data) != digest:
         raise CorruptCheckpointError(
             f"the checkpoint's content of {path or digest[:12]} is corrupt",
             hint="it was refused; nothing was written",
@@ -439,10 +532,7 @@ def _full(
 ) -> tuple[str, int, int, int, list[str]]:
     rules = _rules(store.root, settings)
     found = scan(store.root, rules, int(settings["checkpoints.max_file_bytes"]))
-    cache = {
-        row[0]: (row[1], row[2], row[3], row[4], row[5])
-        for row in store.query("SELECT path, mtime_ns, size, ino, mode, hash FROM checkpoint_index")
-    }
+    cache = _stat_cache(store)
     entries: dict[str, Entry] = {}
     changed = 0
     for rel, item in found.files.items():
@@ -918,10 +1008,7 @@ def _current(store: Store, settings: config.Settings) -> tuple[dict[str, Entry],
     """The workspace as it is now, hashed through the stat cache."""
     rules = _rules(store.root, settings)
     found = scan(store.root, rules, int(settings["checkpoints.max_file_bytes"]))
-    cache = {
-        row[0]: (row[1], row[2], row[3], row[4], row[5])
-        for row in store.query("SELECT path, mtime_ns, size, ino, mode, hash FROM checkpoint_index")
-    }
+    cache = _stat_cache(store)
     # The stat cache is only read here, never written: its rows must name stored blobs.
     current: dict[str, Entry] = {}
     for rel, item in found.files.items():
@@ -1073,15 +1160,36 @@ def gc(store: Store) -> int:
     freed = 0
     with store.transaction() as db:
         db.execute("CREATE TEMP TABLE IF NOT EXISTS gc_live (hash TEXT PRIMARY KEY) WITHOUT ROWID")
+        db.execute("CREATE TEMP TABLE IF NOT EXISTS gc_raw (hash BLOB PRIMARY KEY) WITHOUT ROWID")
         db.execute("DELETE FROM gc_live")
+        db.execute("DELETE FROM gc_raw")
         db.executemany(
             "INSERT OR IGNORE INTO gc_live VALUES (?)", [(h,) for h in live_blobs | live_trees]
+        )
+        db.executemany(
+            "INSERT OR IGNORE INTO gc_raw VALUES (?)", [(bytes.fromhex(h),) for h in live_blobs]
         )
         row = db.execute(
             "SELECT COALESCE(SUM(stored_size), 0) FROM checkpoint_blobs WHERE hash NOT IN (SELECT hash FROM gc_live)"
         ).fetchone()
         freed += int(row[0])
         db.execute("DELETE FROM checkpoint_blobs WHERE hash NOT IN (SELECT hash FROM gc_live)")
+        row = db.execute(
+            "SELECT COALESCE(SUM(LENGTH(data)), 0) FROM checkpoint_objects "
+            "WHERE pack IS NULL AND hash NOT IN (SELECT hash FROM gc_raw)"
+        ).fetchone()
+        freed += int(row[0])
+        db.execute("DELETE FROM checkpoint_objects WHERE hash NOT IN (SELECT hash FROM gc_raw)")
+        # A pack goes when none of its blobs is referenced any more.
+        row = db.execute(
+            "SELECT COALESCE(SUM(LENGTH(data)), 0) FROM checkpoint_packs WHERE id NOT IN "
+            "(SELECT pack FROM checkpoint_objects WHERE pack IS NOT NULL)"
+        ).fetchone()
+        freed += int(row[0])
+        db.execute(
+            "DELETE FROM checkpoint_packs WHERE id NOT IN "
+            "(SELECT pack FROM checkpoint_objects WHERE pack IS NOT NULL)"
+        )
         row = db.execute(
             "SELECT COALESCE(SUM(LENGTH(data)), 0) FROM checkpoint_trees WHERE hash NOT IN (SELECT hash FROM gc_live)"
         ).fetchone()
@@ -1092,8 +1200,10 @@ def gc(store: Store) -> int:
         db.execute("DELETE FROM store_meta WHERE key = 'checkpoints.gc_needed'")
         # A stat-cache row whose blob is gone would let a later capture reference missing
         # content; forget it so that file is read again.
-        db.execute("DELETE FROM checkpoint_index WHERE hash NOT IN (SELECT hash FROM gc_live)")
+        db.execute("DELETE FROM checkpoint_index WHERE hash NOT IN (SELECT hash FROM gc_raw)")
         db.execute("DELETE FROM gc_live")
+        db.execute("DELETE FROM gc_raw")
+    _PACKS.clear()
     return freed
 
 
@@ -1102,14 +1212,19 @@ def space(store: Store) -> dict[str, int]:
     blobs = store.query_one(
         "SELECT COUNT(*), COALESCE(SUM(stored_size), 0), COALESCE(SUM(size), 0) FROM checkpoint_blobs"
     )
+    objects = store.query_one(
+        "SELECT COUNT(*), COALESCE(SUM(LENGTH(data)), 0), COALESCE(SUM(size), 0) FROM checkpoint_objects"
+    )
+    packs = store.query_one("SELECT COALESCE(SUM(LENGTH(data)), 0) FROM checkpoint_packs")
     trees = store.query_one("SELECT COUNT(*), COALESCE(SUM(LENGTH(data)), 0) FROM checkpoint_trees")
     count = store.query_one("SELECT COUNT(*) FROM checkpoints")
-    assert blobs is not None and trees is not None and count is not None
+    assert blobs is not None and objects is not None and packs is not None
+    assert trees is not None and count is not None
     return {
         "checkpoints": int(count[0]),
-        "blobs": int(blobs[0]),
-        "stored_bytes": int(blobs[1]) + int(trees[1]),
-        "content_bytes": int(blobs[2]),
+        "blobs": int(blobs[0]) + int(objects[0]),
+        "stored_bytes": int(blobs[1]) + int(objects[1]) + int(packs[0]) + int(trees[1]),
+        "content_bytes": int(blobs[2]) + int(objects[2]),
     }
 
 

@@ -119,7 +119,9 @@ class IgnoreRules:
     patterns (`.git/info/exclude`, `watch.exclude`, secret files) are checked first.
     """
 
-    def __init__(self, root: Path, extra: Iterable[str] = ()) -> None:
+    def __init__(
+        self, root: Path, extra: Iterable[str] = (), *, secrets: Iterable[str] = ()
+    ) -> None:
         import pathspec
 
         self._pathspec = pathspec
@@ -127,6 +129,18 @@ class IgnoreRules:
         self._specs: dict[str, _Matcher | None] = {}
         extra = [p for p in extra if p.strip()]
         self._extra = _Matcher(pathspec.GitIgnoreSpec.from_lines(extra)) if extra else None
+        # Secret-file patterns and their exceptions ("!.env.example") as two negation-free
+        # matchers, so each stays one compiled regex (a negation would make every path of a
+        # scan go through pathspec pattern by pattern).
+        secrets = [p for p in secrets if p.strip()]
+        self._secrets = self._exceptions = None
+        if secrets:
+            self._secrets = _Matcher(
+                pathspec.GitIgnoreSpec.from_lines([p for p in secrets if not p.startswith("!")])
+            )
+            self._exceptions = _Matcher(
+                pathspec.GitIgnoreSpec.from_lines([p[1:] for p in secrets if p.startswith("!")])
+            )
 
     def spec_for(self, rel_dir: str) -> _Matcher | None:
         """The compiled `.gitignore` of a directory (None when it has none)."""
@@ -143,6 +157,12 @@ class IgnoreRules:
         """Whether `rel` is ignored, given the (dir, matcher) chain of its ancestors, deepest last."""
         probe = rel + "/" if is_dir else rel
         if self._extra is not None and self._extra.check(probe):
+            return True
+        if (
+            self._secrets is not None
+            and self._secrets.check(probe)
+            and not (self._exceptions is not None and self._exceptions.check(probe))
+        ):
             return True
         for base, matcher in reversed(chain):
             verdict = matcher.check(probe[len(base) + 1 :] if base else probe)
@@ -191,7 +211,7 @@ def checkpoint_rules(
 ) -> IgnoreRules:
     """What checkpoints leave out: the watch rules plus, by default, files holding secrets."""
     secrets = [] if include_secret_files else [*SECRET_FILE_PATTERNS, *SECRET_FILE_EXCEPTIONS]
-    return IgnoreRules(root, [*_info_exclude(root), *exclude, *secrets])
+    return IgnoreRules(root, [*_info_exclude(root), *exclude], secrets=secrets)
 
 
 class Ignore:

@@ -43,6 +43,8 @@ _NEVER_COLLECT = frozenset(
         "checkpoints",
         "checkpoint_blobs",
         "checkpoint_trees",
+        "checkpoint_objects",
+        "checkpoint_packs",
         "checkpoint_index",
     }
 )

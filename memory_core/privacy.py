@@ -41,6 +41,8 @@ EXCLUDED_TABLES = frozenset(
         "search_sources",
         "checkpoint_blobs",
         "checkpoint_trees",
+        "checkpoint_objects",
+        "checkpoint_packs",
         "saved_sessions",
         "store_meta",
     }

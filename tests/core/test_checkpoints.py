@@ -42,6 +42,11 @@ def _tree_bytes(root: Path) -> dict[str, tuple[bytes, int]]:
     return found
 
 
+def _stored_hashes(store: Store) -> set[str]:
+    """Content hashes of every blob the store holds (packed or alone)."""
+    return {bytes(row[0]).hex() for row in store.query("SELECT hash FROM checkpoint_objects")}
+
+
 @pytest.fixture
 def project(store: Store) -> Store:
     root = store.root
@@ -312,9 +317,11 @@ def test_a_corrupt_blob_is_refused_with_nothing_written(project: Store) -> None:
         i for i in checkpoints.manifest(project, checkpoint["id"]) if i["path"] == "src/util.py"
     )
     with project.transaction() as db:
+        # Small blobs live in packs: damage the pack that holds this one.
         db.execute(
-            "UPDATE checkpoint_blobs SET data = ? WHERE hash = ?",
-            (checkpoints._compress(b"tampered"), app["hash"]),
+            "UPDATE checkpoint_packs SET data = ? WHERE id = "
+            "(SELECT pack FROM checkpoint_objects WHERE hash = ?)",
+            (checkpoints._compress(b"tampered" * 40), bytes.fromhex(app["hash"])),
         )
     with pytest.raises(checkpoints.CorruptCheckpointError):
         checkpoints.rollback(project, checkpoint["id"])
@@ -331,7 +338,7 @@ def test_retention_removes_old_checkpoints_and_collects_their_blobs(project: Sto
     assert len(remaining) == 2 and first["id"] not in remaining
     # Only the content the two remaining checkpoints reference is still stored.
     referenced = {i["hash"] for cid in remaining for i in checkpoints.manifest(project, cid)}
-    stored = {row[0] for row in project.query("SELECT hash FROM checkpoint_blobs")}
+    stored = _stored_hashes(project)
     assert stored == referenced
     # The running total the store cap is checked against stays exact through GC.
     assert checkpoints.stored_bytes(project) == checkpoints.space(project)["stored_bytes"]
@@ -414,7 +421,7 @@ def test_blobs_of_checkpoints_removed_by_general_retention_are_collected(project
         for c in checkpoints.list_checkpoints(project)
         for i in checkpoints.manifest(project, c["id"])
     }
-    assert {row[0] for row in project.query("SELECT hash FROM checkpoint_blobs")} == referenced
+    assert _stored_hashes(project) == referenced
 
 
 def test_every_n_turns_makes_a_checkpoint_only_when_due(project: Store) -> None:
