@@ -1431,6 +1431,8 @@ def plan_rollback(
     settings = _settings(store, settings)
     row = _row(store, ref)
     root = store.root
+    if journal is not None and not journal.sync():
+        journal = None  # it could not show it has seen every change made until now
     capture = _capture(store, settings, clock.now(), watcher=journal, hints=hints)
     planned_writes, planned_removes = _tree_changes(
         store, row["root_tree"], capture.root_tree, capture.writer.trees

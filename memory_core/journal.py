@@ -25,6 +25,7 @@ The ignore rules every part shares are here too: `.gitignore` files (nested ones
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -243,6 +244,12 @@ class ChangeJournal:
         self.stopped_at: float | None = None
         self._changed: dict[str, float] = {}
         self._lock = threading.Lock()
+        # Set by a watcher: waits until every change made before the call is in the journal.
+        self.syncer: Callable[[float], bool] | None = None
+
+    def sync(self, timeout: float = 2.0) -> bool:
+        """Wait until changes made before now are recorded (False: could not make sure)."""
+        return self.syncer(timeout) if self.syncer is not None else self.alive
 
     @property
     def alive(self) -> bool:
@@ -294,6 +301,7 @@ class Watcher:
     thread: threading.Thread | None = None
     started_in: float | None = None
     error: str | None = None
+    cookies: dict[str, threading.Event] = field(default_factory=dict)
 
     def start(self) -> Watcher:
         self.thread = threading.Thread(
@@ -311,6 +319,27 @@ class Watcher:
         if self.journal is not None:
             self.journal.stop()
 
+    def sync(self, timeout: float = 2.0) -> bool:
+        """Make sure every change made before this call has reached the journal.
+
+        The kernel delivers a watcher's events in order: a cookie file written now (in
+        `.engram/`, never recorded) comes back after every earlier change, as watchman does it.
+        """
+        if not self.alive or self.journal is None:
+            return False
+        name = f".watch-cookie-{uuid.uuid4().hex[:12]}"
+        arrived = self.cookies[name] = threading.Event()
+        path = self.root / ".engram" / name
+        try:
+            path.write_bytes(b"")
+            return arrived.wait(timeout) and self.alive
+        except OSError:
+            return False
+        finally:
+            self.cookies.pop(name, None)
+            with contextlib.suppress(OSError):
+                path.unlink()
+
     def _run(self) -> None:
         own_prefix = str(self.root / ".engram") + os.sep
         root_prefix = str(self.root) + os.sep
@@ -323,6 +352,7 @@ class Watcher:
             notify = RustNotify([str(self.root)], False, False, 300, True, True)
             self.started_in = time.perf_counter() - began
             self.journal = ChangeJournal()
+            self.journal.syncer = self.sync
             self.ready.set()
             with notify:
                 while not self.stop_event.is_set():
@@ -333,14 +363,18 @@ class Watcher:
                         continue
                     # engram's own writes (the store, its WAL) never leave this thread.
                     items = [(path, kind) for kind, path in raw if not path.startswith(own_prefix)]
-                    if not items:
-                        continue
-                    self.journal.mark(
-                        path[len(root_prefix) :].replace(os.sep, "/")
-                        for path, _ in items
-                        if path.startswith(root_prefix)
-                    )
-                    if self.on_events is not None:
+                    if items:
+                        self.journal.mark(
+                            path[len(root_prefix) :].replace(os.sep, "/")
+                            for path, _ in items
+                            if path.startswith(root_prefix)
+                        )
+                    # Cookies are answered after the batch they came with is in the journal.
+                    for _, path in raw:
+                        waiting = self.cookies.get(path[len(own_prefix) :])
+                        if waiting is not None and path.startswith(own_prefix):
+                            waiting.set()
+                    if items and self.on_events is not None:
                         self.on_events(items)
         except Exception as exc:
             self.error = f"{type(exc).__name__}: {exc}"

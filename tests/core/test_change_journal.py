@@ -248,3 +248,25 @@ def test_secret_files_are_left_out_unless_the_setting_includes_them(project: Sto
     config.set_value(root, "checkpoints.include_secret_files", True)
     included = checkpoints.create(project)
     assert {".env", "certs/server.pem", "deploy/id_rsa"} <= set(_files(project, included["id"]))
+
+
+def test_a_rollback_sees_a_write_made_just_before_it_through_the_watcher(project: Store) -> None:
+    _no_watchman(project)
+    root = project.root
+    watch = _started(root)
+    try:
+        checkpoints.create(project, journal=watch.journal)
+        time.sleep(1.1)
+        _write(root, "README.md", "the base\n", age=0)
+        _wait_marked(watch, "README.md")
+        target = checkpoints.create(project, journal=watch.journal)
+        assert target["source"] == "watcher"
+        time.sleep(1.1)
+        # Written and rolled back at once: the watcher has not delivered the event yet, so the
+        # plan first waits for its cookie to come back.
+        _write(root, "src/util.py", "written a moment ago\n", age=0)
+        plan = checkpoints.plan_rollback(project, target["id"], journal=watch.journal)
+        assert [w.path for w in plan.writes] == ["src/util.py"]
+        assert plan.capture is not None and plan.capture.source == "watcher"
+    finally:
+        watch.stop()
