@@ -422,10 +422,15 @@ def watchman_since(root: Path, since: str | None) -> WatchmanAnswer | None:
     Starts watching `root` when watchman does not yet (that first answer vouches for nothing).
     None when watchman is not installed or fails.
     """
+    query: dict[str, Any] = {"fields": ["name"], "empty_on_fresh_instance": True}
+    if since is not None:
+        # The usual case, one call: the workspace is itself a watched root.
+        answer = _watchman(["query", str(root), {**query, "since": since}])
+        if answer is not None:
+            return _since_answer(answer)
     watched = _watchman(["watch-project", str(root)])
     if watched is None or not isinstance(watched.get("watch"), str):
         return None
-    query: dict[str, Any] = {"fields": ["name"], "empty_on_fresh_instance": True}
     relative = watched.get("relative_path")
     if isinstance(relative, str) and relative:
         query["relative_root"] = relative
@@ -435,7 +440,11 @@ def watchman_since(root: Path, since: str | None) -> WatchmanAnswer | None:
         return WatchmanAnswer(clock_now, None) if isinstance(clock_now, str) else None
     query["since"] = since
     answer = _watchman(["query", watched["watch"], query])
-    if answer is None or not isinstance(answer.get("clock"), str):
+    return _since_answer(answer) if answer is not None else None
+
+
+def _since_answer(answer: dict[str, Any]) -> WatchmanAnswer | None:
+    if not isinstance(answer.get("clock"), str):
         return None
     if answer.get("is_fresh_instance"):
         return WatchmanAnswer(answer["clock"], None)

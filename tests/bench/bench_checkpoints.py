@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import shutil
+import statistics
 import subprocess
 import tempfile
 import time
@@ -92,9 +94,22 @@ def _dir_bytes(path: Path) -> int:
     return total
 
 
+def _cpu_seconds() -> float:
+    """CPU time of this process and of the children it waited for (git)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+# CPU milliseconds of the last `_timed` call: on a shared, loaded machine wall-clock times
+# inflate with the load; CPU time is the work each side did.
+LAST_CPU_MS = [0.0]
+
+
 def _timed(fn: Any) -> tuple[float, Any]:
+    cpu = _cpu_seconds()
     start = time.perf_counter()
     value = fn()
+    LAST_CPU_MS[0] = (_cpu_seconds() - cpu) * 1000
     return (time.perf_counter() - start) * 1000, value
 
 
@@ -165,6 +180,10 @@ def _run(tmp: Path) -> list[Figure]:
     # The first checkpoint after the watcher started: nothing vouched for the time before.
     checkpoints.create(store, settings=with_watchman, journal=watcher.journal)
 
+    cpu: dict[str, list[float]] = {
+        k: [] for k in ("server", "watchman", "git", "scan", "shadow", "status", "reset")
+    }
+    cpu["rollback-watchman"], cpu["rollback-git"] = [], []
     times: dict[str, list[float]] = {
         "server": [],
         "watchman": [],
@@ -186,6 +205,7 @@ def _run(tmp: Path) -> list[Figure]:
         ms, _ = _timed(lambda: (_git(shadow, "add", "-A"), _git(shadow, "commit", "-q", "-m", "r")))
         if timed:
             times["shadow"].append(ms)
+            cpu["shadow"].append(LAST_CPU_MS[0])
 
     def ten() -> list[str]:
         nonlocal offset
@@ -200,6 +220,7 @@ def _run(tmp: Path) -> list[Figure]:
             time.sleep(0.5)  # the watcher batches events for up to 300 ms
         ms, made = _timed(lambda: checkpoints.create(store, settings=settings, **kwargs))
         times[kind].append(ms)
+        cpu[kind].append(LAST_CPU_MS[0])
         if kind != "scan":
             # The shadow repository commits the same states, so both stores hold the same
             # snapshots; one commit per round is timed (the peer), below.
@@ -221,6 +242,7 @@ def _run(tmp: Path) -> list[Figure]:
             lambda: _git(own, "-C", str(root), "status", "--porcelain", "--untracked-files=all")
         )
         times["status"].append(ms)
+        cpu["status"].append(LAST_CPU_MS[0])
     watcher.stop()
     # The store against the shadow .git, both holding the baseline and the same 5 rounds.
     store.query("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -250,21 +272,25 @@ def _run(tmp: Path) -> list[Figure]:
         _touch(root, hundred, 100 + attempt)
         ms, _ = _timed(lambda: _git(shadow, "reset", "-q", "--hard"))
         reset_times.append(ms)
+        cpu["reset"].append(LAST_CPU_MS[0])
         for kind, settings in (("watchman", with_watchman), ("git", without_watchman)):
             if kind == "watchman" and not has_watchman:
                 continue
             time.sleep(1.1)
             _touch(root, hundred, 200 + attempt)
+            phase_cpu = 0.0
             plan_ms, plan = _timed(
                 lambda settings=settings: checkpoints.plan_rollback(
                     store, target["id"], settings=settings
                 )
             )
+            phase_cpu += LAST_CPU_MS[0]
             undo_ms, undo = _timed(
                 lambda settings=settings, plan=plan: checkpoints.prepare_undo(
                     store, plan, settings=settings
                 )
             )
+            phase_cpu += LAST_CPU_MS[0]
             apply_ms, result = _timed(
                 lambda plan=plan, undo=undo: checkpoints.apply_plan(
                     store, plan, undo_checkpoint=undo["id"]
@@ -272,6 +298,7 @@ def _run(tmp: Path) -> list[Figure]:
             )
             assert len(result["restored"]) == ROLLBACK_FILES and not result["removed"], result
             rollback_times[kind].append(plan_ms + undo_ms + apply_ms)
+            cpu[f"rollback-{kind}"].append(phase_cpu + LAST_CPU_MS[0])
             phases[kind].append((plan_ms, undo_ms, apply_ms))
 
     store.close()
@@ -384,4 +411,30 @@ def _run(tmp: Path) -> list[Figure]:
             "git directory's bytes (objects, index), holding the same states",
         )
     )
+
+    def cpu_med(kind: str) -> float:
+        return statistics.median(cpu[kind]) if cpu[kind] else float("nan")
+
+    load = os.getloadavg()[0]
+    for kind, name, peer, budget in (
+        ("server", "server whose client does not watch", "shadow", 1 / 20),
+        ("watchman", "CLI with watchman", "shadow", 1 / 20),
+        ("git", "CLI without watchman (git repository)", "status", 1.0),
+        ("rollback-watchman", "rollback of 100 (watchman)", "reset", 1.0),
+        ("rollback-git", "rollback of 100 (git status)", "reset", 1.0),
+    ):
+        if not cpu[kind]:
+            continue
+        mine, theirs = cpu_med(kind), cpu_med(peer)
+        figures.append(
+            Figure(
+                f"CPU time: {name}",
+                f"<= {'1/20 of ' if budget < 1 else ''}{'git status' if peer == 'status' else 'shadow commit' if peer == 'shadow' else 'git reset --hard'}",
+                mine,
+                None,
+                ratio=f"{mine / theirs:.2f}x the peer's CPU time ({theirs:.0f} ms)",
+                within_budget=mine <= theirs * budget,
+                note=f"this process + the git it waited for (watchman's daemon not counted); load average {load:.1f}",
+            )
+        )
     return figures
