@@ -26,6 +26,7 @@ The ignore rules every part shares are here too: `.gitignore` files (nested ones
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -113,6 +114,15 @@ class _Matcher:
         return None if include is None else bool(include)
 
 
+@functools.lru_cache(maxsize=256)
+def _compiled(lines: tuple[str, ...]) -> _Matcher:
+    """One ignore file's matcher, compiled once per content (every checkpoint and every
+    watcher batch builds its rules again; compiling the regexes was most of a small one)."""
+    import pathspec
+
+    return _Matcher(pathspec.GitIgnoreSpec.from_lines(lines))
+
+
 class IgnoreRules:
     """`.gitignore` files (the root's and nested ones) plus extra patterns, with git's semantics.
 
@@ -129,19 +139,15 @@ class IgnoreRules:
         self.root = root
         self._specs: dict[str, _Matcher | None] = {}
         extra = [p for p in extra if p.strip()]
-        self._extra = _Matcher(pathspec.GitIgnoreSpec.from_lines(extra)) if extra else None
+        self._extra = _compiled(tuple(extra)) if extra else None
         # Secret-file patterns and their exceptions ("!.env.example") as two negation-free
         # matchers, so each stays one compiled regex (a negation would make every path of a
         # scan go through pathspec pattern by pattern).
         secrets = [p for p in secrets if p.strip()]
         self._secrets = self._exceptions = None
         if secrets:
-            self._secrets = _Matcher(
-                pathspec.GitIgnoreSpec.from_lines([p for p in secrets if not p.startswith("!")])
-            )
-            self._exceptions = _Matcher(
-                pathspec.GitIgnoreSpec.from_lines([p[1:] for p in secrets if p.startswith("!")])
-            )
+            self._secrets = _compiled(tuple(p for p in secrets if not p.startswith("!")))
+            self._exceptions = _compiled(tuple(p[1:] for p in secrets if p.startswith("!")))
 
     def spec_for(self, rel_dir: str) -> _Matcher | None:
         """The compiled `.gitignore` of a directory (None when it has none)."""
@@ -149,7 +155,7 @@ class IgnoreRules:
             path = self.root / rel_dir / ".gitignore" if rel_dir else self.root / ".gitignore"
             try:
                 lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-                self._specs[rel_dir] = _Matcher(self._pathspec.GitIgnoreSpec.from_lines(lines))
+                self._specs[rel_dir] = _compiled(tuple(lines))
             except (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError):
                 self._specs[rel_dir] = None
         return self._specs[rel_dir]
