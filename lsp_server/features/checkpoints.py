@@ -5,9 +5,9 @@ so it keeps a `ChangeJournal` per folder: a checkpoint made while the journal co
 since the latest checkpoint only looks at the paths that changed.
 
 Rollback (DESIGN section 5): the plan is computed and verified first; unless `confirm: true`
-the user is asked with `window/showMessageRequest` (the files to be removed are named); an
-automatic pre-rollback checkpoint makes it undoable; files open in the editor are changed with
-`workspace/applyEdit` (so the editor can undo them) and every other file is written to disk.
+the user is asked with `window/showMessageRequest` (the files to be restored and removed are
+named); an automatic pre-rollback checkpoint makes it undoable; the server writes every file to
+disk and names the open documents the client reloads (docs/vscode.md, docs/neovim.md).
 Automatic checkpoints are made on a burst of file changes (`checkpoints.burst_files` within
 `checkpoints.burst_seconds`).
 """
@@ -154,21 +154,6 @@ def _open_documents(ls: EngramServer, state: FolderState) -> dict[str, TextDocum
     return found
 
 
-def _full_range(document: TextDocument) -> types.Range:
-    lines = document.lines
-    if not lines:
-        return types.Range(
-            start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)
-        )
-    last = lines[-1]
-    if last.endswith("\n"):
-        end = types.Position(line=len(lines), character=0)
-    else:
-        # Positions count UTF-16 code units by default.
-        end = types.Position(line=len(lines) - 1, character=len(last.encode("utf-16-le")) // 2)
-    return types.Range(start=types.Position(line=0, character=0), end=end)
-
-
 def _unsaved_differences(
     ls: EngramServer, state: FolderState, plan: checkpoints.RollbackPlan
 ) -> list[tuple[str, str]]:
@@ -185,68 +170,30 @@ def _unsaved_differences(
     return found
 
 
-def _editor_edit(
-    ls: EngramServer,
-    state: FolderState,
-    plan: checkpoints.RollbackPlan,
-    buffers: dict[str, bytes],
-) -> tuple[types.WorkspaceEdit | None, list[str]]:
-    """One WorkspaceEdit for every open buffer the rollback changes; and the paths it covers.
+def _file_list(paths: list[str], limit: int = 12) -> str:
+    shown = ", ".join(paths[:limit])
+    return shown + (f" and {len(paths) - limit} more" if len(paths) > limit else "")
 
-    `buffers` holds checkpoint contents for open buffers whose only difference is unsaved text.
-    """
-    if not ls.client_supports("workspace", "apply_edit"):
-        return None, []
-    opened = _open_documents(ls, state)
-    use_document_changes = ls.client_supports("workspace", "workspace_edit", "document_changes")
-    operations = (
-        getattr(
-            getattr(getattr(ls.client_capabilities, "workspace", None), "workspace_edit", None),
-            "resource_operations",
-            None,
-        )
-        or []
-    )
-    can_delete = use_document_changes and types.ResourceOperationKind.Delete in operations
-    document_changes: list[Any] = []
-    changes: dict[str, list[types.TextEdit]] = {}
-    covered: list[str] = []
-    contents = {w.path: w.content for w in plan.writes if w.kind == "file"} | buffers
-    for rel, content in contents.items():
-        document = opened.get(rel)
-        if document is None:
-            continue
-        try:
-            text = content.decode("utf-8")
-        except UnicodeDecodeError:
-            continue  # not text an editor buffer can hold: written to disk instead
-        edit = types.TextEdit(range=_full_range(document), new_text=text)
-        if use_document_changes:
-            document_changes.append(
-                types.TextDocumentEdit(
-                    text_document=types.OptionalVersionedTextDocumentIdentifier(
-                        uri=document.uri, version=document.version
-                    ),
-                    edits=[edit],
-                )
-            )
-        else:
-            changes[document.uri] = [edit]
-        covered.append(rel)
-    if can_delete:
-        for rel in plan.removes:
-            document = opened.get(rel)
-            if document is not None:
-                document_changes.append(types.DeleteFile(uri=document.uri))
-                covered.append(rel)
-    if not covered:
-        return None, []
-    if use_document_changes:
-        return types.WorkspaceEdit(document_changes=document_changes), covered
-    return types.WorkspaceEdit(changes=changes), covered
+
+def confirmation_message(target: dict[str, Any], restore: list[str], remove: list[str]) -> str:
+    """The question asked before a rollback: every file it restores and every file it removes."""
+    parts = [f"Roll back to checkpoint {target['label']}?"]
+    if restore:
+        parts.append(f"Restore {len(restore)} file(s): {_file_list(restore)}.")
+    if remove:
+        parts.append(f"Remove {len(remove)} file(s) created after it: {_file_list(remove)}.")
+    parts.append("A checkpoint of the current state is made first, so this can be undone.")
+    return " ".join(parts)
 
 
 async def rollback(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    """Roll back: the server writes the disk; clients reload the open buffers it names.
+
+    One meaning in every client: afterwards every file on disk equals the checkpoint, and
+    `reload` lists the open documents (URIs) whose text the client should replace with the
+    disk's (VS Code and Neovim do it, keeping the editor's undo history; Emacs reverts through
+    auto-revert). `preview: true` only returns the plan (for a client's own confirmation).
+    """
     state = ls.state_for_command(args)
     ref = args.get("id")
     if not isinstance(ref, str) or not ref:
@@ -255,26 +202,33 @@ async def rollback(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
         checkpoints.plan_rollback, state.store, ref, settings=state.settings
     )
     target = plan.checkpoint
-    unsaved = _unsaved_differences(ls, state, plan)
+    unsaved = [rel for rel, _ in _unsaved_differences(ls, state, plan)]
+    restore = sorted({w.path for w in plan.writes} | set(unsaved))
+    if args.get("preview") is True:
+        return {
+            "done": False,
+            "reason": "preview",
+            "label": target["label"],
+            "message": confirmation_message(target, restore, list(plan.removes)),
+            **plan.as_dict(),
+            "restore": restore,
+        }
+    opened = _open_documents(ls, state)
     if not plan.writes and not plan.removes and not unsaved:
         return {
             "done": True,
             "checkpoint": target["id"],
             "restored": [],
             "removed": [],
+            "via_editor": [],
+            "reload": [],
             "unchanged": plan.unchanged,
         }
     if args.get("confirm") is not True:
-        removes = ", ".join(plan.removes[:8]) + (" …" if len(plan.removes) > 8 else "")
-        message = (
-            f"Roll back to checkpoint {target['label']} ({target['id']})? "
-            f"{len(plan.writes) + len(unsaved)} file(s) restored"
-            + (f"; removed (created after it): {removes}" if plan.removes else "")
-            + ". A checkpoint of the current state is made first."
-        )
+        message = confirmation_message(target, restore, list(plan.removes))
         if not await ask(ls, message, ROLL_BACK):
-            return {"done": False, "reason": "cancelled", **plan.as_dict()}
-    async with progress(ls, f"engram: rolling back to {target['id']}"):
+            return {"done": False, "reason": "cancelled", **plan.as_dict(), "restore": restore}
+    async with progress(ls, f"engram: rolling back to {target['label']}"):
         undo = await ls.run_blocking(
             checkpoints.prepare_undo,
             state.store,
@@ -282,32 +236,16 @@ async def rollback(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
             settings=state.settings,
             session_id=_active_session(state),
         )
-        buffers = {
-            rel: await ls.run_blocking(checkpoints.read_blob, state.store, digest, path=rel)
-            for rel, digest in unsaved
-        }
-        edit, covered = _editor_edit(ls, state, plan, buffers)
-        handled: list[str] = []
-        if edit is not None:
-            try:
-                applied = await ls.workspace_apply_edit_async(
-                    types.ApplyWorkspaceEditParams(
-                        edit=edit, label=f"engram: roll back to {target['id']}"
-                    )
-                )
-                if applied.applied:
-                    handled = covered
-            except Exception:
-                logger.exception("workspace/applyEdit failed; writing those files to disk")
         result = await ls.run_blocking(
-            checkpoints.apply_plan, state.store, plan, skip=handled, undo_checkpoint=undo["id"]
+            checkpoints.apply_plan, state.store, plan, undo_checkpoint=undo["id"]
         )
-        # Modes of files the editor changed still need setting on disk.
-        for write in plan.writes:
-            if write.path in handled and write.existed:
-                with contextlib.suppress(OSError):
-                    os.chmod(state.root / write.path, write.mode)
-    result["via_editor"] = sorted(set(result["via_editor"]) | (set(buffers) & set(handled)))
+    # Buffers whose only difference was unsaved text: the disk already holds the checkpoint's
+    # content; the client reloads them like the others.
+    result["restored"] = sorted(set(result["restored"]) | set(unsaved))
+    result["reload"] = [
+        opened[rel].uri for rel in sorted(set(result["restored"]) | set(result["removed"])) if rel in opened
+    ]
+    result["label"] = target["label"]
     journal = journal_for(ls, state)
     if journal is not None:
         journal.mark([w.path for w in plan.writes] + list(plan.removes))

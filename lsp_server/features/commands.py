@@ -29,7 +29,9 @@ def engram_command(server: EngramServer, name: str) -> Callable[[CommandHandler]
     def decorator(handler: CommandHandler) -> CommandHandler:
         async def execute(ls: EngramServer, *arguments: Any) -> Any:
             payload = arguments[0] if arguments else {}
-            if payload is None:
+            # An empty list is how some clients encode an empty object (Neovim before
+            # vim.empty_dict(), Lua tables in general): every parameter is optional there.
+            if payload is None or payload == []:
                 payload = {}
             if not isinstance(payload, dict) or len(arguments) > 1:
                 raise JsonRpcInvalidParams(
