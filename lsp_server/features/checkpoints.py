@@ -18,7 +18,6 @@ import asyncio
 import contextlib
 import hashlib
 import logging
-import os
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -29,7 +28,7 @@ from pygls.workspace import TextDocument
 
 from lsp_server.features.commands import engram_command
 from lsp_server.server import DocumentListener, EngramServer, FolderState
-from memory_core import checkpoints, clock, sessions
+from memory_core import checkpoints, clock, evolution, sessions, views
 from memory_core.errors import UsageError
 from memory_core.workspace import relative_path
 
@@ -239,11 +238,24 @@ async def rollback(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
         result = await ls.run_blocking(
             checkpoints.apply_plan, state.store, plan, undo_checkpoint=undo["id"]
         )
+    # The rollback's writes are the rollback's in the file evolution (recorded now, before the
+    # watcher or the editors' reloads report the same content, which then adds nothing).
+    written = [
+        evolution.Change(path=rel, actor="external", data={"rollback": target["id"]})
+        for rel in [*result["restored"], *result["removed"]]
+    ]
+    if written:
+        try:
+            await ls.run_blocking(evolution.record_batch, state.store, written, check_git=False)
+        except Exception:
+            logger.exception("recording the rollback's writes in the file evolution failed")
     # Buffers whose only difference was unsaved text: the disk already holds the checkpoint's
     # content; the client reloads them like the others.
     result["restored"] = sorted(set(result["restored"]) | set(unsaved))
     result["reload"] = [
-        opened[rel].uri for rel in sorted(set(result["restored"]) | set(result["removed"])) if rel in opened
+        opened[rel].uri
+        for rel in sorted(set(result["restored"]) | set(result["removed"]))
+        if rel in opened
     ]
     result["label"] = target["label"]
     journal = journal_for(ls, state)
@@ -273,7 +285,8 @@ def register(server: EngramServer) -> None:
     @engram_command(server, "engram.checkpoint.list")
     def list_(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
         state = ls.state_for_command(args)
-        return {"checkpoints": checkpoints.list_checkpoints(state.store)}
+        found = checkpoints.list_checkpoints(state.store)
+        return {"checkpoints": found, "markdown": views.checkpoints(found)}
 
     @engram_command(server, "engram.checkpoint.diff")
     def diff(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:

@@ -58,9 +58,11 @@ def engram_command(server: EngramServer, name: str) -> Callable[[CommandHandler]
 
 
 def register(server: EngramServer) -> None:
+    from memory_core import views
     from memory_core.cli.basics import status_facts
 
     @engram_command(server, "engram.status")
     def status(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
         state = ls.state_for_command(args)
-        return status_facts(state.store, state.settings)
+        facts = status_facts(state.store, state.settings)
+        return {**facts, "markdown": views.status(facts)}

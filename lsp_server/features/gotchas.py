@@ -28,7 +28,7 @@ from pygls.workspace import TextDocument
 
 from lsp_server.features.commands import engram_command
 from lsp_server.server import DocumentListener, EngramServer, FolderState
-from memory_core import clock, gotchas
+from memory_core import clock, gotchas, views
 from memory_core.errors import UsageError
 from memory_core.gotchas import records, team
 from memory_core.gotchas.records import Gotcha
@@ -641,7 +641,8 @@ def register(server: EngramServer) -> None:
     def list_command(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
         state = ls.state_for_command(args)
         found = records.list_gotchas(state.store, include_resolved=bool(args.get("all")))
-        return {"gotchas": [g.to_dict() for g in found]}
+        listed = [g.to_dict() for g in found]
+        return {"gotchas": listed, "markdown": views.gotchas(listed)}
 
     @engram_command(server, "engram.gotcha.show")
     def show(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from pygls.uris import to_fs_path
 
 from lsp_server.features.commands import engram_command
 from lsp_server.server import EngramServer, FolderState
-from memory_core import memory, search
+from memory_core import memory, search, views
 from memory_core.errors import UsageError
 
 logger = logging.getLogger("engram.lsp")
@@ -136,7 +136,7 @@ def register(server: EngramServer) -> None:
             tags=[str(t) for t in tags] if isinstance(tags, list) else [str(tags)],
             kinds=kinds if isinstance(kinds, list) else None,
         )
-        return {"query": query, "results": results}
+        return {"query": query, "results": results, "markdown": views.memories(query, results)}
 
     @server.feature(types.WORKSPACE_SYMBOL)
     async def workspace_symbol(

@@ -172,11 +172,11 @@ async def test_commands_whose_parameters_are_optional_accept_an_empty_list(
     listed = await client.workspace_execute_command_async(
         types.ExecuteCommandParams(command="engram.checkpoint.list", arguments=[[]])
     )
-    assert listed == {"checkpoints": []}
+    assert listed["checkpoints"] == []
     bare = await client.workspace_execute_command_async(
         types.ExecuteCommandParams(command="engram.checkpoint.list")
     )
-    assert bare == {"checkpoints": []}
+    assert bare["checkpoints"] == []
     with pytest.raises(JsonRpcException, match="one JSON object"):
         await client.workspace_execute_command_async(
             types.ExecuteCommandParams(command="engram.checkpoint.list", arguments=[[1]])
