@@ -20,6 +20,7 @@ import hashlib
 import logging
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
@@ -301,6 +302,27 @@ def register(server: EngramServer) -> None:
 
     engram_command(server, "engram.checkpoint.rollback")(rollback)
 
+    @engram_command(server, "engram.checkpoint.file")
+    def file_content(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+        """One file's content in a checkpoint (for a diff view): `{id, path}`, the path
+        workspace-relative or a file URI. `exists: false` when the checkpoint lacks it."""
+        state = ls.state_for_command(args)
+        ref, path = args.get("id"), args.get("path")
+        if not isinstance(ref, str) or not ref or not isinstance(path, str) or not path:
+            raise UsageError("engram.checkpoint.file needs `id` and `path`")
+        rel = path
+        if "://" in path:
+            rel = relative_path(state.root, Path(to_fs_path(path) or path))
+        data = file_in_checkpoint(state.store, ref, rel)
+        if data is None:
+            return {"id": ref, "path": rel, "exists": False, "content": ""}
+        return {
+            "id": ref,
+            "path": rel,
+            "exists": True,
+            "content": data.decode("utf-8", errors="replace"),
+        }
+
     def changed(ls: EngramServer, state: FolderState, paths: list[str]) -> None:
         journal = journal_for(ls, state)
         if journal is not None:
@@ -357,6 +379,24 @@ def _maybe_burst(ls: EngramServer, state: FolderState, count: int) -> None:
             extra.burst_running = False
 
     spawn(capture())
+
+
+def file_in_checkpoint(store: Any, ref: str, rel: str) -> bytes | None:
+    """The content of `rel` in checkpoint `ref`, walking only the folders on its path."""
+    row = checkpoints._row(store, ref)
+    digest = row["root_tree"]
+    parts = rel.split("/")
+    for index, name in enumerate(parts):
+        tree = checkpoints._load_tree(store, digest, "/".join(parts[:index]))
+        entry = tree.entries.get(name)
+        if entry is None:
+            return None
+        if index == len(parts) - 1:
+            return checkpoints.read_blob(store, entry.hash, path=rel) if entry.kind == "f" else None
+        if entry.kind != "d":
+            return None
+        digest = entry.hash
+    return None
 
 
 def file_uri(state: FolderState, rel: str) -> str:

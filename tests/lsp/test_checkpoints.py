@@ -181,3 +181,21 @@ async def test_commands_whose_parameters_are_optional_accept_an_empty_list(
         await client.workspace_execute_command_async(
             types.ExecuteCommandParams(command="engram.checkpoint.list", arguments=[[1]])
         )
+
+
+async def test_a_files_content_in_a_checkpoint_for_a_diff_view(client: LanguageClient) -> None:
+    folder = client.folder  # type: ignore[attr-defined]
+    (folder / "pkg").mkdir()
+    (folder / "pkg" / "mod.py").write_text("before = 1\n")
+    made = await execute(client, "engram.checkpoint.create", {"name": "base"})
+    (folder / "pkg" / "mod.py").write_text("after = 2\n")
+    got = await execute(client, "engram.checkpoint.file", {"id": "base", "path": "pkg/mod.py"})
+    assert got == {"id": "base", "path": "pkg/mod.py", "exists": True, "content": "before = 1\n"}
+    by_uri = await execute(
+        client,
+        "engram.checkpoint.file",
+        {"id": made["id"], "path": (folder / "pkg" / "mod.py").as_uri()},
+    )
+    assert by_uri["content"] == "before = 1\n"
+    missing = await execute(client, "engram.checkpoint.file", {"id": "base", "path": "nope.py"})
+    assert missing["exists"] is False
