@@ -160,6 +160,27 @@ def status(result: Mapping[str, Any]) -> str:
     ):
         if key in counts:
             body.append(f"| {label} | {counts[key]} |")
+    limits = result.get("limits") or {}
+    if limits:
+        body += ["", "## Limits", ""]
+        if limits.get("session_quota_bytes"):
+            body.append(
+                f"- Session quota: {int(limits['session_quota_bytes']):,} bytes per session"
+            )
+        if limits.get("checkpoint_store_cap_bytes"):
+            used = int(limits.get("checkpoints_bytes") or 0)
+            cap = int(limits["checkpoint_store_cap_bytes"])
+            body.append(f"- Checkpoint content: {used:,} of {cap:,} bytes")
+        for rule in limits.get("retention") or []:
+            if isinstance(rule, dict):
+                kept = []
+                if rule.get("max_rows"):
+                    kept.append(f"at most {rule['max_rows']:,} rows")
+                if rule.get("max_age_days"):
+                    kept.append(f"{rule['max_age_days']:g} days")
+                body.append(
+                    f"- {rule.get('table')}: {rule.get('rows', 0):,} kept ({', '.join(kept) or 'no limit'})"
+                )
     problems = result.get("settings_problems") or []
     if problems:
         body += ["", "## Settings problems", ""]

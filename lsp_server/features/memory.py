@@ -117,6 +117,15 @@ def register(server: EngramServer) -> None:
         )
         return entry
 
+    @engram_command(server, "engram.memory.list")
+    def list_command(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+        """The newest memories (VS Code's Memory view); `limit` (default 100)."""
+        state = ls.state_for_command(args)
+        limit = args.get("limit", 100)
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            raise UsageError("limit must be a positive number")
+        return {"memories": memory.list_memories(state.store, limit=limit)}
+
     @engram_command(server, "engram.memory.search")
     def search_command(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
         state = ls.state_for_command(args)

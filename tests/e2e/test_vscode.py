@@ -120,6 +120,9 @@ def code_server(workspace: Path, server: list[str], tmp: Path) -> Iterator[str]:
             "--disable-telemetry",
             "--disable-update-check",
             "--disable-workspace-trust",
+            # engram's entries in VS Code's Timeline panel use the Timeline API proposal.
+            "--enable-proposed-api",
+            "engram.engram",
             "--user-data-dir",
             str(user_data),
             "--extensions-dir",
@@ -204,7 +207,15 @@ def run_scenario(
     # The extension's output channel (the server's stderr and the client's notes) and the
     # store's log: what a person would open to find out why.
     channels = sorted((tmp / "user-data" / "logs").glob("*/exthost*/output_logging_*/*engram*.log"))
-    result["engram_output"] = channels[-1].read_text(errors="replace")[-20000:] if channels else ""
+    output = channels[-1].read_text(errors="replace") if channels else ""
+    result["engram_output"] = output[-20000:]
+    output = "\n".join(channel.read_text(errors="replace") for channel in channels)
+    # The extension's own lines (not the protocol trace): what it says about itself.
+    result["engram_notes"] = [
+        line
+        for line in output.splitlines()
+        if not line.startswith(("[Trace", "Params:", "Result:", " ", "{", "}", '"'))
+    ][-80:]
     store_log = workspace.root / ".engram" / "engram.log"
     result["engram_log"] = (
         store_log.read_text(errors="replace")[-3000:] if store_log.exists() else ""

@@ -199,3 +199,15 @@ async def test_a_files_content_in_a_checkpoint_for_a_diff_view(client: LanguageC
     assert by_uri["content"] == "before = 1\n"
     missing = await execute(client, "engram.checkpoint.file", {"id": "base", "path": "nope.py"})
     assert missing["exists"] is False
+
+
+async def test_memories_are_listed_newest_first_for_the_memory_view(
+    client: LanguageClient,
+) -> None:
+    await execute(client, "engram.memory.add", {"content": "ZIP codes are text"})
+    await execute(client, "engram.memory.add", {"content": "deploys run in UTC"})
+    listed = await execute(client, "engram.memory.list")
+    assert [m["content"] for m in listed["memories"]] == [
+        "deploys run in UTC",
+        "ZIP codes are text",
+    ]
