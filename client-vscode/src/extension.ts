@@ -129,17 +129,22 @@ export class Engram implements vscode.Disposable {
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       this.output.appendLine(`engram server failed to start: ${message}`);
-      const choice = await vscode.window.showErrorMessage(
-        `engram: the language server did not start (${server.command}, from ${server.origin}). ` +
-          "Install engram (pip install engram) or set engram.server.command.",
-        "Open Settings",
-        "Show Output",
-      );
-      if (choice === "Open Settings") {
-        void vscode.commands.executeCommand("workbench.action.openSettings", "engram.server.command");
-      } else if (choice === "Show Output") {
-        this.output.show();
-      }
+      // Not awaited: the start is over (failed) whether or not the person answers, so that
+      // "Restart Server" works while the notification is still up.
+      void vscode.window
+        .showErrorMessage(
+          `engram: the language server did not start (${server.command}, from ${server.origin}). ` +
+            "Install engram (pip install engram) or set engram.server.command, then run “engram: Restart Server”.",
+          "Open Settings",
+          "Show Output",
+        )
+        .then((choice) => {
+          if (choice === "Open Settings") {
+            void vscode.commands.executeCommand("workbench.action.openSettings", "engram.server.command");
+          } else if (choice === "Show Output") {
+            this.output.show();
+          }
+        });
       this.statusBar.showStopped();
       return;
     }
@@ -152,18 +157,14 @@ export class Engram implements vscode.Disposable {
     const old = this.client;
     this.client = undefined;
     if (old) {
-      // A client whose start failed cannot be stopped or disposed (both throw): forget it.
-      if (old.state !== State.Stopped && old.isRunning()) {
+      // A client whose start failed has no server to stop, and stopping or disposing it
+      // throws (or waits): it is only forgotten. A running one is stopped, within 5 s.
+      if (old.isRunning()) {
         try {
-          await old.stop(5000);
+          await Promise.race([old.dispose(5000), new Promise((resolve) => setTimeout(resolve, 6000))]);
         } catch (error) {
           this.output.appendLine(`stopping the old server: ${String(error)}`);
         }
-      }
-      try {
-        await old.dispose();
-      } catch (error) {
-        this.output.appendLine(`disposing the old client: ${String(error)}`);
       }
     }
     await this.start();

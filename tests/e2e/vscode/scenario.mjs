@@ -477,6 +477,13 @@ await step("timeline-panel", async () => {
   await page.locator(".tabs-container .tab", { hasText: env.E2E_FILE_NAME }).first().click();
   await runFromPalette("Explorer: Focus on Timeline View");
   const timelinePane = pane("Timeline");
+  // Room for the Timeline: the folder tree and the outline folded away.
+  for (const other of ["shop", "Outline"]) {
+    const header = page.locator(".pane-header.expanded", { hasText: new RegExp(`^${other}$`, "i") }).first();
+    if ((await header.count()) > 0) {
+      await header.click();
+    }
+  }
   await timelinePane.locator(".monaco-list-row", { hasText: "Checkpoint “e2e-before-edit”" }).first().waitFor();
   await timelinePane.locator(".monaco-list-row", { hasText: "by the rollback to" }).first().waitFor();
   result.timeline_panel = (await timelinePane.locator(".monaco-list-row").allInnerTexts()).map((t) => t.replace(/\s+/g, " ").trim());
