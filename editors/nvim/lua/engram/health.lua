@@ -13,7 +13,21 @@ function M.check()
   local engram = require("engram")
   start("engram: the language server command")
   local config = engram.config or {}
+  -- :checkhealth shows its report in a buffer of its own: check the file buffer before it.
   local bufnr = vim.api.nvim_get_current_buf()
+  if vim.bo[bufnr].buftype ~= "" then
+    local alternate = vim.fn.bufnr("#")
+    if alternate > 0 and vim.bo[alternate].buftype == "" then
+      bufnr = alternate
+    else
+      for _, candidate in ipairs(vim.api.nvim_list_bufs()) do
+        if vim.api.nvim_buf_is_loaded(candidate) and vim.bo[candidate].buftype == "" and vim.api.nvim_buf_get_name(candidate) ~= "" then
+          bufnr = candidate
+          break
+        end
+      end
+    end
+  end
   local name = vim.api.nvim_buf_get_name(bufnr)
   local root = engram.find_root(name ~= "" and name or vim.fn.getcwd())
   local cmd = config.cmd or engram.default_cmd(root)
@@ -57,9 +71,9 @@ function M.check()
   local clients = engram.clients(bufnr)
   if #clients > 0 then
     local client = clients[1]
-    ok(string.format("attached to this buffer (client id %d, root %s)", client.id, tostring(client.config.root_dir)))
+    ok(string.format("attached to this buffer, %s (client id %d, root %s)", vim.fn.fnamemodify(vim.api.nvim_buf_get_name(bufnr), ":t"), client.id, tostring(client.config.root_dir)))
   elseif #engram.clients() > 0 then
-    warn("an engram client runs, but not in this buffer (is it a file inside the workspace?)")
+    warn("an engram client runs, but not in " .. vim.api.nvim_buf_get_name(bufnr) .. " (is it a file inside the workspace?)")
   else
     warn("no engram client is running", {
       "call require('engram').setup({}) in your config, or vim.lsp.enable('engram') on Neovim 0.11+",
