@@ -44,7 +44,11 @@ class Module:
 MODULES: dict[str, Module] = {
     "store": Module(
         "memory_core/store.py",
-        ("tests/core/test_store.py", "tests/core/test_store_safety.py"),
+        (
+            "tests/core/test_store.py",
+            "tests/core/test_store_safety.py",
+            "tests/core/test_store_faults.py",
+        ),
     ),
     "checkpoints": Module(
         "memory_core/checkpoints.py",

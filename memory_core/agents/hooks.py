@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from memory_core import clock, log
-from memory_core.agents import record
+from memory_core.agents import failures, record
 from memory_core.agents.payload import HookPayload, agent_name, parse
 from memory_core.agents.record import ToolCall, ToolOutcome, clean
 from memory_core.errors import NotFoundError
@@ -131,6 +131,24 @@ class HookRun:
 
         digest.write_digest(self.store, self.session_id, trigger=trigger, now=self.now)
 
+    def backup_transcript(self) -> None:
+        """Seed 002's transcript backup: the JSONL, redacted and compressed, within the quota."""
+        path = self.transcript()
+        if path is None:
+            return
+        from memory_core import log
+        from memory_core.session_vault import backup_transcript
+
+        try:
+            done = backup_transcript(
+                self.store, self.session_id, path, settings=self.settings.values
+            )
+        except Exception as exc:  # a backup must never cost the session's other records
+            log.write(self.store.root, "warning", f"transcript backup failed: {exc}", exc=exc)
+            return
+        if "skipped" in done:
+            log.write(self.store.root, "info", f"transcript not backed up: {done['skipped']}")
+
     def digest_if_due(self) -> None:
         """The digest timer: no process stays alive, so the hooks check whether one is due.
 
@@ -227,10 +245,27 @@ class HookRun:
         text = session_start_text(
             self.store, current_session=self.session_id, token_budget=budget, now=self.now
         )
+        from memory_core.session_state import context_message
+        from memory_core.session_vault import reminder
+
+        # AIOS's continuity line (previous agent, task, workflow) and seed 002's auto-reminder.
+        for extra in (
+            context_message(self.store, exclude=self.session_id, now=self.now),
+            reminder(self.store, current=self.session_id),
+        ):
+            if extra:
+                text = f"{text}\n\n{extra}" if text.strip() else extra
         self.add_context("SessionStart", text)
 
     def user_prompt_submit(self) -> None:
         self.touch()
+        prompt = (self.payload.prompt or "").lstrip()
+        if prompt.startswith("/") and self.session_id:
+            from memory_core.session_state import record_activity
+
+            # A slash command is the agent's command in AIOS's sense (lastCommands, workflow).
+            with self.store.transaction() as db:
+                record_activity(db, self.session_id, command=prompt.split()[0])
         if not self.ingest() and self.payload.prompt:
             self.open_payload_turn(self.payload.prompt)
         if self.payload.prompt:
@@ -274,13 +309,21 @@ class HookRun:
         interrupted = payload.is_interrupt or (
             isinstance(response, dict) and response.get("interrupted") is True
         )
-        failed = payload.failed or interrupted
+        # The one definition of a failed call (failures.classify): an error event, a non-zero
+        # exit however it is phrased, an interruption, a hook's block, a timeout.
+        failure = failures.classify(
+            is_error=payload.failed,
+            text=payload.error,
+            structured=response,
+            interrupted=interrupted,
+        )
+        failed = failure is not None
         outcome = ToolOutcome(
             ok=not failed,
-            error=(payload.error or "interrupted") if failed else None,
-            interrupted=interrupted,
+            error=(payload.error or _response_text(response) or failure.kind) if failure else None,
+            interrupted=failure is not None and failure.kind == "interrupted",
             structured=response,
-            exit_code=record.exit_code_of(payload.error) if failed else 0,
+            exit_code=failure.exit_code if failure else 0,
         )
         with self.store.transaction() as db:
             claimed = record.claim_outcome(db, call, outcome, self.store.root)
@@ -314,7 +357,8 @@ class HookRun:
 
     def stop(self) -> None:
         self.touch()
-        if not self.ingest():
+        # The agent finished answering: the turn ends here (transcripts say so nowhere else).
+        if not self.ingest(flush=True):
             self.close_payload_turn(
                 self.payload.prompt_response or self.payload.last_assistant_message,
                 self.payload.prompt,
@@ -364,6 +408,7 @@ class HookRun:
                 self.store, self.session_id, status="closed", reason="completion", now=self.now
             )
         self.digest("session_end")
+        self.backup_transcript()
         limits.enforce(self.store, self.settings, now=self.now)
         quota.enforce(self.store, self.session_id, self.settings, now=self.now)
 
@@ -411,6 +456,18 @@ INSTALLED_EVENTS = {
 }
 
 
+def _response_text(response: Any) -> str | None:
+    """The text of a tool response worth keeping as a failure's error."""
+    if isinstance(response, str):
+        return response or None
+    if isinstance(response, dict):
+        for key in ("error", "stderr", "llmContent", "stdout"):
+            value = response.get(key)
+            if isinstance(value, str) and value.strip():
+                return value
+    return None
+
+
 def _workspace_for(payload: HookPayload | None, workspace: str | None) -> str | None:
     if workspace:
         return workspace
@@ -441,7 +498,7 @@ def handle(
     root: Path | None = None
     payload: HookPayload | None = None
     try:
-        from memory_core.workspace import STORE_DIRNAME, find_root
+        from memory_core.workspace import find_root
 
         canonical_agent = agent_name(agent)
         try:
@@ -456,14 +513,20 @@ def handle(
             # mix unrelated agents' work. Said in the log so a broken agent setup can be found.
             log.write(root, "warning", f"hook {agent} {event}: payload without session_id ignored")
             return 0, ""
-        if not (root / STORE_DIRNAME).is_dir() and not (root / ".git").exists():
-            # A hook creates a store only inside a git repository; elsewhere (a scratch folder,
-            # the home directory's neighbours) it leaves no trace.
+        from memory_core.workspace import has_store, is_git_repository
+
+        if not has_store(root) and not is_git_repository(root):
+            # A `cwd` that is no project (`/etc`, `/tmp/x`): nothing to record, nothing created.
             return 0, ""
         store = Store.open_or_init(root)
         try:
             run = HookRun(payload, store, clock.now() if now is None else now)
-            handler(run)
+            from memory_core.agents import quota_hook
+
+            # The session quota (seed 003): full sessions record nothing, 80 % / 95 % warn.
+            if quota_hook.before(run):
+                handler(run)
+                quota_hook.after(run)
             output = run.output
         finally:
             store.close()

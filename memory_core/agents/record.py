@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memory_core.agents import failures
 from memory_core.errors import EngramError
 from memory_core.redact import redact
 from memory_core.store import Store
@@ -34,7 +35,7 @@ SHELL_TOOLS = frozenset({"Bash"})
 MAX_TEXT = 4000
 MAX_ERROR = 2000
 
-_EXIT_CODE = re.compile(r"^(?:Error:\s*)?Exit code (-?\d+)", re.IGNORECASE)
+_EXIT_CODE = re.compile(r"^(?:Error:\s*)?Exit[ _]code:?\s*(-?\d+)\s*$", re.IGNORECASE)
 
 
 @dataclass(slots=True)
@@ -82,8 +83,16 @@ def clip(text: str, limit: int) -> str:
 
 
 def clean(text: str | None, limit: int = MAX_TEXT) -> str:
-    """Text ready to store: cut to `limit` and redacted."""
-    return redact(clip(text or "", limit))
+    """Text ready to store: cut to `limit` and redacted.
+
+    Redacted before the final cut, with a margin: a secret lying across a cut point would
+    otherwise be stored in part (too short for its format to be recognised).
+    """
+    return clip(redact(clip(text or "", limit + 2 * CUT_MARGIN)), limit)
+
+
+# Longer than any secret format redact knows (PEM blocks aside, which it hides to the end).
+CUT_MARGIN = 1024
 
 
 def file_path_of(call_input: dict[str, Any]) -> str | None:
@@ -112,10 +121,8 @@ def search_of(call: ToolCall) -> str | None:
 
 
 def exit_code_of(error: str | None) -> int | None:
-    if not error:
-        return None
-    match = _EXIT_CODE.match(error.lstrip())
-    return int(match.group(1)) if match else None
+    """The exit code an error reports, in any phrasing the agents write (see `failures`)."""
+    return failures.exit_code_in(error)
 
 
 def error_message(error: str) -> str:
@@ -132,12 +139,20 @@ def error_message(error: str) -> str:
 
 
 def workspace_path(root: Path, path: str | None, cwd: str | None = None) -> str | None:
-    """`path` relative to the workspace, or None when it lies outside it."""
+    """`path` relative to the workspace, or None when it lies outside it.
+
+    A transcript written in another folder than the workspace (a moved project, a worktree, a
+    teammate's transcript) names files under its own `cwd`: those are mapped onto the workspace.
+    """
     if not path:
         return None
     if not os.path.isabs(path) and cwd:
         path = os.path.join(cwd, path)
     prefix = str(root) + os.sep
+    if cwd and not path.startswith(prefix):
+        base = cwd.rstrip(os.sep) + os.sep
+        if path.startswith(base) and not (cwd + os.sep).startswith(prefix):
+            path = os.path.join(str(root), path[len(base) :])
     if path.startswith(prefix) and "/." not in path and "//" not in path:
         # The common case, without building Path objects (the ingest asks thousands of times).
         return path[len(prefix) :].replace(os.sep, "/") or None
@@ -188,7 +203,8 @@ def start_session(
         store,
         session_id=session_id,
         agent=agent,
-        session_type="existing" if resumed else "new",
+        # A resumed conversation is existing; a fresh one is detected (new, existing, workflow).
+        session_type="existing" if resumed else None,
         now=ts,
     )
 
@@ -196,7 +212,9 @@ def start_session(
 # -- tool calls -------------------------------------------------------------------------------
 
 
-def note_tool_use(db: sqlite3.Connection, call: ToolCall, root: Path) -> str | None:
+def note_tool_use(
+    db: sqlite3.Connection, call: ToolCall, root: Path, cwd: str | None = None
+) -> str | None:
     """Remember a tool call before its outcome is known (the result may come in a later run).
 
     Returns the command it stored (redacted), for callers that need it again.
@@ -213,7 +231,7 @@ def note_tool_use(db: sqlite3.Connection, call: ToolCall, root: Path) -> str | N
             call.ts,
             call.tool,
             int(call.sidechain),
-            workspace_path(root, path) if path else None,
+            workspace_path(root, path, cwd) if path else None,
             stored,
         ),
     )
@@ -315,13 +333,13 @@ def tool_summary(call: ToolCall, rel_path: str | None) -> str:
     """One line saying what a call did (sessions redacts it when storing it)."""
     command = command_of(call)
     if command:
-        return clip(command, 300)
+        return clean(command, 300)
     if rel_path:
         return rel_path
     for key in ("pattern", "query", "url", "description", "prompt"):
         value = call.input.get(key)
         if isinstance(value, str) and value:
-            return clip(f"{key}: {value}", 300)
+            return clean(f"{key}: {value}", 300)
     return call.tool
 
 
@@ -356,6 +374,8 @@ def apply_outcome(
             summary=tool_summary(call, rel),
             ts=call.ts,
         )
+    if call.tool in FILE_TOOLS and outcome.ok and rel is None and path and os.path.isabs(path):
+        sessions.record_file_modified(store, sid, path, ts=call.ts, outside=True)
     if call.tool in FILE_TOOLS and outcome.ok and rel is not None:
         sessions.record_file_modified(store, sid, rel, ts=call.ts)
         structured = outcome.structured if isinstance(outcome.structured, dict) else {}
@@ -389,6 +409,7 @@ def apply_outcome(
             clean(command, 1000),
             exit_code=exit_code,
             ts=call.ts,
+            failed=not outcome.ok,
         )
     if not outcome.ok and not outcome.interrupted and outcome.error:
         from memory_core.gotchas.track import track_error

@@ -256,9 +256,11 @@ def test_a_compaction_summary_is_kept_redacted(repo: Path) -> None:
         trigger="manual",
         compact_summary=f"We deployed with token {SECRET}.",
     )
-    assert rows(repo, "SELECT session_id, trigger, summary FROM agent_compactions") == [
-        (SID, "manual", "We deployed with token [REDACTED:github-token].")
-    ]
+    [(session, trigger, kept)] = rows(
+        repo, "SELECT session_id, trigger, summary FROM agent_compactions"
+    )
+    assert (session, trigger) == (SID, "manual")
+    assert kept.startswith("We deployed with token [REDACTED:") and SECRET not in kept
     assert [r[0] for r in rows(repo, "SELECT trigger FROM digests")] == ["manual"]
 
 
@@ -321,7 +323,9 @@ def test_an_internal_error_in_a_hook_is_logged_and_the_agent_is_not_failed(repo:
         now=T0,
     )
     assert (code, out) == (0, "")
-    assert "hook claude-code PostToolUse failed: StoreError" in log_text(repo)
+    logged = log_text(repo)
+    assert "hook claude-code PostToolUse failed: " in logged
+    assert "is damaged or not an engram store" in logged
 
 
 def test_gemini_events_map_onto_the_same_steps(repo: Path) -> None:

@@ -251,7 +251,9 @@ def test_listing_deleting_and_quota_answers(store: Store) -> None:
         sessions.start(store, session_id=f"S-{n}", now=T0 + n)
     assert [s["id"] for s in sessions.list_sessions(store, limit=2)] == ["S-2", "S-1"]
     assert len(sessions.list_sessions(store)) == 3
-    assert sessions.delete(store, "S-0") == {"id": "S-0", "name": None, "deleted": True}
+    deleted = sessions.delete(store, "S-0")
+    assert (deleted["id"], deleted["name"], deleted["deleted"]) == ("S-0", None, True)
+    assert [s["id"] for s in sessions.list_sessions(store)] == ["S-2", "S-1"]
     assert sessions.enforce_quota(store, "S-1", quota_bytes=10_000_000) == {
         "compacted": False,
         "bytes_used": 0,

@@ -110,7 +110,7 @@ async def test_a_selection_over_several_lines_takes_the_rest_of_the_first_line(
     ("args", "with_uri", "message"),
     [
         ({"range": _range(0, 0, 0, 1)}, False, "a selection needs `uri` and `range`"),
-        ({"range": "line 1"}, True, "a selection needs `uri` and `range`"),
+        ({"range": "line 1"}, True, "`range` must be an object"),
         ({"range": {"start": 3}}, True, "`range` is not an LSP range"),
         ({"range": _range(9, 0, 9, 1)}, True, "the selection is outside the document"),
         ({"range": _range(1, 0, 1, 3)}, True, "the selection is empty"),
@@ -139,7 +139,7 @@ async def test_add_with_every_field_and_a_regex(server: EngramServer, state: Fol
             "workaround": "datetime.now(UTC)",
             "category": "runtime",
             "severity": "high",
-            "files": "src/*.py",
+            "files": ["src/*.py"],
             "pattern": r"utcnow\(\)",
             "error_pattern": "can't compare offset-naive",
         },
@@ -297,9 +297,9 @@ def test_the_hover_tells_the_whole_story_of_a_gotcha() -> None:
     )
     text = lsp_gotchas.hover_markdown(gotcha)
     assert text.splitlines()[:3] == [
-        "**Gotcha: Pool exhausted**",
+        "engram gotcha `G-0000abcd` · severity **high** · category **runtime** · candidate (learned, not yet confirmed)",
         "",
-        "`G-0000abcd` · severity **high** · category **runtime** · candidate (learned, not yet confirmed)",
+        "Learned from 4 repeated errors: confirm it (quick fix) if it is real.",
     ]
     assert "\n\nConnections leak when a request fails.\n" in text
     assert "\n\n**Workaround:** release in finally\n" in text
@@ -320,7 +320,7 @@ def test_the_hover_tells_the_whole_story_of_a_gotcha() -> None:
     plain = Gotcha(id="G-1", title="T", description="T", status="confirmed")
     # A description equal to the title is not repeated; facts that are unknown are left out.
     assert lsp_gotchas.hover_markdown(plain) == (
-        "**Gotcha: T**\n\n`G-1` · severity **medium** · category **general** · confirmed"
+        "engram gotcha `G-1` · severity **medium** · category **general** · confirmed"
         "\n\nsource: manual"
     )
 
