@@ -169,7 +169,7 @@ class Score:
     ran: int
     caught: int
     survived: list[str]
-    equivalent: int
+    equivalent: list[str]
     stale_equivalent: list[str]
     seconds: float
 
@@ -206,7 +206,7 @@ def run_module(name: str, sample: int | None, jobs: int, scratch: Path) -> Score
     equivalent = equivalent_mutants()
     caught = 0
     survived: list[str] = []
-    eq = 0
+    eq: list[str] = []
     stale: list[str] = []
     for mutant in chosen:
         code = codes.get(mutant)
@@ -215,7 +215,7 @@ def run_module(name: str, sample: int | None, jobs: int, scratch: Path) -> Score
             if mutant in equivalent:
                 stale.append(mutant)
         elif mutant in equivalent:
-            eq += 1
+            eq.append(mutant)
         elif code in SURVIVED or code in NO_TESTS or code is None:
             survived.append(mutant)
         else:  # suspicious, skipped, interrupted: not caught by a test
@@ -262,10 +262,12 @@ def main(argv: list[str]) -> int:
             scores.append(score)
             print(
                 f"   {name}: caught {score.caught} / survived {len(score.survived)} / "
-                f"equivalent {score.equivalent}  -> {score.percent:.1f} % "
+                f"equivalent {len(score.equivalent)}  -> {score.percent:.1f} % "
                 f"({score.ran} of {score.total} mutants, {score.seconds:.0f} s)",
                 flush=True,
             )
+            for mutant in score.equivalent:
+                print(f"   equivalent: {mutant}")
             for mutant in score.stale_equivalent:
                 print(f"   note: {mutant} is listed as equivalent but a test caught it")
             if args.show_survivors:
@@ -290,7 +292,7 @@ def main(argv: list[str]) -> int:
     print(f"{'module':12} {'caught':>7} {'survived':>9} {'equivalent':>11} {'score':>7}  mutants")
     for s in scores:
         print(
-            f"{s.name:12} {s.caught:>7} {len(s.survived):>9} {s.equivalent:>11} "
+            f"{s.name:12} {s.caught:>7} {len(s.survived):>9} {len(s.equivalent):>11} "
             f"{s.percent:>6.1f}%  {s.ran} of {s.total}"
         )
     below = [s.name for s in scores if s.percent < TARGET_SCORE]
