@@ -49,17 +49,18 @@ MODULES: dict[str, Module] = {
             "tests/core/test_store_safety.py",
             "tests/core/test_store_faults.py",
         ),
+        sample=150,
     ),
     "checkpoints": Module(
         "memory_core/checkpoints.py",
         ("tests/core/test_checkpoints.py", "tests/core/test_checkpoint_safety.py"),
-        sample=100,
+        sample=60,
     ),
-    "redact": Module("memory_core/redact.py", ("tests/core/test_redact.py",), sample=100),
+    "redact": Module("memory_core/redact.py", ("tests/core/test_redact.py",), sample=60),
     "transcripts": Module(
         "memory_core/agents/transcripts.py",
         ("tests/core/test_agents_transcripts.py", "tests/core/test_transcript_turns.py"),
-        sample=100,
+        sample=60,
     ),
     "hooks": Module(
         "memory_core/agents/hooks.py",
@@ -68,26 +69,27 @@ MODULES: dict[str, Module] = {
             "tests/core/test_hook_step_failures.py",
             "tests/core/test_hook_events.py",
         ),
-        sample=100,
+        sample=60,
     ),
     "track": Module(
         "memory_core/gotchas/track.py",
         ("tests/core/test_gotchas_capture.py", "tests/core/test_gotcha_tracking.py"),
-        sample=150,
+        sample=100,
     ),
     "sessions": Module(
         "memory_core/sessions.py",
         ("tests/core/test_sessions.py", "tests/core/test_session_records.py"),
-        sample=100,
+        sample=60,
     ),
     "diagnostics": Module(
         "lsp_server/features/diagnostics.py",
         ("tests/lsp/test_diagnostics_units.py",),
+        sample=80,
     ),
     "lsp-gotchas": Module(
         "lsp_server/features/gotchas.py",
         ("tests/lsp/test_gotcha_squiggles.py", "tests/lsp/test_gotcha_commands.py"),
-        sample=100,
+        sample=60,
     ),
 }
 

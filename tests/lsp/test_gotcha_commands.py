@@ -310,9 +310,9 @@ def test_the_hover_tells_the_whole_story_of_a_gotcha() -> None:
         "line: `7` · files: `db/*.py` · pattern (literal): `pool.get(`"
     )
     anchored = Hit(0, 0, 4, "G-0000abcd", "anchor", stale=True)
-    assert lsp_gotchas.hover_markdown(gotcha, anchored).endswith(
-        "⚠ **The code changed since this was recorded.**"
-    )
+    stale_text = lsp_gotchas.hover_markdown(gotcha, anchored)
+    assert stale_text.startswith(text + "\n\n")
+    assert stale_text.endswith("⚠ **The code changed since this was recorded.**")
     fresh = Hit(0, 0, 4, "G-0000abcd", "anchor", stale=False)
     assert lsp_gotchas.hover_markdown(gotcha, fresh).endswith(
         "The cited code is unchanged since it was recorded."
@@ -384,6 +384,35 @@ def test_a_broken_team_file_is_marked_where_it_breaks(
         types.TextDocumentItem(uri=uri, language_id="toml", version=1, text=source)
     )
     found = lsp_gotchas.diagnostics(server, state, server.workspace.get_text_document(uri))
-    assert found and all(d.code == "team-gotchas" for d in found)
+    assert found and all(d.code == "team-gotchas" and d.source == "engram" for d in found)
+    assert all(d.range.start.character == 0 and d.range.end.character == 0 for d in found)
     assert all(d.severity == types.DiagnosticSeverity.Error for d in found)
     assert all(d.range.end.line == d.range.start.line + 1 for d in found)
+
+
+async def test_a_candidates_quick_fixes_put_confirm_first_and_snooze_for_a_week(
+    server: EngramServer, state: FolderState
+) -> None:
+    for _ in range(3):
+        learned = gotchas.track_error(state.store, "TimeoutError: the pool is exhausted")
+    gotchas.update(state.store, learned.gotcha_id, code_pattern="pool.get(", pattern_kind="literal")
+    lsp_gotchas.folder_of(state).rebuild()
+    uri = _open(server, state, "db.py", "c = pool.get()\n")
+    [diagnostic] = _diagnostics(server, state, uri)
+    document = server.workspace.get_text_document(uri)
+    params = types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        range=diagnostic.range,
+        context=types.CodeActionContext(diagnostics=[diagnostic]),
+    )
+    actions = lsp_gotchas.code_actions(server, state, document, params)
+    assert actions[0].title.startswith("Confirm gotcha") and actions[0].is_preferred is True
+    assert all(a.is_preferred is None for a in actions[1:])
+    [snooze] = [a for a in actions if a.command and a.command.command == "engram.gotcha.snooze"]
+    assert snooze.command is not None
+    assert snooze.command.arguments == [{"id": learned.gotcha_id, "uri": uri, "days": 7}]
+
+
+def test_an_unknown_severity_is_shown_as_information() -> None:
+    odd = Gotcha(id="G-2", title="t", severity="catastrophic", status="confirmed")
+    assert lsp_gotchas.diagnostic_severity(odd) == types.DiagnosticSeverity.Information
