@@ -48,6 +48,7 @@ MODULES: dict[str, Module] = {
             "tests/core/test_store.py",
             "tests/core/test_store_safety.py",
             "tests/core/test_store_faults.py",
+            "tests/core/test_store_fault_messages.py",
         ),
         sample=150,
     ),
