@@ -318,3 +318,26 @@ def test_a_learned_gotcha_anchors_at_most_ten_places(store: Store, workspace: Pa
         )
     gotcha = gotchas.get(store, result.gotcha_id or "")
     assert result.created and len(gotcha.anchors) == 10
+
+
+def test_every_tracked_error_reaches_the_timeline_with_who_saw_it(store: Store) -> None:
+    from memory_core import events
+
+    track(store, "KeyError: 'a'", T0, session_id="S-9", tool="Bash")
+    track(store, "KeyError: 'a'", T0 + 1, tool="editor")
+    third = track(store, "KeyError: 'a'", T0 + 2)
+    found = sorted(events.recent(store, kind="gotcha.error"), key=lambda e: e.ts)
+    assert [(e.actor, e.session_id, e.ts) for e in found] == [
+        ("agent:S-9", "S-9", T0),
+        ("editor", None, T0 + 1),
+        ("cli", None, T0 + 2),
+    ]
+    assert found[-1].data == {
+        "hash": found[0].data["hash"],
+        "normalized": third.normalized,
+        "gotcha_id": third.gotcha_id,
+        "created": True,
+        "reopened": False,
+    }
+    samples = gotchas.get(store, third.gotcha_id or "").samples
+    assert [s.get("tool") for s in samples] == ["Bash", "editor", None]
