@@ -526,3 +526,24 @@ def test_a_malformed_payload_is_logged_in_the_given_workspace(repo: Path) -> Non
     )
     assert (code, out) == (0, "")
     assert "hook claude-code PostToolUse failed" in log_text(repo)
+
+
+def test_a_one_minute_digest_timer_works_and_a_turns_summary_is_kept_short(repo: Path) -> None:
+    (repo / ".engram").mkdir()
+    (repo / ".engram" / "config.toml").write_text("[agents]\ndigest_interval_minutes = 1\n")
+    hook(repo, "SessionStart", T0, source="startup")
+    hook(
+        repo,
+        "PostToolUse",
+        T0 + 61,
+        tool_name="Bash",
+        tool_use_id="toolu_1",
+        tool_input={"command": "true"},
+        tool_response={"stdout": "", "stderr": "", "interrupted": False},
+    )
+    assert rows(repo, "SELECT trigger FROM digests") == [("timer",)]
+    hook(repo, "UserPromptSubmit", T0 + 62, prompt="explain", prompt_id="p1")
+    hook(repo, "Stop", T0 + 63, last_assistant_message="word " * 1000)
+    with Store.open(repo) as store:
+        summary = sessions.get(store, SID)["rolling_summary"] or ""
+    assert 0 < len(summary) <= 600
