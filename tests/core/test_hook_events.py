@@ -546,4 +546,5 @@ def test_a_one_minute_digest_timer_works_and_a_turns_summary_is_kept_short(repo:
     hook(repo, "Stop", T0 + 63, last_assistant_message="word " * 1000)
     with Store.open(repo) as store:
         summary = sessions.get(store, SID)["rolling_summary"] or ""
-    assert 0 < len(summary) <= 600
+    # Cut to about 600 characters around a marker saying how much was left out.
+    assert len(summary) < 700 and "characters cut" in summary
