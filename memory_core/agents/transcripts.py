@@ -307,7 +307,8 @@ def project_dir_name(root: Path) -> str:
 def claude_config_dirs() -> list[Path]:
     configured = os.environ.get("CLAUDE_CONFIG_DIR")
     if configured:
-        return [Path(p).expanduser() for p in configured.split(",") if p.strip()]
+        # "a, b" as well as "a,b": a space after the comma is not part of the folder's name.
+        return [Path(p.strip()).expanduser() for p in configured.split(",") if p.strip()]
     home = Path.home()
     return [home / ".claude", home / ".config" / "claude"]
 
