@@ -222,8 +222,19 @@ def corrections_and_rules(store: Store, sessions: list[str]) -> tuple[Section, S
     )
     seen_rules: set[str] = set()
     seen_corrections: set[str] = set()
-    for row in rows:
-        text = str(row["text"])
+    texts = [str(row["text"]) for row in rows]
+    # What the user taught outlives the per-prompt ledger (pruned by age): the long-term
+    # memories the ingest made of it (tag user-rule) are read too.
+    try:
+        from memory_core import memory
+
+        texts += [
+            str(entry["content"])
+            for entry in memory.list_memories(store, tag="user-rule", limit=200)
+        ]
+    except Exception:
+        pass
+    for text in texts:
         if is_correction(text):
             line = _one_line(text, 300)
             if line.lower() not in seen_corrections:
@@ -320,6 +331,7 @@ def remembered(store: Store, now: float, limit: int = 8) -> Section:
         entry
         for entry in entries
         if entry.get("type") in _REMEMBERED_TYPES
+        and "user-rule" not in (entry.get("tags") or [])  # shown as corrections and rules
         and entry.get("status") != "resolved"
         and (entry.get("pinned") or float(entry.get("priority") or 0) >= 0.3)
     ]

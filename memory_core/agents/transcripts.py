@@ -120,12 +120,14 @@ def _int(value: Any) -> int:
 
 
 def _ts(value: Any) -> float:
+    """A line's time; 0.0 when it has none (the ingest then uses the previous line's time:
+    "now" would stretch an old session to today)."""
     if isinstance(value, str) and value:
         try:
             return clock.parse_iso(value)
         except ValueError:
             pass
-    return clock.now()
+    return 0.0
 
 
 def _usage(raw: Any) -> Usage | None:
@@ -409,6 +411,9 @@ class _Run:
         self.calls: dict[str, ToolCall] = {}
         # message key -> (sidechain, the four token counts) as stored, for this run's responses
         self.messages: dict[str, tuple[bool, tuple[int, int, int, int]]] = {}
+        self.last_known_ts = 0.0
+        # (session, text, time) of corrections and rules the user stated, for long-term memory
+        self.memories: list[tuple[str, str, float]] = []
 
     def session(self, db: sqlite3.Connection, entry: Entry) -> _SessionState | None:
         sid = entry.session_id
@@ -444,6 +449,10 @@ class _Run:
         state.turn = None
 
     def handle(self, db: sqlite3.Connection, entry: Entry) -> None:
+        if entry.ts <= 0:
+            entry.ts = self.last_known_ts or clock.now()
+        else:
+            self.last_known_ts = entry.ts
         state = self.session(db, entry)
         if state is None:
             return
@@ -498,9 +507,21 @@ class _Run:
             return  # a prefix replayed into a resumed session's file: already counted
         self.stats.prompts += 1
         state.last_event = "prompt"
+        self.remember_user_rules(state.session_id, text, entry.ts)
         state.turn = Turn(
             uuid=uuid, session_id=state.session_id, started_at=entry.ts, user_message=text
         )
+
+    def remember_user_rules(self, session_id: str, text: str, ts: float) -> None:
+        """Corrections and rules the user stated become long-term memories: the per-prompt
+        ledger is pruned by age (`timeline.max_age_days`), what the user taught is not."""
+        from memory_core.agents.digest import axioms_in, is_correction
+
+        found = axioms_in(text)
+        if is_correction(text):
+            found = [" ".join(text.split())[:600], *found]
+        for item in dict.fromkeys(found):
+            self.memories.append((session_id, item, ts))
 
     def assistant(self, db: sqlite3.Connection, state: _SessionState, entry: Entry) -> None:
         turn = state.turn if not entry.sidechain else None
@@ -709,6 +730,23 @@ class _Run:
                 file_changes=changes,
             )
         self.pending_effects.clear()
+        for sid, text, ts in self.memories:
+            record.guarded(
+                self.store,
+                "remember a user rule",
+                "memory",
+                "add",
+                self.store,
+                text,
+                type="preference",
+                tags=["user-rule"],
+                explicit=True,  # an explicit preference never decays away
+                session_id=sid,
+                agent=AGENT,
+                provenance={"source": "transcript", "session_id": sid},
+                now=ts,
+            )
+        self.memories.clear()
         record.record_file_changes(self.store, changes, now=clock.now())
         record.apply_turns(self.store, self.finished_turns, self.settings)
         self.finished_turns.clear()

@@ -167,7 +167,22 @@ def run_ingest(ctx: Context) -> int:
                 store, path, settings=ctx.settings, flush=True, progress=advance
             )
             results.append(stats.as_dict())
-    transcripts.settle_sessions(store, [sid for r in results for sid in r["sessions"]])
+    ingested = list(dict.fromkeys(sid for r in results for sid in r["sessions"]))
+    transcripts.settle_sessions(store, ingested)
+    # History older than the retention: its session figures, turns and the rules the user
+    # stated are kept; the per-event detail goes at the next pruning. Say so, not silently.
+    max_age_days = float(ctx.settings["timeline.max_age_days"] or 0)
+    old_sessions: list[str] = []
+    if max_age_days > 0 and ingested:
+        from memory_core import clock
+
+        cutoff = clock.now() - max_age_days * 86400
+        for sid in ingested:
+            row = store.query_one(
+                "SELECT last_seen FROM agent_sessions WHERE session_id = ?", (sid,)
+            )
+            if row is not None and float(row["last_seen"]) < cutoff:
+                old_sessions.append(sid)
     summary = {
         "files": len(results),
         "lines": sum(r["lines"] for r in results),
@@ -177,6 +192,7 @@ def run_ingest(ctx: Context) -> int:
         "tool_calls": sum(r["tool_calls"] for r in results),
         "failures": sum(r["failures"] for r in results),
         "compactions": sum(r["compactions"] for r in results),
+        "older_than_retention": old_sessions,
         "transcripts": results,
     }
 
@@ -187,6 +203,12 @@ def run_ingest(ctx: Context) -> int:
             f"Ingested {summary['files']} transcript(s): {summary['lines']} new lines, {summary['prompts']} prompts, "
             f"{summary['turns']} turns, {summary['tool_calls']} tool calls ({summary['failures']} failed), "
             f"{summary['compactions']} compactions"
+        ) + (
+            f"\n{len(old_sessions)} session(s) are older than the {max_age_days:g}-day retention "
+            "(timeline.max_age_days): their figures, turns and the rules the user stated are "
+            "kept; per-event detail (tool calls, prompts, usage per message) is not."
+            if old_sessions
+            else ""
         )
 
     ctx.emit(summary, human)

@@ -34,7 +34,7 @@ def test_every_figure_equals_the_independent_count(store: Store, tmp_path: Path)
     oracle = reference_figures(paths)[SESSION]
     metrics = sessions.metrics(store, SESSION)
     # Turns are the real prompts (not /model, its output, the interrupt or the notification).
-    assert oracle["prompts"] == 2
+    assert oracle["prompts"] == 3
     assert metrics["turns"] == oracle["prompts"]
     for part in ("main", "subagents"):
         for kind in KINDS:
@@ -67,6 +67,7 @@ def test_messages_after_a_compaction_with_no_new_prompt_belong_to_the_turn(
     turns = sessions.history(store, SESSION)
     assert [t["user_message"] for t in turns] == [
         "Make the build pass",
+        "No, don't change the build script. Always run npm test after a build.",
         "Update the test to the new constant and run it",
     ]
     first = turns[0]
