@@ -1006,3 +1006,178 @@ def real_shaped_session(
         sub.save(subdir / f"agent-{agent}.jsonl"),
         compactor.save(subdir / f"agent-{cagent}.jsonl"),
     ]
+
+
+# -- Gemini CLI recorded chats ----------------------------------------------------------------
+
+
+def gemini_shell_output(command: str, output: str, exit_code: int) -> str:
+    """What Gemini CLI's run_shell_command hands the model (its llmContent report)."""
+    return (
+        f"Command: {command}\nDirectory: (root)\nOutput: {output}\nError: (none)\n"
+        f"Exit Code: {exit_code}\nSignal: (none)\nBackground PIDs: (none)\nProcess Group PGID: 4242"
+    )
+
+
+def gemini_chat(
+    root: Path, path: Path, session_id: str = "3b7e9f10-aaaa-4bbb-8ccc-ddddeeeeffff"
+) -> Path:
+    """A chat as gemini-cli's ChatRecordingService writes it (JSONL upsert log): metadata, a
+    message rewritten as its tool calls finish and its tokens arrive, a rewind, a `$set`, an
+    info line, a shell command failing with `Exit Code: 1` (status success), a cancelled call,
+    an edit, and a final reply."""
+    start = datetime.now(UTC) - timedelta(days=1)
+
+    def at(seconds: int) -> str:
+        return (start + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+    def shell(
+        call_id: str, command: str, output: str, code: int, status: str, t: int
+    ) -> dict[str, Any]:
+        return {
+            "id": call_id,
+            "name": "run_shell_command",
+            "args": {"command": command},
+            "result": [
+                {
+                    "functionResponse": {
+                        "id": call_id,
+                        "name": "run_shell_command",
+                        "response": {"output": gemini_shell_output(command, output, code)},
+                    }
+                }
+            ],
+            "status": status,
+            "timestamp": at(t),
+        }
+
+    tokens1 = {
+        "input": 8200,
+        "output": 120,
+        "cached": 6000,
+        "thoughts": 40,
+        "tool": 0,
+        "total": 8360,
+    }
+    tokens2 = {
+        "input": 9100,
+        "output": 60,
+        "cached": 8000,
+        "thoughts": 0,
+        "tool": 15,
+        "total": 9175,
+    }
+    tokens3 = {"input": 9400, "output": 30, "cached": 9000, "thoughts": 10, "total": 9440}
+    edit = {
+        "id": "call-edit",
+        "name": "replace",
+        "args": {
+            "file_path": str(root / "src/app.py"),
+            "old_string": "x = 1",
+            "new_string": "x = 2",
+        },
+        "result": [
+            {
+                "functionResponse": {
+                    "id": "call-edit",
+                    "name": "replace",
+                    "response": {"output": "Successfully modified file"},
+                }
+            }
+        ],
+        "status": "success",
+        "timestamp": at(30),
+    }
+    records: list[dict[str, Any]] = [
+        {
+            "sessionId": session_id,
+            "projectHash": "9f86d081884c7d659a2feaa0c55ad015",
+            "startTime": at(0),
+            "lastUpdated": at(0),
+            "kind": "main",
+            "directories": [str(root)],
+        },
+        {"id": "m-info", "timestamp": at(1), "type": "info", "content": "Logged in with Google."},
+        {"id": "m-u1", "timestamp": at(2), "type": "user", "content": [{"text": "Run the tests"}]},
+        # The response as first written (the call still running, no tokens yet) ...
+        {
+            "id": "m-g1",
+            "timestamp": at(3),
+            "type": "gemini",
+            "content": "",
+            "model": "gemini-2.5-pro",
+            "thoughts": [],
+            "toolCalls": [{**shell("call-t1", "npm test", "", 0, "executing", 3), "result": None}],
+        },
+        # ... rewritten when it finished (it failed: Exit Code 1, status success) ...
+        {
+            "id": "m-g1",
+            "timestamp": at(3),
+            "type": "gemini",
+            "content": "",
+            "model": "gemini-2.5-pro",
+            "thoughts": [],
+            "toolCalls": [shell("call-t1", "npm test", "1 failing", 1, "success", 3)],
+        },
+        # ... and again with its tokens.
+        {
+            "id": "m-g1",
+            "timestamp": at(3),
+            "type": "gemini",
+            "content": "",
+            "model": "gemini-2.5-pro",
+            "thoughts": [],
+            "tokens": tokens1,
+            "toolCalls": [shell("call-t1", "npm test", "1 failing", 1, "success", 3)],
+        },
+        # An exchange the user rewound: never counted.
+        {"id": "m-u-rew", "timestamp": at(10), "type": "user", "content": "delete everything"},
+        {
+            "id": "m-g-rew",
+            "timestamp": at(11),
+            "type": "gemini",
+            "content": "Deleting.",
+            "model": "gemini-2.5-pro",
+            "tokens": {"input": 50000, "output": 5000, "cached": 0, "total": 55000},
+        },
+        {"$rewindTo": "m-u-rew"},
+        {"$set": {"summary": "Fix the failing test", "lastUpdated": at(12)}},
+        {
+            "id": "m-u2",
+            "timestamp": at(20),
+            "type": "user",
+            "content": "Fix it, then run them again",
+        },
+        {
+            "id": "m-g2",
+            "timestamp": at(30),
+            "type": "gemini",
+            "content": "Fixing the constant.",
+            "model": "gemini-2.5-pro",
+            "tokens": tokens2,
+            "toolCalls": [
+                edit,
+                {**shell("call-cancel", "rm -rf build", "", 0, "cancelled", 31), "result": None},
+            ],
+        },
+        {
+            "id": "m-g3",
+            "timestamp": at(40),
+            "type": "gemini",
+            "content": "",
+            "model": "gemini-2.5-pro",
+            "toolCalls": [shell("call-t2", "npm test", "all passing", 0, "success", 40)],
+        },
+        {
+            "id": "m-g4",
+            "timestamp": at(50),
+            "type": "gemini",
+            "content": "The tests pass now.",
+            "model": "gemini-2.5-pro",
+            "tokens": tokens3,
+        },
+        {"id": "m-slash", "timestamp": at(55), "type": "user", "content": "/stats"},
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path

@@ -398,7 +398,10 @@ class _SessionState:
 class _Run:
     """One ingest pass over one file: in-memory turn state, effects run after each commit."""
 
-    def __init__(self, store: Store, path: Path, stats: IngestStats, settings: Any) -> None:
+    def __init__(
+        self, store: Store, path: Path, stats: IngestStats, settings: Any, agent: str = AGENT
+    ) -> None:
+        self.agent = agent
         self.store = store
         self.path = path
         self.stats = stats
@@ -424,7 +427,7 @@ class _Run:
             is_new = record.touch_session(
                 db,
                 sid,
-                agent=AGENT,
+                agent=self.agent,
                 ts=entry.ts,
                 transcript_path=str(self.path) if not entry.sidechain else None,
                 cwd=entry.cwd,
@@ -700,7 +703,7 @@ class _Run:
 
     def run_effects(self) -> None:
         for sid, ts in self.new_sessions:
-            record.start_session(self.store, sid, agent=AGENT, ts=ts)
+            record.start_session(self.store, sid, agent=self.agent, ts=ts)
         self.new_sessions.clear()
         for state in self.sessions.values():
             if state.last_ts > 0:
@@ -742,7 +745,7 @@ class _Run:
                 tags=["user-rule"],
                 explicit=True,  # an explicit preference never decays away
                 session_id=sid,
-                agent=AGENT,
+                agent=self.agent,
                 provenance={"source": "transcript", "session_id": sid},
                 now=ts,
             )

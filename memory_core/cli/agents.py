@@ -74,7 +74,11 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     ingest = sub.add_parser(
         "ingest", parents=[common], help="read agent transcripts into the store"
     )
-    ingest.add_argument("agent", choices=["claude-code"], help="whose transcripts (JSONL)")
+    ingest.add_argument(
+        "agent",
+        choices=["claude-code", "gemini"],
+        help="whose transcripts: Claude Code (JSONL) or Gemini CLI (recorded chats)",
+    )
     ingest.add_argument(
         "paths", nargs="*", metavar="PATH", help="transcript files (default: this workspace's)"
     )
@@ -131,6 +135,7 @@ def run_hooks_uninstall(ctx: Context) -> int:
 def run_ingest(ctx: Context) -> int:
     from memory_core import limits
     from memory_core.agents import (
+        gemini_chats,
         retention,  # noqa: F401 - registers the agent tables' rules
         transcripts,
     )
@@ -139,15 +144,21 @@ def run_ingest(ctx: Context) -> int:
 
     store = ctx.store(create=True)
     limits.enforce(store, ctx.settings)
+    gemini = ctx.args.agent == "gemini"
     if ctx.args.paths:
         paths = []
         for raw in ctx.args.paths:
             path = Path(raw).expanduser()
             if not path.is_file():
                 raise UsageError(
-                    f"no transcript at {raw}", hint="pass .jsonl files Claude Code wrote"
+                    f"no transcript at {raw}",
+                    hint="pass .jsonl files Claude Code wrote"
+                    if not gemini
+                    else "pass the chat files Gemini CLI wrote (~/.gemini/tmp/*/chats/)",
                 )
             paths.append(path)
+    elif gemini:
+        paths = gemini_chats.default_chats(ctx.root)
     else:
         paths = transcripts.default_transcripts(ctx.root)
     results = []
@@ -163,9 +174,13 @@ def run_ingest(ctx: Context) -> int:
 
             # flush: the end of an ingested transcript ends its last turn (real transcripts
             # carry no stop reason to say so).
-            stats = transcripts.ingest_file(
-                store, path, settings=ctx.settings, flush=True, progress=advance
-            )
+            if gemini:
+                stats = gemini_chats.ingest_chat_file(store, path, settings=ctx.settings)
+                advance(stats.bytes)
+            else:
+                stats = transcripts.ingest_file(
+                    store, path, settings=ctx.settings, flush=True, progress=advance
+                )
             results.append(stats.as_dict())
     ingested = list(dict.fromkeys(sid for r in results for sid in r["sessions"]))
     transcripts.settle_sessions(store, ingested)
@@ -198,6 +213,8 @@ def run_ingest(ctx: Context) -> int:
 
     def human() -> str:
         if not results:
+            if gemini:
+                return f"No Gemini CLI chats for {ctx.root} (looked in ~/.gemini/tmp/*/chats/)"
             return f"No Claude Code transcripts for {ctx.root} (looked in ~/.claude/projects/)"
         return (
             f"Ingested {summary['files']} transcript(s): {summary['lines']} new lines, {summary['prompts']} prompts, "
