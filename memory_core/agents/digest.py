@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from memory_core import clock
-from memory_core.agents import lessons
 from memory_core.errors import EngramError, UsageError
 from memory_core.redact import redact_obj
 from memory_core.store import Store, write_private_file
@@ -114,6 +113,8 @@ def extract(store: Store, session_id: str) -> dict[str, Any]:
     )
     for row in failures:
         what = f"`{row['command']}`" if row["command"] else str(row["tool"])
+        from memory_core.agents import lessons  # the gotcha rules load only when needed
+
         first_line = lessons.error_line(row["error"])  # the error that matters, not "Exit code 2"
         patterns.append(
             {
