@@ -119,7 +119,7 @@ def start(
             db.execute(
                 "INSERT INTO sessions (id, name, agent, session_type, started_at, last_activity_at) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
-                (sid, name, agent, session_type, ts, ts),
+                (sid, redact(name) if name else name, agent, session_type, ts, ts),
             )
             events.append(
                 store,
@@ -1080,9 +1080,16 @@ def _unpack(payload: bytes) -> Any:
     return json.loads(data)
 
 
+MAX_EXPORT_NAME_CHARS = 160
+
+
 def export_path(store: Store, session: Mapping[str, Any]) -> Path:
+    # Ids and dates may come from a hook payload or an imported export: data, never a path.
+    from memory_core.filenames import child_path, safe_filename
+
     date = str(session["started_at"])[:10]
-    return store.dir / "exports" / "sessions" / f"{date}_{session['id']}.md"
+    name = safe_filename(f"{date}_{session['id']}", max_chars=MAX_EXPORT_NAME_CHARS) + ".md"
+    return child_path(store.dir / "exports" / "sessions", name)
 
 
 def save(
@@ -1101,7 +1108,7 @@ def save(
     """
     ts = clock.now() if now is None else now
     if name is not None:
-        name = name.strip()
+        name = redact(name.strip())
         if not name:
             raise UsageError("a session name cannot be empty")
     if session_id is None:
@@ -1468,18 +1475,49 @@ def resume(store: Store, ref: str | None = None, *, now: float | None = None) ->
     return loaded
 
 
-def delete(store: Store, ref: str) -> dict[str, Any]:
-    """Delete a session, its records, its saved copies and its Markdown export."""
+def delete(
+    store: Store,
+    ref: str,
+    *,
+    reason: str | None = None,
+    actor: str = "user",
+    settings: Any = None,
+    now: float | None = None,
+) -> dict[str, Any]:
+    """Delete a session, its records and its saved copies into the recoverable state.
+
+    Like every deletion (seed 003: 30 days in the deleted state), `engram undelete ID` puts
+    it all back until `memory.recovery_days` have passed; then retention or `engram purge`
+    removes it for good. The long-term memories the session produced stay. Its Markdown
+    export is removed now and written again on undelete.
+    """
+    from memory_core import lifecycle
+
     session = get(store, ref)
     sid = session["id"]
-    with store.transaction() as db:
-        db.execute("DELETE FROM saved_sessions WHERE session_id = ?", (sid,))
-        db.execute("DELETE FROM sessions WHERE id = ?", (sid,))
-        events.append(store, events.Event("session.deleted", session_id=sid), db=db)
+    record = lifecycle.delete(
+        store,
+        session_id=sid,
+        reason=reason or "engram session delete",
+        actor=actor,
+        settings=settings,
+        include_memories=False,
+        now=now,
+    )
+    # Not under the session's id: the deleted session leaves no live row citing it.
+    events.append(
+        store, events.Event("session.deleted", data={"session": sid, "deletion": record["id"]})
+    )
     path = export_path(store, session)
     if path.exists():
         path.unlink()
-    return {"id": sid, "name": session["name"], "deleted": True}
+    return {
+        "id": sid,
+        "name": session["name"],
+        "deleted": True,
+        "deletion": record["id"],
+        "recover_until": record["recover_until"],
+    }
 
 
 def export_document(store: Store, ref: str, *, now: float | None = None) -> dict[str, Any]:

@@ -16,7 +16,6 @@ import time
 from dataclasses import dataclass, field
 
 from memory_core import clock
-from memory_core.agents import record
 from memory_core.agents.digest import axioms_in, is_correction
 from memory_core.store import Store
 
@@ -119,10 +118,7 @@ def last_summary(store: Store, current: str | None) -> Section:
     from memory_core import sessions
 
     section = Section("Last session")
-    try:
-        recent = sessions.list_sessions(store, limit=RECENT_SESSIONS + 1)
-    except Exception:
-        return section
+    recent = sessions.list_sessions(store, limit=RECENT_SESSIONS + 1)
     for session in recent:
         sid = str(session.get("id"))
         if sid == current or not session.get("turns"):
@@ -295,16 +291,11 @@ def recent_files(store: Store, sessions: list[str], limit: int = 12) -> list[str
 
 def gotchas_for(store: Store, files: list[str], task: str) -> Section:
     section = Section("Gotchas for the files touched recently")
-    gotchas = record.optional_module("gotchas")
-    context_for_task = getattr(gotchas, "context_for_task", None)
-    if context_for_task is None or not (files or task):
+    if not (files or task):
         return section
-    try:
-        text = str(
-            context_for_task(store, task or "continue the work on " + " ".join(files), files, 5)
-        )
-    except Exception:
-        return section
+    from memory_core.gotchas.context import context_for_task
+
+    text = context_for_task(store, task or "continue the work on " + " ".join(files), files, 5)
     for line in text.splitlines():
         stripped = line.strip()
         if stripped and not stripped.startswith("#"):
@@ -319,14 +310,9 @@ _REMEMBERED_TYPES = ("decision", "preference", "learning", "finding", "project")
 def remembered(store: Store, now: float, limit: int = 8) -> Section:
     """Long-term memories still hot or warm: pinned first, then by current priority."""
     section = Section("Decisions and knowledge to keep")
-    memory = record.optional_module("memory")
-    list_memories = getattr(memory, "list_memories", None)
-    if list_memories is None:
-        return section
-    try:
-        entries = list_memories(store, limit=200, now=now)
-    except Exception:
-        return section
+    from memory_core.memory import list_memories
+
+    entries = list_memories(store, limit=200, now=now)
     kept = [
         entry
         for entry in entries

@@ -23,6 +23,7 @@ from typing import Any
 
 from memory_core import clock
 from memory_core.errors import EngramError, UsageError
+from memory_core.filenames import safe_filename
 from memory_core.redact import redact_obj
 from memory_core.store import Store, write_private_file
 
@@ -254,7 +255,7 @@ def write_digest(
     text = _dump([frontmatter, sections])
     folder = store.dir.joinpath(*DIGEST_DIR)
     stamp = clock.iso(ts).replace("-", "").replace(":", "")
-    safe_session = re.sub(r"[^A-Za-z0-9_.-]", "_", session_id)
+    safe_session = safe_filename(session_id)
     path = folder / f"{safe_session}-{stamp}.yaml"
     counter = 1
     while path.exists():

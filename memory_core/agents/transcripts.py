@@ -702,6 +702,8 @@ class _Run:
                 record.save_open_turn(db, state.turn)
 
     def run_effects(self) -> None:
+        from memory_core import sessions
+
         for sid, ts in self.new_sessions:
             record.start_session(self.store, sid, agent=self.agent, ts=ts)
         self.new_sessions.clear()
@@ -709,15 +711,8 @@ class _Run:
             if state.last_ts > 0:
                 # Start and last activity from the transcript's own times, whatever order the
                 # files (main transcript, subagents) are read in.
-                record.guarded(
-                    self.store,
-                    "session times",
-                    "sessions",
-                    "observe_times",
-                    self.store,
-                    state.session_id,
-                    first_ts=state.first_ts,
-                    last_ts=state.last_ts,
+                sessions.observe_times(
+                    self.store, state.session_id, first_ts=state.first_ts, last_ts=state.last_ts
                 )
         changes: list[dict[str, Any]] = []
         for call, outcome, cwd, record_call in self.pending_effects:
@@ -805,6 +800,8 @@ def settle_sessions(store: Store, session_ids: Iterable[str], *, now: float | No
     (`end_reason` "finished"); one that stops anywhere else is "stopped": it ended, but nobody
     recorded how. Neither is called a crash: there is no evidence of one.
     """
+    from memory_core import sessions
+
     ts = clock.now() if now is None else now
     settled = 0
     for sid in dict.fromkeys(session_ids):
@@ -825,15 +822,8 @@ def settle_sessions(store: Store, session_ids: Iterable[str], *, now: float | No
                 (last_seen, reason, sid),
             )
         flush_session(store, sid, ended_at=None)
-        record.guarded(
-            store,
-            "end ingested session",
-            "sessions",
-            "close",
-            store,
-            sid,
-            reason="completion" if reason == "finished" else "stopped",
-            now=last_seen,
+        sessions.close(
+            store, sid, reason="completion" if reason == "finished" else "stopped", now=last_seen
         )
         settled += 1
     return settled

@@ -111,10 +111,10 @@ def run_hooks_install(ctx: Context) -> int:
         ctx.store(create=True)
     result = install.install(agent, root=root, user=ctx.args.user)
     verb = "Installed" if result["changed"] else "Already installed:"
-    ctx.emit(
-        result,
-        f"{verb} engram's {agent} hooks ({', '.join(result['events'])}) in {result['settings']}",
-    )
+    text = f"{verb} engram's {agent} hooks ({', '.join(result['events'])}) in {result['settings']}"
+    if result.get("note"):
+        text += f"\nNote: {result['note']}"
+    ctx.emit(result, text)
     return 0
 
 

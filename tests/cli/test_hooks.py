@@ -573,8 +573,11 @@ def test_every_gemini_event_exits_0_with_json_or_nothing_on_stdout(
 
 
 def test_the_installed_command_runs_as_claude_code_would_run_it(cli, repo: Path) -> None:
-    assert cli("hooks", "install", "claude-code", cwd=repo).code == 0
-    settings = json.loads((repo / ".claude" / "settings.json").read_text())
+    installed = cli("hooks", "install", "claude-code", "--json", cwd=repo)
+    assert installed.code == 0, installed.stderr
+    # settings.json with engram on PATH, else the personal settings.local.json: either way,
+    # the command Claude Code will run.
+    settings = json.loads(Path(installed.json()["settings"]).read_text())
     command = settings["hooks"]["PostToolUse"][0]["hooks"][0]["command"]
     payload = hook_payload(
         "PostToolUse",
