@@ -728,22 +728,26 @@ class _Run:
                 file_changes=changes,
             )
         self.pending_effects.clear()
+        if self.memories:
+            from memory_core import log, memory
+            from memory_core.errors import EngramError
         for sid, text, ts in self.memories:
-            record.guarded(
-                self.store,
-                "remember a user rule",
-                "memory",
-                "add",
-                self.store,
-                text,
-                type="preference",
-                tags=["user-rule"],
-                explicit=True,  # an explicit preference never decays away
-                session_id=sid,
-                agent=self.agent,
-                provenance={"source": "transcript", "session_id": sid},
-                now=ts,
-            )
+            try:
+                memory.add(
+                    self.store,
+                    text,
+                    type="preference",
+                    tags=["user-rule"],
+                    explicit=True,  # an explicit preference never decays away
+                    session_id=sid,
+                    agent=self.agent,
+                    provenance={"source": "transcript", "session_id": sid},
+                    now=ts,
+                )
+            except EngramError as exc:  # a text memory refuses: the ingest goes on
+                log.write(
+                    self.store.root, "warning", "ingest: a user rule was not remembered", exc=exc
+                )
         self.memories.clear()
         record.record_file_changes(self.store, changes, now=clock.now())
         record.apply_turns(self.store, self.finished_turns, self.settings)
