@@ -175,14 +175,18 @@ def snapshot(store: Store, session_id: str) -> dict[str, Any]:
         "AND ok IS NOT NULL GROUP BY tool ORDER BY n DESC",
         (session_id,),
     )
+    # The session's own figures (agent_sessions, migration 0007): the same as `engram session
+    # metrics`, and unchanged when retention prunes the per-message records.
     usage = {
-        bool(row["sidechain"]): row
-        for row in store.query(
-            "SELECT sidechain, COALESCE(SUM(input_tokens), 0) AS i, COALESCE(SUM(output_tokens), 0) AS o, "
-            "COALESCE(SUM(cache_creation_tokens), 0) AS cc, COALESCE(SUM(cache_read_tokens), 0) AS cr "
-            "FROM agent_messages WHERE session_id = ? GROUP BY sidechain",
-            (session_id,),
-        )
+        sidechain: {
+            "i": session[f"{prefix}_input_tokens"],
+            "o": session[f"{prefix}_output_tokens"],
+            "cc": session[f"{prefix}_cache_creation_tokens"],
+            "cr": session[f"{prefix}_cache_read_tokens"],
+        }
+        if session
+        else None
+        for sidechain, prefix in ((False, "main"), (True, "sub"))
     }
     turns = store.query_one("SELECT COUNT(*) FROM agent_turns WHERE session_id = ?", (session_id,))
     return {

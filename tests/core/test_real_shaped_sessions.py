@@ -143,3 +143,21 @@ def test_a_finished_session_is_never_called_crashed(store: Store, tmp_path: Path
     # Where the work ended: the last request and the agent's last words.
     assert "Update the test to the new constant and run it" in text
     assert "All done: the build and the tests pass." in text
+
+
+def test_the_digest_reports_the_same_tokens(store: Store, tmp_path: Path) -> None:
+    from memory_core.agents import digest
+
+    paths = _ingest(store, tmp_path)
+    oracle = reference_figures(paths)[SESSION]
+    shot = digest.snapshot(store, SESSION)
+    names = {
+        "input": "input_tokens",
+        "output": "output_tokens",
+        "cache_creation": "cache_creation_tokens",
+        "cache_read": "cache_read_tokens",
+    }
+    assert {k: shot["tokens"][k] for k in names} == {k: oracle["main"][v] for k, v in names.items()}
+    assert {k: shot["subagent_tokens"][k] for k in names} == {
+        k: oracle["subagents"][v] for k, v in names.items()
+    }
