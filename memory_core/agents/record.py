@@ -335,6 +335,9 @@ def tool_summary(call: ToolCall, rel_path: str | None) -> str:
         return clean(command, 300)
     if rel_path:
         return rel_path
+    outside = file_path_of(call.input)
+    if outside:
+        return outside  # a file outside the workspace, named as it is
     for key in ("pattern", "query", "url", "description", "prompt"):
         value = call.input.get(key)
         if isinstance(value, str) and value:
