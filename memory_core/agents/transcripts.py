@@ -872,7 +872,12 @@ def ingest_file(
     if offset >= size:
         if flush:
             for sid in _sessions_of_file(store, key):
-                stats.turns += len(flush_session(store, sid))
+                # A read first: nothing new and no open turn (the usual case) takes no write lock.
+                if store.query_one(
+                    "SELECT 1 FROM agent_turns WHERE session_id = ? AND recorded = 0 LIMIT 1",
+                    (sid,),
+                ):
+                    stats.turns += len(flush_session(store, sid))
         return stats
     if settings is None:
         from memory_core import config
