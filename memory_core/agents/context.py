@@ -195,15 +195,23 @@ def now_section(store: Store, current: str | None) -> Section:
         "ORDER BY last_seen DESC LIMIT 1",
         (current or "",),
     )
+    request = None
     if row is not None and row["last_event"] in ("prompt", "tool_call", "tool_result", "interrupt"):
         request = store.query_one(
             "SELECT text FROM agent_prompts WHERE session_id = ? ORDER BY ts DESC LIMIT 1",
             (row["session_id"],),
         )
-        if request is not None and request["text"]:
-            section.items.append(
-                f"Task in progress (not finished): \u201c{_one_line(str(request['text']), 300)}\u201d"
-            )
+    elif row is not None and row["last_event"] is None:
+        # Hooks only: the turn a UserPromptSubmit opened and no Stop closed.
+        request = store.query_one(
+            "SELECT user_message AS text FROM agent_turns WHERE session_id = ? AND recorded = 0 "
+            "ORDER BY started_at DESC LIMIT 1",
+            (row["session_id"],),
+        )
+    if request is not None and request["text"]:
+        section.items.append(
+            f"Task in progress (not finished): \u201c{_one_line(str(request['text']), 300)}\u201d"
+        )
     return section
 
 

@@ -69,3 +69,22 @@ def test_history_older_than_retention_keeps_its_figures_and_what_the_user_taught
     # ... and so does the rule the user stated, as a long-term memory.
     context = cli("session", "resume", "--context", "--json", cwd=workspace).json()["context"]
     assert "Always run npm test after a build." in context
+
+
+def test_a_request_a_hook_saw_and_no_stop_closed_is_the_task_in_progress(
+    cli: Any, workspace: Path
+) -> None:
+    from tests.agents_fixtures import hook_payload
+
+    (workspace / ".git").mkdir()
+    payload = hook_payload(
+        "UserPromptSubmit", "S-hooks", workspace, prompt="Port the parser to Rust"
+    )
+    assert cli("hook", "claude-code", "UserPromptSubmit", cwd=workspace, stdin=payload).code == 0
+    context = cli("session", "resume", "--context", "--json", cwd=workspace).json()["context"]
+    assert "Task in progress (not finished): \u201cPort the parser to Rust\u201d" in context
+    # Once the agent answered (Stop), it is no longer in progress.
+    stop = hook_payload("Stop", "S-hooks", workspace, last_assistant_message="Ported.")
+    assert cli("hook", "claude-code", "Stop", cwd=workspace, stdin=stop).code == 0
+    context = cli("session", "resume", "--context", "--json", cwd=workspace).json()["context"]
+    assert "Task in progress" not in context
