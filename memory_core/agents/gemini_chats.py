@@ -275,8 +275,8 @@ def ingest_chat_file(
         settings = config.load(store.root)
     metadata, messages = fold(_records(data, file_path.suffix))
     parent = None
-    if metadata.get("kind") == "subagent" and file_path.parent.name != "chats":
-        parent = file_path.parent.name
+    if file_path.parent.name != "chats" and file_path.parent.parent.name == "chats":
+        parent = file_path.parent.name  # chats/<parent session id>/<subagent>.jsonl
     run = _Run(store, file_path, stats, settings, agent=AGENT)
     stats.bytes = len(data)
     with store.transaction() as db:

@@ -68,3 +68,46 @@ def test_the_cli_ingests_this_workspaces_gemini_chats(cli: Any, workspace: Path)
     assert metrics["tokens"]["main"]["cache_read_tokens"] == 23000
     missing = cli("ingest", "gemini", str(workspace / "nope.jsonl"), cwd=workspace)
     assert missing.code == 2 and "no transcript at" in missing.stderr
+
+
+def test_a_subagent_chat_is_sidechain_work_of_its_parent(store: Store) -> None:
+    import json
+
+    main = _chat(store.root)
+    sub = main.parent / SESSION / "sub-1.jsonl"
+    sub.parent.mkdir()
+    records = [
+        {
+            "sessionId": "sub-1",
+            "projectHash": "x",
+            "startTime": "2026-11-22T10:00:05.000Z",
+            "lastUpdated": "2026-11-22T10:00:09.000Z",
+            "kind": "subagent",
+        },
+        {
+            "id": "s-u",
+            "timestamp": "2026-11-22T10:00:05.000Z",
+            "type": "user",
+            "content": "find callers",
+        },
+        {
+            "id": "s-g",
+            "timestamp": "2026-11-22T10:00:09.000Z",
+            "type": "gemini",
+            "content": "Two callers.",
+            "model": "gemini-2.5-flash",
+            "tokens": {"input": 700, "output": 40, "cached": 500, "total": 740},
+        },
+    ]
+    sub.write_text("".join(json.dumps(r) + "\n" for r in records))
+    for path in gemini_chats.default_chats(store.root):
+        gemini_chats.ingest_chat_file(store, path)
+    metrics = sessions.metrics(store, SESSION)
+    assert metrics["turns"] == 2  # the subagent's task is not a prompt of the session
+    subagents = metrics["tokens"]["subagents"]
+    assert (subagents["messages"], subagents["input_tokens"], subagents["cache_read_tokens"]) == (
+        1,
+        200,
+        500,
+    )
+    assert store.query_one("SELECT COUNT(*) FROM agent_sessions WHERE session_id = 'sub-1'")[0] == 0
