@@ -818,12 +818,20 @@ def settle_sessions(store: Store, session_ids: Iterable[str], *, now: float | No
         last_seen = float(row["last_seen"])
         if ts - last_seen < SETTLED_AFTER_SECONDS:
             continue
-        reason = "finished" if row["last_event"] == "reply" else "stopped"
+        last_event = row["last_event"]
+        if last_event is None:
+            # Fed by hooks alone: a turn UserPromptSubmit opened and no Stop closed is the
+            # evidence of a request left unanswered; without one, the last turn was answered.
+            open_turn = store.query_one(
+                "SELECT 1 FROM agent_turns WHERE session_id = ? AND recorded = 0 LIMIT 1", (sid,)
+            )
+            last_event = "prompt" if open_turn is not None else "reply"
+        reason = "finished" if last_event == "reply" else "stopped"
         with store.transaction() as db:
             db.execute(
-                "UPDATE agent_sessions SET ended_at = ?, end_reason = ? WHERE session_id = ? "
-                "AND ended_at IS NULL",
-                (last_seen, reason, sid),
+                "UPDATE agent_sessions SET ended_at = ?, end_reason = ?, last_event = ? "
+                "WHERE session_id = ? AND ended_at IS NULL",
+                (last_seen, reason, last_event, sid),
             )
         flush_session(store, sid, ended_at=None)
         sessions.close(

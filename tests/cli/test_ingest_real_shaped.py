@@ -88,3 +88,46 @@ def test_a_request_a_hook_saw_and_no_stop_closed_is_the_task_in_progress(
     assert cli("hook", "claude-code", "Stop", cwd=workspace, stdin=stop).code == 0
     context = cli("session", "resume", "--context", "--json", cwd=workspace).json()["context"]
     assert "Task in progress" not in context
+
+
+def test_the_next_session_start_ends_earlier_silent_sessions_from_evidence(
+    workspace: Path,
+) -> None:
+    from memory_core import sessions
+    from memory_core.agents import hooks
+    from memory_core.store import Store
+    from tests.agents_fixtures import hook_payload
+
+    (workspace / ".git").mkdir()
+    then = 1_800_000_000.0
+    # One session answered its request (Stop), another was left in the middle of one.
+    for offset, (sid, events) in enumerate(
+        (("S-done", ("UserPromptSubmit", "Stop")), ("S-cut", ("UserPromptSubmit",)))
+    ):
+        for event in events:
+            payload = hook_payload(
+                event, sid, workspace, prompt=f"work of {sid}", last_assistant_message="ok"
+            )
+            moment = then + 60 * offset  # S-cut is the most recent
+            code, _ = hooks.handle(
+                "claude-code", event, payload, workspace=str(workspace), now=moment
+            )
+            assert code == 0
+    later = then + 3600
+    start = hook_payload("SessionStart", "S-new", workspace, source="startup")
+    code, out = hooks.handle(
+        "claude-code", "SessionStart", start, workspace=str(workspace), now=later
+    )
+    assert code == 0
+    with Store.open_or_init(workspace) as store:
+        listed = {s["id"]: s for s in sessions.list_sessions(store, now=later)}
+        # Neither is "active" any more ...
+        assert listed["S-done"]["status"] == listed["S-cut"]["status"] == "closed"
+        ended = {
+            str(r["session_id"]): str(r["end_reason"])
+            for r in store.query("SELECT session_id, end_reason FROM agent_sessions")
+        }
+        # ... one finished, the other stopped mid-request; neither is called a crash.
+        assert (ended["S-done"], ended["S-cut"]) == ("finished", "stopped")
+    assert "crash" not in out.lower()
+    assert "S-cut recorded no end" in out and "a request that had no reply yet" in out
