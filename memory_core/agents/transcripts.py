@@ -53,6 +53,27 @@ _NOT_PROMPTS = (
     "<task-notification>",
 )
 _INTERRUPT = "[Request interrupted by user"
+# A decision the user states in a prompt ("we'll go with SQLite", "decision: no ORM"): the
+# sentence it is in. Conservative on purpose: a request ("let's look at X") is not a decision.
+_DECISION = re.compile(
+    r"\b(?:(?:we(?:'ll| will)|let'?s|we(?:'re| are)) go(?:ing)? with\b|we decided\b|"
+    r"i decided\b|(?:the )?decision(?: is)?:)",
+    re.IGNORECASE,
+)
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def decisions_in(text: str) -> list[str]:
+    """The sentences of a prompt in which the user states a decision."""
+    if not _DECISION.search(text):
+        return []
+    return [
+        " ".join(part.split())[:600]
+        for part in _SENTENCE_BREAK.split(text)
+        if _DECISION.search(part)
+    ]
+
+
 _COMPACT_PREFIX = "This session is being continued from a previous conversation"
 # Every user, assistant and system line holds one of these (the top-level "type"); a line with
 # none of them cannot matter and is skipped without decoding. A false match only costs a decode.
@@ -416,7 +437,7 @@ class _Run:
         self.messages: dict[str, tuple[bool, tuple[int, int, int, int]]] = {}
         self.last_known_ts = 0.0
         # (session, text, time) of corrections and rules the user stated, for long-term memory
-        self.memories: list[tuple[str, str, float]] = []
+        self.memories: list[tuple[str, str, float, str]] = []
 
     def session(self, db: sqlite3.Connection, entry: Entry) -> _SessionState | None:
         sid = entry.session_id
@@ -524,7 +545,9 @@ class _Run:
         if is_correction(text):
             found = [" ".join(text.split())[:600], *found]
         for item in dict.fromkeys(found):
-            self.memories.append((session_id, item, ts))
+            self.memories.append((session_id, item, ts, "preference"))
+        for sentence in decisions_in(text):
+            self.memories.append((session_id, sentence, ts, "decision"))
 
     def assistant(self, db: sqlite3.Connection, state: _SessionState, entry: Entry) -> None:
         turn = state.turn if not entry.sidechain else None
@@ -731,13 +754,13 @@ class _Run:
         if self.memories:
             from memory_core import log, memory
             from memory_core.errors import EngramError
-        for sid, text, ts in self.memories:
+        for sid, text, ts, kind in self.memories:
             try:
                 memory.add(
                     self.store,
                     text,
-                    type="preference",
-                    tags=["user-rule"],
+                    type=kind,
+                    tags=["user-rule" if kind == "preference" else "user-decision"],
                     explicit=True,  # an explicit preference never decays away
                     session_id=sid,
                     agent=self.agent,
