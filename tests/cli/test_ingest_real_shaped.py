@@ -45,6 +45,12 @@ def test_metrics_list_and_summary_agree_with_the_reference_count(
         f"| main chain (in / out / cache write / cache read) | {main['input_tokens']} / "
         f"{main['output_tokens']} / {main['cache_creation_tokens']} / {main['cache_read_tokens']}"
     ) in summary
+    shown = cli("session", "metrics", SESSION, cwd=workspace).stdout
+    assert (
+        f"  main chain:      {main['total_tokens']} ({main['input_tokens']} in, "
+        f"{main['output_tokens']} out, {main['cache_creation_tokens']} cache write, "
+        f"{main['cache_read_tokens']} cache read; {main['messages']} messages)"
+    ) in shown
     # Ingesting again changes nothing.
     assert cli("ingest", "claude-code", *map(str, paths), cwd=workspace).code == 0
     assert cli("session", "metrics", SESSION, "--json", cwd=workspace).json() == metrics
