@@ -150,7 +150,8 @@ def last_summary(store: Store, current: str | None) -> Section:
             section.items.append("Done: " + done)
         open_items = list(summary.get("open_items") or [])
         open_items += [
-            f"`{_one_line(item['command'], 120)}` still failing"
+            f"`{_one_line(item['command'], 120)}` failed the last time it ran"
+            + _failure_words(store, sid, str(item["command"]))
             for item in sessions.open_failures(store, sid)[-3:]
         ]
         section.items.extend(f"Open: {_one_line(str(item), 300)}" for item in open_items)
@@ -159,6 +160,27 @@ def last_summary(store: Store, current: str | None) -> Section:
         )
         break
     return section
+
+
+def _failure_words(store: Store, session_id: str, command: str) -> str:
+    """How the command's last run failed, in plain words: " (blocked by a hook)", ..."""
+    from memory_core.agents import failures, lessons
+
+    row = store.query_one(
+        "SELECT error FROM agent_tool_uses WHERE session_id = ? AND command = ? AND ok = 0 "
+        "ORDER BY ts DESC LIMIT 1",
+        (session_id, command),
+    )
+    if row is None or not row["error"]:
+        return ""
+    failure = failures.classify(is_error=True, text=str(row["error"]))
+    how = failures.describe(failure) if failure is not None else "error"
+    error = lessons.error_line(str(row["error"]))
+    return (
+        f" ({how}: {_one_line(error, 160)})"
+        if error and failure and failure.kind != "blocked"
+        else f" ({how})"
+    )
 
 
 def _last_words(text: str) -> str:

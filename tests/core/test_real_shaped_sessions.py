@@ -143,6 +143,9 @@ def test_a_finished_session_is_never_called_crashed(store: Store, tmp_path: Path
     # Where the work ended: the last request and the agent's last words.
     assert "Update the test to the new constant and run it" in text
     assert "All done: the build and the tests pass." in text
+    # What is open: the call a hook blocked, said so; the failures fixed later are not open.
+    assert "Open: `rm -rf /tmp/build-cache` failed the last time it ran (blocked by a hook)" in text
+    assert "Open: `npm" not in text
 
 
 def test_the_digest_reports_the_same_tokens(store: Store, tmp_path: Path) -> None:
