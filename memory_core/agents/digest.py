@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from memory_core import clock
-from memory_core.agents import lessons
 from memory_core.errors import EngramError, UsageError
 from memory_core.filenames import safe_filename
 from memory_core.redact import redact, redact_obj
@@ -115,6 +114,8 @@ def extract(store: Store, session_id: str) -> dict[str, Any]:
     )
     for row in failures:
         what = f"`{row['command']}`" if row["command"] else str(row["tool"])
+        from memory_core.agents import lessons  # the gotcha rules load only when needed
+
         first_line = lessons.error_line(row["error"])  # the error that matters, not "Exit code 2"
         patterns.append(
             {
@@ -174,14 +175,18 @@ def snapshot(store: Store, session_id: str) -> dict[str, Any]:
         "AND ok IS NOT NULL GROUP BY tool ORDER BY n DESC",
         (session_id,),
     )
+    # The session's own figures (agent_sessions, migration 0007): the same as `engram session
+    # metrics`, and unchanged when retention prunes the per-message records.
     usage = {
-        bool(row["sidechain"]): row
-        for row in store.query(
-            "SELECT sidechain, COALESCE(SUM(input_tokens), 0) AS i, COALESCE(SUM(output_tokens), 0) AS o, "
-            "COALESCE(SUM(cache_creation_tokens), 0) AS cc, COALESCE(SUM(cache_read_tokens), 0) AS cr "
-            "FROM agent_messages WHERE session_id = ? GROUP BY sidechain",
-            (session_id,),
-        )
+        sidechain: {
+            "i": session[f"{prefix}_input_tokens"],
+            "o": session[f"{prefix}_output_tokens"],
+            "cc": session[f"{prefix}_cache_creation_tokens"],
+            "cr": session[f"{prefix}_cache_read_tokens"],
+        }
+        if session
+        else None
+        for sidechain, prefix in ((False, "main"), (True, "sub"))
     }
     turns = store.query_one("SELECT COUNT(*) FROM agent_turns WHERE session_id = ?", (session_id,))
     return {

@@ -241,6 +241,7 @@ class HookRun:
             self.touch()
             self.ingest()
         self.remember_digest_interval()
+        self.settle_earlier_sessions()
         budget = int(self.settings["agents.context_token_budget"])
         text = session_start_text(
             self.store, current_session=self.session_id, token_budget=budget, now=self.now
@@ -256,6 +257,21 @@ class HookRun:
             if extra:
                 text = f"{text}\n\n{extra}" if text.strip() else extra
         self.add_context("SessionStart", text)
+
+    def settle_earlier_sessions(self) -> None:
+        """Earlier sessions that never reported their end and have been silent for 30 minutes
+        are over: ended (finished or stopped, from their transcript), no longer "active"."""
+        from memory_core.agents import transcripts
+
+        rows = self.store.query(
+            "SELECT session_id FROM agent_sessions WHERE ended_at IS NULL AND session_id != ? "
+            "AND last_seen < ? ORDER BY last_seen DESC LIMIT 20",
+            (self.session_id, self.now - transcripts.SETTLED_AFTER_SECONDS),
+        )
+        if rows:
+            transcripts.settle_sessions(
+                self.store, [str(row["session_id"]) for row in rows], now=self.now
+            )
 
     def user_prompt_submit(self) -> None:
         self.touch()

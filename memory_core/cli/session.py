@@ -199,15 +199,36 @@ def run_start(ctx: Context) -> int:
     return 0
 
 
+def _token_line(label: str, t: dict[str, Any]) -> str:
+    return (
+        f"{label:<19}{t['total_tokens']} ({t['input_tokens']} in, {t['output_tokens']} out, "
+        f"{t['cache_creation_tokens']} cache write, {t['cache_read_tokens']} cache read; "
+        f"{t['messages']} messages)"
+    )
+
+
 def _metrics_text(m: dict[str, Any]) -> str:
     rate = "n/a" if m["success_rate"] is None else f"{m['success_rate']:.0%}"
+    tokens = [
+        f"tokens:            {m['total_tokens']} ({m['input_tokens']} in, {m['output_tokens']} out; "
+        f"{m['avg_tokens_per_turn']} per turn)"
+    ]
+    if m.get("tokens"):
+        # An agent's session: the four kinds, main chain and subagents apart.
+        tokens = [
+            _token_line("tokens:", m["tokens"]["all"]),
+            _token_line("  main chain:", m["tokens"]["main"]),
+        ]
+        if m["tokens"]["subagents"]["messages"]:
+            tokens.append(_token_line("  subagents:", m["tokens"]["subagents"]))
+    outside = m.get("files_outside_project")
     return "\n".join(
         [
             f"duration:          {m['duration_seconds']:.0f} s",
             f"turns:             {m['turns']}",
-            f"tokens:            {m['total_tokens']} ({m['input_tokens']} in, {m['output_tokens']} out; "
-            f"{m['avg_tokens_per_turn']} per turn)",
-            f"files modified:    {m['files_modified']}",
+            *tokens,
+            f"files modified:    {m['files_modified']}"
+            + (f" (and {outside} outside the project)" if outside else ""),
             f"commands:          {m['commands']} ({m['commands_failed']} failed)",
             f"tool calls:        {m['tool_calls_succeeded']} ok, {m['tool_calls_failed']} failed "
             f"(success rate {rate})",
