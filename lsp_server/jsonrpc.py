@@ -196,7 +196,14 @@ class EngramProtocol(LanguageServerProtocol):
                 logger.warning("invalid JSON in a message: %s", exc)
                 self.send_error(None, PARSE_ERROR, f"invalid JSON: {exc}")
         for data in coalesce_did_change(messages):
-            self.handle_raw(data)
+            try:
+                self.handle_raw(data)
+            except Exception as exc:
+                # A bug while dispatching one message must not drop the others read with it;
+                # a request still gets its answer.
+                logger.exception("cannot handle a message")
+                if isinstance(data, dict) and "method" in data and _valid_id(data.get("id")):
+                    self.send_error(data["id"], JsonRpcInternalError.CODE, f"internal error: {exc}")
 
     def handle_raw(self, data: Any) -> None:
         """Check one decoded message against JSON-RPC 2.0, structure it, hand it to pygls."""
@@ -221,6 +228,11 @@ class EngramProtocol(LanguageServerProtocol):
             self.send_error(None, INVALID_REQUEST, "a request id is a string or an integer")
             return
         params = data.get("params")
+        if method == types.CANCEL_REQUEST and not (
+            isinstance(params, dict) and _valid_id(params.get("id"))
+        ):
+            logger.warning("ignored $/cancelRequest without a valid id")
+            return
         if params is not None and not isinstance(params, dict | list):
             if "id" in data:
                 self.send_error(msg_id, INVALID_PARAMS, f"{method}: params must be an object")

@@ -27,6 +27,7 @@ import json
 import os
 import re
 import sqlite3
+import threading
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -1041,7 +1042,8 @@ def _write_view(path: Path, text: str) -> None:
     from memory_core.store import ensure_private_dir
 
     ensure_private_dir(path.parent)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    # The thread in the name too: the server writes the same view from two commands at once.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(text)
