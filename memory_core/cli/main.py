@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import json
 import os
 import sys
 from collections.abc import Sequence
@@ -28,10 +29,29 @@ COMMAND_MODULES = (
 )
 
 
+# Set by main() when `--json` is on the command line, before argparse runs: a usage error
+# found while parsing is then printed as JSON too.
+_JSON_ERRORS = False
+
+
+def print_error(message: str, *, hint: str | None, code: int, as_json: bool) -> None:
+    """An error as the user asked for output: one line on stderr, or with `--json` one JSON
+    object `{"error", "hint", "code"}` on stdout (where a script reads the result), so that
+    stdout holds exactly one JSON value whatever happens. `code` is the exit code."""
+    if as_json:
+        print(json.dumps({"error": message, "hint": hint, "code": code}, ensure_ascii=False))
+        return
+    text = f"{message} ({hint})" if hint else message
+    print(f"engram: error: {text}", file=sys.stderr)
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line on stderr and exit code 2."""
+    """argparse, but a usage error is one line on stderr (or JSON) and exit code 2."""
 
     def error(self, message: str) -> NoReturn:
+        if _JSON_ERRORS:
+            print_error(message, hint=f"see `{self.prog} --help`", code=EXIT_USAGE, as_json=True)
+            self.exit(EXIT_USAGE)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
@@ -71,6 +91,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return hook_code
     from memory_core.cli.context import Context
 
+    global _JSON_ERRORS
+    words = list(sys.argv[1:] if argv is None else argv)
+    _JSON_ERRORS = "--json" in words
     parser = build_parser()
     args = parser.parse_args(argv)
     handler: Any = getattr(args, "handler", None)
@@ -81,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(handler(context) or 0)
     except EngramError as exc:
-        print(f"engram: error: {exc.one_line()}", file=sys.stderr)
+        print_error(exc.message, hint=exc.hint, code=exc.exit_code, as_json=context.json)
         return exc.exit_code
     except KeyboardInterrupt:
         print("engram: interrupted", file=sys.stderr)
@@ -96,8 +119,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.suppress(Exception):  # the workspace itself may be what failed
             root = context.root
         log.write(root, "error", f"engram {' '.join(argv or sys.argv[1:])} failed", exc=exc)
-        where = f" (details in {log.log_path(root)})" if root is not None else ""
-        print(f"engram: internal error: {type(exc).__name__}: {exc}{where}", file=sys.stderr)
+        where = f"details in {log.log_path(root)}" if root is not None else None
+        message = f"internal error: {type(exc).__name__}: {exc}"
+        if context.json:
+            print_error(message, hint=where, code=EXIT_FAILED, as_json=True)
+        else:
+            print(f"engram: {message}{f' ({where})' if where else ''}", file=sys.stderr)
         if os.environ.get("ENGRAM_DEBUG"):
             raise
         return EXIT_FAILED
