@@ -182,19 +182,38 @@ class EngramProtocol(LanguageServerProtocol):
 
     def handle_frames(self, frames: list[Frame]) -> None:
         messages: list[Any] = []
-        for frame in frames:
-            if frame.oversize is not None:
-                self.send_error(
-                    frame.id_hint,
-                    INVALID_REQUEST,
-                    f"message of {frame.oversize} bytes refused: the limit is {MAX_FRAME_BYTES}",
-                )
-                continue
+        bodies = [frame.body for frame in frames if frame.body is not None]
+        decoded: list[Any] | None = None
+        if (
+            len(bodies) == len(frames)
+            and len(bodies) > 1
+            and all(body[:1] == b"{" and body[-1:] == b"}" for body in bodies)
+        ):
+            # A burst (typing) decodes in one call: 1,000 bodies as one JSON array cost a
+            # fraction of 1,000 `json.loads` calls. Any invalid body: one by one below.
             try:
-                messages.append(json.loads(frame.body or b""))
-            except (ValueError, UnicodeDecodeError) as exc:
-                logger.warning("invalid JSON in a message: %s", exc)
-                self.send_error(None, PARSE_ERROR, f"invalid JSON: {exc}")
+                decoded = json.loads(b"[" + b",".join(bodies) + b"]")
+            except (ValueError, UnicodeDecodeError):
+                decoded = None
+            if decoded is not None and len(decoded) != len(bodies):
+                decoded = None  # "1,2" in one body would pass as two values
+        if decoded is not None:
+            messages = decoded
+        else:
+            for frame in frames:
+                if frame.oversize is not None:
+                    self.send_error(
+                        frame.id_hint,
+                        INVALID_REQUEST,
+                        f"message of {frame.oversize} bytes refused: "
+                        f"the limit is {MAX_FRAME_BYTES}",
+                    )
+                    continue
+                try:
+                    messages.append(json.loads(frame.body or b""))
+                except (ValueError, UnicodeDecodeError) as exc:
+                    logger.warning("invalid JSON in a message: %s", exc)
+                    self.send_error(None, PARSE_ERROR, f"invalid JSON: {exc}")
         for data in coalesce_did_change(messages):
             try:
                 self.handle_raw(data)

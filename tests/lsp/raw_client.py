@@ -22,12 +22,12 @@ SERVER_COMMAND = [sys.executable, "-m", "lsp_server"]
 
 
 class RawServer:
-    def __init__(self, folder: Path, log: Path) -> None:
+    def __init__(self, folder: Path, log: Path, command: list[str] | None = None) -> None:
         self.folder = folder
         self.log_path = log
         self._log = open(log, "wb")  # noqa: SIM115 - closed in close()
         self.proc = subprocess.Popen(
-            SERVER_COMMAND,
+            command or SERVER_COMMAND,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._log,
