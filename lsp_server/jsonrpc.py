@@ -70,7 +70,7 @@ class FrameParser:
         self.max_frame = max_frame
         self._length: int | None = None  # declared length once the headers are complete
         self._pending_length: int | None = None  # seen in a header line, blank line not yet
-        self._skipping: Frame | None = None  # an oversize frame being skipped
+        self._skipping = False  # skipping the body of a refused frame
 
     def feed(self, data: bytes) -> None:
         self.buffer += data
@@ -87,22 +87,17 @@ class FrameParser:
     def _next(self) -> Frame | None:
         buffer = self.buffer
         while True:
-            if self._skipping is not None:
+            if self._skipping:
                 # Resynchronise: the next header starts the next frame. Nothing of the refused
-                # body is kept but a first peek at it (for its id).
-                refused = self._skipping
-                if refused.id_hint is None and len(buffer) > 0:
-                    match = _ID_HINT.search(bytes(buffer[:4096]))
-                    if match:
-                        refused.id_hint = _decode_id(match.group(1))
+                # body is kept.
                 at = _find_header(buffer)
                 if at < 0:
                     keep = len(_HEADER) - 1
                     del buffer[: max(0, len(buffer) - keep)]
                     return None
                 del buffer[:at]
-                self._skipping = None
-                return refused
+                self._skipping = False
+                continue
             if self._length is not None:
                 if len(buffer) < self._length:
                     return None
@@ -133,8 +128,13 @@ class FrameParser:
                     logger.warning(
                         "refused a message of %d bytes (the limit is %d)", length, self.max_frame
                     )
-                    self._skipping = Frame(oversize=length)
-                    continue
+                    # Answered at once, with the id if the first bytes of the body show it.
+                    refused = Frame(oversize=length)
+                    match = _ID_HINT.search(bytes(buffer[:4096]))
+                    if match:
+                        refused.id_hint = _decode_id(match.group(1))
+                    self._skipping = True
+                    return refused
                 self._length = length
                 continue
             at = stripped.lower().find(_HEADER)

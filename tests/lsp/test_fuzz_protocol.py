@@ -271,3 +271,25 @@ def test_fuzzed_params_for_every_method_and_command_get_answers(server: RawServe
         f"{len(commands)} commands x {len(COMMAND_ARGUMENTS)} argument shapes"
     )
     assert "Traceback" not in server.log_text()
+
+
+def test_negative_control_pygls_reader_leaves_bad_requests_unanswered(tmp_path: Path) -> None:
+    """The same server read by pygls' own reader drops a hover with params null: the checks
+    above can fail, and the reader is what makes them pass."""
+    from tests.bench.bench_flood import PYGLS_READER
+
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    raw = RawServer(folder, tmp_path / "pygls.log", command=PYGLS_READER)
+    try:
+        raw.initialize()
+        dropped = raw.request_async("textDocument/hover", None)
+        try:
+            raw.wait(dropped, timeout=3)
+        except AssertionError:
+            pass
+        else:
+            raise AssertionError("pygls' reader answered; the negative control no longer holds")
+        assert raw.request("workspace/symbol", {"query": ""}, timeout=30)  # it still serves
+    finally:
+        raw.close()
