@@ -129,6 +129,18 @@ SETTINGS: dict[str, Setting] = {
             0,
         ),
         Setting(
+            "checkpoints.include_secret_files",
+            bool,
+            False,
+            "Also capture files that usually hold secrets (.env*, *.pem, *.key, id_rsa*, ...).",
+        ),
+        Setting(
+            "checkpoints.watchman",
+            bool,
+            True,
+            "Ask watchman, when it is installed, which files changed since the last checkpoint.",
+        ),
+        Setting(
             "sessions.autosave_minutes",
             float,
             5.0,
@@ -148,6 +160,19 @@ SETTINGS: dict[str, Setting] = {
             4000,
             "Rolling summaries over this size are compacted.",
             100,
+        ),
+        Setting(
+            "sessions.vault_dir",
+            str,
+            "",
+            "Folder for session notes (sessions/<date>_<id>.md) and transcript backups, e.g. an "
+            "Obsidian vault; relative to the workspace root. Empty: .engram/exports.",
+        ),
+        Setting(
+            "sessions.backup_transcripts",
+            bool,
+            True,
+            "Back up agent transcripts, redacted and compressed, at session end (within the quota).",
         ),
         Setting(
             "agents.context_token_budget",

@@ -43,6 +43,8 @@ _NEVER_COLLECT = frozenset(
         "checkpoints",
         "checkpoint_blobs",
         "checkpoint_trees",
+        "checkpoint_objects",
+        "checkpoint_packs",
         "checkpoint_index",
     }
 )
@@ -77,15 +79,17 @@ def delete(
     reason: str | None = None,
     actor: str = "user",
     settings: Settings | None = None,
+    include_memories: bool = True,
     now: float | None = None,
 ) -> dict[str, Any]:
     """Move what the selectors pick into the recoverable state; returns the deletion record.
 
     Selectors narrow each other: `topic="auth", before=...` deletes the auth memories older
     than that date. Sessions (with everything that cites them) are taken by `session_id`,
-    `agent` or a date range; a topic selects memories only.
+    `agent` or a date range; a topic selects memories only. `include_memories=False` leaves
+    the long-term memories a session produced in place (`engram session delete`).
     """
-    from memory_core.memory import normalize_tags
+    from memory_core.tags import normalize_tags
 
     now = clock.now() if now is None else now
     if not (memory_ids or topic or session_id or agent or before is not None or after is not None):
@@ -119,7 +123,8 @@ def delete(
         if after is not None:
             clauses.append("created_at >= ?")
             params.append(after)
-        graph.collect("memories", " AND ".join(clauses), params, rows)
+        if include_memories or memory_ids or topic:
+            graph.collect("memories", " AND ".join(clauses), params, rows)
         if memory_ids:
             found = {row.values["id"] for row in rows if row.table == "memories"}
             missing = [m for m in memory_ids if m not in found]
@@ -246,6 +251,11 @@ def undelete(store: Store, ident: str, *, now: float | None = None) -> dict[str,
     result = deletion(store, deletion_id)
     result["restored"] = restored
     result["skipped"] = skipped
+    # The sessions that came back, so the caller can rewrite their Markdown notes (deleting
+    # removed them): `sessions.write_export`. lifecycle stays below sessions, never above.
+    result["sessions"] = [
+        json.loads(row["row"]).get("id") for row in rows if row["table_name"] == "sessions"
+    ]
     return result
 
 

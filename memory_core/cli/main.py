@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from memory_core import __version__, log
-from memory_core.errors import EXIT_FAILED, EXIT_USAGE, EngramError
+from memory_core.errors import EXIT_FAILED, EXIT_USAGE, EngramError, UsageError
 
 COMMAND_MODULES = (
     "memory_core.cli.basics",
@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "memory_core.cli.session",
     "memory_core.cli.agents",
     "memory_core.cli.evolution",
+    "memory_core.cli.doctor",
 )
 
 
@@ -34,12 +35,16 @@ COMMAND_MODULES = (
 _JSON_ERRORS = False
 
 
-def print_error(message: str, *, hint: str | None, code: int, as_json: bool) -> None:
+def print_error(
+    message: str, *, hint: str | None, code: str, exit_code: int, as_json: bool
+) -> None:
     """An error as the user asked for output: one line on stderr, or with `--json` one JSON
-    object `{"error", "hint", "code"}` on stdout (where a script reads the result), so that
-    stdout holds exactly one JSON value whatever happens. `code` is the exit code."""
+    object `{"error", "hint", "code", "exit_code"}` on stdout (where a script reads the result),
+    so that stdout holds exactly one JSON value whatever happens. `code` is the stable code of
+    docs/errors.md (`MEM_E004`), or `internal` for a bug."""
     if as_json:
-        print(json.dumps({"error": message, "hint": hint, "code": code}, ensure_ascii=False))
+        error = {"error": message, "hint": hint, "code": code, "exit_code": exit_code}
+        print(json.dumps(error, ensure_ascii=False))
         return
     text = f"{message} ({hint})" if hint else message
     print(f"engram: error: {text}", file=sys.stderr)
@@ -50,7 +55,13 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         if _JSON_ERRORS:
-            print_error(message, hint=f"see `{self.prog} --help`", code=EXIT_USAGE, as_json=True)
+            print_error(
+                message,
+                hint=f"see `{self.prog} --help`",
+                code=UsageError.code,
+                exit_code=EXIT_USAGE,
+                as_json=True,
+            )
             self.exit(EXIT_USAGE)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
@@ -104,7 +115,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(handler(context) or 0)
     except EngramError as exc:
-        print_error(exc.message, hint=exc.hint, code=exc.exit_code, as_json=context.json)
+        print_error(
+            exc.message,
+            hint=exc.hint,
+            code=exc.code,
+            exit_code=exc.exit_code,
+            as_json=context.json,
+        )
         return exc.exit_code
     except KeyboardInterrupt:
         print("engram: interrupted", file=sys.stderr)
@@ -122,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f"details in {log.log_path(root)}" if root is not None else None
         message = f"internal error: {type(exc).__name__}: {exc}"
         if context.json:
-            print_error(message, hint=where, code=EXIT_FAILED, as_json=True)
+            print_error(message, hint=where, code="internal", exit_code=EXIT_FAILED, as_json=True)
         else:
             print(f"engram: {message}{f' ({where})' if where else ''}", file=sys.stderr)
         if os.environ.get("ENGRAM_DEBUG"):

@@ -11,8 +11,9 @@ import hashlib
 import json
 import secrets
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from memory_core import clock
@@ -32,6 +33,12 @@ SOURCE_TYPES = ("manual", "auto_detected", "annotation", "team")
 PATTERN_KINDS = ("regex", "literal")
 MAX_SAMPLES = 5
 REVISION_KEY = "gotchas.revision"
+
+# Set by the package (`memory_core/gotchas/__init__.py`): the team file's gotchas and the
+# exports rewritten after every change live in modules that import this one, so this one
+# reaches them through these instead of importing them back.
+team_gotchas: Callable[[Path], list[Gotcha]] | None = None
+change_listeners: list[Callable[[Store], None]] = []
 
 
 @dataclass
@@ -226,13 +233,11 @@ def list_gotchas(
     rows = store.query(f"SELECT * FROM gotchas {where}")
     anchors = _anchors_by_gotcha(store)
     found = [_from_row(row, anchors.get(row["id"])) for row in rows]
-    if include_team:
-        from memory_core.gotchas import team
-
+    if include_team and team_gotchas is not None:
         known = {g.id for g in found} | {
             row["id"] for row in store.query("SELECT id FROM gotchas WHERE status = 'resolved'")
         }
-        found.extend(g for g in team.load(store.root).gotchas if g.id not in known)
+        found.extend(g for g in team_gotchas(store.root) if g.id not in known)
     found.sort(key=sort_key)
     return found
 
@@ -255,9 +260,7 @@ def get(store: Store, gotcha_id: str) -> Gotcha:
         return _from_row(row, _anchors_by_gotcha(store, [row["id"]]).get(row["id"]))
     if len(rows) > 1:
         raise UsageError(f"{gotcha_id!r} matches several gotchas", hint="give more of the id")
-    from memory_core.gotchas import team
-
-    for gotcha in team.load(store.root).gotchas:
+    for gotcha in team_gotchas(store.root) if team_gotchas is not None else []:
         if gotcha.id == wanted or gotcha.id.startswith(wanted):
             return gotcha
     raise NotFoundError(f"no gotcha {gotcha_id!r}", hint="see `engram gotcha list --all`")
@@ -515,12 +518,21 @@ def visible_in_editor(gotcha: Gotcha, *, now: float, decay_days: float) -> bool:
 def after_change(store: Store) -> None:
     """Rewrite the human-readable exports; a failure there never undoes the change."""
     from memory_core import log
-    from memory_core.gotchas import exports
 
-    try:
-        exports.write_exports(store)
-    except Exception as exc:
-        log.write(store.root, "error", "cannot rewrite the gotcha exports", exc=exc)
+    for listener in change_listeners:
+        try:
+            listener(store)
+        except Exception as exc:
+            log.write(store.root, "error", "cannot rewrite the gotcha exports", exc=exc)
+
+
+def _redacted_anchor(anchor: Anchor) -> Anchor:
+    # The line's text is stored, so a secret on it is redacted (its hash stays that of the line).
+    if anchor.text is None:
+        return anchor
+    return Anchor(
+        anchor.path, anchor.line, anchor.end_line, anchor.content_hash, redact(anchor.text)
+    )
 
 
 def sync_annotations(
@@ -531,24 +543,38 @@ def sync_annotations(
     Returns whether anything changed; an unchanged file costs one query and no write.
     """
     rows = store.query(
-        "SELECT DISTINCT g.id FROM gotchas g JOIN gotcha_anchors a ON a.gotcha_id = g.id "
+        "SELECT g.id, a.line, a.content_hash FROM gotchas g JOIN gotcha_anchors a ON a.gotcha_id = g.id "
         "WHERE g.source_type = 'annotation' AND a.path = ?",
         (path,),
     )
+    anchored = {(row["id"], row["line"], row["content_hash"]) for row in rows}
     existing = {row["id"] for row in rows}
     wanted = {gotcha.id: gotcha for gotcha in found}
-    if existing == set(wanted):
+    # Kept annotations whose anchor moved or was stored by an older engram (which hashed the
+    # comment's words instead of its line, so drift saw every annotation as changed).
+    moved = [
+        gotcha
+        for gotcha_id, gotcha in wanted.items()
+        if gotcha_id in existing
+        and {(gotcha_id, a.line, a.content_hash) for a in gotcha.anchors} - anchored
+    ]
+    if existing == set(wanted) and not moved:
         return False
     now = clock.now() if now is None else now
     with store.transaction() as db:
         for gone in existing - set(wanted):
             db.execute("DELETE FROM gotchas WHERE id = ?", (gone,))
+        for gotcha in moved:
+            db.execute("DELETE FROM gotcha_anchors WHERE gotcha_id = ?", (gotcha.id,))
+            for anchor in gotcha.anchors:
+                add_anchor(db, gotcha.id, _redacted_anchor(anchor), now)
         for new in set(wanted) - existing:
             gotcha = wanted[new]
             if db.execute("SELECT 1 FROM gotchas WHERE id = ?", (new,)).fetchone():
                 continue
             gotcha.title = redact(gotcha.title)
             gotcha.description = redact(gotcha.description)
+            gotcha.anchors = [_redacted_anchor(anchor) for anchor in gotcha.anchors]
             insert(db, gotcha)
         bump_revision(db)
     after_change(store)

@@ -53,14 +53,15 @@ def test_every_confirmation_refuses_cleanly_on_a_pipe(cli: Any, workspace: Path)
 
 def test_errors_under_json_are_one_json_object_on_stdout(cli: Any, workspace: Path) -> None:
     cases = [
-        (("gotcha", "list", "--json"), 1, "no engram store here"),  # an operation that failed
-        (("--json", "init", "--bogus"), 2, "unrecognized arguments"),  # argparse's usage error
+        (("gotcha", "list", "--json"), 1, "MEM_E003", "no engram store here"),  # no store
+        (("--json", "init", "--bogus"), 2, "MEM_E004", "unrecognized arguments"),  # argparse
     ]
-    for args, code, needle in cases:
+    for args, exit_code, code, needle in cases:
         result = cli(*args, cwd=workspace)
-        assert result.code == code, (args, result.stdout, result.stderr)
+        assert result.code == exit_code, (args, result.stdout, result.stderr)
         error = json.loads(result.stdout)
-        assert set(error) == {"error", "hint", "code"} and error["code"] == code
+        assert set(error) == {"error", "hint", "code", "exit_code"}
+        assert error["code"] == code and error["exit_code"] == exit_code
         assert needle in error["error"]
         assert result.stderr == ""
     assert cli("init", cwd=workspace).code == 0

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_core import config, lifecycle, memory, quota, sessions
+from memory_core import config, lifecycle, memory, quota, search, sessions
 from memory_core.store import Store
 
 DAY = 86400.0
@@ -34,7 +34,7 @@ def session(store: Store) -> dict[str, str]:
         "open_decision": add("an open old decision", 100, type="decision"),
         "explicit_pref": add("an explicit old preference", 100, type="preference", explicit=True),
         "recent_low": add("a recent low-priority note", 0.1, type="action", base_priority=0.1),
-        "resolved": add("a resolved finding", 3, type="finding", status="resolved"),
+        "resolved": add("a resolved finding", 10, type="finding", status="resolved"),
     }
     sessions.record_turn(
         store,
@@ -127,7 +127,7 @@ def test_forced_compaction_runs_every_step_in_order_and_keeps_what_must_stay(
     # The archived finding is kept, compressed, out of the live table and out of search.
     archived = store.query("SELECT ref_id FROM archived_rows WHERE session_id = ?", (S,))
     assert [row[0] for row in archived] == [session["resolved"]]
-    assert memory.search(store, "resolved finding", record_access=False) == []
+    assert search.search(store, "resolved finding", record_access=False) == []
 
 
 def test_status_reports_use_against_quota(
