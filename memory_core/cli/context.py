@@ -129,7 +129,7 @@ class Context:
         to ask: a UsageError says to pass --yes, and nothing is changed."""
         if not self.interactive:
             raise UsageError(
-                f"engram {self.command_path} needs --yes when not on a terminal",
+                f"engram {self.command_path} not confirmed: it needs --yes when not on a terminal",
                 hint="nothing was changed; pass --yes to go ahead without asking",
             )
         try:

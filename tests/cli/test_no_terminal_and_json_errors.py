@@ -28,7 +28,7 @@ def test_rollback_with_stdin_closed_says_to_pass_yes(cli: Any, workspace: Path) 
     (workspace / "a.txt").write_text("two\n")
     result = _run_with_stdin_closed("rollback", checkpoint["id"], cwd=workspace)
     assert result.returncode == 2, result.stderr
-    assert "engram rollback needs --yes when not on a terminal" in result.stderr
+    assert "engram rollback not confirmed: it needs --yes when not on a terminal" in result.stderr
     assert "Traceback" not in result.stderr and "internal error" not in result.stderr
     assert (workspace / "a.txt").read_text() == "two\n"
     # Negative control: with --yes the same command does roll back.
