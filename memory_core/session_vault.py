@@ -20,11 +20,12 @@ import contextlib
 import json
 import os
 import re
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from memory_core.filenames import safe_filename
+from memory_core.filenames import child_path, safe_filename
 from memory_core.store import Store
 
 VAULT_SETTING = "sessions.vault_dir"
@@ -48,8 +49,11 @@ def vault_dir(store: Store, settings: Mapping[str, Any] | None = None) -> Path:
 
 
 def note_path(store: Store, session: Mapping[str, Any], vault: Path) -> Path:
+    # The date comes from the record too (an imported export may carry anything): the whole
+    # name is made safe, and child_path refuses anything that would leave the folder.
     date = str(session["started_at"])[:10]
-    return vault / "sessions" / f"{date}_{safe_filename(str(session['id']))}.md"
+    name = safe_filename(f"{date}_{session['id']}", max_chars=160) + ".md"
+    return child_path(vault / "sessions", name)
 
 
 def _yaml_scalar(value: Any) -> str:
@@ -139,7 +143,8 @@ def write_view(path: Path, text: str) -> None:
     from memory_core.store import ensure_private_dir
 
     ensure_private_dir(path.parent)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    # The thread in the name too: the server writes the same note from two commands at once.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(text)

@@ -32,7 +32,10 @@ from memory_core.agents.record import ToolCall, ToolOutcome, clean
 from memory_core.errors import NotFoundError
 from memory_core.store import Store
 
-MAX_STDIN_BYTES = 32 * 1024 * 1024
+# Hook payloads are read whole (a cut JSON document cannot be parsed at all) and their long
+# strings cut before parsing (payload.cut_long_strings); this only bounds the memory a runaway
+# agent can make a hook use.
+MAX_STDIN_BYTES = 256 * 1024 * 1024
 # What one turn's closing message adds to the rolling summary at most.
 ROLLING_SUMMARY_TURN_CHARS = 600
 # store_meta key: the digest timer's interval as the settings said at the last session start.

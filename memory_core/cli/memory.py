@@ -267,7 +267,9 @@ def _line(entry: dict[str, Any]) -> str:
 
 
 def _text_arg(text: str) -> str:
-    return sys.stdin.read() if text == "-" else text
+    from memory_core.cli.context import read_stdin_text
+
+    return read_stdin_text() if text == "-" else text
 
 
 # -- memory ----------------------------------------------------------------------------------
@@ -577,7 +579,9 @@ def run_import(ctx: Context) -> int:
 
     args = ctx.args
     if args.path == "-":
-        text = sys.stdin.read()
+        from memory_core.cli.context import read_stdin_text
+
+        text = read_stdin_text()
         fmt = args.format or "json"
     else:
         path = Path(args.path).expanduser()

@@ -261,8 +261,12 @@ def run_save(ctx: Context) -> int:
     try:
         saved = sessions.save(store, ref, name=ctx.args.name, overwrite=ctx.args.yes)
     except sessions.NameTakenError as taken:
-        if ctx.json or not ctx.confirm(
-            f"The name {taken.name!r} belongs to session {taken.holder}. Take it over?"
+        if (
+            ctx.json
+            or not ctx.interactive
+            or not ctx.confirm(
+                f"The name {taken.name!r} belongs to session {taken.holder}. Take it over?"
+            )
         ):
             raise
         saved = sessions.save(store, ref, name=ctx.args.name, overwrite=True)
