@@ -187,7 +187,8 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
         "stripe-key",
         ("_live_", "_test_", "_prod_", "whsec_"),
         r"(?:"
-        + _prefixed("sk_", "rk_", "pk_")
+        # Secret and restricted keys; publishable keys (`pk_`) are public by design.
+        + _prefixed("sk_", "rk_")
         + r"(?:live|test|prod)_[A-Za-z0-9]{10,}|"
         + _prefixed("whsec_")
         + r"[A-Za-z0-9]{24,})",
@@ -453,6 +454,14 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
 )
 
 
+# Every guard with its detector's index: one flat pass decides which detectors run.
+_TOKEN_GUARDS = tuple(
+    (guard, index)
+    for index, (_name, guards, _spec) in enumerate(_TOKEN_DETECTORS)
+    for guard in guards
+)
+
+
 def _token_spans(text: str) -> list[Span]:
     runs = _token_runs(text)
     if not runs:
@@ -461,12 +470,9 @@ def _token_spans(text: str) -> list[Span]:
     # contains, so no match spans two runs); each match is mapped back to the text.
     candidates = "\n".join(text[start:end] for start, end in runs)
     found: list[tuple[int, int, str]] = []
-    for name, guards, spec in _TOKEN_DETECTORS:
-        for guard in guards:
-            if guard in candidates:
-                break
-        else:
-            continue
+    hits = {index for guard, index in _TOKEN_GUARDS if guard in candidates}
+    for index in sorted(hits):
+        name, _guards, spec = _TOKEN_DETECTORS[index]
         for match in _rx(spec).finditer(candidates):
             start, end = match.span()
             # A more specific detector that ran earlier keeps what it found.
