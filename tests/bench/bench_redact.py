@@ -9,6 +9,9 @@ commands, error lines: what a hook redacts, where the cost per call matters).
 from __future__ import annotations
 
 import os
+import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -103,4 +106,27 @@ def run() -> list[Figure]:
         cpu,
         f"{cpu / len(texts) * 1e6:.1f} us of CPU per call; {_load()}",
     )
+    figures.append(_cold_start())
     return figures
+
+
+def _cold_start() -> Figure:
+    """A hook imports redaction in a fresh process: import plus the first prompt's redaction."""
+    code = (
+        "import time; t = time.perf_counter(); import memory_core.redact as r; "
+        "r.redact('deploy with export API_TOKEN=abc123def456 and curl -u me:pw https://x'); "
+        "print((time.perf_counter() - t) * 1000)"
+    )
+    runs = [
+        float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout)
+        for _ in range(7)
+    ]
+    median = statistics.median(runs)
+    return Figure(
+        "cold process: import redaction + redact the first prompt",
+        "< 25 ms (a quarter of a hook's 100 ms)",
+        median=median,
+        p95=max(runs),
+        within_budget=median < 25,
+        note=f"7 fresh processes; {_load()}",
+    )

@@ -200,20 +200,18 @@ def test_redact_obj_hides_values_under_secret_names_and_keeps_structure() -> Non
     assert out["n"] == 3
 
 
-def test_redaction_is_cheap_to_import_in_a_cold_process() -> None:
+def test_importing_redaction_compiles_nothing_until_a_text_needs_it() -> None:
+    # Hooks redact in a cold process with a 100 ms budget: the ~100 patterns are compiled on
+    # first use, and a text without a token run, a guard or an assignment compiles almost
+    # none of them. (The cold-start time itself is measured by tests/bench/bench_redact.py.)
     code = (
-        "import time; t = time.perf_counter(); import memory_core.redact as r; "
-        "r.redact('x = 1'); print(time.perf_counter() - t)"
+        "import memory_core.redact as r; before = len(r._COMPILED); "
+        "r.redact('just words, nothing secret here'); print(before, len(r._COMPILED))"
     )
-    runs = [
-        float(
-            subprocess.run(
-                [sys.executable, "-c", code], capture_output=True, text=True, check=True
-            ).stdout
-        )
-        for _ in range(3)
-    ]
-    assert min(runs) < 0.05, runs
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert [int(n) for n in out] == [0, 1]
 
 
 def test_a_large_text_with_every_kind_of_secret_loses_them_all() -> None:
