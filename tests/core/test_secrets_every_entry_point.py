@@ -208,7 +208,15 @@ async def test_no_secret_reaches_the_store_through_any_entry_point(
             error=f"{door(f'door-failure-{index}')} {batch}",
         )
     hook("PreCompact", trigger="auto", custom_instructions=everything)
-    hook("Stop", stop_hook_active=False)
+    hook(
+        "PostCompact",
+        trigger="auto",
+        compact_summary=door("door-compact-summary") + " " + everything,
+    )
+    last_batch = batches(3_900)[-1]
+    hook(
+        "Stop", stop_hook_active=False, last_assistant_message=door("door-stop") + " " + last_batch
+    )
     hook("SessionEnd", reason="exit")
 
     # Gemini CLI hooks.
