@@ -5,14 +5,17 @@ something was there. Three kinds of detectors, cheapest question first:
 
 1. Token formats (most of them): a provider's key recognisable by itself (`ghp_...`,
    `sk_live_...`, `AKIA...`, `lin_api_...`, a Discord bot token...). A secret of this kind is a
-   run of at least 20 token characters, so one regex pass collects those runs and every token
-   detector looks only at them (a few kilobytes even in a megabyte of code); each secret found
-   is then replaced where it was found.
+   run of at least 20 token characters, so one pass (a substring search, no regex) collects
+   those runs and every token detector looks only at them (a few kilobytes even in a megabyte
+   of code).
 2. Context formats: the secret is known by what surrounds it (a private key block, a password
    in a URL, `Authorization: Bearer ...`, `curl --user u:pw`, `AccountKey=` in an Azure
    connection string, an AWS secret key under an AWS name).
-3. Assignments: any value assigned to a strong secret name (password, secret, token, api key,
-   credentials, creds...), a random-looking value under a weak one (key, salt, signature...).
+   Both report spans of the original text, and the output is built once from them
+   (overlapping spans merged, so no matched character survives).
+3. Assignments, on that output: any value assigned to a strong secret name (password, secret,
+   token, api key, credentials, creds...), a random-looking value under a weak one (key, salt,
+   signature...).
    Names that describe a secret without holding one (`token_budget`, `secret_name`,
    `password_length`) and values that are references (`${VAR}`, `settings.PASSWORD`), counts
    or version ranges (`"jsonwebtoken": "^9.0.0"`) are left alone.
