@@ -898,6 +898,8 @@ def _redact_assignments(text: str, lowered: str) -> str:
         if value is None:
             continue
         name = _name_at(text, match.start(), match.end())
+        if _coordinate(text, match.end() - len(name), match.end(), value.group("value")):
+            continue
         if not _is_secret_value(name, value.group("value")):
             continue
         pieces.append(text[last : value.start("value")])
@@ -907,6 +909,22 @@ def _redact_assignments(text: str, lowered: str) -> str:
         return text
     pieces.append(text[last:])
     return "".join(pieces)
+
+
+def _coordinate(text: str, name_start: int, end: int, value: str) -> bool:
+    """A package coordinate, not an assignment: the name ends a dotted path, a colon follows it
+    directly, then a lowercase artifact name (`io.jsonwebtoken:jjwt-jackson-0.11.2`). YAML
+    needs a space after a key's colon, and properties files use `=`."""
+    return (
+        name_start > 0
+        and text[name_start - 1] == "."
+        and text[end - 1] == ":"
+        and text[end : end + 1] == value[:1]
+        and _rx(_ARTIFACT).match(value) is not None
+    )
+
+
+_ARTIFACT = (r"^[a-z][a-z0-9]*(?:[\-.][a-z0-9]+)+(?::[\w.\-]+)*$", 0)
 
 
 def _name_at(text: str, start: int, end: int) -> str:
