@@ -84,6 +84,26 @@ def test_a_package_coordinate_is_not_an_assignment_but_a_dotted_config_key_is() 
     )
 
 
+def test_a_token_prefix_counts_only_at_the_start_of_a_word() -> None:
+    key = "sk_test_" + r(ALNUM, 24)
+    assert redact(f"key {key}") == "key [REDACTED:stripe-key]"
+    # The same letters inside an identifier are not a Stripe key.
+    assert redact("task_test_fixturesForRelease2024") == "task_test_fixturesForRelease2024"
+    assert redact("ask_live_previewEnabledFlag2024x") == "ask_live_previewEnabledFlag2024x"
+
+
+def test_a_name_after_a_label_is_not_a_value() -> None:
+    # `label: name: value` and `label: name= value`: what follows the first name is a name.
+    for text in ("password: client_secret: foo", "password: signing_key= foo"):
+        assert redact(text) == text
+
+
+def test_plural_names_are_secret_names_but_longer_words_are_not() -> None:
+    assert redact("secrets: hunter22x") == "secrets: [REDACTED:secret]"
+    assert redact("tokens: qwertyuiop1") == "tokens: [REDACTED:secret]"
+    assert redact("secretsmanager: regionDefaultName") == "secretsmanager: regionDefaultName"
+
+
 def test_a_twilio_api_key_is_reported_as_one() -> None:
     key = "SK" + r("0123456789abcdef", 32)
     assert redact(f"TWILIO_KEY_SID {key}") == "TWILIO_KEY_SID [REDACTED:twilio-key]"
