@@ -278,8 +278,10 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     (
         "discord-bot-token",
         (".",),
-        r"(?<![A-Za-z0-9_\-.])[MNO][A-Za-z0-9_\-]{23,25}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}"
-        + _END,
+        # The id part (base64 of digits) and the HMAC part hold a digit; a chain of Java names
+        # of the same lengths (`ObjectMapperConfiguration.getter.serialize...`) does not.
+        r"(?<![A-Za-z0-9_\-.])[MNO](?=[A-Za-z_\-]*\d)[A-Za-z0-9_\-]{23,25}\.[A-Za-z0-9_\-]{6}\."
+        r"(?=[A-Za-z_\-]*\d)[A-Za-z0-9_\-]{27,38}" + _END,
     ),
     ("linear-api-key", ("lin_api_",), _prefixed("lin_api_") + r"[A-Za-z0-9]{40}" + _END_ALNUM),
     ("pulumi-token", ("pul-",), _prefixed("pul-") + r"[a-f0-9]{40}" + _END_ALNUM),

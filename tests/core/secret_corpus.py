@@ -502,6 +502,7 @@ ORDINARY: list[str] = [
     "ModuleNotFoundError: No module named 'jwt'",
     'git commit -m "fix: rotate expired token handling (#512)"',
     "task-runner-queue-worker-production-02",
+    "return ObjectMapperConfiguration.getter.serializeWithDefaultPrettyPrinter();",
     "The tokenizer splits the word into three tokens before the secret sauce.",
     "ssh-keygen -t ed25519 -C dev@example.com",
     "mysql -u root -p app",
