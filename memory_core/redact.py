@@ -561,7 +561,9 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         ("://",),
         False,
         # The scheme starts a word, so a match never begins in the middle of one.
-        r"(?P<keep>(?<![A-Za-z0-9+.\-])[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@\[\]]*:)[^\s@/]+(?=@)",
+        # A placeholder (`{DB_PASSWORD}`, `${PGPASS}`, `$PGPASS`) is code, not a password.
+        r"(?P<keep>(?<![A-Za-z0-9+.\-])[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@\[\]]*:)"
+        r"(?!\$?\{[^\s@/{}]*\}@|\$[A-Za-z_][A-Za-z0-9_]*@)[^\s@/]+(?=@)",
         _labelled("password"),
     ),
     (
@@ -699,10 +701,11 @@ _STRONG = (_STRONG_NAME, re.IGNORECASE)
 _WEAK = (rf"(?:^|[_\-.]|\b)(?:{_WEAK_NAME})(?:$|[_\-.]|\b)", re.IGNORECASE)
 
 # Values that are references to a secret, not the secret: ${VAR}, $VAR, %(x)s, <placeholder>,
+# {placeholder} and {...} (an f-string field, an object),
 # os.environ[...], get_token(), already redacted text; plain numbers (`input_tokens: 123456`
 # is a count, not a token) and version ranges (`"jsonwebtoken": "^9.0.0"`).
 _REFERENCE = (
-    r"^(?:\$\{?[A-Za-z_]|%\(|<[^>]*>?$|\{\{|\[REDACTED|\*+$|x+$|[0-9][0-9_,.]*$|"
+    r"^(?:\$\{?[A-Za-z_]|%\(|<[^>]*>?$|\{|\[REDACTED|\*+$|x+$|[0-9][0-9_,.]*$|"
     r"[~^<>=!v]*\d+(?:\.(?:\d+|[x*]))+(?:[-+.][0-9A-Za-z.\-]*)?(?:,?[<>=!~^]+[\d.x*]+)*$|"
     r".*[(\[]|"
     r"(?:none|null|true|false|undefined|changeme|example|required|optional|str|string|bytes|int)$)",
@@ -840,6 +843,8 @@ def _weak_secret(name: str, value: str) -> bool:
 
 
 def _is_reference(value: str) -> bool:
+    # `f(pre_tokens=167000)`, `{"n": count}`: closing brackets end the expression, not the value.
+    value = value.rstrip(")]}>") or value
     if _rx(_REFERENCE).match(value):
         return True
     if _rx(_DOTTED_NAME).match(value):
@@ -857,13 +862,11 @@ def _is_secret_value(name: str, value: str) -> bool:
         return False
     if _strong_name(name):
         return True
-    return _rx(_WEAK).search(name) is not None and _weak_secret(name, value)
+    return _weak_name(name) and _weak_secret(name, value)
 
 
 def _names_a_secret(word: str) -> bool:
-    return _rx(_IDENTIFIER).match(word) is not None and (
-        _strong_name(word) or _rx(_WEAK).search(word) is not None
-    )
+    return _rx(_IDENTIFIER).match(word) is not None and (_strong_name(word) or _weak_name(word))
 
 
 def _strong_name(name: str) -> bool:
@@ -876,10 +879,19 @@ def _strong_name(name: str) -> bool:
     for match in _rx(_STRONG).finditer(bare):
         after = bare[match.end() :]
         if after[:1].lower() == "s" and (len(after) == 1 or not after[1:2].isalpha()):
+            # `tokens` counts tokens (`input_tokens`, `preTokens`): a weak name, see _weak_name.
+            if match.group(0).lower() == "token":
+                continue
             after = after[1:]
         if not after or not after[0].isalpha() or after[0].isupper():
             return True
     return False
+
+
+def _weak_name(name: str) -> bool:
+    if _rx(_WEAK).search(name) is not None:
+        return True
+    return "tokens" in (part.lower() for part in _rx(_NAME_PARTS).findall(name))
 
 
 def _redact_assignments(text: str, lowered: str) -> str:
@@ -976,7 +988,7 @@ def redact_obj(value: Any) -> Any:
                 and isinstance(item, str)
                 and item
                 and not _is_reference(item)
-                and (_secret_key(key) or (_rx(_WEAK).search(key) and _weak_secret(key, item)))
+                and (_secret_key(key) or (_weak_name(key) and _weak_secret(key, item)))
             ):
                 out[key] = _label("secret")
                 continue

@@ -461,6 +461,13 @@ ORDINARY: list[str] = [
     'access_token_url="https://github.com/login/oauth/access_token",',
     'curl -u "$USER" https://api.example.com/v1/me',
     "key: 'Enter'",
+    # From engram's own code and tests: token counts, placeholders in f-strings.
+    "cache_creation_tokens=creation,",
+    '"compactMetadata": {"trigger": trigger, "preTokens": pre_tokens},',
+    't.compaction("auto", pre_tokens=167000)',
+    'curl -H "Authorization: Bearer {GITHUB_TOKEN}" https://api.github.com/user',
+    'f"postgres://admin:{DB_PASSWORD}@db.local/app"',
+    "git push https://x:${TOKEN}@github.com/acme/app.git",
     # gitleaks' false-positive vectors (MIT licence).
     '"accessor":"rA1wk0Y45YCufyfq",',
     "report_access_id: e8e4df51-2054-49b0-ab1c-516ac95c691d",

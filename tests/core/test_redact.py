@@ -100,8 +100,16 @@ def test_a_name_after_a_label_is_not_a_value() -> None:
 
 def test_plural_names_are_secret_names_but_longer_words_are_not() -> None:
     assert redact("secrets: hunter22x") == "secrets: [REDACTED:secret]"
-    assert redact("tokens: qwertyuiop1") == "tokens: [REDACTED:secret]"
+    assert redact("passwords: hunter22x") == "passwords: [REDACTED:secret]"
     assert redact("secretsmanager: regionDefaultName") == "secretsmanager: regionDefaultName"
+
+
+def test_tokens_in_the_plural_count_tokens_unless_the_value_looks_random() -> None:
+    for text in ("tokens: qwertyuiop1", "cache_creation_tokens=creation,", "max_tokens: 4096"):
+        assert redact(text) == text
+    random_value = r(ALNUM, 24)
+    for name in ("tokens", "apiTokens", "ACCESS_TOKENS"):
+        assert redact(f"{name}: {random_value}") == f"{name}: [REDACTED:secret]", name
 
 
 def test_a_twilio_api_key_is_reported_as_one() -> None:
