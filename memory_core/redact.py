@@ -837,9 +837,13 @@ _PUBLIC = frozenset(("public", "pub", "publishable"))
 
 def _weak_secret(name: str, value: str) -> bool:
     """A value under a weak name (key, salt, signature...) is secret when it looks random."""
-    if _describes_only(name) or _rx(_UUID).match(value):
+    if _describes_only(name) or _rx(_UUID).match(value) or _rx(_WORDS).match(value):
         return False
     return len(value) >= 16 and entropy(value) >= 3.5
+
+
+# Lowercase words joined by separators (`user_profile_cache_key`) read as a name, not a key.
+_WORDS = (r"^[a-z]+(?:[_\-.][a-z]+)+$", 0)
 
 
 def _is_reference(value: str) -> bool:

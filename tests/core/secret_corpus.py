@@ -463,6 +463,7 @@ ORDINARY: list[str] = [
     "key: 'Enter'",
     # From engram's own code and tests: token counts, placeholders in f-strings.
     "cache_creation_tokens=creation,",
+    "sort_key = user_profile_cache_key",
     '"compactMetadata": {"trigger": trigger, "preTokens": pre_tokens},',
     't.compaction("auto", pre_tokens=167000)',
     'curl -H "Authorization: Bearer {GITHUB_TOKEN}" https://api.github.com/user',

@@ -112,6 +112,62 @@ def test_tokens_in_the_plural_count_tokens_unless_the_value_looks_random() -> No
         assert redact(f"{name}: {random_value}") == f"{name}: [REDACTED:secret]", name
 
 
+def test_the_entropy_of_a_value() -> None:
+    assert redaction.entropy("") == 0.0
+    assert redaction.entropy("aaaa") == 0.0
+    assert redaction.entropy("abcd") == 2.0
+    assert redaction.entropy("aabb") == 1.0
+
+
+def test_a_weak_name_hides_a_random_value_from_16_characters_on() -> None:
+    value = r(ALNUM, 16)
+    assert redact(f"signing_key = {value}") == "signing_key = [REDACTED:secret]"
+    assert redact(f"signing_key = {value[:15]}") == f"signing_key = {value[:15]}"
+    # Sixteen characters that are not random, or words joined, are kept.
+    for text in ("sort_key = aaaabbbbccccdddd", "sort_key = created_at_descending"):
+        assert redact(text) == text
+
+
+def test_every_assignment_of_a_text_is_looked_at() -> None:
+    # A name without a value, then a secret: the second is still found.
+    assert redact("token: x\npassword = hunter22x") == "token: x\npassword = [REDACTED:secret]"
+    # A strong name followed by a separator and more words.
+    for name in ("token_value", "password_prod", "secrets_prod"):
+        assert redact(f"{name}: hunter22x") == f"{name}: [REDACTED:secret]", name
+    # A padded value whose letters spell secret words is still a value.
+    assert redact("DB_PASSWORD=super-secret-token==") == "DB_PASSWORD=[REDACTED:secret]"
+
+
+def test_text_whose_lowercase_is_longer_is_redacted_at_the_right_place() -> None:
+    # `İ`.lower() is two characters: offsets in the lowercased text would be off by three.
+    assert (
+        redact("İİİ password = hunter22x and more") == "İİİ password = [REDACTED:secret] and more"
+    )
+
+
+def test_placeholder_tokens_after_an_authorization_scheme_are_kept() -> None:
+    for text in ("Bearer xxxxxxxxxxxxxxxxxxxxxxxx", "Token aaaaaaaaaaaaaaaaaaaaaa"):
+        assert redact(text) == text
+
+
+def test_several_secrets_far_apart_in_a_large_text_are_all_found() -> None:
+    passwords = [r(ALNUM, 14) for _ in range(3)]
+    filler = "value = compute(item)  # ordinary code\n" * 200
+    text = filler.join(f"postgres://app:{pw}@db/app\n" for pw in passwords)
+    assert len(text) > redaction.WINDOWED_ABOVE
+    out = redact(text)
+    assert [pw for pw in passwords if pw in out] == []
+
+
+def test_a_long_private_key_in_a_large_text_is_hidden_whole() -> None:
+    # A 4096-bit RSA key block is longer than a context detector's window.
+    body = "\n".join(r(ALNUM + "+/", 64) for _ in range(50))
+    block = "-----BEGIN RSA " + "PRIVATE KEY-----\n" + body + "\n-----END RSA " + "PRIVATE KEY-----"
+    assert len(block) > redaction.WINDOW_AFTER
+    text = "x = 1\n" * 1000 + block + "\ny = 2\n"
+    assert redact(text) == "x = 1\n" * 1000 + "[REDACTED:private-key]\ny = 2\n"
+
+
 def test_a_twilio_api_key_is_reported_as_one() -> None:
     key = "SK" + r("0123456789abcdef", 32)
     assert redact(f"TWILIO_KEY_SID {key}") == "TWILIO_KEY_SID [REDACTED:twilio-key]"
