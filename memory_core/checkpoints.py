@@ -749,6 +749,9 @@ def create(
                 json.dumps(skipped),
             ),
         )
+        from memory_core import conversation  # the session and turn it was taken at
+
+        conversation.record_checkpoint(db, checkpoint_id, session_id)
         events.append(
             store,
             events.Event(
@@ -812,6 +815,7 @@ def _checkpoint_dict(row: Any) -> dict[str, Any]:
         "description": row["description"],
         "reason": row["reason"],
         "session_id": row["session_id"],
+        "turn_number": row["turn_number"],
         "created_at": clock.iso(row["created_at"]),
         "files": row["file_count"],
         "bytes": row["total_bytes"],

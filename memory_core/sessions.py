@@ -101,10 +101,18 @@ def start(
     session_id: str | None = None,
     agent: str = "editor",
     name: str | None = None,
-    session_type: str = "new",
+    session_type: str | None = None,
     now: float | None = None,
 ) -> dict[str, Any]:
-    """Start a session (or return the existing one with this id, reopened if it was closed)."""
+    """Start a session (or return the existing one with this id, reopened if it was closed).
+
+    Without `session_type` it is detected as AIOS does (`session_state.detect_type`): new after
+    an hour of silence, workflow while a workflow is active, else existing.
+    """
+    from memory_core import session_state
+
+    if session_type is None:
+        session_type = session_state.detect_type(store, now=now, exclude=session_id)
     if session_type not in SESSION_TYPES:
         raise UsageError(
             f"unknown session type {session_type!r}", hint=f"use one of {', '.join(SESSION_TYPES)}"
@@ -121,6 +129,16 @@ def start(
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (sid, redact(name) if name else name, agent, session_type, ts, ts),
             )
+            session_state.record_activity(db, sid, agent=agent)
+            if session_type == "workflow":
+                # The workflow and task carry over from the session that was working on them.
+                db.execute(
+                    "UPDATE sessions SET (active_workflow, workflow_state, active_story, "
+                    "active_subtask) = (SELECT active_workflow, workflow_state, active_story, "
+                    "active_subtask FROM sessions WHERE id != ?1 ORDER BY last_activity_at DESC, "
+                    "rowid DESC LIMIT 1) WHERE id = ?1",
+                    (sid,),
+                )
             events.append(
                 store,
                 events.Event(
@@ -138,6 +156,8 @@ def start(
                 "last_action = 'resume', last_activity_at = MAX(last_activity_at, ?) WHERE id = ?",
                 (ts, sid),
             )
+    if existing is not None and existing["status"] == "closed":
+        _refresh_note(store, sid, ts)
     return get(store, sid, now=ts)
 
 
@@ -348,7 +368,15 @@ def close(
             events.Event("session.closed", session_id=session_id, data={"reason": reason}, ts=ts),
             db=db,
         )
+    _refresh_note(store, session_id, ts)
     return metrics(store, session_id, now=ts)
+
+
+def _refresh_note(store: Store, session_id: str, now: float | None = None) -> None:
+    """Rewrite the session's vault note: its summary, decisions or status just changed."""
+    from memory_core import session_vault
+
+    session_vault.refresh_note(store, session_id, now=now)
 
 
 def _require(db: sqlite3.Connection, session_id: str) -> None:
@@ -400,6 +428,7 @@ def set_summary(
                 session_id,
             ),
         )
+    _refresh_note(store, session_id)
     return get(store, session_id)["summary"]  # type: ignore[no-any-return]
 
 
@@ -432,6 +461,7 @@ def append_rolling_summary(
                 "UPDATE sessions SET rolling_summary = ? WHERE id = ?", (summary, session_id)
             )
         _touch(db, session_id, ts, "summary")
+    _refresh_note(store, session_id, ts)
     return {"rolling_summary": summary, "compacted": compacted}
 
 
@@ -1084,12 +1114,10 @@ MAX_EXPORT_NAME_CHARS = 160
 
 
 def export_path(store: Store, session: Mapping[str, Any]) -> Path:
-    # Ids and dates may come from a hook payload or an imported export: data, never a path.
-    from memory_core.filenames import child_path, safe_filename
+    """Where the session's Markdown note is written (see `session_vault`)."""
+    from memory_core import session_vault
 
-    date = str(session["started_at"])[:10]
-    name = safe_filename(f"{date}_{session['id']}", max_chars=MAX_EXPORT_NAME_CHARS) + ".md"
-    return child_path(store.dir / "exports" / "sessions", name)
+    return session_vault.note_path(store, session, session_vault.vault_dir(store))
 
 
 def save(
@@ -1167,15 +1195,10 @@ def _saved_name(db: sqlite3.Connection, session_id: str) -> str | None:
 
 
 def write_export(store: Store, session_id: str, *, now: float | None = None) -> Path:
-    """Write `exports/sessions/<date>_<id>.md`: YAML frontmatter and the Markdown summary."""
-    session = get(store, session_id, now=now)
-    sid = session["id"]
-    path = export_path(store, session)
-    text = _frontmatter(session, metrics(store, sid, now=now)) + summary_markdown(
-        store, sid, now=now
-    )
-    _write_view(path, text)
-    return path
+    """Write the session's vault note, `<vault>/sessions/<date>_<id>.md` (see `session_vault`)."""
+    from memory_core import session_vault
+
+    return session_vault.write_note(store, session_id, now=now)
 
 
 def _write_view(path: Path, text: str) -> None:
@@ -1189,36 +1212,6 @@ def _write_view(path: Path, text: str) -> None:
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(text)
     os.replace(tmp, path)
-
-
-def _yaml_scalar(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    return json.dumps(str(value), ensure_ascii=False)  # a JSON string is a valid YAML scalar
-
-
-def _frontmatter(session: Mapping[str, Any], numbers: Mapping[str, Any]) -> str:
-    fields = {
-        "session_id": session["id"],
-        "name": session["name"],
-        "agent": session["agent"],
-        "status": session["status"],
-        "started_at": session["started_at"],
-        "saved_at": session["saved_at"],
-        "turns": numbers["turns"],
-        "total_tokens": numbers["total_tokens"],
-        "files_modified": numbers["files_modified"],
-        "success_rate": numbers["success_rate"],
-        "format_version": FORMAT_VERSION,
-    }
-    lines = ["---", *(f"{key}: {_yaml_scalar(value)}" for key, value in fields.items())]
-    tags = session["summary"]["tags"]
-    lines.append("tags: [" + ", ".join(_yaml_scalar(t) for t in tags) + "]")
-    return "\n".join([*lines, "---", "", ""])
 
 
 def parse_document(raw: Any) -> dict[str, Any]:
@@ -1269,11 +1262,17 @@ def _ts(value: Any) -> float | None:
 
 
 def _upgrade_v1(doc: dict[str, Any]) -> dict[str, Any]:
-    """Version 1: camelCase session fields, ISO times, tokens as {input, output}, `content` turns."""
+    """Version 1: camelCase session fields, ISO times, tokens as {input, output}, `content` turns.
+
+    The beans `SessionExport` ("1.0": `sessionId`, `turnNumber`, tokens as {prompt, completion},
+    `modifiedFiles`) is read here too. Its `turnCount`, `totalTokens` and `commandsExecuted` are
+    recomputed from what the document holds, never trusted (the beans example itself says 5
+    turns and 12,500 tokens over one turn of 700).
+    """
     old = doc["session"]
     started = _ts(old.get("startedAt") or old.get("started_at")) or clock.now()
     session = {
-        "id": old.get("id"),
+        "id": old.get("id") or old.get("sessionId"),
         "name": old.get("name"),
         "agent": old.get("agent", "editor"),
         "session_type": old.get("type", "new"),
@@ -1288,7 +1287,12 @@ def _upgrade_v1(doc: dict[str, Any]) -> dict[str, Any]:
         "tags": (old.get("summary") or {}).get("tags", []),
     }
     turns = []
-    for index, turn in enumerate(doc.get("turns") or [], start=1):
+    raw_turns = doc.get("turns") or []
+    if not isinstance(raw_turns, list) or not all(isinstance(t, dict) for t in raw_turns):
+        raise UsageError("saved session `turns` must be a list of objects")
+    if all(isinstance(t.get("turnNumber"), int) for t in raw_turns):
+        raw_turns = sorted(raw_turns, key=lambda t: int(t["turnNumber"]))
+    for index, turn in enumerate(raw_turns, start=1):
         tokens = turn.get("tokens") or {}
         turns.append(
             {
@@ -1296,13 +1300,17 @@ def _upgrade_v1(doc: dict[str, Any]) -> dict[str, Any]:
                 "user_message": turn.get("user") or turn.get("userMessage"),
                 "assistant_response": turn.get("assistant") or turn.get("assistantResponse"),
                 "tool_calls": turn.get("toolCalls", []),
-                "input_tokens": int(tokens.get("input", 0)),
-                "output_tokens": int(tokens.get("output", 0)),
+                "input_tokens": int(tokens.get("input", tokens.get("prompt", 0))),
+                "output_tokens": int(tokens.get("output", tokens.get("completion", 0))),
                 "started_at": _ts(turn.get("timestamp")),
                 "ended_at": _ts(turn.get("timestamp")),
             }
         )
-    return {**doc, "session": session, "turns": turns}
+    upgraded = {**doc, "session": session, "turns": turns}
+    modified = old.get("modifiedFiles")
+    if not doc.get("files") and isinstance(modified, list):
+        upgraded["files"] = [{"path": str(path)} for path in modified if path]
+    return upgraded
 
 
 def _restore(store: Store, doc: Mapping[str, Any], *, replace: bool, trusted: bool = False) -> str:
@@ -1471,6 +1479,7 @@ def resume(store: Store, ref: str | None = None, *, now: float | None = None) ->
             "ended_at = NULL, end_reason = NULL, last_action = 'resume', last_activity_at = ? WHERE id = ?",
             (ts, sid),
         )
+    _refresh_note(store, sid, ts)
     loaded["session"] = get(store, sid, now=ts)
     return loaded
 
@@ -1508,9 +1517,9 @@ def delete(
     events.append(
         store, events.Event("session.deleted", data={"session": sid, "deletion": record["id"]})
     )
-    path = export_path(store, session)
-    if path.exists():
-        path.unlink()
+    from memory_core import session_vault
+
+    session_vault.remove_note(store, session)
     return {
         "id": sid,
         "name": session["name"],
@@ -1636,4 +1645,5 @@ def enforce_quota(store: Store, session_id: str, *, quota_bytes: int) -> dict[st
             db.execute(
                 "UPDATE sessions SET bytes_used = ? WHERE id = ?", (max(0, used), session_id)
             )
+    _refresh_note(store, session_id)
     return {"compacted": True, "bytes_used": used}

@@ -131,6 +131,24 @@ class HookRun:
 
         digest.write_digest(self.store, self.session_id, trigger=trigger, now=self.now)
 
+    def backup_transcript(self) -> None:
+        """Seed 002's transcript backup: the JSONL, redacted and compressed, within the quota."""
+        path = self.transcript()
+        if path is None:
+            return
+        from memory_core import log
+        from memory_core.session_vault import backup_transcript
+
+        try:
+            done = backup_transcript(
+                self.store, self.session_id, path, settings=self.settings.values
+            )
+        except Exception as exc:  # a backup must never cost the session's other records
+            log.write(self.store.root, "warning", f"transcript backup failed: {exc}", exc=exc)
+            return
+        if "skipped" in done:
+            log.write(self.store.root, "info", f"transcript not backed up: {done['skipped']}")
+
     def digest_if_due(self) -> None:
         """The digest timer: no process stays alive, so the hooks check whether one is due.
 
@@ -227,10 +245,27 @@ class HookRun:
         text = session_start_text(
             self.store, current_session=self.session_id, token_budget=budget, now=self.now
         )
+        from memory_core.session_state import context_message
+        from memory_core.session_vault import reminder
+
+        # AIOS's continuity line (previous agent, task, workflow) and seed 002's auto-reminder.
+        for extra in (
+            context_message(self.store, exclude=self.session_id, now=self.now),
+            reminder(self.store, current=self.session_id),
+        ):
+            if extra:
+                text = f"{text}\n\n{extra}" if text.strip() else extra
         self.add_context("SessionStart", text)
 
     def user_prompt_submit(self) -> None:
         self.touch()
+        prompt = (self.payload.prompt or "").lstrip()
+        if prompt.startswith("/") and self.session_id:
+            from memory_core.session_state import record_activity
+
+            # A slash command is the agent's command in AIOS's sense (lastCommands, workflow).
+            with self.store.transaction() as db:
+                record_activity(db, self.session_id, command=prompt.split()[0])
         if not self.ingest() and self.payload.prompt:
             self.open_payload_turn(self.payload.prompt)
         if self.payload.prompt:
@@ -373,6 +408,7 @@ class HookRun:
                 self.store, self.session_id, status="closed", reason="completion", now=self.now
             )
         self.digest("session_end")
+        self.backup_transcript()
         limits.enforce(self.store, self.settings, now=self.now)
         quota.enforce(self.store, self.session_id, self.settings, now=self.now)
 

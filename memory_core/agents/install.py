@@ -177,6 +177,10 @@ def install(agent: str, *, root: Path, user: bool = False) -> dict[str, Any]:
             f"{path} names engram by its path on this machine, which a teammate's machine "
             "does not have; put engram on PATH (pipx install engram-lsp) or use --user."
         )
+    if agent == "claude-code":
+        from memory_core.agents import commands  # /session-summarize, beside the settings
+
+        result["commands"] = commands.install(path)
     return result
 
 
@@ -229,6 +233,10 @@ def uninstall(agent: str, *, root: Path, user: bool = False) -> dict[str, Any]:
     if agent == "claude-code" and not user:
         paths.append(settings_path(agent, user=False, root=root, personal=True))
     removed = sum(_remove_hooks(path) for path in paths if path.exists())
+    if agent == "claude-code":
+        from memory_core.agents import commands
+
+        commands.uninstall(paths[0])
     return {
         "agent": agent,
         "scope": "user" if user else "project",

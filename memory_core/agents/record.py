@@ -203,7 +203,8 @@ def start_session(
         store,
         session_id=session_id,
         agent=agent,
-        session_type="existing" if resumed else "new",
+        # A resumed conversation is existing; a fresh one is detected (new, existing, workflow).
+        session_type="existing" if resumed else None,
         now=ts,
     )
 

@@ -110,6 +110,10 @@ def run_hooks_install(ctx: Context) -> int:
     text = f"{verb} engram's {agent} hooks ({', '.join(result['events'])}) in {result['settings']}"
     if result.get("note"):
         text += f"\nNote: {result['note']}"
+    for path in result.get("commands", {}).get("written", []):
+        text += f"\nAdded the /session-summarize command: {path}"
+    for path in result.get("commands", {}).get("kept", []):
+        text += f"\nKept your own {path} (it differs from engram's)"
     ctx.emit(result, text)
     return 0
 

@@ -63,6 +63,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     snap_sub.required = True
     capture = snap_sub.add_parser("capture", parents=[common], help="take a snapshot now")
     capture.add_argument("--note", help="a note to remember why")
+    capture.add_argument("--story", help="the story in progress (default: the session's)")
+    capture.add_argument("--subtask", help="the subtask in progress (default: the session's)")
     capture.set_defaults(handler=run_snapshot_capture)
     listing = snap_sub.add_parser("list", parents=[common], help="snapshots, newest first")
     listing.set_defaults(handler=run_snapshot_list)
@@ -181,7 +183,13 @@ def run_timeline(ctx: Context) -> int:
 def run_snapshot_capture(ctx: Context) -> int:
     store = ctx.store()
     evolution.observe_git(store)
-    snap = snapshots.capture(store, note=ctx.args.note, settings=ctx.settings)
+    snap = snapshots.capture(
+        store,
+        note=ctx.args.note,
+        story_id=ctx.args.story,
+        subtask=ctx.args.subtask,
+        settings=ctx.settings,
+    )
     ctx.emit(snap, f"captured {snapshots.describe(snap)}")
     return 0
 

@@ -52,7 +52,9 @@ def test_the_dead_end_names_the_error_and_the_step_that_fixed_it(
 def test_the_digest_names_the_error_not_the_exit_code(store: Store, tmp_path: Path) -> None:
     _session(store, tmp_path)
     pattern = next(
-        p for p in digest.extract(store, "S-fix")["patterns_observed"] if p["kind"] == "repeated_failure"
+        p
+        for p in digest.extract(store, "S-fix")["patterns_observed"]
+        if p["kind"] == "repeated_failure"
     )
     assert ERROR in pattern["description"]
     assert "Exit code" not in pattern["description"]

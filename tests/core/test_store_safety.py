@@ -56,7 +56,8 @@ def test_a_failed_migration_leaves_the_store_as_it_was_and_writable(
     broken = _migrations_with(tmp_path, {f"{version + 1:04d}_broken.sql": BROKEN_MIGRATION})
     monkeypatch.setattr(store_module, "MIGRATIONS_DIR", broken)
 
-    with pytest.raises(sqlite3.OperationalError, match="a_table_that_does_not_exist"):
+    # Reported as a store error naming the cause (never a raw sqlite traceback).
+    with pytest.raises(StoreError, match="a_table_that_does_not_exist"):
         Store.open(workspace)
 
     raw = sqlite3.connect(db_path, timeout=0.5)
