@@ -853,8 +853,13 @@ def _is_reference(value: str) -> bool:
         return True
     if _rx(_DOTTED_NAME).match(value):
         return True
-    # `input_tokens = input_tokens + ?`: the value names another secret-ish thing.
-    return _rx(_IDENTIFIER).match(value) is not None and _strong_name(value)
+    # `token = access_token`, `password = db_password`: the value names another secret-ish
+    # variable (a digit in it reads as a password: `my_token_1234`).
+    return (
+        _rx(_IDENTIFIER).match(value) is not None
+        and not any(ch.isdigit() for ch in value)
+        and (_strong_name(value) or _weak_name(value))
+    )
 
 
 def _is_secret_value(name: str, value: str) -> bool:

@@ -168,6 +168,22 @@ def test_a_long_private_key_in_a_large_text_is_hidden_whole() -> None:
     assert redact(text) == "x = 1\n" * 1000 + "[REDACTED:private-key]\ny = 2\n"
 
 
+def test_overlapping_finds_are_merged_under_the_longer_ones_label() -> None:
+    # Two detectors' spans overlapping: no character of either survives.
+    assert redaction._apply("abcdefghij", [(0, 4, "[A]"), (2, 9, "[B]")]) == "[B]j"
+    assert redaction._apply("abcdefghij", [(1, 3, "[A]"), (1, 3, "[B]")]) == "a[A]defghij"
+
+
+def test_a_secret_name_inside_a_redacted_value_does_not_stop_the_search() -> None:
+    key = r(ALNUM, 20)
+    text = f"password=my_token_1234; api_key={key}"
+    assert redact(text) == "password=[REDACTED:secret]; api_key=[REDACTED:secret]"
+
+
+def test_a_number_under_a_secret_name_followed_by_a_bracket_is_a_number() -> None:
+    assert redact("policy(password_age=7776000)") == "policy(password_age=7776000)"
+
+
 def test_a_twilio_api_key_is_reported_as_one() -> None:
     key = "SK" + r("0123456789abcdef", 32)
     assert redact(f"TWILIO_KEY_SID {key}") == "TWILIO_KEY_SID [REDACTED:twilio-key]"
