@@ -467,6 +467,30 @@ _TOKEN_GUARDS = tuple(
 )
 
 
+# Above this many occurrences of its guards a detector reads all the runs at once.
+_RUNS_ONE_BY_ONE = 32
+
+
+def _runs_holding(
+    candidates: str, guards: tuple[str, ...], run_starts: list[int]
+) -> list[tuple[int, int]]:
+    """The (start, end) in `candidates` of the runs holding a guard (the whole string when
+    there are many): with many secrets in a text, each detector reads a few runs, not all."""
+    holding: set[int] = set()
+    for guard in guards:
+        at = candidates.find(guard)
+        while at != -1:
+            holding.add(bisect.bisect_right(run_starts, at) - 1)
+            if len(holding) > _RUNS_ONE_BY_ONE:
+                return [(0, len(candidates))]
+            at = candidates.find(guard, at + 1)
+    out = []
+    for index in sorted(holding):
+        end = run_starts[index + 1] - 1 if index + 1 < len(run_starts) else len(candidates)
+        out.append((run_starts[index], end))
+    return out
+
+
 def _token_spans(text: str) -> list[Span]:
     runs = _token_runs(text)
     if not runs:
@@ -474,22 +498,24 @@ def _token_spans(text: str) -> list[Span]:
     # The detectors read only the token runs, joined by newlines (which no token format
     # contains, so no match spans two runs); each match is mapped back to the text.
     candidates = "\n".join(text[start:end] for start, end in runs)
-    found: list[tuple[int, int, str]] = []
     hits = {index for guard, index in _TOKEN_GUARDS if guard in candidates}
-    for index in sorted(hits):
-        name, _guards, spec = _TOKEN_DETECTORS[index]
-        for match in _rx(spec).finditer(candidates):
-            start, end = match.span()
-            # A more specific detector that ran earlier keeps what it found.
-            if not any(start < e and s < end for s, e, _n in found):
-                found.append((start, end, name))
-    if not found:
+    if not hits:
         return []
     run_starts: list[int] = []
     offset = 0
     for start, end in runs:
         run_starts.append(offset)
         offset += end - start + 1
+    found: list[tuple[int, int, str]] = []
+    for index in sorted(hits):
+        name, guards, spec = _TOKEN_DETECTORS[index]
+        pattern = _rx(spec)
+        for first, last in _runs_holding(candidates, guards, run_starts):
+            for match in pattern.finditer(candidates, first, last):
+                start, end = match.span()
+                # A more specific detector that ran earlier keeps what it found.
+                if not any(start < e and s < end for s, e, _n in found):
+                    found.append((start, end, name))
     spans: list[Span] = []
     for start, end, name in found:
         index = bisect.bisect_right(run_starts, start) - 1
