@@ -117,8 +117,16 @@ def _cold_start() -> Figure:
         "r.redact('deploy with export API_TOKEN=abc123def456 and curl -u me:pw https://x'); "
         "print((time.perf_counter() - t) * 1000)"
     )
+    # As installed: from compiled bytecode (a first run writes it, even where the environment
+    # says not to, or every run would measure compiling the module's source).
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run([sys.executable, "-c", code], capture_output=True, env=env, check=True)
     runs = [
-        float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout)
+        float(
+            subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, env=env
+            ).stdout
+        )
         for _ in range(7)
     ]
     median = statistics.median(runs)
@@ -128,5 +136,5 @@ def _cold_start() -> Figure:
         median=median,
         p95=max(runs),
         within_budget=median < 25,
-        note=f"7 fresh processes; {_load()}",
+        note=f"7 fresh processes, from bytecode; includes importing re; {_load()}",
     )
