@@ -184,6 +184,27 @@ def test_a_number_under_a_secret_name_followed_by_a_bracket_is_a_number() -> Non
     assert redact("policy(password_age=7776000)") == "policy(password_age=7776000)"
 
 
+def test_adjacent_finds_keep_both_labels() -> None:
+    assert redaction._apply("abcdef", [(0, 3, "[A]"), (3, 6, "[B]")]) == "[A][B]"
+
+
+def test_a_bearer_token_without_digits_is_still_a_token() -> None:
+    token = r("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", 40)
+    assert redact(f"Authorization: Bearer {token}") == "Authorization: Bearer [REDACTED:token]"
+
+
+def test_a_value_naming_a_weak_secret_variable_is_a_reference() -> None:
+    for text in ("token = signing_key", "password = cache_key", "secret = hmac_salt"):
+        assert redact(text) == text
+
+
+def test_the_weak_name_entropy_threshold_is_inclusive() -> None:
+    # Eight characters once and four twice: exactly 3.5 bits per character.
+    value = "aIbJcKdLeIfJgKhL"
+    assert redaction.entropy(value) == 3.5
+    assert redact(f"signing_key = {value}") == "signing_key = [REDACTED:secret]"
+
+
 def test_a_twilio_api_key_is_reported_as_one() -> None:
     key = "SK" + r("0123456789abcdef", 32)
     assert redact(f"TWILIO_KEY_SID {key}") == "TWILIO_KEY_SID [REDACTED:twilio-key]"
