@@ -868,8 +868,9 @@ def _weak_secret(name: str, value: str) -> bool:
     return len(value) >= 16 and entropy(value) >= 3.5
 
 
-# Lowercase words joined by separators (`user_profile_cache_key`) read as a name, not a key.
-_WORDS = (r"^[a-z]+(?:[_\-.][a-z]+)+$", 0)
+# Words joined by separators (`user_profile_cache_key`, `Proxy-Authorization`) read as a
+# name, not a key.
+_WORDS = (r"^[_.]*[A-Za-z][a-z]*(?:[_\-.]+[A-Za-z][a-z]*)*[_.]*$", 0)
 
 
 def _is_reference(value: str) -> bool:
@@ -949,6 +950,8 @@ def _redact_assignments(text: str, lowered: str) -> str:
         name = _name_at(text, match.start(), match.end())
         if _coordinate(text, match.end() - len(name), match.end(), value.group("value")):
             continue
+        if _code_or_prose(text, match.end(), value):
+            continue
         if not _is_secret_value(name, value.group("value")):
             continue
         pieces.append(text[last : value.start("value")])
@@ -958,6 +961,41 @@ def _redact_assignments(text: str, lowered: str) -> str:
         return text
     pieces.append(text[last:])
     return "".join(pieces)
+
+
+def _code_or_prose(text: str, op_end: int, value: re.Match[str]) -> bool:
+    """A word that is code or prose, not a secret: `self.token = nextchar` (an unquoted name
+    with spaces around `=` is a variable in every language; a literal password in code is
+    quoted, and `.env` files put no spaces around `=`), `pwd: expected bytes` (a plain word
+    followed by more words on the line is a sentence)."""
+    word = value.group("value")
+    if not word.isalpha() and not _rx(_IDENTIFIER_NO_DIGIT).match(word):
+        return False
+    if len(word) >= 16 and entropy(word) >= 3.5 and not _name_like(word):
+        return False  # random letters: a key that happens to have no digit
+    quoted = value.start("value") > op_end and text[value.start("value") - 1] in "\"'`"
+    if quoted:
+        return False
+    op = text[op_end - 1]
+    if (
+        op == "="
+        and text[op_end - 2 : op_end - 1].isspace()
+        and text[op_end : op_end + 1].isspace()
+    ):
+        return True
+    after = text[value.end("value") : value.end("value") + 2]
+    return (
+        op == ":" and word.isalpha() and word.islower() and after[:1] == " " and after[1:].isalpha()
+    )
+
+
+_IDENTIFIER_NO_DIGIT = (r"^[A-Za-z_]+$", 0)
+
+
+def _name_like(word: str) -> bool:
+    """Words of a name in camelCase or snake_case (`currentTokenValue`), not random letters."""
+    parts = _rx(_NAME_PARTS).findall(word)
+    return len(parts) >= 2 and all(len(part) >= 2 for part in parts)
 
 
 def _coordinate(text: str, name_start: int, end: int, value: str) -> bool:

@@ -464,6 +464,13 @@ ORDINARY: list[str] = [
     # From engram's own code and tests: token counts, placeholders in f-strings.
     "cache_creation_tokens=creation,",
     "sort_key = user_profile_cache_key",
+    # From CPython's standard library (PSF licence): parser tokens, header names, messages.
+    "self.token = nextchar",
+    "TOKEN_ENDS = TSPECIALS | WSP",
+    "Token = Ignore + PlainToken",
+    'raise TypeError("pwd: expected bytes, got %s" % type(pwd).__name__)',
+    'proxy_auth_hdr = "Proxy-Authorization"',
+    "self.key = '_threading_local._localimpl.' + str(id(self))",
     '"compactMetadata": {"trigger": trigger, "preTokens": pre_tokens},',
     't.compaction("auto", pre_tokens=167000)',
     'curl -H "Authorization: Bearer {GITHUB_TOKEN}" https://api.github.com/user',

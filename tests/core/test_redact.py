@@ -205,6 +205,25 @@ def test_the_weak_name_entropy_threshold_is_inclusive() -> None:
     assert redact(f"signing_key = {value}") == "signing_key = [REDACTED:secret]"
 
 
+def test_code_and_prose_around_secret_names_are_not_secrets() -> None:
+    # An unquoted name after ` = ` is a variable; a plain word followed by more words is prose.
+    for text in (
+        "self.token = nextchar",
+        "self.token = currentTokenValue",
+        "pwd: expected bytes, got str",
+    ):
+        assert redact(text) == text
+    # ... but a literal is a literal: quoted, in a .env line, at the end of a YAML line, or
+    # random letters.
+    for text, expected in (
+        ('self.token = "nextchar"', 'self.token = "[REDACTED:secret]"'),
+        ("DB_PASSWORD=hunter", "DB_PASSWORD=[REDACTED:secret]"),
+        ("password: sekrit", "password: [REDACTED:secret]"),
+        ("token = qwhxkzjvbnmrtplkwe", "token = [REDACTED:secret]"),
+    ):
+        assert redact(text) == expected, text
+
+
 def test_a_twilio_api_key_is_reported_as_one() -> None:
     key = "SK" + r("0123456789abcdef", 32)
     assert redact(f"TWILIO_KEY_SID {key}") == "TWILIO_KEY_SID [REDACTED:twilio-key]"
