@@ -226,6 +226,10 @@ class HookRun:
             self.store, current_session=self.session_id, token_budget=budget, now=self.now
         )
         self.add_context("SessionStart", text)
+        from memory_core.agents import memory_files
+
+        # Facts the agent wrote into its own memory file since last time come into engram.
+        memory_files.on_hook(self.store, self.payload.agent, "SessionStart", now=self.now)
 
     def user_prompt_submit(self) -> None:
         self.touch()
@@ -367,6 +371,10 @@ class HookRun:
             now=self.now,
         )
         self.digest("session_end")
+        from memory_core.agents import memory_files
+
+        # Both ways: new facts in, engram's section of CLAUDE.md / GEMINI.md rewritten.
+        memory_files.on_hook(self.store, self.payload.agent, "SessionEnd", now=self.now)
         from memory_core import limits
         from memory_core.agents import retention  # noqa: F401 - registers the agent tables' rules
 

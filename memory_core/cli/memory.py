@@ -135,6 +135,25 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     forget.add_argument("--reason", help="why (kept in the deletion record)")
     forget.set_defaults(handler=run_forget)
 
+    sync = msub.add_parser(
+        "sync",
+        parents=[common],
+        help="connect Claude Code's CLAUDE.md / MEMORY.md or Gemini CLI's GEMINI.md both ways",
+    )
+    sync.add_argument("agent", choices=("claude", "gemini"))
+    sync.add_argument(
+        "--to",
+        choices=("project", "auto"),
+        default="project",
+        help="where engram's section goes: the project's CLAUDE.md / GEMINI.md (default) or"
+        " Claude's auto memory MEMORY.md",
+    )
+    sync.add_argument("--file", metavar="PATH", help="use this memory file instead")
+    sync.add_argument(
+        "--read-only", action="store_true", help="only take facts in; write no section"
+    )
+    sync.set_defaults(handler=run_memory_sync)
+
     status = msub.add_parser(
         "status", parents=[common], help="memory counts by tier, quota use per session"
     )
@@ -615,4 +634,29 @@ def run_anonymize(ctx: Context) -> int:
         args.out,
         f"an anonymized export ({len(mapping)} names replaced)",
     )
+    return 0
+
+
+def run_memory_sync(ctx: Context) -> int:
+    from memory_core.agents import memory_files
+
+    args = ctx.args
+    path = Path(args.file).expanduser().resolve() if args.file else None
+    report = memory_files.sync(
+        ctx.store(), args.agent, write=not args.read_only, to=args.to, path=path
+    )
+
+    def human() -> str:
+        lines = []
+        for entry in report["files"]:
+            if not entry["exists"] and not entry["written"]:
+                lines.append(f"{entry['path']}: not there")
+                continue
+            done = [f"{len(entry['imported'])} new fact(s) taken in"]
+            if entry["written"]:
+                done.append("engram's section written")
+            lines.append(f"{entry['path']}: {', '.join(done)}")
+        return "\n".join(lines)
+
+    ctx.emit(report, human)
     return 0
