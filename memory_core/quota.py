@@ -258,15 +258,19 @@ def compact(
     settings: Settings,
     *,
     forced: bool = False,
+    every_step: bool = False,
     now: float | None = None,
 ) -> dict[str, Any]:
-    """Run the compaction steps in order until the session is under its target."""
+    """Run the compaction steps in order until the session is under its target.
+
+    `every_step` (a compaction asked for by hand): run every step whatever the use.
+    """
     from memory_core import events, lifecycle
     from memory_core.events import Event
 
     now = clock.now() if now is None else now
     quota = int(settings["sessions.quota_bytes"])
-    target = quota * (FORCED_TARGET if forced else GENTLE_AT)
+    target = 0.0 if every_step else quota * (FORCED_TARGET if forced else GENTLE_AT)
     before = session_usage(store, session_id)
     steps: list[dict[str, Any]] = []
 
@@ -298,7 +302,7 @@ def compact(
     after = session_usage(store, session_id)
     result = {
         "session_id": session_id,
-        "mode": "forced" if forced else "gentle",
+        "mode": "every step" if every_step else "forced" if forced else "gentle",
         "before_bytes": before,
         "after_bytes": after,
         "quota_bytes": quota,

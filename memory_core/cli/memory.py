@@ -154,6 +154,14 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     sync.set_defaults(handler=run_memory_sync)
 
+    compact = msub.add_parser(
+        "compact",
+        parents=[common],
+        help="compact a session now: every step the quota runs at 80 %% and 95 %%",
+    )
+    compact.add_argument("session", metavar="SESSION_ID")
+    compact.set_defaults(handler=run_memory_compact)
+
     status = msub.add_parser(
         "status", parents=[common], help="memory counts by tier, quota use per session"
     )
@@ -659,4 +667,19 @@ def run_memory_sync(ctx: Context) -> int:
         return "\n".join(lines)
 
     ctx.emit(report, human)
+    return 0
+
+
+def run_memory_compact(ctx: Context) -> int:
+    from memory_core import quota, sessions
+
+    store = ctx.store()
+    session_id = sessions.get(store, ctx.args.session)["id"]
+    result = quota.compact(store, session_id, ctx.settings, every_step=True)
+    steps = ", ".join(step["step"] for step in result["steps"]) or "nothing it may remove"
+    ctx.emit(
+        result,
+        f"Compacted {session_id}: {result['before_bytes']:,} -> {result['after_bytes']:,} bytes"
+        f" of {result['quota_bytes']:,} ({steps}).",
+    )
     return 0

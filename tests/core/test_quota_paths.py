@@ -203,3 +203,18 @@ def test_hooks_measure_a_session_far_from_its_quota_at_most_every_30_seconds(
     assert post("toolu_t10", start + 10) == ""
     # ...after that they do, and warn.
     assert "of its quota" in post("toolu_t31", start + 31)
+
+
+def test_a_session_can_be_compacted_by_hand(full_session: Store) -> None:
+    store = full_session
+    old = memory.add(
+        store, "an old learning nobody read: " + BIG, session_id=S, now=clock.now() - 200 * DAY
+    )
+    root = store.root
+    store.close()
+    result = run_cli("memory", "compact", S, "--json", cwd=root)
+    assert result.code == 0, result.stderr
+    assert [step["step"] for step in result.json()["steps"]] == ["drop_decayed"]
+    assert result.json()["steps"][0]["memories"] == [old["id"]]
+    missing = run_cli("memory", "compact", "S-nope", cwd=root)
+    assert missing.code == 1 and "S-nope" in missing.stderr
