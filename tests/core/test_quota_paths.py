@@ -218,3 +218,25 @@ def test_a_session_can_be_compacted_by_hand(full_session: Store) -> None:
     assert result.json()["steps"][0]["memories"] == [old["id"]]
     missing = run_cli("memory", "compact", "S-nope", cwd=root)
     assert missing.code == 1 and "S-nope" in missing.stderr
+
+
+def test_ingesting_a_transcript_warns_on_stderr(workspace: Path, tmp_path: Path) -> None:
+    from tests.agents_fixtures import realistic_session
+
+    session = "5f2c1d4e-aaaa-bbbb-cccc-123456789abc"
+    transcript, _expected = realistic_session(workspace, session)
+    path = transcript.save(tmp_path / "projects" / f"{session}.jsonl")
+    Store.init(workspace).close()
+    # Ingest once to learn the session's size, then set a quota it fills to about 85 %.
+    assert run_cli("ingest", "claude-code", str(path), cwd=workspace).code == 0
+    store = Store.open(workspace)
+    try:
+        used = quota.session_usage(store, session)
+        with store.transaction() as db:  # so the next ingest reads the file again
+            db.execute("DELETE FROM agent_ingest_offsets")
+    finally:
+        store.close()
+    _set_quota(workspace, int(used / 0.85))
+    result = run_cli("ingest", "claude-code", str(path), cwd=workspace)
+    assert result.code == 0, result.stderr
+    assert re.search(rf"engram: session {session} reached 8\d % of its quota", result.stderr)
