@@ -240,3 +240,14 @@ def test_ingesting_a_transcript_warns_on_stderr(workspace: Path, tmp_path: Path)
     result = run_cli("ingest", "claude-code", str(path), cwd=workspace)
     assert result.code == 0, result.stderr
     assert re.search(rf"engram: session {session} reached 8\d % of its quota", result.stderr)
+
+
+def test_saving_a_session_near_its_quota_warns_on_stderr(full_session: Store) -> None:
+    store = full_session
+    _quota_at(store, 85)
+    root = store.root
+    store.close()
+    result = run_cli("session", "save", "near-full", "--json", cwd=root)
+    assert result.code == 0, result.stderr
+    assert result.json()["id"] == S
+    assert re.search(rf"^engram: session {S} reached (8\d|9\d) % of its quota", result.stderr)
