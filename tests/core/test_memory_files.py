@@ -4,6 +4,7 @@ engram's own section goes out, the agent's facts come in, a person's text never 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -277,3 +278,21 @@ def test_the_cli_reports_what_it_did(workspace: Path) -> None:
         ]
         == []
     )
+
+
+def test_the_section_can_go_to_claudes_auto_memory(store: Store, workspace: Path) -> None:
+    claude_md = workspace / "CLAUDE.md"
+    claude_md.write_bytes(PERSON_CLAUDE_MD.encode("utf-8"))
+    auto = memory_files.claude_auto_memory(workspace)
+    # Where Claude Code keeps it: ~/.claude/projects/<path with every non-alphanumeric as ->/memory.
+    expected_dir = re.sub(r"[^A-Za-z0-9]", "-", str(workspace))
+    assert auto.parent.parent.name == expected_dir and auto.name == "MEMORY.md"
+    assert auto.parents[2] == Path.home() / ".claude" / "projects"
+    auto.parent.mkdir(parents=True)
+    auto.write_text(AUTO_MEMORY, encoding="utf-8")
+    memory.add(store, "Never force-push to main", type="preference", explicit=True)
+    report = memory_files.sync(store, "claude", to="auto")
+    assert [f["written"] for f in report["files"]] == [False, True]
+    assert claude_md.read_bytes() == PERSON_CLAUDE_MD.encode("utf-8")
+    text = auto.read_text(encoding="utf-8")
+    assert text.startswith(AUTO_MEMORY) and "Never force-push to main" in text

@@ -251,3 +251,34 @@ def test_saving_a_session_near_its_quota_warns_on_stderr(full_session: Store) ->
     assert result.code == 0, result.stderr
     assert result.json()["id"] == S
     assert re.search(rf"^engram: session {S} reached (8\d|9\d) % of its quota", result.stderr)
+
+
+def test_a_real_hook_process_refuses_a_full_session_and_exits_0(full_session: Store) -> None:
+    store = full_session
+    _quota_at(store, 101)
+    root = store.root
+    store.close()
+    payload = hook_payload(
+        "PostToolUse",
+        S,
+        root,
+        tool_name="Bash",
+        tool_input={"command": "ls"},
+        tool_use_id="toolu_process",
+        tool_response={"stdout": "a", "stderr": "", "interrupted": False},
+    )
+    result = run_cli("hook", "claude-code", "PostToolUse", cwd=root, stdin=payload)
+    assert result.code == 0 and result.stderr == ""
+    context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert f"session {S} is full (MEM_E001)" in context
+    assert not _tool_recorded(root, "toolu_process")
+
+
+def test_the_cli_warns_again_at_95_percent(full_session: Store) -> None:
+    store = full_session
+    _quota_at(store, 96)
+    root = store.root
+    store.close()
+    result = run_cli("memory", "add", "a small note", "--session", S, cwd=root)
+    assert result.code == 0, result.stderr
+    assert re.search(rf"^engram: session {S} reached 9[6-9] % of its quota", result.stderr)
