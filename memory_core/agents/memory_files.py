@@ -115,17 +115,23 @@ class Parts:
         return bool(self.section)
 
 
+_BEGIN_LINE = re.compile(r"^" + re.escape(BEGIN), re.MULTILINE)
+_END_LINE = re.compile(r"^" + re.escape(END), re.MULTILINE)
+
+
 def split(text: str) -> Parts:
+    """Markers count only at the start of a line (a marker quoted in prose is not one)."""
     newline = "\r\n" if "\r\n" in text else "\n"
-    start = text.find(BEGIN)
-    if start < 0:
+    opened = _BEGIN_LINE.search(text)
+    if opened is None:
         return Parts(text, "", "", newline)
-    end = text.find(END, start)
-    if end < 0:
+    start = opened.start()
+    closed = _END_LINE.search(text, opened.end())
+    if closed is None:
         # An opened section never closed (a person cut the end marker): engram owns nothing
         # it cannot delimit, so the file is treated as having no section.
         return Parts(text, "", "", newline)
-    end += len(END)
+    end = closed.end()
     # The section runs to the end of its closing line.
     if text.startswith("\r\n", end):
         end += 2
@@ -377,7 +383,11 @@ def sync(
         }
         report["files"].append(entry)
         parts = split(text or "")
-        broken = text is not None and not parts.has_section and (BEGIN in text or END in text)
+        broken = (
+            text is not None
+            and not parts.has_section
+            and bool(_BEGIN_LINE.search(text) or _END_LINE.search(text))
+        )
         if text is not None:
             entry["imported"] = [m["id"] for m in import_facts(store, target, parts, now=now)]
         wanted = path is not None or target.role == to

@@ -296,3 +296,13 @@ def test_the_section_can_go_to_claudes_auto_memory(store: Store, workspace: Path
     assert claude_md.read_bytes() == PERSON_CLAUDE_MD.encode("utf-8")
     text = auto.read_text(encoding="utf-8")
     assert text.startswith(AUTO_MEMORY) and "Never force-push to main" in text
+
+
+def test_a_marker_quoted_in_prose_is_not_a_section(store: Store, workspace: Path) -> None:
+    prose = f"# Notes\n\nengram writes between `{BEGIN}` and `{END}`; keep it.\n- Use tabs\n"
+    path = workspace / "CLAUDE.md"
+    path.write_text(prose, encoding="utf-8")
+    memory_files.sync(store, "claude")
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith(prose)  # the quoted markers were not taken for engram's section
+    assert text.count(BEGIN) == 2 and text.rstrip().endswith(END)
