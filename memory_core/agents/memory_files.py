@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import sqlite3
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -307,40 +306,40 @@ def import_facts(
     added: list[dict[str, Any]] = []
     for line, heading, text in human_lines(parts):
         digest = _line_hash(text)
-        if store.query_one(
-            "SELECT 1 FROM memory_file_lines WHERE path = ? AND line_hash = ?", (key, digest)
-        ):
-            continue
         kind = type_for(heading)
         tags = [TAG[target.agent]]
         heading_tag = "-".join(re.findall(r"[a-z0-9]+", heading.lower()))[:40]
         if heading_tag:
             tags.append(heading_tag)
-        entry = memory.add(
-            store,
-            text,
-            type=kind,
-            tags=tags,
-            agent=AGENT_NAME[target.agent],
-            provenance={
-                "memory_file": target.path.name,
-                "path": key,
-                "line": line,
-                "heading": heading,
-                "role": target.role,
-            },
-            now=now,
-        )
-        try:
-            with store.transaction() as db:
-                db.execute(
-                    "INSERT INTO memory_file_lines (path, line_hash, memory_id, imported_at)"
-                    " VALUES (?, ?, ?, ?)",
-                    (key, digest, entry["id"], now),
-                )
-        except sqlite3.IntegrityError:  # another process took the same line meanwhile
-            memory.forget(store, entry["id"], reason="duplicate import of a memory-file line")
-            continue
+        # One transaction: the memory and its ledger line land together or not at all, and a
+        # line another process took meanwhile is skipped (the ledger's key says so).
+        with store.transaction() as db:
+            claimed = db.execute(
+                "INSERT OR IGNORE INTO memory_file_lines (path, line_hash, memory_id, imported_at)"
+                " VALUES (?, ?, NULL, ?)",
+                (key, digest, now),
+            ).rowcount
+            if not claimed:
+                continue
+            entry = memory.add(
+                store,
+                text,
+                type=kind,
+                tags=tags,
+                agent=AGENT_NAME[target.agent],
+                provenance={
+                    "memory_file": target.path.name,
+                    "path": key,
+                    "line": line,
+                    "heading": heading,
+                    "role": target.role,
+                },
+                now=now,
+            )
+            db.execute(
+                "UPDATE memory_file_lines SET memory_id = ? WHERE path = ? AND line_hash = ?",
+                (entry["id"], key, digest),
+            )
         added.append(entry)
     return added
 
