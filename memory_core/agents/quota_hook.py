@@ -50,9 +50,22 @@ def before(run: HookRun) -> bool:
     except QuotaExceededError as exc:
         text = f"engram: error: {exc.one_line()}"
         log.write(run.store.root, "error", f"hook {run.payload.event}: {text}")
+        if run.payload.event == "SessionStart":
+            # Reading costs no room: a full session still starts with its memory.
+            _start_context(run)
         _tell(run, text)
         return False
     return True
+
+
+def _start_context(run: HookRun) -> None:
+    from memory_core.agents.context import session_start_text
+
+    budget = int(run.settings["agents.context_token_budget"])
+    text = session_start_text(
+        run.store, current_session=run.session_id, token_budget=budget, now=run.now
+    )
+    run.add_context("SessionStart", text)
 
 
 def after(run: HookRun) -> None:

@@ -282,3 +282,16 @@ def test_the_cli_warns_again_at_95_percent(full_session: Store) -> None:
     result = run_cli("memory", "add", "a small note", "--session", S, cwd=root)
     assert result.code == 0, result.stderr
     assert re.search(rf"^engram: session {S} reached 9[6-9] % of its quota", result.stderr)
+
+
+def test_a_full_session_still_starts_with_its_memory(full_session: Store) -> None:
+    store = full_session
+    memory.add(store, "the deploy key rotates every Monday", type="project", pinned=True)
+    _quota_at(store, 101)
+    payload = hook_payload("SessionStart", S, store.root, source="resume")
+    code, out = hooks.handle("claude-code", "SessionStart", payload, workspace=str(store.root))
+    assert code == 0
+    context = _context(json.loads(out))
+    memory_part, error_part = context.split("engram: error: ")
+    assert "- project: the deploy key rotates every Monday" in memory_part
+    assert error_part.startswith(f"session {S} is full (MEM_E001)")
