@@ -11,8 +11,11 @@ through the same steps in this order, stopping as soon as the session is under i
 
 Never touched (seed 003's preservation rules): pinned entries, open decisions, open findings,
 explicit preferences, entries whose priority is above 0.7, entries created or used in the last
-48 hours, and turns of the last 7 days. Every path that writes to a session (the CLI, agent hooks, the editor, MCP) goes through
-`before_write` and `after_write`:
+48 hours, and turns of the last 7 days.
+
+The paths that add records to a session (`engram memory add`, agent hooks, the editor's
+`engram.memory.add`) go through `before_write` and `after_write`; a session save and a
+transcript ingest through `after_write` only:
 
 - `after_write`: at 80 % or more the session is compacted (gentle, or forced at 95 %) and a
   warning is returned for the path that wrote to show: a line on stderr (CLI), the hook's
