@@ -306,3 +306,32 @@ def test_a_marker_quoted_in_prose_is_not_a_section(store: Store, workspace: Path
     text = path.read_text(encoding="utf-8")
     assert text.startswith(prose)  # the quoted markers were not taken for engram's section
     assert text.count(BEGIN) == 2 and text.rstrip().endswith(END)
+
+
+def test_gemini_session_start_takes_save_memory_facts_in(workspace: Path) -> None:
+    Store.init(workspace).close()
+    gemini_md = workspace / "GEMINI.md"
+    gemini_md.write_text(GEMINI_MD, encoding="utf-8")
+    payload = json.dumps(
+        {
+            "session_id": "gemini-7f3e",
+            "transcript_path": str(workspace / "chat.json"),
+            "cwd": str(workspace),
+            "hook_event_name": "SessionStart",
+            "timestamp": "2026-11-23T10:00:00.000Z",
+            "source": "startup",
+        }
+    )
+    code, _out = hooks.handle("gemini", "SessionStart", payload, workspace=str(workspace))
+    assert code == 0
+    assert gemini_md.read_text(encoding="utf-8") == GEMINI_MD  # read, not written
+    store = Store.open(workspace)
+    try:
+        facts = memory.list_memories(store, tag="gemini-memory")
+    finally:
+        store.close()
+    assert {f["content"] for f in facts} == {
+        "The staging database is reset every night at 02:00 UTC.",
+        "My preferred test runner is pytest with -x.",
+    }
+    assert {tag for f in facts for tag in f["tags"]} == {"gemini-memory", "gemini-added-memories"}
