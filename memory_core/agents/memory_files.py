@@ -2,8 +2,9 @@
 
 Claude Code loads the project's `CLAUDE.md` (or `.claude/CLAUDE.md`) and its auto memory
 `~/.claude/projects/<project>/memory/MEMORY.md` into every session and writes facts there
-itself; Gemini CLI does the same with `GEMINI.md` (its `save_memory` tool appends `- fact`
-lines under `## Gemini Added Memories`). Left alone, that memory and engram's never meet.
+itself (subagents with project memory write `.claude/agent-memory/<agent>/MEMORY.md`);
+Gemini CLI does the same with `GEMINI.md` (its `save_memory` tool appends `- fact` lines
+under `## Gemini Added Memories`). Left alone, that memory and engram's never meet.
 
 `sync` connects them both ways:
 
@@ -64,7 +65,9 @@ _HEADING_TYPES = (
 class Target:
     agent: str
     path: Path
-    role: str  # "project" (CLAUDE.md, GEMINI.md) or "auto" (Claude's auto memory)
+    # "project" (CLAUDE.md, GEMINI.md), "auto" (Claude's auto memory) or "agent" (a Claude Code
+    # subagent's `.claude/agent-memory/<agent>/MEMORY.md`, read only)
+    role: str
 
 
 def claude_auto_memory(root: Path) -> Path:
@@ -91,10 +94,20 @@ def targets(root: Path, agent: str) -> list[Target]:
     project = root / "CLAUDE.md"
     if not project.exists() and (root / ".claude" / "CLAUDE.md").exists():
         project = root / ".claude" / "CLAUDE.md"
-    return [
+    found = [
         Target("claude", project, "project"),
         Target("claude", claude_auto_memory(root), "auto"),
     ]
+    # Subagents defined with `memory: project` keep their own MEMORY.md (read only: engram's
+    # section goes to the project's file or the auto memory).
+    agent_memory = root / ".claude" / "agent-memory"
+    if agent_memory.is_dir():
+        found += [
+            Target("claude", path, "agent")
+            for path in sorted(agent_memory.glob("*/MEMORY.md"))
+            if path.is_file()
+        ]
+    return found
 
 
 # -- the file's parts ----------------------------------------------------------------------------

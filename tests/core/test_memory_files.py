@@ -335,3 +335,17 @@ def test_gemini_session_start_takes_save_memory_facts_in(workspace: Path) -> Non
         "My preferred test runner is pytest with -x.",
     }
     assert {tag for f in facts for tag in f["tags"]} == {"gemini-memory", "gemini-added-memories"}
+
+
+def test_subagent_memory_files_are_read_not_written(store: Store, workspace: Path) -> None:
+    agent_file = workspace / ".claude" / "agent-memory" / "aios-dev" / "MEMORY.md"
+    agent_file.parent.mkdir(parents=True)
+    agent_text = "# aios-dev memory\n\n## Gotchas\n- Story files must keep their YAML header\n"
+    agent_file.write_text(agent_text, encoding="utf-8")
+    memory.add(store, "Always run the QA gate", type="preference", explicit=True)
+    report = memory_files.sync(store, "claude")
+    entry = next(f for f in report["files"] if f["role"] == "agent")
+    assert len(entry["imported"]) == 1 and not entry["written"]
+    assert agent_file.read_text(encoding="utf-8") == agent_text
+    [fact] = [m for m in memory.list_memories(store, tag="claude-memory")]
+    assert fact["type"] == "finding" and fact["provenance"]["role"] == "agent"
