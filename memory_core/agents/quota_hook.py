@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 from memory_core import log, quota
 from memory_core.errors import QuotaExceededError
 
+# Events whose handler writes nothing (it only reads gotchas for the agent): never refused.
+READ_ONLY_EVENTS = frozenset({"PreToolUse"})
 CHECKED_KEY = "quota.checked:"
 RECHECK_SECONDS = 30.0
 QUIET_BELOW_PERCENT = 70.0
@@ -43,7 +45,11 @@ MESSAGE_EVENTS = frozenset({"Stop", "SubagentStop", "PostToolUseFailure"})
 
 def before(run: HookRun) -> bool:
     """False when the session is full and this hook must record nothing."""
-    if not run.payload.session_id or _recently_below(run, NO_REFUSAL_BELOW_PERCENT):
+    if (
+        not run.payload.session_id
+        or run.payload.event in READ_ONLY_EVENTS
+        or _recently_below(run, NO_REFUSAL_BELOW_PERCENT)
+    ):
         return True
     try:
         quota.before_write(run.store, run.session_id, run.settings, now=run.now)
@@ -70,7 +76,11 @@ def _start_context(run: HookRun) -> None:
 
 def after(run: HookRun) -> None:
     """Compact at 80 % / 95 % and warn the agent once per threshold."""
-    if not run.payload.session_id or _recently_below(run, QUIET_BELOW_PERCENT):
+    if (
+        not run.payload.session_id
+        or run.payload.event in READ_ONLY_EVENTS
+        or _recently_below(run, QUIET_BELOW_PERCENT)
+    ):
         return
     facts = quota.usage(run.store, run.session_id, run.settings)
     with run.store.transaction() as db:

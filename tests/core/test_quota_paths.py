@@ -295,3 +295,29 @@ def test_a_full_session_still_starts_with_its_memory(full_session: Store) -> Non
     memory_part, error_part = context.split("engram: error: ")
     assert "- project: the deploy key rotates every Monday" in memory_part
     assert error_part.startswith(f"session {S} is full (MEM_E001)")
+
+
+def test_a_full_session_still_gets_gotchas_before_an_edit(full_session: Store) -> None:
+    from memory_core.gotchas import records
+
+    store = full_session
+    (store.root / "app.py").write_text("import json\n")
+    records.add(
+        store,
+        "app.py is generated; edit app.tmpl instead",
+        severity="high",
+        related_files=["app.py"],
+    )
+    _quota_at(store, 101)
+    payload = hook_payload(
+        "PreToolUse",
+        S,
+        store.root,
+        tool_name="Edit",
+        tool_input={"file_path": str(store.root / "app.py"), "old_string": "a", "new_string": "b"},
+        tool_use_id="toolu_pre",
+    )
+    code, out = hooks.handle("claude-code", "PreToolUse", payload, workspace=str(store.root))
+    assert code == 0
+    context = _context(json.loads(out))
+    assert "app.py is generated" in context and "MEM_E001" not in context
