@@ -97,7 +97,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     lst = msub.add_parser("list", parents=[common], help="memories, newest first")
     lst.add_argument("--limit", type=int, default=50)
     _filters(lst, TYPES)
-    _query_options(lst)
+    _query_options(lst, decayed_flag=False)
     lst.add_argument("--all", action="store_true", help="include archived memories")
     lst.set_defaults(handler=run_list)
 
@@ -249,15 +249,16 @@ def _filters(parser: argparse.ArgumentParser, types: tuple[str, ...]) -> None:
     parser.add_argument("--until", metavar="DATE", help="created before")
 
 
-def _query_options(parser: argparse.ArgumentParser) -> None:
+def _query_options(parser: argparse.ArgumentParser, *, decayed_flag: bool = True) -> None:
     parser.add_argument(
         "--min-priority", type=float, metavar="P", help="only entries whose priority is at least P"
     )
-    parser.add_argument(
-        "--include-decayed",
-        action="store_true",
-        help="also entries decayed below 0.3 (left out by default)",
-    )
+    if decayed_flag:
+        parser.add_argument(
+            "--include-decayed",
+            action="store_true",
+            help="also entries decayed below 0.3 (left out by default)",
+        )
     parser.add_argument(
         "--offset", type=int, default=0, metavar="N", help="skip the first N results (paging)"
     )
@@ -268,7 +269,8 @@ def _query_values(args: argparse.Namespace) -> dict[str, Any]:
         raise UsageError("--offset must be 0 or more")
     return {
         "min_priority": args.min_priority,
-        "include_decayed": args.include_decayed,
+        # `memory list` is the inspection view: it shows decayed entries too.
+        "include_decayed": getattr(args, "include_decayed", True),
         "offset": args.offset,
     }
 
