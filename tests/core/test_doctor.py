@@ -160,3 +160,27 @@ def test_doctor_never_creates_a_store(tmp_path: Path) -> None:
     result = run_cli("doctor", cwd=empty)
     assert result.code == 1 and "no engram store" in result.stderr
     assert not (empty / ".engram").exists()
+
+
+def test_annotation_gotchas_stored_by_an_older_engram_are_re_read(
+    store: Store, workspace: Path
+) -> None:
+    from memory_core import drift
+    from memory_core.gotchas import records
+    from memory_core.gotchas.records import Anchor, line_hash
+    from memory_core.gotchas.scan import annotation_gotcha, find_annotations
+
+    source = "import os\n\nCACHE = {}  # gotcha: shared between threads, guard it with a lock\n"
+    (workspace / "cache.py").write_text(source)
+    annotation = find_annotations("cache.py", source.splitlines())[0]
+    old = annotation_gotcha("cache.py", annotation, 1_800_000_000.0)
+    # What older versions stored: the comment's words as the anchor, not its line.
+    old.anchors = [Anchor("cache.py", 2, 2, line_hash(annotation.text), annotation.text)]
+    records.sync_annotations(store, "cache.py", [old])
+    assert any(drift.check_citation(workspace, c) for c in drift.gotcha_anchor_citations(store))
+    report = doctor.run(store)
+    assert report["annotations"]["stale"] == ["cache.py"] and not report["healthy"]
+    repaired = doctor.run(store, repair=True)
+    assert repaired["annotations"]["resynced"] == ["cache.py"] and repaired["healthy"]
+    assert not any(drift.check_citation(workspace, c) for c in drift.gotcha_anchor_citations(store))
+    assert doctor.run(store)["annotations"]["stale"] == []
