@@ -54,6 +54,7 @@ def run_doctor(ctx: Context) -> int:
             ("orphaned rows", str(report["orphaned_rows"]["rows"])),
             ("orphaned blobs", f"{content['orphaned']} ({_size(content['orphaned_bytes'])})"),
             ("stray files", str(stray)),
+            ("old gotcha anchors", str(len(report["annotations"]["stale"]))),
         ]
         width = max(len(label) for label, _value in rows) + 2
         lines = [f"engram doctor: {report['root']}"]
