@@ -18,7 +18,7 @@ from pygls.uris import to_fs_path
 
 from lsp_server.features.commands import engram_command
 from lsp_server.server import EngramServer, FolderState
-from memory_core import memory, quota, search
+from memory_core import memory, quota, search, views
 from memory_core.errors import UsageError
 
 logger = logging.getLogger("engram.lsp")
@@ -167,6 +167,15 @@ def register(server: EngramServer) -> None:
             entry = {**entry, "quota_warning": notice["message"]}
         return entry
 
+    @engram_command(server, "engram.memory.list")
+    def list_command(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+        """The newest memories (VS Code's Memory view); `limit` (default 100)."""
+        state = ls.state_for_command(args)
+        limit = args.get("limit", 100)
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            raise UsageError("limit must be a positive number")
+        return {"memories": memory.list_memories(state.store, limit=limit)}
+
     @engram_command(server, "engram.memory.search")
     def search_command(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
         state = ls.state_for_command(args)
@@ -187,7 +196,7 @@ def register(server: EngramServer) -> None:
             kinds=kinds if isinstance(kinds, list) else None,
             **query_options(args),
         )
-        return {"query": query, "results": results}
+        return {"query": query, "results": results, "markdown": views.memories(query, results)}
 
     @server.feature(types.WORKSPACE_SYMBOL)
     async def workspace_symbol(

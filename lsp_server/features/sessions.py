@@ -20,7 +20,7 @@ from pygls.uris import from_fs_path
 from lsp_server.features.checkpoints import ask, progress, spawn
 from lsp_server.features.commands import engram_command
 from lsp_server.server import EngramServer, FolderState
-from memory_core import quota, sessions
+from memory_core import quota, sessions, views
 from memory_core.errors import NotFoundError, UsageError
 
 logger = logging.getLogger("engram.lsp")
@@ -72,7 +72,8 @@ def register(server: EngramServer) -> None:
     @engram_command(server, "engram.session.list")
     def list_(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
         state = ls.state_for_command(args)
-        return {"sessions": sessions.list_sessions(state.store)}
+        found = sessions.list_sessions(state.store)
+        return {"sessions": found, "markdown": views.sessions(found)}
 
     @engram_command(server, "engram.session.save")
     async def save(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
@@ -111,7 +112,13 @@ def register(server: EngramServer) -> None:
             path = state.root / rel
             if path.is_file() and await _show(ls, str(path), focus=False):
                 opened.append(rel)
-        return {**loaded, "opened": opened}
+        found_turns = loaded.get("turns")
+        turns: list[dict[str, Any]] = found_turns if isinstance(found_turns, list) else []
+        return {
+            **loaded,
+            "opened": opened,
+            "markdown": views.history(str(loaded.get("id") or ref), turns),
+        }
 
     @engram_command(server, "engram.session.delete")
     async def delete(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
@@ -135,7 +142,9 @@ def register(server: EngramServer) -> None:
         ref = await ls.run_blocking(_session_ref, state, args)
         path = await ls.run_blocking(sessions.write_export, state.store, ref)
         markdown = await ls.run_blocking(sessions.summary_markdown, state.store, ref)
-        shown = await _show(ls, str(path), focus=True)
+        # `show: false`: the client renders `markdown` itself (VS Code's preview, Neovim's
+        # scratch window) instead of opening the exported file as an editable buffer.
+        shown = await _show(ls, str(path), focus=True) if args.get("show", True) else False
         return {
             "id": sessions.get(state.store, ref)["id"],
             "markdown": markdown,
@@ -151,12 +160,14 @@ def register(server: EngramServer) -> None:
             raise UsageError("`last` must be a whole number of turns")
         ref = _session_ref(state, args)
         sid = sessions.get(state.store, ref)["id"]
-        return {"id": sid, "turns": sessions.history(state.store, sid, last=last)}
+        turns = sessions.history(state.store, sid, last=last)
+        return {"id": sid, "turns": turns, "markdown": views.history(sid, turns)}
 
     @engram_command(server, "engram.session.metrics")
     def metrics(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
         state = ls.state_for_command(args)
-        return sessions.metrics(state.store, _session_ref(state, args))
+        found = sessions.metrics(state.store, _session_ref(state, args))
+        return {**found, "markdown": views.metrics(found)}
 
     async def started(ls: EngramServer) -> None:
         for state in list(ls.folders.values()):

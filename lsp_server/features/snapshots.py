@@ -167,4 +167,4 @@ def register(server: EngramServer) -> None:
             file=rel,
             limit=limit,
         )
-        return {"entries": found}
+        return {"entries": found, "markdown": timeline.markdown(found)}
