@@ -280,10 +280,30 @@ def _checkpoint_orphans(store: Store, repair: bool, repaired: list[str]) -> dict
             (stack.append(entry.hash) if entry.kind == "d" else live_blobs.add(entry.hash))
     orphaned = 0
     orphaned_bytes = 0
+    # Blobs stored before packing: hex keys, each with its own compressed data.
     for row in store.query("SELECT hash, stored_size FROM checkpoint_blobs"):
         if row["hash"] not in live_blobs and row["hash"] not in live_trees:
             orphaned += 1
             orphaned_bytes += int(row["stored_size"] or 0)
+    if "checkpoint_objects" in tables:
+        # Blobs stored since: raw 32-byte keys, large ones with their own data, small ones
+        # inside a pack (a pack whose every member is unreferenced is freed whole).
+        live_raw = {bytes.fromhex(h) for h in live_blobs}
+        live_packs: set[int] = set()
+        for row in store.query(
+            "SELECT hash, pack, CASE WHEN pack IS NULL THEN length(data) ELSE 0 END AS n"
+            " FROM checkpoint_objects"
+        ):
+            if bytes(row["hash"]) in live_raw:
+                if row["pack"] is not None:
+                    live_packs.add(int(row["pack"]))
+                continue
+            orphaned += 1
+            orphaned_bytes += int(row["n"] or 0)
+        if "checkpoint_packs" in tables:
+            for row in store.query("SELECT id, length(data) AS n FROM checkpoint_packs"):
+                if int(row["id"]) not in live_packs:
+                    orphaned_bytes += int(row["n"] or 0)
     for row in store.query("SELECT hash, length(data) AS n FROM checkpoint_trees"):
         if row["hash"] not in live_trees:
             orphaned += 1

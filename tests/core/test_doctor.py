@@ -184,3 +184,28 @@ def test_annotation_gotchas_stored_by_an_older_engram_are_re_read(
     assert repaired["annotations"]["resynced"] == ["cache.py"] and repaired["healthy"]
     assert not any(drift.check_citation(workspace, c) for c in drift.gotcha_anchor_citations(store))
     assert doctor.run(store)["annotations"]["stale"] == []
+
+
+def test_content_left_behind_by_a_removed_checkpoint_is_found_and_freed(
+    store: Store, workspace: Path
+) -> None:
+    import random
+
+    rng = random.Random(14)
+    settings = config.load(workspace)
+    # Random text compresses poorly: each version is a blob of its own (not packed).
+    (workspace / "big.txt").write_text("".join(rng.choice("abcdef") for _ in range(50_000)))
+    first = checkpoints.create(store, name="first", settings=settings)
+    (workspace / "big.txt").write_text("".join(rng.choice("abcdef") for _ in range(50_000)))
+    checkpoints.create(store, name="second", settings=settings)
+    with store.transaction() as db:  # what retention does before its garbage collection
+        db.execute("DELETE FROM checkpoints WHERE id = ?", (first["id"],))
+    content = doctor.run(store)["checkpoint_content"]
+    # The first version's blob and the first checkpoint's listing.
+    assert content["orphaned"] == 2 and content["orphaned_bytes"] > 15_000
+    repaired = doctor.run(store, repair=True)
+    assert repaired["checkpoint_content"]["freed_bytes"] > 15_000 and repaired["healthy"]
+    assert doctor.run(store)["checkpoint_content"]["orphaned"] == 0
+    # What the remaining checkpoint holds is intact and can be read back.
+    [entry] = [e for e in checkpoints.manifest(store, "second") if e["path"] == "big.txt"]
+    assert checkpoints.read_blob(store, entry["hash"]) == (workspace / "big.txt").read_bytes()
