@@ -345,9 +345,15 @@ def build(root: Path) -> Any:
 
     @tool()
     def memory_add(
-        content: str, type: str = "learning", tags: list[str] | None = None
+        content: str,
+        type: str = "learning",
+        tags: list[str] | None = None,
+        impact: str | None = None,
     ) -> dict[str, Any]:
-        """Remember something: type is project, preference, action, decision, finding or learning."""
+        """Remember something: type is project, preference, action, decision, finding or learning.
+
+        impact (critical, high, medium, low): a finding's severity or a decision's impact; an
+        open critical finding stays at priority 0.8 or more, an open high-impact decision at 0.9."""
         from memory_core import memory
 
         entry: dict[str, Any] = memory.add(
@@ -355,6 +361,7 @@ def build(root: Path) -> Any:
             content,
             type=type,
             tags=tags or (),
+            impact=impact,
             agent="mcp",
             explicit=True,
             provenance={"source": "mcp"},

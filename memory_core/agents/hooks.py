@@ -260,6 +260,10 @@ class HookRun:
             if extra:
                 text = f"{text}\n\n{extra}" if text.strip() else extra
         self.add_context("SessionStart", text)
+        from memory_core.agents import memory_files
+
+        # Facts the agent wrote into its own memory file since last time come into engram.
+        memory_files.on_hook(self.store, self.payload.agent, "SessionStart", now=self.now)
 
     def settle_earlier_sessions(self) -> None:
         """Earlier sessions that never reported their end and have been silent for 30 minutes
@@ -427,6 +431,10 @@ class HookRun:
                 self.store, self.session_id, status="closed", reason="completion", now=self.now
             )
         self.digest("session_end")
+        from memory_core.agents import memory_files
+
+        # Both ways: new facts in, engram's section of CLAUDE.md / GEMINI.md rewritten.
+        memory_files.on_hook(self.store, self.payload.agent, "SessionEnd", now=self.now)
         self.backup_transcript()
         limits.enforce(self.store, self.settings, now=self.now)
         quota.enforce(self.store, self.session_id, self.settings, now=self.now)

@@ -7,6 +7,7 @@ to `hook_fast_path` before any argparse tree is built; the parser entry below ex
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -202,6 +203,13 @@ def run_ingest(ctx: Context) -> int:
             )
             if row is not None and float(row["last_seen"]) < cutoff:
                 old_sessions.append(sid)
+    # The session quota (80 % / 95 %: compaction and a warning line) for what was ingested.
+    from memory_core import quota
+
+    for session_id in sorted(ingested):
+        notice = quota.after_write(store, session_id, ctx.settings)
+        if notice is not None:
+            print(notice["message"], file=sys.stderr)
     summary = {
         "files": len(results),
         "lines": sum(r["lines"] for r in results),

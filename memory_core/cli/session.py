@@ -270,6 +270,12 @@ def run_save(ctx: Context) -> int:
         ):
             raise
         saved = sessions.save(store, ref, name=ctx.args.name, overwrite=True)
+    from memory_core import quota
+
+    # A saved copy counts against the session's quota: compaction and a warning at 80 / 95 %.
+    notice = quota.after_write(store, saved["id"], ctx.settings)
+    if notice is not None:
+        print(notice["message"], file=sys.stderr)
     ctx.emit(
         saved,
         f"Saved session {saved['label']} ({saved['id']}, {saved['turns']} turns)\n  {saved['export_path']}",
