@@ -287,24 +287,13 @@ def run_resume(ctx: Context) -> int:
         return run_session_context(ctx)
     from memory_core import conversation
 
-    store = ctx.store()
-    ref = None if ctx.args.id is None else sessions.get(store, ctx.args.id)["id"]
-    # The changes are measured before resuming: resuming counts as activity.
-    changes = conversation.workspace_changes(store, ref or _latest_id(ctx), settings=ctx.settings)
-    loaded = sessions.resume(store, ref)
-    loaded["workspace_changes"] = changes
+    loaded = conversation.resume(ctx.store(), ctx.args.id, settings=ctx.settings)
+    changes = loaded["workspace_changes"]
     ctx.emit(
         loaded,
         lambda: _loaded_text("Resumed", loaded) + "\n" + conversation.changes_text(changes),
     )
     return 0
-
-
-def _latest_id(ctx: Context) -> str:
-    current = sessions.latest(ctx.store())
-    if current is None:
-        raise NotFoundError("there is no session to resume", hint="start one, or import one")
-    return str(current["id"])
 
 
 def run_delete(ctx: Context) -> int:

@@ -222,3 +222,16 @@ def test_vault_folder_is_a_setting_and_file_names_are_safe(store: Store, tmp_pat
     sessions.set_summary(store, "../../evil/id", overview="y")
     assert (store.root / "notes" / "vault" / "sessions" / "2026-03-02_evil_id.md").is_file()
     assert session_vault.safe_name("..") == "_"
+
+
+def test_the_reminder_names_recent_unsummarised_sessions_only(store: Store) -> None:
+    now = T0 + 100 * 86400
+    for sid, age_days in (("S-old", 40), ("S-recent", 1)):
+        at = now - age_days * 86400
+        sessions.start(store, session_id=sid, agent="claude-code", now=at)
+        sessions.record_turn(store, sid, user_message="work", started_at=at, ended_at=at)
+    text = session_vault.reminder(store, current="S-now", now=now)
+    assert text.startswith("1 earlier session has no summary yet (S-recent)")
+    assert "S-old" not in text
+    sessions.set_summary(store, "S-recent", overview="Done.")
+    assert session_vault.reminder(store, current="S-now", now=now) == ""
