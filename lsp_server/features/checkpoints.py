@@ -29,7 +29,7 @@ from pygls.workspace import TextDocument
 
 from lsp_server.features.commands import engram_command
 from lsp_server.server import DocumentListener, EngramServer, FolderState
-from memory_core import checkpoints, clock, sessions
+from memory_core import checkpoints, clock, conversation, sessions
 from memory_core.errors import UsageError
 from memory_core.workspace import relative_path
 
@@ -255,15 +255,25 @@ async def rollback(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
         checkpoints.plan_rollback, state.store, ref, settings=state.settings
     )
     target = plan.checkpoint
+    rewind = args.get("rewind") is True  # also the conversation, back to the checkpoint's turn
+    if rewind and target.get("turn_number") is None:
+        raise UsageError(
+            f"checkpoint {target['id']} was not taken during a session: no conversation to rewind"
+        )
     unsaved = _unsaved_differences(ls, state, plan)
     if not plan.writes and not plan.removes and not unsaved:
-        return {
+        unchanged: dict[str, Any] = {
             "done": True,
             "checkpoint": target["id"],
             "restored": [],
             "removed": [],
             "unchanged": plan.unchanged,
         }
+        if rewind:
+            unchanged["rewound"] = await ls.run_blocking(
+                conversation.rewind, state.store, target["id"]
+            )
+        return unchanged
     if args.get("confirm") is not True:
         removes = ", ".join(plan.removes[:8]) + (" …" if len(plan.removes) > 8 else "")
         message = (
@@ -308,6 +318,8 @@ async def rollback(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
                 with contextlib.suppress(OSError):
                     os.chmod(state.root / write.path, write.mode)
     result["via_editor"] = sorted(set(result["via_editor"]) | (set(buffers) & set(handled)))
+    if rewind:
+        result["rewound"] = await ls.run_blocking(conversation.rewind, state.store, target["id"])
     journal = journal_for(ls, state)
     if journal is not None:
         journal.mark([w.path for w in plan.writes] + list(plan.removes))
