@@ -53,7 +53,18 @@ def vault_dir(store: Store, settings: Mapping[str, Any] | None = None) -> Path:
     if not configured:
         return store.dir / "exports"
     path = Path(configured).expanduser()
-    return path if path.is_absolute() else store.root / path
+    if path.is_absolute():
+        return path  # a folder the user named outright (an Obsidian vault elsewhere)
+    inside = (store.root / path).resolve()
+    if not inside.is_relative_to(store.root.resolve()):
+        # A relative path may come from a committed pyproject.toml: it must stay in the workspace.
+        log.write(
+            store.root,
+            "warning",
+            f"{VAULT_SETTING} {configured!r} leaves the workspace; using .engram/exports",
+        )
+        return store.dir / "exports"
+    return inside
 
 
 def note_path(store: Store, session: Mapping[str, Any], vault: Path) -> Path:

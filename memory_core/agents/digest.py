@@ -281,18 +281,23 @@ def render(frontmatter: dict[str, Any], sections: dict[str, Any]) -> str:
     lines += ["---", ""]
 
     def bullets(items: list[str], prefix: str = "") -> list[str]:
-        return [f"- {prefix}{_quoted(item)}" for item in items] or ["- none"]
+        # An empty section keeps its heading and has no bullet: a reader finds an empty list.
+        return [f"- {prefix}{_quoted(item)}" for item in items]
 
-    lines += ["## User Corrections", "", *bullets(sections["user_corrections"]), ""]
-    lines += ["## Patterns Observed", "", *bullets(sections["patterns_observed"], "Pattern: "), ""]
-    lines += ["## Axioms Learned", "", *bullets(sections["axioms_learned"], "Axiom: "), ""]
+    for key, prefix in (
+        ("user_corrections", ""),
+        ("patterns_observed", "Pattern: "),
+        ("axioms_learned", "Axiom: "),
+    ):
+        items = bullets(sections[key], prefix)
+        lines += [f"## {SECTION_TITLES[key]}", "", *items, *([""] if items else [])]
     snap = sections["context_snapshot"]
     lines += ["## Context Snapshot", ""]
     for key, title in SNAPSHOT_LINES.items():
         value = snap.get(key)
         if isinstance(value, list):
             value = ", ".join(value)
-        lines.append(f"**{title}:** {value or 'none'}")
+        lines.append(f"**{title}:** {value}" if value else f"**{title}:**")
     return "\n".join(lines) + "\n"
 
 
@@ -342,7 +347,8 @@ def write_digest(
         "schema_version": SCHEMA_VERSION,
         "session_id": session_id,
         "timestamp": iso_millis(ts),
-        "duration_minutes": round(max(0.0, last - started) / 60),
+        # Whole minutes as the seed has them, half a minute up (round() would round 2.5 to 2).
+        "duration_minutes": int(max(0.0, last - started) / 60 + 0.5),
         "agent_context": redact(agent_context(agent, model, story)),
         "compact_trigger": trigger,
         # engram's richer facts: where and how, with counts and times the seed's lines cannot hold.
@@ -444,9 +450,10 @@ def _parse_body(body: str) -> dict[str, Any]:
                 else:
                     sections[current][key] = value or None
         elif line.startswith(("- ", "* ")):
-            item = _unquote(_BULLET_PREFIX.sub("", line[2:].strip()))
-            if item and item.lower() != "none":
-                sections[current].append(item)
+            raw_item = _BULLET_PREFIX.sub("", line[2:].strip())
+            # `- none` (unquoted) is how a hand-written digest says the section is empty.
+            if raw_item and raw_item.lower() != "none":
+                sections[current].append(_unquote(raw_item))
     for key in SNAPSHOT_LINES:
         sections["context_snapshot"].setdefault(
             key, [] if key in ("files_modified", "commands_executed") else None

@@ -221,6 +221,11 @@ def test_vault_folder_is_a_setting_and_file_names_are_safe(store: Store, tmp_pat
     config.set_value(store.root, "sessions.vault_dir", "notes/vault")
     sessions.set_summary(store, "../../evil/id", overview="y")
     assert (store.root / "notes" / "vault" / "sessions" / "2026-03-02_evil_id.md").is_file()
+    # A relative folder that climbs out of the workspace is not followed.
+    config.set_value(store.root, "sessions.vault_dir", "../outside")
+    sessions.set_summary(store, "../../evil/id", overview="z")
+    assert not (store.root.parent / "outside").exists()
+    assert (store.dir / "exports" / "sessions" / "2026-03-02_evil_id.md").is_file()
     assert session_vault.safe_name("..") == "_"
 
 
