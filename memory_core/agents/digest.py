@@ -14,6 +14,7 @@ for corrections ("actually…", "no, …", "should be X not Y", "don't…") and 
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 from collections import Counter
@@ -237,9 +238,7 @@ COMMAND_CHARS = 120
 
 def iso_millis(ts: float) -> str:
     """`2026-02-09T18:30:45.123Z`: the seed's timestamp, with milliseconds."""
-    from datetime import UTC, datetime
-
-    moment = datetime.fromtimestamp(ts, UTC)
+    moment = datetime.datetime.fromtimestamp(ts, datetime.UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
@@ -280,25 +279,32 @@ def render(frontmatter: dict[str, Any], sections: dict[str, Any]) -> str:
         lines.append(dumped.rstrip("\n"))
     lines += ["---", ""]
 
-    def bullets(items: list[str], prefix: str = "") -> list[str]:
-        # An empty section keeps its heading and has no bullet: a reader finds an empty list.
-        return [f"- {prefix}{_quoted(item)}" for item in items]
-
+    # Empty sections and lines are written as the AIOS digest writer writes them (a placeholder
+    # bullet, `none`, `unknown`), so tools of that ecosystem read engram's digests as their own.
     for key, prefix in (
         ("user_corrections", ""),
         ("patterns_observed", "Pattern: "),
         ("axioms_learned", "Axiom: "),
     ):
-        items = bullets(sections[key], prefix)
-        lines += [f"## {SECTION_TITLES[key]}", "", *items, *([""] if items else [])]
+        items = [f"- {prefix}{_quoted(item)}" for item in sections[key]]
+        lines += [f"## {SECTION_TITLES[key]}", "", *(items or [f"- {EMPTY_SECTION[key]}"]), ""]
     snap = sections["context_snapshot"]
     lines += ["## Context Snapshot", ""]
     for key, title in SNAPSHOT_LINES.items():
         value = snap.get(key)
         if isinstance(value, list):
             value = ", ".join(value)
-        lines.append(f"**{title}:** {value}" if value else f"**{title}:**")
+        lines.append(f"**{title}:** {value or ('unknown' if key == 'active_agent' else 'none')}")
     return "\n".join(lines) + "\n"
+
+
+# The AIOS writer's placeholders for an empty section; a reader takes any `(none ...)` as empty.
+EMPTY_SECTION = {
+    "user_corrections": "(none captured)",
+    "patterns_observed": "(none identified)",
+    "axioms_learned": "(none extracted)",
+}
+_PLACEHOLDER = re.compile(r"^\(?none\b[^)]*\)?$", re.IGNORECASE)
 
 
 FRONTMATTER_FIELDS = (
@@ -443,7 +449,7 @@ def _parse_body(body: str) -> dict[str, Any]:
             if bold and bold.group(1).lower() in _SNAPSHOT_KEYS:
                 key = _SNAPSHOT_KEYS[bold.group(1).lower()]
                 value = bold.group(2).strip()
-                if value.lower() == "none":
+                if value.lower() in ("none", "unknown"):
                     value = ""
                 if key in ("files_modified", "commands_executed"):
                     sections[current][key] = [v.strip() for v in value.split(",") if v.strip()]
@@ -451,8 +457,8 @@ def _parse_body(body: str) -> dict[str, Any]:
                     sections[current][key] = value or None
         elif line.startswith(("- ", "* ")):
             raw_item = _BULLET_PREFIX.sub("", line[2:].strip())
-            # `- none` (unquoted) is how a hand-written digest says the section is empty.
-            if raw_item and raw_item.lower() != "none":
+            # `- (none captured)`, `- none`: how AIOS and people say a section is empty.
+            if raw_item and not _PLACEHOLDER.match(raw_item):
                 sections[current].append(_unquote(raw_item))
     for key in SNAPSHOT_LINES:
         sections["context_snapshot"].setdefault(
@@ -507,6 +513,11 @@ def parse_digest(text: str, *, where: str = "digest") -> Digest:
             hint="upgrade engram to read digests written by a newer version",
         )
     frontmatter = {**frontmatter, "schema_version": version}
+    stamp = frontmatter.get("timestamp")
+    if isinstance(stamp, datetime.datetime):
+        # An unquoted ISO time is a YAML timestamp: give it back as the seed's string.
+        moment = stamp if stamp.tzinfo else stamp.replace(tzinfo=datetime.UTC)
+        frontmatter["timestamp"] = iso_millis(moment.timestamp())
     if _HEADING.search(body) is None and body.strip():
         try:
             old = yaml.load(body.strip().removesuffix("...").strip(), Loader=loader)

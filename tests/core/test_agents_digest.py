@@ -57,9 +57,9 @@ def seed_reader(text: str) -> dict[str, Any]:
             sections[current].append(line)
     snapshot = {}
     for line in sections.get("Context Snapshot", []):
-        match = re.match(r"^\*\*(.+?):\*\*(?: (.*))?$", line)
+        match = re.match(r"^\*\*(.+?):\*\* (.*)$", line)
         assert match, f"not a bold line: {line!r}"
-        snapshot[match.group(1)] = match.group(2) or ""
+        snapshot[match.group(1)] = match.group(2)
     return {"meta": meta, "order": order, "sections": sections, "snapshot": snapshot}
 
 
@@ -101,7 +101,7 @@ def test_digest_is_written_in_the_seed_layout(store: Store, written: digest.Dige
         "Commands Executed",
     ]
     assert seen["snapshot"]["Active Agent"] == "@claude-code"
-    assert seen["snapshot"]["Active Story"] == ""  # no story known: the line is there, empty
+    assert seen["snapshot"]["Active Story"] == "none"  # no story known, as AIOS writes it
     assert sorted(seen["snapshot"]["Files Modified"].split(", ")) == [
         "src/auth.py",
         "src/cookie.py",
@@ -271,15 +271,41 @@ def test_a_quiet_session_keeps_the_four_sections_empty(store: Store) -> None:
         "Axioms Learned",
         "Context Snapshot",
     ]
-    assert seen["sections"]["User Corrections"] == []
-    assert seen["sections"]["Axioms Learned"] == []
+    # Empty as the AIOS writer says it: placeholder bullets and `none`.
+    assert seen["sections"]["User Corrections"] == ["- (none captured)"]
+    assert seen["sections"]["Patterns Observed"] == ["- (none identified)"]
+    assert seen["sections"]["Axioms Learned"] == ["- (none extracted)"]
     assert seen["snapshot"] == {
         "Active Agent": "@claude-code",
-        "Active Story": "",
-        "Files Modified": "",
-        "Commands Executed": "",
+        "Active Story": "none",
+        "Files Modified": "none",
+        "Commands Executed": "none",
     }
     assert seen["meta"]["duration_minutes"] == 2  # 90 s rounds to 2 minutes
     read = digest.read_digest(written.path)
     assert read.sections["user_corrections"] == []
     assert read.sections["context_snapshot"]["files_modified"] == []
+
+
+def test_a_digest_as_the_aios_writer_writes_it_loads() -> None:
+    """The AIOS implementation of this schema (its PreCompact extractor) dumps the frontmatter
+    with js-yaml (single quotes), writes patterns with the `Pattern:` inside unquoted text,
+    placeholders for empty sections and `unknown` / `none` in the snapshot lines."""
+    read = digest.read_digest(SEED_EXAMPLE / "aios-writer-digest.yaml")
+    front = read.frontmatter
+    assert front["schema_version"] == "1.0" and front["duration_minutes"] == 12
+    assert front["timestamp"] == "2026-02-10T09:15:02.481Z"  # an unquoted YAML timestamp
+    assert front["agent_context"] == "dev" and front["compact_trigger"] == "context_limit"
+    assert read.sections["user_corrections"] == [
+        'Actually, the config lives in "core-config.yaml" not config.yaml'
+    ]
+    assert read.sections["patterns_observed"] == [
+        'User frequently asks "how-to" questions (3 times)'
+    ]
+    assert read.sections["axioms_learned"] == []
+    assert read.sections["context_snapshot"] == {
+        "active_agent": None,
+        "active_story": None,
+        "files_modified": [],
+        "commands_executed": [],
+    }
