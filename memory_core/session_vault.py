@@ -176,10 +176,14 @@ def refresh_note(store: Store, session_id: str, *, now: float | None = None) -> 
 
 
 def remove_note(store: Store, session: Mapping[str, Any]) -> None:
+    """A deleted session's views go with it: its note and its transcript backup."""
     for vault in {vault_dir(store), store.dir / "exports"}:
-        path = note_path(store, session, vault)
-        if path.exists():
-            path.unlink()
+        for path in (
+            note_path(store, session, vault),
+            backup_path(store, str(session["id"]), vault),
+        ):
+            if path.exists():
+                path.unlink()
 
 
 # -- transcripts ----------------------------------------------------------------------------------

@@ -55,6 +55,9 @@ def test_session_end_backs_up_the_transcript_redacted_and_compressed(
     assert len(lines) == len(path.read_text().splitlines())
     for line in lines:
         json.loads(line)  # every line still JSON after redaction
+    # Deleting the session deletes its backup too.
+    assert cli("session", "delete", SESSION, "--yes", cwd=repo).code == 0
+    assert not backup.exists()
 
 
 def test_no_backup_past_the_quota(cli, repo: Path, tmp_path: Path) -> None:
