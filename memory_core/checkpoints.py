@@ -39,6 +39,7 @@ from typing import Any
 
 from memory_core import clock, config, events, limits
 from memory_core.errors import EngramError, NotFoundError, UsageError
+from memory_core.redact import redact
 from memory_core.store import Store
 from memory_core.workspace import STORE_DIRNAME
 
@@ -727,7 +728,7 @@ def create(
         mode = "scan"
         root_hash, count, size, changed_count, skipped = _full(store, settings, writer, ts)
     checkpoint_id = _new_id()
-    clean_name = name.strip() if name and name.strip() else None
+    clean_name = redact(name.strip()) if name and name.strip() else None
     with store.transaction() as db:
         writer.flush(db)
         db.execute(
@@ -736,7 +737,7 @@ def create(
             (
                 checkpoint_id,
                 clean_name,
-                description,
+                redact(description) if description else description,
                 reason,
                 session_id,
                 started if now is None else ts,

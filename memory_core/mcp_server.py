@@ -170,13 +170,13 @@ def build(root: Path) -> Any:
 
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
             @functools.wraps(fn)
-            def guarded(*args: Any, **kwargs: Any) -> Any:
+            def as_tool_error(*args: Any, **kwargs: Any) -> Any:
                 try:
                     return fn(*args, **kwargs)
                 except EngramError as exc:
                     raise ToolError(exc.one_line()) from None
 
-            server.tool()(guarded)
+            server.tool()(as_tool_error)
             _strict(server, fn.__name__)
             return fn
 
@@ -184,7 +184,8 @@ def build(root: Path) -> Any:
 
     def store() -> Store:
         if "store" not in state:
-            state["store"] = Store.open_or_init(root)
+            # A front end: it creates a store only inside a git repository (DESIGN section 2).
+            state["store"] = Store.open_or_init_in_git(root)
         return state["store"]
 
     @tool()
@@ -318,11 +319,29 @@ def build(root: Path) -> Any:
         return projecthub_session(store(), sessions.get(store(), session["id"]))
 
     @tool()
-    def memory_search(query: str, limit: int = 10) -> dict[str, Any]:
-        """Search the project's memories (ranked by relevance times priority)."""
+    def memory_search(
+        query: str,
+        limit: int = 10,
+        min_priority: float | None = None,
+        include_decayed: bool = False,
+        offset: int = 0,
+    ) -> dict[str, Any]:
+        """Search the project's memories (ranked by relevance times priority).
+
+        Entries decayed below priority 0.3 are left out unless include_decayed is true;
+        min_priority keeps only entries at least that high; offset skips results (paging)."""
         from memory_core import memory
 
-        return {"results": memory.search(store(), query, limit=limit)}
+        return {
+            "results": memory.search(
+                store(),
+                query,
+                limit=limit,
+                min_priority=min_priority,
+                include_decayed=include_decayed,
+                offset=offset,
+            )
+        }
 
     @tool()
     def memory_add(

@@ -24,23 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from memory_core import log
+from memory_core.filenames import safe_filename
 from memory_core.store import Store
 
 VAULT_SETTING = "sessions.vault_dir"
 BACKUP_SETTING = "sessions.backup_transcripts"
 # Transcripts larger than this are not backed up at SessionEnd: redacting them would hold the hook.
 BACKUP_MAX_BYTES = 64 * 1024 * 1024
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
-_DOTS = re.compile(r"\.{2,}")
-_UNDERSCORES = re.compile(r"_{2,}")
 _TAG_SPACE = re.compile(r"\s+")
-
-
-def safe_name(name: str) -> str:
-    """A session id as a file name: never a path, never hidden, never empty."""
-    cleaned = _UNSAFE.sub("_", name)
-    cleaned = _UNDERSCORES.sub("_", _DOTS.sub("_", cleaned)).strip("._")[:120]
-    return cleaned or "_"
 
 
 def vault_dir(store: Store, settings: Mapping[str, Any] | None = None) -> Path:
@@ -69,7 +60,7 @@ def vault_dir(store: Store, settings: Mapping[str, Any] | None = None) -> Path:
 
 def note_path(store: Store, session: Mapping[str, Any], vault: Path) -> Path:
     date = str(session["started_at"])[:10]
-    return vault / "sessions" / f"{date}_{safe_name(str(session['id']))}.md"
+    return vault / "sessions" / f"{date}_{safe_filename(str(session['id']))}.md"
 
 
 def _yaml_scalar(value: Any) -> str:
@@ -191,7 +182,7 @@ def remove_note(store: Store, session: Mapping[str, Any]) -> None:
 
 def backup_path(store: Store, session_id: str, vault: Path | None = None) -> Path:
     folder = (vault or vault_dir(store)) / ".projecthub" / "transcripts"
-    return folder / f"{safe_name(session_id)}.jsonl.zst"
+    return folder / f"{safe_filename(session_id)}.jsonl.zst"
 
 
 def _redacted_lines(raw: bytes) -> bytes:

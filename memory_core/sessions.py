@@ -127,7 +127,7 @@ def start(
             db.execute(
                 "INSERT INTO sessions (id, name, agent, session_type, started_at, last_activity_at) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
-                (sid, name, agent, session_type, ts, ts),
+                (sid, redact(name) if name else name, agent, session_type, ts, ts),
             )
             session_state.record_activity(db, sid, agent=agent)
             if session_type == "workflow":
@@ -250,19 +250,28 @@ def record_tool_call(
         _touch(db, session_id, ts, "tool", len(text or ""))
 
 
-def record_file_modified(store: Store, session_id: str, path: str, ts: float | None = None) -> None:
-    """Record that the session changed `path` (workspace-relative, or absolute inside the root)."""
+def record_file_modified(
+    store: Store, session_id: str, path: str, ts: float | None = None, *, outside: bool = False
+) -> None:
+    """Record that the session changed `path` (workspace-relative, or absolute inside the root).
+
+    `outside`: an absolute path outside the workspace (a plan under ~/.claude/plans/), kept
+    as it is and listed apart, never dropped.
+    """
     from memory_core.workspace import relative_path
 
     ts = clock.now() if ts is None else ts
-    rel = relative_path(store.root, path) if os.path.isabs(path) else Path(path).as_posix()
+    if outside:
+        rel = redact(path)
+    else:
+        rel = relative_path(store.root, path) if os.path.isabs(path) else Path(path).as_posix()
     with store.transaction() as db:
         _ensure(db, session_id, ts)
         db.execute(
-            "INSERT INTO session_files (session_id, path, first_ts, last_ts) VALUES (?, ?, ?, ?) "
+            "INSERT INTO session_files (session_id, path, first_ts, last_ts, outside) VALUES (?, ?, ?, ?, ?) "
             "ON CONFLICT (session_id, path) DO UPDATE SET last_ts = MAX(last_ts, excluded.last_ts), "
             "changes = changes + 1",
-            (session_id, rel, ts, ts),
+            (session_id, rel, ts, ts, int(outside)),
         )
         _touch(db, session_id, ts, "file")
 
@@ -274,14 +283,19 @@ def record_command(
     *,
     exit_code: int | None = None,
     ts: float | None = None,
+    failed: bool | None = None,
 ) -> None:
+    """Record a command the session ran. `failed` (from `agents.failures`) says whether it
+    failed when no exit code tells (a hook's block, an interruption, a timeout)."""
     ts = clock.now() if ts is None else ts
     text = redact(command)
+    if failed is None and exit_code is not None:
+        failed = exit_code != 0
     with store.transaction() as db:
         _ensure(db, session_id, ts)
         db.execute(
-            "INSERT INTO session_commands (session_id, command, exit_code, ts) VALUES (?, ?, ?, ?)",
-            (session_id, text, exit_code, ts),
+            "INSERT INTO session_commands (session_id, command, exit_code, ts, failed) VALUES (?, ?, ?, ?, ?)",
+            (session_id, text, exit_code, ts, None if failed is None else int(failed)),
         )
         _touch(db, session_id, ts, "command", len(text))
 
@@ -300,6 +314,17 @@ def record_search(store: Store, session_id: str, query: str, ts: float | None = 
             (_json(footprint[-50:]), session_id),
         )
         _touch(db, session_id, ts, "search")
+
+
+def observe_times(store: Store, session_id: str, *, first_ts: float, last_ts: float) -> None:
+    """Widen the session's span to activity seen at `first_ts`..`last_ts` (an ingested
+    transcript's own times: start is the earliest event, whatever order files are read in)."""
+    with store.transaction() as db:
+        db.execute(
+            "UPDATE sessions SET started_at = MIN(started_at, ?), "
+            "last_activity_at = MAX(last_activity_at, ?) WHERE id = ?",
+            (first_ts, last_ts, session_id),
+        )
 
 
 def pause(store: Store, session_id: str, *, now: float | None = None) -> None:
@@ -534,7 +559,20 @@ def get(store: Store, id_or_name: str, *, now: float | None = None) -> dict[str,
     row = _find_row(store, id_or_name)
     if row is None:
         raise NotFoundError(f"no session {id_or_name!r}", hint="see `engram session list`")
-    return _session_dict(row, clock.now() if now is None else now)
+    return _with_agent_tokens(store, _session_dict(row, clock.now() if now is None else now))
+
+
+def _with_agent_tokens(store: Store, session: dict[str, Any]) -> dict[str, Any]:
+    """An agent session's token figures in full (the same as `metrics`)."""
+    breakdown = agent_tokens(store, session["id"])
+    if breakdown is not None:
+        session["input_tokens"] = breakdown["all"]["input_tokens"]
+        session["output_tokens"] = breakdown["all"]["output_tokens"]
+        session["cache_creation_tokens"] = breakdown["all"]["cache_creation_tokens"]
+        session["cache_read_tokens"] = breakdown["all"]["cache_read_tokens"]
+        session["total_tokens"] = breakdown["all"]["total_tokens"]
+        session["tokens"] = breakdown
+    return session
 
 
 def latest(store: Store, *, now: float | None = None) -> dict[str, Any] | None:
@@ -554,7 +592,18 @@ def list_sessions(
         "SELECT * FROM sessions ORDER BY last_activity_at DESC, rowid DESC LIMIT ?",
         (limit if limit is not None else -1,),
     )
-    return [_session_dict(row, ts) for row in rows]
+    agent_ids = {
+        str(r[0])
+        for r in store.query(
+            "SELECT session_id FROM agent_sessions WHERE main_messages + sub_messages > 0"
+        )
+    }
+    return [
+        _with_agent_tokens(store, _session_dict(row, ts))
+        if row["id"] in agent_ids
+        else _session_dict(row, ts)
+        for row in rows
+    ]
 
 
 def history(store: Store, session_id: str, *, last: int | None = None) -> list[dict[str, Any]]:
@@ -602,24 +651,38 @@ def metrics(store: Store, session_id: str, *, now: float | None = None) -> dict[
         (sid,),
     )
     commands = store.query_one(
-        "SELECT COUNT(*) AS total, COALESCE(SUM(exit_code IS NOT NULL AND exit_code != 0), 0) AS failed "
+        f"SELECT COUNT(*) AS total, COALESCE(SUM({_COMMAND_FAILED}), 0) AS failed "
         "FROM session_commands WHERE session_id = ?",
         (sid,),
     )
-    files = store.query_one("SELECT COUNT(*) FROM session_files WHERE session_id = ?", (sid,))
+    files = store.query_one(
+        "SELECT COUNT(*) - COALESCE(SUM(outside), 0), COALESCE(SUM(outside), 0) FROM session_files "
+        "WHERE session_id = ?",
+        (sid,),
+    )
     assert tools is not None and commands is not None and files is not None
     turns = int(row["turn_count"])
-    tokens = int(row["input_tokens"]) + int(row["output_tokens"])
+    breakdown = agent_tokens(store, sid)
+    if breakdown is not None:
+        # An agent's session: every response of the main chain and of its subagents, the four
+        # kinds of tokens, from the usage ledger (not only what the closed turns carried).
+        input_tokens = breakdown["all"]["input_tokens"]
+        output_tokens = breakdown["all"]["output_tokens"]
+        tokens = breakdown["all"]["total_tokens"]
+    else:
+        input_tokens, output_tokens = int(row["input_tokens"]), int(row["output_tokens"])
+        tokens = input_tokens + output_tokens
     total_tools, ok_tools = int(tools["total"]), int(tools["ok"])
-    return {
+    result = {
         "id": sid,
         "duration_seconds": round(max(0.0, end - row["started_at"]), 3),
         "turns": turns,
-        "input_tokens": int(row["input_tokens"]),
-        "output_tokens": int(row["output_tokens"]),
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
         "total_tokens": tokens,
         "avg_tokens_per_turn": round(tokens / turns, 1) if turns else 0.0,
         "files_modified": int(files[0]),
+        "files_outside_project": int(files[1]),
         "commands": int(commands["total"]),
         "commands_failed": int(commands["failed"]),
         "tool_calls": total_tools,
@@ -627,11 +690,53 @@ def metrics(store: Store, session_id: str, *, now: float | None = None) -> dict[
         "tool_calls_failed": total_tools - ok_tools,
         "success_rate": round(ok_tools / total_tools, 3) if total_tools else None,
     }
+    if breakdown is not None:
+        result["tokens"] = breakdown
+    return result
+
+
+# Whether a session_commands row failed: its `failed` flag (agents.failures), else its exit code.
+_COMMAND_FAILED = "COALESCE(failed, exit_code IS NOT NULL AND exit_code != 0)"
+_TOKEN_KINDS = ("input_tokens", "output_tokens", "cache_creation_tokens", "cache_read_tokens")
+
+
+def agent_tokens(store: Store, session_id: str) -> dict[str, dict[str, int]] | None:
+    """An agent session's tokens: `main`, `subagents` and `all`, each with the four kinds, a
+    total and the number of assistant messages; None for a session no agent transcript fed."""
+    row = store.query_one(
+        "SELECT * FROM agent_sessions WHERE session_id = ? AND main_messages + sub_messages > 0",
+        (session_id,),
+    )
+    if row is None:
+        return None
+    figures: dict[str, dict[str, int]] = {}
+    for part, prefix in (("main", "main_"), ("subagents", "sub_")):
+        kinds = {kind: int(row[prefix + kind]) for kind in _TOKEN_KINDS}
+        figures[part] = {
+            **kinds,
+            "total_tokens": sum(kinds.values()),
+            "messages": int(row[prefix + "messages"]),
+        }
+    figures["all"] = {
+        key: figures["main"][key] + figures["subagents"][key] for key in figures["main"]
+    }
+    return figures
 
 
 def files_modified(store: Store, session_id: str) -> list[str]:
+    """Workspace files the session changed, most recent first (files outside: `files_outside`)."""
     rows = store.query(
-        "SELECT path FROM session_files WHERE session_id = ? ORDER BY last_ts DESC", (session_id,)
+        "SELECT path FROM session_files WHERE session_id = ? AND outside = 0 ORDER BY last_ts DESC",
+        (session_id,),
+    )
+    return [row["path"] for row in rows]
+
+
+def files_outside(store: Store, session_id: str) -> list[str]:
+    """Files outside the workspace the session changed (absolute paths), most recent first."""
+    rows = store.query(
+        "SELECT path FROM session_files WHERE session_id = ? AND outside = 1 ORDER BY last_ts DESC",
+        (session_id,),
     )
     return [row["path"] for row in rows]
 
@@ -639,12 +744,26 @@ def files_modified(store: Store, session_id: str) -> list[str]:
 def failed_commands(store: Store, session_id: str) -> list[dict[str, Any]]:
     rows = store.query(
         "SELECT command, exit_code, ts FROM session_commands WHERE session_id = ? "
-        "AND exit_code IS NOT NULL AND exit_code != 0 ORDER BY ts",
+        f"AND {_COMMAND_FAILED} ORDER BY ts",
         (session_id,),
     )
     return [
         {"command": r["command"], "exit_code": r["exit_code"], "at": clock.iso(r["ts"])}
         for r in rows
+    ]
+
+
+def open_failures(store: Store, session_id: str) -> list[dict[str, Any]]:
+    """Failed commands not followed by a success of the same command later in the session."""
+    from memory_core.agents.failures import command_key, still_failing
+
+    runs = store.query(
+        f"SELECT command, {_COMMAND_FAILED} AS failed, ts FROM session_commands WHERE session_id = ?",
+        (session_id,),
+    )
+    still = set(still_failing((r["command"], not r["failed"], float(r["ts"])) for r in runs))
+    return [
+        item for item in failed_commands(store, session_id) if command_key(item["command"]) in still
     ]
 
 
@@ -656,9 +775,9 @@ def _grouped_failures(failed: Sequence[Mapping[str, Any]]) -> list[str]:
     lines = []
     for command, runs in groups.items():
         times = f" {len(runs)} times" if len(runs) > 1 else ""
-        lines.append(
-            f"`{command}` failed{times} (last exit {runs[-1]['exit_code']}, {runs[-1]['at']})"
-        )
+        code = runs[-1]["exit_code"]
+        how = f"last exit {code}" if code is not None else "no exit code reported"
+        lines.append(f"`{command}` failed{times} ({how}, {runs[-1]['at']})")
     return lines
 
 
@@ -677,7 +796,9 @@ def summary_markdown(store: Store, session_id: str, *, now: float | None = None)
     sid = session["id"]
     numbers = metrics(store, sid, now=now)
     files = files_modified(store, sid)
+    outside = files_outside(store, sid)
     failed = failed_commands(store, sid)
+    still_open = open_failures(store, sid)
     summary = session["summary"]
     lines = [f"# Session {session['label']}", ""]
     lines.append(
@@ -696,7 +817,7 @@ def summary_markdown(store: Store, session_id: str, *, now: float | None = None)
         ("Outcomes", summary["outcomes"] or _outcomes_from_facts(numbers, files, failed)),
         (
             "Open items",
-            summary["open_items"] or _grouped_failures(failed)[-5:],
+            summary["open_items"] or _grouped_failures(still_open)[-5:],
         ),
     ]
     for title, items in sections:
@@ -714,7 +835,7 @@ def summary_markdown(store: Store, session_id: str, *, now: float | None = None)
         "|---|---|",
         f"| duration | {_duration(numbers['duration_seconds'])} |",
         f"| turns | {numbers['turns']} |",
-        f"| tokens (in / out) | {numbers['input_tokens']} / {numbers['output_tokens']} |",
+        *_token_rows(numbers),
         f"| average tokens per turn | {numbers['avg_tokens_per_turn']} |",
         f"| files modified | {numbers['files_modified']} |",
         f"| commands (failed) | {numbers['commands']} ({numbers['commands_failed']}) |",
@@ -726,12 +847,34 @@ def summary_markdown(store: Store, session_id: str, *, now: float | None = None)
     ]
     lines += [f"- `{path}`" for path in files] if files else ["- none"]
     lines.append("")
+    if outside:
+        lines += ["## Files changed outside the project", ""]
+        lines += [f"- `{path}`" for path in outside]
+        lines.append("")
     lines += _checkpoint_lines(store, sid)
     if failed:
         lines += ["## Commands that failed", ""]
         lines += [f"- {line}" for line in _grouped_failures(failed)]
         lines.append("")
     return "\n".join(lines)
+
+
+def _token_rows(numbers: Mapping[str, Any]) -> list[str]:
+    """Metrics table rows for tokens: all four kinds, main chain and subagents, for agents."""
+    tokens = numbers.get("tokens")
+    if not tokens:
+        return [f"| tokens (in / out) | {numbers['input_tokens']} / {numbers['output_tokens']} |"]
+    rows = []
+    for part, label in (("all", "tokens"), ("main", "main chain"), ("subagents", "subagents")):
+        t = tokens[part]
+        if part == "subagents" and not t["messages"]:
+            continue
+        rows.append(
+            f"| {label} (in / out / cache write / cache read) | {t['input_tokens']} / "
+            f"{t['output_tokens']} / {t['cache_creation_tokens']} / {t['cache_read_tokens']} "
+            f"({t['messages']} messages) |"
+        )
+    return rows
 
 
 def _plural(count: int, word: str) -> str:
@@ -967,6 +1110,9 @@ def _unpack(payload: bytes) -> Any:
     return json.loads(data)
 
 
+MAX_EXPORT_NAME_CHARS = 160
+
+
 def export_path(store: Store, session: Mapping[str, Any]) -> Path:
     """Where the session's Markdown note is written (see `session_vault`)."""
     from memory_core import session_vault
@@ -990,7 +1136,7 @@ def save(
     """
     ts = clock.now() if now is None else now
     if name is not None:
-        name = name.strip()
+        name = redact(name.strip())
         if not name:
             raise UsageError("a session name cannot be empty")
     if session_id is None:
@@ -1338,18 +1484,49 @@ def resume(store: Store, ref: str | None = None, *, now: float | None = None) ->
     return loaded
 
 
-def delete(store: Store, ref: str) -> dict[str, Any]:
-    """Delete a session, its records, its saved copies and its Markdown export."""
+def delete(
+    store: Store,
+    ref: str,
+    *,
+    reason: str | None = None,
+    actor: str = "user",
+    settings: Any = None,
+    now: float | None = None,
+) -> dict[str, Any]:
+    """Delete a session, its records and its saved copies into the recoverable state.
+
+    Like every deletion (seed 003: 30 days in the deleted state), `engram undelete ID` puts
+    it all back until `memory.recovery_days` have passed; then retention or `engram purge`
+    removes it for good. The long-term memories the session produced stay. Its Markdown
+    export is removed now and written again on undelete.
+    """
+    from memory_core import lifecycle
+
     session = get(store, ref)
     sid = session["id"]
-    with store.transaction() as db:
-        db.execute("DELETE FROM saved_sessions WHERE session_id = ?", (sid,))
-        db.execute("DELETE FROM sessions WHERE id = ?", (sid,))
-        events.append(store, events.Event("session.deleted", session_id=sid), db=db)
+    record = lifecycle.delete(
+        store,
+        session_id=sid,
+        reason=reason or "engram session delete",
+        actor=actor,
+        settings=settings,
+        include_memories=False,
+        now=now,
+    )
+    # Not under the session's id: the deleted session leaves no live row citing it.
+    events.append(
+        store, events.Event("session.deleted", data={"session": sid, "deletion": record["id"]})
+    )
     from memory_core import session_vault
 
     session_vault.remove_note(store, session)
-    return {"id": sid, "name": session["name"], "deleted": True}
+    return {
+        "id": sid,
+        "name": session["name"],
+        "deleted": True,
+        "deletion": record["id"],
+        "recover_until": record["recover_until"],
+    }
 
 
 def export_document(store: Store, ref: str, *, now: float | None = None) -> dict[str, Any]:

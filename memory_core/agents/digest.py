@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from memory_core import clock
+from memory_core.agents import lessons
 from memory_core.errors import EngramError, UsageError
+from memory_core.filenames import safe_filename
 from memory_core.redact import redact, redact_obj
 from memory_core.store import Store, write_private_file
 
@@ -114,7 +116,7 @@ def extract(store: Store, session_id: str) -> dict[str, Any]:
     )
     for row in failures:
         what = f"`{row['command']}`" if row["command"] else str(row["tool"])
-        first_line = (str(row["error"] or "").strip().splitlines() or [""])[0]
+        first_line = lessons.error_line(row["error"])  # the error that matters, not "Exit code 2"
         patterns.append(
             {
                 "kind": "repeated_failure",
@@ -380,7 +382,7 @@ def write_digest(
     text = render(frontmatter, sections)
     folder = store.dir.joinpath(*DIGEST_DIR)
     stamp = file_stamp(ts)
-    safe_session = re.sub(r"[^A-Za-z0-9_.-]", "_", session_id)
+    safe_session = safe_filename(session_id)
     path = folder / f"{safe_session}-{stamp}.yaml"
     counter = 1
     while path.exists():

@@ -17,6 +17,7 @@ payload itself says, so turns are recorded either way but never twice.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -25,9 +26,10 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from memory_core import clock, log
-from memory_core.agents import record
+from memory_core.agents import failures, record
 from memory_core.agents.payload import HookPayload, agent_name, parse
 from memory_core.agents.record import ToolCall, ToolOutcome, clean
+from memory_core.errors import NotFoundError
 from memory_core.store import Store
 
 MAX_STDIN_BYTES = 32 * 1024 * 1024
@@ -267,12 +269,11 @@ class HookRun:
         if not self.ingest() and self.payload.prompt:
             self.open_payload_turn(self.payload.prompt)
         if self.payload.prompt:
-            gotchas = record.optional_module("gotchas")
-            context_for_task = getattr(gotchas, "context_for_task", None)
-            if context_for_task is not None:
-                text = str(context_for_task(self.store, self.payload.prompt, (), 3) or "")
-                if text.strip() and "no gotcha" not in text.lower()[:80]:
-                    self.add_context("UserPromptSubmit", text)
+            from memory_core.gotchas.context import context_for_task
+
+            text = context_for_task(self.store, self.payload.prompt, (), 3)
+            if text.strip() and "no gotcha" not in text.lower()[:80]:
+                self.add_context("UserPromptSubmit", text)
         self.digest_if_due()
 
     def pre_tool_use(self) -> None:
@@ -282,12 +283,12 @@ class HookRun:
         rel = record.workspace_path(
             self.store.root, record.file_path_of(payload.tool_input), payload.cwd
         )
-        gotchas = record.optional_module("gotchas")
-        context_for_task = getattr(gotchas, "context_for_task", None)
-        if rel is None or context_for_task is None:
+        if rel is None:
             return
+        from memory_core.gotchas.context import context_for_task
+
         # No task words: only gotchas anchored in (or globbed onto) this file score at all.
-        text = str(context_for_task(self.store, "", [rel], 3) or "")
+        text = context_for_task(self.store, "", [rel], 3)
         if text.strip():
             self.add_context("PreToolUse", f"engram: known gotchas for {rel}\n{text}")
 
@@ -308,13 +309,21 @@ class HookRun:
         interrupted = payload.is_interrupt or (
             isinstance(response, dict) and response.get("interrupted") is True
         )
-        failed = payload.failed or interrupted
+        # The one definition of a failed call (failures.classify): an error event, a non-zero
+        # exit however it is phrased, an interruption, a hook's block, a timeout.
+        failure = failures.classify(
+            is_error=payload.failed,
+            text=payload.error,
+            structured=response,
+            interrupted=interrupted,
+        )
+        failed = failure is not None
         outcome = ToolOutcome(
             ok=not failed,
-            error=(payload.error or "interrupted") if failed else None,
-            interrupted=interrupted,
+            error=(payload.error or _response_text(response) or failure.kind) if failure else None,
+            interrupted=failure is not None and failure.kind == "interrupted",
             structured=response,
-            exit_code=record.exit_code_of(payload.error) if failed else 0,
+            exit_code=failure.exit_code if failure else 0,
         )
         with self.store.transaction() as db:
             claimed = record.claim_outcome(db, call, outcome, self.store.root)
@@ -348,7 +357,8 @@ class HookRun:
 
     def stop(self) -> None:
         self.touch()
-        if not self.ingest():
+        # The agent finished answering: the turn ends here (transcripts say so nowhere else).
+        if not self.ingest(flush=True):
             self.close_payload_turn(
                 self.payload.prompt_response or self.payload.last_assistant_message,
                 self.payload.prompt,
@@ -356,11 +366,9 @@ class HookRun:
         if self.payload.last_assistant_message:
             # The rolling summary: what the agent said at the end of each turn, compacted to
             # 500 characters once it outgrows `sessions.summary_compact_chars`.
-            record.guarded(
-                self.store,
-                "rolling summary",
-                "sessions",
-                "append_rolling_summary",
+            from memory_core import sessions
+
+            sessions.append_rolling_summary(
                 self.store,
                 self.session_id,
                 clean(self.payload.last_assistant_message, ROLLING_SUMMARY_TURN_CHARS),
@@ -380,7 +388,11 @@ class HookRun:
         self.ingest()
 
     def session_end(self) -> None:
-        from memory_core.agents import transcripts
+        from memory_core import limits, quota, sessions
+        from memory_core.agents import (
+            retention,  # noqa: F401 - registers the agent tables' rules
+            transcripts,
+        )
 
         self.touch()
         self.ingest(flush=True)
@@ -390,33 +402,15 @@ class HookRun:
                 "UPDATE agent_sessions SET ended_at = ?, end_reason = ? WHERE session_id = ?",
                 (self.now, self.payload.reason or "other", self.session_id),
             )
-        record.guarded(
-            self.store,
-            "close session",
-            "sessions",
-            "close",
-            self.store,
-            self.session_id,
-            status="closed",
-            reason="completion",
-            now=self.now,
-        )
+        # The user may have deleted the session while the agent ran: nothing left to close then.
+        with contextlib.suppress(NotFoundError):
+            sessions.close(
+                self.store, self.session_id, status="closed", reason="completion", now=self.now
+            )
         self.digest("session_end")
         self.backup_transcript()
-        from memory_core import limits
-        from memory_core.agents import retention  # noqa: F401 - registers the agent tables' rules
-
         limits.enforce(self.store, self.settings, now=self.now)
-        record.guarded(
-            self.store,
-            "session quota",
-            "quota",
-            "enforce",
-            self.store,
-            self.session_id,
-            self.settings,
-            now=self.now,
-        )
+        quota.enforce(self.store, self.session_id, self.settings, now=self.now)
 
     def other(self) -> None:
         if self.payload.session_id:
@@ -460,6 +454,18 @@ INSTALLED_EVENTS = {
         "SessionEnd",
     ),
 }
+
+
+def _response_text(response: Any) -> str | None:
+    """The text of a tool response worth keeping as a failure's error."""
+    if isinstance(response, str):
+        return response or None
+    if isinstance(response, dict):
+        for key in ("error", "stderr", "llmContent", "stdout"):
+            value = response.get(key)
+            if isinstance(value, str) and value.strip():
+                return value
+    return None
 
 
 def _workspace_for(payload: HookPayload | None, workspace: str | None) -> str | None:
@@ -507,10 +513,20 @@ def handle(
             # mix unrelated agents' work. Said in the log so a broken agent setup can be found.
             log.write(root, "warning", f"hook {agent} {event}: payload without session_id ignored")
             return 0, ""
+        from memory_core.workspace import has_store, is_git_repository
+
+        if not has_store(root) and not is_git_repository(root):
+            # A `cwd` that is no project (`/etc`, `/tmp/x`): nothing to record, nothing created.
+            return 0, ""
         store = Store.open_or_init(root)
         try:
             run = HookRun(payload, store, clock.now() if now is None else now)
-            handler(run)
+            from memory_core.agents import quota_hook
+
+            # The session quota (seed 003): full sessions record nothing, 80 % / 95 % warn.
+            if quota_hook.before(run):
+                handler(run)
+                quota_hook.after(run)
             output = run.output
         finally:
             store.close()

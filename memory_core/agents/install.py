@@ -184,6 +184,31 @@ def install(agent: str, *, root: Path, user: bool = False) -> dict[str, Any]:
     return result
 
 
+def hook_group(agent: str, event: str, command: str) -> dict[str, Any]:
+    """engram's entry for one event, as the agent's settings (and plugin hook files) nest it."""
+    timeouts = _TIMEOUTS[agent]
+    handler: dict[str, Any] = {
+        "type": "command",
+        "command": command,
+        "timeout": timeouts.get(event, timeouts["default"]),
+    }
+    if agent == "gemini":
+        handler = {"name": f"engram-{event}", **handler, "description": "engram: session memory"}
+    group: dict[str, Any] = {"hooks": [handler]}
+    matcher = _MATCHERS.get((agent, event))
+    if matcher:
+        group = {"matcher": matcher, **group}
+    return group
+
+
+def packaged_hooks(agent: str, runner: str) -> dict[str, Any]:
+    """Every installed event's entry, each running `RUNNER hook AGENT EVENT` (plugin files)."""
+    return {
+        event: [hook_group(agent, event, f"{runner} hook {agent} {event}")]
+        for event in INSTALLED_EVENTS[agent]
+    }
+
+
 def _write_hooks(agent: str, path: Path) -> bool:
     data = _load(path)
     before = json.dumps(data, sort_keys=True)
@@ -192,25 +217,9 @@ def _write_hooks(agent: str, path: Path) -> bool:
         hooks = {}
     if not isinstance(hooks, dict):
         raise UsageError(f'{path}: "hooks" is not an object; it was left untouched')
-    timeouts = _TIMEOUTS[agent]
     for event in INSTALLED_EVENTS[agent]:
         groups, _ = _without_engram(hooks.get(event))
-        handler: dict[str, Any] = {
-            "type": "command",
-            "command": hook_command(agent, event),
-            "timeout": timeouts.get(event, timeouts["default"]),
-        }
-        if agent == "gemini":
-            handler = {
-                "name": f"engram-{event}",
-                **handler,
-                "description": "engram: session memory",
-            }
-        group: dict[str, Any] = {"hooks": [handler]}
-        matcher = _MATCHERS.get((agent, event))
-        if matcher:
-            group = {"matcher": matcher, **group}
-        hooks[event] = [*groups, group]
+        hooks[event] = [*groups, hook_group(agent, event, hook_command(agent, event))]
     data["hooks"] = hooks
     changed = json.dumps(data, sort_keys=True) != before
     if changed:

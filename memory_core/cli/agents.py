@@ -165,8 +165,13 @@ def run_ingest(ctx: Context) -> int:
                 bar.advance(position - done)
                 done = position
 
-            stats = transcripts.ingest_file(store, path, settings=ctx.settings, progress=advance)
+            # flush: the end of an ingested transcript ends its last turn (real transcripts
+            # carry no stop reason to say so).
+            stats = transcripts.ingest_file(
+                store, path, settings=ctx.settings, flush=True, progress=advance
+            )
             results.append(stats.as_dict())
+    transcripts.settle_sessions(store, [sid for r in results for sid in r["sessions"]])
     summary = {
         "files": len(results),
         "lines": sum(r["lines"] for r in results),

@@ -108,7 +108,7 @@ def run_evolution(ctx: Context) -> int:
 
     def human() -> str:
         if not files:
-            return "no recorded file changes yet"
+            return "no recorded file changes yet\n" + _RECORDED_WHILE_RUNNING
         lines = [
             f"{'changes':>7}  {'editor':>6} {'agent':>6} {'extern':>6}  last                  file"
         ]
@@ -125,6 +125,13 @@ def run_evolution(ctx: Context) -> int:
     return 0
 
 
+# What a person needs to know when a history is empty: it is not kept by the command line.
+_RECORDED_WHILE_RUNNING = (
+    "engram records file changes while its language server runs in your editor or while an "
+    "agent's hooks run (engram hooks install claude-code); commits are picked up by every command"
+)
+
+
 def _absolute(path: str) -> str:
     # A FILE argument is relative to where the user stands, not to the workspace root.
     return os.path.abspath(path)
@@ -137,6 +144,11 @@ def run_drift(ctx: Context) -> int:
     rows = [item.as_dict() for item in items]
 
     def human() -> str:
+        if not rows and not snapshots.list_snapshots(store):
+            return (
+                "no drift among the recorded changes; there is no snapshot to compare the "
+                "workspace with yet (engram snapshot capture takes one)\n" + _RECORDED_WHILE_RUNNING
+            )
         if not rows:
             return "no drift: nothing collides and nothing moved since the last snapshot"
         return "\n".join(f"{row['severity']:<8} {row['kind']:<15} {row['summary']}" for row in rows)
@@ -162,7 +174,7 @@ def run_timeline(ctx: Context) -> int:
         {"entries": found},
         lambda: (
             "\n".join(timeline.describe(entry) for entry in reversed(found))
-            or "the timeline is empty"
+            or "the timeline is empty\n" + _RECORDED_WHILE_RUNNING
         ),
     )
     return 0

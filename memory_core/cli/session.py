@@ -61,7 +61,11 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         action="store_true",
         help="only print the memory an agent gets at session start",
     )
-    delete = add("delete", "delete a session and its saved copies (asks first)", run_delete)
+    delete = add(
+        "delete",
+        "delete a session and its saved copies, recoverable for 30 days (asks first)",
+        run_delete,
+    )
     delete.add_argument("id", metavar="NAME_OR_ID")
     delete.add_argument("--yes", action="store_true", help="do not ask")
     hist = add("history", "the turns of a session (default: the latest)", run_history)
@@ -302,8 +306,12 @@ def run_delete(ctx: Context) -> int:
     question = f"Delete session {session['label']} ({session['turns']} turns) and its saved copies?"
     if not ctx.args.yes and not ctx.confirm(question):
         return _cancelled(ctx, "nothing was deleted; pass --yes to delete without asking")
-    result = sessions.delete(store, session["id"])
-    ctx.emit(result, f"Deleted session {session['label']}")
+    result = sessions.delete(store, session["id"], actor="cli", settings=ctx.settings)
+    ctx.emit(
+        result,
+        f"Deleted session {session['label']} ({result['deletion']});"
+        f" `engram undelete {session['id']}` brings it back until {result['recover_until']}.",
+    )
     return 0
 
 

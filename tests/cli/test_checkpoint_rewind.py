@@ -88,9 +88,10 @@ def test_rollback_to_the_turn_12_checkpoint_gives_the_next_agent_turn_12(repo: P
         assert [t["user_message"] for t in sessions.history(store, SESSION)][-1] == "do step 12"
         assert _open_items(store) == []  # the open item written after the checkpoint is gone
         after = session_start_text(store, current_session="next-agent", now=T0 + 3000)
-        # The rolling summary as it stood when the checkpoint was taken (turn 12's closing line
-        # is appended just after the turn is recorded), and nothing from turns 13 to 15.
-        assert "Finished step 11." in after and "Finished step 13." not in after
+        # The session as it stood at turn 12: its last requests end with step 12, it ended on
+        # turn 12's closing message, and nothing from turns 13 to 15 is there.
+        assert "do step 12" in after and "Finished step 12." in after
+        assert "step 13" not in after and "Finished step 13." not in after
         assert "drop the legacy API" not in after
         assert "never use the legacy API" not in after
         # Nothing lost: the whole session was saved before the rewind.

@@ -334,8 +334,14 @@ def test_malformed_and_truncated_payloads_exit_0_and_store_nothing_wrong(cli, re
     assert (repo / ".engram").is_dir()
     with _db(repo) as conn:
         assert [r[0] for r in conn.execute("SELECT id FROM sessions")] == ["S-fuzz"]
-        # The one well-formed call outside the workspace is a tool call, never a modified file.
-        assert conn.execute("SELECT COUNT(*) FROM session_files").fetchone()[0] == 0
+        # The one well-formed call outside the workspace is never a modified workspace file:
+        # it is listed as a file changed outside the project, under its own absolute path.
+        assert (
+            conn.execute("SELECT COUNT(*) FROM session_files WHERE outside = 0").fetchone()[0] == 0
+        )
+        assert [r[0] for r in conn.execute("SELECT path FROM session_files WHERE outside = 1")] == [
+            "/etc/passwd"
+        ]
         assert conn.execute("SELECT COUNT(*) FROM file_changes").fetchone()[0] == 0
     log = (repo / ".engram" / "engram.log").read_text()
     assert "hook input is not JSON" in log
