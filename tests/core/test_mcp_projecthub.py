@@ -16,7 +16,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from memory_core import sessions
+from memory_core import session_vault, sessions
 from memory_core.store import Store
 
 T0 = 1_772_440_000.0
