@@ -333,6 +333,12 @@ def write_digest(
     session = store.query_one("SELECT * FROM agent_sessions WHERE session_id = ?", (session_id,))
     started = float(session["started_at"]) if session else ts
     last = max(float(session["last_seen"]) if session else ts, started)
+    seconds = max(0.0, last - started)
+    if store.query_one("SELECT 1 FROM sessions WHERE id = ?", (session_id,)) is not None:
+        from memory_core import sessions
+
+        # The session's own duration (from the transcript's times), as `engram session metrics`.
+        seconds = float(sessions.metrics(store, session_id, now=ts)["duration_seconds"])
     # Redacted as data, before rendering: a redaction run over the text could break its syntax.
     facts = redact_obj(extract(store, session_id))
     snap = facts["context_snapshot"]
@@ -356,7 +362,7 @@ def write_digest(
         "session_id": session_id,
         "timestamp": iso_millis(ts),
         # Whole minutes as the seed has them, half a minute up (round() would round 2.5 to 2).
-        "duration_minutes": int(max(0.0, last - started) / 60 + 0.5),
+        "duration_minutes": int(seconds / 60 + 0.5),
         "agent_context": redact(agent_context(agent, model, story)),
         "compact_trigger": trigger,
         # engram's richer facts: where and how, with counts and times the seed's lines cannot hold.
@@ -366,7 +372,7 @@ def write_digest(
             "cwd": session["cwd"] if session else None,
             "branch": snap["branch"],
             "compactions": int(session["compactions"]) if session else 0,
-            "duration_seconds": round(max(0.0, last - started), 3),
+            "duration_seconds": round(seconds, 3),
             "turns": snap["turns"],
             "tokens": snap["tokens"],
             "subagent_tokens": snap["subagent_tokens"],

@@ -263,6 +263,7 @@ def test_a_quiet_session_keeps_the_four_sections_empty(store: Store) -> None:
             "INSERT INTO agent_sessions (session_id, agent, started_at, last_seen) VALUES (?, ?, ?, ?)",
             ("quiet", "claude-code", 1_772_450_000.0, 1_772_450_090.0),
         )
+    sessions.observe_times(store, "quiet", first_ts=1_772_450_000.0, last_ts=1_772_450_090.0)
     written = digest.write_digest(store, "quiet", trigger="manual", now=1_772_450_100.0)
     seen = seed_reader(written.path.read_text())
     assert seen["order"] == [
