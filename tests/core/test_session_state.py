@@ -126,3 +126,11 @@ def test_hooks_record_slash_commands_and_the_next_session_is_told_where_work_sto
     # An hour and more later, a new session is not told to continue (the negative control).
     late = hook("SessionStart", "third", now + 2 * 3600, source="startup")
     assert "Continuing" not in late
+
+
+def test_a_snapshot_in_a_repository_without_commits_says_so(store: Store) -> None:
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(store.root)], check=True)
+    snap = snapshots.capture(store)
+    assert "@no commits" in snapshots.describe(snap)  # not cut to "no commi"
