@@ -10,7 +10,7 @@ from typing import Any
 
 from memory_core import checkpoints, sessions
 from memory_core.cli.context import Context
-from memory_core.errors import EXIT_FAILED, NotFoundError, UsageError
+from memory_core.errors import EXIT_FAILED, EngramError, NotFoundError, UsageError
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -95,6 +95,15 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     imp = add("import", "import a SessionExport JSON file", run_import)
     imp.add_argument("file", metavar="FILE")
     imp.add_argument("--replace", action="store_true", help="replace a session with the same id")
+    cap = add(
+        "capture",
+        "back the session's agent transcript up to the vault, redacted and compressed",
+        run_capture,
+    )
+    cap.add_argument("id", nargs="?", metavar="NAME_OR_ID")
+    cap.add_argument(
+        "--transcript", metavar="FILE", help="the JSONL transcript (default: the agent's)"
+    )
     st = add(
         "state",
         "the session's state (AIOS): type, agents, commands, workflow, task; options update it",
@@ -374,6 +383,36 @@ def run_export(ctx: Context) -> int:
 def run_import(ctx: Context) -> int:
     imported = sessions.import_file(ctx.store(), Path(ctx.args.file), replace=ctx.args.replace)
     ctx.emit(imported, lambda: _loaded_text("Imported", imported))
+    return 0
+
+
+def run_capture(ctx: Context) -> int:
+    from memory_core import session_vault
+
+    store = ctx.store()
+    sid = sessions.get(store, _session_ref(ctx, ctx.args.id))["id"]
+    path = ctx.args.transcript
+    if path is None:
+        row = store.query_one(
+            "SELECT transcript_path FROM agent_sessions WHERE session_id = ?", (sid,)
+        )
+        path = row["transcript_path"] if row is not None else None
+    if not path:
+        raise UsageError(
+            f"session {sid} has no known transcript", hint="name one with --transcript FILE"
+        )
+    if not Path(path).expanduser().is_file():
+        raise UsageError(f"no transcript file {path!r}")
+    done = session_vault.backup_transcript(
+        store, sid, Path(path).expanduser(), settings=ctx.settings.values
+    )
+    if "skipped" in done:
+        raise EngramError(f"transcript of {sid} not backed up: {done['skipped']}")
+    ctx.emit(
+        {"id": sid, **done},
+        f"Backed up the transcript of {sid} ({done['original_bytes']} bytes, "
+        f"{done['bytes']} compressed) to {done['path']}",
+    )
     return 0
 
 
