@@ -548,12 +548,18 @@ def run_checkpoint_list(ctx: Context) -> int:
             return "No checkpoints yet. Make one with `engram checkpoint create`."
         return "\n".join(
             f"{c['id']}  {c['created_at']}  {c['reason']:<12} {_count(c['files'], 'file'):>12}  "
-            f"{c['name'] or ''}".rstrip()
+            f"{_turn_label(c):<10} {c['name'] or ''}".rstrip()
             for c in items
         )
 
     ctx.emit({"checkpoints": items}, human)
     return 0
+
+
+def _turn_label(checkpoint: dict[str, Any]) -> str:
+    """`turn 12` for a checkpoint taken during a session (what `rollback --rewind` goes back to)."""
+    turn = checkpoint.get("turn_number")
+    return f"turn {turn}" if turn is not None else ""
 
 
 def run_checkpoint_diff(ctx: Context) -> int:
