@@ -49,6 +49,8 @@ def vault_dir(store: Store, settings: Mapping[str, Any] | None = None) -> Path:
     inside = (store.root / path).resolve()
     if not inside.is_relative_to(store.root.resolve()):
         # A relative path may come from a committed pyproject.toml: it must stay in the workspace.
+        from memory_core import log
+
         log.write(
             store.root,
             "warning",

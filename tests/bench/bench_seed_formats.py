@@ -7,7 +7,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from memory_core import beans, conversation, session_vault, sessions
+from memory_core import beans, conversation, sessions
 from memory_core.agents import digest
 from memory_core.store import Store
 from tests.bench.bench_sessions import _fill
@@ -40,7 +40,7 @@ def run() -> list[Figure]:
                 note="set_summary plus the note rewritten from the store (seed 002)",
             )
         )
-        median, p95 = summarize(time_ms(lambda: session_vault.write_note(store, "bench"), REPEAT))
+        median, p95 = summarize(time_ms(lambda: sessions.write_export(store, "bench"), REPEAT))
         figures.append(Figure("vault note rewrite alone, 1,000 turns", "-", median, p95))
         median, p95 = summarize(time_ms(lambda: beans.export(store, "bench"), REPEAT))
         figures.append(Figure("beans SessionExport, 1,000 turns", "-", median, p95))
