@@ -34,7 +34,9 @@ from memory_core.store import Store
 INSTRUCTIONS = (
     "engram is this project's durable memory. Call gotchas_for_task before a risky change, "
     "memory_search before re-deriving something, and session_update_summary before you stop "
-    "(overview, decisions, outcomes, open items) so the next session starts where this one ended."
+    "(overview, decisions, outcomes, open items) so the next session starts where this one ended. "
+    "To summarise earlier sessions (the projecthub protocol): projecthub_session_list with "
+    "hasSummary=false, projecthub_session_transcript, then projecthub_session_update_summary."
 )
 
 

@@ -106,7 +106,11 @@ def register(server: EngramServer) -> None:
         state = ls.state_for_command(args)
         ref = _text(args, "id")
         async with progress(ls, "engram: restoring the session"):
-            loaded = await ls.run_blocking(sessions.resume, state.store, ref)
+            from memory_core import conversation  # resume with the workspace changes since
+
+            loaded = await ls.run_blocking(
+                conversation.resume, state.store, ref, settings=state.settings
+            )
         opened = []
         for rel in loaded["files"][:REOPENED_DOCUMENTS]:
             path = state.root / rel

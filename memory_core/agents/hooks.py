@@ -255,7 +255,7 @@ class HookRun:
         # AIOS's continuity line (previous agent, task, workflow) and seed 002's auto-reminder.
         for extra in (
             context_message(self.store, exclude=self.session_id, now=self.now),
-            reminder(self.store, current=self.session_id),
+            reminder(self.store, current=self.session_id, now=self.now),
         ):
             if extra:
                 text = f"{text}\n\n{extra}" if text.strip() else extra
