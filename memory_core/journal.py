@@ -79,6 +79,8 @@ SECRET_FILE_PATTERNS = (
 SECRET_FILE_EXCEPTIONS = ("!.env.example", "!.env.sample", "!.env.template", "!*.pub")
 
 WATCHMAN_TIMEOUT_SECONDS = 10.0
+# A batch this large may have overflowed the kernel's event queue (16,384 by default).
+LOSSY_BATCH = 4096
 # Slack between a journal's last event and a checkpoint's start: an event stamped just before a
 # checkpoint may describe a write the checkpoint's capture did not see yet.
 SLACK_SECONDS = 1.0
@@ -369,6 +371,13 @@ class Watcher:
                         continue
                     # engram's own writes (the store, its WAL) never leave this thread.
                     items = [(path, kind) for kind, path in raw if not path.startswith(own_prefix)]
+                    if len(raw) >= LOSSY_BATCH:
+                        # The kernel drops events when its queue overflows (a huge checkout)
+                        # and watchfiles does not say so: after such a flood, vouch for
+                        # nothing before now (the next checkpoint looks by other means).
+                        self.journal.stop()
+                        self.journal = ChangeJournal()
+                        self.journal.syncer = self.sync
                     if items:
                         self.journal.mark(
                             path[len(root_prefix) :].replace(os.sep, "/")
