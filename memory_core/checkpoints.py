@@ -249,7 +249,7 @@ class _Writer:
     def __init__(self, store: Store) -> None:
         self.store = store
         self.blobs: dict[str, tuple[int, bytes]] = {}  # stored alone: (size, zstd)
-        self.packs: list[tuple[bytes, list[tuple[str, int, int]]]] = []  # zstd, members
+        self.packs: list[tuple[bytes, int, list[tuple[str, int, int]]]] = []  # zstd, raw, members
         self._pending: list[tuple[str, bytes]] = []
         self._pending_bytes = 0
         self._pending_seen: set[str] = set()
@@ -280,7 +280,7 @@ class _Writer:
         for digest, data in self._pending:
             members.append((digest, offset, len(data)))
             offset += len(data)
-        self.packs.append((_compress(b"".join(d for _, d in self._pending)), members))
+        self.packs.append((_compress(b"".join(d for _, d in self._pending)), offset, members))
         self._pending, self._pending_bytes = [], 0
 
     def tree(self, tree: Tree) -> str:
@@ -300,9 +300,9 @@ class _Writer:
             )
             if cursor.rowcount:
                 self.added_bytes += len(packed)
-        for packed, members in self.packs:
+        for packed, raw_size, members in self.packs:
             pack_id = db.execute(
-                "INSERT INTO checkpoint_packs (data) VALUES (?)", (packed,)
+                "INSERT INTO checkpoint_packs (raw_size, data) VALUES (?, ?)", (raw_size, packed)
             ).lastrowid
             # Another process may have stored some of these meanwhile: theirs are kept, and
             # this pack's copies are simply never read.
@@ -1190,6 +1190,7 @@ def gc(store: Store) -> int:
             "DELETE FROM checkpoint_packs WHERE id NOT IN "
             "(SELECT pack FROM checkpoint_objects WHERE pack IS NOT NULL)"
         )
+        freed += _repack_sparse(db)
         row = db.execute(
             "SELECT COALESCE(SUM(LENGTH(data)), 0) FROM checkpoint_trees WHERE hash NOT IN (SELECT hash FROM gc_live)"
         ).fetchone()
@@ -1204,6 +1205,46 @@ def gc(store: Store) -> int:
         db.execute("DELETE FROM gc_live")
         db.execute("DELETE FROM gc_raw")
     _PACKS.clear()
+    return freed
+
+
+def _repack_sparse(db: Any) -> int:
+    """Rewrite packs less than half of whose bytes are still referenced; returns bytes freed.
+
+    Without it a pack keeps every dead neighbour of one live blob, and the store cap, finding
+    the space not freed, would remove checkpoint after checkpoint.
+    """
+    sparse = db.execute(
+        "SELECT p.id, p.raw_size, LENGTH(p.data), COALESCE(SUM(o.size), 0) FROM checkpoint_packs p "
+        "LEFT JOIN checkpoint_objects o ON o.pack = p.id GROUP BY p.id "
+        "HAVING COALESCE(SUM(o.size), 0) * 2 < p.raw_size"
+    ).fetchall()
+    freed = 0
+    for pack_id, _, stored, _ in sparse:
+        data = _decompress(
+            db.execute("SELECT data FROM checkpoint_packs WHERE id = ?", (pack_id,)).fetchone()[0]
+        )
+        members = db.execute(
+            "SELECT hash, offset, size FROM checkpoint_objects WHERE pack = ? ORDER BY offset",
+            (pack_id,),
+        ).fetchall()
+        kept, moves, offset = [], [], 0
+        for digest, old_offset, size in members:
+            kept.append(data[old_offset : old_offset + size])
+            moves.append((offset, digest))
+            offset += size
+        if kept:
+            packed = _compress(b"".join(kept))
+            new_id = db.execute(
+                "INSERT INTO checkpoint_packs (raw_size, data) VALUES (?, ?)", (offset, packed)
+            ).lastrowid
+            db.executemany(
+                "UPDATE checkpoint_objects SET pack = ?, offset = ? WHERE hash = ?",
+                [(new_id, new_offset, digest) for new_offset, digest in moves],
+            )
+            freed -= len(packed)
+        db.execute("DELETE FROM checkpoint_packs WHERE id = ?", (pack_id,))
+        freed += int(stored)
     return freed
 
 
