@@ -254,6 +254,7 @@ class _Writer:
         self._pending_bytes = 0
         self._pending_seen: set[str] = set()
         self.trees: dict[str, bytes] = {}
+        self.decoded: dict[str, Tree] = {}  # the new listings as built (a rollback compares them)
         self.index: dict[str, tuple[int, int, int, int, str]] = {}
         self.added_bytes = 0
 
@@ -288,6 +289,7 @@ class _Writer:
         digest = _sha(data)
         if digest not in self.trees:
             self.trees[digest] = _compress(data)
+            self.decoded[digest] = Tree(dict(tree.entries))
         return digest
 
     def flush(self, db: Any) -> None:
@@ -362,7 +364,21 @@ def stored_bytes(store: Store) -> int:
     return int(row[0]) if row is not None else 0
 
 
-def _load_tree(store: Store, digest: str, where: str = "", *, validate: bool = True) -> Tree:
+def _load_tree(
+    store: Store,
+    digest: str,
+    where: str = "",
+    *,
+    validate: bool = True,
+    cache: dict[str, Tree] | None = None,
+) -> Tree:
+    """A stored listing, verified against its digest. With `cache` (one operation's), a listing
+    read once is not read again; callers get their own copy to change."""
+    if cache is not None:
+        known = cache.get(digest)
+        if known is None:
+            known = cache[digest] = _load_tree(store, digest, where)
+        return Tree(dict(known.entries))
     row = store.query_one("SELECT data FROM checkpoint_trees WHERE hash = ?", (digest,))
     if row is None:
         raise CorruptCheckpointError(
@@ -554,6 +570,7 @@ def _incremental(
     base_skipped: list[str],
     changed_paths: set[str],
     now: float,
+    tree_cache: dict[str, Tree] | None = None,
 ) -> tuple[str, int, int, int, list[str]]:
     """A new root tree: the base with only `changed_paths` looked at again."""
     root = store.root
@@ -566,7 +583,7 @@ def _incremental(
         if rel_dir in trees:
             return trees[rel_dir]
         if not rel_dir:
-            trees[""] = _load_tree(store, base_tree, validate=False)
+            trees[""] = _load_tree(store, base_tree, validate=False, cache=tree_cache)
             return trees[""]
         parent, _, name = rel_dir.rpartition("/")
         parent_tree = tree_at(parent, create)
@@ -574,7 +591,9 @@ def _incremental(
             return None
         entry = parent_tree.entries.get(name)
         if entry is not None and entry.kind == "d":
-            trees[rel_dir] = _load_tree(store, entry.hash, rel_dir + "/", validate=False)
+            trees[rel_dir] = _load_tree(
+                store, entry.hash, rel_dir + "/", validate=False, cache=tree_cache
+            )
         elif create:
             trees[rel_dir] = Tree()
             parent_tree.entries[name] = Entry("d", 0, "", 0, 0)
@@ -730,6 +749,7 @@ def _capture(
     watcher: ChangeJournal | None = None,
     changed: Iterable[str] | None = None,
     hints: Iterable[str] | None = None,
+    tree_cache: dict[str, Tree] | None = None,
 ) -> Capture:
     """Work out a new checkpoint, trusting a change source only for an interval it covered."""
     root = store.root
@@ -794,7 +814,14 @@ def _capture(
     if paths is not None and base is not None:
         mode = "incremental"
         root_hash, count, size, changed_count, skipped = _incremental(
-            store, settings, writer, base["root_tree"], json.loads(base["skipped"]), paths, ts
+            store,
+            settings,
+            writer,
+            base["root_tree"],
+            json.loads(base["skipped"]),
+            paths,
+            ts,
+            tree_cache,
         )
     else:
         mode, source = "scan", "scan"
@@ -1392,25 +1419,26 @@ class _TreeLookup:
         return entry if entry is not None and entry.kind != "d" else None
 
 
-def _tree_loader(store: Store, pending: dict[str, bytes]) -> Any:
-    """Load a tree from the store or from a capture's not yet written ones (verified)."""
+def _tree_loader(store: Store, pending: dict[str, Tree], cache: dict[str, Tree]) -> Any:
+    """Load a tree from a capture's not yet written ones or from the store (verified)."""
 
     def load(digest: str, where: str) -> Tree:
-        packed = pending.get(digest)
-        if packed is None:
-            return _load_tree(store, digest, where)
-        data = _decompress(packed)
-        return _decode_tree(data, where)
+        built = pending.get(digest)
+        return built if built is not None else _load_tree(store, digest, where, cache=cache)
 
     return load
 
 
 def _tree_changes(
-    store: Store, target_tree: str, current_tree: str, pending: dict[str, bytes]
+    store: Store,
+    target_tree: str,
+    current_tree: str,
+    pending: dict[str, Tree],
+    cache: dict[str, Tree],
 ) -> tuple[list[tuple[str, Entry]], list[str]]:
     """Files to write (path, target entry) and files to remove, to turn `current_tree` into
     `target_tree`: listings are compared by digest and only folders that differ are read."""
-    load = _tree_loader(store, pending)
+    load = _tree_loader(store, pending, cache)
     writes: list[tuple[str, Entry]] = []
     removes: list[str] = []
 
@@ -1474,9 +1502,10 @@ def plan_rollback(
     root = store.root
     if journal is not None and not journal.sync():
         journal = None  # it could not show it has seen every change made until now
-    capture = _capture(store, settings, clock.now(), watcher=journal, hints=hints)
+    trees: dict[str, Tree] = {}  # listings read once for the capture and the comparison
+    capture = _capture(store, settings, clock.now(), watcher=journal, hints=hints, tree_cache=trees)
     planned_writes, planned_removes = _tree_changes(
-        store, row["root_tree"], capture.root_tree, capture.writer.trees
+        store, row["root_tree"], capture.root_tree, capture.writer.decoded, trees
     )
     folders: dict[str, bool] = {}
     writes: list[FileWrite] = []
