@@ -338,12 +338,16 @@ def _has_blob(store: Store, digest: str) -> bool:
     return store.query_one("SELECT 1 FROM checkpoint_blobs WHERE hash = ?", (digest,)) is not None
 
 
-def _stat_cache(store: Store) -> dict[str, tuple[int, int, int, int, str]]:
-    """The stat cache: path -> (mtime_ns, size, inode, mode, content hash)."""
-    return {
-        row[0]: (row[1], row[2], row[3], row[4], bytes(row[5]).hex())
-        for row in store.query("SELECT path, mtime_ns, size, ino, mode, hash FROM checkpoint_index")
-    }
+def _stat_cache(store: Store, under: str = "") -> dict[str, tuple[int, int, int, int, str]]:
+    """The stat cache (of the folder `under`): path -> (mtime_ns, size, inode, mode, hash)."""
+    sql = "SELECT path, mtime_ns, size, ino, mode, hash FROM checkpoint_index"
+    # '0' follows '/' in byte order: the range holds exactly the paths below `under/`.
+    rows = (
+        store.query(sql + " WHERE path > ? AND path < ?", (under + "/", under + "0"))
+        if under
+        else store.query(sql)
+    )
+    return {row[0]: (row[1], row[2], row[3], row[4], bytes(row[5]).hex()) for row in rows}
 
 
 _STORED_KEY = "checkpoints.stored_bytes"
@@ -673,6 +677,7 @@ def _incremental(
             # before its watch was in place): capture what is in it now, and drop what is gone.
             sub = scan(root, rules, cap, under=rel)
             skipped.update(sub.skipped)
+            cache.update(_stat_cache(store, under=rel))  # unchanged files are not read
             for sub_rel, item in sub.files.items():
                 digest = _hash_file(root, sub_rel, item, writer, cache, now)
                 if digest is not None:

@@ -437,7 +437,13 @@ def watchman_since(root: Path, since: str | None) -> WatchmanAnswer | None:
     Starts watching `root` when watchman does not yet (that first answer vouches for nothing).
     None when watchman is not installed or fails.
     """
-    query: dict[str, Any] = {"fields": ["name"], "empty_on_fresh_instance": True}
+    # Files and links only: watchman reports the files inside a new folder itself, and a
+    # folder whose listing changed would otherwise be read whole.
+    query: dict[str, Any] = {
+        "fields": ["name"],
+        "empty_on_fresh_instance": True,
+        "expression": ["not", ["type", "d"]],
+    }
     if since is not None:
         # The usual case, one call: the workspace is itself a watched root.
         answer = _watchman(["query", str(root), {**query, "since": since}])
