@@ -649,6 +649,26 @@ def _incremental(
             found += files_under(child_rel) if child_entry.kind == "d" else [child_rel]
         return found
 
+    def replaced_ancestors(rel: str) -> list[str]:
+        """Folders on the way to `rel` that the base holds as a file or link: a source that
+        reports only files (watchman) names what is inside the new folder, not the file the
+        folder replaced."""
+        found, holder, prefix = [], tree_at("", create=False), ""
+        for part in rel.split("/")[:-1]:
+            entry = holder.entries.get(part) if holder is not None else None
+            prefix = f"{prefix}/{part}" if prefix else part
+            if entry is None:
+                break
+            if entry.kind != "d":
+                found.append(prefix)
+                break
+            holder = tree_at(prefix, create=False)
+        return found
+
+    changed_paths = set(changed_paths)
+    for rel in list(changed_paths):
+        if "/" in rel and all(_valid_name(part) for part in rel.split("/")):
+            changed_paths.update(replaced_ancestors(rel))
     skipped = set(base_skipped)
     changed = 0
     cache: dict[str, Any] = {}
