@@ -10,17 +10,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import sys
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 from lsprotocol import types
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
+from lsp_server import jsonrpc
+from lsp_server.jsonrpc import EngramProtocol
 from memory_core import __version__, config
 from memory_core.store import Store
 from memory_core.workspace import find_root
@@ -73,9 +79,40 @@ class DocumentListener:
 WatchedFilesListener = Callable[["EngramServer", FolderState, list[types.FileEvent]], None]
 
 
+def _stdin_chunks(loop: asyncio.AbstractEventLoop, fd: int) -> Callable[[], Awaitable[bytes]]:
+    """Chunks of `fd` read by a daemon thread: one thread hop per 64 KiB, not per line as in
+    pygls, and a blocked read never keeps the process from exiting. At most 64 chunks wait
+    unread (4 MiB), so a client that sends faster than engram reads is slowed, not buffered."""
+    chunks: asyncio.Queue[bytes] = asyncio.Queue()
+    room = threading.Semaphore(64)
+
+    def pump() -> None:
+        while True:
+            room.acquire()
+            try:
+                data = os.read(fd, jsonrpc.CHUNK_BYTES)
+            except OSError:
+                data = b""
+            try:
+                loop.call_soon_threadsafe(chunks.put_nowait, data)
+            except RuntimeError:  # the loop has closed: the server is going away
+                return
+            if not data:
+                return
+
+    threading.Thread(target=pump, name="engram-stdin", daemon=True).start()
+
+    async def read_chunk() -> bytes:
+        data = await chunks.get()
+        room.release()
+        return data
+
+    return read_chunk
+
+
 class EngramServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("engram", __version__)
+        super().__init__("engram", __version__, protocol_cls=EngramProtocol)
         self.folders: dict[Path, FolderState] = {}
         self.diagnostic_providers: list[DiagnosticProvider] = []
         self.hover_providers: list[HoverProvider] = []
@@ -93,6 +130,60 @@ class EngramServer(LanguageServer):
         self.client_watches_files = False
         # Set by the diagnostics feature: how diagnostics reach the client.
         self.refresh_diagnostics: Callable[[], None] = lambda: None
+
+    # -- transport: engram's JSON-RPC reader instead of pygls' (see lsp_server/jsonrpc.py) ---
+
+    def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+        source = stdin or sys.stdin.buffer
+        self._stop_event = threading.Event()
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        fd = source.fileno()
+
+        async def main() -> None:
+            read_chunk = _stdin_chunks(asyncio.get_running_loop(), fd)
+            await jsonrpc.serve(read_chunk, self._protocol, self._stopping)
+
+        try:
+            asyncio.run(main())
+        except BrokenPipeError:
+            logger.error("the client closed the connection; shutting down")
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        finally:
+            self.shutdown()  # type: ignore[no-untyped-call]
+
+    def start_tcp(self, host: str, port: int) -> None:
+        self._stop_event = stop_event = threading.Event()
+
+        async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            self.protocol.set_writer(writer)
+
+            async def read_chunk() -> bytes:
+                return await reader.read(jsonrpc.CHUNK_BYTES)
+
+            await jsonrpc.serve(read_chunk, self._protocol, self._stopping)
+            self.shutdown()  # type: ignore[no-untyped-call]
+
+        async def listen() -> None:
+            self._server = await asyncio.start_server(connection, host, port)
+            logger.info("serving on %s:%s", host, port)
+            async with self._server:
+                await self._server.serve_forever()
+
+        try:
+            asyncio.run(listen())
+        except asyncio.CancelledError:
+            pass
+        finally:
+            stop_event.set()
+
+    @property
+    def _protocol(self) -> EngramProtocol:
+        assert isinstance(self.protocol, EngramProtocol)
+        return self.protocol
+
+    def _stopping(self) -> bool:
+        return self._stop_event is not None and self._stop_event.is_set()
 
     # -- folders -------------------------------------------------------------------------
 
@@ -114,9 +205,33 @@ class EngramServer(LanguageServer):
             )
             logger.exception("cannot open the store in %s", root)
             return None
+        self._tell_store_notices(store)
         state = FolderState(root=root, store=store, settings=config.load(root))
         self.folders[root] = state
         return state
+
+    def _tell_store_notices(self, store: Store) -> None:
+        """Show the store's notices (recreated after a deletion, ...) as window/showMessage.
+
+        Store work runs on worker threads; the message is sent from the event loop's thread.
+        """
+        loop: asyncio.AbstractEventLoop | None
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+
+        def tell(text: str) -> None:
+            logger.warning("%s", text)
+            message = f"engram: {text}"
+            if loop is not None and loop.is_running():
+                loop.call_soon_threadsafe(self.show_message, message, types.MessageType.Warning)
+            else:
+                self.show_message(message, types.MessageType.Warning)
+
+        for notice in store.notices:
+            tell(notice)
+        store.notice_listeners.append(tell)
 
     def remove_folder(self, path: Path) -> None:
         for root in [

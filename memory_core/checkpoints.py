@@ -41,6 +41,7 @@ from memory_core import clock, config, events, journal, limits
 from memory_core import git as git_module
 from memory_core.errors import EngramError, NotFoundError, UsageError
 from memory_core.journal import ChangeJournal, IgnoreRules
+from memory_core.redact import redact
 from memory_core.store import Store
 from memory_core.workspace import STORE_DIRNAME
 
@@ -869,7 +870,7 @@ def _commit(
     fixed_time: bool,
 ) -> dict[str, Any]:
     checkpoint_id = _new_id()
-    clean_name = name.strip() if name and name.strip() else None
+    clean_name = redact(name.strip()) if name and name.strip() else None
     writer, ts = capture.writer, capture.ts
     with store.transaction() as db:
         writer.flush(db)
@@ -880,7 +881,7 @@ def _commit(
             (
                 checkpoint_id,
                 clean_name,
-                description,
+                redact(description) if description else description,
                 reason,
                 session_id,
                 ts if fixed_time else capture.started,
@@ -893,6 +894,9 @@ def _commit(
                 json.dumps(capture.token),
             ),
         )
+        from memory_core import conversation  # the session and turn it was taken at
+
+        conversation.record_checkpoint(db, checkpoint_id, session_id)
         events.append(
             store,
             events.Event(
@@ -997,6 +1001,7 @@ def _checkpoint_dict(row: Any) -> dict[str, Any]:
         "description": row["description"],
         "reason": row["reason"],
         "session_id": row["session_id"],
+        "turn_number": row["turn_number"],
         "created_at": clock.iso(row["created_at"]),
         "files": row["file_count"],
         "bytes": row["total_bytes"],

@@ -162,6 +162,19 @@ SETTINGS: dict[str, Setting] = {
             100,
         ),
         Setting(
+            "sessions.vault_dir",
+            str,
+            "",
+            "Folder for session notes (sessions/<date>_<id>.md) and transcript backups, e.g. an "
+            "Obsidian vault; relative to the workspace root. Empty: .engram/exports.",
+        ),
+        Setting(
+            "sessions.backup_transcripts",
+            bool,
+            True,
+            "Back up agent transcripts, redacted and compressed, at session end (within the quota).",
+        ),
+        Setting(
             "agents.context_token_budget",
             int,
             2000,

@@ -3,9 +3,16 @@
     priority = base x e^(-rate x days since access) x e^(-0.01 x days since creation)
                + min(0.2, boost x accesses),  clamped to [0, 1]
 
-Each kind of entry has its own rate and boost. Pinned entries never decay; an explicit
-preference never falls below 0.6; a resolved finding decays 1.5 times faster. Nothing runs
-in the background: the priority is a pure function of the entry and the time of the query.
+Each kind of entry has its own base priority, rate and boost (seed 003, "Decay Rules by
+Memory Type"), and some entries have a floor they never decay below:
+
+- pinned: never decays (stays at its base);
+- an open critical finding: 0.8; an open decision of high (or critical) impact: 0.9;
+- any other open (unresolved) decision: 0.5, so it never turns cold;
+- an explicit preference: 0.6; an inferred one (not stated by the user): 0.3.
+
+A resolved finding decays 1.5 times faster. Nothing runs in the background: the priority is a
+pure function of the entry and the time of the query.
 """
 
 from __future__ import annotations
@@ -17,7 +24,51 @@ DAY = 86400.0
 AGE_RATE = 0.01
 MAX_ACCESS_BONUS = 0.2
 EXPLICIT_PREFERENCE_FLOOR = 0.6
+INFERRED_PREFERENCE_FLOOR = 0.3
+CRITICAL_FINDING_FLOOR = 0.8
+HIGH_IMPACT_DECISION_FLOOR = 0.9
+OPEN_DECISION_FLOOR = 0.5
 RESOLVED_FACTOR = 1.5
+
+# How much an entry matters when it is new (seed 003: decisions 0.95, findings 0.90,
+# preferences 0.85, agent state 0.80, conversation turns 1.0). engram's memory types map onto
+# the seed's as its decay rates do: a project fact is kept like a decision, a learning is a
+# finding, an action (what an agent did, its working memory) is agent state.
+BASE_PRIORITIES: dict[str, float] = {
+    "decision": 0.95,
+    "project": 0.95,
+    "finding": 0.90,
+    "learning": 0.90,
+    "gotcha": 0.90,
+    "preference": 0.85,
+    "agent_state": 0.80,
+    "action": 0.80,
+    "digest": 0.80,
+    "turn": 1.0,
+    "session": 1.0,
+}
+# Impact levels (a finding's severity, a decision's implementation impact).
+IMPACTS = ("critical", "high", "medium", "low")
+
+
+def base_priority(kind: str) -> float:
+    """The priority a new entry of `kind` starts with."""
+    return BASE_PRIORITIES.get(kind, 1.0)
+
+
+def floor(kind: str, *, explicit: bool, resolved: bool, impact: str | None) -> float:
+    """The lowest priority an unpinned entry can decay to (0 for most)."""
+    if kind == "preference":
+        return EXPLICIT_PREFERENCE_FLOOR if explicit else INFERRED_PREFERENCE_FLOOR
+    if resolved:
+        # A fixed critical finding or a closed decision no longer needs to stay in front.
+        return 0.0
+    if kind == "decision":
+        return HIGH_IMPACT_DECISION_FLOOR if impact in ("high", "critical") else OPEN_DECISION_FLOOR
+    if kind == "finding" and impact == "critical":
+        return CRITICAL_FINDING_FLOOR
+    return 0.0
+
 
 HOT = 0.7
 COLD = 0.3
@@ -63,6 +114,7 @@ def priority(
     pinned: bool = False,
     explicit: bool = False,
     resolved: bool = False,
+    impact: str | None = None,
 ) -> float:
     """The current priority in [0, 1] of an entry of `kind` at time `now` (Unix seconds)."""
     if pinned:
@@ -73,10 +125,7 @@ def priority(
     days_since_creation = max(0.0, now - created_at) / DAY
     value = base * math.exp(-rate * days_since_access) * math.exp(-AGE_RATE * days_since_creation)
     value += min(MAX_ACCESS_BONUS, spec.boost * max(0, access_count))
-    value = _clamp(value)
-    if explicit and kind == "preference":
-        value = max(value, EXPLICIT_PREFERENCE_FLOOR)
-    return value
+    return max(_clamp(value), floor(kind, explicit=explicit, resolved=resolved, impact=impact))
 
 
 def tier(value: float) -> str:
@@ -115,5 +164,16 @@ def sql_priority(alias: str, now_sql: str) -> str:
         f" + min({MAX_ACCESS_BONUS!r}, {boost} * max(0, {a}.access_count))"
     )
     clamped = f"min(1.0, max(0.0, {decayed}))"
-    floor = f"CASE WHEN {a}.explicit AND {a}.type = 'preference' THEN {EXPLICIT_PREFERENCE_FLOOR!r} ELSE 0.0 END"
-    return f"(CASE WHEN {a}.pinned THEN min(1.0, max(0.0, {a}.base_priority)) ELSE max({floor}, {clamped}) END)"
+    # `floor()` in SQL ("resolved" is the status; archived entries keep their floors, as in
+    # Python, where only status = 'resolved' counts as resolved).
+    least = (
+        f"CASE WHEN {a}.type = 'preference' THEN"
+        f" CASE WHEN {a}.explicit THEN {EXPLICIT_PREFERENCE_FLOOR!r} ELSE {INFERRED_PREFERENCE_FLOOR!r} END"
+        f" WHEN {a}.status = 'resolved' THEN 0.0"
+        f" WHEN {a}.type = 'decision' THEN"
+        f" CASE WHEN {a}.impact IN ('high', 'critical') THEN {HIGH_IMPACT_DECISION_FLOOR!r}"
+        f" ELSE {OPEN_DECISION_FLOOR!r} END"
+        f" WHEN {a}.type = 'finding' AND {a}.impact = 'critical' THEN {CRITICAL_FINDING_FLOOR!r}"
+        f" ELSE 0.0 END"
+    )
+    return f"(CASE WHEN {a}.pinned THEN min(1.0, max(0.0, {a}.base_priority)) ELSE max({least}, {clamped}) END)"

@@ -14,9 +14,14 @@ EXIT_USAGE = 2
 
 
 class EngramError(Exception):
-    """An operation failed for a reason the user can understand and fix."""
+    """An operation failed for a reason the user can understand and fix.
+
+    `code` is stable and documented (docs/errors.md); the numbering follows seed 003's
+    MEM_E00x codes where engram has the same failure.
+    """
 
     exit_code = EXIT_FAILED
+    code = "MEM_E000"
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(message)
@@ -31,15 +36,28 @@ class UsageError(EngramError):
     """Bad usage or bad input: a wrong argument, malformed JSON, a path outside the workspace."""
 
     exit_code = EXIT_USAGE
+    code = "MEM_E004"
 
 
 class NotFoundError(EngramError):
     """A named thing (gotcha, session, checkpoint, ...) does not exist."""
 
     exit_code = EXIT_FAILED
+    code = "MEM_E005"
 
 
 class StoreError(EngramError):
     """The store cannot be opened or used (newer schema, corrupt file, no store yet)."""
 
     exit_code = EXIT_FAILED
+    code = "MEM_E003"
+
+
+class QuotaExceededError(EngramError):
+    """A session is full: even after compaction its records use its whole quota.
+
+    Raised before a write, so what is stored stays as it was; the write is refused.
+    """
+
+    exit_code = EXIT_FAILED
+    code = "MEM_E001"

@@ -79,13 +79,15 @@ def delete(
     reason: str | None = None,
     actor: str = "user",
     settings: Settings | None = None,
+    include_memories: bool = True,
     now: float | None = None,
 ) -> dict[str, Any]:
     """Move what the selectors pick into the recoverable state; returns the deletion record.
 
     Selectors narrow each other: `topic="auth", before=...` deletes the auth memories older
     than that date. Sessions (with everything that cites them) are taken by `session_id`,
-    `agent` or a date range; a topic selects memories only.
+    `agent` or a date range; a topic selects memories only. `include_memories=False` leaves
+    the long-term memories a session produced in place (`engram session delete`).
     """
     from memory_core.tags import normalize_tags
 
@@ -121,7 +123,8 @@ def delete(
         if after is not None:
             clauses.append("created_at >= ?")
             params.append(after)
-        graph.collect("memories", " AND ".join(clauses), params, rows)
+        if include_memories or memory_ids or topic:
+            graph.collect("memories", " AND ".join(clauses), params, rows)
         if memory_ids:
             found = {row.values["id"] for row in rows if row.table == "memories"}
             missing = [m for m in memory_ids if m not in found]
@@ -248,7 +251,23 @@ def undelete(store: Store, ident: str, *, now: float | None = None) -> dict[str,
     result = deletion(store, deletion_id)
     result["restored"] = restored
     result["skipped"] = skipped
+    if restored.get("saved_sessions"):
+        _rewrite_session_exports(store, rows)
     return result
+
+
+def _rewrite_session_exports(store: Store, rows: Sequence[sqlite3.Row]) -> None:
+    """A saved session comes back with its Markdown export (deleting it removed the file)."""
+    from memory_core import log, sessions
+
+    for row in rows:
+        if row["table_name"] != "sessions":
+            continue
+        session_id = json.loads(row["row"]).get("id")
+        try:
+            sessions.write_export(store, session_id)
+        except Exception as exc:  # the rows are back; a missing view is only logged
+            log.write(store.root, "warning", f"undelete: export of {session_id} failed", exc=exc)
 
 
 def purge(store: Store, *, everything: bool = False, now: float | None = None) -> dict[str, Any]:

@@ -7,6 +7,16 @@ Tools: `session_list` (filter has_summary), `session_transcript`, `session_updat
 (a plural list whose items carry their `id`). A user error comes back as a tool error with one
 clear line; the server keeps running.
 
+The projecthub session protocol's tools are served too, under their own names and with their
+camelCase parameters: `projecthub_session_list` (hasSummary), `projecthub_session_transcript`
+(sessionId) and `projecthub_session_update_summary` (sessionId, overview, decisions, outcomes,
+openItems, tags, or the same inside `summary`). Their sessions carry the protocol's fields
+(session_id, project_dir, turn_count, rolling_summary, decisions, search_footprint, summary,
+status).
+
+Every tool refuses a parameter it does not know: an agent that misspells `openItems` is told,
+instead of losing what it sent.
+
 Only `engram mcp` imports this module (the SDK is heavy; nothing on the hook path touches it).
 """
 
@@ -70,6 +80,76 @@ def _session(store: Store, session_id: str | None) -> dict[str, Any]:
     return latest
 
 
+SUMMARY_FIELDS = ("overview", "decisions", "outcomes", "openItems", "tags")
+
+
+def projecthub_session(store: Store, session: dict[str, Any]) -> dict[str, Any]:
+    """A session in the projecthub protocol's shape (its data model and SessionSummary)."""
+    from memory_core.session_vault import has_summary
+
+    summary = session["summary"]
+    written = has_summary(summary)
+    return {
+        "session_id": session["id"],
+        "id": session["id"],
+        "name": session["name"],
+        "project_dir": str(store.root),
+        "turn_count": session["turns"],
+        "rolling_summary": session["rolling_summary"],
+        "decisions": summary["decisions"],
+        "search_footprint": session["search_footprint"],
+        "status": session["status"],
+        "started_at": session["started_at"],
+        "last_activity_at": session["last_activity_at"],
+        "hasSummary": written,
+        "summary": {
+            "overview": summary["overview"] or "",
+            "decisions": summary["decisions"],
+            "outcomes": summary["outcomes"],
+            "openItems": summary["open_items"],
+            "tags": summary["tags"],
+        }
+        if written
+        else None,
+    }
+
+
+def _strict(server: Any, name: str) -> None:
+    """Make the registered tool refuse parameters it does not know (pydantic drops them silently)."""
+    from pydantic import ConfigDict, model_validator
+    from pydantic_core import PydanticCustomError
+
+    registered = server._tool_manager.get_tool(name)
+    model = registered.fn_metadata.arg_model
+    known = sorted((field.alias or field_name) for field_name, field in model.model_fields.items())
+
+    def refuse_unknown(data: Any) -> Any:
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(known))
+            if unknown:
+                raise PydanticCustomError(
+                    "unknown_parameter",
+                    "unknown parameter {unknown} for {tool}; it takes {known}",
+                    {
+                        "unknown": ", ".join(unknown),
+                        "tool": name,
+                        "known": ", ".join(known) or "no parameters",
+                    },
+                )
+        return data
+
+    strict = type(
+        model.__name__,
+        (model,),
+        {
+            "model_config": ConfigDict(arbitrary_types_allowed=True, extra="forbid"),
+            "refuse_unknown": model_validator(mode="before")(staticmethod(refuse_unknown)),
+        },
+    )
+    registered.fn_metadata.arg_model = strict
+    registered.parameters["additionalProperties"] = False
+
+
 def build(root: Path) -> Any:
     """The MCP server for the workspace at `root` (not started)."""
     try:
@@ -82,7 +162,7 @@ def build(root: Path) -> Any:
     from memory_core import __version__
 
     server = MCPServer(name="engram", version=__version__, instructions=INSTRUCTIONS)
-    state: dict[str, Store] = {}
+    state: dict[str, Store] = {}  # opened on the first call: listing tools needs no store
 
     def tool() -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Register a tool whose EngramError reaches the agent as one clear line (a tool error)."""
@@ -90,20 +170,22 @@ def build(root: Path) -> Any:
 
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
             @functools.wraps(fn)
-            def guarded(*args: Any, **kwargs: Any) -> Any:
+            def as_tool_error(*args: Any, **kwargs: Any) -> Any:
                 try:
                     return fn(*args, **kwargs)
                 except EngramError as exc:
                     raise ToolError(exc.one_line()) from None
 
-            server.tool()(guarded)
+            server.tool()(as_tool_error)
+            _strict(server, fn.__name__)
             return fn
 
         return register
 
     def store() -> Store:
         if "store" not in state:
-            state["store"] = Store.open_or_init(root)
+            # A front end: it creates a store only inside a git repository (DESIGN section 2).
+            state["store"] = Store.open_or_init_in_git(root)
         return state["store"]
 
     @tool()
@@ -163,11 +245,103 @@ def build(root: Path) -> Any:
         return {"id": session["id"], "summary": summary}
 
     @tool()
-    def memory_search(query: str, limit: int = 10) -> dict[str, Any]:
-        """Search the project's memories (ranked by relevance times priority)."""
+    def projecthub_session_list(hasSummary: bool | None = None, limit: int = 20) -> dict[str, Any]:
+        """List sessions (projecthub protocol), most recent first. hasSummary=false finds the unsummarised ones."""
+        from memory_core import sessions
+
+        items = [projecthub_session(store(), s) for s in sessions.list_sessions(store())]
+        if hasSummary is not None:
+            items = [s for s in items if s["hasSummary"] == hasSummary]
+        return {"sessions": items[: max(1, limit)]}
+
+    @tool()
+    def projecthub_session_transcript(
+        sessionId: str | None = None, limit: int | None = None
+    ) -> dict[str, Any]:
+        """Read a session's full conversation (projecthub protocol): its turns in order.
+
+        Without sessionId: the most recently active session."""
+        session = _session(store(), sessionId)
+        return {
+            "session": projecthub_session(store(), session),
+            "turns": _turns(store(), session["id"], limit),
+        }
+
+    @tool()
+    def projecthub_session_update_summary(
+        sessionId: str | None = None,
+        overview: str | None = None,
+        decisions: list[str] | None = None,
+        outcomes: list[str] | None = None,
+        openItems: list[str] | None = None,
+        tags: list[str] | None = None,
+        summary: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Save a session's structured SessionSummary (projecthub protocol): overview, decisions,
+        outcomes, openItems, tags, given directly or inside `summary`. Lists are merged with what
+        is there, without duplicates. Without sessionId: the most recently active session."""
+        from memory_core import sessions
+        from memory_core.errors import UsageError
+
+        fields: dict[str, Any] = {
+            "overview": overview,
+            "decisions": decisions,
+            "outcomes": outcomes,
+            "openItems": openItems,
+            "tags": tags,
+        }
+        if summary is not None:
+            unknown = sorted(set(summary) - set(SUMMARY_FIELDS))
+            if unknown:
+                raise UsageError(
+                    f"unknown SessionSummary field {', '.join(unknown)}; "
+                    f"it has {', '.join(SUMMARY_FIELDS)}"
+                )
+            for key, value in summary.items():
+                if key == "overview" and value is not None and not isinstance(value, str):
+                    raise UsageError("SessionSummary overview must be a string")
+                if key != "overview" and not (
+                    isinstance(value, list) and all(isinstance(v, str) for v in value)
+                ):
+                    raise UsageError(f"SessionSummary {key} must be a list of strings")
+                if fields[key] is None:
+                    fields[key] = value
+        session = _session(store(), sessionId)
+        sessions.set_summary(
+            store(),
+            session["id"],
+            overview=fields["overview"],
+            decisions=fields["decisions"] or (),
+            outcomes=fields["outcomes"] or (),
+            open_items=fields["openItems"] or (),
+            tags=fields["tags"] or (),
+        )
+        return projecthub_session(store(), sessions.get(store(), session["id"]))
+
+    @tool()
+    def memory_search(
+        query: str,
+        limit: int = 10,
+        min_priority: float | None = None,
+        include_decayed: bool = False,
+        offset: int = 0,
+    ) -> dict[str, Any]:
+        """Search the project's memories (ranked by relevance times priority).
+
+        Entries decayed below priority 0.3 are left out unless include_decayed is true;
+        min_priority keeps only entries at least that high; offset skips results (paging)."""
         from memory_core import search
 
-        return {"results": search.search(store(), query, limit=limit)}
+        return {
+            "results": search.search(
+                store(),
+                query,
+                limit=limit,
+                min_priority=min_priority,
+                include_decayed=include_decayed,
+                offset=offset,
+            )
+        }
 
     @tool()
     def memory_add(

@@ -42,7 +42,8 @@ def add(
     session_id: str | None = None,
     agent: str | None = None,
     explicit: bool = False,
-    base_priority: float = 1.0,
+    base_priority: float | None = None,
+    impact: str | None = None,
     status: str = "open",
     file: str | None = None,
     line: int | None = None,
@@ -53,7 +54,10 @@ def add(
     """Store one memory entry durably and return it.
 
     `relations` are (kind, target_id) pairs from the new entry to existing ones, e.g.
-    `[("resolves", "M-1a2b3c4d")]`. An explicit preference never decays below 0.6.
+    `[("resolves", "M-1a2b3c4d")]`. `base_priority` defaults to the type's (decision 0.95,
+    finding 0.90, preference 0.85, ...: `decay.BASE_PRIORITIES`). `impact` (critical, high,
+    medium, low) is a finding's severity or a decision's impact; with `explicit` it sets the
+    floor the entry never decays below (`decay.floor`).
     `file` (workspace-relative or absolute inside the workspace) and `line`/`end_line`
     (1-based) cite code; the cited lines are hashed so drift reports when they change.
     """
@@ -61,6 +65,10 @@ def add(
     text = _clean_content(content)
     _check_choice("type", type, TYPES)
     _check_choice("status", status, STATUSES)
+    if impact is not None:
+        _check_choice("impact", impact, decay.IMPACTS)
+    if base_priority is None:
+        base_priority = decay.base_priority(type)
     if not 0.0 <= float(base_priority) <= 1.0:
         raise UsageError(f"base priority must be between 0 and 1, got {base_priority!r}")
     tag_list = normalize_tags(tags)
@@ -76,7 +84,8 @@ def add(
         db.execute(
             "INSERT INTO memories (id, type, content, tags, created_at, last_accessed, access_count,"
             " base_priority, pinned, explicit, status, agent, session_id, provenance, project, file,"
-            " line, end_line, anchor) VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " line, end_line, anchor, impact)"
+            " VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 memory_id,
                 type,
@@ -96,6 +105,7 @@ def add(
                 line,
                 end_line,
                 anchor,
+                impact,
             ),
         )
         db.executemany(
@@ -135,11 +145,24 @@ def list_memories(
     since: float | None = None,
     until: float | None = None,
     include_archived: bool = False,
+    min_priority: float | None = None,
+    include_decayed: bool = True,
     limit: int = 100,
+    offset: int = 0,
     now: float | None = None,
 ) -> list[dict[str, Any]]:
-    """Entries, newest first, filtered (every tag given must be present); not an access."""
+    """Entries, newest first, filtered (every tag given must be present); not an access.
+
+    `min_priority`, `include_decayed` (False: not below 0.3) and `offset` as in search.
+    """
     now = clock.now() if now is None else now
+    if offset < 0:
+        raise UsageError(f"offset must be 0 or more, got {offset}")
+    threshold = min_priority
+    if threshold is not None and not 0.0 <= float(threshold) <= 1.0:
+        raise UsageError(f"minimum priority must be between 0 and 1, got {threshold!r}")
+    if not include_decayed:
+        threshold = max(decay.COLD, float(threshold or 0.0))
     where, params = filter_sql(
         "m",
         types=[type] if type else None,
@@ -150,9 +173,13 @@ def list_memories(
         until=until,
         include_archived=include_archived,
     )
+    if threshold:
+        where += f" AND {decay.sql_priority('m', repr(float(now)))} >= ?"
+        params.append(float(threshold))
     rows = store.query(
-        f"SELECT m.* FROM memories m WHERE {where} ORDER BY m.created_at DESC, m.seq DESC LIMIT ?",
-        (*params, max(1, int(limit))),
+        f"SELECT m.* FROM memories m WHERE {where} ORDER BY m.created_at DESC, m.seq DESC"
+        " LIMIT ? OFFSET ?",
+        (*params, max(1, int(limit)), int(offset)),
     )
     return [to_dict(row, now) for row in rows]
 
@@ -173,9 +200,10 @@ def update(
     pinned: bool | None = None,
     status: str | None = None,
     tags: Iterable[str] | None = None,
+    impact: str | None = None,
     now: float | None = None,
 ) -> dict[str, Any]:
-    """Pin or unpin, resolve or reopen, or retag an entry."""
+    """Pin or unpin, resolve or reopen, retag an entry, or set its impact."""
     sets: list[str] = []
     params: list[object] = []
     if pinned is not None:
@@ -185,6 +213,10 @@ def update(
         _check_choice("status", status, STATUSES)
         sets.append("status = ?")
         params.append(status)
+    if impact is not None:
+        _check_choice("impact", impact, decay.IMPACTS)
+        sets.append("impact = ?")
+        params.append(impact)
     tag_list = normalize_tags(tags) if tags is not None else None
     if tag_list is not None:
         sets.append("tags = ?")
@@ -316,6 +348,7 @@ def current_priority(row: Mapping[str, Any] | sqlite3.Row, now: float) -> float:
         pinned=bool(row["pinned"]),
         explicit=bool(row["explicit"]),
         resolved=row["status"] == "resolved",
+        impact=row["impact"],
     )
 
 
@@ -338,6 +371,7 @@ def to_dict(row: sqlite3.Row, now: float) -> dict[str, Any]:
         "tier": decay.tier(value),
         "pinned": bool(row["pinned"]),
         "explicit": bool(row["explicit"]),
+        "impact": row["impact"],
         "status": row["status"],
         "agent": row["agent"],
         "session_id": row["session_id"],

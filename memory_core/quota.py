@@ -9,9 +9,17 @@ through the same steps in this order, stopping as soon as the session is under i
 2. summarise turns older than 7 days (their texts shortened to an excerpt and a note);
 3. archive resolved findings (compressed into `archived_rows`, out of search).
 
-Never touched: pinned entries, open decisions, explicit preferences, and anything created or
-used in the last 24 hours. Call `enforce` after writing to a session (the CLI does after
-`memory add --session`); it costs one size query when the session is under 80 %.
+Never touched (seed 003's preservation rules): pinned entries, open decisions, open findings,
+explicit preferences, entries whose priority is above 0.7, entries created or used in the last
+48 hours, and turns of the last 7 days. Every path that writes to a session (the CLI, agent hooks, the editor, MCP) goes through
+`before_write` and `after_write`:
+
+- `after_write`: at 80 % or more the session is compacted (gentle, or forced at 95 %) and a
+  warning is returned for the path that wrote to show: a line on stderr (CLI), the hook's
+  `additionalContext` and the log (agent hooks), a window message (editor);
+- `before_write`: a session at 100 % is compacted (forced) first; if that frees nothing
+  below the quota, the write is refused with `QuotaExceededError` (code MEM_E001) before
+  anything is written, so nothing already stored is lost.
 """
 
 from __future__ import annotations
@@ -23,13 +31,15 @@ from typing import Any
 
 from memory_core import clock, decay
 from memory_core.config import Settings
+from memory_core.errors import QuotaExceededError
 from memory_core.store import Store
 
 DAY = 86400.0
 GENTLE_AT = 0.80
 FORCED_AT = 0.95
 FORCED_TARGET = 0.70
-RECENT_SECONDS = DAY
+# Seed 003: "always preserve memories accessed in the last 48 hours".
+RECENT_SECONDS = 2 * DAY
 OLD_TURN_DAYS = 7.0
 EXCERPT_CHARS = 200
 _SKIP_TABLES = frozenset({"search_docs", "search_sources", "deleted_rows"})
@@ -146,6 +156,102 @@ def enforce(
     return compact(store, session_id, settings, forced=facts["level"] == "forced", now=now)
 
 
+WARNED_KEY = "quota.warned:"
+
+
+def before_write(
+    store: Store, session_id: str | None, settings: Settings, *, now: float | None = None
+) -> dict[str, Any] | None:
+    """Make room in a full session before writing to it, or refuse the write.
+
+    Under 100 % of the quota: nothing (one size query). At 100 % or more: a forced compaction;
+    returns its result when it made room, raises `QuotaExceededError` when it did not.
+    """
+    quota = int(settings["sessions.quota_bytes"])
+    if not session_id or quota <= 0:
+        return None
+    used = session_usage(store, session_id)
+    if used < quota:
+        return None
+    result = compact(store, session_id, settings, forced=True, now=now)
+    if result["after_bytes"] >= quota:
+        raise QuotaExceededError(
+            f"session {session_id} is full (MEM_E001): {result['after_bytes']:,} bytes of its"
+            f" {quota:,}-byte quota, and compaction freed no more room; nothing was recorded",
+            hint="raise sessions.quota_bytes in .engram/config.toml, delete old records with"
+            " `engram delete --session ID --before DATE`, or start a new session",
+        )
+    return result
+
+
+def after_write(
+    store: Store,
+    session_id: str | None,
+    settings: Settings,
+    *,
+    once_per_level: bool = False,
+    facts: dict[str, Any] | None = None,
+    now: float | None = None,
+) -> dict[str, Any] | None:
+    """Compact a session at 80 % or more of its quota and say so; None under 80 %.
+
+    `facts`: the session's `usage` when the caller has just measured it.
+
+    Returns the usage (as `usage`) with `threshold` (80 or 95), `compaction` (its result),
+    `after_percent` and `message`: one line for a person or an agent. `once_per_level`
+    (agent hooks): the warning is returned once per threshold crossed, not on every write.
+    """
+    if not session_id:
+        return None
+    if facts is None:
+        facts = usage(store, session_id, settings)
+    if facts["level"] == "ok" or not facts["quota_bytes"]:
+        return None
+    forced = facts["level"] == "forced"
+    result = compact(store, session_id, settings, forced=forced, now=now)
+    quota = facts["quota_bytes"]
+    after_percent = round(100.0 * result["after_bytes"] / quota, 1)
+    threshold = 95 if forced else 80
+    if once_per_level:
+        key = f"{WARNED_KEY}{session_id}"
+        row = store.query_one("SELECT value FROM store_meta WHERE key = ?", (key,))
+        warned = int(row[0]) if row and str(row[0]).isdigit() else 0
+        if after_percent < GENTLE_AT * 100 and warned:
+            # Back under 80 %: the next crossing warns again.
+            with store.transaction() as db:
+                db.execute("DELETE FROM store_meta WHERE key = ?", (key,))
+        elif warned >= threshold:
+            return None
+    freed = result["before_bytes"] - result["after_bytes"]
+    done = (
+        f"compacted to {after_percent:.0f} %"
+        if freed > 0
+        else "compaction found nothing it may remove"
+    )
+    message = (
+        f"engram: session {session_id} reached {facts['percent']:.0f} % of its quota"
+        f" ({facts['used_bytes']:,} of {quota:,} bytes); {done}. At 100 % new records"
+        " for it are refused (MEM_E001)."
+    )
+    return {
+        **facts,
+        "threshold": threshold,
+        "after_percent": after_percent,
+        "compaction": result,
+        "message": message,
+    }
+
+
+def mark_warned(store: Store, session_id: str, threshold: int) -> None:
+    """Remember that the warning for `threshold` reached the agent (see `once_per_level`)."""
+    with store.transaction() as db:
+        db.execute(
+            "INSERT INTO store_meta (key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (f"{WARNED_KEY}{session_id}", str(threshold)),
+        )
+
+
 def compact(
     store: Store,
     session_id: str,
@@ -199,19 +305,26 @@ def compact(
         "target_bytes": int(target),
         "steps": steps,
     }
-    events.append(
-        store, Event("quota.compacted", actor="quota", session_id=session_id, data=result, ts=now)
-    )
+    if steps:
+        # Only when something was done: a compaction that found nothing would otherwise add
+        # an event (counted in the session's use) on every write of a full session.
+        events.append(
+            store,
+            Event("quota.compacted", actor="quota", session_id=session_id, data=result, ts=now),
+        )
     return result
 
 
 def _protected(row: sqlite3.Row, now: float) -> bool:
+    from memory_core.memory import current_priority
+
     return bool(
         row["pinned"]
-        or (row["type"] == "decision" and row["status"] == "open")
+        or (row["type"] in ("decision", "finding") and row["status"] == "open")
         or (row["type"] == "preference" and row["explicit"])
         or now - row["created_at"] < RECENT_SECONDS
         or now - row["last_accessed"] < RECENT_SECONDS
+        or current_priority(row, now) > decay.HOT
     )
 
 

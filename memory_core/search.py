@@ -153,6 +153,9 @@ def search(
     since: float | None = None,
     until: float | None = None,
     include_archived: bool = False,
+    min_priority: float | None = None,
+    include_decayed: bool = True,
+    offset: int = 0,
     record_access: bool = True,
     prefix: bool = False,
     now: float | None = None,
@@ -161,11 +164,22 @@ def search(
 
     Filters: `types` (memory types; implies memories only), `tags`, `agent`, `session_id`,
     `since`/`until` (Unix seconds, on creation time), `kinds` (memory, gotcha, session, digest).
+    Seed 003's query options: `min_priority` (current priority at least this), `include_decayed`
+    (False leaves out entries below 0.3, the cold tier), `offset` (skip that many results: the
+    next page). The front ends leave decayed entries out unless asked; library callers see all.
     """
     from memory_core.errors import UsageError
 
     now = clock.now() if now is None else now
-    limit = max(1, min(int(limit), 500))
+    if offset < 0:
+        raise UsageError(f"offset must be 0 or more, got {offset}")
+    threshold = min_priority
+    if threshold is not None and not 0.0 <= float(threshold) <= 1.0:
+        raise UsageError(f"minimum priority must be between 0 and 1, got {threshold!r}")
+    if not include_decayed:
+        threshold = max(decay.COLD, float(threshold or 0.0))
+    page = max(1, min(int(limit), 500))
+    limit = min(500, page + int(offset))
     terms = fts_terms(query, prefix=prefix)
     if not terms:
         return []
@@ -192,6 +206,11 @@ def search(
             until=until,
             include_archived=include_archived,
         )
+        if threshold:
+            # The priority at `now` as a literal: this statement is built per call, so the
+            # cached statements of unfiltered searches stay as they are.
+            where += f" AND {decay.sql_priority('m', repr(float(now)))} >= ?"
+            params.append(float(threshold))
         for row in _memory_matches(store, terms, where, params, limit, now):
             entry = to_dict(row, now)
             entry["relevance"] = round(float(row["relevance"]), 6)
@@ -225,12 +244,15 @@ def search(
         )
         for row in rows:
             entry = _doc_dict(row, now)
-            _score(entry, row["bm25"], entry.pop("_priority"))
+            priority = entry.pop("_priority")
+            if threshold and priority < threshold:
+                continue
+            _score(entry, row["bm25"], priority)
             results.append(entry)
 
     # Stable: among equal scores the order SQLite gave (newest first) stands.
     results.sort(key=lambda e: (-e["score"], -e["relevance"]))
-    results = results[:limit]
+    results = results[int(offset) : limit]
     if record_access and results:
         _record(store, results, now)
     return results

@@ -101,10 +101,18 @@ def start(
     session_id: str | None = None,
     agent: str = "editor",
     name: str | None = None,
-    session_type: str = "new",
+    session_type: str | None = None,
     now: float | None = None,
 ) -> dict[str, Any]:
-    """Start a session (or return the existing one with this id, reopened if it was closed)."""
+    """Start a session (or return the existing one with this id, reopened if it was closed).
+
+    Without `session_type` it is detected as AIOS does (`session_state.detect_type`): new after
+    an hour of silence, workflow while a workflow is active, else existing.
+    """
+    from memory_core import session_state
+
+    if session_type is None:
+        session_type = session_state.detect_type(store, now=now, exclude=session_id)
     if session_type not in SESSION_TYPES:
         raise UsageError(
             f"unknown session type {session_type!r}", hint=f"use one of {', '.join(SESSION_TYPES)}"
@@ -119,8 +127,18 @@ def start(
             db.execute(
                 "INSERT INTO sessions (id, name, agent, session_type, started_at, last_activity_at) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
-                (sid, name, agent, session_type, ts, ts),
+                (sid, redact(name) if name else name, agent, session_type, ts, ts),
             )
+            session_state.record_activity(db, sid, agent=agent)
+            if session_type == "workflow":
+                # The workflow and task carry over from the session that was working on them.
+                db.execute(
+                    "UPDATE sessions SET (active_workflow, workflow_state, active_story, "
+                    "active_subtask) = (SELECT active_workflow, workflow_state, active_story, "
+                    "active_subtask FROM sessions WHERE id != ?1 ORDER BY last_activity_at DESC, "
+                    "rowid DESC LIMIT 1) WHERE id = ?1",
+                    (sid,),
+                )
             events.append(
                 store,
                 events.Event(
@@ -138,6 +156,8 @@ def start(
                 "last_action = 'resume', last_activity_at = MAX(last_activity_at, ?) WHERE id = ?",
                 (ts, sid),
             )
+    if existing is not None and existing["status"] == "closed":
+        _refresh_note(store, sid, ts)
     return get(store, sid, now=ts)
 
 
@@ -230,19 +250,28 @@ def record_tool_call(
         _touch(db, session_id, ts, "tool", len(text or ""))
 
 
-def record_file_modified(store: Store, session_id: str, path: str, ts: float | None = None) -> None:
-    """Record that the session changed `path` (workspace-relative, or absolute inside the root)."""
+def record_file_modified(
+    store: Store, session_id: str, path: str, ts: float | None = None, *, outside: bool = False
+) -> None:
+    """Record that the session changed `path` (workspace-relative, or absolute inside the root).
+
+    `outside`: an absolute path outside the workspace (a plan under ~/.claude/plans/), kept
+    as it is and listed apart, never dropped.
+    """
     from memory_core.workspace import relative_path
 
     ts = clock.now() if ts is None else ts
-    rel = relative_path(store.root, path) if os.path.isabs(path) else Path(path).as_posix()
+    if outside:
+        rel = redact(path)
+    else:
+        rel = relative_path(store.root, path) if os.path.isabs(path) else Path(path).as_posix()
     with store.transaction() as db:
         _ensure(db, session_id, ts)
         db.execute(
-            "INSERT INTO session_files (session_id, path, first_ts, last_ts) VALUES (?, ?, ?, ?) "
+            "INSERT INTO session_files (session_id, path, first_ts, last_ts, outside) VALUES (?, ?, ?, ?, ?) "
             "ON CONFLICT (session_id, path) DO UPDATE SET last_ts = MAX(last_ts, excluded.last_ts), "
             "changes = changes + 1",
-            (session_id, rel, ts, ts),
+            (session_id, rel, ts, ts, int(outside)),
         )
         _touch(db, session_id, ts, "file")
 
@@ -254,14 +283,19 @@ def record_command(
     *,
     exit_code: int | None = None,
     ts: float | None = None,
+    failed: bool | None = None,
 ) -> None:
+    """Record a command the session ran. `failed` (from `agents.failures`) says whether it
+    failed when no exit code tells (a hook's block, an interruption, a timeout)."""
     ts = clock.now() if ts is None else ts
     text = redact(command)
+    if failed is None and exit_code is not None:
+        failed = exit_code != 0
     with store.transaction() as db:
         _ensure(db, session_id, ts)
         db.execute(
-            "INSERT INTO session_commands (session_id, command, exit_code, ts) VALUES (?, ?, ?, ?)",
-            (session_id, text, exit_code, ts),
+            "INSERT INTO session_commands (session_id, command, exit_code, ts, failed) VALUES (?, ?, ?, ?, ?)",
+            (session_id, text, exit_code, ts, None if failed is None else int(failed)),
         )
         _touch(db, session_id, ts, "command", len(text))
 
@@ -280,6 +314,17 @@ def record_search(store: Store, session_id: str, query: str, ts: float | None = 
             (_json(footprint[-50:]), session_id),
         )
         _touch(db, session_id, ts, "search")
+
+
+def observe_times(store: Store, session_id: str, *, first_ts: float, last_ts: float) -> None:
+    """Widen the session's span to activity seen at `first_ts`..`last_ts` (an ingested
+    transcript's own times: start is the earliest event, whatever order files are read in)."""
+    with store.transaction() as db:
+        db.execute(
+            "UPDATE sessions SET started_at = MIN(started_at, ?), "
+            "last_activity_at = MAX(last_activity_at, ?) WHERE id = ?",
+            (first_ts, last_ts, session_id),
+        )
 
 
 def pause(store: Store, session_id: str, *, now: float | None = None) -> None:
@@ -323,7 +368,15 @@ def close(
             events.Event("session.closed", session_id=session_id, data={"reason": reason}, ts=ts),
             db=db,
         )
+    _refresh_note(store, session_id, ts)
     return metrics(store, session_id, now=ts)
+
+
+def _refresh_note(store: Store, session_id: str, now: float | None = None) -> None:
+    """Rewrite the session's vault note: its summary, decisions or status just changed."""
+    from memory_core import session_vault
+
+    session_vault.refresh_note(store, session_id, now=now)
 
 
 def _require(db: sqlite3.Connection, session_id: str) -> None:
@@ -375,6 +428,7 @@ def set_summary(
                 session_id,
             ),
         )
+    _refresh_note(store, session_id)
     return get(store, session_id)["summary"]  # type: ignore[no-any-return]
 
 
@@ -407,6 +461,7 @@ def append_rolling_summary(
                 "UPDATE sessions SET rolling_summary = ? WHERE id = ?", (summary, session_id)
             )
         _touch(db, session_id, ts, "summary")
+    _refresh_note(store, session_id, ts)
     return {"rolling_summary": summary, "compacted": compacted}
 
 
@@ -504,7 +559,20 @@ def get(store: Store, id_or_name: str, *, now: float | None = None) -> dict[str,
     row = _find_row(store, id_or_name)
     if row is None:
         raise NotFoundError(f"no session {id_or_name!r}", hint="see `engram session list`")
-    return _session_dict(row, clock.now() if now is None else now)
+    return _with_agent_tokens(store, _session_dict(row, clock.now() if now is None else now))
+
+
+def _with_agent_tokens(store: Store, session: dict[str, Any]) -> dict[str, Any]:
+    """An agent session's token figures in full (the same as `metrics`)."""
+    breakdown = agent_tokens(store, session["id"])
+    if breakdown is not None:
+        session["input_tokens"] = breakdown["all"]["input_tokens"]
+        session["output_tokens"] = breakdown["all"]["output_tokens"]
+        session["cache_creation_tokens"] = breakdown["all"]["cache_creation_tokens"]
+        session["cache_read_tokens"] = breakdown["all"]["cache_read_tokens"]
+        session["total_tokens"] = breakdown["all"]["total_tokens"]
+        session["tokens"] = breakdown
+    return session
 
 
 def latest(store: Store, *, now: float | None = None) -> dict[str, Any] | None:
@@ -524,7 +592,18 @@ def list_sessions(
         "SELECT * FROM sessions ORDER BY last_activity_at DESC, rowid DESC LIMIT ?",
         (limit if limit is not None else -1,),
     )
-    return [_session_dict(row, ts) for row in rows]
+    agent_ids = {
+        str(r[0])
+        for r in store.query(
+            "SELECT session_id FROM agent_sessions WHERE main_messages + sub_messages > 0"
+        )
+    }
+    return [
+        _with_agent_tokens(store, _session_dict(row, ts))
+        if row["id"] in agent_ids
+        else _session_dict(row, ts)
+        for row in rows
+    ]
 
 
 def history(store: Store, session_id: str, *, last: int | None = None) -> list[dict[str, Any]]:
@@ -572,24 +651,38 @@ def metrics(store: Store, session_id: str, *, now: float | None = None) -> dict[
         (sid,),
     )
     commands = store.query_one(
-        "SELECT COUNT(*) AS total, COALESCE(SUM(exit_code IS NOT NULL AND exit_code != 0), 0) AS failed "
+        f"SELECT COUNT(*) AS total, COALESCE(SUM({_COMMAND_FAILED}), 0) AS failed "
         "FROM session_commands WHERE session_id = ?",
         (sid,),
     )
-    files = store.query_one("SELECT COUNT(*) FROM session_files WHERE session_id = ?", (sid,))
+    files = store.query_one(
+        "SELECT COUNT(*) - COALESCE(SUM(outside), 0), COALESCE(SUM(outside), 0) FROM session_files "
+        "WHERE session_id = ?",
+        (sid,),
+    )
     assert tools is not None and commands is not None and files is not None
     turns = int(row["turn_count"])
-    tokens = int(row["input_tokens"]) + int(row["output_tokens"])
+    breakdown = agent_tokens(store, sid)
+    if breakdown is not None:
+        # An agent's session: every response of the main chain and of its subagents, the four
+        # kinds of tokens, from the usage ledger (not only what the closed turns carried).
+        input_tokens = breakdown["all"]["input_tokens"]
+        output_tokens = breakdown["all"]["output_tokens"]
+        tokens = breakdown["all"]["total_tokens"]
+    else:
+        input_tokens, output_tokens = int(row["input_tokens"]), int(row["output_tokens"])
+        tokens = input_tokens + output_tokens
     total_tools, ok_tools = int(tools["total"]), int(tools["ok"])
-    return {
+    result = {
         "id": sid,
         "duration_seconds": round(max(0.0, end - row["started_at"]), 3),
         "turns": turns,
-        "input_tokens": int(row["input_tokens"]),
-        "output_tokens": int(row["output_tokens"]),
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
         "total_tokens": tokens,
         "avg_tokens_per_turn": round(tokens / turns, 1) if turns else 0.0,
         "files_modified": int(files[0]),
+        "files_outside_project": int(files[1]),
         "commands": int(commands["total"]),
         "commands_failed": int(commands["failed"]),
         "tool_calls": total_tools,
@@ -597,11 +690,53 @@ def metrics(store: Store, session_id: str, *, now: float | None = None) -> dict[
         "tool_calls_failed": total_tools - ok_tools,
         "success_rate": round(ok_tools / total_tools, 3) if total_tools else None,
     }
+    if breakdown is not None:
+        result["tokens"] = breakdown
+    return result
+
+
+# Whether a session_commands row failed: its `failed` flag (agents.failures), else its exit code.
+_COMMAND_FAILED = "COALESCE(failed, exit_code IS NOT NULL AND exit_code != 0)"
+_TOKEN_KINDS = ("input_tokens", "output_tokens", "cache_creation_tokens", "cache_read_tokens")
+
+
+def agent_tokens(store: Store, session_id: str) -> dict[str, dict[str, int]] | None:
+    """An agent session's tokens: `main`, `subagents` and `all`, each with the four kinds, a
+    total and the number of assistant messages; None for a session no agent transcript fed."""
+    row = store.query_one(
+        "SELECT * FROM agent_sessions WHERE session_id = ? AND main_messages + sub_messages > 0",
+        (session_id,),
+    )
+    if row is None:
+        return None
+    figures: dict[str, dict[str, int]] = {}
+    for part, prefix in (("main", "main_"), ("subagents", "sub_")):
+        kinds = {kind: int(row[prefix + kind]) for kind in _TOKEN_KINDS}
+        figures[part] = {
+            **kinds,
+            "total_tokens": sum(kinds.values()),
+            "messages": int(row[prefix + "messages"]),
+        }
+    figures["all"] = {
+        key: figures["main"][key] + figures["subagents"][key] for key in figures["main"]
+    }
+    return figures
 
 
 def files_modified(store: Store, session_id: str) -> list[str]:
+    """Workspace files the session changed, most recent first (files outside: `files_outside`)."""
     rows = store.query(
-        "SELECT path FROM session_files WHERE session_id = ? ORDER BY last_ts DESC", (session_id,)
+        "SELECT path FROM session_files WHERE session_id = ? AND outside = 0 ORDER BY last_ts DESC",
+        (session_id,),
+    )
+    return [row["path"] for row in rows]
+
+
+def files_outside(store: Store, session_id: str) -> list[str]:
+    """Files outside the workspace the session changed (absolute paths), most recent first."""
+    rows = store.query(
+        "SELECT path FROM session_files WHERE session_id = ? AND outside = 1 ORDER BY last_ts DESC",
+        (session_id,),
     )
     return [row["path"] for row in rows]
 
@@ -609,12 +744,26 @@ def files_modified(store: Store, session_id: str) -> list[str]:
 def failed_commands(store: Store, session_id: str) -> list[dict[str, Any]]:
     rows = store.query(
         "SELECT command, exit_code, ts FROM session_commands WHERE session_id = ? "
-        "AND exit_code IS NOT NULL AND exit_code != 0 ORDER BY ts",
+        f"AND {_COMMAND_FAILED} ORDER BY ts",
         (session_id,),
     )
     return [
         {"command": r["command"], "exit_code": r["exit_code"], "at": clock.iso(r["ts"])}
         for r in rows
+    ]
+
+
+def open_failures(store: Store, session_id: str) -> list[dict[str, Any]]:
+    """Failed commands not followed by a success of the same command later in the session."""
+    from memory_core.agents.failures import command_key, still_failing
+
+    runs = store.query(
+        f"SELECT command, {_COMMAND_FAILED} AS failed, ts FROM session_commands WHERE session_id = ?",
+        (session_id,),
+    )
+    still = set(still_failing((r["command"], not r["failed"], float(r["ts"])) for r in runs))
+    return [
+        item for item in failed_commands(store, session_id) if command_key(item["command"]) in still
     ]
 
 
@@ -626,9 +775,9 @@ def _grouped_failures(failed: Sequence[Mapping[str, Any]]) -> list[str]:
     lines = []
     for command, runs in groups.items():
         times = f" {len(runs)} times" if len(runs) > 1 else ""
-        lines.append(
-            f"`{command}` failed{times} (last exit {runs[-1]['exit_code']}, {runs[-1]['at']})"
-        )
+        code = runs[-1]["exit_code"]
+        how = f"last exit {code}" if code is not None else "no exit code reported"
+        lines.append(f"`{command}` failed{times} ({how}, {runs[-1]['at']})")
     return lines
 
 
@@ -647,7 +796,9 @@ def summary_markdown(store: Store, session_id: str, *, now: float | None = None)
     sid = session["id"]
     numbers = metrics(store, sid, now=now)
     files = files_modified(store, sid)
+    outside = files_outside(store, sid)
     failed = failed_commands(store, sid)
+    still_open = open_failures(store, sid)
     summary = session["summary"]
     lines = [f"# Session {session['label']}", ""]
     lines.append(
@@ -666,7 +817,7 @@ def summary_markdown(store: Store, session_id: str, *, now: float | None = None)
         ("Outcomes", summary["outcomes"] or _outcomes_from_facts(numbers, files, failed)),
         (
             "Open items",
-            summary["open_items"] or _grouped_failures(failed)[-5:],
+            summary["open_items"] or _grouped_failures(still_open)[-5:],
         ),
     ]
     for title, items in sections:
@@ -684,7 +835,7 @@ def summary_markdown(store: Store, session_id: str, *, now: float | None = None)
         "|---|---|",
         f"| duration | {_duration(numbers['duration_seconds'])} |",
         f"| turns | {numbers['turns']} |",
-        f"| tokens (in / out) | {numbers['input_tokens']} / {numbers['output_tokens']} |",
+        *_token_rows(numbers),
         f"| average tokens per turn | {numbers['avg_tokens_per_turn']} |",
         f"| files modified | {numbers['files_modified']} |",
         f"| commands (failed) | {numbers['commands']} ({numbers['commands_failed']}) |",
@@ -696,12 +847,34 @@ def summary_markdown(store: Store, session_id: str, *, now: float | None = None)
     ]
     lines += [f"- `{path}`" for path in files] if files else ["- none"]
     lines.append("")
+    if outside:
+        lines += ["## Files changed outside the project", ""]
+        lines += [f"- `{path}`" for path in outside]
+        lines.append("")
     lines += _checkpoint_lines(store, sid)
     if failed:
         lines += ["## Commands that failed", ""]
         lines += [f"- {line}" for line in _grouped_failures(failed)]
         lines.append("")
     return "\n".join(lines)
+
+
+def _token_rows(numbers: Mapping[str, Any]) -> list[str]:
+    """Metrics table rows for tokens: all four kinds, main chain and subagents, for agents."""
+    tokens = numbers.get("tokens")
+    if not tokens:
+        return [f"| tokens (in / out) | {numbers['input_tokens']} / {numbers['output_tokens']} |"]
+    rows = []
+    for part, label in (("all", "tokens"), ("main", "main chain"), ("subagents", "subagents")):
+        t = tokens[part]
+        if part == "subagents" and not t["messages"]:
+            continue
+        rows.append(
+            f"| {label} (in / out / cache write / cache read) | {t['input_tokens']} / "
+            f"{t['output_tokens']} / {t['cache_creation_tokens']} / {t['cache_read_tokens']} "
+            f"({t['messages']} messages) |"
+        )
+    return rows
 
 
 def _plural(count: int, word: str) -> str:
@@ -937,9 +1110,14 @@ def _unpack(payload: bytes) -> Any:
     return json.loads(data)
 
 
+MAX_EXPORT_NAME_CHARS = 160
+
+
 def export_path(store: Store, session: Mapping[str, Any]) -> Path:
-    date = str(session["started_at"])[:10]
-    return store.dir / "exports" / "sessions" / f"{date}_{session['id']}.md"
+    """Where the session's Markdown note is written (see `session_vault`)."""
+    from memory_core import session_vault
+
+    return session_vault.note_path(store, session, session_vault.vault_dir(store))
 
 
 def save(
@@ -958,7 +1136,7 @@ def save(
     """
     ts = clock.now() if now is None else now
     if name is not None:
-        name = name.strip()
+        name = redact(name.strip())
         if not name:
             raise UsageError("a session name cannot be empty")
     if session_id is None:
@@ -1017,15 +1195,10 @@ def _saved_name(db: sqlite3.Connection, session_id: str) -> str | None:
 
 
 def write_export(store: Store, session_id: str, *, now: float | None = None) -> Path:
-    """Write `exports/sessions/<date>_<id>.md`: YAML frontmatter and the Markdown summary."""
-    session = get(store, session_id, now=now)
-    sid = session["id"]
-    path = export_path(store, session)
-    text = _frontmatter(session, metrics(store, sid, now=now)) + summary_markdown(
-        store, sid, now=now
-    )
-    _write_view(path, text)
-    return path
+    """Write the session's vault note, `<vault>/sessions/<date>_<id>.md` (see `session_vault`)."""
+    from memory_core import session_vault
+
+    return session_vault.write_note(store, session_id, now=now)
 
 
 def _write_view(path: Path, text: str) -> None:
@@ -1039,36 +1212,6 @@ def _write_view(path: Path, text: str) -> None:
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(text)
     os.replace(tmp, path)
-
-
-def _yaml_scalar(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    return json.dumps(str(value), ensure_ascii=False)  # a JSON string is a valid YAML scalar
-
-
-def _frontmatter(session: Mapping[str, Any], numbers: Mapping[str, Any]) -> str:
-    fields = {
-        "session_id": session["id"],
-        "name": session["name"],
-        "agent": session["agent"],
-        "status": session["status"],
-        "started_at": session["started_at"],
-        "saved_at": session["saved_at"],
-        "turns": numbers["turns"],
-        "total_tokens": numbers["total_tokens"],
-        "files_modified": numbers["files_modified"],
-        "success_rate": numbers["success_rate"],
-        "format_version": FORMAT_VERSION,
-    }
-    lines = ["---", *(f"{key}: {_yaml_scalar(value)}" for key, value in fields.items())]
-    tags = session["summary"]["tags"]
-    lines.append("tags: [" + ", ".join(_yaml_scalar(t) for t in tags) + "]")
-    return "\n".join([*lines, "---", "", ""])
 
 
 def parse_document(raw: Any) -> dict[str, Any]:
@@ -1119,11 +1262,17 @@ def _ts(value: Any) -> float | None:
 
 
 def _upgrade_v1(doc: dict[str, Any]) -> dict[str, Any]:
-    """Version 1: camelCase session fields, ISO times, tokens as {input, output}, `content` turns."""
+    """Version 1: camelCase session fields, ISO times, tokens as {input, output}, `content` turns.
+
+    The beans `SessionExport` ("1.0": `sessionId`, `turnNumber`, tokens as {prompt, completion},
+    `modifiedFiles`) is read here too. Its `turnCount`, `totalTokens` and `commandsExecuted` are
+    recomputed from what the document holds, never trusted (the beans example itself says 5
+    turns and 12,500 tokens over one turn of 700).
+    """
     old = doc["session"]
     started = _ts(old.get("startedAt") or old.get("started_at")) or clock.now()
     session = {
-        "id": old.get("id"),
+        "id": old.get("id") or old.get("sessionId"),
         "name": old.get("name"),
         "agent": old.get("agent", "editor"),
         "session_type": old.get("type", "new"),
@@ -1138,7 +1287,12 @@ def _upgrade_v1(doc: dict[str, Any]) -> dict[str, Any]:
         "tags": (old.get("summary") or {}).get("tags", []),
     }
     turns = []
-    for index, turn in enumerate(doc.get("turns") or [], start=1):
+    raw_turns = doc.get("turns") or []
+    if not isinstance(raw_turns, list) or not all(isinstance(t, dict) for t in raw_turns):
+        raise UsageError("saved session `turns` must be a list of objects")
+    if all(isinstance(t.get("turnNumber"), int) for t in raw_turns):
+        raw_turns = sorted(raw_turns, key=lambda t: int(t["turnNumber"]))
+    for index, turn in enumerate(raw_turns, start=1):
         tokens = turn.get("tokens") or {}
         turns.append(
             {
@@ -1146,13 +1300,17 @@ def _upgrade_v1(doc: dict[str, Any]) -> dict[str, Any]:
                 "user_message": turn.get("user") or turn.get("userMessage"),
                 "assistant_response": turn.get("assistant") or turn.get("assistantResponse"),
                 "tool_calls": turn.get("toolCalls", []),
-                "input_tokens": int(tokens.get("input", 0)),
-                "output_tokens": int(tokens.get("output", 0)),
+                "input_tokens": int(tokens.get("input", tokens.get("prompt", 0))),
+                "output_tokens": int(tokens.get("output", tokens.get("completion", 0))),
                 "started_at": _ts(turn.get("timestamp")),
                 "ended_at": _ts(turn.get("timestamp")),
             }
         )
-    return {**doc, "session": session, "turns": turns}
+    upgraded = {**doc, "session": session, "turns": turns}
+    modified = old.get("modifiedFiles")
+    if not doc.get("files") and isinstance(modified, list):
+        upgraded["files"] = [{"path": str(path)} for path in modified if path]
+    return upgraded
 
 
 def _restore(store: Store, doc: Mapping[str, Any], *, replace: bool, trusted: bool = False) -> str:
@@ -1321,22 +1479,54 @@ def resume(store: Store, ref: str | None = None, *, now: float | None = None) ->
             "ended_at = NULL, end_reason = NULL, last_action = 'resume', last_activity_at = ? WHERE id = ?",
             (ts, sid),
         )
+    _refresh_note(store, sid, ts)
     loaded["session"] = get(store, sid, now=ts)
     return loaded
 
 
-def delete(store: Store, ref: str) -> dict[str, Any]:
-    """Delete a session, its records, its saved copies and its Markdown export."""
+def delete(
+    store: Store,
+    ref: str,
+    *,
+    reason: str | None = None,
+    actor: str = "user",
+    settings: Any = None,
+    now: float | None = None,
+) -> dict[str, Any]:
+    """Delete a session, its records and its saved copies into the recoverable state.
+
+    Like every deletion (seed 003: 30 days in the deleted state), `engram undelete ID` puts
+    it all back until `memory.recovery_days` have passed; then retention or `engram purge`
+    removes it for good. The long-term memories the session produced stay. Its Markdown
+    export is removed now and written again on undelete.
+    """
+    from memory_core import lifecycle
+
     session = get(store, ref)
     sid = session["id"]
-    with store.transaction() as db:
-        db.execute("DELETE FROM saved_sessions WHERE session_id = ?", (sid,))
-        db.execute("DELETE FROM sessions WHERE id = ?", (sid,))
-        events.append(store, events.Event("session.deleted", session_id=sid), db=db)
-    path = export_path(store, session)
-    if path.exists():
-        path.unlink()
-    return {"id": sid, "name": session["name"], "deleted": True}
+    record = lifecycle.delete(
+        store,
+        session_id=sid,
+        reason=reason or "engram session delete",
+        actor=actor,
+        settings=settings,
+        include_memories=False,
+        now=now,
+    )
+    # Not under the session's id: the deleted session leaves no live row citing it.
+    events.append(
+        store, events.Event("session.deleted", data={"session": sid, "deletion": record["id"]})
+    )
+    from memory_core import session_vault
+
+    session_vault.remove_note(store, session)
+    return {
+        "id": sid,
+        "name": session["name"],
+        "deleted": True,
+        "deletion": record["id"],
+        "recover_until": record["recover_until"],
+    }
 
 
 def export_document(store: Store, ref: str, *, now: float | None = None) -> dict[str, Any]:
@@ -1455,4 +1645,5 @@ def enforce_quota(store: Store, session_id: str, *, quota_bytes: int) -> dict[st
             db.execute(
                 "UPDATE sessions SET bytes_used = ? WHERE id = ?", (max(0, used), session_id)
             )
+    _refresh_note(store, session_id)
     return {"compacted": True, "bytes_used": used}

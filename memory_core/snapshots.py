@@ -3,7 +3,8 @@
 A snapshot holds git's view (branch, HEAD, dirty files, stash count; a folder that is not a
 repository still gets a snapshot, with `is_repo: false`), the open documents with cursor and
 selection (the language server passes them in: memory_core cannot see an editor), the active
-agent session and a note. Restoring never checks out, stashes or writes a file: `restore_plan`
+agent session, the task in progress (AIOS's storyId and subtask; by default the active session's
+story and subtask) and a note. Restoring never checks out, stashes or writes a file: `restore_plan`
 says which documents to reopen where and warns about what moved since (branch differs, HEAD
 moved, tree dirty, files gone); the front end reopens them (`window/showDocument`).
 
@@ -121,6 +122,8 @@ def _row_dict(row: sqlite3.Row) -> dict[str, Any]:
         "open_documents": json.loads(row["open_documents"]),
         "session_id": row["session_id"],
         "agent": row["agent"],
+        "story_id": row["story_id"],
+        "subtask": row["subtask"],
     }
 
 
@@ -131,10 +134,15 @@ def capture(
     open_documents: Sequence[dict[str, Any]] = (),
     session_id: str | None = None,
     agent: str | None = None,
+    story_id: str | None = None,
+    subtask: str | None = None,
     settings: Settings | None = None,
     now: float | None = None,
 ) -> dict[str, Any]:
-    """Take a snapshot now; with `settings`, retention is applied afterwards."""
+    """Take a snapshot now; with `settings`, retention is applied afterwards.
+
+    The task in progress is `story_id`/`subtask`, else what the session's state says.
+    """
     now = clock.now() if now is None else now
     documents = [normalise_document(store, doc) for doc in open_documents]
     status = git.status(store.root)
@@ -142,11 +150,19 @@ def capture(
         active = active_session(store)
         if active:
             session_id, agent = active["id"], agent or active.get("agent")
+    if session_id is not None and (story_id is None or subtask is None):
+        task = store.query_one(
+            "SELECT active_story, active_subtask FROM sessions WHERE id = ?", (session_id,)
+        )
+        if task is not None:
+            story_id = story_id if story_id is not None else task["active_story"]
+            subtask = subtask if subtask is not None else task["active_subtask"]
     with store.transaction() as db:
         snapshot_id = _new_id(db)
         db.execute(
             "INSERT INTO snapshots (id, created_at, note, is_repo, branch, head, dirty_files, "
-            "stash_count, open_documents, session_id, agent) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            "stash_count, open_documents, session_id, agent, story_id, subtask) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 snapshot_id,
                 now,
@@ -159,6 +175,8 @@ def capture(
                 json.dumps(documents),
                 session_id,
                 agent,
+                redact(story_id) if story_id else None,
+                redact(subtask) if subtask else None,
             ),
         )
         row = db.execute("SELECT * FROM snapshots WHERE id = ?", (snapshot_id,)).fetchone()
@@ -240,6 +258,9 @@ def describe(snap: dict[str, Any]) -> str:
         extras.append(f"{len(snap['open_documents'])} open")
     if snap["session_id"]:
         extras.append(f"session {snap['session_id']}")
+    if snap.get("story_id"):
+        task = f"story {snap['story_id']}"
+        extras.append(task + (f" / {snap['subtask']}" if snap.get("subtask") else ""))
     parts = [snap["id"], snap["created_at"], where]
     if extras:
         parts.append(", ".join(extras))

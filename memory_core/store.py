@@ -18,11 +18,13 @@ import os
 import re
 import sqlite3
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Literal, overload
 
 from memory_core.errors import StoreError
-from memory_core.workspace import STORE_DIRNAME, find_root
+from memory_core.workspace import STORE_DIRNAME, find_root, is_git_repository
 
 DB_NAME = "engram.db"
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
@@ -58,9 +60,16 @@ def latest_schema_version() -> int:
 
 
 def ensure_private_dir(path: Path) -> None:
-    """Create `path` (and parents inside the store) with mode 0700."""
+    """Create `path` (and missing parents) with mode 0700.
+
+    An existing folder is made private only inside a store (`.engram/` or below): a file the
+    user asked to write elsewhere (`engram export --out /tmp/x.json`) must not change the mode
+    of the user's own folder.
+    """
+    existed = path.is_dir()
     path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
-    os.chmod(path, DIR_MODE)
+    if not existed or STORE_DIRNAME in path.parts:
+        os.chmod(path, DIR_MODE)
 
 
 def write_private_file(path: Path, data: bytes | str) -> None:
@@ -84,6 +93,10 @@ def write_private_file(path: Path, data: bytes | str) -> None:
         raise
 
 
+def no_store_error(root: Path) -> StoreError:
+    return StoreError(f"no engram store here (run engram init): looked in {root} and above")
+
+
 class Store:
     """One workspace's store. Thread-safe: one connection guarded by a lock.
 
@@ -98,6 +111,13 @@ class Store:
         self._db = connection
         self._lock = threading.RLock()
         self._depth = 0
+        # The (device, inode) of the file this connection has open: when the path stops naming
+        # that file (deleted, or replaced by a restore), writes would go to a file nobody sees.
+        self._identity = _file_identity(self.db_path)
+        # Called with one line for the user when the store had to be reopened or recreated
+        # (the server shows it with window/showMessage, the CLI prints it on stderr).
+        self.notice_listeners: list[Callable[[str], None]] = []
+        self.notices: list[str] = []
 
     # -- opening -------------------------------------------------------------------------
 
@@ -105,27 +125,49 @@ class Store:
     def init(cls, root: Path) -> Store:
         """Create the store for `root` (idempotent) and open it."""
         store_dir = root / STORE_DIRNAME
+        db_path = store_dir / DB_NAME
+        # `.engram/` with its database gone (deleted by hand, by a clean-up tool): say so, rather
+        # than quietly starting an empty store the user takes for the old one.
+        lost = store_dir.is_dir() and not db_path.exists() and (store_dir / "exports").is_dir()
         ensure_private_dir(store_dir)
         ensure_private_dir(store_dir / "exports")
         gitignore = store_dir / ".gitignore"
         if not gitignore.exists():
             write_private_file(gitignore, GITIGNORE)
-        db_path = store_dir / DB_NAME
         if not db_path.exists():
             # Create the file ourselves so it gets 0600; SQLite gives -wal and -shm the
             # same mode as the database file.
-            os.close(os.open(db_path, os.O_WRONLY | os.O_CREAT, FILE_MODE))
-        return cls._connect(root, db_path)
+            _create_private_file(db_path)
+        store = cls._connect(root, db_path)
+        if lost:
+            store.notices.append(
+                f"{db_path} was missing: started a new, empty store "
+                "(restore the old engram.db from a backup to get its records back)"
+            )
+        return store
 
     @classmethod
     def open(cls, root: Path) -> Store:
         """Open the existing store of `root`; StoreError if there is none."""
         db_path = root / STORE_DIRNAME / DB_NAME
         if not db_path.exists():
-            raise StoreError(
-                f"no engram store in {root}", hint="run `engram init` in the project first"
-            )
+            raise no_store_error(root)
         return cls._connect(root, db_path)
+
+    @classmethod
+    def open_or_init_in_git(cls, root: Path) -> Store:
+        """The store a front end writing to `root` uses (DESIGN section 2).
+
+        An existing store is opened; a new one is created only when `root` is a git
+        repository's top level (a project, not `/etc` or a downloads folder); elsewhere
+        StoreError says to run `engram init`.
+        """
+        db_path = root / STORE_DIRNAME / DB_NAME
+        if db_path.exists():
+            return cls.open(root)
+        if not is_git_repository(root):
+            raise no_store_error(root)
+        return cls.init(root)
 
     @classmethod
     def open_or_init(cls, root: Path) -> Store:
@@ -152,13 +194,75 @@ class Store:
             connection.execute("PRAGMA foreign_keys = ON")
             _ensure_math_functions(connection)
         except sqlite3.DatabaseError as exc:
-            raise StoreError(
-                f"cannot open the store {db_path}: {exc}",
-                hint="is it an engram store? restore it from a backup or move it away",
-            ) from None
+            raise store_fault(exc, db_path, opening=True) from None
         store = cls(root, connection)
-        store._migrate()
+        try:
+            store._migrate()
+        except sqlite3.DatabaseError as exc:
+            connection.close()
+            raise store_fault(exc, db_path, opening=True) from None
         return store
+
+    # -- the file under the connection -----------------------------------------------------
+
+    def _notify(self, text: str) -> None:
+        self.notices.append(text)
+        for listener in list(self.notice_listeners):
+            with contextlib.suppress(Exception):
+                listener(text)
+
+    def check_file(self) -> None:
+        """Reopen when `engram.db` was deleted or replaced since this store opened it.
+
+        Deleted: the connection still holds the old file open, so its whole content (every
+        acknowledged write) is copied into a new `engram.db` at the same path, which is then
+        opened. Replaced (a restore from a backup, another store moved in): the new file is
+        opened, and the old content is kept beside it as `engram.db.recovered-<time>` so no
+        acknowledged write is lost. Either way the user is told once.
+        """
+        with self._lock:
+            current = _file_identity(self.db_path)
+            if current == self._identity:
+                return
+            if self._db.in_transaction:
+                return  # never swap the connection under an open transaction
+            stamp = time.strftime("%Y%m%dT%H%M%S")
+            # Order matters. Closing the old connection makes SQLite checkpoint and unlink
+            # `engram.db-wal` and `-shm` *by name*, so it must happen before anything of the
+            # new file's lives under those names unflushed.
+            if current is None:
+                ensure_private_dir(self.dir)
+                gitignore = self.dir / ".gitignore"
+                if not gitignore.exists():
+                    write_private_file(gitignore, GITIGNORE)
+                copy = self.dir / f".{DB_NAME}.{os.getpid()}.recovering"
+                _copy_database(self._db, copy)
+                _close_quietly(self._db)
+                for suffix in ("-wal", "-shm"):  # the deleted file's, if left behind
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(f"{self.db_path}{suffix}")
+                os.replace(copy, self.db_path)
+                message = (
+                    f"{self.db_path} was deleted while engram had it open; "
+                    "recreated it with every record written so far"
+                )
+            else:
+                # The `-wal` beside the new file is most likely still the old file's (a restore
+                # moves the database, not its WAL): fold its frames into the old file and empty
+                # it, or SQLite would replay them onto the new one.
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                kept = self.dir / f"{DB_NAME}.recovered-{stamp}"
+                _copy_database(self._db, kept)
+                _close_quietly(self._db)
+                message = (
+                    f"{self.db_path} was replaced while engram had it open; now using the new "
+                    f"file, and the records written to the old one are kept in {kept.name}"
+                )
+            reopened = type(self)._connect(self.root, self.db_path)
+            self._db = reopened._db
+            self._identity = _file_identity(self.db_path)
+        self._notify(message)
 
     def close(self) -> None:
         with self._lock:
@@ -239,14 +343,34 @@ class Store:
                 finally:
                     self._depth -= 1
                 return
-            self._db.execute("BEGIN IMMEDIATE")
+            self.check_file()
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.DatabaseError as exc:
+                raise store_fault(exc, self.db_path) from exc
             try:
                 yield self._db
+            except sqlite3.DatabaseError as exc:
+                with contextlib.suppress(sqlite3.Error):
+                    if self._db.in_transaction:
+                        self._db.execute("ROLLBACK")
+                fault = store_fault(exc, self.db_path, only_known=True)
+                if fault is None:
+                    raise
+                raise fault from exc
             except BaseException:
-                self._db.execute("ROLLBACK")
+                with contextlib.suppress(sqlite3.Error):
+                    if self._db.in_transaction:
+                        self._db.execute("ROLLBACK")
                 raise
             else:
-                self._db.execute("COMMIT")
+                try:
+                    self._db.execute("COMMIT")
+                except sqlite3.DatabaseError as exc:
+                    with contextlib.suppress(sqlite3.Error):
+                        if self._db.in_transaction:
+                            self._db.execute("ROLLBACK")
+                    raise store_fault(exc, self.db_path) from exc
 
     def query(
         self, sql: str, params: tuple[object, ...] | dict[str, object] = ()
@@ -306,3 +430,131 @@ def _split_sql(script: str) -> list[str]:
     if buffer.strip() and not buffer.strip().startswith("--"):
         statements.append(buffer.strip())
     return statements
+
+
+# -- faults ------------------------------------------------------------------------------------
+
+
+class StoreFaultError(StoreError):
+    """The store cannot be used, with its cause: `read-only`, `disk-full`, `corrupt`, `busy`,
+    `unreadable`. Each cause has its own advice, safe for that cause (moving a store away
+    is right for a corrupt file and wrong on a full disk)."""
+
+    def __init__(self, message: str, *, hint: str, cause: str) -> None:
+        super().__init__(message, hint=hint)
+        self.cause = cause
+
+
+_READ_ONLY_CODES = {"SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_AUTH"}
+_FULL_CODES = {"SQLITE_FULL"}
+_CORRUPT_CODES = {"SQLITE_CORRUPT", "SQLITE_NOTADB"}
+_BUSY_CODES = {"SQLITE_BUSY", "SQLITE_LOCKED"}
+
+
+def _fault_cause(exc: sqlite3.Error) -> str | None:
+    # `sqlite_errorname` is the primary or extended code ("SQLITE_READONLY_DIRECTORY"); the
+    # text is the fallback for errors raised without one.
+    name = str(getattr(exc, "sqlite_errorname", "") or "")
+    primary = "_".join(name.split("_")[:2])
+    text = str(exc).lower()
+    if primary in _FULL_CODES or "disk is full" in text:
+        return "disk-full"
+    if primary in _CORRUPT_CODES or "malformed" in text or "not a database" in text:
+        return "corrupt"
+    if primary in _READ_ONLY_CODES or "readonly" in text or "read-only" in text:
+        return "read-only"
+    if primary in _BUSY_CODES or "database is locked" in text:
+        return "busy"
+    if primary == "SQLITE_IOERR" or "disk i/o error" in text:
+        return "io"
+    return None
+
+
+@overload
+def store_fault(
+    exc: sqlite3.Error, db_path: Path, *, opening: bool = ..., only_known: Literal[False] = ...
+) -> StoreFaultError: ...
+
+
+@overload
+def store_fault(
+    exc: sqlite3.Error, db_path: Path, *, opening: bool = ..., only_known: Literal[True]
+) -> StoreFaultError | None: ...
+
+
+def store_fault(
+    exc: sqlite3.Error, db_path: Path, *, opening: bool = False, only_known: bool = False
+) -> StoreFaultError | None:
+    """The error a user sees for a SQLite failure on the store, named by its cause."""
+    cause = _fault_cause(exc)
+    if cause is None and only_known:
+        return None
+    doing = "open" if opening else "write to"
+    if cause == "read-only":
+        return StoreFaultError(
+            f"cannot {doing} the store {db_path}: it is read-only ({exc})",
+            hint="make .engram/ and its files writable by you, or the file system writable; "
+            "nothing was changed",
+            cause=cause,
+        )
+    if cause == "disk-full":
+        return StoreFaultError(
+            f"cannot {doing} the store {db_path}: the disk is full ({exc})",
+            hint="free some disk space and retry; the store itself is fine, leave it where it is",
+            cause=cause,
+        )
+    if cause == "corrupt":
+        return StoreFaultError(
+            f"the store {db_path} is damaged or not an engram store ({exc})",
+            hint="restore .engram/engram.db from a backup, or move it aside and run engram init",
+            cause=cause,
+        )
+    if cause == "busy":
+        return StoreFaultError(
+            f"the store {db_path} is locked by another process ({exc})",
+            hint="retry when the other engram command has finished",
+            cause=cause,
+        )
+    if cause == "io":
+        return StoreFaultError(
+            f"cannot {doing} the store {db_path}: the disk reported an I/O error ({exc})",
+            hint="check the disk and the file system (dmesg); leave the store where it is",
+            cause=cause,
+        )
+    return StoreFaultError(
+        f"cannot {doing} the store {db_path}: {exc}",
+        hint="see .engram/engram.log; leave the store where it is",
+        cause="unreadable",
+    )
+
+
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino)
+
+
+def _create_private_file(path: Path) -> None:
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT, FILE_MODE))
+
+
+def _close_quietly(connection: sqlite3.Connection) -> None:
+    with contextlib.suppress(sqlite3.Error):
+        connection.close()
+
+
+def _copy_database(source: sqlite3.Connection, target: Path) -> None:
+    """Copy every page `source` sees (its file may be deleted already) into a new file."""
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)
+    _create_private_file(tmp)
+    destination = sqlite3.connect(tmp)
+    try:
+        source.backup(destination)
+        destination.execute("PRAGMA journal_mode = WAL")
+    finally:
+        destination.close()  # the last connection: its WAL is folded in and removed
+    os.replace(tmp, target)

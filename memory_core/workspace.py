@@ -1,7 +1,8 @@
 """Which folder is the workspace root, by the one rule of DESIGN.md section 2.
 
-The root for a path is the nearest ancestor holding `.engram/`; else the git top level; else
-the path itself. `/` and the user's home directory are refused: a store there would collect
+The root for a path is the nearest ancestor holding `.engram/` or `.git`; else the path itself.
+A store is created only by `engram init`, or by a front end working inside a git repository
+(`is_git_repository`); read-only commands and hooks elsewhere create nothing. `/` and the user's home directory are refused: a store there would collect
 every project's memory in one place and put it in the wrong repository.
 """
 
@@ -22,19 +23,20 @@ def _is_refused(path: Path) -> bool:
     return home is not None and home != "" and path == Path(home).resolve()
 
 
-def _git_top_level(start: Path) -> Path | None:
-    # Walk up looking for `.git` (a folder, or a file in worktrees and submodules) instead of
-    # running `git rev-parse`: a subprocess costs ~5 ms, too much for a hook on every tool call.
-    for candidate in (start, *start.parents):
-        if (candidate / ".git").exists():
-            return candidate
-    return None
+def _marks_project(candidate: Path) -> bool:
+    # `.git` may be a folder, or a file in worktrees and submodules. Checked by walking up, not
+    # with `git rev-parse`: a subprocess costs ~5 ms, too much for a hook on every tool call.
+    return (candidate / STORE_DIRNAME).is_dir() or (candidate / ".git").exists()
 
 
 def find_root(path: str | os.PathLike[str] | None = None) -> Path:
     """The workspace root for `path` (default: the current folder).
 
-    Raises UsageError for a path that does not exist and for a root at `/` or the home folder.
+    The nearest folder at or above `path` holding `.engram/` or `.git`, so a repository nested
+    below another project's store gets its own; else `path` itself. `/` and the home folder
+    are skipped on the way up (a dotfiles repository in home does not make home every
+    project's root). Raises UsageError for a path that does not exist and for a root at `/`
+    or the home folder.
     """
     start = Path(path if path is not None else os.getcwd()).expanduser()
     try:
@@ -43,16 +45,16 @@ def find_root(path: str | os.PathLike[str] | None = None) -> Path:
         raise UsageError(
             f"workspace path {str(start)!r} does not exist", hint="pass an existing folder"
         ) from None
+    except OSError as exc:
+        raise UsageError(f"cannot read the workspace path {str(start)!r}: {exc}") from None
     if start.is_file():
         start = start.parent
 
-    root = None
+    root = start
     for candidate in (start, *start.parents):
-        if (candidate / STORE_DIRNAME).is_dir() and not _is_refused(candidate):
+        if not _is_refused(candidate) and _marks_project(candidate):
             root = candidate
             break
-    if root is None:
-        root = _git_top_level(start) or start
     if _is_refused(root):
         where = "the home folder" if root != Path(root.anchor) else "the filesystem root"
         raise UsageError(
@@ -60,6 +62,15 @@ def find_root(path: str | os.PathLike[str] | None = None) -> Path:
             hint="run engram inside a project folder or pass --workspace PATH",
         )
     return root
+
+
+def has_store(root: Path) -> bool:
+    return (root / STORE_DIRNAME).is_dir()
+
+
+def is_git_repository(root: Path) -> bool:
+    """Whether `root` is a git repository's top level: where a front end may create a store."""
+    return (root / ".git").exists()
 
 
 def store_dir(root: Path) -> Path:

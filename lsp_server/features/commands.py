@@ -9,6 +9,7 @@ the event loop keeps serving typing and hovers) or async (for those that talk to
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -25,6 +26,91 @@ CommandHandler = Callable[
 ]
 
 
+# The type every command's argument of a given name has: one name, one meaning, in every
+# command. Checked before a handler runs, so `{"limit": "5"}` is an invalid-params error, not
+# an internal error halfway through the handler. Names not listed are the handler's to check.
+_TEXT = (str,)
+_WHOLE = "a whole number"
+_ARGUMENT_KINDS: dict[str, Any] = {
+    **dict.fromkeys(
+        (
+            "id",
+            "name",
+            "description",
+            "note",
+            "query",
+            "task",
+            "message",
+            "title",
+            "workspace",
+            "uri",
+            "path",
+            "file",
+            "pattern",
+            "pattern_kind",
+            "category",
+            "severity",
+            "workaround",
+            "error_pattern",
+            "snapshot",
+            "against",
+            "type",
+            "session_id",
+            "command",
+            "tool",
+            "content",
+            "text",
+        ),
+        "text",
+    ),
+    **dict.fromkeys(("limit", "last", "line"), _WHOLE),
+    **dict.fromkeys(("days",), "a number"),
+    **dict.fromkeys(
+        ("confirm", "all", "overwrite", "literal", "pinned", "explicit", "show"), "true or false"
+    ),
+    **dict.fromkeys(("files", "related_files", "kinds"), "a list of text"),
+    **dict.fromkeys(("tags", "source"), "text or a list of text"),
+    **dict.fromkeys(("since", "until", "at"), "a time"),
+    **dict.fromkeys(("range",), "an object"),
+    **dict.fromkeys(("documents",), "a list"),
+}
+
+
+def _fits(kind: str, value: Any) -> bool:
+    is_number = isinstance(value, int | float) and not isinstance(value, bool)
+    if kind == "text":
+        return isinstance(value, str)
+    if kind == _WHOLE:
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    if kind == "a number":
+        return is_number and value == value and value >= 0  # NaN is not a number of days
+    if kind == "true or false":
+        return isinstance(value, bool)
+    if kind == "a list of text":
+        return isinstance(value, list) and all(isinstance(item, str) for item in value)
+    if kind == "text or a list of text":
+        return isinstance(value, str) or _fits("a list of text", value)
+    if kind == "a time":
+        return isinstance(value, str) or is_number
+    if kind == "an object":
+        return isinstance(value, dict)
+    if kind == "a list":
+        return isinstance(value, list)
+    return True
+
+
+def argument_problem(args: dict[str, Any]) -> str | None:
+    """What is wrong with a command's arguments by the shared table, or None."""
+    for key, value in args.items():
+        kind = _ARGUMENT_KINDS.get(key)
+        if kind is None or value is None or _fits(kind, value):
+            continue
+        shown = json.dumps(value, default=str)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        return f"`{key}` must be {kind}, got {shown}"
+    return None
+
+
 def engram_command(server: EngramServer, name: str) -> Callable[[CommandHandler], CommandHandler]:
     def decorator(handler: CommandHandler) -> CommandHandler:
         async def execute(ls: EngramServer, *arguments: Any) -> Any:
@@ -33,8 +119,13 @@ def engram_command(server: EngramServer, name: str) -> Callable[[CommandHandler]
                 payload = {}
             if not isinstance(payload, dict) or len(arguments) > 1:
                 raise JsonRpcInvalidParams(
-                    message=f"{name} takes one JSON object as its argument, got {list(arguments)!r}"
+                    message=f"{name} takes one JSON object as its argument, got {list(arguments)!r}"[
+                        :300
+                    ]
                 )
+            problem = argument_problem(payload)
+            if problem:
+                raise JsonRpcInvalidParams(message=f"{name}: {problem}")
             try:
                 if inspect.iscoroutinefunction(handler):
                     return await handler(ls, payload)

@@ -46,6 +46,7 @@ from lsp_server.server import DocumentListener, EngramServer, FolderState
 from memory_core import clock, drift, evolution, journal
 from memory_core import store as store_module
 from memory_core.errors import UsageError
+from memory_core.filenames import safe_filename
 from memory_core.workspace import STORE_DIRNAME, relative_path
 
 logger = logging.getLogger("engram.lsp")
@@ -636,7 +637,7 @@ class Evolution(DocumentListener):
 
 def show_view(server: EngramServer, state: FolderState, name: str, text: str) -> str | None:
     """Write a generated view into .engram/exports/views/ and ask the client to show it."""
-    safe = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in name)[:120]
+    safe = safe_filename(name)
     path = state.root / STORE_DIRNAME / "exports" / "views" / safe
     store_module.write_private_file(path, text)
     uri: str | None = from_fs_path(str(path))

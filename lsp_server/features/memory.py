@@ -18,12 +18,41 @@ from pygls.uris import to_fs_path
 
 from lsp_server.features.commands import engram_command
 from lsp_server.server import EngramServer, FolderState
-from memory_core import memory, search
+from memory_core import memory, quota, search
 from memory_core.errors import UsageError
 
 logger = logging.getLogger("engram.lsp")
 
 SYMBOL_LIMIT = 100
+
+
+def query_options(args: dict[str, Any]) -> dict[str, Any]:
+    """Seed 003's query options from a command's arguments (snake_case or the seed's camelCase).
+
+    Decayed entries (priority below 0.3) are left out unless `include_decayed` is true.
+    """
+
+    def pick(*names: str) -> Any:
+        return next((args[name] for name in names if name in args), None)
+
+    minimum = pick("min_priority", "minPriority")
+    if minimum is not None and (
+        isinstance(minimum, bool) or not isinstance(minimum, int | float) or not 0 <= minimum <= 1
+    ):
+        raise UsageError("min_priority must be a number between 0 and 1")
+    decayed = pick("include_decayed", "includeDecayed")
+    if decayed is not None and not isinstance(decayed, bool):
+        raise UsageError("include_decayed must be true or false")
+    offset = pick("offset")
+    if offset is None:
+        offset = 0
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise UsageError("offset must be a whole number, 0 or more")
+    return {
+        "min_priority": float(minimum) if minimum is not None else None,
+        "include_decayed": bool(decayed),
+        "offset": offset,
+    }
 
 
 def _symbols(state: FolderState, query: str) -> list[types.SymbolInformation]:
@@ -89,7 +118,13 @@ def _file_arg(state: FolderState, args: dict[str, Any]) -> str | None:
 
 def register(server: EngramServer) -> None:
     @engram_command(server, "engram.memory.add")
-    def add(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    async def add(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+        entry = await ls.run_blocking(_add, ls, args)
+        if "quota_warning" in entry:
+            ls.show_message(entry["quota_warning"], types.MessageType.Warning)
+        return entry
+
+    def _add(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
         state = ls.state_for_command(args)
         content = args.get("content", args.get("text"))
         if not isinstance(content, str):
@@ -102,6 +137,9 @@ def register(server: EngramServer) -> None:
         line = args.get("line")
         if line is not None and not isinstance(line, int):
             raise UsageError("line must be a number (1-based)")
+        session_id = args.get("session_id") if isinstance(args.get("session_id"), str) else None
+        # The session quota: a full session refuses the write (MEM_E001) before it happens.
+        quota.before_write(state.store, session_id, state.settings)
         entry: dict[str, Any] = memory.add(
             state.store,
             content,
@@ -109,12 +147,16 @@ def register(server: EngramServer) -> None:
             tags=[str(t) for t in tags],
             pinned=bool(args.get("pinned", False)),
             explicit=bool(args.get("explicit", False)),
-            session_id=args.get("session_id") if isinstance(args.get("session_id"), str) else None,
+            session_id=session_id,
             agent="editor",
             provenance={"recorded_by": "editor"},
             file=_file_arg(state, args),
             line=line,
         )
+        notice = quota.after_write(state.store, session_id, state.settings)
+        if notice is not None:
+            # Shown in a window message by `add` (on the event loop) and returned as well.
+            entry = {**entry, "quota_warning": notice["message"]}
         return entry
 
     @engram_command(server, "engram.memory.search")
@@ -135,6 +177,7 @@ def register(server: EngramServer) -> None:
             type=args.get("type") if isinstance(args.get("type"), str) else None,
             tags=[str(t) for t in tags] if isinstance(tags, list) else [str(tags)],
             kinds=kinds if isinstance(kinds, list) else None,
+            **query_options(args),
         )
         return {"query": query, "results": results}
 

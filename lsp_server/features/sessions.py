@@ -116,7 +116,9 @@ def register(server: EngramServer) -> None:
             question = f"Delete session {session['label']} ({session['turns']} turns) and its saved copies?"
             if not await ask(ls, question, DELETE):
                 return {"done": False, "reason": "cancelled", "id": session["id"]}
-        result = await ls.run_blocking(sessions.delete, state.store, session["id"])
+        result = await ls.run_blocking(
+            sessions.delete, state.store, session["id"], actor="editor", settings=state.settings
+        )
         return {"done": True, **result}
 
     @engram_command(server, "engram.session.summary")

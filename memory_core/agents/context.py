@@ -1,7 +1,7 @@
 """The memory an agent gets at session start (and `engram session resume --context`).
 
-Sections, in the order they are ranked: a crash-recovery note when the previous session ended
-abnormally, the last session's summary and open items, long-term memories still hot or warm
+Sections, in the order they are ranked: where the previous session stopped when the evidence
+says it stopped in the middle of its work (never "crashed" without evidence), the last session's summary and open items, long-term memories still hot or warm
 (decisions, preferences, learnings), user corrections, rules the user stated
 (axioms), dead ends (commands that failed repeatedly, and what worked after), gotchas for the
 files touched recently, and those files. The text is cut to a token budget (setting
@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 from memory_core import clock
-from memory_core.agents import record
 from memory_core.agents.digest import axioms_in, is_correction
 from memory_core.store import Store
 
@@ -46,30 +44,60 @@ def _in(ids: list[str]) -> str:
     return ", ".join("?" for _ in ids) or "NULL"
 
 
+# What a session's last recorded event says about where it stopped, in plain words.
+_LAST_EVENT_WORDS = {
+    "tool_call": "a tool call whose result was never recorded",
+    "tool_result": "a tool result the agent had not answered yet",
+    "prompt": "a request that had no reply yet",
+    "interrupt": "an interruption by the user",
+}
+
+
 def crash_note(store: Store, current: str | None, now: float) -> Section:
-    section = Section("Previous session ended abnormally")
+    """Where the previous session stopped, when the evidence says it stopped mid-work.
+
+    A session that ended (SessionEnd) or whose transcript ends with the agent's reply finished;
+    nothing is said about it. Otherwise engram says what it knows, without calling it a crash:
+    no end was recorded, and the last thing that happened was a tool call, a request, ...
+    """
+    section = Section("Where the previous session stopped")
     row = store.query_one(
         "SELECT * FROM agent_sessions WHERE session_id != ? ORDER BY last_seen DESC LIMIT 1",
         (current or "",),
     )
-    if row is None or row["ended_at"] is not None:
+    if row is None:
         return section
-    open_turn = store.query_one(
-        "SELECT user_message FROM agent_turns WHERE session_id = ? AND recorded = 0 ORDER BY started_at DESC LIMIT 1",
+    reason = row["end_reason"]
+    if row["ended_at"] is not None and reason not in (None, "stopped"):
+        return section  # a recorded end (SessionEnd), or a transcript ending on a reply
+    last_event = row["last_event"]
+    if last_event is None:
+        # Hooks only: a turn opened by UserPromptSubmit that no Stop closed is the evidence.
+        open_turn = store.query_one(
+            "SELECT 1 FROM agent_turns WHERE session_id = ? AND recorded = 0 LIMIT 1",
+            (row["session_id"],),
+        )
+        last_event = "prompt" if open_turn is not None else None
+    if last_event not in _LAST_EVENT_WORDS:
+        return section
+    if now - float(row["last_seen"]) < 30 * 60 and row["ended_at"] is None:
+        return section  # still going, maybe: another window
+    request = store.query_one(
+        "SELECT text FROM agent_prompts WHERE session_id = ? ORDER BY ts DESC LIMIT 1",
         (row["session_id"],),
     )
-    silent = now - float(row["last_seen"]) >= 30 * 60
-    if open_turn is None and not silent:
-        return section
     files = store.query(
         "SELECT DISTINCT path FROM agent_tool_uses WHERE session_id = ? AND path IS NOT NULL "
         "AND tool IN ('Edit', 'Write', 'MultiEdit', 'NotebookEdit') ORDER BY ts DESC LIMIT 8",
         (row["session_id"],),
     )
     when = clock.ago(float(row["last_seen"]), now_ts=now)
-    text = f"Session {row['session_id']} stopped without ending ({when})"
-    if open_turn is not None and open_turn["user_message"]:
-        text += f', in the middle of: "{_one_line(str(open_turn["user_message"]), 160)}"'
+    text = (
+        f"Session {row['session_id']} recorded no end; the last thing it did ({when}) was "
+        f"{_LAST_EVENT_WORDS[last_event]}"
+    )
+    if request is not None and request["text"]:
+        text += f', while working on: "{_one_line(str(request["text"]), 160)}"'
     section.items.append(text + ".")
     if files:
         section.items.append(
@@ -82,31 +110,100 @@ def crash_note(store: Store, current: str | None, now: float) -> Section:
 
 
 def last_summary(store: Store, current: str | None) -> Section:
+    """Where the work ended in the last session: its last requests, what it did, what is open.
+
+    Built from facts (the agent's own summary first when it wrote one), not from the first
+    sentences the agent wrote.
+    """
+    from memory_core import sessions
+
     section = Section("Last session")
-    listing = record.optional_module("sessions")
-    list_sessions = getattr(listing, "list_sessions", None)
-    if list_sessions is None:
-        return section
-    try:
-        sessions: list[dict[str, Any]] = list_sessions(store, limit=RECENT_SESSIONS + 1)
-    except Exception:
-        return section
-    for session in sessions:
-        if session.get("id") == current:
+    recent = sessions.list_sessions(store, limit=RECENT_SESSIONS + 1)
+    for session in recent:
+        sid = str(session.get("id"))
+        if sid == current or not session.get("turns"):
             continue
         summary = session.get("summary") or {}
-        overview = summary.get("overview") or session.get("rolling_summary")
-        open_items = summary.get("open_items") or []
-        decisions = summary.get("decisions") or []
-        if not (overview or open_items or decisions):
-            continue
-        if overview:
-            section.items.append(
-                f"{session.get('label') or session.get('id')}: {_one_line(str(overview), 600)}"
-            )
+        label = session.get("label") or sid
+        state = "ended" if session.get("status") == "closed" else "last active"
+        section.items.append(
+            f"{label} ({session.get('agent')}, {session.get('turns')} turns, {state} "
+            f"{session.get('ended_at') or session.get('last_activity_at')})"
+        )
+        if summary.get("overview"):
+            section.items.append(f"Summary: {_one_line(str(summary['overview']), 400)}")
+        turns = sessions.history(store, sid, last=3)
+        asks = [
+            f"\u201c{_one_line(str(t['user_message']), 160)}\u201d"
+            for t in turns
+            if t.get("user_message")
+        ]
+        if asks:
+            section.items.append("Last requests: " + "; ".join(asks))
+        ending = next(
+            (t["assistant_response"] for t in reversed(turns) if t.get("assistant_response")), None
+        )
+        if ending:
+            section.items.append(f"Where it ended: {_one_line(_last_words(str(ending)), 300)}")
+        done = _what_was_done(store, sid)
+        if done:
+            section.items.append("Done: " + done)
+        open_items = list(summary.get("open_items") or [])
+        open_items += [
+            f"`{_one_line(item['command'], 120)}` still failing"
+            for item in sessions.open_failures(store, sid)[-3:]
+        ]
         section.items.extend(f"Open: {_one_line(str(item), 300)}" for item in open_items)
-        section.items.extend(f"Decided: {_one_line(str(item), 300)}" for item in decisions)
+        section.items.extend(
+            f"Decided: {_one_line(str(item), 300)}" for item in summary.get("decisions") or []
+        )
         break
+    return section
+
+
+def _last_words(text: str) -> str:
+    """The end of an answer (its conclusion), from the last paragraph that says something."""
+    paragraphs = [p.strip() for p in text.split("\n\n") if p.strip()]
+    return paragraphs[-1] if paragraphs else text
+
+
+def _what_was_done(store: Store, session_id: str) -> str:
+    from memory_core import sessions
+
+    numbers = sessions.metrics(store, session_id)
+    files = sessions.files_modified(store, session_id)
+    parts = []
+    if files:
+        shown = ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
+        parts.append(f"changed {len(files)} file{'s' if len(files) != 1 else ''} ({shown})")
+    if numbers["commands"]:
+        parts.append(f"ran {numbers['commands']} commands ({numbers['commands_failed']} failed)")
+    return "; ".join(parts)
+
+
+def now_section(store: Store, current: str | None) -> Section:
+    """The git branch and the task in progress: the latest request of the last session that
+    its transcript shows no answer to."""
+    from memory_core import git
+
+    section = Section("Now")
+    head = git.read_head(store.root)
+    if head is not None:
+        section.items.append(f"Git branch: {head.branch or 'detached HEAD'}")
+    row = store.query_one(
+        "SELECT session_id, last_event FROM agent_sessions WHERE session_id != ? "
+        "ORDER BY last_seen DESC LIMIT 1",
+        (current or "",),
+    )
+    if row is not None and row["last_event"] in ("prompt", "tool_call", "tool_result", "interrupt"):
+        request = store.query_one(
+            "SELECT text FROM agent_prompts WHERE session_id = ? ORDER BY ts DESC LIMIT 1",
+            (row["session_id"],),
+        )
+        if request is not None and request["text"]:
+            section.items.append(
+                f"Task in progress (not finished): \u201c{_one_line(str(request['text']), 300)}\u201d"
+            )
     return section
 
 
@@ -136,6 +233,9 @@ def corrections_and_rules(store: Store, sessions: list[str]) -> tuple[Section, S
 
 
 def dead_ends(store: Store, sessions: list[str]) -> Section:
+    """Commands that failed repeatedly: the error that mattered, and the step that fixed it."""
+    from memory_core.agents import lessons
+
     section = Section("Dead ends (failed repeatedly; do not retry blindly)")
     if not sessions:
         return section
@@ -149,39 +249,21 @@ def dead_ends(store: Store, sessions: list[str]) -> Section:
     )
     for row in failures:
         command = str(row["command"])
-        error = _error_line(str(row["error"] or ""))
+        error = lessons.error_line(str(row["error"] or ""))
         text = f"`{_one_line(command, 160)}` failed {row['n']} times"
         if error:
             text += f" ({_one_line(error, 160)})"
-        worked = _what_worked_after(store, str(row["session_id"]), command, float(row["last"]))
-        text += (
-            f"; what worked after: `{_one_line(worked, 160)}`"
-            if worked
-            else "; nothing that worked was recorded after it"
-        )
+        sid, last = str(row["session_id"]), float(row["last"])
+        fix = lessons.fix_after(store, sid, command, last)
+        instead = None if fix else lessons.worked_instead(store, sid, command, last)
+        if fix:
+            text += f"; what fixed it: {_one_line(fix, 160)}"
+        elif instead:
+            text += f"; what worked instead: {_one_line(instead, 160)}"
+        else:
+            text += "; no fix was recorded after it"
         section.items.append(text)
     return section
-
-
-def _error_line(error: str) -> str:
-    for line in error.splitlines():
-        stripped = line.strip()
-        if stripped and not stripped.lower().startswith(("error: exit code", "exit code")):
-            return stripped
-    return error.strip().splitlines()[0] if error.strip() else ""
-
-
-def _what_worked_after(store: Store, session_id: str, command: str, after: float) -> str | None:
-    program = command.split()[0] if command.split() else command
-    rows = store.query(
-        "SELECT command FROM agent_tool_uses WHERE session_id = ? AND ok = 1 AND command IS NOT NULL AND ts > ? "
-        "ORDER BY ts LIMIT 50",
-        (session_id, after),
-    )
-    same_program = [str(r["command"]) for r in rows if str(r["command"]).split()[:1] == [program]]
-    if same_program:
-        return same_program[0]
-    return str(rows[0]["command"]) if rows else None
 
 
 def recent_files(store: Store, sessions: list[str], limit: int = 12) -> list[str]:
@@ -198,16 +280,11 @@ def recent_files(store: Store, sessions: list[str], limit: int = 12) -> list[str
 
 def gotchas_for(store: Store, files: list[str], task: str) -> Section:
     section = Section("Gotchas for the files touched recently")
-    gotchas = record.optional_module("gotchas")
-    context_for_task = getattr(gotchas, "context_for_task", None)
-    if context_for_task is None or not (files or task):
+    if not (files or task):
         return section
-    try:
-        text = str(
-            context_for_task(store, task or "continue the work on " + " ".join(files), files, 5)
-        )
-    except Exception:
-        return section
+    from memory_core.gotchas.context import context_for_task
+
+    text = context_for_task(store, task or "continue the work on " + " ".join(files), files, 5)
     for line in text.splitlines():
         stripped = line.strip()
         if stripped and not stripped.startswith("#"):
@@ -222,14 +299,9 @@ _REMEMBERED_TYPES = ("decision", "preference", "learning", "finding", "project")
 def remembered(store: Store, now: float, limit: int = 8) -> Section:
     """Long-term memories still hot or warm: pinned first, then by current priority."""
     section = Section("Decisions and knowledge to keep")
-    memory = record.optional_module("memory")
-    list_memories = getattr(memory, "list_memories", None)
-    if list_memories is None:
-        return section
-    try:
-        entries = list_memories(store, limit=200, now=now)
-    except Exception:
-        return section
+    from memory_core.memory import list_memories
+
+    entries = list_memories(store, limit=200, now=now)
     kept = [
         entry
         for entry in entries
@@ -294,6 +366,7 @@ def session_start_text(
     files = recent_files(store, sessions)
     touched = Section("Files touched recently", [", ".join(files)] if files else [])
     sections = [
+        now_section(store, current_session),
         crash_note(store, current_session, ts),
         last_summary(store, current_session),
         remembered(store, ts),

@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from memory_core import clock
+from memory_core.agents import lessons
 from memory_core.errors import EngramError, UsageError
-from memory_core.redact import redact_obj
+from memory_core.filenames import safe_filename
+from memory_core.redact import redact, redact_obj
 from memory_core.store import Store, write_private_file
 
 SCHEMA_VERSION = "1.0"
@@ -113,7 +115,7 @@ def extract(store: Store, session_id: str) -> dict[str, Any]:
     )
     for row in failures:
         what = f"`{row['command']}`" if row["command"] else str(row["tool"])
-        first_line = (str(row["error"] or "").strip().splitlines() or [""])[0]
+        first_line = lessons.error_line(row["error"])  # the error that matters, not "Exit code 2"
         patterns.append(
             {
                 "kind": "repeated_failure",
@@ -210,19 +212,106 @@ def _tokens(row: Any) -> dict[str, int]:
     }
 
 
-def _dump(documents: list[dict[str, Any]]) -> str:
+# -- writing: seed 000's v1.0 layout ------------------------------------------------------------
+#
+# The file is a YAML frontmatter between `---` lines followed by a Markdown body with exactly the
+# four sections of the seed, in its order, with its bullet forms (`- "…"`, `- Pattern: "…"`,
+# `- Axiom: "…"`) and the Context Snapshot's four bold lines. The frontmatter's six seed fields
+# come first with the seed's types; engram's richer facts follow under one more key, `engram`,
+# so a reader written from the seed alone still finds everything where it expects it.
+
+SECTION_TITLES = {
+    "user_corrections": "User Corrections",
+    "patterns_observed": "Patterns Observed",
+    "axioms_learned": "Axioms Learned",
+    "context_snapshot": "Context Snapshot",
+}
+SNAPSHOT_LINES = {
+    "active_agent": "Active Agent",
+    "active_story": "Active Story",
+    "files_modified": "Files Modified",
+    "commands_executed": "Commands Executed",
+}
+# The bold lines are one line each: long command lists are cut (the full list is in `engram`).
+SNAPSHOT_ITEMS = 20
+COMMAND_CHARS = 120
+
+
+def iso_millis(ts: float) -> str:
+    """`2026-02-09T18:30:45.123Z`: the seed's timestamp, with milliseconds."""
+    from datetime import UTC, datetime
+
+    moment = datetime.fromtimestamp(ts, UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def file_stamp(ts: float) -> str:
+    """`2026-02-09T18-30-45-123Z`: the timestamp as the seed puts it in file names."""
+    return iso_millis(ts).replace(":", "-").replace(".", "-")
+
+
+def _quoted(text: str) -> str:
+    # A JSON string is a valid YAML double-quoted scalar, and reads back as the seed's `"…"`.
+    return json.dumps(text, ensure_ascii=False)
+
+
+def agent_context(agent: str | None, model: str | None, story: str | None) -> str:
+    """The seed's `agent_context` string ("@dev implementing Story MIS-3")."""
+    who = f"@{agent}" if agent else "@agent"
+    if model:
+        who += f" ({model})"
+    return f"{who} implementing Story {story}" if story else f"{who} working"
+
+
+def render(frontmatter: dict[str, Any], sections: dict[str, Any]) -> str:
+    """The digest file's text from its frontmatter and the four sections (already redacted)."""
     import yaml  # type: ignore[import-untyped]
 
-    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-    text: str = yaml.dump_all(
-        documents,
-        Dumper=dumper,
-        sort_keys=False,
-        allow_unicode=True,
-        explicit_start=True,
-        width=100,
-    )
-    return text
+    lines = ["---"]
+    for key in ("schema_version", "session_id", "timestamp"):
+        lines.append(f"{key}: {_quoted(str(frontmatter[key]))}")
+    lines.append(f"duration_minutes: {int(frontmatter['duration_minutes'])}")
+    for key in ("agent_context", "compact_trigger"):
+        lines.append(f"{key}: {_quoted(str(frontmatter[key]))}")
+    extra = {k: v for k, v in frontmatter.items() if k not in FRONTMATTER_FIELDS}
+    if extra:
+        dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+        dumped: str = yaml.dump(
+            extra, Dumper=dumper, sort_keys=False, allow_unicode=True, width=100
+        )
+        lines.append(dumped.rstrip("\n"))
+    lines += ["---", ""]
+
+    def bullets(items: list[str], prefix: str = "") -> list[str]:
+        return [f"- {prefix}{_quoted(item)}" for item in items] or ["- none"]
+
+    lines += ["## User Corrections", "", *bullets(sections["user_corrections"]), ""]
+    lines += ["## Patterns Observed", "", *bullets(sections["patterns_observed"], "Pattern: "), ""]
+    lines += ["## Axioms Learned", "", *bullets(sections["axioms_learned"], "Axiom: "), ""]
+    snap = sections["context_snapshot"]
+    lines += ["## Context Snapshot", ""]
+    for key, title in SNAPSHOT_LINES.items():
+        value = snap.get(key)
+        if isinstance(value, list):
+            value = ", ".join(value)
+        lines.append(f"**{title}:** {value or 'none'}")
+    return "\n".join(lines) + "\n"
+
+
+FRONTMATTER_FIELDS = (
+    "schema_version",
+    "session_id",
+    "timestamp",
+    "duration_minutes",
+    "agent_context",
+    "compact_trigger",
+)
+
+
+def active_story(store: Store, session_id: str) -> str | None:
+    """The story or task the session works on, when the session state knows it."""
+    row = store.query_one("SELECT active_story FROM sessions WHERE id = ?", (session_id,))
+    return str(row[0]) if row is not None and row[0] else None
 
 
 def write_digest(
@@ -233,26 +322,55 @@ def write_digest(
     session = store.query_one("SELECT * FROM agent_sessions WHERE session_id = ?", (session_id,))
     started = float(session["started_at"]) if session else ts
     last = max(float(session["last_seen"]) if session else ts, started)
-    frontmatter = {
+    # Redacted as data, before rendering: a redaction run over the text could break its syntax.
+    facts = redact_obj(extract(store, session_id))
+    snap = facts["context_snapshot"]
+    story = active_story(store, session_id)
+    agent = session["agent"] if session else None
+    model = session["model"] if session else None
+    commands = [_short(c["command"], COMMAND_CHARS) for c in snap["commands"]]
+    sections = {
+        "user_corrections": [c["text"] for c in facts["user_corrections"]],
+        "patterns_observed": [p["description"] for p in facts["patterns_observed"]],
+        "axioms_learned": [a["text"] for a in facts["axioms_learned"]],
+        "context_snapshot": {
+            "active_agent": f"@{agent}" if agent else None,
+            "active_story": story,
+            "files_modified": snap["files_modified"][-SNAPSHOT_ITEMS:],
+            "commands_executed": list(dict.fromkeys(commands))[-SNAPSHOT_ITEMS:],
+        },
+    }
+    frontmatter: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "session_id": session_id,
-        "timestamp": clock.iso(ts),
-        "duration_minutes": round(max(0.0, last - started) / 60, 1),
-        "agent_context": {
-            "agent": session["agent"] if session else None,
-            "model": session["model"] if session else None,
-            "cwd": session["cwd"] if session else None,
-            "compactions": int(session["compactions"]) if session else 0,
-        },
+        "timestamp": iso_millis(ts),
+        "duration_minutes": round(max(0.0, last - started) / 60),
+        "agent_context": redact(agent_context(agent, model, story)),
         "compact_trigger": trigger,
+        # engram's richer facts: where and how, with counts and times the seed's lines cannot hold.
+        "engram": {
+            "agent": agent,
+            "model": model,
+            "cwd": session["cwd"] if session else None,
+            "branch": snap["branch"],
+            "compactions": int(session["compactions"]) if session else 0,
+            "duration_seconds": round(max(0.0, last - started), 3),
+            "turns": snap["turns"],
+            "tokens": snap["tokens"],
+            "subagent_tokens": snap["subagent_tokens"],
+            "tool_calls": snap["tool_calls"],
+            "failed_tool_calls": snap["failed_tool_calls"],
+            "commands": snap["commands"],
+            "files_modified": snap["files_modified"],
+            "patterns": facts["patterns_observed"],
+            "corrections": facts["user_corrections"],
+            "axioms": facts["axioms_learned"],
+        },
     }
-    # Redacted as data, before dumping: a redaction run over the YAML text could break its syntax.
-    # The frontmatter holds ids and times only, which some detectors would take for tokens.
-    sections = redact_obj(extract(store, session_id))
-    text = _dump([frontmatter, sections])
+    text = render(frontmatter, sections)
     folder = store.dir.joinpath(*DIGEST_DIR)
-    stamp = clock.iso(ts).replace("-", "").replace(":", "")
-    safe_session = re.sub(r"[^A-Za-z0-9_.-]", "_", session_id)
+    stamp = file_stamp(ts)
+    safe_session = safe_filename(session_id)
     path = folder / f"{safe_session}-{stamp}.yaml"
     counter = 1
     while path.exists():
@@ -270,31 +388,130 @@ def write_digest(
     return Digest(path=path, frontmatter=frontmatter, sections=sections)
 
 
+# -- reading ---------------------------------------------------------------------------------------
+
+_HEADING = re.compile(r"^##\s+(.+?)\s*$")
+_BOLD_LINE = re.compile(r"^\*\*(.+?):\*\*\s*(.*)$")
+_BULLET_PREFIX = re.compile(r"^(?:Pattern|Axiom):\s*", re.IGNORECASE)
+_TITLE_KEYS = {title.lower(): key for key, title in SECTION_TITLES.items()}
+_SNAPSHOT_KEYS = {title.lower(): key for key, title in SNAPSHOT_LINES.items()}
+
+
+def _unquote(text: str) -> str:
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            return text[1:-1]
+        return value if isinstance(value, str) else text[1:-1]
+    return text
+
+
+def _split_frontmatter(text: str, where: str) -> tuple[str, str]:
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != "---":
+        raise UsageError(f"{where} has no frontmatter (it must start with a `---` line)")
+    for index in range(1, len(lines)):
+        if lines[index].strip() in ("---", "..."):
+            return "\n".join(lines[1:index]), "\n".join(lines[index + 1 :])
+    raise UsageError(f"{where} has no end to its frontmatter (a second `---` line)")
+
+
+def _parse_body(body: str) -> dict[str, Any]:
+    sections: dict[str, Any] = {
+        "user_corrections": [],
+        "patterns_observed": [],
+        "axioms_learned": [],
+        "context_snapshot": {},
+    }
+    current: str | None = None
+    for raw in body.splitlines():
+        line = raw.strip()
+        heading = _HEADING.match(line)
+        if heading:
+            current = _TITLE_KEYS.get(heading.group(1).lower())
+            continue
+        if current is None or not line:
+            continue
+        if current == "context_snapshot":
+            bold = _BOLD_LINE.match(line)
+            if bold and bold.group(1).lower() in _SNAPSHOT_KEYS:
+                key = _SNAPSHOT_KEYS[bold.group(1).lower()]
+                value = bold.group(2).strip()
+                if value.lower() == "none":
+                    value = ""
+                if key in ("files_modified", "commands_executed"):
+                    sections[current][key] = [v.strip() for v in value.split(",") if v.strip()]
+                else:
+                    sections[current][key] = value or None
+        elif line.startswith(("- ", "* ")):
+            item = _unquote(_BULLET_PREFIX.sub("", line[2:].strip()))
+            if item and item.lower() != "none":
+                sections[current].append(item)
+    for key in SNAPSHOT_LINES:
+        sections["context_snapshot"].setdefault(
+            key, [] if key in ("files_modified", "commands_executed") else None
+        )
+    return sections
+
+
+def _from_engram_yaml(body: dict[str, Any]) -> dict[str, Any]:
+    """engram's first digests (before the seed's Markdown body): a YAML mapping of the sections."""
+
+    def texts(items: Any, field: str) -> list[str]:
+        return [str(i.get(field, "")) if isinstance(i, dict) else str(i) for i in items or []]
+
+    snap = body.get("context_snapshot") or {}
+    return {
+        "user_corrections": texts(body.get("user_corrections"), "text"),
+        "patterns_observed": texts(body.get("patterns_observed"), "description"),
+        "axioms_learned": texts(body.get("axioms_learned"), "text"),
+        "context_snapshot": {
+            "active_agent": f"@{snap['agent']}" if snap.get("agent") else None,
+            "active_story": None,
+            "files_modified": [str(f) for f in snap.get("files_modified") or []],
+            "commands_executed": texts(snap.get("commands"), "command"),
+        },
+    }
+
+
 def parse_digest(text: str, *, where: str = "digest") -> Digest:
-    """Read a digest's YAML; refuses a schema version this engram does not know."""
+    """Read a digest: the seed's v1.0 layout (and engram's earlier all-YAML one).
+
+    A digest without `schema_version` is read as 1.0, as the seed's reader does; a version this
+    engram does not know is refused with the seed's message, and nothing is guessed.
+    """
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    head, body = _split_frontmatter(text, where)
     try:
-        documents = [doc for doc in yaml.load_all(text, Loader=loader) if doc is not None]
+        frontmatter = yaml.load(head, Loader=loader)
     except yaml.YAMLError as exc:
-        raise UsageError(f"{where} is not valid YAML: {exc}") from None
-    if not documents or not isinstance(documents[0], dict):
-        raise UsageError(f"{where} has no frontmatter")
-    frontmatter = documents[0]
-    version = frontmatter.get("schema_version")
-    if version is None:
-        raise UsageError(f"{where} has no schema_version")
-    if str(version) not in KNOWN_SCHEMA_VERSIONS:
+        raise UsageError(f"{where} has a frontmatter that is not valid YAML: {exc}") from None
+    if frontmatter is None:
+        frontmatter = {}
+    if not isinstance(frontmatter, dict):
+        raise UsageError(f"{where} has a frontmatter that is not a mapping of fields")
+    version = str(frontmatter.get("schema_version") or SCHEMA_VERSION)
+    if version not in KNOWN_SCHEMA_VERSIONS:
         raise EngramError(
-            f"{where} has schema_version {json.dumps(str(version))}, which this engram cannot read "
-            f"(it knows {', '.join(KNOWN_SCHEMA_VERSIONS)})",
+            f"Unsupported schema version: {version} in {where} "
+            f"(this engram reads {', '.join(KNOWN_SCHEMA_VERSIONS)})",
             hint="upgrade engram to read digests written by a newer version",
         )
-    sections = documents[1] if len(documents) > 1 and isinstance(documents[1], dict) else {}
-    for name in SECTIONS:
-        sections.setdefault(name, {} if name == "context_snapshot" else [])
-    return Digest(path=Path(where), frontmatter=frontmatter, sections=sections)
+    frontmatter = {**frontmatter, "schema_version": version}
+    if _HEADING.search(body) is None and body.strip():
+        try:
+            old = yaml.load(body.strip().removesuffix("...").strip(), Loader=loader)
+        except yaml.YAMLError:
+            old = None
+        if isinstance(old, dict) and any(key in old for key in SECTION_TITLES):
+            return Digest(
+                path=Path(where), frontmatter=frontmatter, sections=_from_engram_yaml(old)
+            )
+    return Digest(path=Path(where), frontmatter=frontmatter, sections=_parse_body(body))
 
 
 def read_digest(path: str | Path) -> Digest:
@@ -303,6 +520,8 @@ def read_digest(path: str | Path) -> Digest:
         text = file_path.read_text(encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"cannot read digest {file_path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"digest {file_path} is not UTF-8 text") from None
     digest = parse_digest(text, where=str(file_path))
     return Digest(path=file_path, frontmatter=digest.frontmatter, sections=digest.sections)
 

@@ -1,9 +1,16 @@
 """`engram hooks install|uninstall claude-code|gemini [--user]`: engram's entries in the agents' settings.
 
-Claude Code reads hooks from `.claude/settings.json` (project, the default here) and
+Claude Code reads hooks from `.claude/settings.json` (project, the default here; teams commit
+it), `.claude/settings.local.json` (project, personal: Claude Code keeps it out of git) and
 `~/.claude/settings.json` (`--user`); Gemini CLI from `.gemini/settings.json` and
 `~/.gemini/settings.json`. Both nest hooks as event -> [{matcher?, hooks: [{type: "command",
 command, timeout}]}].
+
+A committed file must work on every teammate's machine, so it only ever gets the bare command
+`engram hook ...` (engram on PATH). When this installation's `engram` is not what PATH finds,
+its absolute path goes to `.claude/settings.local.json` instead, and engram's entries are taken
+out of `.claude/settings.json` so that Claude Code does not run the hooks twice. Gemini CLI has
+no personal project file: there the path is written with a warning (or use `--user`).
 
 Install merges: every key and every other hook in the file stays as it was, engram's own entries
 (recognised by their command, `... engram hook AGENT EVENT`) are replaced, so installing twice
@@ -40,12 +47,13 @@ _OURS = re.compile(
 )
 
 
-def settings_path(agent: str, *, user: bool, root: Path) -> Path:
+def settings_path(agent: str, *, user: bool, root: Path, personal: bool = False) -> Path:
+    """The agent's settings file; `personal`: Claude Code's uncommitted project file."""
     if agent == "claude-code":
         if user:
             base = os.environ.get("CLAUDE_CONFIG_DIR", "").split(",")[0].strip()
             return (Path(base).expanduser() if base else Path.home() / ".claude") / "settings.json"
-        return root / ".claude" / "settings.json"
+        return root / ".claude" / ("settings.local.json" if personal else "settings.json")
     if user:
         return Path.home() / ".gemini" / "settings.json"
     return root / ".gemini" / "settings.json"
@@ -68,6 +76,11 @@ def engram_command() -> list[str]:
 
 def hook_command(agent: str, event: str) -> str:
     return " ".join(shlex.quote(part) for part in [*engram_command(), "hook", agent, event])
+
+
+def is_portable() -> bool:
+    """True when the hooks can name plain `engram`: the same on every machine that has it."""
+    return engram_command() == ["engram"]
 
 
 def is_engram_handler(handler: Any) -> bool:
@@ -133,7 +146,70 @@ def _without_engram(groups: Any) -> tuple[list[Any], int]:
 
 
 def install(agent: str, *, root: Path, user: bool = False) -> dict[str, Any]:
-    path = settings_path(agent, user=user, root=root)
+    portable = is_portable()
+    personal = agent == "claude-code" and not user and not portable
+    path = settings_path(agent, user=user, root=root, personal=personal)
+    changed = _write_hooks(agent, path)
+    result: dict[str, Any] = {
+        "agent": agent,
+        "scope": "user" if user else ("personal" if personal else "project"),
+        "settings": str(path),
+        "events": list(INSTALLED_EVENTS[agent]),
+        "changed": changed,
+        "portable": portable,
+    }
+    if personal:
+        # The committed file must not keep entries this machine cannot run, nor run them twice.
+        shared = settings_path(agent, user=False, root=root)
+        result["removed_from_shared"] = _remove_hooks(shared) if shared.exists() else 0
+        result["note"] = (
+            "engram is not on PATH, so its path on this machine went to the personal "
+            f"{path.name}; {settings_path(agent, user=False, root=root).name} (the file "
+            "teams commit) has no engram entries. Put engram on PATH (pipx install "
+            "engram-lsp) and install again to share the hooks with the team."
+        )
+    elif portable and agent == "claude-code" and not user:
+        personal_path = settings_path(agent, user=False, root=root, personal=True)
+        if personal_path.exists():
+            _remove_hooks(personal_path)
+    elif not portable and not user:
+        result["note"] = (
+            f"{path} names engram by its path on this machine, which a teammate's machine "
+            "does not have; put engram on PATH (pipx install engram-lsp) or use --user."
+        )
+    if agent == "claude-code":
+        from memory_core.agents import commands  # /session-summarize, beside the settings
+
+        result["commands"] = commands.install(path)
+    return result
+
+
+def hook_group(agent: str, event: str, command: str) -> dict[str, Any]:
+    """engram's entry for one event, as the agent's settings (and plugin hook files) nest it."""
+    timeouts = _TIMEOUTS[agent]
+    handler: dict[str, Any] = {
+        "type": "command",
+        "command": command,
+        "timeout": timeouts.get(event, timeouts["default"]),
+    }
+    if agent == "gemini":
+        handler = {"name": f"engram-{event}", **handler, "description": "engram: session memory"}
+    group: dict[str, Any] = {"hooks": [handler]}
+    matcher = _MATCHERS.get((agent, event))
+    if matcher:
+        group = {"matcher": matcher, **group}
+    return group
+
+
+def packaged_hooks(agent: str, runner: str) -> dict[str, Any]:
+    """Every installed event's entry, each running `RUNNER hook AGENT EVENT` (plugin files)."""
+    return {
+        event: [hook_group(agent, event, f"{runner} hook {agent} {event}")]
+        for event in INSTALLED_EVENTS[agent]
+    }
+
+
+def _write_hooks(agent: str, path: Path) -> bool:
     data = _load(path)
     before = json.dumps(data, sort_keys=True)
     hooks = data.get("hooks")
@@ -141,40 +217,35 @@ def install(agent: str, *, root: Path, user: bool = False) -> dict[str, Any]:
         hooks = {}
     if not isinstance(hooks, dict):
         raise UsageError(f'{path}: "hooks" is not an object; it was left untouched')
-    timeouts = _TIMEOUTS[agent]
     for event in INSTALLED_EVENTS[agent]:
         groups, _ = _without_engram(hooks.get(event))
-        handler: dict[str, Any] = {
-            "type": "command",
-            "command": hook_command(agent, event),
-            "timeout": timeouts.get(event, timeouts["default"]),
-        }
-        if agent == "gemini":
-            handler = {
-                "name": f"engram-{event}",
-                **handler,
-                "description": "engram: session memory",
-            }
-        group: dict[str, Any] = {"hooks": [handler]}
-        matcher = _MATCHERS.get((agent, event))
-        if matcher:
-            group = {"matcher": matcher, **group}
-        hooks[event] = [*groups, group]
+        hooks[event] = [*groups, hook_group(agent, event, hook_command(agent, event))]
     data["hooks"] = hooks
     changed = json.dumps(data, sort_keys=True) != before
     if changed:
         _save(path, data)
-    return {
-        "agent": agent,
-        "scope": "user" if user else "project",
-        "settings": str(path),
-        "events": list(INSTALLED_EVENTS[agent]),
-        "changed": changed,
-    }
+    return changed
 
 
 def uninstall(agent: str, *, root: Path, user: bool = False) -> dict[str, Any]:
-    path = settings_path(agent, user=user, root=root)
+    """Remove engram's entries; for a project, from both Claude Code project files."""
+    paths = [settings_path(agent, user=user, root=root)]
+    if agent == "claude-code" and not user:
+        paths.append(settings_path(agent, user=False, root=root, personal=True))
+    removed = sum(_remove_hooks(path) for path in paths if path.exists())
+    if agent == "claude-code":
+        from memory_core.agents import commands
+
+        commands.uninstall(paths[0])
+    return {
+        "agent": agent,
+        "scope": "user" if user else "project",
+        "settings": str(paths[0]),
+        "removed": removed,
+    }
+
+
+def _remove_hooks(path: Path) -> int:
     data = _load(path)
     hooks = data.get("hooks")
     removed = 0
@@ -192,9 +263,4 @@ def uninstall(agent: str, *, root: Path, user: bool = False) -> dict[str, Any]:
             del data["hooks"]
     if removed:
         _save(path, data)
-    return {
-        "agent": agent,
-        "scope": "user" if user else "project",
-        "settings": str(path),
-        "removed": removed,
-    }
+    return removed

@@ -6,23 +6,25 @@ effect happen once: a tool call's effects (a session tool call, a modified file 
 evolution, a command, an error into gotcha tracking) run for whoever first records its outcome,
 a turn reaches the session once, keyed by its prompt's uuid.
 
-The other areas are called through their contract names (TEAM.md "Contracts"). Each call is
-guarded: a failure in one of them is logged and never stops the agent or the ingest.
+The other areas are called with plain imports, typed and checked by mypy. They are imported
+inside the functions that need them: a hook is a cold process, and most hook runs need none of
+them. A failure in one of them raises like any code; only the hook's outermost entry point
+(`hooks.handle`) logs it and exits 0, so a bug here fails the tests instead of silently turning a
+feature off.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import re
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memory_core import log
+from memory_core.agents import failures
 from memory_core.errors import EngramError
 from memory_core.redact import redact
 from memory_core.store import Store
@@ -33,7 +35,7 @@ SHELL_TOOLS = frozenset({"Bash"})
 MAX_TEXT = 4000
 MAX_ERROR = 2000
 
-_EXIT_CODE = re.compile(r"^(?:Error:\s*)?Exit code (-?\d+)", re.IGNORECASE)
+_EXIT_CODE = re.compile(r"^(?:Error:\s*)?Exit[ _]code:?\s*(-?\d+)\s*$", re.IGNORECASE)
 
 
 @dataclass(slots=True)
@@ -81,8 +83,16 @@ def clip(text: str, limit: int) -> str:
 
 
 def clean(text: str | None, limit: int = MAX_TEXT) -> str:
-    """Text ready to store: cut to `limit` and redacted."""
-    return redact(clip(text or "", limit))
+    """Text ready to store: cut to `limit` and redacted.
+
+    Redacted before the final cut, with a margin: a secret lying across a cut point would
+    otherwise be stored in part (too short for its format to be recognised).
+    """
+    return clip(redact(clip(text or "", limit + 2 * CUT_MARGIN)), limit)
+
+
+# Longer than any secret format redact knows (PEM blocks aside, which it hides to the end).
+CUT_MARGIN = 1024
 
 
 def file_path_of(call_input: dict[str, Any]) -> str | None:
@@ -111,10 +121,8 @@ def search_of(call: ToolCall) -> str | None:
 
 
 def exit_code_of(error: str | None) -> int | None:
-    if not error:
-        return None
-    match = _EXIT_CODE.match(error.lstrip())
-    return int(match.group(1)) if match else None
+    """The exit code an error reports, in any phrasing the agents write (see `failures`)."""
+    return failures.exit_code_in(error)
 
 
 def error_message(error: str) -> str:
@@ -131,49 +139,26 @@ def error_message(error: str) -> str:
 
 
 def workspace_path(root: Path, path: str | None, cwd: str | None = None) -> str | None:
-    """`path` relative to the workspace, or None when it lies outside it."""
+    """`path` relative to the workspace, or None when it lies outside it.
+
+    A transcript written in another folder than the workspace (a moved project, a worktree, a
+    teammate's transcript) names files under its own `cwd`: those are mapped onto the workspace.
+    """
     if not path:
         return None
     if not os.path.isabs(path) and cwd:
         path = os.path.join(cwd, path)
     prefix = str(root) + os.sep
+    if cwd and not path.startswith(prefix):
+        base = cwd.rstrip(os.sep) + os.sep
+        if path.startswith(base) and not (cwd + os.sep).startswith(prefix):
+            path = os.path.join(str(root), path[len(base) :])
     if path.startswith(prefix) and "/." not in path and "//" not in path:
         # The common case, without building Path objects (the ingest asks thousands of times).
         return path[len(prefix) :].replace(os.sep, "/") or None
     try:
         return relative_path(root, path)
     except EngramError:
-        return None
-
-
-def optional_module(name: str) -> Any | None:
-    """Another area's module, or None while it has not landed (logged by the caller)."""
-    try:
-        return importlib.import_module(f"memory_core.{name}")
-    except ImportError:
-        return None
-
-
-_REPORTED_MISSING: set[tuple[str, str]] = set()
-
-
-def guarded(store: Store, what: str, module: str, function: str, *args: Any, **kwargs: Any) -> Any:
-    """Call `memory_core.<module>.<function>`; log and return None when it is missing or fails."""
-    target = optional_module(module)
-    fn: Callable[..., Any] | None = getattr(target, function, None) if target else None
-    if fn is None:
-        if (module, function) not in _REPORTED_MISSING:
-            _REPORTED_MISSING.add((module, function))
-            log.write(
-                store.root,
-                "warning",
-                f"agents: {what}: memory_core.{module}.{function} is not available",
-            )
-        return None
-    try:
-        return fn(*args, **kwargs)
-    except Exception as exc:
-        log.write(store.root, "error", f"agents: {what} failed", exc=exc)
         return None
 
 
@@ -212,15 +197,14 @@ def touch_session(
 def start_session(
     store: Store, session_id: str, *, agent: str, ts: float, resumed: bool = False
 ) -> None:
-    guarded(
-        store,
-        "start session",
-        "sessions",
-        "start",
+    from memory_core import sessions
+
+    sessions.start(
         store,
         session_id=session_id,
         agent=agent,
-        session_type="existing" if resumed else "new",
+        # A resumed conversation is existing; a fresh one is detected (new, existing, workflow).
+        session_type="existing" if resumed else None,
         now=ts,
     )
 
@@ -228,7 +212,9 @@ def start_session(
 # -- tool calls -------------------------------------------------------------------------------
 
 
-def note_tool_use(db: sqlite3.Connection, call: ToolCall, root: Path) -> str | None:
+def note_tool_use(
+    db: sqlite3.Connection, call: ToolCall, root: Path, cwd: str | None = None
+) -> str | None:
     """Remember a tool call before its outcome is known (the result may come in a later run).
 
     Returns the command it stored (redacted), for callers that need it again.
@@ -245,7 +231,7 @@ def note_tool_use(db: sqlite3.Connection, call: ToolCall, root: Path) -> str | N
             call.ts,
             call.tool,
             int(call.sidechain),
-            workspace_path(root, path) if path else None,
+            workspace_path(root, path, cwd) if path else None,
             stored,
         ),
     )
@@ -333,18 +319,11 @@ def record_file_changes(store: Store, changes: list[dict[str, Any]], *, now: flo
     """Agent file changes into file evolution, in one transaction (evolution.record_batch)."""
     if not changes:
         return
-    evolution = optional_module("evolution")
-    change_type = getattr(evolution, "Change", None)
-    if change_type is None:
-        guarded(store, "record file change", "evolution", "record_batch", store, [])
-        return
-    guarded(
+    from memory_core import evolution
+
+    evolution.record_batch(
         store,
-        "record file changes",
-        "evolution",
-        "record_batch",
-        store,
-        [change_type(**change) for change in changes],
+        [evolution.Change(**change) for change in changes],
         now=now,
         check_git=False,
     )
@@ -354,13 +333,13 @@ def tool_summary(call: ToolCall, rel_path: str | None) -> str:
     """One line saying what a call did (sessions redacts it when storing it)."""
     command = command_of(call)
     if command:
-        return clip(command, 300)
+        return clean(command, 300)
     if rel_path:
         return rel_path
     for key in ("pattern", "query", "url", "description", "prompt"):
         value = call.input.get(key)
         if isinstance(value, str) and value:
-            return clip(f"{key}: {value}", 300)
+            return clean(f"{key}: {value}", 300)
     return call.tool
 
 
@@ -380,16 +359,14 @@ def apply_outcome(
     The transcript ingest hands the tool call to the session with its turn (`record_call`
     False) and collects file changes into `file_changes` to record them in one batch.
     """
+    from memory_core import sessions
+
     root = store.root
     path = file_path_of(call.input)
     rel = workspace_path(root, path, cwd)
     sid = call.session_id
     if record_call:
-        guarded(
-            store,
-            "record tool call",
-            "sessions",
-            "record_tool_call",
+        sessions.record_tool_call(
             store,
             sid,
             tool=call.tool,
@@ -397,17 +374,10 @@ def apply_outcome(
             summary=tool_summary(call, rel),
             ts=call.ts,
         )
+    if call.tool in FILE_TOOLS and outcome.ok and rel is None and path and os.path.isabs(path):
+        sessions.record_file_modified(store, sid, path, ts=call.ts, outside=True)
     if call.tool in FILE_TOOLS and outcome.ok and rel is not None:
-        guarded(
-            store,
-            "record modified file",
-            "sessions",
-            "record_file_modified",
-            store,
-            sid,
-            rel,
-            ts=call.ts,
-        )
+        sessions.record_file_modified(store, sid, rel, ts=call.ts)
         structured = outcome.structured if isinstance(outcome.structured, dict) else {}
         before = structured.get("originalFile")
         if before is None:
@@ -427,30 +397,25 @@ def apply_outcome(
             record_file_changes(store, [change], now=call.ts)
     search = search_of(call)
     if search and outcome.ok:
-        guarded(store, "record search", "sessions", "record_search", store, sid, search, ts=call.ts)
+        sessions.record_search(store, sid, search, ts=call.ts)
     command = command_of(call)
     if command:
         exit_code = outcome.exit_code
         if exit_code is None:
             exit_code = 0 if outcome.ok else exit_code_of(outcome.error)
-        guarded(
-            store,
-            "record command",
-            "sessions",
-            "record_command",
+        sessions.record_command(
             store,
             sid,
             clean(command, 1000),
             exit_code=exit_code,
             ts=call.ts,
+            failed=not outcome.ok,
         )
     if not outcome.ok and not outcome.interrupted and outcome.error:
+        from memory_core.gotchas.track import track_error
+
         message = error_message(outcome.error)
-        guarded(
-            store,
-            "track error",
-            "gotchas",
-            "track_error",
+        track_error(
             store,
             clean(message, MAX_ERROR),
             settings=settings,
@@ -549,17 +514,17 @@ def close_turn(db: sqlite3.Connection, turn: Turn, ended_at: float | None) -> Fi
 
 
 def apply_turns(store: Store, turns: Sequence[FinishedTurn], settings: Any = None) -> None:
-    if turns and settings is None:
+    if not turns:
+        return
+    from memory_core import checkpoints, sessions
+
+    if settings is None:
         # Once for the batch: an ingest applies hundreds of turns, each may be due a checkpoint.
         from memory_core import config
 
         settings = config.load(store.root)
     for turn in turns:
-        seq = guarded(
-            store,
-            "record turn",
-            "sessions",
-            "record_turn",
+        seq = sessions.record_turn(
             store,
             turn.session_id,
             user_message=turn.user_message,
@@ -576,16 +541,7 @@ def apply_turns(store: Store, turns: Sequence[FinishedTurn], settings: Any = Non
             started_at=turn.started_at,
             ended_at=turn.ended_at,
         )
-        if isinstance(seq, int):
-            # DESIGN section 3: a checkpoint every N turns (the `checkpoints.every_n_turns` setting).
-            guarded(
-                store,
-                "checkpoint every N turns",
-                "checkpoints",
-                "every_n_turns",
-                store,
-                seq,
-                settings=settings,
-                session_id=turn.session_id,
-                now=turn.ended_at,
-            )
+        # A checkpoint every N turns (the `checkpoints.every_n_turns` setting).
+        checkpoints.every_n_turns(
+            store, seq, settings=settings, session_id=turn.session_id, now=turn.ended_at
+        )

@@ -27,12 +27,21 @@ from pathlib import Path
 from typing import Any
 
 from memory_core import clock
-from memory_core.agents import record
+from memory_core.agents import failures, record
 from memory_core.agents.payload import scrub
 from memory_core.agents.record import FinishedTurn, ToolCall, ToolOutcome, Turn, clean
 from memory_core.store import Store
 
 AGENT = "claude-code"
+# The session's figures in agent_sessions (migration 0007): kept up to date as messages arrive,
+# so that retention pruning the per-message ledger never changes a session's totals.
+TOKEN_KINDS = ("input_tokens", "output_tokens", "cache_creation_tokens", "cache_read_tokens")
+TOKEN_COLUMNS = (
+    *(f"main_{kind}" for kind in TOKEN_KINDS),
+    "main_messages",
+    *(f"sub_{kind}" for kind in TOKEN_KINDS),
+    "sub_messages",
+)
 HEAD_BYTES = 512
 CHUNK_LINES = 5000
 _STOP_REASONS_THAT_END_A_TURN = frozenset({"end_turn", "stop_sequence", "max_tokens", "refusal"})
@@ -373,8 +382,15 @@ class IngestStats:
 class _SessionState:
     session_id: str
     turn: Turn | None = None
+    first_ts: float = float("inf")
     last_ts: float = 0.0
     model: str | None = None
+    # What the main conversation did last: reply | tool_call | tool_result | prompt | interrupt.
+    # A transcript ending on a reply is a finished session; on anything else, nobody knows.
+    last_event: str | None = None
+    # Token and message figures added in this run, main chain and subagents apart, in the
+    # order of TOKEN_COLUMNS (written to agent_sessions once per chunk).
+    deltas: list[int] = field(default_factory=lambda: [0] * len(TOKEN_COLUMNS))
 
 
 class _Run:
@@ -391,8 +407,8 @@ class _Run:
         self.finished_turns: list[FinishedTurn] = []
         self.new_sessions: list[tuple[str, float]] = []
         self.calls: dict[str, ToolCall] = {}
-        # message key -> (sidechain, total tokens) as stored, for the responses seen in this run
-        self.messages: dict[str, tuple[bool, int]] = {}
+        # message key -> (sidechain, the four token counts) as stored, for this run's responses
+        self.messages: dict[str, tuple[bool, tuple[int, int, int, int]]] = {}
 
     def session(self, db: sqlite3.Connection, entry: Entry) -> _SessionState | None:
         sid = entry.session_id
@@ -432,6 +448,7 @@ class _Run:
         if state is None:
             return
         state.last_ts = max(state.last_ts, entry.ts)
+        state.first_ts = min(state.first_ts, entry.ts)
         if entry.model and not entry.sidechain:
             state.model = entry.model
         if entry.sidechain:
@@ -443,7 +460,8 @@ class _Run:
         elif entry.kind == "tool_results":
             self.tool_results(db, state, entry)
         elif entry.kind == "compact_boundary":
-            self.finish_turn(db, state, entry.ts)
+            # The turn goes on: an automatic compaction happens in the middle of an answer, and
+            # what the agent does after it still belongs to the request it was working on.
             cursor = db.execute(
                 "INSERT OR IGNORE INTO agent_compactions (uuid, session_id, ts, trigger, pre_tokens) "
                 "VALUES (?, ?, ?, ?, ?)",
@@ -479,12 +497,15 @@ class _Run:
         if not cursor.rowcount:
             return  # a prefix replayed into a resumed session's file: already counted
         self.stats.prompts += 1
+        state.last_event = "prompt"
         state.turn = Turn(
             uuid=uuid, session_id=state.session_id, started_at=entry.ts, user_message=text
         )
 
     def assistant(self, db: sqlite3.Connection, state: _SessionState, entry: Entry) -> None:
         turn = state.turn if not entry.sidechain else None
+        if not entry.sidechain:
+            state.last_event = "tool_call" if entry.tool_uses else "reply"
         if entry.message_key and entry.usage is not None:
             self.usage(db, state, entry, turn)
         if turn is not None:
@@ -498,7 +519,7 @@ class _Run:
                 use.id, state.session_id, use.name, use.input, entry.ts, entry.sidechain
             )
             self.calls[use.id] = call
-            command = record.note_tool_use(db, call, self.store.root)
+            command = record.note_tool_use(db, call, self.store.root, entry.cwd)
             if turn is not None:
                 # A shell call's summary is its command, already redacted once for the ledger.
                 item: dict[str, Any] = {"id": use.id, "tool": use.name}
@@ -515,11 +536,13 @@ class _Run:
         # instead of asking the database again for each of them.
         existing = self.messages.get(entry.message_key)
         if existing is None:
-            existing = db.execute(
-                "SELECT sidechain, input_tokens + output_tokens + cache_creation_tokens + cache_read_tokens "
+            row = db.execute(
+                "SELECT sidechain, input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens "
                 "FROM agent_messages WHERE message_key = ?",
                 (entry.message_key,),
             ).fetchone()
+            if row is not None:
+                existing = (bool(row[0]), (int(row[1]), int(row[2]), int(row[3]), int(row[4])))
         values = (
             usage.input_tokens,
             usage.output_tokens,
@@ -542,13 +565,16 @@ class _Run:
                 ),
             )
             self.stats.assistant_messages += 1
-            self.messages[entry.message_key] = (entry.sidechain, usage.total)
+            self.messages[entry.message_key] = (entry.sidechain, values)
+            _add(state.deltas, entry.sidechain, values, 1)
             return
-        was_sidechain, total = bool(existing[0]), int(existing[1])
+        was_sidechain, old = existing
         if entry.sidechain and not was_sidechain:
             return  # a subagent's replay of the parent's response: the parent's copy stands
-        if (was_sidechain and not entry.sidechain) or usage.total > total:
-            self.messages[entry.message_key] = (entry.sidechain, usage.total)
+        if (was_sidechain and not entry.sidechain) or usage.total > sum(old):
+            self.messages[entry.message_key] = (entry.sidechain, values)
+            _add(state.deltas, was_sidechain, old, -1)
+            _add(state.deltas, entry.sidechain, values, 1)
             db.execute(
                 "UPDATE agent_messages SET input_tokens = ?, output_tokens = ?, cache_creation_tokens = ?, "
                 "cache_read_tokens = ?, sidechain = ?, turn_uuid = COALESCE(turn_uuid, ?) WHERE message_key = ?",
@@ -570,21 +596,30 @@ class _Run:
                     float(row["ts"]),
                     bool(row["sidechain"]),
                 )
-            failed = result.is_error or result.interrupted
+            failure = failures.classify(
+                is_error=result.is_error,
+                text=result.text,
+                structured=result.structured,
+                interrupted=result.interrupted,
+            )
+            failed = failure is not None
             error = None
-            if failed:
+            if failure is not None:
                 error = result.structured if isinstance(result.structured, str) else result.text
-                error = error or "tool failed"
+                error = error or failure.kind
+            interrupted = failure is not None and failure.kind == "interrupted"
             outcome = ToolOutcome(
                 ok=not failed,
                 error=error,
-                interrupted=result.interrupted,
+                interrupted=interrupted,
                 structured=result.structured,
-                exit_code=record.exit_code_of(error) if failed else 0,
+                exit_code=failure.exit_code if failure is not None else 0,
             )
             self.stats.tool_calls += 1
-            if failed and not result.interrupted:
+            if failed and not interrupted:
                 self.stats.failures += 1
+            if not entry.sidechain:
+                state.last_event = "interrupt" if interrupted else "tool_result"
             # Every call reaching here was noted: at its tool_use line, or in an earlier run.
             claimed = record.claim_outcome(db, call, outcome, self.store.root, noted=True)
             in_turn = False
@@ -605,14 +640,36 @@ class _Run:
             if claimed:
                 self.pending_effects.append((call, outcome, entry.cwd, not in_turn))
 
-    def end_of_input(self, db: sqlite3.Connection, *, flush: bool) -> None:
-        """Close turns that are over (the agent finished answering) or all of them on `flush`."""
+    def write_figures(self, db: sqlite3.Connection) -> None:
+        """This chunk's token and message figures, times and last event into agent_sessions."""
+        assignments = ", ".join(f"{column} = {column} + ?" for column in TOKEN_COLUMNS)
         for state in self.sessions.values():
+            if state.last_ts <= 0:
+                continue
             db.execute(
-                "UPDATE agent_sessions SET last_seen = MAX(last_seen, ?), model = COALESCE(?, model) "
-                "WHERE session_id = ?",
-                (state.last_ts, state.model, state.session_id),
+                f"UPDATE agent_sessions SET {assignments}, last_seen = MAX(last_seen, ?), "
+                "started_at = MIN(started_at, ?), model = COALESCE(?, model), "
+                "last_event = COALESCE(?, last_event) WHERE session_id = ?",
+                (
+                    *state.deltas,
+                    state.last_ts,
+                    state.first_ts,
+                    state.model,
+                    state.last_event,
+                    state.session_id,
+                ),
             )
+            state.deltas = [0] * len(TOKEN_COLUMNS)
+            state.last_event = None
+
+    def end_of_input(self, db: sqlite3.Connection, *, flush: bool) -> None:
+        """Close turns that are over, or all of them on `flush` (the end of the transcript).
+
+        Real transcripts carry `stop_reason: null` on every line, so a turn ends at the next
+        prompt, at the Stop or SessionEnd hook, or here at the end of an ingested transcript;
+        a stop reason written by an older build only ends it sooner.
+        """
+        for state in self.sessions.values():
             if state.turn is None:
                 continue
             if flush or state.turn.last_stop_reason in _STOP_REASONS_THAT_END_A_TURN:
@@ -621,9 +678,18 @@ class _Run:
                 record.save_open_turn(db, state.turn)
 
     def run_effects(self) -> None:
+        from memory_core import sessions
+
         for sid, ts in self.new_sessions:
             record.start_session(self.store, sid, agent=AGENT, ts=ts)
         self.new_sessions.clear()
+        for state in self.sessions.values():
+            if state.last_ts > 0:
+                # Start and last activity from the transcript's own times, whatever order the
+                # files (main transcript, subagents) are read in.
+                sessions.observe_times(
+                    self.store, state.session_id, first_ts=state.first_ts, last_ts=state.last_ts
+                )
         changes: list[dict[str, Any]] = []
         for call, outcome, cwd, record_call in self.pending_effects:
             after = record.reconstructed_after(call, outcome.structured) if outcome.ok else None
@@ -641,6 +707,13 @@ class _Run:
         record.record_file_changes(self.store, changes, now=clock.now())
         record.apply_turns(self.store, self.finished_turns, self.settings)
         self.finished_turns.clear()
+
+
+def _add(deltas: list[int], sidechain: bool, values: tuple[int, int, int, int], sign: int) -> None:
+    base = 5 if sidechain else 0
+    for index, value in enumerate(values):
+        deltas[base + index] += sign * value
+    deltas[base + 4] += sign
 
 
 def _input_from_row(row: sqlite3.Row) -> dict[str, Any]:
@@ -675,6 +748,46 @@ def flush_session(
     return finished
 
 
+# Silence after which an ingested session that recorded no end is taken as over.
+SETTLED_AFTER_SECONDS = 30 * 60
+
+
+def settle_sessions(store: Store, session_ids: Iterable[str], *, now: float | None = None) -> int:
+    """End the ingested sessions whose transcript stopped long ago; returns how many.
+
+    A transcript whose last word is the agent's reply belongs to a session that finished
+    (`end_reason` "finished"); one that stops anywhere else is "stopped": it ended, but nobody
+    recorded how. Neither is called a crash: there is no evidence of one.
+    """
+    from memory_core import sessions
+
+    ts = clock.now() if now is None else now
+    settled = 0
+    for sid in dict.fromkeys(session_ids):
+        row = store.query_one(
+            "SELECT last_seen, last_event, ended_at FROM agent_sessions WHERE session_id = ?",
+            (sid,),
+        )
+        if row is None or row["ended_at"] is not None:
+            continue
+        last_seen = float(row["last_seen"])
+        if ts - last_seen < SETTLED_AFTER_SECONDS:
+            continue
+        reason = "finished" if row["last_event"] == "reply" else "stopped"
+        with store.transaction() as db:
+            db.execute(
+                "UPDATE agent_sessions SET ended_at = ?, end_reason = ? WHERE session_id = ? "
+                "AND ended_at IS NULL",
+                (last_seen, reason, sid),
+            )
+        flush_session(store, sid, ended_at=None)
+        sessions.close(
+            store, sid, reason="completion" if reason == "finished" else "stopped", now=last_seen
+        )
+        settled += 1
+    return settled
+
+
 def _read_head(path: Path) -> str:
     with path.open("rb") as handle:
         return handle.read(HEAD_BYTES).hex()
@@ -685,13 +798,15 @@ def ingest_file(
     path: str | os.PathLike[str],
     *,
     settings: Any = None,
-    flush: bool = False,
+    flush: bool = True,
     progress: Any = None,
 ) -> IngestStats:
     """Ingest what was appended to `path` since the last run.
 
-    `flush` closes every open turn at the end (session end); otherwise a turn whose answer is
-    still being written stays open for the next run. `progress(bytes_done)` is called per chunk.
+    `flush` (the default) closes the open turn at the end: the end of an ingested transcript
+    ends its turn, since real transcripts carry no stop reason to say so. Hooks that fire while
+    the agent is still answering pass False, and the turn stays open for the next run.
+    `progress(bytes_done)` is called per chunk.
     """
     file_path = Path(path).expanduser().resolve()
     key = str(file_path)
@@ -753,6 +868,7 @@ def ingest_file(
                     run.handle(db, entry)
             if last_chunk:
                 run.end_of_input(db, flush=flush)
+            run.write_figures(db)
             db.execute(
                 "INSERT INTO agent_ingest_offsets (path, agent, session_id, offset, size, head, lines, updated_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET "
@@ -787,7 +903,7 @@ def ingest_paths(
     paths: Iterable[Path],
     *,
     settings: Any = None,
-    flush: bool = False,
+    flush: bool = True,
     progress: Any = None,
 ) -> list[IngestStats]:
     results = []

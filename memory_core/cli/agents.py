@@ -107,10 +107,14 @@ def run_hooks_install(ctx: Context) -> int:
         ctx.store(create=True)
     result = install.install(agent, root=root, user=ctx.args.user)
     verb = "Installed" if result["changed"] else "Already installed:"
-    ctx.emit(
-        result,
-        f"{verb} engram's {agent} hooks ({', '.join(result['events'])}) in {result['settings']}",
-    )
+    text = f"{verb} engram's {agent} hooks ({', '.join(result['events'])}) in {result['settings']}"
+    if result.get("note"):
+        text += f"\nNote: {result['note']}"
+    for path in result.get("commands", {}).get("written", []):
+        text += f"\nAdded the /session-summarize command: {path}"
+    for path in result.get("commands", {}).get("kept", []):
+        text += f"\nKept your own {path} (it differs from engram's)"
+    ctx.emit(result, text)
     return 0
 
 
@@ -161,8 +165,13 @@ def run_ingest(ctx: Context) -> int:
                 bar.advance(position - done)
                 done = position
 
-            stats = transcripts.ingest_file(store, path, settings=ctx.settings, progress=advance)
+            # flush: the end of an ingested transcript ends its last turn (real transcripts
+            # carry no stop reason to say so).
+            stats = transcripts.ingest_file(
+                store, path, settings=ctx.settings, flush=True, progress=advance
+            )
             results.append(stats.as_dict())
+    transcripts.settle_sessions(store, [sid for r in results for sid in r["sessions"]])
     summary = {
         "files": len(results),
         "lines": sum(r["lines"] for r in results),

@@ -14,6 +14,32 @@ from memory_core import config
 from memory_core.store import Store
 from memory_core.workspace import find_root
 
+# Commands that record something and so may create the store where a person runs them. Every
+# other command only reads or changes what is there: it never creates one (DESIGN section 2).
+CREATING_COMMANDS = frozenset(
+    {
+        "config set",
+        "config unset",
+        "memory add",
+        "memory relate",
+        "import",
+        "gotcha add",
+        "gotcha import",
+        "error track",
+        "session start",
+        "session save",
+        "session import",
+        "checkpoint create",
+        "snapshot capture",
+        "ingest",
+        "hooks install",
+    }
+)
+
+
+def _warn(text: str) -> None:
+    print(f"engram: warning: {text}", file=sys.stderr)
+
 
 class Context:
     def __init__(self, args: argparse.Namespace, stdout: TextIO | None = None) -> None:
@@ -33,10 +59,34 @@ class Context:
             print(f"engram: warning: {problem}", file=sys.stderr)
         return loaded
 
+    @property
+    def command_path(self) -> str:
+        """The subcommand as typed: `gotcha list`, `drift`, `checkpoint create`."""
+        # Each group's parser keeps its action in `<group>_command` (`error_command: "track"`);
+        # `command` itself is not always set when a group's subparser sets its own defaults.
+        for key, value in vars(self.args).items():
+            if key.endswith("_command") and isinstance(value, str):
+                return f"{key.removesuffix('_command')} {value}"
+        return str(getattr(self.args, "command", "") or "")
+
     def store(self, *, create: bool = True) -> Store:
-        """The workspace's store; created on first use unless `create` is False."""
+        """The workspace's store.
+
+        Created only by `engram init` or a command that records something (CREATING_COMMANDS);
+        for every read-only command a missing store is the error "no engram store here (run
+        engram init)", and nothing is created.
+        """
         if self._store is None:
-            self._store = Store.open_or_init(self.root) if create else Store.open(self.root)
+            path = self.command_path
+            if path == "init" or (create and path in CREATING_COMMANDS):
+                # A person typed a command that records something, here: that is as explicit
+                # as `engram init` (and `find_root` gives a nested repository its own store).
+                self._store = Store.open_or_init(self.root)
+            else:
+                self._store = Store.open(self.root)
+            for notice in self._store.notices:
+                _warn(notice)
+            self._store.notice_listeners.append(_warn)
         return self._store
 
     def close(self) -> None:

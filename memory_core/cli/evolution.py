@@ -63,6 +63,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     snap_sub.required = True
     capture = snap_sub.add_parser("capture", parents=[common], help="take a snapshot now")
     capture.add_argument("--note", help="a note to remember why")
+    capture.add_argument("--story", help="the story in progress (default: the session's)")
+    capture.add_argument("--subtask", help="the subtask in progress (default: the session's)")
     capture.set_defaults(handler=run_snapshot_capture)
     listing = snap_sub.add_parser("list", parents=[common], help="snapshots, newest first")
     listing.set_defaults(handler=run_snapshot_list)
@@ -106,7 +108,7 @@ def run_evolution(ctx: Context) -> int:
 
     def human() -> str:
         if not files:
-            return "no recorded file changes yet"
+            return "no recorded file changes yet\n" + _RECORDED_WHILE_RUNNING
         lines = [
             f"{'changes':>7}  {'editor':>6} {'agent':>6} {'extern':>6}  last                  file"
         ]
@@ -123,6 +125,13 @@ def run_evolution(ctx: Context) -> int:
     return 0
 
 
+# What a person needs to know when a history is empty: it is not kept by the command line.
+_RECORDED_WHILE_RUNNING = (
+    "engram records file changes while its language server runs in your editor or while an "
+    "agent's hooks run (engram hooks install claude-code); commits are picked up by every command"
+)
+
+
 def _absolute(path: str) -> str:
     # A FILE argument is relative to where the user stands, not to the workspace root.
     return os.path.abspath(path)
@@ -135,6 +144,11 @@ def run_drift(ctx: Context) -> int:
     rows = [item.as_dict() for item in items]
 
     def human() -> str:
+        if not rows and not snapshots.list_snapshots(store):
+            return (
+                "no drift among the recorded changes; there is no snapshot to compare the "
+                "workspace with yet (engram snapshot capture takes one)\n" + _RECORDED_WHILE_RUNNING
+            )
         if not rows:
             return "no drift: nothing collides and nothing moved since the last snapshot"
         return "\n".join(f"{row['severity']:<8} {row['kind']:<15} {row['summary']}" for row in rows)
@@ -160,7 +174,7 @@ def run_timeline(ctx: Context) -> int:
         {"entries": found},
         lambda: (
             "\n".join(timeline.describe(entry) for entry in reversed(found))
-            or "the timeline is empty"
+            or "the timeline is empty\n" + _RECORDED_WHILE_RUNNING
         ),
     )
     return 0
@@ -169,7 +183,13 @@ def run_timeline(ctx: Context) -> int:
 def run_snapshot_capture(ctx: Context) -> int:
     store = ctx.store()
     evolution.observe_git(store)
-    snap = snapshots.capture(store, note=ctx.args.note, settings=ctx.settings)
+    snap = snapshots.capture(
+        store,
+        note=ctx.args.note,
+        story_id=ctx.args.story,
+        subtask=ctx.args.subtask,
+        settings=ctx.settings,
+    )
     ctx.emit(snap, f"captured {snapshots.describe(snap)}")
     return 0
 

@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "memory_core.cli.session",
     "memory_core.cli.agents",
     "memory_core.cli.evolution",
+    "memory_core.cli.doctor",
 )
 
 

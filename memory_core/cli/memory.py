@@ -55,6 +55,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     add.add_argument(
         "--explicit", action="store_true", help="a preference the user stated (never below 0.6)"
     )
+    add.add_argument(
+        "--impact",
+        choices=("critical", "high", "medium", "low"),
+        help="a finding's severity or a decision's impact (critical findings stay >= 0.8,"
+        " high-impact open decisions >= 0.9)",
+    )
     add.add_argument("--session", metavar="ID", help="the session it came from")
     add.add_argument("--agent", metavar="NAME", help="who recorded it (default: cli)")
     add.add_argument("--file", metavar="PATH", help="a file it is about")
@@ -77,6 +83,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     search.add_argument("query")
     search.add_argument("--limit", type=int, default=10)
     _filters(search, TYPES)
+    _query_options(search)
     search.add_argument(
         "--kind",
         action="append",
@@ -90,6 +97,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     lst = msub.add_parser("list", parents=[common], help="memories, newest first")
     lst.add_argument("--limit", type=int, default=50)
     _filters(lst, TYPES)
+    _query_options(lst)
     lst.add_argument("--all", action="store_true", help="include archived memories")
     lst.set_defaults(handler=run_list)
 
@@ -214,6 +222,30 @@ def _filters(parser: argparse.ArgumentParser, types: tuple[str, ...]) -> None:
     parser.add_argument("--until", metavar="DATE", help="created before")
 
 
+def _query_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--min-priority", type=float, metavar="P", help="only entries whose priority is at least P"
+    )
+    parser.add_argument(
+        "--include-decayed",
+        action="store_true",
+        help="also entries decayed below 0.3 (left out by default)",
+    )
+    parser.add_argument(
+        "--offset", type=int, default=0, metavar="N", help="skip the first N results (paging)"
+    )
+
+
+def _query_values(args: argparse.Namespace) -> dict[str, Any]:
+    if args.offset < 0:
+        raise UsageError("--offset must be 0 or more")
+    return {
+        "min_priority": args.min_priority,
+        "include_decayed": args.include_decayed,
+        "offset": args.offset,
+    }
+
+
 def _filter_values(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "agent": args.agent,
@@ -249,6 +281,8 @@ def run_add(ctx: Context) -> int:
         (kind, target) for kind in memory.RELATIONS for target in getattr(args, f"rel_{kind}")
     ]
     store = ctx.store()
+    # A full session refuses the write (MEM_E001) before anything is stored.
+    quota.before_write(store, args.session, ctx.settings)
     entry = memory.add(
         store,
         _text_arg(args.text),
@@ -256,6 +290,7 @@ def run_add(ctx: Context) -> int:
         tags=args.tag,
         pinned=args.pin,
         explicit=args.explicit,
+        impact=args.impact,
         session_id=args.session,
         agent=args.agent or "cli",
         provenance={"recorded_by": "cli"},
@@ -264,8 +299,9 @@ def run_add(ctx: Context) -> int:
         end_line=args.end_line,
         relations=relations,
     )
-    if args.session:
-        quota.enforce(store, args.session, ctx.settings)
+    notice = quota.after_write(store, args.session, ctx.settings)
+    if notice is not None:
+        print(notice["message"], file=sys.stderr)
     ctx.emit(entry, f"Remembered {entry['id']} ({entry['type']}): {entry['label']}")
     return 0
 
@@ -284,6 +320,7 @@ def run_search(ctx: Context) -> int:
         tags=args.tag,
         kinds=args.kind or None,
         record_access=not args.no_access,
+        **_query_values(args),
         **_filter_values(args),
     )
 
@@ -306,6 +343,7 @@ def run_list(ctx: Context) -> int:
         tags=args.tag,
         include_archived=args.all,
         limit=args.limit,
+        **_query_values(args),
         **_filter_values(args),
     )
     ctx.emit(

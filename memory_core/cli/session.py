@@ -27,7 +27,13 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     start = add("start", "start an editor session (agents start theirs through hooks)", run_start)
     start.add_argument("name", nargs="?", help="a unique name to find it by")
     start.add_argument("--agent", default="editor", help="who works in it (default: editor)")
-    start.add_argument("--type", dest="session_type", default="new", choices=sessions.SESSION_TYPES)
+    start.add_argument(
+        "--type",
+        dest="session_type",
+        default=None,
+        choices=sessions.SESSION_TYPES,
+        help="default: detected (new after an hour of silence, workflow while one is active)",
+    )
     close = add("close", "end a session (default: the latest) and show its metrics", run_close)
     close.add_argument("id", nargs="?", metavar="NAME_OR_ID")
     close.add_argument("--abort", action="store_true", help="it was abandoned, not completed")
@@ -55,7 +61,11 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         action="store_true",
         help="only print the memory an agent gets at session start",
     )
-    delete = add("delete", "delete a session and its saved copies (asks first)", run_delete)
+    delete = add(
+        "delete",
+        "delete a session and its saved copies, recoverable for 30 days (asks first)",
+        run_delete,
+    )
     delete.add_argument("id", metavar="NAME_OR_ID")
     delete.add_argument("--yes", action="store_true", help="do not ask")
     hist = add("history", "the turns of a session (default: the latest)", run_history)
@@ -70,12 +80,33 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     summ.add_argument("id", nargs="?", metavar="NAME_OR_ID")
     summ.add_argument("--out", metavar="PATH", help="write it to a file instead")
-    exp = add("export", "a session as beans SessionExport JSON", run_export)
+    exp = add(
+        "export", "a session as JSON (engram's document, or beans' SessionExport)", run_export
+    )
     exp.add_argument("id", nargs="?", metavar="NAME_OR_ID")
+    exp.add_argument(
+        "--format",
+        dest="export_format",
+        choices=("engram", "beans"),
+        default="engram",
+        help="engram: everything engram records (default); beans: the beans SessionExport shape",
+    )
     exp.add_argument("--out", metavar="PATH", help="write it to a file instead of stdout")
     imp = add("import", "import a SessionExport JSON file", run_import)
     imp.add_argument("file", metavar="FILE")
     imp.add_argument("--replace", action="store_true", help="replace a session with the same id")
+    st = add(
+        "state",
+        "the session's state (AIOS): type, agents, commands, workflow, task; options update it",
+        run_state,
+    )
+    st.add_argument("id", nargs="?", metavar="NAME_OR_ID")
+    st.add_argument("--agent", help="an agent took over (e.g. @dev)")
+    st.add_argument("--command", dest="state_command", help="a command the agent ran")
+    st.add_argument("--workflow", help="the active workflow ('' clears it)")
+    st.add_argument("--workflow-state", dest="workflow_state", help="its state ('' clears it)")
+    st.add_argument("--story", help="the story in progress ('' clears it)")
+    st.add_argument("--subtask", help="the subtask in progress ('' clears it)")
     add("crashed", "sessions that stopped without ending (and how to resume them)", run_crashed)
     rec = add(
         "recover", "resolve a crashed session: continue, review, restart or discard", run_recover
@@ -114,6 +145,11 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     rollback.add_argument("checkpoint", metavar="CHECKPOINT")
     rollback.add_argument("--yes", action="store_true", help="do not ask")
+    rollback.add_argument(
+        "--rewind",
+        action="store_true",
+        help="also rewind the checkpoint's session to the turn it was taken at",
+    )
     rollback.set_defaults(handler=run_rollback)
 
 
@@ -175,9 +211,17 @@ def run_close(ctx: Context) -> int:
     store = ctx.store()
     ref = sessions.get(store, _session_ref(ctx, ctx.args.id))["id"]
     numbers = sessions.close(store, ref, reason="abort" if ctx.args.abort else "completion")
+    # beans FR5: the session's end shows its summary (the same text its vault note holds).
+    summary = sessions.summary_markdown(store, ref)
     ctx.emit(
-        {"id": ref, "closed": True, "metrics": numbers},
-        lambda: f"Closed {ref}\n{_metrics_text(numbers)}",
+        {
+            "id": ref,
+            "closed": True,
+            "metrics": numbers,
+            "summary": summary,
+            "note": str(sessions.export_path(store, sessions.get(store, ref))),
+        },
+        lambda: f"Closed {ref}\n{_metrics_text(numbers)}\n\n{summary}",
     )
     return 0
 
@@ -245,9 +289,26 @@ def run_resume(ctx: Context) -> int:
         from memory_core.cli.agents import run_session_context
 
         return run_session_context(ctx)
-    loaded = sessions.resume(ctx.store(), ctx.args.id)
-    ctx.emit(loaded, lambda: _loaded_text("Resumed", loaded))
+    from memory_core import conversation
+
+    store = ctx.store()
+    ref = None if ctx.args.id is None else sessions.get(store, ctx.args.id)["id"]
+    # The changes are measured before resuming: resuming counts as activity.
+    changes = conversation.workspace_changes(store, ref or _latest_id(ctx), settings=ctx.settings)
+    loaded = sessions.resume(store, ref)
+    loaded["workspace_changes"] = changes
+    ctx.emit(
+        loaded,
+        lambda: _loaded_text("Resumed", loaded) + "\n" + conversation.changes_text(changes),
+    )
     return 0
+
+
+def _latest_id(ctx: Context) -> str:
+    current = sessions.latest(ctx.store())
+    if current is None:
+        raise NotFoundError("there is no session to resume", hint="start one, or import one")
+    return str(current["id"])
 
 
 def run_delete(ctx: Context) -> int:
@@ -256,8 +317,12 @@ def run_delete(ctx: Context) -> int:
     question = f"Delete session {session['label']} ({session['turns']} turns) and its saved copies?"
     if not ctx.args.yes and not ctx.confirm(question):
         return _cancelled(ctx, "nothing was deleted; pass --yes to delete without asking")
-    result = sessions.delete(store, session["id"])
-    ctx.emit(result, f"Deleted session {session['label']}")
+    result = sessions.delete(store, session["id"], actor="cli", settings=ctx.settings)
+    ctx.emit(
+        result,
+        f"Deleted session {session['label']} ({result['deletion']});"
+        f" `engram undelete {session['id']}` brings it back until {result['recover_until']}.",
+    )
     return 0
 
 
@@ -296,12 +361,20 @@ def run_summary(ctx: Context) -> int:
 
 
 def run_export(ctx: Context) -> int:
-    doc = sessions.export_document(ctx.store(), _session_ref(ctx, ctx.args.id))
+    ref = _session_ref(ctx, ctx.args.id)
+    if ctx.args.export_format == "beans":
+        from memory_core import beans
+
+        doc = beans.export(ctx.store(), ref)
+        sid = doc["session"]["sessionId"]
+    else:
+        doc = sessions.export_document(ctx.store(), ref)
+        sid = doc["session"]["id"]
     text = json.dumps(doc, indent=2, ensure_ascii=False)
     if ctx.args.out:
         Path(ctx.args.out).write_text(text + "\n", encoding="utf-8")
         if ctx.json:
-            ctx.emit({"id": doc["session"]["id"], "path": ctx.args.out})
+            ctx.emit({"id": sid, "path": ctx.args.out})
         else:
             print(f"Wrote {ctx.args.out}", file=ctx.stdout)
         return 0
@@ -312,6 +385,51 @@ def run_export(ctx: Context) -> int:
 def run_import(ctx: Context) -> int:
     imported = sessions.import_file(ctx.store(), Path(ctx.args.file), replace=ctx.args.replace)
     ctx.emit(imported, lambda: _loaded_text("Imported", imported))
+    return 0
+
+
+def run_state(ctx: Context) -> int:
+    from memory_core import session_state
+
+    store = ctx.store()
+    sid = sessions.get(store, _session_ref(ctx, ctx.args.id))["id"]
+    args = ctx.args
+    changes = (
+        args.agent,
+        args.state_command,
+        args.workflow,
+        args.workflow_state,
+        args.story,
+        args.subtask,
+    )
+    if any(value is not None for value in changes):
+        found = session_state.update(
+            store,
+            sid,
+            agent=args.agent,
+            command=args.state_command,
+            workflow=args.workflow,
+            workflow_state=args.workflow_state,
+            story=args.story,
+            subtask=args.subtask,
+        )
+    else:
+        found = session_state.state(store, sid)
+
+    def human() -> str:
+        lines = [
+            f"session {found['id']}: {found['session_type']}"
+            + (" (expired: silent for over an hour)" if found["expired"] else ""),
+            f"agents:   {' -> '.join(found['agent_sequence']) or found['agent']}",
+            f"commands: {', '.join(found['last_commands']) or 'none'}",
+            f"workflow: {found['active_workflow'] or 'none'}"
+            + (f" ({found['workflow_state']})" if found["workflow_state"] else ""),
+            f"task:     {found['active_story'] or 'none'}"
+            + (f" / {found['active_subtask']}" if found["active_subtask"] else ""),
+        ]
+        return "\n".join(lines)
+
+    ctx.emit(found, human)
     return 0
 
 
@@ -462,11 +580,23 @@ def run_rollback(ctx: Context) -> int:
     store = ctx.store()
     plan = checkpoints.plan_rollback(store, ctx.args.checkpoint, settings=ctx.settings)
     target = plan.checkpoint
-    if not plan.writes and not plan.removes:
-        ctx.emit(
-            {"done": True, **plan.as_dict(), "restored": [], "removed": []},
-            f"Nothing to do: the workspace already matches {target['id']}.",
+    if ctx.args.rewind and target.get("turn_number") is None:
+        raise UsageError(
+            f"checkpoint {target['id']} was not taken during a session: there is no conversation to rewind",
+            hint="roll back without --rewind",
         )
+    if not plan.writes and not plan.removes:
+        done: dict[str, Any] = {"done": True, **plan.as_dict(), "restored": [], "removed": []}
+        text = f"Nothing to do: the workspace already matches {target['id']}."
+        if ctx.args.rewind:
+            from memory_core import conversation
+
+            done["rewound"] = conversation.rewind(store, target["id"])
+            text = (
+                f"The workspace already matches {target['id']}; session "
+                f"{done['rewound']['session_id']} rewound to turn {done['rewound']['turn']}."
+            )
+        ctx.emit(done, text)
         return 0
     if not ctx.args.yes:
         if ctx.json:
@@ -484,6 +614,10 @@ def run_rollback(ctx: Context) -> int:
     session_id = _active_session(ctx)
     undo = checkpoints.prepare_undo(store, plan, settings=ctx.settings, session_id=session_id)
     result = checkpoints.apply_plan(store, plan, undo_checkpoint=undo["id"])
+    if ctx.args.rewind:
+        from memory_core import conversation
+
+        result["rewound"] = conversation.rewind(store, target["id"])
     if session_id:
         summary = (
             f"to {target['id']}: restored {len(result['restored'])}, removed {len(result['removed'])}; "
@@ -503,7 +637,16 @@ def run_rollback(ctx: Context) -> int:
         lines += [f"  restored {p}" for p in result["restored"]]
         lines += [f"  removed  {p}" for p in result["removed"]]
         lines += [f"  FAILED   {f['path']}: {f['error']}" for f in result["failed"]]
-        lines.append(f"Undo with: engram rollback {undo['id']} --yes")
+        if "rewound" in result:
+            rewound = result["rewound"]
+            lines.append(
+                f"Session {rewound['session_id']} rewound to turn {rewound['turn']} "
+                f"({_count(rewound['turns_removed'], 'turn')} after it set aside; "
+                "the whole session was saved first)"
+            )
+        lines.append(
+            f"Undo with: engram rollback {undo['id']} --yes{' --rewind' if 'rewound' in result else ''}"
+        )
         return "\n".join(lines)
 
     ctx.emit(result, human)

@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from memory_core.gotchas.tool_errors import key_error
+
 TITLE_MAX = 120
 
 # Lines that carry no meaning of their own: traceback headers and frames, separators, prompts.
@@ -85,11 +87,16 @@ _SPACES = re.compile(r"\s+")
 def meaningful_line(message: str) -> str:
     """The line of `message` that says what went wrong.
 
-    In order: the exception line at the end of a Python traceback; the first line naming an
+    First the error a known tool's output names (`tool_errors.key_error`: pytest's ERRORS and
+    FAILURES sections, the exception raised last in a traceback whatever its name, compilers
+    and linters); else, in order: the exception line at the end of a Python traceback; the first line naming an
     error type (`TypeError: ...`, also inside pytest's `E   ...` or `FAILED ... - X: ...`
     lines, from the type on); pytest's first `E` line; a line starting with error/fatal/panic;
     else the first line that is not a frame, a separator, a header or a prompt.
     """
+    found = key_error(message)
+    if found is not None:
+        return found.message
     lines = [line.rstrip() for line in message.splitlines()]
     if any(line.startswith("Traceback (most recent call last)") for line in lines):
         for line in reversed(lines):
@@ -244,6 +251,11 @@ def error_locations(message: str) -> list[ErrorLocation]:
     `file:line[:col]` in the order written.
     """
     found: list[ErrorLocation] = []
+    # The location of the error that matters (the last exception's innermost frame, the
+    # compiler's file:line) comes first, so that title and anchor name the same error.
+    key = key_error(message)
+    if key is not None and key.path and key.line:
+        found.append(ErrorLocation(key.path, key.line))
     frames = [
         ErrorLocation(m.group("path"), int(m.group("line")))
         for m in _PYTHON_FRAME.finditer(message)

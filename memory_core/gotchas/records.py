@@ -526,6 +526,15 @@ def after_change(store: Store) -> None:
             log.write(store.root, "error", "cannot rewrite the gotcha exports", exc=exc)
 
 
+def _redacted_anchor(anchor: Anchor) -> Anchor:
+    # The line's text is stored, so a secret on it is redacted (its hash stays that of the line).
+    if anchor.text is None:
+        return anchor
+    return Anchor(
+        anchor.path, anchor.line, anchor.end_line, anchor.content_hash, redact(anchor.text)
+    )
+
+
 def sync_annotations(
     store: Store, path: str, found: Sequence[Gotcha], *, now: float | None = None
 ) -> bool:
@@ -534,24 +543,38 @@ def sync_annotations(
     Returns whether anything changed; an unchanged file costs one query and no write.
     """
     rows = store.query(
-        "SELECT DISTINCT g.id FROM gotchas g JOIN gotcha_anchors a ON a.gotcha_id = g.id "
+        "SELECT g.id, a.line, a.content_hash FROM gotchas g JOIN gotcha_anchors a ON a.gotcha_id = g.id "
         "WHERE g.source_type = 'annotation' AND a.path = ?",
         (path,),
     )
+    anchored = {(row["id"], row["line"], row["content_hash"]) for row in rows}
     existing = {row["id"] for row in rows}
     wanted = {gotcha.id: gotcha for gotcha in found}
-    if existing == set(wanted):
+    # Kept annotations whose anchor moved or was stored by an older engram (which hashed the
+    # comment's words instead of its line, so drift saw every annotation as changed).
+    moved = [
+        gotcha
+        for gotcha_id, gotcha in wanted.items()
+        if gotcha_id in existing
+        and {(gotcha_id, a.line, a.content_hash) for a in gotcha.anchors} - anchored
+    ]
+    if existing == set(wanted) and not moved:
         return False
     now = clock.now() if now is None else now
     with store.transaction() as db:
         for gone in existing - set(wanted):
             db.execute("DELETE FROM gotchas WHERE id = ?", (gone,))
+        for gotcha in moved:
+            db.execute("DELETE FROM gotcha_anchors WHERE gotcha_id = ?", (gotcha.id,))
+            for anchor in gotcha.anchors:
+                add_anchor(db, gotcha.id, _redacted_anchor(anchor), now)
         for new in set(wanted) - existing:
             gotcha = wanted[new]
             if db.execute("SELECT 1 FROM gotchas WHERE id = ?", (new,)).fetchone():
                 continue
             gotcha.title = redact(gotcha.title)
             gotcha.description = redact(gotcha.description)
+            gotcha.anchors = [_redacted_anchor(anchor) for anchor in gotcha.anchors]
             insert(db, gotcha)
         bump_revision(db)
     after_change(store)

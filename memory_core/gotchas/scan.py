@@ -50,6 +50,9 @@ class Annotation:
     end: int
     text: str
     severity: str
+    # The whole line the comment is on: what the annotation gotcha's anchor hashes, so drift
+    # compares like with like (the comment's words alone never equal the line).
+    source_line: str = ""
 
 
 @dataclass
@@ -63,9 +66,13 @@ class ScanResult:
 _MENTION = re.compile(r"gotcha", re.IGNORECASE)
 
 
-def find_annotations(path: str, lines: Sequence[str], text: str | None = None) -> list[Annotation]:
+def find_annotations(
+    path: str, lines: Sequence[str], document: str | None = None
+) -> list[Annotation]:
+    """The `gotcha:` comments of a document; `document`, its whole text, makes a file without
+    any cheap to skip."""
     found: list[Annotation] = []
-    if text is not None and "gotcha" not in text.lower():
+    if document is not None and "gotcha" not in document.lower():
         return found  # one pass in C instead of a look at every line
     for number, line in enumerate(lines):
         if _MENTION.search(line) is None:
@@ -73,15 +80,16 @@ def find_annotations(path: str, lines: Sequence[str], text: str | None = None) -
         match = ANNOTATION.search(line)
         if match is None or not match.group("text"):
             continue
-        text = match.group("text")
+        comment = match.group("text")
         found.append(
             Annotation(
-                id=stable_id("annotation", path, text),
+                id=stable_id("annotation", path, comment),
                 line=number,
                 start=match.start(),
                 end=len(line.rstrip()),
-                text=text,
+                text=comment,
                 severity=(match.group("severity") or "medium").lower(),
+                source_line=line,
             )
         )
     return found
@@ -100,7 +108,11 @@ def annotation_gotcha(path: str, annotation: Annotation, now: float) -> Gotcha:
         updated_at=now,
         anchors=[
             Anchor(
-                path, annotation.line, annotation.line, line_hash(annotation.text), annotation.text
+                path,
+                annotation.line,
+                annotation.line,
+                line_hash(annotation.source_line or annotation.text),
+                annotation.source_line or annotation.text,
             )
         ],
     )
@@ -198,9 +210,11 @@ class GotchaIndex:
     def scan(self, path: str, lines: Sequence[str], *, size_bytes: int | None = None) -> ScanResult:
         """Every hit of every visible gotcha in the document at workspace-relative `path`."""
         result = ScanResult()
-        text = "\n".join(lines)
+        # `document`, not `text`: the loops below name lines too, and reusing one name made
+        # the annotation search see the last anchored line instead of the document.
+        document = "\n".join(lines)
         if size_bytes is None:
-            size_bytes = len(text)
+            size_bytes = len(document)
         if size_bytes > self.max_file_bytes:
             result.skipped = f"larger than gotchas.max_file_bytes ({self.max_file_bytes} bytes)"
             return result
@@ -216,7 +230,7 @@ class GotchaIndex:
         # in one pass over the whole text. A sample of lines tells which this is.
         if len(lines) > 200 and not matcher.mostly_cached(lines[:: max(1, len(lines) // 50)]):
             starts = list(accumulate((len(line) + 1 for line in lines[:-1]), initial=0))
-            candidates = matcher.candidate_lines(text, starts)
+            candidates = matcher.candidate_lines(document, starts)
             if candidates is not None:
                 numbers = candidates
         for number in numbers:
@@ -233,23 +247,24 @@ class GotchaIndex:
             ):
                 if line_hashes is None:
                     line_hashes = {}
-                    for index, text in enumerate(lines):
-                        line_hashes.setdefault(line_hash(text), []).append(index)
+                    for index, line in enumerate(lines):
+                        line_hashes.setdefault(line_hash(line), []).append(index)
                 moved = line_hashes.get(anchor.content_hash)
                 if moved:
                     row = min(moved, key=lambda candidate: abs(candidate - anchor.line))
                 else:
                     stale = True
                     row = min(row, max(0, len(lines) - 1))
-            text = lines[row] if row < len(lines) else ""
-            start = len(text) - len(text.lstrip())
-            hits.append(Hit(gotcha_id, row, start, max(start, len(text.rstrip())), "anchor", stale))
+            anchored_line = lines[row] if row < len(lines) else ""
+            start = len(anchored_line) - len(anchored_line.lstrip())
+            end = max(start, len(anchored_line.rstrip()))
+            hits.append(Hit(gotcha_id, row, start, end, "anchor", stale))
         for gotcha in notes:
             if gotcha.id in anchored:
                 continue
             first = lines[0] if lines else ""
             hits.append(Hit(gotcha.id, 0, 0, len(first.rstrip()), "file"))
-        result.annotations = find_annotations(path, lines, text)
+        result.annotations = find_annotations(path, lines, document)
         for annotation in result.annotations:
             hits.append(
                 Hit(annotation.id, annotation.line, annotation.start, annotation.end, "annotation")

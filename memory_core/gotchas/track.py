@@ -146,7 +146,8 @@ def track_error(
     window = float(settings["gotchas.window_hours"]) * 3600
     now = clock.now() if now is None else now
 
-    message = redact(message[:MAX_MESSAGE_CHARS])
+    # Cut after redacting (with a margin): a secret across the cut would be kept in part.
+    message = redact(message[: MAX_MESSAGE_CHARS + 2048])[:MAX_MESSAGE_CHARS]
     normalized = norm.normalize(message)
     digest = norm.error_hash(normalized)
     anchor = _anchor_for(store, _location(store, message, file, line))

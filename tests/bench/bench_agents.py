@@ -350,12 +350,18 @@ def _ingest_once(path: Path, root: Path, *, effects: bool) -> tuple[float, float
     shutil.rmtree(root / ".engram", ignore_errors=True)
     store = Store.init(root)
     try:
-        # Without effects: the other areas' modules look absent, which measures the parse and
-        # the de-duplication ledger alone (what the agents area itself costs).
-        patch = (
-            mock.patch.object(record, "optional_module", lambda name: None) if not effects else None
+        # Without effects: the calls into the other areas (sessions, evolution, gotchas,
+        # checkpoints) do nothing, which measures the parse and the de-duplication ledger alone
+        # (what the agents area itself costs).
+        patches = (
+            []
+            if effects
+            else [
+                mock.patch.object(record, name, lambda *args, **kwargs: None)
+                for name in ("start_session", "apply_outcome", "record_file_changes", "apply_turns")
+            ]
         )
-        if patch:
+        for patch in patches:
             patch.start()
         try:
             start = time.perf_counter()
@@ -367,7 +373,7 @@ def _ingest_once(path: Path, root: Path, *, effects: bool) -> tuple[float, float
             ingest_file(store, path)
             noop = time.perf_counter() - again
         finally:
-            if patch:
+            for patch in patches:
                 patch.stop()
     finally:
         store.close()

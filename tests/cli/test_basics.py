@@ -62,7 +62,7 @@ def test_status_without_a_store_is_one_clear_line(workspace: Path) -> None:
     assert result.code == 1
     assert (
         result.stderr
-        == f"engram: error: no engram store in {workspace} (run `engram init` in the project first)\n"
+        == f"engram: error: no engram store here (run engram init): looked in {workspace} and above\n"
     )
 
 

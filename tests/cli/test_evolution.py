@@ -78,6 +78,7 @@ def test_evolution_shows_history_and_most_active_files(cli: Any, workspace: Path
 
 
 def test_user_mistakes_are_one_line_errors(cli: Any, workspace: Path) -> None:
+    assert cli("init", cwd=workspace).code == 0  # read-only commands need a store to read
     for args, code, needle in [
         (("timeline", "--since", "yesterday-ish"), 2, "cannot read"),
         (("timeline", "--limit", "0"), 2, "at least 1"),

@@ -334,8 +334,14 @@ def test_malformed_and_truncated_payloads_exit_0_and_store_nothing_wrong(cli, re
     assert (repo / ".engram").is_dir()
     with _db(repo) as conn:
         assert [r[0] for r in conn.execute("SELECT id FROM sessions")] == ["S-fuzz"]
-        # The one well-formed call outside the workspace is a tool call, never a modified file.
-        assert conn.execute("SELECT COUNT(*) FROM session_files").fetchone()[0] == 0
+        # The one well-formed call outside the workspace is never a modified workspace file:
+        # it is listed as a file changed outside the project, under its own absolute path.
+        assert (
+            conn.execute("SELECT COUNT(*) FROM session_files WHERE outside = 0").fetchone()[0] == 0
+        )
+        assert [r[0] for r in conn.execute("SELECT path FROM session_files WHERE outside = 1")] == [
+            "/etc/passwd"
+        ]
         assert conn.execute("SELECT COUNT(*) FROM file_changes").fetchone()[0] == 0
     log = (repo / ".engram" / "engram.log").read_text()
     assert "hook input is not JSON" in log
@@ -567,8 +573,11 @@ def test_every_gemini_event_exits_0_with_json_or_nothing_on_stdout(
 
 
 def test_the_installed_command_runs_as_claude_code_would_run_it(cli, repo: Path) -> None:
-    assert cli("hooks", "install", "claude-code", cwd=repo).code == 0
-    settings = json.loads((repo / ".claude" / "settings.json").read_text())
+    installed = cli("hooks", "install", "claude-code", "--json", cwd=repo)
+    assert installed.code == 0, installed.stderr
+    # settings.json with engram on PATH, else the personal settings.local.json: either way,
+    # the command Claude Code will run.
+    settings = json.loads(Path(installed.json()["settings"]).read_text())
     command = settings["hooks"]["PostToolUse"][0]["hooks"][0]["command"]
     payload = hook_payload(
         "PostToolUse",

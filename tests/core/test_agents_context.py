@@ -15,6 +15,7 @@ from tests.agents_fixtures import (
     Transcript,
     realistic_session,
     text,
+    tool_use,
 )
 
 SESSION = "5f2c1d4e-aaaa-bbbb-cccc-123456789abc"
@@ -39,7 +40,7 @@ def test_session_start_text_holds_the_correction_the_rule_and_the_dead_end(
     assert CORRECTION in text_out
     assert "Always run the tests with --no-cov." in text_out
     assert f"`{FAILING_COMMAND}` failed 3 times" in text_out
-    assert f"what worked after: `{WORKING_COMMAND}`" in text_out
+    assert f"what worked instead: `{WORKING_COMMAND}`" in text_out
     assert "AssertionError: expected status 200" in text_out
     assert "Fixed the login test via the session cookie" in text_out
     assert "Open: Add a regression test for SECURE cookies" in text_out
@@ -75,17 +76,34 @@ def test_nothing_known_gives_an_empty_text(store: Store) -> None:
     assert context.session_start_text(store) == ""
 
 
-def test_a_session_that_stopped_mid_turn_gets_a_crash_recovery_note(
+def test_a_session_whose_transcript_ends_with_a_reply_is_finished_not_crashed(
     store: Store, tmp_path: Path
 ) -> None:
-    t = Transcript("S-crashed", store.root)
+    t = Transcript("S-done", store.root)
+    t.prompt("continue implementation")
+    t.response([tool_use("toolu_ls", "Bash", command="ls")])
+    t.tool_result("toolu_ls", "a.py", result={"stdout": "a.py", "stderr": "", "interrupted": False})
+    t.response([text("All done.")])
+    ingest_file(store, t.save(tmp_path / "done.jsonl"))
+    out = context.session_start_text(store, current_session="S-next", now=1_900_000_000.0)
+    assert "S-done" in out  # it is remembered ...
+    for word in ("crash", "abnormal", "stopped", "no end"):
+        assert word not in out.lower()  # ... and never said to have broken off
+
+
+def test_a_session_that_stopped_on_a_tool_call_is_described_in_plain_words(
+    store: Store, tmp_path: Path
+) -> None:
+    t = Transcript("S-cut", store.root)
     t.prompt("Refactor the billing module")
-    t.response([text("Starting.")], stop_reason="tool_use")
-    ingest_file(store, t.save(tmp_path / "crashed.jsonl"))
-    out = context.session_start_text(store, current_session="S-next", now=1_772_450_000.0)
-    assert "## Previous session ended abnormally" in out
-    assert "Session S-crashed stopped without ending" in out
-    assert 'in the middle of: "Refactor the billing module"' in out
+    t.response([text("Starting."), tool_use("toolu_cut", "Bash", command="pytest -q")])
+    ingest_file(store, t.save(tmp_path / "cut.jsonl"))
+    out = context.session_start_text(store, current_session="S-next", now=1_900_000_000.0)
+    assert "## Where the previous session stopped" in out
+    assert "Session S-cut recorded no end" in out
+    assert "a tool call whose result was never recorded" in out
+    assert 'while working on: "Refactor the billing module"' in out
+    assert "crash" not in out.lower()
 
 
 def test_hot_decisions_are_remembered_and_decayed_ones_left_out(store: Store) -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml  # type: ignore[import-untyped]
 
 from memory_core.agents import digest
 from memory_core.agents.transcripts import ingest_file
@@ -28,44 +31,139 @@ def written(store: Store, tmp_path: Path) -> digest.Digest:
     return digest.write_digest(store, SESSION, trigger="auto", now=1_772_450_000.0)
 
 
-def test_digest_file_has_frontmatter_and_the_four_sections(
-    store: Store, written: digest.Digest
-) -> None:
+SEED_EXAMPLE = Path(__file__).parent.parent / "fixtures" / "seeds"
+SEED_EXAMPLE_FILE = SEED_EXAMPLE / "session-abc123-2026-02-09T18-30-45-123Z.yaml"
+# The seed's file name: `{session-id}-{timestamp}.yaml`, the timestamp with milliseconds.
+SEED_FILE_NAME = re.compile(r"^(?P<session>.+)-(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z)\.yaml$")
+
+
+def seed_reader(text: str) -> dict[str, Any]:
+    """A reader written from seed 000 alone: frontmatter between `---` lines, four `##` sections
+    of `- ` bullets, the Context Snapshot's `**Name:** value` lines; version 1.0 when absent."""
+    _, front, body = text.split("---\n", 2)
+    meta = yaml.safe_load(front)
+    version = meta.get("schema_version") or "1.0"
+    if version != "1.0":
+        raise ValueError(f"Unsupported schema version: {version}")
+    sections: dict[str, list[str]] = {}
+    order: list[str] = []
+    current = ""
+    for line in body.splitlines():
+        if line.startswith("## "):
+            current = line[3:].strip()
+            order.append(current)
+            sections[current] = []
+        elif line.strip():
+            sections[current].append(line)
+    snapshot = {}
+    for line in sections.get("Context Snapshot", []):
+        match = re.match(r"^\*\*(.+?):\*\* (.*)$", line)
+        assert match, f"not a bold line: {line!r}"
+        snapshot[match.group(1)] = match.group(2)
+    return {"meta": meta, "order": order, "sections": sections, "snapshot": snapshot}
+
+
+def test_digest_is_written_in_the_seed_layout(store: Store, written: digest.Digest) -> None:
     assert written.path.parent == store.dir / "exports" / "digests"
-    assert written.path.name.startswith(SESSION + "-") and written.path.suffix == ".yaml"
-    read = digest.read_digest(written.path)
-    front = read.frontmatter
-    assert front["schema_version"] == "1.0"
-    assert front["session_id"] == SESSION
-    assert front["compact_trigger"] == "auto"
-    assert front["agent_context"]["agent"] == "claude-code"
-    assert (
-        front["agent_context"]["model"] == "claude-sonnet-4-6"
-    )  # the main chain's, not the subagent's
-    assert front["duration_minutes"] > 0
-    sections = read.sections
-    assert [c["text"] for c in sections["user_corrections"]] == [CORRECTION]
-    axioms = [a["text"] for a in sections["axioms_learned"]]
-    assert axioms == ["Always run the tests with --no-cov."]
-    failures = [p for p in sections["patterns_observed"] if p["kind"] == "repeated_failure"]
-    assert len(failures) == 1 and failures[0]["count"] == 3
-    assert FAILING_COMMAND in failures[0]["description"]
-    snapshot = sections["context_snapshot"]
-    assert snapshot["agent"] == "claude-code" and snapshot["branch"] == "main"
-    assert sorted(snapshot["files_modified"]) == ["src/auth.py", "src/cookie.py", "src/session.py"]
-    assert [c["command"] for c in snapshot["commands"]][:5] == [FAILING_COMMAND] * 3 + [
-        WORKING_COMMAND,
-        snapshot["commands"][4]["command"],
+    name = SEED_FILE_NAME.match(written.path.name)
+    assert name and name.group("session") == SESSION
+    assert written.path.name == f"{SESSION}-2026-03-02T11-13-20-000Z.yaml"
+    text = written.path.read_text()
+    seen = seed_reader(text)
+    meta = seen["meta"]
+    assert list(meta)[:6] == [
+        "schema_version",
+        "session_id",
+        "timestamp",
+        "duration_minutes",
+        "agent_context",
+        "compact_trigger",
     ]
-    assert snapshot["tool_calls"]["Bash"] == 5 and snapshot["failed_tool_calls"] == 3
-    assert snapshot["turns"] == 3
-    assert (snapshot["tokens"]["input"], snapshot["tokens"]["output"]) == (212, 467)
-    assert (snapshot["subagent_tokens"]["input"], snapshot["subagent_tokens"]["output"]) == (
-        201,
-        27,
-    )
+    assert meta["schema_version"] == "1.0" and meta["session_id"] == SESSION
+    assert meta["timestamp"] == "2026-03-02T11:13:20.000Z"
+    assert isinstance(meta["duration_minutes"], int) and meta["duration_minutes"] >= 1
+    assert meta["agent_context"] == "@claude-code (claude-sonnet-4-6) working"
+    assert meta["compact_trigger"] == "auto"
+    assert seen["order"][:4] == [
+        "User Corrections",
+        "Patterns Observed",
+        "Axioms Learned",
+        "Context Snapshot",
+    ]
+    assert seen["sections"]["User Corrections"] == [f'- "{CORRECTION}"']
+    assert seen["sections"]["Axioms Learned"] == ['- Axiom: "Always run the tests with --no-cov."']
+    patterns = seen["sections"]["Patterns Observed"]
+    assert patterns[0].startswith(f'- Pattern: "`{FAILING_COMMAND}` failed 3 times: ')
+    assert list(seen["snapshot"]) == [
+        "Active Agent",
+        "Active Story",
+        "Files Modified",
+        "Commands Executed",
+    ]
+    assert seen["snapshot"]["Active Agent"] == "@claude-code"
+    assert seen["snapshot"]["Active Story"] == "none"
+    assert sorted(seen["snapshot"]["Files Modified"].split(", ")) == [
+        "src/auth.py",
+        "src/cookie.py",
+        "src/session.py",
+    ]
+    assert seen["snapshot"]["Commands Executed"].startswith(f"{FAILING_COMMAND}, {WORKING_COMMAND}")
+
+    # engram's richer facts follow in the frontmatter, under one more key.
+    extra = meta["engram"]
+    assert extra["model"] == "claude-sonnet-4-6"  # the main chain's, not the subagent's
+    assert extra["branch"] == "main" and extra["turns"] == 3
+    assert extra["tool_calls"]["Bash"] == 5 and extra["failed_tool_calls"] == 3
+    assert (extra["tokens"]["input"], extra["tokens"]["output"]) == (212, 467)
+    assert (extra["subagent_tokens"]["input"], extra["subagent_tokens"]["output"]) == (201, 27)
+    failures = [p for p in extra["patterns"] if p["kind"] == "repeated_failure"]
+    assert len(failures) == 1 and failures[0]["count"] == 3
     row = store.query_one("SELECT * FROM digests")
     assert (row["session_id"], row["trigger"], row["schema_version"]) == (SESSION, "auto", "1.0")
+    assert row["content"] == text
+
+
+def test_engram_reads_back_what_it_wrote(written: digest.Digest) -> None:
+    read = digest.read_digest(written.path)
+    assert read.frontmatter["session_id"] == SESSION
+    assert read.sections["user_corrections"] == [CORRECTION]
+    assert read.sections["axioms_learned"] == ["Always run the tests with --no-cov."]
+    snap = read.sections["context_snapshot"]
+    assert snap["active_agent"] == "@claude-code" and snap["active_story"] is None
+    assert sorted(snap["files_modified"]) == ["src/auth.py", "src/cookie.py", "src/session.py"]
+    assert snap["commands_executed"][:2] == [FAILING_COMMAND, WORKING_COMMAND]
+    assert read.sections == written.sections
+
+
+def test_the_seeds_own_example_loads() -> None:
+    read = digest.read_digest(SEED_EXAMPLE_FILE)
+    front = read.frontmatter
+    assert front["session_id"] == "session-abc123"
+    assert front["timestamp"] == "2026-02-09T18:30:45.123Z"
+    assert front["duration_minutes"] == 45
+    assert front["agent_context"] == "@dev implementing Story MIS-3"
+    assert front["compact_trigger"] == "context_limit_90%"
+    assert read.sections["user_corrections"] == [
+        "Actually, the path should be `.aios/sessions/` not `.aios-sessions/`",
+        "Tests should expect `null`, not objects",
+    ]
+    assert read.sections["patterns_observed"] == [
+        "Test expectations must match implementation changes",
+        "Always verify consumer count before removing modules",
+    ]
+    assert (
+        read.sections["axioms_learned"][0] == "Hooks unified require runners/ directory to function"
+    )
+    assert read.sections["context_snapshot"] == {
+        "active_agent": "@dev",
+        "active_story": "MIS-3",
+        "files_modified": ["hook-interface.js", "precompact-runner.js"],
+        "commands_executed": ["npm test", "git add"],
+    }
+    # Round trip: rendered again by engram, the seed's example reads back the same.
+    again = digest.parse_digest(digest.render(front, read.sections))
+    assert again.sections == read.sections and again.frontmatter == front
+    assert seed_reader(SEED_EXAMPLE_FILE.read_text())["snapshot"]["Active Story"] == "MIS-3"
 
 
 def test_digest_never_holds_a_secret(written: digest.Digest) -> None:
@@ -75,23 +173,44 @@ def test_digest_never_holds_a_secret(written: digest.Digest) -> None:
     assert oct(written.path.stat().st_mode & 0o777) == "0o600"
 
 
-def test_reader_refuses_an_unknown_schema_version(tmp_path: Path, written: digest.Digest) -> None:
+def test_versions_missing_known_and_unknown(tmp_path: Path) -> None:
+    seed_text = SEED_EXAMPLE_FILE.read_text()
+    unversioned = tmp_path / "unversioned.yaml"
+    unversioned.write_text(seed_text.replace('schema_version: "1.0"', "# no version"))
+    read = digest.read_digest(unversioned)
+    assert read.frontmatter["schema_version"] == "1.0"
+    assert read.sections["context_snapshot"]["active_story"] == "MIS-3"
+
     future = tmp_path / "future.yaml"
-    future.write_text(
-        written.path.read_text()
-        .replace('schema_version: "1.0"', 'schema_version: "2.0"')
-        .replace("schema_version: '1.0'", "schema_version: '2.0'")
-    )
-    with pytest.raises(EngramError, match=r'schema_version "2.0".*knows 1.0'):
+    future.write_text(seed_text.replace('schema_version: "1.0"', 'schema_version: "2.0"'))
+    with pytest.raises(EngramError, match=r"Unsupported schema version: 2\.0 .*reads 1\.0"):
         digest.read_digest(future)
-    missing = tmp_path / "none.yaml"
-    missing.write_text("---\nsession_id: x\n")
-    with pytest.raises(UsageError, match="no schema_version"):
-        digest.read_digest(missing)
+    with pytest.raises(ValueError, match=r"Unsupported schema version: 2\.0"):
+        seed_reader(future.read_text())  # the negative control: the seed's reader refuses it too
+
+    no_front = tmp_path / "none.yaml"
+    no_front.write_text("## User Corrections\n")
+    with pytest.raises(UsageError, match="no frontmatter"):
+        digest.read_digest(no_front)
     broken = tmp_path / "broken.yaml"
-    broken.write_text("---\n: [unclosed\n")
+    broken.write_text("---\n: [unclosed\n---\n")
     with pytest.raises(UsageError, match="not valid YAML"):
         digest.read_digest(broken)
+
+
+def test_engrams_earlier_yaml_digests_still_load(tmp_path: Path) -> None:
+    old = tmp_path / "old.yaml"
+    old.write_text(
+        '---\nschema_version: "1.0"\nsession_id: s1\nduration_minutes: 2.5\n'
+        "agent_context: {agent: claude-code}\ncompact_trigger: manual\n---\n"
+        "user_corrections:\n- {text: 'no, use pnpm', timestamp: '2026-03-01T10:00:00Z'}\n"
+        "patterns_observed: []\naxioms_learned:\n- {text: Always use pnpm.}\n"
+        "context_snapshot: {agent: claude-code, files_modified: [a.py], commands: [{command: pnpm i, ok: true}]}\n"
+    )
+    read = digest.read_digest(old)
+    assert read.sections["user_corrections"] == ["no, use pnpm"]
+    assert read.sections["axioms_learned"] == ["Always use pnpm."]
+    assert read.sections["context_snapshot"]["commands_executed"] == ["pnpm i"]
 
 
 def test_corrections_and_axioms_are_recognised() -> None:

@@ -32,6 +32,16 @@ EXISTING = {
 }
 
 
+@pytest.fixture(autouse=True)
+def engram_on_path(monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This installation's `engram` first on PATH, as after `pipx install engram-lsp`."""
+    import sys
+
+    script = Path(sys.executable).with_name("engram")
+    monkeypatch.setenv("PATH", str(script.parent))
+    return script
+
+
 def _settings(root: Path, data: dict) -> Path:
     path = root / ".claude" / "settings.json"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -125,3 +135,33 @@ def test_the_command_is_portable_when_engram_is_on_path(monkeypatch: pytest.Monk
     assert install.hook_command("claude-code", "Stop") == "engram hook claude-code Stop"
     monkeypatch.setenv("PATH", "/nonexistent")
     assert install.hook_command("claude-code", "Stop") == f"{script} hook claude-code Stop"
+
+
+def test_without_engram_on_path_the_committed_settings_get_no_machine_path(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, engram_on_path: Path
+) -> None:
+    shared = _settings(workspace, EXISTING)
+    assert install.install("claude-code", root=workspace)["portable"] is True  # a teammate's
+    monkeypatch.setenv("PATH", "/nonexistent")
+    result = install.install("claude-code", root=workspace)
+    personal = workspace / ".claude" / "settings.local.json"
+    assert result["settings"] == str(personal) and result["scope"] == "personal"
+    assert "settings.local.json" in result["note"]
+    # The committed file is as the team had it before engram, byte for byte in meaning:
+    # no path of this machine, and no bare entries that would run the hooks a second time.
+    assert json.loads(shared.read_text()) == EXISTING
+    assert str(engram_on_path.parent) not in shared.read_text()
+    ours = _engram_commands(json.loads(personal.read_text()))
+    assert ours["Stop"] == [f"{engram_on_path} hook claude-code Stop"]
+    # Installing again with engram on PATH moves the hooks back into the shared file.
+    monkeypatch.setenv("PATH", str(engram_on_path.parent))
+    back = install.install("claude-code", root=workspace)
+    assert back["settings"] == str(shared)
+    assert _engram_commands(json.loads(shared.read_text()))["Stop"] == [
+        "engram hook claude-code Stop"
+    ]
+    assert _engram_commands(json.loads(personal.read_text())) == {}
+    assert install.uninstall("claude-code", root=workspace)["removed"] == len(
+        INSTALLED_EVENTS["claude-code"]
+    )
+    assert json.loads(shared.read_text()) == EXISTING

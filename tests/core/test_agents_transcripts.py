@@ -55,10 +55,14 @@ def test_counts_prompts_turns_tool_calls_and_failures_exactly(ingested) -> None:
     assert metrics["tool_calls_failed"] == expected.failures
     assert (metrics["commands"], metrics["commands_failed"]) == (5, 3)
     assert metrics["files_modified"] == len(expected.modified_files)
-    assert (metrics["input_tokens"], metrics["output_tokens"]) == (
+    main = metrics["tokens"]["main"]
+    assert (main["input_tokens"], main["output_tokens"]) == (
         expected.input_tokens,
         expected.output_tokens,
     )
+    assert metrics["tokens"]["main"]["messages"] == expected.main_messages
+    assert metrics["tokens"]["subagents"]["messages"] == expected.sidechain_messages
+    assert metrics["total_tokens"] == metrics["tokens"]["all"]["total_tokens"]
     commands = store.query(
         "SELECT command, exit_code FROM session_commands WHERE session_id = ? ORDER BY ts",
         (SESSION,),
@@ -89,10 +93,13 @@ def test_split_assistant_messages_count_their_tokens_once(ingested) -> None:
     turns = sessions.history(store, SESSION)
     assert [(t["input_tokens"], t["output_tokens"]) for t in turns] == expected.turn_tokens
     session = sessions.get(store, SESSION)
-    assert (session["input_tokens"], session["output_tokens"]) == (
+    main = session["tokens"]["main"]
+    assert (main["input_tokens"], main["output_tokens"]) == (
         expected.input_tokens,
         expected.output_tokens,
     )
+    # The session's totals hold the subagent's work too, kept apart in the breakdown.
+    assert session["output_tokens"] == expected.output_tokens + 15 + 12
 
 
 def test_sidechain_lines_never_count_as_prompts_or_turns(ingested) -> None:
@@ -162,7 +169,8 @@ def test_a_second_run_reads_only_what_was_appended(store: Store, tmp_path: Path)
         handle.write("\n".join(more.lines) + "\n")
         # Claude Code writes asynchronously: a half-written line waits for the next run.
         handle.write('{"type":"assistant","sessionId":"' + SESSION + '","mess')
-    second = ingest_file(store, path)
+    # As a hook does while the agent is still answering: the turn stays open.
+    second = ingest_file(store, path, flush=False)
     assert second.lines == 2
     assert second.bytes == path.stat().st_size - size - len(
         '{"type":"assistant","sessionId":"' + SESSION + '","mess'

@@ -154,7 +154,9 @@ def test_files_over_the_size_cap_are_left_out_and_never_removed(project: Store) 
     settings = config.load(project.root, overrides={"checkpoints.max_file_bytes": 1000})
     checkpoint = checkpoints.create(project, settings=settings)
     assert checkpoint["skipped"] == ["data/blob.bin"]
-    result = checkpoints.rollback(project, checkpoint["id"], settings=settings)
+    # Rolled back under the default cap, where the file is no longer over it: the checkpoint
+    # left it out on purpose, so it is still not a file "created after" the checkpoint.
+    result = checkpoints.rollback(project, checkpoint["id"])
     assert "data/blob.bin" not in result["removed"]
     assert (project.root / "data" / "blob.bin").exists()
 
@@ -345,17 +347,18 @@ def test_retention_removes_old_checkpoints_and_collects_their_blobs(project: Sto
 
 
 def test_the_store_cap_drops_the_oldest_checkpoints(project: Store) -> None:
+    made = []
     for index in range(3):
-        _write(project.root, f"random{index}.bin", os.urandom(20_000))
-        checkpoints.create(project)
-    newest = checkpoints.list_checkpoints(project)[0]["id"]
-    settings = config.load(project.root, overrides={"checkpoints.store_cap_bytes": 45_000})
-    removed = checkpoints.enforce_retention(project, settings, keep=newest)
-    assert removed and newest not in removed
-    assert (
-        checkpoints.space(project)["stored_bytes"] <= 45_000
-        or len(checkpoints.list_checkpoints(project)) == 1
-    )
+        # Each checkpoint alone holds its own 20 kB that do not compress.
+        path = _write(project.root, f"random{index}.bin", os.urandom(20_000))
+        made.append(checkpoints.create(project)["id"])
+        path.unlink()
+    cap = checkpoints.space(project)["stored_bytes"] - 5_000
+    settings = config.load(project.root, overrides={"checkpoints.store_cap_bytes": cap})
+    removed = checkpoints.enforce_retention(project, settings, keep=made[2])
+    assert removed == [made[0]]
+    assert [c["id"] for c in checkpoints.list_checkpoints(project)] == [made[2], made[1]]
+    assert checkpoints.space(project)["stored_bytes"] <= cap
 
 
 def test_diff_lists_added_modified_deleted_and_patch_shows_text(project: Store) -> None:

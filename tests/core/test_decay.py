@@ -39,19 +39,23 @@ def _p(
 )
 def test_the_formula_with_each_types_rate_and_boost(kind: str, rate: float, boost: float) -> None:
     expected = 0.8 * math.exp(-rate * 10) * math.exp(-0.01 * 40) + min(0.2, boost * 3)
-    assert _p(kind, age=40, idle=10, accesses=3, base=0.8) == pytest.approx(expected)
+    # A closed decision: an open one would be held at its floor (0.5).
+    flags = {"resolved": True} if kind == "decision" else {}
+    assert _p(kind, age=40, idle=10, accesses=3, base=0.8, **flags) == pytest.approx(expected)
 
 
 def test_access_bonus_is_capped_at_0_2_and_the_result_clamped_to_1() -> None:
-    old = _p("decision", age=400, idle=400, accesses=1000)
+    old = _p("decision", age=400, idle=400, accesses=1000, resolved=True)
     assert old == pytest.approx(1.0 * math.exp(-0.03 * 400) * math.exp(-0.01 * 400) + 0.2)
     assert _p("preference", age=0, idle=0, accesses=50) == 1.0
 
 
-def test_pinned_never_decays_and_explicit_preferences_stay_above_0_6() -> None:
+def test_pinned_never_decays_and_preferences_keep_their_floors() -> None:
     assert _p("finding", age=900, idle=900, pinned=True, base=0.9) == 0.9
     assert _p("preference", age=900, idle=900, explicit=True) == pytest.approx(0.6)
-    assert _p("preference", age=900, idle=900) < 0.01
+    # Seed 003: "inferred preferences can decay to 0.3" (and no further).
+    assert _p("preference", age=900, idle=900) == pytest.approx(0.3)
+    assert _p("preference", age=0, idle=1) > 0.9
 
 
 def test_resolved_findings_decay_one_and_a_half_times_faster() -> None:
@@ -110,7 +114,10 @@ def test_priority_is_computed_at_read_time(store: Store) -> None:
     entry = memory.add(
         store, "the CI cache key includes the lockfile hash", type="finding", now=NOW
     )
-    assert entry["priority"] == 1.0 and entry["tier"] == "hot"
+    # A finding starts at seed 003's base priority for findings.
+    assert entry["priority"] == 0.9 and entry["tier"] == "hot"
     later = memory.get(store, entry["id"], record_access=False, now=NOW + 60 * DAY)
-    assert later["priority"] == pytest.approx(math.exp(-0.04 * 60) * math.exp(-0.01 * 60), abs=1e-4)
+    assert later["priority"] == pytest.approx(
+        0.9 * math.exp(-0.04 * 60) * math.exp(-0.01 * 60), abs=1e-4
+    )
     assert later["tier"] == "cold"

@@ -34,7 +34,7 @@ def session(store: Store) -> dict[str, str]:
         "open_decision": add("an open old decision", 100, type="decision"),
         "explicit_pref": add("an explicit old preference", 100, type="preference", explicit=True),
         "recent_low": add("a recent low-priority note", 0.1, type="action", base_priority=0.1),
-        "resolved": add("a resolved finding", 3, type="finding", status="resolved"),
+        "resolved": add("a resolved finding", 10, type="finding", status="resolved"),
     }
     sessions.record_turn(
         store,

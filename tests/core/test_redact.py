@@ -1,67 +1,171 @@
-"""Secrets never reach the store or an export, whatever door they come in by.
+"""Redaction: real-format secrets are replaced by the label of their kind, ordinary code is not.
 
-A corpus of 27 kinds of fake secrets is written through memory add (library, CLI, LSP is
-covered by the same library call), error tracking (`engram error track`), agent hooks
-(`engram hook claude-code ...`), transcript ingest (`engram ingest claude-code`) and the event
-log; then the raw bytes of the database, its WAL and every export (json, yaml, md,
-anonymized) are searched for each secret.
+The corpora are in `tests/core/secret_corpus.py`; that no secret reaches the store through any
+entry point is tested in `test_secrets_every_entry_point.py`.
 """
 
 from __future__ import annotations
 
-import json
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from memory_core import events, memory
-from memory_core.events import Event
+from memory_core import redact as redaction
 from memory_core.redact import redact, redact_obj
-from memory_core.store import Store
-from tests.agents_fixtures import Transcript, hook_payload, text, tool_use
-from tests.core.secret_corpus import corpus
+from tests.core.secret_corpus import ORDINARY, Secret, r, secrets
 
-CORPUS = corpus()
-
-
-def test_the_corpus_covers_at_least_twenty_kinds() -> None:
-    assert len({kind for kind, _text, _secret in CORPUS}) >= 20
+SECRETS = secrets()
+ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
 
-@pytest.mark.parametrize(("kind", "text", "secret"), CORPUS, ids=[c[0] for c in CORPUS])
-def test_each_kind_is_redacted_and_labelled(kind: str, text: str, secret: str) -> None:
+def test_the_corpora_are_large_and_varied() -> None:
+    assert len(SECRETS) >= 100
+    assert len({s.kind for s in SECRETS}) >= 60
+    assert len(ORDINARY) >= 50
+    # Every token detector has at least one secret of its format in the corpus.
+    labels = {s.label for s in SECRETS}
+    missing = [name for name, _g, _p in redaction._TOKEN_DETECTORS if name not in labels]
+    assert missing == []
+
+
+@pytest.mark.parametrize("case", SECRETS, ids=[s.kind for s in SECRETS])
+def test_each_secret_is_replaced_by_the_label_of_its_kind(case: Secret) -> None:
+    out = redact(case.text)
+    assert case.secret not in out
+    assert f"[REDACTED:{case.label}]" in out, out
+
+
+@pytest.mark.parametrize("case", SECRETS, ids=[s.kind for s in SECRETS])
+def test_each_secret_is_found_inside_a_large_text_too(case: Secret) -> None:
+    # Above WINDOWED_ABOVE characters the context detectors read windows around their guards
+    # and the token detectors read the token runs: the result must be the same.
+    filler = "def handler(event):\n    return process(event)  # ordinary code\n" * 120
+    text = filler + case.text + "\n" + filler
+    assert len(text) > redaction.WINDOWED_ABOVE
     out = redact(text)
-    assert secret not in out
-    assert "[REDACTED:" in out
+    assert case.secret not in out
+    if not case.kind.startswith("truncated"):  # a cut-off key block is hidden to the end
+        assert out == filler + redact(case.text) + "\n" + filler
+
+
+# One ordinary string out of the corpus is changed, and it is this one: a Maven coordinate
+# whose group name ends in "token" reads as `jsonwebtoken: <value>` (gitleaks lists it among
+# its own false positives). Any other change is a regression.
+KNOWN_CHANGED = {'notes            = "Maven - io.jsonwebtoken:jjwt-jackson-0.11.2"'}
+
+
+def test_ordinary_code_hashes_ids_and_versions_stay_intact() -> None:
+    changed = {text for text in ORDINARY if redact(text) != text}
+    assert changed == KNOWN_CHANGED
+    assert len(changed) <= len(ORDINARY) // 50
+
+
+@pytest.mark.parametrize("text", sorted(set(ORDINARY) - KNOWN_CHANGED))
+def test_ordinary_string_is_unchanged(text: str) -> None:
+    assert redact(text) == text
+
+
+def test_the_issue_examples_of_mangled_code_are_left_alone() -> None:
+    for text in (
+        "token_budget=budget",
+        "UPDATE t SET input_tokens = input_tokens + ?",
+        '"jsonwebtoken": "^9.0.0"',
+        'secret_name = "prod/db/credentials"',
+    ):
+        assert redact(text) == text
+
+
+def test_a_twilio_api_key_is_reported_as_one() -> None:
+    key = "SK" + r("0123456789abcdef", 32)
+    assert redact(f"TWILIO_KEY_SID {key}") == "TWILIO_KEY_SID [REDACTED:twilio-key]"
+
+
+def test_camel_case_and_other_case_styles_of_secret_names() -> None:
+    value = r(ALNUM, 24)
+    for name in (
+        "secretKey",
+        "apiToken",
+        "clientSecret",
+        "DB_PASSWORD",
+        "db-password",
+        "authToken",
+    ):
+        out = redact(f"{name}: {value}")
+        assert out == f"{name}: [REDACTED:secret]", name
+    # A strong word inside a longer lowercase word is not a name of a secret.
+    for text in (f"secretary: {value}", f"tokenizer = {value}"):
+        assert redact(text) == text
+
+
+def test_a_truncated_private_key_is_hidden_to_the_end_of_the_text() -> None:
+    body = "\n".join(r(ALNUM + "+/", 64) for _ in range(5))
+    text = "pasted key:\n-----BEGIN RSA " + "PRIVATE KEY-----\n" + body
+    out = redact(text)
+    assert out == "pasted key:\n[REDACTED:private-key]"
+    # The same key inside a large text (where context detectors read only windows).
+    large = "x = 1\n" * 1000 + text
+    out = redact(large)
+    assert all(line not in out for line in body.splitlines())
 
 
 @pytest.mark.parametrize(
-    "text",
+    ("url", "password"),
     [
-        "def get_token(self): return self.token",
-        "token: str = None",
-        "api_key = os.environ['API_KEY']",
-        "password = settings.DB_PASSWORD",
-        "session_id=abc123-def",
-        "the monkey = banana",
-        "see https://example.com/docs/auth",
-        "key = 'name'",
-        "ssh-keygen -t ed25519 -C me",
-        "input_tokens: 1234567, output_tokens=89012",
-        "tokenizer = 'unicode61 remove_diacritics'",
-        "secretary: Margaret_Hamilton_1969",
-        '{"session_id": "5f2c1d4e-aaaa-bbbb-cccc-123456789abc"}',
+        ("postgres://u:pw1@db.internal/app", "pw1"),
+        ("redis://:ab12@cache:6379/0", "ab12"),
+        ("amqp://guest:x@rabbit//", "x"),
+        ("https://deploy:Zq8vT1mXw9LpR4sK@git.example.com/repo.git", "Zq8vT1mXw9LpR4sK"),
     ],
 )
-def test_ordinary_code_and_prose_are_left_alone(text: str) -> None:
-    assert redact(text) == text
+def test_a_password_in_a_url_is_hidden_whatever_its_length(url: str, password: str) -> None:
+    out = redact(f"connect to {url} now")
+    assert f":{password}@" not in out
+    assert ":[REDACTED:password]@" in out
+
+
+def test_a_url_password_far_after_the_start_of_a_long_scheme_is_found_in_a_large_text() -> None:
+    # The context window must reach back over the scheme: `postgresql+asyncpg` is 18
+    # characters before the `://` the detector looks for.
+    password = r(ALNUM, 12)
+    line = f"DATABASE_URL=postgresql+asyncpg://app:{password}@db/app"
+    large = "print('ordinary code')\n" * 300 + line + "\n" + "print('more')\n" * 300
+    assert len(large) > redaction.WINDOWED_ABOVE
+    assert password not in redact(large)
+    assert password not in redact(line)
+
+
+def test_curl_credentials_on_the_same_and_on_a_continuation_line() -> None:
+    password = r(ALNUM, 14)
+    for text in (
+        f"curl --cacert ca.crt -u elastic:{password} https://localhost:9200",
+        f"curl -X POST https://api.example.com/v1/deploy \\\n  -d '{{}}' \\\n  --user 'ci:{password}'",
+        f'curl -u ":{password}" https://localhost:9200',
+    ):
+        out = redact(text)
+        assert password not in out, text
+        assert "[REDACTED:password]" in out
+    # A user without a password prompts for it: nothing to hide.
+    assert (
+        redact('curl -u "$USER" https://api.example.com')
+        == 'curl -u "$USER" https://api.example.com'
+    )
+
+
+def test_values_ending_in_base64_padding_and_dotted_values_are_secrets() -> None:
+    padded = r(ALNUM + "+/", 42) + "=="
+    assert redact(f'api_token = "{padded}"') == 'api_token = "[REDACTED:secret]"'
+    assert redact("DB_PASSWORD=hunter2.hunter2") == "DB_PASSWORD=[REDACTED:secret]"
+    # ... but a name after a label, and a dotted reference, are not values.
+    assert redact("password: client_secret= foo") == "password: client_secret= foo"
+    assert redact("password = settings.DB_PASSWORD") == "password = settings.DB_PASSWORD"
 
 
 def test_a_low_entropy_value_under_a_weak_name_is_kept_but_a_random_one_is_not() -> None:
     assert redact("cache_key = user_profile_v2") == "cache_key = user_profile_v2"
-    assert "Zq8" not in redact("cache_key = Zq8vT1mXw9LpR4sKd2Jh7Gc")
+    assert redact("cache_key = Zq8vT1mXw9LpR4sKd2Jh7Gc") == "cache_key = [REDACTED:secret]"
 
 
 def test_ids_under_key_like_names_are_not_secrets() -> None:
@@ -72,42 +176,39 @@ def test_ids_under_key_like_names_are_not_secrets() -> None:
         "request_sig_path": "/tmp/x",
     }
     assert redact_obj(value) == value
-    assert redact(f"session_id={session} cache_key_id: Zq8vT1mXw9LpR4sKd2Jh7Gc") == (
-        f"session_id={session} cache_key_id: Zq8vT1mXw9LpR4sKd2Jh7Gc"
-    )
-    # Strong names in any case style.
-    for sample in (
-        "apiToken: Zq8vT1mXw9Lp",
-        "DB_PASSWORD=hunter22x",
-        "client-secret = abcdefgh1",
-        "tokens: qwertyuiop1",
-    ):
-        assert "[REDACTED:secret]" in redact(sample), sample
+    text = f"session_id={session} cache_key_id: Zq8vT1mXw9LpR4sKd2Jh7Gc"
+    assert redact(text) == text
     # A strong name keeps even a UUID-shaped value secret (some APIs use UUIDs as keys).
-    assert session not in redact(f"api_key = {session}")
+    assert redact(f"api_key = {session}") == "api_key = [REDACTED:secret]"
 
 
 def test_redact_obj_hides_values_under_secret_names_and_keeps_structure() -> None:
     value = {
-        "env": {"DB_PASSWORD": "plainword", "HOME": "/home/x"},
+        "env": {"DB_PASSWORD": "plainword", "HOME": "/home/x", "secretKey": "hunter22"},
         "args": ["--token=" + "a" * 8 + "Zx91"],
+        "deps": {"jsonwebtoken": "^9.0.0"},
         "n": 3,
     }
     out = redact_obj(value)
-    assert out["env"] == {"DB_PASSWORD": "[REDACTED:secret]", "HOME": "/home/x"}
+    assert out["env"] == {
+        "DB_PASSWORD": "[REDACTED:secret]",
+        "HOME": "/home/x",
+        "secretKey": "[REDACTED:secret]",
+    }
     assert out["args"] == ["--token=[REDACTED:secret]"]
+    assert out["deps"] == {"jsonwebtoken": "^9.0.0"}
     assert out["n"] == 3
 
 
 def test_redaction_is_cheap_to_import_in_a_cold_process() -> None:
-    code = "import time; t = time.perf_counter(); import memory_core.redact as r; r.redact('x = 1'); print(time.perf_counter() - t)"
+    code = (
+        "import time; t = time.perf_counter(); import memory_core.redact as r; "
+        "r.redact('x = 1'); print(time.perf_counter() - t)"
+    )
     runs = [
         float(
             subprocess.run(
-                [__import__("sys").executable, "-c", code],
-                capture_output=True,
-                text=True,
-                check=True,
+                [sys.executable, "-c", code], capture_output=True, text=True, check=True
             ).stdout
         )
         for _ in range(3)
@@ -115,130 +216,14 @@ def test_redaction_is_cheap_to_import_in_a_cold_process() -> None:
     assert min(runs) < 0.05, runs
 
 
-@pytest.fixture
-def repo(workspace: Path) -> Path:
-    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
-    return workspace
-
-
-def _store_bytes(root: Path) -> bytes:
-    store_dir = root / ".engram"
-    blob = b""
-    for name in ("engram.db", "engram.db-wal"):
-        path = store_dir / name
-        if path.exists():
-            blob += path.read_bytes()
-    return blob
-
-
-def _leaks(haystack: bytes) -> list[str]:
-    return [kind for kind, _text, secret in CORPUS if secret.encode() in haystack]
-
-
-def test_no_secret_reaches_the_store_or_any_export_through_any_entry_point(cli, repo: Path) -> None:
-    session = "7a1b2c3d-0000-1111-2222-333344445555"
-    blob_of_secrets = "\n".join(text for _kind, text, _secret in CORPUS)
-
-    # 1. memory add: the library, and the CLI with the text on the command line and on stdin.
-    with Store.init(repo) as store:
-        for kind, text_, _secret in CORPUS:
-            memory.add(
-                store, f"{kind}: {text_}", type="finding", tags=[kind], provenance={"note": text_}
-            )
-        # The event log every feature writes to.
-        events.append(
-            store,
-            Event(
-                "test.secret",
-                data={"payload": blob_of_secrets, "env": {"API_TOKEN": "tok" + "x" * 20}},
-            ),
-        )
-    for kind, text_, _secret in CORPUS[:8]:
-        assert cli("memory", "add", f"{kind} {text_}", "--tag", "cli", cwd=repo).code == 0
-    assert (
-        cli("memory", "add", "-", "--type", "learning", cwd=repo, stdin=blob_of_secrets).code == 0
-    )
-
-    # 2. error tracking through the CLI, three times so a gotcha is auto-captured from it.
-    for kind, text_, _secret in CORPUS:
-        for _ in range(3):
-            result = cli(
-                "error", "track", f"RuntimeError: connection failed ({kind}) {text_}", cwd=repo
-            )
-            assert result.code == 0, result.stderr
-
-    # 3. agent hooks: a session start, prompts and a failing tool carrying the secrets.
-    start = hook_payload("SessionStart", session, repo, source="startup")
-    assert cli("hook", "claude-code", "SessionStart", cwd=repo, stdin=start).code == 0
-    for kind, text_, _secret in CORPUS:
-        prompt = hook_payload("UserPromptSubmit", session, repo, prompt=f"use this {kind}: {text_}")
-        assert cli("hook", "claude-code", "UserPromptSubmit", cwd=repo, stdin=prompt).code == 0
-    failure = hook_payload(
-        "PostToolUseFailure",
-        session,
-        repo,
-        tool_name="Bash",
-        tool_input={"command": f"deploy --key {CORPUS[0][1]}"},
-        tool_use_id="toolu_fail",
-        error=blob_of_secrets,
-    )
-    assert cli("hook", "claude-code", "PostToolUseFailure", cwd=repo, stdin=failure).code == 0
-    end = hook_payload("SessionEnd", session, repo, reason="exit")
-    assert cli("hook", "claude-code", "SessionEnd", cwd=repo, stdin=end).code == 0
-
-    # 4. transcript ingest: secrets in prompts, answers and tool inputs.
-    transcript = Transcript("9e8d7c6b-0000-1111-2222-333344445555", repo)
-    for index, (kind, text_, _secret) in enumerate(CORPUS):
-        transcript.prompt(f"here is the {kind}: {text_}")
-        transcript.response(
-            [text(f"Using {text_}"), tool_use(f"toolu_{index}", "Bash", command=f"echo {text_}")],
-            stop_reason="end_turn",
-        )
-    path = transcript.save(repo / "transcripts" / "t.jsonl")
-    ingested = cli("ingest", "claude-code", str(path), cwd=repo)
-    assert ingested.code == 0, ingested.stderr
-
-    # Something was recorded through each door (the test is not vacuous) ...
-    with Store.open(repo) as store:
-        counts = store.counts()
-    assert counts["memories"] >= len(CORPUS) + 9
-    assert counts["error_occurrences"] >= len(CORPUS)
-    assert counts.get("agent_prompts", 0) + counts.get("session_turns", 0) > 0
-
-    # ... and no secret is in the database or its WAL, nor in any other file of the store
-    # (log, exports, team file).
-    assert _leaks(_store_bytes(repo)) == []
-    for path in (repo / ".engram").rglob("*"):
-        if path.is_file():
-            assert _leaks(path.read_bytes()) == [], path
-
-    # Nor in any export.
-    outputs = []
-    for fmt in ("json", "yaml", "md"):
-        out = repo / f"export.{fmt}"
-        assert cli("export", "--format", fmt, "--out", str(out), cwd=repo).code == 0
-        outputs.append(out)
-    anon = repo / "anon.json"
-    assert cli("anonymize", "--out", str(anon), cwd=repo).code == 0
-    outputs.append(anon)
-    cli("gotcha", "export", cwd=repo)
-    outputs.extend(p for p in (repo / ".engram" / "exports").rglob("*") if p.is_file())
-    for out in outputs:
-        assert _leaks(out.read_bytes()) == [], out
-    # The export really holds the redacted memories (it is not empty).
-    exported = json.loads((repo / "export.json").read_text())
-    assert any("[REDACTED:" in row["content"] for row in exported["tables"]["memories"])
-
-
-def test_redaction_of_a_large_text_stays_fast() -> None:
+def test_a_large_text_with_every_kind_of_secret_loses_them_all() -> None:
     # A worst case for the guards: half a megabyte of code with every kind of secret in it,
-    # so every detector runs. Best of three, on a machine shared with other work.
+    # so every detector runs. The speed itself is measured by tests/bench (bench_redact).
     sample = (Path(__file__).parents[2] / "memory_core" / "lifecycle.py").read_text() * 20
-    sample += " ".join(text_ for _k, text_, _s in CORPUS)
-    rates = []
-    for _ in range(3):
-        start = time.perf_counter()
-        out = redact(sample)
-        rates.append(len(sample) / (time.perf_counter() - start) / 1e6)
-    assert _leaks(out.encode()) == []
-    assert max(rates) > 2, f"{max(rates):.1f} MB/s"
+    sample += "\n".join(s.text for s in SECRETS)
+    start = time.perf_counter()
+    out = redact(sample)
+    elapsed = time.perf_counter() - start
+    assert [s.kind for s in SECRETS if s.secret in out] == []
+    # Not a speed budget: a guard against a pattern that backtracks catastrophically.
+    assert elapsed < 5, elapsed

@@ -110,14 +110,14 @@ def test_opening_migrates_an_older_store_forward(workspace: Path) -> None:
 def test_a_file_that_is_not_a_database_is_a_clear_error(workspace: Path) -> None:
     (workspace / ".engram").mkdir()
     (workspace / ".engram" / "engram.db").write_bytes(b"this is not sqlite" * 100)
-    with pytest.raises(StoreError, match="cannot open the store"):
+    with pytest.raises(StoreError, match="damaged or not an engram store"):
         Store.open(workspace)
 
 
 def test_open_without_a_store_says_how_to_make_one(workspace: Path) -> None:
     with pytest.raises(StoreError) as raised:
         Store.open(workspace)
-    assert "run `engram init`" in raised.value.one_line()
+    assert "no engram store here (run engram init)" in raised.value.one_line()
 
 
 def test_private_files_are_written_whole(tmp_path: Path) -> None:

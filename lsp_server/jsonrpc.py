@@ -1,0 +1,349 @@
+"""engram's JSON-RPC transport: frames read with limits, every request answered, edits coalesced.
+
+pygls' reader (`pygls.io_.run_async`) hands the body of a frame to `json.loads` with the
+protocol's `structure_message` as object hook and, when anything fails, logs and drops the
+message: a request whose params do not fit the protocol (hover with params `null`, a negative
+line) never gets an answer, invalid JSON and non-2.0 messages get none either, and a frame
+declaring `Content-Length: 1000000000000` is read with `read(10**12)` (MemoryError, the server
+dies). It also hops to a worker thread for every header line and body (about 1 ms a message),
+so 1,000 queued `didChange` notifications keep a hover waiting a third of a second.
+
+This module replaces that loop (the server's `start_io` and `start_tcp` call `serve`):
+
+- frames are parsed from a buffer filled 64 KiB at a time; a frame above `MAX_FRAME_BYTES`
+  is never allocated: it is answered with an error and skipped, and reading resynchronises on
+  the next `Content-Length:` header;
+- invalid JSON gets ParseError (-32700, id null), a message that is no JSON-RPC 2.0 request
+  InvalidRequest (-32600), params that do not fit the method InvalidParams (-32602), as the
+  JSON-RPC 2.0 specification says;
+- all frames already received are parsed before any is dispatched, and consecutive `didChange`
+  notifications for the same document are merged into one (their content changes in order, the
+  last version): a burst of typing costs one dispatch, not a thousand.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import cattrs
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
+from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage
+
+logger = logging.getLogger("engram.lsp")
+
+# The largest message engram accepts: a whole file sent with didOpen is the biggest there is,
+# and the checkpoint size cap keeps files that size out anyway.
+MAX_FRAME_BYTES = 64 * 1024 * 1024
+# A header line longer than this is garbage, not a header.
+MAX_HEADER_BYTES = 8 * 1024
+CHUNK_BYTES = 64 * 1024
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+INVALID_PARAMS = -32602
+
+_HEADER = b"content-length:"
+_ID_HINT = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")')
+
+
+@dataclass
+class Frame:
+    """One frame from the stream: a body, or a problem to answer."""
+
+    body: bytes | None = None
+    oversize: int | None = None  # the declared length of a refused frame
+    id_hint: int | str | None = None
+
+
+class FrameParser:
+    """Splits a byte stream into `Content-Length` frames, with limits and resynchronisation."""
+
+    def __init__(self, max_frame: int = MAX_FRAME_BYTES) -> None:
+        self.buffer = bytearray()
+        self.max_frame = max_frame
+        self._length: int | None = None  # declared length once the headers are complete
+        self._pending_length: int | None = None  # seen in a header line, blank line not yet
+        self._skipping: Frame | None = None  # an oversize frame being skipped
+
+    def feed(self, data: bytes) -> None:
+        self.buffer += data
+
+    def frames(self) -> list[Frame]:
+        """Every complete frame in the buffer (and refused ones), consuming them."""
+        found: list[Frame] = []
+        while True:
+            frame = self._next()
+            if frame is None:
+                return found
+            found.append(frame)
+
+    def _next(self) -> Frame | None:
+        buffer = self.buffer
+        while True:
+            if self._skipping is not None:
+                # Resynchronise: the next header starts the next frame. Nothing of the refused
+                # body is kept but a first peek at it (for its id).
+                refused = self._skipping
+                if refused.id_hint is None and len(buffer) > 0:
+                    match = _ID_HINT.search(bytes(buffer[:4096]))
+                    if match:
+                        refused.id_hint = _decode_id(match.group(1))
+                at = _find_header(buffer)
+                if at < 0:
+                    keep = len(_HEADER) - 1
+                    del buffer[: max(0, len(buffer) - keep)]
+                    return None
+                del buffer[:at]
+                self._skipping = None
+                return refused
+            if self._length is not None:
+                if len(buffer) < self._length:
+                    return None
+                body = bytes(buffer[: self._length])
+                del buffer[: self._length]
+                self._length = None
+                return Frame(body=body)
+            end = buffer.find(b"\n")
+            if end < 0:
+                if len(buffer) > MAX_HEADER_BYTES:
+                    # No line break in 8 KiB: not a header. Drop it, keep looking for one.
+                    at = _find_header(buffer)
+                    if at > 0:
+                        logger.warning("dropped %d bytes before a header", at)
+                        del buffer[:at]
+                        continue
+                    logger.warning("dropped %d bytes that are no JSON-RPC header", len(buffer))
+                    del buffer[: len(buffer) - len(_HEADER)]
+                return None
+            line = bytes(buffer[: end + 1])
+            del buffer[: end + 1]
+            stripped = line.strip()
+            if not stripped:
+                if self._pending_length is None:
+                    continue  # a stray blank line
+                length, self._pending_length = self._pending_length, None
+                if length > self.max_frame:
+                    logger.warning(
+                        "refused a message of %d bytes (the limit is %d)", length, self.max_frame
+                    )
+                    self._skipping = Frame(oversize=length)
+                    continue
+                self._length = length
+                continue
+            at = stripped.lower().find(_HEADER)
+            if at < 0:
+                continue  # Content-Type, or junk between frames
+            if at > 0:
+                logger.warning("dropped %d bytes before a header", at)
+            value = stripped[at + len(_HEADER) :].strip()
+            if value.isdigit():
+                # A length of 30 digits is refused like any too large one (and int() of a few
+                # thousand digits would itself raise).
+                self._pending_length = int(value) if len(value) <= 30 else 10**30
+            else:
+                logger.warning("ignored a Content-Length header of %r", value[:40])
+                self._pending_length = None
+
+
+def _find_header(buffer: bytearray) -> int:
+    return bytes(buffer).lower().find(_HEADER)
+
+
+def _decode_id(raw: bytes) -> int | str | None:
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    return value if isinstance(value, int | str) and not isinstance(value, bool) else None
+
+
+def _valid_id(value: Any) -> bool:
+    return isinstance(value, int | str) and not isinstance(value, bool)
+
+
+class EngramProtocol(LanguageServerProtocol):
+    """pygls' protocol, with answers for every request and quiet logs for expected errors."""
+
+    def send_error(self, msg_id: Any, code: int, message: str) -> None:
+        """An error response; `msg_id` None when the request's id cannot be known."""
+        error = {"code": code, "message": message}
+        self._send_data(
+            {"jsonrpc": "2.0", "id": msg_id if _valid_id(msg_id) else None, "error": error}
+        )
+
+    # -- dispatch ---------------------------------------------------------------------------
+
+    def handle_frames(self, frames: list[Frame]) -> None:
+        messages: list[Any] = []
+        for frame in frames:
+            if frame.oversize is not None:
+                self.send_error(
+                    frame.id_hint,
+                    INVALID_REQUEST,
+                    f"message of {frame.oversize} bytes refused: the limit is {MAX_FRAME_BYTES}",
+                )
+                continue
+            try:
+                messages.append(json.loads(frame.body or b""))
+            except (ValueError, UnicodeDecodeError) as exc:
+                logger.warning("invalid JSON in a message: %s", exc)
+                self.send_error(None, PARSE_ERROR, f"invalid JSON: {exc}")
+        for data in coalesce_did_change(messages):
+            self.handle_raw(data)
+
+    def handle_raw(self, data: Any) -> None:
+        """Check one decoded message against JSON-RPC 2.0, structure it, hand it to pygls."""
+        if not isinstance(data, dict):
+            self.send_error(None, INVALID_REQUEST, "a message must be a JSON object (no batches)")
+            return
+        msg_id = data.get("id")
+        method = data.get("method")
+        is_response = "method" not in data and ("result" in data or "error" in data)
+        if data.get("jsonrpc") != "2.0":
+            logger.warning("a message that is not JSON-RPC 2.0: %.200s", json.dumps(data))
+            if not is_response:
+                self.send_error(msg_id, INVALID_REQUEST, 'only JSON-RPC "2.0" messages are served')
+            return
+        if is_response:
+            self._structure_and_handle(data)
+            return
+        if not isinstance(method, str) or not method:
+            self.send_error(msg_id, INVALID_REQUEST, "a request needs a method name (a string)")
+            return
+        if "id" in data and not _valid_id(msg_id):
+            self.send_error(None, INVALID_REQUEST, "a request id is a string or an integer")
+            return
+        params = data.get("params")
+        if params is not None and not isinstance(params, dict | list):
+            if "id" in data:
+                self.send_error(msg_id, INVALID_PARAMS, f"{method}: params must be an object")
+            else:
+                logger.warning("ignored %s: params must be an object", method)
+            return
+        self._structure_and_handle(data)
+
+    def _structure_and_handle(self, data: dict[str, Any]) -> None:
+        is_request = "id" in data and "method" in data
+        try:
+            if is_request or "method" in data:
+                method = data["method"]
+                fallback = JsonRPCRequestMessage if is_request else JsonRPCNotification
+                message = self._converter.structure(data, self.get_message_type(method) or fallback)
+            else:
+                message = self.structure_message(data)
+        except (cattrs.ClassValidationError, cattrs.IterableValidationError) as exc:
+            where = "; ".join(cattrs.transform_error(exc))
+            method = data.get("method")
+            if is_request:
+                logger.info("invalid params for %s (request %r): %s", method, data["id"], where)
+                self.send_error(data["id"], INVALID_PARAMS, f"invalid params for {method}: {where}")
+            else:
+                logger.warning("ignored %s with invalid params: %s", method, where)
+            return
+        except Exception as exc:
+            logger.exception("cannot read a message")
+            if is_request:
+                self.send_error(data["id"], INVALID_PARAMS, f"cannot read the params: {exc}")
+            return
+        self.handle_message(message)
+
+    # -- answers ----------------------------------------------------------------------------
+
+    def _send_handler_result(self, future: Any, *, msg_id: Any) -> None:
+        # pygls logs every error response with its traceback. An error the handler raised on
+        # purpose (invalid params, a user's mistake turned into an error response) is one line;
+        # anything else keeps its traceback (pygls' own path).
+        if not future.cancelled():
+            exc = future.exception()
+            if isinstance(exc, JsonRpcException) and not isinstance(exc, JsonRpcInternalError):
+                self._request_futures.pop(msg_id, None)
+                logger.info("request %r: %s", msg_id, exc.message)
+                self._send_response(msg_id, error=exc.to_response_error())
+                return
+        super()._send_handler_result(future, msg_id=msg_id)
+
+
+def coalesce_did_change(messages: list[Any]) -> list[Any]:
+    """Merge runs of `didChange` for the same document into one notification.
+
+    Applying the merged change list in order gives the same text as applying each message;
+    the version is the last one's. Any other message between two edits ends the run, so a
+    hover still sees the text as of the moment it was sent.
+    """
+    merged: list[Any] = []
+    for data in messages:
+        previous = merged[-1] if merged else None
+        if (
+            previous is not None
+            and _is_did_change(data)
+            and _is_did_change(previous)
+            and previous["params"]["textDocument"].get("uri")
+            == data["params"]["textDocument"].get("uri")
+        ):
+            if not previous.get("_engram_merged"):
+                previous = dict(previous)
+                previous["params"] = dict(previous["params"])
+                previous["params"]["contentChanges"] = list(previous["params"]["contentChanges"])
+                previous["_engram_merged"] = True
+                merged[-1] = previous
+            previous["params"]["contentChanges"].extend(data["params"]["contentChanges"])
+            previous["params"]["textDocument"] = data["params"]["textDocument"]
+            continue
+        merged.append(data)
+    for data in merged:
+        if isinstance(data, dict):
+            data.pop("_engram_merged", None)
+    return merged
+
+
+def _is_did_change(data: Any) -> bool:
+    if not isinstance(data, dict) or data.get("method") != types.TEXT_DOCUMENT_DID_CHANGE:
+        return False
+    if data.get("jsonrpc") != "2.0" or "id" in data:
+        return False
+    params = data.get("params")
+    return (
+        isinstance(params, dict)
+        and isinstance(params.get("textDocument"), dict)
+        and isinstance(params.get("contentChanges"), list)
+    )
+
+
+async def serve(
+    read_chunk: Callable[[], Awaitable[bytes]],
+    protocol: EngramProtocol,
+    should_stop: Callable[[], bool],
+) -> None:
+    """Read frames until end of input (or the server stops), answering as JSON-RPC says."""
+    parser = FrameParser()
+    while not should_stop():
+        chunk = await read_chunk()
+        if not chunk:
+            break
+        parser.feed(chunk)
+        frames = parser.frames()
+        if not frames:
+            continue
+        try:
+            protocol.handle_frames(frames)
+        except Exception:
+            # A bug in dispatch must not end the session: log it and read on.
+            logger.exception("cannot handle %d message(s)", len(frames))
+
+
+__all__ = [
+    "MAX_FRAME_BYTES",
+    "EngramProtocol",
+    "Frame",
+    "FrameParser",
+    "JsonRpcInvalidParams",
+    "coalesce_did_change",
+    "serve",
+]

@@ -1,0 +1,80 @@
+"""What a failure teaches, for digests, dead ends and the session-start context.
+
+`error_line` names the error that matters in a failed call's output (not `Exit code 2`, not
+pytest's banner: see `gotchas.tool_errors`); `fix_after` finds the step that actually fixed a
+failing command: what the session did between the last failure and the first success of the
+same command (`pip install -e .`, an edit), not the same command run again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memory_core.agents.failures import command_key
+from memory_core.agents.record import error_message
+from memory_core.gotchas.normalize import meaningful_line
+from memory_core.store import Store
+
+FILE_TOOLS = ("Edit", "Write", "MultiEdit", "NotebookEdit")
+
+
+def error_line(error: str | None) -> str:
+    """The one line that says what went wrong in a failed call's error text."""
+    if not error or not error.strip():
+        return ""
+    return " ".join(meaningful_line(error_message(error)).split())
+
+
+def fix_after(store: Store, session_id: str, command: str, failed_at: float) -> str | None:
+    """The step that made `command` work again after it failed at `failed_at`, in words.
+
+    The first later success of the same command closes the window; the fix is the last other
+    successful command in it, else the files edited in it. None when the command never
+    succeeded again, or nothing happened in between (it was flaky, or is still failing).
+    """
+    key = command_key(command)
+    rows = store.query(
+        "SELECT tool, command, path, ok, ts FROM agent_tool_uses WHERE session_id = ? AND ts > ? "
+        "AND sidechain = 0 AND ok IS NOT NULL ORDER BY ts",
+        (session_id, failed_at),
+    )
+    between: list[Any] = []
+    for row in rows:
+        if row["command"] and command_key(str(row["command"])) == key:
+            if not row["ok"]:
+                between = []  # failed again: the fix comes after this one
+                continue
+            break
+        between.append(row)
+    else:
+        return None
+    commands = [str(r["command"]) for r in between if r["ok"] and r["command"]]
+    if commands:
+        return f"`{commands[-1]}`"
+    edited = list(
+        dict.fromkeys(
+            str(r["path"]) for r in between if r["ok"] and r["path"] and r["tool"] in FILE_TOOLS
+        )
+    )
+    if edited:
+        return "editing " + ", ".join(f"`{p}`" for p in edited[:3])
+    return None
+
+
+def worked_instead(store: Store, session_id: str, command: str, failed_at: float) -> str | None:
+    """A later successful variant of a command that never succeeded itself (same program,
+    other arguments: `pytest x --no-cov` after `pytest x` failed), or None."""
+    key = command_key(command)
+    program = key.split(" ", 1)[0]
+    rows = store.query(
+        "SELECT command FROM agent_tool_uses WHERE session_id = ? AND ts > ? AND ok = 1 "
+        "AND command IS NOT NULL AND sidechain = 0 ORDER BY ts LIMIT 200",
+        (session_id, failed_at),
+    )
+    for row in rows:
+        other = command_key(str(row["command"]))
+        if other == key:
+            return None  # the command itself worked again: see fix_after
+        if other.split(" ", 1)[0] == program:
+            return f"`{row['command']}`"
+    return None

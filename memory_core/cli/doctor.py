@@ -1,0 +1,76 @@
+"""`engram doctor [--repair]`: check the store, show its size by area, repair what is safe."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from memory_core.cli.context import Context
+from memory_core.errors import EXIT_FAILED, EXIT_OK
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    doctor = sub.add_parser(
+        "doctor",
+        parents=[common],
+        help="check the store (integrity, indexes, orphans) and its size by area",
+    )
+    doctor.add_argument(
+        "--repair",
+        action="store_true",
+        help="rebuild indexes, move orphaned rows aside (recoverable), drop unreferenced content",
+    )
+    doctor.set_defaults(handler=run_doctor)
+
+
+def _size(nbytes: int) -> str:
+    value = float(nbytes)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{nbytes} B"
+
+
+def run_doctor(ctx: Context) -> int:
+    from memory_core import doctor
+
+    report = doctor.run(ctx.store(create=False), repair=ctx.args.repair)
+
+    def human() -> str:
+        lines = [f"engram doctor: {report['root']}"]
+        lines.append(
+            "  integrity          "
+            + (
+                "ok"
+                if report["integrity"]["ok"]
+                else "DAMAGED: " + report["integrity"]["messages"][0]
+            )
+        )
+        for name, state in report["indexes"].items():
+            lines.append(f"  index {name:<13}{state}")
+        orphans = report["orphaned_rows"]
+        lines.append(f"  orphaned rows      {orphans['rows']}")
+        content = report["checkpoint_content"]
+        lines.append(
+            f"  orphaned blobs     {content['orphaned']} ({_size(content['orphaned_bytes'])})"
+        )
+        files = report["files"]
+        lines.append(
+            f"  stray files        {len(files['orphaned_exports']) + len(files['stale_temp_files'])}"
+        )
+        size = report["size"]
+        lines.append(f"size {_size(size['total_bytes'])}:")
+        for area, nbytes in size["areas"].items():
+            lines.append(f"  {area:<24}{_size(nbytes):>10}")
+        for name, nbytes in size["files"].items():
+            lines.append(f"  file {name:<19}{_size(nbytes):>10}")
+        for action in report["repaired"]:
+            lines.append(f"repaired: {action}")
+        for problem in report["problems"]:
+            lines.append(f"problem: {problem}")
+        lines.append("healthy" if report["healthy"] else "problems found")
+        return "\n".join(lines)
+
+    ctx.emit(report, human)
+    return EXIT_OK if report["healthy"] else EXIT_FAILED

@@ -1,0 +1,231 @@
+"""Checkpoints and the conversation (beans' Checkpoint: `turnNumber` and the session with it).
+
+A checkpoint taken during a session records the session, the turn it was at and the session's
+summary fields as they stood (rolling summary, overview, decisions, outcomes, open items, tags,
+search footprint, status). Rolling back to it can also rewind the session: the turns after it,
+the tool calls, commands and files recorded after it leave the session, and its summary fields
+return to what they were; the next agent's context is then the session as it stood at that turn.
+
+Nothing is lost by a rewind: the whole session is saved first (a version in `saved_sessions`,
+loadable with `engram session load`), and the agent ledger's rows after the checkpoint move to
+a detached id `<session>@rewound-<time>` instead of being deleted. Rewinding to a checkpoint
+taken later than the session now is (the undo checkpoint a rollback makes) restores the turns
+from that saved version.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from memory_core import clock, events
+from memory_core.errors import NotFoundError, UsageError
+from memory_core.store import Store
+
+STATE_FIELDS = (
+    "status",
+    "rolling_summary",
+    "overview",
+    "decisions",
+    "outcomes",
+    "open_items",
+    "tags",
+    "summary_source",
+    "search_footprint",
+    "active_workflow",
+    "workflow_state",
+    "active_story",
+    "active_subtask",
+)
+# The agent ledger's tables and their time column: rows after the checkpoint are detached.
+_AGENT_TABLES = (
+    ("agent_prompts", "ts"),
+    ("agent_tool_uses", "ts"),
+    ("agent_turns", "started_at"),
+    ("agent_messages", "ts"),
+    ("agent_compactions", "ts"),
+)
+
+
+def record_checkpoint(db: sqlite3.Connection, checkpoint_id: str, session_id: str | None) -> None:
+    """At checkpoint creation (inside its transaction): the session's turn and state now."""
+    if not session_id:
+        return
+    row = db.execute(
+        f"SELECT turn_count, {', '.join(STATE_FIELDS)} FROM sessions WHERE id = ?", (session_id,)
+    ).fetchone()
+    if row is None:
+        return
+    state = {key: row[index + 1] for index, key in enumerate(STATE_FIELDS)}
+    db.execute(
+        "UPDATE checkpoints SET turn_number = ?, session_state = ? WHERE id = ?",
+        (int(row[0]), json.dumps(state, ensure_ascii=False), checkpoint_id),
+    )
+
+
+def rewind(store: Store, checkpoint_ref: str, *, now: float | None = None) -> dict[str, Any]:
+    """Return the checkpoint's session to the turn the checkpoint was taken at."""
+    from memory_core import checkpoints, sessions
+
+    ts = clock.now() if now is None else now
+    info = checkpoints.get(store, checkpoint_ref)
+    row = store.query_one(
+        "SELECT session_id, turn_number, session_state, created_at FROM checkpoints WHERE id = ?",
+        (info["id"],),
+    )
+    assert row is not None
+    if not row["session_id"] or row["turn_number"] is None:
+        raise UsageError(
+            f"checkpoint {info['id']} was not taken during a session, so there is no conversation "
+            "to rewind",
+            hint="roll back its files without rewinding",
+        )
+    sid = str(row["session_id"])
+    turn = int(row["turn_number"])
+    taken = float(row["created_at"])
+    state: dict[str, Any] = json.loads(row["session_state"] or "{}")
+    current = store.query_one("SELECT turn_count FROM sessions WHERE id = ?", (sid,))
+    if current is None:
+        raise NotFoundError(
+            f"the session {sid} of checkpoint {info['id']} no longer exists",
+            hint="restore it with `engram session load` first",
+        )
+    if int(current[0]) < turn:
+        _restore_saved(store, sid, turn)
+    saved = sessions.save(store, sid, now=ts)  # the session as it is now, kept before trimming
+    detached = f"{sid}@rewound-{clock.iso(ts)}"
+    with store.transaction() as db:
+        dropped = db.execute(
+            "DELETE FROM session_turns WHERE session_id = ? AND seq > ?", (sid, turn)
+        ).rowcount
+        db.execute("DELETE FROM session_tool_calls WHERE session_id = ? AND ts > ?", (sid, taken))
+        db.execute("DELETE FROM session_commands WHERE session_id = ? AND ts > ?", (sid, taken))
+        db.execute("DELETE FROM session_files WHERE session_id = ? AND first_ts > ?", (sid, taken))
+        for table, column in _AGENT_TABLES:
+            db.execute(
+                f"UPDATE {table} SET session_id = ? WHERE session_id = ? AND {column} > ?",
+                (detached, sid, taken),
+            )
+        tokens = db.execute(
+            "SELECT COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0) "
+            "FROM session_turns WHERE session_id = ?",
+            (sid,),
+        ).fetchone()
+        fields = {key: state[key] for key in STATE_FIELDS if key in state}
+        if fields.get("status") == "closed":
+            fields["status"] = "active"  # work goes on from the checkpoint
+        assignments = ", ".join(f"{key} = ?" for key in fields)
+        db.execute(
+            f"UPDATE sessions SET {assignments}{', ' if assignments else ''}turn_count = ?, "
+            "input_tokens = ?, output_tokens = ?, ended_at = NULL, end_reason = NULL, "
+            "last_action = 'resume', last_activity_at = MAX(last_activity_at, ?) WHERE id = ?",
+            (*fields.values(), turn, int(tokens[0]), int(tokens[1]), ts, sid),
+        )
+        events.append(
+            store,
+            events.Event(
+                "session.rewound",
+                session_id=sid,
+                data={"checkpoint": info["id"], "turn": turn, "turns_removed": dropped},
+                ts=ts,
+            ),
+            db=db,
+        )
+    sessions._refresh_note(store, sid, ts)
+    return {
+        "session_id": sid,
+        "turn": turn,
+        "turns_removed": dropped,
+        "saved_before_rewind": saved["saved_at"],
+        "detached_id": detached,
+    }
+
+
+def _restore_saved(store: Store, session_id: str, turn: int) -> None:
+    """Bring back turns a rewind removed, from the newest saved version that has them."""
+    from memory_core import sessions
+
+    for saved in store.query(
+        "SELECT payload FROM saved_sessions WHERE session_id = ? ORDER BY saved_at DESC, id DESC",
+        (session_id,),
+    ):
+        doc = sessions.parse_document(sessions._unpack(saved["payload"]))
+        if len(doc.get("turns") or []) >= turn:
+            sessions._restore(store, doc, replace=True, trusted=True)
+            return
+    raise UsageError(
+        f"session {session_id} has fewer than {turn} turns and no saved version has them",
+        hint="nothing was changed in the conversation",
+    )
+
+
+def workspace_changes(store: Store, session_id: str, *, settings: Any = None) -> dict[str, Any]:
+    """What happened to the workspace since the session last worked in it (beans FR4).
+
+    The files: against the session's newest checkpoint when it has one (exact, by content),
+    else the evolution record's changes after its last activity. The branch: the one the agent
+    reported, against the one checked out now.
+    """
+    from memory_core import checkpoints, git
+
+    session = store.query_one("SELECT last_activity_at FROM sessions WHERE id = ?", (session_id,))
+    if session is None:
+        raise NotFoundError(f"no session {session_id!r}", hint="see `engram session list`")
+    since = float(session["last_activity_at"])
+    result: dict[str, Any] = {
+        "since": clock.iso(since),
+        "checkpoint": None,
+        "added": [],
+        "modified": [],
+        "deleted": [],
+        "branch": None,
+    }
+    latest = store.query_one(
+        "SELECT id FROM checkpoints WHERE session_id = ? ORDER BY created_at DESC, rowid DESC LIMIT 1",
+        (session_id,),
+    )
+    if latest is not None:
+        found = checkpoints.diff(store, str(latest["id"]), settings=settings)
+        result.update(
+            checkpoint=found["id"],
+            added=found["added"],
+            modified=sorted({*found["modified"], *found["mode_changed"]}),
+            deleted=found["deleted"],
+        )
+    else:
+        rows = store.query(
+            "SELECT DISTINCT path FROM file_changes WHERE ts > ? AND path IS NOT NULL "
+            "AND NOT (actor = 'agent' AND session_id IS ?) ORDER BY path",
+            (since, session_id),
+        )
+        result["modified"] = [str(r["path"]) for r in rows]
+    agent = store.query_one(
+        "SELECT git_branch FROM agent_sessions WHERE session_id = ?", (session_id,)
+    )
+    head = git.read_head(store.root)
+    then = agent["git_branch"] if agent is not None else None
+    now_branch = head.branch if head is not None else None
+    if then and now_branch and then != now_branch:
+        result["branch"] = {"then": then, "now": now_branch}
+    return result
+
+
+def changes_text(changes: dict[str, Any]) -> str:
+    """The workspace changes for people: one line per kind, or that nothing changed."""
+    lines = []
+    if changes["branch"]:
+        lines.append(
+            f"branch switched from {changes['branch']['then']} to {changes['branch']['now']}"
+        )
+    for key in ("added", "modified", "deleted"):
+        paths = changes[key]
+        if paths:
+            shown = ", ".join(paths[:8]) + (f" and {len(paths) - 8} more" if len(paths) > 8 else "")
+            lines.append(f"{key}: {shown}")
+    where = f" (against checkpoint {changes['checkpoint']})" if changes["checkpoint"] else ""
+    if not lines:
+        return f"workspace: unchanged since the session{where}"
+    return f"workspace changes since the session{where}:\n" + "\n".join(
+        f"  {line}" for line in lines
+    )

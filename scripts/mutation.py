@@ -1,0 +1,295 @@
+"""Mutation testing of engram's safety-critical modules, one module at a time (docs/testing.md).
+
+Each module is mutated by mutmut (3.x) in a scratch copy of the repository and checked against
+only its own tests, so a run fits on two cores. Prints, per module, the mutants caught,
+survived (including mutants no test even reaches) and equivalent (listed with a reason in
+docs/testing.md), and the score: caught / (caught + survived).
+
+Usage: bash scripts/mutation.sh [MODULE ...] [--sample N] [--jobs N] [--list] [--show-survivors]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TESTING_DOC = REPO / "docs" / "testing.md"
+TARGET_SCORE = 85.0
+# The sample is drawn with a fixed seed, so two runs of the same code test the same mutants.
+SEED = 17
+
+
+@dataclass(frozen=True)
+class Module:
+    source: str
+    tests: tuple[str, ...]
+    # Mutants run at most (a random sample, fixed seed); None: every mutant.
+    sample: int | None = None
+
+
+# Each module with only its own tests. Tests that drive the code through a subprocess (the CLI,
+# the language server over stdio) are left out: mutmut only knows which tests reach a mutant
+# from the test process itself, so they would cost time and could not be selected.
+MODULES: dict[str, Module] = {
+    "store": Module(
+        "memory_core/store.py",
+        ("tests/core/test_store.py", "tests/core/test_store_safety.py"),
+    ),
+    "checkpoints": Module(
+        "memory_core/checkpoints.py",
+        ("tests/core/test_checkpoints.py", "tests/core/test_checkpoint_safety.py"),
+        sample=300,
+    ),
+    "redact": Module("memory_core/redact.py", ("tests/core/test_redact.py",), sample=300),
+    "transcripts": Module(
+        "memory_core/agents/transcripts.py",
+        ("tests/core/test_agents_transcripts.py", "tests/core/test_transcript_turns.py"),
+        sample=300,
+    ),
+    "hooks": Module(
+        "memory_core/agents/hooks.py",
+        (
+            "tests/core/test_agents_hooks_fuzz.py",
+            "tests/core/test_hook_step_failures.py",
+            "tests/core/test_hook_events.py",
+        ),
+        sample=300,
+    ),
+    "track": Module(
+        "memory_core/gotchas/track.py",
+        ("tests/core/test_gotchas_capture.py", "tests/core/test_gotcha_tracking.py"),
+    ),
+    "sessions": Module(
+        "memory_core/sessions.py",
+        ("tests/core/test_sessions.py", "tests/core/test_session_records.py"),
+        sample=300,
+    ),
+    "diagnostics": Module(
+        "lsp_server/features/diagnostics.py",
+        ("tests/lsp/test_diagnostics_units.py",),
+    ),
+    "lsp-gotchas": Module(
+        "lsp_server/features/gotchas.py",
+        ("tests/lsp/test_gotcha_squiggles.py",),
+        sample=300,
+    ),
+}
+
+# mutmut's exit codes, grouped the way the score counts them.
+CAUGHT = {1, 3, 36, 37, -24, 24, 152, 255, -9, -11}  # failed, errored, timed out, crashed
+SURVIVED = {0}
+NO_TESTS = {5, 33}  # no selected test reaches the mutant: it survives too
+EQUIVALENT_NAME = re.compile(r"`([\w.ǁ]+__mutmut_\d+)`")
+
+
+def equivalent_mutants() -> set[str]:
+    """Mutant names docs/testing.md lists as equivalent (each with its reason there)."""
+    if not TESTING_DOC.exists():
+        return set()
+    text = TESTING_DOC.read_text(encoding="utf-8")
+    section = text.split("## Equivalent mutants", 1)
+    if len(section) < 2:
+        return set()
+    body = section[1].split("\n## ", 1)[0]
+    return set(EQUIVALENT_NAME.findall(body))
+
+
+def _copy_repo(work: Path) -> None:
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".engram")
+    for name in ("memory_core", "lsp_server", "tests"):
+        shutil.copytree(REPO / name, work / name, ignore=ignore)
+    shutil.copy2(REPO / "pyproject.toml", work / "pyproject.toml")
+
+
+def _write_config(work: Path, module: Module) -> None:
+    tests = "\n".join(f"    {t}" for t in module.tests if (REPO / t).exists())
+    (work / "setup.cfg").write_text(
+        "[mutmut]\n"
+        "source_paths =\n    memory_core\n    lsp_server\n"
+        f"only_mutate =\n    {module.source}\n"
+        f"pytest_add_cli_args_test_selection =\n{tests}\n"
+        "pytest_add_cli_args =\n    -p\n    no:cacheprovider\n",
+        encoding="utf-8",
+    )
+
+
+def _mutmut(work: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    mutmut = Path(sys.executable).with_name("mutmut")
+    return subprocess.run(
+        [str(mutmut), *args], cwd=work, env=env, capture_output=True, text=True, check=False
+    )
+
+
+def _generate(work: Path, env: dict[str, str]) -> None:
+    # mutmut's own generation step, run alone so the sample can be drawn before any test runs.
+    code = (
+        "import os\n"
+        "from mutmut.__main__ import create_mutants\n"
+        "from mutmut.utils.file_utils import copy_also_copy_files, copy_src_dir\n"
+        "os.makedirs('mutants', exist_ok=True)\n"
+        "copy_src_dir(); copy_also_copy_files(); create_mutants(1)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=work, env=env, capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"mutation: generating mutants failed:\n{done.stdout}\n{done.stderr}")
+
+
+def _results(work: Path, module: Module) -> dict[str, int | None]:
+    meta = work / "mutants" / (module.source + ".meta")
+    data = json.loads(meta.read_text(encoding="utf-8"))
+    codes: dict[str, int | None] = data["exit_code_by_key"]
+    return codes
+
+
+@dataclass
+class Score:
+    name: str
+    total: int
+    ran: int
+    caught: int
+    survived: list[str]
+    equivalent: int
+    stale_equivalent: list[str]
+    seconds: float
+
+    @property
+    def percent(self) -> float:
+        judged = self.caught + len(self.survived)
+        return 100.0 * self.caught / judged if judged else 100.0
+
+
+def run_module(name: str, sample: int | None, jobs: int, scratch: Path) -> Score:
+    module = MODULES[name]
+    work = scratch / name
+    started = time.monotonic()
+    _copy_repo(work)
+    _write_config(work, module)
+    env = dict(os.environ)
+    # Tests that start engram in a subprocess import the mutated copy too.
+    env["PYTHONPATH"] = str(work / "mutants")
+    env.pop("MUTANT_UNDER_TEST", None)
+    _generate(work, env)
+    names = sorted(_results(work, module))
+    limit = module.sample if sample is None else sample
+    chosen = names if not limit or limit >= len(names) else random.Random(SEED).sample(names, limit)
+    print(
+        f"== {name}: {module.source}, {len(chosen)} of {len(names)} mutants, "
+        f"tests: {', '.join(t for t in module.tests if (REPO / t).exists())}",
+        flush=True,
+    )
+    done = _mutmut(work, "run", "--max-children", str(jobs), *sorted(chosen), env=env)
+    codes = _results(work, module)
+    if done.returncode != 0 and all(codes.get(n) is None for n in chosen):
+        tail = (done.stdout + done.stderr)[-3000:]
+        raise SystemExit(f"mutation: mutmut failed on {name}:\n{tail}")
+    equivalent = equivalent_mutants()
+    caught = 0
+    survived: list[str] = []
+    eq = 0
+    stale: list[str] = []
+    for mutant in chosen:
+        code = codes.get(mutant)
+        if code in CAUGHT:
+            caught += 1
+            if mutant in equivalent:
+                stale.append(mutant)
+        elif mutant in equivalent:
+            eq += 1
+        elif code in SURVIVED or code in NO_TESTS or code is None:
+            survived.append(mutant)
+        else:  # suspicious, skipped, interrupted: not caught by a test
+            survived.append(mutant)
+    return Score(
+        name, len(names), len(chosen), caught, survived, eq, stale, time.monotonic() - started
+    )
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="scripts/mutation.sh", description=__doc__)
+    parser.add_argument("modules", nargs="*", help=f"default: all of {', '.join(MODULES)}")
+    parser.add_argument("--sample", type=int, default=None, help="mutants per module (0: all)")
+    parser.add_argument("--jobs", type=int, default=2, help="test processes at once (default 2)")
+    parser.add_argument("--list", action="store_true", help="list the modules and their tests")
+    parser.add_argument(
+        "--show-survivors", action="store_true", help="print the diff of every surviving mutant"
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the scratch copies")
+    args = parser.parse_args(argv)
+    if args.list:
+        for name, module in MODULES.items():
+            sample = f"sample {module.sample}" if module.sample else "all mutants"
+            print(f"{name:12} {module.source:40} {sample:12} {' '.join(module.tests)}")
+        return 0
+    unknown = [m for m in args.modules if m not in MODULES]
+    if unknown:
+        print(
+            f"mutation: unknown module {', '.join(unknown)}; one of: {', '.join(MODULES)}",
+            file=sys.stderr,
+        )
+        return 2
+    if shutil.which("mutmut", path=str(Path(sys.executable).parent)) is None:
+        print(
+            "mutation: mutmut is not installed; run: .venv/bin/pip install -e '.[mutation]'",
+            file=sys.stderr,
+        )
+        return 2
+    scratch = Path(tempfile.mkdtemp(prefix="engram-mutation-"))
+    scores: list[Score] = []
+    try:
+        for name in args.modules or list(MODULES):
+            score = run_module(name, args.sample, args.jobs, scratch)
+            scores.append(score)
+            print(
+                f"   {name}: caught {score.caught} / survived {len(score.survived)} / "
+                f"equivalent {score.equivalent}  -> {score.percent:.1f} % "
+                f"({score.ran} of {score.total} mutants, {score.seconds:.0f} s)",
+                flush=True,
+            )
+            for mutant in score.stale_equivalent:
+                print(f"   note: {mutant} is listed as equivalent but a test caught it")
+            if args.show_survivors:
+                work = scratch / name
+                env = {**os.environ, "PYTHONPATH": str(work / "mutants")}
+                for mutant in score.survived:
+                    shown = _mutmut(work, "show", mutant, env=env)
+                    print(shown.stdout)
+            else:
+                for mutant in score.survived:
+                    print(f"   survived: {mutant}")
+    finally:
+        if args.keep:
+            print(f"scratch copies kept in {scratch}")
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
+    print()
+    print(f"{'module':12} {'caught':>7} {'survived':>9} {'equivalent':>11} {'score':>7}  mutants")
+    for s in scores:
+        print(
+            f"{s.name:12} {s.caught:>7} {len(s.survived):>9} {s.equivalent:>11} "
+            f"{s.percent:>6.1f}%  {s.ran} of {s.total}"
+        )
+    below = [s.name for s in scores if s.percent < TARGET_SCORE]
+    if below:
+        print(f"below {TARGET_SCORE:.0f} %: {', '.join(below)}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,142 @@
+"""beans sessions (seed 004) through the real `engram` command: the seed's own SessionExport
+example loads, engram exports in that shape on request, resume shows the workspace changes since
+the session, and closing a session shows its summary."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from memory_core import checkpoints, sessions
+from memory_core.store import Store
+
+SEED_EXAMPLE = Path(__file__).parent.parent / "fixtures" / "seeds" / "beans-session-example.json"
+SESSION_CONTEXT = {
+    "sessionId",
+    "startedAt",
+    "turnCount",
+    "totalTokens",
+    "modifiedFiles",
+    "commandsExecuted",
+}
+TURN_FIELDS = {
+    "turnNumber",
+    "userMessage",
+    "assistantResponse",
+    "toolCalls",
+    "timestamp",
+    "tokens",
+}
+
+
+@pytest.fixture
+def repo(workspace: Path) -> Path:
+    subprocess.run(["git", "init", "-q", "-b", "main", str(workspace)], check=True)
+    return workspace
+
+
+def test_the_seeds_example_loads_and_exports_back_in_its_shape(
+    cli, repo: Path, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    seed = json.loads(SEED_EXAMPLE.read_text())
+    assert cli("init", cwd=repo).code == 0
+    imported = cli("session", "import", str(SEED_EXAMPLE), "--json", cwd=repo)
+    assert imported.code == 0, imported.stderr
+    session = imported.json()["session"]
+    assert session["id"] == "uuid-here" and session["turns"] == 1
+    assert session["started_at"] == "2024-01-15T10:30:00Z"
+
+    exported = cli("session", "export", "uuid-here", "--format", "beans", cwd=repo)
+    assert exported.code == 0, exported.stderr
+    doc = json.loads(exported.stdout)
+    assert set(seed) <= set(doc) and doc["version"] == "1.0"
+    assert set(doc["session"]) == SESSION_CONTEXT
+    assert doc["turns"] == seed["turns"]  # every field of the seed's turn, as the seed wrote it
+    assert set(doc["turns"][0]) == TURN_FIELDS
+    assert doc["session"]["sessionId"] == "uuid-here"
+    assert doc["session"]["startedAt"] == seed["session"]["startedAt"]
+    assert doc["session"]["modifiedFiles"] == seed["session"]["modifiedFiles"]
+    # Recomputed from the turns the document holds, not copied: the seed's header (5 turns,
+    # 12,500 tokens) does not match its one turn of 700 tokens.
+    assert (doc["session"]["turnCount"], doc["session"]["totalTokens"]) == (1, 700)
+    assert doc["workspace"] == {"rootPath": str(repo), "isGitRepo": True, "gitBranch": "main"}
+    assert doc["metrics"]["sessionId"] == "uuid-here" and doc["metrics"]["totalTokens"] == 700
+
+    # Round trip: engram's beans export imports again and exports the same conversation.
+    again_root = tmp_path / "again"
+    again_root.mkdir()
+    subprocess.run(["git", "init", "-q", "-b", "main", str(again_root)], check=True)
+    out = tmp_path / "beans.json"
+    out.write_text(exported.stdout)
+    assert cli("init", cwd=again_root).code == 0
+    assert cli("session", "import", str(out), cwd=again_root).code == 0
+    second = json.loads(
+        cli("session", "export", "uuid-here", "--format", "beans", cwd=again_root).stdout
+    )
+    assert second["turns"] == doc["turns"] and second["session"] == doc["session"]
+
+
+def test_a_beans_file_that_is_not_a_session_is_refused_clearly(
+    cli, repo: Path, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    assert cli("init", cwd=repo).code == 0
+    raw = SEED_EXAMPLE.read_text().replace('"toolCalls": []', '"toolCalls": [...]')
+    bad = tmp_path / "as-in-the-seed.json"
+    bad.write_text(raw)  # the seed's text verbatim: `[...]` is not JSON
+    refused = cli("session", "import", str(bad), cwd=repo)
+    assert refused.code == 2 and "is not JSON" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    no_id = tmp_path / "no-id.json"
+    no_id.write_text(json.dumps({"version": "1.0", "session": {}, "turns": []}))
+    refused = cli("session", "import", str(no_id), cwd=repo)
+    assert refused.code == 2 and "session.id" in refused.stderr
+
+
+def test_resume_shows_the_workspace_changes_since_the_session(cli, repo: Path) -> None:  # type: ignore[no-untyped-def]
+    (repo / "a.py").write_text("A = 1\n")
+    (repo / "b.py").write_text("B = 1\n")
+    store = Store.init(repo)
+    try:
+        sessions.start(store, session_id="S-beans", agent="claude-code")
+        checkpoints.create(store, "end of work", session_id="S-beans")
+        sessions.close(store, "S-beans")
+    finally:
+        store.close()
+    quiet = cli("session", "resume", "S-beans", cwd=repo)
+    assert quiet.code == 0, quiet.stderr
+    assert "workspace: unchanged since the session" in quiet.stdout  # the negative control
+    assert cli("session", "close", "S-beans", cwd=repo).code == 0
+
+    (repo / "a.py").write_text("A = 2\n")
+    (repo / "b.py").unlink()
+    (repo / "c.py").write_text("C = 1\n")
+    resumed = cli("session", "resume", "S-beans", "--json", cwd=repo)
+    changes = resumed.json()["workspace_changes"]
+    assert (changes["added"], changes["modified"], changes["deleted"]) == (
+        ["c.py"],
+        ["a.py"],
+        ["b.py"],
+    )
+    text = cli("session", "resume", "S-beans", cwd=repo).stdout
+    assert "added: c.py" in text and "modified: a.py" in text and "deleted: b.py" in text
+
+
+def test_closing_a_session_shows_its_summary(cli, repo: Path) -> None:  # type: ignore[no-untyped-def]
+    store = Store.init(repo)
+    try:
+        sessions.start(store, session_id="S-end", agent="claude-code")
+        sessions.record_turn(
+            store, "S-end", user_message="rename the module", assistant_response="done"
+        )
+        sessions.set_summary(store, "S-end", open_items=["update the imports in docs"])
+    finally:
+        store.close()
+    closed = cli("session", "close", "S-end", cwd=repo)
+    assert closed.code == 0, closed.stderr
+    assert "# Session S-end" in closed.stdout
+    assert "- update the imports in docs" in closed.stdout
+    note = repo / ".engram" / "exports" / "sessions"
+    assert any('status: "closed"' in p.read_text() for p in note.glob("*_S-end.md"))

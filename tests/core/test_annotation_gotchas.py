@@ -1,0 +1,92 @@
+"""The two annotation-gotcha bugs: comment annotations vanished from files that also had an
+error-line gotcha, and every annotation gotcha was reported as drifted the moment it was made."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memory_core import drift
+from memory_core.gotchas import records
+from memory_core.gotchas.records import Anchor, Gotcha, line_hash
+from memory_core.gotchas.scan import GotchaIndex, annotation_gotcha, find_annotations
+from memory_core.store import Store
+
+NOW = 1_800_000_000.0
+SOURCE = """import os
+
+def load():
+    # gotcha: the cache dir must exist before load() runs
+    return open(os.environ["CACHE"] + "/index.json").read()
+
+def save(data):
+    return write(data)  // not python, but the scanner reads any comment syntax
+"""
+
+
+def _error_line_gotcha(lines: list[str]) -> Gotcha:
+    """A gotcha learned from an error that pointed at line 5 (0-based 4) of app.py."""
+    return Gotcha(
+        id="G-errorline",
+        title="KeyError: 'CACHE' when the variable is unset",
+        source_type="auto_detected",
+        status="confirmed",
+        created_at=NOW,
+        updated_at=NOW,
+        anchors=[Anchor("app.py", 4, 4, line_hash(lines[4]), lines[4])],
+    )
+
+
+def test_annotations_show_in_a_file_that_also_has_an_error_line_gotcha() -> None:
+    lines = SOURCE.splitlines()
+    index = GotchaIndex([_error_line_gotcha(lines)], now=NOW)
+    result = index.scan("app.py", lines)
+    kinds = sorted((hit.kind, hit.line) for hit in result.hits)
+    assert ("anchor", 4) in kinds
+    assert ("annotation", 3) in kinds
+    assert [a.text for a in result.annotations] == ["the cache dir must exist before load() runs"]
+
+
+def test_annotations_show_when_the_anchor_had_to_be_found_again() -> None:
+    # The error line moved (two lines inserted above): the scan looks the hash up in every line.
+    lines = SOURCE.splitlines()
+    gotcha = _error_line_gotcha(lines)
+    moved = ["# header", "# more header", *lines]
+    result = GotchaIndex([gotcha], now=NOW).scan("app.py", moved)
+    assert ("anchor", 6) in {(h.kind, h.line) for h in result.hits}
+    assert [a.line for a in result.annotations] == [5]
+
+
+def test_a_new_annotation_gotcha_is_not_drifted(store: Store, workspace: Path) -> None:
+    (workspace / "app.py").write_text(SOURCE, encoding="utf-8")
+    lines = SOURCE.splitlines()
+    found = [annotation_gotcha("app.py", a, NOW) for a in find_annotations("app.py", lines)]
+    assert records.sync_annotations(store, "app.py", found, now=NOW)
+    stale = [c for c in drift.gotcha_anchor_citations(store) if c.owner == found[0].id]
+    assert len(stale) == 1
+    assert drift.check_citation(workspace, stale[0]) is None
+    # And it is reported once the comment's line really changes.
+    (workspace / "app.py").write_text(SOURCE.replace("# gotcha: the cache", "# the cache"))
+    item = drift.check_citation(workspace, stale[0])
+    assert item is not None and item.kind == "stale-citation"
+
+
+def test_annotation_gotchas_stored_before_the_fix_are_corrected_by_the_next_sync(
+    store: Store, workspace: Path
+) -> None:
+    (workspace / "app.py").write_text(SOURCE, encoding="utf-8")
+    lines = SOURCE.splitlines()
+    annotation = find_annotations("app.py", lines)[0]
+    old = annotation_gotcha("app.py", annotation, NOW)
+    # What engram used to store: the hash and text of the comment's words, not of the line.
+    old.anchors = [
+        Anchor(
+            "app.py", annotation.line, annotation.line, line_hash(annotation.text), annotation.text
+        )
+    ]
+    records.sync_annotations(store, "app.py", [old], now=NOW)
+    fresh = [annotation_gotcha("app.py", a, NOW) for a in find_annotations("app.py", lines)]
+    assert records.sync_annotations(store, "app.py", fresh, now=NOW)
+    citations = [c for c in drift.gotcha_anchor_citations(store) if c.owner == old.id]
+    assert [drift.check_citation(workspace, c) for c in citations] == [None]
+    # Unchanged afterwards: the next sync writes nothing.
+    assert not records.sync_annotations(store, "app.py", fresh, now=NOW)

@@ -1,0 +1,167 @@
+"""Checkpoints keep what a user relies on, through the public API only (create, rollback, list,
+delete, manifest, enforce_retention): files left out for their size survive a rollback, the
+oldest checkpoints go first, garbage collection never leaves a later checkpoint pointing at
+content it collected, a file changed twice within a clock tick is captured, and a changed
+`.gitignore` is looked at everywhere.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from memory_core import checkpoints, config
+from memory_core.store import Store
+
+
+def _write(root: Path, rel: str, data: bytes | str, age: float = 60.0) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data.encode() if isinstance(data, str) else data)
+    past = time.time() - age
+    os.utime(path, (past, past))
+    return path
+
+
+@pytest.fixture
+def project(store: Store) -> Store:
+    _write(store.root, "README.md", "# demo\n")
+    _write(store.root, "src/app.py", "def main():\n    return 1\n")
+    _write(store.root, "data/big.bin", bytes(range(256)) * 40)  # 10,240 bytes
+    return store
+
+
+def test_a_file_left_out_for_its_size_survives_a_rollback_under_other_settings(
+    project: Store,
+) -> None:
+    capped = config.load(project.root, overrides={"checkpoints.max_file_bytes": 1000})
+    checkpoint = checkpoints.create(project, settings=capped)
+    assert checkpoint["skipped"] == ["data/big.bin"]
+    _write(project.root, "src/app.py", "def main():\n    return 2\n")
+    # The rollback runs with the default cap (10 MB): the big file is no longer "over the cap"
+    # now, but the checkpoint never held it, so it is not a file "created after" it either.
+    result = checkpoints.rollback(project, checkpoint["id"])
+    assert result["done"] is True
+    assert "data/big.bin" not in result["removed"]
+    assert (project.root / "data" / "big.bin").read_bytes() == bytes(range(256)) * 40
+    assert result["restored"] == ["src/app.py"]
+    assert (project.root / "src" / "app.py").read_text() == "def main():\n    return 1\n"
+
+
+def test_a_file_created_after_the_checkpoint_is_removed_but_one_now_over_the_cap_is_kept(
+    project: Store,
+) -> None:
+    checkpoint = checkpoints.create(project)
+    _write(project.root, "notes.txt", "written after the checkpoint")
+    _write(project.root, "dump.bin", os.urandom(5000))
+    capped = config.load(project.root, overrides={"checkpoints.max_file_bytes": 4000})
+    result = checkpoints.rollback(project, checkpoint["id"], settings=capped)
+    assert result["removed"] == ["notes.txt"]
+    assert not (project.root / "notes.txt").exists()
+    assert (project.root / "dump.bin").exists()
+
+
+def test_the_store_cap_removes_the_oldest_checkpoints_first(project: Store) -> None:
+    made = []
+    for index in range(3):
+        # Each checkpoint alone holds 20 kB that do not compress.
+        path = _write(project.root, f"random{index}.bin", os.urandom(20_000))
+        made.append(checkpoints.create(project, f"round-{index}")["id"])
+        path.unlink()
+    total = checkpoints.stored_bytes(project)
+    # Room for everything but one checkpoint's own 20 kB: exactly one must go, the oldest.
+    settings = config.load(project.root, overrides={"checkpoints.store_cap_bytes": total - 5_000})
+    removed = checkpoints.enforce_retention(project, settings, keep=made[2])
+    assert removed == [made[0]]
+    assert [c["id"] for c in checkpoints.list_checkpoints(project)] == [made[2], made[1]]
+    assert checkpoints.stored_bytes(project) <= total - 5_000
+    # The survivors still roll back byte for byte.
+    result = checkpoints.rollback(project, made[1], undo=False)
+    assert result["done"] and (project.root / "random1.bin").stat().st_size == 20_000
+
+
+def test_the_store_cap_never_removes_the_checkpoint_just_made(project: Store) -> None:
+    _write(project.root, "random.bin", os.urandom(20_000))
+    only = checkpoints.create(project)["id"]
+    settings = config.load(project.root, overrides={"checkpoints.store_cap_bytes": 1000})
+    assert checkpoints.enforce_retention(project, settings, keep=only) == []
+    assert [c["id"] for c in checkpoints.list_checkpoints(project)] == [only]
+
+
+def test_the_count_limit_keeps_the_newest_checkpoints(project: Store) -> None:
+    settings = config.load(project.root, overrides={"checkpoints.max_count": 2})
+    made = []
+    for index in range(4):
+        _write(project.root, "src/app.py", f"version {index}\n")
+        made.append(checkpoints.create(project, settings=settings)["id"])
+    assert [c["id"] for c in checkpoints.list_checkpoints(project)] == [made[3], made[2]]
+
+
+def test_a_checkpoint_made_after_garbage_collection_still_restores_unchanged_files(
+    project: Store,
+) -> None:
+    first = checkpoints.create(project)
+    # Deleting the only checkpoint collects its content, including README.md's blob, which
+    # the stat cache remembered.
+    checkpoints.delete(project, first["id"])
+    # README.md is unchanged on disk: if the stat cache still trusted it, the new checkpoint
+    # would point at content that no longer exists.
+    second = checkpoints.create(project)
+    _write(project.root, "README.md", "# overwritten\n")
+    result = checkpoints.rollback(project, second["id"])
+    assert result["done"] is True, result["failed"]
+    assert (project.root / "README.md").read_text() == "# demo\n"
+
+
+def test_a_file_changed_twice_within_one_clock_tick_is_captured_both_times(
+    project: Store,
+) -> None:
+    path = project.root / "src" / "racy.txt"
+    path.write_text("AAAA")
+    tick = path.stat().st_mtime_ns  # written just now: inside the racy window
+    checkpoints.create(project)
+    # Same size, same inode, same modification time: only the content tells them apart.
+    with open(path, "r+b") as handle:
+        handle.write(b"BBBB")
+    os.utime(path, ns=(tick, tick))
+    assert path.stat().st_mtime_ns == tick
+    second = checkpoints.create(project)
+    path.write_text("CCCC")
+    checkpoints.rollback(project, second["id"])
+    assert path.read_text() == "BBBB"
+
+
+def test_a_changed_gitignore_makes_the_next_checkpoint_look_everywhere(project: Store) -> None:
+    _write(project.root, ".gitignore", "build/\n")
+    _write(project.root, "build/out.txt", "generated\n")
+    first = checkpoints.create(project)
+    assert "build/out.txt" not in {i["path"] for i in checkpoints.manifest(project, first["id"])}
+    _write(project.root, ".gitignore", "*.log\n")
+    # A watcher reports only the .gitignore itself as changed.
+    second = checkpoints.create(project, changed=[".gitignore"])
+    assert second["mode"] == "scan"
+    paths = {i["path"] for i in checkpoints.manifest(project, second["id"])}
+    assert "build/out.txt" in paths
+    # And a rollback to it brings the newly tracked file back.
+    (project.root / "build" / "out.txt").unlink()
+    checkpoints.rollback(project, second["id"])
+    assert (project.root / "build" / "out.txt").read_text() == "generated\n"
+
+
+def test_an_incremental_checkpoint_sees_exactly_the_listed_changes(project: Store) -> None:
+    base = checkpoints.create(project)
+    _write(project.root, "src/app.py", "def main():\n    return 3\n")
+    _write(project.root, "src/new.py", "NEW = 1\n")
+    (project.root / "README.md").unlink()
+    second = checkpoints.create(project, changed=["src/app.py", "src/new.py", "README.md"])
+    assert second["mode"] == "incremental"
+    assert second["changed"] == 3
+    paths = {i["path"] for i in checkpoints.manifest(project, second["id"])}
+    assert paths == {"src/app.py", "src/new.py", "data/big.bin"}
+    # Rolling back to the base restores the deleted file and removes the new one.
+    result = checkpoints.rollback(project, base["id"])
+    assert sorted(result["restored"]) == ["README.md", "src/app.py"]
+    assert result["removed"] == ["src/new.py"]

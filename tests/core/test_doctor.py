@@ -1,0 +1,161 @@
+"""`engram doctor`: integrity, full-text indexes, orphaned rows and blobs, stray files, size."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from pathlib import Path
+
+from memory_core import checkpoints, config, doctor, lifecycle, memory, search, sessions
+from memory_core.store import Store
+from tests.conftest import run_cli
+
+
+def _fill(store: Store) -> dict[str, str]:
+    sessions.start(store, session_id="S-doc", agent="claude-code")
+    sessions.record_turn(
+        store, "S-doc", user_message="why is the build slow", assistant_response="cold cache"
+    )
+    kept = memory.add(store, "the build cache lives in ~/.cache/build", tags=["build"])
+    other = memory.add(store, "ruff formats with line length 100", type="preference")
+    return {"kept": kept["id"], "other": other["id"]}
+
+
+def test_a_healthy_store_is_healthy_and_its_size_is_broken_down_by_area(store: Store) -> None:
+    _fill(store)
+    report = doctor.run(store)
+    assert report["healthy"] and report["problems"] == []
+    assert report["integrity"] == {"ok": True, "messages": []}
+    assert set(report["indexes"]) >= {"memories_fts", "search_docs_fts"}
+    assert all(state == "ok" for state in report["indexes"].values())
+    areas = report["size"]["areas"]
+    assert areas["memory"] > 0 and areas["sessions"] > 0
+    assert report["size"]["files"]["engram.db"] == (store.dir / "engram.db").stat().st_size
+    assert report["size"]["total_bytes"] >= report["size"]["files"]["engram.db"]
+
+
+def test_an_out_of_sync_full_text_index_is_found_and_rebuilt(store: Store) -> None:
+    ids = _fill(store)
+    row = store.query_one("SELECT seq, content, tags FROM memories WHERE id = ?", (ids["kept"],))
+    with store.transaction() as db:  # what a crash in an old version could leave behind
+        db.execute(
+            "INSERT INTO memories_fts(memories_fts, rowid, content, tags) VALUES ('delete', ?, ?, ?)",
+            (row["seq"], row["content"], row["tags"]),
+        )
+    assert search.search(store, "build cache", record_access=False) == []
+    report = doctor.run(store)
+    assert not report["healthy"]
+    assert report["indexes"]["memories_fts"].startswith("does not match memories")
+    assert any("memories_fts" in problem for problem in report["problems"])
+    repaired = doctor.run(store, repair=True)
+    assert repaired["healthy"], repaired["problems"]
+    assert repaired["indexes"]["memories_fts"] == "rebuilt"
+    found = search.search(store, "build cache", record_access=False)
+    assert [entry["id"] for entry in found] == [ids["kept"]]
+    assert doctor.run(store)["indexes"]["memories_fts"] == "ok"
+
+
+def test_orphaned_rows_are_moved_aside_recoverably(store: Store, workspace: Path) -> None:
+    ids = _fill(store)
+    raw = sqlite3.connect(workspace / ".engram" / "engram.db")
+    raw.execute("PRAGMA foreign_keys = OFF")
+    raw.execute("INSERT INTO memory_tags (tag, memory_id) VALUES ('ghost', 'M-gone0000')")
+    raw.commit()
+    raw.close()
+    report = doctor.run(store)
+    assert report["orphaned_rows"] == {"rows": 1, "by_table": {"memory_tags": 1}, "moved_to": None}
+    repaired = doctor.run(store, repair=True)
+    deletion_id = repaired["orphaned_rows"]["moved_to"]
+    assert deletion_id and repaired["healthy"]
+    assert store.query_one("SELECT count(*) FROM memory_tags WHERE tag = 'ghost'")[0] == 0
+    record = lifecycle.deletion(store, deletion_id)
+    assert record["counts"] == {"memory_tags": 1} and record["state"] == "deleted"
+    # The good rows were not touched.
+    assert memory.get(store, ids["kept"], record_access=False)["tags"] == ["build"]
+
+
+def test_unreferenced_checkpoint_content_is_found_and_deleted(
+    store: Store, workspace: Path
+) -> None:
+    (workspace / "app.py").write_text("print('hello')\n")
+    checkpoints.create(store, name="first", settings=config.load(workspace))
+    with store.transaction() as db:
+        db.execute(
+            "INSERT INTO checkpoint_blobs (hash, size, stored_size, data) VALUES (?, 5, 5, ?)",
+            ("f" * 64, b"xxxxx"),
+        )
+    report = doctor.run(store)
+    assert report["checkpoint_content"]["orphaned"] == 1
+    assert not report["healthy"]
+    repaired = doctor.run(store, repair=True)
+    assert repaired["checkpoint_content"]["freed_bytes"] >= 5
+    assert (
+        store.query_one("SELECT count(*) FROM checkpoint_blobs WHERE hash = ?", ("f" * 64,))[0] == 0
+    )
+    # The real checkpoint still rolls back: its content is intact.
+    assert checkpoints.manifest(store, "first")[0]["path"] == "app.py"
+
+
+def test_stray_exports_and_stale_temp_files_are_removed(store: Store) -> None:
+    _fill(store)
+    exports = store.dir / "exports" / "sessions"
+    exports.mkdir(parents=True, exist_ok=True)
+    orphan = exports / "2026-01-01_S-deleted1.md"
+    orphan.write_text("# a session that is gone\n")
+    live = exports / "2026-01-01_S-doc.md"
+    live.write_text("# S-doc\n")
+    temp = store.dir / ".engram.db.123.456.tmp"
+    temp.write_bytes(b"half a file")
+    hour_ago = time.time() - 7200
+    os.utime(temp, (hour_ago, hour_ago))
+    report = doctor.run(store)
+    assert report["files"]["orphaned_exports"] == [str(orphan.relative_to(store.root))]
+    assert report["files"]["stale_temp_files"] == [str(temp.relative_to(store.root))]
+    doctor.run(store, repair=True)
+    assert not orphan.exists() and not temp.exists() and live.exists()
+
+
+def test_a_damaged_database_file_is_reported_not_repaired(workspace: Path) -> None:
+    store = Store.init(workspace)
+    for index in range(400):
+        memory.add(store, f"note {index}: " + "padding " * 40)
+    store.close()
+    path = workspace / ".engram" / "engram.db"
+    data = bytearray(path.read_bytes())
+    page = 4096
+    middle = (len(data) // page // 2) * page
+    data[middle : middle + page] = b"\xff" * page  # one whole page, header included
+    path.write_bytes(bytes(data))
+    damaged = Store.open(workspace)
+    try:
+        report = doctor.run(damaged, repair=True)
+    finally:
+        damaged.close()
+    assert not report["integrity"]["ok"] and not report["healthy"]
+    assert "damaged" in report["problems"][0] and "engram export" in report["problems"][0]
+
+
+def test_the_command_exits_1_on_problems_and_0_once_repaired(workspace: Path) -> None:
+    store = Store.init(workspace)
+    _fill(store)
+    exports = store.dir / "exports" / "sessions"
+    exports.mkdir(parents=True, exist_ok=True)
+    (exports / "2026-01-01_S-gone.md").write_text("x\n")
+    store.close()
+    checked = run_cli("doctor", cwd=workspace)
+    assert checked.code == 1
+    assert "problem: 1 stray file(s) in .engram" in checked.stdout
+    assert "memory" in checked.stdout and "integrity          ok" in checked.stdout
+    repaired = run_cli("doctor", "--repair", "--json", cwd=workspace)
+    assert repaired.code == 0, repaired.stdout
+    assert repaired.json()["healthy"] is True
+    assert run_cli("doctor", cwd=workspace).code == 0
+
+
+def test_doctor_never_creates_a_store(tmp_path: Path) -> None:
+    empty = tmp_path / "nothing-here"
+    empty.mkdir()
+    result = run_cli("doctor", cwd=empty)
+    assert result.code == 1 and "no engram store" in result.stderr
+    assert not (empty / ".engram").exists()

@@ -1,0 +1,281 @@
+"""No secret of the corpus reaches the store's bytes, whatever door it comes in by.
+
+Every real-format secret of `tests/core/secret_corpus.py` is sent, batched into few calls,
+through each entry point a user or an agent has: the CLI (memory add, gotcha add, error track
+with `--command`, checkpoint create with a name and description, session start/save names,
+snapshot notes), the real `engram hook claude-code ...` and `engram hook gemini ...` entries,
+transcript ingest, and the MCP server. Then the raw bytes of `.engram/` (database, WAL, logs,
+exports), the decompressed blobs inside the database, and every export format are searched for
+each secret.
+
+Negative control: a marker word sent with each door's text must be found in the store, so a
+door that silently dropped its input (and so "leaked nothing") fails the test.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import zstandard
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from tests.agents_fixtures import Transcript, hook_payload, text, tool_use
+from tests.core.secret_corpus import Secret, secrets
+
+SECRETS = secrets()
+SESSION = "7a1b2c3d-0000-1111-2222-333344445555"
+
+
+def batches(limit: int) -> list[str]:
+    """The corpus texts joined into as few texts of at most `limit` characters as fit.
+
+    A cut-off private key block is hidden to the end of its text, which would hide whatever
+    follows it: it goes last in its batch.
+    """
+    out: list[str] = []
+    current = ""
+    for case in sorted(SECRETS, key=lambda s: s.kind.startswith("truncated")):
+        piece = case.text + "\n"
+        if current and len(current) + len(piece) > limit:
+            out.append(current)
+            current = ""
+        current += piece
+        if case.kind.startswith("truncated"):
+            out.append(current)
+            current = ""
+    if current:
+        out.append(current)
+    return out
+
+
+def _decompressed(value: bytes) -> bytes:
+    for decompress in (
+        lambda b: zstandard.ZstdDecompressor().decompress(b, max_output_size=64 << 20),
+        zlib.decompress,
+    ):
+        try:
+            return bytes(decompress(value))
+        except Exception:  # not compressed with this codec
+            continue
+    return b""
+
+
+def store_bytes(root: Path) -> bytes:
+    """Every byte engram keeps for this workspace: the files of `.engram/` as they are on disk
+    and every compressed blob inside the database, decompressed."""
+    store_dir = root / ".engram"
+    blob = b"".join(p.read_bytes() for p in sorted(store_dir.rglob("*")) if p.is_file())
+    db = sqlite3.connect(f"file:{store_dir / 'engram.db'}?mode=ro", uri=True)
+    try:
+        tables = [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        for table in tables:
+            for row in db.execute(f'SELECT * FROM "{table}"'):
+                for value in row:
+                    if isinstance(value, bytes):
+                        blob += value + _decompressed(value)
+                    elif isinstance(value, str):
+                        blob += value.encode()
+    finally:
+        db.close()
+    return blob
+
+
+def leaks(haystack: bytes) -> list[str]:
+    return [case.kind for case in SECRETS if case.secret.encode() in haystack]
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    (root / "app.py").write_text("print('hello')\n")
+    return root.resolve()
+
+
+def _ok(result: Any) -> None:
+    assert result.code == 0, result.stderr
+
+
+async def _through_mcp(repo: Path, texts: list[str]) -> None:
+    server = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "memory_core", "--workspace", str(repo), "mcp"],
+        cwd=str(repo),
+    )
+    async with Client(server) as client:
+        for batch in texts:
+            added = await client.call_tool(
+                "memory_add", {"content": "door-mcp-memory " + batch, "type": "finding"}
+            )
+            assert not added.is_error, added.content
+        created = await client.call_tool(
+            "checkpoint_create",
+            {"name": "door-mcp-checkpoint " + texts[0], "description": texts[-1]},
+        )
+        assert not created.is_error, created.content
+        summary = await client.call_tool(
+            "session_update_summary",
+            {"session_id": SESSION, "overview": "door-mcp-summary " + texts[0], "decisions": texts},
+        )
+        assert not summary.is_error, summary.content
+
+
+async def test_no_secret_reaches_the_store_through_any_entry_point(
+    cli: Any, repo: Path, tmp_path: Path
+) -> None:
+    everything = "\n".join(case.text for case in SECRETS)
+    assert cli("init", cwd=repo).code == 0
+    markers: list[str] = []
+
+    def door(name: str) -> str:
+        markers.append(name)
+        return name
+
+    # The command line.
+    _ok(cli("memory", "add", door("door-cli-memory") + " " + everything, cwd=repo))
+    _ok(
+        cli(
+            "memory",
+            "add",
+            "-",
+            "--type",
+            "learning",
+            cwd=repo,
+            stdin=door("door-stdin") + everything,
+        )
+    )
+    _ok(
+        cli(
+            "gotcha", "add", door("door-gotcha-title") + " " + SECRETS[0].text,
+            "--description", everything,
+            "--workaround", door("door-gotcha-workaround") + " " + everything,
+            "--error-pattern", SECRETS[1].text,
+            cwd=repo,
+        )
+    )  # fmt: skip
+    for index, batch in enumerate(batches(19_000)):
+        # Three times, so a gotcha is auto-captured from it with the command in its samples.
+        for _ in range(3):
+            _ok(
+                cli(
+                    "error", "track", f"RuntimeError: deploy failed {door(f'door-error-{index}')}\n{batch}",
+                    "--command", f"deploy {door(f'door-command-{index}')} " + batch,
+                    cwd=repo,
+                )
+            )  # fmt: skip
+    _ok(
+        cli(
+            "checkpoint", "create", door("door-checkpoint-name") + " " + everything,
+            "--description", door("door-checkpoint-description") + " " + everything,
+            cwd=repo,
+        )
+    )  # fmt: skip
+    _ok(cli("session", "save", door("door-session-name") + " " + everything, cwd=repo))
+    _ok(cli("session", "start", door("door-session-start") + " " + SECRETS[2].text, cwd=repo))
+    _ok(cli("snapshot", "capture", "--note", door("door-snapshot") + " " + everything, cwd=repo))
+
+    # Claude Code hooks, through the real entry point.
+    def hook(event: str, **extra: Any) -> None:
+        payload = hook_payload(event, SESSION, repo, **extra)
+        _ok(cli("hook", "claude-code", event, cwd=repo, stdin=payload))
+
+    hook("SessionStart", source="startup")
+    for index, batch in enumerate(batches(3_900)):
+        hook("UserPromptSubmit", prompt=f"{door(f'door-prompt-{index}')} {batch}")
+    for index, batch in enumerate(batches(1_900)):
+        hook(
+            "PostToolUse",
+            tool_name="Bash",
+            tool_input={"command": f"echo {door(f'door-tool-{index}')} {batch}"[:280]},
+            # A successful call's output is not stored (its summary is): sent all the same.
+            tool_response={"stdout": batch, "stderr": ""},
+            tool_use_id=f"toolu_ok_{index}",
+        )
+        hook(
+            "PostToolUseFailure",
+            tool_name="Bash",
+            tool_input={"command": "deploy --verbose"},
+            tool_use_id=f"toolu_fail_{index}",
+            error=f"{door(f'door-failure-{index}')} {batch}",
+        )
+    hook("PreCompact", trigger="auto", custom_instructions=everything)
+    hook("Stop", stop_hook_active=False)
+    hook("SessionEnd", reason="exit")
+
+    # Gemini CLI hooks.
+    for index, batch in enumerate(batches(3_900)):
+        data = {
+            "session_id": "G-secrets",
+            "transcript_path": str(tmp_path / "chat.json"),
+            "cwd": str(repo),
+            "hook_event_name": "BeforeAgent",
+            "prompt": f"{door(f'door-gemini-{index}')} {batch}",
+        }
+        _ok(cli("hook", "gemini", "BeforeAgent", cwd=repo, stdin=json.dumps(data)))
+
+    # Transcript ingest: secrets in prompts, answers, tool inputs and tool results; the file
+    # lives outside the workspace (a checkpoint keeps workspace files as they are).
+    transcript = Transcript("9e8d7c6b-0000-1111-2222-333344445555", repo)
+    for index, case in enumerate(SECRETS):
+        transcript.prompt(f"door-transcript here is the {case.kind}: {case.text}")
+        transcript.response(
+            [
+                text(f"Using {case.text}"),
+                tool_use(f"toolu_{index}", "Bash", command=f"echo {case.text}"),
+            ],
+            stop_reason="tool_use",
+        )
+        transcript.tool_result(f"toolu_{index}", case.text)
+    markers.append("door-transcript")
+    path = transcript.save(tmp_path / "transcripts" / "t.jsonl")
+    _ok(cli("ingest", "claude-code", str(path), cwd=repo))
+
+    # The MCP server.
+    await _through_mcp(repo, batches(3_900))
+    markers.extend(["door-mcp-memory", "door-mcp-checkpoint", "door-mcp-summary"])
+
+    # Every door stored its text (negative control) ...
+    stored = store_bytes(repo)
+    missing = [marker for marker in markers if marker.encode() not in stored]
+    assert missing == [], ", ".join(missing)
+    # ... and no secret, in the database, its WAL, compressed blobs, logs or exports.
+    assert leaks(stored) == []
+
+    # Nor in any export format, nor in the regenerated gotcha exports.
+    outputs = []
+    for fmt in ("json", "yaml", "md"):
+        out = tmp_path / f"export.{fmt}"
+        _ok(cli("export", "--format", fmt, "--out", str(out), cwd=repo))
+        outputs.append(out)
+    anon = tmp_path / "anon.json"
+    _ok(cli("anonymize", "--out", str(anon), cwd=repo))
+    outputs.append(anon)
+    _ok(cli("gotcha", "export", cwd=repo))
+    outputs.extend(p for p in (repo / ".engram" / "exports").rglob("*") if p.is_file())
+    for out in outputs:
+        assert leaks(out.read_bytes()) == [], out
+    exported = json.loads((tmp_path / "export.json").read_text())
+    assert any("[REDACTED:" in row["content"] for row in exported["tables"]["memories"])
+
+
+def test_the_negative_control_sees_an_unredacted_text(repo: Path) -> None:
+    # The scan itself finds a secret stored raw (here by writing around redaction).
+    from memory_core.store import Store
+
+    case: Secret = SECRETS[0]
+    with Store.init(repo) as store, store.transaction() as db:
+        db.execute(
+            "INSERT INTO saved_sessions (session_id, name, format_version, saved_at, payload, size) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            ("S-raw", None, 1, 0.0, zstandard.ZstdCompressor().compress(case.text.encode()), 1),
+        )
+    assert leaks(store_bytes(repo)) == [case.kind]
