@@ -894,9 +894,9 @@ def _commit(
                 json.dumps(capture.token),
             ),
         )
-        from memory_core import conversation  # the session and turn it was taken at
+        from memory_core import session_turns  # the session and turn it was taken at
 
-        conversation.record_checkpoint(db, checkpoint_id, session_id)
+        session_turns.record_checkpoint(db, checkpoint_id, session_id)
         events.append(
             store,
             events.Event(
