@@ -809,9 +809,13 @@ def _capture(
     # later `since` that older clock answers a superset, which is still right).
     wanted_watchman = bool(settings["checkpoints.watchman"])
     if wanted_watchman and paths is None:
+        sock = before.get("watchman_socket")
+        journal.use_watchman_socket(sock if isinstance(sock, str) else None)
         answer = journal.watchman_since(root, before.get("watchman") if usable else None)
         if answer is not None:
             token["watchman"] = answer.clock
+            if journal.watchman_socket():
+                token["watchman_socket"] = journal.watchman_socket()
             if usable and answer.paths is not None:
                 paths, source = answer.paths, "watchman"
     if "watchman" not in token and isinstance(before.get("watchman"), str):

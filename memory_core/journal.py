@@ -410,25 +410,83 @@ class WatchmanAnswer:
     paths: set[str] | None  # None: watchman cannot vouch for the interval (fresh instance)
 
 
-def _watchman(command: list[Any]) -> dict[str, Any] | None:
-    binary = shutil.which("watchman")
-    if binary is None:
+# The socket of the running watchman, once known (a checkpoint also stores it, so the next
+# process talks to watchman without starting its command-line client).
+_SOCKET: list[str | None] = [None]
+
+
+def watchman_socket() -> str | None:
+    return _SOCKET[0] or os.environ.get("WATCHMAN_SOCK") or None
+
+
+def use_watchman_socket(path: str | None) -> None:
+    if path and not _SOCKET[0]:
+        _SOCKET[0] = path
+
+
+def _watchman_socket_call(path: str, command: list[Any]) -> dict[str, Any] | None:
+    """One request over watchman's socket (its JSON protocol: one line each way)."""
+    import socket
+
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.settimeout(WATCHMAN_TIMEOUT_SECONDS)
+            conn.connect(path)
+            conn.sendall(json.dumps(command).encode("utf-8") + b"\n")
+            buffer = b""
+            while not buffer.endswith(b"\n"):
+                chunk = conn.recv(1 << 16)
+                if not chunk:
+                    break
+                buffer += chunk
+        answer = json.loads(buffer)
+    except (OSError, ValueError):
+        _SOCKET[0] = None
         return None
+    return answer if isinstance(answer, dict) else None
+
+
+def _watchman(command: list[Any]) -> dict[str, Any] | None:
+    sock = watchman_socket()
+    answer = _watchman_socket_call(sock, command) if sock else None
+    if answer is None:
+        binary = shutil.which("watchman")
+        if binary is None:
+            return None
+        try:
+            done = subprocess.run(
+                [binary, "-j", "--no-pretty"],
+                input=json.dumps(command),
+                capture_output=True,
+                text=True,
+                timeout=WATCHMAN_TIMEOUT_SECONDS,
+                check=False,
+            )
+            answer = json.loads(done.stdout) if done.stdout.strip() else None
+        except (OSError, subprocess.TimeoutExpired, ValueError):
+            return None
+        if isinstance(answer, dict) and not _SOCKET[0]:
+            named = _watchman_cli_sockname(binary)
+            if named:
+                _SOCKET[0] = named
+    if not isinstance(answer, dict) or "error" in answer:
+        return None
+    return answer
+
+
+def _watchman_cli_sockname(binary: str) -> str | None:
     try:
         done = subprocess.run(
-            [binary, "-j", "--no-pretty"],
-            input=json.dumps(command),
+            [binary, "--no-pretty", "get-sockname"],
             capture_output=True,
             text=True,
             timeout=WATCHMAN_TIMEOUT_SECONDS,
             check=False,
         )
-        answer = json.loads(done.stdout) if done.stdout.strip() else None
-    except (OSError, subprocess.TimeoutExpired, ValueError):
+        name = json.loads(done.stdout).get("sockname")
+    except (OSError, subprocess.TimeoutExpired, ValueError, AttributeError):
         return None
-    if not isinstance(answer, dict) or "error" in answer:
-        return None
-    return answer
+    return name if isinstance(name, str) and name else None
 
 
 def watchman_since(root: Path, since: str | None) -> WatchmanAnswer | None:
