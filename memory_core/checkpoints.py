@@ -31,6 +31,7 @@ import hashlib
 import json
 import os
 import stat
+import threading
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -65,16 +66,25 @@ class CorruptCheckpointError(EngramError):
 # -- compression (zstandard is imported lazily: hooks import this module's neighbours) ---------
 
 
-def _compress(data: bytes) -> bytes:
-    import zstandard
+_ZSTD = threading.local()  # one compressor and decompressor per thread, made once
 
-    return bytes(zstandard.ZstdCompressor(level=3).compress(data))
+
+def _compress(data: bytes) -> bytes:
+    compressor = getattr(_ZSTD, "compressor", None)
+    if compressor is None:
+        import zstandard
+
+        compressor = _ZSTD.compressor = zstandard.ZstdCompressor(level=3)
+    return bytes(compressor.compress(data))
 
 
 def _decompress(data: bytes) -> bytes:
-    import zstandard
+    decompressor = getattr(_ZSTD, "decompressor", None)
+    if decompressor is None:
+        import zstandard
 
-    return bytes(zstandard.ZstdDecompressor().decompress(data, max_output_size=1 << 31))
+        decompressor = _ZSTD.decompressor = zstandard.ZstdDecompressor()
+    return bytes(decompressor.decompress(data, max_output_size=1 << 31))
 
 
 def _sha(data: bytes) -> str:
