@@ -37,8 +37,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memory_core import clock, config, events, limits
+from memory_core import clock, config, events, journal, limits
+from memory_core import git as git_module
 from memory_core.errors import EngramError, NotFoundError, UsageError
+from memory_core.journal import ChangeJournal, IgnoreRules
 from memory_core.redact import redact
 from memory_core.store import Store
 from memory_core.workspace import STORE_DIRNAME
@@ -153,87 +155,6 @@ def _decode_tree(data: bytes, where: str, *, validate: bool = True) -> Tree:
         ) from None
 
 
-# -- ignore rules ------------------------------------------------------------------------------
-
-
-class _Matcher:
-    """One compiled ignore file. Without negations its patterns become one regex, so a path costs
-    one search instead of one per pattern (this check runs for every file of a scan)."""
-
-    def __init__(self, spec: Any) -> None:
-        import re
-
-        self.spec = spec
-        patterns = [p for p in spec.patterns if p.include is not None]
-        self.combined: re.Pattern[str] | None = None
-        if all(p.include for p in patterns) and all(
-            getattr(p, "regex", None) is not None for p in patterns
-        ):
-            parts = [p.regex.pattern.replace("(?P<ps_d>", "(?:") for p in patterns]
-            self.combined = re.compile("|".join(f"(?:{part})" for part in parts)) if parts else None
-            self.empty = not parts
-        else:
-            self.empty = False
-
-    def check(self, path: str) -> bool | None:
-        """True: ignored; False: re-included by a negation; None: no opinion."""
-        if self.combined is not None:
-            return True if self.combined.search(path) else None
-        if self.empty:
-            return None
-        include = self.spec.check_file(path).include
-        return None if include is None else bool(include)
-
-
-class IgnoreRules:
-    """`.gitignore` files (the root's and nested ones) plus extra patterns, with git's semantics.
-
-    The deepest `.gitignore` that has an opinion about a path decides, as in git.
-    """
-
-    def __init__(self, root: Path, extra: Iterable[str] = ()) -> None:
-        import pathspec
-
-        self._pathspec = pathspec
-        self.root = root
-        self._specs: dict[str, _Matcher | None] = {}
-        extra = [p for p in extra if p.strip()]
-        self._extra = _Matcher(pathspec.GitIgnoreSpec.from_lines(extra)) if extra else None
-
-    def spec_for(self, rel_dir: str) -> _Matcher | None:
-        """The compiled `.gitignore` of a directory (None when it has none)."""
-        if rel_dir not in self._specs:
-            path = self.root / rel_dir / ".gitignore" if rel_dir else self.root / ".gitignore"
-            try:
-                lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-                self._specs[rel_dir] = _Matcher(self._pathspec.GitIgnoreSpec.from_lines(lines))
-            except (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError):
-                self._specs[rel_dir] = None
-        return self._specs[rel_dir]
-
-    def ignored(self, rel: str, is_dir: bool, chain: list[tuple[str, Any]]) -> bool:
-        """Whether `rel` is ignored, given the (dir, matcher) chain of its ancestors, deepest last."""
-        probe = rel + "/" if is_dir else rel
-        if self._extra is not None and self._extra.check(probe):
-            return True
-        for base, matcher in reversed(chain):
-            verdict = matcher.check(probe[len(base) + 1 :] if base else probe)
-            if verdict is not None:
-                return bool(verdict)
-        return False
-
-    def chain_for(self, rel_dir: str) -> list[tuple[str, Any]]:
-        """The matchers that apply inside `rel_dir`, shallowest first."""
-        chain = []
-        parts = rel_dir.split("/") if rel_dir else []
-        for depth in range(len(parts) + 1):
-            base = "/".join(parts[:depth])
-            matcher = self.spec_for(base)
-            if matcher is not None:
-                chain.append((base, matcher))
-        return chain
-
-
 # -- scanning ----------------------------------------------------------------------------------
 
 
@@ -314,37 +235,13 @@ def _read(root: Path, rel: str, kind: str) -> bytes:
         return handle.read()
 
 
-# -- the change journal (kept by a process that watches the workspace) --------------------------
-
-
-class ChangeJournal:
-    """Paths reported changed since `started_at` by a watcher that saw every change.
-
-    A checkpoint may trust it only for the time it covers: `since(ts)` is None when `ts` is
-    before the journal started (changes then were not seen), else the paths changed since.
-    """
-
-    def __init__(self, started_at: float | None = None) -> None:
-        self.started_at = clock.now() if started_at is None else started_at
-        self._changed: dict[str, float] = {}
-
-    def mark(self, paths: Iterable[str], ts: float | None = None) -> None:
-        when = clock.now() if ts is None else ts
-        for path in paths:
-            self._changed[path] = max(when, self._changed.get(path, 0.0))
-
-    def since(self, ts: float) -> set[str] | None:
-        if ts < self.started_at:
-            return None
-        # A second of slack: an event stamped just before the checkpoint's start may describe
-        # a write the checkpoint's scan did not see yet.
-        return {path for path, when in self._changed.items() if when >= ts - 1.0}
-
-    def forget_before(self, ts: float) -> None:
-        self._changed = {p: t for p, t in self._changed.items() if t >= ts - 1.0}
-
-
 # -- the store side ----------------------------------------------------------------------------
+
+
+# Blobs up to this size are packed together (many per row, compressed as one: similar files
+# compress far better together, and a row per tiny blob wastes pages), as git packs objects.
+PACK_MAX_BLOB = 32 * 1024
+PACK_RAW_BYTES = 256 * 1024
 
 
 class _Writer:
@@ -352,20 +249,40 @@ class _Writer:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.blobs: dict[str, tuple[int, bytes]] = {}
+        self.blobs: dict[str, tuple[int, bytes]] = {}  # stored alone: (size, zstd)
+        self.packs: list[tuple[bytes, list[tuple[str, int, int]]]] = []  # zstd, members
+        self._pending: list[tuple[str, bytes]] = []
+        self._pending_bytes = 0
+        self._pending_seen: set[str] = set()
         self.trees: dict[str, bytes] = {}
         self.index: dict[str, tuple[int, int, int, int, str]] = {}
         self.added_bytes = 0
 
     def blob(self, data: bytes) -> str:
         digest = _sha(data)
-        if (
-            digest not in self.blobs
-            and self.store.query_one("SELECT 1 FROM checkpoint_blobs WHERE hash = ?", (digest,))
-            is None
-        ):
+        if digest in self.blobs or digest in self._pending_seen or _has_blob(self.store, digest):
+            return digest
+        if len(data) > PACK_MAX_BLOB:
             self.blobs[digest] = (len(data), _compress(data))
+            return digest
+        self._pending.append((digest, data))
+        self._pending_seen.add(digest)
+        self._pending_bytes += len(data)
+        if self._pending_bytes >= PACK_RAW_BYTES:
+            self._seal()
         return digest
+
+    def _seal(self) -> None:
+        """Compress the pending small blobs into one pack (kept compressed until the flush)."""
+        if not self._pending:
+            return
+        members: list[tuple[str, int, int]] = []
+        offset = 0
+        for digest, data in self._pending:
+            members.append((digest, offset, len(data)))
+            offset += len(data)
+        self.packs.append((_compress(b"".join(d for _, d in self._pending)), members))
+        self._pending, self._pending_bytes = [], 0
 
     def tree(self, tree: Tree) -> str:
         data = tree.encode()
@@ -375,13 +292,27 @@ class _Writer:
         return digest
 
     def flush(self, db: Any) -> None:
+        self._seal()
         for digest, (size, packed) in self.blobs.items():
             cursor = db.execute(
-                "INSERT OR IGNORE INTO checkpoint_blobs (hash, size, stored_size, data) VALUES (?, ?, ?, ?)",
-                (digest, size, len(packed), packed),
+                "INSERT OR IGNORE INTO checkpoint_objects (hash, size, pack, offset, data) "
+                "VALUES (?, ?, NULL, 0, ?)",
+                (bytes.fromhex(digest), size, packed),
             )
             if cursor.rowcount:
                 self.added_bytes += len(packed)
+        for packed, members in self.packs:
+            pack_id = db.execute(
+                "INSERT INTO checkpoint_packs (data) VALUES (?)", (packed,)
+            ).lastrowid
+            # Another process may have stored some of these meanwhile: theirs are kept, and
+            # this pack's copies are simply never read.
+            db.executemany(
+                "INSERT OR IGNORE INTO checkpoint_objects (hash, size, pack, offset, data) "
+                "VALUES (?, ?, ?, ?, NULL)",
+                [(bytes.fromhex(d), size, pack_id, offset) for d, offset, size in members],
+            )
+            self.added_bytes += len(packed)
         for digest, packed in self.trees.items():
             cursor = db.execute(
                 "INSERT OR IGNORE INTO checkpoint_trees (hash, data) VALUES (?, ?)",
@@ -395,8 +326,23 @@ class _Writer:
             db.executemany(
                 "INSERT OR REPLACE INTO checkpoint_index (path, mtime_ns, size, ino, mode, hash) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
-                [(path, *row) for path, row in self.index.items()],
+                [(path, *row[:4], bytes.fromhex(row[4])) for path, row in self.index.items()],
             )
+
+
+def _has_blob(store: Store, digest: str) -> bool:
+    if store.query_one("SELECT 1 FROM checkpoint_objects WHERE hash = ?", (bytes.fromhex(digest),)):
+        return True
+    # Blobs stored before packing (schema 0011) keep their rows.
+    return store.query_one("SELECT 1 FROM checkpoint_blobs WHERE hash = ?", (digest,)) is not None
+
+
+def _stat_cache(store: Store) -> dict[str, tuple[int, int, int, int, str]]:
+    """The stat cache: path -> (mtime_ns, size, inode, mode, content hash)."""
+    return {
+        row[0]: (row[1], row[2], row[3], row[4], bytes(row[5]).hex())
+        for row in store.query("SELECT path, mtime_ns, size, ino, mode, hash FROM checkpoint_index")
+    }
 
 
 _STORED_KEY = "checkpoints.stored_bytes"
@@ -439,22 +385,60 @@ def _load_tree(store: Store, digest: str, where: str = "", *, validate: bool = T
     return _decode_tree(data, where, validate=validate)
 
 
+_PACKS: dict[tuple[str, int], bytes] = {}
+_PACKS_KEPT = 8
+
+
+def _pack(store: Store, pack_id: int) -> bytes | None:
+    """A pack's content, decompressed (the last few are kept: a rollback reads neighbours)."""
+    key = (str(store.dir), pack_id)
+    data = _PACKS.get(key)
+    if data is None:
+        row = store.query_one("SELECT data FROM checkpoint_packs WHERE id = ?", (pack_id,))
+        if row is None:
+            return None
+        try:
+            data = _decompress(row[0])
+        except Exception:
+            return None
+        if len(_PACKS) >= _PACKS_KEPT:
+            _PACKS.pop(next(iter(_PACKS)))
+        _PACKS[key] = data
+    return data
+
+
 def read_blob(store: Store, digest: str, *, path: str = "") -> bytes:
     """A blob's content, verified against its hash."""
-    row = store.query_one("SELECT data FROM checkpoint_blobs WHERE hash = ?", (digest,))
-    if row is None:
+    data: bytes | None = None
+    found = False
+    try:
+        raw = bytes.fromhex(digest)
+    except ValueError:
+        raw = b""
+    row = store.query_one(
+        "SELECT size, pack, offset, data FROM checkpoint_objects WHERE hash = ?", (raw,)
+    )
+    if row is not None:
+        found = True
+        if row["pack"] is not None:
+            pack = _pack(store, int(row["pack"]))
+            if pack is not None:
+                data = pack[int(row["offset"]) : int(row["offset"]) + int(row["size"])]
+        else:
+            with contextlib.suppress(Exception):
+                data = _decompress(row["data"])
+    else:
+        old = store.query_one("SELECT data FROM checkpoint_blobs WHERE hash = ?", (digest,))
+        if old is not None:
+            found = True
+            with contextlib.suppress(Exception):
+                data = _decompress(old[0])
+    if not found:
         raise CorruptCheckpointError(
             f"the checkpoint's content of {path or digest[:12]} is missing from the store",
             hint="it was refused; nothing was written",
         )
-    try:
-        data = _decompress(row[0])
-    except Exception:
-        data = b""
-        ok = False
-    else:
-        ok = _sha(data) == digest
-    if not ok:
+    if data is None or _sha(data) != digest:
         raise CorruptCheckpointError(
             f"the checkpoint's content of {path or digest[:12]} is corrupt",
             hint="it was refused; nothing was written",
@@ -482,6 +466,14 @@ def _settings(store: Store, settings: config.Settings | None) -> config.Settings
     return settings if settings is not None else config.load(store.root)
 
 
+def _rules(root: Path, settings: config.Settings) -> IgnoreRules:
+    return journal.checkpoint_rules(
+        root,
+        settings["watch.exclude"],
+        include_secret_files=bool(settings["checkpoints.include_secret_files"]),
+    )
+
+
 def _new_id() -> str:
     return f"C-{uuid.uuid4().hex[:8]}"
 
@@ -503,8 +495,11 @@ def _hash_file(
     except OSError:
         return None  # vanished or unreadable between the scan and the read
     digest = writer.blob(data)
-    if found.mtime_ns / 1e9 < now - RACY_SECONDS:
-        writer.index[rel] = (found.mtime_ns, found.size, found.ino, found.mode, digest)
+    # A file modified within the racy window may change again without its stat changing: its
+    # row keeps the hash (so the next capture, which reads it again, can tell whether the content
+    # really changed) but a stat that never matches (so it is read again).
+    racy = found.mtime_ns / 1e9 >= now - RACY_SECONDS
+    writer.index[rel] = (0 if racy else found.mtime_ns, found.size, found.ino, found.mode, digest)
     return digest
 
 
@@ -536,12 +531,9 @@ def _build_trees(files: dict[str, Entry], writer: _Writer) -> tuple[str, int, in
 def _full(
     store: Store, settings: config.Settings, writer: _Writer, now: float
 ) -> tuple[str, int, int, int, list[str]]:
-    rules = IgnoreRules(store.root, settings["watch.exclude"])
+    rules = _rules(store.root, settings)
     found = scan(store.root, rules, int(settings["checkpoints.max_file_bytes"]))
-    cache = {
-        row[0]: (row[1], row[2], row[3], row[4], row[5])
-        for row in store.query("SELECT path, mtime_ns, size, ino, mode, hash FROM checkpoint_index")
-    }
+    cache = _stat_cache(store)
     entries: dict[str, Entry] = {}
     changed = 0
     for rel, item in found.files.items():
@@ -566,7 +558,7 @@ def _incremental(
 ) -> tuple[str, int, int, int, list[str]]:
     """A new root tree: the base with only `changed_paths` looked at again."""
     root = store.root
-    rules = IgnoreRules(root, settings["watch.exclude"])
+    rules = _rules(root, settings)
     cap = int(settings["checkpoints.max_file_bytes"])
     trees: dict[str, Tree] = {}
     dirty: set[str] = set()
@@ -619,6 +611,22 @@ def _incremental(
             return True
         return False
 
+    def files_under(rel_dir: str) -> list[str]:
+        """Files the base held below a folder (a file where the folder is: that one)."""
+        parent, _, name = rel_dir.rpartition("/")
+        holder = tree_at(parent, create=False)
+        entry = holder.entries.get(name) if holder is not None else None
+        if entry is None:
+            return []
+        if entry.kind != "d":
+            return [rel_dir]
+        found: list[str] = []
+        tree = tree_at(rel_dir, create=False)
+        for child, child_entry in list(tree.entries.items()) if tree is not None else []:
+            child_rel = f"{rel_dir}/{child}"
+            found += files_under(child_rel) if child_entry.kind == "d" else [child_rel]
+        return found
+
     skipped = set(base_skipped)
     changed = 0
     cache: dict[str, Any] = {}
@@ -643,15 +651,17 @@ def _incremental(
             remove(rel)
             continue
         if kind == "d":
-            # A new or replaced folder: capture what is in it now.
-            remove(rel)
+            # A new or replaced folder (a watcher may not have seen what was created in it
+            # before its watch was in place): capture what is in it now, and drop what is gone.
             sub = scan(root, rules, cap, under=rel)
             skipped.update(sub.skipped)
             for sub_rel, item in sub.files.items():
                 digest = _hash_file(root, sub_rel, item, writer, cache, now)
                 if digest is not None:
-                    put(sub_rel, Entry(item.kind, item.mode, digest, item.size))
-                    changed += 1
+                    changed += put(sub_rel, Entry(item.kind, item.mode, digest, item.size))
+            for old_rel in files_under(rel):
+                if old_rel not in sub.files:
+                    changed += remove(old_rel)
             continue
         if kind == "f" and st.st_size > cap:
             remove(rel)
@@ -681,77 +691,158 @@ def _incremental(
     return writer.tree(trees[""]), count, size, changed, sorted(skipped)
 
 
-def create(
-    store: Store,
-    name: str | None = None,
-    *,
-    description: str | None = None,
-    reason: str = "manual",
-    settings: config.Settings | None = None,
-    now: float | None = None,
-    session_id: str | None = None,
-    journal: ChangeJournal | None = None,
-    changed: Iterable[str] | None = None,
-) -> dict[str, Any]:
-    """Capture the workspace's files as a new checkpoint and return it.
+@dataclass
+class Capture:
+    """A checkpoint worked out but not yet written (a rollback plans against it first)."""
 
-    With `journal` (a watcher's record covering the time since the latest checkpoint) or an
-    explicit `changed` list of workspace-relative paths, only those paths are looked at;
-    otherwise the whole workspace is scanned, reading only files whose stat changed.
-    """
-    if reason not in REASONS:
-        raise UsageError(
-            f"unknown checkpoint reason {reason!r}", hint=f"use one of {', '.join(REASONS)}"
-        )
-    settings = _settings(store, settings)
-    ts = clock.now() if now is None else now
+    writer: _Writer
+    root_tree: str
+    files: int
+    size: int
+    changed: int
+    skipped: list[str]
+    mode: str  # "incremental" | "scan"
+    source: str  # what vouched for the interval: given | watcher | watchman | git | scan
+    token: dict[str, Any]
+    started: float
+    ts: float
+
+
+def _rules_fingerprint(root: Path, settings: config.Settings) -> str:
+    """What decides which files belong in a checkpoint, besides `.gitignore` files."""
+    info = git_module.git_dir(root)
+    try:
+        st = os.stat(info / "info" / "exclude") if info is not None else None
+    except OSError:
+        st = None
+    parts = [
+        list(settings["watch.exclude"]),
+        bool(settings["checkpoints.include_secret_files"]),
+        [st.st_mtime_ns, st.st_size] if st is not None else None,
+    ]
+    return _sha(json.dumps(parts).encode("utf-8"))[:16]
+
+
+def _capture(
+    store: Store,
+    settings: config.Settings,
+    ts: float,
+    *,
+    watcher: ChangeJournal | None = None,
+    changed: Iterable[str] | None = None,
+    hints: Iterable[str] | None = None,
+) -> Capture:
+    """Work out a new checkpoint, trusting a change source only for an interval it covered."""
+    root = store.root
     started = clock.now()
     writer = _Writer(store)
     base = store.query_one(
-        "SELECT id, root_tree, skipped, created_at FROM checkpoints ORDER BY created_at DESC, rowid DESC LIMIT 1"
+        "SELECT id, root_tree, skipped, created_at, journal FROM checkpoints "
+        "ORDER BY created_at DESC, rowid DESC LIMIT 1"
     )
+    before: dict[str, Any] = {}
+    if base is not None and base["journal"]:
+        with contextlib.suppress(ValueError):
+            loaded = json.loads(base["journal"])
+            before = loaded if isinstance(loaded, dict) else {}
+    fingerprint = _rules_fingerprint(root, settings)
+    token: dict[str, Any] = {"rules": fingerprint}
     paths: set[str] | None = None
-    if base is not None:
-        if changed is not None:
-            paths = {p.strip("/") for p in changed}
-        elif journal is not None:
-            paths = journal.since(float(base["created_at"]))
+    source = "scan"
+    usable = base is not None and before.get("rules") == fingerprint
+    if base is not None and changed is not None:
+        # The caller looked at the workspace itself (a rollback's plan) and says what differs.
+        paths, source = {p.strip("/") for p in changed}, "given"
+    elif usable and watcher is not None and base is not None:
+        paths = watcher.since(float(base["created_at"]))
+        if paths is not None:
+            source = "watcher"
+    if watcher is not None and watcher.alive:
+        token["epoch"] = watcher.epoch
+
+    # watchman: asked when nothing cheaper vouched; otherwise its clock is carried forward (a
+    # later `since` that older clock answers a superset, which is still right).
+    wanted_watchman = bool(settings["checkpoints.watchman"])
+    if wanted_watchman and paths is None:
+        answer = journal.watchman_since(root, before.get("watchman") if usable else None)
+        if answer is not None:
+            token["watchman"] = answer.clock
+            if usable and answer.paths is not None:
+                paths, source = answer.paths, "watchman"
+    if "watchman" not in token and isinstance(before.get("watchman"), str):
+        token["watchman"] = before["watchman"]
+
+    # git: `git status` now, against what it said at the previous checkpoint.
+    previous_git = journal.GitState.from_json(before.get("git")) if usable else None
+    if paths is None:
+        now_git = journal.git_state(root)
+        if now_git is not None:
+            token["git"] = now_git.as_json()
+            if previous_git is not None:
+                paths = journal.git_since(root, previous_git, now_git)
+                if paths is not None:
+                    source = "git"
+    elif previous_git is not None:
+        carried = journal.carry_git_state(root, previous_git, paths)
+        if carried is not None:
+            token["git"] = carried.as_json()
+
+    if paths is not None and hints:
+        paths |= {p.strip("/") for p in hints}
     # A changed .gitignore changes what belongs in the checkpoint everywhere below it.
     if paths is not None and any(p == ".gitignore" or p.endswith("/.gitignore") for p in paths):
-        paths = None
+        paths, source = None, "scan"
     if paths is not None and base is not None:
         mode = "incremental"
         root_hash, count, size, changed_count, skipped = _incremental(
             store, settings, writer, base["root_tree"], json.loads(base["skipped"]), paths, ts
         )
     else:
-        mode = "scan"
+        mode, source = "scan", "scan"
         root_hash, count, size, changed_count, skipped = _full(store, settings, writer, ts)
+    token["source"] = source
+    return Capture(
+        writer, root_hash, count, size, changed_count, skipped, mode, source, token, started, ts
+    )
+
+
+def _commit(
+    store: Store,
+    capture: Capture,
+    *,
+    name: str | None,
+    description: str | None,
+    reason: str,
+    settings: config.Settings,
+    session_id: str | None,
+    fixed_time: bool,
+) -> dict[str, Any]:
     checkpoint_id = _new_id()
     clean_name = redact(name.strip()) if name and name.strip() else None
+    writer, ts = capture.writer, capture.ts
     with store.transaction() as db:
         writer.flush(db)
         db.execute(
             "INSERT INTO checkpoints (id, name, description, reason, session_id, created_at, root_tree, "
-            "file_count, total_bytes, added_bytes, changed, skipped) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "file_count, total_bytes, added_bytes, changed, skipped, journal) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 checkpoint_id,
                 clean_name,
                 redact(description) if description else description,
                 reason,
                 session_id,
-                started if now is None else ts,
-                root_hash,
-                count,
-                size,
+                ts if fixed_time else capture.started,
+                capture.root_tree,
+                capture.files,
+                capture.size,
                 writer.added_bytes,
-                changed_count,
-                json.dumps(skipped),
+                capture.changed,
+                json.dumps(capture.skipped),
+                json.dumps(capture.token),
             ),
         )
-        from memory_core import conversation  # the session and turn it was taken at
-
-        conversation.record_checkpoint(db, checkpoint_id, session_id)
+        record_conversation(db, checkpoint_id, session_id)
         events.append(
             store,
             events.Event(
@@ -760,8 +851,8 @@ def create(
                 data={
                     "id": checkpoint_id,
                     "reason": reason,
-                    "files": count,
-                    "changed": changed_count,
+                    "files": capture.files,
+                    "changed": capture.changed,
                 },
                 ts=ts,
             ),
@@ -774,8 +865,84 @@ def create(
             store.query("PRAGMA wal_checkpoint(PASSIVE)")
     removed = enforce_retention(store, settings, now=ts, keep=checkpoint_id)
     result = get(store, checkpoint_id)
-    result.update({"mode": mode, "removed_by_retention": removed})
+    result.update({"mode": capture.mode, "source": capture.source, "removed_by_retention": removed})
     return result
+
+
+# The session's fields a checkpoint keeps, so a rollback can rewind the conversation too
+# (`memory_core.conversation`).
+STATE_FIELDS = (
+    "status",
+    "rolling_summary",
+    "overview",
+    "decisions",
+    "outcomes",
+    "open_items",
+    "tags",
+    "summary_source",
+    "search_footprint",
+    "active_workflow",
+    "workflow_state",
+    "active_story",
+    "active_subtask",
+)
+
+
+def record_conversation(db: Any, checkpoint_id: str, session_id: str | None) -> None:
+    """At checkpoint creation (inside its transaction): the session's turn and state now."""
+    if not session_id:
+        return
+    row = db.execute(
+        f"SELECT turn_count, {', '.join(STATE_FIELDS)} FROM sessions WHERE id = ?", (session_id,)
+    ).fetchone()
+    if row is None:
+        return
+    state = {key: row[index + 1] for index, key in enumerate(STATE_FIELDS)}
+    db.execute(
+        "UPDATE checkpoints SET turn_number = ?, session_state = ? WHERE id = ?",
+        (int(row[0]), json.dumps(state, ensure_ascii=False), checkpoint_id),
+    )
+
+
+def create(
+    store: Store,
+    name: str | None = None,
+    *,
+    description: str | None = None,
+    reason: str = "manual",
+    settings: config.Settings | None = None,
+    now: float | None = None,
+    session_id: str | None = None,
+    journal: ChangeJournal | None = None,
+    changed: Iterable[str] | None = None,
+    hints: Iterable[str] | None = None,
+) -> dict[str, Any]:
+    """Capture the workspace's files as a new checkpoint and return it.
+
+    Only the paths that may have changed since the latest checkpoint are looked at, when a
+    source can vouch for the whole interval: an explicit `changed` list, the `journal` of a
+    running watcher (the language server's), watchman's clock, or git's status; `hints` (the
+    editor's file events) are added to them but never trusted alone. Otherwise the whole
+    workspace is scanned, reading only files whose stat changed. The result's `source` says
+    which one vouched.
+    """
+    if reason not in REASONS:
+        raise UsageError(
+            f"unknown checkpoint reason {reason!r}", hint=f"use one of {', '.join(REASONS)}"
+        )
+    settings = _settings(store, settings)
+    ts = clock.now() if now is None else now
+    capture = _capture(store, settings, ts, watcher=journal, changed=changed, hints=hints)
+    return _commit(
+        store,
+        capture,
+        name=name,
+        description=description,
+        reason=reason,
+        settings=settings,
+        session_id=session_id,
+        fixed_time=now is not None,
+    )
 
 
 def every_n_turns(
@@ -877,12 +1044,9 @@ def manifest(store: Store, ref: str) -> list[dict[str, Any]]:
 
 def _current(store: Store, settings: config.Settings) -> tuple[dict[str, Entry], list[str]]:
     """The workspace as it is now, hashed through the stat cache."""
-    rules = IgnoreRules(store.root, settings["watch.exclude"])
+    rules = _rules(store.root, settings)
     found = scan(store.root, rules, int(settings["checkpoints.max_file_bytes"]))
-    cache = {
-        row[0]: (row[1], row[2], row[3], row[4], row[5])
-        for row in store.query("SELECT path, mtime_ns, size, ino, mode, hash FROM checkpoint_index")
-    }
+    cache = _stat_cache(store)
     # The stat cache is only read here, never written: its rows must name stored blobs.
     current: dict[str, Entry] = {}
     for rel, item in found.files.items():
@@ -1034,15 +1198,47 @@ def gc(store: Store) -> int:
     freed = 0
     with store.transaction() as db:
         db.execute("CREATE TEMP TABLE IF NOT EXISTS gc_live (hash TEXT PRIMARY KEY) WITHOUT ROWID")
+        db.execute("CREATE TEMP TABLE IF NOT EXISTS gc_raw (hash BLOB PRIMARY KEY) WITHOUT ROWID")
         db.execute("DELETE FROM gc_live")
+        db.execute("DELETE FROM gc_raw")
         db.executemany(
             "INSERT OR IGNORE INTO gc_live VALUES (?)", [(h,) for h in live_blobs | live_trees]
+        )
+        db.executemany(
+            "INSERT OR IGNORE INTO gc_raw VALUES (?)", [(bytes.fromhex(h),) for h in live_blobs]
         )
         row = db.execute(
             "SELECT COALESCE(SUM(stored_size), 0) FROM checkpoint_blobs WHERE hash NOT IN (SELECT hash FROM gc_live)"
         ).fetchone()
         freed += int(row[0])
         db.execute("DELETE FROM checkpoint_blobs WHERE hash NOT IN (SELECT hash FROM gc_live)")
+        row = db.execute(
+            "SELECT COALESCE(SUM(LENGTH(data)), 0) FROM checkpoint_objects "
+            "WHERE pack IS NULL AND hash NOT IN (SELECT hash FROM gc_raw)"
+        ).fetchone()
+        freed += int(row[0])
+        # Packs that lose some members but keep others: rewritten below with the live ones only,
+        # or a store cap would delete checkpoint after checkpoint without freeing a byte.
+        thinned = [
+            int(r[0])
+            for r in db.execute(
+                "SELECT DISTINCT pack FROM checkpoint_objects "
+                "WHERE pack IS NOT NULL AND hash NOT IN (SELECT hash FROM gc_raw)"
+            )
+        ]
+        db.execute("DELETE FROM checkpoint_objects WHERE hash NOT IN (SELECT hash FROM gc_raw)")
+        for pack_id in thinned:
+            freed += _repack(db, pack_id)
+        # A pack goes when none of its blobs is referenced any more.
+        row = db.execute(
+            "SELECT COALESCE(SUM(LENGTH(data)), 0) FROM checkpoint_packs WHERE id NOT IN "
+            "(SELECT pack FROM checkpoint_objects WHERE pack IS NOT NULL)"
+        ).fetchone()
+        freed += int(row[0])
+        db.execute(
+            "DELETE FROM checkpoint_packs WHERE id NOT IN "
+            "(SELECT pack FROM checkpoint_objects WHERE pack IS NOT NULL)"
+        )
         row = db.execute(
             "SELECT COALESCE(SUM(LENGTH(data)), 0) FROM checkpoint_trees WHERE hash NOT IN (SELECT hash FROM gc_live)"
         ).fetchone()
@@ -1053,9 +1249,41 @@ def gc(store: Store) -> int:
         db.execute("DELETE FROM store_meta WHERE key = 'checkpoints.gc_needed'")
         # A stat-cache row whose blob is gone would let a later capture reference missing
         # content; forget it so that file is read again.
-        db.execute("DELETE FROM checkpoint_index WHERE hash NOT IN (SELECT hash FROM gc_live)")
+        db.execute("DELETE FROM checkpoint_index WHERE hash NOT IN (SELECT hash FROM gc_raw)")
         db.execute("DELETE FROM gc_live")
+        db.execute("DELETE FROM gc_raw")
+    _PACKS.clear()
     return freed
+
+
+def _repack(db: Any, pack_id: int) -> int:
+    """Rewrite a pack with only the members still referenced; returns the bytes freed."""
+    row = db.execute("SELECT data FROM checkpoint_packs WHERE id = ?", (pack_id,)).fetchone()
+    members = db.execute(
+        "SELECT hash, size, offset FROM checkpoint_objects WHERE pack = ? ORDER BY offset",
+        (pack_id,),
+    ).fetchall()
+    if row is None or not members:
+        return 0  # an empty pack is deleted with the others
+    old = _decompress(row[0])
+    kept: list[bytes] = []
+    moved: list[tuple[int, bytes]] = []
+    offset = 0
+    for member in members:
+        start, size = int(member["offset"]), int(member["size"])
+        kept.append(old[start : start + size])
+        moved.append((offset, member["hash"]))
+        offset += size
+    packed = _compress(b"".join(kept))
+    # A new pack id, never an old one rewritten: another process may hold the old pack in its
+    # cache (`_PACKS`), and pack ids are never reused.
+    new_id = db.execute("INSERT INTO checkpoint_packs (data) VALUES (?)", (packed,)).lastrowid
+    db.executemany(
+        "UPDATE checkpoint_objects SET pack = ?, offset = ? WHERE hash = ?",
+        [(new_id, o, h) for o, h in moved],
+    )
+    db.execute("DELETE FROM checkpoint_packs WHERE id = ?", (pack_id,))
+    return max(0, len(row[0]) - len(packed))
 
 
 def space(store: Store) -> dict[str, int]:
@@ -1063,14 +1291,19 @@ def space(store: Store) -> dict[str, int]:
     blobs = store.query_one(
         "SELECT COUNT(*), COALESCE(SUM(stored_size), 0), COALESCE(SUM(size), 0) FROM checkpoint_blobs"
     )
+    objects = store.query_one(
+        "SELECT COUNT(*), COALESCE(SUM(LENGTH(data)), 0), COALESCE(SUM(size), 0) FROM checkpoint_objects"
+    )
+    packs = store.query_one("SELECT COALESCE(SUM(LENGTH(data)), 0) FROM checkpoint_packs")
     trees = store.query_one("SELECT COUNT(*), COALESCE(SUM(LENGTH(data)), 0) FROM checkpoint_trees")
     count = store.query_one("SELECT COUNT(*) FROM checkpoints")
-    assert blobs is not None and trees is not None and count is not None
+    assert blobs is not None and objects is not None and packs is not None
+    assert trees is not None and count is not None
     return {
         "checkpoints": int(count[0]),
-        "blobs": int(blobs[0]),
-        "stored_bytes": int(blobs[1]) + int(trees[1]),
-        "content_bytes": int(blobs[2]),
+        "blobs": int(blobs[0]) + int(objects[0]),
+        "stored_bytes": int(blobs[1]) + int(objects[1]) + int(packs[0]) + int(trees[1]),
+        "content_bytes": int(blobs[2]) + int(objects[2]),
     }
 
 
@@ -1097,10 +1330,12 @@ class RollbackPlan:
     removes: list[str]
     unchanged: int
     root: Path
-    # The workspace as the plan found it, so the pre-rollback checkpoint needs no second scan.
-    current: dict[str, Entry] = field(default_factory=dict, repr=False)
-    # What the checkpoint holds, path -> entry (an editor compares its unsaved buffers with it).
-    target: dict[str, Entry] = field(default_factory=dict, repr=False)
+    # The workspace as the plan found it, worked out like any incremental checkpoint: the
+    # pre-rollback checkpoint commits it, so nothing is scanned twice.
+    capture: Capture | None = field(default=None, repr=False)
+    # What the checkpoint holds, path -> entry on demand (an editor compares its unsaved
+    # buffers with it); only the folders asked about are read.
+    target: _TreeLookup | None = field(default=None, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -1162,46 +1397,160 @@ def _inside(root: Path, path: Path) -> bool:
     return True
 
 
+class _TreeLookup:
+    """Entries of a stored tree by path, reading only the folders on the way (verified)."""
+
+    def __init__(self, store: Store, root_tree: str) -> None:
+        self.store = store
+        self.trees: dict[str, Tree] = {}
+        self.root_tree = root_tree
+
+    def _tree(self, rel_dir: str) -> Tree | None:
+        if rel_dir in self.trees:
+            return self.trees[rel_dir]
+        if not rel_dir:
+            tree: Tree | None = _load_tree(self.store, self.root_tree)
+        else:
+            parent, _, name = rel_dir.rpartition("/")
+            holder = self._tree(parent)
+            entry = holder.entries.get(name) if holder is not None else None
+            tree = (
+                _load_tree(self.store, entry.hash, rel_dir + "/")
+                if entry is not None and entry.kind == "d"
+                else None
+            )
+        if tree is not None:
+            self.trees[rel_dir] = tree
+        return tree
+
+    def get(self, rel: str) -> Entry | None:
+        parent, _, name = rel.rpartition("/")
+        tree = self._tree(parent)
+        entry = tree.entries.get(name) if tree is not None else None
+        return entry if entry is not None and entry.kind != "d" else None
+
+
+def _tree_loader(store: Store, pending: dict[str, bytes]) -> Any:
+    """Load a tree from the store or from a capture's not yet written ones (verified)."""
+
+    def load(digest: str, where: str) -> Tree:
+        packed = pending.get(digest)
+        if packed is None:
+            return _load_tree(store, digest, where)
+        data = _decompress(packed)
+        return _decode_tree(data, where)
+
+    return load
+
+
+def _tree_changes(
+    store: Store, target_tree: str, current_tree: str, pending: dict[str, bytes]
+) -> tuple[list[tuple[str, Entry]], list[str]]:
+    """Files to write (path, target entry) and files to remove, to turn `current_tree` into
+    `target_tree`: listings are compared by digest and only folders that differ are read."""
+    load = _tree_loader(store, pending)
+    writes: list[tuple[str, Entry]] = []
+    removes: list[str] = []
+
+    def every_file(digest: str, prefix: str) -> Iterator[tuple[str, Entry]]:
+        tree = load(digest, prefix + "/")
+        for name, entry in tree.entries.items():
+            rel = f"{prefix}/{name}"
+            if entry.kind == "d":
+                yield from every_file(entry.hash, rel)
+            else:
+                yield rel, entry
+
+    def compare(target_digest: str, current_digest: str | None, prefix: str) -> None:
+        target = load(target_digest, prefix + "/" if prefix else "")
+        current = load(current_digest, prefix + "/" if prefix else "") if current_digest else Tree()
+        for name in sorted(set(target.entries) | set(current.entries)):
+            rel = f"{prefix}/{name}" if prefix else name
+            want, have = target.entries.get(name), current.entries.get(name)
+            if want is not None and have is not None:
+                if want.kind == "d" and have.kind == "d":
+                    if want.hash != have.hash:
+                        compare(want.hash, have.hash, rel)
+                    continue
+                if (want.kind, want.hash, want.mode) == (have.kind, have.hash, have.mode):
+                    continue
+            if have is not None and (want is None or want.kind == "d" or have.kind == "d"):
+                # Absent from the checkpoint's (verified) listing of this folder, or of
+                # another kind there: the current file or folder goes.
+                if have.kind == "d":
+                    removes.extend(rel_ for rel_, _ in every_file(have.hash, rel))
+                else:
+                    removes.append(rel)
+            if want is not None:
+                if want.kind == "d":
+                    writes.extend(every_file(want.hash, rel))
+                else:
+                    writes.append((rel, want))
+
+    compare(target_tree, current_tree, "")
+    return writes, removes
+
+
 def plan_rollback(
-    store: Store, ref: str, *, settings: config.Settings | None = None
+    store: Store,
+    ref: str,
+    *,
+    settings: config.Settings | None = None,
+    journal: ChangeJournal | None = None,
+    hints: Iterable[str] | None = None,
 ) -> RollbackPlan:
     """Work out and verify a rollback to checkpoint `ref`, writing nothing.
 
-    Raises CorruptCheckpointError for a missing, corrupt or unsafe manifest or blob, and
-    EngramError for a path that would be written through a symbolic link.
+    The workspace as it is now is captured like any incremental checkpoint (from the change
+    journal, watchman or git when they vouch), then compared with the checkpoint tree by tree:
+    the cost grows with what differs, not with the workspace. Raises CorruptCheckpointError for
+    a missing, corrupt or unsafe manifest or blob, and EngramError for a path that would be
+    written through a symbolic link.
     """
     settings = _settings(store, settings)
     row = _row(store, ref)
     root = store.root
-    target = dict(_walk_manifest(store, row["root_tree"]))  # verifies every tree and name
-    skipped = set(json.loads(row["skipped"]))
-    current, now_skipped = _current(store, settings)
-    writes: list[FileWrite] = []
-    unchanged = 0
+    if journal is not None and not journal.sync():
+        journal = None  # it could not show it has seen every change made until now
+    capture = _capture(store, settings, clock.now(), watcher=journal, hints=hints)
+    planned_writes, planned_removes = _tree_changes(
+        store, row["root_tree"], capture.root_tree, capture.writer.trees
+    )
     folders: dict[str, bool] = {}
-    for rel in sorted(target):
-        entry = target[rel]
+    writes: list[FileWrite] = []
+    removed_set = set(planned_removes)
+    for rel, entry in planned_writes:
         _check_path(root, rel, folders)
-        have = current.get(rel)
-        if have is not None and (have.kind, have.hash, have.mode) == (
-            entry.kind,
-            entry.hash,
-            entry.mode,
-        ):
-            unchanged += 1
-            continue
         content = read_blob(store, entry.hash, path=rel)
+        existed = rel in removed_set or _exists(root, rel)
         writes.append(
-            FileWrite(
-                rel, content, entry.mode, "link" if entry.kind == "l" else "file", rel in current
-            )
+            FileWrite(rel, content, entry.mode, "link" if entry.kind == "l" else "file", existed)
         )
-    # Files the checkpoint left out on purpose (over the size cap) are not "created after" it.
-    keep = skipped | set(now_skipped)
-    removes = sorted(rel for rel in current if rel not in target and rel not in keep)
+    # Files the checkpoint left out on purpose (over the size cap) are not "created after" it;
+    # secret files and ignored files never reach either tree.
+    keep = set(json.loads(row["skipped"])) | set(capture.skipped)
+    written = {w.path for w in writes}
+    removes = sorted(rel for rel in planned_removes if rel not in keep and rel not in written)
     for rel in removes:
         _check_path(root, rel, folders)
-    return RollbackPlan(_checkpoint_dict(row), writes, removes, unchanged, root, current, target)
+    unchanged = max(0, int(row["file_count"]) - len(writes))
+    return RollbackPlan(
+        _checkpoint_dict(row),
+        writes,
+        removes,
+        unchanged,
+        root,
+        capture,
+        _TreeLookup(store, row["root_tree"]),
+    )
+
+
+def _exists(root: Path, rel: str) -> bool:
+    try:
+        os.lstat(root / rel)
+    except OSError:
+        return False
+    return True
 
 
 def write_file(root: Path, write: FileWrite) -> None:
@@ -1271,31 +1620,32 @@ def prepare_undo(
 ) -> dict[str, Any]:
     """The pre-rollback checkpoint: rolling back to it undoes the rollback.
 
-    The plan already scanned the workspace, so only the paths that differ from the latest
-    checkpoint are captured (an incremental checkpoint over it), not the whole tree again.
+    The plan already worked out the workspace as it is (an incremental capture), so this only
+    writes it: nothing is scanned again.
     """
-    changed: set[str] | None = None
-    latest = store.query_one(
-        "SELECT root_tree FROM checkpoints ORDER BY created_at DESC, rowid DESC LIMIT 1"
-    )
-    if latest is not None and plan.current:
-        before = dict(_walk_manifest(store, latest["root_tree"]))
-        changed = {
-            rel
-            for rel, entry in plan.current.items()
-            if rel not in before
-            or (before[rel].kind, before[rel].hash, before[rel].mode)
-            != (entry.kind, entry.hash, entry.mode)
-        }
-        changed.update(rel for rel in before if rel not in plan.current)
-    return create(
+    settings = _settings(store, settings)
+    description = f"before rolling back to {plan.checkpoint['id']}"
+    if plan.capture is None:
+        return create(
+            store,
+            description=description,
+            reason="pre-rollback",
+            settings=settings,
+            session_id=session_id,
+            now=now,
+        )
+    capture, plan.capture = plan.capture, None
+    if now is not None:
+        capture.ts = now
+    return _commit(
         store,
-        description=f"before rolling back to {plan.checkpoint['id']}",
+        capture,
+        name=None,
+        description=description,
         reason="pre-rollback",
         settings=settings,
         session_id=session_id,
-        now=now,
-        changed=changed,
+        fixed_time=now is not None,
     )
 
 

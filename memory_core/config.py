@@ -129,6 +129,18 @@ SETTINGS: dict[str, Setting] = {
             0,
         ),
         Setting(
+            "checkpoints.include_secret_files",
+            bool,
+            False,
+            "Also capture files that usually hold secrets (.env*, *.pem, *.key, id_rsa*, ...).",
+        ),
+        Setting(
+            "checkpoints.watchman",
+            bool,
+            True,
+            "Ask watchman, when it is installed, which files changed since the last checkpoint.",
+        ),
+        Setting(
             "sessions.autosave_minutes",
             float,
             5.0,

@@ -16,28 +16,13 @@ from that saved version.
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any
 
 from memory_core import clock, events
+from memory_core.checkpoints import STATE_FIELDS
 from memory_core.errors import NotFoundError, UsageError
 from memory_core.store import Store
 
-STATE_FIELDS = (
-    "status",
-    "rolling_summary",
-    "overview",
-    "decisions",
-    "outcomes",
-    "open_items",
-    "tags",
-    "summary_source",
-    "search_footprint",
-    "active_workflow",
-    "workflow_state",
-    "active_story",
-    "active_subtask",
-)
 # The agent ledger's tables and their time column: rows after the checkpoint are detached.
 _AGENT_TABLES = (
     ("agent_prompts", "ts"),
@@ -46,22 +31,6 @@ _AGENT_TABLES = (
     ("agent_messages", "ts"),
     ("agent_compactions", "ts"),
 )
-
-
-def record_checkpoint(db: sqlite3.Connection, checkpoint_id: str, session_id: str | None) -> None:
-    """At checkpoint creation (inside its transaction): the session's turn and state now."""
-    if not session_id:
-        return
-    row = db.execute(
-        f"SELECT turn_count, {', '.join(STATE_FIELDS)} FROM sessions WHERE id = ?", (session_id,)
-    ).fetchone()
-    if row is None:
-        return
-    state = {key: row[index + 1] for index, key in enumerate(STATE_FIELDS)}
-    db.execute(
-        "UPDATE checkpoints SET turn_number = ?, session_state = ? WHERE id = ?",
-        (int(row[0]), json.dumps(state, ensure_ascii=False), checkpoint_id),
-    )
 
 
 def rewind(store: Store, checkpoint_ref: str, *, now: float | None = None) -> dict[str, Any]:

@@ -330,10 +330,10 @@ def build(root: Path) -> Any:
 
         Entries decayed below priority 0.3 are left out unless include_decayed is true;
         min_priority keeps only entries at least that high; offset skips results (paging)."""
-        from memory_core import memory
+        from memory_core import search
 
         return {
-            "results": memory.search(
+            "results": search.search(
                 store(),
                 query,
                 limit=limit,

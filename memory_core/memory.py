@@ -22,6 +22,7 @@ from memory_core import clock, decay
 from memory_core.errors import NotFoundError, UsageError
 from memory_core.redact import redact, redact_obj
 from memory_core.store import Store
+from memory_core.tags import normalize_tags  # re-exported: memory.normalize_tags
 
 TYPES = ("project", "preference", "action", "decision", "finding", "learning")
 RELATIONS = ("resolves", "led_to", "influenced")
@@ -471,18 +472,6 @@ def filter_sql(
     return (" AND ".join(clauses) or "1"), params
 
 
-def normalize_tags(tags: Iterable[str]) -> list[str]:
-    """Tags as stored: trimmed, lower case, spaces as dashes, no duplicates, order kept."""
-    if isinstance(tags, str):
-        tags = [tags]
-    out: list[str] = []
-    for tag in tags:
-        clean = "-".join(redact(str(tag)).strip().lower().split())
-        if clean and clean not in out:
-            out.append(clean)
-    return out
-
-
 def _clean_content(content: str) -> str:
     if not isinstance(content, str) or not content.strip():
         raise UsageError(
@@ -513,13 +502,6 @@ def _not_found(memory_id: str) -> NotFoundError:
         f"no memory {memory_id!r}",
         hint="see `engram memory list`; a forgotten one comes back with `engram undelete ID`",
     )
-
-
-def search(store: Store, query: str, *, limit: int = 10, **filters: Any) -> list[dict[str, Any]]:
-    """Full-text search ranked by relevance x current priority (see `memory_core.search`)."""
-    from memory_core import search as search_module
-
-    return search_module.search(store, query, limit=limit, **filters)
 
 
 EXPORT_NAME = "memories.md"

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from memory_core import log
 from memory_core.filenames import safe_filename
 from memory_core.store import Store
 
@@ -72,13 +72,21 @@ def has_summary(summary: Mapping[str, Any]) -> bool:
     )
 
 
-def note_markdown(store: Store, session_id: str, *, now: float | None = None) -> str:
-    """The session's vault note: frontmatter, the seed's sections, then engram's facts."""
-    from memory_core import sessions
+def note_markdown(
+    store: Store,
+    session: Mapping[str, Any],
+    numbers: Mapping[str, Any],
+    facts: str,
+    *,
+    format_version: int,
+) -> str:
+    """The session's vault note: frontmatter, the seed's sections, then engram's facts.
 
-    session = sessions.get(store, session_id, now=now)
+    `session` and `numbers` are the session and its metrics as `sessions` gives them, `facts`
+    its summary Markdown; this module renders and writes, and never reads the sessions itself
+    (sessions rewrite their note when they change: the dependency goes one way).
+    """
     sid = session["id"]
-    numbers = sessions.metrics(store, sid, now=now)
     summary = session["summary"]
     fields = {
         "session_id": sid,
@@ -96,7 +104,7 @@ def note_markdown(store: Store, session_id: str, *, now: float | None = None) ->
         "files_modified": numbers["files_modified"],
         "success_rate": numbers["success_rate"],
         "has_summary": has_summary(summary),
-        "format_version": sessions.FORMAT_VERSION,
+        "format_version": format_version,
     }
     lines = ["---", *(f"{key}: {_yaml_scalar(value)}" for key, value in fields.items())]
     lines.append("tags: [" + ", ".join(_yaml_scalar(t) for t in summary["tags"]) + "]")
@@ -118,7 +126,6 @@ def note_markdown(store: Store, session_id: str, *, now: float | None = None) ->
     lines += ["## Search Footprint", "", *(footprint or ["- none recorded"]), ""]
     # engram's facts (metrics, files, checkpoints, failed commands) as `engram session summary`
     # renders them, after the seed's sections.
-    facts = sessions.summary_markdown(store, sid, now=now)
     cut = facts.find("## Metrics")
     if cut >= 0:
         lines.append(facts[cut:].rstrip("\n"))
@@ -126,33 +133,17 @@ def note_markdown(store: Store, session_id: str, *, now: float | None = None) ->
     return "\n".join(lines)
 
 
-def write_note(
-    store: Store,
-    session_id: str,
-    *,
-    now: float | None = None,
-    settings: Mapping[str, Any] | None = None,
-) -> Path:
-    """Write (or rewrite) the session's vault note; returns its path."""
-    from memory_core import sessions
+def write_view(path: Path, text: str) -> None:
+    """Replace a generated view atomically. No fsync: the view is rebuilt from the store at any
+    time, so it is not worth the milliseconds a save would otherwise spend waiting on the disk."""
+    from memory_core.store import ensure_private_dir
 
-    session = sessions.get(store, session_id, now=now)
-    path = note_path(store, session, vault_dir(store, settings))
-    sessions._write_view(path, note_markdown(store, session["id"], now=now))
-    return path
-
-
-def refresh_note(store: Store, session_id: str, *, now: float | None = None) -> Path | None:
-    """Rewrite the note after the session's summary, decisions or status changed.
-
-    Called from the recording path (hooks too): a failure is logged, never raised, because the
-    store already holds the change and the note is only a view of it.
-    """
-    try:
-        return write_note(store, session_id, now=now)
-    except Exception as exc:  # a view must never fail the write it follows
-        log.write(store.root, "warning", f"session note for {session_id} not written: {exc}")
-        return None
+    ensure_private_dir(path.parent)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
 
 
 def remove_note(store: Store, session: Mapping[str, Any]) -> None:

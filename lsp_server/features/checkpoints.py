@@ -1,8 +1,9 @@
 """`engram.checkpoint.create|list|diff|rollback`, and the change journal that makes capture cheap.
 
-The server watches the workspace (the client's `workspace/didChangeWatchedFiles`, plus saves),
-so it keeps a `ChangeJournal` per folder: a checkpoint made while the journal covers the time
-since the latest checkpoint only looks at the paths that changed.
+The server's own watcher (memory_core.journal, started by the evolution feature whether or not
+the client watches) keeps a `ChangeJournal` per folder: a checkpoint made while that journal
+covers the time since the latest checkpoint only looks at the paths that changed. The client's
+`workspace/didChangeWatchedFiles` events and saves are added as hints, never trusted alone.
 
 Rollback (DESIGN section 5): the plan is computed and verified first; unless `confirm: true`
 the user is asked with `window/showMessageRequest` (the files to be restored and removed are
@@ -27,9 +28,10 @@ from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace import TextDocument
 
+from lsp_server.features import evolution as evolution_feature
 from lsp_server.features.commands import engram_command
 from lsp_server.server import DocumentListener, EngramServer, FolderState
-from memory_core import checkpoints, clock, evolution, sessions, views
+from memory_core import checkpoints, clock, evolution, journal, sessions, views
 from memory_core.errors import UsageError
 from memory_core.workspace import relative_path
 
@@ -51,10 +53,10 @@ def spawn(coroutine: Any) -> None:
 
 
 class _FolderCheckpoints:
-    """Per-folder state: the change journal and recent change times for burst detection."""
+    """Per-folder state: the client's file events (hints) and recent change times for bursts."""
 
     def __init__(self) -> None:
-        self.journal: checkpoints.ChangeJournal | None = None
+        self.hints: set[str] = set()
         self.recent: list[float] = []
         self.burst_running = False
 
@@ -67,14 +69,13 @@ def _extra(state: FolderState) -> _FolderCheckpoints:
     return extra
 
 
-def journal_for(ls: EngramServer, state: FolderState) -> checkpoints.ChangeJournal | None:
-    """The folder's journal, when the client reports every file change to us."""
-    extra = _extra(state)
-    if not ls.client_watches_files:
-        return None
-    if extra.journal is None:
-        extra.journal = checkpoints.ChangeJournal()
-    return extra.journal
+def journal_for(ls: EngramServer, state: FolderState) -> journal.ChangeJournal | None:
+    """The server's own watcher's journal (it runs whether or not the client watches files).
+
+    The client's events are never enough on their own: an editor may not watch folders
+    created after it started, and a wrong "nothing changed" would lose data in a rollback.
+    """
+    return evolution_feature.get_feature(ls).journal_for(state)
 
 
 @contextlib.asynccontextmanager
@@ -128,15 +129,22 @@ def _create(
         raise UsageError("`name` must be text")
     if description is not None and not isinstance(description, str):
         raise UsageError("`description` must be text")
-    return checkpoints.create(
-        state.store,
-        name,
-        description=description,
-        reason=reason,
-        settings=state.settings,
-        session_id=_active_session(state),
-        journal=journal_for(ls, state),
-    )
+    extra = _extra(state)
+    hints, extra.hints = extra.hints, set()
+    try:
+        return checkpoints.create(
+            state.store,
+            name,
+            description=description,
+            reason=reason,
+            settings=state.settings,
+            session_id=_active_session(state),
+            journal=journal_for(ls, state),
+            hints=hints,
+        )
+    except BaseException:
+        extra.hints |= hints
+        raise
 
 
 def _open_documents(ls: EngramServer, state: FolderState) -> dict[str, TextDocument]:
@@ -162,7 +170,7 @@ def _unsaved_differences(
     written = {w.path for w in plan.writes}
     found = []
     for rel, document in _open_documents(ls, state).items():
-        entry = plan.target.get(rel)
+        entry = plan.target.get(rel) if plan.target is not None else None
         if entry is None or entry.kind != "f" or rel in written:
             continue
         if hashlib.sha256(document.source.encode("utf-8")).hexdigest() != entry.hash:
@@ -199,7 +207,12 @@ async def rollback(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(ref, str) or not ref:
         raise UsageError("engram.checkpoint.rollback needs `id`: the checkpoint to roll back to")
     plan = await ls.run_blocking(
-        checkpoints.plan_rollback, state.store, ref, settings=state.settings
+        checkpoints.plan_rollback,
+        state.store,
+        ref,
+        settings=state.settings,
+        journal=journal_for(ls, state),
+        hints=set(_extra(state).hints),
     )
     target = plan.checkpoint
     unsaved = [rel for rel, _ in _unsaved_differences(ls, state, plan)]
@@ -259,9 +272,8 @@ async def rollback(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
         if rel in opened
     ]
     result["label"] = target["label"]
-    journal = journal_for(ls, state)
-    if journal is not None:
-        journal.mark([w.path for w in plan.writes] + list(plan.removes))
+    # Files the rollback wrote may reach the watcher after its next look: name them.
+    _extra(state).hints.update([w.path for w in plan.writes] + list(plan.removes))
     session_id = _active_session(state)
     if session_id:
         summary = f"to {target['id']}: restored {len(plan.writes)}, removed {len(plan.removes)}; undo with {undo['id']}"
@@ -324,9 +336,7 @@ def register(server: EngramServer) -> None:
         }
 
     def changed(ls: EngramServer, state: FolderState, paths: list[str]) -> None:
-        journal = journal_for(ls, state)
-        if journal is not None:
-            journal.mark(paths)
+        _extra(state).hints.update(paths)
         _maybe_burst(ls, state, len(paths))
 
     def watched(ls: EngramServer, state: FolderState, events: list[types.FileEvent]) -> None:

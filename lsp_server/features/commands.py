@@ -150,7 +150,7 @@ def engram_command(server: EngramServer, name: str) -> Callable[[CommandHandler]
 
 def register(server: EngramServer) -> None:
     from memory_core import views
-    from memory_core.cli.basics import status_facts
+    from memory_core.status import status_facts
 
     @engram_command(server, "engram.status")
     def status(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:

@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import bisect
 import concurrent.futures
-import contextlib
 import logging
 import os
 import threading
@@ -44,7 +43,7 @@ from pygls.workspace import TextDocument
 
 from lsp_server.features.commands import engram_command
 from lsp_server.server import DocumentListener, EngramServer, FolderState
-from memory_core import checkpoints, clock, drift, evolution
+from memory_core import clock, drift, evolution, journal
 from memory_core import store as store_module
 from memory_core.errors import UsageError
 from memory_core.filenames import safe_filename
@@ -143,30 +142,8 @@ class DocState:
     conflict_disk_text: str | None = None
 
 
-@dataclass
-class FolderWatch:
-    stop: threading.Event = field(default_factory=threading.Event)
-    thread: threading.Thread | None = None
-    ready: threading.Event = field(default_factory=threading.Event)
-    started_in: float | None = None
-    error: str | None = None
-
-
-class Ignore:
-    """gitignore-style exclusion for one folder, with git's semantics: every `.gitignore`
-    (nested ones too: the deepest with an opinion decides), `.git/info/exclude` and
-    `watch.exclude`. The same rules checkpoints use, so what is watched is what is kept."""
-
-    def __init__(self, root: Path, extra: list[str]) -> None:
-        lines: list[str] = []
-        with contextlib.suppress(OSError):
-            exclude = root / ".git" / "info" / "exclude"
-            lines = exclude.read_text(encoding="utf-8", errors="replace").splitlines()
-        self.rules = checkpoints.IgnoreRules(root, [*lines, *extra])
-
-    def ignored(self, rel: str) -> bool:
-        folder = rel.rpartition("/")[0]
-        return self.rules.ignored(rel, False, self.rules.chain_for(folder))
+# The watchers' ignore rules live in the core (shared with checkpoints and the CLI).
+Ignore = journal.Ignore
 
 
 def git_signal(rel: str) -> bool:
@@ -188,7 +165,7 @@ class Evolution(DocumentListener):
         self.cache_lock = threading.Lock()
         self.cache_bytes = 0
         self.ignores: dict[Path, Ignore] = {}
-        self.watches: dict[Path, FolderWatch] = {}
+        self.watches: dict[Path, journal.Watcher] = {}
         self.generation = 0
         self.initialized = False
         self.counters = {"editor": 0, "external": 0, "git": 0, "batches": 0}
@@ -522,61 +499,43 @@ class Evolution(DocumentListener):
 
     # -- the server's own watcher ----------------------------------------------------------
 
-    def start_watcher(self, state: FolderState) -> FolderWatch:
+    def start_watcher(self, state: FolderState) -> journal.Watcher:
+        """The server's own watcher (in the core): it always runs, whether or not the client
+        watches too, because its journal is what lets a checkpoint look only at changed files.
+        Its events are recorded as file evolution only when the client does not report them."""
         existing = self.watches.get(state.root)
-        if existing is not None and existing.thread is not None and existing.thread.is_alive():
+        if existing is not None and existing.alive:
             return existing
-        watch = FolderWatch()
-        self.watches[state.root] = watch
-        own_prefix = str(state.root / STORE_DIRNAME) + os.sep
 
-        def run() -> None:
-            try:
-                # RustNotify is watchfiles' documented Rust backend; using it directly tells us
-                # when the watches are in place (the `watch()` generator does not).
-                from watchfiles._rust_notify import RustNotify
+        def on_events(items: list[tuple[str, int]]) -> None:
+            if self.server.folders.get(state.root) is not state:
+                watcher.stop()  # the folder was closed
+                return
+            if not self.server.client_watches_files:
+                self.call_on_loop(self.enqueue_disk, state, items)
 
-                started = time.perf_counter()
-                notify = RustNotify([str(state.root)], False, False, 300, True, True)
-                watch.started_in = time.perf_counter() - started
-                watch.ready.set()
-                with notify:
-                    while not watch.stop.is_set():
-                        if self.server.folders.get(state.root) is not state:
-                            return  # the folder was closed
-                        raw = notify.watch(200, 50, 1000, watch.stop)
-                        if raw == "stop":
-                            return
-                        if isinstance(raw, set) and raw:
-                            # engram's own writes (the store, its WAL) never leave this thread.
-                            items = [
-                                (path, kind)
-                                for kind, path in raw
-                                if not path.startswith(own_prefix)
-                            ]
-                            if items:
-                                self.call_on_loop(self.enqueue_disk, state, items)
-            except Exception as exc:
-                watch.error = f"{type(exc).__name__}: {exc}"
-                watch.ready.set()
-                logger.exception("the file watcher for %s stopped", state.root)
-                # Typically the inotify watch limit (fs.inotify.max_user_watches) on a huge tree.
-                self.call_on_loop(
-                    self.server.show_message,
-                    f"engram: cannot watch {state.root} for changes on disk ({watch.error}); "
-                    "edits made outside the editor are not recorded",
-                    types.MessageType.Warning,
-                )
+        def on_error(error: str) -> None:
+            logger.error("the file watcher for %s stopped: %s", state.root, error)
+            # Typically the inotify watch limit (fs.inotify.max_user_watches) on a huge tree.
+            self.call_on_loop(
+                self.server.show_message,
+                f"engram: cannot watch {state.root} for changes on disk ({error}); "
+                "edits made outside the editor are not recorded",
+                types.MessageType.Warning,
+            )
 
-        watch.thread = threading.Thread(
-            target=run, name=f"engram-watch-{state.root.name}", daemon=True
-        )
-        watch.thread.start()
-        return watch
+        watcher = journal.Watcher(state.root, on_events=on_events, on_error=on_error)
+        self.watches[state.root] = watcher
+        return watcher.start()
+
+    def journal_for(self, state: FolderState) -> journal.ChangeJournal | None:
+        """The server watcher's journal of a folder (None until its watches are in place)."""
+        watcher = self.watches.get(state.root)
+        return watcher.journal if watcher is not None else None
 
     def stop_watchers(self) -> None:
         for watch in self.watches.values():
-            watch.stop.set()
+            watch.stop()
 
     # -- folders ---------------------------------------------------------------------------
 
@@ -585,7 +544,7 @@ class Evolution(DocumentListener):
         self.ignores.pop(state.root, None)
         # HEAD may have moved while no engram process was looking.
         self.submit(self.observe_git, state)
-        if self.initialized and not server.client_watches_files:
+        if self.initialized:
             self.start_watcher(state)
 
     def observe_git(self, state: FolderState) -> None:
@@ -596,9 +555,8 @@ class Evolution(DocumentListener):
     async def after_initialized(self, server: EngramServer) -> None:
         self.loop()
         self.initialized = True
-        if not server.client_watches_files:
-            for state in list(server.folders.values()):
-                self.start_watcher(state)
+        for state in list(server.folders.values()):
+            self.start_watcher(state)
 
     # -- renames and deletes made in the editor ----------------------------------------------
 
@@ -783,6 +741,7 @@ def register(server: EngramServer) -> None:
         state = ls.state_for_command(args)
         watch = feature.watches.get(state.root)
         mode = "client" if ls.client_watches_files else ("server" if watch else "off")
+        journal_ = watch.journal if watch else None
         return {
             "watching": mode,
             "ready": bool(
@@ -790,6 +749,9 @@ def register(server: EngramServer) -> None:
             ),
             "watcher_start_seconds": watch.started_in if watch else None,
             "error": watch.error if watch else None,
+            # The server's own watcher runs either way; checkpoints trust its journal.
+            "server_watcher": bool(watch and watch.alive),
+            "journal_epoch": journal_.epoch if journal_ and journal_.alive else None,
             "recorded": dict(feature.counters),
         }
 

@@ -20,18 +20,34 @@ would need more than a megabyte of hook writes in those 30 seconds to pass 100 %
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from memory_core import log, quota
+from memory_core.agents.payload import HookPayload
 from memory_core.errors import QuotaExceededError
+from memory_core.store import Store
 
 CHECKED_KEY = "quota.checked:"
 RECHECK_SECONDS = 30.0
 QUIET_BELOW_PERCENT = 70.0
 NO_REFUSAL_BELOW_PERCENT = 90.0
 
-if TYPE_CHECKING:
-    from memory_core.agents.hooks import HookRun
+
+class HookRun(Protocol):
+    """What these checks need of a hook run (`memory_core.agents.hooks.HookRun` has it); a
+    protocol, so this module does not import the hooks that call it."""
+
+    payload: HookPayload
+    store: Store
+    now: float
+    output: dict[str, Any] | None
+
+    @property
+    def settings(self) -> Any: ...
+
+    @property
+    def session_id(self) -> str: ...
+
 
 # Events whose hookSpecificOutput.additionalContext reaches the agent (Claude Code hooks
 # reference; Gemini CLI's BeforeAgent / AfterTool map onto UserPromptSubmit / PostToolUse).

@@ -6,9 +6,9 @@ import argparse
 import importlib
 from typing import Any
 
-from memory_core import checkpoints, config, limits
+from memory_core import config
 from memory_core.cli.context import Context
-from memory_core.store import Store, latest_schema_version
+from memory_core.status import status_facts
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -60,38 +60,6 @@ def run_init(ctx: Context) -> int:
     verb = "Initialised" if not existed else "Already initialised:"
     ctx.emit(result, f"{verb} engram store in {store.dir}")
     return 0
-
-
-def status_facts(store: Store, settings: config.Settings) -> dict[str, Any]:
-    counts = store.counts()
-    retention = []
-    for rule in limits.rules():
-        retention.append(
-            {
-                "table": rule.table,
-                "max_rows": settings[rule.count_setting] if rule.count_setting else None,
-                "max_age_days": settings[rule.age_setting] if rule.age_setting else None,
-                "rows": counts.get(rule.table),
-            }
-        )
-    return {
-        "root": str(store.root),
-        "store": str(store.dir),
-        "schema_version": store.schema_version,
-        "schema_latest": latest_schema_version(),
-        "size_bytes": store.size_bytes(),
-        "counts": counts,
-        "limits": {
-            "retention": retention,
-            "session_quota_bytes": settings["sessions.quota_bytes"],
-            "session_quota_use": importlib.import_module("memory_core.quota").status(
-                store, settings
-            ),
-            "checkpoint_store_cap_bytes": settings["checkpoints.store_cap_bytes"],
-            "checkpoints_bytes": checkpoints.space(store)["stored_bytes"],
-        },
-        "settings_problems": settings.problems,
-    }
 
 
 def _human_size(size: float) -> str:

@@ -94,7 +94,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     context.set_defaults(handler=run_context)
 
     importing = actions.add_parser(
-        "import", parents=[common], help="import an AIOS-compatible gotchas.json"
+        "import",
+        parents=[common],
+        help="import gotchas from a gotchas.json file (engram's export, or the AIOS gotchas-memory layout)",
     )
     importing.add_argument("file", type=Path)
     importing.set_defaults(handler=run_import)

@@ -514,9 +514,9 @@ def run_delete(ctx: Context) -> int:
 
 
 def run_undelete(ctx: Context) -> int:
-    from memory_core import lifecycle
+    from memory_core import privacy
 
-    record = lifecycle.undelete(ctx.store(), ctx.args.id)
+    record = privacy.undelete(ctx.store(), ctx.args.id)
     counts = ", ".join(f"{n} {table}" for table, n in record["restored"].items())
     ctx.emit(record, f"Restored {record['what']} ({counts}).")
     return 0

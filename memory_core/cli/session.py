@@ -48,7 +48,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "--yes", action="store_true", help="take the name even if another session has it"
     )
     load = add(
-        "load", "load a saved session by name or id (or a SessionExport .json file)", run_load
+        "load",
+        "load a saved session by name or id, or from an exported session .json file",
+        run_load,
     )
     load.add_argument("id", metavar="NAME_OR_ID")
     load.add_argument("--last", type=int, default=10, help="turns to show (default 10)")
@@ -81,7 +83,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     summ.add_argument("id", nargs="?", metavar="NAME_OR_ID")
     summ.add_argument("--out", metavar="PATH", help="write it to a file instead")
     exp = add(
-        "export", "a session as JSON (engram's document, or beans' SessionExport)", run_export
+        "export",
+        "a session as JSON: engram's full document, or the beans tool's session layout",
+        run_export,
     )
     exp.add_argument("id", nargs="?", metavar="NAME_OR_ID")
     exp.add_argument(
@@ -89,15 +93,19 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         dest="export_format",
         choices=("engram", "beans"),
         default="engram",
-        help="engram: everything engram records (default); beans: the beans SessionExport shape",
+        help="engram: everything engram records (default); beans: session, turns and workspace as the beans tool writes them",
     )
     exp.add_argument("--out", metavar="PATH", help="write it to a file instead of stdout")
-    imp = add("import", "import a SessionExport JSON file", run_import)
+    imp = add(
+        "import",
+        "import a session from an exported .json file (engram's or the beans tool's)",
+        run_import,
+    )
     imp.add_argument("file", metavar="FILE")
     imp.add_argument("--replace", action="store_true", help="replace a session with the same id")
     st = add(
         "state",
-        "the session's state (AIOS): type, agents, commands, workflow, task; options update it",
+        "the session's working state: new or resumed, recent agents and commands, workflow, story and subtask; options change it",
         run_state,
     )
     st.add_argument("id", nargs="?", metavar="NAME_OR_ID")

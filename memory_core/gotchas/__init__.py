@@ -16,6 +16,9 @@ This package imports only the standard library at import time (hooks call `track
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from memory_core.gotchas import records
 from memory_core.gotchas.context import context_for_task, rank_for_task
 from memory_core.gotchas.records import (
     Anchor,
@@ -32,6 +35,28 @@ from memory_core.gotchas.records import (
     visible_in_editor,
 )
 from memory_core.gotchas.track import TrackResult, track_error
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from memory_core.store import Store
+
+
+def _team_gotchas(root: Path) -> list[Gotcha]:
+    from memory_core.gotchas import team
+
+    return team.load(root).gotchas
+
+
+def _write_exports(store: Store) -> None:
+    from memory_core.gotchas import exports
+
+    exports.write_exports(store)
+
+
+# `records` reaches the team file and the exports through these (they import `records`).
+records.team_gotchas = _team_gotchas
+records.change_listeners.append(_write_exports)
 
 __all__ = [
     "Anchor",

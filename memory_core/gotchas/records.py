@@ -11,8 +11,9 @@ import hashlib
 import json
 import secrets
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from memory_core import clock
@@ -32,6 +33,12 @@ SOURCE_TYPES = ("manual", "auto_detected", "annotation", "team")
 PATTERN_KINDS = ("regex", "literal")
 MAX_SAMPLES = 5
 REVISION_KEY = "gotchas.revision"
+
+# Set by the package (`memory_core/gotchas/__init__.py`): the team file's gotchas and the
+# exports rewritten after every change live in modules that import this one, so this one
+# reaches them through these instead of importing them back.
+team_gotchas: Callable[[Path], list[Gotcha]] | None = None
+change_listeners: list[Callable[[Store], None]] = []
 
 
 @dataclass
@@ -226,13 +233,11 @@ def list_gotchas(
     rows = store.query(f"SELECT * FROM gotchas {where}")
     anchors = _anchors_by_gotcha(store)
     found = [_from_row(row, anchors.get(row["id"])) for row in rows]
-    if include_team:
-        from memory_core.gotchas import team
-
+    if include_team and team_gotchas is not None:
         known = {g.id for g in found} | {
             row["id"] for row in store.query("SELECT id FROM gotchas WHERE status = 'resolved'")
         }
-        found.extend(g for g in team.load(store.root).gotchas if g.id not in known)
+        found.extend(g for g in team_gotchas(store.root) if g.id not in known)
     found.sort(key=sort_key)
     return found
 
@@ -255,9 +260,7 @@ def get(store: Store, gotcha_id: str) -> Gotcha:
         return _from_row(row, _anchors_by_gotcha(store, [row["id"]]).get(row["id"]))
     if len(rows) > 1:
         raise UsageError(f"{gotcha_id!r} matches several gotchas", hint="give more of the id")
-    from memory_core.gotchas import team
-
-    for gotcha in team.load(store.root).gotchas:
+    for gotcha in team_gotchas(store.root) if team_gotchas is not None else []:
         if gotcha.id == wanted or gotcha.id.startswith(wanted):
             return gotcha
     raise NotFoundError(f"no gotcha {gotcha_id!r}", hint="see `engram gotcha list --all`")
@@ -515,12 +518,12 @@ def visible_in_editor(gotcha: Gotcha, *, now: float, decay_days: float) -> bool:
 def after_change(store: Store) -> None:
     """Rewrite the human-readable exports; a failure there never undoes the change."""
     from memory_core import log
-    from memory_core.gotchas import exports
 
-    try:
-        exports.write_exports(store)
-    except Exception as exc:
-        log.write(store.root, "error", "cannot rewrite the gotcha exports", exc=exc)
+    for listener in change_listeners:
+        try:
+            listener(store)
+        except Exception as exc:
+            log.write(store.root, "error", "cannot rewrite the gotcha exports", exc=exc)
 
 
 def _redacted_anchor(anchor: Anchor) -> Anchor:

@@ -42,6 +42,11 @@ def _tree_bytes(root: Path) -> dict[str, tuple[bytes, int]]:
     return found
 
 
+def _stored_hashes(store: Store) -> set[str]:
+    """Content hashes of every blob the store holds (packed or alone)."""
+    return {bytes(row[0]).hex() for row in store.query("SELECT hash FROM checkpoint_objects")}
+
+
 @pytest.fixture
 def project(store: Store) -> Store:
     root = store.root
@@ -187,7 +192,8 @@ def test_a_journal_makes_a_checkpoint_look_only_at_changed_paths(project: Store)
     files = {i["path"]: i for i in checkpoints.manifest(project, second["id"])}
     assert set(files) == {"src/app.py", "src/util.py", "src/new.py", "bin/run.sh", "data/blob.bin"}
     assert files["bin/run.sh"]["mode"] == 0o755
-    # The incremental result equals what a full scan finds.
+    # The incremental result equals what a full scan finds (no watchman, not a git repository).
+    config.set_value(project.root, "checkpoints.watchman", False)
     full = checkpoints.create(project)
     assert full["mode"] == "scan"
     assert checkpoints.manifest(project, full["id"]) == checkpoints.manifest(project, second["id"])
@@ -198,6 +204,7 @@ def test_a_journal_that_started_after_the_latest_checkpoint_is_not_trusted(proje
     checkpoints.create(project)
     _write(project.root, "src/util.py", "changed before the watcher started\n")
     journal = checkpoints.ChangeJournal(started_at=time.time() + 1)
+    config.set_value(project.root, "checkpoints.watchman", False)
     second = checkpoints.create(project, journal=journal)
     assert second["mode"] == "scan" and second["changed"] == 1
 
@@ -312,9 +319,11 @@ def test_a_corrupt_blob_is_refused_with_nothing_written(project: Store) -> None:
         i for i in checkpoints.manifest(project, checkpoint["id"]) if i["path"] == "src/util.py"
     )
     with project.transaction() as db:
+        # Small blobs live in packs: damage the pack that holds this one.
         db.execute(
-            "UPDATE checkpoint_blobs SET data = ? WHERE hash = ?",
-            (checkpoints._compress(b"tampered"), app["hash"]),
+            "UPDATE checkpoint_packs SET data = ? WHERE id = "
+            "(SELECT pack FROM checkpoint_objects WHERE hash = ?)",
+            (checkpoints._compress(b"tampered" * 40), bytes.fromhex(app["hash"])),
         )
     with pytest.raises(checkpoints.CorruptCheckpointError):
         checkpoints.rollback(project, checkpoint["id"])
@@ -331,7 +340,7 @@ def test_retention_removes_old_checkpoints_and_collects_their_blobs(project: Sto
     assert len(remaining) == 2 and first["id"] not in remaining
     # Only the content the two remaining checkpoints reference is still stored.
     referenced = {i["hash"] for cid in remaining for i in checkpoints.manifest(project, cid)}
-    stored = {row[0] for row in project.query("SELECT hash FROM checkpoint_blobs")}
+    stored = _stored_hashes(project)
     assert stored == referenced
     # The running total the store cap is checked against stays exact through GC.
     assert checkpoints.stored_bytes(project) == checkpoints.space(project)["stored_bytes"]
@@ -415,7 +424,7 @@ def test_blobs_of_checkpoints_removed_by_general_retention_are_collected(project
         for c in checkpoints.list_checkpoints(project)
         for i in checkpoints.manifest(project, c["id"])
     }
-    assert {row[0] for row in project.query("SELECT hash FROM checkpoint_blobs")} == referenced
+    assert _stored_hashes(project) == referenced
 
 
 def test_every_n_turns_makes_a_checkpoint_only_when_due(project: Store) -> None:

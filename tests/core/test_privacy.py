@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from memory_core import gotchas, memory, privacy, sessions
+from memory_core import gotchas, memory, privacy, search, sessions
 from memory_core.errors import UsageError
 from memory_core.store import Store
 
@@ -75,7 +75,7 @@ def test_export_holds_every_area_and_imports_back_into_an_empty_store(
             assert memory.find_related(other, ids["fix"], now=NOW)[0]["id"] == ids["bug"]
             assert memory.get(other, ids["other"], record_access=False)["explicit"] is True
             assert sessions.get(other, "s-1")["summary"]["overview"] == "Fixed large uploads"
-            assert memory.search(other, "413", record_access=False)[0]["id"] == ids["bug"]
+            assert search.search(other, "413", record_access=False)[0]["id"] == ids["bug"]
             # Importing the same export again adds nothing.
             again = privacy.import_data(other, privacy.parse(text, fmt))
             assert again["inserted"] == {}

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_core import config, lifecycle, memory, quota, sessions
+from memory_core import config, lifecycle, memory, quota, search, sessions
 from memory_core.store import Store
 
 DAY = 86400.0
@@ -127,7 +127,7 @@ def test_forced_compaction_runs_every_step_in_order_and_keeps_what_must_stay(
     # The archived finding is kept, compressed, out of the live table and out of search.
     archived = store.query("SELECT ref_id FROM archived_rows WHERE session_id = ?", (S,))
     assert [row[0] for row in archived] == [session["resolved"]]
-    assert memory.search(store, "resolved finding", record_access=False) == []
+    assert search.search(store, "resolved finding", record_access=False) == []
 
 
 def test_status_reports_use_against_quota(

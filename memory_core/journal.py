@@ -1,0 +1,567 @@
+"""One change journal for every front end: which workspace files may have changed since a moment.
+
+A checkpoint only needs to look at the files that changed since the previous one. Several
+sources can say which, and each is trusted only when it can prove it saw the whole interval
+(a wrong "nothing changed" would lose data in a rollback):
+
+- the server's own watcher (`Watcher`, watchfiles/inotify), while a language server runs, whether
+  or not the editor also watches: its `ChangeJournal` covers the time since its watches were in
+  place, as long as it is still running (a stopped or failed watcher vouches for nothing);
+- watchman, when it is installed (`watchman_since`): a `since` query with the clock stored with
+  the previous checkpoint, usable from the CLI, hooks and the server, across restarts; a fresh
+  watchman instance (restarted, watch recreated) is not trusted;
+- git, inside a repository (`git_since`): files git reports as modified or untracked now, or
+  reported so at the previous checkpoint, or changed between the two HEADs; every other file has
+  the content of HEAD both times, so it did not change. git's own index and stat cache do the work
+  `git status` does;
+- the editor's `didChangeWatchedFiles` events, as hints only: added to a trusted source's paths,
+  never the only source (an editor may not watch folders created after it started).
+
+When none of them vouches for the interval, the checkpoint scans the workspace (stat cache).
+
+The ignore rules every part shares are here too: `.gitignore` files (nested ones too),
+`.git/info/exclude`, `watch.exclude`, and for checkpoints the secret files left out by default.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import re
+import shutil
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memory_core import clock
+from memory_core import git as git_module
+
+# Files that usually hold credentials: never captured in a checkpoint unless the setting
+# `checkpoints.include_secret_files` says so (checkpoints keep file bytes as they are).
+SECRET_FILE_PATTERNS = (
+    ".env",
+    ".env.*",
+    "*.env",
+    ".envrc",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "*.jks",
+    "*.keystore",
+    "*.kdbx",
+    "*.asc",
+    "*.gpg",
+    "id_rsa*",
+    "id_dsa*",
+    "id_ecdsa*",
+    "id_ed25519*",
+    ".netrc",
+    ".pgpass",
+    ".npmrc",
+    ".pypirc",
+    "credentials.json",
+    ".git-credentials",
+    "*.tfstate",
+    "*.tfstate.*",
+    "*.tfvars",
+    "secrets.yml",
+    "secrets.yaml",
+)
+# ... but templates meant to be committed are ordinary files.
+SECRET_FILE_EXCEPTIONS = ("!.env.example", "!.env.sample", "!.env.template", "!*.pub")
+
+WATCHMAN_TIMEOUT_SECONDS = 10.0
+# Slack between a journal's last event and a checkpoint's start: an event stamped just before a
+# checkpoint may describe a write the checkpoint's capture did not see yet.
+SLACK_SECONDS = 1.0
+
+
+# -- ignore rules ------------------------------------------------------------------------------
+
+
+class _Matcher:
+    """One compiled ignore file. Without negations its patterns become one regex, so a path costs
+    one search instead of one per pattern (this check runs for every file of a scan)."""
+
+    def __init__(self, spec: Any) -> None:
+        self.spec = spec
+        patterns = [p for p in spec.patterns if p.include is not None]
+        self.combined: re.Pattern[str] | None = None
+        if all(p.include for p in patterns) and all(
+            getattr(p, "regex", None) is not None for p in patterns
+        ):
+            parts = [p.regex.pattern.replace("(?P<ps_d>", "(?:") for p in patterns]
+            self.combined = re.compile("|".join(f"(?:{part})" for part in parts)) if parts else None
+            self.empty = not parts
+        else:
+            self.empty = False
+
+    def check(self, path: str) -> bool | None:
+        """True: ignored; False: re-included by a negation; None: no opinion."""
+        if self.combined is not None:
+            return True if self.combined.search(path) else None
+        if self.empty:
+            return None
+        include = self.spec.check_file(path).include
+        return None if include is None else bool(include)
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(lines: tuple[str, ...]) -> _Matcher:
+    """One ignore file's matcher, compiled once per content (every checkpoint and every
+    watcher batch builds its rules again; compiling the regexes was most of a small one)."""
+    import pathspec
+
+    return _Matcher(pathspec.GitIgnoreSpec.from_lines(lines))
+
+
+class IgnoreRules:
+    """`.gitignore` files (the root's and nested ones) plus extra patterns, with git's semantics.
+
+    The deepest `.gitignore` that has an opinion about a path decides, as in git; the extra
+    patterns (`.git/info/exclude`, `watch.exclude`, secret files) are checked first.
+    """
+
+    def __init__(
+        self, root: Path, extra: Iterable[str] = (), *, secrets: Iterable[str] = ()
+    ) -> None:
+        import pathspec
+
+        self._pathspec = pathspec
+        self.root = root
+        self._specs: dict[str, _Matcher | None] = {}
+        extra = [p for p in extra if p.strip()]
+        self._extra = _compiled(tuple(extra)) if extra else None
+        # Secret-file patterns and their exceptions ("!.env.example") as two negation-free
+        # matchers, so each stays one compiled regex (a negation would make every path of a
+        # scan go through pathspec pattern by pattern).
+        secrets = [p for p in secrets if p.strip()]
+        self._secrets = self._exceptions = None
+        if secrets:
+            self._secrets = _compiled(tuple(p for p in secrets if not p.startswith("!")))
+            self._exceptions = _compiled(tuple(p[1:] for p in secrets if p.startswith("!")))
+
+    def spec_for(self, rel_dir: str) -> _Matcher | None:
+        """The compiled `.gitignore` of a directory (None when it has none)."""
+        if rel_dir not in self._specs:
+            path = self.root / rel_dir / ".gitignore" if rel_dir else self.root / ".gitignore"
+            try:
+                lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+                self._specs[rel_dir] = _compiled(tuple(lines))
+            except (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError):
+                self._specs[rel_dir] = None
+        return self._specs[rel_dir]
+
+    def ignored(self, rel: str, is_dir: bool, chain: list[tuple[str, Any]]) -> bool:
+        """Whether `rel` is ignored, given the (dir, matcher) chain of its ancestors, deepest last."""
+        probe = rel + "/" if is_dir else rel
+        if self._extra is not None and self._extra.check(probe):
+            return True
+        if (
+            self._secrets is not None
+            and self._secrets.check(probe)
+            and not (self._exceptions is not None and self._exceptions.check(probe))
+        ):
+            return True
+        for base, matcher in reversed(chain):
+            verdict = matcher.check(probe[len(base) + 1 :] if base else probe)
+            if verdict is not None:
+                return bool(verdict)
+        return False
+
+    def chain_for(self, rel_dir: str) -> list[tuple[str, Any]]:
+        """The matchers that apply inside `rel_dir`, shallowest first."""
+        chain = []
+        parts = rel_dir.split("/") if rel_dir else []
+        for depth in range(len(parts) + 1):
+            base = "/".join(parts[:depth])
+            matcher = self.spec_for(base)
+            if matcher is not None:
+                chain.append((base, matcher))
+        return chain
+
+    def path_ignored(self, rel: str, is_dir: bool = False) -> bool:
+        """Whether `rel` or any folder above it is ignored (a lone path, not part of a walk)."""
+        parts = rel.split("/")
+        for depth in range(1, len(parts)):
+            folder = "/".join(parts[:depth])
+            if self.ignored(folder, True, self.chain_for("/".join(parts[: depth - 1]))):
+                return True
+        return self.ignored(rel, is_dir, self.chain_for(rel.rpartition("/")[0]))
+
+
+def _info_exclude(root: Path) -> list[str]:
+    gd = git_module.git_dir(root)
+    if gd is None:
+        return []
+    try:
+        return (gd / "info" / "exclude").read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+
+
+def watch_rules(root: Path, exclude: Iterable[str]) -> IgnoreRules:
+    """What engram never records: `.gitignore` files, `.git/info/exclude`, `watch.exclude`."""
+    return IgnoreRules(root, [*_info_exclude(root), *exclude])
+
+
+def checkpoint_rules(
+    root: Path, exclude: Iterable[str], *, include_secret_files: bool = False
+) -> IgnoreRules:
+    """What checkpoints leave out: the watch rules plus, by default, files holding secrets."""
+    secrets = [] if include_secret_files else [*SECRET_FILE_PATTERNS, *SECRET_FILE_EXCEPTIONS]
+    return IgnoreRules(root, [*_info_exclude(root), *exclude], secrets=secrets)
+
+
+class Ignore:
+    """gitignore-style exclusion of single paths for one folder (the watchers' view)."""
+
+    def __init__(self, root: Path, extra: list[str]) -> None:
+        self.rules = watch_rules(root, extra)
+
+    def ignored(self, rel: str) -> bool:
+        folder = rel.rpartition("/")[0]
+        return self.rules.ignored(rel, False, self.rules.chain_for(folder))
+
+
+# -- the in-process journal ------------------------------------------------------------------------
+
+
+class ChangeJournal:
+    """Paths reported changed since `started_at` by a watcher that saw every change.
+
+    A checkpoint may trust it only for the time it covers: `since(ts)` is None when `ts` is
+    before the journal started (changes then were not seen) or when the watcher feeding it has
+    stopped (changes since then are not seen), else the paths changed since `ts`.
+    `epoch` names this journal's life; it is recorded with each checkpoint it vouched for.
+    """
+
+    def __init__(self, started_at: float | None = None) -> None:
+        self.started_at = clock.now() if started_at is None else started_at
+        self.epoch = uuid.uuid4().hex[:12]
+        self.stopped_at: float | None = None
+        self._changed: dict[str, float] = {}
+        self._lock = threading.Lock()
+        # Set by a watcher: waits until every change made before the call is in the journal.
+        self.syncer: Callable[[float], bool] | None = None
+
+    def sync(self, timeout: float = 2.0) -> bool:
+        """Wait until changes made before now are recorded (False: could not make sure)."""
+        return self.syncer(timeout) if self.syncer is not None else self.alive
+
+    @property
+    def alive(self) -> bool:
+        return self.stopped_at is None
+
+    def mark(self, paths: Iterable[str], ts: float | None = None) -> None:
+        when = clock.now() if ts is None else ts
+        with self._lock:
+            for path in paths:
+                self._changed[path] = max(when, self._changed.get(path, 0.0))
+
+    def stop(self) -> None:
+        """The watcher stopped (or lost events): this journal vouches for nothing any more."""
+        if self.stopped_at is None:
+            self.stopped_at = clock.now()
+
+    def covers(self, ts: float) -> bool:
+        return self.alive and ts >= self.started_at
+
+    def since(self, ts: float) -> set[str] | None:
+        if not self.covers(ts):
+            return None
+        with self._lock:
+            return {path for path, when in self._changed.items() if when >= ts - SLACK_SECONDS}
+
+    def forget_before(self, ts: float) -> None:
+        with self._lock:
+            self._changed = {p: t for p, t in self._changed.items() if t >= ts - SLACK_SECONDS}
+
+
+# -- the server's own watcher ------------------------------------------------------------------
+
+
+@dataclass
+class Watcher:
+    """watchfiles (inotify through Rust's notify) on one folder, feeding a `ChangeJournal`.
+
+    `on_events` (optional) receives each batch as (absolute path, kind) pairs on the watcher's
+    thread. The journal starts when the watches are in place and stops with the watcher.
+    """
+
+    root: Path
+    rules: IgnoreRules | None = None
+    on_events: Callable[[list[tuple[str, int]]], None] | None = None
+    on_error: Callable[[str], None] | None = None
+    journal: ChangeJournal | None = None
+    stop_event: threading.Event = field(default_factory=threading.Event)
+    ready: threading.Event = field(default_factory=threading.Event)
+    thread: threading.Thread | None = None
+    started_in: float | None = None
+    error: str | None = None
+    cookies: dict[str, threading.Event] = field(default_factory=dict)
+
+    def start(self) -> Watcher:
+        self.thread = threading.Thread(
+            target=self._run, name=f"engram-watch-{self.root.name}", daemon=True
+        )
+        self.thread.start()
+        return self
+
+    @property
+    def alive(self) -> bool:
+        return self.thread is not None and self.thread.is_alive() and self.error is None
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        if self.journal is not None:
+            self.journal.stop()
+
+    def sync(self, timeout: float = 2.0) -> bool:
+        """Make sure every change made before this call has reached the journal.
+
+        The kernel delivers a watcher's events in order: a cookie file written now (in
+        `.engram/`, never recorded) comes back after every earlier change, as watchman does it.
+        """
+        if not self.alive or self.journal is None:
+            return False
+        name = f".watch-cookie-{uuid.uuid4().hex[:12]}"
+        arrived = self.cookies[name] = threading.Event()
+        path = self.root / ".engram" / name
+        try:
+            path.write_bytes(b"")
+            return arrived.wait(timeout) and self.alive
+        except OSError:
+            return False
+        finally:
+            self.cookies.pop(name, None)
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+    def _run(self) -> None:
+        own_prefix = str(self.root / ".engram") + os.sep
+        root_prefix = str(self.root) + os.sep
+        try:
+            # RustNotify is watchfiles' documented Rust backend; using it directly tells us
+            # when the watches are in place (the `watch()` generator does not).
+            from watchfiles._rust_notify import RustNotify
+
+            began = time.perf_counter()
+            notify = RustNotify([str(self.root)], False, False, 300, True, True)
+            self.started_in = time.perf_counter() - began
+            self.journal = ChangeJournal()
+            self.journal.syncer = self.sync
+            self.ready.set()
+            with notify:
+                while not self.stop_event.is_set():
+                    raw = notify.watch(200, 50, 1000, self.stop_event)
+                    if raw == "stop":
+                        return
+                    if not isinstance(raw, set) or not raw:
+                        continue
+                    # engram's own writes (the store, its WAL) never leave this thread.
+                    items = [(path, kind) for kind, path in raw if not path.startswith(own_prefix)]
+                    if items:
+                        self.journal.mark(
+                            path[len(root_prefix) :].replace(os.sep, "/")
+                            for path, _ in items
+                            if path.startswith(root_prefix)
+                        )
+                    # Cookies are answered after the batch they came with is in the journal.
+                    for _, path in raw:
+                        waiting = self.cookies.get(path[len(own_prefix) :])
+                        if waiting is not None and path.startswith(own_prefix):
+                            waiting.set()
+                    if items and self.on_events is not None:
+                        self.on_events(items)
+        except Exception as exc:
+            self.error = f"{type(exc).__name__}: {exc}"
+            if self.on_error is not None:
+                self.on_error(self.error)
+        finally:
+            if self.journal is not None:
+                self.journal.stop()
+            self.ready.set()
+
+
+# -- watchman ----------------------------------------------------------------------------------
+
+
+@dataclass
+class WatchmanAnswer:
+    clock: str
+    paths: set[str] | None  # None: watchman cannot vouch for the interval (fresh instance)
+
+
+def _watchman(command: list[Any]) -> dict[str, Any] | None:
+    binary = shutil.which("watchman")
+    if binary is None:
+        return None
+    try:
+        done = subprocess.run(
+            [binary, "-j", "--no-pretty"],
+            input=json.dumps(command),
+            capture_output=True,
+            text=True,
+            timeout=WATCHMAN_TIMEOUT_SECONDS,
+            check=False,
+        )
+        answer = json.loads(done.stdout) if done.stdout.strip() else None
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return None
+    if not isinstance(answer, dict) or "error" in answer:
+        return None
+    return answer
+
+
+def watchman_since(root: Path, since: str | None) -> WatchmanAnswer | None:
+    """Files watchman saw change under `root` since clock `since` (None: only the clock now).
+
+    Starts watching `root` when watchman does not yet (that first answer vouches for nothing).
+    None when watchman is not installed or fails.
+    """
+    query: dict[str, Any] = {"fields": ["name"], "empty_on_fresh_instance": True}
+    if since is not None:
+        # The usual case, one call: the workspace is itself a watched root.
+        answer = _watchman(["query", str(root), {**query, "since": since}])
+        if answer is not None:
+            return _since_answer(answer)
+    watched = _watchman(["watch-project", str(root)])
+    if watched is None or not isinstance(watched.get("watch"), str):
+        return None
+    relative = watched.get("relative_path")
+    if isinstance(relative, str) and relative:
+        query["relative_root"] = relative
+    if since is None:
+        answer = _watchman(["clock", watched["watch"], {"sync_timeout": 5000}])
+        clock_now = answer.get("clock") if answer else None
+        return WatchmanAnswer(clock_now, None) if isinstance(clock_now, str) else None
+    query["since"] = since
+    answer = _watchman(["query", watched["watch"], query])
+    return _since_answer(answer) if answer is not None else None
+
+
+def _since_answer(answer: dict[str, Any]) -> WatchmanAnswer | None:
+    if not isinstance(answer.get("clock"), str):
+        return None
+    if answer.get("is_fresh_instance"):
+        return WatchmanAnswer(answer["clock"], None)
+    files = answer.get("files")
+    if not isinstance(files, list):
+        return None
+    return WatchmanAnswer(answer["clock"], {str(name) for name in files if isinstance(name, str)})
+
+
+# -- git ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class GitState:
+    """HEAD and the paths git does not vouch for (modified, staged, untracked) at a moment."""
+
+    head: str | None
+    dirty: set[str]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"head": self.head, "dirty": sorted(self.dirty)}
+
+    @classmethod
+    def from_json(cls, data: Any) -> GitState | None:
+        if not isinstance(data, dict) or not isinstance(data.get("dirty"), list):
+            return None
+        head = data.get("head")
+        return cls(head if isinstance(head, str) else None, {str(p) for p in data["dirty"]})
+
+
+def _git(root: Path, *args: str) -> subprocess.CompletedProcess[bytes] | None:
+    env = {**os.environ, "LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
+    try:
+        return subprocess.run(
+            ["git", "-C", str(root), *args], capture_output=True, env=env, timeout=60, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def git_state(root: Path) -> GitState | None:
+    """What git says now, when `root` is the top of a repository; None otherwise.
+
+    Global excludes are switched off, so every file git ignores is ignored by engram's rules
+    too (`.gitignore` files and `.git/info/exclude`): git never hides a file engram keeps.
+    """
+    if not (root / ".git").exists() or shutil.which("git") is None:
+        return None
+    done = _git(
+        root,
+        "-c",
+        "core.excludesFile=/dev/null",
+        "-c",
+        "status.relativePaths=false",
+        "status",
+        "--porcelain=v1",
+        "-z",
+        "--untracked-files=all",
+        "--ignore-submodules=none",
+        "--no-renames",
+    )
+    if done is None or done.returncode != 0:
+        return None
+    dirty: set[str] = set()
+    fields = done.stdout.split(b"\0")
+    index = 0
+    while index < len(fields):
+        entry = fields[index]
+        index += 1
+        if len(entry) < 4:
+            continue
+        code = entry[:2]
+        dirty.add(os.fsdecode(entry[3:]).rstrip("/"))
+        if b"R" in code or b"C" in code:
+            if index < len(fields):
+                dirty.add(os.fsdecode(fields[index]).rstrip("/"))
+            index += 1
+    head = git_module.read_head(root)
+    return GitState(head.commit if head else None, dirty)
+
+
+def git_head(root: Path) -> str | None:
+    head = git_module.read_head(root) if (root / ".git").exists() else None
+    return head.commit if head else None
+
+
+def git_between(root: Path, older: str | None, newer: str | None) -> set[str] | None:
+    """Paths that differ between two commits (None: git cannot tell, e.g. one was collected)."""
+    if older == newer:
+        return set()
+    if older is None or newer is None:
+        return None
+    done = _git(root, "diff", "--name-only", "-z", "--no-renames", older, newer, "--")
+    if done is None or done.returncode != 0:
+        return None
+    return {os.fsdecode(p) for p in done.stdout.split(b"\0") if p}
+
+
+def git_since(root: Path, before: GitState, now: GitState) -> set[str] | None:
+    """Every path whose content may differ between the moments of `before` and `now`."""
+    moved = git_between(root, before.head, now.head)
+    if moved is None:
+        return None
+    return before.dirty | now.dirty | moved
+
+
+def carry_git_state(root: Path, before: GitState, changed: set[str]) -> GitState | None:
+    """A checkpoint that trusted another source still leaves a git state for the next one:
+    every path not in it has HEAD's content (it was clean before and nothing touched it)."""
+    head = git_head(root)
+    moved = git_between(root, before.head, head)
+    if moved is None:
+        return None
+    return GitState(head, before.dirty | changed | moved)

@@ -1,0 +1,272 @@
+"""The change journal: a checkpoint trusts a source of changed paths only when it covered the
+whole interval since the previous checkpoint (the server's watcher alive since then, watchman's
+clock unchanged, git's view of both moments); otherwise it scans. Real watchfiles, real
+watchman (when installed), real git."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from memory_core import checkpoints, config, journal
+from memory_core.store import Store
+from tests.conftest import git
+
+
+def _write(root: Path, rel: str, text: str, age: float = 60.0) -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    if age:
+        past = time.time() - age
+        os.utime(path, (past, past))
+
+
+def _files(store: Store, checkpoint_id: str) -> dict[str, str]:
+    return {
+        item["path"]: checkpoints.read_blob(store, item["hash"]).decode()
+        for item in checkpoints.manifest(store, checkpoint_id)
+    }
+
+
+@pytest.fixture
+def project(store: Store) -> Store:
+    _write(store.root, "src/app.py", "one\n")
+    _write(store.root, "src/util.py", "util\n")
+    _write(store.root, "README.md", "# demo\n")
+    return store
+
+
+def _no_watchman(store: Store) -> None:
+    config.set_value(store.root, "checkpoints.watchman", False)
+
+
+def _wait_marked(watch: journal.Watcher, rel: str, timeout: float = 10.0) -> None:
+    assert watch.journal is not None
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if rel in (watch.journal.since(watch.journal.started_at) or set()):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the watcher never reported {rel}")
+
+
+def _started(root: Path) -> journal.Watcher:
+    watch = journal.Watcher(root).start()
+    assert watch.ready.wait(10) and watch.journal is not None, watch.error
+    return watch
+
+
+def test_the_servers_watcher_vouches_while_it_runs_and_not_after_a_restart(
+    project: Store,
+) -> None:
+    _no_watchman(project)
+    root = project.root
+    watch = _started(root)
+    try:
+        first = checkpoints.create(project, journal=watch.journal)
+        assert first["source"] == "scan"  # nothing vouched for the time before the watcher
+        time.sleep(1.1)
+        _write(root, "src/app.py", "two\n", age=0)
+        _write(root, "newdir/deep/file.py", "made in a new folder\n", age=0)
+        # inotify may see only the new folder (its files were written before the watch on it
+        # was in place): the checkpoint reads the folder itself.
+        _wait_marked(watch, "newdir")
+        second = checkpoints.create(project, journal=watch.journal)
+        assert second["source"] == "watcher" and second["mode"] == "incremental"
+        files = _files(project, second["id"])
+        assert files["src/app.py"] == "two\n"
+        assert files["newdir/deep/file.py"] == "made in a new folder\n"
+    finally:
+        watch.stop()
+    watch.thread.join(5)  # type: ignore[union-attr]
+    # While no watcher runs, a file changes; a new watcher starts afterwards.
+    _write(root, "src/util.py", "changed while nobody watched\n")
+    assert (
+        watch.journal.since(watch.journal.started_at) is None
+    )  # a stopped watcher vouches for nothing
+    restarted = _started(root)
+    try:
+        third = checkpoints.create(project, journal=restarted.journal)
+        assert third["source"] == "scan"
+        assert _files(project, third["id"])["src/util.py"] == "changed while nobody watched\n"
+    finally:
+        restarted.stop()
+
+
+def test_a_journal_from_another_life_of_the_watcher_is_not_trusted(project: Store) -> None:
+    _no_watchman(project)
+    old = journal.ChangeJournal(started_at=time.time() - 3600)
+    checkpoints.create(project, journal=old)
+    old.stop()  # the watcher died: later changes were not seen
+    _write(project.root, "src/app.py", "unseen\n")
+    made = checkpoints.create(project, journal=old)
+    assert made["source"] == "scan" and made["changed"] == 1
+    # Negative control: the same journal while alive is trusted and, having no entry for the
+    # file, would have missed the change.
+    alive = journal.ChangeJournal(started_at=time.time() - 3600)
+    _write(project.root, "src/app.py", "unseen again\n")
+    trusting = checkpoints.create(project, journal=alive)
+    assert trusting["source"] == "watcher" and trusting["changed"] == 0
+
+
+def test_client_hints_are_never_trusted_alone(project: Store) -> None:
+    _no_watchman(project)
+    checkpoints.create(project)
+    _write(project.root, "src/app.py", "edited\n")
+    _write(project.root, "later/new.py", "the client never reported this\n")
+    made = checkpoints.create(project, hints=["src/app.py"])
+    assert made["source"] == "scan"
+    assert "later/new.py" in _files(project, made["id"])
+
+
+def test_changed_ignore_settings_make_the_next_checkpoint_scan(project: Store) -> None:
+    _no_watchman(project)
+    live = journal.ChangeJournal(started_at=time.time() - 3600)
+    checkpoints.create(project, journal=live)
+    config.set_value(project.root, "watch.exclude", ["README.md"])
+    made = checkpoints.create(project, journal=live)
+    assert made["source"] == "scan"
+    assert "README.md" not in _files(project, made["id"])
+
+
+needs_watchman = pytest.mark.skipif(shutil.which("watchman") is None, reason="watchman missing")
+
+
+@needs_watchman
+def test_watchman_vouches_from_the_cli_and_a_reset_clock_is_not_trusted(project: Store) -> None:
+    root = project.root
+    first = checkpoints.create(project)
+    assert first["source"] == "scan"
+    _write(root, "src/app.py", "seen by watchman\n")
+    second = checkpoints.create(project)
+    assert second["source"] == "watchman" and second["changed"] == 1
+    assert _files(project, second["id"])["src/app.py"] == "seen by watchman\n"
+    # watchman forgets the folder (as after its restart): its clock no longer vouches.
+    subprocess.run(["watchman", "watch-del", str(root)], capture_output=True, check=False)
+    _write(root, "src/util.py", "changed while watchman was not watching\n")
+    third = checkpoints.create(project)
+    assert third["source"] == "scan"
+    assert (
+        _files(project, third["id"])["src/util.py"] == "changed while watchman was not watching\n"
+    )
+    subprocess.run(["watchman", "watch-del", str(root)], capture_output=True, check=False)
+
+
+@pytest.fixture
+def repo(project: Store) -> Store:
+    _no_watchman(project)
+    root = project.root
+    git(root, "init", "-q")
+    (root / ".gitignore").write_text(".engram/\n*.log\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "first")
+    return project
+
+
+def test_git_vouches_for_tracked_untracked_and_committed_changes(repo: Store) -> None:
+    root = repo.root
+    first = checkpoints.create(repo)
+    assert first["source"] == "scan"
+    _write(root, "src/app.py", "modified, not committed\n")
+    _write(root, "fresh/folder/new.py", "untracked in a new folder\n")
+    _write(root, "debug.log", "ignored by git and by engram\n")
+    second = checkpoints.create(repo)
+    assert second["source"] == "git" and second["changed"] == 2
+    files = _files(repo, second["id"])
+    assert files["src/app.py"] == "modified, not committed\n"
+    assert files["fresh/folder/new.py"] == "untracked in a new folder\n"
+    assert "debug.log" not in files
+    # Committed since: the file is clean now, but differs from the previous checkpoint.
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "second")
+    _write(root, "src/util.py", "changed and committed\n")
+    git(root, "commit", "-qam", "third")
+    third = checkpoints.create(repo)
+    assert third["source"] == "git"
+    assert _files(repo, third["id"])["src/util.py"] == "changed and committed\n"
+    # What git vouched for equals a full scan.
+    config.set_value(root, "watch.exclude", ["*.tmp"])  # new rules: forces a scan
+    full = checkpoints.create(repo)
+    assert full["source"] == "scan"
+    assert checkpoints.manifest(repo, full["id"]) == checkpoints.manifest(repo, third["id"])
+
+
+def test_a_git_state_carried_through_a_watcher_checkpoint_still_vouches(repo: Store) -> None:
+    root = repo.root
+    checkpoints.create(repo)
+    live = journal.ChangeJournal(started_at=time.time() - 3600)
+    _write(root, "src/app.py", "seen by the watcher\n")
+    live.mark(["src/app.py"])
+    time.sleep(1.1)
+    via_watcher = checkpoints.create(repo, journal=live)
+    assert via_watcher["source"] == "watcher"
+    git(root, "commit", "-qam", "commit the watched change")
+    _write(root, "README.md", "changed after the server stopped\n")
+    live.stop()
+    from_cli = checkpoints.create(repo)
+    assert from_cli["source"] == "git"
+    files = _files(repo, from_cli["id"])
+    assert files["README.md"] == "changed after the server stopped\n"
+    assert files["src/app.py"] == "seen by the watcher\n"
+
+
+def test_a_file_rewritten_with_the_same_content_in_the_racy_window_is_not_changed(
+    project: Store,
+) -> None:
+    _no_watchman(project)
+    root = project.root
+    for rel in ("a.py", "b.py", "c.py"):
+        _write(root, rel, f"{rel}\n", age=0)  # written just now: racy
+    checkpoints.create(project)
+    _write(root, "a.py", "really changed\n", age=0)
+    second = checkpoints.create(project)
+    assert second["changed"] == 1  # b.py and c.py are read again but have the same content
+    third = checkpoints.create(project)
+    assert third["changed"] == 0
+
+
+def test_secret_files_are_left_out_unless_the_setting_includes_them(project: Store) -> None:
+    _no_watchman(project)
+    root = project.root
+    for rel in (".env", ".env.production", "certs/server.pem", "deploy/id_rsa", "tls.key"):
+        _write(root, rel, "SECRET=1\n")
+    _write(root, ".env.example", "SECRET=\n")
+    _write(root, "deploy/id_rsa.pub", "ssh-ed25519 AAAA\n")
+    made = checkpoints.create(project)
+    files = set(_files(project, made["id"]))
+    assert not files & {".env", ".env.production", "certs/server.pem", "deploy/id_rsa", "tls.key"}
+    assert {".env.example", "deploy/id_rsa.pub", "src/app.py"} <= files
+    # A rollback never removes them: they are not "created after" the checkpoint.
+    result = checkpoints.rollback(project, made["id"])
+    assert (root / ".env").exists() and ".env" not in result["removed"]
+    config.set_value(root, "checkpoints.include_secret_files", True)
+    included = checkpoints.create(project)
+    assert {".env", "certs/server.pem", "deploy/id_rsa"} <= set(_files(project, included["id"]))
+
+
+def test_a_rollback_sees_a_write_made_just_before_it_through_the_watcher(project: Store) -> None:
+    _no_watchman(project)
+    root = project.root
+    watch = _started(root)
+    try:
+        checkpoints.create(project, journal=watch.journal)
+        time.sleep(1.1)
+        _write(root, "README.md", "the base\n", age=0)
+        _wait_marked(watch, "README.md")
+        target = checkpoints.create(project, journal=watch.journal)
+        assert target["source"] == "watcher"
+        time.sleep(1.1)
+        # Written and rolled back at once: the watcher has not delivered the event yet, so the
+        # plan first waits for its cookie to come back.
+        _write(root, "src/util.py", "written a moment ago\n", age=0)
+        plan = checkpoints.plan_rollback(project, target["id"], journal=watch.journal)
+        assert [w.path for w in plan.writes] == ["src/util.py"]
+        assert plan.capture is not None and plan.capture.source == "watcher"
+    finally:
+        watch.stop()
