@@ -41,7 +41,7 @@ def test_gotchas_are_grouped_by_the_file_that_anchors_them() -> None:
             "title": "set_index drops the column",
             "severity": "medium",
             "status": "confirmed",
-            "anchors": [{"file": "app.py", "line": 7}],
+            "anchors": [{"path": "app.py", "line": 7}],
             "source": {"occurrences": 3},
             "workaround": "pass drop=False",
         },

@@ -481,7 +481,7 @@ await step("engram: Resolve Gotcha…", async () => {
 await step("engram: Show Output", async () => {
   await runFromPalette("engram: Show Output");
   // The output panel, showing engram's channel (its last lines: the server's messages).
-  const panel = page.locator(".part.panel .monaco-editor .view-lines", { hasText: /Trace|engram/ }).first();
+  const panel = page.locator(".part.panel .monaco-editor .view-lines", { hasText: /Trace|engram|Result:|Params:/ }).first();
   await panel.waitFor({ state: "visible" });
   result.asked.output = (await panel.innerText()).slice(-300);
   // Panel closed again with its own button, focus back in the editor.
