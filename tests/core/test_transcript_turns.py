@@ -349,7 +349,10 @@ def test_times_and_token_counts_are_read_as_written_and_nonsense_is_zero(
     )
     assert row is not None
     assert (row[1], row[2], row[3], row[4]) == (0, 0, 0, 7)
-    assert before - 1 <= row["ts"] <= time.time() + 1  # an unreadable time is "now"
+    # An unreadable time is the previous line's (the prompt's), never "now": "now" stretched an
+    # old session to today (a digest said duration_minutes: 381704).
+    assert row["ts"] == (t.start + timedelta(seconds=2)).timestamp()
+    assert row["ts"] < before
     # The prompt's own time (two seconds after the fixture's start) is the turn's start.
     [turn] = _history(store)
     assert turn["started_at"] == (t.start + timedelta(seconds=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
