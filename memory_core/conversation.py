@@ -19,8 +19,11 @@ import json
 from typing import Any
 
 from memory_core import clock, events
-from memory_core.checkpoints import STATE_FIELDS
 from memory_core.errors import NotFoundError, UsageError
+
+# In their own module so that checkpoints (which record the turn) and this one (which reads
+# it back) do not import each other; re-exported here.
+from memory_core.session_turns import STATE_FIELDS, record_checkpoint  # noqa: F401
 from memory_core.store import Store
 
 # The agent ledger's tables and their time column: rows after the checkpoint are detached.

@@ -109,7 +109,13 @@ def gotchas(items: Sequence[Mapping[str, Any]]) -> str:
     by_file: dict[str, list[Mapping[str, Any]]] = {}
     for item in items:
         files = (
-            sorted({str(a.get("file")) for a in item.get("anchors") or [] if isinstance(a, dict)})
+            sorted(
+                {
+                    str(a["path"])
+                    for a in item.get("anchors") or []
+                    if isinstance(a, dict) and a.get("path")
+                }
+            )
             or list(item.get("related_files") or [])
             or ["Anywhere in the project"]
         )

@@ -303,7 +303,10 @@ export function registerCommands(engram: Engram): void {
       );
       if (gotcha) {
         await engram.execute("engram.gotcha.resolve", { id: gotcha.id });
-        void vscode.window.showInformationMessage(`engram: gotcha “${itemLabel(gotcha)}” resolved`);
+        const title = typeof gotcha.title === "string" ? gotcha.title : itemLabel(gotcha);
+        void vscode.window.showInformationMessage(
+          `engram: gotcha “${title}” resolved for the whole project (it comes back if its error happens again)`,
+        );
       }
     },
 
@@ -428,7 +431,9 @@ export function registerCommands(engram: Engram): void {
         )
       ) {
         await engram.execute("engram.gotcha.resolve", { id: gotcha.id as string });
-        void vscode.window.showInformationMessage(`engram: gotcha “${itemLabel(gotcha)}” resolved`);
+        void vscode.window.showInformationMessage(
+          `engram: gotcha “${String(gotcha.title ?? itemLabel(gotcha))}” resolved for the whole project`,
+        );
       }
     },
   };

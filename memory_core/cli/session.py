@@ -12,6 +12,12 @@ from memory_core import checkpoints, sessions
 from memory_core.cli.context import Context
 from memory_core.errors import EXIT_FAILED, EngramError, NotFoundError, UsageError
 
+# Sessions come from agents, not from this command: say how they get here.
+_NO_SESSIONS = (
+    "No sessions yet. The agent's hooks record them as it works (engram hooks install "
+    "claude-code, or gemini); past Claude Code sessions come in with engram ingest claude-code."
+)
+
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     session = sub.add_parser("session", parents=[common], help="agent and editor sessions")
@@ -195,7 +201,7 @@ def run_list(ctx: Context) -> int:
     items = sessions.list_sessions(ctx.store())
     ctx.emit(
         {"sessions": items},
-        lambda: "\n".join(_session_line(s) for s in items) if items else "No sessions yet.",
+        lambda: "\n".join(_session_line(s) for s in items) if items else _NO_SESSIONS,
     )
     return 0
 

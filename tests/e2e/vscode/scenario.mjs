@@ -414,6 +414,82 @@ for (const [title, tab, needle] of RENDERED) {
   });
 }
 
+// The palette commands that ask for something: what a person types or picks, and what they see.
+const quickInput = () => page.locator(".quick-input-widget input");
+async function answer(prompt, text) {
+  await page.locator(".quick-input-widget", { hasText: prompt }).waitFor({ state: "visible" });
+  await quickInput().fill(text);
+  await quickInput().press("Enter");
+}
+async function pickRow(text) {
+  const row = page.locator(".quick-input-list .monaco-list-row", { hasText: text }).first();
+  await row.waitFor({ state: "visible" });
+  await row.click();
+}
+result.asked = {};
+
+await step("engram: Save Session", async () => {
+  await runFromPalette("engram: Save Session");
+  await answer("Session name", "vscode-saved");
+  return (result.asked.save = await notification(/session saved as vscode-saved/));
+});
+
+await step("engram: Capture Context Snapshot", async () => {
+  await runFromPalette("engram: Capture Context Snapshot");
+  await answer("Note for this snapshot", "before lunch");
+  return (result.asked.snapshot = await notification(/context snapshot captured/));
+});
+
+await step("engram: Restore Context Snapshot…", async () => {
+  await runFromPalette("engram: Restore Context Snapshot…");
+  await pickRow("before lunch");
+  return (result.asked.restore_snapshot = await notification(/snapshot .*restored/));
+});
+
+await step("engram: Track Error", async () => {
+  await runFromPalette("engram: Track Error");
+  await answer("Error message to track", "KeyError: 'zip'");
+  return (result.asked.track = await notification(/error tracked/));
+});
+
+await step("engram: Add Memory", async () => {
+  await runFromPalette("engram: Add Memory");
+  await answer("What should engram remember?", "ZIP codes are text, never numbers");
+  await pickRow("learning");
+  return (result.asked.memory = await notification(/remembered/));
+});
+
+await step("engram: Search Memory…", async () => {
+  await runFromPalette("engram: Search Memory…");
+  await answer("Search engram's memory", "ZIP codes");
+  await pickRow("ZIP codes are text");
+  return (result.asked.search = (await previewText("never numbers")).slice(0, 200));
+});
+
+await step("engram: Restore Session…", async () => {
+  await runFromPalette("engram: Restore Session…");
+  await pickRow("vscode-saved");
+  return (result.asked.restore_session = (await previewText("load the customers table")).slice(0, 200));
+});
+
+await step("engram: Resolve Gotcha…", async () => {
+  await runFromPalette("engram: Resolve Gotcha…");
+  await pickRow("set_index drops the zip column");
+  return (result.asked.resolve = await notification(/gotcha “set_index drops the zip column” resolved/));
+});
+
+await step("engram: Show Output", async () => {
+  await runFromPalette("engram: Show Output");
+  // The output panel, showing engram's channel (its last lines: the server's messages).
+  const panel = page.locator(".part.panel .monaco-editor .view-lines", { hasText: /Trace|engram|Result:|Params:/ }).first();
+  await panel.waitFor({ state: "visible" });
+  result.asked.output = (await panel.innerText()).slice(-300);
+  // Panel closed again with its own button, focus back in the editor.
+  await page.locator('.part.panel .action-label[aria-label^="Hide Panel"], .part.panel .action-label[aria-label^="Close Panel"]').first().click();
+  await page.locator(".tabs-container .tab", { hasText: env.E2E_FILE_NAME }).first().click();
+  return "the engram output channel";
+});
+
 await step("explorer-hides-store", async () => {
   // .engram/ is hidden from the explorer by the extension's files.exclude default.
   await runFromPalette("View: Show Explorer");
@@ -436,7 +512,8 @@ await step("view-container", async () => {
     await pane(title).waitFor({ state: "visible" });
   }
   await pane("Checkpoints").locator(".monaco-list-row", { hasText: "e2e-before-edit" }).first().waitFor();
-  await pane("Sessions").locator(".monaco-list-row", { hasText: env.E2E_SESSION }).first().waitFor();
+  // The agent's session, saved under a name by "engram: Save Session" above.
+  await pane("Sessions").locator(".monaco-list-row", { hasText: "vscode-saved" }).first().waitFor();
   // Gotchas by file: app.py, with the gotcha under it.
   await pane("Gotchas").locator(".monaco-list-row", { hasText: env.E2E_FILE_NAME }).first().waitFor();
   await pane("Gotchas").locator(".monaco-list-row", { hasText: "read_csv drops the leading zeros" }).first().waitFor();
@@ -502,6 +579,16 @@ await step("timeline-diff", async () => {
   result.timeline_diff_tab = (await page.locator(".tabs-container .tab.active").first().innerText()).trim();
   await page.screenshot({ path: path.join(env.E2E_SHOTS, "vscode-timeline-diff.png") });
   return result.timeline_diff_tab;
+});
+
+// Last: it deletes the session saved above (the agent's, renamed).
+await step("engram: Delete Session…", async () => {
+  await runFromPalette("engram: Delete Session…");
+  await pickRow("vscode-saved");
+  const dialog = page.locator(".monaco-dialog-box");
+  await dialog.waitFor({ state: "visible" });
+  await dialog.locator(".monaco-button", { hasText: "Delete" }).first().click();
+  return (result.asked.delete = await notification(/session “vscode-saved” deleted/));
 });
 
 await finish(true);
