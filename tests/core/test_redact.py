@@ -224,6 +224,24 @@ def test_code_and_prose_around_secret_names_are_not_secrets() -> None:
         assert redact(text) == expected, text
 
 
+def test_long_camel_case_names_with_short_words_are_names() -> None:
+    # 16+ letters with high entropy, but words of a name (`Id` is one).
+    word = "parseTokenIdFromHeader"
+    assert len(word) >= 16 and redaction.entropy(word) >= 3.5
+    assert redact(f"self.token = {word}") == f"self.token = {word}"
+
+
+def test_code_or_prose_does_not_stop_the_search_for_the_next_assignment() -> None:
+    for first in ("self.token = nextchar", "implementation io.jsonwebtoken:jjwt-api:0.11.5"):
+        assert (
+            redact(f"{first}\npassword = 'hunter22x'") == f"{first}\npassword = '[REDACTED:secret]'"
+        )
+
+
+def test_a_sentence_goes_on_after_a_one_letter_word() -> None:
+    assert redact("pwd: expected a bytes-like object") == "pwd: expected a bytes-like object"
+
+
 def test_a_twilio_api_key_is_reported_as_one() -> None:
     key = "SK" + r("0123456789abcdef", 32)
     assert redact(f"TWILIO_KEY_SID {key}") == "TWILIO_KEY_SID [REDACTED:twilio-key]"
