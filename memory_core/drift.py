@@ -254,12 +254,13 @@ def _party(row: Any) -> str:
     return f"agent:{row['session_id']}" if row["actor"] == "agent" else str(row["actor"])
 
 
+_ACTOR_WORDS = {"editor": "you (in the editor)", "external": "another program", "git": "git"}
+
+
 def _who(row: Any) -> str:
-    return (
-        f"agent session {row['session_id']}"
-        if row["actor"] == "agent" and row["session_id"]
-        else str(row["actor"])
-    )
+    if row["actor"] == "agent":
+        return f"the agent (session {row['session_id']})" if row["session_id"] else "the agent"
+    return _ACTOR_WORDS.get(str(row["actor"]), str(row["actor"]))
 
 
 def _lines_label(start: int, end: int) -> str:
@@ -551,3 +552,55 @@ def detect(
     items.extend(since_session(store, now=now))
     items.sort(key=lambda item: (-severity_rank(item.severity), item.kind, item.path or ""))
     return items
+
+
+_SEVERITY_TITLES = {
+    "critical": "Critical",
+    "high": "High",
+    "medium": "Medium",
+    "low": "Low",
+}
+
+
+def markdown(items: Sequence[dict[str, Any]], *, title: str = "Drift") -> str:
+    """Drift for people: by severity, each item naming its file and lines, and the files a
+    workspace item covers (the summary alone says only how many)."""
+    lines = [f"# {title}", ""]
+    if not items:
+        return "\n".join([*lines, "No drift: nothing changed under you.", ""])
+    for severity in SEVERITIES[::-1]:
+        group = [item for item in items if item.get("severity") == severity]
+        if not group:
+            continue
+        lines += [f"## {_SEVERITY_TITLES.get(severity, severity)} ({len(group)})", ""]
+        for item in group:
+            where = ""
+            if item.get("path"):
+                span = item.get("lines")
+                where = (
+                    f"**{item['path']}**"
+                    + (f" {_lines_label(int(span[0]), int(span[1]))}" if span else "")
+                    + ": "
+                )
+            lines.append(f"- {where}{item.get('summary', '')}")
+            files = (item.get("details") or {}).get("files")
+            for entry in (files or [])[:20]:
+                if isinstance(entry, dict):
+                    actors = entry.get("actors") or ""
+                    who = ", ".join(
+                        _ACTOR_WORDS.get(a, "the agent" if a == "agent" else a)
+                        for a in str(actors).split(",")
+                        if a
+                    )
+                    changes = entry.get("changes")
+                    lines.append(
+                        f"  - {entry.get('path')}"
+                        + (f": {changes} change(s)" if changes else "")
+                        + (f" by {who}" if who else "")
+                    )
+                else:
+                    lines.append(f"  - {entry}")
+            if files and len(files) > 20:
+                lines.append(f"  - and {len(files) - 20} more")
+        lines.append("")
+    return "\n".join(lines)

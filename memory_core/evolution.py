@@ -145,8 +145,11 @@ def _line_count(ranges: Sequence[LineRange] | None) -> int:
 
 
 def is_recordable(rel: str) -> bool:
-    """False for the store itself and git's folder: engram never records those."""
+    """False for the store itself, git's folder, and a rollback's own temporary files (written
+    and renamed into place within a moment): engram never records those."""
     first = rel.split("/", 1)[0]
+    if ".engram-rollback-" in rel.rsplit("/", 1)[-1]:
+        return False
     return bool(rel) and rel != "." and first not in NEVER_RECORDED
 
 

@@ -251,23 +251,12 @@ def undelete(store: Store, ident: str, *, now: float | None = None) -> dict[str,
     result = deletion(store, deletion_id)
     result["restored"] = restored
     result["skipped"] = skipped
-    if restored.get("saved_sessions"):
-        _rewrite_session_exports(store, rows)
+    # The sessions that came back, so the caller can rewrite their Markdown notes (deleting
+    # removed them): `sessions.write_export`. lifecycle stays below sessions, never above.
+    result["sessions"] = [
+        json.loads(row["row"]).get("id") for row in rows if row["table_name"] == "sessions"
+    ]
     return result
-
-
-def _rewrite_session_exports(store: Store, rows: Sequence[sqlite3.Row]) -> None:
-    """A saved session comes back with its Markdown export (deleting it removed the file)."""
-    from memory_core import log, sessions
-
-    for row in rows:
-        if row["table_name"] != "sessions":
-            continue
-        session_id = json.loads(row["row"]).get("id")
-        try:
-            sessions.write_export(store, session_id)
-        except Exception as exc:  # the rows are back; a missing view is only logged
-            log.write(store.root, "warning", f"undelete: export of {session_id} failed", exc=exc)
 
 
 def purge(store: Store, *, everything: bool = False, now: float | None = None) -> dict[str, Any]:

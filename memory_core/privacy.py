@@ -103,6 +103,20 @@ def _session_exists(db: sqlite3.Connection, live: Mapping[str, Any], session_id:
 # -- formats ---------------------------------------------------------------------------------
 
 
+def undelete(store: Store, ident: str, *, now: float | None = None) -> dict[str, Any]:
+    """`engram undelete`: put back what a deletion removed, sessions with their Markdown notes.
+
+    `lifecycle.undelete` restores the rows; a session's note (removed with it) is a view that
+    the sessions module writes, so it is rewritten here, above both.
+    """
+    from memory_core import lifecycle, sessions
+
+    record = lifecycle.undelete(store, ident, now=now)
+    for session_id in record["sessions"]:
+        sessions.write_export(store, session_id, now=now)
+    return record
+
+
 def render(data: Mapping[str, Any], fmt: str) -> str:
     if fmt == "json":
         return json.dumps(data, indent=2, ensure_ascii=False) + "\n"

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from memory_core import clock, events
+from memory_core import clock, events, log
 from memory_core.errors import EngramError, NotFoundError, UsageError
 from memory_core.redact import redact, redact_obj
 from memory_core.store import Store
@@ -373,10 +373,15 @@ def close(
 
 
 def _refresh_note(store: Store, session_id: str, now: float | None = None) -> None:
-    """Rewrite the session's vault note: its summary, decisions or status just changed."""
-    from memory_core import session_vault
+    """Rewrite the session's vault note: its summary, decisions or status just changed.
 
-    session_vault.refresh_note(store, session_id, now=now)
+    Called from the recording path (hooks too): a failure is logged, never raised, because the
+    store already holds the change and the note is only a view of it.
+    """
+    try:
+        write_export(store, session_id, now=now)
+    except Exception as exc:  # a view must never fail the write it follows
+        log.write(store.root, "warning", f"session note for {session_id} not written: {exc}")
 
 
 def _require(db: sqlite3.Connection, session_id: str) -> None:
@@ -1110,9 +1115,6 @@ def _unpack(payload: bytes) -> Any:
     return json.loads(data)
 
 
-MAX_EXPORT_NAME_CHARS = 160
-
-
 def export_path(store: Store, session: Mapping[str, Any]) -> Path:
     """Where the session's Markdown note is written (see `session_vault`)."""
     from memory_core import session_vault
@@ -1198,20 +1200,18 @@ def write_export(store: Store, session_id: str, *, now: float | None = None) -> 
     """Write the session's vault note, `<vault>/sessions/<date>_<id>.md` (see `session_vault`)."""
     from memory_core import session_vault
 
-    return session_vault.write_note(store, session_id, now=now)
-
-
-def _write_view(path: Path, text: str) -> None:
-    """Replace a generated view atomically. No fsync: the view is rebuilt from the store at any
-    time, so it is not worth the milliseconds a save would otherwise spend waiting on the disk."""
-    from memory_core.store import ensure_private_dir
-
-    ensure_private_dir(path.parent)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
+    session = get(store, session_id, now=now)
+    sid = session["id"]
+    text = session_vault.note_markdown(
+        store,
+        session,
+        metrics(store, sid, now=now),
+        summary_markdown(store, sid, now=now),
+        format_version=FORMAT_VERSION,
+    )
+    path = session_vault.note_path(store, session, session_vault.vault_dir(store))
+    session_vault.write_view(path, text)
+    return path
 
 
 def parse_document(raw: Any) -> dict[str, Any]:

@@ -219,7 +219,7 @@ def entries(
                 "details": details,
             }
         )
-    return result
+    return humanize(store, result, now=now, times=[float(row["ts"]) for row in rows])
 
 
 def add(
@@ -248,6 +248,216 @@ def add(
     )
 
 
+# A rollback's own writes reach the evolution log moments after its event (the watcher or the
+# editor's reload reports them): changes of its files this close to it are the rollback's.
+ROLLBACK_ATTRIBUTION_SECONDS = 30.0
+_ACTOR_WORDS = {
+    "editor": "you (in the editor)",
+    "agent": "the agent",
+    "external": "another program",
+    "git": "git",
+}
+_CHANGE_WORDS = {
+    "created": "created",
+    "modified": "changed",
+    "deleted": "deleted",
+    "renamed": "renamed",
+}
+
+
+def _rollbacks(store: Store, since: float) -> list[dict[str, Any]]:
+    """Rollbacks since `since` (minus the attribution window), with the files each wrote."""
+    if "events" not in set(store.tables()):
+        return []
+    found = []
+    for row in store.query(
+        "SELECT ts, data FROM events WHERE kind = 'checkpoint.rollback' AND ts >= ? ORDER BY ts",
+        (since - ROLLBACK_ATTRIBUTION_SECONDS,),
+    ):
+        try:
+            data = json.loads(row["data"]) if row["data"] else {}
+        except (TypeError, ValueError):
+            data = {}
+        paths = {
+            str(p) for key in ("restored", "removed", "via_editor") for p in data.get(key) or []
+        }
+        found.append({"ts": float(row["ts"]), "checkpoint": data.get("checkpoint"), "paths": paths})
+    return found
+
+
+def _checkpoint_labels(store: Store) -> dict[str, str]:
+    if "checkpoints" not in set(store.tables()):
+        return {}
+    cols = _columns(store, "checkpoints")
+    name = _first(cols, "name", "label", "title")
+    if "id" not in cols:
+        return {}
+    select = (
+        f"SELECT id, {name} AS name FROM checkpoints"
+        if name
+        else "SELECT id, NULL AS name FROM checkpoints"
+    )
+    return {str(row["id"]): str(row["name"] or row["id"]) for row in store.query(select)}
+
+
+def _lines_words(lines: Any) -> str:
+    if not isinstance(lines, list) or not lines:
+        return ""
+    spans = []
+    for span in lines[:4]:
+        if isinstance(span, list | tuple) and len(span) == 2:
+            a, b = span
+            spans.append(f"{a}" if a == b else f"{a}–{b}")
+    more = "…" if len(lines) > 4 else ""
+    label = "line" if len(spans) == 1 and "–" not in spans[0] else "lines"
+    return f" ({label} {', '.join(spans)}{more})" if spans else ""
+
+
+def humanize(
+    store: Store,
+    found: list[dict[str, Any]],
+    *,
+    now: float | None = None,
+    times: list[float] | None = None,
+) -> list[dict[str, Any]]:
+    """Add to each entry `who` (the actor in words), `text` (one readable sentence naming the
+    files, never an internal id) and `ago`; a rollback's own writes are credited to it."""
+    now = clock.now() if now is None else now
+    if not found:
+        return found
+    # The stored times (the ISO text is rounded): a rollback's writes follow it by milliseconds.
+    times = times or [clock.parse_iso(e["timestamp"]) for e in found]
+    oldest = min(times)
+    rollbacks = _rollbacks(store, oldest)
+    labels = _checkpoint_labels(store)
+    for entry, ts in zip(found, times, strict=True):
+        details = entry.get("details") or {}
+        entry["ago"] = clock.ago(ts, now_ts=now)
+        source, kind = entry["source"], entry["event_type"]
+        if source == "evolution" and not kind.startswith("git."):
+            path = details.get("path") or "a file"
+            actor = str(details.get("actor") or "")
+            who = _ACTOR_WORDS.get(actor, actor or "someone")
+            if actor == "agent" and entry.get("session_id"):
+                who = f"the agent (session {entry['session_id']})"
+            recorded_by = (details.get("data") or {}).get("rollback")
+            if recorded_by:
+                # Recorded by the rollback itself (the language server does so).
+                by_rollback: Any = recorded_by
+            else:
+                # Else (a rollback from the command line, reported later by a watcher): the
+                # rollback nearest in time that wrote this file.
+                candidates = [
+                    r
+                    for r in rollbacks
+                    if path in r["paths"] and 0.0 <= ts - r["ts"] <= ROLLBACK_ATTRIBUTION_SECONDS
+                ]
+                by_rollback = (
+                    min(candidates, key=lambda r: abs(ts - r["ts"]))["checkpoint"]
+                    if candidates
+                    else None
+                )
+            if by_rollback:
+                label = labels.get(str(by_rollback), str(by_rollback))
+                who = f"the rollback to “{label}”"
+            change = _CHANGE_WORDS.get(kind.removeprefix("file."), kind.removeprefix("file."))
+            moved = f" (from {details['old_path']})" if details.get("old_path") else ""
+            entry["who"] = who
+            entry["text"] = f"{path}{moved} {change} by {who}{_lines_words(details.get('lines'))}"
+        elif source == "evolution":
+            entry["who"] = "git"
+            entry["text"] = f"git: {entry['summary']}"
+        elif source == "checkpoint":
+            reason = str(details.get("reason") or "")
+            name = details.get("name")
+            shown = f"“{name}”" if name else entry["summary"].removeprefix("checkpoint ")
+            files = details.get("file_count")
+            made = {
+                "manual": "made",
+                "burst": "made automatically (many files changed at once)",
+                "pre-rollback": "made before a rollback (to undo it)",
+                "turns": "made automatically (every few agent turns)",
+            }.get(reason, f"made ({reason})" if reason else "made")
+            entry["who"] = "engram"
+            entry["text"] = f"Checkpoint {shown} {made}" + (
+                f", {files} file(s)" if isinstance(files, int) else ""
+            )
+        elif kind == "checkpoint.rollback":
+            data = details.get("data") or {}
+            target = labels.get(str(data.get("checkpoint")), str(data.get("checkpoint") or "?"))
+            restored = len(data.get("restored") or []) + len(data.get("via_editor") or [])
+            removed = len(data.get("removed") or [])
+            entry["who"] = "engram"
+            entry["text"] = (
+                f"Rolled back to checkpoint “{target}”: {restored} file(s) restored, {removed} removed"
+            )
+        elif source == "session":
+            entry["who"] = str(details.get("agent") or "the agent")
+            name = details.get("name") or entry.get("session_id")
+            verb = "ended" if kind == "session.ended" else "started"
+            agent = f" ({details['agent']})" if details.get("agent") else ""
+            entry["text"] = f"Agent session “{name}”{agent} {verb}"
+        elif source == "gotcha":
+            entry["who"] = "engram"
+            title = details.get("title") or entry["summary"]
+            entry["text"] = f"Gotcha learned: {title}"
+        elif source == "snapshot":
+            entry["who"] = "you"
+            note = details.get("note")
+            branch = details.get("branch")
+            entry["text"] = (
+                "Context snapshot captured"
+                + (f" on {branch}" if branch else "")
+                + (f": {note}" if note else "")
+            )
+        else:
+            entry["who"] = str(details.get("actor") or "engram")
+            entry["text"] = _event_words(kind, str(entry["summary"]), details)
+    return found
+
+
+_EVENT_WORDS = {
+    "gotcha.error": "Error recorded{in_path}",
+    "gotcha.resolved": "Gotcha resolved",
+    "gotcha.reopened": "Gotcha reopened: its error came back",
+    "session.saved": "Session saved",
+    "session.deleted": "Session deleted",
+    "session.compacted": "Session compacted by the agent",
+    "memory.added": "Memory added",
+    "snapshot.restored": "Context snapshot restored",
+}
+
+
+def _event_words(kind: str, summary: str, details: dict[str, Any]) -> str:
+    """An event in words: its own summary when it has one, else its kind said plainly."""
+    path = details.get("path")
+    if summary and summary != kind and not summary.startswith(kind + " "):
+        return summary[:1].upper() + summary[1:]
+    template = _EVENT_WORDS.get(kind)
+    if template:
+        return template.format(in_path=f" in {path}" if path else "")
+    words = kind.replace(".", " ").replace("_", " ")
+    return words[:1].upper() + words[1:] + (f" ({path})" if path else "")
+
+
+def markdown(found: list[dict[str, Any]], *, title: str = "Timeline") -> str:
+    """The timeline as Markdown for people: newest first, grouped by day, relative times."""
+    lines = [f"# {title}", ""]
+    if not found:
+        return "\n".join([*lines, "Nothing recorded yet.", ""])
+    day = None
+    for entry in found:
+        stamp = entry["timestamp"]
+        if stamp[:10] != day:
+            day = stamp[:10]
+            lines += ["", f"## {day}", ""]
+        text = entry.get("text") or entry["summary"]
+        lines.append(f"- **{stamp[11:16]}** ({entry.get('ago', '')}): {text}")
+    return "\n".join(lines).replace("\n\n\n", "\n\n") + "\n"
+
+
 def describe(entry: dict[str, Any]) -> str:
-    session = f"  [{entry['session_id']}]" if entry.get("session_id") else ""
-    return f"{entry['timestamp']}  {entry['source']:<10} {entry['event_type']:<20} {entry['summary']}{session}"
+    stamp = entry["timestamp"][:19].replace("T", " ")
+    text = entry.get("text") or entry["summary"]
+    ago = f" ({entry['ago']})" if entry.get("ago") else ""
+    return f"{stamp}{ago}  {text}"

@@ -130,21 +130,8 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-# Circles that came with parallel work and are not broken yet, each with what it takes. The
-# test fails on any other circle, and on a listed one that is gone (so the list only shrinks).
-KNOWN_CIRCLES = [
-    # sessions writes its vault note and deletes through lifecycle; both read sessions back.
-    # Needs the session views (vault note, export) out of sessions.py, which is being split.
-    [
-        "memory_core.lifecycle",
-        "memory_core.session_vault",
-        "memory_core.sessions",
-    ],
-]
-
-
 def test_no_import_circles_among_engram_modules() -> None:
-    assert _cycles(_import_graph()) == KNOWN_CIRCLES
+    assert _cycles(_import_graph()) == []
 
 
 def test_the_cycle_finder_finds_a_circle() -> None:

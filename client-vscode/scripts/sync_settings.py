@@ -46,11 +46,57 @@ CLIENT_PROPERTIES: dict[str, dict[str, Any]] = {
 }
 
 
+# Headings of the settings editor's groups ("engram › Checkpoints"), by section of the key.
+SECTION_TITLES = {
+    "server": "Language Server",
+    "statusBar": "Status Bar",
+    "trace": "Language Server",
+    "gotchas": "Gotchas",
+    "drift": "Drift",
+    "snapshots": "Context Snapshots",
+    "timeline": "Timeline",
+    "checkpoints": "Checkpoints",
+    "sessions": "Sessions",
+    "memory": "Memory",
+    "context": "Session-Start Context",
+    "log": "Logging",
+    "agents": "Agent Hooks",
+    "watch": "File Watching",
+}
+_UNITS = {
+    "_bytes": "bytes",
+    "_days": "days",
+    "_hours": "hours",
+    "_minutes": "minutes",
+    "_seconds": "seconds",
+    "_ms": "milliseconds",
+}
+
+
+def vscode_key(server_key: str) -> str:
+    """`gotchas.window_hours` -> `gotchas.windowHours`: VS Code titles a setting from its
+    key's last part ("Window Hours"); an underscore would show as "Window_hours". The
+    extension turns the names back when it answers workspace/configuration."""
+    section, _, name = server_key.partition(".")
+    head, *rest = name.split("_")
+    return f"{section}.{head}{''.join(part[:1].upper() + part[1:] for part in rest)}"
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(json.dumps(v) for v in value) + "]"
+    return repr(value)
+
+
 def server_properties() -> dict[str, dict[str, Any]]:
     from memory_core.config import SETTINGS
 
     properties: dict[str, dict[str, Any]] = {}
-    for key, setting in SETTINGS.items():
+    for order, (key, setting) in enumerate(SETTINGS.items()):
         prop: dict[str, Any] = {}
         if setting.type is bool:
             prop["type"] = "boolean"
@@ -69,8 +115,16 @@ def server_properties() -> dict[str, dict[str, Any]]:
         if setting.choices:
             prop["enum"] = list(setting.choices)
         prop["scope"] = "resource"
-        prop["markdownDescription"] = setting.description
-        properties[f"engram.{key}"] = prop
+        unit = next((u for suffix, u in _UNITS.items() if key.endswith(suffix)), None)
+        section, _, name = key.partition(".")
+        prop["markdownDescription"] = (
+            setting.description
+            + (f" In {unit}." if unit and unit not in setting.description else "")
+            + f"\n\nThe same in `.engram/config.toml`: `[{section}]` `{name} = "
+            + f"{_toml_value(setting.default)}`."
+        )
+        prop["order"] = order
+        properties[f"engram.{vscode_key(key)}"] = prop
     return properties
 
 
@@ -78,12 +132,22 @@ def expected_properties() -> dict[str, dict[str, Any]]:
     return {**CLIENT_PROPERTIES, **server_properties()}
 
 
+def expected_configuration() -> list[dict[str, Any]]:
+    """The settings in groups, one per section, in the order of memory_core's table."""
+    groups: dict[str, dict[str, Any]] = {}
+    for key, prop in expected_properties().items():
+        section = key.split(".")[1]
+        title = SECTION_TITLES.get(section, section[:1].upper() + section[1:])
+        group = groups.setdefault(title, {"title": title, "properties": {}})
+        group["properties"][key] = prop
+    return list(groups.values())
+
+
 def main(argv: list[str]) -> int:
     manifest = json.loads(PACKAGE_JSON.read_text(encoding="utf-8"))
-    configuration = manifest["contributes"]["configuration"]
-    wanted = expected_properties()
+    wanted = expected_configuration()
     if "--check" in argv:
-        if configuration.get("properties") != wanted:
+        if manifest["contributes"]["configuration"] != wanted:
             print(
                 "client-vscode/package.json settings differ from memory_core.config.SETTINGS; "
                 "run .venv/bin/python client-vscode/scripts/sync_settings.py",
@@ -91,9 +155,10 @@ def main(argv: list[str]) -> int:
             )
             return 1
         return 0
-    configuration["properties"] = wanted
+    manifest["contributes"]["configuration"] = wanted
     PACKAGE_JSON.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(f"{len(wanted)} settings written to {PACKAGE_JSON}")
+    count = sum(len(group["properties"]) for group in wanted)
+    print(f"{count} settings in {len(wanted)} groups written to {PACKAGE_JSON}")
     return 0
 
 

@@ -6,6 +6,7 @@ import * as vscode from "vscode";
 
 import type { Engram } from "./extension";
 import { JsonObject, firstList, itemLabel, toMarkdown, when } from "./render";
+import { openCheckpointDiff } from "./views";
 
 interface PickItem extends vscode.QuickPickItem {
   item: JsonObject;
@@ -90,6 +91,55 @@ function escapeRegex(text: string): string {
 
 const MEMORY_TYPES = ["learning", "decision", "finding", "preference", "project", "action"];
 
+/** Roll back after a modal question that lists every file restored and removed. */
+async function rollbackTo(engram: Engram, checkpoint: JsonObject): Promise<void> {
+  const plan = await engram.execute("engram.checkpoint.rollback", { id: checkpoint.id as string, preview: true }, { quiet: true });
+  const restore = Array.isArray(plan?.restore) ? (plan?.restore as string[]) : [];
+  const remove = Array.isArray(plan?.remove) ? (plan?.remove as string[]) : [];
+  if (restore.length === 0 && remove.length === 0) {
+    void vscode.window.showInformationMessage(`engram: the files already match checkpoint “${itemLabel(checkpoint)}”`);
+    return;
+  }
+  const list = (files: string[]) => files.slice(0, 15).map((f) => `  ${f}`).join("\n") + (files.length > 15 ? `\n  … and ${files.length - 15} more` : "");
+  const detail = [
+    restore.length ? `Restored (${restore.length}):\n${list(restore)}` : "",
+    remove.length ? `Removed, created after it (${remove.length}):\n${list(remove)}` : "",
+    "engram makes a checkpoint first, so this rollback can itself be rolled back.",
+  ]
+    .filter(Boolean)
+    .join("\n\n");
+  if (!(await confirmModally(`Roll back to checkpoint “${itemLabel(checkpoint)}”?`, detail, "Roll Back"))) {
+    return;
+  }
+  const result = await engram.execute("engram.checkpoint.rollback", { id: checkpoint.id as string, confirm: true });
+  if (result && result.done === false) {
+    void vscode.window.showWarningMessage(`engram: rollback not done (${result.reason ?? "no reason given"})`);
+    return;
+  }
+  // The server wrote the disk. Editors without unsaved changes follow the disk by themselves;
+  // one with unsaved changes is reverted to the disk, so no editor is left dirty.
+  for (const uri of Array.isArray(result?.reload) ? (result?.reload as string[]) : []) {
+    const document = vscode.workspace.textDocuments.find((d) => d.uri.toString() === vscode.Uri.parse(uri).toString());
+    if (document?.isDirty) {
+      await vscode.window.showTextDocument(document, { preview: false });
+      await vscode.commands.executeCommand("workbench.action.files.revert");
+    }
+  }
+  const count = (key: string) => (Array.isArray(result?.[key]) ? (result?.[key] as unknown[]).length : 0);
+  const undo = typeof result?.undo_checkpoint === "string" ? `; to undo, roll back to ${result.undo_checkpoint}` : "";
+  if (count("failed") > 0) {
+    void vscode.window.showWarningMessage(
+      `engram: rolled back to “${itemLabel(checkpoint)}”, but ${count("failed")} files could not be written (see the engram output)${undo}`,
+    );
+    engram.output.appendLine(`rollback failures: ${JSON.stringify(result?.failed)}`);
+    return;
+  }
+  const files = (n: number) => `${n} file${n === 1 ? "" : "s"}`;
+  void vscode.window.showInformationMessage(
+    `engram: rolled back to “${itemLabel(checkpoint)}”: ${files(count("restored"))} restored, ${files(count("removed"))} removed${undo}`,
+  );
+}
+
 export function registerCommands(engram: Engram): void {
   const views = engram.views;
 
@@ -121,33 +171,7 @@ export function registerCommands(engram: Engram): void {
       if (!checkpoint) {
         return;
       }
-      const confirmed = await confirmModally(
-        `Roll back to checkpoint “${itemLabel(checkpoint)}”?`,
-        "Files changed since then are overwritten (open editors through undoable edits). " +
-          "engram makes a checkpoint first, so this rollback can itself be rolled back.",
-        "Roll Back",
-      );
-      if (!confirmed) {
-        return;
-      }
-      const result = await engram.execute("engram.checkpoint.rollback", { id: checkpoint.id, confirm: true });
-      if (result && result.done === false) {
-        void vscode.window.showWarningMessage(`engram: rollback not done (${result.reason ?? "no reason given"})`);
-        return;
-      }
-      const count = (key: string) => (Array.isArray(result?.[key]) ? (result?.[key] as unknown[]).length : 0);
-      const files = count("restored") + count("via_editor") + count("removed");
-      const undo = typeof result?.undo_checkpoint === "string" ? `; undo: roll back to ${result.undo_checkpoint}` : "";
-      if (count("failed") > 0) {
-        void vscode.window.showWarningMessage(
-          `engram: rolled back to “${itemLabel(checkpoint)}”, but ${count("failed")} files could not be written (see the engram output)${undo}`,
-        );
-        engram.output.appendLine(`rollback failures: ${JSON.stringify(result?.failed)}`);
-        return;
-      }
-      void vscode.window.showInformationMessage(
-        `engram: rolled back to “${itemLabel(checkpoint)}” (${files} file${files === 1 ? "" : "s"} changed${undo})`,
-      );
+      await rollbackTo(engram, checkpoint);
     },
 
     "engram.ui.saveSession": async () => {
@@ -190,11 +214,15 @@ export function registerCommands(engram: Engram): void {
     },
 
     "engram.ui.sessionSummary": async () => {
-      const result = await engram.execute("engram.session.summary");
-      // The server opens the exported summary itself (window/showDocument) when it can.
-      if (result?.shown !== true) {
-        await views.show("Session Summary", toMarkdown("Session Summary", result));
-      }
+      // Rendered in the Markdown preview (the server's export file is not opened to edit).
+      const result = await engram.execute("engram.session.summary", { show: false });
+      const title = `Summary of ${result?.id ?? "the session"}`;
+      await views.show(title, toMarkdown(title, result));
+    },
+
+    "engram.ui.refreshViews": async () => {
+      engram.trees?.refresh();
+      engram.timeline?.refresh();
     },
 
     "engram.ui.sessionHistory": async () => {
@@ -275,7 +303,10 @@ export function registerCommands(engram: Engram): void {
       );
       if (gotcha) {
         await engram.execute("engram.gotcha.resolve", { id: gotcha.id });
-        void vscode.window.showInformationMessage(`engram: gotcha “${itemLabel(gotcha)}” resolved`);
+        const title = typeof gotcha.title === "string" ? gotcha.title : itemLabel(gotcha);
+        void vscode.window.showInformationMessage(
+          `engram: gotcha “${title}” resolved for the whole project (it comes back if its error happens again)`,
+        );
       }
     },
 
@@ -354,6 +385,70 @@ export function registerCommands(engram: Engram): void {
       await engram.restart();
     },
   };
+
+  const itemCommands: { [id: string]: (...args: never[]) => Promise<unknown> } = {
+    "engram.ui.showSessionSummary": async (session: JsonObject) => {
+      const result = await engram.execute("engram.session.summary", { id: session.id as string, show: false }, { quiet: true });
+      await views.show(`Session ${itemLabel(session)}`, toMarkdown(`Session ${itemLabel(session)}`, result));
+    },
+    "engram.ui.restoreSessionItem": async (session: JsonObject) => {
+      const result = await engram.execute("engram.session.restore", { id: session.id as string });
+      await views.show(`Session ${itemLabel(session)}`, toMarkdown(`Session ${itemLabel(session)}`, result));
+    },
+    "engram.ui.deleteSessionItem": async (session: JsonObject) => {
+      if (
+        await confirmModally(
+          `Delete session “${itemLabel(session)}”?`,
+          "It can be undeleted for the recovery period, then it is purged.",
+          "Delete",
+        )
+      ) {
+        await engram.execute("engram.session.delete", { id: session.id as string, confirm: true });
+        void vscode.window.showInformationMessage(`engram: session “${itemLabel(session)}” deleted`);
+      }
+    },
+    "engram.ui.rollbackTo": async (node: { checkpoint?: JsonObject } | JsonObject) => {
+      const checkpoint = ("checkpoint" in node ? node.checkpoint : node) as JsonObject;
+      await rollbackTo(engram, checkpoint);
+    },
+    "engram.ui.compareWithCheckpoint": async (checkpoint: JsonObject | { checkpoint: JsonObject; file: string }, file?: string) => {
+      if ("file" in checkpoint && typeof checkpoint.file === "string") {
+        await openCheckpointDiff(checkpoint.checkpoint as JsonObject, checkpoint.file);
+      } else if (file) {
+        await openCheckpointDiff(checkpoint as JsonObject, file);
+      }
+    },
+    "engram.ui.resolveGotchaItem": async (node: { gotcha?: JsonObject }) => {
+      const gotcha = node.gotcha;
+      if (!gotcha) {
+        return;
+      }
+      if (
+        await confirmModally(
+          `Resolve gotcha “${itemLabel(gotcha)}”?`,
+          "It stops showing in every file of the project. It comes back if its error happens again.",
+          "Resolve",
+        )
+      ) {
+        await engram.execute("engram.gotcha.resolve", { id: gotcha.id as string });
+        void vscode.window.showInformationMessage(
+          `engram: gotcha “${String(gotcha.title ?? itemLabel(gotcha))}” resolved for the whole project`,
+        );
+      }
+    },
+  };
+  for (const [id, run] of Object.entries(itemCommands)) {
+    engram.context.subscriptions.push(
+      vscode.commands.registerCommand(id, async (...args: never[]) => {
+        try {
+          await run(...args);
+        } catch (error) {
+          engram.output.appendLine(`${id}: ${message(error)}`);
+          void vscode.window.showErrorMessage(`engram: ${message(error)}`);
+        }
+      }),
+    );
+  }
 
   for (const [id, run] of Object.entries(commands)) {
     engram.context.subscriptions.push(

@@ -20,18 +20,36 @@ import { registerCommands } from "./commands";
 import { JsonObject, ResultViews, SCHEME } from "./render";
 import { resolveServerCommand } from "./serverCommand";
 import { StatusBar } from "./statusBar";
+import { EngramTimeline, registerTimeline } from "./timeline";
+import { Views, registerViews } from "./views";
+
+/**
+ * The library's own error toasts ("Starting client failed", ...) would come on top of the one
+ * the extension shows with what to do: the library's go to the output channel only.
+ */
+class EngramLanguageClient extends LanguageClient {
+  override error(message: string, data?: unknown, _showNotification?: boolean | "force"): void {
+    super.error(message, data, false);
+  }
+}
 
 export class Engram implements vscode.Disposable {
   client: LanguageClient | undefined;
   readonly output = vscode.window.createOutputChannel("engram");
   readonly views = new ResultViews();
   readonly statusBar = new StatusBar(this);
+  trees: Views | undefined;
+  timeline: EngramTimeline | undefined;
   private starting: Promise<void> | undefined;
 
   constructor(readonly context: vscode.ExtensionContext) {}
 
   /** Run one server command: one JSON object in, one JSON object out (DESIGN section 5). */
-  async execute(command: string, args: JsonObject = {}): Promise<JsonObject | undefined> {
+  async execute(
+    command: string,
+    args: JsonObject = {},
+    options: { quiet?: boolean } = {},
+  ): Promise<JsonObject | undefined> {
     const client = await this.ready();
     const folders = vscode.workspace.workspaceFolders ?? [];
     if (folders.length > 1 && args.workspace === undefined) {
@@ -41,7 +59,12 @@ export class Engram implements vscode.Disposable {
       args = { ...args, workspace: folder.uri.toString() };
     }
     const result = await client.sendRequest(ExecuteCommandRequest.type, { command, arguments: [args] });
-    this.statusBar.refreshSoon();
+    if (!options.quiet) {
+      // What a command changed shows everywhere: status bar, engram's views, the Timeline.
+      this.statusBar.refreshSoon();
+      this.trees?.refresh();
+      this.timeline?.refresh();
+    }
     return (result ?? undefined) as JsonObject | undefined;
   }
 
@@ -82,26 +105,46 @@ export class Engram implements vscode.Disposable {
         workspace: {
           configuration: (params) => explicitSettings(params, serverSettingKeys(this.context)),
         },
+        window: {
+          // Views the server generates under .engram/exports/ (all gotchas, a file's history,
+          // a session summary) are shown rendered, not opened as files to edit.
+          showDocument: async (params, next) => {
+            const uri = vscode.Uri.parse(params.uri);
+            if (uri.scheme === "file" && /\/\.engram\/exports\/.*\.md$/.test(uri.path)) {
+              const bytes = await vscode.workspace.fs.readFile(uri);
+              const title = uri.path.split("/").pop()!.replace(/\.md$/, "");
+              await this.views.show(title, Buffer.from(bytes).toString("utf8"));
+              return { success: true };
+            }
+            const shown = await next(params, new vscode.CancellationTokenSource().token);
+            return "success" in shown ? shown : { success: false };
+          },
+        },
       },
     };
-    const client = new LanguageClient("engram", "engram", serverOptions, clientOptions);
+    const client = new EngramLanguageClient("engram", "engram", serverOptions, clientOptions);
     this.client = client;
     try {
       await client.start();
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       this.output.appendLine(`engram server failed to start: ${message}`);
-      const choice = await vscode.window.showErrorMessage(
-        `engram: the language server did not start (${server.command}, from ${server.origin}). ` +
-          "Install Python 3.11 or newer (the extension brings the server), or `pipx install engram-lsp`, or set engram.server.command.",
-        "Open Settings",
-        "Show Output",
-      );
-      if (choice === "Open Settings") {
-        void vscode.commands.executeCommand("workbench.action.openSettings", "engram.server.command");
-      } else if (choice === "Show Output") {
-        this.output.show();
-      }
+      // Not awaited: the start is over (failed) whether or not the person answers, so that
+      // "Restart Server" works while the notification is still up.
+      void vscode.window
+        .showErrorMessage(
+          `engram: the language server did not start (${server.command}, from ${server.origin}). ` +
+            "Install Python 3.11 or newer (the extension brings the server), or `pipx install engram-lsp`, or set engram.server.command; then run “engram: Restart Server”.",
+          "Open Settings",
+          "Show Output",
+        )
+        .then((choice) => {
+          if (choice === "Open Settings") {
+            void vscode.commands.executeCommand("workbench.action.openSettings", "engram.server.command");
+          } else if (choice === "Show Output") {
+            this.output.show();
+          }
+        });
       this.statusBar.showStopped();
       return;
     }
@@ -114,12 +157,15 @@ export class Engram implements vscode.Disposable {
     const old = this.client;
     this.client = undefined;
     if (old) {
-      try {
-        await old.stop(5000);
-      } catch (error) {
-        this.output.appendLine(`stopping the old server: ${String(error)}`);
+      // A client whose start failed has no server to stop, and stopping or disposing it
+      // throws (or waits): it is only forgotten. A running one is stopped, within 5 s.
+      if (old.isRunning()) {
+        try {
+          await Promise.race([old.dispose(5000), new Promise((resolve) => setTimeout(resolve, 6000))]);
+        } catch (error) {
+          this.output.appendLine(`stopping the old server: ${String(error)}`);
+        }
       }
-      await old.dispose();
     }
     await this.start();
     const restarted = this.client as LanguageClient | undefined;
@@ -153,7 +199,8 @@ function explicitSettings(params: ConfigurationParams, keys: string[]): unknown[
       const inspected = config.inspect(key);
       const value = inspected?.workspaceFolderValue ?? inspected?.workspaceValue ?? inspected?.globalValue;
       if (value !== undefined) {
-        result[key] = value;
+        // VS Code's `gotchas.windowHours` is the server's `gotchas.window_hours`.
+        result[key.replace(/([a-z0-9])([A-Z])/g, "$1_$2").toLowerCase()] = value;
       }
     }
     return result;
@@ -162,9 +209,10 @@ function explicitSettings(params: ConfigurationParams, keys: string[]): unknown[
 
 /** The server's settings (`engram.gotchas.threshold`, ...): the contributed ones the client does not own. */
 function serverSettingKeys(context: vscode.ExtensionContext): string[] {
-  const properties = (context.extension.packageJSON?.contributes?.configuration?.properties ?? {}) as {
-    [key: string]: unknown;
-  };
+  // The settings come in groups (one per section, for the settings editor's headings).
+  const configuration = context.extension.packageJSON?.contributes?.configuration ?? [];
+  const groups = (Array.isArray(configuration) ? configuration : [configuration]) as { properties?: object }[];
+  const properties: { [key: string]: unknown } = Object.assign({}, ...groups.map((group) => group.properties ?? {}));
   return Object.keys(properties)
     .map((fullKey) => fullKey.replace(/^engram\./, ""))
     .filter((key) => !/^(server|trace|statusBar)\./.test(key));
@@ -197,7 +245,14 @@ let engram: Engram | undefined;
 export async function activate(context: vscode.ExtensionContext): Promise<Engram> {
   engram = new Engram(context);
   context.subscriptions.push(engram, vscode.workspace.registerTextDocumentContentProvider(SCHEME, engram.views));
+  const current = engram;
+  engram.views.reader = async (id, path) => {
+    const result = await current.execute("engram.checkpoint.file", { id, path }, { quiet: true });
+    return typeof result?.content === "string" ? result.content : "";
+  };
   registerCommands(engram);
+  engram.trees = registerViews(engram);
+  engram.timeline = registerTimeline(engram);
   context.subscriptions.push(
     vscode.workspace.onDidChangeConfiguration(async (event) => {
       if (event.affectsConfiguration("engram.server.command")) {

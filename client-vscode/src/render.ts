@@ -7,22 +7,55 @@ export type JsonObject = { [key: string]: Json };
 
 export const SCHEME = "engram";
 
+/** Reads a file's content at a checkpoint from the server (engram.checkpoint.file). */
+export type CheckpointReader = (id: string, path: string) => Promise<string>;
+
+/**
+ * The `engram:` documents: rendered results (`engram:/views/<title>.md`, shown in VS Code's
+ * Markdown preview, never as an editable file) and files as a checkpoint holds them
+ * (`engram:/checkpoint/<id>/<workspace-relative path>`, the left side of diff views).
+ */
 export class ResultViews implements vscode.TextDocumentContentProvider {
   private readonly contents = new Map<string, string>();
   private readonly changed = new vscode.EventEmitter<vscode.Uri>();
   readonly onDidChange = this.changed.event;
+  reader: CheckpointReader | undefined;
 
-  provideTextDocumentContent(uri: vscode.Uri): string {
+  async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
+    const checkpoint = /^\/checkpoint\/([^/]+)\/(.+)$/.exec(uri.path);
+    if (checkpoint && this.reader) {
+      return this.reader(decodeURIComponent(checkpoint[1]), checkpoint[2]);
+    }
     return this.contents.get(uri.path) ?? "";
   }
 
+  static checkpointUri(id: string, relativePath: string, label: string): vscode.Uri {
+    // The label in the query makes the tab title say which checkpoint it is.
+    return vscode.Uri.from({
+      scheme: SCHEME,
+      path: `/checkpoint/${encodeURIComponent(id)}/${relativePath}`,
+      query: label,
+    });
+  }
+
+  /** Show Markdown rendered, in one preview per title (reused when shown again). */
   async show(title: string, markdown: string): Promise<void> {
-    const uri = vscode.Uri.from({ scheme: SCHEME, path: `/${title}.md` });
+    const uri = vscode.Uri.from({ scheme: SCHEME, path: `/views/${title.replace(/[/\\]/g, "-")}.md` });
     this.contents.set(uri.path, markdown);
     this.changed.fire(uri);
-    const document = await vscode.workspace.openTextDocument(uri);
-    await vscode.languages.setTextDocumentLanguage(document, "markdown");
-    await vscode.window.showTextDocument(document, { preview: true });
+    try {
+      await vscode.commands.executeCommand("markdown.showPreview", uri);
+    } catch {
+      // No Markdown preview (the built-in extension disabled): the read-only text.
+      const document = await vscode.workspace.openTextDocument(uri);
+      await vscode.languages.setTextDocumentLanguage(document, "markdown");
+      await vscode.window.showTextDocument(document, { preview: true });
+    }
+  }
+
+  /** The Markdown of a view shown before (for tests and the "Open as Text" fallback). */
+  text(title: string): string | undefined {
+    return this.contents.get(`/views/${title}.md`);
   }
 
   dispose(): void {

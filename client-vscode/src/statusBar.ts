@@ -90,17 +90,18 @@ export class StatusBar implements vscode.Disposable {
     if (active) {
       const turns = turnsOf(active);
       const turnText = turns === undefined ? "" : `${turns} turn${turns === 1 ? "" : "s"}`;
-      parts.push(`$(history) ${itemLabel(active)}` + (turnText ? ` · ${turnText}` : ""));
+      parts.push(`· ${itemLabel(active)}` + (turnText ? ` · ${turnText}` : ""));
       tooltip.push(`Active session: ${itemLabel(active)} (${active.id ?? "?"})` + (turnText ? `, ${turnText}` : ""));
     } else {
-      parts.push("$(history) no active session");
+      parts.push("· no active session");
       tooltip.push("No active agent session");
     }
     if (open !== undefined) {
-      parts.push(`$(warning) ${open}`);
+      // Words, not a warning sign and a number: VS Code's own Problems item looks like that.
+      parts.push(`· ${open} gotcha${open === 1 ? "" : "s"}`);
       tooltip.push(`${open} open gotcha${open === 1 ? "" : "s"}`);
     }
-    this.item.text = `engram ${parts.join(" ")}`;
+    this.item.text = `$(book) engram ${parts.join(" ")}`;
     this.item.tooltip = `${tooltip.join("\n")}\nClick for the session summary.`;
     this.item.command = "engram.ui.sessionSummary";
     this.item.accessibilityInformation = { label: `engram: ${tooltip.join(", ")}` };

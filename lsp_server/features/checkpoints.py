@@ -6,9 +6,9 @@ covers the time since the latest checkpoint only looks at the paths that changed
 `workspace/didChangeWatchedFiles` events and saves are added as hints, never trusted alone.
 
 Rollback (DESIGN section 5): the plan is computed and verified first; unless `confirm: true`
-the user is asked with `window/showMessageRequest` (the files to be removed are named); an
-automatic pre-rollback checkpoint makes it undoable; files open in the editor are changed with
-`workspace/applyEdit` (so the editor can undo them) and every other file is written to disk.
+the user is asked with `window/showMessageRequest` (the files to be restored and removed are
+named); an automatic pre-rollback checkpoint makes it undoable; the server writes every file to
+disk and names the open documents the client reloads (docs/vscode.md, docs/neovim.md).
 Automatic checkpoints are made on a burst of file changes (`checkpoints.burst_files` within
 `checkpoints.burst_seconds`).
 """
@@ -19,9 +19,9 @@ import asyncio
 import contextlib
 import hashlib
 import logging
-import os
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
@@ -31,7 +31,7 @@ from pygls.workspace import TextDocument
 from lsp_server.features import evolution as evolution_feature
 from lsp_server.features.commands import engram_command
 from lsp_server.server import DocumentListener, EngramServer, FolderState
-from memory_core import checkpoints, clock, journal, sessions
+from memory_core import checkpoints, clock, conversation, evolution, journal, sessions, views
 from memory_core.errors import UsageError
 from memory_core.workspace import relative_path
 
@@ -162,21 +162,6 @@ def _open_documents(ls: EngramServer, state: FolderState) -> dict[str, TextDocum
     return found
 
 
-def _full_range(document: TextDocument) -> types.Range:
-    lines = document.lines
-    if not lines:
-        return types.Range(
-            start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)
-        )
-    last = lines[-1]
-    if last.endswith("\n"):
-        end = types.Position(line=len(lines), character=0)
-    else:
-        # Positions count UTF-16 code units by default.
-        end = types.Position(line=len(lines) - 1, character=len(last.encode("utf-16-le")) // 2)
-    return types.Range(start=types.Position(line=0, character=0), end=end)
-
-
 def _unsaved_differences(
     ls: EngramServer, state: FolderState, plan: checkpoints.RollbackPlan
 ) -> list[tuple[str, str]]:
@@ -193,68 +178,30 @@ def _unsaved_differences(
     return found
 
 
-def _editor_edit(
-    ls: EngramServer,
-    state: FolderState,
-    plan: checkpoints.RollbackPlan,
-    buffers: dict[str, bytes],
-) -> tuple[types.WorkspaceEdit | None, list[str]]:
-    """One WorkspaceEdit for every open buffer the rollback changes; and the paths it covers.
+def _file_list(paths: list[str], limit: int = 12) -> str:
+    shown = ", ".join(paths[:limit])
+    return shown + (f" and {len(paths) - limit} more" if len(paths) > limit else "")
 
-    `buffers` holds checkpoint contents for open buffers whose only difference is unsaved text.
-    """
-    if not ls.client_supports("workspace", "apply_edit"):
-        return None, []
-    opened = _open_documents(ls, state)
-    use_document_changes = ls.client_supports("workspace", "workspace_edit", "document_changes")
-    operations = (
-        getattr(
-            getattr(getattr(ls.client_capabilities, "workspace", None), "workspace_edit", None),
-            "resource_operations",
-            None,
-        )
-        or []
-    )
-    can_delete = use_document_changes and types.ResourceOperationKind.Delete in operations
-    document_changes: list[Any] = []
-    changes: dict[str, list[types.TextEdit]] = {}
-    covered: list[str] = []
-    contents = {w.path: w.content for w in plan.writes if w.kind == "file"} | buffers
-    for rel, content in contents.items():
-        document = opened.get(rel)
-        if document is None:
-            continue
-        try:
-            text = content.decode("utf-8")
-        except UnicodeDecodeError:
-            continue  # not text an editor buffer can hold: written to disk instead
-        edit = types.TextEdit(range=_full_range(document), new_text=text)
-        if use_document_changes:
-            document_changes.append(
-                types.TextDocumentEdit(
-                    text_document=types.OptionalVersionedTextDocumentIdentifier(
-                        uri=document.uri, version=document.version
-                    ),
-                    edits=[edit],
-                )
-            )
-        else:
-            changes[document.uri] = [edit]
-        covered.append(rel)
-    if can_delete:
-        for rel in plan.removes:
-            document = opened.get(rel)
-            if document is not None:
-                document_changes.append(types.DeleteFile(uri=document.uri))
-                covered.append(rel)
-    if not covered:
-        return None, []
-    if use_document_changes:
-        return types.WorkspaceEdit(document_changes=document_changes), covered
-    return types.WorkspaceEdit(changes=changes), covered
+
+def confirmation_message(target: dict[str, Any], restore: list[str], remove: list[str]) -> str:
+    """The question asked before a rollback: every file it restores and every file it removes."""
+    parts = [f"Roll back to checkpoint {target['label']}?"]
+    if restore:
+        parts.append(f"Restore {len(restore)} file(s): {_file_list(restore)}.")
+    if remove:
+        parts.append(f"Remove {len(remove)} file(s) created after it: {_file_list(remove)}.")
+    parts.append("A checkpoint of the current state is made first, so this can be undone.")
+    return " ".join(parts)
 
 
 async def rollback(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    """Roll back: the server writes the disk; clients reload the open buffers it names.
+
+    One meaning in every client: afterwards every file on disk equals the checkpoint, and
+    `reload` lists the open documents (URIs) whose text the client should replace with the
+    disk's (VS Code and Neovim do it, keeping the editor's undo history; Emacs reverts through
+    auto-revert). `preview: true` only returns the plan (for a client's own confirmation).
+    """
     state = ls.state_for_command(args)
     ref = args.get("id")
     if not isinstance(ref, str) or not ref:
@@ -268,26 +215,43 @@ async def rollback(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
         hints=set(_extra(state).hints),
     )
     target = plan.checkpoint
-    unsaved = _unsaved_differences(ls, state, plan)
-    if not plan.writes and not plan.removes and not unsaved:
+    rewind = args.get("rewind") is True  # also the conversation, back to the checkpoint's turn
+    if rewind and target.get("turn_number") is None:
+        raise UsageError(
+            f"checkpoint {target['id']} was not taken during a session: no conversation to rewind"
+        )
+    unsaved = [rel for rel, _ in _unsaved_differences(ls, state, plan)]
+    restore = sorted({w.path for w in plan.writes} | set(unsaved))
+    if args.get("preview") is True:
         return {
+            "done": False,
+            "reason": "preview",
+            "label": target["label"],
+            "message": confirmation_message(target, restore, list(plan.removes)),
+            **plan.as_dict(),
+            "restore": restore,
+        }
+    opened = _open_documents(ls, state)
+    if not plan.writes and not plan.removes and not unsaved:
+        unchanged: dict[str, Any] = {
             "done": True,
             "checkpoint": target["id"],
             "restored": [],
             "removed": [],
+            "via_editor": [],
+            "reload": [],
             "unchanged": plan.unchanged,
         }
+        if rewind:
+            unchanged["rewound"] = await ls.run_blocking(
+                conversation.rewind, state.store, target["id"]
+            )
+        return unchanged
     if args.get("confirm") is not True:
-        removes = ", ".join(plan.removes[:8]) + (" …" if len(plan.removes) > 8 else "")
-        message = (
-            f"Roll back to checkpoint {target['label']} ({target['id']})? "
-            f"{len(plan.writes) + len(unsaved)} file(s) restored"
-            + (f"; removed (created after it): {removes}" if plan.removes else "")
-            + ". A checkpoint of the current state is made first."
-        )
+        message = confirmation_message(target, restore, list(plan.removes))
         if not await ask(ls, message, ROLL_BACK):
-            return {"done": False, "reason": "cancelled", **plan.as_dict()}
-    async with progress(ls, f"engram: rolling back to {target['id']}"):
+            return {"done": False, "reason": "cancelled", **plan.as_dict(), "restore": restore}
+    async with progress(ls, f"engram: rolling back to {target['label']}"):
         undo = await ls.run_blocking(
             checkpoints.prepare_undo,
             state.store,
@@ -295,33 +259,32 @@ async def rollback(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
             settings=state.settings,
             session_id=_active_session(state),
         )
-        buffers = {
-            rel: await ls.run_blocking(checkpoints.read_blob, state.store, digest, path=rel)
-            for rel, digest in unsaved
-        }
-        edit, covered = _editor_edit(ls, state, plan, buffers)
-        handled: list[str] = []
-        if edit is not None:
-            try:
-                applied = await ls.workspace_apply_edit_async(
-                    types.ApplyWorkspaceEditParams(
-                        edit=edit, label=f"engram: roll back to {target['id']}"
-                    )
-                )
-                if applied.applied:
-                    handled = covered
-            except Exception:
-                logger.exception("workspace/applyEdit failed; writing those files to disk")
         result = await ls.run_blocking(
-            checkpoints.apply_plan, state.store, plan, skip=handled, undo_checkpoint=undo["id"]
+            checkpoints.apply_plan, state.store, plan, undo_checkpoint=undo["id"]
         )
-        # Modes of files the editor changed still need setting on disk.
-        for write in plan.writes:
-            if write.path in handled and write.existed:
-                with contextlib.suppress(OSError):
-                    os.chmod(state.root / write.path, write.mode)
-    result["via_editor"] = sorted(set(result["via_editor"]) | (set(buffers) & set(handled)))
-    # Files the editor wrote may reach the disk after the watcher's next look: name them.
+    # The rollback's writes are the rollback's in the file evolution (recorded now, before the
+    # watcher or the editors' reloads report the same content, which then adds nothing).
+    written = [
+        evolution.Change(path=rel, actor="external", data={"rollback": target["id"]})
+        for rel in [*result["restored"], *result["removed"]]
+    ]
+    if written:
+        try:
+            await ls.run_blocking(evolution.record_batch, state.store, written, check_git=False)
+        except Exception:
+            logger.exception("recording the rollback's writes in the file evolution failed")
+    # Buffers whose only difference was unsaved text: the disk already holds the checkpoint's
+    # content; the client reloads them like the others.
+    result["restored"] = sorted(set(result["restored"]) | set(unsaved))
+    result["reload"] = [
+        opened[rel].uri
+        for rel in sorted(set(result["restored"]) | set(result["removed"]))
+        if rel in opened
+    ]
+    result["label"] = target["label"]
+    if rewind:
+        result["rewound"] = await ls.run_blocking(conversation.rewind, state.store, target["id"])
+    # Files the rollback wrote may reach the watcher after its next look: name them.
     _extra(state).hints.update([w.path for w in plan.writes] + list(plan.removes))
     session_id = _active_session(state)
     if session_id:
@@ -347,7 +310,8 @@ def register(server: EngramServer) -> None:
     @engram_command(server, "engram.checkpoint.list")
     def list_(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
         state = ls.state_for_command(args)
-        return {"checkpoints": checkpoints.list_checkpoints(state.store)}
+        found = checkpoints.list_checkpoints(state.store)
+        return {"checkpoints": found, "markdown": views.checkpoints(found)}
 
     @engram_command(server, "engram.checkpoint.diff")
     def diff(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
@@ -361,6 +325,27 @@ def register(server: EngramServer) -> None:
         )
 
     engram_command(server, "engram.checkpoint.rollback")(rollback)
+
+    @engram_command(server, "engram.checkpoint.file")
+    def file_content(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+        """One file's content in a checkpoint (for a diff view): `{id, path}`, the path
+        workspace-relative or a file URI. `exists: false` when the checkpoint lacks it."""
+        state = ls.state_for_command(args)
+        ref, path = args.get("id"), args.get("path")
+        if not isinstance(ref, str) or not ref or not isinstance(path, str) or not path:
+            raise UsageError("engram.checkpoint.file needs `id` and `path`")
+        rel = path
+        if "://" in path:
+            rel = relative_path(state.root, Path(to_fs_path(path) or path))
+        data = file_in_checkpoint(state.store, ref, rel)
+        if data is None:
+            return {"id": ref, "path": rel, "exists": False, "content": ""}
+        return {
+            "id": ref,
+            "path": rel,
+            "exists": True,
+            "content": data.decode("utf-8", errors="replace"),
+        }
 
     def changed(ls: EngramServer, state: FolderState, paths: list[str]) -> None:
         _extra(state).hints.update(paths)
@@ -416,6 +401,24 @@ def _maybe_burst(ls: EngramServer, state: FolderState, count: int) -> None:
             extra.burst_running = False
 
     spawn(capture())
+
+
+def file_in_checkpoint(store: Any, ref: str, rel: str) -> bytes | None:
+    """The content of `rel` in checkpoint `ref`, walking only the folders on its path."""
+    row = checkpoints._row(store, ref)
+    digest = row["root_tree"]
+    parts = rel.split("/")
+    for index, name in enumerate(parts):
+        tree = checkpoints._load_tree(store, digest, "/".join(parts[:index]))
+        entry = tree.entries.get(name)
+        if entry is None:
+            return None
+        if index == len(parts) - 1:
+            return checkpoints.read_blob(store, entry.hash, path=rel) if entry.kind == "f" else None
+        if entry.kind != "d":
+            return None
+        digest = entry.hash
+    return None
 
 
 def file_uri(state: FolderState, rel: str) -> str:

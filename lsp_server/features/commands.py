@@ -115,7 +115,9 @@ def engram_command(server: EngramServer, name: str) -> Callable[[CommandHandler]
     def decorator(handler: CommandHandler) -> CommandHandler:
         async def execute(ls: EngramServer, *arguments: Any) -> Any:
             payload = arguments[0] if arguments else {}
-            if payload is None:
+            # An empty list is how some clients encode an empty object (Neovim before
+            # vim.empty_dict(), Lua tables in general): every parameter is optional there.
+            if payload is None or payload == []:
                 payload = {}
             if not isinstance(payload, dict) or len(arguments) > 1:
                 raise JsonRpcInvalidParams(
@@ -147,9 +149,11 @@ def engram_command(server: EngramServer, name: str) -> Callable[[CommandHandler]
 
 
 def register(server: EngramServer) -> None:
+    from memory_core import views
     from memory_core.status import status_facts
 
     @engram_command(server, "engram.status")
     def status(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
         state = ls.state_for_command(args)
-        return status_facts(state.store, state.settings)
+        facts = status_facts(state.store, state.settings)
+        return {**facts, "markdown": views.status(facts)}

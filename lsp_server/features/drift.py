@@ -209,4 +209,5 @@ def register(server: EngramServer) -> None:
             if doc.conflict is not None and ls.state_for_uri(doc.uri) is state:
                 items.insert(0, doc.conflict)
         items.sort(key=lambda item: -drift.severity_rank(item.severity))
-        return {"drift": [item.as_dict() for item in items]}
+        found = [item.as_dict() for item in items]
+        return {"drift": found, "markdown": drift.markdown(found)}

@@ -619,7 +619,8 @@ class Evolution(DocumentListener):
         if facts is None:
             return []
         edits = facts["edits_today"]
-        title = f"{edits} edit{'s' if edits != 1 else ''} today · last by {facts['last_actor']} {facts['last_ago']}"
+        who = _LENS_ACTORS.get(str(facts["last_actor"]), str(facts["last_actor"]))
+        title = f"{edits} edit{'s' if edits != 1 else ''} today · last by {who} {facts['last_ago']}"
         return [
             types.CodeLens(
                 range=types.Range(
@@ -644,6 +645,10 @@ def show_view(server: EngramServer, state: FolderState, name: str, text: str) ->
     if uri and server.client_supports("window", "show_document", "support"):
         server.window_show_document(types.ShowDocumentParams(uri=uri, take_focus=True))
     return uri
+
+
+# The code lens names the last actor in words, as the timeline does.
+_LENS_ACTORS = {"editor": "you", "agent": "the agent", "external": "another program", "git": "git"}
 
 
 def history_markdown(rel: str, rows: list[dict[str, Any]]) -> str:

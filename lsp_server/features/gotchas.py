@@ -28,7 +28,7 @@ from pygls.workspace import TextDocument
 
 from lsp_server.features.commands import engram_command
 from lsp_server.server import DocumentListener, EngramServer, FolderState
-from memory_core import clock, gotchas
+from memory_core import clock, gotchas, views
 from memory_core.errors import UsageError
 from memory_core.gotchas import records, team
 from memory_core.gotchas.records import Gotcha
@@ -234,16 +234,10 @@ def _gotcha_for_hit(index: GotchaIndex, scan: DocScan, hit: Hit) -> Gotcha | Non
 
 
 def _message(gotcha: Gotcha, hit: Hit) -> str:
-    parts = [gotcha.title]
-    if gotcha.workaround:
-        parts.append(f"Workaround: {gotcha.workaround}")
-    if gotcha.status == "candidate":
-        parts.append(
-            f"Learned from {gotcha.occurrences} repeated errors; confirm it if it is real."
-        )
-    if hit.stale:
-        parts.append("The code changed since this was recorded.")
-    return "\n".join(parts)
+    """The short title (what the Problems panel and the squiggle's first line show); the
+    hover adds the rest (workaround, history, provenance) without repeating it."""
+    suffix = " (the code changed since it was recorded)" if hit.stale else ""
+    return f"{gotcha.title}{suffix}"
 
 
 def _team_file_diagnostics(state: FolderState) -> list[types.Diagnostic]:
@@ -322,11 +316,16 @@ def hover_markdown(gotcha: Gotcha, hit: Hit | None = None) -> str:
     status = {"candidate": "candidate (learned, not yet confirmed)", "confirmed": "confirmed"}.get(
         gotcha.status, gotcha.status
     )
+    # No title: the diagnostic's message, shown just above in every editor, is the title.
     lines = [
-        f"**Gotcha: {gotcha.title}**",
-        "",
-        f"`{gotcha.id}` · severity **{gotcha.severity}** · category **{gotcha.category}** · {status}",
+        f"engram gotcha `{gotcha.id}` · severity **{gotcha.severity}** · category "
+        f"**{gotcha.category}** · {status}",
     ]
+    if gotcha.status == "candidate":
+        lines += [
+            "",
+            f"Learned from {gotcha.occurrences} repeated errors: confirm it (quick fix) if it is real.",
+        ]
     if gotcha.description and gotcha.description != gotcha.title:
         lines += ["", gotcha.description]
     if gotcha.workaround:
@@ -405,7 +404,9 @@ def code_actions(
         choices: list[tuple[str, str, dict[str, Any]]] = []
         if gotcha.status == "candidate":
             choices.append((f"Confirm gotcha: {short}", "engram.gotcha.confirm", {}))
-        choices.append((f"Resolve gotcha: {short}", "engram.gotcha.resolve", {}))
+        choices.append(
+            (f"Resolve gotcha for the whole project: {short}", "engram.gotcha.resolve", {})
+        )
         choices.append(
             (f"Snooze gotcha for {SNOOZE_DAYS} days", "engram.gotcha.snooze", {"days": SNOOZE_DAYS})
         )
@@ -617,7 +618,15 @@ def register(server: EngramServer) -> None:
 
     @engram_command(server, "engram.gotcha.resolve")
     async def resolve(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        return await change(ls, args, gotchas.resolve)
+        result = await change(ls, args, gotchas.resolve)
+        if args.get("uri"):
+            # From a quick fix (which carries the document): say what happened, and where.
+            ls.show_message(
+                f"engram: gotcha “{result['gotcha']['title']}” resolved for the whole project; "
+                "it comes back if its error happens again.",
+                types.MessageType.Info,
+            )
+        return result
 
     @engram_command(server, "engram.gotcha.confirm")
     async def confirm(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
@@ -641,7 +650,8 @@ def register(server: EngramServer) -> None:
     def list_command(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
         state = ls.state_for_command(args)
         found = records.list_gotchas(state.store, include_resolved=bool(args.get("all")))
-        return {"gotchas": [g.to_dict() for g in found]}
+        listed = [g.to_dict() for g in found]
+        return {"gotchas": listed, "markdown": views.gotchas(listed)}
 
     @engram_command(server, "engram.gotcha.show")
     def show(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:

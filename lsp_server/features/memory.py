@@ -18,12 +18,19 @@ from pygls.uris import to_fs_path
 
 from lsp_server.features.commands import engram_command
 from lsp_server.server import EngramServer, FolderState
-from memory_core import memory, quota, search
+from memory_core import memory, quota, search, views
 from memory_core.errors import UsageError
 
 logger = logging.getLogger("engram.lsp")
 
 SYMBOL_LIMIT = 100
+
+
+def _impact_arg(args: dict[str, Any]) -> str | None:
+    impact = args.get("impact")
+    if impact is not None and not isinstance(impact, str):
+        raise UsageError("impact must be one of critical, high, medium, low")
+    return impact
 
 
 def query_options(args: dict[str, Any]) -> dict[str, Any]:
@@ -147,6 +154,7 @@ def register(server: EngramServer) -> None:
             tags=[str(t) for t in tags],
             pinned=bool(args.get("pinned", False)),
             explicit=bool(args.get("explicit", False)),
+            impact=_impact_arg(args),
             session_id=session_id,
             agent="editor",
             provenance={"recorded_by": "editor"},
@@ -158,6 +166,15 @@ def register(server: EngramServer) -> None:
             # Shown in a window message by `add` (on the event loop) and returned as well.
             entry = {**entry, "quota_warning": notice["message"]}
         return entry
+
+    @engram_command(server, "engram.memory.list")
+    def list_command(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+        """The newest memories (VS Code's Memory view); `limit` (default 100)."""
+        state = ls.state_for_command(args)
+        limit = args.get("limit", 100)
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            raise UsageError("limit must be a positive number")
+        return {"memories": memory.list_memories(state.store, limit=limit)}
 
     @engram_command(server, "engram.memory.search")
     def search_command(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
@@ -179,7 +196,7 @@ def register(server: EngramServer) -> None:
             kinds=kinds if isinstance(kinds, list) else None,
             **query_options(args),
         )
-        return {"query": query, "results": results}
+        return {"query": query, "results": results, "markdown": views.memories(query, results)}
 
     @server.feature(types.WORKSPACE_SYMBOL)
     async def workspace_symbol(

@@ -20,7 +20,7 @@ from pygls.uris import from_fs_path
 from lsp_server.features.checkpoints import ask, progress, spawn
 from lsp_server.features.commands import engram_command
 from lsp_server.server import EngramServer, FolderState
-from memory_core import sessions
+from memory_core import quota, sessions, views
 from memory_core.errors import NotFoundError, UsageError
 
 logger = logging.getLogger("engram.lsp")
@@ -72,7 +72,8 @@ def register(server: EngramServer) -> None:
     @engram_command(server, "engram.session.list")
     def list_(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
         state = ls.state_for_command(args)
-        return {"sessions": sessions.list_sessions(state.store)}
+        found = sessions.list_sessions(state.store)
+        return {"sessions": found, "markdown": views.sessions(found)}
 
     @engram_command(server, "engram.session.save")
     async def save(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
@@ -81,7 +82,7 @@ def register(server: EngramServer) -> None:
         ref = _text(args, "id")
         overwrite = args.get("overwrite") is True
         try:
-            return await ls.run_blocking(
+            saved = await ls.run_blocking(
                 sessions.save, state.store, ref, name=name, overwrite=overwrite
             )
         except sessions.NameTakenError as taken:
@@ -90,20 +91,38 @@ def register(server: EngramServer) -> None:
             )
             if not await ask(ls, question, OVERWRITE):
                 return {"done": False, "reason": "cancelled"}
-            return await ls.run_blocking(sessions.save, state.store, ref, name=name, overwrite=True)
+            saved = await ls.run_blocking(
+                sessions.save, state.store, ref, name=name, overwrite=True
+            )
+        # A saved copy counts against the session's quota: compaction and a warning at 80 / 95 %.
+        notice = await ls.run_blocking(quota.after_write, state.store, saved["id"], state.settings)
+        if notice is not None:
+            ls.show_message(notice["message"], types.MessageType.Warning)
+            saved = {**saved, "quota_warning": notice["message"]}
+        return saved
 
     @engram_command(server, "engram.session.restore")
     async def restore(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
         state = ls.state_for_command(args)
         ref = _text(args, "id")
         async with progress(ls, "engram: restoring the session"):
-            loaded = await ls.run_blocking(sessions.resume, state.store, ref)
+            from memory_core import conversation  # resume with the workspace changes since
+
+            loaded = await ls.run_blocking(
+                conversation.resume, state.store, ref, settings=state.settings
+            )
         opened = []
         for rel in loaded["files"][:REOPENED_DOCUMENTS]:
             path = state.root / rel
             if path.is_file() and await _show(ls, str(path), focus=False):
                 opened.append(rel)
-        return {**loaded, "opened": opened}
+        found_turns = loaded.get("turns")
+        turns: list[dict[str, Any]] = found_turns if isinstance(found_turns, list) else []
+        return {
+            **loaded,
+            "opened": opened,
+            "markdown": views.history(str(loaded.get("id") or ref), turns),
+        }
 
     @engram_command(server, "engram.session.delete")
     async def delete(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
@@ -127,7 +146,9 @@ def register(server: EngramServer) -> None:
         ref = await ls.run_blocking(_session_ref, state, args)
         path = await ls.run_blocking(sessions.write_export, state.store, ref)
         markdown = await ls.run_blocking(sessions.summary_markdown, state.store, ref)
-        shown = await _show(ls, str(path), focus=True)
+        # `show: false`: the client renders `markdown` itself (VS Code's preview, Neovim's
+        # scratch window) instead of opening the exported file as an editable buffer.
+        shown = await _show(ls, str(path), focus=True) if args.get("show", True) else False
         return {
             "id": sessions.get(state.store, ref)["id"],
             "markdown": markdown,
@@ -143,12 +164,14 @@ def register(server: EngramServer) -> None:
             raise UsageError("`last` must be a whole number of turns")
         ref = _session_ref(state, args)
         sid = sessions.get(state.store, ref)["id"]
-        return {"id": sid, "turns": sessions.history(state.store, sid, last=last)}
+        turns = sessions.history(state.store, sid, last=last)
+        return {"id": sid, "turns": turns, "markdown": views.history(sid, turns)}
 
     @engram_command(server, "engram.session.metrics")
     def metrics(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
         state = ls.state_for_command(args)
-        return sessions.metrics(state.store, _session_ref(state, args))
+        found = sessions.metrics(state.store, _session_ref(state, args))
+        return {**found, "markdown": views.metrics(found)}
 
     async def started(ls: EngramServer) -> None:
         for state in list(ls.folders.values()):

@@ -33,7 +33,8 @@ def test_overlapping_lines_by_two_actors_are_drift_and_others_are_not(store: Sto
     assert [(i.kind, i.lines) for i in items] == [("overlap", (12, 12))]
     who = [c["actor"] for c in items[0].details["changes"]]
     assert who == ["editor", "external"]
-    assert "editor" in items[0].summary and "external" in items[0].summary
+    # The actors in words, not as stored.
+    assert "you (in the editor)" in items[0].summary and "another program" in items[0].summary
 
 
 def test_the_same_actor_never_drifts_with_itself_but_two_agent_sessions_do(store: Store) -> None:

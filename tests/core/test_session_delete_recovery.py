@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_core import lifecycle, memory, sessions
+from memory_core import lifecycle, memory, privacy, sessions
 from memory_core.errors import NotFoundError
 from memory_core.store import Store
 from tests.conftest import run_cli
@@ -56,7 +56,7 @@ def test_a_deleted_session_comes_back_whole_with_undelete(store: Store) -> None:
     # The long-term memory the session produced is not part of the session.
     assert memory.get(store, learned["id"], record_access=False)["session_id"] == sid
 
-    restored = lifecycle.undelete(store, sid, now=T0 + 300)
+    restored = privacy.undelete(store, sid, now=T0 + 300)
     assert restored["state"] == "restored"
     assert _counts(store, sid) == before
     back = sessions.get(store, sid)

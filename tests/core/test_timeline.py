@@ -22,6 +22,10 @@ FIELDS = {
     "session_id",
     "summary",
     "details",
+    # For people: the actor in words, one readable sentence, how long ago.
+    "who",
+    "text",
+    "ago",
 }
 
 
@@ -160,3 +164,37 @@ def test_a_git_checkout_appears_as_one_git_event(store: Store, workspace: Path) 
     assert [(e["source"], e["event_type"]) for e in entries] == [("evolution", "git.checkout")]
     assert entries[0]["summary"] == "git checkout main -> feature"
     assert entries[0]["details"]["data"]["files_changed"] == 25
+
+
+def test_entries_read_as_sentences_with_actors_in_words_and_no_internal_ids(
+    store: Store, workspace: Path
+) -> None:
+    (workspace / "a.py").write_text("x\ny\n")
+    evolution.record_change(store, "a.py", actor="editor", before="", now=NOW - 120)
+    (workspace / "a.py").write_text("x\nz\n")
+    evolution.record_change(store, "a.py", actor="external", before="x\ny\n", now=NOW - 60)
+    found = timeline.entries(store, now=NOW)
+    texts = [e["text"] for e in found]
+    assert texts == [
+        "a.py changed by another program (line 2)",
+        "a.py created by you (in the editor) (lines 1–2)",
+    ]
+    assert [e["ago"] for e in found] == ["1 min ago", "2 min ago"]
+    markdown = timeline.markdown(found)
+    assert "evolution:" not in markdown and "a.py changed by another program" in markdown
+
+
+def test_a_rollbacks_own_writes_are_credited_to_it(store: Store, workspace: Path) -> None:
+    from memory_core import checkpoints
+
+    (workspace / "a.py").write_text("good\n")
+    made = checkpoints.create(store, "before the agent")
+    (workspace / "a.py").write_text("bad\n")
+    evolution.record_change(store, "a.py", actor="agent", before="good\n")
+    checkpoints.rollback(store, made["id"])
+    # The watcher reports the rollback's write a moment later, as another program's.
+    evolution.record_change(store, "a.py", actor="external", before="bad\n")
+    texts = [e["text"] for e in timeline.entries(store)]
+    assert "a.py changed by the rollback to “before the agent” (line 1)" in texts
+    assert any(t.startswith("Rolled back to checkpoint “before the agent”") for t in texts)
+    assert "a.py changed by the agent (line 1)" in texts

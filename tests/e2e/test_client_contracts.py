@@ -125,7 +125,16 @@ def test_contributed_settings_mirror_memory_core_settings() -> None:
         cwd=REPO,
     )
     assert completed.returncode == 0, completed.stderr
-    properties = MANIFEST["contributes"]["configuration"]["properties"]
+    groups = MANIFEST["contributes"]["configuration"]
+    properties = {k: v for group in groups for k, v in group["properties"].items()}
+    # Grouped under readable headings, and titled without underscores ("Window Hours").
+    assert {"Gotchas", "Checkpoints", "Sessions"} <= {group["title"] for group in groups}
+    assert not [key for key in properties if "_" in key]
+    assert "engram.gotchas.windowHours" in properties
+    assert (
+        "`[gotchas]` `window_hours = 24.0`"
+        in properties["engram.gotchas.windowHours"]["markdownDescription"]
+    )
     assert properties["engram.gotchas.threshold"]["default"] == 3
     assert properties["engram.log.level"]["enum"] == ["debug", "info", "warning", "error"]
     assert "engram.server.command" in properties

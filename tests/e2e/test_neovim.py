@@ -3,7 +3,8 @@
 The scenario (tests/e2e/nvim/scenario.lua) uses the engram Lua module exactly as a user's
 config would (`require("engram").setup{}`), against the real `engram lsp`: the gotcha
 diagnostic on the right line, its workaround in the hover, :EngramCheckpoint, an edit saved,
-:EngramRollback! restores the buffer, and every :Engram* user command exists. Each version
+:EngramRollback! restores the disk and the buffer (not left modified), then every other
+:Engram* command with what a person sees (message, question, picker, results window). Each version
 also runs the scenario against a deliberately broken server and must fail at the broken step.
 """
 
@@ -115,7 +116,41 @@ def test_gotcha_hover_checkpoint_rollback(
         "rollback",
         "add-gotcha",
         "track-error",
+        *EVERY_OTHER_COMMAND,
     ]
+    # What the person saw, command by command (the scenario asserts on each).
+    commands = result["commands"]
+    assert "e2e-before-edit" in commands["EngramCheckpoints"]
+    assert "app.py" in commands["EngramRollback (picker)"]["question"]
+    assert "index it by ZIP code" in commands["EngramHistory"]
+    assert "evolution:" not in commands["EngramTimeline"]
+    assert "by the rollback to" in commands["EngramTimeline"]
+
+
+# Run after the core steps, each with an assertion on the message, question, picker or
+# results window a person sees (tests/e2e/nvim/scenario.lua).
+EVERY_OTHER_COMMAND = [
+    "EngramCheckpoints",
+    "EngramRollback (picker)",
+    "EngramSaveSession",
+    "EngramSessions",
+    "EngramRestoreSession",
+    "EngramSummary",
+    "EngramHistory",
+    "EngramMetrics",
+    "EngramSnapshot",
+    "EngramRestoreSnapshot",
+    "EngramGotchas",
+    "EngramResolveGotcha",
+    "EngramRemember",
+    "EngramSearch",
+    "EngramTimeline",
+    "EngramDrift",
+    "EngramStatus",
+    "results-window-q",
+    "EngramDeleteSession",
+    "EngramRestart",
+]
 
 
 # The negative controls: the same scenario must fail, and at the step whose feature is broken.

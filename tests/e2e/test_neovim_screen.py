@@ -125,7 +125,8 @@ def test_screen_shows_the_gotcha_and_its_hover(
     row = next(line for line in with_diagnostic.splitlines() if GOTCHA_TITLE[:30] in line)
     assert "read_csv(path)" in row, f"the gotcha is not on the read_csv line:\n{with_diagnostic}"
     assert shown_hover, f"no hover with the workaround:\n{with_hover}"
-    assert "Gotcha" in with_hover
+    # The hover adds to the diagnostic (whose title is the virtual text on that line).
+    assert "engram gotcha" in with_hover
 
 
 def test_negative_control_no_diagnostics_no_virtual_text(

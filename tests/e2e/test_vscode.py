@@ -120,6 +120,9 @@ def code_server(workspace: Path, server: list[str], tmp: Path) -> Iterator[str]:
             "--disable-telemetry",
             "--disable-update-check",
             "--disable-workspace-trust",
+            # engram's entries in VS Code's Timeline panel use the Timeline API proposal.
+            "--enable-proposed-api",
+            "engram.engram",
             "--user-data-dir",
             str(user_data),
             "--extensions-dir",
@@ -204,7 +207,15 @@ def run_scenario(
     # The extension's output channel (the server's stderr and the client's notes) and the
     # store's log: what a person would open to find out why.
     channels = sorted((tmp / "user-data" / "logs").glob("*/exthost*/output_logging_*/*engram*.log"))
-    result["engram_output"] = channels[-1].read_text(errors="replace")[-20000:] if channels else ""
+    output = channels[-1].read_text(errors="replace") if channels else ""
+    result["engram_output"] = output[-20000:]
+    output = "\n".join(channel.read_text(errors="replace") for channel in channels)
+    # The extension's own lines (not the protocol trace): what it says about itself.
+    result["engram_notes"] = [
+        line
+        for line in output.splitlines()
+        if not line.startswith(("[Trace", "Params:", "Result:", " ", "{", "}", '"'))
+    ][-80:]
     store_log = workspace.root / ".engram" / "engram.log"
     result["engram_log"] = (
         store_log.read_text(errors="replace")[-3000:] if store_log.exists() else ""
@@ -257,3 +268,39 @@ def test_negative_control_fails_without_rollback(
     write_output("vscode-negative.json", result)
     assert code != 0, "the scenario passed against a server without rollback: it cannot catch that"
     assert result.get("failed") == "rollback", result
+
+
+RESTART = E2E_DIR / "vscode" / "restart.mjs"
+
+
+def test_restart_server_after_a_failed_start(
+    sample_workspace: SampleWorkspace, tmp_path: Path
+) -> None:
+    """A wrong server command: one error notification; fixed and "Restart Server": it runs."""
+    for path, what in ((CODE_SERVER, "code-server"), (CHROMIUM, "Chromium"), (VSIX, "the .vsix")):
+        require(path, what)
+    shots = OUTPUT / "vscode"
+    shots.mkdir(parents=True, exist_ok=True)
+    result_file = tmp_path / "result.json"
+    missing = [str(tmp_path / "no-such-engram"), "lsp"]
+    with code_server(sample_workspace.root, missing, tmp_path) as url:
+        env = clean_env(tmp_path)
+        env.update(
+            E2E_URL=url,
+            E2E_CLIENT_DIR=str(CLIENT_DIR),
+            E2E_CHROMIUM=str(CHROMIUM),
+            E2E_WORKSPACE=str(sample_workspace.root),
+            E2E_RESULT=str(result_file),
+            E2E_SHOTS=str(shots),
+            E2E_SESSION=SESSION_ID,
+            E2E_SERVER=json.dumps(real_server_command()),
+            E2E_MISSING=missing[0],
+        )
+        completed = run(["node", str(RESTART)], env=env, timeout=240, cwd=tmp_path)
+    result: dict[str, Any] = json.loads(result_file.read_text()) if result_file.exists() else {}
+    result["stderr"] = completed.stderr[-4000:]
+    write_output("vscode-restart.json", result)
+    assert completed.returncode == 0 and result.get("ok"), result
+    (toast,) = result["error_toasts"]
+    assert "did not start" in toast
+    assert SESSION_ID in result["status_bar"]

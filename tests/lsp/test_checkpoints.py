@@ -42,7 +42,7 @@ async def test_create_and_list_checkpoints(client: LanguageClient) -> None:
     assert listed["checkpoints"][0]["created_at"].endswith("Z")
 
 
-async def test_rollback_changes_open_buffers_through_apply_edit_and_the_rest_on_disk(
+async def test_rollback_writes_every_file_to_disk_and_names_the_open_buffers_to_reload(
     client: LanguageClient,
 ) -> None:
     folder = client.folder  # type: ignore[attr-defined]
@@ -59,8 +59,10 @@ async def test_rollback_changes_open_buffers_through_apply_edit_and_the_rest_on_
         client, "engram.checkpoint.rollback", {"id": made["id"], "confirm": True}
     )
     assert result["done"] is True
-    assert result["via_editor"] == ["open.py"]
-    assert _edits_for(client, uri) == ["value = 1\n"]
+    # One meaning in every client: the disk equals the checkpoint, open buffers are reloaded.
+    assert result["reload"] == [uri]
+    assert _edits_for(client, uri) == []
+    assert (folder / "open.py").read_text() == "value = 1\n"
     assert (folder / "closed.py").read_text() == "other = 1\n"
     assert not (folder / "created.py").exists()
     assert client.message_requests == []  # type: ignore[attr-defined]
@@ -82,7 +84,9 @@ async def test_rollback_asks_first_and_does_nothing_unless_confirmed(
     cancelled = await execute(client, "engram.checkpoint.rollback", {"id": made["id"]})
     assert cancelled["done"] is False and cancelled["reason"] == "cancelled"
     (request,) = client.message_requests  # type: ignore[attr-defined]
-    assert "junk.txt" in request.message
+    # The question names what it restores and what it removes.
+    assert "Restore 1 file(s): app.py." in request.message
+    assert "Remove 1 file(s) created after it: junk.txt." in request.message
     assert [a.title for a in request.actions] == ["Roll back", "Cancel"]
     assert (folder / "app.py").read_text() == "bad\n" and (folder / "junk.txt").exists()
 
@@ -139,6 +143,71 @@ async def test_rollback_also_reverts_unsaved_edits_in_open_buffers(client: Langu
     result = await execute(
         client, "engram.checkpoint.rollback", {"id": made["id"], "confirm": True}
     )
-    assert result["done"] is True and result["via_editor"] == ["typed.py"]
-    assert _edits_for(client, uri) == ["answer = 42\n"]
+    assert result["done"] is True and result["reload"] == [uri]
+    assert result["restored"] == ["typed.py"]
     assert (folder / "typed.py").read_text() == "answer = 42\n"
+
+
+async def test_rollback_preview_lists_the_files_and_changes_nothing(
+    client: LanguageClient,
+) -> None:
+    folder = client.folder  # type: ignore[attr-defined]
+    (folder / "app.py").write_text("good\n")
+    made = await execute(client, "engram.checkpoint.create", {"name": "before the agent"})
+    (folder / "app.py").write_text("bad\n")
+    (folder / "junk.txt").write_text("created after\n")
+    preview = await execute(
+        client, "engram.checkpoint.rollback", {"id": made["id"], "preview": True}
+    )
+    assert preview["restore"] == ["app.py"] and preview["remove"] == ["junk.txt"]
+    assert preview["message"].startswith("Roll back to checkpoint before the agent?")
+    assert (folder / "app.py").read_text() == "bad\n" and (folder / "junk.txt").exists()
+    assert client.message_requests == []  # type: ignore[attr-defined]
+
+
+async def test_commands_whose_parameters_are_optional_accept_an_empty_list(
+    client: LanguageClient,
+) -> None:
+    """Neovim encodes an empty Lua table as `[]`: `engram.checkpoint.list [[]]` must work."""
+    listed = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="engram.checkpoint.list", arguments=[[]])
+    )
+    assert listed["checkpoints"] == []
+    bare = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="engram.checkpoint.list")
+    )
+    assert bare["checkpoints"] == []
+    with pytest.raises(JsonRpcException, match="one JSON object"):
+        await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="engram.checkpoint.list", arguments=[[1]])
+        )
+
+
+async def test_a_files_content_in_a_checkpoint_for_a_diff_view(client: LanguageClient) -> None:
+    folder = client.folder  # type: ignore[attr-defined]
+    (folder / "pkg").mkdir()
+    (folder / "pkg" / "mod.py").write_text("before = 1\n")
+    made = await execute(client, "engram.checkpoint.create", {"name": "base"})
+    (folder / "pkg" / "mod.py").write_text("after = 2\n")
+    got = await execute(client, "engram.checkpoint.file", {"id": "base", "path": "pkg/mod.py"})
+    assert got == {"id": "base", "path": "pkg/mod.py", "exists": True, "content": "before = 1\n"}
+    by_uri = await execute(
+        client,
+        "engram.checkpoint.file",
+        {"id": made["id"], "path": (folder / "pkg" / "mod.py").as_uri()},
+    )
+    assert by_uri["content"] == "before = 1\n"
+    missing = await execute(client, "engram.checkpoint.file", {"id": "base", "path": "nope.py"})
+    assert missing["exists"] is False
+
+
+async def test_memories_are_listed_newest_first_for_the_memory_view(
+    client: LanguageClient,
+) -> None:
+    await execute(client, "engram.memory.add", {"content": "ZIP codes are text"})
+    await execute(client, "engram.memory.add", {"content": "deploys run in UTC"})
+    listed = await execute(client, "engram.memory.list")
+    assert [m["content"] for m in listed["memories"]] == [
+        "deploys run in UTC",
+        "ZIP codes are text",
+    ]

@@ -72,7 +72,7 @@ async def test_overlapping_editor_and_disk_edits_are_a_drift_diagnostic(
     assert (
         diagnostic.severity == types.DiagnosticSeverity.Information
     )  # one line, seconds apart: medium
-    assert "editor" in diagnostic.message and "external" in diagnostic.message
+    assert "you (in the editor)" in diagnostic.message and "another program" in diagnostic.message
 
     hover = await client.text_document_hover_async(
         types.HoverParams(

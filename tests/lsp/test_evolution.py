@@ -198,7 +198,7 @@ async def test_the_code_lens_counts_todays_edits_and_opens_the_history(
         if lens.command and lens.command.command == "engram.evolution.history"
     ]
     assert len(ours) == 1 and ours[0].range.start.line == 0
-    assert ours[0].command.title == "1 edit today · last by editor just now"  # type: ignore[union-attr]
+    assert ours[0].command.title == "1 edit today · last by you just now"  # type: ignore[union-attr]
     result = await execute(client, ours[0].command.command, ours[0].command.arguments[0])  # type: ignore[union-attr,index]
     assert result["history"][0]["actor"] == "editor"
     shown = await wait_for(lambda: [d for d in client.shown_documents if d.uri.endswith(".md")])

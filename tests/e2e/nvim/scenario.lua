@@ -201,6 +201,10 @@ step("edit", function()
   end
 end)
 
+local function disk(path)
+  return table.concat(vim.fn.readfile(path), "\n")
+end
+
 step("rollback", function()
   vim.cmd("EngramRollback! " .. checkpoint_id)
   wait("the rollback command's result", function()
@@ -216,6 +220,13 @@ step("rollback", function()
   wait("the buffer to hold the checkpoint's content again", function()
     return lines(bufnr) == original
   end, 10000)
+  -- One meaning of rollback: the disk equals the checkpoint and the buffer is not modified.
+  if disk(env.E2E_FILE) ~= original then
+    error("the disk still holds the edit after the rollback: " .. disk(env.E2E_FILE))
+  end
+  if vim.bo[bufnr].modified then
+    error("the rolled-back buffer is marked modified")
+  end
 end)
 
 step("add-gotcha", function()
@@ -258,6 +269,250 @@ step("track-error", function()
   if tracked.occurrences ~= 1 then
     error("expected the first occurrence, got " .. vim.fn.json_encode(tracked))
   end
+end)
+
+-- Every other :Engram* command, as a person runs it: what they see is the message (vim.notify),
+-- the question (vim.fn.confirm), the picker (vim.ui.select) or the results window.
+local messages = {}
+local questions = {}
+local pickers = {}
+vim.notify = function(message, level)
+  table.insert(messages, { message = message, level = level })
+end
+vim.fn.confirm = function(question)
+  table.insert(questions, question)
+  return 1
+end
+vim.ui.select = function(items, opts, on_choice)
+  local shown = {}
+  for _, item in ipairs(items) do
+    table.insert(shown, opts.format_item and opts.format_item(item) or tostring(item))
+  end
+  table.insert(pickers, { prompt = opts.prompt, items = shown })
+  on_choice(items[1], 1)
+end
+
+local function run(command, server_command)
+  engram.last[server_command] = nil
+  local before = #messages
+  vim.cmd(command)
+  wait(server_command .. " after :" .. command, function()
+    return engram.last[server_command] ~= nil
+  end)
+  local got = engram.last[server_command]
+  if got.error then
+    error(":" .. command .. " failed: " .. got.error)
+  end
+  for index = before + 1, #messages do
+    if messages[index].level == vim.log.levels.ERROR then
+      error(":" .. command .. " showed an error: " .. messages[index].message)
+    end
+  end
+  return got
+end
+
+local function last_message()
+  wait("a message", function()
+    return #messages > 0
+  end, 2000)
+  return messages[#messages].message
+end
+
+local function expect_message(pattern)
+  local message = last_message()
+  if not message:find(pattern) then
+    error("expected a message matching " .. vim.inspect(pattern) .. ", got " .. vim.inspect(message))
+  end
+  return message
+end
+
+local function results_text()
+  local results = vim.fn.bufnr("engram://results")
+  if results == -1 then
+    error("no results window was opened")
+  end
+  local windows = 0
+  for _, win in ipairs(vim.api.nvim_list_wins()) do
+    if vim.api.nvim_win_get_buf(win) == results then
+      windows = windows + 1
+    end
+  end
+  if windows ~= 1 then
+    error("expected the one results window, found " .. windows)
+  end
+  return lines(results)
+end
+
+local function expect_results(...)
+  local text = results_text()
+  for _, wanted in ipairs({ ... }) do
+    if not text:find(wanted, 1, true) then
+      error("the results window does not show " .. vim.inspect(wanted) .. ":\n" .. text)
+    end
+  end
+  if text:find("evolution:%d") or text:find("event:%d") then
+    error("the results window shows internal ids:\n" .. text)
+  end
+  return text
+end
+
+result.commands = {}
+local function command_step(name, fn)
+  step(name, function()
+    -- Back to the file, as a person would before the next command (not in the results window).
+    local win = vim.fn.bufwinid(bufnr)
+    if win == -1 then
+      local results = vim.fn.bufnr("engram://results")
+      for _, candidate in ipairs(vim.api.nvim_list_wins()) do
+        if vim.api.nvim_win_get_buf(candidate) ~= results then
+          win = candidate
+          break
+        end
+      end
+    end
+    if win ~= -1 then
+      vim.api.nvim_set_current_win(win)
+    end
+    vim.api.nvim_set_current_buf(bufnr)
+    local shown = fn()
+    result.commands[name] = shown
+    return shown
+  end)
+end
+
+command_step("EngramCheckpoints", function()
+  run("EngramCheckpoints", "engram.checkpoint.list")
+  return expect_results("e2e-before-edit")
+end)
+
+command_step("EngramRollback (picker)", function()
+  -- Another edit saved, then the picker: it lists checkpoints, the question lists the file.
+  vim.api.nvim_buf_set_lines(bufnr, 0, 1, false, { "# edited again" })
+  vim.cmd("write")
+  questions = {}
+  pickers = {}
+  run("EngramRollback", "engram.checkpoint.rollback")
+  if #pickers ~= 1 or #pickers[1].items == 0 then
+    error("no checkpoint picker was shown")
+  end
+  local question = questions[#questions] or ""
+  if not question:find("app.py", 1, true) then
+    error("the rollback question does not name app.py: " .. vim.inspect(question))
+  end
+  expect_message("rolled back to")
+  wait("the buffer reloaded from disk", function()
+    return not vim.bo[bufnr].modified and lines(bufnr) == disk(env.E2E_FILE)
+  end, 5000)
+  return { picker = pickers[1].items, question = question, message = last_message() }
+end)
+
+command_step("EngramSaveSession", function()
+  run("EngramSaveSession e2e-saved", "engram.session.save")
+  return expect_message("session saved as")
+end)
+
+command_step("EngramSessions", function()
+  run("EngramSessions", "engram.session.list")
+  return expect_results("e2e")
+end)
+
+command_step("EngramRestoreSession", function()
+  run("EngramRestoreSession", "engram.session.restore")
+  return results_text()
+end)
+
+command_step("EngramSummary", function()
+  run("EngramSummary", "engram.session.summary")
+  return expect_results("#")
+end)
+
+command_step("EngramHistory", function()
+  run("EngramHistory", "engram.session.history")
+  return expect_results("index it by ZIP code")
+end)
+
+command_step("EngramMetrics", function()
+  run("EngramMetrics", "engram.session.metrics")
+  return expect_results("| Turns | 2 |")
+end)
+
+command_step("EngramSnapshot", function()
+  run("EngramSnapshot before lunch", "engram.snapshot.capture")
+  return expect_message("context snapshot .* captured")
+end)
+
+command_step("EngramRestoreSnapshot", function()
+  run("EngramRestoreSnapshot", "engram.snapshot.restore")
+  return expect_message("snapshot")
+end)
+
+command_step("EngramGotchas", function()
+  run("EngramGotchas", "engram.gotcha.list")
+  return expect_results("read_csv drops the leading zeros")
+end)
+
+command_step("EngramResolveGotcha", function()
+  pickers = {}
+  run("EngramResolveGotcha", "engram.gotcha.resolve")
+  if #pickers ~= 1 then
+    error("no gotcha picker was shown")
+  end
+  return expect_message("resolved")
+end)
+
+command_step("EngramRemember", function()
+  run("EngramRemember ZIP codes are text, never numbers", "engram.memory.add")
+  return expect_message("remembered")
+end)
+
+command_step("EngramSearch", function()
+  run("EngramSearch ZIP codes", "engram.memory.search")
+  return expect_results("ZIP codes are text")
+end)
+
+command_step("EngramTimeline", function()
+  run("EngramTimeline", "engram.timeline")
+  -- Actors and files in words; a rollback's own writes credited to it; no internal ids.
+  return expect_results("app.py changed by", "just now", "Rolled back to checkpoint", "by the rollback to")
+end)
+
+command_step("EngramDrift", function()
+  run("EngramDrift", "engram.drift")
+  return expect_results("# Drift")
+end)
+
+command_step("EngramStatus", function()
+  run("EngramStatus", "engram.status")
+  return expect_results(".engram")
+end)
+
+command_step("results-window-q", function()
+  local results = vim.fn.bufnr("engram://results")
+  vim.api.nvim_set_current_win(vim.fn.bufwinid(results))
+  vim.api.nvim_feedkeys("q", "x", false)
+  if vim.fn.bufwinid(results) ~= -1 then
+    error("q did not close the results window")
+  end
+  return "closed"
+end)
+
+command_step("EngramDeleteSession", function()
+  questions = {}
+  run("EngramDeleteSession e2e-saved", "engram.session.delete")
+  if #questions ~= 1 then
+    error("the delete was not confirmed first")
+  end
+  return expect_message("deleted")
+end)
+
+command_step("EngramRestart", function()
+  local before = engram.clients(bufnr)[1].id
+  vim.cmd("EngramRestart")
+  wait("a new client attached", function()
+    local now = engram.clients(bufnr)[1]
+    return now ~= nil and now.id ~= before
+  end, 10000)
+  return expect_message("server restarted")
 end)
 
 result.ok = true

@@ -73,6 +73,27 @@ async function runFromPalette(title) {
   await input.press("Enter");
 }
 
+/** The text of a rendered Markdown preview (a webview: frames inside frames) holding `needle`. */
+async function previewText(needle) {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    for (const frame of page.frames()) {
+      try {
+        const text = await frame.locator("body").innerText({ timeout: 500 });
+        if (text.includes(needle) && frame !== page.mainFrame()) {
+          return text;
+        }
+      } catch {
+        // a frame that went away or is not ready yet
+      }
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`no rendered preview shows ${JSON.stringify(needle)}`);
+    }
+    await page.waitForTimeout(250);
+  }
+}
+
 async function notification(pattern) {
   const toast = page.locator(".notifications-toasts .notification-toast", { hasText: pattern }).first();
   await toast.waitFor({ state: "visible", timeout });
@@ -95,7 +116,10 @@ await step("launch", async () => {
   });
   page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
   page.setDefaultTimeout(timeout);
-  await page.goto(`${env.E2E_URL}/?folder=${encodeURIComponent(env.E2E_WORKSPACE)}`);
+  // VS Code in the browser takes "enable proposed API" from the page's payload (the desktop
+  // app from --enable-proposed-api engram.engram): engram's Timeline entries use that API.
+  const payload = encodeURIComponent(JSON.stringify([["enableProposedApi", ""]]));
+  await page.goto(`${env.E2E_URL}/?folder=${encodeURIComponent(env.E2E_WORKSPACE)}&payload=${payload}`);
   await page.locator(".monaco-workbench").waitFor({ state: "visible", timeout: 60000 });
   return await browser.version();
 });
@@ -136,6 +160,7 @@ await step("open-file", async () => {
     }
   }
   result.original = await editorText();
+  result.original_disk = fs.readFileSync(env.E2E_FILE, "utf8");
 });
 
 await step("squiggle", async () => {
@@ -221,6 +246,9 @@ await step("rollback", async () => {
   const dialog = page.locator(".monaco-dialog-box");
   await dialog.waitFor({ state: "visible" });
   result.dialog = (await dialog.innerText()).trim();
+  if (!result.dialog.includes(env.E2E_FILE_NAME)) {
+    throw new Error(`the rollback question does not list ${env.E2E_FILE_NAME}: ${result.dialog}`);
+  }
   await dialog.locator(".monaco-button", { hasText: "Roll Back" }).first().click();
   await dialog.waitFor({ state: "hidden" });
   // The outcome as the extension reports it (success, or the server's error).
@@ -238,6 +266,15 @@ await step("rollback", async () => {
     await page.waitForTimeout(200);
   }
   result.on_disk = fs.readFileSync(env.E2E_FILE, "utf8");
+  if (result.on_disk !== result.original_disk) {
+    throw new Error(`the disk does not hold the checkpoint after the rollback: ${JSON.stringify(result.on_disk)}`);
+  }
+  // Not left with unsaved changes: the tab has no dirty mark.
+  const dirty = page.locator(".tabs-container .tab.dirty", { hasText: env.E2E_FILE_NAME });
+  await page.waitForTimeout(500);
+  if ((await dirty.count()) > 0) {
+    throw new Error("the rolled-back editor is marked as having unsaved changes");
+  }
   await page.screenshot({ path: path.join(env.E2E_SHOTS, "vscode-rollback.png") });
   return result.rollback_message;
 });
@@ -255,13 +292,17 @@ await step("status-bar-session", async () => {
 });
 
 await step("status-bar-click", async () => {
-  // A click shows the session summary: the server writes the export and opens it.
+  // A click shows the session summary, rendered in VS Code's Markdown preview (not the
+  // export file opened for editing).
   await page.locator("#workbench\\.parts\\.statusbar .statusbar-item", { hasText: env.E2E_SESSION }).first().click();
   const tab = page.locator(".tabs-container .tab", { hasText: env.E2E_SESSION }).first();
   await tab.waitFor({ state: "visible" });
   result.summary_tab = (await tab.innerText()).trim();
-  await page.locator(".editor-instance .monaco-editor .view-lines", { hasText: env.E2E_SESSION }).first().waitFor();
-  result.summary_text = await editorText();
+  result.summary_text = await previewText("Overview");
+  if ((await page.locator(".tabs-container .tab", { hasText: "exports" }).count()) > 0) {
+    throw new Error("a file from .engram/exports/ was opened");
+  }
+  await page.screenshot({ path: path.join(env.E2E_SHOTS, "vscode-summary.png") });
   return result.summary_tab;
 });
 
@@ -270,13 +311,9 @@ await step("store-status", async () => {
   // extension sends only what the user set there, so the file's value must win.
   await runFromPalette("engram: Show Store Status");
   await page.locator(".tabs-container .tab", { hasText: "Store Status" }).first().waitFor({ state: "visible" });
-  await page.locator(".editor-instance .monaco-editor .view-lines", { hasText: "engram status" }).first().click();
-  // The limits come last: scroll there (the editor renders only the visible lines).
-  await page.keyboard.press("Control+End");
-  const view = page.locator(".editor-instance .monaco-editor .view-lines", { hasText: "session_quota_bytes" }).first();
-  await view.waitFor();
-  result.store_status = await editorText();
-  if (!result.store_status.includes(`session_quota_bytes: ${env.E2E_QUOTA}`)) {
+  result.store_status = await previewText("Session quota");
+  const quota = Number(env.E2E_QUOTA).toLocaleString("en-US");
+  if (!result.store_status.includes(`Session quota: ${quota} bytes`)) {
     throw new Error(`the server does not use .engram/config.toml's sessions.quota_bytes: ${result.store_status}`);
   }
 });
@@ -348,6 +385,210 @@ await step("annotation-highlight", async () => {
   }
   await page.screenshot({ path: path.join(env.E2E_SHOTS, "vscode-annotation.png") });
   return spans.map((s) => `${s.text}=${s.cls}`).join(" ");
+});
+
+// Every palette command that shows a result: rendered Markdown, with words a person reads.
+const RENDERED = [
+  ["engram: List Checkpoints", "Checkpoints", "e2e-before-edit"],
+  ["engram: List Sessions", "Sessions", env.E2E_SESSION],
+  ["engram: List Gotchas", "Gotchas", "read_csv drops the leading zeros"],
+  ["engram: Show Session History", "Session History", "load the customers table"],
+  ["engram: Show Session Metrics", "Session Metrics", "Success rate"],
+  ["engram: Show Timeline", "Timeline", "by the rollback to"],
+  ["engram: Show Drift", "Drift", "Drift"],
+];
+result.rendered = {};
+for (const [title, tab, needle] of RENDERED) {
+  await step(title, async () => {
+    await runFromPalette(title);
+    await page.locator(".tabs-container .tab", { hasText: tab }).first().waitFor({ state: "visible" });
+    const text = await previewText(needle);
+    if (/evolution:\d|event:\d/.test(text)) {
+      throw new Error(`${title} shows internal ids: ${text}`);
+    }
+    result.rendered[title] = text;
+    if (title === "engram: Show Timeline") {
+      await page.screenshot({ path: path.join(env.E2E_SHOTS, "vscode-timeline-rendered.png") });
+    }
+    return text.slice(0, 300);
+  });
+}
+
+// The palette commands that ask for something: what a person types or picks, and what they see.
+const quickInput = () => page.locator(".quick-input-widget input");
+async function answer(prompt, text) {
+  await page.locator(".quick-input-widget", { hasText: prompt }).waitFor({ state: "visible" });
+  await quickInput().fill(text);
+  await quickInput().press("Enter");
+}
+async function pickRow(text) {
+  const row = page.locator(".quick-input-list .monaco-list-row", { hasText: text }).first();
+  await row.waitFor({ state: "visible" });
+  await row.click();
+}
+result.asked = {};
+
+await step("engram: Save Session", async () => {
+  await runFromPalette("engram: Save Session");
+  await answer("Session name", "vscode-saved");
+  return (result.asked.save = await notification(/session saved as vscode-saved/));
+});
+
+await step("engram: Capture Context Snapshot", async () => {
+  await runFromPalette("engram: Capture Context Snapshot");
+  await answer("Note for this snapshot", "before lunch");
+  return (result.asked.snapshot = await notification(/context snapshot captured/));
+});
+
+await step("engram: Restore Context Snapshot…", async () => {
+  await runFromPalette("engram: Restore Context Snapshot…");
+  await pickRow("before lunch");
+  return (result.asked.restore_snapshot = await notification(/snapshot .*restored/));
+});
+
+await step("engram: Track Error", async () => {
+  await runFromPalette("engram: Track Error");
+  await answer("Error message to track", "KeyError: 'zip'");
+  return (result.asked.track = await notification(/error tracked/));
+});
+
+await step("engram: Add Memory", async () => {
+  await runFromPalette("engram: Add Memory");
+  await answer("What should engram remember?", "ZIP codes are text, never numbers");
+  await pickRow("learning");
+  return (result.asked.memory = await notification(/remembered/));
+});
+
+await step("engram: Search Memory…", async () => {
+  await runFromPalette("engram: Search Memory…");
+  await answer("Search engram's memory", "ZIP codes");
+  await pickRow("ZIP codes are text");
+  return (result.asked.search = (await previewText("never numbers")).slice(0, 200));
+});
+
+await step("engram: Restore Session…", async () => {
+  await runFromPalette("engram: Restore Session…");
+  await pickRow("vscode-saved");
+  return (result.asked.restore_session = (await previewText("load the customers table")).slice(0, 200));
+});
+
+await step("engram: Resolve Gotcha…", async () => {
+  await runFromPalette("engram: Resolve Gotcha…");
+  await pickRow("set_index drops the zip column");
+  return (result.asked.resolve = await notification(/gotcha “set_index drops the zip column” resolved/));
+});
+
+await step("engram: Show Output", async () => {
+  await runFromPalette("engram: Show Output");
+  // The output panel, showing engram's channel (its last lines: the server's messages).
+  const panel = page.locator(".part.panel .monaco-editor .view-lines", { hasText: /Trace|engram|Result:|Params:/ }).first();
+  await panel.waitFor({ state: "visible" });
+  result.asked.output = (await panel.innerText()).slice(-300);
+  // Panel closed again with its own button, focus back in the editor.
+  await page.locator('.part.panel .action-label[aria-label^="Hide Panel"], .part.panel .action-label[aria-label^="Close Panel"]').first().click();
+  await page.locator(".tabs-container .tab", { hasText: env.E2E_FILE_NAME }).first().click();
+  return "the engram output channel";
+});
+
+await step("explorer-hides-store", async () => {
+  // .engram/ is hidden from the explorer by the extension's files.exclude default.
+  await runFromPalette("View: Show Explorer");
+  const rows = page.locator(".explorer-folders-view .monaco-list-row");
+  await page.locator(".explorer-folders-view .monaco-list-row", { hasText: env.E2E_FILE_NAME }).first().waitFor();
+  const names = (await rows.allInnerTexts()).map((t) => t.trim());
+  result.explorer = names;
+  if (names.includes(".engram")) {
+    throw new Error(`the explorer lists .engram: ${names.join(", ")}`);
+  }
+  return names.join(", ");
+});
+
+const pane = (title) => page.locator(".pane", { has: page.locator(".pane-header", { hasText: title }) }).first();
+
+await step("view-container", async () => {
+  const icon = page.locator('.part.activitybar .action-label[aria-label^="engram"]').first();
+  await icon.click();
+  for (const title of ["Sessions", "Checkpoints", "Gotchas", "Memory"]) {
+    await pane(title).waitFor({ state: "visible" });
+  }
+  await pane("Checkpoints").locator(".monaco-list-row", { hasText: "e2e-before-edit" }).first().waitFor();
+  // The agent's session, saved under a name by "engram: Save Session" above.
+  await pane("Sessions").locator(".monaco-list-row", { hasText: "vscode-saved" }).first().waitFor();
+  // Gotchas by file: app.py, with the gotcha under it.
+  await pane("Gotchas").locator(".monaco-list-row", { hasText: env.E2E_FILE_NAME }).first().waitFor();
+  await pane("Gotchas").locator(".monaco-list-row", { hasText: "read_csv drops the leading zeros" }).first().waitFor();
+  result.views = {};
+  for (const title of ["Sessions", "Checkpoints", "Gotchas"]) {
+    result.views[title] = (await pane(title).locator(".monaco-list-row").allInnerTexts()).map((t) => t.replace(/\s+/g, " ").trim());
+  }
+  await page.screenshot({ path: path.join(env.E2E_SHOTS, "vscode-view-container.png") });
+  return result.views;
+});
+
+await step("gotcha-go-to", async () => {
+  await pane("Gotchas").locator(".monaco-list-row", { hasText: "read_csv drops the leading zeros" }).first().click();
+  const expected = page.locator("#workbench\\.parts\\.statusbar .statusbar-item", { hasText: `Ln ${env.E2E_LINE}, Col ` }).first();
+  await expected.waitFor({ state: "visible" });
+  return (await expected.innerText()).trim();
+});
+
+await step("checkpoint-diff", async () => {
+  // The checkpoint made before the rollback holds the edit: expanded, it lists app.py as
+  // changed since; a click opens the diff (checkpoint ↔ now).
+  const row = pane("Checkpoints").locator(".monaco-list-row", { hasText: "pre-rollback" }).first();
+  await row.click();
+  const file = pane("Checkpoints").locator(".monaco-list-row", { hasText: "changed since" }).first();
+  await file.waitFor();
+  await file.click();
+  const diff = page.locator(".editor-instance .monaco-diff-editor").first();
+  await diff.waitFor({ state: "visible" });
+  const tab = page.locator(".tabs-container .tab.active").first();
+  result.checkpoint_diff_tab = (await tab.innerText()).trim();
+  await page.locator(".monaco-diff-editor .editor.original .view-lines", { hasText: "the agent rewrote" }).first().waitFor();
+  await page.screenshot({ path: path.join(env.E2E_SHOTS, "vscode-checkpoint-diff.png") });
+  return result.checkpoint_diff_tab;
+});
+
+await step("timeline-panel", async () => {
+  // VS Code's own Timeline (Explorer), for app.py: engram's entries beside the others.
+  await page.locator(".tabs-container .tab", { hasText: env.E2E_FILE_NAME }).first().click();
+  await runFromPalette("Explorer: Focus on Timeline View");
+  const timelinePane = pane("Timeline");
+  // Room for the Timeline: the folder tree and the outline folded away.
+  for (const other of ["shop", "Outline"]) {
+    const header = page.locator(".pane-header.expanded", { hasText: new RegExp(`^${other}$`, "i") }).first();
+    if ((await header.count()) > 0) {
+      await header.click();
+    }
+  }
+  await timelinePane.locator(".monaco-list-row", { hasText: "Checkpoint “e2e-before-edit”" }).first().waitFor();
+  await timelinePane.locator(".monaco-list-row", { hasText: "by the rollback to" }).first().waitFor();
+  result.timeline_panel = (await timelinePane.locator(".monaco-list-row").allInnerTexts()).map((t) => t.replace(/\s+/g, " ").trim());
+  if (result.timeline_panel.some((t) => /evolution:\d/.test(t))) {
+    throw new Error(`internal ids in the Timeline: ${result.timeline_panel}`);
+  }
+  await page.screenshot({ path: path.join(env.E2E_SHOTS, "vscode-timeline.png") });
+  return result.timeline_panel;
+});
+
+await step("timeline-diff", async () => {
+  // Your edit, between the checkpoints around it: a diff through engram: documents.
+  await pane("Timeline").locator(".monaco-list-row", { hasText: "by you" }).first().click();
+  await page.locator(".editor-instance .monaco-diff-editor").first().waitFor({ state: "visible" });
+  await page.locator(".monaco-diff-editor .editor.modified .view-lines", { hasText: "the agent rewrote" }).first().waitFor();
+  result.timeline_diff_tab = (await page.locator(".tabs-container .tab.active").first().innerText()).trim();
+  await page.screenshot({ path: path.join(env.E2E_SHOTS, "vscode-timeline-diff.png") });
+  return result.timeline_diff_tab;
+});
+
+// Last: it deletes the session saved above (the agent's, renamed).
+await step("engram: Delete Session…", async () => {
+  await runFromPalette("engram: Delete Session…");
+  await pickRow("vscode-saved");
+  const dialog = page.locator(".monaco-dialog-box");
+  await dialog.waitFor({ state: "visible" });
+  await dialog.locator(".monaco-button", { hasText: "Delete" }).first().click();
+  return (result.asked.delete = await notification(/session “vscode-saved” deleted/));
 });
 
 await finish(true);

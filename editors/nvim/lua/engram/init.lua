@@ -61,6 +61,9 @@ local function repo_root()
   return vim.fn.fnamemodify(source, ":p:h:h:h:h:h")
 end
 
+-- The server's command line: `engram lsp` with the engram on PATH, else the workspace's
+-- .venv/bin/engram, else `python3 -m lsp_server` when that module is importable; nil (and
+-- M.missing_reason set) when none of them exists.
 function M.default_cmd(root)
   local on_path = vim.fn.exepath("engram")
   if on_path ~= "" then
@@ -74,7 +77,18 @@ function M.default_cmd(root)
       end
     end
   end
-  return { is_executable("python3") and "python3" or "python", "-m", "lsp_server" }
+  local python = is_executable("python3") and "python3" or (is_executable("python") and "python" or nil)
+  if python then
+    vim.fn.system({ python, "-c", "import lsp_server" })
+    if vim.v.shell_error == 0 then
+      return { python, "-m", "lsp_server" }
+    end
+  end
+  M.missing_reason = "the `engram` command was not found (not on PATH, not in .venv/bin of "
+    .. tostring(root)
+    .. "): install it with `pipx install engram` (or `pip install engram`), or pass "
+    .. "require('engram').setup({ cmd = { '/path/to/engram', 'lsp' } })"
+  return nil
 end
 
 -- DESIGN section 2: the nearest ancestor holding .engram/, else the git top level, else the
@@ -99,7 +113,7 @@ function M.find_root(path)
   return dir
 end
 
-local function buffer_wanted(bufnr)
+function M.buffer_wanted(bufnr)
   if vim.bo[bufnr].buftype ~= "" then
     return false
   end
@@ -166,17 +180,34 @@ local function refresh_pulled_diagnostics(_, _, ctx)
   return vim.NIL
 end
 
-local function client_config(root)
+-- The server opens generated views (.engram/exports/...: all gotchas, a file's history, a
+-- diff) with window/showDocument; they are shown in the results window, not as files to edit.
+local show_document_default = vim.lsp.handlers["window/showDocument"]
+
+local function show_document(err, result, ctx, config)
+  local uri = result and result.uri or ""
+  local path = uri:match("^file://") and vim.uri_to_fname(uri) or nil
+  if path and path:find("/.engram/exports/", 1, true) and vim.fn.filereadable(path) == 1 then
+    M.show(vim.fn.fnamemodify(path, ":t"), vim.fn.readfile(path))
+    return { success = true }
+  end
+  if show_document_default then
+    return show_document_default(err, result, ctx, config)
+  end
+  return { success = false }
+end
+
+function M.client_config(root)
   local config = M.config
   local capabilities = config.capabilities
-  local handlers = nil
+  local handlers = { ["window/showDocument"] = show_document }
   if needs_refresh_handler() then
     capabilities = vim.tbl_deep_extend(
       "force",
       capabilities or {},
       { workspace = { diagnostics = { refreshSupport = true } } }
     )
-    handlers = { ["workspace/diagnostic/refresh"] = refresh_pulled_diagnostics }
+    handlers["workspace/diagnostic/refresh"] = refresh_pulled_diagnostics
   end
   return {
     handlers = handlers,
@@ -200,21 +231,37 @@ end
 -- 0.7 to 0.10: one client per root, attached to each buffer under it.
 local started = {}
 
+-- Said once per Neovim session, not once per buffer.
+local function report_missing()
+  if not M.reported_missing then
+    M.reported_missing = true
+    notify(M.missing_reason or "the engram command was not found", vim.log.levels.ERROR)
+  end
+end
+
 local function attach_legacy(bufnr)
-  if not buffer_wanted(bufnr) then
+  if not M.buffer_wanted(bufnr) then
     return
   end
   local root = M.find_root(vim.api.nvim_buf_get_name(bufnr))
   if vim.lsp.start then
     -- 0.8+: reuses a running client with the same name and root.
-    vim.lsp.start(client_config(root), { bufnr = bufnr })
+    local wanted = M.client_config(root)
+    if wanted.cmd == nil then
+      return report_missing()
+    end
+    vim.lsp.start(wanted, { bufnr = bufnr })
     return
   end
   local client_id = started[root]
   if client_id == nil or vim.lsp.get_client_by_id(client_id) == nil then
-    client_id = vim.lsp.start_client(client_config(root))
+    local wanted = M.client_config(root)
+    if wanted.cmd == nil then
+      return report_missing()
+    end
+    client_id = vim.lsp.start_client(wanted)
     if client_id == nil then
-      notify("could not start the language server (" .. table.concat(client_config(root).cmd, " ") .. ")", vim.log.levels.ERROR)
+      notify("could not start the language server (" .. table.concat(M.client_config(root).cmd, " ") .. ")", vim.log.levels.ERROR)
       return
     end
     started[root] = client_id
@@ -224,12 +271,16 @@ end
 
 local function enable_client()
   if use_config_api() then
-    local base = client_config(vim.fn.getcwd())
+    local base = M.client_config(vim.fn.getcwd())
+    if base.cmd == nil then
+      report_missing()
+      return
+    end
     vim.lsp.config(M.name, {
       cmd = base.cmd,
       filetypes = M.config.filetypes,
       root_dir = function(bufnr, on_dir)
-        if buffer_wanted(bufnr) then
+        if M.buffer_wanted(bufnr) then
           on_dir(M.find_root(vim.api.nvim_buf_get_name(bufnr)))
         end
       end,
@@ -262,11 +313,15 @@ end
 function M.execute(command, args, callback)
   local client = M.client()
   if client == nil then
-    notify("the language server is not running in this buffer (:LspInfo / :checkhealth vim.lsp)", vim.log.levels.ERROR)
+    notify(M.missing_reason or "the language server is not running in this buffer (:checkhealth engram)", vim.log.levels.ERROR)
     return
   end
   local bufnr = vim.api.nvim_get_current_buf()
-  local params = { command = command, arguments = { args or vim.empty_dict() } }
+  -- An empty Lua table is encoded as a JSON array; the server takes one JSON object.
+  if args == nil or (type(args) == "table" and next(args) == nil) then
+    args = vim.empty_dict()
+  end
+  local params = { command = command, arguments = { args } }
   local function handle(err, result)
     if err then
       M.last[command] = { error = err.message or tostring(err) }
@@ -341,40 +396,99 @@ local function choose(list_command, key, prompt, empty, callback, filter)
   end)
 end
 
--- Show Markdown (or a result's fields) in a scratch buffer in a split.
-function M.show(title, result)
+-- The text of a result: the server's Markdown when it sends some, else its fields laid out.
+function M.result_lines(title, result)
   local lines = {}
   local text = type(result) == "table" and (result.markdown or result.summary_markdown or result.text) or nil
-  if type(text) == "string" then
-    lines = vim.split(text, "\n", { plain = true })
-  else
-    table.insert(lines, "# " .. title)
-    table.insert(lines, "")
-    for key, value in pairs(result or {}) do
-      if type(value) == "table" and islist(value) then
-        table.insert(lines, string.format("## %s (%d)", key, #value))
-        for _, item in ipairs(value) do
-          if type(item) == "table" then
-            table.insert(lines, string.format("- %s **%s** `%s`", stamp(item), label(item), tostring(item.id)))
-          else
-            table.insert(lines, "- " .. tostring(item))
-          end
-        end
-        table.insert(lines, "")
-      else
-        table.insert(lines, string.format("- %s: %s", key, type(value) == "table" and vim.fn.json_encode(value) or tostring(value)))
+  if type(text) == "string" and text ~= "" then
+    return vim.split(text, "\n", { plain = true })
+  end
+  table.insert(lines, "# " .. title)
+  table.insert(lines, "")
+  local keys = vim.tbl_keys(result or {})
+  table.sort(keys)
+  for _, key in ipairs(keys) do
+    local value = result[key]
+    if type(value) == "table" and islist(value) then
+      table.insert(lines, string.format("## %s (%d)", key:gsub("_", " "), #value))
+      table.insert(lines, "")
+      if #value == 0 then
+        table.insert(lines, "None.")
       end
+      for _, item in ipairs(value) do
+        if type(item) == "table" then
+          local id = item.id ~= nil and ("  `" .. tostring(item.id) .. "`") or ""
+          table.insert(lines, string.format("- %s **%s**%s", stamp(item), label(item), id))
+        else
+          table.insert(lines, "- " .. tostring(item))
+        end
+      end
+      table.insert(lines, "")
+    elseif type(value) ~= "table" then
+      table.insert(lines, string.format("- %s: %s", key:gsub("_", " "), tostring(value)))
     end
   end
-  vim.cmd("botright new")
-  local bufnr = vim.api.nvim_get_current_buf()
+  return lines
+end
+
+local RESULTS_NAME = "engram://results"
+
+-- `q` in the results window: close it, or, when it is the last window, go back to the
+-- buffer shown before.
+function M.close_results()
+  if #vim.api.nvim_tabpage_list_wins(0) > 1 then
+    vim.cmd("close")
+  else
+    local alternate = vim.fn.bufnr("#")
+    if alternate ~= -1 and alternate ~= vim.api.nvim_get_current_buf() then
+      vim.api.nvim_set_current_buf(alternate)
+    else
+      vim.cmd("enew")
+    end
+  end
+end
+
+-- Show a result in engram's one scratch window: reused by every command (no pile of splits),
+-- read-only, Markdown, closed with `q`.
+function M.show(title, result)
+  local lines = type(result) == "table" and islist(result) and result or M.result_lines(title, result)
+  local bufnr = vim.fn.bufnr(RESULTS_NAME)
+  if bufnr == -1 or not vim.api.nvim_buf_is_valid(bufnr) then
+    bufnr = vim.api.nvim_create_buf(false, true)
+    vim.api.nvim_buf_set_name(bufnr, RESULTS_NAME)
+    vim.bo[bufnr].buftype = "nofile"
+    vim.bo[bufnr].bufhidden = "hide"
+    vim.bo[bufnr].swapfile = false
+    vim.api.nvim_buf_set_keymap(bufnr, "n", "q", "", {
+      noremap = true,
+      silent = true,
+      desc = "close engram's results",
+      callback = M.close_results,
+    })
+  end
+  vim.bo[bufnr].modifiable = true
   vim.api.nvim_buf_set_lines(bufnr, 0, -1, false, lines)
-  vim.bo[bufnr].buftype = "nofile"
-  vim.bo[bufnr].bufhidden = "wipe"
-  vim.bo[bufnr].swapfile = false
   vim.bo[bufnr].modifiable = false
+  vim.bo[bufnr].modified = false
   vim.bo[bufnr].filetype = "markdown"
-  pcall(vim.api.nvim_buf_set_name, bufnr, "engram://" .. title)
+  local winid = vim.fn.bufwinid(bufnr)
+  if winid == -1 then
+    -- A split at the bottom; on a screen too full for one, the current window.
+    if pcall(vim.cmd, "botright split") then
+      winid = vim.api.nvim_get_current_win()
+      vim.api.nvim_win_set_buf(winid, bufnr)
+      pcall(vim.api.nvim_win_set_height, winid, math.max(8, math.min(#lines + 1, math.floor(vim.o.lines / 2))))
+    else
+      winid = vim.api.nvim_get_current_win()
+      vim.api.nvim_win_set_buf(winid, bufnr)
+    end
+  else
+    vim.api.nvim_set_current_win(winid)
+  end
+  vim.wo[winid].wrap = true
+  vim.api.nvim_win_set_cursor(winid, { 1, 0 })
+  vim.b[bufnr].engram_title = title
+  return bufnr
 end
 
 local function confirm(question, action, bang)
@@ -397,21 +511,62 @@ local function relative_file()
   return full
 end
 
+-- After a rollback the disk holds the checkpoint (the server wrote it); reload the open
+-- buffers it names with :edit!, which keeps the text before the reload in the undo history
+-- ('undoreload'), so `u` brings back what was there.
+local function reload_buffers(uris)
+  for _, uri in ipairs(uris or {}) do
+    local bufnr = vim.uri_to_bufnr(uri)
+    if vim.api.nvim_buf_is_loaded(bufnr) then
+      local name = vim.api.nvim_buf_get_name(bufnr)
+      if vim.fn.filereadable(name) == 1 then
+        vim.api.nvim_buf_call(bufnr, function()
+          vim.cmd("silent! edit!")
+        end)
+      else
+        -- Created after the checkpoint, so removed: its buffer goes too.
+        pcall(vim.api.nvim_buf_delete, bufnr, { force = true })
+      end
+    end
+  end
+end
+
+local function plural(count, word)
+  return string.format("%d %s%s", count, word, count == 1 and "" or "s")
+end
+
 local function rollback(id, bang)
-  if not confirm("Roll back the workspace to checkpoint " .. id .. "? Files changed since then are overwritten.", "Roll back", bang) then
-    notify("rollback cancelled")
+  local function run()
+    M.execute("engram.checkpoint.rollback", { id = id, confirm = true }, function(result)
+      if result.done == false then
+        notify("rollback not done (" .. tostring(result.reason) .. ")", vim.log.levels.WARN)
+        return
+      end
+      reload_buffers(result.reload)
+      local restored = type(result.restored) == "table" and #result.restored or 0
+      local removed = type(result.removed) == "table" and #result.removed or 0
+      local undo = type(result.undo_checkpoint) == "string" and ("; undo: :EngramRollback " .. result.undo_checkpoint) or ""
+      local failed = type(result.failed) == "table" and #result.failed or 0
+      notify(
+        string.format("rolled back to %s: %s restored, %s removed%s", tostring(result.label or id), plural(restored, "file"), plural(removed, "file"), undo),
+        failed > 0 and vim.log.levels.WARN or vim.log.levels.INFO
+      )
+    end)
+  end
+  if bang or not M.config.confirm then
+    run()
     return
   end
-  M.execute("engram.checkpoint.rollback", { id = id, confirm = true }, function(result)
-    if result.done == false then
-      notify("rollback not done (" .. tostring(result.reason) .. ")", vim.log.levels.WARN)
+  -- Ask with the list of files it restores and removes (the server's plan, nothing written).
+  M.execute("engram.checkpoint.rollback", { id = id, preview = true }, function(plan)
+    if (plan.restore == nil or #plan.restore == 0) and (plan.remove == nil or #plan.remove == 0) then
+      notify("nothing to roll back: the files already match " .. tostring(plan.label or id))
+      return
+    end
+    if confirm(plan.message or ("Roll back to checkpoint " .. id .. "?"), "Roll back", false) then
+      run()
     else
-      local files = 0
-      for _, key in ipairs({ "restored", "via_editor", "removed" }) do
-        files = files + (type(result[key]) == "table" and #result[key] or 0)
-      end
-      local undo = type(result.undo_checkpoint) == "string" and ("; undo: :EngramRollback " .. result.undo_checkpoint) or ""
-      notify(string.format("rolled back to %s (%d files changed%s)", id, files, undo))
+      notify("rollback cancelled")
     end
   end)
 end
@@ -420,7 +575,7 @@ local function escape_regex(text)
   return (text:gsub("[%.%*%+%?%^%$%{%}%(%)%|%[%]\\]", "\\%0"))
 end
 
-local function define_commands()
+function M.define_commands()
   local command = vim.api.nvim_create_user_command
 
   command("EngramCheckpoint", function(opts)
@@ -493,11 +648,12 @@ local function define_commands()
   end, { nargs = "?", bang = true, desc = "engram: delete a session (! skips the question)" })
 
   command("EngramSummary", function(opts)
-    M.execute("engram.session.summary", opts.args ~= "" and { id = opts.args } or vim.empty_dict(), function(result)
-      -- The server opens the exported summary itself (window/showDocument) when it can.
-      if result.shown ~= true then
-        M.show("Session summary", result)
-      end
+    local args = { show = false }
+    if opts.args ~= "" then
+      args.id = opts.args
+    end
+    M.execute("engram.session.summary", args, function(result)
+      M.show("Session summary", result)
     end)
   end, { nargs = "?", desc = "engram: show the session summary" })
 
@@ -736,13 +892,21 @@ local function enable_codelens()
   })
 end
 
+-- The configuration in use: setup()'s, else the defaults (lsp/engram.lua without setup()).
+function M.ensure_config()
+  if M.config == nil then
+    M.config = vim.tbl_deep_extend("force", {}, defaults)
+  end
+  return M.config
+end
+
 function M.setup(opts)
   M.config = vim.tbl_deep_extend("force", {}, defaults, opts or {})
   if M.config.syntax then
     enable_syntax()
   end
   if M.config.commands then
-    define_commands()
+    M.define_commands()
   end
   if M.config.codelens then
     enable_codelens()

@@ -1,0 +1,196 @@
+"""Command results as Markdown for people: what every editor shows (VS Code renders it in its
+Markdown preview, Neovim in its results window, Emacs in a buffer), so that each front end
+shows the same words and none shows raw JSON or internal row ids.
+
+Each function takes the JSON result of the matching server command (`engram.checkpoint.list`,
+`engram.session.history`, ...) and returns Markdown. Times are given with how long ago.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from memory_core import clock
+
+
+def _ago(iso: Any) -> str:
+    if not isinstance(iso, str) or not iso:
+        return ""
+    try:
+        ts = clock.parse_iso(iso)
+    except ValueError:
+        return iso
+    return f"{iso[:16].replace('T', ' ')} ({clock.ago(ts)})"
+
+
+def _one_line(text: Any, limit: int = 200) -> str:
+    value = " ".join(str(text or "").split())
+    return value if len(value) <= limit else value[: limit - 1] + "…"
+
+
+def _doc(title: str, body: Iterable[str], empty: str) -> str:
+    lines = list(body)
+    return "\n".join([f"# {title}", "", *(lines or [empty]), ""])
+
+
+def checkpoints(items: Sequence[Mapping[str, Any]]) -> str:
+    reasons = {
+        "manual": "made by hand",
+        "pre-rollback": "made before a rollback, to undo it",
+        "burst": "automatic: many files changed at once",
+        "turns": "automatic: every few agent turns",
+    }
+    body = []
+    for item in items:
+        reason = reasons.get(str(item.get("reason")), str(item.get("reason") or ""))
+        description = f" — {item['description']}" if item.get("description") else ""
+        body.append(
+            f"- **{item.get('label') or item.get('id')}** `{item.get('id')}`: "
+            f"{_ago(item.get('created_at'))}, {item.get('files', '?')} file(s), {reason}{description}"
+        )
+    return _doc("Checkpoints", body, "No checkpoints yet.")
+
+
+def sessions(items: Sequence[Mapping[str, Any]]) -> str:
+    body = []
+    for item in items:
+        overview = (item.get("summary") or {}).get("overview") or item.get("rolling_summary")
+        body.append(
+            f"- **{item.get('label') or item.get('id')}** ({item.get('agent') or 'agent'}, "
+            f"{item.get('status')}): started {_ago(item.get('started_at'))}, "
+            f"{item.get('turns', 0)} turn(s)" + (f"\n  {_one_line(overview)}" if overview else "")
+        )
+    return _doc("Sessions", body, "No sessions recorded yet.")
+
+
+def history(session_id: str, turns: Sequence[Mapping[str, Any]]) -> str:
+    body = []
+    for turn in turns:
+        body += [f"## Turn {turn.get('seq')}, {_ago(turn.get('started_at'))}", ""]
+        if turn.get("user_message"):
+            body += [f"**You:** {_one_line(turn['user_message'], 600)}", ""]
+        if turn.get("assistant_response"):
+            body += [f"**Agent:** {_one_line(turn['assistant_response'], 600)}", ""]
+        calls = turn.get("tool_calls") or []
+        if calls:
+            names = [
+                str(c.get("tool") or c.get("name") or "tool") for c in calls if isinstance(c, dict)
+            ]
+            body += [f"Tools: {', '.join(names)}", ""]
+    return _doc(f"History of session {session_id}", body, "No turns recorded yet.")
+
+
+def metrics(result: Mapping[str, Any]) -> str:
+    rate = result.get("success_rate")
+    rows = [
+        ("Duration", f"{round(float(result.get('duration_seconds') or 0) / 60, 1)} min"),
+        ("Turns", result.get("turns")),
+        (
+            "Tokens (in / out)",
+            f"{result.get('input_tokens', 0)} / {result.get('output_tokens', 0)}",
+        ),
+        ("Average tokens per turn", result.get("avg_tokens_per_turn")),
+        ("Files modified", result.get("files_modified")),
+        ("Commands (failed)", f"{result.get('commands', 0)} ({result.get('commands_failed', 0)})"),
+        (
+            "Tool calls ok / failed",
+            f"{result.get('tool_calls_succeeded', 0)} / {result.get('tool_calls_failed', 0)}",
+        ),
+        ("Success rate", "—" if rate is None else f"{round(float(rate) * 100)}%"),
+    ]
+    body = ["| metric | value |", "|---|---|", *(f"| {k} | {v} |" for k, v in rows)]
+    return _doc(f"Metrics of session {result.get('id')}", body, "")
+
+
+def gotchas(items: Sequence[Mapping[str, Any]]) -> str:
+    """Grouped by file (their anchors, else their related files), most severe first."""
+    order = {"critical": 0, "high": 1, "medium": 2, "low": 3}
+    by_file: dict[str, list[Mapping[str, Any]]] = {}
+    for item in items:
+        files = (
+            sorted(
+                {
+                    str(a["path"])
+                    for a in item.get("anchors") or []
+                    if isinstance(a, dict) and a.get("path")
+                }
+            )
+            or list(item.get("related_files") or [])
+            or ["Anywhere in the project"]
+        )
+        for name in files:
+            by_file.setdefault(name, []).append(item)
+    body = []
+    for name in sorted(by_file, key=lambda n: (n == "Anywhere in the project", n)):
+        body += [f"## {name}", ""]
+        for item in sorted(by_file[name], key=lambda g: order.get(str(g.get("severity")), 9)):
+            source = item.get("source") or {}
+            seen = source.get("occurrences") or 0
+            body.append(
+                f"- **{item.get('title')}** `{item.get('id')}` ({item.get('severity')}, "
+                f"{item.get('status')}{f', seen {seen} times' if seen else ''})"
+            )
+            if item.get("workaround"):
+                body.append(f"  - Workaround: {_one_line(item['workaround'], 400)}")
+        body.append("")
+    return _doc("Gotchas", body, "No gotchas yet.")
+
+
+def memories(query: str, items: Sequence[Mapping[str, Any]]) -> str:
+    body = [
+        f"- **{_one_line(item.get('content'), 400)}** ({item.get('type')}, {_ago(item.get('created_at'))})"
+        for item in items
+    ]
+    return _doc(f"Memory: {query}", body, f"Nothing remembered about “{query}”.")
+
+
+def status(result: Mapping[str, Any]) -> str:
+    counts = result.get("counts") or {}
+    size = int(result.get("size_bytes") or 0)
+    body = [
+        f"- Workspace: `{result.get('root')}`",
+        f"- Store: `{result.get('store')}` ({round(size / 1024)} KiB, schema "
+        f"{result.get('schema_version')})",
+        "",
+        "| holds | count |",
+        "|---|---|",
+    ]
+    for key, label in (
+        ("gotchas", "Gotchas"),
+        ("checkpoints", "Checkpoints"),
+        ("sessions", "Sessions"),
+        ("memories", "Memories"),
+        ("snapshots", "Context snapshots"),
+        ("file_changes", "Recorded file changes"),
+    ):
+        if key in counts:
+            body.append(f"| {label} | {counts[key]} |")
+    limits = result.get("limits") or {}
+    if limits:
+        body += ["", "## Limits", ""]
+        if limits.get("session_quota_bytes"):
+            body.append(
+                f"- Session quota: {int(limits['session_quota_bytes']):,} bytes per session"
+            )
+        if limits.get("checkpoint_store_cap_bytes"):
+            used = int(limits.get("checkpoints_bytes") or 0)
+            cap = int(limits["checkpoint_store_cap_bytes"])
+            body.append(f"- Checkpoint content: {used:,} of {cap:,} bytes")
+        for rule in limits.get("retention") or []:
+            if isinstance(rule, dict):
+                kept = []
+                if rule.get("max_rows"):
+                    kept.append(f"at most {rule['max_rows']:,} rows")
+                if rule.get("max_age_days"):
+                    kept.append(f"{rule['max_age_days']:g} days")
+                body.append(
+                    f"- {rule.get('table')}: {rule.get('rows', 0):,} kept ({', '.join(kept) or 'no limit'})"
+                )
+    problems = result.get("settings_problems") or []
+    if problems:
+        body += ["", "## Settings problems", ""]
+        body += [
+            f"- {_one_line(p if isinstance(p, str) else p.get('message', p))}" for p in problems
+        ]
+    return _doc("engram status", body, "")
