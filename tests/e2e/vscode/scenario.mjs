@@ -64,9 +64,22 @@ const editorText = async () =>
   (await page.locator(".editor-instance .monaco-editor .view-lines").first().innerText()).replace(/\u00a0/g, " ");
 
 async function runFromPalette(title) {
-  await page.keyboard.press("F1");
   const input = page.locator(".quick-input-widget input");
-  await input.waitFor({ state: "visible", timeout });
+  // F1 is swallowed when the focus is inside a webview (the Markdown preview): focus the
+  // workbench (an empty spot of the title bar) and try again.
+  for (let attempt = 1; ; attempt++) {
+    await page.keyboard.press("F1");
+    try {
+      await input.waitFor({ state: "visible", timeout: attempt === 3 ? timeout : 3000 });
+      break;
+    } catch (error) {
+      if (attempt === 3) {
+        throw error;
+      }
+      await page.keyboard.press("Escape");
+      await page.locator(".part.titlebar").click({ position: { x: 300, y: 12 } });
+    }
+  }
   await input.fill(">" + title);
   const row = page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first();
   await row.waitFor({ state: "visible", timeout });
