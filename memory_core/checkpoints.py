@@ -31,6 +31,7 @@ import hashlib
 import json
 import os
 import stat
+import threading
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -65,16 +66,25 @@ class CorruptCheckpointError(EngramError):
 # -- compression (zstandard is imported lazily: hooks import this module's neighbours) ---------
 
 
-def _compress(data: bytes) -> bytes:
-    import zstandard
+_ZSTD = threading.local()  # one compressor and decompressor per thread, made once
 
-    return bytes(zstandard.ZstdCompressor(level=3).compress(data))
+
+def _compress(data: bytes) -> bytes:
+    compressor = getattr(_ZSTD, "compressor", None)
+    if compressor is None:
+        import zstandard
+
+        compressor = _ZSTD.compressor = zstandard.ZstdCompressor(level=3)
+    return bytes(compressor.compress(data))
 
 
 def _decompress(data: bytes) -> bytes:
-    import zstandard
+    decompressor = getattr(_ZSTD, "decompressor", None)
+    if decompressor is None:
+        import zstandard
 
-    return bytes(zstandard.ZstdDecompressor().decompress(data, max_output_size=1 << 31))
+        decompressor = _ZSTD.decompressor = zstandard.ZstdDecompressor()
+    return bytes(decompressor.decompress(data, max_output_size=1 << 31))
 
 
 def _sha(data: bytes) -> str:
@@ -250,11 +260,12 @@ class _Writer:
     def __init__(self, store: Store) -> None:
         self.store = store
         self.blobs: dict[str, tuple[int, bytes]] = {}  # stored alone: (size, zstd)
-        self.packs: list[tuple[bytes, list[tuple[str, int, int]]]] = []  # zstd, members
+        self.packs: list[tuple[bytes, int, list[tuple[str, int, int]]]] = []  # zstd, raw, members
         self._pending: list[tuple[str, bytes]] = []
         self._pending_bytes = 0
         self._pending_seen: set[str] = set()
         self.trees: dict[str, bytes] = {}
+        self.decoded: dict[str, Tree] = {}  # the new listings as built (a rollback compares them)
         self.index: dict[str, tuple[int, int, int, int, str]] = {}
         self.added_bytes = 0
 
@@ -281,7 +292,7 @@ class _Writer:
         for digest, data in self._pending:
             members.append((digest, offset, len(data)))
             offset += len(data)
-        self.packs.append((_compress(b"".join(d for _, d in self._pending)), members))
+        self.packs.append((_compress(b"".join(d for _, d in self._pending)), offset, members))
         self._pending, self._pending_bytes = [], 0
 
     def tree(self, tree: Tree) -> str:
@@ -289,6 +300,7 @@ class _Writer:
         digest = _sha(data)
         if digest not in self.trees:
             self.trees[digest] = _compress(data)
+            self.decoded[digest] = Tree(dict(tree.entries))
         return digest
 
     def flush(self, db: Any) -> None:
@@ -301,9 +313,9 @@ class _Writer:
             )
             if cursor.rowcount:
                 self.added_bytes += len(packed)
-        for packed, members in self.packs:
+        for packed, raw_size, members in self.packs:
             pack_id = db.execute(
-                "INSERT INTO checkpoint_packs (data) VALUES (?)", (packed,)
+                "INSERT INTO checkpoint_packs (raw_size, data) VALUES (?, ?)", (raw_size, packed)
             ).lastrowid
             # Another process may have stored some of these meanwhile: theirs are kept, and
             # this pack's copies are simply never read.
@@ -337,12 +349,16 @@ def _has_blob(store: Store, digest: str) -> bool:
     return store.query_one("SELECT 1 FROM checkpoint_blobs WHERE hash = ?", (digest,)) is not None
 
 
-def _stat_cache(store: Store) -> dict[str, tuple[int, int, int, int, str]]:
-    """The stat cache: path -> (mtime_ns, size, inode, mode, content hash)."""
-    return {
-        row[0]: (row[1], row[2], row[3], row[4], bytes(row[5]).hex())
-        for row in store.query("SELECT path, mtime_ns, size, ino, mode, hash FROM checkpoint_index")
-    }
+def _stat_cache(store: Store, under: str = "") -> dict[str, tuple[int, int, int, int, str]]:
+    """The stat cache (of the folder `under`): path -> (mtime_ns, size, inode, mode, hash)."""
+    sql = "SELECT path, mtime_ns, size, ino, mode, hash FROM checkpoint_index"
+    # '0' follows '/' in byte order: the range holds exactly the paths below `under/`.
+    rows = (
+        store.query(sql + " WHERE path > ? AND path < ?", (under + "/", under + "0"))
+        if under
+        else store.query(sql)
+    )
+    return {row[0]: (row[1], row[2], row[3], row[4], bytes(row[5]).hex()) for row in rows}
 
 
 _STORED_KEY = "checkpoints.stored_bytes"
@@ -363,7 +379,21 @@ def stored_bytes(store: Store) -> int:
     return int(row[0]) if row is not None else 0
 
 
-def _load_tree(store: Store, digest: str, where: str = "", *, validate: bool = True) -> Tree:
+def _load_tree(
+    store: Store,
+    digest: str,
+    where: str = "",
+    *,
+    validate: bool = True,
+    cache: dict[str, Tree] | None = None,
+) -> Tree:
+    """A stored listing, verified against its digest. With `cache` (one operation's), a listing
+    read once is not read again; callers get their own copy to change."""
+    if cache is not None:
+        known = cache.get(digest)
+        if known is None:
+            known = cache[digest] = _load_tree(store, digest, where)
+        return Tree(dict(known.entries))
     row = store.query_one("SELECT data FROM checkpoint_trees WHERE hash = ?", (digest,))
     if row is None:
         raise CorruptCheckpointError(
@@ -555,6 +585,7 @@ def _incremental(
     base_skipped: list[str],
     changed_paths: set[str],
     now: float,
+    tree_cache: dict[str, Tree] | None = None,
 ) -> tuple[str, int, int, int, list[str]]:
     """A new root tree: the base with only `changed_paths` looked at again."""
     root = store.root
@@ -567,7 +598,7 @@ def _incremental(
         if rel_dir in trees:
             return trees[rel_dir]
         if not rel_dir:
-            trees[""] = _load_tree(store, base_tree, validate=False)
+            trees[""] = _load_tree(store, base_tree, validate=False, cache=tree_cache)
             return trees[""]
         parent, _, name = rel_dir.rpartition("/")
         parent_tree = tree_at(parent, create)
@@ -575,7 +606,9 @@ def _incremental(
             return None
         entry = parent_tree.entries.get(name)
         if entry is not None and entry.kind == "d":
-            trees[rel_dir] = _load_tree(store, entry.hash, rel_dir + "/", validate=False)
+            trees[rel_dir] = _load_tree(
+                store, entry.hash, rel_dir + "/", validate=False, cache=tree_cache
+            )
         elif create:
             trees[rel_dir] = Tree()
             parent_tree.entries[name] = Entry("d", 0, "", 0, 0)
@@ -627,6 +660,26 @@ def _incremental(
             found += files_under(child_rel) if child_entry.kind == "d" else [child_rel]
         return found
 
+    def replaced_ancestors(rel: str) -> list[str]:
+        """Folders on the way to `rel` that the base holds as a file or link: a source that
+        reports only files (watchman) names what is inside the new folder, not the file the
+        folder replaced."""
+        found, holder, prefix = [], tree_at("", create=False), ""
+        for part in rel.split("/")[:-1]:
+            entry = holder.entries.get(part) if holder is not None else None
+            prefix = f"{prefix}/{part}" if prefix else part
+            if entry is None:
+                break
+            if entry.kind != "d":
+                found.append(prefix)
+                break
+            holder = tree_at(prefix, create=False)
+        return found
+
+    changed_paths = set(changed_paths)
+    for rel in list(changed_paths):
+        if "/" in rel and all(_valid_name(part) for part in rel.split("/")):
+            changed_paths.update(replaced_ancestors(rel))
     skipped = set(base_skipped)
     changed = 0
     cache: dict[str, Any] = {}
@@ -655,6 +708,7 @@ def _incremental(
             # before its watch was in place): capture what is in it now, and drop what is gone.
             sub = scan(root, rules, cap, under=rel)
             skipped.update(sub.skipped)
+            cache.update(_stat_cache(store, under=rel))  # unchanged files are not read
             for sub_rel, item in sub.files.items():
                 digest = _hash_file(root, sub_rel, item, writer, cache, now)
                 if digest is not None:
@@ -731,6 +785,7 @@ def _capture(
     watcher: ChangeJournal | None = None,
     changed: Iterable[str] | None = None,
     hints: Iterable[str] | None = None,
+    tree_cache: dict[str, Tree] | None = None,
 ) -> Capture:
     """Work out a new checkpoint, trusting a change source only for an interval it covered."""
     root = store.root
@@ -764,9 +819,13 @@ def _capture(
     # later `since` that older clock answers a superset, which is still right).
     wanted_watchman = bool(settings["checkpoints.watchman"])
     if wanted_watchman and paths is None:
+        sock = before.get("watchman_socket")
+        journal.use_watchman_socket(sock if isinstance(sock, str) else None)
         answer = journal.watchman_since(root, before.get("watchman") if usable else None)
         if answer is not None:
             token["watchman"] = answer.clock
+            if journal.watchman_socket():
+                token["watchman_socket"] = journal.watchman_socket()
             if usable and answer.paths is not None:
                 paths, source = answer.paths, "watchman"
     if "watchman" not in token and isinstance(before.get("watchman"), str):
@@ -795,7 +854,14 @@ def _capture(
     if paths is not None and base is not None:
         mode = "incremental"
         root_hash, count, size, changed_count, skipped = _incremental(
-            store, settings, writer, base["root_tree"], json.loads(base["skipped"]), paths, ts
+            store,
+            settings,
+            writer,
+            base["root_tree"],
+            json.loads(base["skipped"]),
+            paths,
+            ts,
+            tree_cache,
         )
     else:
         mode, source = "scan", "scan"
@@ -842,7 +908,9 @@ def _commit(
                 json.dumps(capture.token),
             ),
         )
-        record_conversation(db, checkpoint_id, session_id)
+        from memory_core import session_turns  # the session and turn it was taken at
+
+        session_turns.record_checkpoint(db, checkpoint_id, session_id)
         events.append(
             store,
             events.Event(
@@ -867,41 +935,6 @@ def _commit(
     result = get(store, checkpoint_id)
     result.update({"mode": capture.mode, "source": capture.source, "removed_by_retention": removed})
     return result
-
-
-# The session's fields a checkpoint keeps, so a rollback can rewind the conversation too
-# (`memory_core.conversation`).
-STATE_FIELDS = (
-    "status",
-    "rolling_summary",
-    "overview",
-    "decisions",
-    "outcomes",
-    "open_items",
-    "tags",
-    "summary_source",
-    "search_footprint",
-    "active_workflow",
-    "workflow_state",
-    "active_story",
-    "active_subtask",
-)
-
-
-def record_conversation(db: Any, checkpoint_id: str, session_id: str | None) -> None:
-    """At checkpoint creation (inside its transaction): the session's turn and state now."""
-    if not session_id:
-        return
-    row = db.execute(
-        f"SELECT turn_count, {', '.join(STATE_FIELDS)} FROM sessions WHERE id = ?", (session_id,)
-    ).fetchone()
-    if row is None:
-        return
-    state = {key: row[index + 1] for index, key in enumerate(STATE_FIELDS)}
-    db.execute(
-        "UPDATE checkpoints SET turn_number = ?, session_state = ? WHERE id = ?",
-        (int(row[0]), json.dumps(state, ensure_ascii=False), checkpoint_id),
-    )
 
 
 def create(
@@ -1217,18 +1250,7 @@ def gc(store: Store) -> int:
             "WHERE pack IS NULL AND hash NOT IN (SELECT hash FROM gc_raw)"
         ).fetchone()
         freed += int(row[0])
-        # Packs that lose some members but keep others: rewritten below with the live ones only,
-        # or a store cap would delete checkpoint after checkpoint without freeing a byte.
-        thinned = [
-            int(r[0])
-            for r in db.execute(
-                "SELECT DISTINCT pack FROM checkpoint_objects "
-                "WHERE pack IS NOT NULL AND hash NOT IN (SELECT hash FROM gc_raw)"
-            )
-        ]
         db.execute("DELETE FROM checkpoint_objects WHERE hash NOT IN (SELECT hash FROM gc_raw)")
-        for pack_id in thinned:
-            freed += _repack(db, pack_id)
         # A pack goes when none of its blobs is referenced any more.
         row = db.execute(
             "SELECT COALESCE(SUM(LENGTH(data)), 0) FROM checkpoint_packs WHERE id NOT IN "
@@ -1239,6 +1261,7 @@ def gc(store: Store) -> int:
             "DELETE FROM checkpoint_packs WHERE id NOT IN "
             "(SELECT pack FROM checkpoint_objects WHERE pack IS NOT NULL)"
         )
+        freed += _repack_sparse(db)
         row = db.execute(
             "SELECT COALESCE(SUM(LENGTH(data)), 0) FROM checkpoint_trees WHERE hash NOT IN (SELECT hash FROM gc_live)"
         ).fetchone()
@@ -1256,34 +1279,44 @@ def gc(store: Store) -> int:
     return freed
 
 
-def _repack(db: Any, pack_id: int) -> int:
-    """Rewrite a pack with only the members still referenced; returns the bytes freed."""
-    row = db.execute("SELECT data FROM checkpoint_packs WHERE id = ?", (pack_id,)).fetchone()
-    members = db.execute(
-        "SELECT hash, size, offset FROM checkpoint_objects WHERE pack = ? ORDER BY offset",
-        (pack_id,),
+def _repack_sparse(db: Any) -> int:
+    """Rewrite packs less than half of whose bytes are still referenced; returns bytes freed.
+
+    Without it a pack keeps every dead neighbour of one live blob, and the store cap, finding
+    the space not freed, would remove checkpoint after checkpoint.
+    """
+    sparse = db.execute(
+        "SELECT p.id, p.raw_size, LENGTH(p.data), COALESCE(SUM(o.size), 0) FROM checkpoint_packs p "
+        "LEFT JOIN checkpoint_objects o ON o.pack = p.id GROUP BY p.id "
+        "HAVING COALESCE(SUM(o.size), 0) * 2 < p.raw_size"
     ).fetchall()
-    if row is None or not members:
-        return 0  # an empty pack is deleted with the others
-    old = _decompress(row[0])
-    kept: list[bytes] = []
-    moved: list[tuple[int, bytes]] = []
-    offset = 0
-    for member in members:
-        start, size = int(member["offset"]), int(member["size"])
-        kept.append(old[start : start + size])
-        moved.append((offset, member["hash"]))
-        offset += size
-    packed = _compress(b"".join(kept))
-    # A new pack id, never an old one rewritten: another process may hold the old pack in its
-    # cache (`_PACKS`), and pack ids are never reused.
-    new_id = db.execute("INSERT INTO checkpoint_packs (data) VALUES (?)", (packed,)).lastrowid
-    db.executemany(
-        "UPDATE checkpoint_objects SET pack = ?, offset = ? WHERE hash = ?",
-        [(new_id, o, h) for o, h in moved],
-    )
-    db.execute("DELETE FROM checkpoint_packs WHERE id = ?", (pack_id,))
-    return max(0, len(row[0]) - len(packed))
+    freed = 0
+    for pack_id, _, stored, _ in sparse:
+        data = _decompress(
+            db.execute("SELECT data FROM checkpoint_packs WHERE id = ?", (pack_id,)).fetchone()[0]
+        )
+        members = db.execute(
+            "SELECT hash, offset, size FROM checkpoint_objects WHERE pack = ? ORDER BY offset",
+            (pack_id,),
+        ).fetchall()
+        kept, moves, offset = [], [], 0
+        for digest, old_offset, size in members:
+            kept.append(data[old_offset : old_offset + size])
+            moves.append((offset, digest))
+            offset += size
+        if kept:
+            packed = _compress(b"".join(kept))
+            new_id = db.execute(
+                "INSERT INTO checkpoint_packs (raw_size, data) VALUES (?, ?)", (offset, packed)
+            ).lastrowid
+            db.executemany(
+                "UPDATE checkpoint_objects SET pack = ?, offset = ? WHERE hash = ?",
+                [(new_id, new_offset, digest) for new_offset, digest in moves],
+            )
+            freed -= len(packed)
+        db.execute("DELETE FROM checkpoint_packs WHERE id = ?", (pack_id,))
+        freed += int(stored)
+    return freed
 
 
 def space(store: Store) -> dict[str, int]:
@@ -1430,25 +1463,26 @@ class _TreeLookup:
         return entry if entry is not None and entry.kind != "d" else None
 
 
-def _tree_loader(store: Store, pending: dict[str, bytes]) -> Any:
-    """Load a tree from the store or from a capture's not yet written ones (verified)."""
+def _tree_loader(store: Store, pending: dict[str, Tree], cache: dict[str, Tree]) -> Any:
+    """Load a tree from a capture's not yet written ones or from the store (verified)."""
 
     def load(digest: str, where: str) -> Tree:
-        packed = pending.get(digest)
-        if packed is None:
-            return _load_tree(store, digest, where)
-        data = _decompress(packed)
-        return _decode_tree(data, where)
+        built = pending.get(digest)
+        return built if built is not None else _load_tree(store, digest, where, cache=cache)
 
     return load
 
 
 def _tree_changes(
-    store: Store, target_tree: str, current_tree: str, pending: dict[str, bytes]
+    store: Store,
+    target_tree: str,
+    current_tree: str,
+    pending: dict[str, Tree],
+    cache: dict[str, Tree],
 ) -> tuple[list[tuple[str, Entry]], list[str]]:
     """Files to write (path, target entry) and files to remove, to turn `current_tree` into
     `target_tree`: listings are compared by digest and only folders that differ are read."""
-    load = _tree_loader(store, pending)
+    load = _tree_loader(store, pending, cache)
     writes: list[tuple[str, Entry]] = []
     removes: list[str] = []
 
@@ -1512,9 +1546,10 @@ def plan_rollback(
     root = store.root
     if journal is not None and not journal.sync():
         journal = None  # it could not show it has seen every change made until now
-    capture = _capture(store, settings, clock.now(), watcher=journal, hints=hints)
+    trees: dict[str, Tree] = {}  # listings read once for the capture and the comparison
+    capture = _capture(store, settings, clock.now(), watcher=journal, hints=hints, tree_cache=trees)
     planned_writes, planned_removes = _tree_changes(
-        store, row["root_tree"], capture.root_tree, capture.writer.trees
+        store, row["root_tree"], capture.root_tree, capture.writer.decoded, trees
     )
     folders: dict[str, bool] = {}
     writes: list[FileWrite] = []

@@ -19,8 +19,11 @@ import json
 from typing import Any
 
 from memory_core import clock, events
-from memory_core.checkpoints import STATE_FIELDS
 from memory_core.errors import NotFoundError, UsageError
+
+# In their own module so that checkpoints (which record the turn) and this one (which reads
+# it back) do not import each other; re-exported here.
+from memory_core.session_turns import STATE_FIELDS, record_checkpoint  # noqa: F401
 from memory_core.store import Store
 
 # The agent ledger's tables and their time column: rows after the checkpoint are detached.
@@ -198,3 +201,30 @@ def changes_text(changes: dict[str, Any]) -> str:
     return f"workspace changes since the session{where}:\n" + "\n".join(
         f"  {line}" for line in lines
     )
+
+
+def resume(store: Store, ref: str | None = None, *, settings: Any = None) -> dict[str, Any]:
+    """Resume a session (sessions.resume) with the workspace changes since it (beans FR4).
+
+    The changes are measured first: resuming counts as activity.
+    """
+    from memory_core import sessions
+
+    if ref is None:
+        current = sessions.latest(store)
+        if current is None:
+            raise NotFoundError("there is no session to resume", hint="start one, or import one")
+        sid = str(current["id"])
+    else:
+        try:
+            sid = str(sessions.get(store, ref)["id"])
+        except NotFoundError:
+            # Only a saved copy is left (deleted, or saved elsewhere): resume restores it first.
+            loaded = sessions.resume(store, ref)
+            sid = str(loaded["session"]["id"])
+            loaded["workspace_changes"] = workspace_changes(store, sid, settings=settings)
+            return loaded
+    changes = workspace_changes(store, sid, settings=settings)
+    loaded = sessions.resume(store, sid)
+    loaded["workspace_changes"] = changes
+    return loaded

@@ -8,6 +8,9 @@ Checks (seed 003's validate and repair, and its size breakdown):
 - orphaned checkpoint content: blobs and trees no checkpoint references;
 - orphaned exports: `exports/sessions/*.md` of sessions that no longer exist, and temporary
   files an interrupted atomic write left behind;
+- annotation gotchas (`# gotcha: ...` comments) whose stored anchor no longer matches the
+  comment's line (older engram versions stored the comment's words, so drift called every one
+  changed); repair re-reads those files' comments;
 - size: the store's bytes by area (memory, sessions, agents, gotchas, checkpoints, ...), from
   SQLite's page statistics, plus the files next to the database.
 
@@ -70,11 +73,13 @@ def run(store: Store, *, repair: bool = False, now: float | None = None) -> dict
         report["orphaned_rows"] = {"rows": 0, "by_table": {}, "moved_to": None}
         report["checkpoint_content"] = {"orphaned": 0, "orphaned_bytes": 0, "freed_bytes": 0}
         report["files"] = {"orphaned_exports": [], "stale_temp_files": [], "removed": []}
+        report["annotations"] = {"stale": [], "resynced": []}
     else:
         report["indexes"] = _fts_indexes(store, repair, repaired)
         report["orphaned_rows"] = _orphaned_rows(store, repair, repaired, now)
         report["checkpoint_content"] = _checkpoint_orphans(store, repair, repaired)
         report["files"] = _stray_files(store, repair, repaired, now)
+        report["annotations"] = _annotation_anchors(store, repair, repaired)
     if repair:
         store.query("PRAGMA wal_checkpoint(TRUNCATE)")
     try:
@@ -110,6 +115,12 @@ def problems_of(report: dict[str, Any]) -> list[str]:
         out.append(
             f"{content['orphaned']} checkpoint blob(s)/tree(s) no checkpoint references,"
             f" {content['orphaned_bytes']:,} bytes (`--repair` deletes them)"
+        )
+    annotations = report["annotations"]
+    if annotations["stale"] and not annotations["resynced"]:
+        out.append(
+            f"{len(annotations['stale'])} file(s) whose gotcha comments are stored with an old"
+            " anchor, so drift reports them as changed (`--repair` re-reads them)"
         )
     files = report["files"]
     stray = [*files["orphaned_exports"], *files["stale_temp_files"]]
@@ -269,10 +280,30 @@ def _checkpoint_orphans(store: Store, repair: bool, repaired: list[str]) -> dict
             (stack.append(entry.hash) if entry.kind == "d" else live_blobs.add(entry.hash))
     orphaned = 0
     orphaned_bytes = 0
+    # Blobs stored before packing: hex keys, each with its own compressed data.
     for row in store.query("SELECT hash, stored_size FROM checkpoint_blobs"):
         if row["hash"] not in live_blobs and row["hash"] not in live_trees:
             orphaned += 1
             orphaned_bytes += int(row["stored_size"] or 0)
+    if "checkpoint_objects" in tables:
+        # Blobs stored since: raw 32-byte keys, large ones with their own data, small ones
+        # inside a pack (a pack whose every member is unreferenced is freed whole).
+        live_raw = {bytes.fromhex(h) for h in live_blobs}
+        live_packs: set[int] = set()
+        for row in store.query(
+            "SELECT hash, pack, CASE WHEN pack IS NULL THEN length(data) ELSE 0 END AS n"
+            " FROM checkpoint_objects"
+        ):
+            if bytes(row["hash"]) in live_raw:
+                if row["pack"] is not None:
+                    live_packs.add(int(row["pack"]))
+                continue
+            orphaned += 1
+            orphaned_bytes += int(row["n"] or 0)
+        if "checkpoint_packs" in tables:
+            for row in store.query("SELECT id, length(data) AS n FROM checkpoint_packs"):
+                if int(row["id"]) not in live_packs:
+                    orphaned_bytes += int(row["n"] or 0)
     for row in store.query("SELECT hash, length(data) AS n FROM checkpoint_trees"):
         if row["hash"] not in live_trees:
             orphaned += 1
@@ -318,6 +349,46 @@ def _stray_files(store: Store, repair: bool, repaired: list[str], now: float) ->
         if removed:
             repaired.append(f"removed {len(removed)} stray file(s) from .engram")
     return {"orphaned_exports": orphaned, "stale_temp_files": temps, "removed": removed}
+
+
+def _annotation_anchors(store: Store, repair: bool, repaired: list[str]) -> dict[str, Any]:
+    from memory_core.gotchas import records
+    from memory_core.gotchas.records import line_hash
+    from memory_core.gotchas.scan import annotation_gotcha, find_annotations
+
+    if "gotcha_anchors" not in store.tables():
+        return {"stale": [], "resynced": []}
+    rows = store.query(
+        "SELECT a.path, a.line, a.content_hash FROM gotcha_anchors a JOIN gotchas g"
+        " ON g.id = a.gotcha_id WHERE g.source_type = 'annotation'"
+    )
+    stale: set[str] = set()
+    texts: dict[str, list[str] | None] = {}
+    for row in rows:
+        path = str(row["path"])
+        if path not in texts:
+            try:
+                texts[path] = (store.root / path).read_text(encoding="utf-8").splitlines()
+            except (OSError, UnicodeDecodeError):
+                texts[path] = None
+        lines = texts[path]
+        if lines is None:
+            continue  # a file that is gone is drift's to report, not a stale anchor
+        line = int(row["line"])
+        current = lines[line] if line < len(lines) else None
+        if current is None or line_hash(current) != row["content_hash"]:
+            stale.add(path)
+    resynced: list[str] = []
+    if repair:
+        now = clock.now()
+        for path in sorted(stale):
+            lines = texts[path] or []
+            found = [annotation_gotcha(path, a, now) for a in find_annotations(path, lines)]
+            records.sync_annotations(store, path, found, now=now)
+            resynced.append(path)
+        if resynced:
+            repaired.append(f"re-read the gotcha comments of {len(resynced)} file(s)")
+    return {"stale": sorted(stale), "resynced": resynced}
 
 
 # -- size ----------------------------------------------------------------------------------------

@@ -79,6 +79,8 @@ SECRET_FILE_PATTERNS = (
 SECRET_FILE_EXCEPTIONS = ("!.env.example", "!.env.sample", "!.env.template", "!*.pub")
 
 WATCHMAN_TIMEOUT_SECONDS = 10.0
+# A batch this large may have overflowed the kernel's event queue (16,384 by default).
+LOSSY_BATCH = 4096
 # Slack between a journal's last event and a checkpoint's start: an event stamped just before a
 # checkpoint may describe a write the checkpoint's capture did not see yet.
 SLACK_SECONDS = 1.0
@@ -369,6 +371,13 @@ class Watcher:
                         continue
                     # engram's own writes (the store, its WAL) never leave this thread.
                     items = [(path, kind) for kind, path in raw if not path.startswith(own_prefix)]
+                    if len(raw) >= LOSSY_BATCH:
+                        # The kernel drops events when its queue overflows (a huge checkout)
+                        # and watchfiles does not say so: after such a flood, vouch for
+                        # nothing before now (the next checkpoint looks by other means).
+                        self.journal.stop()
+                        self.journal = ChangeJournal()
+                        self.journal.syncer = self.sync
                     if items:
                         self.journal.mark(
                             path[len(root_prefix) :].replace(os.sep, "/")
@@ -401,25 +410,83 @@ class WatchmanAnswer:
     paths: set[str] | None  # None: watchman cannot vouch for the interval (fresh instance)
 
 
-def _watchman(command: list[Any]) -> dict[str, Any] | None:
-    binary = shutil.which("watchman")
-    if binary is None:
+# The socket of the running watchman, once known (a checkpoint also stores it, so the next
+# process talks to watchman without starting its command-line client).
+_SOCKET: list[str | None] = [None]
+
+
+def watchman_socket() -> str | None:
+    return _SOCKET[0] or os.environ.get("WATCHMAN_SOCK") or None
+
+
+def use_watchman_socket(path: str | None) -> None:
+    if path and not _SOCKET[0]:
+        _SOCKET[0] = path
+
+
+def _watchman_socket_call(path: str, command: list[Any]) -> dict[str, Any] | None:
+    """One request over watchman's socket (its JSON protocol: one line each way)."""
+    import socket
+
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.settimeout(WATCHMAN_TIMEOUT_SECONDS)
+            conn.connect(path)
+            conn.sendall(json.dumps(command).encode("utf-8") + b"\n")
+            buffer = b""
+            while not buffer.endswith(b"\n"):
+                chunk = conn.recv(1 << 16)
+                if not chunk:
+                    break
+                buffer += chunk
+        answer = json.loads(buffer)
+    except (OSError, ValueError):
+        _SOCKET[0] = None
         return None
+    return answer if isinstance(answer, dict) else None
+
+
+def _watchman(command: list[Any]) -> dict[str, Any] | None:
+    sock = watchman_socket()
+    answer = _watchman_socket_call(sock, command) if sock else None
+    if answer is None:
+        binary = shutil.which("watchman")
+        if binary is None:
+            return None
+        try:
+            done = subprocess.run(
+                [binary, "-j", "--no-pretty"],
+                input=json.dumps(command),
+                capture_output=True,
+                text=True,
+                timeout=WATCHMAN_TIMEOUT_SECONDS,
+                check=False,
+            )
+            answer = json.loads(done.stdout) if done.stdout.strip() else None
+        except (OSError, subprocess.TimeoutExpired, ValueError):
+            return None
+        if isinstance(answer, dict) and not _SOCKET[0]:
+            named = _watchman_cli_sockname(binary)
+            if named:
+                _SOCKET[0] = named
+    if not isinstance(answer, dict) or "error" in answer:
+        return None
+    return answer
+
+
+def _watchman_cli_sockname(binary: str) -> str | None:
     try:
         done = subprocess.run(
-            [binary, "-j", "--no-pretty"],
-            input=json.dumps(command),
+            [binary, "--no-pretty", "get-sockname"],
             capture_output=True,
             text=True,
             timeout=WATCHMAN_TIMEOUT_SECONDS,
             check=False,
         )
-        answer = json.loads(done.stdout) if done.stdout.strip() else None
-    except (OSError, subprocess.TimeoutExpired, ValueError):
+        name = json.loads(done.stdout).get("sockname")
+    except (OSError, subprocess.TimeoutExpired, ValueError, AttributeError):
         return None
-    if not isinstance(answer, dict) or "error" in answer:
-        return None
-    return answer
+    return name if isinstance(name, str) and name else None
 
 
 def watchman_since(root: Path, since: str | None) -> WatchmanAnswer | None:
@@ -428,7 +495,13 @@ def watchman_since(root: Path, since: str | None) -> WatchmanAnswer | None:
     Starts watching `root` when watchman does not yet (that first answer vouches for nothing).
     None when watchman is not installed or fails.
     """
-    query: dict[str, Any] = {"fields": ["name"], "empty_on_fresh_instance": True}
+    # Files and links only: watchman reports the files inside a new folder itself, and a
+    # folder whose listing changed would otherwise be read whole.
+    query: dict[str, Any] = {
+        "fields": ["name"],
+        "empty_on_fresh_instance": True,
+        "expression": ["not", ["type", "d"]],
+    }
     if since is not None:
         # The usual case, one call: the workspace is itself a watched root.
         answer = _watchman(["query", str(root), {**query, "since": since}])

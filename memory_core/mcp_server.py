@@ -34,7 +34,9 @@ from memory_core.store import Store
 INSTRUCTIONS = (
     "engram is this project's durable memory. Call gotchas_for_task before a risky change, "
     "memory_search before re-deriving something, and session_update_summary before you stop "
-    "(overview, decisions, outcomes, open items) so the next session starts where this one ended."
+    "(overview, decisions, outcomes, open items) so the next session starts where this one ended. "
+    "To summarise earlier sessions (the projecthub protocol): projecthub_session_list with "
+    "hasSummary=false, projecthub_session_transcript, then projecthub_session_update_summary."
 )
 
 
@@ -345,9 +347,15 @@ def build(root: Path) -> Any:
 
     @tool()
     def memory_add(
-        content: str, type: str = "learning", tags: list[str] | None = None
+        content: str,
+        type: str = "learning",
+        tags: list[str] | None = None,
+        impact: str | None = None,
     ) -> dict[str, Any]:
-        """Remember something: type is project, preference, action, decision, finding or learning."""
+        """Remember something: type is project, preference, action, decision, finding or learning.
+
+        impact (critical, high, medium, low): a finding's severity or a decision's impact; an
+        open critical finding stays at priority 0.8 or more, an open high-impact decision at 0.9."""
         from memory_core import memory
 
         entry: dict[str, Any] = memory.add(
@@ -355,6 +363,7 @@ def build(root: Path) -> Any:
             content,
             type=type,
             tags=tags or (),
+            impact=impact,
             agent="mcp",
             explicit=True,
             provenance={"source": "mcp"},

@@ -11,8 +11,11 @@ through the same steps in this order, stopping as soon as the session is under i
 
 Never touched (seed 003's preservation rules): pinned entries, open decisions, open findings,
 explicit preferences, entries whose priority is above 0.7, entries created or used in the last
-48 hours, and turns of the last 7 days. Every path that writes to a session (the CLI, agent hooks, the editor, MCP) goes through
-`before_write` and `after_write`:
+48 hours, and turns of the last 7 days.
+
+The paths that add records to a session (`engram memory add`, agent hooks, the editor's
+`engram.memory.add`) go through `before_write` and `after_write`; a session save and a
+transcript ingest through `after_write` only:
 
 - `after_write`: at 80 % or more the session is compacted (gentle, or forced at 95 %) and a
   warning is returned for the path that wrote to show: a line on stderr (CLI), the hook's
@@ -258,15 +261,19 @@ def compact(
     settings: Settings,
     *,
     forced: bool = False,
+    every_step: bool = False,
     now: float | None = None,
 ) -> dict[str, Any]:
-    """Run the compaction steps in order until the session is under its target."""
+    """Run the compaction steps in order until the session is under its target.
+
+    `every_step` (a compaction asked for by hand): run every step whatever the use.
+    """
     from memory_core import events, lifecycle
     from memory_core.events import Event
 
     now = clock.now() if now is None else now
     quota = int(settings["sessions.quota_bytes"])
-    target = quota * (FORCED_TARGET if forced else GENTLE_AT)
+    target = 0.0 if every_step else quota * (FORCED_TARGET if forced else GENTLE_AT)
     before = session_usage(store, session_id)
     steps: list[dict[str, Any]] = []
 
@@ -298,7 +305,7 @@ def compact(
     after = session_usage(store, session_id)
     result = {
         "session_id": session_id,
-        "mode": "forced" if forced else "gentle",
+        "mode": "every step" if every_step else "forced" if forced else "gentle",
         "before_bytes": before,
         "after_bytes": after,
         "quota_bytes": quota,

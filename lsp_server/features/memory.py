@@ -26,6 +26,13 @@ logger = logging.getLogger("engram.lsp")
 SYMBOL_LIMIT = 100
 
 
+def _impact_arg(args: dict[str, Any]) -> str | None:
+    impact = args.get("impact")
+    if impact is not None and not isinstance(impact, str):
+        raise UsageError("impact must be one of critical, high, medium, low")
+    return impact
+
+
 def query_options(args: dict[str, Any]) -> dict[str, Any]:
     """Seed 003's query options from a command's arguments (snake_case or the seed's camelCase).
 
@@ -147,6 +154,7 @@ def register(server: EngramServer) -> None:
             tags=[str(t) for t in tags],
             pinned=bool(args.get("pinned", False)),
             explicit=bool(args.get("explicit", False)),
+            impact=_impact_arg(args),
             session_id=session_id,
             agent="editor",
             provenance={"recorded_by": "editor"},

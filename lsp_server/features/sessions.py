@@ -20,7 +20,7 @@ from pygls.uris import from_fs_path
 from lsp_server.features.checkpoints import ask, progress, spawn
 from lsp_server.features.commands import engram_command
 from lsp_server.server import EngramServer, FolderState
-from memory_core import sessions, views
+from memory_core import quota, sessions, views
 from memory_core.errors import NotFoundError, UsageError
 
 logger = logging.getLogger("engram.lsp")
@@ -82,7 +82,7 @@ def register(server: EngramServer) -> None:
         ref = _text(args, "id")
         overwrite = args.get("overwrite") is True
         try:
-            return await ls.run_blocking(
+            saved = await ls.run_blocking(
                 sessions.save, state.store, ref, name=name, overwrite=overwrite
             )
         except sessions.NameTakenError as taken:
@@ -91,14 +91,26 @@ def register(server: EngramServer) -> None:
             )
             if not await ask(ls, question, OVERWRITE):
                 return {"done": False, "reason": "cancelled"}
-            return await ls.run_blocking(sessions.save, state.store, ref, name=name, overwrite=True)
+            saved = await ls.run_blocking(
+                sessions.save, state.store, ref, name=name, overwrite=True
+            )
+        # A saved copy counts against the session's quota: compaction and a warning at 80 / 95 %.
+        notice = await ls.run_blocking(quota.after_write, state.store, saved["id"], state.settings)
+        if notice is not None:
+            ls.show_message(notice["message"], types.MessageType.Warning)
+            saved = {**saved, "quota_warning": notice["message"]}
+        return saved
 
     @engram_command(server, "engram.session.restore")
     async def restore(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
         state = ls.state_for_command(args)
         ref = _text(args, "id")
         async with progress(ls, "engram: restoring the session"):
-            loaded = await ls.run_blocking(sessions.resume, state.store, ref)
+            from memory_core import conversation  # resume with the workspace changes since
+
+            loaded = await ls.run_blocking(
+                conversation.resume, state.store, ref, settings=state.settings
+            )
         opened = []
         for rel in loaded["files"][:REOPENED_DOCUMENTS]:
             path = state.root / rel

@@ -1,6 +1,7 @@
 """Context snapshots and the timeline from the editor.
 
-`engram.snapshot.capture {note?, documents?}` records git's state plus the open documents with
+`engram.snapshot.capture {note?, documents?, story?, subtask?}` records git's state, the task in
+progress (by default the session's story and subtask) and the open documents with
 their cursor and selection: given by the client in `documents` ([{uri, selection}]), else what
 the server knows (the last code-action range the editor asked about, else the last edit).
 `engram.snapshot.restore {id}` reopens each document at its selection with `window/showDocument`
@@ -81,10 +82,20 @@ def register(server: EngramServer) -> None:
         note = args.get("note")
         if note is not None and not isinstance(note, str):
             raise UsageError("note must be text")
+        # The task in progress (AIOS storyId / subtask); default: the session's.
+        story, subtask = args.get("story"), args.get("subtask")
+        for name, value in (("story", story), ("subtask", subtask)):
+            if value is not None and not isinstance(value, str):
+                raise UsageError(f"{name} must be text")
         documents = open_documents(ls, state, args.get("documents"))
         evolution.observe_git(state.store)
         return snapshots.capture(
-            state.store, note=note, open_documents=documents, settings=state.settings
+            state.store,
+            note=note,
+            open_documents=documents,
+            story_id=story,
+            subtask=subtask,
+            settings=state.settings,
         )
 
     @engram_command(server, "engram.snapshot.list")

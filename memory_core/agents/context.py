@@ -150,7 +150,8 @@ def last_summary(store: Store, current: str | None) -> Section:
             section.items.append("Done: " + done)
         open_items = list(summary.get("open_items") or [])
         open_items += [
-            f"`{_one_line(item['command'], 120)}` still failing"
+            f"`{_one_line(item['command'], 120)}` failed the last time it ran"
+            + _failure_words(store, sid, str(item["command"]))
             for item in sessions.open_failures(store, sid)[-3:]
         ]
         section.items.extend(f"Open: {_one_line(str(item), 300)}" for item in open_items)
@@ -159,6 +160,27 @@ def last_summary(store: Store, current: str | None) -> Section:
         )
         break
     return section
+
+
+def _failure_words(store: Store, session_id: str, command: str) -> str:
+    """How the command's last run failed, in plain words: " (blocked by a hook)", ..."""
+    from memory_core.agents import failures, lessons
+
+    row = store.query_one(
+        "SELECT error FROM agent_tool_uses WHERE session_id = ? AND command = ? AND ok = 0 "
+        "ORDER BY ts DESC LIMIT 1",
+        (session_id, command),
+    )
+    if row is None or not row["error"]:
+        return ""
+    failure = failures.classify(is_error=True, text=str(row["error"]))
+    how = failures.describe(failure) if failure is not None else "error"
+    error = lessons.error_line(str(row["error"]))
+    return (
+        f" ({how}: {_one_line(error, 160)})"
+        if error and failure and failure.kind != "blocked"
+        else f" ({how})"
+    )
 
 
 def _last_words(text: str) -> str:
@@ -195,15 +217,23 @@ def now_section(store: Store, current: str | None) -> Section:
         "ORDER BY last_seen DESC LIMIT 1",
         (current or "",),
     )
+    request = None
     if row is not None and row["last_event"] in ("prompt", "tool_call", "tool_result", "interrupt"):
         request = store.query_one(
             "SELECT text FROM agent_prompts WHERE session_id = ? ORDER BY ts DESC LIMIT 1",
             (row["session_id"],),
         )
-        if request is not None and request["text"]:
-            section.items.append(
-                f"Task in progress (not finished): \u201c{_one_line(str(request['text']), 300)}\u201d"
-            )
+    elif row is not None and row["last_event"] is None:
+        # Hooks only: the turn a UserPromptSubmit opened and no Stop closed.
+        request = store.query_one(
+            "SELECT user_message AS text FROM agent_turns WHERE session_id = ? AND recorded = 0 "
+            "ORDER BY started_at DESC LIMIT 1",
+            (row["session_id"],),
+        )
+    if request is not None and request["text"]:
+        section.items.append(
+            f"Task in progress (not finished): \u201c{_one_line(str(request['text']), 300)}\u201d"
+        )
     return section
 
 
@@ -218,8 +248,19 @@ def corrections_and_rules(store: Store, sessions: list[str]) -> tuple[Section, S
     )
     seen_rules: set[str] = set()
     seen_corrections: set[str] = set()
-    for row in rows:
-        text = str(row["text"])
+    texts = [str(row["text"]) for row in rows]
+    # What the user taught outlives the per-prompt ledger (pruned by age): the long-term
+    # memories the ingest made of it (tag user-rule) are read too.
+    try:
+        from memory_core import memory
+
+        texts += [
+            str(entry["content"])
+            for entry in memory.list_memories(store, tag="user-rule", limit=200)
+        ]
+    except Exception:
+        pass
+    for text in texts:
         if is_correction(text):
             line = _one_line(text, 300)
             if line.lower() not in seen_corrections:
@@ -306,6 +347,7 @@ def remembered(store: Store, now: float, limit: int = 8) -> Section:
         entry
         for entry in entries
         if entry.get("type") in _REMEMBERED_TYPES
+        and "user-rule" not in (entry.get("tags") or [])  # shown as corrections and rules
         and entry.get("status") != "resolved"
         and (entry.get("pinned") or float(entry.get("priority") or 0) >= 0.3)
     ]

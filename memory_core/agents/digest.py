@@ -14,6 +14,7 @@ for corrections ("actually…", "no, …", "should be X not Y", "don't…") and 
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 from collections import Counter
@@ -22,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from memory_core import clock
-from memory_core.agents import lessons
 from memory_core.errors import EngramError, UsageError
 from memory_core.filenames import safe_filename
 from memory_core.redact import redact, redact_obj
@@ -115,6 +115,8 @@ def extract(store: Store, session_id: str) -> dict[str, Any]:
     )
     for row in failures:
         what = f"`{row['command']}`" if row["command"] else str(row["tool"])
+        from memory_core.agents import lessons  # the gotcha rules load only when needed
+
         first_line = lessons.error_line(row["error"])  # the error that matters, not "Exit code 2"
         patterns.append(
             {
@@ -174,14 +176,18 @@ def snapshot(store: Store, session_id: str) -> dict[str, Any]:
         "AND ok IS NOT NULL GROUP BY tool ORDER BY n DESC",
         (session_id,),
     )
+    # The session's own figures (agent_sessions, migration 0007): the same as `engram session
+    # metrics`, and unchanged when retention prunes the per-message records.
     usage = {
-        bool(row["sidechain"]): row
-        for row in store.query(
-            "SELECT sidechain, COALESCE(SUM(input_tokens), 0) AS i, COALESCE(SUM(output_tokens), 0) AS o, "
-            "COALESCE(SUM(cache_creation_tokens), 0) AS cc, COALESCE(SUM(cache_read_tokens), 0) AS cr "
-            "FROM agent_messages WHERE session_id = ? GROUP BY sidechain",
-            (session_id,),
-        )
+        sidechain: {
+            "i": session[f"{prefix}_input_tokens"],
+            "o": session[f"{prefix}_output_tokens"],
+            "cc": session[f"{prefix}_cache_creation_tokens"],
+            "cr": session[f"{prefix}_cache_read_tokens"],
+        }
+        if session
+        else None
+        for sidechain, prefix in ((False, "main"), (True, "sub"))
     }
     turns = store.query_one("SELECT COUNT(*) FROM agent_turns WHERE session_id = ?", (session_id,))
     return {
@@ -239,9 +245,7 @@ COMMAND_CHARS = 120
 
 def iso_millis(ts: float) -> str:
     """`2026-02-09T18:30:45.123Z`: the seed's timestamp, with milliseconds."""
-    from datetime import UTC, datetime
-
-    moment = datetime.fromtimestamp(ts, UTC)
+    moment = datetime.datetime.fromtimestamp(ts, datetime.UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
@@ -282,20 +286,32 @@ def render(frontmatter: dict[str, Any], sections: dict[str, Any]) -> str:
         lines.append(dumped.rstrip("\n"))
     lines += ["---", ""]
 
-    def bullets(items: list[str], prefix: str = "") -> list[str]:
-        return [f"- {prefix}{_quoted(item)}" for item in items] or ["- none"]
-
-    lines += ["## User Corrections", "", *bullets(sections["user_corrections"]), ""]
-    lines += ["## Patterns Observed", "", *bullets(sections["patterns_observed"], "Pattern: "), ""]
-    lines += ["## Axioms Learned", "", *bullets(sections["axioms_learned"], "Axiom: "), ""]
+    # Empty sections and lines are written as the AIOS digest writer writes them (a placeholder
+    # bullet, `none`, `unknown`), so tools of that ecosystem read engram's digests as their own.
+    for key, prefix in (
+        ("user_corrections", ""),
+        ("patterns_observed", "Pattern: "),
+        ("axioms_learned", "Axiom: "),
+    ):
+        items = [f"- {prefix}{_quoted(item)}" for item in sections[key]]
+        lines += [f"## {SECTION_TITLES[key]}", "", *(items or [f"- {EMPTY_SECTION[key]}"]), ""]
     snap = sections["context_snapshot"]
     lines += ["## Context Snapshot", ""]
     for key, title in SNAPSHOT_LINES.items():
         value = snap.get(key)
         if isinstance(value, list):
             value = ", ".join(value)
-        lines.append(f"**{title}:** {value or 'none'}")
+        lines.append(f"**{title}:** {value or ('unknown' if key == 'active_agent' else 'none')}")
     return "\n".join(lines) + "\n"
+
+
+# The AIOS writer's placeholders for an empty section; a reader takes any `(none ...)` as empty.
+EMPTY_SECTION = {
+    "user_corrections": "(none captured)",
+    "patterns_observed": "(none identified)",
+    "axioms_learned": "(none extracted)",
+}
+_PLACEHOLDER = re.compile(r"^\(?none\b[^)]*\)?$", re.IGNORECASE)
 
 
 FRONTMATTER_FIELDS = (
@@ -322,6 +338,12 @@ def write_digest(
     session = store.query_one("SELECT * FROM agent_sessions WHERE session_id = ?", (session_id,))
     started = float(session["started_at"]) if session else ts
     last = max(float(session["last_seen"]) if session else ts, started)
+    seconds = max(0.0, last - started)
+    if store.query_one("SELECT 1 FROM sessions WHERE id = ?", (session_id,)) is not None:
+        from memory_core import sessions
+
+        # The session's own duration (from the transcript's times), as `engram session metrics`.
+        seconds = float(sessions.metrics(store, session_id, now=ts)["duration_seconds"])
     # Redacted as data, before rendering: a redaction run over the text could break its syntax.
     facts = redact_obj(extract(store, session_id))
     snap = facts["context_snapshot"]
@@ -344,7 +366,8 @@ def write_digest(
         "schema_version": SCHEMA_VERSION,
         "session_id": session_id,
         "timestamp": iso_millis(ts),
-        "duration_minutes": round(max(0.0, last - started) / 60),
+        # Whole minutes as the seed has them, half a minute up (round() would round 2.5 to 2).
+        "duration_minutes": int(seconds / 60 + 0.5),
         "agent_context": redact(agent_context(agent, model, story)),
         "compact_trigger": trigger,
         # engram's richer facts: where and how, with counts and times the seed's lines cannot hold.
@@ -354,7 +377,7 @@ def write_digest(
             "cwd": session["cwd"] if session else None,
             "branch": snap["branch"],
             "compactions": int(session["compactions"]) if session else 0,
-            "duration_seconds": round(max(0.0, last - started), 3),
+            "duration_seconds": round(seconds, 3),
             "turns": snap["turns"],
             "tokens": snap["tokens"],
             "subagent_tokens": snap["subagent_tokens"],
@@ -439,16 +462,17 @@ def _parse_body(body: str) -> dict[str, Any]:
             if bold and bold.group(1).lower() in _SNAPSHOT_KEYS:
                 key = _SNAPSHOT_KEYS[bold.group(1).lower()]
                 value = bold.group(2).strip()
-                if value.lower() == "none":
+                if value.lower() in ("none", "unknown"):
                     value = ""
                 if key in ("files_modified", "commands_executed"):
                     sections[current][key] = [v.strip() for v in value.split(",") if v.strip()]
                 else:
                     sections[current][key] = value or None
         elif line.startswith(("- ", "* ")):
-            item = _unquote(_BULLET_PREFIX.sub("", line[2:].strip()))
-            if item and item.lower() != "none":
-                sections[current].append(item)
+            raw_item = _BULLET_PREFIX.sub("", line[2:].strip())
+            # `- (none captured)`, `- none`: how AIOS and people say a section is empty.
+            if raw_item and not _PLACEHOLDER.match(raw_item):
+                sections[current].append(_unquote(raw_item))
     for key in SNAPSHOT_LINES:
         sections["context_snapshot"].setdefault(
             key, [] if key in ("files_modified", "commands_executed") else None
@@ -502,6 +526,11 @@ def parse_digest(text: str, *, where: str = "digest") -> Digest:
             hint="upgrade engram to read digests written by a newer version",
         )
     frontmatter = {**frontmatter, "schema_version": version}
+    stamp = frontmatter.get("timestamp")
+    if isinstance(stamp, datetime.datetime):
+        # An unquoted ISO time is a YAML timestamp: give it back as the seed's string.
+        moment = stamp if stamp.tzinfo else stamp.replace(tzinfo=datetime.UTC)
+        frontmatter["timestamp"] = iso_millis(moment.timestamp())
     if _HEADING.search(body) is None and body.strip():
         try:
             old = yaml.load(body.strip().removesuffix("...").strip(), Loader=loader)

@@ -32,7 +32,10 @@ from memory_core.agents.record import ToolCall, ToolOutcome, clean
 from memory_core.errors import NotFoundError
 from memory_core.store import Store
 
-MAX_STDIN_BYTES = 32 * 1024 * 1024
+# Hook payloads are read whole (a cut JSON document cannot be parsed at all) and their long
+# strings cut before parsing (payload.cut_long_strings); this only bounds the memory a runaway
+# agent can make a hook use.
+MAX_STDIN_BYTES = 256 * 1024 * 1024
 # What one turn's closing message adds to the rolling summary at most.
 ROLLING_SUMMARY_TURN_CHARS = 600
 # store_meta key: the digest timer's interval as the settings said at the last session start.
@@ -241,6 +244,7 @@ class HookRun:
             self.touch()
             self.ingest()
         self.remember_digest_interval()
+        self.settle_earlier_sessions()
         budget = int(self.settings["agents.context_token_budget"])
         text = session_start_text(
             self.store, current_session=self.session_id, token_budget=budget, now=self.now
@@ -251,11 +255,30 @@ class HookRun:
         # AIOS's continuity line (previous agent, task, workflow) and seed 002's auto-reminder.
         for extra in (
             context_message(self.store, exclude=self.session_id, now=self.now),
-            reminder(self.store, current=self.session_id),
+            reminder(self.store, current=self.session_id, now=self.now),
         ):
             if extra:
                 text = f"{text}\n\n{extra}" if text.strip() else extra
         self.add_context("SessionStart", text)
+        from memory_core.agents import memory_files
+
+        # Facts the agent wrote into its own memory file since last time come into engram.
+        memory_files.on_hook(self.store, self.payload.agent, "SessionStart", now=self.now)
+
+    def settle_earlier_sessions(self) -> None:
+        """Earlier sessions that never reported their end and have been silent for 30 minutes
+        are over: ended (finished or stopped, from their transcript), no longer "active"."""
+        from memory_core.agents import transcripts
+
+        rows = self.store.query(
+            "SELECT session_id FROM agent_sessions WHERE ended_at IS NULL AND session_id != ? "
+            "AND last_seen < ? ORDER BY last_seen DESC LIMIT 20",
+            (self.session_id, self.now - transcripts.SETTLED_AFTER_SECONDS),
+        )
+        if rows:
+            transcripts.settle_sessions(
+                self.store, [str(row["session_id"]) for row in rows], now=self.now
+            )
 
     def user_prompt_submit(self) -> None:
         self.touch()
@@ -408,6 +431,10 @@ class HookRun:
                 self.store, self.session_id, status="closed", reason="completion", now=self.now
             )
         self.digest("session_end")
+        from memory_core.agents import memory_files
+
+        # Both ways: new facts in, engram's section of CLAUDE.md / GEMINI.md rewritten.
+        memory_files.on_hook(self.store, self.payload.agent, "SessionEnd", now=self.now)
         self.backup_transcript()
         limits.enforce(self.store, self.settings, now=self.now)
         quota.enforce(self.store, self.session_id, self.settings, now=self.now)

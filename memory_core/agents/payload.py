@@ -189,8 +189,152 @@ def _gemini_tool_error(response: Any) -> str | None:
     return None
 
 
+# The longest string engram keeps of a payload: head and tail of this many bytes each. Stored
+# text is cut much shorter (record.MAX_TEXT characters, head and tail), so nothing stored is
+# lost; everything after parsing (scrubbing, redaction, error extraction) then handles at most
+# this much per string instead of a 50 MB prompt.
+KEEP_BYTES = 32 * 1024
+# Only strings longer than this are cut (head + tail + the marker): below it, cutting saves
+# nothing worth the copy.
+CUT_ABOVE_BYTES = 4 * KEEP_BYTES
+_HIGH_SURROGATE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}")
+
+
+def _backslashes_before(raw: bytes, at: int, low: int) -> int:
+    run = 0
+    while at - run - 1 >= low and raw[at - run - 1] == 0x5C:
+        run += 1
+    return run
+
+
+def _safe_cut(raw: bytes, at: int, step: int, low: int, high: int) -> int:
+    """Move `at` (by `step`, +1 or -1) inside the string body `raw[low:high]` to a point where
+    it may be cut: not inside a UTF-8 character, not inside an escape (`\\"`, `\\u00e9`), not
+    between the two escaped halves of a surrogate pair (an emoji)."""
+    for _ in range(32):
+        if not low < at < high:
+            break
+        if raw[at] & 0xC0 == 0x80:  # a UTF-8 continuation byte
+            at += step
+            continue
+        if _backslashes_before(raw, at, low) % 2:
+            at += step
+            continue
+        start = raw.rfind(b"\\u", max(low, at - 5), at)
+        if start >= 0 and _backslashes_before(raw, start, low) % 2 == 0:
+            at += step
+            continue
+        if (
+            at - 6 >= low
+            and _HIGH_SURROGATE.fullmatch(raw, at - 6, at)
+            and _backslashes_before(raw, at - 6, low) % 2 == 0
+        ):
+            at += step
+            continue
+        return at
+    return max(low, min(at, high))
+
+
+# Windows in which string ends are looked for with `bytes.count` (C speed, no copy).
+_WINDOW = 1 << 20
+_EXACT = 4096
+
+
+def _no_delimiter(raw: bytes, low: int, high: int) -> bool:
+    """True when `raw[low:high]`, inside a string, surely holds no closing quote.
+
+    Every quote there is then preceded by exactly one backslash (an escaped quote): as many
+    `\\"` as `"`, and no `\\\\"` (an escaped backslash, then perhaps a real quote)."""
+    quotes = raw.count(b'"', low, high)
+    if quotes == 0:
+        return True
+    if raw.count(b'\\"', max(0, low - 1), high) != quotes:
+        return False
+    return raw.count(b'\\\\"', max(0, low - 2), high) == 0
+
+
+def _first_delimiter(raw: bytes, low: int, high: int, body_start: int) -> int:
+    """The first closing quote in `raw[low:high]` (a string opened at `body_start`), or -1."""
+    if high - low <= _EXACT:
+        at = raw.find(b'"', low, high)
+        while at >= 0:
+            if _backslashes_before(raw, at, body_start) % 2 == 0:
+                return at
+            at = raw.find(b'"', at + 1, high)
+        return -1
+    middle = (low + high) // 2
+    if not _no_delimiter(raw, low, middle):
+        found = _first_delimiter(raw, low, middle, body_start)
+        if found >= 0:
+            return found
+    if _no_delimiter(raw, middle, high):
+        return -1
+    return _first_delimiter(raw, middle, high, body_start)
+
+
+def _string_end(raw: bytes, body_start: int) -> int:
+    """Where the string whose body starts at `body_start` closes, or -1 (unterminated)."""
+    # Most strings are short: look in the first few kB the plain way first.
+    found = _first_delimiter(raw, body_start, min(len(raw), body_start + _EXACT), body_start)
+    if found >= 0:
+        return found
+    low = body_start + _EXACT
+    while low < len(raw):
+        high = min(len(raw), low + _WINDOW)
+        if not _no_delimiter(raw, low, high):
+            found = _first_delimiter(raw, low, high, body_start)
+            if found >= 0:
+                return found
+        low = high
+    return -1
+
+
+def cut_long_strings(raw: bytes) -> bytes:
+    """The payload with every JSON string longer than CUT_ABOVE_BYTES cut to head + tail.
+
+    Done on the bytes, before `json.loads`: parsing a 50 MB prompt alone costs half a second,
+    scrubbing and redacting it many more, and the agent waits for the hook. The result is
+    valid JSON whenever the input is.
+
+    Nothing walks the bytes in Python: the ends of strings are found by counting quotes and
+    escaped quotes in 1 MB windows (`bytes.count`), narrowing down only in a window that holds
+    a closing quote. The cost is a few passes of C over the payload.
+    """
+    if len(raw) <= CUT_ABOVE_BYTES:
+        return raw
+    parts: list[bytes] = []
+    copied = 0
+    position = 0
+    while True:
+        opening = raw.find(b'"', position)
+        if opening < 0:
+            break
+        body_start = opening + 1
+        body_end = _string_end(raw, body_start)
+        if body_end < 0:
+            break  # an unterminated string: json.loads will say so
+        if body_end - body_start > CUT_ABOVE_BYTES:
+            head_end = _safe_cut(raw, body_start + KEEP_BYTES, -1, body_start, body_end)
+            tail_start = _safe_cut(raw, body_end - KEEP_BYTES, +1, body_start, body_end)
+            parts.append(raw[copied:head_end])
+            parts.append(f"\\n[... {tail_start - head_end} bytes cut ...]\\n".encode())
+            copied = tail_start
+        position = body_end + 1
+    if not parts:
+        return raw
+    parts.append(raw[copied:])
+    return b"".join(parts)
+
+
 def parse(agent: str, event: str, text: str | bytes) -> HookPayload:
-    """Read one hook payload; UsageError when it is not a JSON object."""
+    """Read one hook payload; UsageError when it is not a JSON object.
+
+    Long strings are cut (head and tail kept) before anything else looks at them.
+    """
+    if isinstance(text, str) and len(text) > CUT_ABOVE_BYTES:
+        text = text.encode("utf-8", "surrogatepass")
+    if isinstance(text, bytes):
+        text = cut_long_strings(text)
     try:
         data = json.loads(text) if text.strip() else {}
     except (ValueError, UnicodeDecodeError) as exc:

@@ -27,6 +27,8 @@ from memory_core.agents.payload import HookPayload
 from memory_core.errors import QuotaExceededError
 from memory_core.store import Store
 
+# Events whose handler writes nothing (it only reads gotchas for the agent): never refused.
+READ_ONLY_EVENTS = frozenset({"PreToolUse"})
 CHECKED_KEY = "quota.checked:"
 RECHECK_SECONDS = 30.0
 QUIET_BELOW_PERCENT = 70.0
@@ -48,6 +50,8 @@ class HookRun(Protocol):
     @property
     def session_id(self) -> str: ...
 
+    def add_context(self, event: str, text: str) -> None: ...
+
 
 # Events whose hookSpecificOutput.additionalContext reaches the agent (Claude Code hooks
 # reference; Gemini CLI's BeforeAgent / AfterTool map onto UserPromptSubmit / PostToolUse).
@@ -59,21 +63,42 @@ MESSAGE_EVENTS = frozenset({"Stop", "SubagentStop", "PostToolUseFailure"})
 
 def before(run: HookRun) -> bool:
     """False when the session is full and this hook must record nothing."""
-    if not run.payload.session_id or _recently_below(run, NO_REFUSAL_BELOW_PERCENT):
+    if (
+        not run.payload.session_id
+        or run.payload.event in READ_ONLY_EVENTS
+        or _recently_below(run, NO_REFUSAL_BELOW_PERCENT)
+    ):
         return True
     try:
         quota.before_write(run.store, run.session_id, run.settings, now=run.now)
     except QuotaExceededError as exc:
         text = f"engram: error: {exc.one_line()}"
         log.write(run.store.root, "error", f"hook {run.payload.event}: {text}")
+        if run.payload.event == "SessionStart":
+            # Reading costs no room: a full session still starts with its memory.
+            _start_context(run)
         _tell(run, text)
         return False
     return True
 
 
+def _start_context(run: HookRun) -> None:
+    from memory_core.agents.context import session_start_text
+
+    budget = int(run.settings["agents.context_token_budget"])
+    text = session_start_text(
+        run.store, current_session=run.session_id, token_budget=budget, now=run.now
+    )
+    run.add_context("SessionStart", text)
+
+
 def after(run: HookRun) -> None:
     """Compact at 80 % / 95 % and warn the agent once per threshold."""
-    if not run.payload.session_id or _recently_below(run, QUIET_BELOW_PERCENT):
+    if (
+        not run.payload.session_id
+        or run.payload.event in READ_ONLY_EVENTS
+        or _recently_below(run, QUIET_BELOW_PERCENT)
+    ):
         return
     facts = quota.usage(run.store, run.session_id, run.settings)
     with run.store.transaction() as db:

@@ -138,6 +138,10 @@ def error_message(error: str) -> str:
     return "\n".join(lines).strip() or text
 
 
+# A path the fast string check cannot take as it is: `.` or `..` parts, doubled separators.
+_UNNORMAL = re.compile(r"(?:^|/)\.{1,2}(?:/|$)|//")
+
+
 def workspace_path(root: Path, path: str | None, cwd: str | None = None) -> str | None:
     """`path` relative to the workspace, or None when it lies outside it.
 
@@ -148,12 +152,18 @@ def workspace_path(root: Path, path: str | None, cwd: str | None = None) -> str 
         return None
     if not os.path.isabs(path) and cwd:
         path = os.path.join(cwd, path)
-    prefix = str(root) + os.sep
+    top = str(root)
+    prefix = top + os.sep
     if cwd and not path.startswith(prefix):
         base = cwd.rstrip(os.sep) + os.sep
-        if path.startswith(base) and not (cwd + os.sep).startswith(prefix):
-            path = os.path.join(str(root), path[len(base) :])
-    if path.startswith(prefix) and "/." not in path and "//" not in path:
+        if not (cwd + os.sep).startswith(prefix):
+            if path.startswith(base):
+                path = os.path.join(top, path[len(base) :])
+            elif path.rstrip(os.sep) + os.sep == base:
+                path = top
+    if path in (top, prefix):
+        return "."  # the workspace itself (a search over the whole project)
+    if path.startswith(prefix) and not _UNNORMAL.search(path):
         # The common case, without building Path objects (the ingest asks thousands of times).
         return path[len(prefix) :].replace(os.sep, "/") or None
     try:
@@ -336,6 +346,9 @@ def tool_summary(call: ToolCall, rel_path: str | None) -> str:
         return clean(command, 300)
     if rel_path:
         return rel_path
+    outside = file_path_of(call.input)
+    if outside:
+        return outside  # a file outside the workspace, named as it is
     for key in ("pattern", "query", "url", "description", "prompt"):
         value = call.input.get(key)
         if isinstance(value, str) and value:

@@ -53,6 +53,27 @@ _NOT_PROMPTS = (
     "<task-notification>",
 )
 _INTERRUPT = "[Request interrupted by user"
+# A decision the user states in a prompt ("we'll go with SQLite", "decision: no ORM"): the
+# sentence it is in. Conservative on purpose: a request ("let's look at X") is not a decision.
+_DECISION = re.compile(
+    r"\b(?:(?:we(?:'ll| will)|let'?s|we(?:'re| are)) go(?:ing)? with\b|we decided\b|"
+    r"i decided\b|(?:the )?decision(?: is)?:)",
+    re.IGNORECASE,
+)
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def decisions_in(text: str) -> list[str]:
+    """The sentences of a prompt in which the user states a decision."""
+    if not _DECISION.search(text):
+        return []
+    return [
+        " ".join(part.split())[:600]
+        for part in _SENTENCE_BREAK.split(text)
+        if _DECISION.search(part)
+    ]
+
+
 _COMPACT_PREFIX = "This session is being continued from a previous conversation"
 # Every user, assistant and system line holds one of these (the top-level "type"); a line with
 # none of them cannot matter and is skipped without decoding. A false match only costs a decode.
@@ -120,12 +141,14 @@ def _int(value: Any) -> int:
 
 
 def _ts(value: Any) -> float:
+    """A line's time; 0.0 when it has none (the ingest then uses the previous line's time:
+    "now" would stretch an old session to today)."""
     if isinstance(value, str) and value:
         try:
             return clock.parse_iso(value)
         except ValueError:
             pass
-    return clock.now()
+    return 0.0
 
 
 def _usage(raw: Any) -> Usage | None:
@@ -307,7 +330,8 @@ def project_dir_name(root: Path) -> str:
 def claude_config_dirs() -> list[Path]:
     configured = os.environ.get("CLAUDE_CONFIG_DIR")
     if configured:
-        return [Path(p).expanduser() for p in configured.split(",") if p.strip()]
+        # "a, b" as well as "a,b": a space after the comma is not part of the folder's name.
+        return [Path(p.strip()).expanduser() for p in configured.split(",") if p.strip()]
     home = Path.home()
     return [home / ".claude", home / ".config" / "claude"]
 
@@ -396,7 +420,10 @@ class _SessionState:
 class _Run:
     """One ingest pass over one file: in-memory turn state, effects run after each commit."""
 
-    def __init__(self, store: Store, path: Path, stats: IngestStats, settings: Any) -> None:
+    def __init__(
+        self, store: Store, path: Path, stats: IngestStats, settings: Any, agent: str = AGENT
+    ) -> None:
+        self.agent = agent
         self.store = store
         self.path = path
         self.stats = stats
@@ -409,6 +436,9 @@ class _Run:
         self.calls: dict[str, ToolCall] = {}
         # message key -> (sidechain, the four token counts) as stored, for this run's responses
         self.messages: dict[str, tuple[bool, tuple[int, int, int, int]]] = {}
+        self.last_known_ts = 0.0
+        # (session, text, time) of corrections and rules the user stated, for long-term memory
+        self.memories: list[tuple[str, str, float, str]] = []
 
     def session(self, db: sqlite3.Connection, entry: Entry) -> _SessionState | None:
         sid = entry.session_id
@@ -419,7 +449,7 @@ class _Run:
             is_new = record.touch_session(
                 db,
                 sid,
-                agent=AGENT,
+                agent=self.agent,
                 ts=entry.ts,
                 transcript_path=str(self.path) if not entry.sidechain else None,
                 cwd=entry.cwd,
@@ -444,6 +474,10 @@ class _Run:
         state.turn = None
 
     def handle(self, db: sqlite3.Connection, entry: Entry) -> None:
+        if entry.ts <= 0:
+            entry.ts = self.last_known_ts or clock.now()
+        else:
+            self.last_known_ts = entry.ts
         state = self.session(db, entry)
         if state is None:
             return
@@ -498,9 +532,23 @@ class _Run:
             return  # a prefix replayed into a resumed session's file: already counted
         self.stats.prompts += 1
         state.last_event = "prompt"
+        self.remember_user_rules(state.session_id, text, entry.ts)
         state.turn = Turn(
             uuid=uuid, session_id=state.session_id, started_at=entry.ts, user_message=text
         )
+
+    def remember_user_rules(self, session_id: str, text: str, ts: float) -> None:
+        """Corrections and rules the user stated become long-term memories: the per-prompt
+        ledger is pruned by age (`timeline.max_age_days`), what the user taught is not."""
+        from memory_core.agents.digest import axioms_in, is_correction
+
+        found = axioms_in(text)
+        if is_correction(text):
+            found = [" ".join(text.split())[:600], *found]
+        for item in dict.fromkeys(found):
+            self.memories.append((session_id, item, ts, "preference"))
+        for sentence in decisions_in(text):
+            self.memories.append((session_id, sentence, ts, "decision"))
 
     def assistant(self, db: sqlite3.Connection, state: _SessionState, entry: Entry) -> None:
         turn = state.turn if not entry.sidechain else None
@@ -681,7 +729,7 @@ class _Run:
         from memory_core import sessions
 
         for sid, ts in self.new_sessions:
-            record.start_session(self.store, sid, agent=AGENT, ts=ts)
+            record.start_session(self.store, sid, agent=self.agent, ts=ts)
         self.new_sessions.clear()
         for state in self.sessions.values():
             if state.last_ts > 0:
@@ -704,6 +752,27 @@ class _Run:
                 file_changes=changes,
             )
         self.pending_effects.clear()
+        if self.memories:
+            from memory_core import log, memory
+            from memory_core.errors import EngramError
+        for sid, text, ts, kind in self.memories:
+            try:
+                memory.add(
+                    self.store,
+                    text,
+                    type=kind,
+                    tags=["user-rule" if kind == "preference" else "user-decision"],
+                    explicit=True,  # an explicit preference never decays away
+                    session_id=sid,
+                    agent=self.agent,
+                    provenance={"source": "transcript", "session_id": sid},
+                    now=ts,
+                )
+            except EngramError as exc:  # a text memory refuses: the ingest goes on
+                log.write(
+                    self.store.root, "warning", "ingest: a user rule was not remembered", exc=exc
+                )
+        self.memories.clear()
         record.record_file_changes(self.store, changes, now=clock.now())
         record.apply_turns(self.store, self.finished_turns, self.settings)
         self.finished_turns.clear()
@@ -773,12 +842,20 @@ def settle_sessions(store: Store, session_ids: Iterable[str], *, now: float | No
         last_seen = float(row["last_seen"])
         if ts - last_seen < SETTLED_AFTER_SECONDS:
             continue
-        reason = "finished" if row["last_event"] == "reply" else "stopped"
+        last_event = row["last_event"]
+        if last_event is None:
+            # Fed by hooks alone: a turn UserPromptSubmit opened and no Stop closed is the
+            # evidence of a request left unanswered; without one, the last turn was answered.
+            open_turn = store.query_one(
+                "SELECT 1 FROM agent_turns WHERE session_id = ? AND recorded = 0 LIMIT 1", (sid,)
+            )
+            last_event = "prompt" if open_turn is not None else "reply"
+        reason = "finished" if last_event == "reply" else "stopped"
         with store.transaction() as db:
             db.execute(
-                "UPDATE agent_sessions SET ended_at = ?, end_reason = ? WHERE session_id = ? "
-                "AND ended_at IS NULL",
-                (last_seen, reason, sid),
+                "UPDATE agent_sessions SET ended_at = ?, end_reason = ?, last_event = ? "
+                "WHERE session_id = ? AND ended_at IS NULL",
+                (last_seen, reason, last_event, sid),
             )
         flush_session(store, sid, ended_at=None)
         sessions.close(
@@ -827,7 +904,12 @@ def ingest_file(
     if offset >= size:
         if flush:
             for sid in _sessions_of_file(store, key):
-                stats.turns += len(flush_session(store, sid))
+                # A read first: nothing new and no open turn (the usual case) takes no write lock.
+                if store.query_one(
+                    "SELECT 1 FROM agent_turns WHERE session_id = ? AND recorded = 0 LIMIT 1",
+                    (sid,),
+                ):
+                    stats.turns += len(flush_session(store, sid))
         return stats
     if settings is None:
         from memory_core import config

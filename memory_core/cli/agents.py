@@ -7,6 +7,7 @@ to `hook_fast_path` before any argparse tree is built; the parser entry below ex
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -74,7 +75,11 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     ingest = sub.add_parser(
         "ingest", parents=[common], help="read agent transcripts into the store"
     )
-    ingest.add_argument("agent", choices=["claude-code"], help="whose transcripts (JSONL)")
+    ingest.add_argument(
+        "agent",
+        choices=["claude-code", "gemini"],
+        help="whose transcripts: Claude Code (JSONL) or Gemini CLI (recorded chats)",
+    )
     ingest.add_argument(
         "paths", nargs="*", metavar="PATH", help="transcript files (default: this workspace's)"
     )
@@ -135,6 +140,7 @@ def run_hooks_uninstall(ctx: Context) -> int:
 def run_ingest(ctx: Context) -> int:
     from memory_core import limits
     from memory_core.agents import (
+        gemini_chats,
         retention,  # noqa: F401 - registers the agent tables' rules
         transcripts,
     )
@@ -143,15 +149,21 @@ def run_ingest(ctx: Context) -> int:
 
     store = ctx.store(create=True)
     limits.enforce(store, ctx.settings)
+    gemini = ctx.args.agent == "gemini"
     if ctx.args.paths:
         paths = []
         for raw in ctx.args.paths:
             path = Path(raw).expanduser()
             if not path.is_file():
                 raise UsageError(
-                    f"no transcript at {raw}", hint="pass .jsonl files Claude Code wrote"
+                    f"no transcript at {raw}",
+                    hint="pass .jsonl files Claude Code wrote"
+                    if not gemini
+                    else "pass the chat files Gemini CLI wrote (~/.gemini/tmp/*/chats/)",
                 )
             paths.append(path)
+    elif gemini:
+        paths = gemini_chats.default_chats(ctx.root)
     else:
         paths = transcripts.default_transcripts(ctx.root)
     results = []
@@ -167,11 +179,37 @@ def run_ingest(ctx: Context) -> int:
 
             # flush: the end of an ingested transcript ends its last turn (real transcripts
             # carry no stop reason to say so).
-            stats = transcripts.ingest_file(
-                store, path, settings=ctx.settings, flush=True, progress=advance
-            )
+            if gemini:
+                stats = gemini_chats.ingest_chat_file(store, path, settings=ctx.settings)
+                advance(stats.bytes)
+            else:
+                stats = transcripts.ingest_file(
+                    store, path, settings=ctx.settings, flush=True, progress=advance
+                )
             results.append(stats.as_dict())
-    transcripts.settle_sessions(store, [sid for r in results for sid in r["sessions"]])
+    ingested = list(dict.fromkeys(sid for r in results for sid in r["sessions"]))
+    transcripts.settle_sessions(store, ingested)
+    # History older than the retention: its session figures, turns and the rules the user
+    # stated are kept; the per-event detail goes at the next pruning. Say so, not silently.
+    max_age_days = float(ctx.settings["timeline.max_age_days"] or 0)
+    old_sessions: list[str] = []
+    if max_age_days > 0 and ingested:
+        from memory_core import clock
+
+        cutoff = clock.now() - max_age_days * 86400
+        for sid in ingested:
+            row = store.query_one(
+                "SELECT last_seen FROM agent_sessions WHERE session_id = ?", (sid,)
+            )
+            if row is not None and float(row["last_seen"]) < cutoff:
+                old_sessions.append(sid)
+    # The session quota (80 % / 95 %: compaction and a warning line) for what was ingested.
+    from memory_core import quota
+
+    for session_id in sorted(ingested):
+        notice = quota.after_write(store, session_id, ctx.settings)
+        if notice is not None:
+            print(notice["message"], file=sys.stderr)
     summary = {
         "files": len(results),
         "lines": sum(r["lines"] for r in results),
@@ -181,16 +219,25 @@ def run_ingest(ctx: Context) -> int:
         "tool_calls": sum(r["tool_calls"] for r in results),
         "failures": sum(r["failures"] for r in results),
         "compactions": sum(r["compactions"] for r in results),
+        "older_than_retention": old_sessions,
         "transcripts": results,
     }
 
     def human() -> str:
         if not results:
+            if gemini:
+                return f"No Gemini CLI chats for {ctx.root} (looked in ~/.gemini/tmp/*/chats/)"
             return f"No Claude Code transcripts for {ctx.root} (looked in ~/.claude/projects/)"
         return (
             f"Ingested {summary['files']} transcript(s): {summary['lines']} new lines, {summary['prompts']} prompts, "
             f"{summary['turns']} turns, {summary['tool_calls']} tool calls ({summary['failures']} failed), "
             f"{summary['compactions']} compactions"
+        ) + (
+            f"\n{len(old_sessions)} session(s) are older than the {max_age_days:g}-day retention "
+            "(timeline.max_age_days): their figures, turns and the rules the user stated are "
+            "kept; per-event detail (tool calls, prompts, usage per message) is not."
+            if old_sessions
+            else ""
         )
 
     ctx.emit(summary, human)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from memory_core import config
+from memory_core.errors import UsageError
 from memory_core.store import Store
 from memory_core.workspace import find_root
 
@@ -35,6 +36,15 @@ CREATING_COMMANDS = frozenset(
         "hooks install",
     }
 )
+
+
+def read_stdin_text() -> str:
+    """All of standard input as text; a UsageError when there is none (stdin closed)."""
+    if sys.stdin is None or sys.stdin.closed:
+        raise UsageError(
+            "standard input is closed", hint="pipe the text in, or pass it as an argument"
+        )
+    return sys.stdin.read()
 
 
 def _warn(text: str) -> None:
@@ -105,10 +115,23 @@ class Context:
         if text:
             print(text, file=self.stdout)
 
-    def confirm(self, question: str) -> bool:
-        """Ask on the terminal; on a pipe (no one to answer) the answer is no."""
-        if not sys.stdin.isatty():
+    @property
+    def interactive(self) -> bool:
+        """Whether someone at a terminal can answer a question."""
+        stdin = sys.stdin
+        try:
+            return stdin is not None and not stdin.closed and stdin.isatty()
+        except (OSError, ValueError):
             return False
+
+    def confirm(self, question: str) -> bool:
+        """Ask on the terminal. Without one (a pipe, a closed stdin, a script) there is no one
+        to ask: a UsageError says to pass --yes, and nothing is changed."""
+        if not self.interactive:
+            raise UsageError(
+                f"engram {self.command_path} not confirmed: it needs --yes when not on a terminal",
+                hint="nothing was changed; pass --yes to go ahead without asking",
+            )
         try:
             answer = input(f"{question} [y/N] ")
         except EOFError:

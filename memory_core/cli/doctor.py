@@ -38,27 +38,27 @@ def run_doctor(ctx: Context) -> int:
     report = doctor.run(ctx.store(create=False), repair=ctx.args.repair)
 
     def human() -> str:
-        lines = [f"engram doctor: {report['root']}"]
-        lines.append(
-            "  integrity          "
-            + (
+        rows: list[tuple[str, str]] = [
+            (
+                "integrity",
                 "ok"
                 if report["integrity"]["ok"]
-                else "DAMAGED: " + report["integrity"]["messages"][0]
+                else "DAMAGED: " + report["integrity"]["messages"][0],
             )
-        )
-        for name, state in report["indexes"].items():
-            lines.append(f"  index {name:<13}{state}")
-        orphans = report["orphaned_rows"]
-        lines.append(f"  orphaned rows      {orphans['rows']}")
+        ]
+        rows += [(f"index {name}", state) for name, state in report["indexes"].items()]
         content = report["checkpoint_content"]
-        lines.append(
-            f"  orphaned blobs     {content['orphaned']} ({_size(content['orphaned_bytes'])})"
-        )
         files = report["files"]
-        lines.append(
-            f"  stray files        {len(files['orphaned_exports']) + len(files['stale_temp_files'])}"
-        )
+        stray = len(files["orphaned_exports"]) + len(files["stale_temp_files"])
+        rows += [
+            ("orphaned rows", str(report["orphaned_rows"]["rows"])),
+            ("orphaned blobs", f"{content['orphaned']} ({_size(content['orphaned_bytes'])})"),
+            ("stray files", str(stray)),
+            ("old gotcha anchors", str(len(report["annotations"]["stale"]))),
+        ]
+        width = max(len(label) for label, _value in rows) + 2
+        lines = [f"engram doctor: {report['root']}"]
+        lines += [f"  {label:<{width}}{value}" for label, value in rows]
         size = report["size"]
         lines.append(f"size {_size(size['total_bytes'])}:")
         for area, nbytes in size["areas"].items():

@@ -200,7 +200,10 @@ def run_snapshot_list(ctx: Context) -> int:
     found = snapshots.list_snapshots(store)
     ctx.emit(
         {"snapshots": found},
-        lambda: "\n".join(snapshots.describe(s) for s in found) or "no snapshots yet",
+        lambda: (
+            "\n".join(snapshots.describe(s) for s in found)
+            or "no snapshots yet (engram snapshot capture takes one; the editor takes them too)"
+        ),
     )
     return 0
 

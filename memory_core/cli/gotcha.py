@@ -10,6 +10,12 @@ from memory_core import clock
 from memory_core.cli.context import Context
 from memory_core.gotchas.normalize import CATEGORIES, SEVERITIES
 
+# What fills the list, for a person who expected something in it.
+_NO_GOTCHAS = (
+    "No gotchas yet. engram learns one when the same error comes back 3 times in a day (through "
+    "the agent's hooks, the editor or engram error track); engram gotcha add writes one by hand."
+)
+
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     gotcha = sub.add_parser("gotcha", parents=[common], help="known pitfalls and their workarounds")
@@ -156,7 +162,7 @@ def run_list(ctx: Context) -> int:
     found = gotchas.list_gotchas(ctx.store(), include_resolved=ctx.args.all)
     ctx.emit(
         {"gotchas": [g.to_dict() for g in found]},
-        lambda: "\n".join(_line(g) for g in found) if found else "No gotchas yet.",
+        lambda: "\n".join(_line(g) for g in found) if found else _NO_GOTCHAS,
     )
     return 0
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import json
 import os
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from memory_core import __version__, log
-from memory_core.errors import EXIT_FAILED, EXIT_USAGE, EngramError
+from memory_core.errors import EXIT_FAILED, EXIT_USAGE, EngramError, UsageError
 
 COMMAND_MODULES = (
     "memory_core.cli.basics",
@@ -29,10 +30,39 @@ COMMAND_MODULES = (
 )
 
 
+# Set by main() when `--json` is on the command line, before argparse runs: a usage error
+# found while parsing is then printed as JSON too.
+_JSON_ERRORS = False
+
+
+def print_error(
+    message: str, *, hint: str | None, code: str, exit_code: int, as_json: bool
+) -> None:
+    """An error as the user asked for output: one line on stderr, or with `--json` one JSON
+    object `{"error", "hint", "code", "exit_code"}` on stdout (where a script reads the result),
+    so that stdout holds exactly one JSON value whatever happens. `code` is the stable code of
+    docs/errors.md (`MEM_E004`), or `internal` for a bug."""
+    if as_json:
+        error = {"error": message, "hint": hint, "code": code, "exit_code": exit_code}
+        print(json.dumps(error, ensure_ascii=False))
+        return
+    text = f"{message} ({hint})" if hint else message
+    print(f"engram: error: {text}", file=sys.stderr)
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line on stderr and exit code 2."""
+    """argparse, but a usage error is one line on stderr (or JSON) and exit code 2."""
 
     def error(self, message: str) -> NoReturn:
+        if _JSON_ERRORS:
+            print_error(
+                message,
+                hint=f"see `{self.prog} --help`",
+                code=UsageError.code,
+                exit_code=EXIT_USAGE,
+                as_json=True,
+            )
+            self.exit(EXIT_USAGE)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
@@ -72,6 +102,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return hook_code
     from memory_core.cli.context import Context
 
+    global _JSON_ERRORS
+    words = list(sys.argv[1:] if argv is None else argv)
+    _JSON_ERRORS = "--json" in words
     parser = build_parser()
     args = parser.parse_args(argv)
     handler: Any = getattr(args, "handler", None)
@@ -82,7 +115,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(handler(context) or 0)
     except EngramError as exc:
-        print(f"engram: error: {exc.one_line()}", file=sys.stderr)
+        print_error(
+            exc.message,
+            hint=exc.hint,
+            code=exc.code,
+            exit_code=exc.exit_code,
+            as_json=context.json,
+        )
         return exc.exit_code
     except KeyboardInterrupt:
         print("engram: interrupted", file=sys.stderr)
@@ -97,8 +136,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.suppress(Exception):  # the workspace itself may be what failed
             root = context.root
         log.write(root, "error", f"engram {' '.join(argv or sys.argv[1:])} failed", exc=exc)
-        where = f" (details in {log.log_path(root)})" if root is not None else ""
-        print(f"engram: internal error: {type(exc).__name__}: {exc}{where}", file=sys.stderr)
+        where = f"details in {log.log_path(root)}" if root is not None else None
+        message = f"internal error: {type(exc).__name__}: {exc}"
+        if context.json:
+            print_error(message, hint=where, code="internal", exit_code=EXIT_FAILED, as_json=True)
+        else:
+            print(f"engram: {message}{f' ({where})' if where else ''}", file=sys.stderr)
         if os.environ.get("ENGRAM_DEBUG"):
             raise
         return EXIT_FAILED

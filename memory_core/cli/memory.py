@@ -97,7 +97,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     lst = msub.add_parser("list", parents=[common], help="memories, newest first")
     lst.add_argument("--limit", type=int, default=50)
     _filters(lst, TYPES)
-    _query_options(lst)
+    _query_options(lst, decayed_flag=False)
     lst.add_argument("--all", action="store_true", help="include archived memories")
     lst.set_defaults(handler=run_list)
 
@@ -134,6 +134,33 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     forget.add_argument("id")
     forget.add_argument("--reason", help="why (kept in the deletion record)")
     forget.set_defaults(handler=run_forget)
+
+    sync = msub.add_parser(
+        "sync",
+        parents=[common],
+        help="connect Claude Code's CLAUDE.md / MEMORY.md or Gemini CLI's GEMINI.md both ways",
+    )
+    sync.add_argument("agent", choices=("claude", "gemini"))
+    sync.add_argument(
+        "--to",
+        choices=("project", "auto"),
+        default="project",
+        help="where engram's section goes: the project's CLAUDE.md / GEMINI.md (default) or"
+        " Claude's auto memory MEMORY.md",
+    )
+    sync.add_argument("--file", metavar="PATH", help="use this memory file instead")
+    sync.add_argument(
+        "--read-only", action="store_true", help="only take facts in; write no section"
+    )
+    sync.set_defaults(handler=run_memory_sync)
+
+    compact = msub.add_parser(
+        "compact",
+        parents=[common],
+        help="compact a session now: every step the quota runs at 80 %% and 95 %%",
+    )
+    compact.add_argument("session", metavar="SESSION_ID")
+    compact.set_defaults(handler=run_memory_compact)
 
     status = msub.add_parser(
         "status", parents=[common], help="memory counts by tier, quota use per session"
@@ -222,15 +249,16 @@ def _filters(parser: argparse.ArgumentParser, types: tuple[str, ...]) -> None:
     parser.add_argument("--until", metavar="DATE", help="created before")
 
 
-def _query_options(parser: argparse.ArgumentParser) -> None:
+def _query_options(parser: argparse.ArgumentParser, *, decayed_flag: bool = True) -> None:
     parser.add_argument(
         "--min-priority", type=float, metavar="P", help="only entries whose priority is at least P"
     )
-    parser.add_argument(
-        "--include-decayed",
-        action="store_true",
-        help="also entries decayed below 0.3 (left out by default)",
-    )
+    if decayed_flag:
+        parser.add_argument(
+            "--include-decayed",
+            action="store_true",
+            help="also entries decayed below 0.3 (left out by default)",
+        )
     parser.add_argument(
         "--offset", type=int, default=0, metavar="N", help="skip the first N results (paging)"
     )
@@ -241,7 +269,8 @@ def _query_values(args: argparse.Namespace) -> dict[str, Any]:
         raise UsageError("--offset must be 0 or more")
     return {
         "min_priority": args.min_priority,
-        "include_decayed": args.include_decayed,
+        # `memory list` is the inspection view: it shows decayed entries too.
+        "include_decayed": getattr(args, "include_decayed", True),
         "offset": args.offset,
     }
 
@@ -267,7 +296,9 @@ def _line(entry: dict[str, Any]) -> str:
 
 
 def _text_arg(text: str) -> str:
-    return sys.stdin.read() if text == "-" else text
+    from memory_core.cli.context import read_stdin_text
+
+    return read_stdin_text() if text == "-" else text
 
 
 # -- memory ----------------------------------------------------------------------------------
@@ -577,7 +608,9 @@ def run_import(ctx: Context) -> int:
 
     args = ctx.args
     if args.path == "-":
-        text = sys.stdin.read()
+        from memory_core.cli.context import read_stdin_text
+
+        text = read_stdin_text()
         fmt = args.format or "json"
     else:
         path = Path(args.path).expanduser()
@@ -614,5 +647,45 @@ def run_anonymize(ctx: Context) -> int:
         privacy.render(anonymized, args.format),
         args.out,
         f"an anonymized export ({len(mapping)} names replaced)",
+    )
+    return 0
+
+
+def run_memory_sync(ctx: Context) -> int:
+    from memory_core.agents import memory_files
+
+    args = ctx.args
+    path = Path(args.file).expanduser().resolve() if args.file else None
+    report = memory_files.sync(
+        ctx.store(), args.agent, write=not args.read_only, to=args.to, path=path
+    )
+
+    def human() -> str:
+        lines = []
+        for entry in report["files"]:
+            if not entry["exists"] and not entry["written"]:
+                lines.append(f"{entry['path']}: not there")
+                continue
+            done = [f"{len(entry['imported'])} new fact(s) taken in"]
+            if entry["written"]:
+                done.append("engram's section written")
+            lines.append(f"{entry['path']}: {', '.join(done)}")
+        return "\n".join(lines)
+
+    ctx.emit(report, human)
+    return 0
+
+
+def run_memory_compact(ctx: Context) -> int:
+    from memory_core import quota, sessions
+
+    store = ctx.store()
+    session_id = sessions.get(store, ctx.args.session)["id"]
+    result = quota.compact(store, session_id, ctx.settings, every_step=True)
+    steps = ", ".join(step["step"] for step in result["steps"]) or "nothing it may remove"
+    ctx.emit(
+        result,
+        f"Compacted {session_id}: {result['before_bytes']:,} -> {result['after_bytes']:,} bytes"
+        f" of {result['quota_bytes']:,} ({steps}).",
     )
     return 0

@@ -10,7 +10,13 @@ from typing import Any
 
 from memory_core import checkpoints, sessions
 from memory_core.cli.context import Context
-from memory_core.errors import EXIT_FAILED, NotFoundError, UsageError
+from memory_core.errors import EXIT_FAILED, EngramError, NotFoundError, UsageError
+
+# Sessions come from agents, not from this command: say how they get here.
+_NO_SESSIONS = (
+    "No sessions yet. The agent's hooks record them as it works (engram hooks install "
+    "claude-code, or gemini); past Claude Code sessions come in with engram ingest claude-code."
+)
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -103,6 +109,15 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     imp.add_argument("file", metavar="FILE")
     imp.add_argument("--replace", action="store_true", help="replace a session with the same id")
+    cap = add(
+        "capture",
+        "back the session's agent transcript up to the vault, redacted and compressed",
+        run_capture,
+    )
+    cap.add_argument("id", nargs="?", metavar="NAME_OR_ID")
+    cap.add_argument(
+        "--transcript", metavar="FILE", help="the JSONL transcript (default: the agent's)"
+    )
     st = add(
         "state",
         "the session's working state: new or resumed, recent agents and commands, workflow, story and subtask; options change it",
@@ -186,7 +201,7 @@ def run_list(ctx: Context) -> int:
     items = sessions.list_sessions(ctx.store())
     ctx.emit(
         {"sessions": items},
-        lambda: "\n".join(_session_line(s) for s in items) if items else "No sessions yet.",
+        lambda: "\n".join(_session_line(s) for s in items) if items else _NO_SESSIONS,
     )
     return 0
 
@@ -199,15 +214,36 @@ def run_start(ctx: Context) -> int:
     return 0
 
 
+def _token_line(label: str, t: dict[str, Any]) -> str:
+    return (
+        f"{label:<19}{t['total_tokens']} ({t['input_tokens']} in, {t['output_tokens']} out, "
+        f"{t['cache_creation_tokens']} cache write, {t['cache_read_tokens']} cache read; "
+        f"{t['messages']} messages)"
+    )
+
+
 def _metrics_text(m: dict[str, Any]) -> str:
     rate = "n/a" if m["success_rate"] is None else f"{m['success_rate']:.0%}"
+    tokens = [
+        f"tokens:            {m['total_tokens']} ({m['input_tokens']} in, {m['output_tokens']} out; "
+        f"{m['avg_tokens_per_turn']} per turn)"
+    ]
+    if m.get("tokens"):
+        # An agent's session: the four kinds, main chain and subagents apart.
+        tokens = [
+            _token_line("tokens:", m["tokens"]["all"]),
+            _token_line("  main chain:", m["tokens"]["main"]),
+        ]
+        if m["tokens"]["subagents"]["messages"]:
+            tokens.append(_token_line("  subagents:", m["tokens"]["subagents"]))
+    outside = m.get("files_outside_project")
     return "\n".join(
         [
             f"duration:          {m['duration_seconds']:.0f} s",
             f"turns:             {m['turns']}",
-            f"tokens:            {m['total_tokens']} ({m['input_tokens']} in, {m['output_tokens']} out; "
-            f"{m['avg_tokens_per_turn']} per turn)",
-            f"files modified:    {m['files_modified']}",
+            *tokens,
+            f"files modified:    {m['files_modified']}"
+            + (f" (and {outside} outside the project)" if outside else ""),
             f"commands:          {m['commands']} ({m['commands_failed']} failed)",
             f"tool calls:        {m['tool_calls_succeeded']} ok, {m['tool_calls_failed']} failed "
             f"(success rate {rate})",
@@ -240,11 +276,21 @@ def run_save(ctx: Context) -> int:
     try:
         saved = sessions.save(store, ref, name=ctx.args.name, overwrite=ctx.args.yes)
     except sessions.NameTakenError as taken:
-        if ctx.json or not ctx.confirm(
-            f"The name {taken.name!r} belongs to session {taken.holder}. Take it over?"
+        if (
+            ctx.json
+            or not ctx.interactive
+            or not ctx.confirm(
+                f"The name {taken.name!r} belongs to session {taken.holder}. Take it over?"
+            )
         ):
             raise
         saved = sessions.save(store, ref, name=ctx.args.name, overwrite=True)
+    from memory_core import quota
+
+    # A saved copy counts against the session's quota: compaction and a warning at 80 / 95 %.
+    notice = quota.after_write(store, saved["id"], ctx.settings)
+    if notice is not None:
+        print(notice["message"], file=sys.stderr)
     ctx.emit(
         saved,
         f"Saved session {saved['label']} ({saved['id']}, {saved['turns']} turns)\n  {saved['export_path']}",
@@ -299,24 +345,13 @@ def run_resume(ctx: Context) -> int:
         return run_session_context(ctx)
     from memory_core import conversation
 
-    store = ctx.store()
-    ref = None if ctx.args.id is None else sessions.get(store, ctx.args.id)["id"]
-    # The changes are measured before resuming: resuming counts as activity.
-    changes = conversation.workspace_changes(store, ref or _latest_id(ctx), settings=ctx.settings)
-    loaded = sessions.resume(store, ref)
-    loaded["workspace_changes"] = changes
+    loaded = conversation.resume(ctx.store(), ctx.args.id, settings=ctx.settings)
+    changes = loaded["workspace_changes"]
     ctx.emit(
         loaded,
         lambda: _loaded_text("Resumed", loaded) + "\n" + conversation.changes_text(changes),
     )
     return 0
-
-
-def _latest_id(ctx: Context) -> str:
-    current = sessions.latest(ctx.store())
-    if current is None:
-        raise NotFoundError("there is no session to resume", hint="start one, or import one")
-    return str(current["id"])
 
 
 def run_delete(ctx: Context) -> int:
@@ -393,6 +428,36 @@ def run_export(ctx: Context) -> int:
 def run_import(ctx: Context) -> int:
     imported = sessions.import_file(ctx.store(), Path(ctx.args.file), replace=ctx.args.replace)
     ctx.emit(imported, lambda: _loaded_text("Imported", imported))
+    return 0
+
+
+def run_capture(ctx: Context) -> int:
+    from memory_core import session_vault
+
+    store = ctx.store()
+    sid = sessions.get(store, _session_ref(ctx, ctx.args.id))["id"]
+    path = ctx.args.transcript
+    if path is None:
+        row = store.query_one(
+            "SELECT transcript_path FROM agent_sessions WHERE session_id = ?", (sid,)
+        )
+        path = row["transcript_path"] if row is not None else None
+    if not path:
+        raise UsageError(
+            f"session {sid} has no known transcript", hint="name one with --transcript FILE"
+        )
+    if not Path(path).expanduser().is_file():
+        raise UsageError(f"no transcript file {path!r}")
+    done = session_vault.backup_transcript(
+        store, sid, Path(path).expanduser(), settings=ctx.settings.values
+    )
+    if "skipped" in done:
+        raise EngramError(f"transcript of {sid} not backed up: {done['skipped']}")
+    ctx.emit(
+        {"id": sid, **done},
+        f"Backed up the transcript of {sid} ({done['original_bytes']} bytes, "
+        f"{done['bytes']} compressed) to {done['path']}",
+    )
     return 0
 
 
@@ -528,12 +593,18 @@ def run_checkpoint_list(ctx: Context) -> int:
             return "No checkpoints yet. Make one with `engram checkpoint create`."
         return "\n".join(
             f"{c['id']}  {c['created_at']}  {c['reason']:<12} {_count(c['files'], 'file'):>12}  "
-            f"{c['name'] or ''}".rstrip()
+            f"{_turn_label(c):<10} {c['name'] or ''}".rstrip()
             for c in items
         )
 
     ctx.emit({"checkpoints": items}, human)
     return 0
+
+
+def _turn_label(checkpoint: dict[str, Any]) -> str:
+    """`turn 12` for a checkpoint taken during a session (what `rollback --rewind` goes back to)."""
+    turn = checkpoint.get("turn_number")
+    return f"turn {turn}" if turn is not None else ""
 
 
 def run_checkpoint_diff(ctx: Context) -> int:

@@ -73,7 +73,7 @@ def _python_traceback(text: str) -> ToolError | None:
     """The exception raised last (the last traceback's), at its innermost frame."""
     start = text.rfind(_TRACEBACK)
     if start < 0:
-        return None
+        return _python_syntax_error(text)
     lines = text[start:].splitlines()[1:]
     path: str | None = None
     line_no: int | None = None
@@ -88,6 +88,21 @@ def _python_traceback(text: str) -> ToolError | None:
         if exception:
             return ToolError(line.rstrip(), path, line_no)
     return None
+
+
+_PY_SYNTAX = re.compile(
+    r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)\n(?:.*\n){0,3}?'
+    r"(?P<msg>(?:SyntaxError|IndentationError|TabError): .*)$",
+    re.MULTILINE,
+)
+
+
+def _python_syntax_error(text: str) -> ToolError | None:
+    """Python's report of a file it could not parse: no traceback, the file and a caret."""
+    match = _PY_SYNTAX.search(text)
+    if match is None:
+        return None
+    return ToolError(match.group("msg").strip(), match.group("path"), int(match.group("line")))
 
 
 def _pytest(text: str) -> ToolError | None:

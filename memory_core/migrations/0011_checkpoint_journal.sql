@@ -19,8 +19,9 @@ CREATE TABLE checkpoint_objects (
 
 -- AUTOINCREMENT: a pack id is never reused, so a cached pack can never be mistaken for another.
 CREATE TABLE checkpoint_packs (
-    id    INTEGER PRIMARY KEY AUTOINCREMENT,
-    data  BLOB NOT NULL
+    id        INTEGER PRIMARY KEY AUTOINCREMENT,
+    raw_size  INTEGER NOT NULL,   -- bytes once decompressed: GC repacks a mostly dead pack
+    data      BLOB NOT NULL
 );
 
 -- Listings in a rowid table: a listing of a few KB fills its overflow pages instead of leaving

@@ -244,7 +244,7 @@ def _transcript(path: Path, target_bytes: int, cwd: Path) -> int:
                                 "role": "assistant",
                                 "model": "claude-sonnet-4-6",
                                 "content": [block],
-                                "stop_reason": "tool_use" if last else None,
+                                "stop_reason": None,  # null on every line, as in real transcripts
                                 "stop_sequence": None,
                                 "usage": {**usage, "output_tokens": 120 if last else 1},
                             },
@@ -330,7 +330,7 @@ def _transcript(path: Path, target_bytes: int, cwd: Path) -> int:
                         "role": "assistant",
                         "model": "claude-sonnet-4-6",
                         "content": [{"type": "text", "text": "Done with this module; tests pass."}],
-                        "stop_reason": "end_turn",
+                        "stop_reason": None,
                         "stop_sequence": None,
                         "usage": {"input_tokens": 5, "output_tokens": 300},
                     },

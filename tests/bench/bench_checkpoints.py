@@ -250,13 +250,14 @@ def _run(tmp: Path) -> list[Figure]:
     rounds_shadow_bytes = _dir_bytes(tmp / "shadow.git")
     rounds_checkpoints = len(checkpoints.list_checkpoints(store))
 
-    # Outside git, without watchman: the stat scan.
-    os.rename(root / ".git", tmp / "project.git")
+    # As outside git, without watchman: the stat scan (git pointed at a repository that is
+    # not there, so it cannot answer).
+    os.environ["GIT_DIR"] = str(tmp / "no-such-repository")
     try:
         for round_no in range(3):
             engram("scan", round_no + 10, without_watchman)
     finally:
-        os.rename(tmp / "project.git", root / ".git")
+        del os.environ["GIT_DIR"]
     # (Re-establish a git-vouched base for the rollback below.)
     checkpoints.create(store, settings=without_watchman)
 

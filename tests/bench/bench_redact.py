@@ -9,6 +9,9 @@ commands, error lines: what a hook redacts, where the cost per call matters).
 from __future__ import annotations
 
 import os
+import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -30,7 +33,8 @@ def _code_and_prose() -> str:
     return (code + prose) * max(1, 2_000_000 // len(code + prose))
 
 
-def _rate(name: str, sample: str, repeat: int = 5) -> Figure:
+def _rates(name: str, sample: str, repeat: int = 5) -> list[Figure]:
+    """Wall clock and CPU time: on a shared machine the CPU figure is the stable one."""
     from memory_core.redact import redact
 
     redact(sample)
@@ -40,15 +44,24 @@ def _rate(name: str, sample: str, repeat: int = 5) -> Figure:
         redact(sample)
         wall.append(time.perf_counter() - start)
         cpu.append(time.process_time() - start_cpu)
-    rate = len(sample) / min(wall) / 1e6
-    return Figure(
-        name,
-        "> 20 MB/s",
-        median=rate,
-        unit="MB/s",
-        within_budget=rate > 20,
-        note=f"best of {repeat} (wall clock); {len(sample) / min(cpu) / 1e6:.1f} MB/s in CPU time; {_load()}",
-    )
+    return _figures(name, len(sample), min(wall), min(cpu), f"best of {repeat}; {_load()}")
+
+
+def _figures(name: str, size: int, wall: float, cpu: float, note: str) -> list[Figure]:
+    figures = []
+    for suffix, seconds in (("", wall), (", CPU time", cpu)):
+        rate = size / seconds / 1e6
+        figures.append(
+            Figure(
+                name + suffix,
+                "> 20 MB/s",
+                median=rate,
+                unit="MB/s",
+                within_budget=rate > 20,
+                note=note if not suffix else "",
+            )
+        )
+    return figures
 
 
 def run() -> list[Figure]:
@@ -57,7 +70,7 @@ def run() -> list[Figure]:
 
     figures = []
     sample = _code_and_prose()
-    figures.append(_rate(f"redact {len(sample) / 1e6:.1f} MB of code and prose, no secret", sample))
+    figures += _rates(f"redact {len(sample) / 1e6:.1f} MB of code and prose, no secret", sample)
 
     corpus = secrets()
     step = len(sample) // (len(corpus) + 1)
@@ -69,12 +82,12 @@ def run() -> list[Figure]:
     with_secrets = "".join(pieces)
     out = redact(with_secrets)
     leaked = [case.kind for case in corpus if case.secret in out]
-    figure = _rate(
+    with_figures = _rates(
         f"redact the same with {len(corpus)} secrets of {len({c.kind for c in corpus})} kinds",
         with_secrets,
     )
-    figure.note += f"; secrets left: {len(leaked)}"
-    figures.append(figure)
+    with_figures[0].note += f"; secrets left after redaction: {len(leaked)}"
+    figures += with_figures
 
     # Short texts, one call each: what a hook pays per prompt or command.
     lines = [line for line in sample.splitlines() if line.strip()][:20_000]
@@ -82,19 +95,46 @@ def run() -> list[Figure]:
     size = sum(len(t) for t in texts)
     for text in texts[:100]:
         redact(text)
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     for text in texts:
         redact(text)
-    seconds = time.perf_counter() - start
-    rate = size / seconds / 1e6
-    figures.append(
-        Figure(
-            f"redact {len(texts):,} short texts one call each (avg {size // len(texts)} chars)",
-            "> 20 MB/s",
-            median=rate,
-            unit="MB/s",
-            within_budget=rate > 20,
-            note=f"{seconds / len(texts) * 1e6:.1f} us per call; {_load()}",
-        )
+    wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
+    figures += _figures(
+        f"redact {len(texts):,} short texts one call each (avg {size // len(texts)} chars)",
+        size,
+        wall,
+        cpu,
+        f"{cpu / len(texts) * 1e6:.1f} us of CPU per call; {_load()}",
     )
+    figures.append(_cold_start())
     return figures
+
+
+def _cold_start() -> Figure:
+    """A hook imports redaction in a fresh process: import plus the first prompt's redaction."""
+    code = (
+        "import time; t = time.perf_counter(); import memory_core.redact as r; "
+        "r.redact('deploy with export API_TOKEN=abc123def456 and curl -u me:pw https://x'); "
+        "print((time.perf_counter() - t) * 1000)"
+    )
+    # As installed: from compiled bytecode (a first run writes it, even where the environment
+    # says not to, or every run would measure compiling the module's source).
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run([sys.executable, "-c", code], capture_output=True, env=env, check=True)
+    runs = [
+        float(
+            subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, env=env
+            ).stdout
+        )
+        for _ in range(7)
+    ]
+    median = statistics.median(runs)
+    return Figure(
+        "cold process: import redaction + redact the first prompt",
+        "< 25 ms (a quarter of a hook's 100 ms)",
+        median=median,
+        p95=max(runs),
+        within_budget=median < 25,
+        note=f"7 fresh processes, from bytecode; includes importing re; {_load()}",
+    )

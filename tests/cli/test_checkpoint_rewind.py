@@ -75,6 +75,8 @@ def test_rollback_to_the_turn_12_checkpoint_gives_the_next_agent_turn_12(repo: P
     # Negative control: without the rewind, the next agent sees what came after turn 12.
     assert "drop the legacy API" in before and "never use the legacy API" in before
 
+    listed = cli("checkpoint", "list", cwd=repo).stdout
+    assert f"{at_twelve}" in listed and "turn 12" in listed
     rolled = cli("rollback", at_twelve, "--yes", "--rewind", "--json", cwd=repo)
     assert rolled.code == 0, rolled.stderr
     result = rolled.json()

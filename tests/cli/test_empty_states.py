@@ -21,3 +21,11 @@ def test_drift_without_a_snapshot_does_not_claim_to_compare_with_one(cli, worksp
     assert cli("snapshot", "capture", cwd=workspace).code == 0
     after = cli("drift", cwd=workspace)
     assert "no snapshot" not in after.stdout
+
+
+def test_empty_lists_of_agent_sessions_and_gotchas_say_how_they_fill(cli, workspace: Path) -> None:
+    assert cli("init", cwd=workspace).code == 0
+    sessions = cli("session", "list", cwd=workspace)
+    assert "hooks install" in sessions.stdout and "ingest claude-code" in sessions.stdout
+    gotchas = cli("gotcha", "list", cwd=workspace)
+    assert "3 times" in gotchas.stdout and "gotcha add" in gotchas.stdout

@@ -61,8 +61,10 @@ def test_rollback_without_yes_on_a_pipe_writes_nothing(cli: Any, workspace: Path
     checkpoint = cli("checkpoint", "create", "--json", cwd=workspace).json()
     (workspace / "a.txt").write_text("two\n")
     result = cli("rollback", checkpoint["id"], cwd=workspace)
-    assert result.code == 1
-    assert "restore a.txt" in result.stderr and "nothing was written" in result.stderr
+    assert result.code == 2
+    assert "restore a.txt" in result.stderr
+    assert "needs --yes when not on a terminal" in result.stderr
+    assert "nothing was changed" in result.stderr
     assert (workspace / "a.txt").read_text() == "two\n"
     assert len(cli("checkpoint", "list", "--json", cwd=workspace).json()["checkpoints"]) == 1
 
@@ -115,7 +117,7 @@ def test_saving_under_a_taken_name_needs_yes(cli: Any, workspace: Path) -> None:
 def test_delete_asks_first(cli: Any, workspace: Path) -> None:
     _record(workspace)
     asked = cli("session", "delete", "agent-1", cwd=workspace)
-    assert asked.code == 1 and "nothing was deleted" in asked.stderr
+    assert asked.code == 2 and "needs --yes when not on a terminal" in asked.stderr
     assert len(cli("session", "list", "--json", cwd=workspace).json()["sessions"]) == 1
     assert cli("session", "delete", "agent-1", "--yes", cwd=workspace).code == 0
     assert cli("session", "list", "--json", cwd=workspace).json()["sessions"] == []

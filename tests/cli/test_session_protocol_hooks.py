@@ -55,6 +55,9 @@ def test_session_end_backs_up_the_transcript_redacted_and_compressed(
     assert len(lines) == len(path.read_text().splitlines())
     for line in lines:
         json.loads(line)  # every line still JSON after redaction
+    # Deleting the session deletes its backup too.
+    assert cli("session", "delete", SESSION, "--yes", cwd=repo).code == 0
+    assert not backup.exists()
 
 
 def test_no_backup_past_the_quota(cli, repo: Path, tmp_path: Path) -> None:
@@ -124,3 +127,22 @@ def test_hooks_install_adds_the_session_summarize_command(cli, repo: Path) -> No
     assert cli("hooks", "install", "claude-code", cwd=repo).code == 0
     assert cli("hooks", "uninstall", "claude-code", cwd=repo).code == 0
     assert not command.exists()
+
+
+def test_session_capture_backs_up_on_request(cli, repo: Path, tmp_path: Path) -> None:
+    transcript, _ = realistic_session(repo, SESSION)
+    path = transcript.save(tmp_path / "projects" / f"{SESSION}.jsonl")
+    assert cli("config", "set", "sessions.backup_transcripts", "false", cwd=repo).code == 0
+    _run_session(cli, repo, path)  # the automatic backup is off
+    assert not list((repo / ".engram").rglob("*.jsonl.zst"))
+    refused = cli("session", "capture", SESSION, cwd=repo)
+    assert refused.code == 1 and "sessions.backup_transcripts is off" in refused.stderr
+    assert cli("config", "set", "sessions.backup_transcripts", "true", cwd=repo).code == 0
+    done = cli("session", "capture", SESSION, "--json", cwd=repo)
+    assert done.code == 0, done.stderr
+    backup = Path(done.json()["path"])
+    assert backup.name == f"{SESSION}.jsonl.zst" and backup.is_file()
+    missing = cli(
+        "session", "capture", SESSION, "--transcript", str(tmp_path / "nope.jsonl"), cwd=repo
+    )
+    assert missing.code == 2 and "no transcript file" in missing.stderr

@@ -124,3 +124,18 @@ def test_hot_decisions_are_remembered_and_decayed_ones_left_out(store: Store) ->
     assert "preference: Always run mypy" in kept  # pinned: never decays
     assert "staging database" not in text  # a year untouched: cold
     assert kept.index("Always run mypy") < kept.index("Use uv")  # pinned first
+
+
+def test_the_context_names_the_branch_and_the_task_in_progress(
+    store: Store, tmp_path: Path
+) -> None:
+    from tests.conftest import git
+
+    git(store.root, "init", "-q", "-b", "feature/parser")
+    t = Transcript("S-wip", store.root)
+    t.prompt("Add error recovery to the parser")
+    t.response([tool_use("toolu_wip", "Edit", file_path=str(store.root / "p.py"))])
+    ingest_file(store, t.save(tmp_path / "wip.jsonl"))
+    out = context.session_start_text(store, current_session="next", now=1_900_000_000.0)
+    assert "Git branch: feature/parser" in out
+    assert "Task in progress (not finished): \u201cAdd error recovery to the parser\u201d" in out

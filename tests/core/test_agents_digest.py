@@ -101,7 +101,7 @@ def test_digest_is_written_in_the_seed_layout(store: Store, written: digest.Dige
         "Commands Executed",
     ]
     assert seen["snapshot"]["Active Agent"] == "@claude-code"
-    assert seen["snapshot"]["Active Story"] == "none"
+    assert seen["snapshot"]["Active Story"] == "none"  # no story known, as AIOS writes it
     assert sorted(seen["snapshot"]["Files Modified"].split(", ")) == [
         "src/auth.py",
         "src/cookie.py",
@@ -252,3 +252,61 @@ def test_agent_records_are_bounded_by_the_timeline_age(
         and removed["digests"] == 1
     )
     assert store.query_one("SELECT COUNT(*) FROM agent_turns")[0] == 0
+
+
+def test_a_quiet_session_keeps_the_four_sections_empty(store: Store) -> None:
+    from memory_core import sessions
+
+    sessions.start(store, session_id="quiet", agent="claude-code", now=1_772_450_000.0)
+    with store.transaction() as db:
+        db.execute(
+            "INSERT INTO agent_sessions (session_id, agent, started_at, last_seen) VALUES (?, ?, ?, ?)",
+            ("quiet", "claude-code", 1_772_450_000.0, 1_772_450_090.0),
+        )
+    sessions.observe_times(store, "quiet", first_ts=1_772_450_000.0, last_ts=1_772_450_090.0)
+    written = digest.write_digest(store, "quiet", trigger="manual", now=1_772_450_100.0)
+    seen = seed_reader(written.path.read_text())
+    assert seen["order"] == [
+        "User Corrections",
+        "Patterns Observed",
+        "Axioms Learned",
+        "Context Snapshot",
+    ]
+    # Empty as the AIOS writer says it: placeholder bullets and `none`.
+    assert seen["sections"]["User Corrections"] == ["- (none captured)"]
+    assert seen["sections"]["Patterns Observed"] == ["- (none identified)"]
+    assert seen["sections"]["Axioms Learned"] == ["- (none extracted)"]
+    assert seen["snapshot"] == {
+        "Active Agent": "@claude-code",
+        "Active Story": "none",
+        "Files Modified": "none",
+        "Commands Executed": "none",
+    }
+    assert seen["meta"]["duration_minutes"] == 2  # 90 s rounds to 2 minutes
+    read = digest.read_digest(written.path)
+    assert read.sections["user_corrections"] == []
+    assert read.sections["context_snapshot"]["files_modified"] == []
+
+
+def test_a_digest_as_the_aios_writer_writes_it_loads() -> None:
+    """The AIOS implementation of this schema (its PreCompact extractor) dumps the frontmatter
+    with js-yaml (single quotes), writes patterns with the `Pattern:` inside unquoted text,
+    placeholders for empty sections and `unknown` / `none` in the snapshot lines."""
+    read = digest.read_digest(SEED_EXAMPLE / "aios-writer-digest.yaml")
+    front = read.frontmatter
+    assert front["schema_version"] == "1.0" and front["duration_minutes"] == 12
+    assert front["timestamp"] == "2026-02-10T09:15:02.481Z"  # an unquoted YAML timestamp
+    assert front["agent_context"] == "dev" and front["compact_trigger"] == "context_limit"
+    assert read.sections["user_corrections"] == [
+        'Actually, the config lives in "core-config.yaml" not config.yaml'
+    ]
+    assert read.sections["patterns_observed"] == [
+        'User frequently asks "how-to" questions (3 times)'
+    ]
+    assert read.sections["axioms_learned"] == []
+    assert read.sections["context_snapshot"] == {
+        "active_agent": None,
+        "active_story": None,
+        "files_modified": [],
+        "commands_executed": [],
+    }

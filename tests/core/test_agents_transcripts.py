@@ -330,3 +330,23 @@ def test_claude_config_dir_and_project_dir_name_are_honoured(
 
 def session_footprint(store: Store) -> list[str]:
     return list(sessions.get(store, SESSION)["search_footprint"])
+
+
+@pytest.mark.parametrize("writes_stop_reason", [False, True])
+def test_a_turn_never_needs_a_stop_reason_and_an_old_builds_one_may_end_it_sooner(
+    store: Store, tmp_path: Path, writes_stop_reason: bool
+) -> None:
+    t = Transcript("S-stop", store.root, writes_stop_reason=writes_stop_reason)
+    t.prompt("Explain the parser")
+    t.response([text("It reads tokens."), text("Then it builds a tree.")], stop_reason="end_turn")
+    path = t.save(tmp_path / "stop.jsonl")
+    # While the agent may still be answering (a hook's ingest), only a stop reason ends it ...
+    ingest_file(store, path, flush=False)
+    assert sessions.get(store, "S-stop")["turns"] == (1 if writes_stop_reason else 0)
+    # ... and the end of an ingested transcript always does.
+    ingest_file(store, path)
+    transcripts.flush_session(store, "S-stop")
+    assert sessions.get(store, "S-stop")["turns"] == 1
+    assert sessions.history(store, "S-stop")[0]["assistant_response"] == (
+        "It reads tokens.\n\nThen it builds a tree."
+    )

@@ -270,3 +270,27 @@ def test_a_rollback_sees_a_write_made_just_before_it_through_the_watcher(project
         assert plan.capture is not None and plan.capture.source == "watcher"
     finally:
         watch.stop()
+
+
+def test_after_a_flood_that_may_have_lost_events_the_watcher_vouches_for_nothing_before(
+    project: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _no_watchman(project)
+    monkeypatch.setattr(journal, "LOSSY_BATCH", 50)  # the real threshold is 4,096 events
+    root = project.root
+    watch = _started(root)
+    try:
+        first_journal = watch.journal
+        assert first_journal is not None
+        checkpoints.create(project, journal=first_journal)
+        for index in range(200):
+            _write(root, f"flood/f{index}.txt", "x\n", age=0)
+        deadline = time.time() + 10
+        while watch.journal is first_journal and time.time() < deadline:
+            time.sleep(0.05)
+        assert watch.journal is not first_journal and not first_journal.alive
+        made = checkpoints.create(project, journal=watch.journal)
+        assert made["source"] == "scan"
+        assert len([p for p in _files(project, made["id"]) if p.startswith("flood/")]) == 200
+    finally:
+        watch.stop()

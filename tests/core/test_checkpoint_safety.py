@@ -165,3 +165,125 @@ def test_an_incremental_checkpoint_sees_exactly_the_listed_changes(project: Stor
     result = checkpoints.rollback(project, base["id"])
     assert sorted(result["restored"]) == ["README.md", "src/app.py"]
     assert result["removed"] == ["src/new.py"]
+
+
+def test_a_symlink_whose_target_is_not_utf8_is_restored_byte_for_byte(project: Store) -> None:
+    link = os.path.join(os.fsencode(project.root), b"latest")
+    os.symlink(b"builds/caf\xe9-v1", link)
+    checkpoint = checkpoints.create(project)
+    os.unlink(link)
+    os.symlink(b"builds/other", link)
+    result = checkpoints.rollback(project, checkpoint["id"])
+    assert result["done"] is True
+    assert os.readlink(link) == b"builds/caf\xe9-v1"
+
+
+def test_deleting_a_checkpoint_says_what_it_freed(project: Store) -> None:
+    _write(project.root, "unique.bin", os.urandom(30_000))
+    first = checkpoints.create(project)
+    (project.root / "unique.bin").unlink()
+    second = checkpoints.create(project)
+    before = checkpoints.stored_bytes(project)
+    result = checkpoints.delete(project, first["id"])
+    assert result["id"] == first["id"] and result["deleted"] is True
+    assert result["freed_bytes"] >= 30_000
+    assert checkpoints.stored_bytes(project) == before - result["freed_bytes"]
+    assert [c["id"] for c in checkpoints.list_checkpoints(project)] == [second["id"]]
+
+
+def test_an_over_cap_file_reported_by_a_watcher_is_left_out_and_survives_a_rollback(
+    project: Store,
+) -> None:
+    capped = config.load(project.root, overrides={"checkpoints.max_file_bytes": 4000})
+    checkpoints.create(project, settings=capped)
+    _write(project.root, "dump.bin", os.urandom(5000))
+    second = checkpoints.create(project, settings=capped, changed=["dump.bin"])
+    assert second["mode"] == "incremental"
+    assert second["skipped"] == ["data/big.bin", "dump.bin"]
+    assert "dump.bin" not in {i["path"] for i in checkpoints.manifest(project, second["id"])}
+    result = checkpoints.rollback(project, second["id"])
+    assert "dump.bin" not in result["removed"] and (project.root / "dump.bin").exists()
+
+
+def test_a_gitignore_that_is_not_utf8_still_ignores_what_it_names(project: Store) -> None:
+    (project.root / ".gitignore").write_bytes(b"# caf\xe9\nbuild/\n")
+    _write(project.root, "build/out.o", "object")
+    checkpoint = checkpoints.create(project)
+    paths = {i["path"] for i in checkpoints.manifest(project, checkpoint["id"])}
+    assert "build/out.o" not in paths and ".gitignore" in paths
+
+
+def test_a_new_ignored_folder_reported_by_a_watcher_is_not_captured(project: Store) -> None:
+    _write(project.root, ".gitignore", "out/\n")
+    checkpoints.create(project)
+    _write(project.root, "out/x.txt", "generated")
+    second = checkpoints.create(project, changed=["out", "out/x.txt"])
+    assert "out/x.txt" not in {i["path"] for i in checkpoints.manifest(project, second["id"])}
+
+
+def test_the_patch_names_binary_files_instead_of_printing_them(project: Store) -> None:
+    checkpoint = checkpoints.create(project)
+    _write(project.root, "data/big.bin", bytes(range(255, -1, -1)) * 40)
+    patch = checkpoints.patch(project, checkpoint["id"])
+    assert "Binary file data/big.bin differs\n" in patch
+
+
+def test_a_rollback_through_a_symlinked_folder_is_refused_and_writes_nothing(
+    project: Store, tmp_path: Path
+) -> None:
+    import shutil
+
+    from memory_core.errors import EngramError
+
+    checkpoint = checkpoints.create(project)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    shutil.rmtree(project.root / "src")
+    os.symlink(outside, project.root / "src")
+    with pytest.raises(EngramError) as refused:
+        checkpoints.rollback(project, checkpoint["id"])
+    assert "src is a symbolic link to" in refused.value.one_line()
+    assert "outside the workspace" in refused.value.one_line()
+    assert "nothing was written" in refused.value.one_line()
+    assert list(outside.iterdir()) == []
+
+
+def test_a_rollback_plan_and_result_say_what_changes(project: Store) -> None:
+    checkpoint = checkpoints.create(project)
+    _write(project.root, "src/app.py", "def main():\n    return 9\n")
+    _write(project.root, "extra.txt", "new")
+    plan = checkpoints.plan_rollback(project, checkpoint["id"])
+    assert plan.as_dict() == {
+        "checkpoint": checkpoint["id"],
+        "restore": ["src/app.py"],
+        "remove": ["extra.txt"],
+        "unchanged": 2,
+    }
+    result = checkpoints.rollback(project, checkpoint["id"])
+    assert result["checkpoint"] == checkpoint["id"]
+    assert (result["restored"], result["removed"], result["unchanged"]) == (
+        ["src/app.py"],
+        ["extra.txt"],
+        2,
+    )
+    assert result["undo_checkpoint"] is not None
+
+
+def test_checkpoints_and_rollbacks_reach_the_event_log(project: Store) -> None:
+    from memory_core import events
+
+    checkpoint = checkpoints.create(project)
+    checkpoints.rollback(project, checkpoint["id"], undo=False)
+    kinds = [e.kind for e in events.recent(project)]
+    assert "checkpoint.created" in kinds and "checkpoint.rollback" in kinds
+
+
+def test_an_automatic_checkpoint_every_n_turns_says_which_turn(project: Store) -> None:
+    settings = config.load(project.root, overrides={"checkpoints.every_n_turns": 2})
+    assert checkpoints.every_n_turns(project, 1, settings=settings) is None
+    made = checkpoints.every_n_turns(project, 2, settings=settings, session_id="S-1")
+    assert made is not None
+    assert (made["reason"], made["description"]) == ("turns", "automatic: turn 2")
+    assert checkpoints.every_n_turns(project, 3, settings=settings) is None
+    off = config.load(project.root, overrides={"checkpoints.every_n_turns": 0})
+    assert checkpoints.every_n_turns(project, 4, settings=off) is None

@@ -69,3 +69,20 @@ def test_a_pack_stays_while_one_of_its_blobs_is_referenced(store: Store) -> None
     empty = store.query_one("SELECT COUNT(*) FROM checkpoint_packs")
     assert empty is not None and empty[0] == 0
     assert checkpoints.stored_bytes(store) == 0
+
+
+def test_a_mostly_dead_pack_is_rewritten_so_retention_frees_space(store: Store) -> None:
+    config.set_value(store.root, "checkpoints.watchman", False)
+    for index in range(100):
+        _write(store.root, f"gen/f{index:03d}.txt", os.urandom(300).hex().encode())
+    first = checkpoints.create(store)
+    for index in range(1, 100):
+        os.unlink(store.root / f"gen/f{index:03d}.txt")
+    second = checkpoints.create(store)
+    before = checkpoints.stored_bytes(store)
+    checkpoints.delete(store, first["id"])
+    # One file of the hundred is still referenced: its pack is rewritten with it alone.
+    assert checkpoints.stored_bytes(store) < before / 5
+    assert checkpoints.stored_bytes(store) == checkpoints.space(store)["stored_bytes"]
+    (item,) = checkpoints.manifest(store, second["id"])
+    assert checkpoints.read_blob(store, item["hash"]) == (store.root / item["path"]).read_bytes()

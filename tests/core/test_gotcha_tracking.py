@@ -174,3 +174,147 @@ def test_a_huge_error_is_cut_before_it_is_stored(store: Store, size: int) -> Non
     track(store, message, T0)
     stored = store.query_one("SELECT message FROM error_occurrences")
     assert stored is not None and len(stored["message"]) == 4000
+
+
+def test_the_cited_line_is_kept_exactly_redacted_and_hashed(store: Store, workspace: Path) -> None:
+    from memory_core.gotchas.records import line_hash
+
+    (workspace / "conf.py").write_text(f"API = '{TOKEN}'\nlimit = MAX\n")
+    for i in range(3):
+        first = track(store, "ValueError: bad key", T0 + i, file="conf.py", line=1)
+    for i in range(3):
+        second = track(store, "OverflowError: too big", T0 + i, file="conf.py", line=2)
+    [secret_line] = gotchas.get(store, first.gotcha_id or "").anchors
+    assert secret_line.text == "API = '[REDACTED:github-token]'"
+    assert secret_line.content_hash == line_hash(f"API = '{TOKEN}'")
+    [plain_line] = gotchas.get(store, second.gotcha_id or "").anchors
+    assert plain_line.text == "limit = MAX"
+    assert plain_line.content_hash == line_hash("limit = MAX")
+    assert TOKEN.encode() not in _everything_stored(workspace)
+
+
+def test_a_cited_file_that_is_not_utf8_is_read_with_replacements(
+    store: Store, workspace: Path
+) -> None:
+    (workspace / "legacy.py").write_bytes(b"name = 'caf\xe9'\n")
+    for i in range(3):
+        result = track(store, "UnicodeError: legacy", T0 + i, file="legacy.py", line=1)
+    [anchor] = gotchas.get(store, result.gotcha_id or "").anchors
+    assert anchor.text == "name = 'caf\ufffd'"
+
+
+def test_a_different_error_that_merely_contains_a_learned_one_is_not_merged(
+    store: Store,
+) -> None:
+    for i in range(3):
+        learned = track(store, "Error: disk full", T0 + i)
+    assert learned.created
+    other = track(store, "Fatal: Error: disk full while writing the cache index", T0 + 10)
+    assert other.gotcha_id is None
+    assert gotchas.get(store, learned.gotcha_id or "").occurrences == 3
+
+
+def test_a_person_s_blank_trigger_text_matches_nothing(store: Store) -> None:
+    manual = gotchas.add(store, "Blank trigger", error_pattern="   ")
+    result = track(store, "KeyError: 'anything'", T0)
+    assert result.gotcha_id is None
+    assert gotchas.get(store, manual.id).occurrences == 0
+
+
+def test_an_empty_error_says_how_to_track_one(store: Store) -> None:
+    from memory_core.errors import UsageError
+
+    with pytest.raises(UsageError) as raised:
+        gotchas.track_error(store, " \n ")
+    assert raised.value.one_line() == (
+        'the error message is empty (engram error track "the error text")'
+    )
+
+
+def test_tracking_without_a_given_time_uses_the_clock(store: Store) -> None:
+    import time
+
+    before = time.time()
+    result = gotchas.track_error(store, "RuntimeError: now")
+    assert result.occurrences == 1
+    [row] = store.query("SELECT ts FROM error_occurrences")
+    assert before - 1 <= row["ts"] <= time.time() + 1
+
+
+def test_the_learned_gotcha_cites_the_last_occurrence_and_its_command(
+    store: Store, workspace: Path
+) -> None:
+    from memory_core import clock
+
+    (workspace / "app.py").write_text("a = 1\nb = 2\nc = 3\n")
+    message = "Error: connect ECONNREFUSED 127.0.0.1:5432"
+    for n in range(3):
+        result = track(
+            store,
+            message,
+            T0 + n,
+            file="app.py",
+            line=n + 1,
+            command=f"pytest -k case{n}",
+            tool="Bash",
+            session_id=f"S-{n}",
+        )
+    gotcha = gotchas.get(store, result.gotcha_id or "")
+    assert gotcha.provenance == {
+        "command": "pytest -k case2",
+        "tool": "Bash",
+        "session_id": "S-2",
+        "file": "app.py",
+        "line": 3,
+    }
+    assert gotcha.description == (
+        "The same error came back 3 times within 24 h, running `pytest -k case2`. "
+        f"Normalised: {result.normalized}"
+    )
+    assert [
+        (s["ts"], s["command"], s["tool"], s["session_id"], s["file"], s["line"])
+        for s in gotcha.samples
+    ] == [
+        (clock.iso(T0 + n), f"pytest -k case{n}", "Bash", f"S-{n}", "app.py", n + 1)
+        for n in range(3)
+    ]
+    assert gotcha.first_seen == T0
+    # A later occurrence adds a sample with its time too.
+    later = track(store, message, T0 + 50, tool="Bash")
+    assert gotchas.get(store, later.gotcha_id or "").samples[-1]["ts"] == clock.iso(T0 + 50)
+
+
+def test_a_description_does_not_repeat_an_error_that_needed_no_normalising(store: Store) -> None:
+    for i in range(3):
+        result = track(store, "Segmentation fault (core dumped)", T0 + i)
+    assert gotchas.get(store, result.gotcha_id or "").description == (
+        "The same error came back 3 times within 24 h."
+    )
+
+
+def test_a_learned_security_error_is_high_severity(store: Store) -> None:
+    for i in range(3):
+        result = track(store, "SecurityError: CSRF token missing", T0 + i)
+    gotcha = gotchas.get(store, result.gotcha_id or "")
+    assert (gotcha.category, gotcha.severity) == ("security", "high")
+
+
+def test_a_sample_message_is_cut_at_500_characters(store: Store) -> None:
+    message = "ValueError: " + "v" * 900
+    for i in range(3):
+        result = track(store, message, T0 + i)
+    for i in range(2):
+        result = track(store, message, T0 + 10 + i)
+    samples = gotchas.get(store, result.gotcha_id or "").samples
+    assert {len(s["message"]) for s in samples} == {500}
+
+
+def test_a_learned_gotcha_anchors_at_most_ten_places(store: Store, workspace: Path) -> None:
+    (workspace / "wide.py").write_text("".join(f"v{n} = {n}\n" for n in range(1, 14)))
+    settings = config.load(workspace, overrides={"gotchas.threshold": 12})
+    for n in range(1, 13):
+        result = track(
+            store, "AssertionError: wide", T0 + n, file="wide.py", line=n, settings=settings
+        )
+    gotcha = gotchas.get(store, result.gotcha_id or "")
+    assert result.created and len(gotcha.anchors) == 10

@@ -80,3 +80,25 @@ def test_a_command_that_never_worked_has_no_fix(store: Store, tmp_path: Path) ->
     last = float(store.query_one("SELECT MAX(ts) FROM agent_tool_uses")[0])
     assert lessons.fix_after(store, "S-stuck", "make", last) is None
     assert [f["command"] for f in sessions.open_failures(store, "S-stuck")] == ["make", "make"]
+
+
+def test_a_decision_the_user_stated_is_kept_as_a_long_term_memory(
+    store: Store, tmp_path: Path
+) -> None:
+    from memory_core import limits, memory
+    from memory_core.agents import retention  # noqa: F401 - registers the agent tables' rules
+    from memory_core.config import load
+
+    t = Transcript("S-decide", store.root)
+    t.start = t.start.replace(year=t.start.year - 1)  # older than the 90-day retention
+    t.prompt("We looked at both. OK, we will go with SQLite for the cache. Now wire it in.")
+    t.response([text("Wiring SQLite in.")])
+    t.prompt("let's look at the failing test")  # a request, not a decision
+    t.response([text("Looking.")])
+    ingest_file(store, t.save(tmp_path / "decide.jsonl"))
+    limits.enforce(store, load(store.root))  # prunes the year-old prompts
+    assert store.query_one("SELECT COUNT(*) FROM agent_prompts")[0] == 0
+    kept = [m["content"] for m in memory.list_memories(store, type="decision")]
+    assert kept == ["OK, we will go with SQLite for the cache."]
+    out = context.session_start_text(store, current_session="next")
+    assert "decision: OK, we will go with SQLite for the cache." in out

@@ -16,7 +16,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from memory_core import sessions
+from memory_core import session_vault, sessions
 from memory_core.store import Store
 
 T0 = 1_772_440_000.0
@@ -222,3 +222,21 @@ def test_vault_folder_is_a_setting_and_file_names_are_safe(store: Store, tmp_pat
     config.set_value(store.root, "sessions.vault_dir", "notes/vault")
     sessions.set_summary(store, "../../evil/id", overview="y")
     assert (store.root / "notes" / "vault" / "sessions" / note.name).is_file()
+    # A relative folder that climbs out of the workspace is not followed.
+    config.set_value(store.root, "sessions.vault_dir", "../outside")
+    sessions.set_summary(store, "../../evil/id", overview="z")
+    assert not (store.root.parent / "outside").exists()
+    assert (store.dir / "exports" / "sessions" / note.name).is_file()
+
+
+def test_the_reminder_names_recent_unsummarised_sessions_only(store: Store) -> None:
+    now = T0 + 100 * 86400
+    for sid, age_days in (("S-old", 40), ("S-recent", 1)):
+        at = now - age_days * 86400
+        sessions.start(store, session_id=sid, agent="claude-code", now=at)
+        sessions.record_turn(store, sid, user_message="work", started_at=at, ended_at=at)
+    text = session_vault.reminder(store, current="S-now", now=now)
+    assert text.startswith("1 earlier session has no summary yet (S-recent)")
+    assert "S-old" not in text
+    sessions.set_summary(store, "S-recent", overview="Done.")
+    assert session_vault.reminder(store, current="S-now", now=now) == ""

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_core import config, decay, memory, quota, search, sessions
+from memory_core import clock, config, decay, memory, quota, search, sessions
 from memory_core.errors import UsageError
 from memory_core.store import Store
 
@@ -170,3 +170,32 @@ def test_list_query_options(store: Store) -> None:
     assert math.isclose(
         memory.list_memories(store, min_priority=0.85, now=NOW)[0]["priority"], 0.9, abs_tol=1e-3
     )
+
+
+def test_cli_query_options(workspace: Path) -> None:
+    from tests.conftest import run_cli
+
+    store = Store.init(workspace)
+    fresh = memory.add(store, "the flaky login test needs a fixed seed", type="finding")
+    old = memory.add(
+        store,
+        "the flaky login test used to need a sleep",
+        type="finding",
+        now=clock.now() - 300 * DAY,
+    )
+    store.close()
+
+    def ids(*args: str) -> list[str]:
+        result = run_cli("memory", *args, "--json", cwd=workspace)
+        assert result.code == 0, result.stderr
+        body = result.json()
+        return [e["id"] for e in body.get("results", body.get("memories", []))]
+
+    assert ids("search", "flaky login") == [fresh["id"]]  # decayed left out
+    assert set(ids("search", "flaky login", "--include-decayed")) == {fresh["id"], old["id"]}
+    assert ids("search", "flaky login", "--min-priority", "0.95") == []
+    assert ids("search", "flaky login", "--include-decayed", "--offset", "1") == [old["id"]]
+    assert ids("list") == [fresh["id"], old["id"]]  # the inspection view shows everything
+    assert ids("list", "--min-priority", "0.5") == [fresh["id"]]
+    bad = run_cli("memory", "search", "flaky", "--min-priority", "2", cwd=workspace)
+    assert bad.code == 2 and bad.stderr.startswith("engram: error: minimum priority")

@@ -203,3 +203,121 @@ def test_hooks_measure_a_session_far_from_its_quota_at_most_every_30_seconds(
     assert post("toolu_t10", start + 10) == ""
     # ...after that they do, and warn.
     assert "of its quota" in post("toolu_t31", start + 31)
+
+
+def test_a_session_can_be_compacted_by_hand(full_session: Store) -> None:
+    store = full_session
+    old = memory.add(
+        store, "an old learning nobody read: " + BIG, session_id=S, now=clock.now() - 200 * DAY
+    )
+    root = store.root
+    store.close()
+    result = run_cli("memory", "compact", S, "--json", cwd=root)
+    assert result.code == 0, result.stderr
+    assert [step["step"] for step in result.json()["steps"]] == ["drop_decayed"]
+    assert result.json()["steps"][0]["memories"] == [old["id"]]
+    missing = run_cli("memory", "compact", "S-nope", cwd=root)
+    assert missing.code == 1 and "S-nope" in missing.stderr
+
+
+def test_ingesting_a_transcript_warns_on_stderr(workspace: Path, tmp_path: Path) -> None:
+    from tests.agents_fixtures import realistic_session
+
+    session = "5f2c1d4e-aaaa-bbbb-cccc-123456789abc"
+    transcript, _expected = realistic_session(workspace, session)
+    path = transcript.save(tmp_path / "projects" / f"{session}.jsonl")
+    Store.init(workspace).close()
+    # Ingest once to learn the session's size, then set a quota it fills to about 85 %.
+    assert run_cli("ingest", "claude-code", str(path), cwd=workspace).code == 0
+    store = Store.open(workspace)
+    try:
+        used = quota.session_usage(store, session)
+        with store.transaction() as db:  # so the next ingest reads the file again
+            db.execute("DELETE FROM agent_ingest_offsets")
+    finally:
+        store.close()
+    _set_quota(workspace, int(used / 0.85))
+    result = run_cli("ingest", "claude-code", str(path), cwd=workspace)
+    assert result.code == 0, result.stderr
+    assert re.search(rf"engram: session {session} reached 8\d % of its quota", result.stderr)
+
+
+def test_saving_a_session_near_its_quota_warns_on_stderr(full_session: Store) -> None:
+    store = full_session
+    _quota_at(store, 85)
+    root = store.root
+    store.close()
+    result = run_cli("session", "save", "near-full", "--json", cwd=root)
+    assert result.code == 0, result.stderr
+    assert result.json()["id"] == S
+    assert re.search(rf"^engram: session {S} reached (8\d|9\d) % of its quota", result.stderr)
+
+
+def test_a_real_hook_process_refuses_a_full_session_and_exits_0(full_session: Store) -> None:
+    store = full_session
+    _quota_at(store, 101)
+    root = store.root
+    store.close()
+    payload = hook_payload(
+        "PostToolUse",
+        S,
+        root,
+        tool_name="Bash",
+        tool_input={"command": "ls"},
+        tool_use_id="toolu_process",
+        tool_response={"stdout": "a", "stderr": "", "interrupted": False},
+    )
+    result = run_cli("hook", "claude-code", "PostToolUse", cwd=root, stdin=payload)
+    assert result.code == 0 and result.stderr == ""
+    context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert f"session {S} is full (MEM_E001)" in context
+    assert not _tool_recorded(root, "toolu_process")
+
+
+def test_the_cli_warns_again_at_95_percent(full_session: Store) -> None:
+    store = full_session
+    _quota_at(store, 96)
+    root = store.root
+    store.close()
+    result = run_cli("memory", "add", "a small note", "--session", S, cwd=root)
+    assert result.code == 0, result.stderr
+    assert re.search(rf"^engram: session {S} reached 9[6-9] % of its quota", result.stderr)
+
+
+def test_a_full_session_still_starts_with_its_memory(full_session: Store) -> None:
+    store = full_session
+    memory.add(store, "the deploy key rotates every Monday", type="project", pinned=True)
+    _quota_at(store, 101)
+    payload = hook_payload("SessionStart", S, store.root, source="resume")
+    code, out = hooks.handle("claude-code", "SessionStart", payload, workspace=str(store.root))
+    assert code == 0
+    context = _context(json.loads(out))
+    memory_part, error_part = context.split("engram: error: ")
+    assert "- project: the deploy key rotates every Monday" in memory_part
+    assert error_part.startswith(f"session {S} is full (MEM_E001)")
+
+
+def test_a_full_session_still_gets_gotchas_before_an_edit(full_session: Store) -> None:
+    from memory_core.gotchas import records
+
+    store = full_session
+    (store.root / "app.py").write_text("import json\n")
+    records.add(
+        store,
+        "app.py is generated; edit app.tmpl instead",
+        severity="high",
+        related_files=["app.py"],
+    )
+    _quota_at(store, 101)
+    payload = hook_payload(
+        "PreToolUse",
+        S,
+        store.root,
+        tool_name="Edit",
+        tool_input={"file_path": str(store.root / "app.py"), "old_string": "a", "new_string": "b"},
+        tool_use_id="toolu_pre",
+    )
+    code, out = hooks.handle("claude-code", "PreToolUse", payload, workspace=str(store.root))
+    assert code == 0
+    context = _context(json.loads(out))
+    assert "app.py is generated" in context and "MEM_E001" not in context

@@ -34,7 +34,7 @@ def test_every_figure_equals_the_independent_count(store: Store, tmp_path: Path)
     oracle = reference_figures(paths)[SESSION]
     metrics = sessions.metrics(store, SESSION)
     # Turns are the real prompts (not /model, its output, the interrupt or the notification).
-    assert oracle["prompts"] == 2
+    assert oracle["prompts"] == 3
     assert metrics["turns"] == oracle["prompts"]
     for part in ("main", "subagents"):
         for kind in KINDS:
@@ -67,6 +67,7 @@ def test_messages_after_a_compaction_with_no_new_prompt_belong_to_the_turn(
     turns = sessions.history(store, SESSION)
     assert [t["user_message"] for t in turns] == [
         "Make the build pass",
+        "No, don't change the build script. Always run npm test after a build.",
         "Update the test to the new constant and run it",
     ]
     first = turns[0]
@@ -142,3 +143,24 @@ def test_a_finished_session_is_never_called_crashed(store: Store, tmp_path: Path
     # Where the work ended: the last request and the agent's last words.
     assert "Update the test to the new constant and run it" in text
     assert "All done: the build and the tests pass." in text
+    # What is open: the call a hook blocked, said so; the failures fixed later are not open.
+    assert "Open: `rm -rf /tmp/build-cache` failed the last time it ran (blocked by a hook)" in text
+    assert "Open: `npm" not in text
+
+
+def test_the_digest_reports_the_same_tokens(store: Store, tmp_path: Path) -> None:
+    from memory_core.agents import digest
+
+    paths = _ingest(store, tmp_path)
+    oracle = reference_figures(paths)[SESSION]
+    shot = digest.snapshot(store, SESSION)
+    names = {
+        "input": "input_tokens",
+        "output": "output_tokens",
+        "cache_creation": "cache_creation_tokens",
+        "cache_read": "cache_read_tokens",
+    }
+    assert {k: shot["tokens"][k] for k in names} == {k: oracle["main"][v] for k, v in names.items()}
+    assert {k: shot["subagent_tokens"][k] for k in names} == {
+        k: oracle["subagents"][v] for k, v in names.items()
+    }

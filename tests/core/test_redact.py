@@ -51,19 +51,12 @@ def test_each_secret_is_found_inside_a_large_text_too(case: Secret) -> None:
         assert out == filler + redact(case.text) + "\n" + filler
 
 
-# One ordinary string out of the corpus is changed, and it is this one: a Maven coordinate
-# whose group name ends in "token" reads as `jsonwebtoken: <value>` (gitleaks lists it among
-# its own false positives). Any other change is a regression.
-KNOWN_CHANGED = {'notes            = "Maven - io.jsonwebtoken:jjwt-jackson-0.11.2"'}
-
-
 def test_ordinary_code_hashes_ids_and_versions_stay_intact() -> None:
-    changed = {text for text in ORDINARY if redact(text) != text}
-    assert changed == KNOWN_CHANGED
-    assert len(changed) <= len(ORDINARY) // 50
+    changed = [text for text in ORDINARY if redact(text) != text]
+    assert changed == []
 
 
-@pytest.mark.parametrize("text", sorted(set(ORDINARY) - KNOWN_CHANGED))
+@pytest.mark.parametrize("text", ORDINARY)
 def test_ordinary_string_is_unchanged(text: str) -> None:
     assert redact(text) == text
 
@@ -76,6 +69,159 @@ def test_the_issue_examples_of_mangled_code_are_left_alone() -> None:
         'secret_name = "prod/db/credentials"',
     ):
         assert redact(text) == text
+
+
+def test_a_package_coordinate_is_not_an_assignment_but_a_dotted_config_key_is() -> None:
+    # `group:artifact` whose group ends in a secret word (gitleaks' own false positive).
+    for text in (
+        'notes = "Maven - io.jsonwebtoken:jjwt-jackson-0.11.2"',
+        'implementation "io.jsonwebtoken:jjwt-api:0.11.5"',
+    ):
+        assert redact(text) == text
+    assert redact("db.password:hunter22") == "db.password:[REDACTED:secret]"
+    assert redact("spring.datasource.password: my-pass") == (
+        "spring.datasource.password: [REDACTED:secret]"
+    )
+
+
+def test_a_token_prefix_counts_only_at_the_start_of_a_word() -> None:
+    key = "sk_test_" + r(ALNUM, 24)
+    assert redact(f"key {key}") == "key [REDACTED:stripe-key]"
+    # The same letters inside an identifier are not a Stripe key.
+    assert redact("task_test_fixturesForRelease2024") == "task_test_fixturesForRelease2024"
+    assert redact("ask_live_previewEnabledFlag2024x") == "ask_live_previewEnabledFlag2024x"
+
+
+def test_a_name_after_a_label_is_not_a_value() -> None:
+    # `label: name: value` and `label: name= value`: what follows the first name is a name.
+    for text in ("password: client_secret: foo", "password: signing_key= foo"):
+        assert redact(text) == text
+
+
+def test_plural_names_are_secret_names_but_longer_words_are_not() -> None:
+    assert redact("secrets: hunter22x") == "secrets: [REDACTED:secret]"
+    assert redact("passwords: hunter22x") == "passwords: [REDACTED:secret]"
+    assert redact("secretsmanager: regionDefaultName") == "secretsmanager: regionDefaultName"
+
+
+def test_tokens_in_the_plural_count_tokens_unless_the_value_looks_random() -> None:
+    for text in ("tokens: qwertyuiop1", "cache_creation_tokens=creation,", "max_tokens: 4096"):
+        assert redact(text) == text
+    random_value = r(ALNUM, 24)
+    for name in ("tokens", "apiTokens", "ACCESS_TOKENS"):
+        assert redact(f"{name}: {random_value}") == f"{name}: [REDACTED:secret]", name
+
+
+def test_the_entropy_of_a_value() -> None:
+    assert redaction.entropy("") == 0.0
+    assert redaction.entropy("aaaa") == 0.0
+    assert redaction.entropy("abcd") == 2.0
+    assert redaction.entropy("aabb") == 1.0
+
+
+def test_a_weak_name_hides_a_random_value_from_16_characters_on() -> None:
+    value = r(ALNUM, 16)
+    assert redact(f"signing_key = {value}") == "signing_key = [REDACTED:secret]"
+    assert redact(f"signing_key = {value[:15]}") == f"signing_key = {value[:15]}"
+    # Sixteen characters that are not random, or words joined, are kept.
+    for text in ("sort_key = aaaabbbbccccdddd", "sort_key = created_at_descending"):
+        assert redact(text) == text
+
+
+def test_every_assignment_of_a_text_is_looked_at() -> None:
+    # A name without a value, then a secret: the second is still found.
+    assert redact("token: x\npassword = hunter22x") == "token: x\npassword = [REDACTED:secret]"
+    # A strong name followed by a separator and more words.
+    for name in ("token_value", "password_prod", "secrets_prod"):
+        assert redact(f"{name}: hunter22x") == f"{name}: [REDACTED:secret]", name
+    # A padded value whose letters spell secret words is still a value.
+    assert redact("DB_PASSWORD=super-secret-token==") == "DB_PASSWORD=[REDACTED:secret]"
+
+
+def test_text_whose_lowercase_is_longer_is_redacted_at_the_right_place() -> None:
+    # `İ`.lower() is two characters: offsets in the lowercased text would be off by three.
+    assert (
+        redact("İİİ password = hunter22x and more") == "İİİ password = [REDACTED:secret] and more"
+    )
+
+
+def test_placeholder_tokens_after_an_authorization_scheme_are_kept() -> None:
+    for text in ("Bearer xxxxxxxxxxxxxxxxxxxxxxxx", "Token aaaaaaaaaaaaaaaaaaaaaa"):
+        assert redact(text) == text
+
+
+def test_several_secrets_far_apart_in_a_large_text_are_all_found() -> None:
+    passwords = [r(ALNUM, 14) for _ in range(3)]
+    filler = "value = compute(item)  # ordinary code\n" * 200
+    text = filler.join(f"postgres://app:{pw}@db/app\n" for pw in passwords)
+    assert len(text) > redaction.WINDOWED_ABOVE
+    out = redact(text)
+    assert [pw for pw in passwords if pw in out] == []
+
+
+def test_a_long_private_key_in_a_large_text_is_hidden_whole() -> None:
+    # A 4096-bit RSA key block is longer than a context detector's window.
+    body = "\n".join(r(ALNUM + "+/", 64) for _ in range(50))
+    block = "-----BEGIN RSA " + "PRIVATE KEY-----\n" + body + "\n-----END RSA " + "PRIVATE KEY-----"
+    assert len(block) > redaction.WINDOW_AFTER
+    text = "x = 1\n" * 1000 + block + "\ny = 2\n"
+    assert redact(text) == "x = 1\n" * 1000 + "[REDACTED:private-key]\ny = 2\n"
+
+
+def test_overlapping_finds_are_merged_under_the_longer_ones_label() -> None:
+    # Two detectors' spans overlapping: no character of either survives.
+    assert redaction._apply("abcdefghij", [(0, 4, "[A]"), (2, 9, "[B]")]) == "[B]j"
+    assert redaction._apply("abcdefghij", [(1, 3, "[A]"), (1, 3, "[B]")]) == "a[A]defghij"
+
+
+def test_a_secret_name_inside_a_redacted_value_does_not_stop_the_search() -> None:
+    key = r(ALNUM, 20)
+    text = f"password=my_token_1234; api_key={key}"
+    assert redact(text) == "password=[REDACTED:secret]; api_key=[REDACTED:secret]"
+
+
+def test_a_number_under_a_secret_name_followed_by_a_bracket_is_a_number() -> None:
+    assert redact("policy(password_age=7776000)") == "policy(password_age=7776000)"
+
+
+def test_adjacent_finds_keep_both_labels() -> None:
+    assert redaction._apply("abcdef", [(0, 3, "[A]"), (3, 6, "[B]")]) == "[A][B]"
+
+
+def test_a_bearer_token_without_digits_is_still_a_token() -> None:
+    token = r("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", 40)
+    assert redact(f"Authorization: Bearer {token}") == "Authorization: Bearer [REDACTED:token]"
+
+
+def test_a_value_naming_a_weak_secret_variable_is_a_reference() -> None:
+    for text in ("token = signing_key", "password = cache_key", "secret = hmac_salt"):
+        assert redact(text) == text
+
+
+def test_the_weak_name_entropy_threshold_is_inclusive() -> None:
+    # Eight characters once and four twice: exactly 3.5 bits per character.
+    value = "aIbJcKdLeIfJgKhL"
+    assert redaction.entropy(value) == 3.5
+    assert redact(f"signing_key = {value}") == "signing_key = [REDACTED:secret]"
+
+
+def test_code_and_prose_around_secret_names_are_not_secrets() -> None:
+    # An unquoted name after ` = ` is a variable; a plain word followed by more words is prose.
+    for text in (
+        "self.token = nextchar",
+        "self.token = currentTokenValue",
+        "pwd: expected bytes, got str",
+    ):
+        assert redact(text) == text
+    # ... but a literal is a literal: quoted, in a .env line, at the end of a YAML line, or
+    # random letters.
+    for text, expected in (
+        ('self.token = "nextchar"', 'self.token = "[REDACTED:secret]"'),
+        ("DB_PASSWORD=hunter", "DB_PASSWORD=[REDACTED:secret]"),
+        ("password: sekrit", "password: [REDACTED:secret]"),
+        ("token = qwhxkzjvbnmrtplkwe", "token = [REDACTED:secret]"),
+    ):
+        assert redact(text) == expected, text
 
 
 def test_a_twilio_api_key_is_reported_as_one() -> None:
@@ -200,20 +346,18 @@ def test_redact_obj_hides_values_under_secret_names_and_keeps_structure() -> Non
     assert out["n"] == 3
 
 
-def test_redaction_is_cheap_to_import_in_a_cold_process() -> None:
+def test_importing_redaction_compiles_nothing_until_a_text_needs_it() -> None:
+    # Hooks redact in a cold process with a 100 ms budget: the ~100 patterns are compiled on
+    # first use, and a text without a token run, a guard or an assignment compiles almost
+    # none of them. (The cold-start time itself is measured by tests/bench/bench_redact.py.)
     code = (
-        "import time; t = time.perf_counter(); import memory_core.redact as r; "
-        "r.redact('x = 1'); print(time.perf_counter() - t)"
+        "import memory_core.redact as r; before = len(r._COMPILED); "
+        "r.redact('just words, nothing secret here'); print(before, len(r._COMPILED))"
     )
-    runs = [
-        float(
-            subprocess.run(
-                [sys.executable, "-c", code], capture_output=True, text=True, check=True
-            ).stdout
-        )
-        for _ in range(3)
-    ]
-    assert min(runs) < 0.05, runs
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert [int(n) for n in out] == [0, 1]
 
 
 def test_a_large_text_with_every_kind_of_secret_loses_them_all() -> None:

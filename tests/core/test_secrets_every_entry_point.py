@@ -208,7 +208,15 @@ async def test_no_secret_reaches_the_store_through_any_entry_point(
             error=f"{door(f'door-failure-{index}')} {batch}",
         )
     hook("PreCompact", trigger="auto", custom_instructions=everything)
-    hook("Stop", stop_hook_active=False)
+    hook(
+        "PostCompact",
+        trigger="auto",
+        compact_summary=door("door-compact-summary") + " " + everything,
+    )
+    last_batch = batches(3_900)[-1]
+    hook(
+        "Stop", stop_hook_active=False, last_assistant_message=door("door-stop") + " " + last_batch
+    )
     hook("SessionEnd", reason="exit")
 
     # Gemini CLI hooks.
@@ -279,3 +287,26 @@ def test_the_negative_control_sees_an_unredacted_text(repo: Path) -> None:
             ("S-raw", None, 1, 0.0, zstandard.ZstdCompressor().compress(case.text.encode()), 1),
         )
     assert leaks(store_bytes(repo)) == [case.kind]
+
+
+def test_checkpoints_leave_secret_files_out_unless_told_and_keep_other_files_as_they_are(
+    cli: Any, repo: Path
+) -> None:
+    # What docs/secrets.md promises about checkpoints, which keep file bytes as they are.
+    in_env = "sk_live_" + "".join(reversed("0123456789abcdefghijKLMNOP"))
+    in_key = "MIIEow" + "IBAAKCAQEA" + "x9Zq" * 8
+    in_source = "hunter2-in-settings-" + "Q7w" * 4
+    (repo / ".env").write_text(f"STRIPE_KEY={in_env}\n")
+    (repo / "deploy.key").write_text(f"{in_key}\n")
+    (repo / "settings.py").write_text(f'PASSWORD = "{in_source}"\n')
+    assert cli("init", cwd=repo).code == 0
+    _ok(cli("checkpoint", "create", "before", cwd=repo))
+    stored = store_bytes(repo)
+    assert in_env.encode() not in stored
+    assert in_key.encode() not in stored
+    # An ordinary file is captured byte for byte, secret included (the negative control).
+    assert in_source.encode() in stored
+
+    _ok(cli("config", "set", "checkpoints.include_secret_files", "true", cwd=repo))
+    _ok(cli("checkpoint", "create", "with secret files", cwd=repo))
+    assert in_env.encode() in store_bytes(repo)

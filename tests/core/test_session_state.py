@@ -78,13 +78,14 @@ def test_snapshots_carry_the_task_in_progress(store: Store) -> None:
 
 
 def test_the_digest_names_the_active_story(store: Store) -> None:
-    sessions.start(store, session_id="a", agent="claude-code")
+    sessions.start(store, session_id="a", agent="claude-code", now=T0)
+    sessions.observe_times(store, "a", first_ts=T0, last_ts=T0 + 1800)
     with store.transaction() as db:
         db.execute(
             "INSERT INTO agent_sessions (session_id, agent, started_at, last_seen) VALUES (?, ?, ?, ?)",
             ("a", "claude-code", T0, T0 + 1800),
         )
-    session_state.update(store, "a", story="MIS-3")
+    session_state.update(store, "a", story="MIS-3", now=T0 + 1800)
     written = digest.write_digest(store, "a", trigger="manual", now=T0 + 1800)
     text = written.path.read_text()
     assert 'agent_context: "@claude-code implementing Story MIS-3"' in text
@@ -125,3 +126,11 @@ def test_hooks_record_slash_commands_and_the_next_session_is_told_where_work_sto
     # An hour and more later, a new session is not told to continue (the negative control).
     late = hook("SessionStart", "third", now + 2 * 3600, source="startup")
     assert "Continuing" not in late
+
+
+def test_a_snapshot_in_a_repository_without_commits_says_so(store: Store) -> None:
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(store.root)], check=True)
+    snap = snapshots.capture(store)
+    assert "@no commits" in snapshots.describe(snap)  # not cut to "no commi"

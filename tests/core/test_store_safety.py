@@ -248,3 +248,85 @@ def test_a_store_opened_in_two_threads_serialises_its_transactions(store: Store)
         t.join()
     assert errors == []
     assert store.query_one("SELECT COUNT(*) FROM events")[0] == 100  # type: ignore[index]
+
+
+def test_every_store_error_says_what_to_do(workspace: Path) -> None:
+    with pytest.raises(StoreError) as missing:
+        Store.open(workspace)
+    assert "(run engram init)" in missing.value.one_line()
+    (workspace / ".engram").mkdir()
+    (workspace / ".engram" / "engram.db").write_bytes(b"garbage" * 500)
+    with pytest.raises(StoreError) as corrupt:
+        Store.open(workspace)
+    assert "restore .engram/engram.db from a backup, or move it aside and run engram init" in (
+        corrupt.value.one_line()
+    )
+    (workspace / ".engram" / "engram.db").unlink()
+    Store.init(workspace).close()
+    with sqlite3.connect(workspace / ".engram" / "engram.db") as raw:
+        raw.execute(f"PRAGMA user_version = {latest_schema_version() + 1}")
+    with pytest.raises(StoreError) as newer:
+        Store.open(workspace)
+    assert "upgrade engram; the store was left untouched" in newer.value.one_line()
+
+
+def test_a_store_being_upgraded_by_another_process_is_not_upgraded_twice(
+    workspace: Path,
+) -> None:
+    # A store as the first engram wrote it, opened by two engram processes at once: the other
+    # one gets the write lock first and applies every migration but the last.
+    (workspace / ".engram").mkdir()
+    db_path = workspace / ".engram" / "engram.db"
+    known = store_module.migrations()
+    with sqlite3.connect(db_path) as raw:
+        raw.executescript(known[0][1].read_text())
+        raw.execute(f"PRAGMA user_version = {known[0][0]}")
+    other = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)
+    other.execute("PRAGMA journal_mode = WAL")
+    other.execute("BEGIN IMMEDIATE")
+    opened: list[Store] = []
+    failed: list[BaseException] = []
+
+    def open_store() -> None:
+        try:
+            opened.append(Store.open(workspace))
+        except BaseException as exc:  # pragma: no cover - reported below
+            failed.append(exc)
+
+    thread = threading.Thread(target=open_store)
+    thread.start()
+    time.sleep(1.0)  # our open now waits for the write lock
+    for _version, path in known[1:-1]:
+        for statement in store_module._split_sql(path.read_text()):
+            other.execute(statement)
+    other.execute(f"PRAGMA user_version = {known[-2][0]}")
+    other.execute("COMMIT")
+    other.close()
+    thread.join(timeout=60)
+    assert failed == []
+    [store] = opened
+    try:
+        assert store.schema_version == known[-1][0]
+        events.append(store, Event("after.upgrade"))
+        assert [e.kind for e in events.recent(store)] == ["after.upgrade"]
+    finally:
+        store.close()
+
+
+def test_the_reported_store_size_is_the_size_of_its_files(store: Store) -> None:
+    events.append(store, Event("sized", data={"pad": "y" * 20_000}))
+    expected = sum(
+        (Path(dirpath) / name).lstat().st_size
+        for dirpath, _dirs, names in os.walk(store.dir)
+        for name in names
+    )
+    assert store.size_bytes() == expected
+
+
+def test_a_private_file_whose_name_is_too_long_fails_cleanly(tmp_path: Path) -> None:
+    # The temporary name adds the process and thread ids: it is over the file system's limit
+    # although the final name is not. The error is the file system's, and nothing is left.
+    target = tmp_path / "exports" / ("s" * 240)
+    with pytest.raises(OSError):
+        write_private_file(target, "x")
+    assert list((tmp_path / "exports").iterdir()) == []

@@ -41,6 +41,8 @@ def output(name: str) -> str:
             "click.exceptions.BadParameter: 99999 is not a port number",
             (f"{CAPTURED_IN}/cli.py", 7),
         ),
+        # A file Python could not parse: no traceback, the file, the line and a caret.
+        ("python_syntax.txt", "SyntaxError: invalid syntax", (f"{CAPTURED_IN}/syntax.py", 1)),
         ("tsc.txt", "error TS2304: Cannot find name 'missingThing'.", ("src/index.ts", 1)),
         # npm says only that the script failed: the compiler's error inside it is the lesson.
         ("npm_build.txt", "error TS2304: Cannot find name 'missingThing'.", ("src/index.ts", 1)),

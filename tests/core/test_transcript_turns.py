@@ -8,7 +8,10 @@ end of a finished transcript (`flush`).
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
+
+import pytest
 
 from memory_core import sessions
 from memory_core.agents import transcripts
@@ -294,3 +297,242 @@ def test_a_compaction_is_recorded_and_splits_no_turn_count(store: Store, tmp_pat
     assert (row["trigger"], row["pre_tokens"]) == ("manual", 123456)
     assert "session cookie" in row["summary"]
     assert [turn["user_message"] for turn in _history(store)] == ["before", "after"]
+
+
+def test_a_gemini_chat_file_is_not_taken_for_a_claude_transcript(tmp_path: Path) -> None:
+    gemini_json = tmp_path / "session-2026.json"
+    gemini_json.write_text('{"sessionId": "g", "messages": []}')
+    gemini_jsonl = tmp_path / "chat.jsonl"
+    gemini_jsonl.write_text('{"projectHash": "abc", "sessionId": "g"}\n{"type": "user"}\n')
+    claude = tmp_path / "claude.jsonl"
+    claude.write_text('{"type": "user", "sessionId": "c", "message": {"content": "hi"}}\n')
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    odd = tmp_path / "odd.jsonl"
+    odd.write_text("not json\n")
+    assert not transcripts.is_claude_transcript(gemini_json)
+    assert not transcripts.is_claude_transcript(gemini_jsonl)
+    assert transcripts.is_claude_transcript(claude)
+    assert transcripts.is_claude_transcript(empty)
+    assert transcripts.is_claude_transcript(odd)
+    assert not transcripts.is_claude_transcript(tmp_path / "missing.jsonl")
+
+
+def test_times_and_token_counts_are_read_as_written_and_nonsense_is_zero(
+    store: Store, tmp_path: Path
+) -> None:
+    import time
+
+    t = Transcript(SESSION, store.root)
+    t.prompt("first")
+    line = t.envelope("assistant")
+    line["timestamp"] = "not a time"
+    line["message"] = {
+        "id": "msg_odd",
+        "model": "claude-opus-4-6",
+        "content": [{"type": "text", "text": "ok"}],
+        "stop_reason": None,
+        "usage": {
+            "input_tokens": True,
+            "output_tokens": -5,
+            "cache_creation_input_tokens": "12",
+            "cache_read_input_tokens": 7,
+        },
+    }
+    t.write(line)
+    path = t.save(tmp_path / "t.jsonl")
+    before = time.time()
+    transcripts.ingest_file(store, path, flush=True)
+    row = store.query_one(
+        "SELECT ts, input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens "
+        "FROM agent_messages"
+    )
+    assert row is not None
+    assert (row[1], row[2], row[3], row[4]) == (0, 0, 0, 7)
+    assert before - 1 <= row["ts"] <= time.time() + 1  # an unreadable time is "now"
+    # The prompt's own time (two seconds after the fixture's start) is the turn's start.
+    [turn] = _history(store)
+    assert turn["started_at"] == (t.start + timedelta(seconds=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_a_result_that_arrives_in_a_later_run_completes_the_call(
+    store: Store, tmp_path: Path
+) -> None:
+    t = Transcript(SESSION, store.root)
+    t.prompt("build")
+    t.response([tool_use("toolu_late", "Bash", command="make all")], stop_reason=None)
+    path = t.save(tmp_path / "t.jsonl")
+    transcripts.ingest_file(store, path)
+    assert store.query_one("SELECT ok FROM agent_tool_uses")[0] is None  # type: ignore[index]
+    t.tool_result("toolu_late", "Exit code 2\nmake: *** [all] Error 2", is_error=True)
+    t.save(path)
+    stats = transcripts.ingest_file(store, path, flush=True)
+    assert (stats.tool_calls, stats.failures) == (1, 1)
+    rows = store.query("SELECT command, exit_code FROM session_commands")
+    assert [tuple(r) for r in rows] == [("make all", 2)]
+    assert [tuple(r) for r in store.query("SELECT message, command FROM error_occurrences")] == [
+        ("make: *** [all] Error 2", "make all")
+    ]
+
+
+def test_ending_a_session_after_everything_was_read_closes_its_turn(
+    store: Store, tmp_path: Path
+) -> None:
+    t = Transcript(SESSION, store.root)
+    t.prompt("question")
+    t.response([text("answer")], stop_reason=None, output_tokens=33)
+    path = t.save(tmp_path / "t.jsonl")
+    transcripts.ingest_file(store, path)
+    # Nothing new in the file; the session ends.
+    stats = transcripts.ingest_file(store, path, flush=True)
+    assert stats.lines == 0
+    assert [(turn["user_message"], turn["output_tokens"]) for turn in _history(store)] == [
+        ("question", 33)
+    ]
+
+
+def test_progress_is_reported_in_bytes_and_several_files_are_read_in_turn(
+    store: Store, tmp_path: Path
+) -> None:
+    paths = []
+    for n in range(2):
+        t = Transcript(f"{n}c3d2e1f-1111-2222-3333-444455556666", store.root)
+        t.prompt(f"prompt {n}")
+        t.response([text("ok")], stop_reason=None)
+        paths.append(t.save(tmp_path / f"t{n}.jsonl"))
+    seen: list[int] = []
+    results = transcripts.ingest_paths(store, paths, flush=True, progress=seen.append)
+    assert [r.prompts for r in results] == [1, 1]
+    assert [r.bytes for r in results] == [p.stat().st_size for p in paths]
+    assert seen == [p.stat().st_size for p in paths]
+
+
+def test_a_project_with_a_very_long_path_is_found_by_its_folder_prefix(tmp_path: Path) -> None:
+    deep = tmp_path / ("d" * 120) / ("e" * 120)
+    deep.mkdir(parents=True)
+    name = transcripts.project_dir_name(deep)
+    assert len(name) > 200
+    # Claude Code cuts long folder names and adds a hash.
+    folder = Path.home() / ".claude" / "projects" / (name[:200] + "-1a2b3c")
+    folder.mkdir(parents=True)
+    (folder / "s.jsonl").write_text("")
+    assert transcripts.default_transcripts(deep) == [folder / "s.jsonl"]
+
+
+def test_odd_values_in_a_line_are_ignored_not_trusted(store: Store, tmp_path: Path) -> None:
+    t = Transcript(SESSION, store.root)
+    t.prompt("real prompt")
+    # A timestamp written as a number and ids that are not strings.
+    odd = t.envelope("user")
+    odd.update({"timestamp": 1_800_000_000, "uuid": 7, "message": {"content": "second prompt"}})
+    t.write(odd)
+    again = t.envelope("user")
+    again.update({"uuid": 7, "message": {"content": "third prompt"}})
+    t.write(again)
+    stranger = t.envelope("user")
+    stranger.update({"sessionId": 12345, "message": {"content": "from nowhere"}})
+    t.write(stranger)
+    t.response([tool_use("toolu_odd", "Bash", command="ls")], stop_reason=None)
+    broken_input = t.envelope("assistant")
+    broken_input["message"] = {
+        "id": "msg_broken",
+        "model": "claude-opus-4-6",
+        "content": [{"type": "tool_use", "id": "toolu_str", "name": "Bash", "input": "ls -la"}],
+        "stop_reason": None,
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }
+    t.write(broken_input)
+    t.tool_result("toolu_str", "", is_error=True)
+    path = t.save(tmp_path / "t.jsonl")
+    stats = transcripts.ingest_file(store, path, flush=True)
+    assert stats.prompts == 3
+    assert [turn["user_message"] for turn in _history(store)] == [
+        "real prompt",
+        "second prompt",
+        "third prompt",
+    ]
+    assert [r[0] for r in store.query("SELECT session_id FROM agent_sessions")] == [SESSION]
+    # A failed call with no output is still tracked, once.
+    assert store.query_one("SELECT COUNT(*) FROM error_occurrences")[0] == 1  # type: ignore[index]
+
+
+def test_a_prompt_written_as_content_blocks_is_a_prompt(store: Store, tmp_path: Path) -> None:
+    t = Transcript(SESSION, store.root)
+    line = t.envelope("user")
+    line["message"] = {
+        "role": "user",
+        "content": [{"type": "text", "text": "explain this"}, {"type": "image", "source": {}}],
+    }
+    t.write(line)
+    t.response([text("It is a parser.")], stop_reason=None)
+    stats = transcripts.ingest_file(store, t.save(tmp_path / "t.jsonl"), flush=True)
+    assert stats.prompts == 1
+    assert [turn["user_message"] for turn in _history(store)] == ["explain this"]
+
+
+def test_the_session_keeps_where_it_ran(store: Store, tmp_path: Path) -> None:
+    t = Transcript(SESSION, store.root, branch="feature/login")
+    t.prompt("hello")
+    t.response([text("hi")], stop_reason=None)
+    transcripts.ingest_file(store, t.save(tmp_path / "t.jsonl"), flush=True)
+    row = store.query_one("SELECT cwd, git_branch, model, transcript_path FROM agent_sessions")
+    assert row is not None
+    assert (row["cwd"], row["git_branch"], row["model"]) == (
+        str(store.root),
+        "feature/login",
+        "claude-sonnet-4-6",
+    )
+    assert row["transcript_path"] == str((tmp_path / "t.jsonl").resolve())
+
+
+def test_a_subagents_words_stay_out_of_the_main_turn(store: Store, tmp_path: Path) -> None:
+    t = Transcript(SESSION, store.root)
+    t.prompt("find the cookie code")
+    t.response([text("Delegating.")], stop_reason=None)
+    t.response([text("subagent scratch notes")], stop_reason=None, sidechain=True, agent_id="a9")
+    t.response([text("Found it in auth.py.")], stop_reason=None)
+    transcripts.ingest_file(store, t.save(tmp_path / "t.jsonl"), flush=True)
+    [turn] = _history(store)
+    assert turn["assistant_response"] == "Delegating.\n\nFound it in auth.py."
+
+
+def test_a_turn_cut_by_a_compaction_ends_with_its_last_answer(store: Store, tmp_path: Path) -> None:
+    t = Transcript(SESSION, store.root)
+    t.prompt("long work")  # +2 s
+    t.response([text("step one")], stop_reason=None)  # +4 s
+    t.compaction(trigger="auto")  # boundary at +6 s
+    transcripts.ingest_file(store, t.save(tmp_path / "t.jsonl"), flush=True)
+    [turn] = _history(store)
+    assert turn["started_at"] == (t.start + timedelta(seconds=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert turn["ended_at"] == (t.start + timedelta(seconds=4)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_claude_config_dir_may_list_several_folders_and_alone_decides_the_name(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = transcripts.project_dir_name(store.root)
+    first, second = tmp_path / "one", tmp_path / "two"
+    for folder in (first, second):
+        (folder / "projects" / name).mkdir(parents=True)
+        (folder / "projects" / name / f"{folder.name}.jsonl").write_text("")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", f"{first}, {second}")
+    found = transcripts.default_transcripts(store.root)
+    assert sorted(p.name for p in found) == ["one.jsonl", "two.jsonl"]
+    # The project-folder override counts only together with CLAUDE_CONFIG_DIR.
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR")
+    monkeypatch.setenv("CLAUDE_CODE_PROJECT_DIR_NAME", "elsewhere")
+    home_folder = Path.home() / ".claude" / "projects" / name
+    home_folder.mkdir(parents=True)
+    (home_folder / "h.jsonl").write_text("")
+    assert [p.name for p in transcripts.default_transcripts(store.root)] == ["h.jsonl"]
+
+
+def test_a_file_starting_with_a_line_of_no_known_kind_is_still_a_claude_transcript(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"uuid": "u1", "parentUuid": null}\n')
+    assert transcripts.is_claude_transcript(path)
+    listed = tmp_path / "l.jsonl"
+    listed.write_text("[]\n")
+    assert transcripts.is_claude_transcript(listed)

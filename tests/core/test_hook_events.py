@@ -1,0 +1,528 @@
+"""What each hook event leaves behind and tells the agent, run in this process through the same
+entry point `engram hook` uses (`hooks.handle`), on payloads shaped as Claude Code sends them
+(without a transcript file, so the payload itself is the source)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_core import gotchas, sessions
+from memory_core.agents import hooks
+from memory_core.store import Store
+from tests.agents_fixtures import hook_payload
+
+SID = "9a8b7c6d-1234-5678-9abc-def012345678"
+T0 = 1_800_000_000.0
+SECRET = "ghp_" + "Zy9Xw8Vu7T" * 3 + "abc123"
+
+
+@pytest.fixture
+def repo(workspace: Path) -> Path:
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    return workspace
+
+
+def hook(repo: Path, event: str, at: float, session: str | None = SID, **extra: Any) -> str:
+    payload = json.loads(hook_payload(event, session or "", repo, **extra))
+    if session is None:
+        payload.pop("session_id")
+    code, out = hooks.handle("claude-code", event, json.dumps(payload), now=at)
+    assert code == 0
+    return out
+
+
+def rows(repo: Path, sql: str, *params: object) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(repo / ".engram" / "engram.db") as conn:
+        return [tuple(r) for r in conn.execute(sql, params)]
+
+
+def log_text(repo: Path) -> str:
+    path = repo / ".engram" / "engram.log"
+    return path.read_text(encoding="utf-8") if path.exists() else ""
+
+
+def test_a_session_from_start_to_end_through_the_payloads(repo: Path) -> None:
+    hook(repo, "SessionStart", T0, source="startup", model="claude-opus-4-6")
+    hook(repo, "UserPromptSubmit", T0 + 1, prompt=f"deploy with {SECRET}", prompt_id="p1")
+    hook(
+        repo,
+        "PostToolUse",
+        T0 + 2,
+        tool_name="Bash",
+        tool_use_id="toolu_1",
+        tool_input={"command": "ls src"},
+        tool_response={"stdout": "a.py", "stderr": "", "interrupted": False},
+    )
+    hook(repo, "Stop", T0 + 3, last_assistant_message="Listed the sources.")
+    hook(repo, "UserPromptSubmit", T0 + 4, prompt="and now the tests", prompt_id="p2")
+    hook(repo, "Stop", T0 + 5, last_assistant_message="Ran them.")
+    hook(repo, "SessionEnd", T0 + 6, reason="prompt_input_exit")
+
+    with Store.open(repo) as store:
+        turns = sessions.history(store, SID)
+        assert [(t["user_message"], t["assistant_response"]) for t in turns] == [
+            ("deploy with [REDACTED:github-token]", "Listed the sources."),
+            ("and now the tests", "Ran them."),
+        ]
+        session = sessions.get(store, SID)
+        assert session["status"] == "closed"
+        assert session["agent"] == "claude-code"
+        assert "Listed the sources." in (session["rolling_summary"] or "")
+        metrics = sessions.metrics(store, SID)
+        assert (metrics["turns"], metrics["tool_calls"], metrics["commands"]) == (2, 1, 1)
+    assert rows(repo, "SELECT ended_at, end_reason, model FROM agent_sessions") == [
+        (T0 + 6, "prompt_input_exit", "claude-opus-4-6")
+    ]
+    triggers = [r[0] for r in rows(repo, "SELECT trigger FROM digests ORDER BY ts")]
+    assert triggers[0] == "stop" and triggers[-1] == "session_end"
+    blob = (repo / ".engram" / "engram.db").read_bytes()
+    assert SECRET.encode() not in blob
+    assert "failed" not in log_text(repo)
+
+
+def test_a_failed_command_is_tracked_with_its_exit_code_and_an_interrupted_one_is_not(
+    repo: Path,
+) -> None:
+    hook(repo, "SessionStart", T0, source="startup")
+    for n in range(3):
+        hook(
+            repo,
+            "PostToolUseFailure",
+            T0 + 1 + n,
+            tool_name="Bash",
+            tool_use_id=f"toolu_f{n}",
+            tool_input={"command": f"make build --token {SECRET}"},
+            error="Exit code 2\nmake: *** No rule to make target 'build'.  Stop.",
+            is_interrupt=False,
+        )
+    hook(
+        repo,
+        "PostToolUseFailure",
+        T0 + 10,
+        tool_name="Bash",
+        tool_use_id="toolu_int",
+        tool_input={"command": "sleep 100"},
+        error="Command interrupted",
+        is_interrupt=True,
+    )
+    commands = rows(repo, "SELECT command, exit_code FROM session_commands ORDER BY ts")
+    assert commands[:3] == [("make build --token [REDACTED:github-token]", 2)] * 3
+    assert commands[3][0] == "sleep 100" and commands[3][1] != 0
+    occurrences = rows(repo, "SELECT message, command, tool, session_id FROM error_occurrences")
+    assert (
+        occurrences
+        == [
+            (
+                "make: *** No rule to make target 'build'.  Stop.",
+                "make build --token [REDACTED:github-token]",
+                "Bash",
+                SID,
+            )
+        ]
+        * 3
+    )
+    with Store.open(repo) as store:
+        [learned] = gotchas.list_gotchas(store)
+        assert learned.occurrences == 3 and learned.status == "candidate"
+        metrics = sessions.metrics(store, SID)
+        assert (metrics["tool_calls"], metrics["tool_calls_failed"]) == (4, 4)
+
+
+def test_the_same_tool_call_reported_twice_counts_once(repo: Path) -> None:
+    hook(repo, "SessionStart", T0, source="startup")
+    for at in (T0 + 1, T0 + 2):
+        hook(
+            repo,
+            "PostToolUse",
+            at,
+            tool_name="Bash",
+            tool_use_id="toolu_same",
+            tool_input={"command": "echo hi"},
+            tool_response={"stdout": "hi", "stderr": "", "interrupted": False},
+        )
+    assert rows(repo, "SELECT COUNT(*) FROM session_commands") == [(1,)]
+    assert rows(repo, "SELECT COUNT(*) FROM session_tool_calls") == [(1,)]
+
+
+def test_a_file_edit_reaches_the_session_and_file_evolution(repo: Path) -> None:
+    (repo / "src").mkdir()
+    (repo / "src" / "app.py").write_text("x = 2\n")
+    hook(repo, "SessionStart", T0, source="startup")
+    hook(
+        repo,
+        "PostToolUse",
+        T0 + 1,
+        tool_name="Edit",
+        tool_use_id="toolu_e",
+        tool_input={
+            "file_path": str(repo / "src" / "app.py"),
+            "old_string": "1",
+            "new_string": "2",
+        },
+        tool_response={
+            "filePath": str(repo / "src" / "app.py"),
+            "originalFile": "x = 1\n",
+            "structuredPatch": [{"oldStart": 1, "oldLines": 1, "newStart": 1, "newLines": 1}],
+        },
+    )
+    assert rows(repo, "SELECT session_id, path FROM session_files") == [(SID, "src/app.py")]
+    assert rows(repo, "SELECT path, actor, session_id, lines FROM file_changes") == [
+        ("src/app.py", "agent", SID, "[[1, 1]]")
+    ]
+
+
+def test_the_agent_is_told_the_gotchas_of_the_file_it_is_about_to_edit(repo: Path) -> None:
+    (repo / "db.py").write_text("conn = pool.get()\n")
+    with Store.init(repo) as store:
+        gotchas.add(
+            store,
+            "Pool exhaustion under load",
+            workaround="release connections in finally",
+            related_files=["db.py"],
+        )
+    out = hook(
+        repo,
+        "PreToolUse",
+        T0,
+        tool_name="Edit",
+        tool_use_id="toolu_pre",
+        tool_input={"file_path": str(repo / "db.py"), "old_string": "a", "new_string": "b"},
+    )
+    context = json.loads(out)["hookSpecificOutput"]
+    assert context["hookEventName"] == "PreToolUse"
+    assert context["additionalContext"].startswith("engram: known gotchas for db.py\n")
+    assert "Pool exhaustion under load" in context["additionalContext"]
+    # A read-only tool, or a file without gotchas: nothing is said.
+    assert hook(repo, "PreToolUse", T0, tool_name="Read", tool_input={"file_path": "db.py"}) == ""
+    (repo / "other.py").write_text("x = 1\n")
+    assert (
+        hook(
+            repo,
+            "PreToolUse",
+            T0,
+            tool_name="Edit",
+            tool_input={"file_path": str(repo / "other.py"), "old_string": "x", "new_string": "y"},
+        )
+        == ""
+    )
+
+
+def test_a_prompt_about_a_known_problem_brings_its_gotcha_into_the_context(repo: Path) -> None:
+    with Store.init(repo) as store:
+        gotchas.add(
+            store,
+            "Postgres must run before the integration tests",
+            workaround="docker compose up -d db",
+            error_pattern="ECONNREFUSED",
+        )
+    out = hook(
+        repo,
+        "UserPromptSubmit",
+        T0,
+        prompt="the integration tests fail with ECONNREFUSED on postgres",
+        prompt_id="p1",
+    )
+    context = json.loads(out)["hookSpecificOutput"]
+    assert context["hookEventName"] == "UserPromptSubmit"
+    assert "docker compose up -d db" in context["additionalContext"]
+    # Negative control: an unrelated prompt gets no context.
+    assert hook(repo, "UserPromptSubmit", T0 + 1, prompt="rename a variable", prompt_id="p2") == ""
+
+
+def test_session_start_tells_the_next_agent_what_the_last_session_left(repo: Path) -> None:
+    hook(repo, "SessionStart", T0, source="startup")
+    hook(repo, "UserPromptSubmit", T0 + 1, prompt="add the health endpoint", prompt_id="p1")
+    hook(repo, "Stop", T0 + 2, last_assistant_message="Added GET /health returning 200.")
+    hook(repo, "SessionEnd", T0 + 3, reason="prompt_input_exit")
+    out = hook(repo, "SessionStart", T0 + 100, session="next-session-0001", source="startup")
+    context = json.loads(out)["hookSpecificOutput"]
+    assert context["hookEventName"] == "SessionStart"
+    assert "Added GET /health returning 200." in context["additionalContext"]
+
+
+def test_a_compaction_summary_is_kept_redacted(repo: Path) -> None:
+    hook(repo, "SessionStart", T0, source="startup")
+    hook(repo, "PreCompact", T0 + 1, trigger="manual", custom_instructions="")
+    hook(
+        repo,
+        "PostCompact",
+        T0 + 2,
+        trigger="manual",
+        compact_summary=f"We deployed with token {SECRET}.",
+    )
+    [(session, trigger, kept)] = rows(
+        repo, "SELECT session_id, trigger, summary FROM agent_compactions"
+    )
+    assert (session, trigger) == (SID, "manual")
+    assert kept.startswith("We deployed with token [REDACTED:") and SECRET not in kept
+    assert [r[0] for r in rows(repo, "SELECT trigger FROM digests")] == ["manual"]
+
+
+def test_a_payload_without_a_session_is_logged_and_stores_nothing(repo: Path) -> None:
+    Store.init(repo).close()
+    assert (
+        hook(
+            repo,
+            "PostToolUse",
+            T0,
+            session=None,
+            tool_name="Bash",
+            tool_input={"command": "ls"},
+        )
+        == ""
+    )
+    assert rows(repo, "SELECT COUNT(*) FROM agent_sessions") == [(0,)]
+    assert rows(repo, "SELECT COUNT(*) FROM session_commands") == [(0,)]
+    assert "payload without session_id ignored" in log_text(repo)
+
+
+def test_a_hook_outside_any_store_creates_none(tmp_path: Path) -> None:
+    plain = tmp_path / "not-a-repo"
+    plain.mkdir()
+    assert hook(plain, "PostToolUse", T0, tool_name="Bash", tool_input={"command": "ls"}) == ""
+    assert not (plain / ".engram").exists()
+
+
+def test_the_digest_timer_writes_a_digest_only_when_one_is_due(repo: Path) -> None:
+    (repo / ".engram").mkdir()
+    (repo / ".engram" / "config.toml").write_text("[agents]\ndigest_interval_minutes = 10\n")
+    hook(repo, "SessionStart", T0, source="startup")
+
+    def post(at: float, n: int) -> None:
+        hook(
+            repo,
+            "PostToolUse",
+            at,
+            tool_name="Bash",
+            tool_use_id=f"toolu_{n}",
+            tool_input={"command": "true"},
+            tool_response={"stdout": "", "stderr": "", "interrupted": False},
+        )
+
+    post(T0 + 60, 1)
+    assert rows(repo, "SELECT COUNT(*) FROM digests") == [(0,)]
+    post(T0 + 601, 2)
+    assert rows(repo, "SELECT trigger FROM digests") == [("timer",)]
+    post(T0 + 700, 3)
+    assert rows(repo, "SELECT COUNT(*) FROM digests") == [(1,)]
+
+
+def test_an_internal_error_in_a_hook_is_logged_and_the_agent_is_not_failed(repo: Path) -> None:
+    (repo / ".engram").mkdir()
+    (repo / ".engram" / "engram.db").write_bytes(b"not a database" * 100)
+    code, out = hooks.handle(
+        "claude-code",
+        "PostToolUse",
+        hook_payload("PostToolUse", SID, repo, tool_name="Bash", tool_input={"command": "ls"}),
+        now=T0,
+    )
+    assert (code, out) == (0, "")
+    logged = log_text(repo)
+    assert "hook claude-code PostToolUse failed: " in logged
+    assert "is damaged or not an engram store" in logged
+
+
+def test_gemini_events_map_onto_the_same_steps(repo: Path) -> None:
+    def gemini(event: str, at: float, **extra: Any) -> None:
+        payload = {"session_id": "gem-1", "cwd": str(repo), "hook_event_name": event, **extra}
+        code, _out = hooks.handle("gemini", event, json.dumps(payload), now=at)
+        assert code == 0
+
+    gemini("SessionStart", T0, source="startup")
+    gemini("BeforeAgent", T0 + 1, prompt="fix the build")
+    gemini(
+        "AfterTool",
+        T0 + 2,
+        tool_name="run_shell_command",
+        tool_input={"command": "make"},
+        tool_response={"llmContent": "ok", "returnDisplay": "ok"},
+    )
+    gemini("AfterAgent", T0 + 3, prompt="fix the build", prompt_response="Fixed the Makefile.")
+    gemini("SessionEnd", T0 + 4, reason="exit")
+    with Store.open(repo) as store:
+        turns = sessions.history(store, "gem-1")
+        assert [(t["user_message"], t["assistant_response"]) for t in turns] == [
+            ("fix the build", "Fixed the Makefile.")
+        ]
+        assert sessions.get(store, "gem-1")["status"] == "closed"
+
+
+@pytest.mark.parametrize(
+    ("source", "kind"),
+    [("startup", "new"), ("resume", "existing"), ("compact", "existing"), ("fork", "existing")],
+)
+def test_a_resumed_or_forked_session_is_recorded_as_continuing_earlier_work(
+    repo: Path, source: str, kind: str
+) -> None:
+    hook(repo, "SessionStart", T0, source=source)
+    with Store.open(repo) as store:
+        assert sessions.get(store, SID)["session_type"] == kind
+
+
+def test_a_second_prompt_without_a_stop_closes_the_first_turn(repo: Path) -> None:
+    hook(repo, "UserPromptSubmit", T0, prompt="first ask", prompt_id="p1")
+    hook(repo, "UserPromptSubmit", T0 + 5, prompt="second ask", prompt_id="p2")
+    hook(repo, "Stop", T0 + 9, last_assistant_message="Done with both.")
+    with Store.open(repo) as store:
+        turns = sessions.history(store, SID)
+    assert [(t["user_message"], t["assistant_response"]) for t in turns] == [
+        ("first ask", ""),
+        ("second ask", "Done with both."),
+    ]
+
+
+def test_a_prompt_brings_at_most_three_gotchas(repo: Path) -> None:
+    with Store.init(repo) as store:
+        for n in range(5):
+            gotchas.add(store, f"Flaky integration test number {n}", error_pattern=f"flake-{n}")
+    out = hook(
+        repo, "UserPromptSubmit", T0, prompt="the flaky integration test fails", prompt_id="p1"
+    )
+    context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert sum(f"Flaky integration test number {n}" in context for n in range(5)) == 3
+
+
+def test_an_edit_named_relative_to_the_agents_folder_finds_that_files_gotchas(
+    repo: Path,
+) -> None:
+    (repo / "src").mkdir()
+    (repo / "src" / "db.py").write_text("pool.get()\n")
+    with Store.init(repo) as store:
+        gotchas.add(store, "Pool exhaustion", related_files=["src/db.py"])
+    payload = json.loads(
+        hook_payload(
+            "PreToolUse",
+            SID,
+            repo / "src",
+            tool_name="Edit",
+            tool_input={"file_path": "db.py", "old_string": "a", "new_string": "b"},
+        )
+    )
+    code, out = hooks.handle("claude-code", "PreToolUse", json.dumps(payload), now=T0)
+    assert code == 0
+    assert json.loads(out)["hookSpecificOutput"]["additionalContext"].startswith(
+        "engram: known gotchas for src/db.py\n"
+    )
+
+
+def test_an_interrupted_call_without_a_message_is_stored_as_interrupted(repo: Path) -> None:
+    # The user pressed Esc: Claude Code reports the call with `interrupted` and no error text.
+    hook(
+        repo,
+        "PostToolUse",
+        T0,
+        tool_name="Bash",
+        tool_use_id="toolu_i",
+        tool_input={"command": "sleep 50"},
+        tool_response={"stdout": "", "stderr": "", "interrupted": True},
+    )
+    assert rows(repo, "SELECT ok, error FROM agent_tool_uses") == [(0, "interrupted")]
+    hook(
+        repo,
+        "PostToolUse",
+        T0 + 1,
+        tool_name="Bash",
+        tool_use_id="toolu_ok",
+        tool_input={"command": "true"},
+        tool_response={"stdout": "", "stderr": "", "interrupted": False},
+    )
+    assert rows(repo, "SELECT command, exit_code FROM session_commands ORDER BY ts")[-1] == (
+        "true",
+        0,
+    )
+
+
+def test_a_long_compaction_summary_is_kept_whole(repo: Path) -> None:
+    summary = " ".join(f"Point {n} of the work so far." for n in range(400))
+    assert len(summary) > 10_000
+    hook(repo, "PostCompact", T0, trigger="auto", compact_summary=summary)
+    assert rows(repo, "SELECT summary FROM agent_compactions") == [(summary,)]
+
+
+def test_gemini_after_agent_alone_still_records_the_turn(repo: Path) -> None:
+    payload = {
+        "session_id": "gem-2",
+        "cwd": str(repo),
+        "hook_event_name": "AfterAgent",
+        "prompt": "summarise the diff",
+        "prompt_response": "Two files changed.",
+    }
+    code, _out = hooks.handle("gemini", "AfterAgent", json.dumps(payload), now=T0)
+    assert code == 0
+    with Store.open(repo) as store:
+        turns = sessions.history(store, "gem-2")
+    assert [(t["user_message"], t["assistant_response"]) for t in turns] == [
+        ("summarise the diff", "Two files changed.")
+    ]
+
+
+def test_a_session_end_records_a_completion(repo: Path) -> None:
+    hook(repo, "SessionStart", T0, source="startup")
+    hook(repo, "SessionEnd", T0 + 1, reason="logout")
+    with Store.open(repo) as store:
+        session = sessions.get(store, SID)
+    assert (session["status"], session["end_reason"]) == ("closed", "completion")
+    assert rows(repo, "SELECT end_reason FROM agent_sessions") == [("logout",)]
+
+
+def test_the_hook_command_prints_the_context_as_one_json_line(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import io
+    import sys
+
+    with Store.init(repo) as store:
+        gotchas.add(store, "Run migrations first", error_pattern="no such table")
+    payload = hook_payload(
+        "UserPromptSubmit", SID, repo, prompt="tests say no such table: users", prompt_id="p"
+    )
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(payload.encode())))
+    assert hooks.main("claude-code", "UserPromptSubmit") == 0
+    out = capsys.readouterr().out
+    assert out.endswith("}\n") and out.count("\n") == 1
+    assert "Run migrations first" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
+
+
+def test_a_transcript_path_from_another_agent_is_not_read_as_claudes(repo: Path) -> None:
+    from tests.agents_fixtures import Transcript
+
+    t = Transcript("gem-3", repo)
+    t.prompt("from a claude-looking file")
+    path = t.save(repo / "elsewhere.jsonl")
+    payload = {
+        "session_id": "gem-3",
+        "cwd": str(repo),
+        "transcript_path": str(path),
+        "hook_event_name": "BeforeAgent",
+        "prompt": "from the payload",
+    }
+    code, _out = hooks.handle("gemini", "BeforeAgent", json.dumps(payload), now=T0)
+    assert code == 0
+    assert rows(repo, "SELECT text FROM agent_prompts") == [("from the payload",)]
+
+
+def test_a_payload_without_cwd_uses_the_agents_project_variable(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(repo))
+    monkeypatch.chdir(repo.parent)
+    payload = json.loads(hook_payload("SessionStart", SID, repo, source="startup"))
+    payload.pop("cwd")
+    code, _out = hooks.handle("claude-code", "SessionStart", json.dumps(payload), now=T0)
+    assert code == 0
+    assert rows(repo, "SELECT session_id FROM agent_sessions") == [(SID,)]
+
+
+def test_a_malformed_payload_is_logged_in_the_given_workspace(repo: Path) -> None:
+    Store.init(repo).close()
+    code, out = hooks.handle(
+        "claude-code", "PostToolUse", b'{"session_id": "S", "cwd": ', workspace=str(repo), now=T0
+    )
+    assert (code, out) == (0, "")
+    assert "hook claude-code PostToolUse failed" in log_text(repo)

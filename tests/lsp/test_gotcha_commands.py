@@ -1,0 +1,389 @@
+"""The `engram.gotcha.*` and `engram.error.track` commands, hovers and in-code annotations,
+run in this process through the command table the server answers `workspace/executeCommand`
+from (test_gotchas.py drives the same commands over stdio)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
+from pygls.uris import from_fs_path
+from pygls.workspace import Workspace
+
+from lsp_server.features import gotchas as lsp_gotchas
+from lsp_server.server import EngramServer, FolderState
+from lsp_server.setup import create_server
+from memory_core import gotchas
+from memory_core.gotchas import team
+from memory_core.gotchas.records import Gotcha
+from memory_core.gotchas.scan import Hit
+
+
+@pytest.fixture
+def server() -> Iterator[EngramServer]:
+    made = create_server()
+    yield made
+    made.close_all()
+
+
+@pytest.fixture
+def state(server: EngramServer, workspace: Path) -> FolderState:
+    (workspace / ".git").mkdir()
+    server.protocol._workspace = Workspace(
+        from_fs_path(str(workspace)),
+        types.TextDocumentSyncKind.Incremental,
+        [],
+        types.PositionEncodingKind.Utf16,
+    )
+    folder = server.add_folder(workspace)
+    assert folder is not None
+    lsp_gotchas.folder_of(folder).rebuild()
+    return folder
+
+
+def _open(server: EngramServer, state: FolderState, rel: str, source: str) -> str:
+    path = state.root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(source, encoding="utf-8")
+    uri = from_fs_path(str(path))
+    assert uri is not None
+    server.workspace.put_text_document(
+        types.TextDocumentItem(uri=uri, language_id="python", version=1, text=source)
+    )
+    return uri
+
+
+async def run(server: EngramServer, name: str, args: Any) -> Any:
+    return await server.protocol.fm.commands[name](args)
+
+
+def _range(sl: int, sc: int, el: int, ec: int) -> dict[str, Any]:
+    return {"start": {"line": sl, "character": sc}, "end": {"line": el, "character": ec}}
+
+
+def _diagnostics(server: EngramServer, state: FolderState, uri: str) -> list[types.Diagnostic]:
+    return lsp_gotchas.diagnostics(server, state, server.workspace.get_text_document(uri))
+
+
+async def test_a_gotcha_from_a_selection_after_an_emoji_takes_exactly_the_selected_text(
+    server: EngramServer, state: FolderState
+) -> None:
+    uri = _open(server, state, "src/app.py", 'label = "🚀"; legacy_call(x)\n')
+    # 'legacy_call' spans UTF-16 columns 14..25 (the rocket takes two units, one character).
+    result = await run(server, "engram.gotcha.add", {"uri": uri, "range": _range(0, 14, 0, 25)})
+    gotcha = result["gotcha"]
+    assert (gotcha["title"], gotcha["code_pattern"], gotcha["pattern_kind"]) == (
+        "Careful with `legacy_call`",
+        "legacy_call",
+        "literal",
+    )
+    assert gotcha["related_files"] == ["*.py"]
+    assert gotcha["status"] == "confirmed" and gotcha["severity"] == "medium"
+    [diagnostic] = _diagnostics(server, state, uri)
+    assert (diagnostic.range.start.character, diagnostic.range.end.character) == (14, 25)
+    assert diagnostic.code == result["id"]
+
+
+async def test_a_selection_over_several_lines_takes_the_rest_of_the_first_line(
+    server: EngramServer, state: FolderState
+) -> None:
+    uri = _open(server, state, "notes.md", "intro\n   \n  retry_forever()  \nend\n")
+    result = await run(
+        server,
+        "engram.gotcha.add",
+        {"uri": uri, "range": _range(1, 0, 3, 0), "title": "No endless retries"},
+    )
+    assert result["gotcha"]["code_pattern"] == "retry_forever()"
+    assert result["gotcha"]["title"] == "No endless retries"
+    assert result["gotcha"]["related_files"] == ["*.md"]
+    long_uri = _open(server, state, "x.py", "a" * 80 + "\n")
+    titled = await run(server, "engram.gotcha.add", {"uri": long_uri, "range": _range(0, 0, 0, 80)})
+    assert titled["gotcha"]["title"] == "Careful with `" + "a" * 59 + "…`"
+
+
+@pytest.mark.parametrize(
+    ("args", "with_uri", "message"),
+    [
+        ({"range": _range(0, 0, 0, 1)}, False, "a selection needs `uri` and `range`"),
+        ({"range": "line 1"}, True, "`range` must be an object"),
+        ({"range": {"start": 3}}, True, "`range` is not an LSP range"),
+        ({"range": _range(9, 0, 9, 1)}, True, "the selection is outside the document"),
+        ({"range": _range(1, 0, 1, 3)}, True, "the selection is empty"),
+        ({}, False, "engram.gotcha.add needs a `title`"),
+        ({"title": "   "}, False, "engram.gotcha.add needs a `title`"),
+    ],
+)
+async def test_a_bad_add_is_a_clear_error_and_adds_nothing(
+    server: EngramServer, state: FolderState, args: dict[str, Any], with_uri: bool, message: str
+) -> None:
+    uri = _open(server, state, "a.py", "x = 1\n   \n")
+    payload = {**args, **({"uri": uri} if with_uri else {})}
+    with pytest.raises(JsonRpcInvalidParams) as raised:
+        await run(server, "engram.gotcha.add", payload)
+    assert message in str(raised.value)
+    assert gotchas.list_gotchas(state.store) == []
+
+
+async def test_add_with_every_field_and_a_regex(server: EngramServer, state: FolderState) -> None:
+    result = await run(
+        server,
+        "engram.gotcha.add",
+        {
+            "title": "Naive datetimes",
+            "description": "utcnow is naive",
+            "workaround": "datetime.now(UTC)",
+            "category": "runtime",
+            "severity": "high",
+            "files": ["src/*.py"],
+            "pattern": r"utcnow\(\)",
+            "error_pattern": "can't compare offset-naive",
+        },
+    )
+    gotcha = gotchas.get(state.store, result["id"])
+    assert (gotcha.description, gotcha.workaround, gotcha.category, gotcha.severity) == (
+        "utcnow is naive",
+        "datetime.now(UTC)",
+        "runtime",
+        "high",
+    )
+    assert gotcha.related_files == ["src/*.py"]
+    assert (gotcha.code_pattern, gotcha.pattern_kind) == (r"utcnow\(\)", "regex")
+    assert gotcha.error_pattern == "can't compare offset-naive"
+    literal = await run(
+        server, "engram.gotcha.add", {"title": "dots", "pattern": "a.b", "literal": True}
+    )
+    assert literal["gotcha"]["pattern_kind"] == "literal"
+    # The new gotcha shows at once in an open document.
+    uri = _open(server, state, "src/t.py", "t = datetime.utcnow()\n")
+    assert [d.code for d in _diagnostics(server, state, uri)] == [result["id"]]
+
+
+async def test_resolve_confirm_snooze_and_promote_change_what_the_editor_shows(
+    server: EngramServer, state: FolderState
+) -> None:
+    for _ in range(3):
+        learned = gotchas.track_error(state.store, "TimeoutError: the pool is exhausted")
+    gotcha_id = learned.gotcha_id
+    gotchas.update(state.store, gotcha_id, code_pattern="pool.get(", pattern_kind="literal")
+    lsp_gotchas.folder_of(state).rebuild()
+    uri = _open(server, state, "db.py", "c = pool.get()\n")
+    assert [d.data["status"] for d in _diagnostics(server, state, uri)] == ["candidate"]
+
+    confirmed = await run(server, "engram.gotcha.confirm", {"id": gotcha_id})
+    assert confirmed == {"id": gotcha_id, "gotcha": gotchas.get(state.store, gotcha_id).to_dict()}
+    assert [d.data["status"] for d in _diagnostics(server, state, uri)] == ["confirmed"]
+
+    with pytest.raises(JsonRpcInvalidParams, match="`days` must be a number"):
+        await run(server, "engram.gotcha.snooze", {"id": gotcha_id, "days": "soon"})
+    with pytest.raises(JsonRpcInvalidParams, match="`days` must be a number"):
+        await run(server, "engram.gotcha.snooze", {"id": gotcha_id, "days": True})
+    snoozed = await run(server, "engram.gotcha.snooze", {"id": gotcha_id})
+    assert snoozed["gotcha"]["snoozed_until"] is not None
+    assert _diagnostics(server, state, uri) == []
+
+    promoted = await run(server, "engram.gotcha.promote", {"id": gotcha_id})
+    assert promoted["team_file"] == str(team.team_path(state.root))
+    assert gotcha_id in team.team_path(state.root).read_text()
+
+    resolved = await run(server, "engram.gotcha.resolve", {"id": gotcha_id})
+    assert resolved["gotcha"]["status"] == "resolved"
+    with pytest.raises(JsonRpcInvalidParams, match="needs the gotcha `id`"):
+        await run(server, "engram.gotcha.resolve", {"id": ""})
+
+
+async def test_list_show_and_context(server: EngramServer, state: FolderState) -> None:
+    kept = gotchas.add(state.store, "Migrations need a lock", error_pattern="database is locked")
+    gone = gotchas.add(state.store, "Old flake")
+    gotchas.resolve(state.store, gone.id)
+    listed = await run(server, "engram.gotcha.list", {})
+    assert [g["id"] for g in listed["gotchas"]] == [kept.id]
+    everything = await run(server, "engram.gotcha.list", {"all": True})
+    assert {g["id"] for g in everything["gotchas"]} == {kept.id, gone.id}
+    shown = await run(server, "engram.gotcha.show", {"id": kept.id})
+    assert shown["title"] == "Migrations need a lock"
+    context = await run(
+        server, "engram.gotcha.context", {"task": "the migrations fail: database is locked"}
+    )
+    assert [g["id"] for g in context["gotchas"]] == [kept.id]
+    assert context["gotchas"][0]["score"] > 0
+    assert "Migrations need a lock" in context["markdown"]
+    limited = await run(server, "engram.gotcha.context", {"task": "migrations", "limit": 1})
+    assert len(limited["gotchas"]) <= 1
+
+
+async def test_show_all_writes_the_exports_and_tells_the_user_where(
+    server: EngramServer, state: FolderState, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    said: list[str] = []
+    monkeypatch.setattr(server, "show_message", lambda text, *a, **k: said.append(text))
+    server.protocol.client_capabilities = types.ClientCapabilities()
+    gotchas.add(state.store, "One open gotcha")
+    result = await run(server, "engram.gotcha.showAll", {})
+    md = state.root / ".engram" / "exports" / "gotchas.md"
+    assert result["uri"] == from_fs_path(str(md)) and result["shown"] is False
+    assert "One open gotcha" in md.read_text()
+    assert said == [f"engram: 1 open gotchas; see {md}"]
+
+
+async def test_error_track_learns_a_gotcha_on_the_third_occurrence(
+    server: EngramServer, state: FolderState
+) -> None:
+    (state.root / "src").mkdir()
+    (state.root / "src" / "m.py").write_text("import os\nos.environ['TOKEN']\n")
+    file_uri = from_fs_path(str(state.root / "src" / "m.py"))
+    results = [
+        await run(
+            server,
+            "engram.error.track",
+            {
+                "message": "KeyError: 'TOKEN'",
+                "file": file_uri,
+                "line": 2,
+                "command": "python m.py",
+                "at": f"2026-11-01T1{n}:00:00Z",
+            },
+        )
+        for n in range(3)
+    ]
+    assert [r["occurrences"] for r in results] == [1, 2, 3]
+    assert [r["created"] for r in results] == [False, False, True]
+    learned = gotchas.get(state.store, results[2]["gotcha_id"])
+    assert learned.samples[-1]["file"] == "src/m.py" and learned.samples[-1]["line"] == 2
+    assert learned.samples[-1]["command"] == "python m.py"
+    assert learned.samples[-1]["tool"] == "editor"
+    assert learned.samples[0]["ts"].startswith("2026-11-01T10:00:00")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({}, "needs the error `message`"),
+        ({"message": "  "}, "needs the error `message`"),
+        ({"message": "boom", "line": "3"}, "`line` must be a whole number"),
+        ({"message": "boom", "line": True}, "`line` must be a whole number"),
+        ({"message": "boom", "at": "yesterday"}, "`at` must be an ISO-8601 time"),
+    ],
+)
+async def test_a_bad_error_track_is_a_clear_error(
+    server: EngramServer, state: FolderState, args: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(JsonRpcInvalidParams, match=message):
+        await run(server, "engram.error.track", args)
+    assert state.store.query_one("SELECT COUNT(*) FROM error_occurrences")[0] == 0  # type: ignore[index]
+
+
+def test_the_hover_tells_the_whole_story_of_a_gotcha() -> None:
+    gotcha = Gotcha(
+        id="G-0000abcd",
+        title="Pool exhausted",
+        description="Connections leak when a request fails.",
+        category="runtime",
+        severity="high",
+        workaround="release in finally",
+        status="candidate",
+        occurrences=4,
+        first_seen=1_800_000_000.0,
+        last_seen=1_800_003_600.0,
+        source_type="auto_detected",
+        provenance={"command": "pytest", "tool": "Bash", "session_id": "S1", "line": 7},
+        related_files=["db/*.py"],
+        code_pattern="pool.get(",
+        pattern_kind="literal",
+    )
+    text = lsp_gotchas.hover_markdown(gotcha)
+    assert text.splitlines()[:3] == [
+        "engram gotcha `G-0000abcd` · severity **high** · category **runtime** · candidate (learned, not yet confirmed)",
+        "",
+        "Learned from 4 repeated errors: confirm it (quick fix) if it is real.",
+    ]
+    assert "\n\nConnections leak when a request fails.\n" in text
+    assert "\n\n**Workaround:** release in finally\n" in text
+    assert "occurrences: 4 · first seen 2027-01-15T08:00:00" in text
+    assert " · last seen 2027-01-15T09:00:00" in text
+    assert text.splitlines()[-1] == (
+        "source: auto_detected · command: `pytest` · tool: `Bash` · session_id: `S1` · "
+        "line: `7` · files: `db/*.py` · pattern (literal): `pool.get(`"
+    )
+    anchored = Hit(0, 0, 4, "G-0000abcd", "anchor", stale=True)
+    assert lsp_gotchas.hover_markdown(gotcha, anchored).endswith(
+        "⚠ **The code changed since this was recorded.**"
+    )
+    fresh = Hit(0, 0, 4, "G-0000abcd", "anchor", stale=False)
+    assert lsp_gotchas.hover_markdown(gotcha, fresh).endswith(
+        "The cited code is unchanged since it was recorded."
+    )
+    plain = Gotcha(id="G-1", title="T", description="T", status="confirmed")
+    # A description equal to the title is not repeated; facts that are unknown are left out.
+    assert lsp_gotchas.hover_markdown(plain) == (
+        "engram gotcha `G-1` · severity **medium** · category **general** · confirmed"
+        "\n\nsource: manual"
+    )
+
+
+async def test_a_gotcha_comment_becomes_a_gotcha_when_the_file_is_opened_and_saved(
+    server: EngramServer, state: FolderState
+) -> None:
+    sync = next(
+        listener
+        for listener in server.document_listeners
+        if isinstance(listener, lsp_gotchas.AnnotationSync)
+    )
+    uri = _open(server, state, "svc.py", "x = 1\n# gotcha: the cache is per process\n")
+    document = server.workspace.get_text_document(uri)
+    sync.did_open(server, state, document)
+    await asyncio.gather(*sync.pending)
+    [annotation] = gotchas.list_gotchas(state.store)
+    assert annotation.title == "the cache is per process"
+    assert annotation.source_type == "annotation"
+    [diagnostic] = _diagnostics(server, state, uri)
+    assert diagnostic.range.start.line == 1
+    # Removing the comment and saving removes the gotcha.
+    server.workspace.put_text_document(
+        types.TextDocumentItem(uri=uri, language_id="python", version=2, text="x = 1\n")
+    )
+    sync.did_save(server, state, server.workspace.get_text_document(uri))
+    await asyncio.gather(*sync.pending)
+    assert gotchas.list_gotchas(state.store) == []
+    sync.did_close(server, state, uri)
+    assert uri not in lsp_gotchas.folder_of(state).scans
+    # Comments inside the store's own files are never gotchas.
+    store_uri = _open(server, state, ".engram/exports/notes.py", "# gotcha: not mine\n")
+    sync.did_open(server, state, server.workspace.get_text_document(store_uri))
+    await asyncio.gather(*sync.pending)
+    assert gotchas.list_gotchas(state.store) == []
+
+
+async def test_a_gotcha_added_by_another_process_shows_after_the_index_notices(
+    server: EngramServer, state: FolderState
+) -> None:
+    uri = _open(server, state, "a.py", "eval(code)\n")
+    folder = lsp_gotchas.folder_of(state)
+    assert _diagnostics(server, state, uri) == [] and not folder.stale()
+    gotchas.add(state.store, "eval is unsafe", pattern="eval(", pattern_kind="literal")
+    assert folder.stale()
+    await lsp_gotchas.refresh(server, state)
+    assert not folder.stale()
+    assert [d.message for d in _diagnostics(server, state, uri)] == ["eval is unsafe"]
+
+
+def test_a_broken_team_file_is_marked_where_it_breaks(
+    server: EngramServer, state: FolderState
+) -> None:
+    team_file = team.team_path(state.root)
+    team_file.parent.mkdir(parents=True, exist_ok=True)
+    source = '[[gotcha]]\ntitle = "ok"\n\n[[gotcha]]\ntitle = \n'
+    team_file.write_text(source)
+    uri = from_fs_path(str(team_file))
+    assert uri is not None
+    server.workspace.put_text_document(
+        types.TextDocumentItem(uri=uri, language_id="toml", version=1, text=source)
+    )
+    found = lsp_gotchas.diagnostics(server, state, server.workspace.get_text_document(uri))
+    assert found and all(d.code == "team-gotchas" for d in found)
+    assert all(d.severity == types.DiagnosticSeverity.Error for d in found)
+    assert all(d.range.end.line == d.range.start.line + 1 for d in found)

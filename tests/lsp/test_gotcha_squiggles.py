@@ -1,0 +1,186 @@
+"""Where a gotcha's squiggle lands and how loud it is, computed by the server's own providers
+in this process (the protocol tests in test_gotchas.py drive the same code over stdio).
+
+Positions are what an LSP client expects: UTF-16 code units by default, so a line with an
+emoji (two units, one character) shifts everything after it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from lsprotocol import types
+from pygls.uris import from_fs_path
+from pygls.workspace import TextDocument
+
+from lsp_server.features import gotchas as lsp_gotchas
+from lsp_server.server import EngramServer, FolderState
+from lsp_server.setup import create_server
+from memory_core import gotchas
+from memory_core.gotchas.records import Gotcha
+
+
+@pytest.fixture
+def server() -> Iterator[EngramServer]:
+    made = create_server()
+    yield made
+    made.close_all()
+
+
+@pytest.fixture
+def state(server: EngramServer, workspace: Path) -> FolderState:
+    (workspace / ".git").mkdir()
+    folder = server.add_folder(workspace)
+    assert folder is not None
+    return folder
+
+
+def _document(state: FolderState, rel: str, source: str, version: int = 1) -> TextDocument:
+    path = state.root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(source, encoding="utf-8", newline="")
+    uri = from_fs_path(str(path))
+    assert uri is not None
+    return TextDocument(uri, source, version=version)
+
+
+def _diagnostics(
+    server: EngramServer, state: FolderState, document: TextDocument
+) -> list[types.Diagnostic]:
+    lsp_gotchas.folder_of(state).rebuild()
+    return lsp_gotchas.diagnostics(server, state, document)
+
+
+def _span(diagnostic: types.Diagnostic) -> tuple[int, int, int, int]:
+    r = diagnostic.range
+    return (r.start.line, r.start.character, r.end.line, r.end.character)
+
+
+def test_a_squiggle_after_an_emoji_is_placed_in_utf16_units(
+    server: EngramServer, state: FolderState
+) -> None:
+    gotcha = gotchas.add(state.store, "eval is unsafe", pattern="eval(", pattern_kind="literal")
+    # 'x = "😀"; ' is 9 characters but 10 UTF-16 units: the emoji takes two.
+    document = _document(state, "src/a.py", 'x = "😀"; eval(y)\neval(z)\n')
+    found = _diagnostics(server, state, document)
+    assert sorted(_span(d) for d in found) == [(0, 10, 0, 15), (1, 0, 1, 5)]
+    assert {d.code for d in found} == {gotcha.id}
+    assert all(d.source == "engram" for d in found)
+
+
+def test_a_hover_after_an_emoji_finds_the_gotcha_at_the_clients_position(
+    server: EngramServer, state: FolderState
+) -> None:
+    gotchas.add(
+        state.store, "eval is unsafe", pattern="eval(", pattern_kind="literal", workaround="ast"
+    )
+    document = _document(state, "src/a.py", '"😀😀😀😀"; eval(y)\n')
+    lsp_gotchas.folder_of(state).rebuild()
+    # In UTF-16 units 'eval' starts at 14 (8 units of emoji); in characters at 10.
+    inside = lsp_gotchas.hover(server, state, document, types.Position(line=0, character=15))
+    assert inside is not None and inside.startswith("engram gotcha `G-")
+    assert "**Workaround:** ast" in inside
+    # Character 11 in UTF-16 units is inside the third emoji, before 'eval'.
+    before = lsp_gotchas.hover(server, state, document, types.Position(line=0, character=11))
+    assert before is None
+
+
+def test_crlf_lines_match_like_lf_lines_and_keep_no_carriage_return(
+    server: EngramServer, state: FolderState
+) -> None:
+    gotchas.add(state.store, "debug flag left on", pattern=r"DEBUG = True$", pattern_kind="regex")
+    crlf = _document(state, "settings_win.py", "import os\r\nDEBUG = True\r\nX = 1\r\n")
+    lf = _document(state, "settings.py", "import os\nDEBUG = True\nX = 1\n")
+    assert [_span(d) for d in _diagnostics(server, state, crlf)] == [(1, 0, 1, 12)]
+    assert [_span(d) for d in _diagnostics(server, state, lf)] == [(1, 0, 1, 12)]
+
+
+def test_split_lines_drops_only_line_ends() -> None:
+    assert lsp_gotchas.split_lines("a\r\nb\r\n") == ["a", "b", ""]
+    assert lsp_gotchas.split_lines("a\nb") == ["a", "b"]
+    assert lsp_gotchas.split_lines("tab\there\r\n\r\n") == ["tab\there", "", ""]
+
+
+def test_files_inside_the_store_and_git_are_never_scanned(
+    server: EngramServer, state: FolderState
+) -> None:
+    gotchas.add(state.store, "todo left", pattern="TODO", pattern_kind="literal")
+    text = "# TODO: this line mentions the pattern\n"
+    # Negative control: the same text in a workspace file gets its squiggle.
+    assert len(_diagnostics(server, state, _document(state, "notes.py", text))) == 1
+    assert _diagnostics(server, state, _document(state, ".engram/exports/gotchas.md", text)) == []
+    assert _diagnostics(server, state, _document(state, ".git/COMMIT_EDITMSG", text)) == []
+
+
+@pytest.mark.parametrize(
+    ("severity", "status", "expected"),
+    [
+        ("critical", "confirmed", types.DiagnosticSeverity.Error),
+        ("high", "confirmed", types.DiagnosticSeverity.Warning),
+        ("medium", "confirmed", types.DiagnosticSeverity.Information),
+        ("low", "confirmed", types.DiagnosticSeverity.Hint),
+        ("critical", "candidate", types.DiagnosticSeverity.Information),
+        ("high", "candidate", types.DiagnosticSeverity.Information),
+        ("medium", "candidate", types.DiagnosticSeverity.Hint),
+        ("low", "candidate", types.DiagnosticSeverity.Hint),
+    ],
+)
+def test_severity_follows_the_gotcha_and_candidates_stay_quiet_but_visible(
+    severity: str, status: str, expected: types.DiagnosticSeverity
+) -> None:
+    gotcha = Gotcha(id="G-12345678", title="t", severity=severity, status=status)
+    assert lsp_gotchas.diagnostic_severity(gotcha) == expected
+
+
+def test_a_high_severity_candidate_in_a_document_is_information_not_a_hint(
+    server: EngramServer, state: FolderState
+) -> None:
+    for _ in range(3):
+        result = gotchas.track_error(state.store, "ConnectionError: pool exhausted")
+    learned = gotchas.get(state.store, result.gotcha_id or "")
+    gotchas.update(
+        state.store, learned.id, severity="high", code_pattern="pool.get(", pattern_kind="literal"
+    )
+    document = _document(state, "db.py", "conn = pool.get()\n")
+    [diagnostic] = _diagnostics(server, state, document)
+    assert diagnostic.severity == types.DiagnosticSeverity.Information
+    assert diagnostic.code == learned.id
+    assert diagnostic.data == {"gotcha_id": learned.id, "status": "candidate", "kind": "pattern"}
+    # The squiggle's message is the title; the hover tells the rest.
+    assert diagnostic.message == learned.title
+
+
+def test_the_message_carries_the_workaround(server: EngramServer, state: FolderState) -> None:
+    gotchas.add(
+        state.store,
+        "requests without timeout",
+        pattern="requests.get(",
+        pattern_kind="literal",
+        workaround="pass timeout=10",
+        severity="high",
+    )
+    [diagnostic] = _diagnostics(server, state, _document(state, "net.py", "requests.get(u)\n"))
+    assert diagnostic.message == "requests without timeout"
+    assert diagnostic.severity == types.DiagnosticSeverity.Warning
+
+
+def test_code_actions_offer_confirm_first_for_a_candidate(
+    server: EngramServer, state: FolderState
+) -> None:
+    manual = gotchas.add(state.store, "no print", pattern="print(", pattern_kind="literal")
+    document = _document(state, "p.py", "print(1)\n")
+    [diagnostic] = _diagnostics(server, state, document)
+    params = types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=document.uri),
+        range=diagnostic.range,
+        context=types.CodeActionContext(diagnostics=[diagnostic]),
+    )
+    actions = lsp_gotchas.code_actions(server, state, document, params)
+    titles = [a.title for a in actions]
+    assert titles[0] == "Resolve gotcha for the whole project: no print"
+    assert "Promote gotcha to team (team/gotchas.toml)" in titles
+    assert not any(t.startswith("Confirm") for t in titles)
+    assert actions[0].command is not None
+    assert actions[0].command.arguments == [{"id": manual.id, "uri": document.uri}]

@@ -1,0 +1,88 @@
+"""engram's JSON-RPC framing and didChange merging, below the server (fast, exact)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from lsp_server.jsonrpc import FrameParser, coalesce_did_change
+
+
+def _frame(message: Any) -> bytes:
+    body = json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def test_frames_split_anywhere_are_reassembled() -> None:
+    messages = [
+        {"jsonrpc": "2.0", "id": n, "method": "m", "params": {"n": "é" * n}} for n in range(20)
+    ]
+    stream = b"".join(_frame(m) for m in messages)
+    parser = FrameParser()
+    bodies = []
+    for offset in range(0, len(stream), 7):  # 7-byte pieces cut headers and bodies anywhere
+        parser.feed(stream[offset : offset + 7])
+        bodies += [f.body for f in parser.frames()]
+    assert [json.loads(b or b"") for b in bodies] == messages
+
+
+def test_an_absurd_length_is_refused_unread_and_reading_resumes() -> None:
+    parser = FrameParser(max_frame=1_000)
+    lying = b'Content-Length: 1000000000000\r\n\r\n{"jsonrpc": "2.0", "id": 41, "method": "x"}'
+    parser.feed(lying + b"y" * 50_000 + _frame({"jsonrpc": "2.0", "id": 42, "method": "ok"}))
+    frames = parser.frames()
+    assert frames[0].oversize == 1_000_000_000_000 and frames[0].id_hint == 41
+    assert json.loads(frames[1].body or b"")["id"] == 42
+    # Skipped bytes are dropped as they come, never kept: the buffer stays small.
+    parser.feed(b"Content-Length: 5000\r\n\r\n" + b"z" * 200_000)
+    assert parser.frames()[0].oversize == 5000
+    assert len(parser.buffer) < 100
+
+
+def test_junk_and_bad_lengths_between_frames_are_skipped() -> None:
+    parser = FrameParser()
+    parser.feed(
+        b"garbage\r\nContent-Length: abc\r\n\r\n"
+        + b"\r\n"
+        + b"x" * 10_000  # a line too long to be a header
+        + _frame({"jsonrpc": "2.0", "id": 7, "method": "ok"})
+    )
+    frames = [f for f in parser.frames() if f.body is not None]
+    assert [json.loads(f.body or b"")["id"] for f in frames] == [7]
+
+
+def _edit(uri: str, version: int, text: str) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "method": "textDocument/didChange",
+        "params": {
+            "textDocument": {"uri": uri, "version": version},
+            "contentChanges": [{"text": text}],
+        },
+    }
+
+
+def test_did_change_runs_merge_per_document_and_keep_order() -> None:
+    hover = {"jsonrpc": "2.0", "id": 1, "method": "textDocument/hover", "params": {}}
+    messages = [
+        _edit("a", 2, "1"),
+        _edit("a", 3, "2"),
+        _edit("b", 2, "x"),
+        _edit("a", 4, "3"),
+        hover,
+        _edit("a", 5, "4"),
+    ]
+    merged = coalesce_did_change(messages)
+    assert [m.get("method") for m in merged] == [
+        "textDocument/didChange",
+        "textDocument/didChange",
+        "textDocument/didChange",
+        "textDocument/hover",
+        "textDocument/didChange",
+    ]
+    first = merged[0]["params"]
+    assert [c["text"] for c in first["contentChanges"]] == ["1", "2"]
+    assert first["textDocument"]["version"] == 3
+    # The originals are not changed (a merged copy is made).
+    assert messages[0]["params"]["contentChanges"] == [{"text": "1"}]
+    assert "_engram_merged" not in merged[0]
