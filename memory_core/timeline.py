@@ -300,6 +300,21 @@ def _checkpoint_labels(store: Store) -> dict[str, str]:
     return {str(row["id"]): str(row["name"] or row["id"]) for row in store.query(select)}
 
 
+def _checkpoint_times(store: Store) -> list[tuple[float, str]]:
+    """(creation time, id) of every checkpoint, oldest first."""
+    if "checkpoints" not in set(store.tables()):
+        return []
+    cols = _columns(store, "checkpoints")
+    if "id" not in cols or "created_at" not in cols:
+        return []
+    return [
+        (float(row["ts"]), str(row["id"]))
+        for row in store.query(
+            f"SELECT id, {_ts_expr('created_at')} AS ts FROM checkpoints ORDER BY ts, rowid"
+        )
+    ]
+
+
 def _lines_words(lines: Any) -> str:
     if not isinstance(lines, list) or not lines:
         return ""
@@ -330,6 +345,7 @@ def humanize(
     oldest = min(times)
     rollbacks = _rollbacks(store, oldest)
     labels = _checkpoint_labels(store)
+    stamps = _checkpoint_times(store)
     for entry, ts in zip(found, times, strict=True):
         details = entry.get("details") or {}
         entry["ago"] = clock.ago(ts, now_ts=now)
@@ -360,6 +376,14 @@ def humanize(
             if by_rollback:
                 label = labels.get(str(by_rollback), str(by_rollback))
                 who = f"the rollback to “{label}”"
+            # The checkpoints just before and just after the change (precise times): an editor
+            # shows the change as the diff between them (VS Code's Timeline does).
+            before = [cid for cts, cid in stamps if cts <= ts]
+            after = [cid for cts, cid in stamps if cts > ts]
+            details["around"] = {
+                "before": before[-1] if before else None,
+                "after": after[0] if after else None,
+            }
             change = _CHANGE_WORDS.get(kind.removeprefix("file."), kind.removeprefix("file."))
             moved = f" (from {details['old_path']})" if details.get("old_path") else ""
             entry["who"] = who

@@ -81,8 +81,10 @@ export class EngramTimeline implements vscode.EngramTimelineProvider {
       const kind = String(entry.event_type ?? "");
       const who = String(entry.who ?? "someone");
       const lines = /\((lines? [^)]*)\)$/.exec(String(entry.text ?? ""))?.[1];
-      const before = [...checkpoints].reverse().find((c) => c.time <= time);
-      const after = checkpoints.find((c) => c.time > time);
+      // The checkpoints around the change, as the server found them from precise times.
+      const around = ((entry.details as JsonObject | undefined)?.around ?? {}) as JsonObject;
+      const before = checkpoints.find((c) => c.checkpoint.id === around.before);
+      const after = checkpoints.find((c) => c.checkpoint.id === around.after);
       const item: vscode.EngramTimelineItem = {
         id: `engram:${entry.id}`,
         timestamp: time,

@@ -198,3 +198,15 @@ def test_a_rollbacks_own_writes_are_credited_to_it(store: Store, workspace: Path
     assert "a.py changed by the rollback to “before the agent” (line 1)" in texts
     assert any(t.startswith("Rolled back to checkpoint “before the agent”") for t in texts)
     assert "a.py changed by the agent (line 1)" in texts
+
+
+def test_a_change_names_the_checkpoints_around_it(store: Store, workspace: Path) -> None:
+    from memory_core import checkpoints
+
+    (workspace / "a.py").write_text("one\n")
+    first = checkpoints.create(store, "first")
+    (workspace / "a.py").write_text("two\n")
+    evolution.record_change(store, "a.py", actor="editor", before="one\n")
+    second = checkpoints.create(store, "second")
+    (change,) = [e for e in timeline.entries(store) if e["source"] == "evolution"]
+    assert change["details"]["around"] == {"before": first["id"], "after": second["id"]}

@@ -8,6 +8,7 @@ end of a finished transcript (`flush`).
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 from pathlib import Path
 

@@ -108,6 +108,8 @@ def _hover_kind(tmp_path: Path, content_format: list[str] | None) -> tuple[str, 
 def test_hover_follows_the_clients_content_format(tmp_path: Path) -> None:
     kind, value = _hover_kind(tmp_path, ["plaintext"])
     assert kind == "plaintext"
+
+    # The hover adds to the diagnostic (whose message is the title): the workaround, in plain text.
     assert "Use ast.literal_eval, never eval." in value
     assert "**" not in value and "`" not in value
     # Negative control: a client that accepts Markdown gets Markdown.

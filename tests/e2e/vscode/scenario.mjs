@@ -64,10 +64,25 @@ const editorText = async () =>
   (await page.locator(".editor-instance .monaco-editor .view-lines").first().innerText()).replace(/\u00a0/g, " ");
 
 async function runFromPalette(title) {
-  await page.keyboard.press("F1");
   const input = page.locator(".quick-input-widget input");
-  await input.waitFor({ state: "visible", timeout });
-  await input.fill(">" + title);
+  // F1 is swallowed when the focus is inside a webview (the Markdown preview): focus the
+  // workbench (an empty spot of the title bar) and try again.
+  for (let attempt = 1; ; attempt++) {
+    if (attempt > 1) {
+      await page.keyboard.press("Escape");
+      await page.locator(".part.titlebar").click({ position: { x: 300, y: 12 } });
+    }
+    await page.keyboard.press("F1");
+    try {
+      await input.waitFor({ state: "visible", timeout: attempt === 3 ? timeout : 3000 });
+      await input.fill(">" + title, { timeout: attempt === 3 ? timeout : 3000 });
+      break;
+    } catch (error) {
+      if (attempt === 3) {
+        throw error;
+      }
+    }
+  }
   const row = page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first();
   await row.waitFor({ state: "visible", timeout });
   await input.press("Enter");
@@ -481,11 +496,12 @@ await step("engram: Resolve Gotcha…", async () => {
 await step("engram: Show Output", async () => {
   await runFromPalette("engram: Show Output");
   // The output panel, showing engram's channel (its last lines: the server's messages).
-  const panel = page.locator(".part.panel .monaco-editor .view-lines", { hasText: /Trace|engram|Result:|Params:/ }).first();
-  await panel.waitFor({ state: "visible" });
-  result.asked.output = (await panel.innerText()).slice(-300);
-  // Panel closed again with its own button, focus back in the editor.
-  await page.locator('.part.panel .action-label[aria-label^="Hide Panel"], .part.panel .action-label[aria-label^="Close Panel"]').first().click();
+  const panel = page.locator('[id="workbench.parts.panel"]');
+  const lines = panel.locator(".view-lines", { hasText: /Trace|engram|Result|Params/ }).first();
+  await lines.waitFor({ state: "visible" });
+  result.asked.output = (await lines.innerText()).slice(-300);
+  // The panel hidden again (View: Hide Panel), the focus back in the file.
+  await runFromPalette("View: Hide Panel");
   await page.locator(".tabs-container .tab", { hasText: env.E2E_FILE_NAME }).first().click();
   return "the engram output channel";
 });
