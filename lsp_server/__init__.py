@@ -1,1 +1,1 @@
-"""engram's language server: protocol glue over memory_core (DESIGN.md section 5)."""
+"""engram's language server: protocol glue over memory_core (docs/design.md section 5)."""

@@ -23,7 +23,7 @@ def run(*, tcp: bool = False, host: str = "127.0.0.1", port: int = 2087) -> None
     if not tcp:
         server.start_io()
         return
-    # DESIGN section 8: no network listener unless asked, and then loopback only.
+    # docs/design.md section 8: no network listener unless asked, and then loopback only.
     try:
         loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
     except ValueError:

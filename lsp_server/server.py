@@ -1,6 +1,6 @@
 """The server class: per-folder state and the registries features plug into.
 
-One `FolderState` per workspace folder (one store each, DESIGN section 2). Features do not
+One `FolderState` per workspace folder (one store each, docs/design.md section 2). Features do not
 register LSP methods for shared surfaces themselves; they add providers here (diagnostics,
 hover, code actions, code lenses) and listeners (document changes, watched files), and the
 modules in `features/` fan each LSP method out to them.

@@ -1,4 +1,4 @@
-"""engram's library: the store and every concept of DESIGN.md section 3.
+"""engram's library: the store and every concept of docs/design.md section 3.
 
 Front ends (the `engram` command, the language server, agent hooks, the MCP server) are thin
 layers over this package. It never imports pygls or lsprotocol, and its write path imports

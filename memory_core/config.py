@@ -1,4 +1,4 @@
-"""Settings, layered lowest to highest as DESIGN.md section 2 says:
+"""Settings, layered lowest to highest as docs/design.md section 2 says:
 
 defaults < `[tool.engram]` in pyproject.toml < `.engram/config.toml` < the editor's settings
 (`workspace/configuration`, section `engram`) < command-line flags.

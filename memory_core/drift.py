@@ -1,6 +1,6 @@
 """Drift: where the work of different hands collides or has gone stale.
 
-Four kinds (DESIGN section 3), each a `DriftItem` with a severity low < medium < high < critical:
+Four kinds (docs/design.md section 3), each a `DriftItem` with a severity low < medium < high < critical:
 
 - `overlap`: two actors (or two agent sessions) changed overlapping lines of a file within
   `drift.window_minutes`. Severity rises with the overlap and with how close in time the two

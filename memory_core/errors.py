@@ -7,7 +7,7 @@ its traceback.
 
 from __future__ import annotations
 
-# Exit codes of DESIGN.md section 4.
+# Exit codes of docs/design.md section 4.
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2

@@ -53,7 +53,7 @@ _NEVER_COLLECT = frozenset(
 # removes what is past recovery even when nobody runs `engram purge`; the deletion record
 # itself stays, saying what was purged.
 
-# Session age states (DESIGN section 3): by time since the session's last activity.
+# Session age states (docs/design.md section 3): by time since the session's last activity.
 IDLE_AFTER_DAYS = 1.0
 DECAYING_AFTER_DAYS = 7.0
 ARCHIVED_AFTER_DAYS = 30.0

@@ -186,7 +186,7 @@ def build(root: Path) -> Any:
 
     def store() -> Store:
         if "store" not in state:
-            # A front end: it creates a store only inside a git repository (DESIGN section 2).
+            # A front end: it creates a store only inside a git repository (docs/design.md section 2).
             state["store"] = Store.open_or_init_in_git(root)
         return state["store"]
 

@@ -3,7 +3,7 @@
 A session is created by the agent hooks (with the agent's own session id) or by the editor, and
 records turns (user message, assistant response, tool calls, timestamps, tokens), the files it
 modified, the commands it ran and the outcome of every tool call. From those facts alone engram
-renders a Markdown summary and the metrics of DESIGN section 3; an agent may also write its own
+renders a Markdown summary and the metrics of docs/design.md section 3; an agent may also write its own
 SessionSummary (overview, decisions, outcomes, open items, tags), which is then shown instead.
 
 Lifecycle: `status` is active, compacted (its rolling summary or quota was compacted) or closed.
@@ -645,7 +645,7 @@ def _turn_dict(row: sqlite3.Row) -> dict[str, Any]:
 
 
 def metrics(store: Store, session_id: str, *, now: float | None = None) -> dict[str, Any]:
-    """Every metric of DESIGN section 3 for one session."""
+    """Every metric of docs/design.md section 3 for one session."""
     row = _find_row(store, session_id)
     if row is None:
         raise NotFoundError(f"no session {session_id!r}", hint="see `engram session list`")

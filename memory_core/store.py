@@ -156,7 +156,7 @@ class Store:
 
     @classmethod
     def open_or_init_in_git(cls, root: Path) -> Store:
-        """The store a front end writing to `root` uses (DESIGN section 2).
+        """The store a front end writing to `root` uses (docs/design.md section 2).
 
         An existing store is opened; a new one is created only when `root` is a git
         repository's top level (a project, not `/etc` or a downloads folder); elsewhere

@@ -1,4 +1,4 @@
-"""Which folder is the workspace root, by the one rule of DESIGN.md section 2.
+"""Which folder is the workspace root, by the one rule of docs/design.md section 2.
 
 The root for a path is the nearest ancestor holding `.engram/` or `.git`; else the path itself.
 A store is created only by `engram init`, or by a front end working inside a git repository

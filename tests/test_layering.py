@@ -1,4 +1,4 @@
-"""Layering rules a refactor must not break (DESIGN section 1)."""
+"""Layering rules a refactor must not break (docs/design.md section 1)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def test_memory_core_never_imports_the_lsp_stack() -> None:
 
 
 def test_the_core_write_path_imports_no_heavy_library() -> None:
-    # Hooks run memory_core as a cold process on every agent tool call (DESIGN section 7).
+    # Hooks run memory_core as a cold process on every agent tool call (docs/design.md section 7).
     code = (
         "import sys; import memory_core.store, memory_core.events, memory_core.config, memory_core.cli.main;"
         "heavy = [m for m in ('pydantic', 'tomlkit', 'rich', 'zstandard', 'pygls', 'lsprotocol') if m in sys.modules];"

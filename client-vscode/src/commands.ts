@@ -1,6 +1,6 @@
 // The palette commands ("engram: Create Checkpoint", ...). Each asks for what it needs with an
 // input box or a quick pick filled from the server's list commands, then runs the server's
-// command (DESIGN section 5) and shows the outcome.
+// command (docs/design.md section 5) and shows the outcome.
 import * as path from "path";
 import * as vscode from "vscode";
 

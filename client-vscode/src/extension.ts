@@ -44,7 +44,7 @@ export class Engram implements vscode.Disposable {
 
   constructor(readonly context: vscode.ExtensionContext) {}
 
-  /** Run one server command: one JSON object in, one JSON object out (DESIGN section 5). */
+  /** Run one server command: one JSON object in, one JSON object out (docs/design.md section 5). */
   async execute(
     command: string,
     args: JsonObject = {},
@@ -185,7 +185,7 @@ export class Engram implements vscode.Disposable {
 /**
  * Answer `workspace/configuration` with only the settings a person actually set in VS Code.
  * VS Code fills in every contributed default; sending those would override the values in
- * `.engram/config.toml`, which rank below the editor's (DESIGN section 2).
+ * `.engram/config.toml`, which rank below the editor's (docs/design.md section 2).
  */
 function explicitSettings(params: ConfigurationParams, keys: string[]): unknown[] {
   return params.items.map((item) => {

@@ -5,7 +5,7 @@ the client watches) keeps a `ChangeJournal` per folder: a checkpoint made while 
 covers the time since the latest checkpoint only looks at the paths that changed. The client's
 `workspace/didChangeWatchedFiles` events and saves are added as hints, never trusted alone.
 
-Rollback (DESIGN section 5): the plan is computed and verified first; unless `confirm: true`
+Rollback (docs/design.md section 5): the plan is computed and verified first; unless `confirm: true`
 the user is asked with `window/showMessageRequest` (the files to be restored and removed are
 named); an automatic pre-rollback checkpoint makes it undoable; the server writes every file to
 disk and names the open documents the client reloads (docs/vscode.md, docs/neovim.md).

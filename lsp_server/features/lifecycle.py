@@ -2,7 +2,7 @@
 
 At `initialize` each workspace folder gets its store. At `initialized` the server asks the
 client for the `engram` settings of each folder (`workspace/configuration`) and layers them
-over the files' (DESIGN section 2); a bad setting is shown with `window/showMessage` and its
+over the files' (docs/design.md section 2); a bad setting is shown with `window/showMessage` and its
 default used. `workspace/didChangeConfiguration` asks again.
 """
 

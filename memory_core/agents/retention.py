@@ -1,4 +1,4 @@
-"""Bounded size for what the agent integration stores (DESIGN section 8).
+"""Bounded size for what the agent integration stores (docs/design.md section 8).
 
 What agents did (tool calls, usage, prompts, compactions, digests, finished turns) is kept as
 long as the timeline is (`timeline.max_age_days`). Registered here, not in `record`, so the

@@ -1,1 +1,1 @@
-"""The `engram` command: a thin front end over memory_core (DESIGN.md section 4)."""
+"""The `engram` command: a thin front end over memory_core (docs/design.md section 4)."""

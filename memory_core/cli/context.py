@@ -16,7 +16,7 @@ from memory_core.store import Store
 from memory_core.workspace import find_root
 
 # Commands that record something and so may create the store where a person runs them. Every
-# other command only reads or changes what is there: it never creates one (DESIGN section 2).
+# other command only reads or changes what is there: it never creates one (docs/design.md section 2).
 CREATING_COMMANDS = frozenset(
     {
         "config set",

@@ -5,7 +5,7 @@ run on the `regex` engine with a timeout, so a pattern with catastrophic backtra
 most its time budget per file and is then reported, never a frozen server. An invalid regex is
 refused with the position of the error.
 
-Speed (DESIGN section 7: a 5,000-line file against 1,000 patterns in < 30 ms): every literal,
+Speed (docs/design.md section 7: a 5,000-line file against 1,000 patterns in < 30 ms): every literal,
 plus the longest literal each regex cannot match without, goes into one trie-shaped stdlib
 regex, so one pass over a line finds which literals occur; a regex runs only on lines holding
 its required literal. Results are cached per line text, so after an edit only the changed lines

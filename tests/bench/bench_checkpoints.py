@@ -1,4 +1,4 @@
-"""Checkpoints (DESIGN section 7): 10 changed files in a 50,000-file workspace (a git repository,
+"""Checkpoints (docs/design.md section 7): 10 changed files in a 50,000-file workspace (a git repository,
 as most are), against a shadow-git commit of the same tree (`git add -A` + `git commit` with a
 separate GIT_DIR and GIT_WORK_TREE, as Cline and Roo Code checkpoint) and `git status`; rollback
 of 100 changed files against `git reset --hard` of a shadow commit; the store's size against

@@ -4,7 +4,7 @@ The client writes 1,000 `didChange` (one keystroke each, into a 5,000-line docum
 hover in one burst, so every edit is queued in the server's input ahead of the hover; the
 figure is the time from writing the burst to the hover's answer. The peer is the same server
 read by pygls' own reader (`pygls.io_.run_async`, a thread hop per header line and body, one
-dispatch per message), started from the same code. Budget (DESIGN section 7): < 50 ms.
+dispatch per message), started from the same code. Budget (docs/design.md section 7): < 50 ms.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Gotcha hover and diagnostics (DESIGN section 7): hover p95 with 10,000 gotchas < 10 ms;
+"""Gotcha hover and diagnostics (docs/design.md section 7): hover p95 with 10,000 gotchas < 10 ms;
 diagnostics for a 5,000-line file with 1,000 pattern gotchas < 30 ms.
 
 Measured twice: over the wire (a real `engram lsp` over stdio, the client's round trip, which is

@@ -3,7 +3,7 @@
 Two shapes of 50 MB: a prompt of prose (UserPromptSubmit) and a tool response full of JSON
 text (PostToolUse of a Bash `cat` of a big JSON file: an escaped quote every few bytes, the
 worst case for finding where strings end). The peer is the same hook with a small payload.
-Budget (DESIGN section 7): < 1 s.
+Budget (docs/design.md section 7): < 1 s.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Memory budgets (DESIGN section 7): a durable write of one memory, and search over 100,000.
+"""Memory budgets (docs/design.md section 7): a durable write of one memory, and search over 100,000.
 
 The corpus is synthetic but shaped like real notes: words drawn from a 5,000-word vocabulary
 with a Zipf-like skew (a few words are everywhere, most are rare), 8 to 30 words per entry,

@@ -1,6 +1,6 @@
 """The session quota on the hook path, and `engram doctor`.
 
-A tool-call hook must stay fast (DESIGN section 7: p50 < 100 ms for a cold process), so the
+A tool-call hook must stay fast (docs/design.md section 7: p50 < 100 ms for a cold process), so the
 quota check it adds is measured on its own: one PostToolUse hook, in process, against a
 session holding 5 MB (1,000 turns of about 4.5 KB), with the quota step and without it (the
 peer). Measuring the session's use is the costly part (it reads every row of the session);

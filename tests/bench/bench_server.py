@@ -1,4 +1,4 @@
-"""Server start to initialize result (DESIGN section 7: < 1 s), a real process over stdio."""
+"""Server start to initialize result (docs/design.md section 7: < 1 s), a real process over stdio."""
 
 from __future__ import annotations
 

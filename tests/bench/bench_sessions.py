@@ -1,4 +1,4 @@
-"""Session save and load with 1,000 turns (DESIGN section 7: < 20 ms / < 50 ms), and the cost of
+"""Session save and load with 1,000 turns (docs/design.md section 7: < 20 ms / < 50 ms), and the cost of
 recording one turn (what a hook pays on every prompt)."""
 
 from __future__ import annotations

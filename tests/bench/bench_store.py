@@ -1,4 +1,4 @@
-"""Durable write of one event (DESIGN section 7: p95 < 2 ms), with raw sqlite3 as the peer."""
+"""Durable write of one event (docs/design.md section 7: p95 < 2 ms), with raw sqlite3 as the peer."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The benchmark harness: every `tests/bench/bench_*.py` exposes `run() -> list[Figure]`.
 
 A Figure is one measured line of the table `python -m tests.bench` prints: what was measured,
-the budget from DESIGN.md section 7, median and p95 (or a single value), and a ratio against a
+the budget from docs/design.md section 7, median and p95 (or a single value), and a ratio against a
 peer measured in the same run where one runs here. Benchmarks print figures; they do not
 assert: budgets are judged by people reading the table (and `docs/benchmarks.md`).
 """

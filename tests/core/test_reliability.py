@@ -1,4 +1,4 @@
-"""Nothing is lost (DESIGN section 8): a killed writer, and several writers at once.
+"""Nothing is lost (docs/design.md section 8): a killed writer, and several writers at once.
 
 These run real processes against a real SQLite file. A write counts as acknowledged once the
 writer has printed its sequence number, which it does only after `transaction()` returned.

@@ -1,4 +1,4 @@
-"""The workspace-root rule of DESIGN section 2, the same for every front end."""
+"""The workspace-root rule of docs/design.md section 2, the same for every front end."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The editor clients against the server's contract, without starting an editor (fast).
 
-- Every server command of DESIGN section 5 is reachable from the VS Code palette (an
+- Every server command of docs/design.md section 5 is reachable from the VS Code palette (an
   "engram: ..." command that runs it) and from a Neovim :Engram* user command.
 - Every command the clients send exists in the real server (a renamed server command would
   otherwise break a palette entry silently).

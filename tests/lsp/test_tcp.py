@@ -1,4 +1,4 @@
-"""`engram lsp --tcp`: loopback only (DESIGN section 8), and a real client can talk to it."""
+"""`engram lsp --tcp`: loopback only (docs/design.md section 8), and a real client can talk to it."""
 
 from __future__ import annotations
 

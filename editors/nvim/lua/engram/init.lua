@@ -91,7 +91,7 @@ function M.default_cmd(root)
   return nil
 end
 
--- DESIGN section 2: the nearest ancestor holding .engram/, else the git top level, else the
+-- docs/design.md section 2: the nearest ancestor holding .engram/, else the git top level, else the
 -- file's own folder.
 function M.find_root(path)
   if path == nil or path == "" then
