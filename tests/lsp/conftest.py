@@ -11,14 +11,20 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_lsp
 from lsprotocol import types
+from pygls.uris import from_fs_path
+from pygls.workspace import Workspace
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+from lsp_server.features import gotchas as lsp_gotchas
+from lsp_server.server import EngramServer, FolderState
+from lsp_server.setup import create_server
 
 SERVER_COMMAND = [sys.executable, "-m", "lsp_server"]
 CLIENTS = ["visual-studio-code", "neovim"]
@@ -145,3 +151,30 @@ async def diagnostics_for(client: LanguageClient, uri: str) -> list[types.Diagno
         return list(report.items)
     await asyncio.sleep(0.4)  # past the push debounce
     return list(client.diagnostics.get(uri, []))
+
+
+# In process: the server object without a client, for tests that call a feature directly (they
+# can catch what a test over stdio cannot, mutants among them).
+
+
+@pytest.fixture
+def server() -> Iterator[EngramServer]:
+    made = create_server()
+    yield made
+    made.close_all()
+
+
+@pytest.fixture
+def state(server: EngramServer, workspace: Path) -> FolderState:
+    """The workspace (a git repository) as one of the server's folders, as `initialize` sets it."""
+    (workspace / ".git").mkdir()
+    server.protocol._workspace = Workspace(
+        from_fs_path(str(workspace)),
+        types.TextDocumentSyncKind.Incremental,
+        [],
+        types.PositionEncodingKind.Utf16,
+    )
+    folder = server.add_folder(workspace)
+    assert folder is not None
+    lsp_gotchas.folder_of(folder).rebuild()
+    return folder

@@ -8,19 +8,17 @@ so what is asserted is exactly what a client would receive.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from lsprotocol import types
 from pygls.uris import from_fs_path
-from pygls.workspace import TextDocument, Workspace
+from pygls.workspace import TextDocument
 
 from lsp_server.features import diagnostics
 from lsp_server.features import gotchas as lsp_gotchas
 from lsp_server.server import EngramServer, FolderState
-from lsp_server.setup import create_server
 from memory_core import gotchas
 
 PULL_ONLY = types.ClientCapabilities(
@@ -58,27 +56,11 @@ REFRESH_WITHOUT_PULL = types.ClientCapabilities(
 
 
 @pytest.fixture
-def server() -> Iterator[EngramServer]:
-    made = create_server()
-    yield made
-    made.close_all()
-
-
-@pytest.fixture
-def state(server: EngramServer, workspace: Path) -> FolderState:
-    (workspace / ".git").mkdir()
-    # What `initialize` sets up before any document arrives.
-    server.protocol._workspace = Workspace(
-        from_fs_path(str(workspace)),
-        types.TextDocumentSyncKind.Incremental,
-        [],
-        types.PositionEncodingKind.Utf16,
-    )
-    folder = server.add_folder(workspace)
-    assert folder is not None
-    gotchas.add(folder.store, "Naive utcnow", pattern="utcnow()", pattern_kind="literal")
-    lsp_gotchas.folder_of(folder).rebuild()
-    return folder
+def state(state: FolderState) -> FolderState:
+    """The folder with one pattern gotcha to squiggle."""
+    gotchas.add(state.store, "Naive utcnow", pattern="utcnow()", pattern_kind="literal")
+    lsp_gotchas.folder_of(state).rebuild()
+    return state
 
 
 def _open(server: EngramServer, state: FolderState, rel: str, source: str) -> TextDocument:

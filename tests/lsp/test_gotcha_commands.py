@@ -5,45 +5,19 @@ from (test_gotchas.py drives the same commands over stdio)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import from_fs_path
-from pygls.workspace import Workspace
 
 from lsp_server.features import gotchas as lsp_gotchas
 from lsp_server.server import EngramServer, FolderState
-from lsp_server.setup import create_server
 from memory_core import gotchas
 from memory_core.gotchas import team
 from memory_core.gotchas.records import Gotcha
 from memory_core.gotchas.scan import Hit
-
-
-@pytest.fixture
-def server() -> Iterator[EngramServer]:
-    made = create_server()
-    yield made
-    made.close_all()
-
-
-@pytest.fixture
-def state(server: EngramServer, workspace: Path) -> FolderState:
-    (workspace / ".git").mkdir()
-    server.protocol._workspace = Workspace(
-        from_fs_path(str(workspace)),
-        types.TextDocumentSyncKind.Incremental,
-        [],
-        types.PositionEncodingKind.Utf16,
-    )
-    folder = server.add_folder(workspace)
-    assert folder is not None
-    lsp_gotchas.folder_of(folder).rebuild()
-    return folder
 
 
 def _open(server: EngramServer, state: FolderState, rel: str, source: str) -> str:

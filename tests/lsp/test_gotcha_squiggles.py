@@ -7,9 +7,6 @@ emoji (two units, one character) shifts everything after it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 from lsprotocol import types
 from pygls.uris import from_fs_path
@@ -17,24 +14,8 @@ from pygls.workspace import TextDocument
 
 from lsp_server.features import gotchas as lsp_gotchas
 from lsp_server.server import EngramServer, FolderState
-from lsp_server.setup import create_server
 from memory_core import gotchas
 from memory_core.gotchas.records import Gotcha
-
-
-@pytest.fixture
-def server() -> Iterator[EngramServer]:
-    made = create_server()
-    yield made
-    made.close_all()
-
-
-@pytest.fixture
-def state(server: EngramServer, workspace: Path) -> FolderState:
-    (workspace / ".git").mkdir()
-    folder = server.add_folder(workspace)
-    assert folder is not None
-    return folder
 
 
 def _document(state: FolderState, rel: str, source: str, version: int = 1) -> TextDocument:
