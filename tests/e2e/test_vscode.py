@@ -13,19 +13,15 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import signal
-import socket
-import subprocess
 import time
-import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import run_cli
+from tests.e2e.code_server import QUIET_SETTINGS
+from tests.e2e.code_server import code_server as start_code_server
 from tests.e2e.conftest import (
     CHROMIUM,
     CLIENT_DIR,
@@ -52,111 +48,21 @@ SCENARIO = E2E_DIR / "vscode" / "scenario.mjs"
 # Set in .engram/config.toml; the editor's defaults must not override it.
 QUOTA_BYTES = 7_654_321
 
-# Quiet, deterministic VS Code: no welcome page, trust prompt, tips or update checks.
-USER_SETTINGS = {
-    "workbench.startupEditor": "none",
-    "workbench.tips.enabled": False,
-    "workbench.enableExperiments": False,
-    "workbench.welcomePage.walkthroughs.openOnInstall": False,
-    "security.workspace.trust.enabled": False,
-    "telemetry.telemetryLevel": "off",
-    "extensions.autoCheckUpdates": False,
-    "extensions.autoUpdate": False,
-    "update.mode": "none",
-    "window.restoreWindows": "none",
-    "editor.hover.delay": 200,
-    "files.autoSave": "off",
-    "git.enabled": False,
-    # Every LSP message in the engram output channel, kept with the test output.
-    "engram.trace.server": "verbose",
-}
 
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextlib.contextmanager
-def code_server(workspace: Path, server: list[str], tmp: Path) -> Iterator[str]:
+def code_server(
+    workspace: Path, server: list[str], tmp: Path
+) -> contextlib.AbstractContextManager[str]:
     """A code-server with the engram extension installed, serving `workspace`; yields its URL."""
-    user_data = tmp / "user-data"
-    extensions = tmp / "extensions"
-    (user_data / "User").mkdir(parents=True)
     settings = {
-        **USER_SETTINGS,
+        **QUIET_SETTINGS,
+        # Every LSP message in the engram output channel, kept with the test output.
+        "engram.trace.server": "verbose",
         "engram.server.command": server,
         # Out of range on purpose: the server must get it through workspace/configuration,
         # report it and keep running with the default.
         "engram.gotchas.threshold": 0,
     }
-    (user_data / "User" / "settings.json").write_text(json.dumps(settings, indent=2))
-    env = clean_env(tmp)
-    installed = run(
-        [
-            str(CODE_SERVER),
-            "--extensions-dir",
-            str(extensions),
-            "--user-data-dir",
-            str(user_data),
-            "--install-extension",
-            str(VSIX),
-        ],
-        env=env,
-        timeout=120,
-    )
-    assert installed.returncode == 0, installed.stderr + installed.stdout
-    assert any(p.name.startswith("engram.engram-") for p in extensions.iterdir()), installed.stdout
-    port = _free_port()
-    log = (tmp / "code-server.log").open("w")
-    process = subprocess.Popen(
-        [
-            str(CODE_SERVER),
-            "--bind-addr",
-            f"127.0.0.1:{port}",
-            "--auth",
-            "none",
-            "--disable-telemetry",
-            "--disable-update-check",
-            "--disable-workspace-trust",
-            # engram's entries in VS Code's Timeline panel use the Timeline API proposal.
-            "--enable-proposed-api",
-            "engram.engram",
-            "--user-data-dir",
-            str(user_data),
-            "--extensions-dir",
-            str(extensions),
-            str(workspace),
-        ],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/healthz", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            assert process.poll() is None, (tmp / "code-server.log").read_text()[-3000:]
-            assert time.monotonic() < deadline, "code-server did not answer /healthz within 60 s"
-            time.sleep(0.2)
-        yield url
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-        log.close()
+    return start_code_server(workspace, tmp, settings=settings, env=clean_env(tmp))
 
 
 def run_scenario(

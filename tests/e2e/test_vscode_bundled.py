@@ -6,21 +6,14 @@ installed extension and asserts that the squiggle never comes.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import shutil
-import signal
-import socket
-import subprocess
-import time
-import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.e2e.code_server import QUIET_SETTINGS, code_server
 from tests.e2e.conftest import (
     CHROMIUM,
     CLIENT_DIR,
@@ -41,23 +34,6 @@ SCENARIO = E2E_DIR / "vscode" / "bundled.mjs"
 SYSTEM_PYTHON = Path("/usr/bin/python3")
 # Only the system's own folders: the repository's .venv (and its engram) must be out of sight.
 SYSTEM_PATH = "/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin"
-SETTINGS = {
-    "workbench.startupEditor": "none",
-    "workbench.tips.enabled": False,
-    "security.workspace.trust.enabled": False,
-    "telemetry.telemetryLevel": "off",
-    "extensions.autoCheckUpdates": False,
-    "extensions.autoUpdate": False,
-    "update.mode": "none",
-    "editor.hover.delay": 200,
-    "git.enabled": False,
-}
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def fresh_env(tmp: Path) -> dict[str, str]:
@@ -71,73 +47,10 @@ def fresh_env(tmp: Path) -> dict[str, str]:
     return env
 
 
-@contextlib.contextmanager
-def fresh_code_server(workspace: Path, tmp: Path, *, strip_bundle: bool) -> Iterator[str]:
-    user_data, extensions = tmp / "user-data", tmp / "extensions"
-    (user_data / "User").mkdir(parents=True)
-    (user_data / "User" / "settings.json").write_text(json.dumps(SETTINGS))
-    env = fresh_env(tmp)
-    installed = run(
-        [
-            str(CODE_SERVER),
-            "--extensions-dir",
-            str(extensions),
-            "--user-data-dir",
-            str(user_data),
-            "--install-extension",
-            str(VSIX),
-        ],
-        env=env,
-        timeout=120,
-    )
-    assert installed.returncode == 0, installed.stderr + installed.stdout
-    (extension,) = [p for p in extensions.iterdir() if p.name.startswith("engram.engram-")]
+def check_bundle(extension: Path, *, strip: bool) -> None:
     assert (extension / "bundled" / "libs" / "common" / "lsp_server").is_dir()
-    if strip_bundle:
+    if strip:
         shutil.rmtree(extension / "bundled")
-    port = _free_port()
-    log = (tmp / "code-server.log").open("w")
-    process = subprocess.Popen(
-        [
-            str(CODE_SERVER),
-            "--bind-addr",
-            f"127.0.0.1:{port}",
-            "--auth",
-            "none",
-            "--disable-telemetry",
-            "--disable-update-check",
-            "--disable-workspace-trust",
-            "--user-data-dir",
-            str(user_data),
-            "--extensions-dir",
-            str(extensions),
-            str(workspace),
-        ],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            with contextlib.suppress(OSError), urllib.request.urlopen(f"{url}/healthz") as answer:
-                if answer.status == 200:
-                    break
-            assert process.poll() is None, (tmp / "code-server.log").read_text()[-3000:]
-            assert time.monotonic() < deadline, "code-server did not answer within 60 s"
-            time.sleep(0.2)
-        yield url
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-        log.close()
 
 
 def run_bundled(
@@ -155,7 +68,13 @@ def run_bundled(
     for old in shots.glob("*.png"):
         old.unlink()
     result_file = tmp / "result.json"
-    with fresh_code_server(workspace.root, tmp, strip_bundle=strip_bundle) as url:
+    with code_server(
+        workspace.root,
+        tmp,
+        settings=QUIET_SETTINGS,
+        env=fresh_env(tmp),
+        prepare=lambda extension: check_bundle(extension, strip=strip_bundle),
+    ) as url:
         env = {
             **fresh_env(tmp),
             "E2E_URL": url,

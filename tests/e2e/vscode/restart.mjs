@@ -4,51 +4,17 @@
 // status bar shows the session) and no new error appears.
 // "Fixes": installs an engram where the setting points, as a person would.
 import fs from "node:fs";
-import { createRequire } from "node:module";
-import path from "node:path";
+import { env, scenario } from "./harness.mjs";
 
-const env = process.env;
-const require = createRequire(path.join(env.E2E_CLIENT_DIR, "package.json"));
-const { chromium } = require("playwright-core");
-const timeout = Number(env.E2E_TIMEOUT_MS ?? 30000);
-const result = { steps: [] };
+const run = scenario({ shots: { ok: "vscode-restart.png", failed: "vscode-restart-failure.png" } });
+const { result, step, finish } = run;
 let page;
-let browser;
-
-async function finish(ok) {
-  result.ok = ok;
-  if (page) {
-    await page.screenshot({ path: path.join(env.E2E_SHOTS, ok ? "vscode-restart.png" : "vscode-restart-failure.png") }).catch(() => {});
-  }
-  fs.writeFileSync(env.E2E_RESULT, JSON.stringify(result, null, 2));
-  await browser?.close().catch(() => {});
-  process.exit(ok ? 0 : 1);
-}
-
-async function step(name, fn) {
-  const started = Date.now();
-  try {
-    const detail = await fn();
-    result.steps.push({ name, ok: true, detail: detail ?? null, ms: Date.now() - started });
-  } catch (error) {
-    result.steps.push({ name, ok: false, detail: String(error?.stack ?? error), ms: Date.now() - started });
-    result.failed = name;
-    await finish(false);
-  }
-}
 
 const errorToasts = () => page.locator(".notifications-toasts .notification-toast", { hasText: /did not start|failed|Couldn't start/i });
 
 await step("launch", async () => {
-  browser = await chromium.launch({
-    executablePath: env.E2E_CHROMIUM,
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
-  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  page.setDefaultTimeout(timeout);
-  await page.goto(`${env.E2E_URL}/?folder=${encodeURIComponent(env.E2E_WORKSPACE)}`);
-  await page.locator(".monaco-workbench").waitFor({ state: "visible", timeout: 60000 });
+  await run.launch();
+  page = run.page;
 });
 
 await step("one-error", async () => {

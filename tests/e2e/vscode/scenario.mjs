@@ -7,58 +7,22 @@
 // Input: E2E_* environment variables. Output: a JSON result (every step with its time) and
 // screenshots. Exit 0 when every step passed, 1 at the first failure.
 import fs from "node:fs";
-import { createRequire } from "node:module";
 import path from "node:path";
+import { env, scenario, timeout } from "./harness.mjs";
 
-const env = process.env;
-const require = createRequire(path.join(env.E2E_CLIENT_DIR, "package.json"));
-const { chromium } = require("playwright-core");
+// On a failure, what the person would have seen: every notification still listed.
+async function showNotifications(page, result) {
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("F1");
+  await page.locator(".quick-input-widget input").fill(">Notifications: Show Notifications");
+  await page.locator(".quick-input-widget input").press("Enter");
+  await page.waitForTimeout(500);
+  result.notifications = (await page.locator(".notifications-center").innerText()).trim();
+}
 
-const timeout = Number(env.E2E_TIMEOUT_MS ?? 30000);
-const result = { steps: [] };
+const run = scenario({ shots: { ok: "vscode-final.png", failed: "vscode-failure.png" }, onFailure: showNotifications });
+const { result, step, finish } = run;
 let page;
-let browser;
-
-async function finish(ok) {
-  result.ok = ok;
-  if (page && !ok) {
-    // What the person would have seen: every notification still listed.
-    try {
-      await page.keyboard.press("Escape");
-      await page.keyboard.press("F1");
-      await page.locator(".quick-input-widget input").fill(">Notifications: Show Notifications");
-      await page.locator(".quick-input-widget input").press("Enter");
-      await page.waitForTimeout(500);
-      result.notifications = (await page.locator(".notifications-center").innerText()).trim();
-    } catch (error) {
-      result.notifications_error = String(error);
-    }
-  }
-  if (page) {
-    try {
-      await page.screenshot({ path: path.join(env.E2E_SHOTS, ok ? "vscode-final.png" : "vscode-failure.png") });
-    } catch (error) {
-      result.screenshot_error = String(error);
-    }
-  }
-  fs.writeFileSync(env.E2E_RESULT, JSON.stringify(result, null, 2));
-  if (browser) {
-    await browser.close().catch(() => {});
-  }
-  process.exit(ok ? 0 : 1);
-}
-
-async function step(name, fn) {
-  const started = Date.now();
-  try {
-    const detail = await fn();
-    result.steps.push({ name, ok: true, detail: detail ?? null, ms: Date.now() - started });
-  } catch (error) {
-    result.steps.push({ name, ok: false, detail: String(error?.stack ?? error), ms: Date.now() - started });
-    result.failed = name;
-    await finish(false);
-  }
-}
 
 const editorText = async () =>
   (await page.locator(".editor-instance .monaco-editor .view-lines").first().innerText()).replace(/\u00a0/g, " ");
@@ -116,27 +80,12 @@ async function notification(pattern) {
 }
 
 await step("launch", async () => {
-  browser = await chromium.launch({
-    executablePath: env.E2E_CHROMIUM,
-    headless: true,
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
-  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  page.setDefaultTimeout(timeout);
   // VS Code in the browser takes "enable proposed API" from the page's payload (the desktop
   // app from --enable-proposed-api engram.engram): engram's Timeline entries use that API.
   const payload = encodeURIComponent(JSON.stringify([["enableProposedApi", ""]]));
-  await page.goto(`${env.E2E_URL}/?folder=${encodeURIComponent(env.E2E_WORKSPACE)}&payload=${payload}`);
-  await page.locator(".monaco-workbench").waitFor({ state: "visible", timeout: 60000 });
-  return await browser.version();
+  const version = await run.launch(`&payload=${payload}`);
+  page = run.page;
+  return version;
 });
 
 await step("status-bar", async () => {
@@ -154,26 +103,7 @@ await step("settings", async () => {
 });
 
 await step("open-file", async () => {
-  // Quick Open (Ctrl+P); a keystroke lost while the workbench is still busy is tried again.
-  const opened = page.locator(".editor-instance .monaco-editor .view-lines", { hasText: "def load_customers" });
-  for (let attempt = 1; ; attempt++) {
-    await page.locator(".monaco-workbench").click({ position: { x: 700, y: 400 } });
-    await page.keyboard.press("Control+P");
-    const input = page.locator(".quick-input-widget input");
-    try {
-      await input.waitFor({ state: "visible", timeout: 10000 });
-      await input.fill(env.E2E_FILE_NAME);
-      await page.locator(".quick-input-list .monaco-list-row", { hasText: env.E2E_FILE_NAME }).first().waitFor({ timeout: 10000 });
-      await input.press("Enter");
-      await opened.waitFor({ timeout: 10000 });
-      break;
-    } catch (error) {
-      if (attempt === 3) {
-        throw error;
-      }
-      await page.keyboard.press("Escape");
-    }
-  }
+  await run.openFile(env.E2E_FILE_NAME, "def load_customers");
   result.original = await editorText();
   result.original_disk = fs.readFileSync(env.E2E_FILE, "utf8");
 });
@@ -203,27 +133,7 @@ await step("squiggle", async () => {
 });
 
 await step("hover", async () => {
-  const token = page.locator(".editor-instance .monaco-editor .view-line span", { hasText: "read_csv" }).last();
-  const box = await token.boundingBox();
-  if (!box) {
-    throw new Error("read_csv is not on screen");
-  }
-  const hover = page.locator(".monaco-hover", { hasText: env.E2E_WORKAROUND }).first();
-  // Under load the first mouse move can be lost: move away and back until the hover shows.
-  const deadline = Date.now() + timeout;
-  for (let attempt = 0; ; attempt++) {
-    await page.mouse.move(5, 5);
-    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2, { steps: 3 });
-    try {
-      await hover.waitFor({ state: "visible", timeout: 5000 });
-      break;
-    } catch (error) {
-      if (Date.now() > deadline) {
-        throw error;
-      }
-    }
-  }
-  result.hover = (await hover.innerText()).trim();
+  result.hover = await run.hover("read_csv", env.E2E_WORKAROUND);
   await page.screenshot({ path: path.join(env.E2E_SHOTS, "vscode-hover.png") });
   await page.mouse.move(5, 5);
   await page.keyboard.press("Escape");
