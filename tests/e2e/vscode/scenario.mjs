@@ -407,7 +407,9 @@ await step("engram: Show Output", async () => {
   await runFromPalette("engram: Show Output");
   // The output panel, showing engram's channel (its last lines: the server's messages).
   const panel = page.locator('[id="workbench.parts.panel"]');
-  const lines = panel.locator(".view-lines", { hasText: /Trace|engram|Result|Params/ }).first();
+  // `:visible`: the panel also holds hidden editors (other channels' views), and the first match
+  // in the page may be one of them, which never shows.
+  const lines = panel.locator(".view-lines:visible", { hasText: /Trace|engram|Result|Params/ }).first();
   await lines.waitFor({ state: "visible" });
   result.asked.output = (await lines.innerText()).slice(-300);
   // The panel hidden again (View: Hide Panel), the focus back in the file.
