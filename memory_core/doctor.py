@@ -260,6 +260,7 @@ def _record_deletion(
 
 def _checkpoint_orphans(store: Store, repair: bool, repaired: list[str]) -> dict[str, Any]:
     from memory_core import checkpoints
+    from memory_core.checkpoints import storage as checkpoint_storage
 
     tables = set(store.tables())
     if not {"checkpoints", "checkpoint_blobs", "checkpoint_trees"} <= tables:
@@ -273,7 +274,7 @@ def _checkpoint_orphans(store: Store, repair: bool, repaired: list[str]) -> dict
             continue
         live_trees.add(digest)
         try:
-            tree = checkpoints._load_tree(store, digest, validate=False)
+            tree = checkpoint_storage.load_tree(store, digest, validate=False)
         except Exception:  # a missing or damaged tree: its checkpoint reports it on rollback
             continue
         for entry in tree.entries.values():

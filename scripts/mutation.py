@@ -32,6 +32,7 @@ SEED = 17
 
 @dataclass(frozen=True)
 class Module:
+    # A file, or a package's files as a glob ("memory_core/checkpoints/*.py").
     source: str
     tests: tuple[str, ...]
     # Mutants run at most (a random sample, fixed seed); None: every mutant.
@@ -56,7 +57,7 @@ MODULES: dict[str, Module] = {
         sample=150,
     ),
     "checkpoints": Module(
-        "memory_core/checkpoints.py",
+        "memory_core/checkpoints/*.py",
         ("tests/core/test_checkpoints.py", "tests/core/test_checkpoint_safety.py"),
         sample=60,
     ),
@@ -170,9 +171,10 @@ def _generate(work: Path, env: dict[str, str]) -> None:
 
 
 def _results(work: Path, module: Module) -> dict[str, int | None]:
-    meta = work / "mutants" / (module.source + ".meta")
-    data = json.loads(meta.read_text(encoding="utf-8"))
-    codes: dict[str, int | None] = data["exit_code_by_key"]
+    """Exit code by mutant name, over every file of the module (mutmut keeps one .meta each)."""
+    codes: dict[str, int | None] = {}
+    for meta in sorted((work / "mutants").glob(module.source + ".meta")):
+        codes.update(json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"])
     return codes
 
 

@@ -337,7 +337,7 @@ def register(server: EngramServer) -> None:
         rel = path
         if "://" in path:
             rel = relative_path(state.root, Path(to_fs_path(path) or path))
-        data = file_in_checkpoint(state.store, ref, rel)
+        data = checkpoints.file_content(state.store, ref, rel)
         if data is None:
             return {"id": ref, "path": rel, "exists": False, "content": ""}
         return {
@@ -401,24 +401,6 @@ def _maybe_burst(ls: EngramServer, state: FolderState, count: int) -> None:
             extra.burst_running = False
 
     spawn(capture())
-
-
-def file_in_checkpoint(store: Any, ref: str, rel: str) -> bytes | None:
-    """The content of `rel` in checkpoint `ref`, walking only the folders on its path."""
-    row = checkpoints._row(store, ref)
-    digest = row["root_tree"]
-    parts = rel.split("/")
-    for index, name in enumerate(parts):
-        tree = checkpoints._load_tree(store, digest, "/".join(parts[:index]))
-        entry = tree.entries.get(name)
-        if entry is None:
-            return None
-        if index == len(parts) - 1:
-            return checkpoints.read_blob(store, entry.hash, path=rel) if entry.kind == "f" else None
-        if entry.kind != "d":
-            return None
-        digest = entry.hash
-    return None
 
 
 def file_uri(state: FolderState, rel: str) -> str:

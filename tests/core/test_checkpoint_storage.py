@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from memory_core import checkpoints, config
+from memory_core.checkpoints import trees as checkpoint_trees
 from memory_core.store import Store
 
 
@@ -43,8 +44,8 @@ def test_small_files_share_a_pack_and_large_ones_are_stored_alone(store: Store) 
 
 def test_blobs_stored_before_packing_are_still_read(store: Store) -> None:
     data = b"stored by an older engram\n"
-    digest = checkpoints._sha(data)
-    packed = checkpoints._compress(data)
+    digest = checkpoint_trees.sha(data)
+    packed = checkpoint_trees.compress(data)
     with store.transaction() as db:
         db.execute(
             "INSERT INTO checkpoint_blobs (hash, size, stored_size, data) VALUES (?, ?, ?, ?)",

@@ -10,6 +10,9 @@ from pathlib import Path
 import pytest
 
 from memory_core import checkpoints, config
+from memory_core.checkpoints import build as checkpoint_build
+from memory_core.checkpoints import storage as checkpoint_storage
+from memory_core.checkpoints import trees as checkpoint_trees
 from memory_core.errors import EngramError
 from memory_core.store import Store
 
@@ -167,13 +170,13 @@ def test_unchanged_files_are_not_read_again_thanks_to_the_stat_cache(
     checkpoints.create(project)
     _write(project.root, "src/app.py", "changed\n")
     reads: list[str] = []
-    real_read = checkpoints._read
+    real_read = checkpoint_build.read_file
 
     def counting_read(root: Path, rel: str, kind: str) -> bytes:
         reads.append(rel)
         return real_read(root, rel, kind)
 
-    monkeypatch.setattr(checkpoints, "_read", counting_read)
+    monkeypatch.setattr(checkpoint_build, "read_file", counting_read)
     second = checkpoints.create(project)
     assert reads == ["src/app.py"]
     assert second["changed"] == 1
@@ -247,7 +250,7 @@ def test_a_symlink_leading_outside_the_root_is_refused_with_nothing_written(
 
 def _forge(store: Store, checkpoint_id: str, rows_by_dir: dict[str, list[list[object]]]) -> None:
     """Point a checkpoint at hand-made trees (as an attacker or a bad disk might)."""
-    writer = checkpoints._Writer(store)
+    writer = checkpoint_storage.Writer(store)
 
     def build(prefix: str) -> str:
         rows = []
@@ -257,8 +260,8 @@ def _forge(store: Store, checkpoint_id: str, rows_by_dir: dict[str, list[list[ob
                 row = [row[0], "d", 0, build(child), 0, 1]
             rows.append(row)
         data = json.dumps(rows, separators=(",", ":")).encode()
-        digest = checkpoints._sha(data)
-        writer.trees[digest] = checkpoints._compress(data)
+        digest = checkpoint_trees.sha(data)
+        writer.trees[digest] = checkpoint_trees.compress(data)
         return digest
 
     root_hash = build("")
@@ -323,7 +326,7 @@ def test_a_corrupt_blob_is_refused_with_nothing_written(project: Store) -> None:
         db.execute(
             "UPDATE checkpoint_packs SET data = ? WHERE id = "
             "(SELECT pack FROM checkpoint_objects WHERE hash = ?)",
-            (checkpoints._compress(b"tampered" * 40), bytes.fromhex(app["hash"])),
+            (checkpoint_trees.compress(b"tampered" * 40), bytes.fromhex(app["hash"])),
         )
     with pytest.raises(checkpoints.CorruptCheckpointError):
         checkpoints.rollback(project, checkpoint["id"])

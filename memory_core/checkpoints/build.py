@@ -1,0 +1,256 @@
+"""Building a checkpoint's root tree: from a full scan, or from the previous checkpoint's
+tree with only the paths a change source named looked at again."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from memory_core import config
+from memory_core.checkpoints.scan import Found, classify, read_file, rules_for, scan
+from memory_core.checkpoints.storage import Writer, load_tree, stat_cache
+from memory_core.checkpoints.trees import Entry, Tree, valid_name
+from memory_core.store import Store
+
+# A file modified this close to when it was hashed may change again within the same mtime tick;
+# such files are not trusted from the stat cache (git's "racy clean" problem).
+RACY_SECONDS = 2.0
+
+
+def hash_file(
+    root: Path, rel: str, found: Found, writer: Writer, cache: dict[str, Any], now: float
+) -> str | None:
+    """The content hash of one file, from the stat cache when its stat is unchanged."""
+    cached = cache.get(rel)
+    if cached is not None and (cached[0], cached[1], cached[2], cached[3]) == (
+        found.mtime_ns,
+        found.size,
+        found.ino,
+        found.mode,
+    ):
+        return str(cached[4])
+    try:
+        data = read_file(root, rel, found.kind)
+    except OSError:
+        return None  # vanished or unreadable between the scan and the read
+    digest = writer.blob(data)
+    # A file modified within the racy window may change again without its stat changing: its
+    # row keeps the hash (so the next capture, which reads it again, can tell whether the content
+    # really changed) but a stat that never matches (so it is read again).
+    racy = found.mtime_ns / 1e9 >= now - RACY_SECONDS
+    writer.index[rel] = (0 if racy else found.mtime_ns, found.size, found.ino, found.mode, digest)
+    return digest
+
+
+def _build_trees(files: dict[str, Entry], writer: Writer) -> tuple[str, int, int]:
+    """Trees for a flat path -> entry map; returns (root hash, files, bytes)."""
+    dirs: dict[str, Tree] = {"": Tree()}
+    for rel, entry in files.items():
+        parent, _, name = rel.rpartition("/")
+        tree = dirs.get(parent)
+        if tree is None:
+            # Create the chain of parents down to this one.
+            parts = parent.split("/")
+            for depth in range(1, len(parts) + 1):
+                dirs.setdefault("/".join(parts[:depth]), Tree())
+            tree = dirs[parent]
+        tree.entries[name] = entry
+    # Deepest first, so each directory's hash is known before its parent is encoded.
+    for rel in sorted(dirs, key=lambda d: d.count("/") + (1 if d else 0), reverse=True):
+        if not rel:
+            continue
+        tree = dirs[rel]
+        count, size = tree.totals()
+        parent, _, name = rel.rpartition("/")
+        dirs[parent].entries[name] = Entry("d", 0, writer.tree(tree), size, count)
+    count, size = dirs[""].totals()
+    return writer.tree(dirs[""]), count, size
+
+
+def build_full(
+    store: Store, settings: config.Settings, writer: Writer, now: float
+) -> tuple[str, int, int, int, list[str]]:
+    rules = rules_for(store.root, settings)
+    found = scan(store.root, rules, int(settings["checkpoints.max_file_bytes"]))
+    cache = stat_cache(store)
+    entries: dict[str, Entry] = {}
+    changed = 0
+    for rel, item in found.files.items():
+        digest = hash_file(store.root, rel, item, writer, cache, now)
+        if digest is None:
+            continue
+        if rel not in cache or cache[rel][4] != digest:
+            changed += 1
+        entries[rel] = Entry(item.kind, item.mode, digest, item.size)
+    root_hash, count, size = _build_trees(entries, writer)
+    return root_hash, count, size, changed, found.skipped
+
+
+def build_incremental(
+    store: Store,
+    settings: config.Settings,
+    writer: Writer,
+    base_tree: str,
+    base_skipped: list[str],
+    changed_paths: set[str],
+    now: float,
+    tree_cache: dict[str, Tree] | None = None,
+) -> tuple[str, int, int, int, list[str]]:
+    """A new root tree: the base with only `changed_paths` looked at again."""
+    root = store.root
+    rules = rules_for(root, settings)
+    cap = int(settings["checkpoints.max_file_bytes"])
+    trees: dict[str, Tree] = {}
+    dirty: set[str] = set()
+
+    def tree_at(rel_dir: str, create: bool) -> Tree | None:
+        if rel_dir in trees:
+            return trees[rel_dir]
+        if not rel_dir:
+            trees[""] = load_tree(store, base_tree, validate=False, cache=tree_cache)
+            return trees[""]
+        parent, _, name = rel_dir.rpartition("/")
+        parent_tree = tree_at(parent, create)
+        if parent_tree is None:
+            return None
+        entry = parent_tree.entries.get(name)
+        if entry is not None and entry.kind == "d":
+            trees[rel_dir] = load_tree(
+                store, entry.hash, rel_dir + "/", validate=False, cache=tree_cache
+            )
+        elif create:
+            trees[rel_dir] = Tree()
+            parent_tree.entries[name] = Entry("d", 0, "", 0, 0)
+            _mark_dirty(parent)
+        else:
+            return None
+        return trees[rel_dir]
+
+    def _mark_dirty(rel_dir: str) -> None:
+        while True:
+            dirty.add(rel_dir)
+            if not rel_dir:
+                return
+            rel_dir = rel_dir.rpartition("/")[0]
+
+    def remove(rel: str) -> bool:
+        parent, _, name = rel.rpartition("/")
+        tree = tree_at(parent, create=False)
+        if tree is not None and tree.entries.pop(name, None) is not None:
+            _mark_dirty(parent)
+            return True
+        return False
+
+    def put(rel: str, entry: Entry) -> bool:
+        """Set one entry; whether that changed anything (a journal may list unchanged paths)."""
+        parent, _, name = rel.rpartition("/")
+        tree = tree_at(parent, create=True)
+        assert tree is not None
+        old = tree.entries.get(name)
+        if old is None or (old.kind, old.mode, old.hash) != (entry.kind, entry.mode, entry.hash):
+            tree.entries[name] = entry
+            _mark_dirty(parent)
+            return True
+        return False
+
+    def files_under(rel_dir: str) -> list[str]:
+        """Files the base held below a folder (a file where the folder is: that one)."""
+        parent, _, name = rel_dir.rpartition("/")
+        holder = tree_at(parent, create=False)
+        entry = holder.entries.get(name) if holder is not None else None
+        if entry is None:
+            return []
+        if entry.kind != "d":
+            return [rel_dir]
+        found: list[str] = []
+        tree = tree_at(rel_dir, create=False)
+        for child, child_entry in list(tree.entries.items()) if tree is not None else []:
+            child_rel = f"{rel_dir}/{child}"
+            found += files_under(child_rel) if child_entry.kind == "d" else [child_rel]
+        return found
+
+    def replaced_ancestors(rel: str) -> list[str]:
+        """Folders on the way to `rel` that the base holds as a file or link: a source that
+        reports only files (watchman) names what is inside the new folder, not the file the
+        folder replaced."""
+        found, holder, prefix = [], tree_at("", create=False), ""
+        for part in rel.split("/")[:-1]:
+            entry = holder.entries.get(part) if holder is not None else None
+            prefix = f"{prefix}/{part}" if prefix else part
+            if entry is None:
+                break
+            if entry.kind != "d":
+                found.append(prefix)
+                break
+            holder = tree_at(prefix, create=False)
+        return found
+
+    changed_paths = set(changed_paths)
+    for rel in list(changed_paths):
+        if "/" in rel and all(valid_name(part) for part in rel.split("/")):
+            changed_paths.update(replaced_ancestors(rel))
+    skipped = set(base_skipped)
+    changed = 0
+    cache: dict[str, Any] = {}
+    for rel in sorted(changed_paths):
+        parts = rel.split("/")
+        if any(not valid_name(part) for part in parts):
+            continue  # .git/..., .engram/...: never captured
+        parent = rel.rpartition("/")[0]
+        if any(
+            rules.ignored("/".join(parts[:i]), True, rules.chain_for("/".join(parts[: i - 1])))
+            for i in range(1, len(parts))
+        ):
+            continue
+        try:
+            st = os.lstat(root / rel)
+        except (FileNotFoundError, NotADirectoryError):
+            changed += remove(rel)
+            skipped.discard(rel)
+            continue
+        kind = classify(st)
+        if kind is None or rules.ignored(rel, kind == "d", rules.chain_for(parent)):
+            remove(rel)
+            continue
+        if kind == "d":
+            # A new or replaced folder (a watcher may not have seen what was created in it
+            # before its watch was in place): capture what is in it now, and drop what is gone.
+            sub = scan(root, rules, cap, under=rel)
+            skipped.update(sub.skipped)
+            cache.update(stat_cache(store, under=rel))  # unchanged files are not read
+            for sub_rel, item in sub.files.items():
+                digest = hash_file(root, sub_rel, item, writer, cache, now)
+                if digest is not None:
+                    changed += put(sub_rel, Entry(item.kind, item.mode, digest, item.size))
+            for old_rel in files_under(rel):
+                if old_rel not in sub.files:
+                    changed += remove(old_rel)
+            continue
+        if kind == "f" and st.st_size > cap:
+            remove(rel)
+            skipped.add(rel)
+            continue
+        skipped.discard(rel)
+        item = Found(kind, stat.S_IMODE(st.st_mode), st.st_size, st.st_mtime_ns, st.st_ino)
+        digest = hash_file(root, rel, item, writer, cache, now)
+        if digest is None:
+            remove(rel)
+            continue
+        changed += put(rel, Entry(kind, item.mode, digest, item.size))
+
+    if "" not in trees:
+        tree_at("", create=False)
+    for rel_dir in sorted(dirty, key=lambda d: d.count("/") + (1 if d else 0), reverse=True):
+        tree = trees[rel_dir]
+        if rel_dir:
+            parent, _, name = rel_dir.rpartition("/")
+            parent_tree = trees[parent]
+            if not tree.entries:
+                parent_tree.entries.pop(name, None)  # git keeps no empty folders either
+                continue
+            count, size = tree.totals()
+            parent_tree.entries[name] = Entry("d", 0, writer.tree(tree), size, count)
+    count, size = trees[""].totals()
+    return writer.tree(trees[""]), count, size, changed, sorted(skipped)

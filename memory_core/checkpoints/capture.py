@@ -1,0 +1,291 @@
+"""Taking a checkpoint: which change source may vouch for the interval since the previous
+one (a given list, the server's watcher, watchman, git, else a scan), then one transaction."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memory_core import clock, config, events, journal
+from memory_core import git as git_module
+from memory_core.checkpoints.build import build_full, build_incremental
+from memory_core.checkpoints.history import get
+from memory_core.checkpoints.retention import enforce_retention
+from memory_core.checkpoints.scan import settings_for
+from memory_core.checkpoints.storage import Writer
+from memory_core.checkpoints.trees import Tree, sha
+from memory_core.errors import UsageError
+from memory_core.journal import ChangeJournal
+from memory_core.redact import redact
+from memory_core.store import Store
+
+REASONS = ("manual", "burst", "turns", "pre-rollback", "auto")
+
+
+def _new_id() -> str:
+    return f"C-{uuid.uuid4().hex[:8]}"
+
+
+@dataclass
+class Capture:
+    """A checkpoint worked out but not yet written (a rollback plans against it first)."""
+
+    writer: Writer
+    root_tree: str
+    files: int
+    size: int
+    changed: int
+    skipped: list[str]
+    mode: str  # "incremental" | "scan"
+    source: str  # what vouched for the interval: given | watcher | watchman | git | scan
+    token: dict[str, Any]
+    started: float
+    ts: float
+
+
+def _rules_fingerprint(root: Path, settings: config.Settings) -> str:
+    """What decides which files belong in a checkpoint, besides `.gitignore` files."""
+    info = git_module.git_dir(root)
+    try:
+        st = os.stat(info / "info" / "exclude") if info is not None else None
+    except OSError:
+        st = None
+    parts = [
+        list(settings["watch.exclude"]),
+        bool(settings["checkpoints.include_secret_files"]),
+        [st.st_mtime_ns, st.st_size] if st is not None else None,
+    ]
+    return sha(json.dumps(parts).encode("utf-8"))[:16]
+
+
+def capture_workspace(
+    store: Store,
+    settings: config.Settings,
+    ts: float,
+    *,
+    watcher: ChangeJournal | None = None,
+    changed: Iterable[str] | None = None,
+    hints: Iterable[str] | None = None,
+    tree_cache: dict[str, Tree] | None = None,
+) -> Capture:
+    """Work out a new checkpoint, trusting a change source only for an interval it covered."""
+    root = store.root
+    started = clock.now()
+    writer = Writer(store)
+    base = store.query_one(
+        "SELECT id, root_tree, skipped, created_at, journal FROM checkpoints "
+        "ORDER BY created_at DESC, rowid DESC LIMIT 1"
+    )
+    before: dict[str, Any] = {}
+    if base is not None and base["journal"]:
+        with contextlib.suppress(ValueError):
+            loaded = json.loads(base["journal"])
+            before = loaded if isinstance(loaded, dict) else {}
+    fingerprint = _rules_fingerprint(root, settings)
+    token: dict[str, Any] = {"rules": fingerprint}
+    paths: set[str] | None = None
+    source = "scan"
+    usable = base is not None and before.get("rules") == fingerprint
+    if base is not None and changed is not None:
+        # The caller looked at the workspace itself (a rollback's plan) and says what differs.
+        paths, source = {p.strip("/") for p in changed}, "given"
+    elif usable and watcher is not None and base is not None:
+        paths = watcher.since(float(base["created_at"]))
+        if paths is not None:
+            source = "watcher"
+    if watcher is not None and watcher.alive:
+        token["epoch"] = watcher.epoch
+
+    # watchman: asked when nothing cheaper vouched; otherwise its clock is carried forward (a
+    # later `since` that older clock answers a superset, which is still right).
+    wanted_watchman = bool(settings["checkpoints.watchman"])
+    if wanted_watchman and paths is None:
+        sock = before.get("watchman_socket")
+        journal.use_watchman_socket(sock if isinstance(sock, str) else None)
+        answer = journal.watchman_since(root, before.get("watchman") if usable else None)
+        if answer is not None:
+            token["watchman"] = answer.clock
+            if journal.watchman_socket():
+                token["watchman_socket"] = journal.watchman_socket()
+            if usable and answer.paths is not None:
+                paths, source = answer.paths, "watchman"
+    if "watchman" not in token and isinstance(before.get("watchman"), str):
+        token["watchman"] = before["watchman"]
+
+    # git: `git status` now, against what it said at the previous checkpoint.
+    previous_git = journal.GitState.from_json(before.get("git")) if usable else None
+    if paths is None:
+        now_git = journal.git_state(root)
+        if now_git is not None:
+            token["git"] = now_git.as_json()
+            if previous_git is not None:
+                paths = journal.git_since(root, previous_git, now_git)
+                if paths is not None:
+                    source = "git"
+    elif previous_git is not None:
+        carried = journal.carry_git_state(root, previous_git, paths)
+        if carried is not None:
+            token["git"] = carried.as_json()
+
+    if paths is not None and hints:
+        paths |= {p.strip("/") for p in hints}
+    # A changed .gitignore changes what belongs in the checkpoint everywhere below it.
+    if paths is not None and any(p == ".gitignore" or p.endswith("/.gitignore") for p in paths):
+        paths, source = None, "scan"
+    if paths is not None and base is not None:
+        mode = "incremental"
+        root_hash, count, size, changed_count, skipped = build_incremental(
+            store,
+            settings,
+            writer,
+            base["root_tree"],
+            json.loads(base["skipped"]),
+            paths,
+            ts,
+            tree_cache,
+        )
+    else:
+        mode, source = "scan", "scan"
+        root_hash, count, size, changed_count, skipped = build_full(store, settings, writer, ts)
+    token["source"] = source
+    return Capture(
+        writer, root_hash, count, size, changed_count, skipped, mode, source, token, started, ts
+    )
+
+
+def commit(
+    store: Store,
+    capture: Capture,
+    *,
+    name: str | None,
+    description: str | None,
+    reason: str,
+    settings: config.Settings,
+    session_id: str | None,
+    fixed_time: bool,
+) -> dict[str, Any]:
+    checkpoint_id = _new_id()
+    clean_name = redact(name.strip()) if name and name.strip() else None
+    writer, ts = capture.writer, capture.ts
+    with store.transaction() as db:
+        writer.flush(db)
+        db.execute(
+            "INSERT INTO checkpoints (id, name, description, reason, session_id, created_at, root_tree, "
+            "file_count, total_bytes, added_bytes, changed, skipped, journal) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                checkpoint_id,
+                clean_name,
+                redact(description) if description else description,
+                reason,
+                session_id,
+                ts if fixed_time else capture.started,
+                capture.root_tree,
+                capture.files,
+                capture.size,
+                writer.added_bytes,
+                capture.changed,
+                json.dumps(capture.skipped),
+                json.dumps(capture.token),
+            ),
+        )
+        from memory_core import session_turns  # the session and turn it was taken at
+
+        session_turns.record_checkpoint(db, checkpoint_id, session_id)
+        events.append(
+            store,
+            events.Event(
+                "checkpoint.created",
+                session_id=session_id,
+                data={
+                    "id": checkpoint_id,
+                    "reason": reason,
+                    "files": capture.files,
+                    "changed": capture.changed,
+                },
+                ts=ts,
+            ),
+            db=db,
+        )
+    if writer.added_bytes > 8 * 1024 * 1024:
+        # A large first capture leaves a large write-ahead log; fold it into the database now
+        # rather than making the next (small, frequent) checkpoint pay for it.
+        with contextlib.suppress(Exception):
+            store.query("PRAGMA wal_checkpoint(PASSIVE)")
+    removed = enforce_retention(store, settings, now=ts, keep=checkpoint_id)
+    result = get(store, checkpoint_id)
+    result.update({"mode": capture.mode, "source": capture.source, "removed_by_retention": removed})
+    return result
+
+
+def create(
+    store: Store,
+    name: str | None = None,
+    *,
+    description: str | None = None,
+    reason: str = "manual",
+    settings: config.Settings | None = None,
+    now: float | None = None,
+    session_id: str | None = None,
+    journal: ChangeJournal | None = None,
+    changed: Iterable[str] | None = None,
+    hints: Iterable[str] | None = None,
+) -> dict[str, Any]:
+    """Capture the workspace's files as a new checkpoint and return it.
+
+    Only the paths that may have changed since the latest checkpoint are looked at, when a
+    source can vouch for the whole interval: an explicit `changed` list, the `journal` of a
+    running watcher (the language server's), watchman's clock, or git's status; `hints` (the
+    editor's file events) are added to them but never trusted alone. Otherwise the whole
+    workspace is scanned, reading only files whose stat changed. The result's `source` says
+    which one vouched.
+    """
+    if reason not in REASONS:
+        raise UsageError(
+            f"unknown checkpoint reason {reason!r}", hint=f"use one of {', '.join(REASONS)}"
+        )
+    settings = settings_for(store, settings)
+    ts = clock.now() if now is None else now
+    capture = capture_workspace(store, settings, ts, watcher=journal, changed=changed, hints=hints)
+    return commit(
+        store,
+        capture,
+        name=name,
+        description=description,
+        reason=reason,
+        settings=settings,
+        session_id=session_id,
+        fixed_time=now is not None,
+    )
+
+
+def every_n_turns(
+    store: Store,
+    turn_seq: int,
+    *,
+    settings: config.Settings | None = None,
+    session_id: str | None = None,
+    now: float | None = None,
+) -> dict[str, Any] | None:
+    """The automatic checkpoint every `checkpoints.every_n_turns` agent turns (None: not due).
+
+    Called by the agent hooks after recording turn number `turn_seq` of a session.
+    """
+    settings = settings_for(store, settings)
+    every = int(settings["checkpoints.every_n_turns"])
+    if every <= 0 or turn_seq <= 0 or turn_seq % every:
+        return None
+    return create(
+        store,
+        description=f"automatic: turn {turn_seq}",
+        reason="turns",
+        settings=settings,
+        session_id=session_id,
+        now=now,
+    )

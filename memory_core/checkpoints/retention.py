@@ -1,0 +1,191 @@
+"""Retention (count, age, store cap) and garbage collection of what no checkpoint uses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memory_core import clock, config, limits
+from memory_core.checkpoints.history import find_row
+from memory_core.checkpoints.storage import count_stored, forget_packs, load_tree, stored_bytes
+from memory_core.checkpoints.trees import CorruptCheckpointError, compress, decompress
+from memory_core.store import Store
+
+limits.register(
+    limits.Retention(
+        "checkpoints", "created_at", "checkpoints.max_count", "checkpoints.max_age_days"
+    )
+)
+
+# -- retention and garbage collection -----------------------------------------------------------
+
+
+def delete(store: Store, ref: str) -> dict[str, Any]:
+    row = find_row(store, ref)
+    with store.transaction() as db:
+        db.execute("DELETE FROM checkpoints WHERE id = ?", (row["id"],))
+    freed = gc(store)
+    return {"id": row["id"], "deleted": True, "freed_bytes": freed}
+
+
+def enforce_retention(
+    store: Store, settings: config.Settings, *, now: float | None = None, keep: str | None = None
+) -> list[str]:
+    """Remove checkpoints over the count, age and store-cap limits (never `keep`), then GC."""
+    ts = clock.now() if now is None else now
+    rows = store.query(
+        "SELECT id, created_at FROM checkpoints ORDER BY created_at DESC, rowid DESC"
+    )
+    max_count = int(settings["checkpoints.max_count"])
+    cutoff = ts - float(settings["checkpoints.max_age_days"]) * 86400
+    doomed = [
+        row["id"]
+        for index, row in enumerate(rows)
+        if row["id"] != keep and (index >= max_count or row["created_at"] < cutoff)
+    ]
+    if doomed:
+        with store.transaction() as db:
+            db.executemany("DELETE FROM checkpoints WHERE id = ?", [(d,) for d in doomed])
+    flag = store.query_one("SELECT value FROM store_meta WHERE key = 'checkpoints.gc_needed'")
+    if flag is not None and flag[0] == "1":
+        gc(store)
+    cap = int(settings["checkpoints.store_cap_bytes"])
+    while stored_bytes(store) > cap:
+        oldest = store.query_one(
+            "SELECT id FROM checkpoints WHERE id != ? ORDER BY created_at, rowid LIMIT 1",
+            (keep or "",),
+        )
+        if oldest is None:
+            break  # only the checkpoint just made is left: keep it even over the cap
+        with store.transaction() as db:
+            db.execute("DELETE FROM checkpoints WHERE id = ?", (oldest["id"],))
+        doomed.append(oldest["id"])
+        gc(store)
+    return doomed
+
+
+def gc(store: Store) -> int:
+    """Delete blobs and trees no checkpoint references; returns the bytes freed."""
+    live_trees: set[str] = set()
+    live_blobs: set[str] = set()
+    stack = [row[0] for row in store.query("SELECT DISTINCT root_tree FROM checkpoints")]
+    while stack:
+        digest = stack.pop()
+        if digest in live_trees:
+            continue
+        live_trees.add(digest)
+        try:
+            tree = load_tree(store, digest, validate=False)
+        except CorruptCheckpointError:
+            continue
+        for entry in tree.entries.values():
+            (stack.append(entry.hash) if entry.kind == "d" else live_blobs.add(entry.hash))
+    freed = 0
+    with store.transaction() as db:
+        db.execute("CREATE TEMP TABLE IF NOT EXISTS gc_live (hash TEXT PRIMARY KEY) WITHOUT ROWID")
+        db.execute("CREATE TEMP TABLE IF NOT EXISTS gc_raw (hash BLOB PRIMARY KEY) WITHOUT ROWID")
+        db.execute("DELETE FROM gc_live")
+        db.execute("DELETE FROM gc_raw")
+        db.executemany(
+            "INSERT OR IGNORE INTO gc_live VALUES (?)", [(h,) for h in live_blobs | live_trees]
+        )
+        db.executemany(
+            "INSERT OR IGNORE INTO gc_raw VALUES (?)", [(bytes.fromhex(h),) for h in live_blobs]
+        )
+        row = db.execute(
+            "SELECT COALESCE(SUM(stored_size), 0) FROM checkpoint_blobs WHERE hash NOT IN (SELECT hash FROM gc_live)"
+        ).fetchone()
+        freed += int(row[0])
+        db.execute("DELETE FROM checkpoint_blobs WHERE hash NOT IN (SELECT hash FROM gc_live)")
+        row = db.execute(
+            "SELECT COALESCE(SUM(LENGTH(data)), 0) FROM checkpoint_objects "
+            "WHERE pack IS NULL AND hash NOT IN (SELECT hash FROM gc_raw)"
+        ).fetchone()
+        freed += int(row[0])
+        db.execute("DELETE FROM checkpoint_objects WHERE hash NOT IN (SELECT hash FROM gc_raw)")
+        # A pack goes when none of its blobs is referenced any more.
+        row = db.execute(
+            "SELECT COALESCE(SUM(LENGTH(data)), 0) FROM checkpoint_packs WHERE id NOT IN "
+            "(SELECT pack FROM checkpoint_objects WHERE pack IS NOT NULL)"
+        ).fetchone()
+        freed += int(row[0])
+        db.execute(
+            "DELETE FROM checkpoint_packs WHERE id NOT IN "
+            "(SELECT pack FROM checkpoint_objects WHERE pack IS NOT NULL)"
+        )
+        freed += _repack_sparse(db)
+        row = db.execute(
+            "SELECT COALESCE(SUM(LENGTH(data)), 0) FROM checkpoint_trees WHERE hash NOT IN (SELECT hash FROM gc_live)"
+        ).fetchone()
+        freed += int(row[0])
+        db.execute("DELETE FROM checkpoint_trees WHERE hash NOT IN (SELECT hash FROM gc_live)")
+        if freed:
+            count_stored(db, -freed)
+        db.execute("DELETE FROM store_meta WHERE key = 'checkpoints.gc_needed'")
+        # A stat-cache row whose blob is gone would let a later capture reference missing
+        # content; forget it so that file is read again.
+        db.execute("DELETE FROM checkpoint_index WHERE hash NOT IN (SELECT hash FROM gc_raw)")
+        db.execute("DELETE FROM gc_live")
+        db.execute("DELETE FROM gc_raw")
+    forget_packs()
+    return freed
+
+
+def _repack_sparse(db: Any) -> int:
+    """Rewrite packs less than half of whose bytes are still referenced; returns bytes freed.
+
+    Without it a pack keeps every dead neighbour of one live blob, and the store cap, finding
+    the space not freed, would remove checkpoint after checkpoint.
+    """
+    sparse = db.execute(
+        "SELECT p.id, p.raw_size, LENGTH(p.data), COALESCE(SUM(o.size), 0) FROM checkpoint_packs p "
+        "LEFT JOIN checkpoint_objects o ON o.pack = p.id GROUP BY p.id "
+        "HAVING COALESCE(SUM(o.size), 0) * 2 < p.raw_size"
+    ).fetchall()
+    freed = 0
+    for pack_id, _, stored, _ in sparse:
+        data = decompress(
+            db.execute("SELECT data FROM checkpoint_packs WHERE id = ?", (pack_id,)).fetchone()[0]
+        )
+        members = db.execute(
+            "SELECT hash, offset, size FROM checkpoint_objects WHERE pack = ? ORDER BY offset",
+            (pack_id,),
+        ).fetchall()
+        kept, moves, offset = [], [], 0
+        for digest, old_offset, size in members:
+            kept.append(data[old_offset : old_offset + size])
+            moves.append((offset, digest))
+            offset += size
+        if kept:
+            packed = compress(b"".join(kept))
+            new_id = db.execute(
+                "INSERT INTO checkpoint_packs (raw_size, data) VALUES (?, ?)", (offset, packed)
+            ).lastrowid
+            db.executemany(
+                "UPDATE checkpoint_objects SET pack = ?, offset = ? WHERE hash = ?",
+                [(new_id, new_offset, digest) for new_offset, digest in moves],
+            )
+            freed -= len(packed)
+        db.execute("DELETE FROM checkpoint_packs WHERE id = ?", (pack_id,))
+        freed += int(stored)
+    return freed
+
+
+def space(store: Store) -> dict[str, int]:
+    """Space checkpoints take: blobs stored (compressed), their original size, trees, count."""
+    blobs = store.query_one(
+        "SELECT COUNT(*), COALESCE(SUM(stored_size), 0), COALESCE(SUM(size), 0) FROM checkpoint_blobs"
+    )
+    objects = store.query_one(
+        "SELECT COUNT(*), COALESCE(SUM(LENGTH(data)), 0), COALESCE(SUM(size), 0) FROM checkpoint_objects"
+    )
+    packs = store.query_one("SELECT COALESCE(SUM(LENGTH(data)), 0) FROM checkpoint_packs")
+    trees = store.query_one("SELECT COUNT(*), COALESCE(SUM(LENGTH(data)), 0) FROM checkpoint_trees")
+    count = store.query_one("SELECT COUNT(*) FROM checkpoints")
+    assert blobs is not None and objects is not None and packs is not None
+    assert trees is not None and count is not None
+    return {
+        "checkpoints": int(count[0]),
+        "blobs": int(blobs[0]) + int(objects[0]),
+        "stored_bytes": int(blobs[1]) + int(objects[1]) + int(packs[0]) + int(trees[1]),
+        "content_bytes": int(blobs[2]) + int(objects[2]),
+    }

@@ -1,0 +1,400 @@
+"""Rollback: planned and verified first (every listing and blob, every path), then written;
+the pre-rollback checkpoint makes it undoable."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import stat
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memory_core import clock, config, events
+from memory_core.checkpoints.capture import Capture, capture_workspace, commit, create
+from memory_core.checkpoints.history import checkpoint_dict, find_row
+from memory_core.checkpoints.scan import settings_for
+from memory_core.checkpoints.storage import TreeLookup, load_tree, read_blob
+from memory_core.checkpoints.trees import CorruptCheckpointError, Entry, Tree, valid_name
+from memory_core.errors import EngramError
+from memory_core.journal import ChangeJournal
+from memory_core.store import Store
+
+# -- rollback ----------------------------------------------------------------------------------
+
+
+@dataclass
+class FileWrite:
+    """One file a rollback restores: its path, the exact bytes, mode and kind."""
+
+    path: str
+    content: bytes
+    mode: int
+    kind: str  # "file" | "link"
+    existed: bool
+
+
+@dataclass
+class RollbackPlan:
+    """Everything a rollback will do, verified before anything is written."""
+
+    checkpoint: dict[str, Any]
+    writes: list[FileWrite]
+    removes: list[str]
+    unchanged: int
+    root: Path
+    # The workspace as the plan found it, worked out like any incremental checkpoint: the
+    # pre-rollback checkpoint commits it, so nothing is scanned twice.
+    capture: Capture | None = field(default=None, repr=False)
+    # What the checkpoint holds, path -> entry on demand (an editor compares its unsaved
+    # buffers with it); only the folders asked about are read.
+    target: TreeLookup | None = field(default=None, repr=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "checkpoint": self.checkpoint["id"],
+            "restore": [w.path for w in self.writes],
+            "remove": list(self.removes),
+            "unchanged": self.unchanged,
+        }
+
+
+def _check_path(root: Path, rel: str, folders: dict[str, bool] | None = None) -> None:
+    """Refuse a path that leaves the root, names .git, or passes through a symbolic link.
+
+    `folders` caches what each folder on the way was found to be, for a plan that checks every
+    path of a large workspace (their folders are shared); writes check again without it.
+    """
+    parts = rel.split("/")
+    if not rel or any(not valid_name(part) for part in parts):
+        raise CorruptCheckpointError(
+            f"the checkpoint names an unsafe path {rel!r}",
+            hint="it was refused; nothing was written",
+        )
+    prefix = ""
+    for part in parts[:-1]:
+        prefix = f"{prefix}/{part}" if prefix else part
+        is_folder = folders.get(prefix) if folders is not None else None
+        if is_folder is None:
+            is_folder = _real_folder(root, prefix, rel)
+            if folders is not None:
+                folders[prefix] = is_folder
+        if not is_folder:
+            # Missing: the rest will be created as real folders. A file in the way: it is
+            # removed first (it was created after the checkpoint).
+            return
+
+
+def _real_folder(root: Path, folder: str, rel: str) -> bool:
+    """Whether `folder` is a real folder (False: missing or a file); raises for a symbolic link."""
+    current = os.path.join(root, folder)
+    try:
+        st = os.lstat(current)
+    except FileNotFoundError:
+        return False
+    if stat.S_ISLNK(st.st_mode):
+        target = os.path.realpath(current)
+        where = "outside the workspace" if not _inside(root, Path(target)) else "elsewhere"
+        raise EngramError(
+            f"refusing to write {rel}: {folder} is a symbolic link to {target} ({where})",
+            hint="remove the link, then roll back again; nothing was written",
+        )
+    return stat.S_ISDIR(st.st_mode)
+
+
+def _inside(root: Path, path: Path) -> bool:
+    try:
+        path.relative_to(root)
+    except ValueError:
+        return False
+    return True
+
+
+def _tree_loader(store: Store, pending: dict[str, Tree], cache: dict[str, Tree]) -> Any:
+    """Load a tree from a capture's not yet written ones or from the store (verified)."""
+
+    def load(digest: str, where: str) -> Tree:
+        built = pending.get(digest)
+        return built if built is not None else load_tree(store, digest, where, cache=cache)
+
+    return load
+
+
+def _tree_changes(
+    store: Store,
+    target_tree: str,
+    current_tree: str,
+    pending: dict[str, Tree],
+    cache: dict[str, Tree],
+) -> tuple[list[tuple[str, Entry]], list[str]]:
+    """Files to write (path, target entry) and files to remove, to turn `current_tree` into
+    `target_tree`: listings are compared by digest and only folders that differ are read."""
+    load = _tree_loader(store, pending, cache)
+    writes: list[tuple[str, Entry]] = []
+    removes: list[str] = []
+
+    def every_file(digest: str, prefix: str) -> Iterator[tuple[str, Entry]]:
+        tree = load(digest, prefix + "/")
+        for name, entry in tree.entries.items():
+            rel = f"{prefix}/{name}"
+            if entry.kind == "d":
+                yield from every_file(entry.hash, rel)
+            else:
+                yield rel, entry
+
+    def compare(target_digest: str, current_digest: str | None, prefix: str) -> None:
+        target = load(target_digest, prefix + "/" if prefix else "")
+        current = load(current_digest, prefix + "/" if prefix else "") if current_digest else Tree()
+        for name in sorted(set(target.entries) | set(current.entries)):
+            rel = f"{prefix}/{name}" if prefix else name
+            want, have = target.entries.get(name), current.entries.get(name)
+            if want is not None and have is not None:
+                if want.kind == "d" and have.kind == "d":
+                    if want.hash != have.hash:
+                        compare(want.hash, have.hash, rel)
+                    continue
+                if (want.kind, want.hash, want.mode) == (have.kind, have.hash, have.mode):
+                    continue
+            if have is not None and (want is None or want.kind == "d" or have.kind == "d"):
+                # Absent from the checkpoint's (verified) listing of this folder, or of
+                # another kind there: the current file or folder goes.
+                if have.kind == "d":
+                    removes.extend(rel_ for rel_, _ in every_file(have.hash, rel))
+                else:
+                    removes.append(rel)
+            if want is not None:
+                if want.kind == "d":
+                    writes.extend(every_file(want.hash, rel))
+                else:
+                    writes.append((rel, want))
+
+    compare(target_tree, current_tree, "")
+    return writes, removes
+
+
+def plan_rollback(
+    store: Store,
+    ref: str,
+    *,
+    settings: config.Settings | None = None,
+    journal: ChangeJournal | None = None,
+    hints: Iterable[str] | None = None,
+) -> RollbackPlan:
+    """Work out and verify a rollback to checkpoint `ref`, writing nothing.
+
+    The workspace as it is now is captured like any incremental checkpoint (from the change
+    journal, watchman or git when they vouch), then compared with the checkpoint tree by tree:
+    the cost grows with what differs, not with the workspace. Raises CorruptCheckpointError for
+    a missing, corrupt or unsafe manifest or blob, and EngramError for a path that would be
+    written through a symbolic link.
+    """
+    settings = settings_for(store, settings)
+    row = find_row(store, ref)
+    root = store.root
+    if journal is not None and not journal.sync():
+        journal = None  # it could not show it has seen every change made until now
+    trees: dict[str, Tree] = {}  # listings read once for the capture and the comparison
+    capture = capture_workspace(
+        store, settings, clock.now(), watcher=journal, hints=hints, tree_cache=trees
+    )
+    planned_writes, planned_removes = _tree_changes(
+        store, row["root_tree"], capture.root_tree, capture.writer.decoded, trees
+    )
+    folders: dict[str, bool] = {}
+    writes: list[FileWrite] = []
+    removed_set = set(planned_removes)
+    for rel, entry in planned_writes:
+        _check_path(root, rel, folders)
+        content = read_blob(store, entry.hash, path=rel)
+        existed = rel in removed_set or _exists(root, rel)
+        writes.append(
+            FileWrite(rel, content, entry.mode, "link" if entry.kind == "l" else "file", existed)
+        )
+    # Files the checkpoint left out on purpose (over the size cap) are not "created after" it;
+    # secret files and ignored files never reach either tree.
+    keep = set(json.loads(row["skipped"])) | set(capture.skipped)
+    written = {w.path for w in writes}
+    removes = sorted(rel for rel in planned_removes if rel not in keep and rel not in written)
+    for rel in removes:
+        _check_path(root, rel, folders)
+    unchanged = max(0, int(row["file_count"]) - len(writes))
+    return RollbackPlan(
+        checkpoint_dict(row),
+        writes,
+        removes,
+        unchanged,
+        root,
+        capture,
+        TreeLookup(store, row["root_tree"]),
+    )
+
+
+def _exists(root: Path, rel: str) -> bool:
+    try:
+        os.lstat(root / rel)
+    except OSError:
+        return False
+    return True
+
+
+def write_file(root: Path, write: FileWrite) -> None:
+    """Write one restored file atomically (temp file + rename), replacing a link, not following it."""
+    _check_path(root, write.path)
+    path = root / write.path
+    parent = path.parent
+    # A file where a folder must be: it was created after the checkpoint; remove it.
+    probe = root
+    for part in write.path.split("/")[:-1]:
+        probe = probe / part
+        with contextlib.suppress(FileNotFoundError):
+            if not stat.S_ISDIR(os.lstat(probe).st_mode):
+                os.unlink(probe)
+    parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        if stat.S_ISDIR(os.lstat(path).st_mode):
+            # A folder where the checkpoint had a file. Files created after the checkpoint were
+            # removed already; what is left (ignored files, say) is not ours to delete.
+            try:
+                os.rmdir(path)
+            except OSError:
+                raise EngramError(
+                    f"{write.path} is now a folder that still holds files the checkpoint does not know",
+                    hint="move them away and roll back again",
+                ) from None
+    tmp = parent / f".{path.name}.engram-rollback-{uuid.uuid4().hex[:8]}"
+    if write.kind == "link":
+        os.symlink(write.content.decode("utf-8", "surrogateescape"), tmp)
+    else:
+        fd = os.open(
+            tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600
+        )
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(write.content)
+                handle.flush()
+                os.fchmod(handle.fileno(), write.mode)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+    os.replace(tmp, path)
+
+
+def remove_file(root: Path, rel: str) -> None:
+    """Remove a file created after the checkpoint, and folders it leaves empty."""
+    _check_path(root, rel)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(root / rel)
+    parent = (root / rel).parent
+    while parent != root and _inside(root, parent):
+        try:
+            os.rmdir(parent)
+        except OSError:
+            break
+        parent = parent.parent
+
+
+def prepare_undo(
+    store: Store,
+    plan: RollbackPlan,
+    *,
+    settings: config.Settings | None = None,
+    session_id: str | None = None,
+    now: float | None = None,
+) -> dict[str, Any]:
+    """The pre-rollback checkpoint: rolling back to it undoes the rollback.
+
+    The plan already worked out the workspace as it is (an incremental capture), so this only
+    writes it: nothing is scanned again.
+    """
+    settings = settings_for(store, settings)
+    description = f"before rolling back to {plan.checkpoint['id']}"
+    if plan.capture is None:
+        return create(
+            store,
+            description=description,
+            reason="pre-rollback",
+            settings=settings,
+            session_id=session_id,
+            now=now,
+        )
+    capture, plan.capture = plan.capture, None
+    if now is not None:
+        capture.ts = now
+    return commit(
+        store,
+        capture,
+        name=None,
+        description=description,
+        reason="pre-rollback",
+        settings=settings,
+        session_id=session_id,
+        fixed_time=now is not None,
+    )
+
+
+def apply_plan(
+    store: Store,
+    plan: RollbackPlan,
+    *,
+    skip: Iterable[str] = (),
+    undo_checkpoint: str | None = None,
+    now: float | None = None,
+) -> dict[str, Any]:
+    """Write a verified plan to disk, except the paths in `skip` (applied by an editor)."""
+    skipped = set(skip)
+    restored: list[str] = []
+    removed: list[str] = []
+    failed: list[dict[str, str]] = []
+    for rel in plan.removes:
+        if rel in skipped:
+            continue
+        try:
+            remove_file(plan.root, rel)
+            removed.append(rel)
+        except (OSError, EngramError) as exc:
+            failed.append({"path": rel, "error": getattr(exc, "message", str(exc))})
+    for write in plan.writes:
+        if write.path in skipped:
+            continue
+        try:
+            write_file(plan.root, write)
+            restored.append(write.path)
+        except (OSError, EngramError) as exc:
+            failed.append({"path": write.path, "error": getattr(exc, "message", str(exc))})
+    ts = clock.now() if now is None else now
+    result = {
+        "done": not failed,
+        "checkpoint": plan.checkpoint["id"],
+        "undo_checkpoint": undo_checkpoint,
+        "restored": restored,
+        "removed": removed,
+        "via_editor": sorted(skipped & ({w.path for w in plan.writes} | set(plan.removes))),
+        "unchanged": plan.unchanged,
+        "failed": failed,
+    }
+    events.append(
+        store,
+        events.Event(
+            "checkpoint.rollback", data={k: v for k, v in result.items() if k != "unchanged"}, ts=ts
+        ),
+    )
+    return result
+
+
+def rollback(
+    store: Store,
+    ref: str,
+    *,
+    settings: config.Settings | None = None,
+    undo: bool = True,
+    now: float | None = None,
+) -> dict[str, Any]:
+    """Roll the workspace back to checkpoint `ref`: plan and verify, checkpoint, then write."""
+    settings = settings_for(store, settings)
+    plan = plan_rollback(store, ref, settings=settings)
+    undo_id = prepare_undo(store, plan, settings=settings, now=now)["id"] if undo else None
+    return apply_plan(store, plan, undo_checkpoint=undo_id, now=now)

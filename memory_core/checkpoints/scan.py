@@ -1,0 +1,108 @@
+"""Finding the workspace's files on disk, with the ignore rules a checkpoint honours."""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memory_core import config, journal
+from memory_core.checkpoints.trees import NEVER_CAPTURED
+from memory_core.journal import IgnoreRules
+from memory_core.store import Store
+
+# -- scanning ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Found:
+    kind: str
+    mode: int
+    size: int
+    mtime_ns: int
+    ino: int
+
+
+@dataclass
+class Scan:
+    """Files found on disk: path -> what lstat said; plus those over the size cap."""
+
+    files: dict[str, Found] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+
+
+def classify(st: os.stat_result) -> str | None:
+    if stat.S_ISREG(st.st_mode):
+        return "f"
+    if stat.S_ISLNK(st.st_mode):
+        return "l"
+    if stat.S_ISDIR(st.st_mode):
+        return "d"
+    return None  # sockets, fifos, devices: not content
+
+
+def scan(root: Path, rules: IgnoreRules, max_file_bytes: int, under: str = "") -> Scan:
+    """Walk the workspace (or the folder `under` it), honouring the ignore rules."""
+    found = Scan()
+
+    def walk(rel_dir: str, chain: list[tuple[str, Any]]) -> None:
+        spec = rules.spec_for(rel_dir)
+        if spec is not None and (not chain or chain[-1][0] != rel_dir):
+            chain = [*chain, (rel_dir, spec)]
+        try:
+            iterator = os.scandir(root / rel_dir if rel_dir else root)
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            return
+        with iterator as entries:
+            for entry in entries:
+                name = entry.name
+                if name in NEVER_CAPTURED:
+                    continue
+                rel = f"{rel_dir}/{name}" if rel_dir else name
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                kind = classify(st)
+                if kind is None:
+                    continue
+                if rules.ignored(rel, kind == "d", chain):
+                    continue
+                if kind == "d":
+                    walk(rel, chain)
+                    continue
+                if kind == "f" and st.st_size > max_file_bytes:
+                    found.skipped.append(rel)
+                    continue
+                found.files[rel] = Found(
+                    kind, stat.S_IMODE(st.st_mode), st.st_size, st.st_mtime_ns, st.st_ino
+                )
+
+    walk(under, rules.chain_for(under.rsplit("/", 1)[0] if "/" in under else "") if under else [])
+    return found
+
+
+def read_file(root: Path, rel: str, kind: str) -> bytes:
+    path = root / rel
+    if kind == "l":
+        return os.readlink(path).encode("utf-8", "surrogateescape")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
+
+
+# -- creating ----------------------------------------------------------------------------------
+
+
+def settings_for(store: Store, settings: config.Settings | None) -> config.Settings:
+    return settings if settings is not None else config.load(store.root)
+
+
+def rules_for(root: Path, settings: config.Settings) -> IgnoreRules:
+    return journal.checkpoint_rules(
+        root,
+        settings["watch.exclude"],
+        include_secret_files=bool(settings["checkpoints.include_secret_files"]),
+    )

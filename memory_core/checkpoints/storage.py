@@ -1,0 +1,300 @@
+"""The store side: blobs (small ones packed together), listings, the stat cache and the
+running total of bytes, read back verified against their hashes."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from memory_core.checkpoints.trees import (
+    CorruptCheckpointError,
+    Entry,
+    Tree,
+    compress,
+    decode_tree,
+    decompress,
+    sha,
+)
+from memory_core.store import Store
+
+# -- the store side ----------------------------------------------------------------------------
+
+
+# Blobs up to this size are packed together (many per row, compressed as one: similar files
+# compress far better together, and a row per tiny blob wastes pages), as git packs objects.
+PACK_MAX_BLOB = 32 * 1024
+PACK_RAW_BYTES = 256 * 1024
+
+
+class Writer:
+    """Collects new blobs, trees and stat-cache rows, then writes them in one transaction."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.blobs: dict[str, tuple[int, bytes]] = {}  # stored alone: (size, zstd)
+        self.packs: list[tuple[bytes, int, list[tuple[str, int, int]]]] = []  # zstd, raw, members
+        self._pending: list[tuple[str, bytes]] = []
+        self._pending_bytes = 0
+        self._pending_seen: set[str] = set()
+        self.trees: dict[str, bytes] = {}
+        self.decoded: dict[str, Tree] = {}  # the new listings as built (a rollback compares them)
+        self.index: dict[str, tuple[int, int, int, int, str]] = {}
+        self.added_bytes = 0
+
+    def blob(self, data: bytes) -> str:
+        digest = sha(data)
+        if digest in self.blobs or digest in self._pending_seen or _has_blob(self.store, digest):
+            return digest
+        if len(data) > PACK_MAX_BLOB:
+            self.blobs[digest] = (len(data), compress(data))
+            return digest
+        self._pending.append((digest, data))
+        self._pending_seen.add(digest)
+        self._pending_bytes += len(data)
+        if self._pending_bytes >= PACK_RAW_BYTES:
+            self._seal()
+        return digest
+
+    def _seal(self) -> None:
+        """Compress the pending small blobs into one pack (kept compressed until the flush)."""
+        if not self._pending:
+            return
+        members: list[tuple[str, int, int]] = []
+        offset = 0
+        for digest, data in self._pending:
+            members.append((digest, offset, len(data)))
+            offset += len(data)
+        self.packs.append((compress(b"".join(d for _, d in self._pending)), offset, members))
+        self._pending, self._pending_bytes = [], 0
+
+    def tree(self, tree: Tree) -> str:
+        data = tree.encode()
+        digest = sha(data)
+        if digest not in self.trees:
+            self.trees[digest] = compress(data)
+            self.decoded[digest] = Tree(dict(tree.entries))
+        return digest
+
+    def flush(self, db: Any) -> None:
+        self._seal()
+        for digest, (size, packed) in self.blobs.items():
+            cursor = db.execute(
+                "INSERT OR IGNORE INTO checkpoint_objects (hash, size, pack, offset, data) "
+                "VALUES (?, ?, NULL, 0, ?)",
+                (bytes.fromhex(digest), size, packed),
+            )
+            if cursor.rowcount:
+                self.added_bytes += len(packed)
+        for packed, raw_size, members in self.packs:
+            pack_id = db.execute(
+                "INSERT INTO checkpoint_packs (raw_size, data) VALUES (?, ?)", (raw_size, packed)
+            ).lastrowid
+            # Another process may have stored some of these meanwhile: theirs are kept, and
+            # this pack's copies are simply never read.
+            db.executemany(
+                "INSERT OR IGNORE INTO checkpoint_objects (hash, size, pack, offset, data) "
+                "VALUES (?, ?, ?, ?, NULL)",
+                [(bytes.fromhex(d), size, pack_id, offset) for d, offset, size in members],
+            )
+            self.added_bytes += len(packed)
+        for digest, packed in self.trees.items():
+            cursor = db.execute(
+                "INSERT OR IGNORE INTO checkpoint_trees (hash, data) VALUES (?, ?)",
+                (digest, packed),
+            )
+            if cursor.rowcount:
+                self.added_bytes += len(packed)
+        if self.added_bytes:
+            count_stored(db, self.added_bytes)
+        if self.index:
+            db.executemany(
+                "INSERT OR REPLACE INTO checkpoint_index (path, mtime_ns, size, ino, mode, hash) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [(path, *row[:4], bytes.fromhex(row[4])) for path, row in self.index.items()],
+            )
+
+
+def _has_blob(store: Store, digest: str) -> bool:
+    if store.query_one("SELECT 1 FROM checkpoint_objects WHERE hash = ?", (bytes.fromhex(digest),)):
+        return True
+    # Blobs stored before packing (schema 0011) keep their rows.
+    return store.query_one("SELECT 1 FROM checkpoint_blobs WHERE hash = ?", (digest,)) is not None
+
+
+def stat_cache(store: Store, under: str = "") -> dict[str, tuple[int, int, int, int, str]]:
+    """The stat cache (of the folder `under`): path -> (mtime_ns, size, inode, mode, hash)."""
+    sql = "SELECT path, mtime_ns, size, ino, mode, hash FROM checkpoint_index"
+    # '0' follows '/' in byte order: the range holds exactly the paths below `under/`.
+    rows = (
+        store.query(sql + " WHERE path > ? AND path < ?", (under + "/", under + "0"))
+        if under
+        else store.query(sql)
+    )
+    return {row[0]: (row[1], row[2], row[3], row[4], bytes(row[5]).hex()) for row in rows}
+
+
+_STORED_KEY = "checkpoints.stored_bytes"
+
+
+def count_stored(db: Any, delta: int) -> None:
+    """Keep the running total of checkpoint bytes, so the store cap is checked without a scan."""
+    db.execute(
+        "INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET "
+        "value = CAST(value AS INTEGER) + CAST(excluded.value AS INTEGER)",
+        (_STORED_KEY, str(delta)),
+    )
+
+
+def stored_bytes(store: Store) -> int:
+    """Bytes checkpoint blobs and trees take in the store (the running total)."""
+    row = store.query_one("SELECT value FROM store_meta WHERE key = ?", (_STORED_KEY,))
+    return int(row[0]) if row is not None else 0
+
+
+def load_tree(
+    store: Store,
+    digest: str,
+    where: str = "",
+    *,
+    validate: bool = True,
+    cache: dict[str, Tree] | None = None,
+) -> Tree:
+    """A stored listing, verified against its digest. With `cache` (one operation's), a listing
+    read once is not read again; callers get their own copy to change."""
+    if cache is not None:
+        known = cache.get(digest)
+        if known is None:
+            known = cache[digest] = load_tree(store, digest, where)
+        return Tree(dict(known.entries))
+    row = store.query_one("SELECT data FROM checkpoint_trees WHERE hash = ?", (digest,))
+    if row is None:
+        raise CorruptCheckpointError(
+            f"the checkpoint's manifest is incomplete: the listing of {where or '/'} is missing",
+            hint="it was refused; nothing was written",
+        )
+    try:
+        data = decompress(row[0])
+    except Exception:
+        raise CorruptCheckpointError(
+            f"the checkpoint's manifest is corrupt: the listing of {where or '/'} cannot be read",
+            hint="it was refused; nothing was written",
+        ) from None
+    if sha(data) != digest:
+        raise CorruptCheckpointError(
+            f"the checkpoint's manifest is corrupt: the listing of {where or '/'} does not match its hash",
+            hint="it was refused; nothing was written",
+        )
+    return decode_tree(data, where, validate=validate)
+
+
+_PACKS: dict[tuple[str, int], bytes] = {}
+_PACKS_KEPT = 8
+
+
+def _pack(store: Store, pack_id: int) -> bytes | None:
+    """A pack's content, decompressed (the last few are kept: a rollback reads neighbours)."""
+    key = (str(store.dir), pack_id)
+    data = _PACKS.get(key)
+    if data is None:
+        row = store.query_one("SELECT data FROM checkpoint_packs WHERE id = ?", (pack_id,))
+        if row is None:
+            return None
+        try:
+            data = decompress(row[0])
+        except Exception:
+            return None
+        if len(_PACKS) >= _PACKS_KEPT:
+            _PACKS.pop(next(iter(_PACKS)))
+        _PACKS[key] = data
+    return data
+
+
+def forget_packs() -> None:
+    """Drop the decompressed packs kept in memory (garbage collection rewrote or removed some)."""
+    _PACKS.clear()
+
+
+def read_blob(store: Store, digest: str, *, path: str = "") -> bytes:
+    """A blob's content, verified against its hash."""
+    data: bytes | None = None
+    found = False
+    try:
+        raw = bytes.fromhex(digest)
+    except ValueError:
+        raw = b""
+    row = store.query_one(
+        "SELECT size, pack, offset, data FROM checkpoint_objects WHERE hash = ?", (raw,)
+    )
+    if row is not None:
+        found = True
+        if row["pack"] is not None:
+            pack = _pack(store, int(row["pack"]))
+            if pack is not None:
+                data = pack[int(row["offset"]) : int(row["offset"]) + int(row["size"])]
+        else:
+            with contextlib.suppress(Exception):
+                data = decompress(row["data"])
+    else:
+        old = store.query_one("SELECT data FROM checkpoint_blobs WHERE hash = ?", (digest,))
+        if old is not None:
+            found = True
+            with contextlib.suppress(Exception):
+                data = decompress(old[0])
+    if not found:
+        raise CorruptCheckpointError(
+            f"the checkpoint's content of {path or digest[:12]} is missing from the store",
+            hint="it was refused; nothing was written",
+        )
+    if data is None or sha(data) != digest:
+        raise CorruptCheckpointError(
+            f"the checkpoint's content of {path or digest[:12]} is corrupt",
+            hint="it was refused; nothing was written",
+        )
+    return data
+
+
+def walk_manifest(store: Store, root_tree: str) -> Iterator[tuple[str, Entry]]:
+    stack = [("", root_tree)]
+    while stack:
+        prefix, digest = stack.pop()
+        tree = load_tree(store, digest, prefix + "/" if prefix else "")
+        for name, entry in tree.entries.items():
+            rel = f"{prefix}/{name}" if prefix else name
+            if entry.kind == "d":
+                stack.append((rel, entry.hash))
+            else:
+                yield rel, entry
+
+
+class TreeLookup:
+    """Entries of a stored tree by path, reading only the folders on the way (verified)."""
+
+    def __init__(self, store: Store, root_tree: str) -> None:
+        self.store = store
+        self.trees: dict[str, Tree] = {}
+        self.root_tree = root_tree
+
+    def _tree(self, rel_dir: str) -> Tree | None:
+        if rel_dir in self.trees:
+            return self.trees[rel_dir]
+        if not rel_dir:
+            tree: Tree | None = load_tree(self.store, self.root_tree)
+        else:
+            parent, _, name = rel_dir.rpartition("/")
+            holder = self._tree(parent)
+            entry = holder.entries.get(name) if holder is not None else None
+            tree = (
+                load_tree(self.store, entry.hash, rel_dir + "/")
+                if entry is not None and entry.kind == "d"
+                else None
+            )
+        if tree is not None:
+            self.trees[rel_dir] = tree
+        return tree
+
+    def get(self, rel: str) -> Entry | None:
+        parent, _, name = rel.rpartition("/")
+        tree = self._tree(parent)
+        entry = tree.entries.get(name) if tree is not None else None
+        return entry if entry is not None and entry.kind != "d" else None
