@@ -121,7 +121,7 @@ def capture_workspace(
     # git: `git status` now, against what it said at the previous checkpoint.
     previous_git = journal.GitState.from_json(before.get("git")) if usable else None
     if paths is None:
-        now_git = journal.git_state(root)
+        now_git = journal.git_state(root, own_index=True)
         if now_git is not None:
             token["git"] = now_git.as_json()
             if previous_git is not None:

@@ -4,7 +4,7 @@ running total of bytes, read back verified against their hashes."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from memory_core.checkpoints.trees import (
@@ -132,6 +132,23 @@ def stat_cache(store: Store, under: str = "") -> dict[str, tuple[int, int, int, 
         else store.query(sql)
     )
     return {row[0]: (row[1], row[2], row[3], row[4], bytes(row[5]).hex()) for row in rows}
+
+
+def stat_cache_of(store: Store, paths: Iterable[str]) -> dict[str, tuple[int, int, int, int, str]]:
+    """The stat cache rows of these paths (those it has)."""
+    wanted = list(paths)
+    found: dict[str, tuple[int, int, int, int, str]] = {}
+    for start in range(0, len(wanted), 500):  # under SQLite's limit on bound parameters
+        chunk = wanted[start : start + 500]
+        rows = store.query(
+            "SELECT path, mtime_ns, size, ino, mode, hash FROM checkpoint_index "
+            f"WHERE path IN ({','.join('?' * len(chunk))})",
+            tuple(chunk),
+        )
+        found.update(
+            {row[0]: (row[1], row[2], row[3], row[4], bytes(row[5]).hex()) for row in rows}
+        )
+    return found
 
 
 _STORED_KEY = "checkpoints.stored_bytes"
