@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_core import config
-from memory_core.checkpoints.scan import Found, classify, read_file, rules_for, scan
+from memory_core.checkpoints.disk import Found, classify, read_file, rules_for, scan
 from memory_core.checkpoints.storage import Writer, load_tree, stat_cache, stat_cache_of
 from memory_core.checkpoints.trees import Entry, Tree, valid_name
 from memory_core.store import Store

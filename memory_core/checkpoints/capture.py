@@ -15,9 +15,9 @@ from typing import Any
 from memory_core import clock, config, events, journal
 from memory_core import git as git_module
 from memory_core.checkpoints.build import build_full, build_incremental
+from memory_core.checkpoints.disk import settings_for
 from memory_core.checkpoints.history import get
 from memory_core.checkpoints.retention import enforce_retention
-from memory_core.checkpoints.scan import settings_for
 from memory_core.checkpoints.storage import Writer
 from memory_core.checkpoints.trees import Tree, sha
 from memory_core.errors import UsageError

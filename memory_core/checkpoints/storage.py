@@ -41,10 +41,15 @@ class Writer:
         self.decoded: dict[str, Tree] = {}  # the new listings as built (a rollback compares them)
         self.index: dict[str, tuple[int, int, int, int, str]] = {}
         self.added_bytes = 0
+        self._legacy = store.query_one("SELECT 1 FROM checkpoint_blobs LIMIT 1") is not None
 
     def blob(self, data: bytes) -> str:
         digest = sha(data)
-        if digest in self.blobs or digest in self._pending_seen or _has_blob(self.store, digest):
+        if (
+            digest in self.blobs
+            or digest in self._pending_seen
+            or _has_blob(self.store, digest, legacy=self._legacy)
+        ):
             return digest
         if len(data) > PACK_MAX_BLOB:
             self.blobs[digest] = (len(data), compress(data))
@@ -115,11 +120,14 @@ class Writer:
             )
 
 
-def _has_blob(store: Store, digest: str) -> bool:
+def _has_blob(store: Store, digest: str, *, legacy: bool = True) -> bool:
     if store.query_one("SELECT 1 FROM checkpoint_objects WHERE hash = ?", (bytes.fromhex(digest),)):
         return True
-    # Blobs stored before packing (schema 0011) keep their rows.
-    return store.query_one("SELECT 1 FROM checkpoint_blobs WHERE hash = ?", (digest,)) is not None
+    # Blobs stored before packing (schema 0011) keep their rows, when there are any.
+    return (
+        legacy
+        and store.query_one("SELECT 1 FROM checkpoint_blobs WHERE hash = ?", (digest,)) is not None
+    )
 
 
 def stat_cache(store: Store, under: str = "") -> dict[str, tuple[int, int, int, int, str]]:

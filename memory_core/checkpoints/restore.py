@@ -9,14 +9,15 @@ import os
 import stat
 import uuid
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from memory_core import clock, config, events
 from memory_core.checkpoints.capture import Capture, capture_workspace, commit, create
+from memory_core.checkpoints.disk import settings_for
 from memory_core.checkpoints.history import checkpoint_dict, find_row
-from memory_core.checkpoints.scan import settings_for
 from memory_core.checkpoints.storage import TreeLookup, load_tree, read_blob
 from memory_core.checkpoints.trees import CorruptCheckpointError, Entry, Tree, valid_name
 from memory_core.errors import EngramError
@@ -241,7 +242,8 @@ def _exists(root: Path, rel: str) -> bool:
 
 
 def write_file(root: Path, write: FileWrite) -> None:
-    """Write one restored file atomically (temp file + rename), replacing a link, not following it."""
+    """Write one restored file atomically and durably (temp file, fsync, rename), replacing a
+    link, not following it. The folder's own fsync (the rename) is `sync_folders`'s."""
     _check_path(root, write.path)
     path = root / write.path
     parent = path.parent
@@ -276,11 +278,25 @@ def write_file(root: Path, write: FileWrite) -> None:
                 handle.write(write.content)
                 handle.flush()
                 os.fchmod(handle.fileno(), write.mode)
+                # On disk before the rename: after a power cut the file holds the old content
+                # or the new, never a truncated one.
+                os.fsync(handle.fileno())
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
             raise
     os.replace(tmp, path)
+
+
+def sync_folders(root: Path, paths: Iterable[str]) -> None:
+    """fsync the folders holding these paths, so the renames and removals in them last."""
+    for folder in sorted({(root / rel).parent for rel in paths}):
+        with contextlib.suppress(OSError):  # gone since, or a filesystem without folder fsync
+            fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
 
 
 def remove_file(root: Path, rel: str) -> None:
@@ -336,6 +352,10 @@ def prepare_undo(
     )
 
 
+# Files written at once by a rollback.
+WRITERS = 8
+
+
 def apply_plan(
     store: Store,
     plan: RollbackPlan,
@@ -357,14 +377,29 @@ def apply_plan(
             removed.append(rel)
         except (OSError, EngramError) as exc:
             failed.append({"path": rel, "error": getattr(exc, "message", str(exc))})
-    for write in plan.writes:
-        if write.path in skipped:
-            continue
+    writes = [w for w in plan.writes if w.path not in skipped]
+
+    def write(item: FileWrite) -> dict[str, str] | None:
         try:
-            write_file(plan.root, write)
-            restored.append(write.path)
+            write_file(plan.root, item)
         except (OSError, EngramError) as exc:
-            failed.append({"path": write.path, "error": getattr(exc, "message", str(exc))})
+            return {"path": item.path, "error": getattr(exc, "message", str(exc))}
+        return None
+
+    # Each write waits on the disk (its fsync); several at once let the filesystem commit them
+    # together. Writes never depend on each other: their paths differ, and folder creation and
+    # the removal of a file standing where a folder must be tolerate a neighbour doing it first.
+    if len(writes) > 1:
+        with ThreadPoolExecutor(max_workers=min(WRITERS, len(writes))) as pool:
+            outcomes = list(pool.map(write, writes))
+    else:
+        outcomes = [write(item) for item in writes]
+    for item, error in zip(writes, outcomes, strict=True):
+        if error is None:
+            restored.append(item.path)
+        else:
+            failed.append(error)
+    sync_folders(plan.root, [*restored, *removed])
     ts = clock.now() if now is None else now
     result = {
         "done": not failed,
