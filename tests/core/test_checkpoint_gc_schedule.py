@@ -1,0 +1,73 @@
+"""Garbage collection after retention is spread out: a full collection walks every listing of
+every checkpoint kept, so it runs once an eighth of `checkpoints.max_count` was removed, or
+when the store is over its cap (before any checkpoint is removed for space), not after every
+checkpoint once the count limit is reached."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from memory_core import checkpoints, config
+from memory_core.store import Store
+
+
+def _stored_blobs(store: Store) -> int:
+    row = store.query_one("SELECT COUNT(*) FROM checkpoint_objects")
+    assert row is not None
+    return int(row[0])
+
+
+def _referenced_blobs(store: Store) -> int:
+    return len(
+        {
+            item["hash"]
+            for c in checkpoints.list_checkpoints(store)
+            for item in checkpoints.manifest(store, c["id"])
+        }
+    )
+
+
+def _change(root: Path) -> None:
+    # Incompressible and over the packing size: each version is a blob of its own, 40 kB.
+    (root / "data.txt").write_text(os.urandom(20_000).hex())
+
+
+def test_garbage_waits_for_an_eighth_of_the_kept_count_then_all_of_it_goes(store: Store) -> None:
+    settings = config.load(store.root, overrides={"checkpoints.max_count": 16})
+    for _ in range(16):
+        _change(store.root)
+        checkpoints.create(store, settings=settings)
+    assert _stored_blobs(store) == 16
+    _change(store.root)
+    checkpoints.create(store, settings=settings)  # removes the oldest: 1 of the 2 (16 / 8)
+    assert len(checkpoints.list_checkpoints(store)) == 16
+    assert _stored_blobs(store) == 17  # its content waits
+    _change(store.root)
+    checkpoints.create(store, settings=settings)  # the second removal: collected now
+    assert _stored_blobs(store) == _referenced_blobs(store) == 16
+    assert checkpoints.stored_bytes(store) == checkpoints.space(store)["stored_bytes"]
+
+
+def test_over_its_cap_the_store_collects_garbage_before_removing_checkpoints(
+    store: Store,
+) -> None:
+    settings = config.load(store.root, overrides={"checkpoints.max_count": 24})
+    for _ in range(25):
+        _change(store.root)
+        checkpoints.create(store, settings=settings)
+    assert _stored_blobs(store) == 25  # one removal waits (3 are allowed to)
+    capped = config.load(
+        store.root,
+        overrides={
+            "checkpoints.max_count": 24,
+            "checkpoints.store_cap_bytes": checkpoints.stored_bytes(store) - 1,
+        },
+    )
+    _change(store.root)
+    checkpoints.create(store, settings=capped)
+    # Adding 40 kB and collecting the two dead 40 kB blobs brings it under the cap: no
+    # checkpoint had to go for space.
+    assert len(checkpoints.list_checkpoints(store)) == 24
+    assert checkpoints.stored_bytes(store) <= capped["checkpoints.store_cap_bytes"]
+    assert _stored_blobs(store) == _referenced_blobs(store) == 24
