@@ -50,7 +50,7 @@ from memory_core.checkpoints.restore import (
     write_file,
 )
 from memory_core.checkpoints.retention import delete, enforce_retention, gc, space
-from memory_core.checkpoints.storage import read_blob, stored_bytes
+from memory_core.checkpoints.storage import TreeCache, read_blob, stored_bytes
 from memory_core.checkpoints.trees import NEVER_CAPTURED, CorruptCheckpointError, Entry, Tree
 from memory_core.journal import ChangeJournal
 
@@ -65,6 +65,7 @@ __all__ = [
     "RollbackPlan",
     "Scan",
     "Tree",
+    "TreeCache",
     "apply_plan",
     "create",
     "delete",

@@ -47,6 +47,8 @@ class Capture:
     token: dict[str, Any]
     started: float
     ts: float
+    # The caller's cache of listings, given the new ones once they are written.
+    tree_cache: dict[str, Tree] | None = None
 
 
 def _rules_fingerprint(root: Path, settings: config.Settings) -> str:
@@ -155,7 +157,18 @@ def capture_workspace(
         root_hash, count, size, changed_count, skipped = build_full(store, settings, writer, ts)
     token["source"] = source
     return Capture(
-        writer, root_hash, count, size, changed_count, skipped, mode, source, token, started, ts
+        writer,
+        root_hash,
+        count,
+        size,
+        changed_count,
+        skipped,
+        mode,
+        source,
+        token,
+        started,
+        ts,
+        tree_cache,
     )
 
 
@@ -213,6 +226,8 @@ def commit(
             ),
             db=db,
         )
+    if capture.tree_cache is not None:
+        capture.tree_cache.update(writer.decoded)  # the next checkpoint's base listings
     if writer.added_bytes > 8 * 1024 * 1024:
         # A large first capture leaves a large write-ahead log; fold it into the database now
         # rather than making the next (small, frequent) checkpoint pay for it.
@@ -236,6 +251,7 @@ def create(
     journal: ChangeJournal | None = None,
     changed: Iterable[str] | None = None,
     hints: Iterable[str] | None = None,
+    tree_cache: dict[str, Tree] | None = None,
 ) -> dict[str, Any]:
     """Capture the workspace's files as a new checkpoint and return it.
 
@@ -244,7 +260,8 @@ def create(
     running watcher (the language server's), watchman's clock, or git's status; `hints` (the
     editor's file events) are added to them but never trusted alone. Otherwise the whole
     workspace is scanned, reading only files whose stat changed. The result's `source` says
-    which one vouched.
+    which one vouched. A long-running caller passes a `tree_cache` (a `TreeCache`) it keeps:
+    the listings this checkpoint writes are then the next one's, already read.
     """
     if reason not in REASONS:
         raise UsageError(
@@ -252,7 +269,15 @@ def create(
         )
     settings = settings_for(store, settings)
     ts = clock.now() if now is None else now
-    capture = capture_workspace(store, settings, ts, watcher=journal, changed=changed, hints=hints)
+    capture = capture_workspace(
+        store,
+        settings,
+        ts,
+        watcher=journal,
+        changed=changed,
+        hints=hints,
+        tree_cache=tree_cache,
+    )
     return commit(
         store,
         capture,

@@ -183,6 +183,7 @@ def plan_rollback(
     settings: config.Settings | None = None,
     journal: ChangeJournal | None = None,
     hints: Iterable[str] | None = None,
+    tree_cache: dict[str, Tree] | None = None,
 ) -> RollbackPlan:
     """Work out and verify a rollback to checkpoint `ref`, writing nothing.
 
@@ -197,7 +198,8 @@ def plan_rollback(
     root = store.root
     if journal is not None and not journal.sync():
         journal = None  # it could not show it has seen every change made until now
-    trees: dict[str, Tree] = {}  # listings read once for the capture and the comparison
+    # Listings read once for the capture and the comparison (and kept, given a cache).
+    trees: dict[str, Tree] = tree_cache if tree_cache is not None else {}
     capture = capture_workspace(
         store, settings, clock.now(), watcher=journal, hints=hints, tree_cache=trees
     )

@@ -4,6 +4,7 @@ running total of bytes, read back verified against their hashes."""
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -175,6 +176,27 @@ def stored_bytes(store: Store) -> int:
     """Bytes checkpoint blobs and trees take in the store (the running total)."""
     row = store.query_one("SELECT value FROM store_meta WHERE key = ?", (_STORED_KEY,))
     return int(row[0]) if row is not None else 0
+
+
+class TreeCache(dict[str, Tree]):
+    """Listings read and verified, or written, by digest, kept by a long-running process (the
+    language server) between checkpoints: a listing's digest names its content, so an entry is
+    never stale, and the next checkpoint starts from the listings the previous one wrote."""
+
+    def __init__(self, limit: int = 512) -> None:
+        super().__init__()
+        self.limit = limit  # a listing of 100 files takes about 17 kB decoded
+        self._lock = threading.Lock()  # the server's commands run on a thread pool
+
+    def __setitem__(self, digest: str, tree: Tree) -> None:
+        with self._lock:
+            if digest not in self and len(self) >= self.limit:
+                del self[next(iter(self))]  # the oldest first
+            super().__setitem__(digest, tree)
+
+    def update(self, trees: Any = (), /, **_: Tree) -> None:
+        for digest, tree in dict(trees).items():
+            self[digest] = tree
 
 
 def load_tree(
