@@ -9,7 +9,6 @@ import os
 import stat
 import uuid
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -244,8 +243,13 @@ def _exists(root: Path, rel: str) -> bool:
 
 
 def write_file(root: Path, write: FileWrite) -> None:
-    """Write one restored file atomically and durably (temp file, fsync, rename), replacing a
-    link, not following it. The folder's own fsync (the rename) is `sync_folders`'s."""
+    """Write one restored file atomically (temp file + rename), replacing a link, not following it.
+
+    Like `git checkout` and `git reset --hard`, it does not fsync what it writes (100 files
+    would wait on the disk 100 times): a killed process leaves each file old or new, and what
+    a power cut could cost is recoverable from the pre-rollback checkpoint, committed before
+    any file is written.
+    """
     _check_path(root, write.path)
     path = root / write.path
     parent = path.parent
@@ -280,25 +284,11 @@ def write_file(root: Path, write: FileWrite) -> None:
                 handle.write(write.content)
                 handle.flush()
                 os.fchmod(handle.fileno(), write.mode)
-                # On disk before the rename: after a power cut the file holds the old content
-                # or the new, never a truncated one.
-                os.fsync(handle.fileno())
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
             raise
     os.replace(tmp, path)
-
-
-def sync_folders(root: Path, paths: Iterable[str]) -> None:
-    """fsync the folders holding these paths, so the renames and removals in them last."""
-    for folder in sorted({(root / rel).parent for rel in paths}):
-        with contextlib.suppress(OSError):  # gone since, or a filesystem without folder fsync
-            fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
 
 
 def remove_file(root: Path, rel: str) -> None:
@@ -342,20 +332,22 @@ def prepare_undo(
     capture, plan.capture = plan.capture, None
     if now is not None:
         capture.ts = now
-    return commit(
-        store,
-        capture,
-        name=None,
-        description=description,
-        reason="pre-rollback",
-        settings=settings,
-        session_id=session_id,
-        fixed_time=now is not None,
-    )
-
-
-# Files written at once by a rollback.
-WRITERS = 8
+    # The one write a rollback syncs to disk: with it committed, whatever a power cut does to
+    # the files written next can be undone (write_file does not fsync, like git).
+    store.query("PRAGMA synchronous = FULL")
+    try:
+        return commit(
+            store,
+            capture,
+            name=None,
+            description=description,
+            reason="pre-rollback",
+            settings=settings,
+            session_id=session_id,
+            fixed_time=now is not None,
+        )
+    finally:
+        store.query("PRAGMA synchronous = NORMAL")
 
 
 def apply_plan(
@@ -379,29 +371,14 @@ def apply_plan(
             removed.append(rel)
         except (OSError, EngramError) as exc:
             failed.append({"path": rel, "error": getattr(exc, "message", str(exc))})
-    writes = [w for w in plan.writes if w.path not in skipped]
-
-    def write(item: FileWrite) -> dict[str, str] | None:
+    for write in plan.writes:
+        if write.path in skipped:
+            continue
         try:
-            write_file(plan.root, item)
+            write_file(plan.root, write)
+            restored.append(write.path)
         except (OSError, EngramError) as exc:
-            return {"path": item.path, "error": getattr(exc, "message", str(exc))}
-        return None
-
-    # Each write waits on the disk (its fsync); several at once let the filesystem commit them
-    # together. Writes never depend on each other: their paths differ, and folder creation and
-    # the removal of a file standing where a folder must be tolerate a neighbour doing it first.
-    if len(writes) > 1:
-        with ThreadPoolExecutor(max_workers=min(WRITERS, len(writes))) as pool:
-            outcomes = list(pool.map(write, writes))
-    else:
-        outcomes = [write(item) for item in writes]
-    for item, error in zip(writes, outcomes, strict=True):
-        if error is None:
-            restored.append(item.path)
-        else:
-            failed.append(error)
-    sync_folders(plan.root, [*restored, *removed])
+            failed.append({"path": write.path, "error": getattr(exc, "message", str(exc))})
     ts = clock.now() if now is None else now
     result = {
         "done": not failed,
