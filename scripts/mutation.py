@@ -98,7 +98,12 @@ MODULES: dict[str, Module] = {
     ),
     "sessions": Module(
         "memory_core/sessions",
-        ("tests/core/test_sessions.py", "tests/core/test_session_records.py"),
+        (
+            "tests/core/test_sessions.py",
+            "tests/core/test_session_records.py",
+            "tests/core/test_session_summary_markdown.py",
+            "tests/core/test_session_documents.py",
+        ),
         sample=60,
     ),
     "diagnostics": Module(

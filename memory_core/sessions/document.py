@@ -157,7 +157,7 @@ def _upgrade_v1(doc: dict[str, Any]) -> dict[str, Any]:
         "name": old.get("name"),
         "agent": old.get("agent", "editor"),
         "session_type": old.get("type", "new"),
-        "status": old.get("status", "closed"),
+        "status": old.get("status"),  # restoring makes an unknown status closed
         "started_at": started,
         "last_activity_at": _ts(old.get("lastActivityAt")) or started,
         "ended_at": _ts(old.get("endedAt")),

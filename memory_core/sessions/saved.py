@@ -58,7 +58,7 @@ def save(
         if not name:
             raise UsageError("a session name cannot be empty")
     if session_id is None:
-        current = latest(store, now=ts)
+        current = latest(store)
         sid = current["id"] if current else start(store, agent=agent, now=ts)["id"]
     else:
         sid = get(store, session_id, now=ts)["id"]
@@ -273,7 +273,7 @@ def resume(store: Store, ref: str | None = None, *, now: float | None = None) ->
     """Load a session (default: the latest, like `claude --continue`) and make it active again."""
     ts = clock.now() if now is None else now
     if ref is None:
-        current = latest(store, now=ts)
+        current = latest(store)
         if current is None:
             raise NotFoundError("there is no session to resume", hint="start one, or import one")
         ref = current["id"]

@@ -123,7 +123,7 @@ def _token_rows(numbers: Mapping[str, Any]) -> list[str]:
         rows.append(
             f"| {label} (in / out / cache write / cache read) | {t['input_tokens']} / "
             f"{t['output_tokens']} / {t['cache_creation_tokens']} / {t['cache_read_tokens']} "
-            f"({t['messages']} messages) |"
+            f"({_plural(t['messages'], 'message')}) |"
         )
     return rows
 
