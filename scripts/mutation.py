@@ -103,6 +103,7 @@ MODULES: dict[str, Module] = {
             "tests/core/test_session_records.py",
             "tests/core/test_session_summary_markdown.py",
             "tests/core/test_session_documents.py",
+            "tests/core/test_session_lifecycle.py",
         ),
         sample=60,
     ),
