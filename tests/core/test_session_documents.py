@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from memory_core import sessions
+from memory_core import events, sessions
 from memory_core.errors import EngramError, NotFoundError, UsageError
 from memory_core.store import Store
 
@@ -87,8 +87,13 @@ def test_a_saved_version_keeps_the_sessions_name(store: Store) -> None:
         "SELECT name FROM saved_sessions WHERE session_id = ? ORDER BY saved_at", (sid,)
     )
     assert [row[0] for row in names] == ["login fix", "login fix"]
-    with pytest.raises(UsageError, match="cannot be empty"):
+    with pytest.raises(UsageError) as empty:
         sessions.save(store, sid, name="   ")
+    assert empty.value.one_line() == "a session name cannot be empty"
+    assert [e.data for e in events.recent(store, kind="session.saved")] == [
+        {"name": None},
+        {"name": "login fix"},
+    ]
 
 
 def test_a_session_restored_from_its_save_goes_on_numbering_its_turns(store: Store) -> None:
@@ -105,6 +110,9 @@ def test_a_session_restored_from_its_save_goes_on_numbering_its_turns(store: Sto
     assert loaded["files"] == ["src/a.py"]
     assert sessions.record_turn(store, sid, user_message="third ask", started_at=T0 + 300) == 3
     numbers = sessions.metrics(store, sid)
+    assert sessions.failed_commands(store, sid) == [
+        {"command": "make", "exit_code": 2, "at": "2023-11-14T22:13:27Z"}
+    ]
     assert (numbers["tool_calls"], numbers["tool_calls_failed"]) == (2, 1)
     assert (numbers["commands"], numbers["commands_failed"]) == (1, 1)
     assert (numbers["input_tokens"], numbers["output_tokens"]) == (10, 5)
@@ -247,8 +255,8 @@ def test_a_version_1_document_keeps_its_order_state_and_summary(store: Store) ->
             },
         },
         "turns": [
-            {"turnNumber": 2, "userMessage": "second", "tokens": {"input": 3}},
-            {"turnNumber": 1, "userMessage": "first", "tokens": {}},
+            {"turnNumber": 2, "user": "second", "assistant": "two", "tokens": {"input": 3}},
+            {"turnNumber": 1, "userMessage": "first", "assistantResponse": "one", "tokens": {}},
         ],
     }
     sessions.import_document(store, old)
@@ -262,7 +270,10 @@ def test_a_version_1_document_keeps_its_order_state_and_summary(store: Store) ->
     assert session["summary"]["outcomes"] == ["it works"]
     assert session["summary"]["open_items"] == ["docs"]
     turns = sessions.history(store, "legacy-3")
-    assert [(t["seq"], t["user_message"]) for t in turns] == [(1, "first"), (2, "second")]
+    assert [(t["seq"], t["user_message"], t["assistant_response"]) for t in turns] == [
+        (1, "first", "one"),
+        (2, "second", "two"),
+    ]
     assert [(t["input_tokens"], t["output_tokens"]) for t in turns] == [(0, 0), (3, 0)]
 
 

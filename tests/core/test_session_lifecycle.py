@@ -418,3 +418,47 @@ def test_deleting_a_session_can_be_undone_and_names_the_deletion(store: Store) -
     assert event.data == {"session": "S-d", "deletion": deleted["deletion"]}
     row = store.query_one("SELECT reason FROM deletions WHERE id = ?", (deleted["deletion"],))
     assert row is not None and row[0] == "cleanup"
+
+
+def test_no_secret_of_a_turn_is_stored(store: Store) -> None:
+    sessions.start(store, session_id="S-s", now=T0)
+    sessions.record_turn(
+        store,
+        "S-s",
+        user_message=f"push with {TOKEN}",
+        assistant_response=f"pushed using {TOKEN}",
+        tool_calls=[{"tool": "Bash", "ok": True, "summary": f"git push {TOKEN}"}],
+        started_at=T0 + 1,
+    )
+    [turn] = sessions.history(store, "S-s")
+    assert turn["user_message"] == "push with [REDACTED:github-token]"
+    assert turn["assistant_response"] == "pushed using [REDACTED:github-token]"
+    assert turn["tool_calls"][0]["summary"] == "git push [REDACTED:github-token]"
+    raw = store.query("SELECT summary FROM session_tool_calls WHERE session_id = 'S-s'")
+    assert [r[0] for r in raw] == ["git push [REDACTED:github-token]"]
+
+
+def test_an_unknown_type_status_or_choice_says_which_ones_exist(store: Store) -> None:
+    with pytest.raises(UsageError) as bad_type:
+        sessions.start(store, session_type="weird")
+    assert bad_type.value.one_line() == (
+        "unknown session type 'weird' (use one of new, existing, workflow)"
+    )
+    sessions.start(store, session_id="S-x", now=T0)
+    with pytest.raises(UsageError) as bad_status:
+        sessions.close(store, "S-x", status="finished")
+    assert bad_status.value.one_line() == (
+        "unknown session status 'finished' (use one of active, compacted, closed)"
+    )
+    with pytest.raises(UsageError) as bad_choice:
+        sessions.resolve_crash(store, "S-x", "explode")
+    assert bad_choice.value.one_line() == (
+        "unknown resume choice 'explode' (use one of continue, review, restart, discard)"
+    )
+    with pytest.raises(UsageError) as ambiguous:
+        sessions.start(store, session_id="S-xyz1", now=T0)
+        sessions.start(store, session_id="S-xyz2", now=T0)
+        sessions.get(store, "S-xyz")
+    assert ambiguous.value.one_line() == (
+        "'S-xyz' names more than one session (give more of the id)"
+    )
