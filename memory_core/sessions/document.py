@@ -151,21 +151,23 @@ def _upgrade_v1(doc: dict[str, Any]) -> dict[str, Any]:
     turns and 12,500 tokens over one turn of 700).
     """
     old = doc["session"]
-    started = _ts(old.get("startedAt") or old.get("started_at")) or clock.now()
+    summary = old.get("summary") or {}
+    # A field the document lacks stays None here: `restore_document` gives every missing field
+    # its default, for this version and the current one alike.
     session = {
         "id": old.get("id") or old.get("sessionId"),
         "name": old.get("name"),
-        "agent": old.get("agent", "editor"),
-        "session_type": old.get("type", "new"),
-        "status": old.get("status"),  # restoring makes an unknown status closed
-        "started_at": started,
-        "last_activity_at": _ts(old.get("lastActivityAt")) or started,
+        "agent": old.get("agent"),
+        "session_type": old.get("type"),
+        "status": old.get("status"),
+        "started_at": _ts(old.get("startedAt") or old.get("started_at")),
+        "last_activity_at": _ts(old.get("lastActivityAt")),
         "ended_at": _ts(old.get("endedAt")),
-        "overview": (old.get("summary") or {}).get("overview"),
-        "decisions": (old.get("summary") or {}).get("decisions", []),
-        "outcomes": (old.get("summary") or {}).get("outcomes", []),
-        "open_items": (old.get("summary") or {}).get("openItems", []),
-        "tags": (old.get("summary") or {}).get("tags", []),
+        "overview": summary.get("overview"),
+        "decisions": summary.get("decisions"),
+        "outcomes": summary.get("outcomes"),
+        "open_items": summary.get("openItems"),
+        "tags": summary.get("tags"),
     }
     turns = []
     raw_turns = doc.get("turns") or []

@@ -330,3 +330,72 @@ def test_an_export_holds_every_record_of_the_session(store: Store) -> None:
         {"path": "src/a.py", "first_ts": T0 + 5, "last_ts": T0 + 6, "changes": 2}
     ]
     assert doc["commands"] == [{"command": "make", "exit_code": 2, "ts": T0 + 7}]
+
+
+def test_an_import_over_an_existing_session_says_how_to_proceed(store: Store) -> None:
+    sid = _recorded(store)
+    with pytest.raises(EngramError) as exists:
+        sessions.import_document(store, sessions.export_document(store, sid))
+    assert exists.value.one_line() == (
+        "session S-doc already exists here (delete it first or import with --replace)"
+    )
+
+
+def test_an_import_shows_the_last_20_turns(store: Store) -> None:
+    doc = {
+        "version": 2,
+        "session": {"id": "S-long"},
+        "turns": [{"user_message": f"ask {n}"} for n in range(1, 26)],
+    }
+    imported = sessions.import_document(store, doc)
+    assert [t["seq"] for t in imported["turns"]] == list(range(6, 26))
+    assert sessions.metrics(store, "S-long")["turns"] == 25
+
+
+def test_a_version_1_document_with_records_of_its_files_keeps_them(store: Store) -> None:
+    old = {
+        "version": 1,
+        "session": {"sessionId": "legacy-f", "modifiedFiles": ["only/a/name.py"]},
+        "turns": [],
+        "files": [{"path": "src/kept.py", "first_ts": T0, "last_ts": T0 + 5, "changes": 3}],
+    }
+    imported = sessions.import_document(store, old, now=T0)
+    assert imported["files"] == ["src/kept.py"]
+    session = imported["session"]
+    # What version 1 left out takes the defaults of a session.
+    assert (session["agent"], session["session_type"], session["status"]) == (
+        "editor",
+        "new",
+        "closed",
+    )
+
+
+def test_the_search_footprint_survives_a_save_and_restore(store: Store) -> None:
+    sid = _recorded(store)
+    sessions.record_search(store, sid, "cookie handling", ts=T0 + 8)
+    sessions.save(store, sid, name="searched", now=T0 + 100)
+    with store.transaction() as db:
+        db.execute("DELETE FROM sessions WHERE id = ?", (sid,))
+    loaded = sessions.load(store, "searched", now=T0 + 200)
+    assert loaded["session"]["search_footprint"] == ["cookie handling"]
+    # Aged at the time given, not by the machine's clock.
+    assert loaded["session"]["age_state"] == "fresh"
+
+
+def test_the_note_path_is_where_the_note_is_written(store: Store) -> None:
+    sid = _recorded(store)
+    written = sessions.write_export(store, sid)
+    assert sessions.export_path(store, sessions.get(store, sid)) == written
+    assert written == store.dir / "exports" / "sessions" / "2023-11-14_S-doc.md"
+
+
+@pytest.mark.parametrize("ref", ["newer", "S-future-1", "S-futu"])
+def test_a_save_from_a_newer_engram_is_refused_however_the_session_is_named(
+    store: Store, ref: str
+) -> None:
+    sessions.start(store, session_id="S-future-1", now=T0)
+    sessions.save(store, "S-future-1", name="newer", now=T0 + 1)
+    with store.transaction() as db:
+        db.execute("UPDATE saved_sessions SET format_version = ?", (sessions.FORMAT_VERSION + 1,))
+    with pytest.raises(EngramError, match="newer engram"):
+        sessions.load(store, ref)

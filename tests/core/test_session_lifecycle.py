@@ -462,3 +462,65 @@ def test_an_unknown_type_status_or_choice_says_which_ones_exist(store: Store) ->
     assert ambiguous.value.one_line() == (
         "'S-xyz' names more than one session (give more of the id)"
     )
+
+
+def test_a_turn_for_an_unknown_session_with_only_an_end_starts_it_then(store: Store) -> None:
+    sessions.record_turn(store, "S-end", user_message="q", ended_at=T0 + 9)
+    session = sessions.get(store, "S-end")
+    assert (session["started_at"], session["last_activity_at"]) == (
+        "2023-11-14T22:13:29Z",
+        "2023-11-14T22:13:29Z",
+    )
+
+
+def test_a_file_change_is_activity_of_the_session(store: Store) -> None:
+    sessions.start(store, session_id="S-file", now=T0)
+    sessions.record_file_modified(store, "S-file", "a.py", ts=T0 + 40)
+    session = sessions.get(store, "S-file")
+    assert (session["last_action"], session["last_activity_at"]) == ("file", "2023-11-14T22:14:00Z")
+
+
+def test_what_start_returns_is_aged_at_the_time_given(store: Store) -> None:
+    assert sessions.start(store, session_id="S-1", now=T0)["age_state"] == "fresh"
+    sessions.close(store, "S-1", now=T0 + 1)
+    assert sessions.start(store, session_id="S-1", now=T0 + 2)["age_state"] == "fresh"
+
+
+def test_without_a_time_the_clock_of_the_machine_is_used(store: Store) -> None:
+    from memory_core import clock
+
+    hour_ago = clock.now() - 3600
+    sessions.start(store, session_id="S-clock", now=hour_ago)
+    assert [s["id"] for s in sessions.crashed(store)] == ["S-clock"]
+    sessions.record_search(store, "S-clock", "where is the bug")
+    session = sessions.get(store, "S-clock")
+    assert session["last_action"] == "search"
+    assert clock.parse_iso(session["last_activity_at"]) >= hour_ago + 3000
+    assert sessions.crashed(store) == []
+
+
+def test_a_taken_name_says_who_holds_it(store: Store) -> None:
+    sessions.start(store, session_id="S-b", name="login", now=T0)
+    with pytest.raises(sessions.NameTakenError) as taken:
+        sessions.start(store, session_id="S-c", name="login", now=T0)
+    assert taken.value.one_line() == (
+        "the name 'login' is already used by session S-b "
+        "(choose another name or overwrite it (--yes))"
+    )
+    assert taken.value.name == "login"
+    with pytest.raises(NotFoundError) as missing:
+        sessions.get(store, "S-nobody")
+    assert missing.value.one_line() == "no session 'S-nobody' (see `engram session list`)"
+
+
+def test_deleting_keeps_the_memories_the_session_produced(store: Store) -> None:
+    from memory_core import memory
+
+    sessions.start(store, session_id="S-mem", now=T0)
+    kept = memory.add(store, "Use the cookie, not the header.", session_id="S-mem", now=T0 + 1)
+    deleted = sessions.delete(store, "S-mem", actor="cli")
+    assert memory.get(store, kept["id"])["content"] == "Use the cookie, not the header."
+    row = store.query_one(
+        "SELECT reason, actor FROM deletions WHERE id = ?", (deleted["deletion"],)
+    )
+    assert row is not None and tuple(row) == ("engram session delete", "cli")

@@ -185,6 +185,7 @@ def test_an_agents_tokens_show_every_kind_for_the_main_chain_and_subagents(
     assert numbers["tokens"]["subagents"]["messages"] > 0
     # `session get` gives the same full figures as the metrics.
     got = sessions.get(store, sid)
+    assert got["tokens"] == numbers["tokens"]
     assert (
         got["total_tokens"] == numbers["total_tokens"] == numbers["tokens"]["all"]["total_tokens"]
     )
@@ -217,3 +218,32 @@ def test_an_agent_without_subagents_has_no_subagent_row(store: Store, tmp_path: 
     )
     listed = sessions.list_sessions(store)
     assert [(s["id"], s["total_tokens"]) for s in listed] == [("solo-session", 34)]
+
+
+def test_checkpoints_or_rollbacks_alone_are_listed(store: Store) -> None:
+    (store.root / "a.py").write_text("x = 1\n")
+    sessions.start(store, session_id="S-cp", now=T0)
+    made = checkpoints.create(store, reason="turns", session_id="S-cp", now=T0 + 1)
+    (store.root / "a.py").write_text("x = 2\n")
+    safety = checkpoints.create(store, reason="pre-rollback", session_id="S-cp", now=T0 + 2)
+    text_ = sessions.summary_markdown(store, "S-cp")
+    assert _section(text_, "Checkpoints and rollbacks") == (
+        f"- checkpoint `{made['id']}`, turns, 2023-11-14T22:13:21Z\n"
+        f"- checkpoint `{safety['id']}`, pre-rollback, 2023-11-14T22:13:22Z\n"
+    )
+    # The safety checkpoint a rollback takes is not one the session made.
+    assert _section(text_, "Overview") == "Made 1 checkpoint.\n"
+    sessions.start(store, session_id="S-rb", now=T0)
+    sessions.record_tool_call(store, "S-rb", tool="rollback", ok=True, summary="to C-1", ts=T0 + 2)
+    assert _section(sessions.summary_markdown(store, "S-rb"), "Checkpoints and rollbacks") == (
+        "- rollback: to C-1, 2023-11-14T22:13:22Z\n"
+    )
+
+
+def test_a_command_that_failed_twice_says_so(store: Store) -> None:
+    sessions.start(store, session_id="S-2x", now=T0)
+    sessions.record_command(store, "S-2x", "make", exit_code=2, ts=T0 + 1)
+    sessions.record_command(store, "S-2x", "make", exit_code=3, ts=T0 + 2)
+    assert _section(sessions.summary_markdown(store, "S-2x"), "Open items") == (
+        "- `make` failed 2 times (last exit 3, 2023-11-14T22:13:22Z)\n"
+    )
