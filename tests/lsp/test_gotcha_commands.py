@@ -5,6 +5,7 @@ from (test_gotchas.py drives the same commands over stdio)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 import pytest
@@ -390,3 +391,131 @@ async def test_a_candidates_quick_fixes_put_confirm_first_and_snooze_for_a_week(
 def test_an_unknown_severity_is_shown_as_information() -> None:
     odd = Gotcha(id="G-2", title="t", severity="catastrophic", status="confirmed")
     assert lsp_gotchas.diagnostic_severity(odd) == types.DiagnosticSeverity.Information
+
+
+async def test_add_gotcha_from_selection_adds_exactly_the_selected_text(
+    server: EngramServer, state: FolderState
+) -> None:
+    uri = _open(server, state, "svc.py", "resp = session.get(url)\n")
+    document = server.workspace.get_text_document(uri)
+    # The user selects `session.get` (columns 7..18) and picks the source action.
+    selected = types.Range(
+        start=types.Position(line=0, character=7), end=types.Position(line=0, character=18)
+    )
+    params = types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        range=selected,
+        context=types.CodeActionContext(diagnostics=[]),
+    )
+    [action] = lsp_gotchas.code_actions(server, state, document, params)
+    assert action.title == "Add gotcha from selection"
+    assert action.kind == types.CodeActionKind.Source
+    assert action.command is not None and action.command.arguments is not None
+    # The editor runs the action's command with exactly the arguments it carries.
+    result = await run(server, action.command.command, action.command.arguments[0])
+    assert result["gotcha"]["code_pattern"] == "session.get"
+    assert result["gotcha"]["title"] == "Careful with `session.get`"
+    # A cursor without a selection offers nothing to add.
+    params.range = types.Range(start=selected.start, end=selected.start)
+    assert lsp_gotchas.code_actions(server, state, document, params) == []
+
+
+TEAM_GOTCHA = (
+    "[[gotchas]]\n"
+    'id = "G-0000abcd"\n'
+    'title = "Never call os.system"\n'
+    'severity = "high"\n'
+    'pattern = "os.system("\n'
+    'pattern_kind = "literal"\n'
+)
+
+
+async def test_an_edited_team_file_is_noticed_and_its_gotchas_shown(
+    server: EngramServer, state: FolderState
+) -> None:
+    uri = _open(server, state, "run.py", "import os\nos.system('ls')\n")
+    folder = lsp_gotchas.folder_of(state)
+    assert _diagnostics(server, state, uri) == [] and not folder.stale()
+    # A `git pull` brings the team's file: nothing in the store changed, only the file.
+    team_file = team.team_path(state.root)
+    team_file.parent.mkdir(parents=True, exist_ok=True)
+    team_file.write_text(TEAM_GOTCHA, encoding="utf-8")
+    assert folder.stale()
+    await lsp_gotchas.refresh(server, state)
+    assert not folder.stale()
+    [shown] = _diagnostics(server, state, uri)
+    assert (shown.code, shown.message) == ("G-0000abcd", "Never call os.system")
+    # Edited again (same store revision): noticed again.
+    team_file.write_text(TEAM_GOTCHA.replace('"high"', '"critical"'), encoding="utf-8")
+    assert folder.stale()
+    await lsp_gotchas.refresh(server, state)
+    [louder] = _diagnostics(server, state, uri)
+    assert louder.severity == types.DiagnosticSeverity.Error
+
+
+def test_a_pattern_too_slow_for_a_file_is_reported_at_the_top_of_it(
+    server: EngramServer, state: FolderState
+) -> None:
+    # Catastrophic on runs of 'x', which the write-time probes do not try: only the scan-time
+    # budget stops it, and the user is told which gotcha to fix.
+    slow = gotchas.add(state.store, "x runs", pattern=r"(x|xx)+\d", pattern_kind="regex")
+    state.settings.values["gotchas.regex_timeout_ms"] = 30
+    lsp_gotchas.folder_of(state).rebuild()
+    uri = _open(server, state, "big.txt", ("x" * 40 + " y\n") * 50)
+    found = _diagnostics(server, state, uri)
+    [warning] = [d for d in found if d.code == "slow-pattern"]
+    assert warning.source == "engram"
+    assert warning.severity == types.DiagnosticSeverity.Warning
+    span = warning.range
+    assert (span.start.line, span.start.character, span.end.line, span.end.character) == (
+        0,
+        0,
+        0,
+        0,
+    )
+    assert slow.id in warning.message and "took longer than 30 ms" in warning.message
+    assert "gotchas.regex_timeout_ms" in warning.message
+
+
+async def test_a_folder_whose_gotchas_cannot_load_is_named_in_the_log(
+    server: EngramServer, state: FolderState, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = lsp_gotchas.folder_of(state)
+    folder.index = None
+    state.store.close()  # every read of the store now fails
+    with caplog.at_level("ERROR", logger="engram.lsp"):
+        assert folder.index_or_build(server) is None
+        assert folder.building is not None
+        await folder.building
+    assert folder.building is None  # the next document may try again
+    assert f"cannot load the gotchas of {state.root}" in caplog.messages
+
+
+async def test_a_failed_refresh_is_named_in_the_log_and_the_watch_goes_on(
+    server: EngramServer, state: FolderState, caplog: pytest.LogCaptureFixture
+) -> None:
+    _open(server, state, "a.py", "x = 1\n")
+    state.store.close()  # the staleness check reads the store's revision: it now fails
+    with caplog.at_level("ERROR", logger="engram.lsp"):
+        watch = asyncio.ensure_future(lsp_gotchas._watch(server))
+        deadline = asyncio.get_running_loop().time() + 10
+        while not caplog.messages:
+            assert asyncio.get_running_loop().time() < deadline, "nothing was logged"
+            await asyncio.sleep(0.05)
+        assert not watch.done()  # one folder failing does not stop the watch
+        watch.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watch
+    assert caplog.messages[0] == f"cannot refresh the gotchas of {state.root}"
+
+
+async def test_annotations_that_cannot_be_synced_are_named_in_the_log(
+    server: EngramServer, state: FolderState, caplog: pytest.LogCaptureFixture
+) -> None:
+    uri = _open(server, state, "src/db.py", "# gotcha: the pool leaks on retry\nx = 1\n")
+    sync = lsp_gotchas.AnnotationSync()
+    state.store.close()
+    with caplog.at_level("ERROR", logger="engram.lsp"):
+        sync.did_save(server, state, server.workspace.get_text_document(uri))
+        await asyncio.gather(*sync.pending)
+    assert caplog.messages == ["cannot sync the gotcha annotations of src/db.py"]
