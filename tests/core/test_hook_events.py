@@ -548,3 +548,174 @@ def test_a_one_minute_digest_timer_works_and_a_turns_summary_is_kept_short(repo:
         summary = sessions.get(store, SID)["rolling_summary"] or ""
     # Cut to about 600 characters around a marker saying how much was left out.
     assert len(summary) < 700 and "characters cut" in summary
+
+
+def test_a_command_whose_response_says_it_exited_non_zero_is_a_failure_with_its_stderr(
+    repo: Path,
+) -> None:
+    # No error flag on the event: only the tool's structured response says the command failed.
+    hook(
+        repo,
+        "PostToolUse",
+        T0,
+        tool_name="Bash",
+        tool_use_id="toolu_lint",
+        tool_input={"command": "npm run lint"},
+        tool_response={
+            "stdout": "",
+            "stderr": "npm ERR! Missing script: lint",
+            "exitCode": 1,
+            "interrupted": False,
+        },
+    )
+    assert rows(repo, "SELECT ok, error FROM agent_tool_uses") == [
+        (0, "npm ERR! Missing script: lint")
+    ]
+    assert rows(repo, "SELECT command, exit_code FROM session_commands") == [("npm run lint", 1)]
+
+
+def test_a_gotcha_whose_title_starts_with_no_gotcha_still_reaches_the_agent(repo: Path) -> None:
+    with Store.init(repo) as store:
+        gotchas.add(
+            store,
+            "No gotcha comments in vendored code",
+            description="vendor/ is regenerated; annotations there are lost",
+            error_pattern="vendored annotation lost",
+        )
+    out = hook(repo, "UserPromptSubmit", T0, prompt="why was my vendored annotation lost?")
+    context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert "No gotcha comments in vendored code" in context
+    # A prompt no gotcha is about adds nothing to the agent's context.
+    assert hook(repo, "UserPromptSubmit", T0 + 1, prompt="rename the button") == ""
+
+
+@pytest.mark.parametrize("variable", ["CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR", "GEMINI_CWD"])
+def test_a_payload_without_cwd_is_recorded_in_the_folder_the_agent_names(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, variable: str
+) -> None:
+    for name in ("CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR", "GEMINI_CWD"):
+        monkeypatch.delenv(name, raising=False)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.setenv(variable, str(repo))
+    payload = {"session_id": "gem-7", "hook_event_name": "SessionStart", "source": "startup"}
+    code, _out = hooks.handle("gemini", "SessionStart", json.dumps(payload), now=T0)
+    assert code == 0
+    assert rows(repo, "SELECT session_id FROM agent_sessions") == [("gem-7",)]
+    assert not (elsewhere / ".engram").exists()
+
+
+def test_an_ignored_payload_is_a_warning_and_a_failed_hook_an_error_with_its_traceback(
+    repo: Path,
+) -> None:
+    Store.init(repo).close()
+    hook(repo, "PostToolUse", T0, session=None, tool_name="Bash", tool_input={"command": "ls"})
+    [warning] = log_text(repo).splitlines()
+    assert " WARNING [" in warning
+    assert warning.endswith("hook claude-code PostToolUse: payload without session_id ignored")
+    (repo / ".engram" / "engram.db").write_bytes(b"not a database" * 100)
+    hook(repo, "PostToolUse", T0 + 1, tool_name="Bash", tool_input={"command": "ls"})
+    failure = log_text(repo).split("\n", 1)[1]
+    assert " ERROR [" in failure
+    assert "hook claude-code PostToolUse failed: StoreFaultError: " in failure
+    # The traceback, for a bug report: where in engram it failed.
+    assert "Traceback (most recent call last):" in failure
+    assert "memory_core/store.py" in failure
+
+
+def test_a_slash_command_is_remembered_as_the_sessions_last_command(repo: Path) -> None:
+    hook(repo, "SessionStart", T0, source="startup")
+    hook(repo, "UserPromptSubmit", T0 + 1, prompt="  /review src/app.py carefully", prompt_id="p1")
+    hook(repo, "UserPromptSubmit", T0 + 2, prompt="thanks, now fix it", prompt_id="p2")
+    [(last_commands,)] = rows(repo, "SELECT last_commands FROM sessions WHERE id = ?", SID)
+    assert json.loads(last_commands) == ["/review"]
+
+
+def test_a_prompt_delivered_twice_is_one_turn_that_keeps_its_answer(repo: Path) -> None:
+    hook(repo, "SessionStart", T0, source="startup")
+    hook(repo, "UserPromptSubmit", T0 + 1, prompt="fix the build", prompt_id="p1")
+    hook(repo, "UserPromptSubmit", T0 + 2, prompt="fix the build", prompt_id="p1")
+    hook(repo, "Stop", T0 + 3, last_assistant_message="Fixed the import in setup.py.")
+    with Store.open(repo) as store:
+        turns = sessions.history(store, SID)
+    assert [(t["user_message"], t["assistant_response"]) for t in turns] == [
+        ("fix the build", "Fixed the import in setup.py.")
+    ]
+    assert rows(repo, "SELECT text FROM agent_prompts") == [("fix the build",)]
+
+
+def test_a_compaction_summary_is_kept_whole_up_to_20000_characters(repo: Path) -> None:
+    hook(repo, "PostCompact", T0, trigger="auto", compact_summary="a" * 20_000)
+    hook(repo, "PostCompact", T0 + 1, trigger="auto", compact_summary="b" * 20_001)
+    [(whole,), (cut,)] = rows(repo, "SELECT summary FROM agent_compactions ORDER BY ts")
+    assert whole == "a" * 20_000
+    # One character over: cut in the middle, both ends kept, the cut said.
+    assert "[... 21 characters cut ...]" in cut
+    assert cut.startswith("b" * 9_000) and cut.endswith("b" * 9_000)
+
+
+def test_session_start_context_stays_within_the_configured_token_budget(repo: Path) -> None:
+    (repo / ".engram").mkdir()
+    hook(repo, "SessionStart", T0, source="startup")
+    for n in range(30):
+        hook(repo, "UserPromptSubmit", T0 + 2 * n + 1, prompt=f"step {n}", prompt_id=f"p{n}")
+        hook(
+            repo,
+            "Stop",
+            T0 + 2 * n + 2,
+            last_assistant_message=f"Step {n}: changed module_{n}.py and its tests. " * 4,
+        )
+    hook(repo, "SessionEnd", T0 + 100, reason="prompt_input_exit")
+
+    def context_at_start(session: str) -> str:
+        out = hook(repo, "SessionStart", T0 + 200, session=session, source="startup")
+        return str(json.loads(out)["hookSpecificOutput"]["additionalContext"])
+
+    roomy = context_at_start("next-0001")
+    (repo / ".engram" / "config.toml").write_text("[agents]\ncontext_token_budget = 100\n")
+    tight = context_at_start("next-0002")
+    # The budget is for the memory of earlier sessions; the continuity line and the reminder
+    # about unsummarised sessions follow it.
+    assert "\n\nContinuing (existing session)" in roomy and "\n\nContinuing" in tight
+    assert len(roomy.split("\n\nContinuing")[0]) > 400
+    assert 0 < len(tight.split("\n\nContinuing")[0]) <= 400  # 100 tokens, 4 characters each
+
+
+def test_a_session_end_backs_up_its_transcript_redacted(repo: Path) -> None:
+    from memory_core.session_vault import backup_path, read_backup
+    from tests.agents_fixtures import Transcript
+
+    t = Transcript(SID, repo)
+    t.prompt(f"deploy with {SECRET}")
+    path = t.save(repo.parent / "transcript.jsonl")
+    hook(repo, "SessionStart", T0, source="startup", transcript_path=str(path))
+    hook(repo, "SessionEnd", T0 + 1, reason="exit", transcript_path=str(path))
+    with Store.open(repo) as store:
+        backup = backup_path(store, SID)
+    restored = read_backup(backup).decode("utf-8")
+    assert "deploy with [REDACTED:github-token]" in restored
+    assert SECRET not in restored
+    assert "failed" not in log_text(repo)
+
+
+def test_a_failed_transcript_backup_is_logged_and_the_session_still_closes(
+    repo: Path, tmp_path: Path
+) -> None:
+    from tests.agents_fixtures import Transcript
+
+    t = Transcript(SID, repo)
+    t.prompt("hello")
+    path = t.save(repo.parent / "transcript.jsonl")
+    # The configured vault is a file, not a folder: the backup cannot be written there.
+    blocker = tmp_path / "vault-is-a-file"
+    blocker.write_text("")
+    (repo / ".engram").mkdir()
+    (repo / ".engram" / "config.toml").write_text(f'[sessions]\nvault_dir = "{blocker}"\n')
+    hook(repo, "SessionStart", T0, source="startup", transcript_path=str(path))
+    hook(repo, "SessionEnd", T0 + 1, reason="exit", transcript_path=str(path))
+    with Store.open(repo) as store:
+        assert sessions.get(store, SID)["status"] == "closed"
+    logged = log_text(repo)
+    assert " WARNING [" in logged and "transcript backup failed: " in logged
+    assert "Traceback (most recent call last):" in logged
