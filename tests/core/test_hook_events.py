@@ -719,3 +719,21 @@ def test_a_failed_transcript_backup_is_logged_and_the_session_still_closes(
     logged = log_text(repo)
     assert " WARNING [" in logged and "transcript backup failed: " in logged
     assert "Traceback (most recent call last):" in logged
+
+
+def test_tool_uses_the_user_rejected_teach_no_gotcha(repo: Path) -> None:
+    # Denying a permission prompt reaches the hook as a failure whose text alone says why.
+    for n in range(3):
+        hook(
+            repo,
+            "PostToolUseFailure",
+            T0 + n,
+            tool_name="Bash",
+            tool_use_id=f"toolu_no{n}",
+            tool_input={"command": "rm -rf build"},
+            error="The user doesn't want to proceed with this tool use. The tool use was rejected.",
+        )
+    assert rows(repo, "SELECT COUNT(*) FROM error_occurrences") == [(0,)]
+    with Store.open(repo) as store:
+        assert gotchas.list_gotchas(store) == []
+    assert [r[0] for r in rows(repo, "SELECT ok FROM agent_tool_uses")] == [0, 0, 0]
