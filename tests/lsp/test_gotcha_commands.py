@@ -88,6 +88,8 @@ async def test_a_selection_over_several_lines_takes_the_rest_of_the_first_line(
         ({"range": "line 1"}, True, "`range` must be an object"),
         ({"range": {"start": 3}}, True, "`range` is not an LSP range"),
         ({"range": _range(9, 0, 9, 1)}, True, "the selection is outside the document"),
+        # The document has three lines (the last one empty): line 3 is the first past its end.
+        ({"range": _range(3, 0, 3, 1)}, True, "the selection is outside the document"),
         ({"range": _range(1, 0, 1, 3)}, True, "the selection is empty"),
         ({}, False, "engram.gotcha.add needs a `title`"),
         ({"title": "   "}, False, "engram.gotcha.add needs a `title`"),
@@ -519,3 +521,152 @@ async def test_annotations_that_cannot_be_synced_are_named_in_the_log(
         sync.did_save(server, state, server.workspace.get_text_document(uri))
         await asyncio.gather(*sync.pending)
     assert caplog.messages == ["cannot sync the gotcha annotations of src/db.py"]
+
+
+def _refreshes(server: EngramServer) -> list[int]:
+    """Counts the server's requests to refresh every open document's diagnostics."""
+    calls: list[int] = []
+    server.refresh_diagnostics = lambda: calls.append(1)
+    return calls
+
+
+def _quick_fixes(
+    server: EngramServer, state: FolderState, uri: str, diagnostics: list[types.Diagnostic]
+) -> list[types.CodeAction]:
+    document = server.workspace.get_text_document(uri)
+    params = types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        range=types.Range(start=types.Position(0, 0), end=types.Position(0, 0)),
+        context=types.CodeActionContext(diagnostics=diagnostics),
+    )
+    return lsp_gotchas.code_actions(server, state, document, params)
+
+
+def test_quick_fixes_for_every_engram_squiggle_under_the_cursor_and_none_for_others(
+    server: EngramServer, state: FolderState
+) -> None:
+    fifty = "Never call eval on anything a user typed, ever!!!!"
+    assert len(fifty) == 50
+    eval_gotcha = gotchas.add(state.store, fifty, pattern="eval(", pattern_kind="literal")
+    longer = "Input from the network must be validated before use"
+    input_gotcha = gotchas.add(state.store, longer, pattern="input(", pattern_kind="literal")
+    lsp_gotchas.folder_of(state).rebuild()
+    uri = _open(server, state, "a.py", "eval(input())\neval(y)\n")
+    ours = _diagnostics(server, state, uri)
+    by_id = {d.code: d for d in ours if d.range.start.line == 0}
+    second_eval = next(d for d in ours if d.range.start.line == 1)
+    foreign = types.Diagnostic(
+        range=second_eval.range, message="undefined name 'y'", source="pyflakes", code="F821"
+    )
+    # Another tool's diagnostic first, the same gotcha twice, then another gotcha.
+    actions = _quick_fixes(
+        server, state, uri, [foreign, by_id[eval_gotcha.id], second_eval, by_id[input_gotcha.id]]
+    )
+    titles = [a.title for a in actions]
+    assert titles == [
+        f"Resolve gotcha for the whole project: {fifty}",
+        "Snooze gotcha for 7 days",
+        "Promote gotcha to team (team/gotchas.toml)",
+        "Show all gotchas",
+        f"Resolve gotcha for the whole project: {longer[:49]}…",
+        "Snooze gotcha for 7 days",
+        "Promote gotcha to team (team/gotchas.toml)",
+        "Show all gotchas",
+    ]
+    assert all(a.kind == types.CodeActionKind.QuickFix for a in actions)
+    assert all(a.command is not None and a.command.title == a.title for a in actions)
+    assert actions[3].command is not None and actions[3].command.command == "engram.gotcha.showAll"
+
+
+def test_team_and_comment_gotchas_are_not_offered_for_promotion(
+    server: EngramServer, state: FolderState
+) -> None:
+    team_file = team.team_path(state.root)
+    team_file.parent.mkdir(parents=True, exist_ok=True)
+    team_file.write_text(TEAM_GOTCHA, encoding="utf-8")
+    lsp_gotchas.folder_of(state).rebuild()
+    uri = _open(server, state, "run.py", "os.system('ls')\n")
+    [diagnostic] = _diagnostics(server, state, uri)
+    titles = [a.title for a in _quick_fixes(server, state, uri, [diagnostic])]
+    assert titles == [
+        "Resolve gotcha for the whole project: Never call os.system",
+        "Snooze gotcha for 7 days",
+        "Show all gotchas",
+    ]
+
+
+async def test_saving_a_new_gotcha_comment_refreshes_the_open_documents(
+    server: EngramServer, state: FolderState
+) -> None:
+    calls = _refreshes(server)
+    folder = lsp_gotchas.folder_of(state)
+    uri = _open(server, state, "svc.py", "x = 1\n# gotcha: retries double-charge the card\n")
+    sync = lsp_gotchas.AnnotationSync()
+    sync.did_save(server, state, server.workspace.get_text_document(uri))
+    await asyncio.gather(*sync.pending)
+    [annotation] = gotchas.list_gotchas(state.store)
+    # The index knows the new gotcha and every open document was asked to refresh.
+    assert folder.index is not None and folder.index.get(annotation.id) is not None
+    assert not folder.stale()
+    assert calls == [1]
+
+
+async def test_a_gotcha_added_elsewhere_reaches_open_documents_through_the_watch(
+    server: EngramServer, state: FolderState
+) -> None:
+    calls = _refreshes(server)
+    uri = _open(server, state, "a.py", "eval(code)\n")
+    folder = lsp_gotchas.folder_of(state)
+    watch = asyncio.ensure_future(lsp_gotchas._watch(server))
+    try:
+        added = gotchas.add(state.store, "eval is unsafe", pattern="eval(", pattern_kind="literal")
+        deadline = asyncio.get_running_loop().time() + 10
+        while not calls:
+            assert asyncio.get_running_loop().time() < deadline, "the watch never refreshed"
+            await asyncio.sleep(0.05)
+    finally:
+        watch.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watch
+    assert not folder.stale()
+    assert [d.code for d in _diagnostics(server, state, uri)] == [added.id]
+
+
+async def test_the_first_index_is_built_off_the_event_loop_then_documents_refresh(
+    server: EngramServer, state: FolderState
+) -> None:
+    calls = _refreshes(server)
+    gotchas.add(state.store, "eval is unsafe", pattern="eval(", pattern_kind="literal")
+    folder = lsp_gotchas.folder_of(state)
+    folder.index = None
+    uri = _open(server, state, "a.py", "eval(code)\n")
+    # While it is being built the document has no gotcha squiggles yet (typing never waits).
+    assert _diagnostics(server, state, uri) == []
+    assert folder.building is not None
+    await folder.building
+    assert calls == [1]
+    assert [d.message for d in _diagnostics(server, state, uri)] == ["eval is unsafe"]
+
+
+async def test_the_server_registers_the_gotcha_providers_and_starts_the_watch(
+    server: EngramServer, state: FolderState
+) -> None:
+    assert lsp_gotchas.diagnostics in server.diagnostic_providers
+    assert lsp_gotchas.hover in server.hover_providers
+    assert lsp_gotchas.code_actions in server.code_action_providers
+    calls = _refreshes(server)
+    _open(server, state, "a.py", "x = 1\n")
+    [start_watch] = [
+        listener
+        for listener in server.initialized_listeners
+        if listener.__module__ == lsp_gotchas.__name__
+    ]
+    await start_watch(server)
+    watch = server.extras_gotcha_watch  # type: ignore[attr-defined]
+    try:
+        assert isinstance(watch, asyncio.Future) and not watch.done()
+        assert calls  # a document opened during `initialized` gets its gotchas now
+    finally:
+        watch.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watch
