@@ -106,6 +106,15 @@ async def test_a_bad_add_is_a_clear_error_and_adds_nothing(
     assert gotchas.list_gotchas(state.store) == []
 
 
+async def test_a_selection_of_blank_lines_takes_nothing_from_the_lines_after_it(
+    server: EngramServer, state: FolderState
+) -> None:
+    uri = _open(server, state, "a.py", "   \n\nretry_forever()\n")
+    with pytest.raises(JsonRpcInvalidParams, match="the selection is empty"):
+        await run(server, "engram.gotcha.add", {"uri": uri, "range": _range(0, 0, 1, 0)})
+    assert gotchas.list_gotchas(state.store) == []
+
+
 async def test_add_with_every_field_and_a_regex(server: EngramServer, state: FolderState) -> None:
     result = await run(
         server,
@@ -267,8 +276,14 @@ def test_the_hover_tells_the_whole_story_of_a_gotcha() -> None:
         first_seen=1_800_000_000.0,
         last_seen=1_800_003_600.0,
         source_type="auto_detected",
-        provenance={"command": "pytest", "tool": "Bash", "session_id": "S1", "line": 7},
-        related_files=["db/*.py"],
+        provenance={
+            "command": "pytest",
+            "tool": "Bash",
+            "session_id": "S1",
+            "file": "db/pool.py",
+            "line": 7,
+        },
+        related_files=["db/*.py", "tests/db/*.py"],
         code_pattern="pool.get(",
         pattern_kind="literal",
     )
@@ -284,7 +299,8 @@ def test_the_hover_tells_the_whole_story_of_a_gotcha() -> None:
     assert " · last seen 2027-01-15T09:00:00" in text
     assert text.splitlines()[-1] == (
         "source: auto_detected · command: `pytest` · tool: `Bash` · session_id: `S1` · "
-        "line: `7` · files: `db/*.py` · pattern (literal): `pool.get(`"
+        "file: `db/pool.py` · line: `7` · files: `db/*.py`, `tests/db/*.py` · "
+        "pattern (literal): `pool.get(`"
     )
     anchored = Hit(0, 0, 4, "G-0000abcd", "anchor", stale=True)
     stale_text = lsp_gotchas.hover_markdown(gotcha, anchored)
@@ -294,6 +310,8 @@ def test_the_hover_tells_the_whole_story_of_a_gotcha() -> None:
     assert lsp_gotchas.hover_markdown(gotcha, fresh).endswith(
         "The cited code is unchanged since it was recorded."
     )
+    done = Gotcha(id="G-2", title="T", status="resolved")
+    assert lsp_gotchas.hover_markdown(done).splitlines()[0].endswith("· resolved")
     plain = Gotcha(id="G-1", title="T", description="T", status="confirmed")
     # A description equal to the title is not repeated; facts that are unknown are left out.
     assert lsp_gotchas.hover_markdown(plain) == (
@@ -411,6 +429,7 @@ async def test_add_gotcha_from_selection_adds_exactly_the_selected_text(
     )
     [action] = lsp_gotchas.code_actions(server, state, document, params)
     assert action.title == "Add gotcha from selection"
+    assert action.command is not None and action.command.title == "Add gotcha from selection"
     assert action.kind == types.CodeActionKind.Source
     assert action.command is not None and action.command.arguments is not None
     # The editor runs the action's command with exactly the arguments it carries.
@@ -575,10 +594,15 @@ def test_quick_fixes_for_every_engram_squiggle_under_the_cursor_and_none_for_oth
     ]
     assert all(a.kind == types.CodeActionKind.QuickFix for a in actions)
     assert all(a.command is not None and a.command.title == a.title for a in actions)
-    assert actions[3].command is not None and actions[3].command.command == "engram.gotcha.showAll"
+    assert [a.command.command for a in actions[:4] if a.command is not None] == [
+        "engram.gotcha.resolve",
+        "engram.gotcha.snooze",
+        "engram.gotcha.promote",
+        "engram.gotcha.showAll",
+    ]
 
 
-def test_team_and_comment_gotchas_are_not_offered_for_promotion(
+async def test_team_and_comment_gotchas_are_not_offered_for_promotion(
     server: EngramServer, state: FolderState
 ) -> None:
     team_file = team.team_path(state.root)
@@ -590,6 +614,19 @@ def test_team_and_comment_gotchas_are_not_offered_for_promotion(
     titles = [a.title for a in _quick_fixes(server, state, uri, [diagnostic])]
     assert titles == [
         "Resolve gotcha for the whole project: Never call os.system",
+        "Snooze gotcha for 7 days",
+        "Show all gotchas",
+    ]
+    # A `gotcha:` comment lives in the code already: nothing to promote either.
+    comment_uri = _open(server, state, "svc.py", "# gotcha: retries double-charge the card\n")
+    sync = lsp_gotchas.AnnotationSync()
+    sync.did_save(server, state, server.workspace.get_text_document(comment_uri))
+    await asyncio.gather(*sync.pending)
+    lsp_gotchas.folder_of(state).rebuild()
+    [comment] = _diagnostics(server, state, comment_uri)
+    titles = [a.title for a in _quick_fixes(server, state, comment_uri, [comment])]
+    assert titles == [
+        "Resolve gotcha for the whole project: retries double-charge the card",
         "Snooze gotcha for 7 days",
         "Show all gotchas",
     ]

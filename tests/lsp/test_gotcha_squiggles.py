@@ -7,6 +7,8 @@ emoji (two units, one character) shifts everything after it.
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from lsprotocol import types
 from pygls.uris import from_fs_path
@@ -217,7 +219,7 @@ def test_hovers_cover_the_whole_match_and_stack_several_gotchas(
 ) -> None:
     first = gotchas.add(state.store, "eval is unsafe", pattern="eval(", pattern_kind="literal")
     second = gotchas.add(state.store, "eval of input", pattern=r"eval\(input", pattern_kind="regex")
-    document = _document(state, "a.py", "ok = 1\nx = eval(input())\n")
+    document = _document(state, "a.py", "eval(a)\nx = eval(input())\n")
     lsp_gotchas.folder_of(state).rebuild()
 
     def at(line: int, character: int) -> str | None:
@@ -228,8 +230,13 @@ def test_hovers_cover_the_whole_match_and_stack_several_gotchas(
     assert both is not None
     parts = both.split("\n\n---\n\n")
     assert sorted(p.split("`")[1] for p in parts) == sorted([first.id, second.id])
+    # Each part is one gotcha's whole story, from its first line to its pattern.
+    assert all(p.startswith("engram gotcha `G-") and p.endswith("`") for p in parts)
     assert at(1, 3) is None  # just before it: nothing
-    assert at(0, 0) is None  # another line
+    # The line above holds only the first gotcha.
+    only_first = at(0, 0)
+    assert only_first is not None and only_first.split("`")[1] == first.id
+    assert "---" not in only_first
     # Past the last line (the empty one after the final newline): nothing, and no error.
     assert at(2, 0) is None
     assert at(3, 0) is None
@@ -248,3 +255,19 @@ def test_a_document_reopened_with_other_text_is_scanned_again(
     # Changed on disk while closed, then opened again: a new document at version 1 again.
     after = _document(state, "a.py", "print(x)\n")
     assert lsp_gotchas.diagnostics(server, state, after) == []
+
+
+async def test_a_resolved_gotcha_comment_stays_hidden_until_the_comment_changes(
+    server: EngramServer, state: FolderState
+) -> None:
+    document = _document(state, "svc.py", "# gotcha: retries double-charge the card\n")
+    sync = lsp_gotchas.AnnotationSync()
+    sync.did_save(server, state, document)
+    await asyncio.gather(*sync.pending)
+    [annotation] = gotchas.list_gotchas(state.store)
+    assert len(_diagnostics(server, state, document)) == 1
+    gotchas.resolve(state.store, annotation.id)
+    assert _diagnostics(server, state, document) == []
+    edited = _document(state, "svc.py", "# gotcha: retries charge the card twice\n", version=2)
+    [shown] = _diagnostics(server, state, edited)
+    assert shown.message == "retries charge the card twice"
