@@ -78,11 +78,14 @@ class DocScan:
 
 
 def split_lines(source: str) -> list[str]:
-    """LSP lines: split on \\n, \\r\\n (and a lone \\r), without the line ends."""
-    lines = source.split("\n")
+    """LSP lines: split on \\n, \\r\\n and a lone \\r (old Mac files), without the line ends.
+
+    The client counts a lone \\r as a line end too, so splitting on \\n alone would put every
+    squiggle after one on the wrong line.
+    """
     if "\r" in source:
-        lines = [line[:-1] if line.endswith("\r") else line for line in lines]
-    return lines
+        source = source.replace("\r\n", "\n").replace("\r", "\n")
+    return source.split("\n")
 
 
 class GotchaFolder:
