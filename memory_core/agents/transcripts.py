@@ -124,7 +124,6 @@ class Entry:
     sidechain: bool = False
     cwd: str | None = None
     git_branch: str | None = None
-    agent_id: str | None = None
     text: str = ""
     message_key: str | None = None
     model: str | None = None
@@ -213,7 +212,6 @@ def parse_line(obj: Any) -> Entry | None:
         sidechain=obj.get("isSidechain") is True,
         cwd=obj.get("cwd") if isinstance(obj.get("cwd"), str) else None,
         git_branch=obj.get("gitBranch") if isinstance(obj.get("gitBranch"), str) else None,
-        agent_id=obj.get("agentId") if isinstance(obj.get("agentId"), str) else None,
     )
     if kind == "system":
         if obj.get("subtype") != "compact_boundary":
@@ -691,9 +689,9 @@ class _Run:
     def write_figures(self, db: sqlite3.Connection) -> None:
         """This chunk's token and message figures, times and last event into agent_sessions."""
         assignments = ", ".join(f"{column} = {column} + ?" for column in TOKEN_COLUMNS)
+        # Every session here has seen a line, so its times are set (`handle` gives a line
+        # without a time the previous line's, or now).
         for state in self.sessions.values():
-            if state.last_ts <= 0:
-                continue
             db.execute(
                 f"UPDATE agent_sessions SET {assignments}, last_seen = MAX(last_seen, ?), "
                 "started_at = MIN(started_at, ?), model = COALESCE(?, model), "
@@ -732,12 +730,11 @@ class _Run:
             record.start_session(self.store, sid, agent=self.agent, ts=ts)
         self.new_sessions.clear()
         for state in self.sessions.values():
-            if state.last_ts > 0:
-                # Start and last activity from the transcript's own times, whatever order the
-                # files (main transcript, subagents) are read in.
-                sessions.observe_times(
-                    self.store, state.session_id, first_ts=state.first_ts, last_ts=state.last_ts
-                )
+            # Start and last activity from the transcript's own times, whatever order the
+            # files (main transcript, subagents) are read in.
+            sessions.observe_times(
+                self.store, state.session_id, first_ts=state.first_ts, last_ts=state.last_ts
+            )
         changes: list[dict[str, Any]] = []
         for call, outcome, cwd, record_call in self.pending_effects:
             after = record.reconstructed_after(call, outcome.structured) if outcome.ok else None
