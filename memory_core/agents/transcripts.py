@@ -78,6 +78,7 @@ _COMPACT_PREFIX = "This session is being continued from a previous conversation"
 # Every user, assistant and system line holds one of these (the top-level "type"); a line with
 # none of them cannot matter and is skipped without decoding. A false match only costs a decode.
 _MAY_BE_CONVERSATION = re.compile(rb'"type": ?"(?:user|assistant|system)"')
+_decode_json = json.JSONDecoder().decode
 
 
 @dataclass(slots=True)
@@ -581,14 +582,6 @@ class _Run:
         # The lines of one response come one after another: remember what this run stored
         # instead of asking the database again for each of them.
         existing = self.messages.get(entry.message_key)
-        if existing is None:
-            row = db.execute(
-                "SELECT sidechain, input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens "
-                "FROM agent_messages WHERE message_key = ?",
-                (entry.message_key,),
-            ).fetchone()
-            if row is not None:
-                existing = (bool(row[0]), (int(row[1]), int(row[2]), int(row[3]), int(row[4])))
         values = (
             usage.input_tokens,
             usage.output_tokens,
@@ -596,10 +589,12 @@ class _Run:
             usage.cache_read_tokens,
         )
         if existing is None:
-            db.execute(
+            # A response this run has not seen: usually new, so the insert is tried first and
+            # the stored copy is read only when there is one (a resumed session's replay).
+            cursor = db.execute(
                 "INSERT INTO agent_messages (message_key, session_id, turn_uuid, ts, model, sidechain, "
                 "input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(message_key) DO NOTHING",
                 (
                     entry.message_key,
                     state.session_id,
@@ -610,10 +605,17 @@ class _Run:
                     *values,
                 ),
             )
-            self.stats.assistant_messages += 1
-            self.messages[entry.message_key] = (entry.sidechain, values)
-            _add(state.deltas, entry.sidechain, values, 1)
-            return
+            if cursor.rowcount == 1:
+                self.stats.assistant_messages += 1
+                self.messages[entry.message_key] = (entry.sidechain, values)
+                _add(state.deltas, entry.sidechain, values, 1)
+                return
+            row = db.execute(
+                "SELECT sidechain, input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens "
+                "FROM agent_messages WHERE message_key = ?",
+                (entry.message_key,),
+            ).fetchone()
+            existing = (bool(row[0]), (int(row[1]), int(row[2]), int(row[3]), int(row[4])))
         was_sidechain, old = existing
         if entry.sidechain and not was_sidechain:
             return  # a subagent's replay of the parent's response: the parent's copy stands
@@ -936,7 +938,9 @@ def ingest_file(
                 if not _MAY_BE_CONVERSATION.search(line):
                     continue  # progress, snapshots, queue operations, titles: never decoded
                 try:
-                    obj = json.loads(line)
+                    # Decoded here rather than by json.loads, which would first guess the
+                    # encoding of every line (transcripts are UTF-8).
+                    obj = _decode_json(line.decode("utf-8", "surrogatepass"))
                 except ValueError:
                     stats.malformed += 1
                     continue

@@ -242,3 +242,21 @@ def test_a_session_fed_by_hooks_whose_turns_all_ended_is_settled_as_finished(
     with Store.open(workspace) as store:
         assert transcripts.settle_sessions(store, [SID], now=t0 + 3600) == 1
         assert _ended(store) == ("finished", "reply", 1)
+
+
+def test_an_ingest_of_many_turns_takes_one_automatic_checkpoint_not_one_per_due_turn(
+    store: Store, tmp_path: Path
+) -> None:
+    from memory_core import checkpoints
+
+    (store.root / "app.py").write_text("print('v1')\n", encoding="utf-8")
+    t = Transcript(SID, store.root)
+    for n in range(1, 8):
+        t.prompt(f"step {n}")
+        t.response([text(f"did step {n}")])
+    settings = config.load(store.root, overrides={"checkpoints.every_n_turns": 2})
+    stats = ingest(store, t, tmp_path, settings=settings)
+    assert stats.turns == 7
+    # Turns 2, 4 and 6 were due; the workspace is the same tree for all three.
+    made = [c["description"] for c in checkpoints.list_checkpoints(store)]
+    assert made == ["automatic: turn 6"]
