@@ -77,9 +77,16 @@ class Turn:
 
 
 def clip(text: str, limit: int) -> str:
+    """`text` cut in the middle to at most `limit` characters, saying how many were cut.
+
+    At most `limit`, so that cutting a cut text again leaves it as it is (a summary cut once
+    when it was made and again when it is stored keeps the true count).
+    """
     if len(text) <= limit:
         return text
-    half = limit // 2 - 10
+    # Room for the marker with the largest count it could show (the count only shrinks).
+    room = len(f"\n[... {len(text)} characters cut ...]\n")
+    half = max(1, (limit - room) // 2)
     return f"{text[:half]}\n[... {len(text) - 2 * half} characters cut ...]\n{text[-half:]}"
 
 

@@ -566,13 +566,12 @@ class _Run:
                 use.id, state.session_id, use.name, use.input, entry.ts, entry.sidechain
             )
             self.calls[use.id] = call
-            command = record.note_tool_use(db, call, self.store.root, entry.cwd)
+            record.note_tool_use(db, call, self.store.root, entry.cwd)
             if turn is not None:
-                # A shell call's summary is its command, already redacted once for the ledger.
-                item: dict[str, Any] = {"id": use.id, "tool": use.name}
-                if command is not None:
-                    item["summary"] = record.clip(command, 300)
-                turn.tool_calls.append(item)
+                # Summarised when its result is claimed (`tool_results`), from the call itself: a
+                # summary cut from the ledger's copy of a long command (already cut to 1,000
+                # characters) would misstate how much was cut.
+                turn.tool_calls.append({"id": use.id, "tool": use.name})
 
     def usage(
         self, db: sqlite3.Connection, state: _SessionState, entry: Entry, turn: Turn | None

@@ -260,3 +260,148 @@ def test_an_ingest_of_many_turns_takes_one_automatic_checkpoint_not_one_per_due_
     # Turns 2, 4 and 6 were due; the workspace is the same tree for all three.
     made = [c["description"] for c in checkpoints.list_checkpoints(store)]
     assert made == ["automatic: turn 6"]
+
+
+def test_a_remembered_rule_carries_its_session_its_source_and_the_time_it_was_said(
+    store: Store, tmp_path: Path
+) -> None:
+    t = Transcript(SID, store.root)
+    t.prompt("Always run the linter before committing.")
+    t.response([text("Will do.")])
+    ingest(store, t, tmp_path)
+    said_at = clock.parse_iso(json.loads(t.lines[0])["timestamp"])
+    row = store.query_one("SELECT session_id, provenance, created_at FROM memories")
+    assert row is not None
+    assert row["session_id"] == SID
+    assert json.loads(row["provenance"]) == {"session_id": SID, "source": "transcript"}
+    assert row["created_at"] == said_at
+
+
+def test_an_edit_records_the_content_it_wrote_even_after_the_file_changed_again(
+    store: Store, tmp_path: Path
+) -> None:
+    from memory_core import evolution
+
+    source = store.root / "app.py"
+    source.write_text("x = 3\n", encoding="utf-8")  # the user changed it after the agent did
+    t = Transcript(SID, store.root)
+    t.prompt("set x to 2")
+    t.response(
+        [tool_use("toolu_e", "Edit", file_path=str(source), old_string="x = 1", new_string="x = 2")]
+    )
+    t.tool_result(
+        "toolu_e",
+        "The file has been updated.",
+        result={"filePath": str(source), "originalFile": "x = 1\n", "structuredPatch": []},
+    )
+    t.response([text("Set.")])
+    ingest(store, t, tmp_path)
+    changes = [c for c in evolution.history(store, "app.py") if c["actor"] == "agent"]
+    assert [(c["hash_before"], c["hash_after"]) for c in changes] == [
+        (evolution.content_hash("x = 1\n"), evolution.content_hash("x = 2\n"))
+    ]
+
+
+def test_a_transcript_written_in_another_folder_maps_its_files_onto_the_workspace(
+    store: Store, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "old-checkout" / "project"
+    t = Transcript(SID, elsewhere)
+    t.prompt("write the helper")
+    t.response(
+        [
+            tool_use(
+                "toolu_w", "Write", file_path=str(elsewhere / "src" / "helper.py"), content="pass\n"
+            )
+        ]
+    )
+    t.tool_result("toolu_w", "File created.", result={"type": "create"})
+    t.response([text("Written.")])
+    ingest(store, t, tmp_path)
+    files = store.query("SELECT path FROM session_files WHERE session_id = ?", (SID,))
+    assert [f["path"] for f in files] == ["src/helper.py"]
+
+
+def test_a_shell_call_in_a_turn_is_summarised_by_its_command(store: Store, tmp_path: Path) -> None:
+    from memory_core import sessions
+
+    t = Transcript(SID, store.root)
+    t.prompt("run the unit tests")
+    t.response([tool_use("toolu_b", "Bash", command="pytest -q tests/unit")])
+    t.tool_result(
+        "toolu_b", "12 passed", result={"stdout": "12 passed", "stderr": "", "interrupted": False}
+    )
+    t.response([text("All pass.")])
+    ingest(store, t, tmp_path)
+    (turn,) = sessions.history(store, SID)
+    assert [(c["tool"], c["summary"]) for c in turn["tool_calls"]] == [
+        ("Bash", "pytest -q tests/unit")
+    ]
+
+
+def test_a_subagent_file_read_after_the_main_one_is_not_taken_for_the_sessions_transcript(
+    store: Store, tmp_path: Path
+) -> None:
+    main = Transcript(SID, store.root)
+    main.prompt("delegate the search")
+    main.response([text("Delegating.")])
+    main_path = main.save(tmp_path / f"{SID}.jsonl")
+    transcripts.ingest_file(store, main_path)
+    sub = Transcript(SID, store.root)
+    sub.response([text("found it")], sidechain=True, agent_id="a1b2", message_id="msg_sub")
+    transcripts.ingest_file(store, sub.save(tmp_path / SID / "subagents" / "agent-a1b2.jsonl"))
+    row = store.query_one("SELECT transcript_path FROM agent_sessions WHERE session_id = ?", (SID,))
+    # What `engram session capture` backs up: the conversation, not one subagent's part of it.
+    assert row is not None and row["transcript_path"] == str(main_path.resolve())
+
+
+def test_a_transcript_ending_on_an_unanswered_request_is_settled_as_stopped(
+    store: Store, tmp_path: Path
+) -> None:
+    t = Transcript(SID, store.root)
+    t.prompt("first question")
+    t.response([text("First answer.")])
+    t.prompt("rename the package")
+    ingest(store, t, tmp_path)
+    last_seen = _last_seen(store)
+    assert transcripts.settle_sessions(store, [SID], now=last_seen + 3600) == 1
+    assert _ended(store) == ("stopped", "prompt", 1)
+    note = crash_note(store, None, last_seen + 3600).items
+    assert "a request that had no reply yet" in note[0]
+    assert '"rename the package"' in note[0]
+
+
+def test_the_last_event_survives_a_final_chunk_without_conversation(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(transcripts, "CHUNK_LINES", 2)  # chunks of two lines, to end on noise
+    t = Transcript(SID, store.root)
+    t.prompt("tidy the imports")
+    t.response([text("Tidied.")])
+    t.noise()
+    ingest(store, t, tmp_path)
+    last_seen = _last_seen(store)
+    assert transcripts.settle_sessions(store, [SID], now=last_seen + 3600) == 1
+    assert _ended(store) == ("finished", "reply", 1)
+
+
+def test_a_long_shell_command_is_summarised_with_the_true_count_of_characters_cut(
+    store: Store, tmp_path: Path
+) -> None:
+    from memory_core import sessions
+
+    command = "python -c 'print(1)' " + "--flag " * 211  # 1,498 characters
+    t = Transcript(SID, store.root)
+    t.prompt("run it")
+    t.response([tool_use("toolu_l", "Bash", command=command)])
+    t.tool_result("toolu_l", "1", result={"stdout": "1", "stderr": "", "interrupted": False})
+    t.response([text("Ran.")])
+    ingest(store, t, tmp_path)
+    (turn,) = sessions.history(store, SID)
+    (call,) = turn["tool_calls"]
+    summary = str(call["summary"])
+    head, marker, tail = summary.split("\n")
+    cut = int(marker.removeprefix("[... ").removesuffix(" characters cut ...]"))
+    assert command.startswith(head) and command.endswith(tail)
+    assert len(head) + cut + len(tail) == len(command)
+    assert len(summary) <= 300
