@@ -79,7 +79,11 @@ MODULES: dict[str, Module] = {
     ),
     "transcripts": Module(
         "memory_core/agents/transcripts.py",
-        ("tests/core/test_agents_transcripts.py", "tests/core/test_transcript_turns.py"),
+        (
+            "tests/core/test_agents_transcripts.py",
+            "tests/core/test_transcript_turns.py",
+            "tests/core/test_transcript_ingest_effects.py",
+        ),
         sample=60,
     ),
     "hooks": Module(

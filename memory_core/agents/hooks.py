@@ -120,7 +120,10 @@ class HookRun:
         transcripts.ingest_file(self.store, path, settings=self.settings, flush=flush)
         sub = self.payload.raw.get("agent_transcript_path")
         if isinstance(sub, str) and sub and Path(sub).is_file():
-            transcripts.ingest_file(self.store, sub, settings=self.settings, flush=True)
+            # Never flushed: a subagent's lines belong to the parent's session, so a flush would
+            # close the parent's turn while the parent is still answering the same request. The
+            # parent's own transcript (above) says when that turn ends.
+            transcripts.ingest_file(self.store, sub, settings=self.settings, flush=False)
         return True
 
     def add_context(self, event: str, text: str) -> None:
