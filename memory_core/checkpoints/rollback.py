@@ -240,8 +240,12 @@ def _exists(root: Path, rel: str) -> bool:
     return True
 
 
-def write_file(root: Path, write: FileWrite) -> None:
-    """Write one restored file atomically (temp file + rename), replacing a link, not following it."""
+def write_file(root: Path, write: FileWrite, *, sync_folder: bool = True) -> None:
+    """Write one restored file atomically (temp file + rename), replacing a link, not following it.
+
+    The file reaches the disk before the rename, and the folder after it; a caller writing many
+    files (`apply_plan`) passes `sync_folder=False` and syncs each folder once at the end.
+    """
     _check_path(root, write.path)
     path = root / write.path
     parent = path.parent
@@ -276,11 +280,25 @@ def write_file(root: Path, write: FileWrite) -> None:
                 handle.write(write.content)
                 handle.flush()
                 os.fchmod(handle.fileno(), write.mode)
+                # On disk before the rename makes it the file: after a power loss the path
+                # holds the old content or the restored one, never an empty file.
+                os.fsync(handle.fileno())
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
             raise
     os.replace(tmp, path)
+    if sync_folder:
+        _sync_folder(parent)
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make the renames and removals in `folder` durable (a rename lives in the folder)."""
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def remove_file(root: Path, rel: str) -> None:
@@ -361,10 +379,23 @@ def apply_plan(
         if write.path in skipped:
             continue
         try:
-            write_file(plan.root, write)
+            write_file(plan.root, write, sync_folder=False)
             restored.append(write.path)
         except (OSError, EngramError) as exc:
             failed.append({"path": write.path, "error": getattr(exc, "message", str(exc))})
+    # Each folder a file was renamed into or removed from, once rather than once per file (a
+    # folder the rollback emptied and removed: the nearest one left, which lost it).
+    folders = {(plan.root / rel).parent for rel in restored}
+    for rel in removed:
+        folder = (plan.root / rel).parent
+        while folder != plan.root and not folder.is_dir():
+            folder = folder.parent
+        folders.add(folder)
+    for folder in sorted(folders):
+        # The files are written: a folder that cannot be synced (a file system without folder
+        # fsync) must not turn a rollback that is done into an error.
+        with contextlib.suppress(OSError):
+            _sync_folder(folder)
     ts = clock.now() if now is None else now
     result = {
         "done": not failed,
