@@ -78,11 +78,11 @@ class DocScan:
 
 
 def split_lines(source: str) -> list[str]:
-    """LSP lines: split on \\n, \\r\\n (and a lone \\r), without the line ends."""
-    lines = source.split("\n")
+    """LSP lines: split on \\n, \\r\\n and a lone \\r (the protocol's three line ends), without
+    them. Not `str.splitlines`, which also splits on characters the client keeps in a line."""
     if "\r" in source:
-        lines = [line[:-1] if line.endswith("\r") else line for line in lines]
-    return lines
+        source = source.replace("\r\n", "\n").replace("\r", "\n")
+    return source.split("\n")
 
 
 class GotchaFolder:
