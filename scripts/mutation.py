@@ -58,7 +58,16 @@ MODULES: dict[str, Module] = {
     ),
     "checkpoints": Module(
         "memory_core/checkpoints/*.py",
-        ("tests/core/test_checkpoints.py", "tests/core/test_checkpoint_safety.py"),
+        (
+            "tests/core/test_checkpoints.py",
+            "tests/core/test_checkpoint_safety.py",
+            "tests/core/test_checkpoint_storage.py",
+            "tests/core/test_checkpoint_incremental.py",
+            "tests/core/test_checkpoint_history.py",
+            "tests/core/test_checkpoint_retention.py",
+            "tests/core/test_rollback_plans.py",
+            "tests/core/test_rollback_durability.py",
+        ),
         sample=60,
     ),
     "redact": Module(
