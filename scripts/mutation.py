@@ -65,6 +65,7 @@ MODULES: dict[str, Module] = {
             "tests/core/test_checkpoint_incremental.py",
             "tests/core/test_checkpoint_history.py",
             "tests/core/test_checkpoint_capture.py",
+            "tests/core/test_checkpoint_packing.py",
             "tests/core/test_checkpoint_retention.py",
             "tests/core/test_rollback_plans.py",
             "tests/core/test_rollback_durability.py",
