@@ -66,7 +66,19 @@ MODULES: dict[str, Module] = {
     ),
     "checkpoints": Module(
         "memory_core/checkpoints",
-        ("tests/core/test_checkpoints.py", "tests/core/test_checkpoint_safety.py"),
+        (
+            "tests/core/test_checkpoints.py",
+            "tests/core/test_checkpoint_safety.py",
+            "tests/core/test_checkpoint_storage.py",
+            "tests/core/test_checkpoint_incremental.py",
+            "tests/core/test_checkpoint_history.py",
+            "tests/core/test_checkpoint_capture.py",
+            "tests/core/test_checkpoint_packing.py",
+            "tests/core/test_checkpoint_retention.py",
+            "tests/core/test_rollback_plans.py",
+            "tests/core/test_checkpoint_gc_schedule.py",
+            "tests/core/test_checkpoint_tree_cache.py",
+        ),
         sample=60,
     ),
     "redact": Module(

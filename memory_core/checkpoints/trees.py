@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -78,12 +79,17 @@ class Tree:
         return files, size
 
 
+# A backslash separates folders only on Windows; elsewhere it is a character a file name may
+# hold, and refusing it made every checkpoint of a workspace with such a file unrestorable.
+_BACKSLASH_SEPARATES = os.name == "nt"
+
+
 def valid_name(name: Any) -> bool:
     return (
         isinstance(name, str)
         and name not in ("", ".", "..")
         and "/" not in name
-        and "\\" not in name
+        and not (_BACKSLASH_SEPARATES and "\\" in name)
         and "\0" not in name
         and name not in NEVER_CAPTURED
     )
