@@ -92,20 +92,30 @@ def gc(store: Store) -> int:
     """Delete blobs and trees no checkpoint references; returns the bytes freed."""
     live_trees: set[str] = set()
     live_blobs: set[str] = set()
-    stack = [row[0] for row in store.query("SELECT DISTINCT root_tree FROM checkpoints")]
-    while stack:
-        digest = stack.pop()
-        if digest in live_trees:
-            continue
-        live_trees.add(digest)
-        try:
-            tree = load_tree(store, digest, validate=False)
-        except CorruptCheckpointError:
-            continue
-        for entry in tree.entries.values():
-            (stack.append(entry.hash) if entry.kind == "d" else live_blobs.add(entry.hash))
+
+    def mark(roots: list[str]) -> None:
+        stack = list(roots)
+        while stack:
+            digest = stack.pop()
+            if digest in live_trees:
+                continue
+            live_trees.add(digest)
+            try:
+                tree = load_tree(store, digest, validate=False)
+            except CorruptCheckpointError:
+                continue
+            for entry in tree.entries.values():
+                (stack.append(entry.hash) if entry.kind == "d" else live_blobs.add(entry.hash))
+
+    roots = "SELECT DISTINCT root_tree FROM checkpoints"
+    # Marked without the write lock (it takes a second or more in a large workspace, and hooks
+    # must not wait that long)...
+    mark([row[0] for row in store.query(roots)])
     freed = 0
     with store.transaction() as db:
+        # ...then, holding it, again for checkpoints another process committed meanwhile: only
+        # their new listings are read, and nothing they use is collected.
+        mark([row[0] for row in db.execute(roots).fetchall() if row[0] not in live_trees])
         db.execute("CREATE TEMP TABLE IF NOT EXISTS gc_live (hash TEXT PRIMARY KEY) WITHOUT ROWID")
         db.execute("CREATE TEMP TABLE IF NOT EXISTS gc_raw (hash BLOB PRIMARY KEY) WITHOUT ROWID")
         db.execute("DELETE FROM gc_live")

@@ -8,7 +8,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from memory_core import checkpoints, config
+from memory_core.checkpoints import retention
 from memory_core.store import Store
 
 
@@ -71,3 +74,27 @@ def test_over_its_cap_the_store_collects_garbage_before_removing_checkpoints(
     assert len(checkpoints.list_checkpoints(store)) == 24
     assert checkpoints.stored_bytes(store) <= capped["checkpoints.store_cap_bytes"]
     assert _stored_blobs(store) == _referenced_blobs(store) == 24
+
+
+def test_a_checkpoint_committed_while_garbage_is_marked_keeps_its_content(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process (a hook, the server) may commit a checkpoint while a collection marks
+    what is live without the write lock: the collection marks it too before it deletes."""
+    _change(store.root)
+    checkpoints.create(store)
+    _change(store.root)
+    made: list[dict[str, object]] = []
+    real_load = retention.load_tree
+
+    def load_while_another_process_commits(*args: object, **kwargs: object) -> object:
+        if not made:
+            with Store.open(store.root) as other:
+                made.append(checkpoints.create(other))
+        return real_load(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(retention, "load_tree", load_while_another_process_commits)
+    checkpoints.gc(store)
+    monkeypatch.undo()
+    for item in checkpoints.manifest(store, str(made[0]["id"])):
+        assert checkpoints.read_blob(store, item["hash"], path=item["path"])
