@@ -1,7 +1,8 @@
 """Garbage collection after retention is spread out: a full collection walks every listing of
 every checkpoint kept, so it runs once an eighth of `checkpoints.max_count` was removed, or
 when the store is over its cap (before any checkpoint is removed for space), not after every
-checkpoint once the count limit is reached."""
+checkpoint once the count limit is reached; and it never collects what a checkpoint committed
+while it ran uses."""
 
 from __future__ import annotations
 
