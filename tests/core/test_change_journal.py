@@ -5,6 +5,7 @@ watchman (when installed), real git."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -260,6 +261,31 @@ def test_a_git_state_carried_through_a_watcher_checkpoint_still_vouches(repo: St
     files = _files(repo, from_cli["id"])
     assert files["README.md"] == "changed after the server stopped\n"
     assert files["src/app.py"] == "seen by the watcher\n"
+
+
+def test_a_carried_git_state_that_grew_past_its_limit_is_taken_afresh_from_git(
+    repo: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory_core.checkpoints import capture
+
+    monkeypatch.setattr(capture, "GIT_CARRY_LIMIT", 1)
+    root = repo.root
+    checkpoints.create(repo)
+    live = journal.ChangeJournal(started_at=time.time() - 3600)
+    _write(root, "src/app.py", "changed, seen by the watcher\n")
+    live.mark(["src/app.py", "README.md"])  # the watcher also names a file left as it was
+    time.sleep(1.1)
+    via_watcher = checkpoints.create(repo, journal=live)
+    assert via_watcher["source"] == "watcher"
+    [(token,)] = repo.query("SELECT journal FROM checkpoints WHERE id = ?", (via_watcher["id"],))
+    assert json.loads(token)["git"]["dirty"] == ["src/app.py"]  # git's own view, not 2 paths
+    live.stop()
+    _write(root, "README.md", "changed after the server stopped\n")
+    from_cli = checkpoints.create(repo)
+    assert from_cli["source"] == "git"
+    files = _files(repo, from_cli["id"])
+    assert files["README.md"] == "changed after the server stopped\n"
+    assert files["src/app.py"] == "changed, seen by the watcher\n"
 
 
 def test_a_file_rewritten_with_the_same_content_in_the_racy_window_is_not_changed(
