@@ -944,3 +944,26 @@ def test_a_failed_calls_error_is_the_most_telling_text_of_its_response(
     )
     [(ok, error)] = rows(repo, "SELECT ok, error FROM agent_tool_uses")
     assert ok == 0 and error.startswith(stored)
+
+
+def test_a_resumed_session_is_not_reminded_of_its_own_missing_summary(repo: Path) -> None:
+    hook(repo, "SessionStart", T0, source="startup")
+    hook(repo, "UserPromptSubmit", T0 + 1, prompt="start the refactor", prompt_id="p1")
+    hook(repo, "Stop", T0 + 2, last_assistant_message="Moved the helpers.")
+    out = hook(repo, "SessionStart", T0 + 60, source="resume")
+    assert "no summary yet" not in out
+    # Another session is reminded of it.
+    other = hook(repo, "SessionStart", T0 + 120, session="other-0001", source="startup")
+    assert f"1 earlier session has no summary yet ({SID})" in other
+
+
+def test_each_turn_adds_at_most_600_characters_to_the_rolling_summary(repo: Path) -> None:
+    (repo / ".engram").mkdir()
+    (repo / ".engram" / "config.toml").write_text("[sessions]\nsummary_compact_chars = 100000\n")
+    hook(repo, "SessionStart", T0, source="startup")
+    hook(repo, "UserPromptSubmit", T0 + 1, prompt="explain", prompt_id="p1")
+    hook(repo, "Stop", T0 + 2, last_assistant_message="word " * 400)
+    with Store.open(repo) as store:
+        summary = sessions.get(store, SID)["rolling_summary"] or ""
+    assert "characters cut" in summary
+    assert 500 < len(summary) <= 620

@@ -88,8 +88,13 @@ def test_a_store_from_a_newer_engram_is_refused_and_left_untouched(workspace: Pa
     with sqlite3.connect(db_path) as raw:
         raw.execute(f"PRAGMA user_version = {latest_schema_version() + 7}")
     before = db_path.read_bytes()
-    with pytest.raises(StoreError, match="newer than this engram knows"):
+    with pytest.raises(StoreError, match="newer than this engram knows") as raised:
         Store.open(workspace)
+    assert raised.value.one_line() == (
+        f"the store {db_path} has schema version {latest_schema_version() + 7}, newer than "
+        f"this engram knows ({latest_schema_version()}) "
+        "(upgrade engram; the store was left untouched)"
+    )
     assert db_path.read_bytes() == before
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from memory_core import memory
-from memory_core.store import Store, StoreFaultError, store_fault
+from memory_core.store import GITIGNORE, Store, StoreFaultError, store_fault
 
 
 def _contents(root: Path) -> list[str]:
@@ -38,12 +38,15 @@ def test_a_deleted_store_is_recreated_with_every_acknowledged_write(workspace: P
         if name.startswith("engram.db"):
             os.unlink(store.dir / name)
     memory.add(store, "second")
+    # The recreated file is the one in use from now on: later writes are not "recovered" again.
+    memory.add(store, "third")
     store.close()
     assert told == [
         f"{store.db_path} was deleted while engram had it open; "
         "recreated it with every record written so far"
     ]
-    assert _contents(workspace) == ["first", "second"]
+    assert store.notices == told  # kept for front ends that show notices later
+    assert _contents(workspace) == ["first", "second", "third"]
 
 
 def test_a_store_deleted_with_its_folder_is_recreated(workspace: Path) -> None:
@@ -54,6 +57,33 @@ def test_a_store_deleted_with_its_folder_is_recreated(workspace: Path) -> None:
     store.close()
     assert _contents(workspace) == ["first", "second"]
     assert os.stat(workspace / ".engram").st_mode & 0o777 == 0o700
+    # The folder's .gitignore comes back too, so the new store is not committed by mistake.
+    assert (workspace / ".engram" / ".gitignore").read_text() == GITIGNORE
+
+
+def test_a_store_folder_left_without_its_database_is_reported_when_recreated(
+    workspace: Path,
+) -> None:
+    # A fresh store, and an existing one opened again: nothing to report.
+    with Store.init(workspace) as fresh:
+        assert fresh.notices == []
+    with Store.init(workspace) as again:
+        assert again.notices == []
+    # The database deleted by hand (or by a clean-up tool) while nothing had it open.
+    for name in os.listdir(workspace / ".engram"):
+        if name.startswith("engram.db"):
+            os.unlink(workspace / ".engram" / name)
+    db_path = workspace / ".engram" / "engram.db"
+    with Store.init(workspace) as recreated:
+        assert recreated.notices == [
+            f"{db_path} was missing: started a new, empty store "
+            "(restore the old engram.db from a backup to get its records back)"
+        ]
+    # A `.engram/` holding only what a person put there (no exports/) was never a store.
+    other = workspace / "nested"
+    (other / ".engram").mkdir(parents=True)
+    with Store.init(other) as made:
+        assert made.notices == []
 
 
 def test_a_replaced_store_is_used_and_the_old_records_are_kept(
