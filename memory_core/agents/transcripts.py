@@ -21,7 +21,7 @@ import json
 import os
 import re
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -308,20 +308,6 @@ def parse_line(obj: Any) -> Entry | None:
     ):
         entry.kind = "prompt"
     return entry
-
-
-def iter_entries(lines: Iterable[bytes | str]) -> Iterator[Entry]:
-    """Entries of raw JSONL lines; undecodable lines are skipped."""
-    for line in lines:
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            continue
-        entry = parse_line(obj)
-        if entry is not None:
-            yield entry
 
 
 # -- where transcripts live -------------------------------------------------------------------
