@@ -925,7 +925,7 @@ def ingest_file(
     run = _Run(store, file_path, stats, settings)
     with file_path.open("rb") as handle:
         handle.seek(offset)
-        data = handle.read(max(0, size - offset))
+        data = handle.read(size - offset)  # offset < size here
     # Only whole lines: Claude Code writes asynchronously and the last line may be half there.
     end = data.rfind(b"\n") + 1
     body = data[:end]

@@ -100,6 +100,7 @@ def test_an_edit_whose_result_arrives_in_a_later_run_still_records_the_changed_f
         ]
     )
     ingest(store, t, tmp_path, flush=False)  # a hook while the agent waits for the edit
+    edited_at = clock.parse_iso(json.loads(t.lines[-1])["timestamp"])
     t.tool_result(
         "toolu_edit",
         "The file has been updated.",
@@ -107,8 +108,8 @@ def test_an_edit_whose_result_arrives_in_a_later_run_still_records_the_changed_f
     )
     t.response([text("Changed.")])
     ingest(store, t, tmp_path)
-    files = store.query("SELECT path FROM session_files WHERE session_id = ?", (SID,))
-    assert [f["path"] for f in files] == ["src/app.py"]
+    files = store.query("SELECT path, first_ts FROM session_files WHERE session_id = ?", (SID,))
+    assert [(f["path"], f["first_ts"]) for f in files] == [("src/app.py", edited_at)]
 
 
 def test_a_line_with_a_malformed_cwd_is_read_against_the_workspace(
@@ -119,9 +120,17 @@ def test_a_line_with_a_malformed_cwd_is_read_against_the_workspace(
     t.response([tool_use("toolu_w", "Write", file_path="src/app.py", content="y = 1\n")])
     t.tool_result("toolu_w", "File created.", result={"type": "create", "filePath": "src/app.py"})
     t.response([text("Written.")])
-    t.lines = [line.replace(f'"cwd": "{store.root}"', '"cwd": 42') for line in t.lines]
+    t.lines = [
+        line.replace(f'"cwd": "{store.root}"', '"cwd": 42').replace(
+            '"gitBranch": "main"', '"gitBranch": ["main"]'
+        )
+        for line in t.lines
+    ]
     stats = ingest(store, t, tmp_path)
     assert (stats.prompts, stats.tool_calls, stats.malformed) == (1, 1, 0)
+    # A branch that is not a name is not shown as one.
+    row = store.query_one("SELECT git_branch FROM agent_sessions WHERE session_id = ?", (SID,))
+    assert row is not None and row["git_branch"] is None
     files = store.query("SELECT path FROM session_files WHERE session_id = ?", (SID,))
     assert [f["path"] for f in files] == ["src/app.py"]
 
@@ -141,7 +150,7 @@ def test_the_settings_the_caller_passes_decide_when_a_failure_becomes_a_gotcha(
     t.response([text("There is no test target.")])
     # The editor's settings (a layer above `.engram/config.toml`) lower the threshold to 2.
     settings = config.load(store.root, editor={"gotchas": {"threshold": 2}})
-    ingest(store, t, tmp_path, settings=settings)
+    transcripts.ingest_paths(store, [t.save(tmp_path / f"{SID}.jsonl")], settings=settings)
     gotchas = store.query("SELECT status FROM gotchas")
     assert [g["status"] for g in gotchas] == ["candidate"]
 
@@ -405,3 +414,135 @@ def test_a_long_shell_command_is_summarised_with_the_true_count_of_characters_cu
     assert command.startswith(head) and command.endswith(tail)
     assert len(head) + cut + len(tail) == len(command)
     assert len(summary) <= 300
+
+
+def test_a_long_correction_is_remembered_cut_to_600_characters(
+    store: Store, tmp_path: Path
+) -> None:
+    correction = "No, that is wrong: " + "the cache key includes the tenant id and " * 20
+    assert len(" ".join(correction.split())) > 600
+    t = Transcript(SID, store.root)
+    t.prompt(correction)
+    t.response([text("Fixing.")])
+    ingest(store, t, tmp_path)
+    contents = [content for (kind, _tags, content) in memories(store) if kind == "preference"]
+    assert " ".join(correction.split())[:600] in contents
+
+
+def test_the_progress_callback_counts_the_bytes_of_this_run(store: Store, tmp_path: Path) -> None:
+    t = Transcript(SID, store.root)
+    t.prompt("first")
+    t.response([text("one")])
+    path = t.save(tmp_path / f"{SID}.jsonl")
+    first_size = path.stat().st_size
+    done: list[int] = []
+    transcripts.ingest_file(store, path, progress=done.append)
+    assert done == [first_size]
+    t.prompt("second")
+    t.response([text("two")])
+    t.save(path)
+    done.clear()
+    stats = transcripts.ingest_file(store, path, progress=done.append)
+    assert done == [path.stat().st_size - first_size] == [stats.bytes]
+    assert stats.as_dict()["bytes"] == stats.bytes and stats.as_dict()["prompts"] == 1
+
+
+def test_a_claude_transcript_whose_first_line_names_a_project_hash_is_still_one(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps({"type": "user", "projectHash": "abc", "message": {}}) + "\n")
+    assert transcripts.is_claude_transcript(path)
+    gemini = tmp_path / "g.jsonl"
+    gemini.write_text(json.dumps({"sessionId": "s", "projectHash": "abc"}) + "\n")
+    assert not transcripts.is_claude_transcript(gemini)
+
+
+def test_a_prompt_given_as_a_list_of_plain_strings_is_a_prompt(
+    store: Store, tmp_path: Path
+) -> None:
+    t = Transcript(SID, store.root)
+    t.prompt("placeholder")
+    line = json.loads(t.lines[-1])
+    line["message"]["content"] = ["fix the flaky test"]
+    t.lines[-1] = json.dumps(line)
+    t.response([text("Fixed.")])
+    stats = ingest(store, t, tmp_path)
+    assert stats.prompts == 1
+    row = store.query_one("SELECT text FROM agent_prompts WHERE session_id = ?", (SID,))
+    assert row is not None and row["text"] == "fix the flaky test"
+
+
+def _output_tokens(store: Store) -> tuple[int, int]:
+    row = store.query_one(
+        "SELECT main_output_tokens, sub_output_tokens FROM agent_sessions WHERE session_id = ?",
+        (SID,),
+    )
+    assert row is not None
+    return int(row[0]), int(row[1])
+
+
+def test_a_response_whose_output_count_grows_line_by_line_counts_its_final_count_once(
+    store: Store, tmp_path: Path
+) -> None:
+    t = Transcript(SID, store.root)
+    t.prompt("explain")
+    t.response([text("Part one."), text("Part two."), text("Part three.")], output_tokens=90)
+    # Streaming: each line of the response carries the output count so far.
+    for index, count in ((-3, 10), (-2, 40)):
+        line = json.loads(t.lines[index])
+        line["message"]["usage"]["output_tokens"] = count
+        t.lines[index] = json.dumps(line)
+    ingest(store, t, tmp_path)
+    assert _output_tokens(store) == (90, 0)
+    row = store.query_one("SELECT output_tokens FROM agent_turns WHERE session_id = ?", (SID,))
+    assert row is not None and row["output_tokens"] == 90
+
+
+def test_an_older_response_without_a_message_id_still_counts_its_tokens(
+    store: Store, tmp_path: Path
+) -> None:
+    t = Transcript(SID, store.root)
+    t.prompt("hello")
+    t.response([text("Hi.")], output_tokens=7)
+    line = json.loads(t.lines[-1])
+    del line["message"]["id"]
+    t.lines[-1] = json.dumps(line)
+    ingest(store, t, tmp_path)
+    assert _output_tokens(store) == (7, 0)
+
+
+def test_the_parents_copy_of_a_response_replaces_a_subagents_replay_read_first(
+    store: Store, tmp_path: Path
+) -> None:
+    sub = Transcript(SID, store.root)
+    sub.response(
+        [text("Delegating.")],
+        sidechain=True,
+        agent_id="a9",
+        message_id="msg_shared",
+        output_tokens=30,
+    )
+    transcripts.ingest_file(store, sub.save(tmp_path / SID / "subagents" / "agent-a9.jsonl"))
+    assert _output_tokens(store) == (0, 30)
+    main = Transcript(SID, store.root)
+    main.prompt("find the cookie readers")
+    main.response([text("Delegating.")], message_id="msg_shared", output_tokens=30)
+    transcripts.ingest_file(store, main.save(tmp_path / f"{SID}.jsonl"))
+    # The response is the parent's: counted once, on the main conversation's side.
+    assert _output_tokens(store) == (30, 0)
+
+
+def test_an_ingested_session_keeps_the_transcripts_own_times(store: Store, tmp_path: Path) -> None:
+    t = Transcript(SID, store.root)
+    t.prompt("start")
+    t.response([text("Done.")])
+    ingest(store, t, tmp_path)
+    first = clock.parse_iso(json.loads(t.lines[0])["timestamp"])
+    last = clock.parse_iso(json.loads(t.lines[-1])["timestamp"])
+    row = store.query_one("SELECT started_at, last_activity_at FROM sessions WHERE id = ?", (SID,))
+    assert row is not None and (row["started_at"], row["last_activity_at"]) == (first, last)
+    assert transcripts.settle_sessions(store, [SID], now=last + 3600) == 1
+    row = store.query_one("SELECT status, ended_at FROM sessions WHERE id = ?", (SID,))
+    # Ended when it went silent, not when engram noticed.
+    assert row is not None and (row["status"], row["ended_at"]) == ("closed", last)
