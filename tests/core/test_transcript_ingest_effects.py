@@ -329,6 +329,11 @@ def test_a_transcript_written_in_another_folder_maps_its_files_onto_the_workspac
     ingest(store, t, tmp_path)
     files = store.query("SELECT path FROM session_files WHERE session_id = ?", (SID,))
     assert [f["path"] for f in files] == ["src/helper.py"]
+    # The turn names the file as the workspace knows it, not by the other folder's path.
+    from memory_core import sessions
+
+    (turn,) = sessions.history(store, SID)
+    assert [c["summary"] for c in turn["tool_calls"]] == ["src/helper.py"]
 
 
 def test_a_shell_call_in_a_turn_is_summarised_by_its_command(store: Store, tmp_path: Path) -> None:
@@ -546,3 +551,121 @@ def test_an_ingested_session_keeps_the_transcripts_own_times(store: Store, tmp_p
     row = store.query_one("SELECT status, ended_at FROM sessions WHERE id = ?", (SID,))
     # Ended when it went silent, not when engram noticed.
     assert row is not None and (row["status"], row["ended_at"]) == ("closed", last)
+
+
+def test_a_line_that_is_not_utf8_is_skipped_as_malformed_and_the_rest_is_read(
+    store: Store, tmp_path: Path
+) -> None:
+    t = Transcript(SID, store.root)
+    t.prompt("first")
+    t.response([text("one")])
+    t.prompt("second")
+    t.response([text("two")])
+    path = t.save(tmp_path / f"{SID}.jsonl")
+    lines = path.read_bytes().split(b"\n")
+    lines[1] = lines[1].replace(b"one", b"\xff\xfe")  # a damaged line
+    path.write_bytes(b"\n".join(lines))
+    stats = transcripts.ingest_file(store, path)
+    assert (stats.malformed, stats.prompts, stats.turns) == (1, 2, 2)
+
+
+def test_a_reply_line_with_two_text_blocks_reads_as_two_paragraphs(
+    store: Store, tmp_path: Path
+) -> None:
+    from memory_core import sessions
+
+    t = Transcript(SID, store.root)
+    t.prompt("status?")
+    t.response([text("Tests pass.")])
+    line = json.loads(t.lines[-1])
+    line["message"]["content"].append(text("Lint is clean."))
+    t.lines[-1] = json.dumps(line)
+    ingest(store, t, tmp_path)
+    (turn,) = sessions.history(store, SID)
+    assert turn["assistant_response"] == "Tests pass.\nLint is clean."
+
+
+def _tokens(store: Store) -> tuple[int, ...]:
+    row = store.query_one(
+        "SELECT main_input_tokens, main_output_tokens, main_cache_creation_tokens, "
+        "main_cache_read_tokens, main_messages FROM agent_sessions WHERE session_id = ?",
+        (SID,),
+    )
+    assert row is not None
+    return tuple(int(v) for v in row)
+
+
+def test_a_response_split_across_two_runs_counts_every_token_kind_once(
+    store: Store, tmp_path: Path
+) -> None:
+    t = Transcript(SID, store.root)
+    t.prompt("write the docs")
+    t.response(
+        [text("Writing."), text("Done.")],
+        input_tokens=11,
+        output_tokens=77,
+        cache_creation=333,
+        cache_read=5555,
+    )
+    whole = list(t.lines)
+    t.lines = whole[:-1]  # a hook ran while the response was being written
+    ingest(store, t, tmp_path, flush=False)
+    assert _tokens(store) == (11, 1, 333, 5555, 1)
+    t.lines = whole
+    ingest(store, t, tmp_path)
+    assert _tokens(store) == (11, 77, 333, 5555, 1)
+
+
+def test_nothing_new_at_the_end_of_a_transcript_still_closes_the_open_turn(
+    store: Store, tmp_path: Path
+) -> None:
+    from memory_core import sessions
+
+    t = Transcript(SID, store.root)
+    t.prompt("what changed?")
+    t.response([text("Two files.")])
+    ingest(store, t, tmp_path, flush=False)  # read while the agent was answering
+    assert sessions.history(store, SID) == []
+    stats = ingest(store, t, tmp_path)  # the Stop hook: the file has nothing new
+    assert stats.turns == 1
+    assert [turn["assistant_response"] for turn in sessions.history(store, SID)] == ["Two files."]
+
+
+def test_every_compaction_of_a_transcript_is_counted(store: Store, tmp_path: Path) -> None:
+    t = Transcript(SID, store.root)
+    t.prompt("long task")
+    t.response([text("Working.")])
+    t.compaction()
+    t.response([text("Still working.")])
+    t.compaction(trigger="manual")
+    stats = ingest(store, t, tmp_path)
+    assert stats.compactions == 2
+    row = store.query_one("SELECT compactions FROM agent_sessions WHERE session_id = ?", (SID,))
+    assert row is not None and row["compactions"] == 2
+
+
+def test_an_inline_subagent_replay_then_the_parents_lines_give_the_turn_its_tokens(
+    store: Store, tmp_path: Path
+) -> None:
+    t = Transcript(SID, store.root)
+    t.prompt("plan the migration")
+    t.response([text("Planning.")], message_id="msg_plan", output_tokens=90)
+    main_line = json.loads(t.lines[-1])
+    # Older builds wrote subagents inline: the replay of the parent's response comes first,
+    # with partial counts, then the parent's own lines of it.
+    lines = []
+    for sidechain, output in ((True, 5), (True, 20), (False, 40), (False, 90)):
+        line = json.loads(json.dumps(main_line))
+        line["isSidechain"] = sidechain
+        line["uuid"] = f"{line['uuid']}-{output}"
+        line["message"]["usage"]["output_tokens"] = output
+        lines.append(json.dumps(line))
+    t.lines[-1:] = lines
+    t.prompt("next")
+    t.response([text("Ok.")], output_tokens=3)
+    ingest(store, t, tmp_path)
+    rows = store.query(
+        "SELECT output_tokens FROM agent_turns WHERE session_id = ? ORDER BY started_at", (SID,)
+    )
+    assert [r["output_tokens"] for r in rows] == [90, 3]
+    assert _output_tokens(store) == (93, 0)
