@@ -469,17 +469,28 @@ def ingest_growth() -> list[Figure]:
             path = Path(tmp) / f"session-{index}.jsonl"
             _another_session(source, path, index)
             paths.append(path)
+        # A first ingest into a throwaway store imports what the effects need (checkpoints,
+        # evolution, gotchas): that one-time cost is not the store growing.
+        warm_root = Path(tmp) / "warm-up"
+        warm_root.mkdir()
+        with Store.init(warm_root) as warm:
+            ingest_file(warm, paths[0])
         rates = []
+        cpu_rates = []
         store = Store.init(root)
         try:
             for path in paths:
                 start = time.perf_counter()
+                cpu_start = time.process_time()
                 ingest_file(store, path)
-                rates.append(path.stat().st_size / (1024 * 1024) / (time.perf_counter() - start))
+                mb_read = path.stat().st_size / (1024 * 1024)
+                rates.append(mb_read / (time.perf_counter() - start))
+                cpu_rates.append(mb_read / (time.process_time() - cpu_start))
         finally:
             store.close()
     mb = size / (1024 * 1024)
-    ratio = rates[-1] / rates[0]
+    # On CPU time: on a shared machine the wall clock of one run says more about the neighbours.
+    ratio = cpu_rates[-1] / cpu_rates[0]
     return [
         Figure(
             f"transcript ingest into a growing store: session {GROWTH_TRANSCRIPTS} of "
@@ -488,11 +499,12 @@ def ingest_growth() -> list[Figure]:
             rates[-1],
             None,
             unit="MB/s",
-            ratio=f"{ratio:.2f}x the first session's",
+            ratio=f"{ratio:.2f}x the first session's (CPU time)",
             within_budget=ratio >= 0.9,
             note=(
-                f"MB/s per transcript in order: {', '.join(f'{r:.1f}' for r in rates)}; "
-                f"load average {os.getloadavg()[0]:.1f}"
+                f"MB/s per transcript in order: {', '.join(f'{r:.1f}' for r in rates)}; MB per CPU "
+                f"second: {', '.join(f'{r:.1f}' for r in cpu_rates)}; load average "
+                f"{os.getloadavg()[0]:.1f}"
             ),
         )
     ]
