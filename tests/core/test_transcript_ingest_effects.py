@@ -669,3 +669,87 @@ def test_an_inline_subagent_replay_then_the_parents_lines_give_the_turn_its_toke
     )
     assert [r["output_tokens"] for r in rows] == [90, 3]
     assert _output_tokens(store) == (93, 0)
+
+
+def _session_end(store: Store) -> tuple[object, ...]:
+    row = store.query_one("SELECT status, end_reason FROM sessions WHERE id = ?", (SID,))
+    assert row is not None
+    return tuple(row)
+
+
+def test_a_settled_session_says_whether_it_completed_or_stopped(
+    store: Store, tmp_path: Path
+) -> None:
+    t = Transcript(SID, store.root)
+    t.prompt("rename the module")
+    t.response([text("Renamed.")])
+    ingest(store, t, tmp_path)
+    assert transcripts.settle_sessions(store, [SID], now=_last_seen(store) + 3600) == 1
+    assert _session_end(store) == ("closed", "completion")
+
+
+def test_a_session_stopping_on_a_request_is_closed_as_stopped(store: Store, tmp_path: Path) -> None:
+    t = Transcript(SID, store.root)
+    t.prompt("rename the module")
+    ingest(store, t, tmp_path)
+    assert transcripts.settle_sessions(store, [SID], now=_last_seen(store) + 3600) == 1
+    assert _session_end(store) == ("closed", "stopped")
+
+
+def test_ingesting_paths_without_flush_leaves_the_turn_open(store: Store, tmp_path: Path) -> None:
+    from memory_core import sessions
+
+    t = Transcript(SID, store.root)
+    t.prompt("still answering")
+    t.response([text("Working on it.")])
+    stats = transcripts.ingest_paths(store, [t.save(tmp_path / f"{SID}.jsonl")], flush=False)
+    assert [s.turns for s in stats] == [0]
+    assert sessions.history(store, SID) == []
+
+
+def test_a_session_end_closes_the_open_turn_at_the_time_the_session_ended(
+    store: Store, tmp_path: Path
+) -> None:
+    t = Transcript(SID, store.root)
+    t.prompt("one more thing")
+    t.response([text("Done.")])
+    ingest(store, t, tmp_path, flush=False)
+    ended = clock.parse_iso(json.loads(t.lines[-1])["timestamp"]) + 42
+    finished = transcripts.flush_session(store, SID, ended_at=ended)
+    assert [f.ended_at for f in finished] == [ended]
+    row = store.query_one("SELECT ended_at FROM agent_turns WHERE session_id = ?", (SID,))
+    assert row is not None and row["ended_at"] == ended
+
+
+def test_a_call_the_user_interrupted_is_known_from_its_result_alone(
+    store: Store, tmp_path: Path
+) -> None:
+    t = Transcript(SID, store.root)
+    t.prompt("run the slow suite")
+    t.response([tool_use("toolu_s", "Bash", command="pytest -q tests/slow")])
+    # No error flag and no marker in the text: only the structured result says it.
+    t.tool_result(
+        "toolu_s", "collected 120 items", result={"stdout": "", "stderr": "", "interrupted": True}
+    )
+    stats = ingest(store, t, tmp_path)
+    assert stats.failures == 0  # the user stopped it: not the command failing
+    last_seen = _last_seen(store)
+    assert transcripts.settle_sessions(store, [SID], now=last_seen + 3600) == 1
+    assert _ended(store) == ("stopped", "interrupt", 1)
+
+
+def test_a_call_whose_structured_result_carries_an_exit_code_failed(
+    store: Store, tmp_path: Path
+) -> None:
+    t = Transcript(SID, store.root)
+    t.prompt("build it")
+    t.response([tool_use("toolu_m", "Bash", command="make build")])
+    # No error flag and a calm text: the exit code in the structured result is the evidence.
+    t.tool_result("toolu_m", "build output", result={"stdout": "build output", "exitCode": 2})
+    t.response([text("The build failed.")])
+    stats = ingest(store, t, tmp_path)
+    assert stats.failures == 1
+    commands = store.query(
+        "SELECT command, exit_code FROM session_commands WHERE session_id = ?", (SID,)
+    )
+    assert [(c["command"], c["exit_code"]) for c in commands] == [("make build", 2)]
