@@ -21,7 +21,7 @@ import json
 import os
 import re
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -137,7 +137,12 @@ class Entry:
 
 
 def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+    # `type() is int`: a bool is an int to isinstance, and `true` is no token count.
+    return value if type(value) is int and value > 0 else 0
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if type(value) is str else None
 
 
 def _ts(value: Any) -> float:
@@ -203,16 +208,17 @@ def parse_line(obj: Any) -> Entry | None:
     kind = obj.get("type")
     if kind not in ("user", "assistant", "system"):
         return None
-    message = obj.get("message")
+    get = obj.get
+    message = get("message")
     message = message if isinstance(message, dict) else {}
     entry = Entry(
         kind="user_other",
-        uuid=obj.get("uuid") if isinstance(obj.get("uuid"), str) else None,
-        session_id=obj.get("sessionId") if isinstance(obj.get("sessionId"), str) else None,
-        ts=_ts(obj.get("timestamp")),
-        sidechain=obj.get("isSidechain") is True,
-        cwd=obj.get("cwd") if isinstance(obj.get("cwd"), str) else None,
-        git_branch=obj.get("gitBranch") if isinstance(obj.get("gitBranch"), str) else None,
+        uuid=_str_or_none(get("uuid")),
+        session_id=_str_or_none(get("sessionId")),
+        ts=_ts(get("timestamp")),
+        sidechain=get("isSidechain") is True,
+        cwd=_str_or_none(get("cwd")),
+        git_branch=_str_or_none(get("gitBranch")),
     )
     if kind == "system":
         if obj.get("subtype") != "compact_boundary":
@@ -302,20 +308,6 @@ def parse_line(obj: Any) -> Entry | None:
     ):
         entry.kind = "prompt"
     return entry
-
-
-def iter_entries(lines: Iterable[bytes | str]) -> Iterator[Entry]:
-    """Entries of raw JSONL lines; undecodable lines are skipped."""
-    for line in lines:
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            continue
-        entry = parse_line(obj)
-        if entry is not None:
-            yield entry
 
 
 # -- where transcripts live -------------------------------------------------------------------
@@ -435,6 +427,8 @@ class _Run:
         self.calls: dict[str, ToolCall] = {}
         # message key -> (sidechain, the four token counts) as stored, for this run's responses
         self.messages: dict[str, tuple[bool, tuple[int, int, int, int]]] = {}
+        # message key -> (the four token counts and sidechain flag, turn uuid) not yet written
+        self.message_updates: dict[str, tuple[tuple[int, ...], str | None]] = {}
         self.last_known_ts = 0.0
         # (session, text, time) of corrections and rules the user stated, for long-term memory
         self.memories: list[tuple[str, str, float, str]] = []
@@ -466,6 +460,7 @@ class _Run:
     ) -> None:
         if state.turn is None:
             return
+        self.write_message_updates(db)  # the turn's tokens are summed from agent_messages
         finished = record.close_turn(db, state.turn, ended_at)
         if finished is not None:
             self.finished_turns.append(finished)
@@ -622,11 +617,23 @@ class _Run:
             self.messages[entry.message_key] = (entry.sidechain, values)
             _add(state.deltas, was_sidechain, old, -1)
             _add(state.deltas, entry.sidechain, values, 1)
-            db.execute(
-                "UPDATE agent_messages SET input_tokens = ?, output_tokens = ?, cache_creation_tokens = ?, "
-                "cache_read_tokens = ?, sidechain = ?, turn_uuid = COALESCE(turn_uuid, ?) WHERE message_key = ?",
-                (*values, int(entry.sidechain), turn.uuid if turn else None, entry.message_key),
-            )
+            # Written with the chunk (or before a turn's tokens are summed): the last line of a
+            # response raises its output count, so nearly every response would cost a statement.
+            pending = self.message_updates.get(entry.message_key)
+            turn_uuid = turn.uuid if turn else None
+            if pending is not None and pending[1] is not None:
+                turn_uuid = pending[1]  # the first turn named wins, as COALESCE keeps it
+            self.message_updates[entry.message_key] = ((*values, int(entry.sidechain)), turn_uuid)
+
+    def write_message_updates(self, db: sqlite3.Connection) -> None:
+        if not self.message_updates:
+            return
+        db.executemany(
+            "UPDATE agent_messages SET input_tokens = ?, output_tokens = ?, cache_creation_tokens = ?, "
+            "cache_read_tokens = ?, sidechain = ?, turn_uuid = COALESCE(turn_uuid, ?) WHERE message_key = ?",
+            [(*row, turn_uuid, key) for key, (row, turn_uuid) in self.message_updates.items()],
+        )
+        self.message_updates.clear()
 
     def tool_results(self, db: sqlite3.Connection, state: _SessionState, entry: Entry) -> None:
         for result in entry.tool_results:
@@ -689,6 +696,7 @@ class _Run:
 
     def write_figures(self, db: sqlite3.Connection) -> None:
         """This chunk's token and message figures, times and last event into agent_sessions."""
+        self.write_message_updates(db)
         assignments = ", ".join(f"{column} = {column} + ?" for column in TOKEN_COLUMNS)
         # Every session here has seen a line, so its times are set (`handle` gives a line
         # without a time the previous line's, or now).
@@ -917,7 +925,7 @@ def ingest_file(
     run = _Run(store, file_path, stats, settings)
     with file_path.open("rb") as handle:
         handle.seek(offset)
-        data = handle.read(max(0, size - offset))
+        data = handle.read(size - offset)  # offset < size here
     # Only whole lines: Claude Code writes asynchronously and the last line may be half there.
     end = data.rfind(b"\n") + 1
     body = data[:end]
@@ -929,10 +937,10 @@ def ingest_file(
         chunk = lines[start : start + CHUNK_LINES]
         last_chunk = start + CHUNK_LINES >= len(lines)
         with store.transaction() as db:
+            stats.lines += len(chunk)
             for line in chunk:
                 position += len(line) + 1
-                stats.lines += 1
-                if not line.strip():
+                if not line or line.isspace():  # isspace: no copy of a long line, as strip makes
                     continue
                 if not _MAY_BE_CONVERSATION.search(line):
                     continue  # progress, snapshots, queue operations, titles: never decoded

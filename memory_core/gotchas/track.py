@@ -180,11 +180,17 @@ def track_error(
         )
         # Occurrences older than the window can never count again.
         db.execute("DELETE FROM error_occurrences WHERE ts < ?", (now - window,))
-        in_window = db.execute(
-            "SELECT * FROM error_occurrences WHERE hash = ? AND ts >= ? AND ts <= ? ORDER BY ts",
-            (digest, now - window, now),
-        ).fetchall()
         existing = _matching_gotcha(db, digest, message)
+        # Read only while no gotcha holds the error: a recurring error would otherwise read every
+        # occurrence of the window again at each new one (an ingest meets hundreds).
+        in_window = (
+            db.execute(
+                "SELECT * FROM error_occurrences WHERE hash = ? AND ts >= ? AND ts <= ? ORDER BY ts",
+                (digest, now - window, now),
+            ).fetchall()
+            if existing is None
+            else []
+        )
         if existing is not None:
             gotcha_id = existing["id"]
             samples = [*json.loads(existing["samples"]), sample][-MAX_SAMPLES:]

@@ -27,6 +27,13 @@ from tests.bench.harness import Figure, summarize
 
 HOOK_RUNS = int(os.environ.get("ENGRAM_BENCH_HOOK_RUNS", "30"))
 TRANSCRIPT_MB = int(os.environ.get("ENGRAM_BENCH_TRANSCRIPT_MB", "50"))
+# Full ingests of the transcript, each into a fresh store: the median is reported (one run on a
+# shared machine says more about the neighbours than about the ingest).
+INGEST_RUNS = int(os.environ.get("ENGRAM_BENCH_INGEST_RUNS", "3"))
+# Issue 16: half of ccusage's rate on the same transcript (86-109 MB/s) or better.
+INGEST_TARGET_MB_S = 45.0
+# Transcripts of different sessions ingested one after the other into the same store.
+GROWTH_TRANSCRIPTS = 4
 
 
 def _env() -> dict[str, str]:
@@ -387,10 +394,18 @@ def ingest_throughput() -> list[Figure]:
         path = Path(tmp) / "bench-ingest.jsonl"
         size = _transcript(path, TRANSCRIPT_MB * 1024 * 1024, root)
         alone, _, _ = _ingest_once(path, root, effects=False)
-        seconds, noop, stats = _ingest_once(path, root, effects=True)
+        runs = []
+        cpu = []
+        for _ in range(max(1, INGEST_RUNS)):
+            seconds, noop, stats = _ingest_once(path, root, effects=True)
+            runs.append(seconds)
+            cpu.append(_CPU["ingest"][0])
+    seconds = sorted(runs)[len(runs) // 2]
+    _CPU["ingest"] = [sorted(cpu)[len(cpu) // 2]]
     noop_ms = noop * 1000
     mb = size / (1024 * 1024)
     rate = mb / seconds
+    load = os.getloadavg()[0]
     return [
         Figure(
             "transcript ingest, parse + de-duplication ledger only",
@@ -406,13 +421,14 @@ def ingest_throughput() -> list[Figure]:
         ),
         Figure(
             f"transcript ingest ({mb:.0f} MB, {stats.lines:,} lines, {stats.tool_calls:,} tool calls)",
-            "> 20 MB/s",
+            f">= {INGEST_TARGET_MB_S:.0f} MB/s",
             rate,
             None,
             unit="MB/s",
-            within_budget=rate > 20,
+            within_budget=rate >= INGEST_TARGET_MB_S,
             note=(
-                f"{seconds:.2f} s for {stats.turns:,} turns, {stats.tool_calls / mb:.0f} tool calls and "
+                f"median of {len(runs)} runs ({', '.join(f'{mb / r:.1f}' for r in runs)} MB/s), load average "
+                f"{load:.1f}; {seconds:.2f} s for {stats.turns:,} turns, {stats.tool_calls / mb:.0f} tool calls and "
                 f"{stats.failures / mb:.1f} failures per MB; each call reaches sessions, file evolution and gotcha "
                 f"tracking; {mb / _CPU['ingest'][0]:.1f} MB per CPU second; a second run with "
                 f"nothing appended took {noop_ms:.1f} ms"
@@ -421,5 +437,78 @@ def ingest_throughput() -> list[Figure]:
     ]
 
 
+def _another_session(source: Path, target: Path, index: int) -> None:
+    """The same transcript as another session: every id (session, line, message, tool call)
+    renamed, so nothing in it is a replay of what the store already holds."""
+    data = source.read_bytes()
+    for old, new in (
+        (b'"sessionId": "bench-ingest"', b'"sessionId": "bench-ingest-%d"' % index),
+        (b'"uuid": "u', b'"uuid": "s%du' % index),
+        (b'"msg_', b'"s%dmsg_' % index),
+        (b'"req_msg_', b'"s%dreq_msg_' % index),
+        (b'"toolu_', b'"s%dtoolu_' % index),
+    ):
+        data = data.replace(old, new)
+    target.write_bytes(data)
+
+
+def ingest_growth() -> list[Figure]:
+    """Issue 16: the ingest stays as fast as the store grows (four sessions' transcripts into one
+    store, one after the other, as `engram agents ingest` does with a project's history)."""
+    from memory_core.agents.transcripts import ingest_file
+    from memory_core.store import Store
+
+    mb_each = max(1, TRANSCRIPT_MB // 2)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "project"
+        (root / "src").mkdir(parents=True)
+        source = Path(tmp) / "source.jsonl"
+        size = _transcript(source, mb_each * 1024 * 1024, root)
+        paths = []
+        for index in range(1, GROWTH_TRANSCRIPTS + 1):
+            path = Path(tmp) / f"session-{index}.jsonl"
+            _another_session(source, path, index)
+            paths.append(path)
+        # A first ingest into a throwaway store imports what the effects need (checkpoints,
+        # evolution, gotchas): that one-time cost is not the store growing.
+        warm_root = Path(tmp) / "warm-up"
+        warm_root.mkdir()
+        with Store.init(warm_root) as warm:
+            ingest_file(warm, paths[0])
+        rates = []
+        cpu_rates = []
+        store = Store.init(root)
+        try:
+            for path in paths:
+                start = time.perf_counter()
+                cpu_start = time.process_time()
+                ingest_file(store, path)
+                mb_read = path.stat().st_size / (1024 * 1024)
+                rates.append(mb_read / (time.perf_counter() - start))
+                cpu_rates.append(mb_read / (time.process_time() - cpu_start))
+        finally:
+            store.close()
+    mb = size / (1024 * 1024)
+    # On CPU time: on a shared machine the wall clock of one run says more about the neighbours.
+    ratio = cpu_rates[-1] / cpu_rates[0]
+    return [
+        Figure(
+            f"transcript ingest into a growing store: session {GROWTH_TRANSCRIPTS} of "
+            f"{GROWTH_TRANSCRIPTS} ({mb:.0f} MB each)",
+            ">= 0.9x the first",
+            rates[-1],
+            None,
+            unit="MB/s",
+            ratio=f"{ratio:.2f}x the first session's (CPU time)",
+            within_budget=ratio >= 0.9,
+            note=(
+                f"MB/s per transcript in order: {', '.join(f'{r:.1f}' for r in rates)}; MB per CPU "
+                f"second: {', '.join(f'{r:.1f}' for r in cpu_rates)}; load average "
+                f"{os.getloadavg()[0]:.1f}"
+            ),
+        )
+    ]
+
+
 def run() -> list[Figure]:
-    return hook_latency() + ingest_throughput()
+    return hook_latency() + ingest_throughput() + ingest_growth()

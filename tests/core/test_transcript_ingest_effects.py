@@ -100,6 +100,7 @@ def test_an_edit_whose_result_arrives_in_a_later_run_still_records_the_changed_f
         ]
     )
     ingest(store, t, tmp_path, flush=False)  # a hook while the agent waits for the edit
+    edited_at = clock.parse_iso(json.loads(t.lines[-1])["timestamp"])
     t.tool_result(
         "toolu_edit",
         "The file has been updated.",
@@ -107,8 +108,8 @@ def test_an_edit_whose_result_arrives_in_a_later_run_still_records_the_changed_f
     )
     t.response([text("Changed.")])
     ingest(store, t, tmp_path)
-    files = store.query("SELECT path FROM session_files WHERE session_id = ?", (SID,))
-    assert [f["path"] for f in files] == ["src/app.py"]
+    files = store.query("SELECT path, first_ts FROM session_files WHERE session_id = ?", (SID,))
+    assert [(f["path"], f["first_ts"]) for f in files] == [("src/app.py", edited_at)]
 
 
 def test_a_line_with_a_malformed_cwd_is_read_against_the_workspace(
@@ -119,9 +120,17 @@ def test_a_line_with_a_malformed_cwd_is_read_against_the_workspace(
     t.response([tool_use("toolu_w", "Write", file_path="src/app.py", content="y = 1\n")])
     t.tool_result("toolu_w", "File created.", result={"type": "create", "filePath": "src/app.py"})
     t.response([text("Written.")])
-    t.lines = [line.replace(f'"cwd": "{store.root}"', '"cwd": 42') for line in t.lines]
+    t.lines = [
+        line.replace(f'"cwd": "{store.root}"', '"cwd": 42').replace(
+            '"gitBranch": "main"', '"gitBranch": ["main"]'
+        )
+        for line in t.lines
+    ]
     stats = ingest(store, t, tmp_path)
     assert (stats.prompts, stats.tool_calls, stats.malformed) == (1, 1, 0)
+    # A branch that is not a name is not shown as one.
+    row = store.query_one("SELECT git_branch FROM agent_sessions WHERE session_id = ?", (SID,))
+    assert row is not None and row["git_branch"] is None
     files = store.query("SELECT path FROM session_files WHERE session_id = ?", (SID,))
     assert [f["path"] for f in files] == ["src/app.py"]
 
@@ -141,7 +150,7 @@ def test_the_settings_the_caller_passes_decide_when_a_failure_becomes_a_gotcha(
     t.response([text("There is no test target.")])
     # The editor's settings (a layer above `.engram/config.toml`) lower the threshold to 2.
     settings = config.load(store.root, editor={"gotchas": {"threshold": 2}})
-    ingest(store, t, tmp_path, settings=settings)
+    transcripts.ingest_paths(store, [t.save(tmp_path / f"{SID}.jsonl")], settings=settings)
     gotchas = store.query("SELECT status FROM gotchas")
     assert [g["status"] for g in gotchas] == ["candidate"]
 
@@ -320,6 +329,11 @@ def test_a_transcript_written_in_another_folder_maps_its_files_onto_the_workspac
     ingest(store, t, tmp_path)
     files = store.query("SELECT path FROM session_files WHERE session_id = ?", (SID,))
     assert [f["path"] for f in files] == ["src/helper.py"]
+    # The turn names the file as the workspace knows it, not by the other folder's path.
+    from memory_core import sessions
+
+    (turn,) = sessions.history(store, SID)
+    assert [c["summary"] for c in turn["tool_calls"]] == ["src/helper.py"]
 
 
 def test_a_shell_call_in_a_turn_is_summarised_by_its_command(store: Store, tmp_path: Path) -> None:
@@ -405,3 +419,337 @@ def test_a_long_shell_command_is_summarised_with_the_true_count_of_characters_cu
     assert command.startswith(head) and command.endswith(tail)
     assert len(head) + cut + len(tail) == len(command)
     assert len(summary) <= 300
+
+
+def test_a_long_correction_is_remembered_cut_to_600_characters(
+    store: Store, tmp_path: Path
+) -> None:
+    correction = "No, that is wrong: " + "the cache key includes the tenant id and " * 20
+    assert len(" ".join(correction.split())) > 600
+    t = Transcript(SID, store.root)
+    t.prompt(correction)
+    t.response([text("Fixing.")])
+    ingest(store, t, tmp_path)
+    contents = [content for (kind, _tags, content) in memories(store) if kind == "preference"]
+    assert " ".join(correction.split())[:600] in contents
+
+
+def test_the_progress_callback_counts_the_bytes_of_this_run(store: Store, tmp_path: Path) -> None:
+    t = Transcript(SID, store.root)
+    t.prompt("first")
+    t.response([text("one")])
+    path = t.save(tmp_path / f"{SID}.jsonl")
+    first_size = path.stat().st_size
+    done: list[int] = []
+    transcripts.ingest_file(store, path, progress=done.append)
+    assert done == [first_size]
+    t.prompt("second")
+    t.response([text("two")])
+    t.save(path)
+    done.clear()
+    stats = transcripts.ingest_file(store, path, progress=done.append)
+    assert done == [path.stat().st_size - first_size] == [stats.bytes]
+    assert stats.as_dict()["bytes"] == stats.bytes and stats.as_dict()["prompts"] == 1
+
+
+def test_a_claude_transcript_whose_first_line_names_a_project_hash_is_still_one(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps({"type": "user", "projectHash": "abc", "message": {}}) + "\n")
+    assert transcripts.is_claude_transcript(path)
+    gemini = tmp_path / "g.jsonl"
+    gemini.write_text(json.dumps({"sessionId": "s", "projectHash": "abc"}) + "\n")
+    assert not transcripts.is_claude_transcript(gemini)
+
+
+def test_a_prompt_given_as_a_list_of_plain_strings_is_a_prompt(
+    store: Store, tmp_path: Path
+) -> None:
+    t = Transcript(SID, store.root)
+    t.prompt("placeholder")
+    line = json.loads(t.lines[-1])
+    line["message"]["content"] = ["fix the flaky test"]
+    t.lines[-1] = json.dumps(line)
+    t.response([text("Fixed.")])
+    stats = ingest(store, t, tmp_path)
+    assert stats.prompts == 1
+    row = store.query_one("SELECT text FROM agent_prompts WHERE session_id = ?", (SID,))
+    assert row is not None and row["text"] == "fix the flaky test"
+
+
+def _output_tokens(store: Store) -> tuple[int, int]:
+    row = store.query_one(
+        "SELECT main_output_tokens, sub_output_tokens FROM agent_sessions WHERE session_id = ?",
+        (SID,),
+    )
+    assert row is not None
+    return int(row[0]), int(row[1])
+
+
+def test_a_response_whose_output_count_grows_line_by_line_counts_its_final_count_once(
+    store: Store, tmp_path: Path
+) -> None:
+    t = Transcript(SID, store.root)
+    t.prompt("explain")
+    t.response([text("Part one."), text("Part two."), text("Part three.")], output_tokens=90)
+    # Streaming: each line of the response carries the output count so far.
+    for index, count in ((-3, 10), (-2, 40)):
+        line = json.loads(t.lines[index])
+        line["message"]["usage"]["output_tokens"] = count
+        t.lines[index] = json.dumps(line)
+    ingest(store, t, tmp_path)
+    assert _output_tokens(store) == (90, 0)
+    row = store.query_one("SELECT output_tokens FROM agent_turns WHERE session_id = ?", (SID,))
+    assert row is not None and row["output_tokens"] == 90
+
+
+def test_an_older_response_without_a_message_id_still_counts_its_tokens(
+    store: Store, tmp_path: Path
+) -> None:
+    t = Transcript(SID, store.root)
+    t.prompt("hello")
+    t.response([text("Hi.")], output_tokens=7)
+    line = json.loads(t.lines[-1])
+    del line["message"]["id"]
+    t.lines[-1] = json.dumps(line)
+    ingest(store, t, tmp_path)
+    assert _output_tokens(store) == (7, 0)
+
+
+def test_the_parents_copy_of_a_response_replaces_a_subagents_replay_read_first(
+    store: Store, tmp_path: Path
+) -> None:
+    sub = Transcript(SID, store.root)
+    sub.response(
+        [text("Delegating.")],
+        sidechain=True,
+        agent_id="a9",
+        message_id="msg_shared",
+        output_tokens=30,
+    )
+    transcripts.ingest_file(store, sub.save(tmp_path / SID / "subagents" / "agent-a9.jsonl"))
+    assert _output_tokens(store) == (0, 30)
+    main = Transcript(SID, store.root)
+    main.prompt("find the cookie readers")
+    main.response([text("Delegating.")], message_id="msg_shared", output_tokens=30)
+    transcripts.ingest_file(store, main.save(tmp_path / f"{SID}.jsonl"))
+    # The response is the parent's: counted once, on the main conversation's side.
+    assert _output_tokens(store) == (30, 0)
+
+
+def test_an_ingested_session_keeps_the_transcripts_own_times(store: Store, tmp_path: Path) -> None:
+    t = Transcript(SID, store.root)
+    t.prompt("start")
+    t.response([text("Done.")])
+    ingest(store, t, tmp_path)
+    first = clock.parse_iso(json.loads(t.lines[0])["timestamp"])
+    last = clock.parse_iso(json.loads(t.lines[-1])["timestamp"])
+    row = store.query_one("SELECT started_at, last_activity_at FROM sessions WHERE id = ?", (SID,))
+    assert row is not None and (row["started_at"], row["last_activity_at"]) == (first, last)
+    assert transcripts.settle_sessions(store, [SID], now=last + 3600) == 1
+    row = store.query_one("SELECT status, ended_at FROM sessions WHERE id = ?", (SID,))
+    # Ended when it went silent, not when engram noticed.
+    assert row is not None and (row["status"], row["ended_at"]) == ("closed", last)
+
+
+def test_a_line_that_is_not_utf8_is_skipped_as_malformed_and_the_rest_is_read(
+    store: Store, tmp_path: Path
+) -> None:
+    t = Transcript(SID, store.root)
+    t.prompt("first")
+    t.response([text("one")])
+    t.prompt("second")
+    t.response([text("two")])
+    path = t.save(tmp_path / f"{SID}.jsonl")
+    lines = path.read_bytes().split(b"\n")
+    lines[1] = lines[1].replace(b"one", b"\xff\xfe")  # a damaged line
+    path.write_bytes(b"\n".join(lines))
+    stats = transcripts.ingest_file(store, path)
+    assert (stats.malformed, stats.prompts, stats.turns) == (1, 2, 2)
+
+
+def test_a_reply_line_with_two_text_blocks_reads_as_two_paragraphs(
+    store: Store, tmp_path: Path
+) -> None:
+    from memory_core import sessions
+
+    t = Transcript(SID, store.root)
+    t.prompt("status?")
+    t.response([text("Tests pass.")])
+    line = json.loads(t.lines[-1])
+    line["message"]["content"].append(text("Lint is clean."))
+    t.lines[-1] = json.dumps(line)
+    ingest(store, t, tmp_path)
+    (turn,) = sessions.history(store, SID)
+    assert turn["assistant_response"] == "Tests pass.\nLint is clean."
+
+
+def _tokens(store: Store) -> tuple[int, ...]:
+    row = store.query_one(
+        "SELECT main_input_tokens, main_output_tokens, main_cache_creation_tokens, "
+        "main_cache_read_tokens, main_messages FROM agent_sessions WHERE session_id = ?",
+        (SID,),
+    )
+    assert row is not None
+    return tuple(int(v) for v in row)
+
+
+def test_a_response_split_across_two_runs_counts_every_token_kind_once(
+    store: Store, tmp_path: Path
+) -> None:
+    t = Transcript(SID, store.root)
+    t.prompt("write the docs")
+    t.response(
+        [text("Writing."), text("Done.")],
+        input_tokens=11,
+        output_tokens=77,
+        cache_creation=333,
+        cache_read=5555,
+    )
+    whole = list(t.lines)
+    t.lines = whole[:-1]  # a hook ran while the response was being written
+    ingest(store, t, tmp_path, flush=False)
+    assert _tokens(store) == (11, 1, 333, 5555, 1)
+    t.lines = whole
+    ingest(store, t, tmp_path)
+    assert _tokens(store) == (11, 77, 333, 5555, 1)
+
+
+def test_nothing_new_at_the_end_of_a_transcript_still_closes_the_open_turn(
+    store: Store, tmp_path: Path
+) -> None:
+    from memory_core import sessions
+
+    t = Transcript(SID, store.root)
+    t.prompt("what changed?")
+    t.response([text("Two files.")])
+    ingest(store, t, tmp_path, flush=False)  # read while the agent was answering
+    assert sessions.history(store, SID) == []
+    stats = ingest(store, t, tmp_path)  # the Stop hook: the file has nothing new
+    assert stats.turns == 1
+    assert [turn["assistant_response"] for turn in sessions.history(store, SID)] == ["Two files."]
+
+
+def test_every_compaction_of_a_transcript_is_counted(store: Store, tmp_path: Path) -> None:
+    t = Transcript(SID, store.root)
+    t.prompt("long task")
+    t.response([text("Working.")])
+    t.compaction()
+    t.response([text("Still working.")])
+    t.compaction(trigger="manual")
+    stats = ingest(store, t, tmp_path)
+    assert stats.compactions == 2
+    row = store.query_one("SELECT compactions FROM agent_sessions WHERE session_id = ?", (SID,))
+    assert row is not None and row["compactions"] == 2
+
+
+def test_an_inline_subagent_replay_then_the_parents_lines_give_the_turn_its_tokens(
+    store: Store, tmp_path: Path
+) -> None:
+    t = Transcript(SID, store.root)
+    t.prompt("plan the migration")
+    t.response([text("Planning.")], message_id="msg_plan", output_tokens=90)
+    main_line = json.loads(t.lines[-1])
+    # Older builds wrote subagents inline: the replay of the parent's response comes first,
+    # with partial counts, then the parent's own lines of it.
+    lines = []
+    for sidechain, output in ((True, 5), (True, 20), (False, 40), (False, 90)):
+        line = json.loads(json.dumps(main_line))
+        line["isSidechain"] = sidechain
+        line["uuid"] = f"{line['uuid']}-{output}"
+        line["message"]["usage"]["output_tokens"] = output
+        lines.append(json.dumps(line))
+    t.lines[-1:] = lines
+    t.prompt("next")
+    t.response([text("Ok.")], output_tokens=3)
+    ingest(store, t, tmp_path)
+    rows = store.query(
+        "SELECT output_tokens FROM agent_turns WHERE session_id = ? ORDER BY started_at", (SID,)
+    )
+    assert [r["output_tokens"] for r in rows] == [90, 3]
+    assert _output_tokens(store) == (93, 0)
+
+
+def _session_end(store: Store) -> tuple[object, ...]:
+    row = store.query_one("SELECT status, end_reason FROM sessions WHERE id = ?", (SID,))
+    assert row is not None
+    return tuple(row)
+
+
+def test_a_settled_session_says_whether_it_completed_or_stopped(
+    store: Store, tmp_path: Path
+) -> None:
+    t = Transcript(SID, store.root)
+    t.prompt("rename the module")
+    t.response([text("Renamed.")])
+    ingest(store, t, tmp_path)
+    assert transcripts.settle_sessions(store, [SID], now=_last_seen(store) + 3600) == 1
+    assert _session_end(store) == ("closed", "completion")
+
+
+def test_a_session_stopping_on_a_request_is_closed_as_stopped(store: Store, tmp_path: Path) -> None:
+    t = Transcript(SID, store.root)
+    t.prompt("rename the module")
+    ingest(store, t, tmp_path)
+    assert transcripts.settle_sessions(store, [SID], now=_last_seen(store) + 3600) == 1
+    assert _session_end(store) == ("closed", "stopped")
+
+
+def test_ingesting_paths_without_flush_leaves_the_turn_open(store: Store, tmp_path: Path) -> None:
+    from memory_core import sessions
+
+    t = Transcript(SID, store.root)
+    t.prompt("still answering")
+    t.response([text("Working on it.")])
+    stats = transcripts.ingest_paths(store, [t.save(tmp_path / f"{SID}.jsonl")], flush=False)
+    assert [s.turns for s in stats] == [0]
+    assert sessions.history(store, SID) == []
+
+
+def test_a_session_end_closes_the_open_turn_at_the_time_the_session_ended(
+    store: Store, tmp_path: Path
+) -> None:
+    t = Transcript(SID, store.root)
+    t.prompt("one more thing")
+    t.response([text("Done.")])
+    ingest(store, t, tmp_path, flush=False)
+    ended = clock.parse_iso(json.loads(t.lines[-1])["timestamp"]) + 42
+    finished = transcripts.flush_session(store, SID, ended_at=ended)
+    assert [f.ended_at for f in finished] == [ended]
+    row = store.query_one("SELECT ended_at FROM agent_turns WHERE session_id = ?", (SID,))
+    assert row is not None and row["ended_at"] == ended
+
+
+def test_a_call_the_user_interrupted_is_known_from_its_result_alone(
+    store: Store, tmp_path: Path
+) -> None:
+    t = Transcript(SID, store.root)
+    t.prompt("run the slow suite")
+    t.response([tool_use("toolu_s", "Bash", command="pytest -q tests/slow")])
+    # No error flag and no marker in the text: only the structured result says it.
+    t.tool_result(
+        "toolu_s", "collected 120 items", result={"stdout": "", "stderr": "", "interrupted": True}
+    )
+    stats = ingest(store, t, tmp_path)
+    assert stats.failures == 0  # the user stopped it: not the command failing
+    last_seen = _last_seen(store)
+    assert transcripts.settle_sessions(store, [SID], now=last_seen + 3600) == 1
+    assert _ended(store) == ("stopped", "interrupt", 1)
+
+
+def test_a_call_whose_structured_result_carries_an_exit_code_failed(
+    store: Store, tmp_path: Path
+) -> None:
+    t = Transcript(SID, store.root)
+    t.prompt("build it")
+    t.response([tool_use("toolu_m", "Bash", command="make build")])
+    # No error flag and a calm text: the exit code in the structured result is the evidence.
+    t.tool_result("toolu_m", "build output", result={"stdout": "build output", "exitCode": 2})
+    t.response([text("The build failed.")])
+    stats = ingest(store, t, tmp_path)
+    assert stats.failures == 1
+    commands = store.query(
+        "SELECT command, exit_code FROM session_commands WHERE session_id = ?", (SID,)
+    )
+    assert [(c["command"], c["exit_code"]) for c in commands] == [("make build", 2)]
