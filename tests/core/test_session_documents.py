@@ -164,8 +164,9 @@ def test_load_takes_an_exported_file_by_its_path(store: Store, tmp_path: Path) -
         sid = _recorded(other)
         path = tmp_path / "session.json"
         path.write_text(json.dumps(sessions.export_document(other, sid)))
-    loaded = sessions.load(store, str(path))
+    loaded = sessions.load(store, str(path), now=T0 + 100)
     assert loaded["session"]["id"] == sid
+    assert loaded["session"]["age_state"] == "fresh"
     assert [t["user_message"] for t in loaded["turns"]] == ["first ask", "second ask"]
 
 
@@ -192,13 +193,24 @@ def test_an_import_from_elsewhere_is_redacted_again(store: Store) -> None:
             "overview": f"token {TOKEN}",
             "decisions": [f"rotate {TOKEN}"],
         },
-        "turns": [{"user_message": f"use {TOKEN}", "assistant_response": f"ok {TOKEN}"}],
+        "turns": [
+            {
+                "user_message": f"use {TOKEN}",
+                "assistant_response": f"ok {TOKEN}",
+                "tool_calls": [{"tool": "Bash", "ok": True, "summary": f"curl {TOKEN}"}],
+            }
+        ],
+        "toolCalls": [{"tool": "Bash", "ok": True, "summary": f"curl {TOKEN}"}],
+        "files": [{"path": f"/tmp/{TOKEN}.txt", "outside": 1}],
         "commands": [{"command": f"git push https://{TOKEN}@github.com/x", "exit_code": 0}],
     }
+    doc["session"]["name"] = f"deploy {TOKEN}"
+    doc["session"]["search_footprint"] = [f"find {TOKEN}"]
     sessions.import_document(store, doc)
     stored = json.dumps(sessions.export_document(store, "S-foreign"))
     assert TOKEN not in stored
-    assert stored.count("[REDACTED:github-token]") == 6
+    assert stored.count("[REDACTED:github-token]") == 11
+    assert sessions.files_outside(store, "S-foreign") == ["/tmp/[REDACTED:github-token].txt"]
     assert sessions.get(store, "S-foreign")["status"] == "active"
 
 
@@ -308,8 +320,9 @@ def test_a_version_written_as_text_is_read_by_its_major_number(store: Store) -> 
 
 
 def test_importing_a_file_that_is_missing_or_not_json_says_so(store: Store, tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="no such file"):
+    with pytest.raises(UsageError) as missing:
         sessions.import_file(store, tmp_path / "missing.json")
+    assert missing.value.one_line() == f"no such file {str(tmp_path / 'missing.json')!r}"
     bad = tmp_path / "bad.json"
     bad.write_text('{"toolCalls": [...]}')
     with pytest.raises(UsageError, match="is not JSON"):
@@ -327,9 +340,9 @@ def test_an_export_holds_every_record_of_the_session(store: Store) -> None:
     assert [t["seq"] for t in doc["turns"]] == [1, 2]
     assert [(c["tool"], c["ok"]) for c in doc["toolCalls"]] == [("Edit", 1), ("Bash", 0)]
     assert doc["files"] == [
-        {"path": "src/a.py", "first_ts": T0 + 5, "last_ts": T0 + 6, "changes": 2}
+        {"path": "src/a.py", "first_ts": T0 + 5, "last_ts": T0 + 6, "changes": 2, "outside": 0}
     ]
-    assert doc["commands"] == [{"command": "make", "exit_code": 2, "ts": T0 + 7}]
+    assert doc["commands"] == [{"command": "make", "exit_code": 2, "ts": T0 + 7, "failed": 1}]
 
 
 def test_an_import_over_an_existing_session_says_how_to_proceed(store: Store) -> None:
@@ -399,3 +412,55 @@ def test_a_save_from_a_newer_engram_is_refused_however_the_session_is_named(
         db.execute("UPDATE saved_sessions SET format_version = ?", (sessions.FORMAT_VERSION + 1,))
     with pytest.raises(EngramError, match="newer engram"):
         sessions.load(store, ref)
+
+
+def test_an_exported_session_imported_elsewhere_exports_the_same(
+    store: Store, tmp_path: Path
+) -> None:
+    sid = _recorded(store)
+    sessions.record_turn(
+        store, sid, user_message="tools only", assistant_response="", started_at=T0 + 8
+    )
+    sessions.record_tool_call(store, sid, tool="Read", ok=True, ts=T0 + 9)
+    sessions.record_file_modified(
+        store, sid, "/home/u/.claude/plans/p.md", ts=T0 + 10, outside=True
+    )
+    sessions.record_command(store, sid, "blocked by a hook", failed=True, ts=T0 + 11)
+    sessions.record_command(store, sid, "grep nothing", exit_code=1, failed=False, ts=T0 + 12)
+    sessions.record_search(store, sid, "cookie", ts=T0 + 13)
+    sessions.append_rolling_summary(store, sid, "Went on.", now=T0 + 14)
+    sessions.save(store, sid, name="trip", now=T0 + 15)
+    exported = sessions.export_document(store, sid, now=T0 + 100)
+    with Store.init(tmp_path / "elsewhere") as other:
+        sessions.import_document(other, exported)
+        again = sessions.export_document(other, sid, now=T0 + 100)
+        assert sessions.files_outside(other, sid) == ["/home/u/.claude/plans/p.md"]
+        assert sessions.metrics(other, sid) == sessions.metrics(store, sid)
+        assert sessions.summary_markdown(other, sid) == sessions.summary_markdown(store, sid)
+    kept = (
+        "id", "name", "agent", "session_type", "status", "last_action", "end_reason",
+        "started_at", "last_activity_at", "ended_at", "saved_at", "rolling_summary", "overview",
+        "decisions", "outcomes", "open_items", "tags", "summary_source", "search_footprint",
+        "turn_count", "input_tokens", "output_tokens",
+    )  # fmt: skip
+    assert {k: again["session"][k] for k in kept} == {k: exported["session"][k] for k in kept}
+    for records in ("turns", "toolCalls", "files", "commands", "metrics"):
+        assert again[records] == exported[records], records
+
+
+def test_a_restored_active_session_that_went_silent_is_found_crashed(store: Store) -> None:
+    doc = {
+        "version": 2,
+        "session": {
+            "id": "S-silent",
+            "status": "active",
+            "last_action": "turn",
+            "started_at": T0,
+            "last_activity_at": T0 + 10,
+        },
+        "turns": [],
+        "toolCalls": [{"ok": False}],
+    }
+    sessions.import_document(store, doc)
+    assert [s["id"] for s in sessions.crashed(store, now=T0 + 3600)] == ["S-silent"]
+    assert sessions.export_document(store, "S-silent")["toolCalls"][0]["tool"] == "unknown"

@@ -524,3 +524,43 @@ def test_deleting_keeps_the_memories_the_session_produced(store: Store) -> None:
         "SELECT reason, actor FROM deletions WHERE id = ?", (deleted["deletion"],)
     )
     assert row is not None and tuple(row) == ("engram session delete", "cli")
+
+
+def test_average_tokens_per_turn_keep_one_decimal(store: Store) -> None:
+    sessions.start(store, session_id="S-avg", now=T0)
+    for n in range(3):
+        sessions.record_turn(
+            store, "S-avg", input_tokens=3, output_tokens=1 if n else 0, started_at=T0 + n
+        )
+    assert sessions.metrics(store, "S-avg")["avg_tokens_per_turn"] == 3.7
+    with pytest.raises(NotFoundError) as missing:
+        sessions.metrics(store, "S-none")
+    assert missing.value.one_line() == "no session 'S-none' (see `engram session list`)"
+
+
+def test_a_turn_for_an_unknown_session_starts_it_when_the_turn_started(store: Store) -> None:
+    sessions.record_turn(store, "S-span", user_message="q", started_at=T0 + 5, ended_at=T0 + 9)
+    session = sessions.get(store, "S-span")
+    assert (session["started_at"], session["last_activity_at"]) == (
+        "2023-11-14T22:13:25Z",
+        "2023-11-14T22:13:29Z",
+    )
+
+
+def test_a_search_for_a_session_no_hook_started_creates_it(store: Store) -> None:
+    sessions.record_search(store, "S-seek", "cookie", ts=T0)
+    session = sessions.get(store, "S-seek")
+    assert (session["search_footprint"], session["started_at"]) == (
+        ["cookie"],
+        "2023-11-14T22:13:20Z",
+    )
+
+
+def test_the_summary_is_the_agents_unless_said_otherwise(store: Store) -> None:
+    assert sessions.set_summary(store, "S-sum", overview="o")["source"] == "agent"
+
+
+def test_a_deleted_session_can_be_recovered_for_30_days_from_its_deletion(store: Store) -> None:
+    sessions.start(store, session_id="S-del", now=T0)
+    deleted = sessions.delete(store, "S-del", now=T0 + 10)
+    assert deleted["recover_until"] == "2023-12-14T22:13:30Z"

@@ -210,6 +210,12 @@ def test_an_agent_without_subagents_has_no_subagent_row(store: Store, tmp_path: 
         in metrics
     )
     assert "subagents" not in metrics
+    numbers = sessions.metrics(store, "solo-session")
+    assert (numbers["input_tokens"], numbers["output_tokens"], numbers["total_tokens"]) == (
+        7,
+        3,
+        34,
+    )
     session = sessions.get(store, "solo-session")
     assert (session["input_tokens"], session["output_tokens"], session["total_tokens"]) == (
         7,
