@@ -430,6 +430,7 @@ def test_an_exported_session_imported_elsewhere_exports_the_same(
     sessions.record_search(store, sid, "cookie", ts=T0 + 13)
     sessions.append_rolling_summary(store, sid, "Went on.", now=T0 + 14)
     sessions.save(store, sid, name="trip", now=T0 + 15)
+    sessions.close(store, sid, reason="abort", now=T0 + 16)
     exported = sessions.export_document(store, sid, now=T0 + 100)
     with Store.init(tmp_path / "elsewhere") as other:
         sessions.import_document(other, exported)
@@ -464,3 +465,9 @@ def test_a_restored_active_session_that_went_silent_is_found_crashed(store: Stor
     sessions.import_document(store, doc)
     assert [s["id"] for s in sessions.crashed(store, now=T0 + 3600)] == ["S-silent"]
     assert sessions.export_document(store, "S-silent")["toolCalls"][0]["tool"] == "unknown"
+
+
+def test_the_document_of_an_unknown_session_is_a_clear_error(store: Store) -> None:
+    with pytest.raises(NotFoundError) as missing:
+        sessions.document(store, "S-none")
+    assert missing.value.one_line() == "no session 'S-none' (see `engram session list`)"

@@ -564,3 +564,11 @@ def test_a_deleted_session_can_be_recovered_for_30_days_from_its_deletion(store:
     sessions.start(store, session_id="S-del", now=T0)
     deleted = sessions.delete(store, "S-del", now=T0 + 10)
     assert deleted["recover_until"] == "2023-12-14T22:13:30Z"
+    # A shorter recovery period in the settings is followed.
+    from memory_core import config
+
+    settings = config.Settings()
+    settings.values["memory.recovery_days"] = 7
+    sessions.start(store, session_id="S-week", now=T0)
+    deleted = sessions.delete(store, "S-week", settings=settings, now=T0 + 10)
+    assert deleted["recover_until"] == "2023-11-21T22:13:30Z"
