@@ -471,3 +471,27 @@ def test_the_document_of_an_unknown_session_is_a_clear_error(store: Store) -> No
     with pytest.raises(NotFoundError) as missing:
         sessions.document(store, "S-none")
     assert missing.value.one_line() == "no session 'S-none' (see `engram session list`)"
+
+
+def test_importing_a_file_with_replace_overwrites(store: Store, tmp_path: Path) -> None:
+    sid = _recorded(store)
+    doc = sessions.export_document(store, sid)
+    doc["turns"] = doc["turns"][1:]
+    path = tmp_path / "one-turn.json"
+    path.write_text(json.dumps(doc))
+    imported = sessions.import_file(store, path, replace=True)
+    assert [t["user_message"] for t in imported["turns"]] == ["second ask"]
+
+
+def test_a_document_without_a_version_is_read_as_the_first_one(store: Store) -> None:
+    sessions.import_document(
+        store, {"session": {"sessionId": "S-unversioned", "startedAt": "2023-11-14T22:00:00Z"}}
+    )
+    assert sessions.get(store, "S-unversioned")["started_at"] == "2023-11-14T22:00:00Z"
+
+
+def test_a_save_is_on_the_timeline_at_the_time_it_was_made(store: Store) -> None:
+    sid = _recorded(store)
+    sessions.save(store, sid, now=T0 + 100)
+    [event] = events.recent(store, kind="session.saved")
+    assert (event.session_id, event.ts) == (sid, T0 + 100)

@@ -572,3 +572,26 @@ def test_a_deleted_session_can_be_recovered_for_30_days_from_its_deletion(store:
     sessions.start(store, session_id="S-week", now=T0)
     deleted = sessions.delete(store, "S-week", settings=settings, now=T0 + 10)
     assert deleted["recover_until"] == "2023-11-21T22:13:30Z"
+
+
+def test_a_turn_with_only_an_end_started_then_too(store: Store) -> None:
+    sessions.start(store, session_id="S-e", now=T0)
+    sessions.record_turn(store, "S-e", user_message="q", ended_at=T0 + 9)
+    [turn] = sessions.history(store, "S-e")
+    assert turn["started_at"] == turn["ended_at"] == "2023-11-14T22:13:29Z"
+
+
+def test_a_backslash_in_a_prefix_is_itself(store: Store) -> None:
+    sessions.start(store, session_id="a\\b-1", now=T0)
+    sessions.start(store, session_id="ab-22", now=T0)
+    assert sessions.get(store, "a\\b-")["id"] == "a\\b-1"
+
+
+def test_a_command_is_the_sessions_last_action(store: Store) -> None:
+    sessions.start(store, session_id="S-cmd", now=T0)
+    sessions.record_command(store, "S-cmd", "make", exit_code=0, ts=T0 + 3)
+    session = sessions.get(store, "S-cmd")
+    assert (session["last_action"], session["last_activity_at"]) == (
+        "command",
+        "2023-11-14T22:13:23Z",
+    )
