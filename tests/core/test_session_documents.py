@@ -246,6 +246,7 @@ def test_the_beans_example_imports_with_its_counts_recomputed(store: Store) -> N
     )
     assert (turn["input_tokens"], turn["output_tokens"]) == (500, 200)
     assert imported["files"] == ["src/main.ts"]
+    assert sessions.export_document(store, "uuid-here")["files"][0]["changes"] == 1
     numbers = sessions.metrics(store, "uuid-here")
     assert (numbers["turns"], numbers["total_tokens"], numbers["commands"]) == (1, 700, 0)
 
@@ -267,7 +268,13 @@ def test_a_version_1_document_keeps_its_order_state_and_summary(store: Store) ->
             },
         },
         "turns": [
-            {"turnNumber": 2, "user": "second", "assistant": "two", "tokens": {"input": 3}},
+            {
+                "turnNumber": 2,
+                "user": "second",
+                "assistant": "two",
+                "tokens": {"input": 3},
+                "toolCalls": [{"tool": "Edit", "ok": True}],
+            },
             {"turnNumber": 1, "userMessage": "first", "assistantResponse": "one", "tokens": {}},
         ],
     }
@@ -287,6 +294,7 @@ def test_a_version_1_document_keeps_its_order_state_and_summary(store: Store) ->
         (2, "second", "two"),
     ]
     assert [(t["input_tokens"], t["output_tokens"]) for t in turns] == [(0, 0), (3, 0)]
+    assert [t["tool_calls"] for t in turns] == [[], [{"tool": "Edit", "ok": True}]]
 
 
 @pytest.mark.parametrize(
@@ -315,8 +323,12 @@ def test_a_document_that_is_not_a_session_is_refused_clearly(
 def test_a_version_written_as_text_is_read_by_its_major_number(store: Store) -> None:
     doc = sessions.parse_document({"version": "2.3", "session": {"id": "a"}, "turns": []})
     assert doc["version"] == sessions.FORMAT_VERSION
-    with pytest.raises(EngramError, match="format version 3, written by a newer engram"):
+    with pytest.raises(EngramError) as newer:
         sessions.parse_document({"version": "3.0", "session": {"id": "a"}})
+    assert newer.value.one_line() == (
+        "this saved session has format version 3, written by a newer engram (this one reads "
+        f"versions 1 to {sessions.FORMAT_VERSION}) (upgrade engram to load it; nothing was changed)"
+    )
 
 
 def test_importing_a_file_that_is_missing_or_not_json_says_so(store: Store, tmp_path: Path) -> None:
@@ -421,6 +433,7 @@ def test_an_exported_session_imported_elsewhere_exports_the_same(
     sessions.record_turn(
         store, sid, user_message="tools only", assistant_response="", started_at=T0 + 8
     )
+    sessions.record_turn(store, sid, user_message="", assistant_response="ok", started_at=T0 + 9)
     sessions.record_tool_call(store, sid, tool="Read", ok=True, ts=T0 + 9)
     sessions.record_file_modified(
         store, sid, "/home/u/.claude/plans/p.md", ts=T0 + 10, outside=True
@@ -460,11 +473,13 @@ def test_a_restored_active_session_that_went_silent_is_found_crashed(store: Stor
             "last_activity_at": T0 + 10,
         },
         "turns": [],
-        "toolCalls": [{"ok": False}],
+        "toolCalls": [{"ok": False}, {"tool": "Read"}],
     }
     sessions.import_document(store, doc)
     assert [s["id"] for s in sessions.crashed(store, now=T0 + 3600)] == ["S-silent"]
-    assert sessions.export_document(store, "S-silent")["toolCalls"][0]["tool"] == "unknown"
+    calls = sessions.export_document(store, "S-silent")["toolCalls"]
+    # A call without a name is "unknown"; one without an outcome succeeded.
+    assert [(c["tool"], c["ok"]) for c in calls] == [("unknown", 0), ("Read", 1)]
 
 
 def test_the_document_of_an_unknown_session_is_a_clear_error(store: Store) -> None:

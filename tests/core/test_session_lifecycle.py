@@ -595,3 +595,38 @@ def test_a_command_is_the_sessions_last_action(store: Store) -> None:
         "command",
         "2023-11-14T22:13:23Z",
     )
+
+
+def test_a_deletion_is_the_users_unless_said_otherwise(store: Store) -> None:
+    sessions.start(store, session_id="S-u", now=T0)
+    deleted = sessions.delete(store, "S-u")
+    row = store.query_one("SELECT actor FROM deletions WHERE id = ?", (deleted["deletion"],))
+    assert row is not None and row[0] == "user"
+
+
+def test_durations_keep_milliseconds(store: Store) -> None:
+    sessions.start(store, session_id="S-ms", now=T0)
+    assert sessions.close(store, "S-ms", now=T0 + 1.23456)["duration_seconds"] == 1.235
+    assert sessions.get(store, "S-ms")["output_tokens"] == 0
+
+
+def test_resume_shows_the_last_20_turns_aged_at_the_time_given(store: Store) -> None:
+    sessions.start(store, session_id="S-r", now=T0)
+    for n in range(22):
+        sessions.record_turn(store, "S-r", user_message=f"ask {n}", started_at=T0 + n)
+    resumed = sessions.resume(store, "S-r", now=T0 + 100)
+    assert [t["seq"] for t in resumed["turns"]] == list(range(3, 23))
+    assert resumed["session"]["age_state"] == "fresh"
+
+
+def test_over_95_percent_a_short_turn_is_never_rewritten(store: Store) -> None:
+    sessions.start(store, session_id="S-q", now=T0)
+    short = "Line one.\n\nLine two."
+    sessions.record_turn(store, "S-q", user_message=short, started_at=T0)
+    for n in range(5):
+        sessions.record_turn(store, "S-q", user_message="Words. " * 200, started_at=T0 + 1 + n)
+    used = _bytes_used(store, "S-q")
+    sessions.enforce_quota(store, "S-q", quota_bytes=int(used / 0.96))
+    turns = sessions.history(store, "S-q")
+    assert turns[0]["user_message"] == short
+    assert len(turns[1]["user_message"]) <= 500
