@@ -120,6 +120,7 @@ MODULES: dict[str, Module] = {
             "tests/core/test_session_summary_markdown.py",
             "tests/core/test_session_documents.py",
             "tests/core/test_session_lifecycle.py",
+            "tests/core/test_real_shaped_sessions.py",
         ),
         sample=60,
     ),

@@ -34,12 +34,13 @@ _DOCUMENT_ARRAYS = {
     ),
     "files": (
         "SELECT '[' || COALESCE(group_concat(item, ','), '') || ']' FROM (SELECT json_object("
-        "'path', path, 'first_ts', first_ts, 'last_ts', last_ts, 'changes', changes) AS item "
+        "'path', path, 'first_ts', first_ts, 'last_ts', last_ts, 'changes', changes, "
+        "'outside', outside) AS item "
         "FROM session_files WHERE session_id = ? ORDER BY path)"
     ),
     "commands": (
         "SELECT '[' || COALESCE(group_concat(item, ','), '') || ']' FROM (SELECT json_object("
-        "'command', command, 'exit_code', exit_code, 'ts', ts) AS item "
+        "'command', command, 'exit_code', exit_code, 'ts', ts, 'failed', failed) AS item "
         "FROM session_commands WHERE session_id = ? ORDER BY id)"
     ),
 }
@@ -175,14 +176,14 @@ def _upgrade_v1(doc: dict[str, Any]) -> dict[str, Any]:
         raise UsageError("saved session `turns` must be a list of objects")
     if all(isinstance(t.get("turnNumber"), int) for t in raw_turns):
         raw_turns = sorted(raw_turns, key=lambda t: int(t["turnNumber"]))
-    for index, turn in enumerate(raw_turns, start=1):
+    # Listed in order; `restore_document` numbers them 1, 2, ... as it writes them.
+    for turn in raw_turns:
         tokens = turn.get("tokens") or {}
         turns.append(
             {
-                "seq": index,
                 "user_message": turn.get("user") or turn.get("userMessage"),
                 "assistant_response": turn.get("assistant") or turn.get("assistantResponse"),
-                "tool_calls": turn.get("toolCalls", []),
+                "tool_calls": turn.get("toolCalls"),
                 "input_tokens": int(tokens.get("input", tokens.get("prompt", 0))),
                 "output_tokens": int(tokens.get("output", tokens.get("completion", 0))),
                 "started_at": _ts(turn.get("timestamp")),

@@ -131,7 +131,7 @@ def restore_document(
     with store.transaction() as db:
         if replace:
             db.execute("DELETE FROM sessions WHERE id = ?", (sid,))
-        name = s.get("name")
+        name = clean(s["name"]) if s.get("name") else None
         if (
             name is not None
             and db.execute(
@@ -160,7 +160,7 @@ def restore_document(
                 clean(s["overview"]) if s.get("overview") else None,
                 *(_json(clean_obj(list(s.get(k) or []))) for k in _SUMMARY_LISTS),
                 s.get("summary_source"),
-                _json(list(s.get("search_footprint") or [])),
+                _json(clean_obj(list(s.get("search_footprint") or []))),
                 len(turns),
                 input_tokens,
                 output_tokens,
@@ -177,7 +177,7 @@ def restore_document(
                     clean(t["assistant_response"])
                     if t.get("assistant_response")
                     else t.get("assistant_response"),
-                    _json(t.get("tool_calls") or []),
+                    _json(clean_obj(t.get("tool_calls") or [])),
                     int(t.get("input_tokens") or 0),
                     int(t.get("output_tokens") or 0),
                     _ts(t.get("started_at")),
@@ -193,29 +193,40 @@ def restore_document(
                     sid,
                     c.get("tool", "unknown"),
                     int(bool(c.get("ok", True))),
-                    c.get("summary"),
+                    clean(c["summary"]) if c.get("summary") else None,
                     _ts(c.get("ts")) or started,
                 )
                 for c in doc.get("toolCalls") or []
             ],
         )
         db.executemany(
-            "INSERT OR IGNORE INTO session_files (session_id, path, first_ts, last_ts, changes) VALUES (?, ?, ?, ?, ?)",
+            "INSERT OR IGNORE INTO session_files (session_id, path, first_ts, last_ts, changes, outside) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
             [
                 (
                     sid,
-                    f["path"],
+                    # A file outside the workspace is an absolute path, redacted when recorded.
+                    clean(f["path"]) if f.get("outside") else f["path"],
                     _ts(f.get("first_ts")) or started,
                     _ts(f.get("last_ts")) or started,
                     int(f.get("changes", 1)),
+                    int(bool(f.get("outside"))),
                 )
                 for f in doc.get("files") or []
             ],
         )
         db.executemany(
-            "INSERT INTO session_commands (session_id, command, exit_code, ts) VALUES (?, ?, ?, ?)",
+            "INSERT INTO session_commands (session_id, command, exit_code, ts, failed) "
+            "VALUES (?, ?, ?, ?, ?)",
             [
-                (sid, clean(c["command"]), c.get("exit_code"), _ts(c.get("ts")) or started)
+                (
+                    sid,
+                    clean(c["command"]),
+                    c.get("exit_code"),
+                    _ts(c.get("ts")) or started,
+                    # Documents before this field: the exit code alone says whether it failed.
+                    None if c.get("failed") is None else int(bool(c["failed"])),
+                )
                 for c in doc.get("commands") or []
                 if c.get("command")
             ],

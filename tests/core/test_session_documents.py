@@ -164,8 +164,9 @@ def test_load_takes_an_exported_file_by_its_path(store: Store, tmp_path: Path) -
         sid = _recorded(other)
         path = tmp_path / "session.json"
         path.write_text(json.dumps(sessions.export_document(other, sid)))
-    loaded = sessions.load(store, str(path))
+    loaded = sessions.load(store, str(path), now=T0 + 100)
     assert loaded["session"]["id"] == sid
+    assert loaded["session"]["age_state"] == "fresh"
     assert [t["user_message"] for t in loaded["turns"]] == ["first ask", "second ask"]
 
 
@@ -192,13 +193,24 @@ def test_an_import_from_elsewhere_is_redacted_again(store: Store) -> None:
             "overview": f"token {TOKEN}",
             "decisions": [f"rotate {TOKEN}"],
         },
-        "turns": [{"user_message": f"use {TOKEN}", "assistant_response": f"ok {TOKEN}"}],
+        "turns": [
+            {
+                "user_message": f"use {TOKEN}",
+                "assistant_response": f"ok {TOKEN}",
+                "tool_calls": [{"tool": "Bash", "ok": True, "summary": f"curl {TOKEN}"}],
+            }
+        ],
+        "toolCalls": [{"tool": "Bash", "ok": True, "summary": f"curl {TOKEN}"}],
+        "files": [{"path": f"/tmp/{TOKEN}.txt", "outside": 1}],
         "commands": [{"command": f"git push https://{TOKEN}@github.com/x", "exit_code": 0}],
     }
+    doc["session"]["name"] = f"deploy {TOKEN}"
+    doc["session"]["search_footprint"] = [f"find {TOKEN}"]
     sessions.import_document(store, doc)
     stored = json.dumps(sessions.export_document(store, "S-foreign"))
     assert TOKEN not in stored
-    assert stored.count("[REDACTED:github-token]") == 6
+    assert stored.count("[REDACTED:github-token]") == 11
+    assert sessions.files_outside(store, "S-foreign") == ["/tmp/[REDACTED:github-token].txt"]
     assert sessions.get(store, "S-foreign")["status"] == "active"
 
 
@@ -234,6 +246,7 @@ def test_the_beans_example_imports_with_its_counts_recomputed(store: Store) -> N
     )
     assert (turn["input_tokens"], turn["output_tokens"]) == (500, 200)
     assert imported["files"] == ["src/main.ts"]
+    assert sessions.export_document(store, "uuid-here")["files"][0]["changes"] == 1
     numbers = sessions.metrics(store, "uuid-here")
     assert (numbers["turns"], numbers["total_tokens"], numbers["commands"]) == (1, 700, 0)
 
@@ -255,7 +268,13 @@ def test_a_version_1_document_keeps_its_order_state_and_summary(store: Store) ->
             },
         },
         "turns": [
-            {"turnNumber": 2, "user": "second", "assistant": "two", "tokens": {"input": 3}},
+            {
+                "turnNumber": 2,
+                "user": "second",
+                "assistant": "two",
+                "tokens": {"input": 3},
+                "toolCalls": [{"tool": "Edit", "ok": True}],
+            },
             {"turnNumber": 1, "userMessage": "first", "assistantResponse": "one", "tokens": {}},
         ],
     }
@@ -275,6 +294,7 @@ def test_a_version_1_document_keeps_its_order_state_and_summary(store: Store) ->
         (2, "second", "two"),
     ]
     assert [(t["input_tokens"], t["output_tokens"]) for t in turns] == [(0, 0), (3, 0)]
+    assert [t["tool_calls"] for t in turns] == [[], [{"tool": "Edit", "ok": True}]]
 
 
 @pytest.mark.parametrize(
@@ -303,13 +323,18 @@ def test_a_document_that_is_not_a_session_is_refused_clearly(
 def test_a_version_written_as_text_is_read_by_its_major_number(store: Store) -> None:
     doc = sessions.parse_document({"version": "2.3", "session": {"id": "a"}, "turns": []})
     assert doc["version"] == sessions.FORMAT_VERSION
-    with pytest.raises(EngramError, match="format version 3, written by a newer engram"):
+    with pytest.raises(EngramError) as newer:
         sessions.parse_document({"version": "3.0", "session": {"id": "a"}})
+    assert newer.value.one_line() == (
+        "this saved session has format version 3, written by a newer engram (this one reads "
+        f"versions 1 to {sessions.FORMAT_VERSION}) (upgrade engram to load it; nothing was changed)"
+    )
 
 
 def test_importing_a_file_that_is_missing_or_not_json_says_so(store: Store, tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="no such file"):
+    with pytest.raises(UsageError) as missing:
         sessions.import_file(store, tmp_path / "missing.json")
+    assert missing.value.one_line() == f"no such file {str(tmp_path / 'missing.json')!r}"
     bad = tmp_path / "bad.json"
     bad.write_text('{"toolCalls": [...]}')
     with pytest.raises(UsageError, match="is not JSON"):
@@ -327,9 +352,9 @@ def test_an_export_holds_every_record_of_the_session(store: Store) -> None:
     assert [t["seq"] for t in doc["turns"]] == [1, 2]
     assert [(c["tool"], c["ok"]) for c in doc["toolCalls"]] == [("Edit", 1), ("Bash", 0)]
     assert doc["files"] == [
-        {"path": "src/a.py", "first_ts": T0 + 5, "last_ts": T0 + 6, "changes": 2}
+        {"path": "src/a.py", "first_ts": T0 + 5, "last_ts": T0 + 6, "changes": 2, "outside": 0}
     ]
-    assert doc["commands"] == [{"command": "make", "exit_code": 2, "ts": T0 + 7}]
+    assert doc["commands"] == [{"command": "make", "exit_code": 2, "ts": T0 + 7, "failed": 1}]
 
 
 def test_an_import_over_an_existing_session_says_how_to_proceed(store: Store) -> None:
@@ -399,3 +424,89 @@ def test_a_save_from_a_newer_engram_is_refused_however_the_session_is_named(
         db.execute("UPDATE saved_sessions SET format_version = ?", (sessions.FORMAT_VERSION + 1,))
     with pytest.raises(EngramError, match="newer engram"):
         sessions.load(store, ref)
+
+
+def test_an_exported_session_imported_elsewhere_exports_the_same(
+    store: Store, tmp_path: Path
+) -> None:
+    sid = _recorded(store)
+    sessions.record_turn(
+        store, sid, user_message="tools only", assistant_response="", started_at=T0 + 8
+    )
+    sessions.record_turn(store, sid, user_message="", assistant_response="ok", started_at=T0 + 9)
+    sessions.record_tool_call(store, sid, tool="Read", ok=True, ts=T0 + 9)
+    sessions.record_file_modified(
+        store, sid, "/home/u/.claude/plans/p.md", ts=T0 + 10, outside=True
+    )
+    sessions.record_command(store, sid, "blocked by a hook", failed=True, ts=T0 + 11)
+    sessions.record_command(store, sid, "grep nothing", exit_code=1, failed=False, ts=T0 + 12)
+    sessions.record_search(store, sid, "cookie", ts=T0 + 13)
+    sessions.append_rolling_summary(store, sid, "Went on.", now=T0 + 14)
+    sessions.save(store, sid, name="trip", now=T0 + 15)
+    sessions.close(store, sid, reason="abort", now=T0 + 16)
+    exported = sessions.export_document(store, sid, now=T0 + 100)
+    with Store.init(tmp_path / "elsewhere") as other:
+        sessions.import_document(other, exported)
+        again = sessions.export_document(other, sid, now=T0 + 100)
+        assert sessions.files_outside(other, sid) == ["/home/u/.claude/plans/p.md"]
+        assert sessions.metrics(other, sid) == sessions.metrics(store, sid)
+        assert sessions.summary_markdown(other, sid) == sessions.summary_markdown(store, sid)
+    kept = (
+        "id", "name", "agent", "session_type", "status", "last_action", "end_reason",
+        "started_at", "last_activity_at", "ended_at", "saved_at", "rolling_summary", "overview",
+        "decisions", "outcomes", "open_items", "tags", "summary_source", "search_footprint",
+        "turn_count", "input_tokens", "output_tokens",
+    )  # fmt: skip
+    assert {k: again["session"][k] for k in kept} == {k: exported["session"][k] for k in kept}
+    for records in ("turns", "toolCalls", "files", "commands", "metrics"):
+        assert again[records] == exported[records], records
+
+
+def test_a_restored_active_session_that_went_silent_is_found_crashed(store: Store) -> None:
+    doc = {
+        "version": 2,
+        "session": {
+            "id": "S-silent",
+            "status": "active",
+            "last_action": "turn",
+            "started_at": T0,
+            "last_activity_at": T0 + 10,
+        },
+        "turns": [],
+        "toolCalls": [{"ok": False}, {"tool": "Read"}],
+    }
+    sessions.import_document(store, doc)
+    assert [s["id"] for s in sessions.crashed(store, now=T0 + 3600)] == ["S-silent"]
+    calls = sessions.export_document(store, "S-silent")["toolCalls"]
+    # A call without a name is "unknown"; one without an outcome succeeded.
+    assert [(c["tool"], c["ok"]) for c in calls] == [("unknown", 0), ("Read", 1)]
+
+
+def test_the_document_of_an_unknown_session_is_a_clear_error(store: Store) -> None:
+    with pytest.raises(NotFoundError) as missing:
+        sessions.document(store, "S-none")
+    assert missing.value.one_line() == "no session 'S-none' (see `engram session list`)"
+
+
+def test_importing_a_file_with_replace_overwrites(store: Store, tmp_path: Path) -> None:
+    sid = _recorded(store)
+    doc = sessions.export_document(store, sid)
+    doc["turns"] = doc["turns"][1:]
+    path = tmp_path / "one-turn.json"
+    path.write_text(json.dumps(doc))
+    imported = sessions.import_file(store, path, replace=True)
+    assert [t["user_message"] for t in imported["turns"]] == ["second ask"]
+
+
+def test_a_document_without_a_version_is_read_as_the_first_one(store: Store) -> None:
+    sessions.import_document(
+        store, {"session": {"sessionId": "S-unversioned", "startedAt": "2023-11-14T22:00:00Z"}}
+    )
+    assert sessions.get(store, "S-unversioned")["started_at"] == "2023-11-14T22:00:00Z"
+
+
+def test_a_save_is_on_the_timeline_at_the_time_it_was_made(store: Store) -> None:
+    sid = _recorded(store)
+    sessions.save(store, sid, now=T0 + 100)
+    [event] = events.recent(store, kind="session.saved")
+    assert (event.session_id, event.ts) == (sid, T0 + 100)

@@ -524,3 +524,109 @@ def test_deleting_keeps_the_memories_the_session_produced(store: Store) -> None:
         "SELECT reason, actor FROM deletions WHERE id = ?", (deleted["deletion"],)
     )
     assert row is not None and tuple(row) == ("engram session delete", "cli")
+
+
+def test_average_tokens_per_turn_keep_one_decimal(store: Store) -> None:
+    sessions.start(store, session_id="S-avg", now=T0)
+    for n in range(3):
+        sessions.record_turn(
+            store, "S-avg", input_tokens=3, output_tokens=1 if n else 0, started_at=T0 + n
+        )
+    assert sessions.metrics(store, "S-avg")["avg_tokens_per_turn"] == 3.7
+    with pytest.raises(NotFoundError) as missing:
+        sessions.metrics(store, "S-none")
+    assert missing.value.one_line() == "no session 'S-none' (see `engram session list`)"
+
+
+def test_a_turn_for_an_unknown_session_starts_it_when_the_turn_started(store: Store) -> None:
+    sessions.record_turn(store, "S-span", user_message="q", started_at=T0 + 5, ended_at=T0 + 9)
+    session = sessions.get(store, "S-span")
+    assert (session["started_at"], session["last_activity_at"]) == (
+        "2023-11-14T22:13:25Z",
+        "2023-11-14T22:13:29Z",
+    )
+
+
+def test_a_search_for_a_session_no_hook_started_creates_it(store: Store) -> None:
+    sessions.record_search(store, "S-seek", "cookie", ts=T0)
+    session = sessions.get(store, "S-seek")
+    assert (session["search_footprint"], session["started_at"]) == (
+        ["cookie"],
+        "2023-11-14T22:13:20Z",
+    )
+
+
+def test_the_summary_is_the_agents_unless_said_otherwise(store: Store) -> None:
+    assert sessions.set_summary(store, "S-sum", overview="o")["source"] == "agent"
+
+
+def test_a_deleted_session_can_be_recovered_for_30_days_from_its_deletion(store: Store) -> None:
+    sessions.start(store, session_id="S-del", now=T0)
+    deleted = sessions.delete(store, "S-del", now=T0 + 10)
+    assert deleted["recover_until"] == "2023-12-14T22:13:30Z"
+    # A shorter recovery period in the settings is followed.
+    from memory_core import config
+
+    settings = config.Settings()
+    settings.values["memory.recovery_days"] = 7
+    sessions.start(store, session_id="S-week", now=T0)
+    deleted = sessions.delete(store, "S-week", settings=settings, now=T0 + 10)
+    assert deleted["recover_until"] == "2023-11-21T22:13:30Z"
+
+
+def test_a_turn_with_only_an_end_started_then_too(store: Store) -> None:
+    sessions.start(store, session_id="S-e", now=T0)
+    sessions.record_turn(store, "S-e", user_message="q", ended_at=T0 + 9)
+    [turn] = sessions.history(store, "S-e")
+    assert turn["started_at"] == turn["ended_at"] == "2023-11-14T22:13:29Z"
+
+
+def test_a_backslash_in_a_prefix_is_itself(store: Store) -> None:
+    sessions.start(store, session_id="a\\b-1", now=T0)
+    sessions.start(store, session_id="ab-22", now=T0)
+    assert sessions.get(store, "a\\b-")["id"] == "a\\b-1"
+
+
+def test_a_command_is_the_sessions_last_action(store: Store) -> None:
+    sessions.start(store, session_id="S-cmd", now=T0)
+    sessions.record_command(store, "S-cmd", "make", exit_code=0, ts=T0 + 3)
+    session = sessions.get(store, "S-cmd")
+    assert (session["last_action"], session["last_activity_at"]) == (
+        "command",
+        "2023-11-14T22:13:23Z",
+    )
+
+
+def test_a_deletion_is_the_users_unless_said_otherwise(store: Store) -> None:
+    sessions.start(store, session_id="S-u", now=T0)
+    deleted = sessions.delete(store, "S-u")
+    row = store.query_one("SELECT actor FROM deletions WHERE id = ?", (deleted["deletion"],))
+    assert row is not None and row[0] == "user"
+
+
+def test_durations_keep_milliseconds(store: Store) -> None:
+    sessions.start(store, session_id="S-ms", now=T0)
+    assert sessions.close(store, "S-ms", now=T0 + 1.23456)["duration_seconds"] == 1.235
+    assert sessions.get(store, "S-ms")["output_tokens"] == 0
+
+
+def test_resume_shows_the_last_20_turns_aged_at_the_time_given(store: Store) -> None:
+    sessions.start(store, session_id="S-r", now=T0)
+    for n in range(22):
+        sessions.record_turn(store, "S-r", user_message=f"ask {n}", started_at=T0 + n)
+    resumed = sessions.resume(store, "S-r", now=T0 + 100)
+    assert [t["seq"] for t in resumed["turns"]] == list(range(3, 23))
+    assert resumed["session"]["age_state"] == "fresh"
+
+
+def test_over_95_percent_a_short_turn_is_never_rewritten(store: Store) -> None:
+    sessions.start(store, session_id="S-q", now=T0)
+    short = "Line one.\n\nLine two."
+    sessions.record_turn(store, "S-q", user_message=short, started_at=T0)
+    for n in range(5):
+        sessions.record_turn(store, "S-q", user_message="Words. " * 200, started_at=T0 + 1 + n)
+    used = _bytes_used(store, "S-q")
+    sessions.enforce_quota(store, "S-q", quota_bytes=int(used / 0.96))
+    turns = sessions.history(store, "S-q")
+    assert turns[0]["user_message"] == short
+    assert len(turns[1]["user_message"]) <= 500

@@ -210,6 +210,12 @@ def test_an_agent_without_subagents_has_no_subagent_row(store: Store, tmp_path: 
         in metrics
     )
     assert "subagents" not in metrics
+    numbers = sessions.metrics(store, "solo-session")
+    assert (numbers["input_tokens"], numbers["output_tokens"], numbers["total_tokens"]) == (
+        7,
+        3,
+        34,
+    )
     session = sessions.get(store, "solo-session")
     assert (session["input_tokens"], session["output_tokens"], session["total_tokens"]) == (
         7,
@@ -246,4 +252,16 @@ def test_a_command_that_failed_twice_says_so(store: Store) -> None:
     sessions.record_command(store, "S-2x", "make", exit_code=3, ts=T0 + 2)
     assert _section(sessions.summary_markdown(store, "S-2x"), "Open items") == (
         "- `make` failed 2 times (last exit 3, 2023-11-14T22:13:22Z)\n"
+    )
+
+
+def test_the_first_request_is_cut_only_past_200_characters(store: Store) -> None:
+    sessions.start(store, session_id="S-200", now=T0)
+    sessions.record_turn(store, "S-200", user_message="y" * 200, started_at=T0 + 1)
+    for n in range(6):
+        sessions.record_file_modified(store, "S-200", f"f{n}.py", ts=T0 + 2 + n)
+    overview = _section(sessions.summary_markdown(store, "S-200"), "Overview")
+    assert overview == (
+        "Started with: \u201c" + "y" * 200 + "\u201d. Changed 6 files: `f5.py`, `f4.py`, `f3.py`, "
+        "`f2.py`, `f1.py` and 1 more.\n"
     )
