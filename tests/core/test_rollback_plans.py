@@ -344,3 +344,37 @@ def test_an_editor_can_look_up_each_of_its_buffers_in_the_plan(project: Store) -
     assert plan.target.get("src/lib") is None  # a folder, not a file
     assert plan.target.get("src/missing.py") is None
     assert plan.target.get("README.md/inside") is None
+
+
+def test_reading_a_checkpoint_with_a_missing_listing_names_the_folder(project: Store) -> None:
+    checkpoint = checkpoints.create(project)
+    _damage_src_listing(project, checkpoint["id"], None)
+    for read in (
+        lambda: checkpoints.manifest(project, checkpoint["id"]),
+        lambda: checkpoints.diff(project, checkpoint["id"]),
+        lambda: checkpoints.file_content(project, checkpoint["id"], "src/lib/util.py"),
+    ):
+        with pytest.raises(checkpoints.CorruptCheckpointError) as refused:
+            read()
+        assert "the listing of src/ is missing" in refused.value.message
+
+
+def test_a_rollback_at_a_given_time_stamps_its_undo_checkpoint_and_event(project: Store) -> None:
+    from memory_core import events
+
+    checkpoint = checkpoints.create(project, now=1_700_000_000.0)
+    _write(project.root, "src/app.py", "edited\n")
+    result = checkpoints.rollback(project, checkpoint["id"], now=1_700_000_500.0)
+    undo = checkpoints.get(project, result["undo_checkpoint"])
+    assert undo["created_at"] == "2023-11-14T22:21:40Z"
+    assert undo["label"] == "pre-rollback checkpoint 2023-11-14T22:21:40Z"
+    (event,) = events.recent(project, kind="checkpoint.rollback")
+    assert event.ts == 1_700_000_500.0
+    assert event.data["checkpoint"] == checkpoint["id"]
+    assert event.data["restored"] == ["src/app.py"] and event.data["done"] is True
+    assert "unchanged" not in event.data
+    # Without undo, no pre-rollback checkpoint is made.
+    _write(project.root, "src/app.py", "edited again\n")
+    plain = checkpoints.rollback(project, checkpoint["id"], undo=False)
+    assert plain["undo_checkpoint"] is None
+    assert len(checkpoints.list_checkpoints(project)) == 2
