@@ -68,6 +68,10 @@ def test_an_ambiguous_id_prefix_asks_for_more(project: Store) -> None:
         "'C-abc' names more than one checkpoint (give more of the id)"
     )
     assert checkpoints.get(project, "C-abc00002")["id"] == "C-abc00002"
+    # Three characters are enough when they name one checkpoint.
+    with project.transaction() as db:
+        db.execute("UPDATE checkpoints SET id = 'C-f0000001' WHERE id = 'C-abc00001'")
+    assert checkpoints.get(project, "C-f")["id"] == "C-f0000001"
     # Wildcards of SQL's LIKE are plain characters in a prefix.
     with pytest.raises(NotFoundError):
         checkpoints.get(project, "C-a%")
