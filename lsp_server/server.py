@@ -29,7 +29,7 @@ from lsp_server import jsonrpc
 from lsp_server.jsonrpc import EngramProtocol
 from memory_core import __version__, config
 from memory_core.store import Store
-from memory_core.workspace import find_root
+from memory_core.workspace import find_root, has_store, is_git_repository
 
 logger = logging.getLogger("engram.lsp")
 T = TypeVar("T")
@@ -196,6 +196,15 @@ class EngramServer(LanguageServer):
             return None
         if root in self.folders:
             return self.folders[root]
+        if not has_store(root) and not is_git_repository(root):
+            # A store is made only in a project (a git repository) or by `engram init`: an
+            # editor opening a downloads folder must not leave `.engram/` in it.
+            self.show_message(
+                f"engram is off in {root}: it is neither a git repository nor initialised "
+                "(run `engram init` there to use engram)",
+                types.MessageType.Info,
+            )
+            return None
         try:
             store = Store.open_or_init(root)
         except Exception as exc:

@@ -104,7 +104,7 @@ def rewind(store: Store, checkpoint_ref: str, *, now: float | None = None) -> di
             ),
             db=db,
         )
-    sessions._refresh_note(store, sid, ts)
+    sessions.refresh_note(store, sid, ts)
     return {
         "session_id": sid,
         "turn": turn,
@@ -122,9 +122,9 @@ def _restore_saved(store: Store, session_id: str, turn: int) -> None:
         "SELECT payload FROM saved_sessions WHERE session_id = ? ORDER BY saved_at DESC, id DESC",
         (session_id,),
     ):
-        doc = sessions.parse_document(sessions._unpack(saved["payload"]))
+        doc = sessions.parse_document(sessions.unpack_document(saved["payload"]))
         if len(doc.get("turns") or []) >= turn:
-            sessions._restore(store, doc, replace=True, trusted=True)
+            sessions.restore_document(store, doc, replace=True, trusted=True)
             return
     raise UsageError(
         f"session {session_id} has fewer than {turn} turns and no saved version has them",

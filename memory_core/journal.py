@@ -554,36 +554,119 @@ class GitState:
         return cls(head if isinstance(head, str) else None, {str(p) for p in data["dirty"]})
 
 
-def _git(root: Path, *args: str) -> subprocess.CompletedProcess[bytes] | None:
-    env = {**os.environ, "LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
+def _git(
+    root: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes] | None:
+    full_env = {
+        **os.environ,
+        "LC_ALL": "C",
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_OPTIONAL_LOCKS": "0",
+        **(env or {}),
+    }
     try:
         return subprocess.run(
-            ["git", "-C", str(root), *args], capture_output=True, env=env, timeout=60, check=False
+            ["git", "-C", str(root), *args],
+            capture_output=True,
+            env=full_env,
+            timeout=60,
+            check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
 
 
-def git_state(root: Path) -> GitState | None:
+# engram's own copy of git's index, in the repository folder (`.git/engram/index`, or the
+# worktree's folder): git's data in git's format, for git, and gone with the repository.
+PRIVATE_INDEX = Path("engram") / "index"
+
+
+def _private_index(root: Path, head: str | None) -> Path | None:
+    """engram's own copy of git's index, made from the user's when missing or when HEAD moved
+    since (the user's index then matches the new HEAD, with fresh stat data); None when there is
+    no index to copy yet or it cannot be written.
+
+    `git status` run on it may write it: git refreshes the stat data of files whose content did
+    not change and keeps an untracked cache, so the next status neither re-reads those files nor
+    reads every folder, and the user's own index is never written by engram.
+    """
+    repository = git_module.git_dir(root)
+    source = repository / "index" if repository is not None else None
+    if repository is None or source is None or not source.is_file():
+        return None  # a repository without an index yet: the plain status answers
+    index = repository / PRIVATE_INDEX
+    marker = index.with_name(index.name + ".head")
+    try:
+        aligned = marker.read_text(encoding="utf-8")
+    except OSError:
+        aligned = None
+    if aligned == (head or "") and index.is_file():
+        return index
+    partial = index.with_name(f".{index.name}.{os.getpid()}.{uuid.uuid4().hex[:6]}")
+    try:
+        index.parent.mkdir(exist_ok=True)
+        shutil.copyfile(source, partial)
+        os.chmod(partial, 0o600)
+        os.replace(partial, index)
+        marker.write_text(head or "", encoding="utf-8")
+        os.chmod(marker, 0o600)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
+        return None
+    return index
+
+
+def git_state(root: Path, *, own_index: bool = False) -> GitState | None:
     """What git says now, when `root` is the top of a repository; None otherwise.
 
     Global excludes are switched off, so every file git ignores is ignored by engram's rules
     too (`.gitignore` files and `.git/info/exclude`): git never hides a file engram keeps.
+    With `own_index`, git works on engram's own copy of its index with an untracked cache (see
+    `_private_index`); without it, or when that copy fails, on the user's index without writing
+    it.
     """
     if not (root / ".git").exists() or shutil.which("git") is None:
         return None
+    dirty: set[str] | None = None
+    index = _private_index(root, git_head(root)) if own_index else None
+    if index is not None:
+        dirty = _status(
+            root,
+            ("-c", "core.untrackedCache=true", "-c", "core.splitIndex=false"),
+            {"GIT_INDEX_FILE": str(index), "GIT_OPTIONAL_LOCKS": "1"},
+        )
+        if dirty is None:
+            for stale in (index, index.with_name(index.name + ".head")):
+                with contextlib.suppress(OSError):
+                    os.unlink(stale)  # made again from the user's index next time
+    if dirty is None:
+        dirty = _status(root, (), None)
+    if dirty is None:
+        return None
+    # HEAD is read after the status: a commit in between moves files git listed as changed, so
+    # every file left out still has the content of the HEAD recorded.
+    return GitState(git_head(root), dirty)
+
+
+def _status(root: Path, options: tuple[str, ...], env: dict[str, str] | None) -> set[str] | None:
+    """The paths `git status` lists (modified, staged, untracked), or None when it fails."""
+    # Untracked folders come as one path ("new/"): the checkpoint scans such a folder itself,
+    # and git needs no walk into it (nor, with the untracked cache, into unchanged folders).
     done = _git(
         root,
         "-c",
         "core.excludesFile=/dev/null",
         "-c",
         "status.relativePaths=false",
+        *options,
         "status",
         "--porcelain=v1",
         "-z",
-        "--untracked-files=all",
+        "--untracked-files=normal",
         "--ignore-submodules=none",
         "--no-renames",
+        env=env,
     )
     if done is None or done.returncode != 0:
         return None
@@ -601,8 +684,7 @@ def git_state(root: Path) -> GitState | None:
             if index < len(fields):
                 dirty.add(os.fsdecode(fields[index]).rstrip("/"))
             index += 1
-    head = git_module.read_head(root)
-    return GitState(head.commit if head else None, dirty)
+    return dirty
 
 
 def git_head(root: Path) -> str | None:

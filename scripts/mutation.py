@@ -32,7 +32,7 @@ SEED = 17
 
 @dataclass(frozen=True)
 class Module:
-    # A file, or a package's files as a glob ("memory_core/checkpoints/*.py").
+    # A module file, or a package folder: every .py file under it is mutated and scored.
     source: str
     tests: tuple[str, ...]
     # Mutants run at most (a random sample, fixed seed); None: every mutant.
@@ -40,6 +40,14 @@ class Module:
     # Tests left out of mutation runs: timed checks of a cold process, which mutmut's
     # instrumented code and a busy machine fail whatever the mutant.
     deselect: tuple[str, ...] = ()
+
+    def files(self) -> list[str]:
+        """The source files mutated, relative to the repository (a package: all of its files,
+        so a file added to it later is mutated without a change here)."""
+        path = REPO / self.source
+        if path.is_dir():
+            return sorted(p.relative_to(REPO).as_posix() for p in path.rglob("*.py"))
+        return [self.source]
 
 
 # Each module with only its own tests. Tests that drive the code through a subprocess (the CLI,
@@ -57,7 +65,7 @@ MODULES: dict[str, Module] = {
         sample=150,
     ),
     "checkpoints": Module(
-        "memory_core/checkpoints/*.py",
+        "memory_core/checkpoints",
         (
             "tests/core/test_checkpoints.py",
             "tests/core/test_checkpoint_safety.py",
@@ -68,7 +76,8 @@ MODULES: dict[str, Module] = {
             "tests/core/test_checkpoint_packing.py",
             "tests/core/test_checkpoint_retention.py",
             "tests/core/test_rollback_plans.py",
-            "tests/core/test_rollback_durability.py",
+            "tests/core/test_checkpoint_gc_schedule.py",
+            "tests/core/test_checkpoint_tree_cache.py",
         ),
         sample=60,
     ),
@@ -82,7 +91,11 @@ MODULES: dict[str, Module] = {
     ),
     "transcripts": Module(
         "memory_core/agents/transcripts.py",
-        ("tests/core/test_agents_transcripts.py", "tests/core/test_transcript_turns.py"),
+        (
+            "tests/core/test_agents_transcripts.py",
+            "tests/core/test_transcript_turns.py",
+            "tests/core/test_transcript_ingest_effects.py",
+        ),
         sample=60,
     ),
     "hooks": Module(
@@ -100,8 +113,14 @@ MODULES: dict[str, Module] = {
         sample=100,
     ),
     "sessions": Module(
-        "memory_core/sessions.py",
-        ("tests/core/test_sessions.py", "tests/core/test_session_records.py"),
+        "memory_core/sessions",
+        (
+            "tests/core/test_sessions.py",
+            "tests/core/test_session_records.py",
+            "tests/core/test_session_summary_markdown.py",
+            "tests/core/test_session_documents.py",
+            "tests/core/test_session_lifecycle.py",
+        ),
         sample=60,
     ),
     "diagnostics": Module(
@@ -150,8 +169,9 @@ def _write_config(work: Path, module: Module) -> None:
     (work / "setup.cfg").write_text(
         "[mutmut]\n"
         "source_paths =\n    memory_core\n    lsp_server\n"
-        f"only_mutate =\n    {module.source}\n"
-        f"pytest_add_cli_args_test_selection =\n{tests}\n"
+        "only_mutate =\n"
+        + "".join(f"    {path}\n" for path in module.files())
+        + f"pytest_add_cli_args_test_selection =\n{tests}\n"
         "pytest_add_cli_args =\n    -p\n    no:cacheprovider\n"
         + "".join(f"    --deselect\n    {test}\n" for test in module.deselect),
         encoding="utf-8",
@@ -182,10 +202,13 @@ def _generate(work: Path, env: dict[str, str]) -> None:
 
 
 def _results(work: Path, module: Module) -> dict[str, int | None]:
-    """Exit code by mutant name, over every file of the module (mutmut keeps one .meta each)."""
+    """Exit code by mutant name over every mutated file (a file without mutants, such as a
+    package's `__init__.py` of re-exports, has no `.meta`)."""
     codes: dict[str, int | None] = {}
-    for meta in sorted((work / "mutants").glob(module.source + ".meta")):
-        codes.update(json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"])
+    for path in module.files():
+        meta = work / "mutants" / (path + ".meta")
+        if meta.exists():
+            codes.update(json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"])
     return codes
 
 

@@ -59,6 +59,8 @@ class _FolderCheckpoints:
         self.hints: set[str] = set()
         self.recent: list[float] = []
         self.burst_running = False
+        # The listings the last checkpoint wrote: the next one starts from them.
+        self.trees = checkpoints.TreeCache()
 
 
 def _extra(state: FolderState) -> _FolderCheckpoints:
@@ -141,6 +143,7 @@ def _create(
             session_id=_active_session(state),
             journal=journal_for(ls, state),
             hints=hints,
+            tree_cache=extra.trees,
         )
     except BaseException:
         extra.hints |= hints
@@ -213,6 +216,7 @@ async def rollback(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
         settings=state.settings,
         journal=journal_for(ls, state),
         hints=set(_extra(state).hints),
+        tree_cache=_extra(state).trees,
     )
     target = plan.checkpoint
     rewind = args.get("rewind") is True  # also the conversation, back to the checkpoint's turn

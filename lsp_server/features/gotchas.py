@@ -78,8 +78,11 @@ class DocScan:
 
 
 def split_lines(source: str) -> list[str]:
-    """LSP lines: split on \\n, \\r\\n and a lone \\r (the protocol's three line ends), without
-    them. Not `str.splitlines`, which also splits on characters the client keeps in a line."""
+    """LSP lines: split on \\n, \\r\\n and a lone \\r (old Mac files), without the line ends.
+
+    The client counts a lone \\r as a line end too, so splitting on \\n alone would put every
+    squiggle after one on the wrong line.
+    """
     if "\r" in source:
         source = source.replace("\r\n", "\n").replace("\r", "\n")
     return source.split("\n")

@@ -120,7 +120,10 @@ class HookRun:
         transcripts.ingest_file(self.store, path, settings=self.settings, flush=flush)
         sub = self.payload.raw.get("agent_transcript_path")
         if isinstance(sub, str) and sub and Path(sub).is_file():
-            transcripts.ingest_file(self.store, sub, settings=self.settings, flush=True)
+            # Never flushed: a subagent's lines belong to the parent's session, so a flush would
+            # close the parent's turn while the parent is still answering the same request. The
+            # parent's own transcript (above) says when that turn ends.
+            transcripts.ingest_file(self.store, sub, settings=self.settings, flush=False)
         return True
 
     def add_context(self, event: str, text: str) -> None:
@@ -190,6 +193,10 @@ class HookRun:
         text = clean(prompt)
         with self.store.transaction() as db:
             previous = record.load_open_turn(db, self.session_id)
+            if previous is not None and previous.uuid == turn_id:
+                # The same prompt delivered again: its turn is open already. Closing it here
+                # would record it now, and the answer that ends it would find no turn to go to.
+                return
             if previous is not None:
                 self._finish(db, previous)
             db.execute(
@@ -295,8 +302,7 @@ class HookRun:
             from memory_core.gotchas.context import context_for_task
 
             text = context_for_task(self.store, self.payload.prompt, (), 3)
-            if text.strip() and "no gotcha" not in text.lower()[:80]:
-                self.add_context("UserPromptSubmit", text)
+            self.add_context("UserPromptSubmit", text)
         self.digest_if_due()
 
     def pre_tool_use(self) -> None:

@@ -384,6 +384,7 @@ def sync(
         raise UsageError(f"unknown target {to!r}", hint="project or auto")
     report: dict[str, Any] = {"agent": agent, "files": []}
     section_text: str | None = None
+    items: dict[str, list[str]] | None = None
     for target in found:
         text = _read(target.path)
         entry: dict[str, Any] = {
@@ -412,8 +413,15 @@ def sync(
                 f"{target.path} has an engram marker without its partner; nothing was written",
                 hint=f"put back `{BEGIN}` ... `{END}` around engram's section, or delete both",
             )
-        if section_text is None:
-            section_text = render_section(section_items(store, now=now))
+        if items is None:
+            items = section_items(store, now=now)
+            section_text = render_section(items)
+        if not parts.has_section and not any(items.values()):
+            # Nothing confirmed or pinned yet: a new section would only say so, in a file
+            # people commit. It comes with the first fact.
+            entry["nothing_to_write"] = True
+            continue
+        assert section_text is not None
         section = (
             section_text.replace("\n", parts.newline) if parts.newline != "\n" else section_text
         )

@@ -21,6 +21,7 @@ import re
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -76,9 +77,16 @@ class Turn:
 
 
 def clip(text: str, limit: int) -> str:
+    """`text` cut in the middle to at most `limit` characters, saying how many were cut.
+
+    At most `limit`, so that cutting a cut text again leaves it as it is (a summary cut once
+    when it was made and again when it is stored keeps the true count).
+    """
     if len(text) <= limit:
         return text
-    half = limit // 2 - 10
+    # Room for the marker with the largest count it could show (the count only shrinks).
+    room = len(f"\n[... {len(text)} characters cut ...]\n")
+    half = max(1, (limit - room) // 2)
     return f"{text[:half]}\n[... {len(text) - 2 * half} characters cut ...]\n{text[-half:]}"
 
 
@@ -88,7 +96,22 @@ def clean(text: str | None, limit: int = MAX_TEXT) -> str:
     Redacted before the final cut, with a margin: a secret lying across a cut point would
     otherwise be stored in part (too short for its format to be recognised).
     """
-    return clip(redact(clip(text or "", limit + 2 * CUT_MARGIN)), limit)
+    if not text:
+        return ""
+    if len(text) <= _REMEMBERED_TEXT_CHARS:
+        return _clean_short(text, limit)
+    return clip(redact(clip(text, limit + 2 * CUT_MARGIN)), limit)
+
+
+# Short texts repeat: an agent runs the same commands and reads the same files again and again,
+# and an ingest stores each command and call summary several times (the call, the command, the
+# failure). Redaction is a pure function of the text, so a short text is redacted once.
+_REMEMBERED_TEXT_CHARS = 1024
+
+
+@lru_cache(maxsize=4096)
+def _clean_short(text: str, limit: int) -> str:
+    return clip(redact(clip(text, limit + 2 * CUT_MARGIN)), limit)
 
 
 # Longer than any secret format redact knows (PEM blocks aside, which it hides to the end).
@@ -536,6 +559,9 @@ def apply_turns(store: Store, turns: Sequence[FinishedTurn], settings: Any = Non
         from memory_core import config
 
         settings = config.load(store.root)
+    every = int(settings["checkpoints.every_n_turns"])
+    # Per session, the last turn of the batch that is due a checkpoint, and when it ended.
+    due: dict[str, tuple[int, float | None]] = {}
     for turn in turns:
         seq = sessions.record_turn(
             store,
@@ -554,7 +580,13 @@ def apply_turns(store: Store, turns: Sequence[FinishedTurn], settings: Any = Non
             started_at=turn.started_at,
             ended_at=turn.ended_at,
         )
-        # A checkpoint every N turns (the `checkpoints.every_n_turns` setting).
+        if every > 0 and seq > 0 and seq % every == 0:
+            due[turn.session_id] = (seq, turn.ended_at)
+    # A checkpoint every N turns (the `checkpoints.every_n_turns` setting), one per batch: the
+    # workspace does not change while a batch is applied, so an ingest of a long transcript
+    # would otherwise take the same tree dozens of times, and those copies would push the
+    # user's older checkpoints out of the checkpoint cap.
+    for session_id, (seq, ended_at) in due.items():
         checkpoints.every_n_turns(
-            store, seq, settings=settings, session_id=turn.session_id, now=turn.ended_at
+            store, seq, settings=settings, session_id=session_id, now=ended_at
         )

@@ -78,6 +78,7 @@ _COMPACT_PREFIX = "This session is being continued from a previous conversation"
 # Every user, assistant and system line holds one of these (the top-level "type"); a line with
 # none of them cannot matter and is skipped without decoding. A false match only costs a decode.
 _MAY_BE_CONVERSATION = re.compile(rb'"type": ?"(?:user|assistant|system)"')
+_decode_json = json.JSONDecoder().decode
 
 
 @dataclass(slots=True)
@@ -124,7 +125,6 @@ class Entry:
     sidechain: bool = False
     cwd: str | None = None
     git_branch: str | None = None
-    agent_id: str | None = None
     text: str = ""
     message_key: str | None = None
     model: str | None = None
@@ -213,7 +213,6 @@ def parse_line(obj: Any) -> Entry | None:
         sidechain=obj.get("isSidechain") is True,
         cwd=obj.get("cwd") if isinstance(obj.get("cwd"), str) else None,
         git_branch=obj.get("gitBranch") if isinstance(obj.get("gitBranch"), str) else None,
-        agent_id=obj.get("agentId") if isinstance(obj.get("agentId"), str) else None,
     )
     if kind == "system":
         if obj.get("subtype") != "compact_boundary":
@@ -567,13 +566,12 @@ class _Run:
                 use.id, state.session_id, use.name, use.input, entry.ts, entry.sidechain
             )
             self.calls[use.id] = call
-            command = record.note_tool_use(db, call, self.store.root, entry.cwd)
+            record.note_tool_use(db, call, self.store.root, entry.cwd)
             if turn is not None:
-                # A shell call's summary is its command, already redacted once for the ledger.
-                item: dict[str, Any] = {"id": use.id, "tool": use.name}
-                if command is not None:
-                    item["summary"] = record.clip(command, 300)
-                turn.tool_calls.append(item)
+                # Summarised when its result is claimed (`tool_results`), from the call itself: a
+                # summary cut from the ledger's copy of a long command (already cut to 1,000
+                # characters) would misstate how much was cut.
+                turn.tool_calls.append({"id": use.id, "tool": use.name})
 
     def usage(
         self, db: sqlite3.Connection, state: _SessionState, entry: Entry, turn: Turn | None
@@ -583,14 +581,6 @@ class _Run:
         # The lines of one response come one after another: remember what this run stored
         # instead of asking the database again for each of them.
         existing = self.messages.get(entry.message_key)
-        if existing is None:
-            row = db.execute(
-                "SELECT sidechain, input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens "
-                "FROM agent_messages WHERE message_key = ?",
-                (entry.message_key,),
-            ).fetchone()
-            if row is not None:
-                existing = (bool(row[0]), (int(row[1]), int(row[2]), int(row[3]), int(row[4])))
         values = (
             usage.input_tokens,
             usage.output_tokens,
@@ -598,10 +588,12 @@ class _Run:
             usage.cache_read_tokens,
         )
         if existing is None:
-            db.execute(
+            # A response this run has not seen: usually new, so the insert is tried first and
+            # the stored copy is read only when there is one (a resumed session's replay).
+            cursor = db.execute(
                 "INSERT INTO agent_messages (message_key, session_id, turn_uuid, ts, model, sidechain, "
                 "input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(message_key) DO NOTHING",
                 (
                     entry.message_key,
                     state.session_id,
@@ -612,10 +604,17 @@ class _Run:
                     *values,
                 ),
             )
-            self.stats.assistant_messages += 1
-            self.messages[entry.message_key] = (entry.sidechain, values)
-            _add(state.deltas, entry.sidechain, values, 1)
-            return
+            if cursor.rowcount == 1:
+                self.stats.assistant_messages += 1
+                self.messages[entry.message_key] = (entry.sidechain, values)
+                _add(state.deltas, entry.sidechain, values, 1)
+                return
+            row = db.execute(
+                "SELECT sidechain, input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens "
+                "FROM agent_messages WHERE message_key = ?",
+                (entry.message_key,),
+            ).fetchone()
+            existing = (bool(row[0]), (int(row[1]), int(row[2]), int(row[3]), int(row[4])))
         was_sidechain, old = existing
         if entry.sidechain and not was_sidechain:
             return  # a subagent's replay of the parent's response: the parent's copy stands
@@ -691,9 +690,9 @@ class _Run:
     def write_figures(self, db: sqlite3.Connection) -> None:
         """This chunk's token and message figures, times and last event into agent_sessions."""
         assignments = ", ".join(f"{column} = {column} + ?" for column in TOKEN_COLUMNS)
+        # Every session here has seen a line, so its times are set (`handle` gives a line
+        # without a time the previous line's, or now).
         for state in self.sessions.values():
-            if state.last_ts <= 0:
-                continue
             db.execute(
                 f"UPDATE agent_sessions SET {assignments}, last_seen = MAX(last_seen, ?), "
                 "started_at = MIN(started_at, ?), model = COALESCE(?, model), "
@@ -732,12 +731,11 @@ class _Run:
             record.start_session(self.store, sid, agent=self.agent, ts=ts)
         self.new_sessions.clear()
         for state in self.sessions.values():
-            if state.last_ts > 0:
-                # Start and last activity from the transcript's own times, whatever order the
-                # files (main transcript, subagents) are read in.
-                sessions.observe_times(
-                    self.store, state.session_id, first_ts=state.first_ts, last_ts=state.last_ts
-                )
+            # Start and last activity from the transcript's own times, whatever order the
+            # files (main transcript, subagents) are read in.
+            sessions.observe_times(
+                self.store, state.session_id, first_ts=state.first_ts, last_ts=state.last_ts
+            )
         changes: list[dict[str, Any]] = []
         for call, outcome, cwd, record_call in self.pending_effects:
             after = record.reconstructed_after(call, outcome.structured) if outcome.ok else None
@@ -939,7 +937,9 @@ def ingest_file(
                 if not _MAY_BE_CONVERSATION.search(line):
                     continue  # progress, snapshots, queue operations, titles: never decoded
                 try:
-                    obj = json.loads(line)
+                    # Decoded here rather than by json.loads, which would first guess the
+                    # encoding of every line (transcripts are UTF-8).
+                    obj = _decode_json(line.decode("utf-8", "surrogatepass"))
                 except ValueError:
                     stats.malformed += 1
                     continue

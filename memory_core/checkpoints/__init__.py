@@ -15,7 +15,7 @@ Cost grows with the files changed since the previous checkpoint, not with the wo
   watcher's `ChangeJournal`, watchman's clock, git's status), only the paths it names are even
   looked at.
 
-`.gitignore` files (nested ones too) and the `watch.exclude` setting are honoured (`scan`);
+`.gitignore` files (nested ones too) and the `watch.exclude` setting are honoured (`disk`);
 `.git/` and `.engram/` are never captured. Files over `checkpoints.max_file_bytes` are left out
 and listed. Retention (count, age, store cap) removes old checkpoints and collects unreferenced
 blobs (`retention`).
@@ -30,6 +30,7 @@ that owns open buffers (the language server) applies those itself and passes the
 from __future__ import annotations
 
 from memory_core.checkpoints.capture import REASONS, Capture, create, every_n_turns
+from memory_core.checkpoints.disk import Scan, scan
 from memory_core.checkpoints.history import (
     diff,
     file_content,
@@ -38,8 +39,7 @@ from memory_core.checkpoints.history import (
     manifest,
     patch,
 )
-from memory_core.checkpoints.retention import delete, enforce_retention, gc, space
-from memory_core.checkpoints.rollback import (
+from memory_core.checkpoints.restore import (
     FileWrite,
     RollbackPlan,
     apply_plan,
@@ -49,8 +49,8 @@ from memory_core.checkpoints.rollback import (
     rollback,
     write_file,
 )
-from memory_core.checkpoints.scan import Scan, scan
-from memory_core.checkpoints.storage import read_blob, stored_bytes
+from memory_core.checkpoints.retention import delete, enforce_retention, gc, space
+from memory_core.checkpoints.storage import TreeCache, read_blob, stored_bytes
 from memory_core.checkpoints.trees import NEVER_CAPTURED, CorruptCheckpointError, Entry, Tree
 from memory_core.journal import ChangeJournal
 
@@ -65,6 +65,7 @@ __all__ = [
     "RollbackPlan",
     "Scan",
     "Tree",
+    "TreeCache",
     "apply_plan",
     "create",
     "delete",

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from memory_core import config
-from memory_core.checkpoints.scan import Found, classify, read_file, rules_for, scan
-from memory_core.checkpoints.storage import Writer, load_tree, stat_cache
+from memory_core.checkpoints.disk import Found, classify, read_file, rules_for, scan
+from memory_core.checkpoints.storage import Writer, load_tree, stat_cache, stat_cache_of
 from memory_core.checkpoints.trees import Entry, Tree, valid_name
 from memory_core.store import Store
 
@@ -86,6 +86,21 @@ def build_full(
         entries[rel] = Entry(item.kind, item.mode, digest, item.size)
     root_hash, count, size = _build_trees(entries, writer)
     return root_hash, count, size, changed, found.skipped
+
+
+def _stat_matches(root: Path, rel: str, cached: Any) -> bool:
+    if cached is None:
+        return False
+    try:
+        st = os.lstat(root / rel)
+    except OSError:
+        return False
+    return not stat.S_ISDIR(st.st_mode) and (cached[0], cached[1], cached[2], cached[3]) == (
+        st.st_mtime_ns,
+        st.st_size,
+        st.st_ino,
+        stat.S_IMODE(st.st_mode),
+    )
 
 
 def build_incremental(
@@ -187,13 +202,18 @@ def build_incremental(
             holder = tree_at(prefix, create=False)
         return found
 
-    changed_paths = set(changed_paths)
+    # A source may name files whose content did not change since they were last hashed (git
+    # lists every file modified since HEAD, every time). A file whose stat still matches its
+    # stat-cache row (never a racy one) has the content of that row, which the capture that
+    # wrote it put in its tree and every later one carried over: it is left alone, its folder
+    # not even read. The same trust a full scan gives the stat cache.
+    cache: dict[str, Any] = stat_cache_of(store, changed_paths)
+    changed_paths = {rel for rel in changed_paths if not _stat_matches(root, rel, cache.get(rel))}
     for rel in list(changed_paths):
         if "/" in rel and all(valid_name(part) for part in rel.split("/")):
             changed_paths.update(replaced_ancestors(rel))
     skipped = set(base_skipped)
     changed = 0
-    cache: dict[str, Any] = {}
     for rel in sorted(changed_paths):
         parts = rel.split("/")
         if any(not valid_name(part) for part in parts):

@@ -15,9 +15,9 @@ from typing import Any
 from memory_core import clock, config, events, journal
 from memory_core import git as git_module
 from memory_core.checkpoints.build import build_full, build_incremental
+from memory_core.checkpoints.disk import settings_for
 from memory_core.checkpoints.history import get
 from memory_core.checkpoints.retention import enforce_retention
-from memory_core.checkpoints.scan import settings_for
 from memory_core.checkpoints.storage import Writer
 from memory_core.checkpoints.trees import Tree, sha
 from memory_core.errors import UsageError
@@ -25,6 +25,9 @@ from memory_core.journal import ChangeJournal
 from memory_core.redact import redact
 from memory_core.store import Store
 
+# Paths a git state carried through checkpoints other sources vouched for may hold before git
+# is asked again (each checkpoint stores them).
+GIT_CARRY_LIMIT = 1000
 REASONS = ("manual", "burst", "turns", "pre-rollback", "auto")
 
 
@@ -47,6 +50,8 @@ class Capture:
     token: dict[str, Any]
     started: float
     ts: float
+    # The caller's cache of listings, given the new ones once they are written.
+    tree_cache: dict[str, Tree] | None = None
 
 
 def _rules_fingerprint(root: Path, settings: config.Settings) -> str:
@@ -121,7 +126,7 @@ def capture_workspace(
     # git: `git status` now, against what it said at the previous checkpoint.
     previous_git = journal.GitState.from_json(before.get("git")) if usable else None
     if paths is None:
-        now_git = journal.git_state(root)
+        now_git = journal.git_state(root, own_index=True)
         if now_git is not None:
             token["git"] = now_git.as_json()
             if previous_git is not None:
@@ -130,6 +135,10 @@ def capture_workspace(
                     source = "git"
     elif previous_git is not None:
         carried = journal.carry_git_state(root, previous_git, paths)
+        if carried is not None and len(carried.dirty) > GIT_CARRY_LIMIT:
+            # A carried state only grows (every path another source named joins it) until git
+            # looks again; past the limit, one `git status` starts it afresh.
+            carried = journal.git_state(root, own_index=True)
         if carried is not None:
             token["git"] = carried.as_json()
 
@@ -155,7 +164,18 @@ def capture_workspace(
         root_hash, count, size, changed_count, skipped = build_full(store, settings, writer, ts)
     token["source"] = source
     return Capture(
-        writer, root_hash, count, size, changed_count, skipped, mode, source, token, started, ts
+        writer,
+        root_hash,
+        count,
+        size,
+        changed_count,
+        skipped,
+        mode,
+        source,
+        token,
+        started,
+        ts,
+        tree_cache,
     )
 
 
@@ -213,6 +233,8 @@ def commit(
             ),
             db=db,
         )
+    if capture.tree_cache is not None:
+        capture.tree_cache.update(writer.decoded)  # the next checkpoint's base listings
     if writer.added_bytes > 8 * 1024 * 1024:
         # A large first capture leaves a large write-ahead log; fold it into the database now
         # rather than making the next (small, frequent) checkpoint pay for it.
@@ -236,6 +258,7 @@ def create(
     journal: ChangeJournal | None = None,
     changed: Iterable[str] | None = None,
     hints: Iterable[str] | None = None,
+    tree_cache: dict[str, Tree] | None = None,
 ) -> dict[str, Any]:
     """Capture the workspace's files as a new checkpoint and return it.
 
@@ -244,7 +267,8 @@ def create(
     running watcher (the language server's), watchman's clock, or git's status; `hints` (the
     editor's file events) are added to them but never trusted alone. Otherwise the whole
     workspace is scanned, reading only files whose stat changed. The result's `source` says
-    which one vouched.
+    which one vouched. A long-running caller passes a `tree_cache` (a `TreeCache`) it keeps:
+    the listings this checkpoint writes are then the next one's, already read.
     """
     if reason not in REASONS:
         raise UsageError(
@@ -252,7 +276,15 @@ def create(
         )
     settings = settings_for(store, settings)
     ts = clock.now() if now is None else now
-    capture = capture_workspace(store, settings, ts, watcher=journal, changed=changed, hints=hints)
+    capture = capture_workspace(
+        store,
+        settings,
+        ts,
+        watcher=journal,
+        changed=changed,
+        hints=hints,
+        tree_cache=tree_cache,
+    )
     return commit(
         store,
         capture,

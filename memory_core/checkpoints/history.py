@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from memory_core import clock, config
-from memory_core.checkpoints.scan import read_file, rules_for, scan, settings_for
+from memory_core.checkpoints.disk import read_file, rules_for, scan, settings_for
 from memory_core.checkpoints.storage import TreeLookup, read_blob, stat_cache, walk_manifest
 from memory_core.checkpoints.trees import Entry, sha
 from memory_core.errors import NotFoundError, UsageError

@@ -27,6 +27,13 @@ def delete(store: Store, ref: str) -> dict[str, Any]:
     return {"id": row["id"], "deleted": True, "freed_bytes": freed}
 
 
+# Retention collects garbage once this share of `checkpoints.max_count` was removed since the
+# last collection: the collection's cost, which grows with the checkpoints kept, is then spread
+# over as many checkpoints, and the garbage waiting is at most that share of what they added.
+GC_SHARE = 8
+_REMOVED_KEY = "checkpoints.removed_since_gc"
+
+
 def enforce_retention(
     store: Store, settings: config.Settings, *, now: float | None = None, keep: str | None = None
 ) -> list[str]:
@@ -45,8 +52,26 @@ def enforce_retention(
     if doomed:
         with store.transaction() as db:
             db.executemany("DELETE FROM checkpoints WHERE id = ?", [(d,) for d in doomed])
+            db.execute(
+                "INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE "
+                "SET value = CAST(value AS INTEGER) + CAST(excluded.value AS INTEGER)",
+                (_REMOVED_KEY, str(len(doomed))),
+            )
+    # Collecting walks every listing of every checkpoint kept (a second or more in a large
+    # workspace), while one removed checkpoint frees little, and once the count limit is reached
+    # every new checkpoint removes one. So garbage is collected once enough checkpoints went
+    # (GC_SHARE), or when the store is over its cap; until then it only takes space.
     flag = store.query_one("SELECT value FROM store_meta WHERE key = 'checkpoints.gc_needed'")
-    if flag is not None and flag[0] == "1":
+    removed = store.query_one("SELECT value FROM store_meta WHERE key = ?", (_REMOVED_KEY,))
+    if (
+        flag is not None
+        and flag[0] == "1"
+        and (
+            removed is None  # removed by something else (a delete, an older engram): collect now
+            or int(removed[0]) >= max(1, max_count // GC_SHARE)
+            or stored_bytes(store) > int(settings["checkpoints.store_cap_bytes"])
+        )
+    ):
         gc(store)
     cap = int(settings["checkpoints.store_cap_bytes"])
     while stored_bytes(store) > cap:
@@ -67,20 +92,30 @@ def gc(store: Store) -> int:
     """Delete blobs and trees no checkpoint references; returns the bytes freed."""
     live_trees: set[str] = set()
     live_blobs: set[str] = set()
-    stack = [row[0] for row in store.query("SELECT DISTINCT root_tree FROM checkpoints")]
-    while stack:
-        digest = stack.pop()
-        if digest in live_trees:
-            continue
-        live_trees.add(digest)
-        try:
-            tree = load_tree(store, digest, validate=False)
-        except CorruptCheckpointError:
-            continue
-        for entry in tree.entries.values():
-            (stack.append(entry.hash) if entry.kind == "d" else live_blobs.add(entry.hash))
+
+    def mark(roots: list[str]) -> None:
+        stack = list(roots)
+        while stack:
+            digest = stack.pop()
+            if digest in live_trees:
+                continue
+            live_trees.add(digest)
+            try:
+                tree = load_tree(store, digest, validate=False)
+            except CorruptCheckpointError:
+                continue
+            for entry in tree.entries.values():
+                (stack.append(entry.hash) if entry.kind == "d" else live_blobs.add(entry.hash))
+
+    roots = "SELECT DISTINCT root_tree FROM checkpoints"
+    # Marked without the write lock (it takes a second or more in a large workspace, and hooks
+    # must not wait that long)...
+    mark([row[0] for row in store.query(roots)])
     freed = 0
     with store.transaction() as db:
+        # ...then, holding it, again for checkpoints another process committed meanwhile: only
+        # their new listings are read, and nothing they use is collected.
+        mark([row[0] for row in db.execute(roots).fetchall() if row[0] not in live_trees])
         db.execute("CREATE TEMP TABLE IF NOT EXISTS gc_live (hash TEXT PRIMARY KEY) WITHOUT ROWID")
         db.execute("CREATE TEMP TABLE IF NOT EXISTS gc_raw (hash BLOB PRIMARY KEY) WITHOUT ROWID")
         db.execute("DELETE FROM gc_live")
@@ -120,7 +155,9 @@ def gc(store: Store) -> int:
         db.execute("DELETE FROM checkpoint_trees WHERE hash NOT IN (SELECT hash FROM gc_live)")
         if freed:
             count_stored(db, -freed)
-        db.execute("DELETE FROM store_meta WHERE key = 'checkpoints.gc_needed'")
+        db.execute(
+            "DELETE FROM store_meta WHERE key IN ('checkpoints.gc_needed', ?)", (_REMOVED_KEY,)
+        )
         # A stat-cache row whose blob is gone would let a later capture reference missing
         # content; forget it so that file is read again.
         db.execute("DELETE FROM checkpoint_index WHERE hash NOT IN (SELECT hash FROM gc_raw)")

@@ -4,7 +4,8 @@ running total of bytes, read back verified against their hashes."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from memory_core.checkpoints.trees import (
@@ -41,10 +42,15 @@ class Writer:
         self.decoded: dict[str, Tree] = {}  # the new listings as built (a rollback compares them)
         self.index: dict[str, tuple[int, int, int, int, str]] = {}
         self.added_bytes = 0
+        self._legacy = store.query_one("SELECT 1 FROM checkpoint_blobs LIMIT 1") is not None
 
     def blob(self, data: bytes) -> str:
         digest = sha(data)
-        if digest in self.blobs or digest in self._pending_seen or _has_blob(self.store, digest):
+        if (
+            digest in self.blobs
+            or digest in self._pending_seen
+            or _has_blob(self.store, digest, legacy=self._legacy)
+        ):
             return digest
         if len(data) > PACK_MAX_BLOB:
             self.blobs[digest] = (len(data), compress(data))
@@ -115,11 +121,14 @@ class Writer:
             )
 
 
-def _has_blob(store: Store, digest: str) -> bool:
+def _has_blob(store: Store, digest: str, *, legacy: bool = True) -> bool:
     if store.query_one("SELECT 1 FROM checkpoint_objects WHERE hash = ?", (bytes.fromhex(digest),)):
         return True
-    # Blobs stored before packing (schema 0011) keep their rows.
-    return store.query_one("SELECT 1 FROM checkpoint_blobs WHERE hash = ?", (digest,)) is not None
+    # Blobs stored before packing (schema 0011) keep their rows, when there are any.
+    return (
+        legacy
+        and store.query_one("SELECT 1 FROM checkpoint_blobs WHERE hash = ?", (digest,)) is not None
+    )
 
 
 def stat_cache(store: Store, under: str = "") -> dict[str, tuple[int, int, int, int, str]]:
@@ -132,6 +141,23 @@ def stat_cache(store: Store, under: str = "") -> dict[str, tuple[int, int, int, 
         else store.query(sql)
     )
     return {row[0]: (row[1], row[2], row[3], row[4], bytes(row[5]).hex()) for row in rows}
+
+
+def stat_cache_of(store: Store, paths: Iterable[str]) -> dict[str, tuple[int, int, int, int, str]]:
+    """The stat cache rows of these paths (those it has)."""
+    wanted = list(paths)
+    found: dict[str, tuple[int, int, int, int, str]] = {}
+    for start in range(0, len(wanted), 500):  # under SQLite's limit on bound parameters
+        chunk = wanted[start : start + 500]
+        rows = store.query(
+            "SELECT path, mtime_ns, size, ino, mode, hash FROM checkpoint_index "
+            f"WHERE path IN ({','.join('?' * len(chunk))})",
+            tuple(chunk),
+        )
+        found.update(
+            {row[0]: (row[1], row[2], row[3], row[4], bytes(row[5]).hex()) for row in rows}
+        )
+    return found
 
 
 _STORED_KEY = "checkpoints.stored_bytes"
@@ -150,6 +176,27 @@ def stored_bytes(store: Store) -> int:
     """Bytes checkpoint blobs and trees take in the store (the running total)."""
     row = store.query_one("SELECT value FROM store_meta WHERE key = ?", (_STORED_KEY,))
     return int(row[0]) if row is not None else 0
+
+
+class TreeCache(dict[str, Tree]):
+    """Listings read and verified, or written, by digest, kept by a long-running process (the
+    language server) between checkpoints: a listing's digest names its content, so an entry is
+    never stale, and the next checkpoint starts from the listings the previous one wrote."""
+
+    def __init__(self, limit: int = 512) -> None:
+        super().__init__()
+        self.limit = limit  # a listing of 100 files takes about 17 kB decoded
+        self._lock = threading.Lock()  # the server's commands run on a thread pool
+
+    def __setitem__(self, digest: str, tree: Tree) -> None:
+        with self._lock:
+            if digest not in self and len(self) >= self.limit:
+                del self[next(iter(self))]  # the oldest first
+            super().__setitem__(digest, tree)
+
+    def update(self, trees: Any = (), /, **_: Tree) -> None:
+        for digest, tree in dict(trees).items():
+            self[digest] = tree
 
 
 def load_tree(

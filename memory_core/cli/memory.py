@@ -663,6 +663,13 @@ def run_memory_sync(ctx: Context) -> int:
     def human() -> str:
         lines = []
         for entry in report["files"]:
+            if entry.get("nothing_to_write"):
+                lines.append(
+                    f"{entry['path']}: {len(entry.get('imported', []))} new fact(s) taken in; "
+                    "no section written: nothing confirmed or pinned yet (confirm a gotcha, "
+                    "pin a decision or add a rule first)"
+                )
+                continue
             if not entry["exists"] and not entry["written"]:
                 lines.append(f"{entry['path']}: not there")
                 continue

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import sys
 import tempfile
 import threading
@@ -37,6 +38,8 @@ def _document() -> str:
 
 
 async def _start(folder: Path) -> LanguageClient:
+    # A project (a git repository): the language server makes a store only in one.
+    subprocess.run(["git", "init", "-q"], cwd=folder, check=True)
     client = LanguageClient("bench", "1")
     await client.start_io(sys.executable, "-m", "lsp_server")
     await client.initialize_async(

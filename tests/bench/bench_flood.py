@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -84,6 +85,8 @@ def _measure(command: list[str] | None) -> tuple[list[float], str]:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "ws"
         folder.mkdir()
+        # A project (a git repository): the language server makes a store only in one.
+        subprocess.run(["git", "init", "-q"], cwd=folder, check=True)
         text = _document()
         (folder / "big.py").write_text(text)
         server = RawServer(folder.resolve(), Path(tmp) / "server.log", command=command)

@@ -99,7 +99,8 @@ def test_rollback_to_the_turn_12_checkpoint_gives_the_next_agent_turn_12(repo: P
         # Nothing lost: the whole session was saved before the rewind.
         saved = store.query("SELECT payload FROM saved_sessions WHERE session_id = ?", (SESSION,))
         turns = [
-            len(sessions.parse_document(sessions._unpack(r["payload"]))["turns"]) for r in saved
+            len(sessions.parse_document(sessions.unpack_document(r["payload"]))["turns"])
+            for r in saved
         ]
         assert 15 in turns
         # The undo checkpoint (taken at turn 15) brings the conversation back too.

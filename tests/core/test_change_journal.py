@@ -5,6 +5,7 @@ watchman (when installed), real git."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -197,6 +198,52 @@ def test_git_vouches_for_tracked_untracked_and_committed_changes(repo: Store) ->
     assert checkpoints.manifest(repo, full["id"]) == checkpoints.manifest(repo, third["id"])
 
 
+def test_git_answers_from_engrams_own_index_and_never_writes_the_users(repo: Store) -> None:
+    root = repo.root
+    users_index = root / ".git" / "index"
+    checkpoints.create(repo)
+    before = (users_index.read_bytes(), users_index.stat().st_mtime_ns)
+    # Touched with the same content (git would refresh its stat data) and truly changed.
+    _write(root, "src/util.py", "util\n", age=30)
+    _write(root, "src/app.py", "changed\n")
+    second = checkpoints.create(repo)
+    assert second["source"] == "git" and second["changed"] == 1
+    assert (users_index.read_bytes(), users_index.stat().st_mtime_ns) == before
+    own = root / ".git" / "engram" / "index"
+    assert own.is_file()
+    # A commit moves HEAD: engram's copy is made again from the user's index, and what it says
+    # afterwards is still exact.
+    git(root, "commit", "-qam", "second")
+    _write(root, "README.md", "after the commit\n")
+    third = checkpoints.create(repo)
+    assert third["source"] == "git" and third["changed"] == 1
+    assert (root / ".git" / "engram" / "index.head").read_text() == git(
+        root, "rev-parse", "HEAD"
+    ).strip()
+    assert _files(repo, third["id"])["README.md"] == "after the commit\n"
+
+
+def test_a_broken_copy_of_gits_index_falls_back_to_the_users_and_is_made_again(
+    repo: Store,
+) -> None:
+    root = repo.root
+    checkpoints.create(repo)
+    _write(root, "src/app.py", "first change\n")
+    checkpoints.create(repo)
+    own = root / ".git" / "engram" / "index"
+    own.write_bytes(b"not an index at all")
+    _write(root, "src/app.py", "second change\n")
+    _write(root, "new/folder/file.py", "untracked\n")
+    after = checkpoints.create(repo)
+    assert after["source"] == "git" and after["changed"] == 2
+    files = _files(repo, after["id"])
+    assert files["src/app.py"] == "second change\n"
+    assert files["new/folder/file.py"] == "untracked\n"
+    assert not own.exists()  # removed; the next checkpoint copies the user's index again
+    checkpoints.create(repo)
+    assert own.read_bytes().startswith(b"DIRC")
+
+
 def test_a_git_state_carried_through_a_watcher_checkpoint_still_vouches(repo: Store) -> None:
     root = repo.root
     checkpoints.create(repo)
@@ -214,6 +261,31 @@ def test_a_git_state_carried_through_a_watcher_checkpoint_still_vouches(repo: St
     files = _files(repo, from_cli["id"])
     assert files["README.md"] == "changed after the server stopped\n"
     assert files["src/app.py"] == "seen by the watcher\n"
+
+
+def test_a_carried_git_state_that_grew_past_its_limit_is_taken_afresh_from_git(
+    repo: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory_core.checkpoints import capture
+
+    monkeypatch.setattr(capture, "GIT_CARRY_LIMIT", 1)
+    root = repo.root
+    checkpoints.create(repo)
+    live = journal.ChangeJournal(started_at=time.time() - 3600)
+    _write(root, "src/app.py", "changed, seen by the watcher\n")
+    live.mark(["src/app.py", "README.md"])  # the watcher also names a file left as it was
+    time.sleep(1.1)
+    via_watcher = checkpoints.create(repo, journal=live)
+    assert via_watcher["source"] == "watcher"
+    [(token,)] = repo.query("SELECT journal FROM checkpoints WHERE id = ?", (via_watcher["id"],))
+    assert json.loads(token)["git"]["dirty"] == ["src/app.py"]  # git's own view, not 2 paths
+    live.stop()
+    _write(root, "README.md", "changed after the server stopped\n")
+    from_cli = checkpoints.create(repo)
+    assert from_cli["source"] == "git"
+    files = _files(repo, from_cli["id"])
+    assert files["README.md"] == "changed after the server stopped\n"
+    assert files["src/app.py"] == "changed, seen by the watcher\n"
 
 
 def test_a_file_rewritten_with_the_same_content_in_the_racy_window_is_not_changed(

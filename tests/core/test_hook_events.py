@@ -5,6 +5,7 @@ entry point `engram hook` uses (`hooks.handle`), on payloads shaped as Claude Co
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import subprocess
 from pathlib import Path
@@ -548,3 +549,398 @@ def test_a_one_minute_digest_timer_works_and_a_turns_summary_is_kept_short(repo:
         summary = sessions.get(store, SID)["rolling_summary"] or ""
     # Cut to about 600 characters around a marker saying how much was left out.
     assert len(summary) < 700 and "characters cut" in summary
+
+
+def test_a_command_whose_response_says_it_exited_non_zero_is_a_failure_with_its_stderr(
+    repo: Path,
+) -> None:
+    # No error flag on the event: only the tool's structured response says the command failed.
+    hook(
+        repo,
+        "PostToolUse",
+        T0,
+        tool_name="Bash",
+        tool_use_id="toolu_lint",
+        tool_input={"command": "npm run lint"},
+        tool_response={
+            "stdout": "",
+            "stderr": "npm ERR! Missing script: lint",
+            "exitCode": 1,
+            "interrupted": False,
+        },
+    )
+    assert rows(repo, "SELECT ok, error FROM agent_tool_uses") == [
+        (0, "npm ERR! Missing script: lint")
+    ]
+    assert rows(repo, "SELECT command, exit_code FROM session_commands") == [("npm run lint", 1)]
+
+
+def test_a_gotcha_whose_title_starts_with_no_gotcha_still_reaches_the_agent(repo: Path) -> None:
+    with Store.init(repo) as store:
+        gotchas.add(
+            store,
+            "No gotcha comments in vendored code",
+            description="vendor/ is regenerated; annotations there are lost",
+            error_pattern="vendored annotation lost",
+        )
+    out = hook(repo, "UserPromptSubmit", T0, prompt="why was my vendored annotation lost?")
+    context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert "No gotcha comments in vendored code" in context
+    # A prompt no gotcha is about adds nothing to the agent's context.
+    assert hook(repo, "UserPromptSubmit", T0 + 1, prompt="rename the button") == ""
+
+
+@pytest.mark.parametrize("variable", ["CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR", "GEMINI_CWD"])
+def test_a_payload_without_cwd_is_recorded_in_the_folder_the_agent_names(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, variable: str
+) -> None:
+    for name in ("CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR", "GEMINI_CWD"):
+        monkeypatch.delenv(name, raising=False)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.setenv(variable, str(repo))
+    payload = {"session_id": "gem-7", "hook_event_name": "SessionStart", "source": "startup"}
+    code, _out = hooks.handle("gemini", "SessionStart", json.dumps(payload), now=T0)
+    assert code == 0
+    assert rows(repo, "SELECT session_id FROM agent_sessions") == [("gem-7",)]
+    assert not (elsewhere / ".engram").exists()
+
+
+def test_an_ignored_payload_is_a_warning_and_a_failed_hook_an_error_with_its_traceback(
+    repo: Path,
+) -> None:
+    Store.init(repo).close()
+    hook(repo, "PostToolUse", T0, session=None, tool_name="Bash", tool_input={"command": "ls"})
+    [warning] = log_text(repo).splitlines()
+    assert " WARNING [" in warning
+    assert warning.endswith("hook claude-code PostToolUse: payload without session_id ignored")
+    (repo / ".engram" / "engram.db").write_bytes(b"not a database" * 100)
+    hook(repo, "PostToolUse", T0 + 1, tool_name="Bash", tool_input={"command": "ls"})
+    failure = log_text(repo).split("\n", 1)[1]
+    assert " ERROR [" in failure
+    assert "hook claude-code PostToolUse failed: StoreFaultError: " in failure
+    # The traceback, for a bug report: where in engram it failed.
+    assert "Traceback (most recent call last):" in failure
+    assert "memory_core/store.py" in failure
+
+
+def test_a_slash_command_is_remembered_as_the_sessions_last_command(repo: Path) -> None:
+    hook(repo, "SessionStart", T0, source="startup")
+    hook(repo, "UserPromptSubmit", T0 + 1, prompt="  /review src/app.py carefully", prompt_id="p1")
+    hook(repo, "UserPromptSubmit", T0 + 2, prompt="thanks, now fix it", prompt_id="p2")
+    [(last_commands,)] = rows(repo, "SELECT last_commands FROM sessions WHERE id = ?", SID)
+    assert json.loads(last_commands) == ["/review"]
+
+
+def test_a_prompt_delivered_twice_is_one_turn_that_keeps_its_answer(repo: Path) -> None:
+    hook(repo, "SessionStart", T0, source="startup")
+    hook(repo, "UserPromptSubmit", T0 + 1, prompt="fix the build", prompt_id="p1")
+    hook(repo, "UserPromptSubmit", T0 + 2, prompt="fix the build", prompt_id="p1")
+    hook(repo, "Stop", T0 + 3, last_assistant_message="Fixed the import in setup.py.")
+    with Store.open(repo) as store:
+        turns = sessions.history(store, SID)
+    assert [(t["user_message"], t["assistant_response"]) for t in turns] == [
+        ("fix the build", "Fixed the import in setup.py.")
+    ]
+    assert rows(repo, "SELECT text FROM agent_prompts") == [("fix the build",)]
+
+
+def test_a_compaction_summary_is_kept_whole_up_to_20000_characters(repo: Path) -> None:
+    hook(repo, "PostCompact", T0, trigger="auto", compact_summary="a" * 20_000)
+    hook(repo, "PostCompact", T0 + 1, trigger="auto", compact_summary="b" * 20_001)
+    [(whole,), (cut,)] = rows(repo, "SELECT summary FROM agent_compactions ORDER BY ts")
+    assert whole == "a" * 20_000
+    # One character over: cut in the middle to at most the limit, both ends kept, and the
+    # count said is exactly what went.
+    assert len(cut) <= 20_000
+    head, marker, tail = cut.split("\n")
+    assert head == tail == "b" * len(head) and len(head) >= 9_900
+    assert marker == f"[... {20_001 - 2 * len(head)} characters cut ...]"
+
+
+def test_session_start_context_stays_within_the_configured_token_budget(repo: Path) -> None:
+    (repo / ".engram").mkdir()
+    hook(repo, "SessionStart", T0, source="startup")
+    for n in range(30):
+        hook(repo, "UserPromptSubmit", T0 + 2 * n + 1, prompt=f"step {n}", prompt_id=f"p{n}")
+        hook(
+            repo,
+            "Stop",
+            T0 + 2 * n + 2,
+            last_assistant_message=f"Step {n}: changed module_{n}.py and its tests. " * 4,
+        )
+    hook(repo, "SessionEnd", T0 + 100, reason="prompt_input_exit")
+
+    def context_at_start(session: str) -> str:
+        out = hook(repo, "SessionStart", T0 + 200, session=session, source="startup")
+        return str(json.loads(out)["hookSpecificOutput"]["additionalContext"])
+
+    roomy = context_at_start("next-0001")
+    (repo / ".engram" / "config.toml").write_text("[agents]\ncontext_token_budget = 100\n")
+    tight = context_at_start("next-0002")
+    # The budget is for the memory of earlier sessions; the continuity line and the reminder
+    # about unsummarised sessions follow it.
+    assert "\n\nContinuing (existing session)" in roomy and "\n\nContinuing" in tight
+    assert len(roomy.split("\n\nContinuing")[0]) > 400
+    assert 0 < len(tight.split("\n\nContinuing")[0]) <= 400  # 100 tokens, 4 characters each
+
+
+def test_a_session_end_backs_up_its_transcript_redacted(repo: Path) -> None:
+    from memory_core.session_vault import backup_path, read_backup
+    from tests.agents_fixtures import Transcript
+
+    t = Transcript(SID, repo)
+    t.prompt(f"deploy with {SECRET}")
+    path = t.save(repo.parent / "transcript.jsonl")
+    hook(repo, "SessionStart", T0, source="startup", transcript_path=str(path))
+    hook(repo, "SessionEnd", T0 + 1, reason="exit", transcript_path=str(path))
+    with Store.open(repo) as store:
+        backup = backup_path(store, SID)
+    restored = read_backup(backup).decode("utf-8")
+    assert "deploy with [REDACTED:github-token]" in restored
+    assert SECRET not in restored
+    assert "failed" not in log_text(repo)
+
+
+def test_a_failed_transcript_backup_is_logged_and_the_session_still_closes(
+    repo: Path, tmp_path: Path
+) -> None:
+    from tests.agents_fixtures import Transcript
+
+    t = Transcript(SID, repo)
+    t.prompt("hello")
+    path = t.save(repo.parent / "transcript.jsonl")
+    # The configured vault is a file, not a folder: the backup cannot be written there.
+    blocker = tmp_path / "vault-is-a-file"
+    blocker.write_text("")
+    (repo / ".engram").mkdir()
+    (repo / ".engram" / "config.toml").write_text(f'[sessions]\nvault_dir = "{blocker}"\n')
+    hook(repo, "SessionStart", T0, source="startup", transcript_path=str(path))
+    hook(repo, "SessionEnd", T0 + 1, reason="exit", transcript_path=str(path))
+    with Store.open(repo) as store:
+        assert sessions.get(store, SID)["status"] == "closed"
+    logged = log_text(repo)
+    assert re.search(
+        r" WARNING \[\d+\] transcript backup failed: \[Errno 20\] Not a directory", logged
+    )
+    assert "Traceback (most recent call last):" in logged
+    assert " ERROR [" not in logged  # the hook itself went on to the end
+
+
+def test_tool_uses_the_user_rejected_teach_no_gotcha(repo: Path) -> None:
+    # Denying a permission prompt reaches the hook as a failure whose text alone says why.
+    for n in range(3):
+        hook(
+            repo,
+            "PostToolUseFailure",
+            T0 + n,
+            tool_name="Bash",
+            tool_use_id=f"toolu_no{n}",
+            tool_input={"command": "rm -rf build"},
+            error="The user doesn't want to proceed with this tool use. The tool use was rejected.",
+        )
+    assert rows(repo, "SELECT COUNT(*) FROM error_occurrences") == [(0,)]
+    with Store.open(repo) as store:
+        assert gotchas.list_gotchas(store) == []
+    assert [r[0] for r in rows(repo, "SELECT ok FROM agent_tool_uses")] == [0, 0, 0]
+
+
+def test_session_end_keeps_engrams_section_of_claude_md_current(repo: Path) -> None:
+    from memory_core import memory
+
+    claude_md = repo / "CLAUDE.md"
+    person = "# Project notes\n\nWritten by people.\n\n"
+    claude_md.write_text(person + "<!-- engram:begin -->\n<!-- engram:end -->\n", encoding="utf-8")
+    hook(repo, "SessionStart", T0, source="startup")
+    with Store.open(repo) as store:
+        memory.add(store, "Feature flags live in flags.toml", type="decision", pinned=True)
+    hook(repo, "SessionEnd", T0 + 1, reason="exit")
+    text = claude_md.read_text(encoding="utf-8")
+    assert text.startswith(person + "<!-- engram:begin -->")
+    assert "Feature flags live in flags.toml" in text
+    assert text.rstrip().endswith("<!-- engram:end -->")
+
+
+def test_a_session_start_without_a_session_id_still_gets_the_projects_memory(
+    repo: Path,
+) -> None:
+    hook(repo, "SessionStart", T0, source="startup")
+    hook(repo, "UserPromptSubmit", T0 + 1, prompt="add the health endpoint", prompt_id="p1")
+    hook(repo, "Stop", T0 + 2, last_assistant_message="Added GET /health returning 200.")
+    hook(repo, "SessionEnd", T0 + 3, reason="prompt_input_exit")
+    out = hook(repo, "SessionStart", T0 + 100, session=None, source="startup")
+    assert "Added GET /health returning 200." in out
+    # Nothing is recorded under a made-up session.
+    assert rows(repo, "SELECT session_id FROM agent_sessions") == [(SID,)]
+
+
+def test_the_event_named_on_the_command_line_counts_when_the_payload_names_none(
+    repo: Path,
+) -> None:
+    hook(repo, "SessionStart", T0, source="startup")
+    hook(repo, "UserPromptSubmit", T0 + 1, prompt="explain the cache", prompt_id="p1")
+    payload = json.loads(
+        hook_payload("Stop", SID, repo, last_assistant_message="It is per process.")
+    )
+    payload.pop("hook_event_name")
+    assert hooks.handle("claude-code", "Stop", json.dumps(payload), now=T0 + 2) == (0, "")
+    with Store.open(repo) as store:
+        turns = sessions.history(store, SID)
+    assert [(t["user_message"], t["assistant_response"]) for t in turns] == [
+        ("explain the cache", "It is per process.")
+    ]
+
+
+def test_an_unknown_agent_name_never_fails_the_agent(repo: Path) -> None:
+    payload = hook_payload("Stop", SID, repo)
+    assert hooks.handle("copilot", "Stop", payload, now=T0) == (0, "")
+    assert not (repo / ".engram").exists()
+
+
+def test_a_digest_interval_of_zero_turns_the_timer_off(repo: Path) -> None:
+    (repo / ".engram").mkdir()
+    (repo / ".engram" / "config.toml").write_text("[agents]\ndigest_interval_minutes = 0\n")
+    hook(repo, "SessionStart", T0, source="startup")
+    for n in range(3):
+        hook(
+            repo,
+            "PostToolUse",
+            T0 + 3600 * (n + 1),
+            tool_name="Bash",
+            tool_use_id=f"toolu_{n}",
+            tool_input={"command": "true"},
+            tool_response={"stdout": "", "stderr": "", "interrupted": False},
+        )
+    assert rows(repo, "SELECT COUNT(*) FROM digests") == [(0,)]
+
+
+def _claude_transcript(repo: Path, name: str, session: str = SID) -> Any:
+    from tests.agents_fixtures import Transcript
+
+    return Transcript(session, repo), repo.parent / name
+
+
+def test_with_a_transcript_a_prompt_and_its_answer_are_recorded_once(repo: Path) -> None:
+    from tests.agents_fixtures import text
+
+    t, path = _claude_transcript(repo, "main.jsonl")
+    t.prompt("fix the login test")
+    t.save(path)
+    hook(repo, "SessionStart", T0, source="startup", transcript_path=str(path))
+    hook(
+        repo,
+        "UserPromptSubmit",
+        T0 + 1,
+        prompt="fix the login test",
+        prompt_id="p1",
+        transcript_path=str(path),
+    )
+    t.response([text("Fixed: the fixture used a stale token.")])
+    t.save(path)
+    hook(
+        repo,
+        "Stop",
+        T0 + 2,
+        transcript_path=str(path),
+        last_assistant_message="Fixed: the fixture used a stale token.",
+    )
+    assert rows(repo, "SELECT text FROM agent_prompts") == [("fix the login test",)]
+    with Store.open(repo) as store:
+        turns = sessions.history(store, SID)
+    assert [(t["user_message"], t["assistant_response"]) for t in turns] == [
+        ("fix the login test", "Fixed: the fixture used a stale token.")
+    ]
+
+
+def test_a_subagents_transcript_is_ingested_when_it_stops(repo: Path) -> None:
+    from tests.agents_fixtures import text, tool_use
+
+    t, path = _claude_transcript(repo, "main.jsonl")
+    t.prompt("review the auth module")
+    t.save(path)
+    sub, sub_path = _claude_transcript(repo, "agent-a1.jsonl")
+    sub.response(
+        [tool_use("toolu_grep", "Grep", pattern="def login", path="src")],
+        sidechain=True,
+        agent_id="a1",
+    )
+    sub.tool_result("toolu_grep", "src/auth.py:1:def login(user):")
+    sub.response([text("login is in src/auth.py")], sidechain=True, agent_id="a1")
+    sub.save(sub_path)
+    hook(repo, "SessionStart", T0, source="startup", transcript_path=str(path))
+    hook(
+        repo,
+        "SubagentStop",
+        T0 + 1,
+        transcript_path=str(path),
+        agent_transcript_path=str(sub_path),
+        agent_id="a1",
+    )
+    assert rows(repo, "SELECT tool FROM agent_tool_uses") == [("Grep",)]
+
+
+def test_a_transcript_not_backed_up_says_why_in_the_log(repo: Path) -> None:
+    t, path = _claude_transcript(repo, "main.jsonl")
+    t.prompt("hello")
+    t.save(path)
+    (repo / ".engram").mkdir()
+    (repo / ".engram" / "config.toml").write_text("[sessions]\nbackup_transcripts = false\n")
+    hook(repo, "SessionStart", T0, source="startup", transcript_path=str(path))
+    hook(repo, "SessionEnd", T0 + 1, reason="exit", transcript_path=str(path))
+    [line] = [x for x in log_text(repo).splitlines() if "not backed up" in x]
+    assert re.search(
+        r" INFO \[\d+\] transcript not backed up: sessions\.backup_transcripts is off$", line
+    )
+
+
+def test_an_edit_brings_at_most_three_of_the_files_gotchas(repo: Path) -> None:
+    (repo / "db.py").write_text("conn = pool.get()\n")
+    with Store.init(repo) as store:
+        for n in range(5):
+            gotchas.add(store, f"Database pitfall number {n}", related_files=["db.py"])
+    out = hook(
+        repo,
+        "PreToolUse",
+        T0,
+        tool_name="Edit",
+        tool_input={"file_path": str(repo / "db.py"), "old_string": "a", "new_string": "b"},
+    )
+    context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert sum(f"Database pitfall number {n}" in context for n in range(5)) == 3
+
+
+def test_an_earlier_session_silent_for_half_an_hour_is_ended_when_a_new_one_starts(
+    repo: Path,
+) -> None:
+    hook(repo, "SessionStart", T0, source="startup")
+    hook(repo, "UserPromptSubmit", T0 + 1, prompt="start the refactor", prompt_id="p1")
+    # The agent was closed without a SessionEnd; 31 minutes later another session starts.
+    hook(repo, "SessionStart", T0 + 31 * 60, session="later-0001", source="startup")
+    ended = dict(rows(repo, "SELECT session_id, ended_at IS NOT NULL FROM agent_sessions"))
+    assert ended == {SID: 1, "later-0001": 0}
+
+
+@pytest.mark.parametrize(
+    ("response", "stored"),
+    [
+        ({"error": "permission denied: /etc/hosts", "stdout": "partial"}, "permission denied"),
+        ({"stdout": "", "stderr": "npm ERR! Missing script: lint"}, "npm ERR! Missing script"),
+        ({"llmContent": "Command exited with code 1: make: *** No rule"}, "Command exited"),
+        ({"stdout": "FAILED tests/test_a.py::test_x"}, "FAILED tests/test_a.py"),
+    ],
+)
+def test_a_failed_calls_error_is_the_most_telling_text_of_its_response(
+    repo: Path, response: dict[str, Any], stored: str
+) -> None:
+    hook(
+        repo,
+        "PostToolUse",
+        T0,
+        tool_name="Bash",
+        tool_use_id="toolu_x",
+        tool_input={"command": "make check"},
+        tool_response={**response, "exitCode": 1},
+    )
+    [(ok, error)] = rows(repo, "SELECT ok, error FROM agent_tool_uses")
+    assert ok == 0 and error.startswith(stored)

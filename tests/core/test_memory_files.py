@@ -113,13 +113,26 @@ def test_first_sync_appends_engrams_section_and_keeps_the_persons_bytes(
     assert unpinned["id"] not in section
 
 
+def test_with_nothing_confirmed_or_pinned_no_section_is_added(
+    store: Store, workspace: Path
+) -> None:
+    path = workspace / "CLAUDE.md"
+    path.write_bytes(PERSON_CLAUDE_MD.encode("utf-8"))
+    entry = memory_files.sync(store, "claude")["files"][0]
+    assert entry["nothing_to_write"] and not entry["written"]
+    assert path.read_bytes() == PERSON_CLAUDE_MD.encode("utf-8")
+
+
 def test_a_resync_rewrites_only_engrams_section(store: Store, workspace: Path) -> None:
     path = workspace / "CLAUDE.md"
     path.write_bytes(PERSON_CLAUDE_MD.encode("utf-8"))
+    memory.add(store, "Deploys go through the blue-green switch", type="decision", pinned=True)
     memory_files.sync(store, "claude")
     # A person adds their own text after engram's section, and edits inside it (replaced).
     text = path.read_text(encoding="utf-8")
-    text = text.replace("Nothing confirmed or pinned yet.", "a person's edit inside the section")
+    text = text.replace(
+        "Deploys go through the blue-green switch", "a person's edit inside the section"
+    )
     tail = "\n## Added later by a person\n\nKeep PRs under 400 lines.\n"
     path.write_text(text + tail, encoding="utf-8")
     before = memory_files.split(path.read_text(encoding="utf-8"))
@@ -269,7 +282,13 @@ def test_the_cli_reports_what_it_did(workspace: Path) -> None:
     result = run_cli("memory", "sync", "gemini", "--json", cwd=workspace)
     assert result.code == 0, result.stderr
     [entry] = result.json()["files"]
-    assert entry["written"] and len(entry["imported"]) == 2
+    # The two facts came from the file itself: nothing confirmed or pinned to write back yet.
+    assert len(entry["imported"]) == 2 and not entry["written"] and entry["nothing_to_write"]
+    assert (workspace / "GEMINI.md").read_text(encoding="utf-8") == GEMINI_MD
+    with Store.open(workspace) as store:
+        memory.add(store, "Releases are cut on Tuesdays", type="decision", pinned=True)
+    said = run_cli("memory", "sync", "gemini", cwd=workspace)
+    assert said.code == 0 and "engram's section written" in said.stdout
     bad = run_cli("memory", "sync", "copilot", cwd=workspace)
     assert bad.code == 2 and "invalid choice" in bad.stderr
     assert (
@@ -302,6 +321,7 @@ def test_a_marker_quoted_in_prose_is_not_a_section(store: Store, workspace: Path
     prose = f"# Notes\n\nengram writes between `{BEGIN}` and `{END}`; keep it.\n- Use tabs\n"
     path = workspace / "CLAUDE.md"
     path.write_text(prose, encoding="utf-8")
+    memory.add(store, "Deploys go through the blue-green switch", type="decision", pinned=True)
     memory_files.sync(store, "claude")
     text = path.read_text(encoding="utf-8")
     assert text.startswith(prose)  # the quoted markers were not taken for engram's section

@@ -117,7 +117,9 @@ def test_a_file_that_is_not_a_database_is_a_clear_error(workspace: Path) -> None
 def test_open_without_a_store_says_how_to_make_one(workspace: Path) -> None:
     with pytest.raises(StoreError) as raised:
         Store.open(workspace)
-    assert "no engram store here (run engram init)" in raised.value.one_line()
+    assert raised.value.one_line().startswith(
+        f"no engram store here (run engram init): looked in {workspace} and above"
+    )
 
 
 def test_private_files_are_written_whole(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -38,7 +39,10 @@ def test_a_deleted_store_is_recreated_with_every_acknowledged_write(workspace: P
             os.unlink(store.dir / name)
     memory.add(store, "second")
     store.close()
-    assert told and "was deleted" in told[0]
+    assert told == [
+        f"{store.db_path} was deleted while engram had it open; "
+        "recreated it with every record written so far"
+    ]
     assert _contents(workspace) == ["first", "second"]
 
 
@@ -71,7 +75,10 @@ def test_a_replaced_store_is_used_and_the_old_records_are_kept(
     assert told and "was replaced" in told[0]
     assert _contents(workspace) == ["from-the-backup", "written-after"]
     kept = [n for n in os.listdir(workspace / ".engram") if n.startswith("engram.db.recovered-")]
-    assert len(kept) == 1
+    # Named by the time it was set aside, so several recoveries never overwrite each other.
+    [kept_name] = kept
+    assert re.fullmatch(r"engram\.db\.recovered-\d{8}T\d{6}", kept_name)
+    assert told[0].endswith(f"the records written to the old one are kept in {kept_name}")
     with Store.open(tmp_path / "other") as check:  # the kept copy is a whole store
         assert check.schema_version > 0
     old = sqlite3.connect(workspace / ".engram" / kept[0])

@@ -57,8 +57,9 @@ def test_a_failed_migration_leaves_the_store_as_it_was_and_writable(
     monkeypatch.setattr(store_module, "MIGRATIONS_DIR", broken)
 
     # Reported as a store error naming the cause (never a raw sqlite traceback).
-    with pytest.raises(StoreError, match="a_table_that_does_not_exist"):
+    with pytest.raises(StoreError, match="a_table_that_does_not_exist") as raised:
         Store.open(workspace)
+    assert raised.value.one_line().startswith(f"cannot open the store {db_path}: ")
 
     raw = sqlite3.connect(db_path, timeout=0.5)
     try:
@@ -163,6 +164,21 @@ def test_an_existing_store_folder_is_made_private_again(workspace: Path) -> None
         assert mode(store.db_path) == 0o600
 
 
+def test_writing_a_file_into_a_users_own_folder_leaves_that_folder_as_it_was(
+    tmp_path: Path,
+) -> None:
+    # `engram export --out ~/shared/gotchas.json`: the user's folder stays readable by others.
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o755)
+    write_private_file(shared / "gotchas.json", "{}")
+    assert mode(shared) == 0o755
+    assert mode(shared / "gotchas.json") == 0o600
+    # A folder engram has to create for it is private, like every folder it makes.
+    write_private_file(tmp_path / "new" / "gotchas.json", "{}")
+    assert mode(tmp_path / "new") == 0o700
+
+
 def test_private_files_reach_the_disk_before_they_replace_the_old_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -212,6 +228,30 @@ def test_a_store_is_found_from_a_subfolder_and_only_created_when_asked(workspace
     # open_or_init opens the existing store, keeping what it holds.
     with Store.open_or_init(workspace) as again:
         assert [e.kind for e in events.recent(again)] == ["found.it"]
+
+
+def test_a_front_end_creates_a_store_only_in_a_git_repository(
+    workspace: Path, tmp_path: Path
+) -> None:
+    # A plain folder (`/etc`, a downloads folder): refused, naming the folder, nothing created.
+    with pytest.raises(StoreError) as raised:
+        Store.open_or_init_in_git(workspace)
+    assert raised.value.one_line().startswith(
+        f"no engram store here (run engram init): looked in {workspace} and above"
+    )
+    assert not (workspace / ".engram").exists()
+    # The same folder once `engram init` made its store: opened, with what it holds.
+    with Store.init(workspace) as made:
+        events.append(made, Event("kept.event"))
+    with Store.open_or_init_in_git(workspace) as opened:
+        assert opened.root == workspace
+        assert [e.kind for e in events.recent(opened)] == ["kept.event"]
+    # A git repository's top level gets a new store.
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    with Store.open_or_init_in_git(repo) as created:
+        assert created.db_path == repo / ".engram" / "engram.db"
+        assert created.schema_version == latest_schema_version()
 
 
 def test_status_counts_every_table_and_the_space_the_store_takes(store: Store) -> None:

@@ -10,6 +10,7 @@ client here answers every request engram may send, and records them for assertio
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -76,11 +77,17 @@ def initialize_params(
     )
 
 
+def make_project(root: Path) -> Path:
+    """A project folder: a git repository (the language server makes a store only in one, or
+    where `engram init` made it)."""
+    root.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    return root.resolve()
+
+
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    return root.resolve()
+    return make_project(tmp_path / "ws")
 
 
 @pytest_lsp.fixture(params=CLIENTS, config=ClientServerConfig(server_command=SERVER_COMMAND))

@@ -10,14 +10,13 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from tests.lsp.conftest import diagnostics_for, execute, open_document, wait_for
+from tests.lsp.conftest import diagnostics_for, execute, make_project, open_document, wait_for
 from tests.lsp.test_evolution import TEXT, edit_line, wait_for_rows, watching, write_on_disk
 
 
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
-    root = (tmp_path / "ws").resolve()
-    root.mkdir()
+    root = make_project(tmp_path / "ws")
     (root / "a.py").write_text(TEXT)
     return root
 

@@ -16,15 +16,14 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from tests.conftest import git
-from tests.lsp.conftest import execute, open_document, wait_for
+from tests.lsp.conftest import execute, make_project, open_document, wait_for
 
 TEXT = "".join(f"line {n}\n" for n in range(1, 31))
 
 
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
-    root = (tmp_path / "ws").resolve()
-    root.mkdir()
+    root = make_project(tmp_path / "ws")
     (root / "a.py").write_text(TEXT)
     (root / "b.py").write_text(TEXT)
     (root / ".gitignore").write_text("build/\n")
@@ -211,7 +210,7 @@ async def test_a_git_checkout_is_one_git_event(client: LanguageClient) -> None:
     folder: Path = client.folder  # type: ignore[attr-defined]
     mode = await watching(client)
     names = [f"m{n}.py" for n in range(30)]
-    git(folder, "init", "-q", "-b", "main")
+    git(folder, "checkout", "-q", "-b", "main")  # the folder is a fresh repository already
     for name in names:
         (folder / name).write_text(f"main {name}\n")
     git(folder, "add", "-A")

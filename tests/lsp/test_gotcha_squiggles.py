@@ -7,6 +7,8 @@ emoji (two units, one character) shifts everything after it.
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from lsprotocol import types
 from pygls.uris import from_fs_path
@@ -82,6 +84,18 @@ def test_split_lines_drops_only_line_ends() -> None:
     assert lsp_gotchas.split_lines("a\r\nb\r\n") == ["a", "b", ""]
     assert lsp_gotchas.split_lines("a\nb") == ["a", "b"]
     assert lsp_gotchas.split_lines("tab\there\r\n\r\n") == ["tab\there", "", ""]
+    # Mixed line ends: only the line end goes, never a line's last character.
+    assert lsp_gotchas.split_lines("a\r\nbc\nd") == ["a", "bc", "d"]
+    # A lone \r ends a line for the client too (old Mac files).
+    assert lsp_gotchas.split_lines("a\rbc\r\nd\re") == ["a", "bc", "d", "e"]
+
+
+def test_a_squiggle_after_a_lone_carriage_return_is_on_the_clients_line(
+    server: EngramServer, state: FolderState
+) -> None:
+    gotchas.add(state.store, "eval is unsafe", pattern="eval(", pattern_kind="literal")
+    document = _document(state, "old_mac.py", "x = 1\reval(y)\r")
+    assert [_span(d) for d in _diagnostics(server, state, document)] == [(1, 0, 1, 5)]
 
 
 def test_files_inside_the_store_and_git_are_never_scanned(
@@ -165,3 +179,95 @@ def test_code_actions_offer_confirm_first_for_a_candidate(
     assert not any(t.startswith("Confirm") for t in titles)
     assert actions[0].command is not None
     assert actions[0].command.arguments == [{"id": manual.id, "uri": document.uri}]
+
+
+def test_an_anchored_gotcha_whose_code_changed_says_so_in_its_squiggle_and_hover(
+    server: EngramServer, state: FolderState
+) -> None:
+    (state.root / "db.py").write_text("import pool\nconn = pool.get()\n", encoding="utf-8")
+    for _ in range(3):
+        learned = gotchas.track_error(
+            state.store, "TimeoutError: pool exhausted", file="db.py", line=2
+        )
+    gotcha = gotchas.get(state.store, learned.gotcha_id or "")
+    unchanged = _document(state, "db.py", "import pool\nconn = pool.get()\n")
+    [fresh] = _diagnostics(server, state, unchanged)
+    assert (fresh.message, fresh.range.start.line) == (gotcha.title, 1)
+    changed = _document(state, "db.py", "import pool\nconn = pool.get(timeout=5)\n", version=2)
+    [stale] = _diagnostics(server, state, changed)
+    assert stale.message == f"{gotcha.title} (the code changed since it was recorded)"
+    assert stale.range.start.line == 1
+    shown = lsp_gotchas.hover(server, state, changed, types.Position(line=1, character=3))
+    assert shown is not None
+    assert shown.endswith("⚠ **The code changed since this was recorded.**")
+
+
+def test_a_gotcha_comment_is_squiggled_before_it_reaches_the_store(
+    server: EngramServer, state: FolderState
+) -> None:
+    document = _document(state, "svc.py", "x = 1\n# gotcha: the cache is per process\n")
+    [diagnostic] = _diagnostics(server, state, document)
+    assert diagnostic.message == "the cache is per process"
+    assert diagnostic.data is not None and diagnostic.data["kind"] == "annotation"
+    assert diagnostic.range.start.line == 1
+    shown = lsp_gotchas.hover(server, state, document, types.Position(line=1, character=4))
+    assert shown is not None and shown.endswith("confirmed\n\nsource: annotation")
+
+
+def test_hovers_cover_the_whole_match_and_stack_several_gotchas(
+    server: EngramServer, state: FolderState
+) -> None:
+    first = gotchas.add(state.store, "eval is unsafe", pattern="eval(", pattern_kind="literal")
+    second = gotchas.add(state.store, "eval of input", pattern=r"eval\(input", pattern_kind="regex")
+    document = _document(state, "a.py", "eval(a)\nx = eval(input())\n")
+    lsp_gotchas.folder_of(state).rebuild()
+
+    def at(line: int, character: int) -> str | None:
+        return lsp_gotchas.hover(server, state, document, types.Position(line, character))
+
+    # On the match's first character, both gotchas, one after the other.
+    both = at(1, 4)
+    assert both is not None
+    parts = both.split("\n\n---\n\n")
+    assert sorted(p.split("`")[1] for p in parts) == sorted([first.id, second.id])
+    # Each part is one gotcha's whole story, from its first line to its pattern.
+    assert all(p.startswith("engram gotcha `G-") and p.endswith("`") for p in parts)
+    assert at(1, 3) is None  # just before it: nothing
+    # The line above holds only the first gotcha.
+    only_first = at(0, 0)
+    assert only_first is not None and only_first.split("`")[1] == first.id
+    assert "---" not in only_first
+    # Past the last line (the empty one after the final newline): nothing, and no error.
+    assert at(2, 0) is None
+    assert at(3, 0) is None
+    assert at(99, 0) is None
+
+
+def test_a_document_reopened_with_other_text_is_scanned_again(
+    server: EngramServer, state: FolderState
+) -> None:
+    gotchas.add(state.store, "eval is unsafe", pattern="eval(", pattern_kind="literal")
+    lsp_gotchas.folder_of(state).rebuild()
+    before = _document(state, "a.py", "eval(x)\n")
+    assert len(lsp_gotchas.diagnostics(server, state, before)) == 1
+    sync = lsp_gotchas.AnnotationSync()
+    sync.did_close(server, state, before.uri)
+    # Changed on disk while closed, then opened again: a new document at version 1 again.
+    after = _document(state, "a.py", "print(x)\n")
+    assert lsp_gotchas.diagnostics(server, state, after) == []
+
+
+async def test_a_resolved_gotcha_comment_stays_hidden_until_the_comment_changes(
+    server: EngramServer, state: FolderState
+) -> None:
+    document = _document(state, "svc.py", "# gotcha: retries double-charge the card\n")
+    sync = lsp_gotchas.AnnotationSync()
+    sync.did_save(server, state, document)
+    await asyncio.gather(*sync.pending)
+    [annotation] = gotchas.list_gotchas(state.store)
+    assert len(_diagnostics(server, state, document)) == 1
+    gotchas.resolve(state.store, annotation.id)
+    assert _diagnostics(server, state, document) == []
+    edited = _document(state, "svc.py", "# gotcha: retries charge the card twice\n", version=2)
+    [shown] = _diagnostics(server, state, edited)
+    assert shown.message == "retries charge the card twice"

@@ -10,9 +10,39 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-from tests.lsp.conftest import CLIENTS, attach_handlers, execute, initialize_params, wait_for
+from tests.conftest import run_cli
+from tests.lsp.conftest import (
+    CLIENTS,
+    attach_handlers,
+    execute,
+    initialize_params,
+    make_project,
+    wait_for,
+)
 
 SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "lsp_server"])
+
+
+@pytest.mark.parametrize("editor", CLIENTS)
+async def test_a_folder_that_is_no_project_gets_no_store_and_the_user_is_told(
+    tmp_path: Path, editor: str
+) -> None:
+    plain = (tmp_path / "downloads").resolve()
+    plain.mkdir()
+    client = await SERVER.start()
+    attach_handlers(client)
+    try:
+        await client.initialize_session(initialize_params(client_capabilities(editor), [plain]))
+        told = await wait_for(
+            lambda: [m for m in client.messages if "engram is off in" in m.message]
+        )
+        assert told[0].type == types.MessageType.Info and "engram init" in told[0].message
+        assert not (plain / ".engram").exists()
+        # Once initialised it is a workspace like any other.
+        assert run_cli("init", cwd=plain).code == 0
+    finally:
+        await client.shutdown_session()
+        await client.stop()
 
 
 async def test_each_folder_gets_its_own_store(client: LanguageClient) -> None:
@@ -55,8 +85,8 @@ async def test_watched_files_are_registered_dynamically_when_the_client_allows(
 @pytest.mark.parametrize("editor", CLIENTS)
 async def test_two_workspace_folders_get_two_stores(tmp_path: Path, editor: str) -> None:
     first, second = tmp_path / "one", tmp_path / "two"
-    first.mkdir()
-    second.mkdir()
+    make_project(first)
+    make_project(second)
     client = await SERVER.start()
     attach_handlers(client)
     try:
@@ -84,7 +114,9 @@ async def test_a_setting_of_the_wrong_type_is_reported_and_its_default_used(
         {"gotchas": {"threshold": "three"}, "drift": {"window_minutes": 10}}, section="engram"
     )
     try:
-        await client.initialize_session(initialize_params(client_capabilities(editor), [tmp_path]))
+        await client.initialize_session(
+            initialize_params(client_capabilities(editor), [make_project(tmp_path / "ws")])
+        )
         warning = await wait_for(
             lambda: [m for m in client.messages if "gotchas.threshold" in m.message]
         )

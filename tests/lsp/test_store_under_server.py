@@ -9,6 +9,7 @@ from pathlib import Path
 from memory_core import sessions
 from memory_core.store import Store
 from tests.conftest import run_cli
+from tests.lsp.conftest import make_project
 from tests.lsp.raw_client import RawServer
 
 
@@ -22,8 +23,7 @@ def _command(server: RawServer, name: str, args: dict[str, object]) -> dict[str,
 def test_a_store_deleted_under_the_server_is_noticed_before_the_next_write(
     tmp_path: Path,
 ) -> None:
-    folder = tmp_path / "ws"
-    folder.mkdir()
+    folder = make_project(tmp_path / "ws")
     server = RawServer(folder.resolve(), tmp_path / "server.log")
     try:
         server.initialize()
@@ -48,8 +48,7 @@ def test_a_store_deleted_under_the_server_is_noticed_before_the_next_write(
 
 
 def test_the_summary_command_keeps_a_crafted_session_id_inside_the_store(tmp_path: Path) -> None:
-    folder = tmp_path / "ws"
-    folder.mkdir()
+    folder = make_project(tmp_path / "ws")
     outside = tmp_path / "outside" / "dir"
     outside.mkdir(parents=True)
     os.chmod(outside, 0o755)
@@ -71,7 +70,7 @@ def test_the_summary_command_keeps_a_crafted_session_id_inside_the_store(tmp_pat
 
 def _hover_kind(tmp_path: Path, content_format: list[str] | None) -> tuple[str, str]:
     folder = tmp_path / f"ws-{len(content_format or [])}-{'-'.join(content_format or [])}"
-    folder.mkdir()
+    make_project(folder)
     source = "x = eval(data)\n"
     (folder / "app.py").write_text(source)
     server = RawServer(folder.resolve(), tmp_path / f"{folder.name}.log")

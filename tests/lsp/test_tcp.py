@@ -13,6 +13,7 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
 from tests.conftest import run_cli
+from tests.lsp.conftest import make_project
 
 
 def free_port() -> int:
@@ -28,6 +29,7 @@ def test_a_non_loopback_host_is_refused(workspace: Path) -> None:
 
 
 async def test_a_client_initializes_over_loopback_tcp(workspace: Path) -> None:
+    make_project(workspace)  # the server makes a store only in a project
     port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "memory_core", "lsp", "--tcp", "--port", str(port)],

@@ -15,8 +15,8 @@ from typing import Any
 
 from memory_core import clock, config, events
 from memory_core.checkpoints.capture import Capture, capture_workspace, commit, create
+from memory_core.checkpoints.disk import settings_for
 from memory_core.checkpoints.history import checkpoint_dict, find_row
-from memory_core.checkpoints.scan import settings_for
 from memory_core.checkpoints.storage import TreeLookup, load_tree, read_blob
 from memory_core.checkpoints.trees import CorruptCheckpointError, Entry, Tree, valid_name
 from memory_core.errors import EngramError
@@ -182,6 +182,7 @@ def plan_rollback(
     settings: config.Settings | None = None,
     journal: ChangeJournal | None = None,
     hints: Iterable[str] | None = None,
+    tree_cache: dict[str, Tree] | None = None,
 ) -> RollbackPlan:
     """Work out and verify a rollback to checkpoint `ref`, writing nothing.
 
@@ -196,7 +197,8 @@ def plan_rollback(
     root = store.root
     if journal is not None and not journal.sync():
         journal = None  # it could not show it has seen every change made until now
-    trees: dict[str, Tree] = {}  # listings read once for the capture and the comparison
+    # Listings read once for the capture and the comparison (and kept, given a cache).
+    trees: dict[str, Tree] = tree_cache if tree_cache is not None else {}
     capture = capture_workspace(
         store, settings, clock.now(), watcher=journal, hints=hints, tree_cache=trees
     )
@@ -240,11 +242,13 @@ def _exists(root: Path, rel: str) -> bool:
     return True
 
 
-def write_file(root: Path, write: FileWrite, *, sync_folder: bool = True) -> None:
+def write_file(root: Path, write: FileWrite) -> None:
     """Write one restored file atomically (temp file + rename), replacing a link, not following it.
 
-    The file reaches the disk before the rename, and the folder after it; a caller writing many
-    files (`apply_plan`) passes `sync_folder=False` and syncs each folder once at the end.
+    Like `git checkout` and `git reset --hard`, it does not fsync what it writes (100 files
+    would wait on the disk 100 times): a killed process leaves each file old or new, and what
+    a power cut could cost is recoverable from the pre-rollback checkpoint, committed before
+    any file is written.
     """
     _check_path(root, write.path)
     path = root / write.path
@@ -280,25 +284,11 @@ def write_file(root: Path, write: FileWrite, *, sync_folder: bool = True) -> Non
                 handle.write(write.content)
                 handle.flush()
                 os.fchmod(handle.fileno(), write.mode)
-                # On disk before the rename makes it the file: after a power loss the path
-                # holds the old content or the restored one, never an empty file.
-                os.fsync(handle.fileno())
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
             raise
     os.replace(tmp, path)
-    if sync_folder:
-        _sync_folder(parent)
-
-
-def _sync_folder(folder: Path) -> None:
-    """Make the renames and removals in `folder` durable (a rename lives in the folder)."""
-    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def remove_file(root: Path, rel: str) -> None:
@@ -342,16 +332,22 @@ def prepare_undo(
     capture, plan.capture = plan.capture, None
     if now is not None:
         capture.ts = now
-    return commit(
-        store,
-        capture,
-        name=None,
-        description=description,
-        reason="pre-rollback",
-        settings=settings,
-        session_id=session_id,
-        fixed_time=now is not None,
-    )
+    # The one write a rollback syncs to disk: with it committed, whatever a power cut does to
+    # the files written next can be undone (write_file does not fsync, like git).
+    store.query("PRAGMA synchronous = FULL")
+    try:
+        return commit(
+            store,
+            capture,
+            name=None,
+            description=description,
+            reason="pre-rollback",
+            settings=settings,
+            session_id=session_id,
+            fixed_time=now is not None,
+        )
+    finally:
+        store.query("PRAGMA synchronous = NORMAL")
 
 
 def apply_plan(
@@ -379,23 +375,10 @@ def apply_plan(
         if write.path in skipped:
             continue
         try:
-            write_file(plan.root, write, sync_folder=False)
+            write_file(plan.root, write)
             restored.append(write.path)
         except (OSError, EngramError) as exc:
             failed.append({"path": write.path, "error": getattr(exc, "message", str(exc))})
-    # Each folder a file was renamed into or removed from, once rather than once per file (a
-    # folder the rollback emptied and removed: the nearest one left, which lost it).
-    folders = {(plan.root / rel).parent for rel in restored}
-    for rel in removed:
-        folder = (plan.root / rel).parent
-        while folder != plan.root and not folder.is_dir():
-            folder = folder.parent
-        folders.add(folder)
-    for folder in sorted(folders):
-        # The files are written: a folder that cannot be synced (a file system without folder
-        # fsync) must not turn a rollback that is done into an error.
-        with contextlib.suppress(OSError):
-            _sync_folder(folder)
     ts = clock.now() if now is None else now
     result = {
         "done": not failed,

@@ -1,0 +1,150 @@
+"""Sessions: what an agent (or a person in the editor) did, turn by turn, and its summary.
+
+A session is created by the agent hooks (with the agent's own session id) or by the editor, and
+records turns (user message, assistant response, tool calls, timestamps, tokens), the files it
+modified, the commands it ran and the outcome of every tool call. From those facts alone engram
+renders a Markdown summary and the metrics of docs/design.md section 3; an agent may also write its own
+SessionSummary (overview, decisions, outcomes, open items, tags), which is then shown instead.
+
+Lifecycle: `status` is active, compacted (its rolling summary or quota was compacted) or closed.
+By age since the last activity a session is also idle (24 h), decaying (7 d) or archived
+(30 d). A session still marked active that has been silent for 30 minutes, whose last action
+was not a pause, completion or abort, has crashed: `crashed()` finds them and `resolve_crash()`
+applies one of the four choices continue, review, restart, discard.
+
+Saving writes a versioned JSON document of the whole session into `saved_sessions` and a
+Markdown view to `exports/sessions/<date>_<id>.md`. Loading accepts every format version this
+engram knows (older ones are upgraded) and refuses a newer one with a clear error. The export
+file is the beans `SessionExport` shape (session, turns, workspace, savedAt, version).
+
+Every text is redacted before it is stored. This package is on the hook path: it imports only
+the standard library and light memory_core modules.
+
+One idea a module, each importing only the ones listed before it:
+`model` (vocabulary and row helpers), `compaction`, `metrics`, `reading`, `summary` (Markdown),
+`document` (the saved format), `note` (the vault note), `recording` (the hook path), `crash`,
+`saved` (save, load, delete, import, export), `autosave` (timer and quota). Callers use the
+names re-exported here: `from memory_core import sessions; sessions.start(...)`.
+"""
+
+from __future__ import annotations
+
+from memory_core.sessions.autosave import autosave, enforce_quota
+from memory_core.sessions.compaction import COMPACT_TARGET_CHARS, compact_text
+from memory_core.sessions.crash import crashed, resolve_crash
+from memory_core.sessions.document import (
+    FORMAT_VERSION,
+    document,
+    document_json,
+    parse_document,
+    unpack_document,
+)
+from memory_core.sessions.metrics import agent_tokens, metrics
+from memory_core.sessions.model import (
+    ARCHIVED_SECONDS,
+    CRASH_SILENCE_SECONDS,
+    DECAYING_SECONDS,
+    IDLE_SECONDS,
+    QUIET_ACTIONS,
+    RESUME_CHOICES,
+    SESSION_TYPES,
+    STATUSES,
+    NameTakenError,
+    new_session_id,
+)
+from memory_core.sessions.note import export_path, refresh_note, write_export
+from memory_core.sessions.reading import (
+    age_state,
+    failed_commands,
+    files_modified,
+    files_outside,
+    get,
+    history,
+    latest,
+    list_sessions,
+    open_failures,
+)
+from memory_core.sessions.recording import (
+    append_rolling_summary,
+    close,
+    observe_times,
+    pause,
+    record_command,
+    record_file_modified,
+    record_search,
+    record_tool_call,
+    record_turn,
+    set_summary,
+    start,
+)
+from memory_core.sessions.saved import (
+    SAVED_VERSIONS_KEPT,
+    delete,
+    export_document,
+    import_document,
+    import_file,
+    load,
+    restore_document,
+    resume,
+    save,
+)
+from memory_core.sessions.summary import summary_markdown
+
+__all__ = [
+    "ARCHIVED_SECONDS",
+    "COMPACT_TARGET_CHARS",
+    "CRASH_SILENCE_SECONDS",
+    "DECAYING_SECONDS",
+    "FORMAT_VERSION",
+    "IDLE_SECONDS",
+    "QUIET_ACTIONS",
+    "RESUME_CHOICES",
+    "SAVED_VERSIONS_KEPT",
+    "SESSION_TYPES",
+    "STATUSES",
+    "NameTakenError",
+    "age_state",
+    "agent_tokens",
+    "append_rolling_summary",
+    "autosave",
+    "close",
+    "compact_text",
+    "crashed",
+    "delete",
+    "document",
+    "document_json",
+    "enforce_quota",
+    "export_document",
+    "export_path",
+    "failed_commands",
+    "files_modified",
+    "files_outside",
+    "get",
+    "history",
+    "import_document",
+    "import_file",
+    "latest",
+    "list_sessions",
+    "load",
+    "metrics",
+    "new_session_id",
+    "observe_times",
+    "open_failures",
+    "parse_document",
+    "pause",
+    "record_command",
+    "record_file_modified",
+    "record_search",
+    "record_tool_call",
+    "record_turn",
+    "refresh_note",
+    "resolve_crash",
+    "restore_document",
+    "resume",
+    "save",
+    "set_summary",
+    "start",
+    "summary_markdown",
+    "unpack_document",
+    "write_export",
+]

@@ -1,0 +1,67 @@
+"""The language server keeps the listings its last checkpoint wrote (`TreeCache`): the next
+checkpoint starts from them instead of reading them back. A listing's digest names its content,
+so a cached listing is never stale; the checkpoints made through the cache are the same as
+those made without it."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from memory_core import checkpoints, config
+from memory_core.checkpoints import build, storage
+from memory_core.journal import ChangeJournal
+from memory_core.store import Store
+
+
+def _write(root: Path, rel: str, text: str) -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def test_checkpoints_through_the_cache_equal_a_full_scan_and_read_no_listing_back(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = store.root
+    for index in range(30):
+        _write(root, f"pkg{index % 3}/mod{index % 5}/file{index}.py", f"v0 {index}\n")
+    settings = config.Settings(values={**config.load(root).values, "checkpoints.watchman": False})
+    cache = checkpoints.TreeCache()
+    journal = ChangeJournal(started_at=time.time() - 3600)
+    checkpoints.create(store, settings=settings, journal=journal, tree_cache=cache)
+    reads: list[str] = []
+    real_load = storage.load_tree
+
+    def counting_load(store_: Store, digest: str, *args: object, **kwargs: object) -> object:
+        if digest not in (kwargs.get("cache") or {}):
+            reads.append(digest)
+        return real_load(store_, digest, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(build, "load_tree", counting_load)
+    for round_no in range(3):
+        changed = [f"pkg{round_no}/mod{round_no}/file{round_no * 5}.py", "pkg1/new.py"]
+        for rel in changed:
+            _write(root, rel, f"round {round_no}\n")
+        journal.mark(changed)
+        made = checkpoints.create(store, settings=settings, journal=journal, tree_cache=cache)
+        assert made["source"] == "watcher" and made["changed"] >= 1
+    monkeypatch.undo()
+    assert reads == []  # every listing came from what the previous checkpoint wrote
+    scanned = checkpoints.create(
+        store,
+        settings=config.Settings(
+            values={**settings.values, "watch.exclude": [*settings["watch.exclude"], "*.none"]}
+        ),
+    )
+    assert scanned["source"] == "scan"
+    assert checkpoints.manifest(store, scanned["id"]) == checkpoints.manifest(store, made["id"])
+
+
+def test_the_cache_keeps_the_newest_listings_up_to_its_limit() -> None:
+    cache = storage.TreeCache(limit=2)
+    for name in ("a", "b", "c"):
+        cache[name] = storage.Tree()
+    assert list(cache) == ["b", "c"]
