@@ -8,6 +8,7 @@ Watchman is turned off, so the source is the one each test sets up.
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -156,3 +157,33 @@ def test_a_given_change_list_needs_a_previous_checkpoint(project: Store) -> None
     # The first checkpoint has nothing to build on: it scans whatever the list says.
     first = checkpoints.create(project, changed=["README.md"])
     assert first["mode"] == "scan" and _paths(project, first) == {"README.md", "src/app.py"}
+
+
+def test_git_still_vouches_after_a_checkpoint_a_journal_vouched_for(project: Store) -> None:
+    git(project.root, "init", "-q")
+    git(project.root, "add", "-A")
+    git(project.root, "commit", "-qm", "start")
+    checkpoints.create(project)
+    journal = checkpoints.ChangeJournal(started_at=time.time() - 3600)
+    _write(project.root, "README.md", "# seen by the watcher\n", age=0)
+    journal.mark(["README.md"])
+    assert checkpoints.create(project, journal=journal)["source"] == "watcher"
+    # The watcher is gone; git's status, carried forward through that checkpoint, vouches.
+    _write(project.root, "src/app.py", "def main():\n    return 3\n", age=0)
+    third = checkpoints.create(project)
+    assert (third["source"], third["changed"]) == ("git", 1)
+    assert checkpoints.file_content(project, third["id"], "src/app.py") == (
+        b"def main():\n    return 3\n"
+    )
+
+
+@pytest.mark.skipif(shutil.which("watchman") is None, reason="watchman is not installed")
+def test_watchman_vouches_for_the_interval_when_it_is_installed(project: Store) -> None:
+    config.set_value(project.root, "checkpoints.watchman", True)
+    checkpoints.create(project)
+    _write(project.root, "src/app.py", "def main():\n    return 4\n", age=0)
+    second = checkpoints.create(project)
+    assert (second["mode"], second["source"], second["changed"]) == ("incremental", "watchman", 1)
+    assert checkpoints.file_content(project, second["id"], "src/app.py") == (
+        b"def main():\n    return 4\n"
+    )

@@ -68,6 +68,10 @@ def test_an_ambiguous_id_prefix_asks_for_more(project: Store) -> None:
         "'C-abc' names more than one checkpoint (give more of the id)"
     )
     assert checkpoints.get(project, "C-abc00002")["id"] == "C-abc00002"
+    # Three characters are enough when they name one checkpoint.
+    with project.transaction() as db:
+        db.execute("UPDATE checkpoints SET id = 'C-f0000001' WHERE id = 'C-abc00001'")
+    assert checkpoints.get(project, "C-f")["id"] == "C-f0000001"
     # Wildcards of SQL's LIKE are plain characters in a prefix.
     with pytest.raises(NotFoundError):
         checkpoints.get(project, "C-a%")
@@ -166,3 +170,22 @@ def test_a_patch_has_the_context_asked_for(project: Store) -> None:
     assert " line 9\n-line 10\n+line X\n line 11\n" in narrow
     assert " line 8\n" not in narrow
     assert " line 7\n" in checkpoints.patch(project, made["id"])
+
+
+def test_a_touched_file_with_the_same_content_is_not_a_change(project: Store) -> None:
+    (project.root / "link").symlink_to("src/app.py")
+    made = checkpoints.create(project)
+    os.utime(project.root / "README.md")  # saved again without a change
+    os.utime(project.root / "link", follow_symlinks=False)
+    changes = checkpoints.diff(project, made["id"])
+    assert (changes["added"], changes["modified"], changes["deleted"]) == ([], [], [])
+    assert checkpoints.patch(project, made["id"]) == ""
+
+
+def test_a_file_now_ignored_shows_as_deleted_in_the_patch(project: Store) -> None:
+    made = checkpoints.create(project)
+    _write(project.root, ".gitignore", "README.md\n")
+    changes = checkpoints.diff(project, made["id"])
+    assert changes["deleted"] == ["README.md"] and changes["added"] == [".gitignore"]
+    patch = checkpoints.patch(project, made["id"])
+    assert "--- a/README.md\n+++ /dev/null\n@@ -1 +0,0 @@\n-# demo\n" in patch

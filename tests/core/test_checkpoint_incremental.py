@@ -150,3 +150,25 @@ def test_a_checkpoint_whose_base_listing_is_missing_names_the_folder(project: St
     _write(project.root, "src/app.py", "changed\n")
     with pytest.raises(checkpoints.CorruptCheckpointError, match="listing of src/ is missing"):
         checkpoints.create(project, changed=["src/app.py"])
+
+
+def test_a_reported_file_honours_the_gitignore_of_its_own_folder(project: Store) -> None:
+    _write(project.root, "src/lib/.gitignore", "*.tmp\n")
+    checkpoints.create(project)
+    _write(project.root, "src/lib/scratch.tmp", "scratch\n")
+    _write(project.root, "src/lib/kept.py", "K = 1\n")
+    second = checkpoints.create(project, changed=["src/lib/scratch.tmp", "src/lib/kept.py"])
+    paths = set(_paths(project, second))
+    assert "src/lib/kept.py" in paths and "src/lib/scratch.tmp" not in paths
+    assert second["changed"] == 1
+
+
+def test_a_symbolic_link_reported_by_a_watcher_is_captured_as_a_link(project: Store) -> None:
+    checkpoints.create(project)
+    (project.root / "latest").symlink_to("src/app.py")
+    second = checkpoints.create(project, changed=["latest"])
+    kinds = {i["path"]: i["kind"] for i in checkpoints.manifest(project, second["id"])}
+    assert kinds["latest"] == "link"
+    (project.root / "latest").unlink()
+    checkpoints.rollback(project, second["id"])
+    assert os.readlink(project.root / "latest") == "src/app.py"

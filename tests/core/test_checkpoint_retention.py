@@ -177,3 +177,13 @@ def test_a_file_replaced_by_another_of_the_same_size_and_time_is_read_again(
     assert checkpoints.file_content(project, second["id"], "src/app.py") == (
         b"def main():\n    return 7\n"
     )
+
+
+def test_the_age_limit_is_counted_in_days_to_the_second(project: Store) -> None:
+    limit = 10 * DAY
+    just_over = checkpoints.create(project, settings=_lenient(project), now=NOW - limit - 5)["id"]
+    _write(project.root, "README.md", "# second\n")
+    just_under = checkpoints.create(project, settings=_lenient(project), now=NOW - limit + 5)["id"]
+    settings = config.load(project.root, overrides={"checkpoints.max_age_days": 10})
+    assert checkpoints.enforce_retention(project, settings, now=NOW) == [just_over]
+    assert _ids(project) == [just_under]

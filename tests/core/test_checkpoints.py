@@ -455,4 +455,7 @@ def test_a_file_replaced_by_a_folder_is_restored_but_ignored_files_are_never_del
     _write(root, "src/util.py/kept.cache", "ignored, not ours")
     result = checkpoints.rollback(project, base["id"])
     assert not result["done"] and result["failed"][0]["path"] == "src/util.py"
+    assert result["failed"][0]["error"] == (
+        "src/util.py is now a folder that still holds files the checkpoint does not know"
+    )
     assert (root / "src" / "util.py" / "kept.cache").read_text() == "ignored, not ours"

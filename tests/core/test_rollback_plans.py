@@ -344,3 +344,91 @@ def test_an_editor_can_look_up_each_of_its_buffers_in_the_plan(project: Store) -
     assert plan.target.get("src/lib") is None  # a folder, not a file
     assert plan.target.get("src/missing.py") is None
     assert plan.target.get("README.md/inside") is None
+
+
+def test_reading_a_checkpoint_with_a_missing_listing_names_the_folder(project: Store) -> None:
+    checkpoint = checkpoints.create(project)
+    _damage_src_listing(project, checkpoint["id"], None)
+    for read in (
+        lambda: checkpoints.manifest(project, checkpoint["id"]),
+        lambda: checkpoints.diff(project, checkpoint["id"]),
+        lambda: checkpoints.file_content(project, checkpoint["id"], "src/lib/util.py"),
+    ):
+        with pytest.raises(checkpoints.CorruptCheckpointError) as refused:
+            read()
+        assert "the listing of src/ is missing" in refused.value.message
+
+
+def test_a_rollback_at_a_given_time_stamps_its_undo_checkpoint_and_event(project: Store) -> None:
+    from memory_core import events
+
+    checkpoint = checkpoints.create(project, now=1_700_000_000.0)
+    _write(project.root, "src/app.py", "edited\n")
+    result = checkpoints.rollback(project, checkpoint["id"], now=1_700_000_500.0)
+    undo = checkpoints.get(project, result["undo_checkpoint"])
+    assert undo["created_at"] == "2023-11-14T22:21:40Z"
+    assert undo["label"] == "pre-rollback checkpoint 2023-11-14T22:21:40Z"
+    (event,) = events.recent(project, kind="checkpoint.rollback")
+    assert event.ts == 1_700_000_500.0
+    assert event.data["checkpoint"] == checkpoint["id"]
+    assert event.data["restored"] == ["src/app.py"] and event.data["done"] is True
+    assert "unchanged" not in event.data
+    # Without undo, no pre-rollback checkpoint is made.
+    _write(project.root, "src/app.py", "edited again\n")
+    plain = checkpoints.rollback(project, checkpoint["id"], undo=False)
+    assert plain["undo_checkpoint"] is None
+    assert len(checkpoints.list_checkpoints(project)) == 2
+
+
+def test_a_restored_file_whose_folder_is_now_a_file_replaces_that_file(project: Store) -> None:
+    checkpoint = checkpoints.create(project)
+    shutil.rmtree(project.root / "src" / "lib")
+    _write(project.root, "src/lib", "a file where the folder was\n")
+    plan = checkpoints.plan_rollback(project, checkpoint["id"])
+    assert plan.removes == ["src/lib"]
+    # An editor applies the removal of src/lib itself (it has it open) and has not yet done
+    # so when the restored file is written: the file in the way goes.
+    result = checkpoints.apply_plan(project, plan, skip=["src/lib"])
+    assert result["done"] and result["restored"] == ["src/lib/util.py"]
+    assert (project.root / "src" / "lib" / "util.py").read_text() == "X = 1\n"
+
+
+@pytest.mark.parametrize("rel", ["../escape.txt", "src/../../escape.txt", ".git/config", ""])
+def test_a_write_or_removal_outside_the_workspace_is_refused(
+    project: Store, tmp_path: Path, rel: str
+) -> None:
+    with pytest.raises(checkpoints.CorruptCheckpointError) as refused:
+        checkpoints.write_file(
+            project.root, checkpoints.FileWrite(rel, b"owned\n", 0o644, "file", existed=False)
+        )
+    assert refused.value.one_line() == (
+        f"the checkpoint names an unsafe path {rel!r} (it was refused; nothing was written)"
+    )
+    with pytest.raises(checkpoints.CorruptCheckpointError):
+        checkpoints.remove_file(project.root, rel)
+    assert not (project.root.parent / "escape.txt").exists()
+    assert not (project.root / ".git").exists()
+
+
+def test_a_damaged_blob_is_refused_naming_the_file(project: Store) -> None:
+    checkpoint = checkpoints.create(project)
+    util = next(
+        i for i in checkpoints.manifest(project, checkpoint["id"]) if i["path"] == "src/lib/util.py"
+    )
+    with project.transaction() as db:
+        db.execute(
+            "UPDATE checkpoint_packs SET data = ? WHERE id = "
+            "(SELECT pack FROM checkpoint_objects WHERE hash = ?)",
+            (compress(b"tampered" * 40), bytes.fromhex(util["hash"])),
+        )
+    from memory_core.checkpoints.storage import forget_packs
+
+    forget_packs()  # the pack may be kept decompressed from the capture
+    _write(project.root, "src/lib/util.py", "edited\n")
+    with pytest.raises(checkpoints.CorruptCheckpointError) as refused:
+        checkpoints.rollback(project, checkpoint["id"])
+    assert refused.value.one_line() == (
+        "the checkpoint's content of src/lib/util.py is corrupt "
+        "(it was refused; nothing was written)"
+    )
+    assert (project.root / "src" / "lib" / "util.py").read_text() == "edited\n"
