@@ -49,6 +49,22 @@ def test_a_deleted_store_is_recreated_with_every_acknowledged_write(workspace: P
     assert _contents(workspace) == ["first", "second", "third"]
 
 
+def test_a_failing_notice_listener_never_costs_the_write(workspace: Path) -> None:
+    store = Store.init(workspace)
+
+    def broken_listener(text: str) -> None:
+        raise RuntimeError("the editor went away")
+
+    told: list[str] = []
+    store.notice_listeners += [broken_listener, told.append]
+    memory.add(store, "first")
+    os.unlink(store.db_path)
+    memory.add(store, "second")
+    store.close()
+    assert len(told) == 1 and "was deleted" in told[0]  # the next listener is still told
+    assert _contents(workspace) == ["first", "second"]
+
+
 def test_a_store_deleted_with_its_folder_is_recreated(workspace: Path) -> None:
     store = Store.init(workspace)
     memory.add(store, "first")
