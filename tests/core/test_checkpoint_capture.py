@@ -187,3 +187,12 @@ def test_watchman_vouches_for_the_interval_when_it_is_installed(project: Store) 
     assert checkpoints.file_content(project, second["id"], "src/app.py") == (
         b"def main():\n    return 4\n"
     )
+
+
+def test_secret_files_are_captured_only_when_the_setting_asks(project: Store) -> None:
+    _write(project.root, ".env", "API_KEY=1\n")
+    default = checkpoints.create(project)
+    assert ".env" not in _paths(project, default)
+    asked = config.load(project.root, overrides={"checkpoints.include_secret_files": True})
+    including = checkpoints.create(project, settings=asked)
+    assert ".env" in _paths(project, including)

@@ -344,6 +344,7 @@ def test_an_editor_can_look_up_each_of_its_buffers_in_the_plan(project: Store) -
     assert plan.target.get("src/lib") is None  # a folder, not a file
     assert plan.target.get("src/missing.py") is None
     assert plan.target.get("README.md/inside") is None
+    assert plan.target.get("README.md/inside/deeper.py") is None
 
 
 def test_reading_a_checkpoint_with_a_missing_listing_names_the_folder(project: Store) -> None:
@@ -432,3 +433,15 @@ def test_a_damaged_blob_is_refused_naming_the_file(project: Store) -> None:
         "(it was refused; nothing was written)"
     )
     assert (project.root / "src" / "lib" / "util.py").read_text() == "edited\n"
+
+
+def test_a_second_undo_checkpoint_of_a_plan_records_its_session(project: Store) -> None:
+    checkpoint = checkpoints.create(project)
+    _write(project.root, "src/app.py", "edited\n")
+    plan = checkpoints.plan_rollback(project, checkpoint["id"])
+    first = checkpoints.prepare_undo(project, plan, session_id="S-1")
+    # The plan's capture is used once; a second undo checkpoint captures the workspace again.
+    second = checkpoints.prepare_undo(project, plan, session_id="S-2")
+    assert (first["session_id"], second["session_id"]) == ("S-1", "S-2")
+    assert second["reason"] == "pre-rollback"
+    assert checkpoints.file_content(project, second["id"], "src/app.py") == b"edited\n"
