@@ -131,7 +131,11 @@ MODULES: dict[str, Module] = {
     ),
     "lsp-gotchas": Module(
         "lsp_server/features/gotchas.py",
-        ("tests/lsp/test_gotcha_squiggles.py", "tests/lsp/test_gotcha_commands.py"),
+        (
+            "tests/lsp/test_gotcha_squiggles.py",
+            "tests/lsp/test_gotcha_commands.py",
+            "tests/lsp/test_gotcha_line_ends.py",
+        ),
         sample=60,
     ),
 }
