@@ -23,7 +23,7 @@ Four kinds (docs/design.md section 3), each a `DriftItem` with a severity low < 
   medium when they changed, high when the file no longer has those lines, critical when the file
   is gone. `detect` checks the gotchas' anchors (`gotcha_anchors`) itself; any other module that
   stores citations exposes `citations(store) -> Iterable[Citation]`, and the modules named in
-  `CITATION_PROVIDERS` are asked (missing ones are skipped).
+  gotchas' anchors and memories that cite code are checked.
 - `workspace`: the workspace moved since a context snapshot (or the active session began):
   history rewritten (critical), branch switched (high), new commits or documents gone
   (medium), files changed (low).
@@ -31,9 +31,7 @@ Four kinds (docs/design.md section 3), each a `DriftItem` with a severity low < 
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import importlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -46,7 +44,8 @@ from memory_core.store import Store
 
 SEVERITIES = ("low", "medium", "high", "critical")
 KINDS = ("overlap", "unsaved", "stale-citation", "workspace")
-CITATION_PROVIDERS = ("memory_core.gotchas", "memory_core.memory")
+# Characters of a citation's label (the first line of what cites the code).
+LABEL_CHARS = 80
 # How far `locate` looks for cited lines that moved, in lines either side of where they were.
 LOCATE_RADIUS = 2000
 
@@ -220,22 +219,37 @@ def gotcha_anchor_citations(store: Store) -> list[Citation]:
     return citations
 
 
+def memory_citations(store: Store) -> list[Citation]:
+    """Citations from memories that cite code (file, lines and the anchor text there)."""
+    if "memories" not in store.tables():
+        return []
+    rows = store.query(
+        "SELECT id, content, file, line, end_line, anchor FROM memories "
+        "WHERE anchor IS NOT NULL AND status != 'archived'"
+    )
+    return [
+        Citation(
+            owner=row["id"],
+            path=row["file"],
+            start=row["line"],
+            end=row["end_line"] or row["line"],
+            anchor=row["anchor"],
+            label=label_for(row["content"]),
+        )
+        for row in rows
+    ]
+
+
+def label_for(content: str) -> str:
+    """How a citation's owner is shown: its first line, cut to LABEL_CHARS."""
+    first = content.strip().splitlines()[0] if content.strip() else ""
+    return first if len(first) <= LABEL_CHARS else first[: LABEL_CHARS - 1] + "…"
+
+
 def _provided_citations(store: Store) -> list[Citation]:
-    found: list[Citation] = []
-    with contextlib.suppress(Exception):
-        found.extend(gotcha_anchor_citations(store))
-    for name in CITATION_PROVIDERS:
-        try:
-            module = importlib.import_module(name)
-        except ImportError:
-            continue
-        provider = getattr(module, "citations", None)
-        if not callable(provider):
-            continue
-        # Another area's bug must not hide the rest of the drift report.
-        with contextlib.suppress(Exception):
-            found.extend(c for c in provider(store) if isinstance(c, Citation))
-    return found
+    # The areas that cite code keep their citations in tables of the store: read here, so
+    # neither area imports the other (memory uses drift's anchors).
+    return [*gotcha_anchor_citations(store), *memory_citations(store)]
 
 
 def stale_citations(store: Store, citations: Iterable[Citation] | None = None) -> list[DriftItem]:

@@ -28,7 +28,6 @@ TYPES = ("project", "preference", "action", "decision", "finding", "learning")
 RELATIONS = ("resolves", "led_to", "influenced")
 STATUSES = ("open", "resolved", "archived")
 MAX_CONTENT_CHARS = 64 * 1024
-LABEL_CHARS = 80
 
 
 def add(
@@ -407,30 +406,10 @@ def _citation(
     return rel, (drift.anchor(lines) if lines else None), line, end
 
 
-def citations(store: Store) -> list[Any]:
-    """The code places memories cite (for drift's stale-citation check)."""
+def label_for(content: str) -> str:
     from memory_core import drift
 
-    rows = store.query(
-        "SELECT id, content, file, line, end_line, anchor FROM memories "
-        "WHERE anchor IS NOT NULL AND status != 'archived'"
-    )
-    return [
-        drift.Citation(
-            owner=row["id"],
-            path=row["file"],
-            start=row["line"],
-            end=row["end_line"] or row["line"],
-            anchor=row["anchor"],
-            label=label_for(row["content"]),
-        )
-        for row in rows
-    ]
-
-
-def label_for(content: str) -> str:
-    first = content.strip().splitlines()[0] if content.strip() else ""
-    return first if len(first) <= LABEL_CHARS else first[: LABEL_CHARS - 1] + "…"
+    return drift.label_for(content)
 
 
 def filter_sql(

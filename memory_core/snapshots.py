@@ -14,7 +14,6 @@ Retention: `snapshots.max_count` (50) and `snapshots.max_age_days` (7), through 
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import secrets
 import sqlite3
@@ -82,13 +81,9 @@ def _ts(value: Any) -> float | None:
 
 def active_session(store: Store) -> dict[str, Any] | None:
     """The active agent session, if the sessions feature has one: {id, agent, started_ts}."""
-    session: Any = None
-    try:
-        sessions = importlib.import_module("memory_core.sessions")
-        session = sessions.latest(store)
-    except Exception:
-        # The sessions area may not exist yet, or fail; a snapshot without a session is fine.
-        return None
+    from memory_core import sessions
+
+    session: Any = sessions.latest(store)
     if not isinstance(session, dict) or not session.get("id"):
         return None
     if session.get("status", "active") != "active":

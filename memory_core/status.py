@@ -5,10 +5,9 @@ In the core so that the language server never imports the command line.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
-from memory_core import checkpoints, config, limits
+from memory_core import checkpoints, config, limits, quota
 from memory_core.store import Store, latest_schema_version
 
 
@@ -34,9 +33,7 @@ def status_facts(store: Store, settings: config.Settings) -> dict[str, Any]:
         "limits": {
             "retention": retention,
             "session_quota_bytes": settings["sessions.quota_bytes"],
-            "session_quota_use": importlib.import_module("memory_core.quota").status(
-                store, settings
-            ),
+            "session_quota_use": quota.status(store, settings),
             "checkpoint_store_cap_bytes": settings["checkpoints.store_cap_bytes"],
             "checkpoints_bytes": checkpoints.space(store)["stored_bytes"],
         },

@@ -254,7 +254,7 @@ def test_a_memory_citing_code_reports_drift_when_the_lines_change(
     source.write_text("DEBUG = False\nTIMEOUT = 30\nRETRIES = 3\n")
     entry = memory.add(store, "TIMEOUT must stay above the proxy limit", file=str(source), line=2)
     assert (entry["file"], entry["line"], entry["end_line"]) == ("settings.py", 2, 2)
-    [citation] = memory.citations(store)
+    [citation] = drift.memory_citations(store)
     assert citation.owner == entry["id"]
     assert drift.check_citation(workspace, citation) is None
     source.write_text("DEBUG = False\nTIMEOUT = 5\nRETRIES = 3\n")
