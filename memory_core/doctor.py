@@ -260,25 +260,16 @@ def _record_deletion(
 
 def _checkpoint_orphans(store: Store, repair: bool, repaired: list[str]) -> dict[str, Any]:
     from memory_core import checkpoints
-    from memory_core.checkpoints import storage as checkpoint_storage
+    from memory_core.checkpoints import retention
 
     tables = set(store.tables())
     if not {"checkpoints", "checkpoint_blobs", "checkpoint_trees"} <= tables:
         return {"orphaned": 0, "orphaned_bytes": 0, "freed_bytes": 0}
-    live_trees: set[str] = set()
-    live_blobs: set[str] = set()
-    stack = [str(row[0]) for row in store.query("SELECT DISTINCT root_tree FROM checkpoints")]
-    while stack:
-        digest = stack.pop()
-        if digest in live_trees:
-            continue
-        live_trees.add(digest)
-        try:
-            tree = checkpoint_storage.load_tree(store, digest, validate=False)
-        except Exception:  # a missing or damaged tree: its checkpoint reports it on rollback
-            continue
-        for entry in tree.entries.values():
-            (stack.append(entry.hash) if entry.kind == "d" else live_blobs.add(entry.hash))
+    live = retention.Live()
+    live.mark(
+        store, [str(row[0]) for row in store.query("SELECT DISTINCT root_tree FROM checkpoints")]
+    )
+    live_trees, live_blobs = live.trees, live.blobs
     orphaned = 0
     orphaned_bytes = 0
     # Blobs stored before packing: hex keys, each with its own compressed data.

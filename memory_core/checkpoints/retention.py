@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from memory_core import clock, config, limits
@@ -88,43 +89,51 @@ def enforce_retention(
     return doomed
 
 
-def gc(store: Store) -> int:
-    """Delete blobs and trees no checkpoint references; returns the bytes freed."""
-    live_trees: set[str] = set()
-    live_blobs: set[str] = set()
+class Live:
+    """What checkpoints reference: listings and blobs by hash, marked from root listings."""
 
-    def mark(roots: list[str]) -> None:
+    def __init__(self) -> None:
+        self.trees: set[str] = set()
+        self.blobs: set[str] = set()
+
+    def mark(self, store: Store, roots: Iterable[str]) -> None:
+        """Add every listing and blob reachable from `roots`; marked listings are not read again
+        (a missing or damaged one is skipped: its checkpoint reports it on rollback)."""
         stack = list(roots)
         while stack:
             digest = stack.pop()
-            if digest in live_trees:
+            if digest in self.trees:
                 continue
-            live_trees.add(digest)
+            self.trees.add(digest)
             try:
                 tree = load_tree(store, digest, validate=False)
             except CorruptCheckpointError:
                 continue
             for entry in tree.entries.values():
-                (stack.append(entry.hash) if entry.kind == "d" else live_blobs.add(entry.hash))
+                (stack.append(entry.hash) if entry.kind == "d" else self.blobs.add(entry.hash))
 
+
+def gc(store: Store) -> int:
+    """Delete blobs and trees no checkpoint references; returns the bytes freed."""
+    live = Live()
     roots = "SELECT DISTINCT root_tree FROM checkpoints"
     # Marked without the write lock (it takes a second or more in a large workspace, and hooks
     # must not wait that long)...
-    mark([row[0] for row in store.query(roots)])
+    live.mark(store, [row[0] for row in store.query(roots)])
     freed = 0
     with store.transaction() as db:
         # ...then, holding it, again for checkpoints another process committed meanwhile: only
         # their new listings are read, and nothing they use is collected.
-        mark([row[0] for row in db.execute(roots).fetchall() if row[0] not in live_trees])
+        live.mark(store, [row[0] for row in db.execute(roots).fetchall()])
         db.execute("CREATE TEMP TABLE IF NOT EXISTS gc_live (hash TEXT PRIMARY KEY) WITHOUT ROWID")
         db.execute("CREATE TEMP TABLE IF NOT EXISTS gc_raw (hash BLOB PRIMARY KEY) WITHOUT ROWID")
         db.execute("DELETE FROM gc_live")
         db.execute("DELETE FROM gc_raw")
         db.executemany(
-            "INSERT OR IGNORE INTO gc_live VALUES (?)", [(h,) for h in live_blobs | live_trees]
+            "INSERT OR IGNORE INTO gc_live VALUES (?)", [(h,) for h in live.blobs | live.trees]
         )
         db.executemany(
-            "INSERT OR IGNORE INTO gc_raw VALUES (?)", [(bytes.fromhex(h),) for h in live_blobs]
+            "INSERT OR IGNORE INTO gc_raw VALUES (?)", [(bytes.fromhex(h),) for h in live.blobs]
         )
         row = db.execute(
             "SELECT COALESCE(SUM(stored_size), 0) FROM checkpoint_blobs WHERE hash NOT IN (SELECT hash FROM gc_live)"
