@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,6 +90,21 @@ GIT_IDENTITY = {
     "GIT_COMMITTER_NAME": "engram tests",
     "GIT_COMMITTER_EMAIL": "tests@engram.invalid",
 }
+
+
+def write_file(
+    root: Path, rel: str, data: bytes | str, age: float = 60.0, *, mode: int | None = None
+) -> Path:
+    """Write a workspace file (folders made) dated `age` seconds ago: files a test wrote just
+    now would be racy to a stat cache (git's and engram's) and read again."""
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data.encode() if isinstance(data, str) else data)
+    if mode is not None:
+        os.chmod(path, mode)
+    past = time.time() - age
+    os.utime(path, (past, past))
+    return path
 
 
 def git(root: Path, *args: str) -> str:

@@ -6,7 +6,6 @@ watchman (when installed), real git."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import time
@@ -17,15 +16,7 @@ import pytest
 from memory_core import checkpoints, config, journal
 from memory_core.store import Store
 from tests.conftest import git
-
-
-def _write(root: Path, rel: str, text: str, age: float = 60.0) -> None:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    if age:
-        past = time.time() - age
-        os.utime(path, (past, past))
+from tests.conftest import write_file as _write
 
 
 def _files(store: Store, checkpoint_id: str) -> dict[str, str]:

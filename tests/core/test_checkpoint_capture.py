@@ -7,10 +7,8 @@ Watchman is turned off, so the source is the one each test sets up.
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
-from pathlib import Path
 
 import pytest
 
@@ -18,16 +16,9 @@ from memory_core import checkpoints, config, events
 from memory_core.errors import UsageError
 from memory_core.store import Store
 from tests.conftest import git
+from tests.conftest import write_file as _write
 
 SECRET = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
-
-
-def _write(root: Path, rel: str, data: str, age: float = 60.0) -> None:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(data)
-    past = time.time() - age
-    os.utime(path, (past, past))
 
 
 def _paths(store: Store, checkpoint: dict[str, object]) -> set[str]:

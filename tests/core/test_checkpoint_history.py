@@ -5,24 +5,13 @@ checkpoints and patches a user can apply."""
 from __future__ import annotations
 
 import os
-import time
-from pathlib import Path
 
 import pytest
 
 from memory_core import checkpoints, config
 from memory_core.errors import NotFoundError, UsageError
 from memory_core.store import Store
-
-
-def _write(root: Path, rel: str, data: str, mode: int | None = None) -> None:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(data)
-    if mode is not None:
-        os.chmod(path, mode)
-    past = time.time() - 60
-    os.utime(path, (past, past))
+from tests.conftest import write_file as _write
 
 
 @pytest.fixture

@@ -10,21 +10,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
-from pathlib import Path
 
 import pytest
 
 from memory_core import checkpoints, config
 from memory_core.store import Store
-
-
-def _write(root: Path, rel: str, data: str, age: float = 60.0) -> None:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(data)
-    past = time.time() - age
-    os.utime(path, (past, past))
+from tests.conftest import write_file as _write
 
 
 def _paths(store: Store, checkpoint: dict[str, object]) -> dict[str, str]:

@@ -9,7 +9,6 @@ Watchman is turned off: the checkpoints here are full scans through the stat cac
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ import pytest
 from memory_core import checkpoints, config
 from memory_core.checkpoints import build as checkpoint_build
 from memory_core.store import Store
+from tests.conftest import write_file as _write
 
 DAY = 86400.0
 NOW = 1_800_000_000.0
@@ -25,15 +25,6 @@ NOW = 1_800_000_000.0
 def _lenient(store: Store) -> config.Settings:
     """While the checkpoints of a test are made: nothing is old enough to go yet."""
     return config.load(store.root, overrides={"checkpoints.max_age_days": 10_000})
-
-
-def _write(root: Path, rel: str, data: bytes | str, age: float = 60.0) -> Path:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data.encode() if isinstance(data, str) else data)
-    past = time.time() - age
-    os.utime(path, (past, past))
-    return path
 
 
 @pytest.fixture

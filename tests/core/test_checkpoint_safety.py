@@ -8,22 +8,13 @@ content it collected, a file changed twice within a clock tick is captured, and 
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import pytest
 
 from memory_core import checkpoints, config
 from memory_core.store import Store
-
-
-def _write(root: Path, rel: str, data: bytes | str, age: float = 60.0) -> Path:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data.encode() if isinstance(data, str) else data)
-    past = time.time() - age
-    os.utime(path, (past, past))
-    return path
+from tests.conftest import write_file as _write
 
 
 @pytest.fixture

@@ -19,16 +19,7 @@ from memory_core import checkpoints, config
 from memory_core.checkpoints.storage import Writer, load_tree
 from memory_core.checkpoints.trees import compress, sha
 from memory_core.store import Store
-
-
-def _write(root: Path, rel: str, data: str, mode: int | None = None) -> None:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(data)
-    if mode is not None:
-        os.chmod(path, mode)
-    past = time.time() - 60
-    os.utime(path, (past, past))
+from tests.conftest import write_file as _write
 
 
 def _files(root: Path) -> dict[str, bytes]:
