@@ -197,9 +197,9 @@ class EngramServer(LanguageServer):
         if root in self.folders:
             return self.folders[root]
         if not has_store(root) and not is_git_repository(root):
-            # A store is made only in a project (a git repository) or by `engram init`
-            # (Store.open_or_init_in_git, below): an editor opening a downloads folder must not
-            # leave `.engram/` in it. Said here as information, not as a failure to open.
+            # A store is made only in a project (a git repository) or where `.engram/` already
+            # is (`engram init`, or settings written there first): an editor opening a downloads
+            # folder must not leave `.engram/` in it.
             self.show_message(
                 f"engram is off in {root}: it is neither a git repository nor initialised "
                 "(run `engram init` there to use engram)",
@@ -207,7 +207,7 @@ class EngramServer(LanguageServer):
             )
             return None
         try:
-            store = Store.open_or_init_in_git(root)
+            store = Store.open_or_init(root)
         except Exception as exc:
             self.show_message(
                 f"engram: cannot open the store in {root}: {getattr(exc, 'message', exc)}",
