@@ -11,7 +11,7 @@ from typing import Any
 from memory_core import config
 from memory_core.checkpoints.disk import Found, classify, read_file, rules_for, scan
 from memory_core.checkpoints.storage import Writer, load_tree, stat_cache, stat_cache_of
-from memory_core.checkpoints.trees import Entry, Tree, valid_name
+from memory_core.checkpoints.trees import Entry, Tree, sha, valid_name
 from memory_core.store import Store
 
 # A file modified this close to when it was hashed may change again within the same mtime tick;
@@ -36,12 +36,17 @@ def hash_file(
     except OSError:
         return None  # vanished or unreadable between the scan and the read
     digest = writer.blob(data)
-    # A file modified within the racy window may change again without its stat changing: its
-    # row keeps the hash (so the next capture, which reads it again, can tell whether the content
-    # really changed) but a stat that never matches (so it is read again).
-    racy = found.mtime_ns / 1e9 >= now - RACY_SECONDS
-    writer.index[rel] = (0 if racy else found.mtime_ns, found.size, found.ino, found.mode, digest)
+    writer.index[rel] = stat_row(found, digest, now)
     return digest
+
+
+def stat_row(found: Found, digest: str, now: float) -> tuple[int, int, int, int, str]:
+    """The stat-cache row of a file just hashed. A file modified within the racy window may
+    change again without its stat changing: its row stores the modification time negated, which
+    no file's stat ever matches (so it is read again), yet the next capture can still tell that
+    the stat is the one hashed and, if the content is too, leave the file alone (`unchanged`)."""
+    racy = found.mtime_ns / 1e9 >= now - RACY_SECONDS
+    return (-found.mtime_ns if racy else found.mtime_ns, found.size, found.ino, found.mode, digest)
 
 
 def _build_trees(files: dict[str, Entry], writer: Writer) -> tuple[str, int, int]:
@@ -88,19 +93,43 @@ def build_full(
     return root_hash, count, size, changed, found.skipped
 
 
-def _stat_matches(root: Path, rel: str, cached: Any) -> bool:
+def unchanged(root: Path, rel: str, cached: Any, writer: Writer, now: float) -> bool:
+    """Whether a file still has the content of its stat-cache row: its stat matches the row, or
+    the row is a racy one (see `stat_row`) whose stat still matches and the content, read again,
+    has the row's hash (the row is then written with the stat it can now be trusted by)."""
     if cached is None:
         return False
     try:
         st = os.lstat(root / rel)
     except OSError:
         return False
-    return not stat.S_ISDIR(st.st_mode) and (cached[0], cached[1], cached[2], cached[3]) == (
+    kind = classify(st)
+    if kind not in ("f", "l"):
+        return False
+    mode = stat.S_IMODE(st.st_mode)
+    if (cached[0], cached[1], cached[2], cached[3]) == (
         st.st_mtime_ns,
         st.st_size,
         st.st_ino,
-        stat.S_IMODE(st.st_mode),
-    )
+        mode,
+    ):
+        return True
+    if cached[0] >= 0 or (-cached[0], cached[1], cached[2], cached[3]) != (
+        st.st_mtime_ns,
+        st.st_size,
+        st.st_ino,
+        mode,
+    ):
+        return False
+    try:
+        data = read_file(root, rel, kind)
+    except OSError:
+        return False
+    if sha(data) != cached[4]:
+        return False
+    found = Found(kind, mode, st.st_size, st.st_mtime_ns, st.st_ino)
+    writer.index[rel] = stat_row(found, str(cached[4]), now)
+    return True
 
 
 def build_incremental(
@@ -203,12 +232,15 @@ def build_incremental(
         return found
 
     # A source may name files whose content did not change since they were last hashed (git
-    # lists every file modified since HEAD, every time). A file whose stat still matches its
-    # stat-cache row (never a racy one) has the content of that row, which the capture that
-    # wrote it put in its tree and every later one carried over: it is left alone, its folder
-    # not even read. The same trust a full scan gives the stat cache.
+    # lists every file modified since HEAD, every time; a journal's slack names the previous
+    # checkpoint's files again). A file that still has its stat-cache row's content has the
+    # content the capture that wrote the row put in its tree, which every later one carried
+    # over: it is left alone, its folder not even read. The same trust a full scan gives the
+    # stat cache, with racy rows checked by content.
     cache: dict[str, Any] = stat_cache_of(store, changed_paths)
-    changed_paths = {rel for rel in changed_paths if not _stat_matches(root, rel, cache.get(rel))}
+    changed_paths = {
+        rel for rel in changed_paths if not unchanged(root, rel, cache.get(rel), writer, now)
+    }
     for rel in list(changed_paths):
         if "/" in rel and all(valid_name(part) for part in rel.split("/")):
             changed_paths.update(replaced_ancestors(rel))

@@ -132,7 +132,8 @@ def _has_blob(store: Store, digest: str, *, legacy: bool = True) -> bool:
 
 
 def stat_cache(store: Store, under: str = "") -> dict[str, tuple[int, int, int, int, str]]:
-    """The stat cache (of the folder `under`): path -> (mtime_ns, size, inode, mode, hash)."""
+    """The stat cache (of the folder `under`): path -> (mtime_ns, size, inode, mode, hash); a
+    negative mtime_ns marks a row hashed within the racy window (`build.stat_row`)."""
     sql = "SELECT path, mtime_ns, size, ino, mode, hash FROM checkpoint_index"
     # '0' follows '/' in byte order: the range holds exactly the paths below `under/`.
     rows = (

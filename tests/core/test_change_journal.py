@@ -6,6 +6,7 @@ watchman (when installed), real git."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -292,6 +293,46 @@ def test_a_file_rewritten_with_the_same_content_in_the_racy_window_is_not_change
     assert second["changed"] == 1  # b.py and c.py are read again but have the same content
     third = checkpoints.create(project)
     assert third["changed"] == 0
+
+
+def test_a_racy_file_named_again_is_read_and_kept_only_when_its_content_is_the_same(
+    project: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory_core.checkpoints import build
+
+    root = project.root
+    checkpoints.create(project)
+    live = journal.ChangeJournal(started_at=time.time() - 3600)
+    for rel in ("src/app.py", "src/util.py"):
+        _write(root, rel, f"{rel} racy\n", age=0)  # hashed within the racy window
+    live.mark(["src/app.py", "src/util.py"])
+    first = checkpoints.create(project, journal=live)
+    assert first["changed"] == 2
+    # app.py is rewritten within the same clock tick: same size, inode and time, new content.
+    app = root / "src" / "app.py"
+    tick = app.stat().st_mtime_ns
+    app.write_text("src/app.py RACY\n")
+    os.utime(app, ns=(tick, tick))
+    reads: list[str] = []
+    real_read = build.read_file
+
+    def counting_read(where: Path, rel: str, kind: str) -> bytes:
+        reads.append(rel)
+        return real_read(where, rel, kind)
+
+    monkeypatch.setattr(build, "read_file", counting_read)
+    live.mark(["src/app.py", "src/util.py"])  # a journal names both again (its slack)
+    second = checkpoints.create(project, journal=live, now=time.time() + 5)
+    assert second["changed"] == 1
+    assert _files(project, second["id"])["src/app.py"] == "src/app.py RACY\n"
+    assert _files(project, second["id"])["src/util.py"] == "src/util.py racy\n"
+    assert set(reads) == {"src/app.py", "src/util.py"}
+    # util.py, read again out of the racy window with the same content, is trusted by its stat
+    # from now on; app.py too, read out of the window.
+    reads.clear()
+    live.mark(["src/app.py", "src/util.py"])
+    third = checkpoints.create(project, journal=live, now=time.time() + 10)
+    assert (third["changed"], reads) == (0, [])
 
 
 def test_secret_files_are_left_out_unless_the_setting_includes_them(project: Store) -> None:
