@@ -8,6 +8,7 @@ import json
 import os
 import threading
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring as _string  # JSON's own string encoder (C)
 from typing import Any
 
 from memory_core.errors import EngramError
@@ -70,8 +71,16 @@ class Tree:
     entries: dict[str, Entry] = field(default_factory=dict)
 
     def encode(self) -> bytes:
-        rows = [self.entries[name].as_list(name) for name in sorted(self.entries)]
-        return json.dumps(rows, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        """The listing's bytes: exactly `json.dumps(rows, separators=(",", ":"),
+        ensure_ascii=False)` of its sorted [name, kind, mode, hash, size, files] rows (digests
+        name these bytes), written directly, which takes half the time."""
+        entries = self.entries
+        rows = [
+            f"[{_string(name)},{_string(e.kind)},{e.mode},{_string(e.hash)},{e.size},{e.files}]"
+            for name in sorted(entries)
+            for e in (entries[name],)
+        ]
+        return f"[{','.join(rows)}]".encode()
 
     def totals(self) -> tuple[int, int]:
         files = sum(e.files for e in self.entries.values())
@@ -95,33 +104,57 @@ def valid_name(name: Any) -> bool:
     )
 
 
+_KINDS = frozenset({"f", "l", "d"})
+_NEVER_NAMES = frozenset({"", ".", ".."}) | NEVER_CAPTURED
+
+
 def decode_tree(data: bytes, where: str, *, validate: bool = True) -> Tree:
     """A stored listing. `validate` checks every name and field: always before anything is
     written from it (rollback, manifest); capture, which only re-encodes listings, skips it."""
     try:
-        rows = json.loads(data)
-        tree = Tree()
-        if not validate:
-            tree.entries = {row[0]: Entry(row[1], row[2], row[3], row[4], row[5]) for row in rows}
-            return tree
-        for name, kind, mode, digest, size, files in rows:
+        rows = json.loads(data.decode("utf-8"))
+        tree = Tree(
+            {
+                name: Entry(kind, mode, digest, size, files)
+                for name, kind, mode, digest, size, files in rows
+            }
+        )
+    except (ValueError, TypeError) as exc:
+        raise _corrupt(where, exc) from None
+    if validate:
+        _validate(tree.entries, where)
+    return tree
+
+
+def _validate(entries: dict[str, Entry], where: str) -> None:
+    # The names all at once (a listing of safe names is the rule), one by one for the message.
+    try:
+        joined = "\0".join(entries)
+    except TypeError:
+        joined = "/"
+    if (
+        "/" in joined
+        or joined.count("\0") != max(len(entries) - 1, 0)
+        or (_BACKSLASH_SEPARATES and "\\" in joined)
+        or not _NEVER_NAMES.isdisjoint(entries)
+    ):
+        for name in entries:
             if not valid_name(name):
                 raise CorruptCheckpointError(
                     f"the checkpoint names an unsafe path {where}{name!r}",
                     hint="it was refused; nothing was written",
                 )
-            if (
-                kind not in ("f", "l", "d")
-                or not isinstance(digest, str)
-                or not isinstance(mode, int)
-            ):
-                raise ValueError(f"bad entry {name!r}")
-            tree.entries[name] = Entry(kind, int(mode), digest, int(size), int(files))
-        return tree
-    except CorruptCheckpointError:
-        raise
-    except (ValueError, TypeError) as exc:
-        raise CorruptCheckpointError(
-            f"the checkpoint's manifest is corrupt at {where or '/'}: {exc}",
-            hint="it was refused; nothing was written",
-        ) from None
+    shapes = {
+        (e.kind, type(e.mode), type(e.hash), type(e.size), type(e.files)) for e in entries.values()
+    }
+    for kind, *types in shapes:
+        if kind not in _KINDS or types != [int, str, int, int]:
+            name = next(n for n, e in entries.items() if e.kind == kind)
+            raise _corrupt(where, ValueError(f"bad entry {name!r}"))
+
+
+def _corrupt(where: str, exc: Exception) -> CorruptCheckpointError:
+    return CorruptCheckpointError(
+        f"the checkpoint's manifest is corrupt at {where or '/'}: {exc}",
+        hint="it was refused; nothing was written",
+    )

@@ -193,6 +193,9 @@ def _damage_src_listing(store: Store, checkpoint_id: str, data: bytes | None) ->
         ('[["","f",420,"00",1,1]]', "unsafe path"),
         ('[[".","f",420,"00",1,1]]', "unsafe path"),
         ('[[7,"f",420,"00",1,1]]', "unsafe path"),
+        ('[["ok","f",420,"00",1,1],["a/b","f",420,"00",1,1]]', "unsafe path src/'a/b'"),
+        ('[["ok","f",420,"00",1,1],["x","f",true,"00",1,1]]', "is corrupt at src/"),
+        ('["abcdef"]', "is corrupt at src/"),
     ],
 )
 def test_a_damaged_listing_is_refused_with_nothing_written(
