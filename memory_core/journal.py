@@ -139,6 +139,7 @@ class IgnoreRules:
 
         self._pathspec = pathspec
         self.root = root
+        self._root_text = os.fspath(root)
         self._specs: dict[str, _Matcher | None] = {}
         extra = [p for p in extra if p.strip()]
         self._extra = _compiled(tuple(extra)) if extra else None
@@ -154,9 +155,12 @@ class IgnoreRules:
     def spec_for(self, rel_dir: str) -> _Matcher | None:
         """The compiled `.gitignore` of a directory (None when it has none)."""
         if rel_dir not in self._specs:
-            path = self.root / rel_dir / ".gitignore" if rel_dir else self.root / ".gitignore"
+            # Plain strings, not Path objects: a checkpoint asks this of every folder on the way
+            # to each changed file, and most have no .gitignore.
+            path = os.path.join(self._root_text, rel_dir, ".gitignore")
             try:
-                lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+                with open(path, encoding="utf-8", errors="replace") as handle:
+                    lines = handle.read().splitlines()
                 self._specs[rel_dir] = _compiled(tuple(lines))
             except (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError):
                 self._specs[rel_dir] = None

@@ -100,7 +100,7 @@ def unchanged(root: Path, rel: str, cached: Any, writer: Writer, now: float) -> 
     if cached is None:
         return False
     try:
-        st = os.lstat(root / rel)
+        st = os.lstat(os.path.join(root, rel))
     except OSError:
         return False
     kind = classify(st)
@@ -257,7 +257,7 @@ def build_incremental(
         ):
             continue
         try:
-            st = os.lstat(root / rel)
+            st = os.lstat(os.path.join(root, rel))
         except (FileNotFoundError, NotADirectoryError):
             changed += remove(rel)
             skipped.discard(rel)

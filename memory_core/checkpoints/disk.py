@@ -85,12 +85,12 @@ def scan(root: Path, rules: IgnoreRules, max_file_bytes: int, under: str = "") -
 
 
 def read_file(root: Path, rel: str, kind: str) -> bytes:
-    path = root / rel
+    path = os.path.join(root, rel)  # a string: a scan reads every new file through here
     if kind == "l":
         return os.readlink(path).encode("utf-8", "surrogateescape")
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    with os.fdopen(fd, "rb") as handle:
-        return handle.read()
+    with open(fd, "rb", buffering=0) as handle:
+        return handle.readall()
 
 
 # -- creating ----------------------------------------------------------------------------------

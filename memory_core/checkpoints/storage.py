@@ -9,6 +9,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from memory_core.checkpoints.trees import (
+    LISTING_LEVEL,
     CorruptCheckpointError,
     Entry,
     Tree,
@@ -78,7 +79,7 @@ class Writer:
         data = tree.encode()
         digest = sha(data)
         if digest not in self.trees:
-            self.trees[digest] = compress(data)
+            self.trees[digest] = compress(data, LISTING_LEVEL)
             self.decoded[digest] = Tree(dict(tree.entries))
         return digest
 
