@@ -4,10 +4,10 @@ the pre-rollback checkpoint makes it undoable."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import stat
-import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -242,25 +242,74 @@ def _exists(root: Path, rel: str) -> bool:
     return True
 
 
+def _make_folders(root: Path, rel: str) -> None:
+    """Make the folders on the way to `rel` real folders, in one pass: a file in the way was
+    created after the checkpoint and is removed; a symbolic link is refused (`_check_path`)."""
+    _check_path(root, rel)  # names; and a link anywhere on the way is refused before any change
+    parts = rel.split("/")[:-1]
+    for depth in range(1, len(parts) + 1):
+        current = os.path.join(root, *parts[:depth])
+        try:
+            if stat.S_ISDIR(os.lstat(current).st_mode):
+                continue
+            os.unlink(current)  # a file where a folder must be
+        except FileNotFoundError:
+            pass
+        os.makedirs(os.path.join(root, *parts), exist_ok=True)
+        return
+
+
+_TEMP_NAMES = itertools.count()
+
+
+def _rewrite_in_place(path: str, write: FileWrite) -> bool:
+    """Overwrite an existing regular file that has no other name (no hard link elsewhere, which
+    would change too), without following a link; False when it is not such a file.
+
+    The folder is left alone, so git's untracked cache and stat data of the folder stay valid
+    (a temp file and a rename changed the folder, and the next `git status` read every folder
+    a rollback touched and rewrote its index: 25-30 ms for 100 files). The content is written
+    over the old and then cut to length, so the file is never empty in between.
+    """
+    try:
+        seen = os.lstat(path)
+        # Only a regular file is opened (opening a fifo or a device may block or act).
+        if not stat.S_ISREG(seen.st_mode) or seen.st_nlink != 1:
+            return False
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return False  # missing, not writable: the temp file path decides
+    with open(fd, "wb", buffering=0) as handle:
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != (seen.st_dev, seen.st_ino) or st.st_nlink != 1:
+            return False  # replaced in between
+        _write_all(handle, write.content)
+        handle.truncate(len(write.content))
+        if stat.S_IMODE(st.st_mode) != write.mode:
+            os.fchmod(fd, write.mode)
+    return True
+
+
+def _write_all(handle: Any, content: bytes) -> None:
+    view, written = memoryview(content), 0
+    while written < len(view):
+        written += handle.write(view[written:])
+
+
 def write_file(root: Path, write: FileWrite) -> None:
-    """Write one restored file atomically (temp file + rename), replacing a link, not following it.
+    """Write one restored file, replacing a link, not following it: an existing file with no
+    other name is overwritten in place (`_rewrite_in_place`), anything else is written to a
+    temp file renamed over it.
 
     Like `git checkout` and `git reset --hard`, it does not fsync what it writes (100 files
-    would wait on the disk 100 times): a killed process leaves each file old or new, and what
-    a power cut could cost is recoverable from the pre-rollback checkpoint, committed before
-    any file is written.
+    would wait on the disk 100 times), and a process killed while writing a file may leave it
+    part written, as git may: what it held is in the pre-rollback checkpoint, committed and
+    synced before any file is written, and rolling back to that checkpoint restores it.
     """
-    _check_path(root, write.path)
-    path = root / write.path
-    parent = path.parent
-    # A file where a folder must be: it was created after the checkpoint; remove it.
-    probe = root
-    for part in write.path.split("/")[:-1]:
-        probe = probe / part
-        with contextlib.suppress(FileNotFoundError):
-            if not stat.S_ISDIR(os.lstat(probe).st_mode):
-                os.unlink(probe)
-    parent.mkdir(parents=True, exist_ok=True)
+    _make_folders(root, write.path)
+    path = os.path.join(root, write.path)
+    if write.kind == "file" and _rewrite_in_place(path, write):
+        return
     with contextlib.suppress(FileNotFoundError):
         if stat.S_ISDIR(os.lstat(path).st_mode):
             # A folder where the checkpoint had a file. Files created after the checkpoint were
@@ -272,17 +321,23 @@ def write_file(root: Path, write: FileWrite) -> None:
                     f"{write.path} is now a folder that still holds files the checkpoint does not know",
                     hint="move them away and roll back again",
                 ) from None
-    tmp = parent / f".{path.name}.engram-rollback-{uuid.uuid4().hex[:8]}"
-    if write.kind == "link":
-        os.symlink(write.content.decode("utf-8", "surrogateescape"), tmp)
-    else:
-        fd = os.open(
-            tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600
-        )
+    folder, name = os.path.split(path)
+    while True:
+        tmp = os.path.join(folder, f".{name}.engram-rollback-{os.getpid()}-{next(_TEMP_NAMES)}")
         try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(write.content)
-                handle.flush()
+            if write.kind == "link":
+                os.symlink(write.content.decode("utf-8", "surrogateescape"), tmp)
+                break
+            fd = os.open(
+                tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600
+            )
+            break
+        except FileExistsError:
+            continue  # left by a killed rollback of a process with the same id: another name
+    if write.kind != "link":
+        try:
+            with open(fd, "wb", buffering=0) as handle:
+                _write_all(handle, write.content)
                 os.fchmod(handle.fileno(), write.mode)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):

@@ -278,3 +278,47 @@ def test_an_automatic_checkpoint_every_n_turns_says_which_turn(project: Store) -
     assert checkpoints.every_n_turns(project, 3, settings=settings) is None
     off = config.load(project.root, overrides={"checkpoints.every_n_turns": 0})
     assert checkpoints.every_n_turns(project, 4, settings=off) is None
+
+
+def test_a_rollback_rewrites_files_in_place_but_never_through_another_name(
+    project: Store, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    checkpoint = checkpoints.create(project)
+    src = project.root / "src"
+    app = src / "app.py"
+    # Changed after the checkpoint: app.py's content and mode; README.md gains a second name
+    # outside the workspace (a hard link), which a rollback must not write through.
+    _write(project.root, "src/app.py", "def main():\n    return 2\n")
+    os.chmod(app, 0o600)
+    outside = tmp_path_factory.mktemp("elsewhere") / "notes.md"
+    _write(project.root, "README.md", "# changed\n")
+    os.link(project.root / "README.md", outside)
+    inode, folder_mtime = app.stat().st_ino, src.stat().st_mtime_ns
+    result = checkpoints.rollback(project, checkpoint["id"], undo=False)
+    assert result["done"] is True
+    assert app.read_text() == "def main():\n    return 1\n"
+    assert app.stat().st_mode & 0o777 == checkpoint_mode(project, checkpoint["id"], "src/app.py")
+    # In place: same file, and the folder unchanged (git's untracked cache stays valid).
+    assert (app.stat().st_ino, src.stat().st_mtime_ns) == (inode, folder_mtime)
+    assert (project.root / "README.md").read_text() == "# demo\n"
+    assert outside.read_text() == "# changed\n"
+
+
+def test_a_rollback_replaces_a_fifo_or_a_read_only_file_where_the_checkpoint_had_a_file(
+    project: Store,
+) -> None:
+    checkpoint = checkpoints.create(project)
+    app = project.root / "src" / "app.py"
+    readme = project.root / "README.md"
+    app.unlink()
+    os.mkfifo(app)  # opening it for writing would wait for a reader
+    _write(project.root, "README.md", "# read-only now\n")
+    os.chmod(readme, 0o444)
+    result = checkpoints.rollback(project, checkpoint["id"], undo=False)
+    assert result["done"] is True, result["failed"]
+    assert app.is_file() and app.read_text() == "def main():\n    return 1\n"
+    assert readme.read_text() == "# demo\n"
+
+
+def checkpoint_mode(store: Store, checkpoint_id: str, rel: str) -> int:
+    return next(i["mode"] for i in checkpoints.manifest(store, checkpoint_id) if i["path"] == rel)
