@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import threading
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -54,6 +55,29 @@ class Capture:
     tree_cache: dict[str, Tree] | None = None
 
 
+class GitInBackground:
+    """`git status` started before the capture needs it, on a thread (git runs in its own
+    process), so that a rollback can read the listings it will compare meanwhile."""
+
+    def __init__(self, root: Path) -> None:
+        self._answer: journal.GitState | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(root,), daemon=True)
+        self._thread.start()
+
+    def _run(self, root: Path) -> None:
+        try:
+            self._answer = journal.git_state(root, own_index=True)
+        except BaseException as exc:  # handed to the caller, as if it had run git itself
+            self._error = exc
+
+    def result(self) -> journal.GitState | None:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._answer
+
+
 def _rules_fingerprint(root: Path, settings: config.Settings) -> str:
     """What decides which files belong in a checkpoint, besides `.gitignore` files."""
     info = git_module.git_dir(root)
@@ -78,8 +102,10 @@ def capture_workspace(
     changed: Iterable[str] | None = None,
     hints: Iterable[str] | None = None,
     tree_cache: dict[str, Tree] | None = None,
+    git: GitInBackground | None = None,
 ) -> Capture:
-    """Work out a new checkpoint, trusting a change source only for an interval it covered."""
+    """Work out a new checkpoint, trusting a change source only for an interval it covered
+    (`git`: a `git status` already started, asked instead of running one)."""
     root = store.root
     started = clock.now()
     writer = Writer(store)
@@ -126,7 +152,7 @@ def capture_workspace(
     # git: `git status` now, against what it said at the previous checkpoint.
     previous_git = journal.GitState.from_json(before.get("git")) if usable else None
     if paths is None:
-        now_git = journal.git_state(root, own_index=True)
+        now_git = git.result() if git is not None else journal.git_state(root, own_index=True)
         if now_git is not None:
             token["git"] = now_git.as_json()
             if previous_git is not None:

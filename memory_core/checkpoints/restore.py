@@ -7,6 +7,7 @@ import contextlib
 import itertools
 import json
 import os
+import shutil
 import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -14,7 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from memory_core import clock, config, events
-from memory_core.checkpoints.capture import Capture, capture_workspace, commit, create
+from memory_core.checkpoints.capture import (
+    Capture,
+    GitInBackground,
+    capture_workspace,
+    commit,
+    create,
+)
 from memory_core.checkpoints.disk import settings_for
 from memory_core.checkpoints.history import checkpoint_dict, find_row
 from memory_core.checkpoints.storage import TreeLookup, load_tree, read_blob
@@ -199,8 +206,20 @@ def plan_rollback(
         journal = None  # it could not show it has seen every change made until now
     # Listings read once for the capture and the comparison (and kept, given a cache).
     trees: dict[str, Tree] = tree_cache if tree_cache is not None else {}
+    git = None
+    if journal is None and (not settings["checkpoints.watchman"] or not shutil.which("watchman")):
+        # Only git can vouch (or nothing): start its status now, and meanwhile read the
+        # listings where the checkpoint differs from the latest one, which the capture and the
+        # comparison read next (mostly the same ones): git works in its own process.
+        git = GitInBackground(root)
+        latest = store.query_one(
+            "SELECT root_tree FROM checkpoints ORDER BY created_at DESC, rowid DESC LIMIT 1"
+        )
+        if latest is not None:
+            with contextlib.suppress(CorruptCheckpointError):  # the plan itself reports it
+                _tree_changes(store, row["root_tree"], latest["root_tree"], {}, trees)
     capture = capture_workspace(
-        store, settings, clock.now(), watcher=journal, hints=hints, tree_cache=trees
+        store, settings, clock.now(), watcher=journal, hints=hints, tree_cache=trees, git=git
     )
     planned_writes, planned_removes = _tree_changes(
         store, row["root_tree"], capture.root_tree, capture.writer.decoded, trees

@@ -376,6 +376,24 @@ def test_a_rollback_sees_a_write_made_just_before_it_through_the_watcher(project
         watch.stop()
 
 
+def test_a_rollback_in_git_without_watchman_keeps_what_git_names_for_its_undo(
+    repo: Store,
+) -> None:
+    root = repo.root
+    target = checkpoints.create(repo)
+    _write(root, "src/app.py", "edited since\n")
+    _write(root, "notes/new.md", "a new folder since\n")  # untracked: git names the folder
+    plan = checkpoints.plan_rollback(repo, target["id"])
+    assert plan.capture is not None and plan.capture.source == "git"
+    undo = checkpoints.prepare_undo(repo, plan)
+    done = checkpoints.apply_plan(repo, plan, undo_checkpoint=undo["id"])
+    assert (done["restored"], done["removed"]) == (["src/app.py"], ["notes/new.md"])
+    assert (root / "src/app.py").read_text() == "one\n" and not (root / "notes").exists()
+    checkpoints.rollback(repo, undo["id"])
+    assert (root / "src/app.py").read_text() == "edited since\n"
+    assert (root / "notes/new.md").read_text() == "a new folder since\n"
+
+
 def test_after_a_flood_that_may_have_lost_events_the_watcher_vouches_for_nothing_before(
     project: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
