@@ -35,6 +35,7 @@ import bisect
 import math
 import re
 from collections.abc import Callable, Iterator
+from functools import lru_cache
 from typing import Any
 
 # What replaces the secret part of a context match (the text after its `keep` group), or
@@ -1030,6 +1031,24 @@ def redact(text: str) -> str:
     """`text` with every detected secret replaced by a `[REDACTED:kind]` label."""
     if not text:
         return text
+    if len(text) <= _REMEMBERED_TEXT_CHARS:
+        return _redact_short(text)
+    return _redact(text)
+
+
+# Short texts repeat: an agent runs the same commands and reads the same files again and again,
+# and one tool call's command or summary is redacted by every area that stores it (the ingest's
+# ledger, the session, gotcha tracking). Redaction is a pure function of the text, so a short
+# text is redacted once; at most 4,096 texts of 1 KiB are remembered (a few MiB at worst).
+_REMEMBERED_TEXT_CHARS = 1024
+
+
+@lru_cache(maxsize=4096)
+def _redact_short(text: str) -> str:
+    return _redact(text)
+
+
+def _redact(text: str) -> str:
     lowered = text.lower()
     # Token formats first in the list: where a header or a URL surrounds exactly a provider's
     # key, the key's own label wins the tie.

@@ -21,15 +21,17 @@ import re
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memory_core.agents import failures
 from memory_core.errors import EngramError
 from memory_core.redact import redact
 from memory_core.store import Store
 from memory_core.workspace import relative_path
+
+if TYPE_CHECKING:
+    from memory_core.sessions import Activity
 
 FILE_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
 SHELL_TOOLS = frozenset({"Bash"})
@@ -98,19 +100,6 @@ def clean(text: str | None, limit: int = MAX_TEXT) -> str:
     """
     if not text:
         return ""
-    if len(text) <= _REMEMBERED_TEXT_CHARS:
-        return _clean_short(text, limit)
-    return clip(redact(clip(text, limit + 2 * CUT_MARGIN)), limit)
-
-
-# Short texts repeat: an agent runs the same commands and reads the same files again and again,
-# and an ingest stores each command and call summary several times (the call, the command, the
-# failure). Redaction is a pure function of the text, so a short text is redacted once.
-_REMEMBERED_TEXT_CHARS = 1024
-
-
-@lru_cache(maxsize=4096)
-def _clean_short(text: str, limit: int) -> str:
     return clip(redact(clip(text, limit + 2 * CUT_MARGIN)), limit)
 
 
@@ -389,21 +378,25 @@ def apply_outcome(
     after_text: str | None = None,
     record_call: bool = True,
     file_changes: list[dict[str, Any]] | None = None,
+    activity: Activity | None = None,
 ) -> None:
     """Run the effects of one tool call's outcome (call only when `claim_outcome` said True).
 
     The transcript ingest hands the tool call to the session with its turn (`record_call`
-    False) and collects file changes into `file_changes` to record them in one batch.
+    False), and gathers the session's activity into `activity` and file changes into
+    `file_changes` to write each in one batch.
     """
     from memory_core import sessions
 
+    batched = activity is not None
+    if activity is None:
+        activity = sessions.Activity(store)
     root = store.root
     path = file_path_of(call.input)
     rel = workspace_path(root, path, cwd)
     sid = call.session_id
     if record_call:
-        sessions.record_tool_call(
-            store,
+        activity.tool_call(
             sid,
             tool=call.tool,
             ok=outcome.ok,
@@ -411,9 +404,9 @@ def apply_outcome(
             ts=call.ts,
         )
     if call.tool in FILE_TOOLS and outcome.ok and rel is None and path and os.path.isabs(path):
-        sessions.record_file_modified(store, sid, path, ts=call.ts, outside=True)
+        activity.file_modified(sid, path, ts=call.ts, outside=True)
     if call.tool in FILE_TOOLS and outcome.ok and rel is not None:
-        sessions.record_file_modified(store, sid, rel, ts=call.ts)
+        activity.file_modified(sid, rel, ts=call.ts)
         structured = outcome.structured if isinstance(outcome.structured, dict) else {}
         before = structured.get("originalFile")
         if before is None:
@@ -433,20 +426,21 @@ def apply_outcome(
             record_file_changes(store, [change], now=call.ts)
     search = search_of(call)
     if search and outcome.ok:
-        sessions.record_search(store, sid, search, ts=call.ts)
+        activity.search(sid, search, ts=call.ts)
     command = command_of(call)
     if command:
         exit_code = outcome.exit_code
         if exit_code is None:
             exit_code = 0 if outcome.ok else exit_code_of(outcome.error)
-        sessions.record_command(
-            store,
+        activity.command(
             sid,
             clean(command, 1000),
             exit_code=exit_code,
             ts=call.ts,
             failed=not outcome.ok,
         )
+    if not batched:
+        activity.write()
     if not outcome.ok and not outcome.interrupted and outcome.error:
         from memory_core.gotchas.track import track_error
 

@@ -22,13 +22,15 @@ the standard library and light memory_core modules.
 
 One idea a module, each importing only the ones listed before it:
 `model` (vocabulary and row helpers), `compaction`, `metrics`, `reading`, `summary` (Markdown),
-`document` (the saved format), `note` (the vault note), `recording` (the hook path), `crash`,
+`document` (the saved format), `note` (the vault note), `activity` (tool calls, files, commands
+and searches, written in batches), `recording` (the hook path), `crash`,
 `saved` (save, load, delete, import, export), `autosave` (timer and quota). Callers use the
 names re-exported here: `from memory_core import sessions; sessions.start(...)`.
 """
 
 from __future__ import annotations
 
+from memory_core.sessions.activity import Activity
 from memory_core.sessions.autosave import autosave, enforce_quota
 from memory_core.sessions.compaction import COMPACT_TARGET_CHARS, compact_text
 from memory_core.sessions.crash import crashed, resolve_crash
@@ -102,6 +104,7 @@ __all__ = [
     "SAVED_VERSIONS_KEPT",
     "SESSION_TYPES",
     "STATUSES",
+    "Activity",
     "NameTakenError",
     "age_state",
     "agent_tokens",

@@ -4,14 +4,13 @@ searches, pause and close, and what the agent says about it (summary, rolling su
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from memory_core import clock, events
 from memory_core.errors import UsageError
 from memory_core.redact import redact
+from memory_core.sessions.activity import Activity
 from memory_core.sessions.compaction import COMPACT_TARGET_CHARS, compact_text
 from memory_core.sessions.metrics import metrics
 from memory_core.sessions.model import (
@@ -175,15 +174,9 @@ def record_tool_call(
     summary: str | None = None,
     ts: float | None = None,
 ) -> None:
-    ts = clock.now() if ts is None else ts
-    text = redact(summary) if summary else summary
-    with store.transaction() as db:
-        _ensure(db, session_id, ts)
-        db.execute(
-            "INSERT INTO session_tool_calls (session_id, tool, ok, summary, ts) VALUES (?, ?, ?, ?, ?)",
-            (session_id, tool, int(bool(ok)), text, ts),
-        )
-        _touch(db, session_id, ts, "tool", len(text or ""))
+    activity = Activity(store)
+    activity.tool_call(session_id, tool=tool, ok=ok, summary=summary, ts=ts)
+    activity.write()
 
 
 def record_file_modified(
@@ -194,22 +187,9 @@ def record_file_modified(
     `outside`: an absolute path outside the workspace (a plan under ~/.claude/plans/), kept
     as it is and listed apart, never dropped.
     """
-    from memory_core.workspace import relative_path
-
-    ts = clock.now() if ts is None else ts
-    if outside:
-        rel = redact(path)
-    else:
-        rel = relative_path(store.root, path) if os.path.isabs(path) else Path(path).as_posix()
-    with store.transaction() as db:
-        _ensure(db, session_id, ts)
-        db.execute(
-            "INSERT INTO session_files (session_id, path, first_ts, last_ts, outside) VALUES (?, ?, ?, ?, ?) "
-            "ON CONFLICT (session_id, path) DO UPDATE SET last_ts = MAX(last_ts, excluded.last_ts), "
-            "changes = changes + 1",
-            (session_id, rel, ts, ts, int(outside)),
-        )
-        _touch(db, session_id, ts, "file")
+    activity = Activity(store)
+    activity.file_modified(session_id, path, ts, outside=outside)
+    activity.write()
 
 
 def record_command(
@@ -223,33 +203,16 @@ def record_command(
 ) -> None:
     """Record a command the session ran. `failed` (from `agents.failures`) says whether it
     failed when no exit code tells (a hook's block, an interruption, a timeout)."""
-    ts = clock.now() if ts is None else ts
-    text = redact(command)
-    if failed is None and exit_code is not None:
-        failed = exit_code != 0
-    with store.transaction() as db:
-        _ensure(db, session_id, ts)
-        db.execute(
-            "INSERT INTO session_commands (session_id, command, exit_code, ts, failed) VALUES (?, ?, ?, ?, ?)",
-            (session_id, text, exit_code, ts, None if failed is None else int(failed)),
-        )
-        _touch(db, session_id, ts, "command", len(text))
+    activity = Activity(store)
+    activity.command(session_id, command, exit_code=exit_code, ts=ts, failed=failed)
+    activity.write()
 
 
 def record_search(store: Store, session_id: str, query: str, ts: float | None = None) -> None:
     """Add a search to the session's footprint (what it looked for; kept unique, last 50)."""
-    ts = clock.now() if ts is None else ts
-    with store.transaction() as db:
-        _ensure(db, session_id, ts)
-        row = db.execute(
-            "SELECT search_footprint FROM sessions WHERE id = ?", (session_id,)
-        ).fetchone()
-        footprint = [q for q in json.loads(row[0]) if q != query] + [redact(query)]
-        db.execute(
-            "UPDATE sessions SET search_footprint = ? WHERE id = ?",
-            (_json(footprint[-50:]), session_id),
-        )
-        _touch(db, session_id, ts, "search")
+    activity = Activity(store)
+    activity.search(session_id, query, ts)
+    activity.write()
 
 
 def observe_times(store: Store, session_id: str, *, first_ts: float, last_ts: float) -> None:
