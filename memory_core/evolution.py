@@ -30,7 +30,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -153,7 +153,7 @@ def is_recordable(rel: str) -> bool:
     return bool(rel) and rel != "." and first not in NEVER_RECORDED
 
 
-def _row_dict(row: sqlite3.Row) -> dict[str, Any]:
+def _row_dict(row: sqlite3.Row | Mapping[str, Any]) -> dict[str, Any]:
     lines = json.loads(row["lines"]) if row["lines"] else None
     return {
         "id": row["id"],
@@ -263,26 +263,28 @@ def _record_one(
         lines = None
 
     data = redact_obj(dict(item.data)) if item.data else {}
+    stored = {
+        "ts": float(ts),  # as the REAL column gives it back
+        "path": rel,
+        "old_path": old_rel,
+        "actor": item.actor,
+        "session_id": item.session_id,
+        "change": kind,
+        "lines": json.dumps(lines) if lines is not None else None,
+        "line_count": _line_count(lines),
+        "hash_before": hash_before,
+        "hash_after": hash_after,
+        "size": len(after_bytes) if after_bytes is not None else None,
+        "data": json.dumps(data, separators=(",", ":")),
+    }
     cursor = db.execute(
         "INSERT INTO file_changes (ts, path, old_path, actor, session_id, change, lines, "
-        "line_count, hash_before, hash_after, size, data) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-        (
-            ts,
-            rel,
-            old_rel,
-            item.actor,
-            item.session_id,
-            kind,
-            json.dumps(lines) if lines is not None else None,
-            _line_count(lines),
-            hash_before,
-            hash_after,
-            len(after_bytes) if after_bytes is not None else None,
-            json.dumps(data, separators=(",", ":")),
-        ),
+        "line_count, hash_before, hash_after, size, data) VALUES (:ts, :path, :old_path, :actor, "
+        ":session_id, :change, :lines, :line_count, :hash_before, :hash_after, :size, :data)",
+        stored,
     )
-    row = db.execute("SELECT * FROM file_changes WHERE id = ?", (cursor.lastrowid,)).fetchone()
-    return _row_dict(row)
+    # The row as stored, without reading it back (an ingest records thousands).
+    return _row_dict({"id": cursor.lastrowid, **stored})
 
 
 def record_change(

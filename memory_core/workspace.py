@@ -79,15 +79,15 @@ def store_dir(root: Path) -> Path:
 
 def relative_path(root: Path, path: str | os.PathLike[str]) -> str:
     """`path` as a POSIX path relative to `root`; refuses a path outside the workspace."""
-    candidate = Path(path)
-    if not candidate.is_absolute():
-        candidate = root / candidate
-    resolved = Path(os.path.normpath(candidate))
-    try:
-        rel = resolved.relative_to(root)
-    except ValueError:
+    # Strings, not Path objects: an ingest asks this for every file every tool call names.
+    root_text = os.fspath(root)
+    resolved = os.path.normpath(os.path.join(root_text, os.fspath(path)))
+    if resolved == root_text:
+        return "."
+    prefix = root_text if root_text.endswith("/") else root_text + "/"
+    if not resolved.startswith(prefix):
         raise UsageError(
             f"{str(path)!r} is outside the workspace {root}",
             hint="engram only records files inside the workspace",
-        ) from None
-    return rel.as_posix()
+        )
+    return resolved[len(prefix) :]

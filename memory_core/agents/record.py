@@ -235,18 +235,19 @@ def start_session(
 
 
 def note_tool_use(
-    db: sqlite3.Connection, call: ToolCall, root: Path, cwd: str | None = None
-) -> str | None:
-    """Remember a tool call before its outcome is known (the result may come in a later run).
-
-    Returns the command it stored (redacted), for callers that need it again.
-    """
+    db: sqlite3.Connection,
+    call: ToolCall,
+    root: Path,
+    cwd: str | None = None,
+    outcome: ToolOutcome | None = None,
+) -> bool:
+    """Remember a tool call, with its outcome when it is known; False if it was already stored
+    (by a hook, or an earlier run), in which case nothing is written."""
     path = file_path_of(call.input)
     command = command_of(call)
-    stored = clean(command, 1000) if command else None
-    db.execute(
-        "INSERT OR IGNORE INTO agent_tool_uses (tool_use_id, session_id, ts, tool, sidechain, path, "
-        "command) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    cursor = db.execute(
+        "INSERT OR IGNORE INTO agent_tool_uses (tool_use_id, session_id, ts, tool, sidechain, "
+        "path, command, ok, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             call.tool_use_id,
             call.session_id,
@@ -254,29 +255,37 @@ def note_tool_use(
             call.tool,
             int(call.sidechain),
             workspace_path(root, path, cwd) if path else None,
-            stored,
+            clean(command, 1000) if command else None,
+            None if outcome is None else int(outcome.ok),
+            _stored_error(outcome),
         ),
     )
-    return stored
+    return cursor.rowcount == 1
+
+
+def _stored_error(outcome: ToolOutcome | None) -> str | None:
+    return clean(outcome.error, MAX_ERROR) if outcome is not None and outcome.error else None
 
 
 def claim_outcome(
-    db: sqlite3.Connection, call: ToolCall, outcome: ToolOutcome, root: Path, *, noted: bool = False
+    db: sqlite3.Connection,
+    call: ToolCall,
+    outcome: ToolOutcome,
+    root: Path,
+    *,
+    cwd: str | None = None,
+    noted: bool = False,
 ) -> bool:
     """Record the outcome of a call; True only for the first source to do so (it runs the effects).
 
-    `noted`: the caller already stored the call with `note_tool_use` (the ingest does, at the
-    tool_use line).
+    `noted`: the call is already stored (`note_tool_use` without an outcome); otherwise it is
+    stored with its outcome in one statement, unless another source stored it first.
     """
-    if not noted:
-        note_tool_use(db, call, root)
+    if not noted and note_tool_use(db, call, root, cwd, outcome):
+        return True
     cursor = db.execute(
         "UPDATE agent_tool_uses SET ok = ?, error = ? WHERE tool_use_id = ? AND ok IS NULL",
-        (
-            int(outcome.ok),
-            clean(outcome.error, MAX_ERROR) if outcome.error else None,
-            call.tool_use_id,
-        ),
+        (int(outcome.ok), _stored_error(outcome), call.tool_use_id),
     )
     return cursor.rowcount == 1
 

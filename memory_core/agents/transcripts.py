@@ -441,6 +441,8 @@ class _Run:
         self.finished_turns: list[FinishedTurn] = []
         self.new_sessions: list[tuple[str, float]] = []
         self.calls: dict[str, ToolCall] = {}
+        # tool_use id -> (call, cwd) of calls this chunk has not stored yet
+        self.unnoted: dict[str, tuple[ToolCall, str | None]] = {}
         # message key -> (sidechain, the four token counts) as stored, for this run's responses
         self.messages: dict[str, tuple[bool, tuple[int, int, int, int]]] = {}
         # message key -> (the four token counts and sidechain flag, turn uuid) not yet written
@@ -577,7 +579,9 @@ class _Run:
                 use.id, state.session_id, use.name, use.input, entry.ts, entry.sidechain
             )
             self.calls[use.id] = call
-            record.note_tool_use(db, call, self.store.root, entry.cwd)
+            # Stored with its outcome when the result comes in this chunk (one statement, not
+            # two), or at the end of the chunk for a later run to find (`note_pending_calls`).
+            self.unnoted.setdefault(use.id, (call, entry.cwd))
             if turn is not None:
                 # Summarised when its result is claimed (`tool_results`), from the call itself: a
                 # summary cut from the ledger's copy of a long command (already cut to 1,000
@@ -691,7 +695,15 @@ class _Run:
             if not entry.sidechain:
                 state.last_event = "interrupt" if interrupted else "tool_result"
             # Every call reaching here was noted: at its tool_use line, or in an earlier run.
-            claimed = record.claim_outcome(db, call, outcome, self.store.root, noted=True)
+            unnoted = self.unnoted.pop(result.tool_use_id, None)
+            claimed = record.claim_outcome(
+                db,
+                call,
+                outcome,
+                self.store.root,
+                cwd=unnoted[1] if unnoted else None,
+                noted=unnoted is None,
+            )
             in_turn = False
             if state.turn is not None and not entry.sidechain:
                 for item in state.turn.tool_calls:
@@ -710,8 +722,15 @@ class _Run:
             if claimed:
                 self.pending_effects.append((call, outcome, entry.cwd, not in_turn))
 
+    def note_pending_calls(self, db: sqlite3.Connection) -> None:
+        """Store the calls of this chunk still waiting for their result."""
+        for call, cwd in self.unnoted.values():
+            record.note_tool_use(db, call, self.store.root, cwd)
+        self.unnoted.clear()
+
     def write_figures(self, db: sqlite3.Connection) -> None:
         """This chunk's token and message figures, times and last event into agent_sessions."""
+        self.note_pending_calls(db)
         self.write_message_updates(db)
         assignments = ", ".join(f"{column} = {column} + ?" for column in TOKEN_COLUMNS)
         # Every session here has seen a line, so its times are set (`handle` gives a line

@@ -30,8 +30,16 @@ TRANSCRIPT_MB = int(os.environ.get("ENGRAM_BENCH_TRANSCRIPT_MB", "50"))
 # Full ingests of the transcript, each into a fresh store: the median is reported (one run on a
 # shared machine says more about the neighbours than about the ingest).
 INGEST_RUNS = int(os.environ.get("ENGRAM_BENCH_INGEST_RUNS", "3"))
-# Issue 16: half of ccusage's rate on the same transcript (86-109 MB/s) or better.
+# Issue 16: half of ccusage's rate on the same transcript or better; the issue measured ccusage
+# at 86-109 MB/s, hence 45 MB/s. Both are reported: the rate, and the ratio to ccusage in the
+# same run (machine speed here varies by half from one day to the next; the ratio does not).
 INGEST_TARGET_MB_S = 45.0
+INGEST_TARGET_RATIO = 0.5
+# The peer: ccusage, the usage report Claude Code users run, reading the same transcript.
+# 18.0.11 is its last release in plain JavaScript; from 19 on it runs a native binary, which
+# for linux-x64 is not published (20.0.26) or reads no usage from this transcript (20.0.11).
+CCUSAGE_VERSION = "18.0.11"
+CCUSAGE_DIR = Path.home() / ".cache" / "engram-bench" / f"ccusage-{CCUSAGE_VERSION}"
 # Transcripts of different sessions ingested one after the other into the same store.
 GROWTH_TRANSCRIPTS = 4
 
@@ -387,6 +395,62 @@ def _ingest_once(path: Path, root: Path, *, effects: bool) -> tuple[float, float
     return seconds, noop, stats
 
 
+def _ccusage() -> Path | None:
+    """ccusage's command, installed with npm on first use; None without npm or the registry."""
+    cli = CCUSAGE_DIR / "node_modules" / ".bin" / "ccusage"
+    if not cli.exists():
+        npm = shutil.which("npm")
+        if npm is None:
+            return None
+        CCUSAGE_DIR.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [
+                npm,
+                "install",
+                "--silent",
+                "--no-audit",
+                "--no-fund",
+                "--prefix",
+                str(CCUSAGE_DIR),
+                f"ccusage@{CCUSAGE_VERSION}",
+            ],
+            capture_output=True,
+            timeout=600,
+            check=False,
+        )
+    return cli if cli.exists() else None
+
+
+def _ccusage_runs(transcript: Path, tmp: Path, runs: int) -> list[float] | None:
+    """Seconds of `ccusage daily` over the transcript alone (Node's start included, as a user
+    pays it), or None when ccusage cannot run or read no tokens (then there is no comparison)."""
+    cli = _ccusage()
+    if cli is None:
+        return None
+    project = tmp / "claude-config" / "projects" / "-bench-project"
+    project.mkdir(parents=True, exist_ok=True)
+    os.link(transcript, project / transcript.name)
+    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(project.parent.parent)}
+    seconds = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        done = subprocess.run(
+            [str(cli), "daily", "--json", "--offline"],
+            capture_output=True,
+            env=env,
+            timeout=600,
+            check=False,
+        )
+        seconds.append(time.perf_counter() - start)
+        try:
+            tokens = json.loads(done.stdout)["totals"]["totalTokens"]
+        except (ValueError, KeyError, TypeError):
+            return None
+        if done.returncode != 0 or not tokens:
+            return None
+    return seconds
+
+
 def ingest_throughput() -> list[Figure]:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "project"
@@ -400,12 +464,45 @@ def ingest_throughput() -> list[Figure]:
             seconds, noop, stats = _ingest_once(path, root, effects=True)
             runs.append(seconds)
             cpu.append(_CPU["ingest"][0])
+        peer_runs = _ccusage_runs(path, Path(tmp), max(1, INGEST_RUNS))
     seconds = sorted(runs)[len(runs) // 2]
     _CPU["ingest"] = [sorted(cpu)[len(cpu) // 2]]
     noop_ms = noop * 1000
     mb = size / (1024 * 1024)
     rate = mb / seconds
     load = os.getloadavg()[0]
+    if peer_runs is None:
+        peer = [
+            Figure(
+                f"ccusage {CCUSAGE_VERSION} daily on the same transcript (peer)",
+                "-",
+                None,
+                None,
+                note="not measured: npm or the registry is not reachable, or ccusage read nothing",
+            )
+        ]
+    else:
+        peer_rate = mb / sorted(peer_runs)[len(peer_runs) // 2]
+        peer = [
+            Figure(
+                f"ccusage {CCUSAGE_VERSION} daily on the same transcript (peer)",
+                "-",
+                peer_rate,
+                None,
+                unit="MB/s",
+                note=f"median of {len(peer_runs)} runs ({', '.join(f'{mb / r:.1f}' for r in peer_runs)} MB/s)",
+            ),
+            Figure(
+                "transcript ingest against ccusage",
+                f">= {INGEST_TARGET_RATIO}x ccusage's rate",
+                rate,
+                None,
+                unit="MB/s",
+                ratio=f"{rate / peer_rate:.2f}x",
+                within_budget=rate / peer_rate >= INGEST_TARGET_RATIO,
+                note="ccusage only sums tokens; the ingest also builds sessions, turns, file history and gotchas",
+            ),
+        ]
     return [
         Figure(
             "transcript ingest, parse + de-duplication ledger only",
@@ -434,6 +531,7 @@ def ingest_throughput() -> list[Figure]:
                 f"nothing appended took {noop_ms:.1f} ms"
             ),
         ),
+        *peer,
     ]
 
 
