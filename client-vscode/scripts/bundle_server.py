@@ -28,14 +28,15 @@ LIBS = CLIENT / "bundled" / "libs"
 LOCK = REPO / "requirements" / "dev.lock"
 
 # What `engram lsp` imports (pygls and the protocol types; the core's stores, ignore rules,
-# compression, regexes with timeouts, YAML digests, TOML settings, the file watcher), with their
-# own dependencies. The MCP SDK (and pydantic under it) are for `engram mcp` only: left out.
+# compression, regexes with timeouts, YAML digests, TOML settings, the file watcher, the
+# transcripts' JSON decoder), with their own dependencies. The MCP SDK (and pydantic under it)
+# are for `engram mcp` only: left out.
 PURE = [
     "pygls", "lsprotocol", "cattrs", "attrs", "typing-extensions", "exceptiongroup",
     "pathspec", "tomlkit", "rich", "markdown-it-py", "mdurl", "pygments",
     "anyio", "idna", "sniffio",
 ]
-COMPILED = ["zstandard", "regex", "pyyaml", "watchfiles"]
+COMPILED = ["zstandard", "regex", "pyyaml", "watchfiles", "orjson"]
 PYTHONS = ["3.11", "3.12", "3.13"]
 PLATFORMS = ["manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux_2_28_x86_64"]
 

@@ -178,6 +178,20 @@ def test_a_second_run_reads_only_what_was_appended(store: Store, tmp_path: Path)
     assert second.prompts == 1 and second.turns == 0
     assert first.prompts + second.prompts == 4
     assert sessions.get(store, SESSION)["turns"] == 3
+    # The call waits for its result, which the next run reads: the call is found and recorded.
+    size = path.stat().st_size
+    late = Transcript(SESSION, store.root, start=transcript.start)
+    late._clock, late._uuid, late._message = 20_000, 95_000, 600
+    late.tool_result("toolu_late", "abc123 Add a changelog entry")
+    with path.open("r+") as handle:
+        handle.seek(size - len('{"type":"assistant","sessionId":"' + SESSION + '","mess'))
+        handle.truncate()
+        handle.write("\n".join(late.lines) + "\n")
+    assert ingest_file(store, path, flush=False).tool_calls == 1
+    row = store.query_one("SELECT ok FROM agent_tool_uses WHERE tool_use_id = 'toolu_late'")
+    assert row["ok"] == 1
+    commands = store.query("SELECT command FROM session_commands WHERE session_id = ?", (SESSION,))
+    assert "git log -1" in [row["command"] for row in commands]
     # The turn is still open (its answer is not written yet): the flush at session end closes it.
     assert len(transcripts.flush_session(store, SESSION)) == 1
     assert sessions.get(store, SESSION)["turns"] == 4

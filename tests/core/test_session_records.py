@@ -4,6 +4,8 @@ tool calls, ages and crash detection."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from memory_core import sessions
@@ -127,6 +129,65 @@ def test_commands_and_tool_calls_make_the_success_figures(store: Store) -> None:
     summaries = [r["summary"] for r in store.query("SELECT summary FROM session_tool_calls")]
     assert summaries == ["ls", None, "curl -H [REDACTED:github-token]"]
     assert [c["command"] for c in sessions.failed_commands(store, "S-cmd")] == ["make test"]
+
+
+def test_a_batch_of_activity_leaves_the_session_as_the_same_items_one_by_one(
+    store: Store,
+) -> None:
+    """The ingest writes a chunk's activity in one batch; the hooks write item by item."""
+
+    def items(record: dict[str, Callable[..., None]], sid: str) -> None:
+        record["tool_call"](sid, tool="Bash", ok=True, summary=f"curl -H {TOKEN}", ts=T0 + 4)
+        record["file_modified"](sid, str(store.root / "src" / "a.py"), ts=T0 + 1)
+        record["command"](sid, "make test", exit_code=2, ts=T0 + 3)
+        record["search"](sid, "needle", ts=T0 + 2)
+        record["file_modified"](sid, "src/a.py", ts=T0 + 5)
+        record["search"](sid, "haystack", ts=T0 + 6)
+        record["search"](sid, "needle", ts=T0 + 7)
+        record["tool_call"](sid, tool="Edit", ok=False, ts=T0 + 8)
+
+    def one_by_one(name: str) -> Callable[..., None]:
+        function = getattr(sessions, f"record_{name}")
+        return lambda *args, **kwargs: function(store, *args, **kwargs)
+
+    items({n: one_by_one(n) for n in ("tool_call", "file_modified", "command", "search")}, "S-one")
+    batch = sessions.Activity(store)
+    items(
+        {n: getattr(batch, n) for n in ("tool_call", "file_modified", "command", "search")}, "S-all"
+    )
+    assert store.query_one("SELECT 1 FROM sessions WHERE id = 'S-all'") is None  # not yet written
+    batch.write()
+
+    def shown(sid: str) -> tuple[object, ...]:
+        session = sessions.get(store, sid)
+        row = store.query_one(
+            "SELECT started_at, last_activity_at, last_action, bytes_used FROM sessions WHERE id = ?",
+            (sid,),
+        )
+        files = store.query(
+            "SELECT path, first_ts, last_ts, changes FROM session_files WHERE session_id = ?",
+            (sid,),
+        )
+        calls = store.query(
+            "SELECT tool, ok, summary, ts FROM session_tool_calls WHERE session_id = ? ORDER BY id",
+            (sid,),
+        )
+        metrics = {k: v for k, v in sessions.metrics(store, sid).items() if k != "id"}
+        return (
+            session["search_footprint"],
+            tuple(row),
+            [tuple(r) for r in files],
+            [tuple(r) for r in calls],
+            sessions.failed_commands(store, sid),
+            metrics,
+        )
+
+    assert shown("S-all") == shown("S-one")
+    footprint, (_, last_activity, last_action, _), files, calls, *_ = shown("S-all")
+    assert footprint == ["haystack", "needle"]
+    assert (last_activity, last_action) == (T0 + 8, "tool")
+    assert files == [("src/a.py", T0 + 1, T0 + 5, 2)]
+    assert calls[0][2] == "curl -H [REDACTED:github-token]"
 
 
 def test_turns_count_tokens_and_number_in_order(store: Store) -> None:
