@@ -5,13 +5,14 @@ those made without it."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
 import pytest
 
 from memory_core import checkpoints, config
-from memory_core.checkpoints import build, storage
+from memory_core.checkpoints import build, storage, trees
 from memory_core.journal import ChangeJournal
 from memory_core.store import Store
 
@@ -65,3 +66,26 @@ def test_the_cache_keeps_the_newest_listings_up_to_its_limit() -> None:
     for name in ("a", "b", "c"):
         cache[name] = storage.Tree()
     assert list(cache) == ["b", "c"]
+
+
+def test_a_listing_is_written_as_the_same_bytes_its_digest_was_first_given() -> None:
+    """Listings stored by an earlier engram are named by the digest of `json.dumps` bytes: the
+    same folder must encode to the same bytes, or every folder would look changed and be stored
+    again."""
+    names = ['quote"d', "back\\slash", "tab\tand\x01ctl", "é😀", "line\u2028sep", "\x7f", "a b"]
+    tree = trees.Tree(
+        {name: trees.Entry("f", 0o100644, "ab" * 32, 10 + i) for i, name in enumerate(names)}
+    )
+
+    def dumped(tree: trees.Tree) -> bytes:
+        rows = [
+            [n, e.kind, e.mode, e.hash, e.size, e.files] for n, e in sorted(tree.entries.items())
+        ]
+        return json.dumps(rows, separators=(",", ":"), ensure_ascii=False).encode()
+
+    data = tree.encode()
+    assert data == dumped(tree)
+    assert trees.decode_tree(data, "x/").entries == tree.entries
+    # Past 64 bits (no file is that large) the json module writes it, as it always did.
+    tree.entries["huge"] = trees.Entry("f", 0o100644, "cd" * 32, 2**70)
+    assert tree.encode() == dumped(tree)
