@@ -7,7 +7,8 @@ PYTHONDONTWRITEBYTECODE is unset for the runs, as on an installed engram (pip wr
 
 Ingest reads a generated ~50 MB Claude Code transcript (the documented line shapes: split
 assistant responses, Read/Grep/Edit/Write/Bash tool uses with realistic outputs, failures,
-meta and progress lines) into a fresh store, and reports MB/s.
+meta and progress lines) into a fresh store, and reports MB/s, beside ccusage (the usage report
+Claude Code users run, installed with npm on first use) reading the same transcript.
 """
 
 from __future__ import annotations
