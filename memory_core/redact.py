@@ -1039,7 +1039,7 @@ def redact(text: str) -> str:
 # Short texts repeat: an agent runs the same commands and reads the same files again and again,
 # and one tool call's command or summary is redacted by every area that stores it (the ingest's
 # ledger, the session, gotcha tracking). Redaction is a pure function of the text, so a short
-# text is redacted once; at most 4,096 texts of 1 KiB are remembered (a few MiB at worst).
+# text is redacted once; at most 4,096 texts of 1 KiB are remembered (8 MiB of ASCII at worst).
 _REMEMBERED_TEXT_CHARS = 1024
 
 

@@ -694,16 +694,14 @@ class _Run:
                 self.stats.failures += 1
             if not entry.sidechain:
                 state.last_event = "interrupt" if interrupted else "tool_result"
-            # Every call reaching here was noted: at its tool_use line, or in an earlier run.
+            # A call of this chunk is stored now, with its outcome and as its first tool_use line
+            # gave it (a replay of the line may follow); one of an earlier chunk was stored then.
             unnoted = self.unnoted.pop(result.tool_use_id, None)
-            claimed = record.claim_outcome(
-                db,
-                call,
-                outcome,
-                self.store.root,
-                cwd=unnoted[1] if unnoted else None,
-                noted=unnoted is None,
-            )
+            if unnoted is None:
+                claimed = record.claim_outcome(db, call, outcome, self.store.root, noted=True)
+            else:
+                noted_call, cwd = unnoted
+                claimed = record.claim_outcome(db, noted_call, outcome, self.store.root, cwd=cwd)
             in_turn = False
             if state.turn is not None and not entry.sidechain:
                 for item in state.turn.tool_calls:

@@ -40,9 +40,6 @@ class Activity:
         self._commands: list[tuple[str, str, int | None, float, int | None]] = []
         self._searches: dict[str, list[str]] = {}
 
-    def __bool__(self) -> bool:
-        return bool(self._seen)
-
     def _note(self, session_id: str, ts: float, action: str, added: int = 0) -> None:
         seen = self._seen.get(session_id)
         if seen is None:
