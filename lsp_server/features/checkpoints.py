@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+import threading
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -59,8 +60,11 @@ class _FolderCheckpoints:
         self.hints: set[str] = set()
         self.recent: list[float] = []
         self.burst_running = False
-        # The listings the last checkpoint wrote: the next one starts from them.
+        # The listings the last checkpoint wrote: the next one starts from them. After the
+        # server's first checkpoint, the rest of its listings are read in on a thread of their
+        # own (`warm_listings`), so no later checkpoint reads one back from the store.
         self.trees = checkpoints.TreeCache()
+        self.warming: threading.Thread | None = None
 
 
 def _extra(state: FolderState) -> _FolderCheckpoints:
@@ -134,7 +138,7 @@ def _create(
     extra = _extra(state)
     hints, extra.hints = extra.hints, set()
     try:
-        return checkpoints.create(
+        made = checkpoints.create(
             state.store,
             name,
             description=description,
@@ -148,6 +152,19 @@ def _create(
     except BaseException:
         extra.hints |= hints
         raise
+    if extra.warming is None:
+        extra.warming = threading.Thread(
+            target=warm_listings, args=(state, extra.trees), name="engram-listings", daemon=True
+        )
+        extra.warming.start()
+    return made
+
+
+def warm_listings(state: FolderState, trees: checkpoints.TreeCache) -> None:
+    try:
+        trees.warm(state.store)
+    except Exception:  # a damaged listing is reported by the checkpoint that needs it
+        logger.exception("reading ahead the listings of %s failed", state.root)
 
 
 def _open_documents(ls: EngramServer, state: FolderState) -> dict[str, TextDocument]:

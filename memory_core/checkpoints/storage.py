@@ -3,6 +3,7 @@ running total of bytes, read back verified against their hashes."""
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import threading
 from collections.abc import Iterable, Iterator
@@ -199,6 +200,28 @@ class TreeCache(dict[str, Tree]):
     def update(self, trees: Any = (), /, **_: Tree) -> None:
         for digest, tree in dict(trees).items():
             self[digest] = tree
+
+    def warm(self, store: Store) -> int:
+        """Read the latest checkpoint's listings in, shallow folders first, until the cache is
+        full; returns how many were read. A checkpoint then reads no listing of a folder the
+        user had not touched since the server started (git keeps its whole index the same way)."""
+        row = store.query_one(
+            "SELECT root_tree FROM checkpoints ORDER BY created_at DESC, rowid DESC LIMIT 1"
+        )
+        queue = collections.deque([(str(row[0]), "")] if row is not None else [])
+        read = 0
+        while queue and len(self) < self.limit:
+            digest, where = queue.popleft()
+            tree = self.get(digest)
+            if tree is None:
+                tree = self[digest] = load_tree(store, digest, where)
+                read += 1
+            queue.extend(
+                (entry.hash, f"{where}{name}/")
+                for name, entry in tree.entries.items()
+                if entry.kind == "d"
+            )
+        return read
 
 
 def load_tree(

@@ -61,6 +61,38 @@ def test_checkpoints_through_the_cache_equal_a_full_scan_and_read_no_listing_bac
     assert checkpoints.manifest(store, scanned["id"]) == checkpoints.manifest(store, made["id"])
 
 
+def test_listings_read_ahead_spare_every_later_checkpoint_a_read(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server reads the latest checkpoint's listings in after its first checkpoint: a later
+    one changing a folder no checkpoint of this server wrote reads nothing back."""
+    root = store.root
+    for index in range(30):
+        _write(root, f"pkg{index % 3}/mod{index % 5}/file{index}.py", f"v0 {index}\n")
+    settings = config.Settings(values={**config.load(root).values, "checkpoints.watchman": False})
+    journal = ChangeJournal(started_at=time.time() - 3600)
+    checkpoints.create(store, settings=settings, journal=journal)
+    cache = checkpoints.TreeCache()
+    # root, 3 packages, 15 modules: shallow first, up to the limit
+    assert checkpoints.TreeCache(limit=4).warm(store) == 4
+    assert cache.warm(store) == 19 and cache.warm(store) == 0
+    reads: list[str] = []
+    real_load = storage.load_tree
+
+    def counting_load(store_: Store, digest: str, *args: object, **kwargs: object) -> object:
+        if digest not in (kwargs.get("cache") or {}):
+            reads.append(digest)
+        return real_load(store_, digest, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(build, "load_tree", counting_load)
+    _write(root, "pkg2/mod4/file29.py", "changed\n")
+    journal.mark(["pkg2/mod4/file29.py"])
+    made = checkpoints.create(store, settings=settings, journal=journal, tree_cache=cache)
+    monkeypatch.undo()
+    assert (made["source"], made["changed"], reads) == ("watcher", 1, [])
+    assert checkpoints.file_content(store, made["id"], "pkg2/mod4/file29.py") == b"changed\n"
+
+
 def test_the_cache_keeps_the_newest_listings_up_to_its_limit() -> None:
     cache = storage.TreeCache(limit=2)
     for name in ("a", "b", "c"):
