@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from memory_core import clock
+from memory_core import clock, cyclic_gc
 from memory_core.agents import failures, record
 from memory_core.agents.payload import scrub
 from memory_core.agents.record import FinishedTurn, ToolCall, ToolOutcome, Turn, clean
@@ -972,7 +972,7 @@ def ingest_file(
     for start in range(0, max(len(lines), 1), CHUNK_LINES):
         chunk = lines[start : start + CHUNK_LINES]
         last_chunk = start + CHUNK_LINES >= len(lines)
-        with store.transaction() as db:
+        with cyclic_gc.paused(), store.transaction() as db:
             stats.lines += len(chunk)
             for line in chunk:
                 position += len(line) + 1
@@ -1012,7 +1012,7 @@ def ingest_file(
             )
         # One commit for what the chunk means to the other areas (sessions, file evolution,
         # gotchas): each of their calls becomes a savepoint inside it instead of a commit.
-        with store.transaction():
+        with cyclic_gc.paused(), store.transaction():
             run.run_effects()
         if progress is not None:
             progress(position - offset)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memory_core import clock, config, events, journal
+from memory_core import clock, config, cyclic_gc, events, journal
 from memory_core import git as git_module
 from memory_core.checkpoints.build import build_full, build_incremental
 from memory_core.checkpoints.disk import settings_for
@@ -272,6 +272,7 @@ def commit(
     return result
 
 
+@cyclic_gc.paused()
 def create(
     store: Store,
     name: str | None = None,

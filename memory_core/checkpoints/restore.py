@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memory_core import clock, config, events
+from memory_core import clock, config, cyclic_gc, events
 from memory_core.checkpoints.capture import (
     Capture,
     GitInBackground,
@@ -182,6 +182,7 @@ def _tree_changes(
     return writes, removes
 
 
+@cyclic_gc.paused()
 def plan_rollback(
     store: Store,
     ref: str,
@@ -379,6 +380,7 @@ def remove_file(root: Path, rel: str) -> None:
         parent = parent.parent
 
 
+@cyclic_gc.paused()
 def prepare_undo(
     store: Store,
     plan: RollbackPlan,
