@@ -159,7 +159,7 @@ def _find_header(buffer: bytearray) -> int:
 def _decode_id(raw: bytes) -> int | str | None:
     try:
         value = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return value if isinstance(value, int | str) and not isinstance(value, bool) else None
 
@@ -193,7 +193,7 @@ class EngramProtocol(LanguageServerProtocol):
             # fraction of 1,000 `json.loads` calls. Any invalid body: one by one below.
             try:
                 decoded = json.loads(b"[" + b",".join(bodies) + b"]")
-            except (ValueError, UnicodeDecodeError):
+            except (ValueError, UnicodeDecodeError, RecursionError):
                 decoded = None
             if decoded is not None and len(decoded) != len(bodies):
                 decoded = None  # "1,2" in one body would pass as two values
@@ -211,7 +211,8 @@ class EngramProtocol(LanguageServerProtocol):
                     continue
                 try:
                     messages.append(json.loads(frame.body or b""))
-                except (ValueError, UnicodeDecodeError) as exc:
+                except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+                    # RecursionError: nested deeper than the decoder goes (a hostile client).
                     logger.warning("invalid JSON in a message: %s", exc)
                     self.send_error(None, PARSE_ERROR, f"invalid JSON: {exc}")
         for data in coalesce_did_change(messages):

@@ -99,7 +99,7 @@ def _records(data: bytes, suffix: str) -> Iterator[dict[str, Any]]:
     if suffix == ".json":
         try:
             whole = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested too deeply for the decoder: not JSON
             return
         if isinstance(whole, dict):
             messages = whole.pop("messages", None)
@@ -113,7 +113,7 @@ def _records(data: bytes, suffix: str) -> Iterator[dict[str, Any]]:
             continue
         try:
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(record, dict):
             yield record

@@ -339,6 +339,8 @@ def parse(agent: str, event: str, text: str | bytes) -> HookPayload:
         data = json.loads(text) if text.strip() else {}
     except (ValueError, UnicodeDecodeError) as exc:
         raise UsageError(f"hook input is not JSON: {exc}") from None
+    except RecursionError:
+        raise UsageError("hook input is not JSON: nested too deeply") from None
     if not isinstance(data, dict):
         raise UsageError(f"hook input is a JSON {type(data).__name__}, expected an object")
     data = scrub(data)

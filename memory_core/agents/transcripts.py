@@ -88,13 +88,17 @@ def _decode_line(line: bytes) -> Any:
 
     orjson reads the bytes as they are, four times faster than the json module. A line it
     refuses is read again by the json module, which takes what orjson does not: an escaped lone
-    surrogate (half of a pair, cut by a truncation; scrubbed to U+FFFD) and NaN.
+    surrogate (half of a pair, cut by a truncation; scrubbed to U+FFFD) and NaN. Nesting deeper
+    than either decoder goes is not JSON either.
     """
     try:
         return orjson.loads(line)
     except orjson.JSONDecodeError:
-        # Decoded here rather than by json.loads, which would first guess the encoding.
-        return scrub(_decode_json(line.decode("utf-8", "surrogatepass")))
+        try:
+            # Decoded here rather than by json.loads, which would first guess the encoding.
+            return scrub(_decode_json(line.decode("utf-8", "surrogatepass")))
+        except RecursionError:
+            raise ValueError("nested too deeply") from None
 
 
 @dataclass(slots=True)

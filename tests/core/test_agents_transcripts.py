@@ -222,8 +222,10 @@ def test_parser_skips_unknown_and_malformed_lines(store: Store, tmp_path: Path) 
     with path.open("a") as handle:
         # Garbage without a conversation type is skipped unread; a broken conversation line is counted.
         handle.write('not json at all\n[1, 2]\n{"type":"user","message":{"content":"cut off\n')
+        # Nested deeper than any decoder goes (a hostile file): counted, not a crash.
+        handle.write('{"type": "user", "message": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
     stats = ingest_file(store, path)
-    assert (stats.prompts, stats.turns, stats.malformed) == (1, 1, 1)
+    assert (stats.prompts, stats.turns, stats.malformed) == (1, 1, 2)
     assert parse_line([1, 2]) is None
     assert parse_line({"type": "assistant", "message": "oops"}) is not None
 

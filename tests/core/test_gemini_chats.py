@@ -111,3 +111,12 @@ def test_a_subagent_chat_is_sidechain_work_of_its_parent(store: Store) -> None:
         500,
     )
     assert store.query_one("SELECT COUNT(*) FROM agent_sessions WHERE session_id = 'sub-1'")[0] == 0
+
+
+def test_a_line_nested_too_deeply_is_skipped_and_the_rest_ingested(store: Store) -> None:
+    path = _chat(store.root)
+    lines = path.read_text().splitlines()
+    hostile = '{"type": "user", "content": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    path.write_text("\n".join([lines[0], hostile, *lines[1:]]) + "\n")
+    gemini_chats.ingest_chat_file(store, path)
+    assert sessions.metrics(store, SESSION)["turns"] == 2

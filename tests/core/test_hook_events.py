@@ -520,13 +520,22 @@ def test_a_payload_without_cwd_uses_the_agents_project_variable(
     assert rows(repo, "SELECT session_id FROM agent_sessions") == [(SID,)]
 
 
-def test_a_malformed_payload_is_logged_in_the_given_workspace(repo: Path) -> None:
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b'{"session_id": "S", "cwd": ',
+        # Nested deeper than the JSON decoder goes: said to be no JSON, not an internal error.
+        b'{"session_id": "S", "tool_input": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+    ],
+    ids=["cut-off", "nested-too-deeply"],
+)
+def test_a_malformed_payload_is_logged_in_the_given_workspace(repo: Path, payload: bytes) -> None:
     Store.init(repo).close()
-    code, out = hooks.handle(
-        "claude-code", "PostToolUse", b'{"session_id": "S", "cwd": ', workspace=str(repo), now=T0
-    )
+    code, out = hooks.handle("claude-code", "PostToolUse", payload, workspace=str(repo), now=T0)
     assert (code, out) == (0, "")
-    assert "hook claude-code PostToolUse failed" in log_text(repo)
+    assert "hook claude-code PostToolUse failed: UsageError: hook input is not JSON" in log_text(
+        repo
+    )
 
 
 def test_a_one_minute_digest_timer_works_and_a_turns_summary_is_kept_short(repo: Path) -> None:

@@ -169,7 +169,15 @@ def test_the_documented_bad_requests_are_invalid_params(server: RawServer) -> No
 
 
 def test_invalid_json_and_non_2_0_messages_are_answered(server: RawServer) -> None:
-    bodies = [b"{", b"[1, 2", b"nul", b"\xff\xfe\x00", b'{"jsonrpc": "2.0", "id": 1, "method"']
+    deep = b"[" * 100_000 + b"]" * 100_000  # deeper than any JSON decoder goes
+    bodies = [
+        b"{",
+        b"[1, 2",
+        b"nul",
+        b"\xff\xfe\x00",
+        b'{"jsonrpc": "2.0", "id": 1, "method"',
+        deep,
+    ]
     for body in bodies:
         server.send_bytes(server.frame(body))
     errors = server.wait_null_errors(len(bodies))
