@@ -68,7 +68,7 @@ def project_dirs(root: Path) -> list[Path]:
     registry = gemini_home() / "projects.json"
     try:
         data = json.loads(registry.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         data = None
     projects = data.get("projects") if isinstance(data, dict) else None
     if isinstance(projects, dict):

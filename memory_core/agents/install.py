@@ -102,7 +102,7 @@ def _load(path: Path) -> dict[str, Any]:
         return {}
     try:
         data = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise UsageError(
             f"{path} is not valid JSON ({exc}); it was left untouched",
             hint="fix the file, then run this again",

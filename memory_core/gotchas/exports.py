@@ -185,6 +185,8 @@ def import_file(store: Store, path: Path) -> ImportReport:
         raise UsageError(
             f"{path}: not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
         ) from None
+    except RecursionError:
+        raise UsageError(f"{path}: not JSON (nested too deeply)") from None
     items = data.get("gotchas") if isinstance(data, dict) else data
     if not isinstance(items, list):
         raise UsageError(f"{path}: expected an object with a `gotchas` list")

@@ -379,4 +379,6 @@ def import_file(
         raise UsageError(f"no such file {str(path)!r}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path} is not JSON: {exc}") from None
+    except RecursionError:
+        raise UsageError(f"{path} is not JSON: nested too deeply") from None
     return import_document(store, raw, replace=replace, now=now)

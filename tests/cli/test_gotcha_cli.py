@@ -118,6 +118,11 @@ def test_user_mistakes_are_one_line_and_exit_2(cli: Any, workspace: Path, tmp_pa
     bad_file.write_text("[1, 2")
     bad_import = cli("gotcha", "import", str(bad_file), cwd=workspace)
     assert bad_import.code == 2 and "not JSON" in bad_import.stderr
+    bad_file.write_text("[" * 100_000 + "]" * 100_000)  # deeper than the JSON decoder goes
+    for command in (("gotcha", "import"), ("session", "import"), ("import",)):
+        deep = cli(*command, str(bad_file), cwd=workspace)
+        assert deep.code == 2 and "not" in deep.stderr and "JSON" in deep.stderr.upper()
+        assert "internal error" not in deep.stderr and "Traceback" not in deep.stderr
     empty = cli("error", "track", "  ", cwd=workspace)
     assert empty.code == 2 and "empty" in empty.stderr
     outside = cli("error", "track", "boom", "--file", "/etc/hosts", cwd=workspace)
