@@ -96,10 +96,12 @@ def default_chats(root: Path) -> list[Path]:
 
 
 def _records(data: bytes, suffix: str) -> Iterator[dict[str, Any]]:
+    """The file's records, scrubbed of lone surrogates; one that is not JSON, or is nested
+    deeper than the decoder or the scrubbing goes, is left out."""
     if suffix == ".json":
         try:
-            whole = json.loads(data)
-        except (ValueError, RecursionError):  # nested too deeply for the decoder: not JSON
+            whole = scrub(json.loads(data))
+        except (ValueError, RecursionError):
             return
         if isinstance(whole, dict):
             messages = whole.pop("messages", None)
@@ -112,7 +114,7 @@ def _records(data: bytes, suffix: str) -> Iterator[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = scrub(json.loads(line))
         except (ValueError, RecursionError):
             continue
         if isinstance(record, dict):
@@ -280,7 +282,7 @@ def ingest_chat_file(
     run = _Run(store, file_path, stats, settings, agent=AGENT)
     stats.bytes = len(data)
     with store.transaction() as db:
-        for entry in entries(scrub(metadata), scrub(messages), parent=parent):
+        for entry in entries(metadata, messages, parent=parent):
             stats.lines += 1
             run.handle(db, entry)
         run.end_of_input(db, flush=flush)

@@ -343,7 +343,10 @@ def parse(agent: str, event: str, text: str | bytes) -> HookPayload:
         raise UsageError("hook input is not JSON: nested too deeply") from None
     if not isinstance(data, dict):
         raise UsageError(f"hook input is a JSON {type(data).__name__}, expected an object")
-    data = scrub(data)
+    try:
+        data = scrub(data)
+    except RecursionError:  # decoded, but deeper than Python's recursion goes
+        raise UsageError("hook input is nested too deeply") from None
     named = _str(data.get("hook_event_name"))
     event_name = canonical_event(agent, event or named or "")
     tool = _str(data.get("tool_name"))

@@ -117,6 +117,7 @@ def test_a_line_nested_too_deeply_is_skipped_and_the_rest_ingested(store: Store)
     path = _chat(store.root)
     lines = path.read_text().splitlines()
     hostile = '{"type": "user", "content": ' + "[" * 100_000 + "]" * 100_000 + "}"
-    path.write_text("\n".join([lines[0], hostile, *lines[1:]]) + "\n")
+    decodable = '{"type": "user", "content": ' + "[" * 900 + "]" * 900 + "}"  # too deep to scrub
+    path.write_text("\n".join([lines[0], hostile, decodable, *lines[1:]]) + "\n")
     gemini_chats.ingest_chat_file(store, path)
     assert sessions.metrics(store, SESSION)["turns"] == 2

@@ -526,16 +526,18 @@ def test_a_payload_without_cwd_uses_the_agents_project_variable(
         b'{"session_id": "S", "cwd": ',
         # Nested deeper than the JSON decoder goes: said to be no JSON, not an internal error.
         b'{"session_id": "S", "tool_input": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+        # Decoded, but deeper than the scrubbing of what was decoded goes.
+        b'{"session_id": "S", "tool_input": ' + b"[" * 900 + b"]" * 900 + b"}",
     ],
-    ids=["cut-off", "nested-too-deeply"],
+    ids=["cut-off", "nested-too-deeply", "nested-900-deep"],
 )
 def test_a_malformed_payload_is_logged_in_the_given_workspace(repo: Path, payload: bytes) -> None:
     Store.init(repo).close()
     code, out = hooks.handle("claude-code", "PostToolUse", payload, workspace=str(repo), now=T0)
     assert (code, out) == (0, "")
-    assert "hook claude-code PostToolUse failed: UsageError: hook input is not JSON" in log_text(
-        repo
-    )
+    log = log_text(repo)
+    assert "hook claude-code PostToolUse failed: UsageError: hook input is" in log
+    assert "RecursionError" not in log
 
 
 def test_a_one_minute_digest_timer_works_and_a_turns_summary_is_kept_short(repo: Path) -> None:
