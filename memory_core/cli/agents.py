@@ -219,6 +219,7 @@ def run_ingest(ctx: Context) -> int:
         "tool_calls": sum(r["tool_calls"] for r in results),
         "failures": sum(r["failures"] for r in results),
         "compactions": sum(r["compactions"] for r in results),
+        "malformed": sum(r.get("malformed", 0) for r in results),
         "older_than_retention": old_sessions,
         "transcripts": results,
     }
@@ -229,15 +230,24 @@ def run_ingest(ctx: Context) -> int:
                 return f"No Gemini CLI chats for {ctx.root} (looked in ~/.gemini/tmp/*/chats/)"
             return f"No Claude Code transcripts for {ctx.root} (looked in ~/.claude/projects/)"
         return (
-            f"Ingested {summary['files']} transcript(s): {summary['lines']} new lines, {summary['prompts']} prompts, "
-            f"{summary['turns']} turns, {summary['tool_calls']} tool calls ({summary['failures']} failed), "
-            f"{summary['compactions']} compactions"
-        ) + (
-            f"\n{len(old_sessions)} session(s) are older than the {max_age_days:g}-day retention "
-            "(timeline.max_age_days): their figures, turns and the rules the user stated are "
-            "kept; per-event detail (tool calls, prompts, usage per message) is not."
-            if old_sessions
-            else ""
+            (
+                f"Ingested {summary['files']} transcript(s): {summary['lines']} new lines, {summary['prompts']} prompts, "
+                f"{summary['turns']} turns, {summary['tool_calls']} tool calls ({summary['failures']} failed), "
+                f"{summary['compactions']} compactions"
+            )
+            + (
+                f"\n{summary['malformed']} line(s) were not valid JSON and "
+                "were skipped"
+                if summary["malformed"]
+                else ""
+            )
+            + (
+                f"\n{len(old_sessions)} session(s) are older than the {max_age_days:g}-day retention "
+                "(timeline.max_age_days): their figures, turns and the rules the user stated are "
+                "kept; per-event detail (tool calls, prompts, usage per message) is not."
+                if old_sessions
+                else ""
+            )
         )
 
     ctx.emit(summary, human)

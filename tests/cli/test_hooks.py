@@ -410,6 +410,11 @@ def test_ingest_command_reads_this_workspaces_transcripts_once(cli, repo: Path) 
     assert (second["lines"], second["turns"]) == (0, 0)
     missing = cli("ingest", "claude-code", str(repo / "nope.jsonl"), cwd=repo)
     assert missing.code == 2 and "no transcript at" in missing.stderr
+    # A line that is no JSON (a hostile one, nested deeper than any decoder) is said, not hidden.
+    with (folder / f"{SESSION}.jsonl").open("a") as handle:
+        handle.write('{"type": "user", "message": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    third = cli("ingest", "claude-code", cwd=repo)
+    assert third.code == 0 and "1 line(s) were not valid JSON and were skipped" in third.stdout
 
 
 def test_pre_tool_use_warns_the_agent_about_gotchas_of_the_file_it_is_about_to_edit(
