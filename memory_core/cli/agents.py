@@ -236,8 +236,7 @@ def run_ingest(ctx: Context) -> int:
                 f"{summary['compactions']} compactions"
             )
             + (
-                f"\n{summary['malformed']} line(s) were not valid JSON and "
-                "were skipped"
+                f"\n{summary['malformed']} line(s) were not valid JSON and were skipped"
                 if summary["malformed"]
                 else ""
             )

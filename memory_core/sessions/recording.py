@@ -182,11 +182,7 @@ def record_tool_call(
 def record_file_modified(
     store: Store, session_id: str, path: str, ts: float | None = None, *, outside: bool = False
 ) -> None:
-    """Record that the session changed `path` (workspace-relative, or absolute inside the root).
-
-    `outside`: an absolute path outside the workspace (a plan under ~/.claude/plans/), kept
-    as it is and listed apart, never dropped.
-    """
+    """Record that the session changed `path`, at once (`Activity.file_modified`)."""
     activity = Activity(store)
     activity.file_modified(session_id, path, ts, outside=outside)
     activity.write()
@@ -201,8 +197,7 @@ def record_command(
     ts: float | None = None,
     failed: bool | None = None,
 ) -> None:
-    """Record a command the session ran. `failed` (from `agents.failures`) says whether it
-    failed when no exit code tells (a hook's block, an interruption, a timeout)."""
+    """Record a command the session ran, at once (`Activity.command`)."""
     activity = Activity(store)
     activity.command(session_id, command, exit_code=exit_code, ts=ts, failed=failed)
     activity.write()

@@ -13,6 +13,7 @@ Claude Code users run, installed with npm on first use) reading the same transcr
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
@@ -404,21 +405,22 @@ def _ccusage() -> Path | None:
         if npm is None:
             return None
         CCUSAGE_DIR.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            [
-                npm,
-                "install",
-                "--silent",
-                "--no-audit",
-                "--no-fund",
-                "--prefix",
-                str(CCUSAGE_DIR),
-                f"ccusage@{CCUSAGE_VERSION}",
-            ],
-            capture_output=True,
-            timeout=600,
-            check=False,
-        )
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):  # no peer, no comparison
+            subprocess.run(
+                [
+                    npm,
+                    "install",
+                    "--silent",
+                    "--no-audit",
+                    "--no-fund",
+                    "--prefix",
+                    str(CCUSAGE_DIR),
+                    f"ccusage@{CCUSAGE_VERSION}",
+                ],
+                capture_output=True,
+                timeout=600,
+                check=False,
+            )
     return cli if cli.exists() else None
 
 
@@ -435,13 +437,16 @@ def _ccusage_runs(transcript: Path, tmp: Path, runs: int) -> list[float] | None:
     seconds = []
     for _ in range(runs):
         start = time.perf_counter()
-        done = subprocess.run(
-            [str(cli), "daily", "--json", "--offline"],
-            capture_output=True,
-            env=env,
-            timeout=600,
-            check=False,
-        )
+        try:
+            done = subprocess.run(
+                [str(cli), "daily", "--json", "--offline"],
+                capture_output=True,
+                env=env,
+                timeout=600,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
         seconds.append(time.perf_counter() - start)
         try:
             tokens = json.loads(done.stdout)["totals"]["totalTokens"]

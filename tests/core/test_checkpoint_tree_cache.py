@@ -23,6 +23,20 @@ def _write(root: Path, rel: str, text: str) -> None:
     path.write_text(text)
 
 
+def _count_listing_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The digests of the listings checkpoints read from the store (not from a cache)."""
+    reads: list[str] = []
+    real_load = storage.load_tree
+
+    def counting_load(store_: Store, digest: str, *args: object, **kwargs: object) -> object:
+        if digest not in (kwargs.get("cache") or {}):
+            reads.append(digest)
+        return real_load(store_, digest, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(build, "load_tree", counting_load)
+    return reads
+
+
 def test_checkpoints_through_the_cache_equal_a_full_scan_and_read_no_listing_back(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -33,15 +47,7 @@ def test_checkpoints_through_the_cache_equal_a_full_scan_and_read_no_listing_bac
     cache = checkpoints.TreeCache()
     journal = ChangeJournal(started_at=time.time() - 3600)
     checkpoints.create(store, settings=settings, journal=journal, tree_cache=cache)
-    reads: list[str] = []
-    real_load = storage.load_tree
-
-    def counting_load(store_: Store, digest: str, *args: object, **kwargs: object) -> object:
-        if digest not in (kwargs.get("cache") or {}):
-            reads.append(digest)
-        return real_load(store_, digest, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(build, "load_tree", counting_load)
+    reads = _count_listing_reads(monkeypatch)
     for round_no in range(3):
         changed = [f"pkg{round_no}/mod{round_no}/file{round_no * 5}.py", "pkg1/new.py"]
         for rel in changed:
@@ -76,15 +82,7 @@ def test_listings_read_ahead_spare_every_later_checkpoint_a_read(
     # root, 3 packages, 15 modules: shallow first, up to the limit
     assert checkpoints.TreeCache(limit=4).warm(store) == 4
     assert cache.warm(store) == 19 and cache.warm(store) == 0
-    reads: list[str] = []
-    real_load = storage.load_tree
-
-    def counting_load(store_: Store, digest: str, *args: object, **kwargs: object) -> object:
-        if digest not in (kwargs.get("cache") or {}):
-            reads.append(digest)
-        return real_load(store_, digest, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(build, "load_tree", counting_load)
+    reads = _count_listing_reads(monkeypatch)
     _write(root, "pkg2/mod4/file29.py", "changed\n")
     journal.mark(["pkg2/mod4/file29.py"])
     made = checkpoints.create(store, settings=settings, journal=journal, tree_cache=cache)
