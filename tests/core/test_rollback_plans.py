@@ -214,7 +214,7 @@ def test_a_damaged_listing_is_refused_with_nothing_written(
         )
         assert row is not None
         root = load_tree(project, row[0])
-        root.entries["src"].hash = sha(raw)
+        root.entries["src"] = root.entries["src"]._replace(hash=sha(raw))
         writer = Writer(project)
         writer.trees[sha(raw)] = compress(raw)
         new_root = writer.tree(root)
