@@ -105,6 +105,10 @@ def _cpu_seconds() -> float:
 LAST_CPU_MS = [0.0]
 
 
+def _rounded(samples: list[float]) -> str:
+    return ", ".join(f"{sample:.0f}" for sample in samples)
+
+
 def _timed(fn: Any) -> tuple[float, Any]:
     cpu = _cpu_seconds()
     start = time.perf_counter()
@@ -336,7 +340,8 @@ def _run(tmp: Path) -> list[Figure]:
                 p95,
                 ratio=f"1/{git_median / median:.0f} of git ({git_median:.0f} ms)",
                 within_budget=median < git_median / 20,
-                note=f"{note}; vouched by {sorted(sources[kind])}, changed counted {sorted(counts[kind])}",
+                note=f"{note}; vouched by {sorted(sources[kind])}, changed counted "
+                f"{sorted(counts[kind])}; ms each round: {_rounded(times[kind])}",
             )
         )
 
@@ -360,7 +365,8 @@ def _run(tmp: Path) -> list[Figure]:
             p95,
             ratio=f"{median / status_median:.2f}x git status ({status_median:.0f} ms)",
             within_budget=median <= status_median,
-            note=f"vouched by {sorted(sources['git'])}, changed counted {sorted(counts['git'])}",
+            note=f"vouched by {sorted(sources['git'])}, changed counted {sorted(counts['git'])}"
+            f"; ms each round: {_rounded(times['git'])}, git status {_rounded(times['status'])}",
         )
     )
     median, p95 = summarize(times["scan"])
@@ -374,7 +380,14 @@ def _run(tmp: Path) -> list[Figure]:
             note=f"vouched by {sorted(sources['scan'])}",
         )
     )
-    figures.append(Figure("shadow-git commit (peer)", "-", *summarize(times["shadow"])))
+    figures.append(
+        Figure(
+            "shadow-git commit (peer)",
+            "-",
+            *summarize(times["shadow"]),
+            note=f"ms each round: {_rounded(times['shadow'])}",
+        )
+    )
     figures.append(
         Figure("git status --untracked-files=all (peer)", "-", *summarize(times["status"]))
     )
@@ -409,7 +422,13 @@ def _run(tmp: Path) -> list[Figure]:
             )
         )
     figures.append(
-        Figure("git reset --hard of a shadow commit (peer)", "-", reset_median, reset_p95)
+        Figure(
+            "git reset --hard of a shadow commit (peer)",
+            "-",
+            reset_median,
+            reset_p95,
+            note=f"ms each: {_rounded(reset_times)}",
+        )
     )
     figures.append(
         Figure(
