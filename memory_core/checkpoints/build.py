@@ -299,10 +299,14 @@ def build_incremental(
         if rel_dir:
             parent, _, name = rel_dir.rpartition("/")
             parent_tree = trees[parent]
+            old = parent_tree.entries.get(name)
+            if old is not None and old.kind == "d" and old.hash:
+                writer.superseded.add(old.hash)
             if not tree.entries:
                 parent_tree.entries.pop(name, None)  # git keeps no empty folders either
                 continue
             count, size = tree.totals()
             parent_tree.entries[name] = Entry("d", 0, writer.tree(tree), size, count)
     count, size = trees[""].totals()
+    writer.superseded.add(base_tree)
     return writer.tree(trees[""]), count, size, changed, sorted(skipped)

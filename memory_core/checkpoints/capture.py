@@ -260,7 +260,12 @@ def commit(
             db=db,
         )
     if capture.tree_cache is not None:
-        capture.tree_cache.update(writer.decoded)  # the next checkpoint's base listings
+        # The listings this one replaced (no longer the workspace's) out, then the next
+        # checkpoint's base listings in: a cache the size of the workspace's folders keeps
+        # every current one.
+        for digest in writer.superseded - writer.decoded.keys():
+            capture.tree_cache.pop(digest, None)
+        capture.tree_cache.update(writer.decoded)
     if writer.added_bytes > 8 * 1024 * 1024:
         # A large first capture leaves a large write-ahead log; fold it into the database now
         # rather than making the next (small, frequent) checkpoint pay for it.

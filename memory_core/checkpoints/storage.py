@@ -42,6 +42,7 @@ class Writer:
         self._pending_seen: set[str] = set()
         self.trees: dict[str, bytes] = {}
         self.decoded: dict[str, Tree] = {}  # the new listings as built (a rollback compares them)
+        self.superseded: set[str] = set()  # the base's listings these replace
         self.index: dict[str, tuple[int, int, int, int, str]] = {}
         self.added_bytes = 0
         self._legacy = store.query_one("SELECT 1 FROM checkpoint_blobs LIMIT 1") is not None
@@ -184,7 +185,8 @@ def stored_bytes(store: Store) -> int:
 class TreeCache(dict[str, Tree]):
     """Listings read and verified, or written, by digest, kept by a long-running process (the
     language server) between checkpoints: a listing's digest names its content, so an entry is
-    never stale, and the next checkpoint starts from the listings the previous one wrote."""
+    never stale, and the next checkpoint starts from the listings the previous one wrote (and
+    drops those it replaced). Past `limit`, the least recently used goes."""
 
     def __init__(self, limit: int = 512) -> None:
         super().__init__()
@@ -194,8 +196,17 @@ class TreeCache(dict[str, Tree]):
     def __setitem__(self, digest: str, tree: Tree) -> None:
         with self._lock:
             if digest not in self and len(self) >= self.limit:
-                del self[next(iter(self))]  # the oldest first
+                del self[next(iter(self))]  # the least recently used first
             super().__setitem__(digest, tree)
+
+    def get(self, digest: str, default: Any = None) -> Any:
+        """The listing, now the most recently used (a folder the user works in stays)."""
+        with self._lock:
+            tree = super().pop(digest, None)
+            if tree is None:
+                return default
+            super().__setitem__(digest, tree)
+            return tree
 
     def update(self, trees: Any = (), /, **_: Tree) -> None:
         for digest, tree in dict(trees).items():

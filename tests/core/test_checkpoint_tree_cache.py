@@ -91,11 +91,37 @@ def test_listings_read_ahead_spare_every_later_checkpoint_a_read(
     assert checkpoints.file_content(store, made["id"], "pkg2/mod4/file29.py") == b"changed\n"
 
 
-def test_the_cache_keeps_the_newest_listings_up_to_its_limit() -> None:
+def test_a_cache_the_size_of_the_workspace_serves_every_checkpoint_however_many(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checkpoint takes out of the cache the listings it replaced (no checkpoint after it
+    starts from them): a cache with room for every folder never reads a listing back, round
+    after round (one that kept them filled up and evicted current folders a few rounds in)."""
+    root = store.root
+    for index in range(30):
+        _write(root, f"pkg{index % 3}/mod{index % 5}/file{index}.py", f"v0 {index}\n")
+    settings = config.Settings(values={**config.load(root).values, "checkpoints.watchman": False})
+    journal = ChangeJournal(started_at=time.time() - 3600)
+    checkpoints.create(store, settings=settings, journal=journal)
+    cache = checkpoints.TreeCache(limit=19)  # root, 3 packages, 15 modules
+    assert cache.warm(store) == 19
+    reads = _count_listing_reads(monkeypatch)
+    for round_no in range(12):
+        rel = f"pkg{round_no % 3}/mod{round_no % 5}/file{round_no}.py"
+        _write(root, rel, f"round {round_no}\n")
+        journal.mark([rel])
+        made = checkpoints.create(store, settings=settings, journal=journal, tree_cache=cache)
+        assert (made["source"], made["changed"]) == ("watcher", 1)
+    monkeypatch.undo()
+    assert reads == [] and len(cache) == 19
+
+
+def test_the_cache_drops_the_least_recently_used_listing_first() -> None:
     cache = storage.TreeCache(limit=2)
-    for name in ("a", "b", "c"):
-        cache[name] = storage.Tree()
-    assert list(cache) == ["b", "c"]
+    cache["a"], cache["b"] = storage.Tree(), storage.Tree()
+    assert cache.get("a") is not None  # used: "b" is now the oldest
+    cache["c"] = storage.Tree()
+    assert list(cache) == ["a", "c"] and cache.get("b") is None
 
 
 def test_a_listing_is_written_as_the_same_bytes_its_digest_was_first_given() -> None:
