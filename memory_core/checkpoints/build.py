@@ -149,28 +149,35 @@ def build_incremental(
     trees: dict[str, Tree] = {}
     dirty: set[str] = set()
 
+    # These helpers never call themselves: a closure that does is a reference cycle, which
+    # kept every listing read here alive until the cyclic collector found it.
     def tree_at(rel_dir: str, create: bool) -> Tree | None:
-        if rel_dir in trees:
-            return trees[rel_dir]
-        if not rel_dir:
+        """A folder's listing as this capture has it: the base's, read on first use, or an
+        empty one when `create` and the base has no such folder (nor those above it)."""
+        known = trees.get(rel_dir)
+        if known is not None:
+            return known
+        if "" not in trees:
             trees[""] = load_tree(store, base_tree, validate=False, cache=tree_cache)
-            return trees[""]
-        parent, _, name = rel_dir.rpartition("/")
-        parent_tree = tree_at(parent, create)
-        if parent_tree is None:
-            return None
-        entry = parent_tree.entries.get(name)
-        if entry is not None and entry.kind == "d":
-            trees[rel_dir] = load_tree(
-                store, entry.hash, rel_dir + "/", validate=False, cache=tree_cache
-            )
-        elif create:
-            trees[rel_dir] = Tree()
-            parent_tree.entries[name] = Entry("d", 0, "", 0, 0)
-            _mark_dirty(parent)
-        else:
-            return None
-        return trees[rel_dir]
+        holder, prefix = trees[""], ""
+        for name in rel_dir.split("/") if rel_dir else []:
+            parent, prefix = prefix, f"{prefix}/{name}" if prefix else name
+            tree = trees.get(prefix)
+            if tree is None:
+                entry = holder.entries.get(name)
+                if entry is not None and entry.kind == "d":
+                    tree = load_tree(
+                        store, entry.hash, prefix + "/", validate=False, cache=tree_cache
+                    )
+                elif create:
+                    tree = Tree()
+                    holder.entries[name] = Entry("d", 0, "", 0, 0)
+                    _mark_dirty(parent)
+                else:
+                    return None
+                trees[prefix] = tree
+            holder = tree
+        return holder
 
     def _mark_dirty(rel_dir: str) -> None:
         while True:
@@ -209,10 +216,12 @@ def build_incremental(
         if entry.kind != "d":
             return [rel_dir]
         found: list[str] = []
-        tree = tree_at(rel_dir, create=False)
-        for child, child_entry in list(tree.entries.items()) if tree is not None else []:
-            child_rel = f"{rel_dir}/{child}"
-            found += files_under(child_rel) if child_entry.kind == "d" else [child_rel]
+        folders = [rel_dir]
+        while folders:
+            folder = folders.pop()
+            tree = tree_at(folder, create=False)
+            for child, child_entry in list(tree.entries.items()) if tree is not None else []:
+                (folders if child_entry.kind == "d" else found).append(f"{folder}/{child}")
         return found
 
     def replaced_ancestors(rel: str) -> list[str]:

@@ -46,16 +46,25 @@ def classify(st: os.stat_result) -> str | None:
 def scan(root: Path, rules: IgnoreRules, max_file_bytes: int, under: str = "") -> Scan:
     """Walk the workspace (or the folder `under` it), honouring the ignore rules."""
     found = Scan()
+    # The folders being read, deepest last: a stack, not a function calling itself (a closure
+    # that does is a reference cycle, which kept a whole scan alive until the cyclic collector
+    # ran). Entries come in the order the recursive walk gave them.
+    open_folders: list[tuple[str, list[tuple[str, Any]], os._ScandirIterator[str]]] = []
 
-    def walk(rel_dir: str, chain: list[tuple[str, Any]]) -> None:
+    def enter(rel_dir: str, chain: list[tuple[str, Any]]) -> None:
         spec = rules.spec_for(rel_dir)
         if spec is not None and (not chain or chain[-1][0] != rel_dir):
             chain = [*chain, (rel_dir, spec)]
         try:
-            iterator = os.scandir(root / rel_dir if rel_dir else root)
+            entries = os.scandir(root / rel_dir if rel_dir else root)
         except (FileNotFoundError, NotADirectoryError, PermissionError):
             return
-        with iterator as entries:
+        open_folders.append((rel_dir, chain, entries))
+
+    enter(under, rules.chain_for(under.rsplit("/", 1)[0] if "/" in under else "") if under else [])
+    try:
+        while open_folders:
+            rel_dir, chain, entries = open_folders[-1]
             for entry in entries:
                 name = entry.name
                 if name in NEVER_CAPTURED:
@@ -71,16 +80,20 @@ def scan(root: Path, rules: IgnoreRules, max_file_bytes: int, under: str = "") -
                 if rules.ignored(rel, kind == "d", chain):
                     continue
                 if kind == "d":
-                    walk(rel, chain)
-                    continue
+                    enter(rel, chain)
+                    break  # into it now; the rest of this folder after it
                 if kind == "f" and st.st_size > max_file_bytes:
                     found.skipped.append(rel)
                     continue
                 found.files[rel] = Found(
                     kind, stat.S_IMODE(st.st_mode), st.st_size, st.st_mtime_ns, st.st_ino
                 )
-
-    walk(under, rules.chain_for(under.rsplit("/", 1)[0] if "/" in under else "") if under else [])
+            else:
+                open_folders.pop()
+                entries.close()
+    finally:
+        for _, _, entries in open_folders:
+            entries.close()
     return found
 
 

@@ -139,22 +139,33 @@ def _tree_changes(
 ) -> tuple[list[tuple[str, Entry]], list[str]]:
     """Files to write (path, target entry) and files to remove, to turn `current_tree` into
     `target_tree`: listings are compared by digest and only folders that differ are read."""
-    load = _tree_loader(store, pending, cache)
-    writes: list[tuple[str, Entry]] = []
-    removes: list[str] = []
+    changes = _Changes(_tree_loader(store, pending, cache))
+    changes.compare(target_tree, current_tree, "")
+    return changes.writes, changes.removes
 
-    def every_file(digest: str, prefix: str) -> Iterator[tuple[str, Entry]]:
-        tree = load(digest, prefix + "/")
+
+class _Changes:
+    """The comparison's state. Methods, not closures that call themselves: such a closure is a
+    reference cycle, which kept every listing read alive until the cyclic collector found it."""
+
+    def __init__(self, load: Any) -> None:
+        self.load = load
+        self.writes: list[tuple[str, Entry]] = []
+        self.removes: list[str] = []
+
+    def every_file(self, digest: str, prefix: str) -> Iterator[tuple[str, Entry]]:
+        tree = self.load(digest, prefix + "/")
         for name, entry in tree.entries.items():
             rel = f"{prefix}/{name}"
             if entry.kind == "d":
-                yield from every_file(entry.hash, rel)
+                yield from self.every_file(entry.hash, rel)
             else:
                 yield rel, entry
 
-    def compare(target_digest: str, current_digest: str | None, prefix: str) -> None:
-        target = load(target_digest, prefix + "/" if prefix else "")
-        current = load(current_digest, prefix + "/" if prefix else "") if current_digest else Tree()
+    def compare(self, target_digest: str, current_digest: str | None, prefix: str) -> None:
+        where = prefix + "/" if prefix else ""
+        target = self.load(target_digest, where)
+        current = self.load(current_digest, where) if current_digest else Tree()
         # Only the names whose entries differ (one set operation in C; most are the same).
         differing = target.entries.items() ^ current.entries.items()
         for name in sorted({name for name, _ in differing}):
@@ -163,7 +174,7 @@ def _tree_changes(
             if want is not None and have is not None:
                 if want.kind == "d" and have.kind == "d":
                     if want.hash != have.hash:
-                        compare(want.hash, have.hash, rel)
+                        self.compare(want.hash, have.hash, rel)
                     continue
                 if (want.kind, want.hash, want.mode) == (have.kind, have.hash, have.mode):
                     continue
@@ -171,17 +182,14 @@ def _tree_changes(
                 # Absent from the checkpoint's (verified) listing of this folder, or of
                 # another kind there: the current file or folder goes.
                 if have.kind == "d":
-                    removes.extend(rel_ for rel_, _ in every_file(have.hash, rel))
+                    self.removes.extend(rel_ for rel_, _ in self.every_file(have.hash, rel))
                 else:
-                    removes.append(rel)
+                    self.removes.append(rel)
             if want is not None:
                 if want.kind == "d":
-                    writes.extend(every_file(want.hash, rel))
+                    self.writes.extend(self.every_file(want.hash, rel))
                 else:
-                    writes.append((rel, want))
-
-    compare(target_tree, current_tree, "")
-    return writes, removes
+                    self.writes.append((rel, want))
 
 
 @cyclic_gc.paused()
