@@ -208,6 +208,10 @@ class TreeCache(dict[str, Tree]):
             super().__setitem__(digest, tree)
             return tree
 
+    def pop(self, digest: str, default: Any = None) -> Any:
+        with self._lock:  # not between another thread's choice of what to evict and its del
+            return super().pop(digest, default)
+
     def update(self, trees: Any = (), /, **_: Tree) -> None:
         for digest, tree in dict(trees).items():
             self[digest] = tree
