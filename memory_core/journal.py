@@ -34,7 +34,6 @@ import shutil
 import subprocess
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -252,7 +251,7 @@ class ChangeJournal:
 
     def __init__(self, started_at: float | None = None) -> None:
         self.started_at = clock.now() if started_at is None else started_at
-        self.epoch = uuid.uuid4().hex[:12]
+        self.epoch = os.urandom(6).hex()
         self.stopped_at: float | None = None
         self._changed: dict[str, float] = {}
         self._lock = threading.Lock()
@@ -339,7 +338,7 @@ class Watcher:
         """
         if not self.alive or self.journal is None:
             return False
-        name = f".watch-cookie-{uuid.uuid4().hex[:12]}"
+        name = f".watch-cookie-{os.urandom(6).hex()}"
         arrived = self.cookies[name] = threading.Event()
         path = self.root / ".engram" / name
         try:
@@ -606,7 +605,7 @@ def _private_index(root: Path, head: str | None) -> Path | None:
         aligned = None
     if aligned == (head or "") and index.is_file():
         return index
-    partial = index.with_name(f".{index.name}.{os.getpid()}.{uuid.uuid4().hex[:6]}")
+    partial = index.with_name(f".{index.name}.{os.getpid()}.{os.urandom(3).hex()}")
     try:
         index.parent.mkdir(exist_ok=True)
         shutil.copyfile(source, partial)

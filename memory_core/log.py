@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import traceback
 from pathlib import Path
 
 from memory_core.clock import iso, now
@@ -33,6 +32,8 @@ def write(root: Path | None, level: str, message: str, *, exc: BaseException | N
                 os.replace(path, path.with_suffix(".log.1"))
         text = f"{iso(now())} {level.upper()} [{os.getpid()}] {message}\n"
         if exc is not None:
+            import traceback  # only now: every hook process imports this module
+
             text += "".join(traceback.format_exception(exc))
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         with os.fdopen(fd, "a", encoding="utf-8") as handle:

@@ -19,8 +19,8 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+import os
 import threading
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -89,7 +89,7 @@ async def progress(ls: EngramServer, title: str) -> AsyncIterator[None]:
     """Work-done progress around a long command, when the client shows it."""
     token: str | None = None
     if ls.client_supports("window", "work_done_progress"):
-        token = f"engram-{uuid.uuid4().hex[:8]}"
+        token = f"engram-{os.urandom(4).hex()}"
         try:
             await ls.work_done_progress.create_async(token)
             ls.work_done_progress.begin(

@@ -7,7 +7,6 @@ import contextlib
 import json
 import os
 import threading
-import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +32,7 @@ REASONS = ("manual", "burst", "turns", "pre-rollback", "auto")
 
 
 def _new_id() -> str:
-    return f"C-{uuid.uuid4().hex[:8]}"
+    return f"C-{os.urandom(4).hex()}"
 
 
 @dataclass

@@ -4,8 +4,8 @@ part of the package shares (create a row on first sight, mark activity, find by 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
-import uuid
 from typing import Any
 
 from memory_core import clock
@@ -38,7 +38,7 @@ class NameTakenError(EngramError):
 
 
 def new_session_id() -> str:
-    return f"S-{uuid.uuid4().hex[:8]}"
+    return f"S-{os.urandom(4).hex()}"
 
 
 def _json(value: Any) -> str:
