@@ -49,15 +49,14 @@ class Writer:
 
     def blob(self, data: bytes) -> str:
         digest = sha(data)
-        if (
-            digest in self.blobs
-            or digest in self._pending_seen
-            or _has_blob(self.store, digest, legacy=self._legacy)
-        ):
+        if digest in self.blobs or digest in self._pending_seen:
             return digest
         if len(data) > PACK_MAX_BLOB:
-            self.blobs[digest] = (len(data), compress(data))
+            if not _has_blob(self.store, digest, legacy=self._legacy):
+                self.blobs[digest] = (len(data), compress(data))
             return digest
+        # Whether the store already holds it is asked when the pack is sealed, for all its
+        # blobs at once (a query per blob was an eighth of a first checkpoint of 50,000 files).
         self._pending.append((digest, data))
         self._pending_seen.add(digest)
         self._pending_bytes += len(data)
@@ -66,16 +65,19 @@ class Writer:
         return digest
 
     def _seal(self) -> None:
-        """Compress the pending small blobs into one pack (kept compressed until the flush)."""
-        if not self._pending:
+        """Compress the pending small blobs the store does not hold yet into one pack (kept
+        compressed until the flush)."""
+        stored = _stored(self.store, [digest for digest, _ in self._pending], legacy=self._legacy)
+        new = [(digest, data) for digest, data in self._pending if digest not in stored]
+        self._pending, self._pending_bytes = [], 0
+        if not new:
             return
         members: list[tuple[str, int, int]] = []
         offset = 0
-        for digest, data in self._pending:
+        for digest, data in new:
             members.append((digest, offset, len(data)))
             offset += len(data)
-        self.packs.append((compress(b"".join(d for _, d in self._pending)), offset, members))
-        self._pending, self._pending_bytes = [], 0
+        self.packs.append((compress(b"".join(data for _, data in new)), offset, members))
 
     def tree(self, tree: Tree) -> str:
         data = tree.encode()
@@ -122,6 +124,25 @@ class Writer:
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 [(path, *row[:4], bytes.fromhex(row[4])) for path, row in self.index.items()],
             )
+
+
+def _stored(store: Store, digests: list[str], *, legacy: bool) -> set[str]:
+    """Which of these blobs the store holds (a query per 500, under SQLite's parameter limit)."""
+    found: set[str] = set()
+    for start in range(0, len(digests), 500):
+        chunk = digests[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        rows = store.query(
+            f"SELECT hash FROM checkpoint_objects WHERE hash IN ({marks})",
+            tuple(bytes.fromhex(digest) for digest in chunk),
+        )
+        found.update(bytes(row[0]).hex() for row in rows)
+        if legacy:  # blobs stored before packing (schema 0011) keep their rows
+            rows = store.query(
+                f"SELECT hash FROM checkpoint_blobs WHERE hash IN ({marks})", tuple(chunk)
+            )
+            found.update(str(row[0]) for row in rows)
+    return found
 
 
 def _has_blob(store: Store, digest: str, *, legacy: bool = True) -> bool:

@@ -54,6 +54,46 @@ def test_blobs_stored_before_packing_are_still_read(store: Store) -> None:
     assert checkpoints.read_blob(store, digest) == data
 
 
+def _rows(store: Store, table: str) -> int:
+    row = store.query_one(f"SELECT COUNT(*) FROM {table}")
+    assert row is not None
+    return int(row[0])
+
+
+def test_content_an_earlier_checkpoint_stored_is_not_stored_again(store: Store) -> None:
+    """A new file (or one copied, renamed, reverted) whose content the store already holds,
+    packed, unpacked or from an older engram, adds only the listings above it."""
+    config.set_value(store.root, "checkpoints.watchman", False)
+    small, big, older = b"print('hello')\n" * 20, os.urandom(50_000), b"from an older store\n"
+    _write(store.root, "src/a.py", small)
+    _write(store.root, "assets/a.bin", big)
+    checkpoints.create(store)
+    with store.transaction() as db:
+        packed = checkpoint_trees.compress(older)
+        db.execute(
+            "INSERT INTO checkpoint_blobs (hash, size, stored_size, data) VALUES (?, ?, ?, ?)",
+            (checkpoint_trees.sha(older), len(older), len(packed), packed),
+        )
+    objects, packs = _rows(store, "checkpoint_objects"), _rows(store, "checkpoint_packs")
+    _write(store.root, "src/copy.py", small)
+    _write(store.root, "assets/copy.bin", big)
+    _write(store.root, "old.txt", older)
+    made = checkpoints.create(store)
+    assert made["changed"] == 3
+    assert (_rows(store, "checkpoint_objects"), _rows(store, "checkpoint_packs")) == (
+        objects,
+        packs,
+    )
+    listings = store.query_one(
+        "SELECT SUM(LENGTH(data)) FROM checkpoint_trees WHERE hash IN "
+        "(SELECT root_tree FROM checkpoints WHERE id = ?)",
+        (made["id"],),
+    )
+    assert listings is not None and made["added_bytes"] > listings[0]  # root, src/, assets/
+    assert checkpoints.file_content(store, made["id"], "old.txt") == older
+    assert checkpoints.file_content(store, made["id"], "assets/copy.bin") == big
+
+
 def test_a_pack_stays_while_one_of_its_blobs_is_referenced(store: Store) -> None:
     config.set_value(store.root, "checkpoints.watchman", False)
     _write(store.root, "keep.txt", b"kept in every checkpoint\n")
