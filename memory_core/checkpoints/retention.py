@@ -129,22 +129,14 @@ def gc(store: Store) -> int:
         # live hash and NOT IN deletes took most of a second for 50,000 files.
         live_raw = {bytes.fromhex(digest) for digest in live.blobs}
         live_text = live.blobs | live.trees
-        dead_legacy = [
-            (digest, size)
-            for digest, size in db.execute("SELECT hash, stored_size FROM checkpoint_blobs")
-            if digest not in live_text
-        ]
-        dead_objects = [
-            (digest, stored)
-            for digest, stored in db.execute(
-                "SELECT hash, CASE WHEN pack IS NULL THEN LENGTH(data) ELSE 0 END "
-                "FROM checkpoint_objects"
-            )
-            if digest not in live_raw
-        ]
-        db.executemany("DELETE FROM checkpoint_blobs WHERE hash = ?", _keys(dead_legacy))
-        db.executemany("DELETE FROM checkpoint_objects WHERE hash = ?", _keys(dead_objects))
-        freed += _bytes(dead_legacy) + _bytes(dead_objects)
+        freed += _delete_dead(db, "checkpoint_blobs", "hash", "stored_size", live_text)
+        freed += _delete_dead(
+            db,
+            "checkpoint_objects",
+            "hash",
+            "CASE WHEN pack IS NULL THEN LENGTH(data) ELSE 0 END",  # packed: freed with the pack
+            live_raw,
+        )
         # A pack goes when none of its blobs is referenced any more.
         used = {
             pack
@@ -152,21 +144,9 @@ def gc(store: Store) -> int:
                 "SELECT DISTINCT pack FROM checkpoint_objects WHERE pack IS NOT NULL"
             )
         }
-        empty = [
-            (pack, size)
-            for pack, size in db.execute("SELECT id, LENGTH(data) FROM checkpoint_packs")
-            if pack not in used
-        ]
-        db.executemany("DELETE FROM checkpoint_packs WHERE id = ?", _keys(empty))
-        freed += _bytes(empty)
+        freed += _delete_dead(db, "checkpoint_packs", "id", "LENGTH(data)", used)
         freed += _repack_sparse(db)
-        dead_trees = [
-            (digest, size)
-            for digest, size in db.execute("SELECT hash, LENGTH(data) FROM checkpoint_trees")
-            if digest not in live_text
-        ]
-        db.executemany("DELETE FROM checkpoint_trees WHERE hash = ?", _keys(dead_trees))
-        freed += _bytes(dead_trees)
+        freed += _delete_dead(db, "checkpoint_trees", "hash", "LENGTH(data)", live_text)
         if freed:
             count_stored(db, -freed)
         db.execute(
@@ -184,12 +164,15 @@ def gc(store: Store) -> int:
     return freed
 
 
-def _keys(rows: list[tuple[Any, int]]) -> list[tuple[Any]]:
-    return [(key,) for key, _ in rows]
-
-
-def _bytes(rows: list[tuple[Any, int]]) -> int:
-    return sum(int(size) for _, size in rows)
+def _delete_dead(db: Any, table: str, key: str, size: str, live: set[Any]) -> int:
+    """Delete the rows of `table` whose `key` is not in `live`; the bytes (`size`) they took."""
+    dead = [
+        (value, stored)
+        for value, stored in db.execute(f"SELECT {key}, {size} FROM {table}")
+        if value not in live
+    ]
+    db.executemany(f"DELETE FROM {table} WHERE {key} = ?", [(value,) for value, _ in dead])
+    return sum(int(stored) for _, stored in dead)
 
 
 def _repack_sparse(db: Any) -> int:
