@@ -37,16 +37,24 @@ def _count_listing_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return reads
 
 
-def test_checkpoints_through_the_cache_equal_a_full_scan_and_read_no_listing_back(
-    store: Store, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _workspace(
+    store: Store, tree_cache: checkpoints.TreeCache | None = None
+) -> tuple[Path, config.Settings, ChangeJournal]:
+    """30 files in 3 packages of 5 modules (19 folders), checkpointed once through a journal."""
     root = store.root
     for index in range(30):
         _write(root, f"pkg{index % 3}/mod{index % 5}/file{index}.py", f"v0 {index}\n")
     settings = config.Settings(values={**config.load(root).values, "checkpoints.watchman": False})
-    cache = checkpoints.TreeCache()
     journal = ChangeJournal(started_at=time.time() - 3600)
-    checkpoints.create(store, settings=settings, journal=journal, tree_cache=cache)
+    checkpoints.create(store, settings=settings, journal=journal, tree_cache=tree_cache)
+    return root, settings, journal
+
+
+def test_checkpoints_through_the_cache_equal_a_full_scan_and_read_no_listing_back(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = checkpoints.TreeCache()
+    root, settings, journal = _workspace(store, tree_cache=cache)
     reads = _count_listing_reads(monkeypatch)
     for round_no in range(3):
         changed = [f"pkg{round_no}/mod{round_no}/file{round_no * 5}.py", "pkg1/new.py"]
@@ -72,12 +80,7 @@ def test_listings_read_ahead_spare_every_later_checkpoint_a_read(
 ) -> None:
     """The server reads the latest checkpoint's listings in after its first checkpoint: a later
     one changing a folder no checkpoint of this server wrote reads nothing back."""
-    root = store.root
-    for index in range(30):
-        _write(root, f"pkg{index % 3}/mod{index % 5}/file{index}.py", f"v0 {index}\n")
-    settings = config.Settings(values={**config.load(root).values, "checkpoints.watchman": False})
-    journal = ChangeJournal(started_at=time.time() - 3600)
-    checkpoints.create(store, settings=settings, journal=journal)
+    root, settings, journal = _workspace(store)
     cache = checkpoints.TreeCache()
     # root, 3 packages, 15 modules: shallow first, up to the limit
     assert checkpoints.TreeCache(limit=4).warm(store) == 4
@@ -97,12 +100,7 @@ def test_a_cache_the_size_of_the_workspace_serves_every_checkpoint_however_many(
     """A checkpoint takes out of the cache the listings it replaced (no checkpoint after it
     starts from them): a cache with room for every folder never reads a listing back, round
     after round (one that kept them filled up and evicted current folders a few rounds in)."""
-    root = store.root
-    for index in range(30):
-        _write(root, f"pkg{index % 3}/mod{index % 5}/file{index}.py", f"v0 {index}\n")
-    settings = config.Settings(values={**config.load(root).values, "checkpoints.watchman": False})
-    journal = ChangeJournal(started_at=time.time() - 3600)
-    checkpoints.create(store, settings=settings, journal=journal)
+    root, settings, journal = _workspace(store)
     cache = checkpoints.TreeCache(limit=19)  # root, 3 packages, 15 modules
     assert cache.warm(store) == 19
     reads = _count_listing_reads(monkeypatch)
