@@ -216,6 +216,9 @@ class EngramServer(LanguageServer):
             logger.exception("cannot open the store in %s", root)
             return None
         self._tell_store_notices(store)
+        # A server lives long and answers while the user waits: SQLite's write-ahead log is
+        # folded into the database when the folder is quiet, not inside a request.
+        store.fold_log_when_idle()
         state = FolderState(root=root, store=store, settings=config.load(root))
         self.folders[root] = state
         return state

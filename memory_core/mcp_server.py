@@ -188,6 +188,7 @@ def build(root: Path) -> Any:
         if "store" not in state:
             # A front end: it creates a store only inside a git repository (docs/design.md section 2).
             state["store"] = Store.open_or_init_in_git(root)
+            state["store"].fold_log_when_idle()  # long-lived, like the language server
         return state["store"]
 
     @tool()

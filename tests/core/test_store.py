@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 import stat
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -151,3 +153,47 @@ def test_a_nested_transaction_rolls_back_alone_and_commits_with_the_outer_one(st
             events.append(store, Event("inner.of.failed.outer"), db=inner)
         raise RuntimeError("the outer block fails after the inner one finished")
     assert events.recent(store, kind="inner.of.failed.outer") == []
+
+
+def _write_pages(store: Store, rows: int) -> None:
+    with store.transaction() as db:
+        db.execute("CREATE TABLE IF NOT EXISTS fold_probe (data BLOB)")
+        db.executemany("INSERT INTO fold_probe VALUES (?)", [(bytes(3000),)] * rows)
+
+
+def test_a_long_lived_store_folds_its_log_once_quiet_and_not_inside_a_commit(
+    store: Store,
+) -> None:
+    """The language server's store: the write-ahead log reaches the database file on the
+    folder's own thread after a quiet spell, never inside the commit a request waits for."""
+    store.fold_log_when_idle(quiet=0.3)
+    _write_pages(store, 1)
+    store.query("PRAGMA wal_checkpoint(TRUNCATE)")  # start from a folded, empty log
+    before = store.db_path.stat().st_size
+
+    _write_pages(store, 200)  # ~150 pages: below the 1000 at which SQLite would fold itself
+    assert store.db_path.stat().st_size == before, "the commit folded the log itself"
+
+    deadline = time.monotonic() + 10
+    while store.db_path.stat().st_size == before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert store.db_path.stat().st_size > before + 150 * 3000, "the log was never folded"
+    assert store.query_one("SELECT COUNT(*) FROM fold_probe")[0] == 201
+
+
+def test_a_store_that_does_not_fold_when_idle_leaves_the_log_to_sqlite(store: Store) -> None:
+    """The negative control: a CLI or hook process's store keeps SQLite's own folding, so the
+    database file does not change after a small commit however long it waits."""
+    _write_pages(store, 1)
+    store.query("PRAGMA wal_checkpoint(TRUNCATE)")
+    before = store.db_path.stat().st_size
+    _write_pages(store, 200)
+    time.sleep(0.8)
+    assert store.db_path.stat().st_size == before
+
+
+def test_closing_a_store_stops_its_log_folder(store: Store) -> None:
+    store.fold_log_when_idle(quiet=0.05)
+    _write_pages(store, 3)
+    store.close()
+    assert not [t for t in threading.enumerate() if t.name == "engram-log-folder" and t.is_alive()]
