@@ -271,20 +271,27 @@ class Evolution(DocumentListener):
         if doc is None:
             return
         now = time.time()
+        last_partial = None
         for change in changes:
             if isinstance(change, types.TextDocumentContentChangePartial):
                 start, end = change.range.start.line, change.range.end.line
-                added = change.text.count("\n")
                 doc.edits.edit(start, end, change.range.end.character, change.text)
                 doc.unsaved.edit(start, end, change.range.end.character, change.text)
-                last_line_len = len(change.text) - (change.text.rfind("\n") + 1)
-                doc.cursor = types.Position(
-                    line=start + added,
-                    character=(change.range.start.character if added == 0 else 0) + last_line_len,
-                )
+                last_partial = change
             else:
                 doc.edits.whole = True
                 doc.unsaved.whole = True
+        if last_partial is not None:
+            # Where the last edit left the cursor (once per message: a burst of edits arrives
+            # merged into one, and only its last edit decides).
+            text, start_at = last_partial.text, last_partial.range.start
+            added = text.count("\n")
+            doc.cursor = types.Position(
+                line=start_at.line + added,
+                character=(start_at.character if added == 0 else 0)
+                + len(text)
+                - (text.rfind("\n") + 1),
+            )
         doc.dirty = True
         doc.last_change = now
         if doc.first_change is None:

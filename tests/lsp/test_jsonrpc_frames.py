@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from lsp_server.jsonrpc import FrameParser, coalesce_did_change
+from lsp_server.jsonrpc import FrameParser, _loads_burst, coalesce_did_change
 
 
 def _frame(message: Any) -> bytes:
@@ -85,4 +85,12 @@ def test_did_change_runs_merge_per_document_and_keep_order() -> None:
     assert first["textDocument"]["version"] == 3
     # The originals are not changed (a merged copy is made).
     assert messages[0]["params"]["contentChanges"] == [{"text": "1"}]
-    assert "_engram_merged" not in merged[0]
+    assert merged[0] is not messages[0] and messages[1] is not merged[0]
+
+
+def test_a_burst_orjson_refuses_is_still_read_as_json_reads_it() -> None:
+    """orjson reads bursts; what it refuses and Python's json accepts is read by json, so a
+    burst means what its messages would mean one by one."""
+    burst = b'[{"a": NaN}, {"b": 123456789012345678901234567890}, {"c": "\\ud800"}]'
+    assert repr(_loads_burst(burst)) == repr(json.loads(burst))
+    assert _loads_burst(b'[{"a": 1}, {"b": ]') is None
