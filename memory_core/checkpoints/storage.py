@@ -52,7 +52,8 @@ class Writer:
         if digest in self.blobs or digest in self._pending_seen:
             return digest
         if len(data) > PACK_MAX_BLOB:
-            if not _has_blob(self.store, digest, legacy=self._legacy):
+            # (Not compressed again when stored: a renamed or copied large file.)
+            if not _stored(self.store, [digest], legacy=self._legacy):
                 self.blobs[digest] = (len(data), compress(data))
             return digest
         # Whether the store already holds it is asked when the pack is sealed, for all its
@@ -143,16 +144,6 @@ def _stored(store: Store, digests: list[str], *, legacy: bool) -> set[str]:
             )
             found.update(str(row[0]) for row in rows)
     return found
-
-
-def _has_blob(store: Store, digest: str, *, legacy: bool = True) -> bool:
-    if store.query_one("SELECT 1 FROM checkpoint_objects WHERE hash = ?", (bytes.fromhex(digest),)):
-        return True
-    # Blobs stored before packing (schema 0011) keep their rows, when there are any.
-    return (
-        legacy
-        and store.query_one("SELECT 1 FROM checkpoint_blobs WHERE hash = ?", (digest,)) is not None
-    )
 
 
 def stat_cache(store: Store, under: str = "") -> dict[str, tuple[int, int, int, int, str]]:
