@@ -10,8 +10,14 @@ from typing import Any
 
 from memory_core import config
 from memory_core.checkpoints.disk import Found, classify, read_file, rules_for, scan
-from memory_core.checkpoints.storage import Writer, load_tree, stat_cache, stat_cache_of
-from memory_core.checkpoints.trees import Entry, Tree, sha, valid_name
+from memory_core.checkpoints.storage import (
+    Writer,
+    load_listing,
+    load_tree,
+    stat_cache,
+    stat_cache_of,
+)
+from memory_core.checkpoints.trees import Entry, Listing, Tree, sha, valid_name
 from memory_core.store import Store
 
 # A file modified this close to when it was hashed may change again within the same mtime tick;
@@ -146,32 +152,38 @@ def build_incremental(
     root = store.root
     rules = rules_for(root, settings)
     cap = int(settings["checkpoints.max_file_bytes"])
-    trees: dict[str, Tree] = {}
+    trees: dict[str, Listing] = {}
     dirty: set[str] = set()
+
+    def stored(digest: str, where: str, entry: Entry) -> Listing:
+        """A base listing: from the cache of a long-running caller (decoded there already),
+        or as its stored bytes, edited in place (`Listing`) and never decoded into entries
+        when only rows the capture names change."""
+        if tree_cache is not None:
+            return Listing(load_tree(store, digest, where, validate=False, cache=tree_cache))
+        return Listing.stored(load_listing(store, digest, where), entry.files, entry.size, where)
 
     # These helpers never call themselves: a closure that does is a reference cycle, which
     # kept every listing read here alive until the cyclic collector found it.
-    def tree_at(rel_dir: str, create: bool) -> Tree | None:
+    def tree_at(rel_dir: str, create: bool) -> Listing | None:
         """A folder's listing as this capture has it: the base's, read on first use, or an
         empty one when `create` and the base has no such folder (nor those above it)."""
         known = trees.get(rel_dir)
         if known is not None:
             return known
-        if "" not in trees:
-            trees[""] = load_tree(store, base_tree, validate=False, cache=tree_cache)
+        if "" not in trees:  # (decoded: its totals are not in an entry)
+            trees[""] = Listing(load_tree(store, base_tree, validate=False, cache=tree_cache))
         holder, prefix = trees[""], ""
         for name in rel_dir.split("/") if rel_dir else []:
             parent, prefix = prefix, f"{prefix}/{name}" if prefix else name
             tree = trees.get(prefix)
             if tree is None:
-                entry = holder.entries.get(name)
+                entry = holder.get(name)
                 if entry is not None and entry.kind == "d":
-                    tree = load_tree(
-                        store, entry.hash, prefix + "/", validate=False, cache=tree_cache
-                    )
+                    tree = stored(entry.hash, prefix + "/", entry)
                 elif create:
-                    tree = Tree()
-                    holder.entries[name] = Entry("d", 0, "", 0, 0)
+                    tree = Listing()
+                    holder.set(name, Entry("d", 0, "", 0, 0))
                     _mark_dirty(parent)
                 else:
                     return None
@@ -189,7 +201,7 @@ def build_incremental(
     def remove(rel: str) -> bool:
         parent, _, name = rel.rpartition("/")
         tree = tree_at(parent, create=False)
-        if tree is not None and tree.entries.pop(name, None) is not None:
+        if tree is not None and tree.pop(name) is not None:
             _mark_dirty(parent)
             return True
         return False
@@ -199,9 +211,9 @@ def build_incremental(
         parent, _, name = rel.rpartition("/")
         tree = tree_at(parent, create=True)
         assert tree is not None
-        old = tree.entries.get(name)
+        old = tree.get(name)
         if old is None or (old.kind, old.mode, old.hash) != (entry.kind, entry.mode, entry.hash):
-            tree.entries[name] = entry
+            tree.set(name, entry)
             _mark_dirty(parent)
             return True
         return False
@@ -210,7 +222,7 @@ def build_incremental(
         """Files the base held below a folder (a file where the folder is: that one)."""
         parent, _, name = rel_dir.rpartition("/")
         holder = tree_at(parent, create=False)
-        entry = holder.entries.get(name) if holder is not None else None
+        entry = holder.get(name) if holder is not None else None
         if entry is None:
             return []
         if entry.kind != "d":
@@ -230,7 +242,7 @@ def build_incremental(
         folder replaced."""
         found, holder, prefix = [], tree_at("", create=False), ""
         for part in rel.split("/")[:-1]:
-            entry = holder.entries.get(part) if holder is not None else None
+            entry = holder.get(part) if holder is not None else None
             prefix = f"{prefix}/{part}" if prefix else part
             if entry is None:
                 break
@@ -308,14 +320,16 @@ def build_incremental(
         if rel_dir:
             parent, _, name = rel_dir.rpartition("/")
             parent_tree = trees[parent]
-            old = parent_tree.entries.get(name)
+            old = parent_tree.get(name)
             if old is not None and old.kind == "d" and old.hash:
                 writer.superseded.add(old.hash)
-            if not tree.entries:
-                parent_tree.entries.pop(name, None)  # git keeps no empty folders either
+            if not tree:
+                parent_tree.pop(name)  # git keeps no empty folders either
                 continue
             count, size = tree.totals()
-            parent_tree.entries[name] = Entry("d", 0, writer.tree(tree), size, count)
+            digest = writer.listing(tree.encode(), tree.decoded())
+            parent_tree.set(name, Entry("d", 0, digest, size, count))
     count, size = trees[""].totals()
     writer.superseded.add(base_tree)
-    return writer.tree(trees[""]), count, size, changed, sorted(skipped)
+    root_hash = writer.listing(trees[""].encode(), trees[""].decoded())
+    return root_hash, count, size, changed, sorted(skipped)

@@ -81,11 +81,15 @@ class Writer:
         self.packs.append((compress(b"".join(data for _, data in new)), offset, members))
 
     def tree(self, tree: Tree) -> str:
-        data = tree.encode()
+        return self.listing(tree.encode(), tree)
+
+    def listing(self, data: bytes, decoded: Tree | None) -> str:
+        """Store a listing's bytes; `decoded`, its entries, when the caller has them."""
         digest = sha(data)
         if digest not in self.trees:
             self.trees[digest] = compress(data, LISTING_LEVEL)
-            self.decoded[digest] = Tree(dict(tree.entries))
+            if decoded is not None:
+                self.decoded[digest] = Tree(dict(decoded.entries))
         return digest
 
     def flush(self, db: Any) -> None:
@@ -266,6 +270,11 @@ def load_tree(
         if known is None:
             known = cache[digest] = load_tree(store, digest, where)
         return Tree(dict(known.entries))
+    return decode_tree(load_listing(store, digest, where), where, validate=validate)
+
+
+def load_listing(store: Store, digest: str, where: str = "") -> bytes:
+    """A stored listing's bytes, verified against its digest."""
     row = store.query_one("SELECT data FROM checkpoint_trees WHERE hash = ?", (digest,))
     if row is None:
         raise CorruptCheckpointError(
@@ -284,7 +293,7 @@ def load_tree(
             f"the checkpoint's manifest is corrupt: the listing of {where or '/'} does not match its hash",
             hint="it was refused; nothing was written",
         )
-    return decode_tree(data, where, validate=validate)
+    return data
 
 
 _PACKS: dict[tuple[str, int], bytes] = {}

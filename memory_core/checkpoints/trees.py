@@ -101,6 +101,137 @@ class Tree:
         return sum(map(_FILES, entries)), sum(map(_SIZE, entries))
 
 
+class Listing:
+    """A folder's listing as a capture edits it. Read from the store, it stays the bytes it was
+    stored as, and a name the capture looks up, replaces or removes is found and edited in
+    those bytes: a checkpoint of 10 changed files reads, edits and writes back some twenty
+    listings of about a hundred rows, each of which cost more to decode into entries and encode
+    again than everything else done with it. It is decoded (`entries`) only for what its bytes
+    cannot answer cheaply: a name it does not hold (the new row's sorted place), or every row.
+
+    The bytes stay canonical (`Tree.encode`'s): rows sorted by name, `["N","f",...]` each. Only
+    the row of name N holds `["N","`: outside strings `[` opens the list or a row, and in a
+    string the unescaped `"` after it would close that string, a name, whose row goes on with
+    `,"`, a one-letter kind and `"`, which `N","` cannot spell (N's own `"` are written `\\"`).
+    A row found is read back and checked before it is used; a name not found, or bytes not as
+    expected, decode the listing, and the entries answer.
+    """
+
+    __slots__ = ("_data", "_files", "_size", "_tree", "_where")
+
+    def __init__(self, tree: Tree | None = None) -> None:
+        self._data: bytes | None = None
+        self._tree: Tree | None = tree if tree is not None else Tree()
+        self._files = self._size = 0
+        self._where = ""
+
+    @classmethod
+    def stored(cls, data: bytes, files: int, size: int, where: str) -> Listing:
+        """A listing's stored bytes (verified), with the totals its folder's entry gives."""
+        listing = cls.__new__(cls)
+        listing._data, listing._tree = data, None
+        listing._files, listing._size, listing._where = files, size, where
+        return listing
+
+    @property
+    def entries(self) -> dict[str, Entry]:
+        """Every row, decoded (from then on the listing is edited as entries)."""
+        if self._tree is None:
+            self._decode()
+        assert self._tree is not None
+        return self._tree.entries
+
+    def get(self, name: str) -> Entry | None:
+        found = self._find(name)
+        return found[2] if found is not None else self.entries.get(name)
+
+    def set(self, name: str, entry: Entry) -> None:
+        found = self._find(name)
+        if found is not None and self._data is not None:
+            import orjson
+
+            start, end, old = found
+            try:
+                row = orjson.dumps((name, *entry))
+            except orjson.JSONEncodeError:  # (a size past 2**64: Tree.encode's json module)
+                pass
+            else:
+                self._data = self._data[:start] + row + self._data[end:]
+                self._count(entry, +1)
+                self._count(old, -1)
+                return
+        self.entries[name] = entry
+
+    def pop(self, name: str) -> Entry | None:
+        found = self._find(name)
+        if found is None:
+            return self.entries.pop(name, None)
+        start, end, old = found
+        data = self._data
+        assert data is not None
+        # The row goes with one comma: the one before it, or after it when it is the first.
+        if data[start - 1 : start] == b",":
+            start -= 1
+        elif data[end : end + 1] == b",":
+            end += 1
+        self._data = data[:start] + data[end:]
+        self._count(old, -1)
+        return old
+
+    def __bool__(self) -> bool:
+        return self._data != b"[]" if self._data is not None else bool(self.entries)
+
+    def totals(self) -> tuple[int, int]:
+        if self._data is not None:
+            return self._files, self._size
+        return Tree(self.entries).totals()
+
+    def encode(self) -> bytes:
+        return self._data if self._data is not None else Tree(self.entries).encode()
+
+    def decoded(self) -> Tree | None:
+        """The entries, when they were decoded anyway (a cache of listings keeps them)."""
+        return self._tree
+
+    def _decode(self) -> None:
+        assert self._data is not None
+        self._tree, self._data = decode_tree(self._data, self._where, validate=False), None
+
+    def _count(self, entry: Entry, sign: int) -> None:
+        self._files += sign * entry.files
+        self._size += sign * entry.size
+
+    def _find(self, name: str) -> tuple[int, int, Entry] | None:
+        """Where the row of `name` starts and ends in the bytes, and its entry; None when the
+        caller is to ask the entries: the listing was decoded, or is now, because its bytes
+        hold no such row (a new name needs its sorted place; and a miss is never trusted to
+        bytes alone) or are not as expected."""
+        import orjson
+
+        data = self._data
+        if data is None:
+            return None
+        try:
+            key = b"[" + orjson.dumps(name) + b',"'
+        except orjson.JSONEncodeError:  # (a name only the json module writes: Tree.encode)
+            self._decode()
+            return None
+        start = data.find(key)
+        if start < 0:
+            self._decode()
+            return None
+        end = data.find(b"]", start + len(key)) + 1
+        try:
+            row = orjson.loads(data[start:end])
+            if type(row) is not list or len(row) != 6 or row[0] != name or row[1] not in _KINDS:
+                raise ValueError(name)
+            entry = Entry(*row[1:])
+        except (ValueError, TypeError):
+            self._decode()
+            return None
+        return start, end, entry
+
+
 # A backslash separates folders only on Windows; elsewhere it is a character a file name may
 # hold, and refusing it made every checkpoint of a workspace with such a file unrestorable.
 _BACKSLASH_SEPARATES = os.name == "nt"
