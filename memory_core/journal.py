@@ -545,16 +545,30 @@ class GitState:
 
     head: str | None
     dirty: set[str]
+    # How many paths git itself listed when it last looked; the others were carried in since
+    # (`carry_git_state`). None: all of them.
+    listed: int | None = None
+
+    @property
+    def carried(self) -> int:
+        """Paths added by other sources since git last looked."""
+        return 0 if self.listed is None else len(self.dirty) - self.listed
 
     def as_json(self) -> dict[str, Any]:
-        return {"head": self.head, "dirty": sorted(self.dirty)}
+        listed = len(self.dirty) if self.listed is None else self.listed
+        return {"head": self.head, "dirty": sorted(self.dirty), "listed": listed}
 
     @classmethod
     def from_json(cls, data: Any) -> GitState | None:
         if not isinstance(data, dict) or not isinstance(data.get("dirty"), list):
             return None
         head = data.get("head")
-        return cls(head if isinstance(head, str) else None, {str(p) for p in data["dirty"]})
+        listed = data.get("listed")
+        return cls(
+            head if isinstance(head, str) else None,
+            {str(p) for p in data["dirty"]},
+            listed if type(listed) is int else 0,  # (older states: counted as all carried)
+        )
 
 
 def _git(
@@ -722,4 +736,5 @@ def carry_git_state(root: Path, before: GitState, changed: set[str]) -> GitState
     moved = git_between(root, before.head, head)
     if moved is None:
         return None
-    return GitState(head, before.dirty | changed | moved)
+    listed = len(before.dirty) if before.listed is None else before.listed
+    return GitState(head, before.dirty | changed | moved, listed)

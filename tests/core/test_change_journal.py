@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -278,6 +279,44 @@ def test_a_carried_git_state_that_grew_past_its_limit_is_taken_afresh_from_git(
     files = _files(repo, from_cli["id"])
     assert files["README.md"] == "changed after the server stopped\n"
     assert files["src/app.py"] == "changed, seen by the watcher\n"
+
+
+def test_many_files_modified_since_head_do_not_make_every_checkpoint_ask_git(
+    repo: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Git is asked again when a carried state gained more than the limit beyond what git
+    listed, not whenever the user has that many files modified: then every checkpoint, however
+    few files changed, waited for a `git status`."""
+    from memory_core.checkpoints import capture
+
+    monkeypatch.setattr(capture, "GIT_CARRY_LIMIT", 1)
+    root = repo.root
+    for rel in ("src/app.py", "README.md"):
+        _write(root, rel, "modified, not committed\n")
+    assert checkpoints.create(repo)["source"] == "scan"  # git listed both: more than the limit
+    statuses: list[Path] = []
+    real_state = journal.git_state
+
+    def counted(root_: Path, **kwargs: Any) -> journal.GitState | None:
+        statuses.append(root_)
+        return real_state(root_, **kwargs)
+
+    monkeypatch.setattr(journal, "git_state", counted)
+    live = journal.ChangeJournal(started_at=time.time() - 3600)
+    for round_no in range(3):
+        _write(root, "src/app.py", f"round {round_no}\n")
+        live.mark(["src/app.py"])
+        time.sleep(1.1)
+        made = checkpoints.create(repo, journal=live)
+        assert (made["source"], made["changed"]) == ("watcher", 1)
+    assert statuses == []
+    _write(root, "new.py", "a third path the watcher names\n")
+    _write(root, "other.py", "and a fourth\n")
+    live.mark(["new.py", "other.py"])
+    time.sleep(1.1)
+    assert checkpoints.create(repo, journal=live)["source"] == "watcher"
+    assert statuses == [root]  # two carried in, past the limit of one: git looks again
+    live.stop()
 
 
 def test_a_file_rewritten_with_the_same_content_in_the_racy_window_is_not_changed(
