@@ -67,7 +67,9 @@ class LineRanges:
 
     Sorted, disjoint start and end lists: `edit` finds the ranges an edit touches by bisection
     and shifts the ranges after it only when the edit adds or removes lines, so typing within a
-    line costs O(log ranges) and no edit ever costs O(file).
+    line costs O(log ranges) and no edit ever costs O(file). At most MAX_RANGES are read out;
+    edits may leave up to twice as many before the closest are joined, all in one pass (joining
+    one pair at every edit past the limit was most of an edit's cost in a busy document).
     """
 
     def __init__(self) -> None:
@@ -77,6 +79,7 @@ class LineRanges:
 
     @property
     def ranges(self) -> list[list[int]]:
+        self._join_closest(MAX_RANGES)
         return [[a, b] for a, b in zip(self.starts, self.ends, strict=True)]
 
     def edit(self, start: int, end: int, end_character: int, text: str) -> None:
@@ -108,18 +111,33 @@ class LineRanges:
         if first > 0 and starts[first] <= ends[first - 1] + 1:
             ends[first - 1] = max(ends[first - 1], ends[first])
             del starts[first], ends[first]
-        if len(starts) > MAX_RANGES:
-            # Merge the two ranges closest together: fewer, slightly wider ranges.
-            gaps = [starts[i + 1] - ends[i] for i in range(len(starts) - 1)]
-            i = gaps.index(min(gaps))
-            ends[i] = ends[i + 1]
-            del starts[i + 1], ends[i + 1]
+        if len(starts) > 2 * MAX_RANGES:
+            self._join_closest(MAX_RANGES)
+
+    def _join_closest(self, most: int) -> None:
+        """Join the ranges closest together until at most `most` are left: fewer, slightly
+        wider ranges, still covering every line touched."""
+        starts, ends = self.starts, self.ends
+        excess = len(starts) - most
+        if excess <= 0:
+            return
+        gaps = sorted(range(len(starts) - 1), key=lambda i: starts[i + 1] - ends[i])
+        joined = set(gaps[:excess])  # range i is joined to range i + 1
+        kept_starts, kept_ends = [starts[0]], [ends[0]]
+        for i in range(1, len(starts)):
+            if i - 1 in joined:
+                kept_ends[-1] = ends[i]
+            else:
+                kept_starts.append(starts[i])
+                kept_ends.append(ends[i])
+        self.starts, self.ends = kept_starts, kept_ends
 
     def clear(self) -> None:
         self.starts, self.ends = [], []
         self.whole = False
 
     def one_based(self) -> list[tuple[int, int]]:
+        self._join_closest(MAX_RANGES)
         return [(a + 1, b + 1) for a, b in zip(self.starts, self.ends, strict=True)]
 
 

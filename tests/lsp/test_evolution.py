@@ -269,4 +269,27 @@ def test_line_ranges_follow_edits_in_current_coordinates() -> None:
     assert ranges.one_based() == [(1, 1), (6, 7)]
     for line in range(0, 400, 4):
         ranges.edit(line, line, 2, "x")
-    assert len(ranges.starts) <= 64  # bounded, whatever the number of edits
+    assert len(ranges.one_based()) <= 64  # bounded, whatever the number of edits
+
+
+def test_line_ranges_past_their_limit_still_cover_every_line_edited() -> None:
+    """Scattered typing past the limit joins the closest ranges: fewer, wider ranges, and no
+    edited line left out."""
+    import itertools
+    import random
+
+    from lsp_server.features.evolution import MAX_RANGES, LineRanges
+
+    rng = random.Random(7)
+    ranges = LineRanges()
+    edited: set[int] = set()
+    for count in range(1, 1000):
+        line = rng.randrange(5000)
+        ranges.edit(line, line, 0, "x")
+        edited.add(line)
+        if count % 97 == 0 or count == 999:
+            kept = ranges.one_based()
+            assert len(kept) <= MAX_RANGES
+            # sorted and apart
+            assert all(a <= b < c for (a, b), (c, _) in itertools.pairwise(kept))
+            assert all(any(a <= line + 1 <= b for a, b in kept) for line in edited)
