@@ -30,6 +30,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import attrs
 import cattrs
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
@@ -261,7 +262,10 @@ class EngramProtocol(LanguageServerProtocol):
     def _structure_and_handle(self, data: dict[str, Any]) -> None:
         is_request = "id" in data and "method" in data
         try:
-            if is_request or "method" in data:
+            fast = _did_change_message(self._converter, data)
+            if fast is not None:
+                message: Any = fast
+            elif is_request or "method" in data:
                 method = data["method"]
                 fallback = JsonRPCRequestMessage if is_request else JsonRPCNotification
                 message = self._converter.structure(data, self.get_message_type(method) or fallback)
@@ -344,6 +348,82 @@ def _loads_burst(text: bytes) -> Any:
         return json.loads(text)
     except (ValueError, UnicodeDecodeError, RecursionError):
         return None
+
+
+# The fields `_did_change_message` fills in, as this lsprotocol defines them; another version's
+# classes (a field more or less) are structured by cattrs instead.
+_CHANGE_FIELDS = {
+    types.Position: ("line", "character"),
+    types.Range: ("start", "end"),
+    types.TextDocumentContentChangePartial: ("range", "text", "range_length"),
+}
+_FAST_CHANGES = all(
+    tuple(field.name for field in attrs.fields(cls)) == names
+    for cls, names in _CHANGE_FIELDS.items()
+)
+_UINTEGER_MAX = 2**31 - 1
+_POSITION_KEYS = {"line": None, "character": None}.keys()
+_RANGE_KEYS = {"start": None, "end": None}.keys()
+_CHANGE_KEYS = {"range": None, "text": None}.keys()
+
+
+def _did_change_message(converter: Any, data: dict[str, Any]) -> Any:
+    """A merged `didChange` of plain edits (`{"range": ..., "text": ...}`, lines and columns
+    within LSP's unsigned range) structured without cattrs, or None for cattrs to structure.
+
+    cattrs builds and validates four objects per edit, a third of what a burst of 1,000 edits
+    costs the server; the edits are checked here as its validators would, and any edit of
+    another shape (a whole-document change, `rangeLength`, a type out of place) leaves the
+    whole message to cattrs, its errors included. The objects are the same (a test compares).
+    """
+    if not _FAST_CHANGES or data.get("method") != types.TEXT_DOCUMENT_DID_CHANGE or "id" in data:
+        return None
+    params = data.get("params")
+    if type(params) is not dict or params.keys() != {"textDocument", "contentChanges"}:
+        return None
+    changes = params["contentChanges"]
+    if type(changes) is not list:
+        return None
+    new, put = object.__new__, object.__setattr__
+    position_class, range_class = types.Position, types.Range
+    change_class = types.TextDocumentContentChangePartial
+    built: list[Any] = []
+    for change in changes:
+        if type(change) is not dict or change.keys() != _CHANGE_KEYS:
+            return None
+        where, text = change["range"], change["text"]
+        if type(text) is not str or type(where) is not dict or where.keys() != _RANGE_KEYS:
+            return None
+        ends = []
+        for end in (where["start"], where["end"]):
+            if type(end) is not dict or end.keys() != _POSITION_KEYS:
+                return None
+            line, character = end["line"], end["character"]
+            if (
+                type(line) is not int
+                or type(character) is not int
+                or not 0 <= line <= _UINTEGER_MAX
+                or not 0 <= character <= _UINTEGER_MAX
+            ):
+                return None
+            position = new(position_class)
+            put(position, "line", line)
+            put(position, "character", character)
+            ends.append(position)
+        span = new(range_class)
+        put(span, "start", ends[0])
+        put(span, "end", ends[1])
+        edit = new(change_class)
+        put(edit, "range", span)
+        put(edit, "text", text)
+        put(edit, "range_length", None)
+        built.append(edit)
+    document = converter.structure(params["textDocument"], types.VersionedTextDocumentIdentifier)
+    return types.DidChangeTextDocumentNotification(
+        params=types.DidChangeTextDocumentParams(
+            text_document=document, content_changes=tuple(built)
+        )
+    )
 
 
 def _is_did_change(data: Any) -> bool:
