@@ -563,12 +563,11 @@ class GitState:
         if not isinstance(data, dict) or not isinstance(data.get("dirty"), list):
             return None
         head = data.get("head")
+        dirty = {str(p) for p in data["dirty"]}
         listed = data.get("listed")
-        return cls(
-            head if isinstance(head, str) else None,
-            {str(p) for p in data["dirty"]},
-            listed if type(listed) is int else 0,  # (older states: counted as all carried)
-        )
+        if type(listed) is not int or not 0 <= listed <= len(dirty):
+            listed = 0  # (older states, or a count that cannot be: all counted as carried)
+        return cls(head if isinstance(head, str) else None, dirty, listed)
 
 
 def _git(

@@ -319,6 +319,17 @@ def test_many_files_modified_since_head_do_not_make_every_checkpoint_ask_git(
     live.stop()
 
 
+def test_a_stored_git_state_that_cannot_be_counts_all_its_paths_as_carried() -> None:
+    """A checkpoint's stored state with no count of git's own paths (an older engram's) or an
+    impossible one counts every path as carried, so git is asked afresh past the limit and the
+    state never grows without bound."""
+    for listed in (None, -1, 3, "2", True):
+        state = journal.GitState.from_json({"head": None, "dirty": ["a", "b"], "listed": listed})
+        assert state is not None and state.carried == 2, listed
+    state = journal.GitState.from_json({"head": None, "dirty": ["a", "b"], "listed": 1})
+    assert state is not None and state.carried == 1
+
+
 def test_a_file_rewritten_with_the_same_content_in_the_racy_window_is_not_changed(
     project: Store,
 ) -> None:
