@@ -362,9 +362,9 @@ _FAST_CHANGES = all(
     for cls, names in _CHANGE_FIELDS.items()
 )
 _UINTEGER_MAX = 2**31 - 1
-_POSITION_KEYS = {"line": None, "character": None}.keys()
-_RANGE_KEYS = {"start": None, "end": None}.keys()
-_CHANGE_KEYS = {"range": None, "text": None}.keys()
+_POSITION_KEYS = frozenset({"line", "character"})
+_RANGE_KEYS = frozenset({"start", "end"})
+_CHANGE_KEYS = frozenset({"range", "text"})
 
 
 def _did_change_message(converter: Any, data: dict[str, Any]) -> Any:
