@@ -364,16 +364,19 @@ _FAST_CHANGES = all(
 _UINTEGER_MAX = 2**31 - 1
 _POSITION_KEYS = frozenset({"line", "character"})
 _RANGE_KEYS = frozenset({"start", "end"})
-_CHANGE_KEYS = frozenset({"range", "text"})
+# What every real client sends: Neovim (0.7 and 0.11), eglot and vscode-languageclient all add
+# the deprecated `rangeLength` to each edit.
+_CHANGE_KEYS = (frozenset({"range", "text"}), frozenset({"range", "rangeLength", "text"}))
 
 
 def _did_change_message(converter: Any, data: dict[str, Any]) -> Any:
-    """A merged `didChange` of plain edits (`{"range": ..., "text": ...}`, lines and columns
-    within LSP's unsigned range) structured without cattrs, or None for cattrs to structure.
+    """A merged `didChange` of plain edits (a range, a text and perhaps a `rangeLength`, every
+    number within LSP's unsigned range) structured without cattrs, or None for cattrs to
+    structure.
 
     cattrs builds and validates four objects per edit, a third of what a burst of 1,000 edits
     costs the server; the edits are checked here as its validators would, and any edit of
-    another shape (a whole-document change, `rangeLength`, a type out of place) leaves the
+    another shape (a whole-document change, an unknown key, a type out of place) leaves the
     whole message to cattrs, its errors included. The objects are the same (a test compares).
     """
     if not _FAST_CHANGES or data.get("method") != types.TEXT_DOCUMENT_DID_CHANGE or "id" in data:
@@ -389,10 +392,13 @@ def _did_change_message(converter: Any, data: dict[str, Any]) -> Any:
     change_class = types.TextDocumentContentChangePartial
     built: list[Any] = []
     for change in changes:
-        if type(change) is not dict or change.keys() != _CHANGE_KEYS:
+        if type(change) is not dict or change.keys() not in _CHANGE_KEYS:
             return None
         where, text = change["range"], change["text"]
         if type(text) is not str or type(where) is not dict or where.keys() != _RANGE_KEYS:
+            return None
+        length = change.get("rangeLength")
+        if length is not None and (type(length) is not int or not 0 <= length <= _UINTEGER_MAX):
             return None
         ends = []
         for end in (where["start"], where["end"]):
@@ -416,7 +422,7 @@ def _did_change_message(converter: Any, data: dict[str, Any]) -> Any:
         edit = new(change_class)
         put(edit, "range", span)
         put(edit, "text", text)
-        put(edit, "range_length", None)
+        put(edit, "range_length", length)
         built.append(edit)
     document = converter.structure(params["textDocument"], types.VersionedTextDocumentIdentifier)
     return types.DidChangeTextDocumentNotification(

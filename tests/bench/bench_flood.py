@@ -59,6 +59,8 @@ def _flood(server: RawServer, uri: str, version: int) -> tuple[float, int]:
                             "start": {"line": line, "character": 0},
                             "end": {"line": line, "character": 0},
                         },
+                        # (sent by Neovim, eglot and VS Code alike, though deprecated)
+                        "rangeLength": 0,
                         "text": "x",
                     }
                 ],

@@ -113,7 +113,8 @@ def _plain_edit(line: Any = 3, character: Any = 0, text: Any = "x", **extra: Any
 
 
 def test_a_burst_of_plain_edits_is_structured_as_cattrs_structures_it() -> None:
-    """Plain edits skip cattrs (a third of a burst's cost) and come out as the same objects."""
+    """Plain edits skip cattrs (a third of a burst's cost) and come out as the same objects,
+    with the `rangeLength` Neovim, eglot and VS Code send (and without it)."""
     import random
 
     from lsprotocol import types
@@ -128,6 +129,7 @@ def test_a_burst_of_plain_edits_is_structured_as_cattrs_structures_it() -> None:
             rng.randrange(2**31),
             rng.randrange(100),
             rng.choice(["", "x", "é\n😀", '"\\', "  indented\n"]),
+            **({"rangeLength": rng.randrange(50)} if rng.random() < 0.7 else {}),
         )
         for _ in range(300)
     ]
@@ -136,11 +138,13 @@ def test_a_burst_of_plain_edits_is_structured_as_cattrs_structures_it() -> None:
     assert fast is not None
     assert fast == converter.structure(message, types.DidChangeTextDocumentNotification)
     assert fast.params.content_changes[0].range.start.line == changes[0]["range"]["start"]["line"]
+    lengths = [change.range_length for change in fast.params.content_changes]
+    assert lengths == [change.get("rangeLength") for change in changes]
 
 
 def test_edits_cattrs_would_judge_otherwise_are_left_to_cattrs() -> None:
-    """Anything but plain edits with LSP-range lines and columns goes to cattrs, which keeps
-    its errors (a negative line) and its readings (rangeLength, a whole-document change)."""
+    """Anything but plain edits with LSP-range numbers goes to cattrs, which keeps its errors
+    (a negative line) and its readings (a whole-document change)."""
     from pygls.protocol import default_converter
 
     from lsp_server.jsonrpc import _did_change_message
@@ -154,7 +158,10 @@ def test_edits_cattrs_would_judge_otherwise_are_left_to_cattrs() -> None:
         _plain_edit(line=1.0),
         _plain_edit(character="0"),
         _plain_edit(text=None),
-        _plain_edit(rangeLength=1),
+        _plain_edit(rangeLength=-1),
+        _plain_edit(rangeLength=True),
+        _plain_edit(rangeLength="1"),
+        _plain_edit(rangeOffset=1),
         {"text": "the whole document"},
         {"range": None, "text": "x"},
         "not an edit",
