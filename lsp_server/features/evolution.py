@@ -79,7 +79,7 @@ class LineRanges:
 
     @property
     def ranges(self) -> list[list[int]]:
-        self._join_closest(MAX_RANGES)
+        self._join_closest()
         return [[a, b] for a, b in zip(self.starts, self.ends, strict=True)]
 
     def edit(self, start: int, end: int, end_character: int, text: str) -> None:
@@ -112,13 +112,13 @@ class LineRanges:
             ends[first - 1] = max(ends[first - 1], ends[first])
             del starts[first], ends[first]
         if len(starts) > 2 * MAX_RANGES:
-            self._join_closest(MAX_RANGES)
+            self._join_closest()
 
-    def _join_closest(self, most: int) -> None:
-        """Join the ranges closest together until at most `most` are left: fewer, slightly
+    def _join_closest(self) -> None:
+        """Join the ranges closest together until at most MAX_RANGES are left: fewer, slightly
         wider ranges, still covering every line touched."""
         starts, ends = self.starts, self.ends
-        excess = len(starts) - most
+        excess = len(starts) - MAX_RANGES
         if excess <= 0:
             return
         gaps = sorted(range(len(starts) - 1), key=lambda i: starts[i + 1] - ends[i])
@@ -137,7 +137,7 @@ class LineRanges:
         self.whole = False
 
     def one_based(self) -> list[tuple[int, int]]:
-        self._join_closest(MAX_RANGES)
+        self._join_closest()
         return [(a + 1, b + 1) for a, b in zip(self.starts, self.ends, strict=True)]
 
 
