@@ -33,6 +33,7 @@ from typing import Any
 import attrs
 import cattrs
 from lsprotocol import types
+from lsprotocol.validators import UINTEGER_MAX_VALUE
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage
@@ -361,7 +362,6 @@ _FAST_CHANGES = all(
     tuple(field.name for field in attrs.fields(cls)) == names
     for cls, names in _CHANGE_FIELDS.items()
 )
-_UINTEGER_MAX = 2**31 - 1
 _POSITION_KEYS = frozenset({"line", "character"})
 _RANGE_KEYS = frozenset({"start", "end"})
 # What every real client sends: Neovim (0.7 and 0.11), eglot and vscode-languageclient all add
@@ -398,7 +398,9 @@ def _did_change_message(converter: Any, data: dict[str, Any]) -> Any:
         if type(text) is not str or type(where) is not dict or where.keys() != _RANGE_KEYS:
             return None
         length = change.get("rangeLength")
-        if length is not None and (type(length) is not int or not 0 <= length <= _UINTEGER_MAX):
+        if length is not None and (
+            type(length) is not int or not 0 <= length <= UINTEGER_MAX_VALUE
+        ):
             return None
         ends = []
         for end in (where["start"], where["end"]):
@@ -408,8 +410,8 @@ def _did_change_message(converter: Any, data: dict[str, Any]) -> Any:
             if (
                 type(line) is not int
                 or type(character) is not int
-                or not 0 <= line <= _UINTEGER_MAX
-                or not 0 <= character <= _UINTEGER_MAX
+                or not 0 <= line <= UINTEGER_MAX_VALUE
+                or not 0 <= character <= UINTEGER_MAX_VALUE
             ):
                 return None
             position = new(position_class)
