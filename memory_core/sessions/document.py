@@ -9,7 +9,7 @@ from typing import Any
 from memory_core import clock
 from memory_core.errors import EngramError, NotFoundError, UsageError
 from memory_core.sessions.metrics import metrics
-from memory_core.sessions.model import _find_row, _json
+from memory_core.sessions.model import _find_row, _json, restore_archived
 from memory_core.store import Store
 
 # The format of a saved session document. Version 1 was engram's first layout (no tool calls,
@@ -53,6 +53,8 @@ def document_json(store: Store, session_id: str, *, now: float | None = None) ->
     if row is None:
         raise NotFoundError(f"no session {session_id!r}", hint="see `engram session list`")
     sid = row["id"]
+    if restore_archived(store, sid):
+        row = _find_row(store, sid) or row
     session = {key: row[key] for key in row.keys()}  # noqa: SIM118 - sqlite3.Row has no items()
     for key in ("decisions", "outcomes", "open_items", "tags", "search_footprint", "data"):
         session[key] = json.loads(session[key])
