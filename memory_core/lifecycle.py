@@ -208,6 +208,14 @@ def undelete(store: Store, ident: str, *, now: float | None = None) -> dict[str,
             raise NotFoundError(
                 f"{deletion_id} ({record['what']}) is past recovery: it was purged for good"
             )
+        if float(record["recover_until"]) <= now:
+            # Seed 003: recoverable for 30 days, then purged. The deadline is the promise,
+            # whether or not a purge has run since.
+            raise NotFoundError(
+                f"{deletion_id} ({record['what']}) is past recovery: its recovery period ended"
+                f" at {clock.iso(float(record['recover_until']))}",
+                hint="`engram purge` removes it for good; nothing was restored",
+            )
         existing = live_tables(db)
         restored: dict[str, int] = {}
         skipped = 0
