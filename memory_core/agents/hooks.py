@@ -61,6 +61,12 @@ class HookRun:
         self.store = store
         self.now = now
         self.output: dict[str, Any] | None = None
+        # The quota's view of this run (agents.quota_hook): the payload's size, whether its
+        # writes are guarded, refused, and the session's use measured as they committed.
+        self.payload_bytes = 0
+        self.quota_guarded = False
+        self.quota_refused = False
+        self.quota_measured: int | None = None
         self._settings: Any = None
         self._finished: list[record.FinishedTurn] = []
 
@@ -554,11 +560,14 @@ def handle(
         store = Store.open_or_init(root)
         try:
             run = HookRun(payload, store, clock.now() if now is None else now)
+            run.payload_bytes = len(data)
             from memory_core.agents import quota_hook
 
-            # The session quota (seed 003): full sessions record nothing, 80 % / 95 % warn.
+            # The session quota (seed 003): full sessions record nothing, nor does a hook whose
+            # records would take its session past the quota; 80 % / 95 % warn.
             if quota_hook.before(run):
-                handler(run)
+                with quota_hook.guard(run):
+                    handler(run)
                 quota_hook.after(run)
             output = run.output
         finally:
