@@ -451,6 +451,39 @@ class HookRun:
         limits.enforce(self.store, self.settings, now=self.now)
         quota.enforce(self.store, self.session_id, self.settings, now=self.now)
 
+    def autosave(self) -> None:
+        """beans' auto-save for sessions only hooks record (the editor saves its own on a timer):
+        at the end of a turn when `sessions.autosave_minutes` have passed since the last save,
+        and at the end of the session when anything happened since. Never at the cost of the
+        hook: a save that would take the session past its quota is skipped, a failure logged."""
+        if self.payload.event not in AUTOSAVE_EVENTS or not self.payload.session_id:
+            return
+        from memory_core import quota
+        from memory_core.errors import QuotaExceededError
+
+        interval = float(self.settings["sessions.autosave_minutes"])
+        try:
+            if self.quota_guarded:
+                with quota.guarded_write(self.store, self.session_id, self.settings):
+                    self._autosave(interval)
+            else:
+                self._autosave(interval)
+        except QuotaExceededError as exc:
+            log.write(self.store.root, "info", f"auto-save skipped: {exc.one_line()}")
+        except Exception as exc:  # the turn is recorded; a save that fails must not undo that
+            log.write(self.store.root, "warning", f"auto-save failed: {exc}", exc=exc)
+
+    def _autosave(self, interval: float) -> None:
+        from memory_core import sessions
+
+        sessions.autosave_session(
+            self.store,
+            self.session_id,
+            interval_minutes=interval,
+            final=self.payload.event == "SessionEnd",
+            now=self.now,
+        )
+
     def other(self) -> None:
         if self.payload.session_id:
             self.touch()
@@ -468,6 +501,10 @@ HANDLERS: dict[str, Callable[[HookRun], None]] = {
     "SubagentStop": HookRun.subagent_stop,
     "SessionEnd": HookRun.session_end,
 }
+
+# The events after which a hook-recorded session may be auto-saved: the end of a turn, the
+# end of the session.
+AUTOSAVE_EVENTS = frozenset({"Stop", "SessionEnd"})
 
 # The events `engram hooks install` registers (the others would only cost a process start).
 INSTALLED_EVENTS = {
@@ -568,6 +605,8 @@ def handle(
             if quota_hook.before(run):
                 with quota_hook.guard(run):
                     handler(run)
+                if not run.quota_refused:
+                    run.autosave()
                 quota_hook.after(run)
             output = run.output
         finally:
