@@ -335,6 +335,7 @@ def _loaded_text(verb: str, loaded: dict[str, Any]) -> str:
 def run_load(ctx: Context) -> int:
     loaded = sessions.load(ctx.store(), ctx.args.id, history_limit=max(0, ctx.args.last))
     ctx.emit(loaded, lambda: _loaded_text("Loaded", loaded))
+    _print_notes(loaded)
     return 0
 
 
@@ -428,7 +429,14 @@ def run_export(ctx: Context) -> int:
 def run_import(ctx: Context) -> int:
     imported = sessions.import_file(ctx.store(), Path(ctx.args.file), replace=ctx.args.replace)
     ctx.emit(imported, lambda: _loaded_text("Imported", imported))
+    _print_notes(imported)
     return 0
+
+
+def _print_notes(loaded: dict[str, Any]) -> None:
+    """What an import changed on the way in, on stderr (stdout stays the result, JSON or not)."""
+    for note in loaded.get("notes") or ():
+        print(f"engram: note: {note}", file=sys.stderr)
 
 
 def run_capture(ctx: Context) -> int:

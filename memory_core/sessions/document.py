@@ -98,12 +98,32 @@ def unpack_document(payload: bytes) -> Any:
     return json.loads(data)
 
 
+# The beans SessionExport versions this engram reads (seed 004 writes "1.0").
+BEANS_MAJOR_VERSION = 1
+
+
+def is_beans_document(raw: Any) -> bool:
+    """A beans `SessionExport` (`session.sessionId`), as opposed to engram's own (`session.id`)."""
+    session = raw.get("session") if isinstance(raw, dict) else None
+    return isinstance(session, dict) and "sessionId" in session and "id" not in session
+
+
 def parse_document(raw: Any) -> dict[str, Any]:
     """Validate a saved-session document, upgrading older versions; refuse newer ones."""
     if not isinstance(raw, dict) or not isinstance(raw.get("session"), dict):
         raise UsageError(
             "not a saved engram session: expected an object with `session` and `turns`"
         )
+    if is_beans_document(raw):
+        # beans versions its file format on its own ("1.0"): the beans reader is version 1's.
+        found = raw.get("version", "1.0")
+        if _major_version(found) != BEANS_MAJOR_VERSION:
+            raise EngramError(
+                f"this beans session file has version {found}; this engram reads beans session"
+                f" files of version {BEANS_MAJOR_VERSION}.x",
+                hint="export it again from a beans that writes version 1.x; nothing was changed",
+            )
+        raw = {**raw, "version": 1}
     version = _major_version(raw.get("version", 1))
     _refuse_newer(version)
     doc = dict(raw)
@@ -111,7 +131,10 @@ def parse_document(raw: Any) -> dict[str, Any]:
         doc = _upgrade_v1(doc)
     session = doc["session"]
     if not isinstance(session.get("id"), str) or not session["id"]:
-        raise UsageError("saved session has no `session.id`")
+        raise UsageError(
+            "saved session has no `session.id` (engram's format) nor `session.sessionId`"
+            " (a beans SessionExport)"
+        )
     turns = doc.get("turns") or []
     if not isinstance(turns, list) or not all(isinstance(t, dict) for t in turns):
         raise UsageError("saved session `turns` must be a list of objects")
@@ -120,11 +143,16 @@ def parse_document(raw: Any) -> dict[str, Any]:
 
 
 def _refuse_newer(version: int) -> None:
-    if version > FORMAT_VERSION:
+    if version > FORMAT_VERSION or version < 1:
         raise EngramError(
             f"this saved session has format version {version}, written by a newer engram "
-            f"(this one reads versions 1 to {FORMAT_VERSION})",
-            hint="upgrade engram to load it; nothing was changed",
+            f"(this one reads versions 1 to {FORMAT_VERSION})"
+            if version > FORMAT_VERSION
+            else f"this saved session has format version {version}; this engram reads versions"
+            f" 1 to {FORMAT_VERSION}",
+            hint="upgrade engram to load it; nothing was changed"
+            if version > FORMAT_VERSION
+            else "nothing was changed",
         )
 
 
@@ -137,6 +165,41 @@ def _major_version(value: Any) -> int:
         return int(value)
     except (TypeError, ValueError):
         raise UsageError(f"saved session has an unreadable version {value!r}") from None
+
+
+def fill_placeholders(text: str) -> tuple[str, int]:
+    """Read `[...]` and `{...}` outside strings as empty: the shorthand of documentation examples
+    (the beans SessionExport example abbreviates its tool calls so). Returns the text and how
+    many placeholders it had."""
+    out: list[str] = []
+    count = 0
+    i = 0
+    in_string = False
+    while i < len(text):
+        char = text[i]
+        if in_string:
+            out.append(char)
+            if char == "\\":
+                out.append(text[i + 1 : i + 2])
+                i += 2
+                continue
+            if char == '"':
+                in_string = False
+            i += 1
+            continue
+        if char == '"':
+            in_string = True
+        elif char in "[{":
+            close = "]" if char == "[" else "}"
+            inner = text[i + 1 : text.find(close, i + 1)] if close in text[i + 1 :] else ""
+            if inner.strip() == "..." or inner.strip() == "…":
+                out.append(char + close)
+                count += 1
+                i += len(inner) + 2
+                continue
+        out.append(char)
+        i += 1
+    return "".join(out), count
 
 
 def _ts(value: Any) -> float | None:
