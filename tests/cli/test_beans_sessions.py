@@ -196,3 +196,54 @@ def test_closing_a_session_shows_its_summary(cli, repo: Path) -> None:  # type: 
     assert "- update the imports in docs" in closed.stdout
     note = repo / ".engram" / "exports" / "sessions"
     assert any('status: "closed"' in p.read_text() for p in note.glob("*_S-end.md"))
+
+
+def test_resume_without_a_checkpoint_finds_files_edited_since(cli, repo: Path) -> None:  # type: ignore[no-untyped-def]
+    """A session recorded by hooks alone, no checkpoint, no editor: files edited afterwards are
+    found by their modification times, and a file the session wrote that is gone is deleted."""
+    from tests.agents_fixtures import hook_payload
+    from tests.conftest import write_file
+
+    sid = "b0b5e551-aaaa-bbbb-cccc-123456789abc"
+    write_file(repo, "README.md", "# app\n", age=3600)
+    write_file(repo, "src/app.py", "def main():\n    pass\n", age=3600)
+    write_file(repo, "src/old.py", "OLD = 1\n", age=3600)
+    assert cli("config", "set", "checkpoints.every_n_turns", "0", cwd=repo).code == 0
+
+    def hook(event: str, **extra: object) -> None:
+        payload = hook_payload(event, sid, repo, **extra)
+        assert cli("hook", "claude-code", event, cwd=repo, stdin=payload).code == 0
+
+    hook("SessionStart", source="startup")
+    hook("UserPromptSubmit", prompt="drop the old module")
+    for i, (tool, path) in enumerate((("Edit", "src/app.py"), ("Write", "src/old.py"))):
+        hook(
+            "PostToolUse",
+            tool_name=tool,
+            tool_input={"file_path": str(repo / path), "old_string": "a", "new_string": "b"},
+            tool_use_id=f"toolu_edit_{i}",
+            tool_response={"filePath": str(repo / path)},
+        )
+    hook("Stop", stop_hook_active=False, last_assistant_message="Done.")
+    hook("SessionEnd", reason="prompt_input_exit")
+    with Store.open(repo) as store:
+        assert store.query_one("SELECT count(*) FROM checkpoints")[0] == 0
+    quiet = cli("session", "resume", sid, cwd=repo)
+    assert quiet.code == 0, quiet.stderr
+    assert "workspace: unchanged since the session" in quiet.stdout  # the control
+    assert cli("session", "close", sid, cwd=repo).code == 0
+
+    (repo / "src" / "app.py").write_text("def main():\n    return 1\n")
+    (repo / "README.md").write_text("# app\n\nUsage: app run\n")
+    (repo / "src" / "old.py").unlink()
+    resumed = cli("session", "resume", sid, "--json", cwd=repo)
+    changes = resumed.json()["workspace_changes"]
+    assert changes["checkpoint"] is None
+    assert (changes["modified"], changes["deleted"]) == (
+        ["README.md", "src/app.py"],
+        ["src/old.py"],
+    )
+    (repo / "README.md").write_text("# app\n\nUsage: app run --fast\n")
+    text = cli("session", "resume", sid, cwd=repo).stdout
+    # Measured since the last resume: only what changed after it, and the file still gone.
+    assert "  modified: README.md\n" in text and "  deleted: src/old.py" in text
