@@ -130,6 +130,15 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     st.add_argument("--workflow-state", dest="workflow_state", help="its state ('' clears it)")
     st.add_argument("--story", help="the story in progress ('' clears it)")
     st.add_argument("--subtask", help="the subtask in progress ('' clears it)")
+    st.add_argument(
+        "--task-done",
+        dest="task_done",
+        metavar="TASK",
+        help="a task the agent finished (kept in the task history, the last 20)",
+    )
+    st.add_argument(
+        "--result", dest="task_result", default="done", help="how it ended (default: done)"
+    )
     add("crashed", "sessions that stopped without ending (and how to resume them)", run_crashed)
     rec = add(
         "recover", "resolve a crashed session: continue, review, restart or discard", run_recover
@@ -482,6 +491,7 @@ def run_state(ctx: Context) -> int:
         args.workflow_state,
         args.story,
         args.subtask,
+        args.task_done,
     )
     if any(value is not None for value in changes):
         found = session_state.update(
@@ -493,6 +503,8 @@ def run_state(ctx: Context) -> int:
             workflow_state=args.workflow_state,
             story=args.story,
             subtask=args.subtask,
+            task_done=args.task_done,
+            task_result=args.task_result,
         )
     else:
         found = session_state.state(store, sid)
@@ -507,6 +519,11 @@ def run_state(ctx: Context) -> int:
             + (f" ({found['workflow_state']})" if found["workflow_state"] else ""),
             f"task:     {found['active_story'] or 'none'}"
             + (f" / {found['active_subtask']}" if found["active_subtask"] else ""),
+            "done:     "
+            + (
+                ", ".join(f"{t['task']} ({t['result']})" for t in found["task_history"][-5:])
+                or "none"
+            ),
         ]
         return "\n".join(lines)
 
