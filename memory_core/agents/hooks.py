@@ -103,6 +103,12 @@ class HookRun:
                 ts=self.now,
                 resumed=self.payload.source in ("resume", "compact", "fork"),
             )
+        elif self.payload.event == "SessionStart":
+            from memory_core.sessions.model import restore_archived
+
+            # A conversation resumed after its session was archived: its turns come back
+            # before new ones join them, so the session is whole again for whoever reads it.
+            restore_archived(self.store, self.session_id)
 
     def transcript(self) -> Path | None:
         """The Claude-format transcript named in the payload, when it exists and is one."""

@@ -109,3 +109,32 @@ async def test_the_mcp_transcript_of_an_archived_session_has_its_turns(archived:
             data = result.structured_content or json.loads(result.content[0].text)
             assert len(data["turns"]) == 3, tool
             assert data["turns"][0]["user_message"].startswith("The login test fails")
+
+
+def test_a_conversation_resumed_after_archiving_gets_its_records_back_once(
+    cli, archived: Path, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """Claude Code resumes the old conversation: its SessionStart brings the archived records
+    back (nobody had to ask for them first), and the transcript read again (here, copied to
+    another file) adds no turn twice."""
+    from tests.agents_fixtures import hook_payload
+
+    original = tmp_path / "projects" / f"{SESSION}.jsonl"
+    start = cli(
+        "hook",
+        "claude-code",
+        "SessionStart",
+        cwd=archived,
+        stdin=hook_payload("SessionStart", SESSION, archived, original, source="resume"),
+    )
+    assert start.code == 0 and start.stderr == ""
+    assert _rows(archived, "SELECT count(*) FROM archived_rows")[0] == (0,)
+    copy = tmp_path / "elsewhere" / "copy.jsonl"
+    copy.parent.mkdir()
+    copy.write_bytes(original.read_bytes())
+    assert cli("ingest", "claude-code", str(copy), cwd=archived).code == 0
+    history = cli("session", "history", SESSION, "--json", cwd=archived).json()
+    assert len(history["turns"]) == 3
+    assert _rows(archived, f"SELECT count(*) FROM agent_turns WHERE session_id = '{SESSION}'")[
+        0
+    ] == (3,)
