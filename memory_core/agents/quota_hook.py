@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Iterator
 from typing import Any, Protocol
 
@@ -149,14 +150,39 @@ def guard(run: HookRun) -> Iterator[None]:
         yield
         return
     measured: list[int] = []
+    started = time.time_ns()
     try:
         with quota.guarded_write(run.store, run.session_id, run.settings, measured=measured):
             yield
     except QuotaExceededError as exc:
+        _forget_unrecorded_digests(run, started)
         _refuse(run, exc)
         run.quota_refused = True
         return
     run.quota_measured = measured[0] if measured else None
+
+
+def _forget_unrecorded_digests(run: HookRun, since_ns: int) -> None:
+    """A refused hook's digest file: its record was rolled back, so the file goes too (else a
+    session just below its quota would leave one more file at every turn's end)."""
+    from memory_core.agents.digest import DIGEST_DIR
+    from memory_core.filenames import safe_filename
+
+    folder = run.store.dir.joinpath(*DIGEST_DIR)
+    try:
+        candidates = list(folder.glob(f"{safe_filename(run.session_id)}-*.yaml"))
+    except OSError:
+        return
+    for path in candidates:
+        try:
+            if path.stat().st_mtime_ns < since_ns:
+                continue
+        except OSError:
+            continue
+        relative = str(path.relative_to(run.store.dir))
+        if run.store.query_one("SELECT 1 FROM digests WHERE path = ?", (relative,)) is None:
+            with contextlib.suppress(OSError):
+                path.unlink()
 
 
 def _refuse(run: HookRun, exc: QuotaExceededError) -> None:

@@ -102,6 +102,14 @@ def test_a_hook_recorded_session_never_passes_its_quota(cli, repo: Path, tmp_pat
     hook("Stop", last_assistant_message="Loaded every batch. " * 60)
     hook("SessionEnd", reason="prompt_input_exit")
     assert _used(repo, SESSION) <= limit
+    # A refused hook leaves no digest file behind whose record it rolled back.
+    files = sorted(p.name for p in (repo / ".engram" / "exports" / "digests").glob("*.yaml"))
+    with Store.open(repo) as store:
+        recorded = sorted(
+            Path(row[0]).name
+            for row in store.query("SELECT path FROM digests WHERE session_id = ?", (SESSION,))
+        )
+    assert files == recorded
     log = (repo / ".engram" / "engram.log").read_text(encoding="utf-8")
     assert "no room for this record (MEM_E001)" in log
     status = cli("memory", "status", "--json", cwd=repo).json()
