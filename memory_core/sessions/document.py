@@ -4,6 +4,7 @@ packed for storage, parsed and validated, older versions upgraded, newer ones re
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from memory_core import clock
@@ -167,39 +168,27 @@ def _major_version(value: Any) -> int:
         raise UsageError(f"saved session has an unreadable version {value!r}") from None
 
 
+# A JSON string (kept as it is) or a placeholder outside one (`[...]`, `{...}`, `…` too).
+_STRING_OR_PLACEHOLDER = re.compile(
+    r'"(?:[^"\\]|\\.)*"|\[\s*(?:\.\.\.|…)\s*\]|\{\s*(?:\.\.\.|…)\s*\}', re.DOTALL
+)
+
+
 def fill_placeholders(text: str) -> tuple[str, int]:
     """Read `[...]` and `{...}` outside strings as empty: the shorthand of documentation examples
     (the beans SessionExport example abbreviates its tool calls so). Returns the text and how
     many placeholders it had."""
-    out: list[str] = []
     count = 0
-    i = 0
-    in_string = False
-    while i < len(text):
-        char = text[i]
-        if in_string:
-            out.append(char)
-            if char == "\\":
-                out.append(text[i + 1 : i + 2])
-                i += 2
-                continue
-            if char == '"':
-                in_string = False
-            i += 1
-            continue
-        if char == '"':
-            in_string = True
-        elif char in "[{":
-            close = "]" if char == "[" else "}"
-            inner = text[i + 1 : text.find(close, i + 1)] if close in text[i + 1 :] else ""
-            if inner.strip() == "..." or inner.strip() == "…":
-                out.append(char + close)
-                count += 1
-                i += len(inner) + 2
-                continue
-        out.append(char)
-        i += 1
-    return "".join(out), count
+
+    def one(match: re.Match[str]) -> str:
+        nonlocal count
+        token = match.group(0)
+        if token.startswith('"'):
+            return token
+        count += 1
+        return "[]" if token.startswith("[") else "{}"
+
+    return _STRING_OR_PLACEHOLDER.sub(one, text), count
 
 
 def _ts(value: Any) -> float | None:
