@@ -90,11 +90,13 @@ def axioms_in(prompt: str) -> list[str]:
 # redacted on top of this, as everywhere).
 
 GIST_WORDS = 24
+# A correction's cue, dropped from its restatement. Words that could carry the meaning ("No
+# tests were run", "Stop using print") count as a cue only when punctuation follows them.
 _CUE = re.compile(
-    r"^(?:(?:no|nope|actually|wait|ok(?:ay)?|hmm+|well|so|and|also|but|hey|sorry|stop|undo|"
-    r"revert|wrong|not quite|not that|i said|i meant|i mean|"
-    r"that'?s (?:not (?:right|it|what i (?:meant|asked|said))|wrong)|that is (?:not|wrong))"
-    r"\b[\s,:;.!-]*)+",
+    r"^(?:(?:(?:no|nope|wrong|wait|stop|not quite|not that|"
+    r"that is (?:not (?:right|it|what i (?:meant|asked|said))|wrong))\s*[,:;.!—-]+|"
+    r"(?:actually|well|ok(?:ay)?|hmm+|so|and|also|but|hey|sorry|i said|i meant|i mean)\b"
+    r"[,:;.!—-]*)\s*)+",
     re.IGNORECASE,
 )
 _FRAMING = re.compile(

@@ -316,3 +316,46 @@ def test_a_digest_as_the_aios_writer_writes_it_loads() -> None:
         "files_modified": [],
         "commands_executed": [],
     }
+
+
+@pytest.mark.parametrize(
+    ("prompt", "gist"),
+    [
+        (CORRECTION, "Do not touch auth.py: the bug is in the session cookie"),
+        ("actually, use the v2 API", "Use the v2 API"),
+        (
+            "No. Wrong file. Please edit src/app.py instead of src/main.py, thanks!",
+            "Edit src/app.py instead of src/main.py",
+        ),
+        (
+            "No, that's wrong: the retry belongs in src/net/client.py, not in the uploader.",
+            "The retry belongs in src/net/client.py, not in the uploader",
+        ),
+        # A word that carries the meaning is no cue: the statement keeps it.
+        ("No tests were run, you forgot them", "No tests were run, you forgot them"),
+        ("Stop using print statements", "Stop using print statements"),
+        ("Revert the last commit", "Revert the last commit"),
+        (
+            "wait, you forgot to email bob@example.com the link https://x.example/y at /home/bob/n",
+            "You forgot to email <email> the link <url> at ~/n",
+        ),
+    ],
+)
+def test_a_correction_is_restated_not_quoted(prompt: str, gist: str) -> None:
+    assert digest.is_correction(prompt)
+    assert digest.correction_gist(prompt) == gist
+
+
+def test_a_rule_is_restated_by_its_modality() -> None:
+    rules = digest.axioms_in(
+        "Never push to main. You must sign commits! Always run pytest tests/test_a.py -x. "
+        "Tests must pass before merge. Make sure to rebase. Don't ever force-push."
+    )
+    assert [digest.axiom_gist(rule) for rule in rules] == [
+        "Never: push to main",
+        "Must: sign commits",
+        "Always: run pytest tests/test_a.py -x",
+        "Rule: Tests must pass before merge",
+        "Always: rebase",
+        "Never: force-push",
+    ]
