@@ -138,3 +138,11 @@ def test_a_conversation_resumed_after_archiving_gets_its_records_back_once(
     assert _rows(archived, f"SELECT count(*) FROM agent_turns WHERE session_id = '{SESSION}'")[
         0
     ] == (3,)
+
+
+def test_the_privacy_export_of_an_archived_session_holds_its_turns(cli, archived: Path) -> None:  # type: ignore[no-untyped-def]
+    exported = cli("export", "--session", SESSION, "--format", "json", cwd=archived)
+    assert exported.code == 0, exported.stderr
+    tables = json.loads(exported.stdout)["tables"]
+    assert len(tables["session_turns"]) == 3
+    assert "archived_rows" not in tables or tables["archived_rows"] == []
