@@ -84,7 +84,8 @@ def axioms_in(prompt: str) -> list[str]:
 #
 # A digest keeps what a prompt teaches, never the prompt: a correction becomes the statement it
 # corrects to (its cue, the user's framing and politeness dropped, contractions written out),
-# a rule becomes `Always: …`, `Never: …`, `Must: …` or `Rule: …` with the action it names, a
+# a rule becomes `Always: …`, `Never: …` or `Must: …` with the rule it names (`Rule: …` when it
+# has no modal word to restate it by: "every time …"), a
 # repeated request a reference to the prompts and a few of their words. Each is one clause,
 # at most GIST_WORDS words, with e-mail addresses, URLs and home folders masked (secrets are
 # redacted on top of this, as everywhere).
@@ -230,30 +231,46 @@ def correction_gist(prompt: str) -> str:
         # src/app.py instead" corrects to the third); a rule is an axiom of its own.
         for sentence in sentences:
             clause = _clause(sentence)
-            if len(clause.split()) >= 3 and not _AXIOM.search(sentence):
+            if len(clause.split()) >= 3 and not _AXIOM.search(sentence) and not _question(sentence):
                 return clause
-        return _clause(sentences[0]) if sentences else ""
-    chosen = [s for s in sentences if _CORRECTION_ANYWHERE.search(s)][:1]
-    return _clause(chosen[0] if chosen else prompt)
+        statements = [s for s in sentences if not _question(s)]
+        return _clause(statements[0]) if statements else ""
+    chosen = [s for s in sentences if _CORRECTION_ANYWHERE.search(s) and not _question(s)][:1]
+    return _clause(chosen[0]) if chosen else ""
+
+
+def _question(sentence: str) -> bool:
+    """A question asks; it states no correction and no rule ("how do we make sure …?")."""
+    return sentence.rstrip().endswith("?")
 
 
 def axiom_gist(sentence: str) -> str:
-    """A stated rule as `Always: …`, `Never: …`, `Must: …`, or `Rule: …` when it has a subject."""
+    """A stated rule by its modality: `Always: …`, `Never: …`, `Must: …` and the rule without
+    its modal word; the subject stays when it is not the person talking ("Tests must pass" is
+    `Must: Tests pass`), a clause before it is another matter and goes."""
     match = _MODAL.search(sentence)
-    if match is None:
-        return _clause(sentence)
+    if match is None:  # "every time ...": a rule, but no modal word to restate it by
+        return f"Rule: {_clause(sentence)}"
     before, after = sentence[: match.start()], sentence[match.end() :]
     word = match.group("word").lower().replace("’", "'")
-    if not _SUBJECT.match(_CUE.sub("", before.strip())) or not after.strip():
-        return f"Rule: {_clause(sentence)}"
     if word == "never" or word.endswith("ever") or word in ("mustn't", "must not", "mustnt"):
         label = "Never"
     elif word == "must":
         label = "Must"
     else:
         label = "Always"
-    action = _clause(after)
-    return f"{label}: {action[:1].lower()}{action[1:]}" if action else _clause(sentence)
+    # The subject is what follows the last clause boundary before the modal word; nothing
+    # when that is the speaker ("you must") or when the modal word begins a clause.
+    subject = re.split(r"[,;:(\"“”]\s*", _CUE.sub("", before.strip()))[-1].strip()
+    if _SUBJECT.match(subject):
+        subject = ""
+    action = _clause(f"{subject} {after}").strip("\"'“” ")
+    if not action:
+        return _clause(sentence)
+    first = action.split()[0]
+    if first not in sentence and first.lower() in sentence:
+        action = action[:1].lower() + action[1:]  # capitalised here, not by its writer
+    return f"{label}: {action}"
 
 
 def request_gist(prompt: str, words: int = 6) -> str:
@@ -289,6 +306,8 @@ def extract(store: Store, session_id: str) -> dict[str, Any]:
             if gist:
                 corrections.append({"text": gist, "timestamp": clock.iso(row["ts"])})
         for sentence in axioms_in(text):
+            if _question(sentence):
+                continue
             rule = axiom_gist(sentence)
             key = rule.lower()
             if rule and key not in seen_axioms:

@@ -346,16 +346,42 @@ def test_a_correction_is_restated_not_quoted(prompt: str, gist: str) -> None:
     assert digest.correction_gist(prompt) == gist
 
 
+def test_a_question_is_neither_a_correction_nor_a_rule(store: Store) -> None:
+    from memory_core import sessions
+
+    sessions.start(store, session_id="S-q", agent="claude-code")
+    with store.transaction() as db:
+        for i, text in enumerate(
+            (
+                "how do we make sure that the token is always refreshed?",
+                "No, why did you delete the migration?",
+                "No, why did you delete it? Restore src/db/migrations/0003.sql from git.",
+            )
+        ):
+            db.execute(
+                "INSERT INTO agent_prompts (uuid, session_id, ts, text) VALUES (?, ?, ?, ?)",
+                (f"p{i}", "S-q", 1_772_450_000.0 + i, text),
+            )
+    found = digest.extract(store, "S-q")
+    assert [c["text"] for c in found["user_corrections"]] == [
+        "Restore src/db/migrations/0003.sql from git"
+    ]
+    assert found["axioms_learned"] == []
+
+
 def test_a_rule_is_restated_by_its_modality() -> None:
     rules = digest.axioms_in(
         "Never push to main. You must sign commits! Always run pytest tests/test_a.py -x. "
-        "Tests must pass before merge. Make sure to rebase. Don't ever force-push."
+        "Tests must pass before merge. Make sure to rebase. Don't ever force-push. "
+        "Complete the commit, always verify and run hooks. We should never commit .env files."
     )
     assert [digest.axiom_gist(rule) for rule in rules] == [
         "Never: push to main",
         "Must: sign commits",
         "Always: run pytest tests/test_a.py -x",
-        "Rule: Tests must pass before merge",
+        "Must: Tests pass before merge",
         "Always: rebase",
         "Never: force-push",
+        "Always: verify and run hooks",
+        "Never: commit .env files",
     ]
