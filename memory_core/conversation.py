@@ -16,6 +16,7 @@ from that saved version.
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 from memory_core import clock, events
@@ -136,7 +137,9 @@ def workspace_changes(store: Store, session_id: str, *, settings: Any = None) ->
     """What happened to the workspace since the session last worked in it (beans FR4).
 
     The files: against the session's newest checkpoint when it has one (exact, by content),
-    else the evolution record's changes after its last activity. The branch: the one the agent
+    else the evolution record's changes after its last activity together with the files whose
+    modification time is later than it (what nobody recorded: edits while no editor or agent
+    of engram's ran), and the session's files that are gone. The branch: the one the agent
     reported, against the one checked out now.
     """
     from memory_core import checkpoints, git
@@ -171,7 +174,13 @@ def workspace_changes(store: Store, session_id: str, *, settings: Any = None) ->
             "AND NOT (actor = 'agent' AND session_id IS ?) ORDER BY path",
             (since, session_id),
         )
-        result["modified"] = [str(r["path"]) for r in rows]
+        recorded = {str(r["path"]) for r in rows}
+        # Nothing watched the workspace for engram meanwhile (no editor running, no hook): the
+        # files' own times say which were written since; the session's files that are gone
+        # were deleted.
+        edited, gone = _changed_on_disk(store, session_id, since, settings)
+        result["deleted"] = sorted(gone)
+        result["modified"] = sorted((recorded | edited) - gone)
     agent = store.query_one(
         "SELECT git_branch FROM agent_sessions WHERE session_id = ?", (session_id,)
     )
@@ -181,6 +190,34 @@ def workspace_changes(store: Store, session_id: str, *, settings: Any = None) ->
     if then and now_branch and then != now_branch:
         result["branch"] = {"then": then, "now": now_branch}
     return result
+
+
+def _changed_on_disk(
+    store: Store, session_id: str, since: float, settings: Any
+) -> tuple[set[str], set[str]]:
+    """(files written after `since`, files the session changed that no longer exist).
+
+    A walk of the workspace with the ignore rules engram watches by (`.gitignore`,
+    `watch.exclude`), comparing each file's modification time with the session's last
+    activity; files the session itself wrote are older than that.
+    """
+    from memory_core import config, journal
+    from memory_core.checkpoints.disk import scan
+
+    values = settings if settings is not None else config.load(store.root)
+    rules = journal.watch_rules(store.root, values["watch.exclude"])
+    found = scan(store.root, rules, max_file_bytes=1 << 62)
+    since_ns = int(since * 1e9)
+    edited = {rel for rel, entry in found.files.items() if entry.mtime_ns > since_ns}
+    touched = store.query(
+        "SELECT path FROM session_files WHERE session_id = ? AND outside = 0", (session_id,)
+    )
+    gone = {
+        str(row["path"])
+        for row in touched
+        if str(row["path"]) not in found.files and not os.path.lexists(store.root / row["path"])
+    }
+    return edited, gone
 
 
 def changes_text(changes: dict[str, Any]) -> str:

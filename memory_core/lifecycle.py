@@ -208,6 +208,14 @@ def undelete(store: Store, ident: str, *, now: float | None = None) -> dict[str,
             raise NotFoundError(
                 f"{deletion_id} ({record['what']}) is past recovery: it was purged for good"
             )
+        if float(record["recover_until"]) <= now:
+            # Seed 003: recoverable for 30 days, then purged. The deadline is the promise,
+            # whether or not a purge has run since.
+            raise NotFoundError(
+                f"{deletion_id} ({record['what']}) is past recovery: its recovery period ended"
+                f" at {clock.iso(float(record['recover_until']))}",
+                hint="`engram purge` removes it for good; nothing was restored",
+            )
         existing = live_tables(db)
         restored: dict[str, int] = {}
         skipped = 0
@@ -387,6 +395,8 @@ def session_ages(store: Store, *, now: float | None = None) -> list[dict[str, An
         ts = _as_ts(row[last])
         if ts is None:
             continue
+        if "data" in columns:
+            ts = max(ts, unarchived_at(row["data"]) or ts)
         status = row[status_col] if status_col else None
         out.append(
             {
@@ -397,6 +407,17 @@ def session_ages(store: Store, *, now: float | None = None) -> list[dict[str, An
             }
         )
     return out
+
+
+def unarchived_at(data: Any) -> float | None:
+    """When a session's archived detail was last brought back (its `data` JSON), if ever."""
+    if not isinstance(data, str) or "unarchived_at" not in data:
+        return None
+    try:
+        value = json.loads(data).get("unarchived_at")
+    except (ValueError, AttributeError):
+        return None
+    return float(value) if isinstance(value, int | float) else None
 
 
 # -- collection ------------------------------------------------------------------------------
@@ -767,10 +788,16 @@ def archive_session(store: Store, session_id: str, *, now: float | None = None) 
     }
 
 
-def unarchive_session(store: Store, session_id: str) -> dict[str, int]:
-    """Put an archived session's detail rows back; returns the rows restored per table."""
+def unarchive_session(store: Store, session_id: str, *, now: float | None = None) -> dict[str, int]:
+    """Put an archived session's detail rows back; returns the rows restored per table.
+
+    The restore counts as an access (seed 003 archives after 30 days without one): the
+    session's `data.unarchived_at` is set, and its age is counted from then, so the next
+    archiving pass does not pack away what was just read.
+    """
     import zlib
 
+    now = clock.now() if now is None else now
     restored: dict[str, int] = {}
     with store.transaction() as db:
         tables = live_tables(db)
@@ -794,4 +821,30 @@ def unarchive_session(store: Store, session_id: str) -> dict[str, int]:
                     )
                     restored[table] = restored.get(table, 0) + cursor.rowcount
             db.execute("DELETE FROM archived_rows WHERE id = ?", (archive["id"],))
+        if "sessions" in tables and "data" in tables["sessions"]:
+            db.execute(
+                "UPDATE sessions SET data = json_set(CASE WHEN json_valid(data) THEN data "
+                "ELSE '{}' END, '$.unarchived_at', ?) WHERE id = ?",
+                (now, session_id),
+            )
     return restored
+
+
+def restore_if_archived(store: Store, session_id: str, *, now: float | None = None) -> bool:
+    """Bring an archived session's detail back before someone reads it; False when it has none.
+
+    Seed 003's `restoreSession`: archiving packs a session's turns away, it does not end
+    them, so whoever asks for the turns (resume, history, the MCP transcript, an export) gets
+    them. One indexed lookup when there is nothing to restore.
+    """
+    found = store.query_one(
+        "SELECT 1 FROM archived_rows WHERE session_id = ? AND table_name = 'sessions' LIMIT 1",
+        (session_id,),
+    )
+    if found is None:
+        return False
+    try:
+        unarchive_session(store, session_id, now=now)
+    except NotFoundError:  # another process restored it meanwhile
+        return False
+    return True

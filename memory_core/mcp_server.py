@@ -42,7 +42,10 @@ INSTRUCTIONS = (
 
 def _turns(store: Store, session_id: str, limit: int | None) -> list[dict[str, Any]]:
     from memory_core import clock
+    from memory_core.sessions.model import restore_archived
 
+    # An archived session's turns are packed away: bring them back before reading them.
+    restore_archived(store, session_id)
     rows = store.query(
         "SELECT * FROM agent_turns WHERE session_id = ? ORDER BY started_at LIMIT ?",
         (session_id, limit if limit else -1),

@@ -56,6 +56,11 @@ def export_data(
     from memory_core import lifecycle
 
     now = clock.now() if now is None else now
+    if session_id is not None:
+        from memory_core.sessions.model import restore_archived
+
+        # One session's export is for reading: its archived turns come back first.
+        restore_archived(store, session_id)
     tables: dict[str, list[dict[str, Any]]] = {}
     with store.transaction() as db:
         live = lifecycle.live_tables(db)

@@ -20,16 +20,23 @@ transcript ingest through `after_write` only:
 - `after_write`: at 80 % or more the session is compacted (gentle, or forced at 95 %) and a
   warning is returned for the path that wrote to show: a line on stderr (CLI), the hook's
   `additionalContext` and the log (agent hooks), a window message (editor);
-- `before_write`: a session at 100 % is compacted (forced) first; if that frees nothing
-  below the quota, the write is refused with `QuotaExceededError` (code MEM_E001) before
-  anything is written, so nothing already stored is lost.
+- `before_write`: a session at 100 % (or that the coming write, by its expected size, would
+  take there) is compacted (forced) first; if that leaves it full, the write is refused with
+  `QuotaExceededError` (code MEM_E001) before anything is written, so nothing already stored
+  is lost;
+- `guarded_write`: the write itself runs in one transaction, and the session is measured
+  before that transaction commits: a write that would take the session past its quota is
+  rolled back and refused (MEM_E001). So the quota is a hard limit: the write that would
+  cross it is never stored, not even "just this once".
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import zlib
+from collections.abc import Iterator
 from typing import Any
 
 from memory_core import clock, decay
@@ -96,8 +103,13 @@ def session_ids(store: Store) -> list[str]:
 
 
 def usage(store: Store, session_id: str, settings: Settings) -> dict[str, Any]:
-    quota = int(settings["sessions.quota_bytes"])
-    used = session_usage(store, session_id)
+    return usage_of(
+        session_id, session_usage(store, session_id), int(settings["sessions.quota_bytes"])
+    )
+
+
+def usage_of(session_id: str, used: int, quota: int) -> dict[str, Any]:
+    """A session's use against its quota, from bytes already measured."""
     percent = 100.0 * used / quota if quota else 0.0
     level = (
         "forced" if percent >= FORCED_AT * 100 else "gentle" if percent >= GENTLE_AT * 100 else "ok"
@@ -163,18 +175,25 @@ WARNED_KEY = "quota.warned:"
 
 
 def before_write(
-    store: Store, session_id: str | None, settings: Settings, *, now: float | None = None
+    store: Store,
+    session_id: str | None,
+    settings: Settings,
+    *,
+    incoming: int = 0,
+    now: float | None = None,
 ) -> dict[str, Any] | None:
     """Make room in a full session before writing to it, or refuse the write.
 
-    Under 100 % of the quota: nothing (one size query). At 100 % or more: a forced compaction;
-    returns its result when it made room, raises `QuotaExceededError` when it did not.
+    `incoming`: the bytes the write is expected to add. While the session plus those stays
+    under 100 % of the quota: nothing (one size query). Otherwise a forced compaction first;
+    returns its result when the session is no longer full, raises `QuotaExceededError` when it
+    still is. (Whether the write itself fits is `guarded_write`'s exact check.)
     """
     quota = int(settings["sessions.quota_bytes"])
     if not session_id or quota <= 0:
         return None
     used = session_usage(store, session_id)
-    if used < quota:
+    if used + max(0, incoming) < quota:
         return None
     result = compact(store, session_id, settings, forced=True, now=now)
     if result["after_bytes"] >= quota:
@@ -185,6 +204,45 @@ def before_write(
             " `engram delete --session ID --before DATE`, or start a new session",
         )
     return result
+
+
+@contextlib.contextmanager
+def guarded_write(
+    store: Store, session_id: str | None, settings: Settings, *, measured: list[int] | None = None
+) -> Iterator[None]:
+    """Run a write to a session in one transaction that is refused if it crosses the quota.
+
+    The session is measured inside the transaction, after the write and before the commit:
+    over the quota, everything the block wrote is rolled back and `QuotaExceededError`
+    (MEM_E001) raised. A block that fails on its own keeps what its finished steps wrote (as
+    it would without the guard; a failed step's own transaction is already undone), provided
+    that fits, and its error is raised after the commit. `measured`, when given, receives the
+    use measured (the caller's warning then needs no second measurement).
+    """
+    quota = int(settings["sessions.quota_bytes"])
+    if not session_id or quota <= 0:
+        yield
+        return
+    failure: Exception | None = None
+    with store.transaction():
+        try:
+            yield
+        except QuotaExceededError:
+            raise
+        except Exception as exc:
+            failure = exc
+        used = session_usage(store, session_id)
+        if measured is not None:
+            measured.append(used)
+        if used > quota:
+            raise QuotaExceededError(
+                f"session {session_id} has no room for this record (MEM_E001): it would take it"
+                f" to {used:,} bytes of its {quota:,}-byte quota; nothing was recorded",
+                hint="raise sessions.quota_bytes in .engram/config.toml, delete old records with"
+                " `engram delete --session ID --before DATE`, or start a new session",
+            )
+    if failure is not None:
+        raise failure
 
 
 def after_write(

@@ -5,6 +5,7 @@ AIOS keeps `.aios/session-state.json` with a 1-hour TTL: `detectSessionType()` a
 when there is no state or it expired, `workflow` when a workflow is active, else `existing`;
 `updateSessionState(agentId, command)` appends the agent to `agentSequence` (at most 20) and
 the command to `lastCommands` (at most 10) and infers the workflow state from the command;
+`onTaskComplete(taskName, result)` appends to `taskHistory` (at most 20) and moves the workflow;
 `loadContext()` returns the type, a message, the previous agent, the commands and the workflow.
 
 engram keeps the same state per session in the store (columns of `sessions`), with the same
@@ -25,6 +26,8 @@ from memory_core.store import Store
 SESSION_TTL_SECONDS = 3600
 MAX_AGENTS = 20
 MAX_COMMANDS = 10
+# AIOS onTaskComplete(): the tasks an agent finished, newest last, at most 20.
+MAX_TASKS = 20
 # AIOS infers the workflow state from the task an agent runs (36 mappings there; the story
 # development ones here). A command is matched by its name without a leading `*` or `/`.
 WORKFLOW_COMMANDS: dict[str, tuple[str, str]] = {
@@ -110,6 +113,36 @@ def record_activity(
     db.execute(f"UPDATE sessions SET {assignments} WHERE id = ?", (*updates.values(), session_id))
 
 
+def record_task_done(
+    db: sqlite3.Connection, session_id: str, task: str, *, result: str, ts: float
+) -> None:
+    """AIOS onTaskComplete(taskName, result): the task joins the session's task history (at
+    most 20) and, when it is a known workflow task, moves the workflow as its command would."""
+    from memory_core.redact import redact
+
+    row = db.execute("SELECT data FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    if row is None:
+        return
+    data = _data_of(row[0])
+    history = [item for item in data.get("task_history") or [] if isinstance(item, dict)]
+    entry = {"task": redact(task.strip())[:200], "result": redact(result.strip())[:200]}
+    data["task_history"] = [*history, {**entry, "at": clock.iso(ts)}][-MAX_TASKS:]
+    updates: dict[str, Any] = {"data": json.dumps(data, ensure_ascii=False)}
+    inferred = infer_workflow(task)
+    if inferred is not None:
+        updates["active_workflow"], updates["workflow_state"] = inferred
+    assignments = ", ".join(f"{key} = ?" for key in updates)
+    db.execute(f"UPDATE sessions SET {assignments} WHERE id = ?", (*updates.values(), session_id))
+
+
+def _data_of(text: Any) -> dict[str, Any]:
+    try:
+        data = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def update(
     store: Store,
     session_id: str,
@@ -120,6 +153,8 @@ def update(
     workflow_state: str | None = None,
     story: str | None = None,
     subtask: str | None = None,
+    task_done: str | None = None,
+    task_result: str = "done",
     now: float | None = None,
 ) -> dict[str, Any]:
     """Record an agent's activity and set the workflow and task; returns the new state."""
@@ -128,6 +163,8 @@ def update(
         if db.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
             raise NotFoundError(f"no session {session_id!r}", hint="see `engram session list`")
         record_activity(db, session_id, agent=agent, command=command)
+        if task_done:
+            record_task_done(db, session_id, task_done, result=task_result, ts=ts)
         fields = {
             "active_workflow": workflow,
             "workflow_state": workflow_state,
@@ -167,6 +204,7 @@ def state(store: Store, session_id: str, *, now: float | None = None) -> dict[st
         "workflow_state": row["workflow_state"],
         "active_story": row["active_story"],
         "active_subtask": row["active_subtask"],
+        "task_history": _data_of(row["data"]).get("task_history") or [],
         "last_activity_at": clock.iso(row["last_activity_at"]),
         "expired": ts - float(row["last_activity_at"]) > SESSION_TTL_SECONDS,
     }
@@ -196,4 +234,7 @@ def context_message(store: Store, *, exclude: str | None = None, now: float | No
         )
     if current["last_commands"]:
         parts.append("last commands: " + ", ".join(current["last_commands"][-3:]))
+    if current["task_history"]:
+        last = current["task_history"][-1]
+        parts.append(f"last task done: {last['task']} ({last['result']})")
     return "; ".join(parts) + "."

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import secrets
 import sqlite3
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from memory_core import clock, git, limits
@@ -119,7 +121,30 @@ def _row_dict(row: sqlite3.Row) -> dict[str, Any]:
         "agent": row["agent"],
         "story_id": row["story_id"],
         "subtask": row["subtask"],
+        # AIOS's "working directory": where the work happened, relative to the workspace root
+        # ("." the root itself; an absolute path when it was outside the workspace).
+        "working_directory": _data(row).get("working_directory"),
     }
+
+
+def _data(row: sqlite3.Row) -> dict[str, Any]:
+    try:
+        data = json.loads(row["data"] or "{}")
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def working_directory_of(root: Path, path: str | os.PathLike[str] | None) -> str:
+    """A working directory as a snapshot keeps it: relative to the root when inside it."""
+    if path is None:
+        return "."
+    absolute = Path(os.path.abspath(path))
+    try:
+        relative = absolute.relative_to(root)
+    except ValueError:
+        return str(absolute)
+    return relative.as_posix() if relative.parts else "."
 
 
 def capture(
@@ -131,12 +156,15 @@ def capture(
     agent: str | None = None,
     story_id: str | None = None,
     subtask: str | None = None,
+    working_directory: str | os.PathLike[str] | None = None,
     settings: Settings | None = None,
     now: float | None = None,
 ) -> dict[str, Any]:
     """Take a snapshot now; with `settings`, retention is applied afterwards.
 
-    The task in progress is `story_id`/`subtask`, else what the session's state says.
+    The task in progress is `story_id`/`subtask`, else what the session's state says. The
+    working directory is the one given (the command line's current directory), else the agent
+    session's (its hooks report where the agent runs), else the workspace root.
     """
     now = clock.now() if now is None else now
     documents = [normalise_document(store, doc) for doc in open_documents]
@@ -152,12 +180,18 @@ def capture(
         if task is not None:
             story_id = story_id if story_id is not None else task["active_story"]
             subtask = subtask if subtask is not None else task["active_subtask"]
+    if working_directory is None and session_id is not None:
+        agent_row = store.query_one(
+            "SELECT cwd FROM agent_sessions WHERE session_id = ?", (session_id,)
+        )
+        working_directory = agent_row["cwd"] if agent_row is not None else None
+    where = working_directory_of(store.root, working_directory)
     with store.transaction() as db:
         snapshot_id = _new_id(db)
         db.execute(
             "INSERT INTO snapshots (id, created_at, note, is_repo, branch, head, dirty_files, "
-            "stash_count, open_documents, session_id, agent, story_id, subtask) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "stash_count, open_documents, session_id, agent, story_id, subtask, data) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 snapshot_id,
                 now,
@@ -172,6 +206,7 @@ def capture(
                 agent,
                 redact(story_id) if story_id else None,
                 redact(subtask) if subtask else None,
+                json.dumps({"working_directory": where}),
             ),
         )
         row = db.execute("SELECT * FROM snapshots WHERE id = ?", (snapshot_id,)).fetchone()
@@ -235,6 +270,9 @@ def restore_plan(store: Store, snapshot_id: str) -> dict[str, Any]:
         documents.append(
             {**document, "exists": exists, "absolute_path": str(store.root / document["path"])}
         )
+    where = snap.get("working_directory")
+    if where and not (store.root / where).is_dir():
+        warnings.append(f"the working directory {where} is gone")
     return {"snapshot": snap, "documents": documents, "warnings": warnings}
 
 
@@ -253,6 +291,8 @@ def describe(snap: dict[str, Any]) -> str:
         extras.append(f"{len(snap['open_documents'])} open")
     if snap["session_id"]:
         extras.append(f"session {snap['session_id']}")
+    if snap.get("working_directory") not in (None, "."):
+        extras.append(f"in {snap['working_directory']}")
     if snap.get("story_id"):
         task = f"story {snap['story_id']}"
         extras.append(task + (f" / {snap['subtask']}" if snap.get("subtask") else ""))

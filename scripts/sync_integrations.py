@@ -6,7 +6,10 @@
 The hook events, timeouts and matchers come from `memory_core.agents.install`, the same table
 `engram hooks install` writes into settings files, so the plugin and the installer never drift.
 Slash commands and the extension's context file are kept as hand-written files under
-integrations/ (they are prose); everything generated is listed in GENERATED below.
+integrations/ (they are prose), except the commands `engram hooks install claude-code` also
+writes (`memory_core/agents/claude_commands/`, seed 002's `/session-summarize`): the plugin
+ships the same text, with the MCP tool names Claude Code gives a plugin's server. Everything
+generated is listed in `generated()` below.
 """
 
 from __future__ import annotations
@@ -51,6 +54,23 @@ if [ "$1" = hook ]; then
 fi
 exit 127
 """
+
+
+# Claude Code names a plugin's MCP tools `mcp__plugin_<plugin>_<server>__<tool>` (a server
+# configured by hand: `mcp__<server>__<tool>`); the plugin is "engram", its server "engram".
+INSTALLED_TOOL_PREFIX = "mcp__engram__"
+PLUGIN_TOOL_PREFIX = "mcp__plugin_engram_engram__"
+INSTALLED_SERVER_NOTE = "(the `engram` MCP server: `claude mcp add engram -- engram mcp`)"
+PLUGIN_SERVER_NOTE = "(the `engram` MCP server this plugin starts)"
+
+
+def plugin_command(name: str) -> str:
+    """A command `engram hooks install` writes, as the plugin ships it."""
+    text = (REPO / "memory_core" / "agents" / "claude_commands" / name).read_text(encoding="utf-8")
+    if INSTALLED_TOOL_PREFIX in text:
+        text = text.replace(INSTALLED_TOOL_PREFIX, PLUGIN_TOOL_PREFIX)
+    text = text.replace(INSTALLED_SERVER_NOTE, PLUGIN_SERVER_NOTE)
+    return text
 
 
 def as_json(data: object) -> str:
@@ -119,6 +139,10 @@ def generated() -> dict[str, tuple[str, int]]:
             0o644,
         ),
         "integrations/claude-code/bin/engram-run": (RUNNER, 0o755),
+        **{
+            f"integrations/claude-code/commands/{path.name}": (plugin_command(path.name), 0o644)
+            for path in sorted((REPO / "memory_core" / "agents" / "claude_commands").glob("*.md"))
+        },
         "integrations/gemini/gemini-extension.json": (
             as_json(
                 {

@@ -1,15 +1,19 @@
 " engram: gotcha annotations inside the comments of any filetype (`# gotcha: ...`,
-" `// GOTCHA: ...`) and engram ids (G-/S-/C-/CP-/SN-/M-/D- and eight hex digits) in comments
+" `// GOTCHA(high): ...`) and engram ids (G-/S-/C-/CP-/SN-/M-/D- and eight hex digits) in comments
 " and in Markdown (engram's exports). Layered over the filetype's own syntax: the engram Lua
 " module sources this file on every Syntax event (editors/nvim/lua/engram/init.lua), or source
 " it yourself from an autocmd. Tested by tests/e2e/test_syntax.py (highlight group under the cursor).
 
 " The filetype syntax may define comments under any name ending in Comment (pythonComment,
 " cCommentL, luaComment, ...): attach to all of them.
+" `gotcha(high):` and the other severities the server reads (memory_core/gotchas/scan.py).
 syntax case ignore
-syntax match engramGotchaAnnotation /\<gotcha:\%(\%(\*\/\|-->\)\@!.\)*/
+syntax match engramGotchaAnnotation
+      \ /\<gotcha\s*\%((\%(critical\|high\|medium\|low\))\)\=\s*:\%(\%(\*\/\|-->\)\@!.\)*/
       \ contained containedin=.*Comment.* contains=engramGotchaTag,engramId
-syntax match engramGotchaTag /\<gotcha:/ contained
+syntax match engramGotchaTag /\<gotcha\s*\%((\%(critical\|high\|medium\|low\))\)\=\s*:/
+      \ contained contains=engramGotchaSeverity
+syntax match engramGotchaSeverity /(\zs\%(critical\|high\|medium\|low\)\ze)/ contained
 syntax case match
 syntax match engramId /\%([[:alnum:]_-]\)\@<!\%(G\|S\|C\|CP\|SN\|M\|D\)-\x\{8}\%([[:alnum:]_-]\)\@!/
       \ contained containedin=.*Comment.*
@@ -24,5 +28,6 @@ if &filetype ==# 'markdown' || &filetype ==# 'markdown.engram'
 endif
 
 highlight default link engramGotchaTag Todo
+highlight default link engramGotchaSeverity Special
 highlight default link engramGotchaAnnotation WarningMsg
 highlight default link engramId Underlined

@@ -123,6 +123,39 @@ test("a block comment's annotation ends at */ and the code after it is code", { 
   assert.ok(!tokens.filter((t) => t.text.includes("close()") || t.text === "close").some((t) => t.scopes.some((s) => s.includes("engram"))));
 });
 
+test("GOTCHA(high): and every severity the server reads: keyword, severity and text scoped", { skip }, async () => {
+  // memory_core/gotchas/scan.py ANNOTATION: gotcha, an optional (critical|high|medium|low), a colon.
+  const lines = [
+    "# GOTCHA(high): the cache key ignores the locale",
+    "x = 1  # gotcha(critical): never log the token",
+    "# Gotcha (medium): retries double the latency",
+    "# gotcha(low) : a typo in the docs",
+  ];
+  const tokens = await tokenize("source.python", lines.join("\n") + "\n");
+  const severities = tokens.filter((t) => t.scopes.includes("constant.language.severity.gotcha.engram"));
+  assert.deepEqual(severities.map((t) => t.text), ["high", "critical", "medium", "low"]);
+  for (const severity of severities) {
+    assert.ok(severity.scopes.includes("meta.annotation.gotcha.engram"));
+    assert.ok(severity.scopes.some((s) => s.startsWith("comment.line.number-sign")), "still a comment");
+  }
+  const keywords = tokensWith(tokens, "keyword.other.gotcha.engram").map((t) => t.text);
+  assert.deepEqual(keywords, ["GOTCHA", "gotcha", "Gotcha", "gotcha"]);
+  for (const line of [1, 2, 3, 4]) {
+    const text = tokens
+      .filter((t) => t.line === line && t.scopes.includes("markup.bold.gotcha-text.engram"))
+      .map((t) => t.text)
+      .join("");
+    assert.equal(text, lines[line - 1].split(":").slice(1).join(":").trim(), `line ${line}`);
+  }
+  assert.ok(scopesOf(tokens, "(").includes("punctuation.definition.severity.begin.gotcha.engram"));
+});
+
+test("an unknown severity is no annotation, as for the server", { skip }, async () => {
+  const tokens = await tokenize("source.python", "# gotcha(urgent): not a severity the server knows\n");
+  assert.deepEqual(tokensWith(tokens, "keyword.other.gotcha.engram"), []);
+  assert.deepEqual(tokensWith(tokens, "meta.annotation.gotcha.engram"), []);
+});
+
 test("gotcha: inside a string or in code is not an annotation", { skip }, async () => {
   const tokens = await tokenize("source.python", 'label = "gotcha: not a comment"\ngotcha = 1\nx = "G-1a2b3c4d"\n');
   assert.deepEqual(tokensWith(tokens, "keyword.other.gotcha.engram"), []);

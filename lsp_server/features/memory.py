@@ -145,22 +145,26 @@ def register(server: EngramServer) -> None:
         if line is not None and not isinstance(line, int):
             raise UsageError("line must be a number (1-based)")
         session_id = args.get("session_id") if isinstance(args.get("session_id"), str) else None
-        # The session quota: a full session refuses the write (MEM_E001) before it happens.
-        quota.before_write(state.store, session_id, state.settings)
-        entry: dict[str, Any] = memory.add(
-            state.store,
-            content,
-            type=str(args.get("type", "learning")),
-            tags=[str(t) for t in tags],
-            pinned=bool(args.get("pinned", False)),
-            explicit=bool(args.get("explicit", False)),
-            impact=_impact_arg(args),
-            session_id=session_id,
-            agent="editor",
-            provenance={"recorded_by": "editor"},
-            file=_file_arg(state, args),
-            line=line,
+        # The session quota: a full session, or one this entry would take past its quota,
+        # refuses the write (MEM_E001) and nothing is stored.
+        quota.before_write(
+            state.store, session_id, state.settings, incoming=len(content.encode("utf-8"))
         )
+        with quota.guarded_write(state.store, session_id, state.settings):
+            entry: dict[str, Any] = memory.add(
+                state.store,
+                content,
+                type=str(args.get("type", "learning")),
+                tags=[str(t) for t in tags],
+                pinned=bool(args.get("pinned", False)),
+                explicit=bool(args.get("explicit", False)),
+                impact=_impact_arg(args),
+                session_id=session_id,
+                agent="editor",
+                provenance={"recorded_by": "editor"},
+                file=_file_arg(state, args),
+                line=line,
+            )
         notice = quota.after_write(state.store, session_id, state.settings)
         if notice is not None:
             # Shown in a window message by `add` (on the event loop) and returned as well.

@@ -9,7 +9,9 @@ in the `digests` table. `read_digest` accepts every schema version it knows and 
 
 Extraction is from what the hooks and the ingest stored (already redacted): the human prompts
 for corrections ("actually…", "no, …", "should be X not Y", "don't…") and axioms ("always…",
-"never…", "must…"); the tool ledger for repeated failures and hot files.
+"never…", "must…"); the tool ledger for repeated failures and hot files. As the seed asks, a
+digest holds patterns, not raw messages: each correction and rule is restated in the digest's
+own words (`correction_gist`, `axiom_gist`), a repeated request is referenced by its prompts.
 """
 
 from __future__ import annotations
@@ -53,7 +55,8 @@ _AXIOM = re.compile(
 _LEADING_CORRECTION = re.compile(
     r"^(?:no|nope|actually|wait|ok(?:ay)?|and|also|but)\b[,:]?\s*", re.IGNORECASE
 )
-_SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
+# A sentence ends at . ! or ? followed by a space or the end: `auth.py` and `v2.1` do not end one.
+_SENTENCE = re.compile(r"(?:[^.!?\n]|[.!?]+(?=[^\s.!?]))+[.!?]*")
 MAX_ITEMS = 20
 MAX_ITEM_CHARS = 400
 
@@ -75,6 +78,206 @@ def axioms_in(prompt: str) -> list[str]:
         if sentence and _AXIOM.search(sentence):
             found.append(_short(sentence))
     return found
+
+
+# -- the digest's own words (seed 000: "only conversation patterns, not raw messages") ---------
+#
+# A digest keeps what a prompt teaches, never the prompt: a correction becomes the statement it
+# corrects to (its cue, the user's framing and politeness dropped, contractions written out),
+# a rule becomes `Always: …`, `Never: …` or `Must: …` with the rule it names (`Rule: …` when it
+# has no modal word to restate it by: "every time …"), a
+# repeated request a reference to the prompts and a few of their words. Each is one clause,
+# at most GIST_WORDS words, with e-mail addresses, URLs and home folders masked (secrets are
+# redacted on top of this, as everywhere).
+
+GIST_WORDS = 24
+# A correction's cue, dropped from its restatement. Words that could carry the meaning ("No
+# tests were run", "Stop using print") count as a cue only when punctuation follows them.
+_CUE = re.compile(
+    r"^(?:(?:(?:no|nope|wrong|wait|stop|not quite|not that|"
+    r"that is (?:not (?:right|it|what i (?:meant|asked|said))|wrong))\s*[,:;.!—-]+|"
+    r"(?:actually|well|ok(?:ay)?|hmm+|so|and|also|but|hey|sorry|i said|i meant|i mean)\b"
+    r"[,:;.!—-]*)\s*)+",
+    re.IGNORECASE,
+)
+_FRAMING = re.compile(
+    r"^(?:(?:please|kindly|just|can you|could you|would you|will you|you should|you need to|"
+    r"you have to|you must|we should|we need to|i want you to|i need you to|i think|"
+    r"i told you to|let'?s)\b[\s,]*)+",
+    re.IGNORECASE,
+)
+_POLITE = re.compile(r"[,\s]*\b(?:please|thanks|thank you)\b[.!]?", re.IGNORECASE)
+_CONTRACTIONS = {
+    "don't": "do not",
+    "doesn't": "does not",
+    "didn't": "did not",
+    "isn't": "is not",
+    "aren't": "are not",
+    "wasn't": "was not",
+    "shouldn't": "should not",
+    "mustn't": "must not",
+    "can't": "cannot",
+    "won't": "will not",
+    "it's": "it is",
+    "that's": "that is",
+    "there's": "there is",
+    "let's": "let us",
+}
+_CONTRACTION = re.compile(
+    r"\b(" + "|".join(re.escape(c) for c in _CONTRACTIONS) + r")\b", re.IGNORECASE
+)
+_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
+_URL = re.compile(r"\bhttps?://\S+", re.IGNORECASE)
+_HOME = re.compile(r"(?:/home|/Users)/[^/\s`'\"]+")
+_MODAL = re.compile(
+    r"\b(?P<word>always|never|must(?:n'?t| not)?|make sure(?: to)?|from now on|"
+    r"(?:do not|don'?t) ever)\b[\s,:]*",
+    re.IGNORECASE,
+)
+_SUBJECT = re.compile(r"^(?:you|we|i|please|and|also|so|then)?[\s,]*$", re.IGNORECASE)
+_STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "can",
+        "could",
+        "do",
+        "does",
+        "for",
+        "from",
+        "have",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "me",
+        "my",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "our",
+        "please",
+        "so",
+        "that",
+        "the",
+        "then",
+        "this",
+        "to",
+        "up",
+        "us",
+        "was",
+        "we",
+        "what",
+        "when",
+        "where",
+        "which",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "again",
+        "just",
+        "now",
+    ]
+)
+
+
+def _mask(text: str) -> str:
+    text = _URL.sub("<url>", text)
+    text = _EMAIL.sub("<email>", text)
+    return _HOME.sub("~", text)
+
+
+def _expand(text: str) -> str:
+    def one(match: re.Match[str]) -> str:
+        word = match.group(1)
+        full = _CONTRACTIONS[word.lower().replace("’", "'")]
+        return full[0].upper() + full[1:] if word[0].isupper() else full
+
+    return _CONTRACTION.sub(one, text.replace("’", "'"))
+
+
+def _clause(text: str) -> str:
+    """One statement in the digest's words: no cue or framing, capitalised, bounded."""
+    text = _POLITE.sub("", _expand(" ".join(text.split())))
+    previous = None
+    while previous != text:
+        previous = text
+        text = _FRAMING.sub("", _CUE.sub("", text)).strip(" ,;:-")
+    text = _mask(text).rstrip(" .!?;:,")
+    words = text.split()
+    if len(words) > GIST_WORDS:
+        text = " ".join(words[:GIST_WORDS]) + " …"
+    return text[:1].upper() + text[1:] if text else ""
+
+
+def correction_gist(prompt: str) -> str:
+    """What a correcting prompt corrects to, in the digest's words (not the prompt)."""
+    sentences = [m.group(0).strip() for m in _SENTENCE.finditer(prompt) if m.group(0).strip()]
+    if _CORRECTION_START.match(prompt):
+        # The first sentence that says something once its cue is gone ("No. Wrong file. Edit
+        # src/app.py instead" corrects to the third); a rule is an axiom of its own.
+        for sentence in sentences:
+            clause = _clause(sentence)
+            if len(clause.split()) >= 3 and not _AXIOM.search(sentence) and not _question(sentence):
+                return clause
+        statements = [s for s in sentences if not _question(s)]
+        return _clause(statements[0]) if statements else ""
+    chosen = [s for s in sentences if _CORRECTION_ANYWHERE.search(s) and not _question(s)][:1]
+    return _clause(chosen[0]) if chosen else ""
+
+
+def _question(sentence: str) -> bool:
+    """A question asks; it states no correction and no rule ("how do we make sure …?")."""
+    return sentence.rstrip().endswith("?")
+
+
+def axiom_gist(sentence: str) -> str:
+    """A stated rule by its modality: `Always: …`, `Never: …`, `Must: …` and the rule without
+    its modal word; the subject stays when it is not the person talking ("Tests must pass" is
+    `Must: Tests pass`), a clause before it is another matter and goes."""
+    match = _MODAL.search(sentence)
+    if match is None:  # "every time ...": a rule, but no modal word to restate it by
+        return f"Rule: {_clause(sentence)}"
+    before, after = sentence[: match.start()], sentence[match.end() :]
+    word = match.group("word").lower().replace("’", "'")
+    if word == "never" or word.endswith("ever") or word in ("mustn't", "must not", "mustnt"):
+        label = "Never"
+    elif word == "must":
+        label = "Must"
+    else:
+        label = "Always"
+    # The subject is what follows the last clause boundary before the modal word; nothing
+    # when that is the speaker ("you must") or when the modal word begins a clause.
+    subject = re.split(r"[,;:(\"“”]\s*", _CUE.sub("", before.strip()))[-1].strip()
+    if _SUBJECT.match(subject):
+        subject = ""
+    action = _clause(f"{subject} {after}").strip("\"'“” ")
+    if not action:
+        return _clause(sentence)
+    first = action.split()[0]
+    if first not in sentence and first.lower() in sentence:
+        action = action[:1].lower() + action[1:]  # capitalised here, not by its writer
+    return f"{label}: {action}"
+
+
+def request_gist(prompt: str, words: int = 6) -> str:
+    """A few content words of a prompt: enough to recognise the request, not to quote it."""
+    found = (w.strip("./-") for w in re.findall(r"[\w./-]+", _mask(prompt)))
+    kept = [w for w in found if w.lower() not in _STOPWORDS and len(w) > 1]
+    return " ".join(kept[:words])
 
 
 def _normal_prompt(text: str) -> str:
@@ -99,12 +302,17 @@ def extract(store: Store, session_id: str) -> dict[str, Any]:
     for row in prompts:
         text = str(row["text"])
         if is_correction(text):
-            corrections.append({"text": _short(text), "timestamp": clock.iso(row["ts"])})
+            gist = correction_gist(text)
+            if gist:
+                corrections.append({"text": gist, "timestamp": clock.iso(row["ts"])})
         for sentence in axioms_in(text):
-            key = sentence.lower()
-            if key not in seen_axioms:
+            if _question(sentence):
+                continue
+            rule = axiom_gist(sentence)
+            key = rule.lower()
+            if rule and key not in seen_axioms:
                 seen_axioms.add(key)
-                axioms.append({"text": sentence, "timestamp": clock.iso(row["ts"])})
+                axioms.append({"text": rule, "timestamp": clock.iso(row["ts"])})
 
     patterns: list[dict[str, Any]] = []
     failures = store.query(
@@ -125,15 +333,22 @@ def extract(store: Store, session_id: str) -> dict[str, Any]:
                 "count": int(row["n"]),
             }
         )
-    repeated = Counter(_normal_prompt(str(row["text"])) for row in prompts)
-    originals = {_normal_prompt(str(row["text"])): str(row["text"]) for row in prompts}
+    normal = [_normal_prompt(str(row["text"])) for row in prompts]
+    repeated = Counter(normal)
+    originals = {key: str(row["text"]) for key, row in zip(normal, prompts, strict=True)}
     for key, count in repeated.most_common():
         if count < 2 or not key:
             break
+        # Which prompts (1-based, in the session's order): a reference, not the request's text.
+        where = ", ".join(str(i + 1) for i, k in enumerate(normal) if k == key)
+        about = request_gist(originals[key])
         patterns.append(
             {
                 "kind": "repeated_request",
-                "description": _short(f"asked {count} times: {originals[key]}"),
+                "description": _short(
+                    f"the same request {count} times (prompts {where})"
+                    + (f": {about}" if about else "")
+                ),
                 "count": count,
             }
         )
@@ -259,9 +474,13 @@ def _quoted(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
+def _at(agent: str) -> str:
+    return agent if agent.startswith("@") else f"@{agent}"
+
+
 def agent_context(agent: str | None, model: str | None, story: str | None) -> str:
     """The seed's `agent_context` string ("@dev implementing Story MIS-3")."""
-    who = f"@{agent}" if agent else "@agent"
+    who = _at(agent) if agent else "@agent"
     if model:
         who += f" ({model})"
     return f"{who} implementing Story {story}" if story else f"{who} working"
@@ -324,6 +543,21 @@ FRONTMATTER_FIELDS = (
 )
 
 
+def active_agent(store: Store, session_id: str) -> str | None:
+    """The agent working in the session now: the last one `engram session state --agent` (or
+    AIOS's updateSessionState) named, else None (the agent that runs the session)."""
+    row = store.query_one("SELECT agent, agent_sequence FROM sessions WHERE id = ?", (session_id,))
+    if row is None:
+        return None
+    try:
+        sequence = json.loads(row["agent_sequence"] or "[]")
+    except ValueError:
+        return None
+    if isinstance(sequence, list) and sequence and isinstance(sequence[-1], str):
+        return sequence[-1] if sequence[-1] != row["agent"] else None
+    return None
+
+
 def active_story(store: Store, session_id: str) -> str | None:
     """The story or task the session works on, when the session state knows it."""
     row = store.query_one("SELECT active_story FROM sessions WHERE id = ?", (session_id,))
@@ -350,13 +584,16 @@ def write_digest(
     story = active_story(store, session_id)
     agent = session["agent"] if session else None
     model = session["model"] if session else None
+    # The persona now at work (`engram session state --agent @dev`), else the agent itself.
+    persona = active_agent(store, session_id)
+    working = persona or agent
     commands = [_short(c["command"], COMMAND_CHARS) for c in snap["commands"]]
     sections = {
         "user_corrections": [c["text"] for c in facts["user_corrections"]],
         "patterns_observed": [p["description"] for p in facts["patterns_observed"]],
         "axioms_learned": [a["text"] for a in facts["axioms_learned"]],
         "context_snapshot": {
-            "active_agent": f"@{agent}" if agent else None,
+            "active_agent": _at(working) if working else None,
             "active_story": story,
             "files_modified": snap["files_modified"][-SNAPSHOT_ITEMS:],
             "commands_executed": list(dict.fromkeys(commands))[-SNAPSHOT_ITEMS:],
@@ -368,11 +605,12 @@ def write_digest(
         "timestamp": iso_millis(ts),
         # Whole minutes as the seed has them, half a minute up (round() would round 2.5 to 2).
         "duration_minutes": int(seconds / 60 + 0.5),
-        "agent_context": redact(agent_context(agent, model, story)),
+        "agent_context": redact(agent_context(working, model, story)),
         "compact_trigger": trigger,
         # engram's richer facts: where and how, with counts and times the seed's lines cannot hold.
         "engram": {
             "agent": agent,
+            "active_agent": persona,
             "model": model,
             "cwd": session["cwd"] if session else None,
             "branch": snap["branch"],

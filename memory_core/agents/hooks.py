@@ -61,6 +61,12 @@ class HookRun:
         self.store = store
         self.now = now
         self.output: dict[str, Any] | None = None
+        # The quota's view of this run (agents.quota_hook): the payload's size, whether its
+        # writes are guarded, refused, and the session's use measured as they committed.
+        self.payload_bytes = 0
+        self.quota_guarded = False
+        self.quota_refused = False
+        self.quota_measured: int | None = None
         self._settings: Any = None
         self._finished: list[record.FinishedTurn] = []
 
@@ -97,6 +103,12 @@ class HookRun:
                 ts=self.now,
                 resumed=self.payload.source in ("resume", "compact", "fork"),
             )
+        elif self.payload.event == "SessionStart":
+            from memory_core.sessions.model import restore_archived
+
+            # A conversation resumed after its session was archived: its turns come back
+            # before new ones join them, so the session is whole again for whoever reads it.
+            restore_archived(self.store, self.session_id)
 
     def transcript(self) -> Path | None:
         """The Claude-format transcript named in the payload, when it exists and is one."""
@@ -445,6 +457,39 @@ class HookRun:
         limits.enforce(self.store, self.settings, now=self.now)
         quota.enforce(self.store, self.session_id, self.settings, now=self.now)
 
+    def autosave(self) -> None:
+        """beans' auto-save for sessions only hooks record (the editor saves its own on a timer):
+        at the end of a turn when `sessions.autosave_minutes` have passed since the last save,
+        and at the end of the session when anything happened since. Never at the cost of the
+        hook: a save that would take the session past its quota is skipped, a failure logged."""
+        if self.payload.event not in AUTOSAVE_EVENTS or not self.payload.session_id:
+            return
+        from memory_core import quota
+        from memory_core.errors import QuotaExceededError
+
+        interval = float(self.settings["sessions.autosave_minutes"])
+        try:
+            if self.quota_guarded:
+                with quota.guarded_write(self.store, self.session_id, self.settings):
+                    self._autosave(interval)
+            else:
+                self._autosave(interval)
+        except QuotaExceededError as exc:
+            log.write(self.store.root, "info", f"auto-save skipped: {exc.one_line()}")
+        except Exception as exc:  # the turn is recorded; a save that fails must not undo that
+            log.write(self.store.root, "warning", f"auto-save failed: {exc}", exc=exc)
+
+    def _autosave(self, interval: float) -> None:
+        from memory_core import sessions
+
+        sessions.autosave_session(
+            self.store,
+            self.session_id,
+            interval_minutes=interval,
+            final=self.payload.event == "SessionEnd",
+            now=self.now,
+        )
+
     def other(self) -> None:
         if self.payload.session_id:
             self.touch()
@@ -462,6 +507,10 @@ HANDLERS: dict[str, Callable[[HookRun], None]] = {
     "SubagentStop": HookRun.subagent_stop,
     "SessionEnd": HookRun.session_end,
 }
+
+# The events after which a hook-recorded session may be auto-saved: the end of a turn, the
+# end of the session.
+AUTOSAVE_EVENTS = frozenset({"Stop", "SessionEnd"})
 
 # The events `engram hooks install` registers (the others would only cost a process start).
 INSTALLED_EVENTS = {
@@ -554,11 +603,16 @@ def handle(
         store = Store.open_or_init(root)
         try:
             run = HookRun(payload, store, clock.now() if now is None else now)
+            run.payload_bytes = len(data)
             from memory_core.agents import quota_hook
 
-            # The session quota (seed 003): full sessions record nothing, 80 % / 95 % warn.
+            # The session quota (seed 003): full sessions record nothing, nor does a hook whose
+            # records would take its session past the quota; 80 % / 95 % warn.
             if quota_hook.before(run):
-                handler(run)
+                with quota_hook.guard(run):
+                    handler(run)
+                if not run.quota_refused:
+                    run.autosave()
                 quota_hook.after(run)
             output = run.output
         finally:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 from typing import Any
 
 from memory_core import clock, drift, evolution, snapshots, timeline
@@ -183,11 +184,16 @@ def run_timeline(ctx: Context) -> int:
 def run_snapshot_capture(ctx: Context) -> int:
     store = ctx.store()
     evolution.observe_git(store)
+    # Where the person works, when it is inside this workspace (a `--workspace` elsewhere
+    # leaves it to the session's or the root).
+    here = Path.cwd().resolve()
+    inside = here == store.root or store.root in here.parents
     snap = snapshots.capture(
         store,
         note=ctx.args.note,
         story_id=ctx.args.story,
         subtask=ctx.args.subtask,
+        working_directory=here if inside else None,
         settings=ctx.settings,
     )
     ctx.emit(snap, f"captured {snapshots.describe(snap)}")
@@ -216,6 +222,8 @@ def run_snapshot_restore(ctx: Context) -> int:
     def human() -> str:
         snap = plan["snapshot"]
         lines = [f"snapshot {snapshots.describe(snap)}"]
+        if snap.get("working_directory"):
+            lines.append(f"working directory: {snap['working_directory']}")
         if plan["documents"]:
             lines.append("reopen:")
             for doc in plan["documents"]:

@@ -312,24 +312,27 @@ def run_add(ctx: Context) -> int:
         (kind, target) for kind in memory.RELATIONS for target in getattr(args, f"rel_{kind}")
     ]
     store = ctx.store()
-    # A full session refuses the write (MEM_E001) before anything is stored.
-    quota.before_write(store, args.session, ctx.settings)
-    entry = memory.add(
-        store,
-        _text_arg(args.text),
-        type=args.type,
-        tags=args.tag,
-        pinned=args.pin,
-        explicit=args.explicit,
-        impact=args.impact,
-        session_id=args.session,
-        agent=args.agent or "cli",
-        provenance={"recorded_by": "cli"},
-        file=args.file,
-        line=args.line,
-        end_line=args.end_line,
-        relations=relations,
-    )
+    text = _text_arg(args.text)
+    # A full session, or one this entry would take past its quota, refuses the write (MEM_E001)
+    # and nothing is stored.
+    quota.before_write(store, args.session, ctx.settings, incoming=len(text.encode("utf-8")))
+    with quota.guarded_write(store, args.session, ctx.settings):
+        entry = memory.add(
+            store,
+            text,
+            type=args.type,
+            tags=args.tag,
+            pinned=args.pin,
+            explicit=args.explicit,
+            impact=args.impact,
+            session_id=args.session,
+            agent=args.agent or "cli",
+            provenance={"recorded_by": "cli"},
+            file=args.file,
+            line=args.line,
+            end_line=args.end_line,
+            relations=relations,
+        )
     notice = quota.after_write(store, args.session, ctx.settings)
     if notice is not None:
         print(notice["message"], file=sys.stderr)

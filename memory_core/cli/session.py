@@ -130,6 +130,15 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     st.add_argument("--workflow-state", dest="workflow_state", help="its state ('' clears it)")
     st.add_argument("--story", help="the story in progress ('' clears it)")
     st.add_argument("--subtask", help="the subtask in progress ('' clears it)")
+    st.add_argument(
+        "--task-done",
+        dest="task_done",
+        metavar="TASK",
+        help="a task the agent finished (kept in the task history, the last 20)",
+    )
+    st.add_argument(
+        "--result", dest="task_result", default="done", help="how it ended (default: done)"
+    )
     add("crashed", "sessions that stopped without ending (and how to resume them)", run_crashed)
     rec = add(
         "recover", "resolve a crashed session: continue, review, restart or discard", run_recover
@@ -335,6 +344,7 @@ def _loaded_text(verb: str, loaded: dict[str, Any]) -> str:
 def run_load(ctx: Context) -> int:
     loaded = sessions.load(ctx.store(), ctx.args.id, history_limit=max(0, ctx.args.last))
     ctx.emit(loaded, lambda: _loaded_text("Loaded", loaded))
+    _print_notes(loaded)
     return 0
 
 
@@ -428,7 +438,14 @@ def run_export(ctx: Context) -> int:
 def run_import(ctx: Context) -> int:
     imported = sessions.import_file(ctx.store(), Path(ctx.args.file), replace=ctx.args.replace)
     ctx.emit(imported, lambda: _loaded_text("Imported", imported))
+    _print_notes(imported)
     return 0
+
+
+def _print_notes(loaded: dict[str, Any]) -> None:
+    """What an import changed on the way in, on stderr (stdout stays the result, JSON or not)."""
+    for note in loaded.get("notes") or ():
+        print(f"engram: note: {note}", file=sys.stderr)
 
 
 def run_capture(ctx: Context) -> int:
@@ -474,6 +491,7 @@ def run_state(ctx: Context) -> int:
         args.workflow_state,
         args.story,
         args.subtask,
+        args.task_done,
     )
     if any(value is not None for value in changes):
         found = session_state.update(
@@ -485,6 +503,8 @@ def run_state(ctx: Context) -> int:
             workflow_state=args.workflow_state,
             story=args.story,
             subtask=args.subtask,
+            task_done=args.task_done,
+            task_result=args.task_result,
         )
     else:
         found = session_state.state(store, sid)
@@ -499,6 +519,11 @@ def run_state(ctx: Context) -> int:
             + (f" ({found['workflow_state']})" if found["workflow_state"] else ""),
             f"task:     {found['active_story'] or 'none'}"
             + (f" / {found['active_subtask']}" if found["active_subtask"] else ""),
+            "done:     "
+            + (
+                ", ".join(f"{t['task']} ({t['result']})" for t in found["task_history"][-5:])
+                or "none"
+            ),
         ]
         return "\n".join(lines)
 

@@ -31,7 +31,7 @@ names re-exported here: `from memory_core import sessions; sessions.start(...)`.
 from __future__ import annotations
 
 from memory_core.sessions.activity import Activity
-from memory_core.sessions.autosave import autosave, enforce_quota
+from memory_core.sessions.autosave import autosave, autosave_session, enforce_quota
 from memory_core.sessions.compaction import COMPACT_TARGET_CHARS, compact_text
 from memory_core.sessions.crash import crashed, resolve_crash
 from memory_core.sessions.document import (
@@ -110,6 +110,7 @@ __all__ = [
     "agent_tokens",
     "append_rolling_summary",
     "autosave",
+    "autosave_session",
     "close",
     "compact_text",
     "crashed",

@@ -45,6 +45,38 @@ def autosave(
     return saved
 
 
+def autosave_session(
+    store: Store,
+    session_id: str,
+    *,
+    interval_minutes: float,
+    final: bool = False,
+    now: float | None = None,
+) -> bool:
+    """Save one session when an auto-save is due (the agent hooks' auto-save); True if saved.
+
+    Due when something happened since its last save and that save (or the session's start) is
+    older than the interval; `final` (the session ended): whenever something happened since
+    the last save, so the saved copy holds the session to its end. Off when the interval is 0.
+    """
+    if interval_minutes <= 0:
+        return False
+    ts = clock.now() if now is None else now
+    row = store.query_one(
+        "SELECT started_at, last_activity_at, saved_at FROM sessions WHERE id = ?", (session_id,)
+    )
+    if row is None:
+        return False
+    last_save = row["saved_at"]
+    if last_save is not None and float(row["last_activity_at"]) <= float(last_save):
+        return False  # nothing new since the last save
+    since = float(last_save if last_save is not None else row["started_at"])
+    if not final and ts - since < interval_minutes * 60:
+        return False
+    save(store, session_id, now=ts)
+    return True
+
+
 def enforce_quota(store: Store, session_id: str, *, quota_bytes: int) -> dict[str, Any]:
     """Keep a session under its quota: at 80 % the rolling summary is compacted; at 95 % the
     oldest turns' texts are compacted too, until the session is back under 80 %."""

@@ -4,12 +4,13 @@ packed for storage, parsed and validated, older versions upgraded, newer ones re
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from memory_core import clock
 from memory_core.errors import EngramError, NotFoundError, UsageError
 from memory_core.sessions.metrics import metrics
-from memory_core.sessions.model import _find_row, _json
+from memory_core.sessions.model import _find_row, _json, restore_archived
 from memory_core.store import Store
 
 # The format of a saved session document. Version 1 was engram's first layout (no tool calls,
@@ -53,6 +54,8 @@ def document_json(store: Store, session_id: str, *, now: float | None = None) ->
     if row is None:
         raise NotFoundError(f"no session {session_id!r}", hint="see `engram session list`")
     sid = row["id"]
+    if restore_archived(store, sid):
+        row = _find_row(store, sid) or row
     session = {key: row[key] for key in row.keys()}  # noqa: SIM118 - sqlite3.Row has no items()
     for key in ("decisions", "outcomes", "open_items", "tags", "search_footprint", "data"):
         session[key] = json.loads(session[key])
@@ -96,12 +99,32 @@ def unpack_document(payload: bytes) -> Any:
     return json.loads(data)
 
 
+# The beans SessionExport versions this engram reads (seed 004 writes "1.0").
+BEANS_MAJOR_VERSION = 1
+
+
+def is_beans_document(raw: Any) -> bool:
+    """A beans `SessionExport` (`session.sessionId`), as opposed to engram's own (`session.id`)."""
+    session = raw.get("session") if isinstance(raw, dict) else None
+    return isinstance(session, dict) and "sessionId" in session and "id" not in session
+
+
 def parse_document(raw: Any) -> dict[str, Any]:
     """Validate a saved-session document, upgrading older versions; refuse newer ones."""
     if not isinstance(raw, dict) or not isinstance(raw.get("session"), dict):
         raise UsageError(
             "not a saved engram session: expected an object with `session` and `turns`"
         )
+    if is_beans_document(raw):
+        # beans versions its file format on its own ("1.0"): the beans reader is version 1's.
+        found = raw.get("version", "1.0")
+        if _major_version(found) != BEANS_MAJOR_VERSION:
+            raise EngramError(
+                f"this beans session file has version {found}; this engram reads beans session"
+                f" files of version {BEANS_MAJOR_VERSION}.x",
+                hint="export it again from a beans that writes version 1.x; nothing was changed",
+            )
+        raw = {**raw, "version": 1}
     version = _major_version(raw.get("version", 1))
     _refuse_newer(version)
     doc = dict(raw)
@@ -109,7 +132,10 @@ def parse_document(raw: Any) -> dict[str, Any]:
         doc = _upgrade_v1(doc)
     session = doc["session"]
     if not isinstance(session.get("id"), str) or not session["id"]:
-        raise UsageError("saved session has no `session.id`")
+        raise UsageError(
+            "saved session has no `session.id` (engram's format) nor `session.sessionId`"
+            " (a beans SessionExport)"
+        )
     turns = doc.get("turns") or []
     if not isinstance(turns, list) or not all(isinstance(t, dict) for t in turns):
         raise UsageError("saved session `turns` must be a list of objects")
@@ -118,11 +144,16 @@ def parse_document(raw: Any) -> dict[str, Any]:
 
 
 def _refuse_newer(version: int) -> None:
-    if version > FORMAT_VERSION:
+    if version > FORMAT_VERSION or version < 1:
         raise EngramError(
             f"this saved session has format version {version}, written by a newer engram "
-            f"(this one reads versions 1 to {FORMAT_VERSION})",
-            hint="upgrade engram to load it; nothing was changed",
+            f"(this one reads versions 1 to {FORMAT_VERSION})"
+            if version > FORMAT_VERSION
+            else f"this saved session has format version {version}; this engram reads versions"
+            f" 1 to {FORMAT_VERSION}",
+            hint="upgrade engram to load it; nothing was changed"
+            if version > FORMAT_VERSION
+            else "nothing was changed",
         )
 
 
@@ -135,6 +166,29 @@ def _major_version(value: Any) -> int:
         return int(value)
     except (TypeError, ValueError):
         raise UsageError(f"saved session has an unreadable version {value!r}") from None
+
+
+# A JSON string (kept as it is) or a placeholder outside one (`[...]`, `{...}`, `…` too).
+_STRING_OR_PLACEHOLDER = re.compile(
+    r'"(?:[^"\\]|\\.)*"|\[\s*(?:\.\.\.|…)\s*\]|\{\s*(?:\.\.\.|…)\s*\}', re.DOTALL
+)
+
+
+def fill_placeholders(text: str) -> tuple[str, int]:
+    """Read `[...]` and `{...}` outside strings as empty: the shorthand of documentation examples
+    (the beans SessionExport example abbreviates its tool calls so). Returns the text and how
+    many placeholders it had."""
+    count = 0
+
+    def one(match: re.Match[str]) -> str:
+        nonlocal count
+        token = match.group(0)
+        if token.startswith('"'):
+            return token
+        count += 1
+        return "[]" if token.startswith("[") else "{}"
+
+    return _STRING_OR_PLACEHOLDER.sub(one, text), count
 
 
 def _ts(value: Any) -> float | None:

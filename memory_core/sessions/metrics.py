@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from memory_core.errors import NotFoundError
-from memory_core.sessions.model import _find_row
+from memory_core.sessions.model import _find_row, restore_archived
 from memory_core.store import Store
 
 # Whether a session_commands row failed: its `failed` flag (agents.failures), else its exit code.
@@ -20,6 +20,7 @@ def metrics(store: Store, session_id: str, *, now: float | None = None) -> dict[
     if row is None:
         raise NotFoundError(f"no session {session_id!r}", hint="see `engram session list`")
     sid = row["id"]
+    restore_archived(store, sid)
     end = row["ended_at"] if row["ended_at"] is not None else row["last_activity_at"]
     tools = store.query_one(
         "SELECT COUNT(*) AS total, COALESCE(SUM(ok), 0) AS ok FROM session_tool_calls WHERE session_id = ?",

@@ -91,3 +91,20 @@ def _find_row(store: Store, ref: str) -> sqlite3.Row | None:
             raise UsageError(f"{ref!r} names more than one session", hint="give more of the id")
         row = rows[0] if rows else None
     return row
+
+
+def restore_archived(store: Store, session_id: str) -> bool:
+    """Bring back the turns an archived session had packed away, before they are read.
+
+    One indexed lookup when there is nothing to restore; the lifecycle module (which does the
+    work) is imported only when there is.
+    """
+    found = store.query_one(
+        "SELECT 1 FROM archived_rows WHERE session_id = ? AND table_name = 'sessions' LIMIT 1",
+        (session_id,),
+    )
+    if found is None:
+        return False
+    from memory_core import lifecycle
+
+    return lifecycle.restore_if_archived(store, session_id)

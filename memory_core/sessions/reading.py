@@ -17,6 +17,7 @@ from memory_core.sessions.model import (
     IDLE_SECONDS,
     _find_row,
     _iso,
+    restore_archived,
 )
 from memory_core.store import Store
 
@@ -33,6 +34,20 @@ def age_state(last_activity_at: float, *, now: float | None = None) -> str:
     return "fresh"
 
 
+def _last_access(row: sqlite3.Row) -> float:
+    """The last activity, or the later restore of its archived detail (a read is an access)."""
+    last = float(row["last_activity_at"])
+    data = row["data"]
+    if isinstance(data, str) and "unarchived_at" in data:
+        try:
+            restored = json.loads(data).get("unarchived_at")
+        except (ValueError, AttributeError):
+            return last
+        if isinstance(restored, int | float):
+            return max(last, float(restored))
+    return last
+
+
 def _session_dict(row: sqlite3.Row, now: float) -> dict[str, Any]:
     summary = {
         "overview": row["overview"],
@@ -46,7 +61,7 @@ def _session_dict(row: sqlite3.Row, now: float) -> dict[str, Any]:
         "agent": row["agent"],
         "session_type": row["session_type"],
         "status": row["status"],
-        "age_state": age_state(row["last_activity_at"], now=now),
+        "age_state": age_state(_last_access(row), now=now),
         "last_action": row["last_action"],
         "end_reason": row["end_reason"],
         "created_at": clock.iso(row["started_at"]),
@@ -120,6 +135,7 @@ def history(store: Store, session_id: str, *, last: int | None = None) -> list[d
     sid = get(store, session_id)["id"]
     if last is not None and last <= 0:
         return []
+    restore_archived(store, sid)
     # ISO times are formatted by SQLite: for 1,000 turns Python's strftime alone costs ~5 ms.
     rows = store.query(
         "SELECT seq, user_message, assistant_response, tool_calls, input_tokens, output_tokens, "

@@ -20,6 +20,7 @@ from memory_core.sessions.document import (
     _ts,
     document,
     document_json,
+    fill_placeholders,
     parse_document,
     unpack_document,
 )
@@ -367,18 +368,52 @@ def import_document(
         "session": session,
         "turns": history(store, sid, last=20),
         "files": files_modified(store, sid),
+        "notes": _import_notes(store, raw),
     }
+
+
+def _import_notes(store: Store, raw: Any) -> list[str]:
+    """What an import changed on the way in, for the person importing: the recorded workspace
+    (beans' `workspace.rootPath`) is not kept, the session now belongs to this one."""
+    notes = []
+    workspace = raw.get("workspace") if isinstance(raw, dict) else None
+    if isinstance(workspace, dict):
+        recorded = workspace.get("rootPath") or workspace.get("root")
+        if isinstance(recorded, str) and recorded and recorded != str(store.root):
+            notes.append(
+                f"the session was recorded in {recorded}; it is imported into this workspace"
+                f" ({store.root}), and its files are read as this workspace's"
+            )
+    return notes
 
 
 def import_file(
     store: Store, path: Path, *, replace: bool = False, now: float | None = None
 ) -> dict[str, Any]:
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise UsageError(f"no such file {str(path)!r}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path} is not JSON: {exc}") from None
+    placeholders = 0
+    try:
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as first:
+            # Documentation examples write `[...]` for "some items": read it as none.
+            filled, placeholders = fill_placeholders(text)
+            if not placeholders:
+                raise first from None
+            raw = json.loads(filled)
+    except json.JSONDecodeError as exc:
         raise UsageError(f"{path} is not JSON: {exc}") from None
     except RecursionError:
         raise UsageError(f"{path} is not JSON: nested too deeply") from None
-    return import_document(store, raw, replace=replace, now=now)
+    imported = import_document(store, raw, replace=replace, now=now)
+    if placeholders:
+        imported["notes"].insert(
+            0,
+            f"{path.name} has {placeholders} placeholder(s) (`[...]`), read as empty",
+        )
+    return imported

@@ -74,6 +74,46 @@ def _hook_runs(root: Path, count: int) -> tuple[list[float], list[float]]:
     return with_quota, without
 
 
+def _near_quota_runs(root: Path, count: int) -> list[float]:
+    """PostToolUse hooks on the 5 MB session set at 92 % of its quota, 40 s apart: no
+    remembered measurement applies, so every hook is measured and its writes guarded (the
+    exact hard limit), and every one finds the session over 80 % (a gentle compaction that
+    has nothing it may remove)."""
+    store = Store.open(root)
+    try:
+        used = quota.session_usage(store, SESSION)
+    finally:
+        store.close()
+    (root / ".engram" / "config.toml").write_text(
+        f"[sessions]\nquota_bytes = {int(used / 0.92)}\n", encoding="utf-8"
+    )
+    start = clock.now()
+    times: list[float] = []
+    try:
+        for index in range(count + 2):
+            payload = json.dumps(
+                {
+                    "session_id": SESSION,
+                    "transcript_path": "/nonexistent/x.jsonl",
+                    "cwd": str(root),
+                    "hook_event_name": "PostToolUse",
+                    "tool_name": "Bash",
+                    "tool_input": {"command": "ls"},
+                    "tool_use_id": f"toolu-near-{index}",
+                    "tool_response": {"stdout": "a", "stderr": ""},
+                }
+            )
+            began = time.perf_counter()
+            hooks.handle(
+                "claude-code", "PostToolUse", payload, workspace=str(root), now=start + 40 * index
+            )
+            if index >= 2:
+                times.append((time.perf_counter() - began) * 1000)
+    finally:
+        (root / ".engram" / "config.toml").unlink()
+    return times
+
+
 def _cached_step(root: Path) -> Figure:
     """The quota step alone, on a hook whose session was measured less than 30 s ago."""
     from memory_core.agents.hooks import HookRun
@@ -138,6 +178,21 @@ def run() -> list[Figure]:
                     p95,
                 )
             )
+            measurement = median
+        finally:
+            store.close()
+        near_median, near_p95 = summarize(_near_quota_runs(root, 20))
+        figures.append(
+            Figure(
+                "hook PostToolUse in process, 5 MB session at 92 % of its quota (guarded)",
+                "(the price of an exact limit near it: measurements of the session)",
+                near_median,
+                near_p95,
+                ratio=f"{near_median / measurement:.1f}x one measurement",
+            )
+        )
+        store = Store.open(root)
+        try:
             median, p95 = summarize(time_ms(lambda: doctor.run(store), repeat=5, warmup=1))
             figures.append(Figure("engram doctor, 5 MB store (check only)", "-", median, p95))
         finally:

@@ -90,8 +90,12 @@ def test_digest_is_written_in_the_seed_layout(store: Store, written: digest.Dige
         "Axioms Learned",
         "Context Snapshot",
     ]
-    assert seen["sections"]["User Corrections"] == [f'- "{CORRECTION}"']
-    assert seen["sections"]["Axioms Learned"] == ['- Axiom: "Always run the tests with --no-cov."']
+    # The correction and the rule the prompt states, in the digest's words: not the prompt.
+    assert seen["sections"]["User Corrections"] == [
+        '- "Do not touch auth.py: the bug is in the session cookie"'
+    ]
+    assert seen["sections"]["Axioms Learned"] == ['- Axiom: "Always: run the tests with --no-cov"']
+    assert CORRECTION not in text and "Always run the tests with --no-cov." not in text
     patterns = seen["sections"]["Patterns Observed"]
     assert patterns[0].startswith(f'- Pattern: "`{FAILING_COMMAND}` failed 3 times: ')
     assert list(seen["snapshot"]) == [
@@ -126,8 +130,10 @@ def test_digest_is_written_in_the_seed_layout(store: Store, written: digest.Dige
 def test_engram_reads_back_what_it_wrote(written: digest.Digest) -> None:
     read = digest.read_digest(written.path)
     assert read.frontmatter["session_id"] == SESSION
-    assert read.sections["user_corrections"] == [CORRECTION]
-    assert read.sections["axioms_learned"] == ["Always run the tests with --no-cov."]
+    assert read.sections["user_corrections"] == [
+        "Do not touch auth.py: the bug is in the session cookie"
+    ]
+    assert read.sections["axioms_learned"] == ["Always: run the tests with --no-cov"]
     snap = read.sections["context_snapshot"]
     assert snap["active_agent"] == "@claude-code" and snap["active_story"] is None
     assert sorted(snap["files_modified"]) == ["src/auth.py", "src/cookie.py", "src/session.py"]
@@ -310,3 +316,72 @@ def test_a_digest_as_the_aios_writer_writes_it_loads() -> None:
         "files_modified": [],
         "commands_executed": [],
     }
+
+
+@pytest.mark.parametrize(
+    ("prompt", "gist"),
+    [
+        (CORRECTION, "Do not touch auth.py: the bug is in the session cookie"),
+        ("actually, use the v2 API", "Use the v2 API"),
+        (
+            "No. Wrong file. Please edit src/app.py instead of src/main.py, thanks!",
+            "Edit src/app.py instead of src/main.py",
+        ),
+        (
+            "No, that's wrong: the retry belongs in src/net/client.py, not in the uploader.",
+            "The retry belongs in src/net/client.py, not in the uploader",
+        ),
+        # A word that carries the meaning is no cue: the statement keeps it.
+        ("No tests were run, you forgot them", "No tests were run, you forgot them"),
+        ("Stop using print statements", "Stop using print statements"),
+        ("Revert the last commit", "Revert the last commit"),
+        (
+            "wait, you forgot to email bob@example.com the link https://x.example/y at /home/bob/n",
+            "You forgot to email <email> the link <url> at ~/n",
+        ),
+    ],
+)
+def test_a_correction_is_restated_not_quoted(prompt: str, gist: str) -> None:
+    assert digest.is_correction(prompt)
+    assert digest.correction_gist(prompt) == gist
+
+
+def test_a_question_is_neither_a_correction_nor_a_rule(store: Store) -> None:
+    from memory_core import sessions
+
+    sessions.start(store, session_id="S-q", agent="claude-code")
+    with store.transaction() as db:
+        for i, text in enumerate(
+            (
+                "how do we make sure that the token is always refreshed?",
+                "No, why did you delete the migration?",
+                "No, why did you delete it? Restore src/db/migrations/0003.sql from git.",
+            )
+        ):
+            db.execute(
+                "INSERT INTO agent_prompts (uuid, session_id, ts, text) VALUES (?, ?, ?, ?)",
+                (f"p{i}", "S-q", 1_772_450_000.0 + i, text),
+            )
+    found = digest.extract(store, "S-q")
+    assert [c["text"] for c in found["user_corrections"]] == [
+        "Restore src/db/migrations/0003.sql from git"
+    ]
+    assert found["axioms_learned"] == []
+
+
+def test_a_rule_is_restated_by_its_modality() -> None:
+    rules = digest.axioms_in(
+        "Never push to main. You must sign commits! Always run pytest tests/test_a.py -x. "
+        "Tests must pass before merge. Make sure to rebase. Don't ever force-push. "
+        "Complete the commit, always verify and run hooks. We should never commit .env files."
+    )
+    assert [digest.axiom_gist(rule) for rule in rules] == [
+        "Never: push to main",
+        "Must: sign commits",
+        "Always: run pytest tests/test_a.py -x",
+        "Must: Tests pass before merge",
+        "Always: rebase",
+        "Never: force-push",
+        "Always: verify and run hooks",
+        "Never: commit .env files",
+    ]

@@ -90,3 +90,31 @@ def test_annotation_gotchas_stored_before_the_fix_are_corrected_by_the_next_sync
     assert [drift.check_citation(workspace, c) for c in citations] == [None]
     # Unchanged afterwards: the next sync writes nothing.
     assert not records.sync_annotations(store, "app.py", fresh, now=NOW)
+
+
+def test_the_textmate_grammar_highlights_exactly_the_annotations_the_server_reads() -> None:
+    """syntax/engram-annotations.tmLanguage.json begins an annotation where the server finds
+    one: every severity it reads (`GOTCHA(high):`), and not a severity it does not know. The
+    editors' tokenisers are run on it in tests/e2e/test_syntax.py; this keeps the two rules in
+    step for every severity and spelling."""
+    import json
+    import re
+
+    grammar = json.loads(
+        (Path(__file__).parents[2] / "syntax" / "engram-annotations.tmLanguage.json").read_text()
+    )
+    begin = re.compile(grammar["repository"]["gotcha-annotation"]["begin"])
+    lines = [
+        f"{marker} {word}{spacing}{severity}{colon_space}: text"
+        for marker in ("#", "//")
+        for word in ("gotcha", "GOTCHA", "Gotcha")
+        for spacing in ("", " ")
+        for severity in ("", "(critical)", "(high)", "(medium)", "(low)", "(HIGH)", "(urgent)")
+        for colon_space in ("", " ")
+    ]
+    for line in lines:
+        server = find_annotations("sample.py", [line])
+        assert bool(begin.search(line)) == bool(server), line
+        if server and "(" in line:
+            assert server[0].severity == line.split("(")[1].split(")")[0].lower()
+    assert any("(urgent)" in line and not find_annotations("sample.py", [line]) for line in lines)

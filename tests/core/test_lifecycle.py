@@ -314,3 +314,39 @@ def test_deleting_a_session_leaves_its_checkpoints_alone(store: Store, workspace
     record = lifecycle.delete(store, session_id="with-cp", now=NOW)
     assert "checkpoints" not in record["counts"]
     assert [c["id"] for c in checkpoints.list_checkpoints(store)] == [checkpoint["id"]]
+
+
+def test_undelete_after_the_recovery_deadline_is_refused_even_before_any_purge(
+    store: Store,
+) -> None:
+    entry = memory.add(store, "the staging password rotates monthly", now=NOW)
+    record = memory.forget(store, entry["id"], now=NOW)
+    # Nothing purged it: the rows are still in the trash...
+    assert store.query_one("SELECT count(*) FROM deleted_rows")[0] == 1
+    # ...and still the deadline holds.
+    with pytest.raises(NotFoundError, match="past recovery: its recovery period ended at 2027-"):
+        lifecycle.undelete(store, record["id"], now=NOW + 30 * DAY)
+    with pytest.raises(NotFoundError):
+        memory.get(store, entry["id"])
+    assert lifecycle.deletion(store, record["id"])["state"] == "deleted"
+    # A day before the deadline it comes back (the control).
+    assert lifecycle.undelete(store, record["id"], now=NOW + 29 * DAY)["restored"] == {
+        "memories": 1
+    }
+
+
+def test_cli_refuses_an_undelete_past_its_deadline(cli, workspace: Path) -> None:
+    keep = cli("memory", "add", "use the staging bucket", "--json", cwd=workspace).json()
+    assert cli("config", "set", "memory.recovery_days", "0", cwd=workspace).code == 0
+    late = cli("memory", "add", "deploy on fridays", "--json", cwd=workspace).json()
+    assert cli("memory", "forget", late["id"], cwd=workspace).code == 0
+    refused = cli("undelete", late["id"], cwd=workspace)
+    assert refused.code == 1
+    assert refused.stderr.startswith("engram: error: ") and "past recovery" in refused.stderr
+    assert refused.stderr.count("\n") <= 2  # the error and its hint, no traceback
+    assert cli("memory", "show", late["id"], cwd=workspace).code == 1
+    # Within its 30 days an item comes back (the control).
+    assert cli("config", "set", "memory.recovery_days", "30", cwd=workspace).code == 0
+    assert cli("memory", "forget", keep["id"], cwd=workspace).code == 0
+    assert cli("undelete", keep["id"], cwd=workspace).code == 0
+    assert cli("memory", "show", keep["id"], cwd=workspace).code == 0

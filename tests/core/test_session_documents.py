@@ -336,9 +336,14 @@ def test_importing_a_file_that_is_missing_or_not_json_says_so(store: Store, tmp_
         sessions.import_file(store, tmp_path / "missing.json")
     assert missing.value.one_line() == f"no such file {str(tmp_path / 'missing.json')!r}"
     bad = tmp_path / "bad.json"
-    bad.write_text('{"toolCalls": [...]}')
+    bad.write_text('{"toolCalls": [1, 2')
     with pytest.raises(UsageError, match="is not JSON"):
         sessions.import_file(store, bad)
+    # A documentation placeholder is not a broken file: it reads as empty.
+    placeholder = tmp_path / "placeholder.json"
+    placeholder.write_text('{"toolCalls": [...]}')
+    with pytest.raises(UsageError, match="not a saved engram session"):
+        sessions.import_file(store, placeholder)
     assert sessions.list_sessions(store) == []
 
 
@@ -510,3 +515,19 @@ def test_a_save_is_on_the_timeline_at_the_time_it_was_made(store: Store) -> None
     sessions.save(store, sid, now=T0 + 100)
     [event] = events.recent(store, kind="session.saved")
     assert (event.session_id, event.ts) == (sid, T0 + 100)
+
+
+def test_placeholders_are_read_as_empty_only_outside_strings() -> None:
+    from memory_core.sessions.document import fill_placeholders
+
+    text = '{"a": [...], "b": {...}, "c": "keep [...] and {...} in text", "d": "\\"[...]\\"", "e": [ ... ]}'
+    filled, count = fill_placeholders(text)
+    assert count == 3
+    assert json.loads(filled) == {
+        "a": [],
+        "b": {},
+        "c": "keep [...] and {...} in text",
+        "d": '"[...]"',
+        "e": [],
+    }
+    assert fill_placeholders('{"a": [1, 2]}') == ('{"a": [1, 2]}', 0)

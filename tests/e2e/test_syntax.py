@@ -34,7 +34,8 @@ pytestmark = pytest.mark.e2e
 
 SAMPLES = {
     "sample.py": 'import os\nx = 1  # gotcha: os.sep differs on Windows, see G-1a2b3c4d\nlabel = "gotcha: not a comment"\n',
-    "sample.c": "/* GOTCHA: free it once */ int x;\n// gotcha: see S-0123abcd\n",
+    "sample.c": "/* GOTCHA: free it once */ int x;\n// gotcha: see S-0123abcd\n"
+    "// GOTCHA(high): the buffer is not NUL-terminated\n/* gotcha(urgent): not a severity */\n",
     "export.md": "# Gotchas\n\n## G-1a2b3c4d: read_csv\n\n- session S-0123abcd, checkpoint C-89abcdef\n- XG-1a2b3c4d\n"
     "- agent session 3f2a9c1e-7b4d-4e8f-9a1b-2c3d4e5f6a7b\n",
 }
@@ -48,6 +49,12 @@ PROBES = [
     ("sample.c", 1, "GOTCHA", 0, "engramGotchaTag", "cComment"),
     ("sample.c", 1, "int", 0, "cType", "cType"),
     ("sample.c", 2, "S-0123abcd", 0, "engramId", "cCommentL"),
+    # A severity the server reads (gotcha(critical|high|medium|low):) is part of the annotation.
+    ("sample.c", 3, "GOTCHA", 0, "engramGotchaTag", "cCommentL"),
+    ("sample.c", 3, "high", 0, "engramGotchaSeverity", "cCommentL"),
+    ("sample.c", 3, "buffer", 0, "engramGotchaAnnotation", "cCommentL"),
+    # An unknown one is not, as for the server.
+    ("sample.c", 4, "gotcha", 0, "cComment", "cComment"),
     ("export.md", 3, "G-1a2b3c4d", 0, "engramId", "markdownH2"),
     ("export.md", 5, "C-89abcdef", 0, "engramId", ""),
     # The G of XG-1a2b3c4d: an id glued to a word is not an id.
@@ -69,7 +76,7 @@ def test_textmate_grammars_tokenise_with_vscode_textmate(tmp_path: Path) -> None
     assert "# fail 0" in completed.stdout and "# skipped 0" in completed.stdout, completed.stdout[
         -2000:
     ]
-    assert "# pass 7" in completed.stdout, completed.stdout[-2000:]
+    assert "# pass 9" in completed.stdout, completed.stdout[-2000:]
 
 
 def _probe(nvim: Path, tmp: Path, syntax: bool) -> list[dict[str, object]]:

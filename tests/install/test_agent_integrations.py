@@ -168,3 +168,54 @@ def test_without_engram_installed_a_hook_exits_0_and_says_why(tmp_path: Path) ->
         [str(PLUGIN / "bin" / "engram-run"), "mcp"], capture_output=True, text=True, env=env
     )
     assert mcp.returncode == 127 and "not installed" in mcp.stderr
+
+
+async def test_the_plugin_has_the_session_summarize_command_the_installer_writes(
+    tmp_path: Path,
+) -> None:
+    """Seed 002's `/session-summarize`: the plugin ships the command `engram hooks install
+    claude-code` writes, naming the tools as Claude Code names a plugin's MCP server's tools
+    (`mcp__plugin_<plugin>_<server>__<tool>`), and every tool it allows is one the plugin's own
+    MCP server serves."""
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    from memory_core.agents import commands
+
+    shipped = (PLUGIN / "commands" / "session-summarize.md").read_text()
+    installed = commands.shipped()["session-summarize.md"]
+    front = shipped.split("---\n")[1]
+    (allowed,) = [line for line in front.splitlines() if line.startswith("allowed-tools:")]
+    tools = [name.strip() for name in allowed.removeprefix("allowed-tools:").split(",")]
+    plugin_name = json.loads((PLUGIN / ".claude-plugin" / "plugin.json").read_text())["name"]
+    servers = json.loads((PLUGIN / ".mcp.json").read_text())["mcpServers"]
+    (server_name,) = servers
+    prefix = f"mcp__plugin_{plugin_name}_{server_name}__"
+    assert tools and all(name.startswith(prefix) for name in tools)
+    # The installer's command word for word, but for the tool names and where the server is.
+    assert (
+        shipped.replace(prefix, "mcp__engram__").replace(
+            "(the `engram` MCP server this plugin starts)",
+            "(the `engram` MCP server: `claude mcp add engram -- engram mcp`)",
+        )
+        == installed
+    )
+    # The plugin's server, started as Claude Code starts it, serves every allowed tool.
+    project = tmp_path / "project"
+    project.mkdir()
+    git(project, "init", "-q")
+    server = servers[server_name]
+    params = StdioServerParameters(
+        command=server["command"].replace("${CLAUDE_PLUGIN_ROOT}", str(PLUGIN)),
+        args=server["args"],
+        cwd=str(project),
+        env={"PATH": f"{VENV_BIN}{os.pathsep}/usr/bin:/bin", "HOME": str(tmp_path)},
+    )
+    async with Client(params) as client:
+        served = {tool.name for tool in (await client.list_tools()).tools}
+    assert {name.removeprefix(prefix) for name in tools} <= served
+    assert {name.removeprefix(prefix) for name in tools} == {
+        "projecthub_session_list",
+        "projecthub_session_transcript",
+        "projecthub_session_update_summary",
+    }
