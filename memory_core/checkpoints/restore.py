@@ -27,7 +27,7 @@ from memory_core.checkpoints.history import checkpoint_dict, find_row
 from memory_core.checkpoints.storage import TreeLookup, load_tree, read_blob
 from memory_core.checkpoints.trees import CorruptCheckpointError, Entry, Tree, valid_name
 from memory_core.errors import EngramError
-from memory_core.journal import ChangeJournal
+from memory_core.journal import ChangeJournal, EditorFiles
 from memory_core.store import Store
 
 # -- rollback ----------------------------------------------------------------------------------
@@ -235,6 +235,11 @@ def plan_rollback(
     planned_writes, planned_removes = _tree_changes(
         store, row["root_tree"], capture.root_tree, capture.writer.decoded, trees
     )
+    # An editor's swap, lock or auto-save file in a checkpoint made before engram knew its name
+    # is neither written back over the live one nor removed: it holds someone's unsaved work.
+    editor_files = EditorFiles(settings["watch.editor_files"])
+    planned_writes = [(rel, entry) for rel, entry in planned_writes if rel not in editor_files]
+    planned_removes = [rel for rel in planned_removes if rel not in editor_files]
     folders: dict[str, bool] = {}
     writes: list[FileWrite] = []
     removed_set = set(planned_removes)
