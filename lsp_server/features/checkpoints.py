@@ -65,6 +65,9 @@ class _FolderCheckpoints:
         # own (`warm_listings`), so no later checkpoint reads one back from the store.
         self.trees = checkpoints.TreeCache()
         self.warming: threading.Thread | None = None
+        # What a rollback left on disk, by path: (when, stat or None for removed). The client
+        # reports these files moments later; those reports are not anyone's work to burst on.
+        self.rolled_back: dict[str, tuple[float, tuple[int, int, int] | None]] = {}
 
 
 def _extra(state: FolderState) -> _FolderCheckpoints:
@@ -307,6 +310,7 @@ async def rollback(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
         result["rewound"] = await ls.run_blocking(conversation.rewind, state.store, target["id"])
     # Files the rollback wrote may reach the watcher after its next look: name them.
     _extra(state).hints.update([w.path for w in plan.writes] + list(plan.removes))
+    _remember_rollback_writes(state, [*result["restored"], *result["removed"]])
     session_id = _active_session(state)
     if session_id:
         summary = f"to {target['id']}: restored {len(plan.writes)}, removed {len(plan.removes)}; undo with {undo['id']}"
@@ -370,7 +374,7 @@ def register(server: EngramServer) -> None:
 
     def changed(ls: EngramServer, state: FolderState, paths: list[str]) -> None:
         _extra(state).hints.update(paths)
-        _maybe_burst(ls, state, len(paths))
+        _maybe_burst(ls, state, len(_work(ls, state, paths)))
 
     def watched(ls: EngramServer, state: FolderState, events: list[types.FileEvent]) -> None:
         paths = []
@@ -397,10 +401,52 @@ def register(server: EngramServer) -> None:
     server.document_listeners.append(SaveListener())
 
 
+# How long after a rollback the client's reports of the files it wrote are still its own.
+ROLLBACK_ECHO_SECONDS = 60.0
+
+
+def _disk_stat(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def _remember_rollback_writes(state: FolderState, paths: list[str]) -> None:
+    now = clock.now()
+    rolled_back = _extra(state).rolled_back
+    for rel in list(rolled_back):
+        if now - rolled_back[rel][0] > ROLLBACK_ECHO_SECONDS:
+            del rolled_back[rel]
+    for rel in paths:
+        rolled_back[rel] = (now, _disk_stat(state.root / rel))
+
+
+def _work(ls: EngramServer, state: FolderState, paths: list[str]) -> list[str]:
+    """The paths of a file event that are someone's work: not engram's own store, not git's
+    folder, not an editor's temporary file or an ignored one, and not a file as a rollback left
+    it (reported again by the client moments later)."""
+    ignore = evolution_feature.get_feature(ls).ignore_for(state)
+    rolled_back = _extra(state).rolled_back
+    now = clock.now()
+    work = []
+    for rel in paths:
+        if not evolution.is_recordable(rel) or ignore.ignored(rel):
+            continue
+        left = rolled_back.get(rel)
+        if left is not None and now - left[0] <= ROLLBACK_ECHO_SECONDS:
+            if _disk_stat(state.root / rel) == left[1]:
+                continue
+            del rolled_back[rel]  # changed since: whoever did it, it is work
+        work.append(rel)
+    return work
+
+
 def _maybe_burst(ls: EngramServer, state: FolderState, count: int) -> None:
     """An automatic checkpoint when many files change within a few seconds (an agent at work)."""
     threshold = int(state.settings["checkpoints.burst_files"])
-    if threshold <= 0:
+    if threshold <= 0 or count <= 0:
         return
     extra = _extra(state)
     now = clock.now()
