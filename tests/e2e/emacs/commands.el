@@ -54,7 +54,13 @@
   (setq e2e-server (engram--server))
   (format "%s" (process-command (jsonrpc--process e2e-server))))
 
+(defvar e2e-notes (expand-file-name "notes.py" e2e-root))
+(defvar e2e-notes-buffer nil)
+(defvar e2e-editor-files nil)
+
 (e2e-step "checkpoint"
+  ;; A second file, in the checkpoint: the person types in it below without saving.
+  (with-temp-file e2e-notes (insert "N = 1\n"))
   (cl-letf (((symbol-function 'read-string) #'e2e-answer))
     (call-interactively #'engram-checkpoint))
   (unless (string-match "checkpoint \\([^ ]+\\) created" (e2e-last-message))
@@ -62,6 +68,22 @@
   (setq e2e-checkpoint (match-string 1 (e2e-last-message)))
   (push (cons 'checkpoint_message (e2e-last-message)) e2e-result)
   e2e-checkpoint)
+
+(e2e-step "unsaved-notes"
+  ;; Emacs itself makes its lock file (.#notes.py) at the first change and its auto-save file
+  ;; (#notes.py#) when auto-save runs: the person's unsaved work.
+  (setq create-lockfiles t)
+  (setq e2e-notes-buffer (find-file-noselect e2e-notes))
+  (with-current-buffer e2e-notes-buffer
+    (auto-save-mode 1)  ; on by default in an interactive Emacs, off in batch
+    (goto-char (point-max))
+    (insert "N = 2  # typed, not saved\n")
+    (do-auto-save t t))
+  (setq e2e-editor-files
+        (list (expand-file-name "#notes.py#" e2e-root) (expand-file-name ".#notes.py" e2e-root)))
+  (unless (file-exists-p (car e2e-editor-files)) (error "Emacs made no auto-save file"))
+  (unless (file-symlink-p (cadr e2e-editor-files)) (error "Emacs made no lock file"))
+  e2e-editor-files)
 
 (e2e-step "edit"
   (erase-buffer)
@@ -88,6 +110,13 @@
   (unless (string= (e2e-text) e2e-original)
     (error "the buffer does not show the restored text: %S" (e2e-text)))
   (when (buffer-modified-p) (error "the buffer is marked modified after the rollback"))
+  ;; The person's unsaved work: the auto-save and lock files stay, the buffer keeps its text.
+  (dolist (file e2e-editor-files)  ; the lock is a dangling link: file-exists-p says nil
+    (unless (or (file-exists-p file) (file-symlink-p file)) (error "the rollback removed %s" file)))
+  (unless (with-current-buffer e2e-notes-buffer
+            (and (buffer-modified-p) (string-match-p "typed, not saved" (e2e-text))))
+    (error "the unsaved buffer lost its text"))
+  (push (cons 'editor_files_kept (vconcat e2e-editor-files)) e2e-result)
   "disk and buffer hold the checkpoint")
 
 (e2e-step "summary"
