@@ -279,7 +279,9 @@ def _rollbacks(store: Store, since: float) -> list[dict[str, Any]]:
         except (TypeError, ValueError):
             data = {}
         paths = {
-            str(p) for key in ("restored", "removed", "via_editor") for p in data.get(key) or []
+            str(p)
+            for key in ("restored", "removed", "via_editor", "buffers")
+            for p in data.get(key) or []
         }
         found.append({"ts": float(row["ts"]), "checkpoint": data.get("checkpoint"), "paths": paths})
     return found
@@ -428,11 +430,18 @@ def humanize(
         elif kind == "checkpoint.rollback":
             data = details.get("data") or {}
             target = labels.get(str(data.get("checkpoint")), str(data.get("checkpoint") or "?"))
-            restored = len(data.get("restored") or []) + len(data.get("via_editor") or [])
+            restored = len(
+                {
+                    str(p)
+                    for key in ("restored", "via_editor", "buffers")
+                    for p in data.get(key) or []
+                }
+            )
             removed = len(data.get("removed") or [])
             entry["who"] = "engram"
             entry["text"] = (
-                f"Rolled back to checkpoint “{target}”: {restored} file(s) restored, {removed} removed"
+                f"Rolled back to checkpoint “{target}”: {restored} "
+                f"{'file' if restored == 1 else 'files'} restored, {removed} removed"
             )
         elif source == "session":
             entry["who"] = str(details.get("agent") or "the agent")

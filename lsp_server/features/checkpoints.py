@@ -21,7 +21,7 @@ import hashlib
 import logging
 import os
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -201,19 +201,50 @@ def _unsaved_differences(
     return found
 
 
+def _modified_buffers(ls: EngramServer, state: FolderState, paths: list[str]) -> list[str]:
+    """Which of `paths` are open with text that differs from the file on disk (unsaved)."""
+    opened = _open_documents(ls, state)
+    modified = []
+    for rel in paths:
+        document = opened.get(rel)
+        if document is None:
+            continue
+        try:
+            with open(state.root / rel, "rb") as handle:
+                on_disk = handle.read()
+        except OSError:
+            on_disk = None
+        if on_disk != document.source.encode("utf-8"):
+            modified.append(rel)
+    return modified
+
+
 def _file_list(paths: list[str], limit: int = 12) -> str:
     shown = ", ".join(paths[:limit])
     return shown + (f" and {len(paths) - limit} more" if len(paths) > limit else "")
 
 
-def confirmation_message(target: dict[str, Any], restore: list[str], remove: list[str]) -> str:
-    """The question asked before a rollback: every file it restores and every file it removes."""
+def _files(count: int) -> str:
+    return f"{count} file" if count == 1 else f"{count} files"
+
+
+def confirmation_message(
+    target: dict[str, Any], restore: list[str], remove: list[str], unsaved: Sequence[str] = ()
+) -> str:
+    """The question asked before a rollback: every file it restores and every file it removes,
+    and the open buffers whose unsaved text it replaces (the safety checkpoint holds the disk,
+    so only the editor's undo brings that text back)."""
     parts = [f"Roll back to checkpoint {target['label']}?"]
     if restore:
-        parts.append(f"Restore {len(restore)} file(s): {_file_list(restore)}.")
+        parts.append(f"Restore {_files(len(restore))}: {_file_list(restore)}.")
     if remove:
-        parts.append(f"Remove {len(remove)} file(s) created after it: {_file_list(remove)}.")
-    parts.append("A checkpoint of the current state is made first, so this can be undone.")
+        parts.append(f"Remove {_files(len(remove))} created after it: {_file_list(remove)}.")
+    parts.append("A checkpoint of the files on disk is made first, so this can be undone.")
+    if unsaved:
+        parts.append(
+            f"Unsaved changes in {_file_list(list(unsaved))} are replaced too and are not in that "
+            "checkpoint (undo in the editor brings them back; save them first to keep them)."
+        )
     return " ".join(parts)
 
 
@@ -246,14 +277,16 @@ async def rollback(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
         )
     unsaved = [rel for rel, _ in _unsaved_differences(ls, state, plan)]
     restore = sorted({w.path for w in plan.writes} | set(unsaved))
+    modified = _modified_buffers(ls, state, [*restore, *plan.removes])
     if args.get("preview") is True:
         return {
             "done": False,
             "reason": "preview",
             "label": target["label"],
-            "message": confirmation_message(target, restore, list(plan.removes)),
+            "message": confirmation_message(target, restore, list(plan.removes), modified),
             **plan.as_dict(),
             "restore": restore,
+            "unsaved": modified,
         }
     opened = _open_documents(ls, state)
     if not plan.writes and not plan.removes and not unsaved:
@@ -272,7 +305,7 @@ async def rollback(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
             )
         return unchanged
     if args.get("confirm") is not True:
-        message = confirmation_message(target, restore, list(plan.removes))
+        message = confirmation_message(target, restore, list(plan.removes), modified)
         if not await ask(ls, message, ROLL_BACK):
             return {"done": False, "reason": "cancelled", **plan.as_dict(), "restore": restore}
     async with progress(ls, f"engram: rolling back to {target['label']}"):
@@ -284,7 +317,7 @@ async def rollback(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
             session_id=_active_session(state),
         )
         result = await ls.run_blocking(
-            checkpoints.apply_plan, state.store, plan, undo_checkpoint=undo["id"]
+            checkpoints.apply_plan, state.store, plan, undo_checkpoint=undo["id"], buffers=unsaved
         )
     # The rollback's writes are the rollback's in the file evolution (recorded now, before the
     # watcher or the editors' reloads report the same content, which then adds nothing).

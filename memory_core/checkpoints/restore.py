@@ -448,8 +448,13 @@ def apply_plan(
     skip: Iterable[str] = (),
     undo_checkpoint: str | None = None,
     now: float | None = None,
+    buffers: Iterable[str] = (),
 ) -> dict[str, Any]:
-    """Write a verified plan to disk, except the paths in `skip` (applied by an editor)."""
+    """Write a verified plan to disk, except the paths in `skip` (applied by an editor).
+
+    `buffers`: files unchanged on disk whose open buffer's unsaved text the editor reverts;
+    the rollback's event counts them, so the timeline says what the editor's message said.
+    """
     skipped = set(skip)
     restored: list[str] = []
     removed: list[str] = []
@@ -478,6 +483,7 @@ def apply_plan(
         "restored": restored,
         "removed": removed,
         "via_editor": sorted(skipped & ({w.path for w in plan.writes} | set(plan.removes))),
+        "buffers": sorted(set(buffers) - set(restored)),
         "unchanged": plan.unchanged,
         "failed": failed,
     }

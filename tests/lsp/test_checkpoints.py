@@ -86,8 +86,8 @@ async def test_rollback_asks_first_and_does_nothing_unless_confirmed(
     assert cancelled["done"] is False and cancelled["reason"] == "cancelled"
     (request,) = client.message_requests  # type: ignore[attr-defined]
     # The question names what it restores and what it removes.
-    assert "Restore 1 file(s): app.py." in request.message
-    assert "Remove 1 file(s) created after it: junk.txt." in request.message
+    assert "Restore 1 file: app.py." in request.message
+    assert "Remove 1 file created after it: junk.txt." in request.message
     assert [a.title for a in request.actions] == ["Roll back", "Cancel"]
     assert (folder / "app.py").read_text() == "bad\n" and (folder / "junk.txt").exists()
 
@@ -206,6 +206,36 @@ async def test_rollback_also_reverts_unsaved_edits_in_open_buffers(client: Langu
     assert result["done"] is True and result["reload"] == [uri]
     assert result["restored"] == ["typed.py"]
     assert (folder / "typed.py").read_text() == "answer = 42\n"
+    # The timeline says what the editor said: 1 file restored (the buffer's), not 0.
+    found = await execute(client, "engram.timeline", {"limit": 20})
+    assert "1 file restored, 0 removed" in found["markdown"]
+
+
+async def test_the_rollback_question_names_buffers_with_unsaved_changes(
+    client: LanguageClient,
+) -> None:
+    folder = client.folder  # type: ignore[attr-defined]
+    (folder / "typed.py").write_text("answer = 42\n")
+    (folder / "other.py").write_text("saved = True\n")
+    made = await execute(client, "engram.checkpoint.create")
+    (folder / "other.py").write_text("saved = False\n")  # changed on disk, its buffer saved
+    open_document(client, folder / "other.py")
+    uri = open_document(client, folder / "typed.py")
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[
+                types.TextDocumentContentChangeWholeDocument(text="answer = 0  # unsaved\n")
+            ],
+        )
+    )
+    preview = await execute(
+        client, "engram.checkpoint.rollback", {"id": made["id"], "preview": True}
+    )
+    assert preview["restore"] == ["other.py", "typed.py"]
+    assert preview["unsaved"] == ["typed.py"]
+    assert "Restore 2 files: other.py, typed.py." in preview["message"]
+    assert "Unsaved changes in typed.py are replaced too" in preview["message"]
 
 
 async def test_rollback_preview_lists_the_files_and_changes_nothing(
