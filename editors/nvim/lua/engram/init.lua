@@ -369,7 +369,9 @@ function M.execute(command, args, callback)
   local function handle(err, result)
     if err then
       M.last[command] = { error = err.message or tostring(err) }
-      notify((err.message or tostring(err)), vim.log.levels.ERROR)
+      -- An empty state ("no session recorded in this workspace yet") is information.
+      local empty = type(err.data) == "table" and err.data.empty == true
+      notify((err.message or tostring(err)), empty and vim.log.levels.INFO or vim.log.levels.ERROR)
       return
     end
     M.last[command] = result or vim.empty_dict()
