@@ -202,6 +202,13 @@ SETTINGS: dict[str, Setting] = {
             "Extra gitignore-style patterns engram never records or checkpoints.",
         ),
         Setting(
+            "watch.editor_files",
+            list,
+            [],
+            "More editors' temporary files (gitignore-style, beside the built-in list) that "
+            "engram never records, checkpoints, restores or removes.",
+        ),
+        Setting(
             "log.level",
             str,
             "info",

@@ -46,6 +46,11 @@ class NotFoundError(EngramError):
     code = "MEM_E005"
 
 
+class NothingYetError(NotFoundError):
+    """Nothing of the kind exists yet ("no session recorded in this workspace yet"): an empty
+    state, not a failure. Editors say it as information, not as an error."""
+
+
 class StoreError(EngramError):
     """The store cannot be opened or used (newer schema, corrupt file, no store yet)."""
 

@@ -77,6 +77,28 @@ SECRET_FILE_PATTERNS = (
 # ... but templates meant to be committed are ordinary files.
 SECRET_FILE_EXCEPTIONS = ("!.env.example", "!.env.sample", "!.env.template", "!*.pub")
 
+# Editors' recovery, lock, swap and backup files and the system's temporary files. They hold a
+# person's unsaved text or another program's lock, so engram never records them, never puts
+# them in a checkpoint, and a rollback never restores or removes them, whatever .gitignore says
+# (docs/checkpoints-and-sessions.md; `watch.editor_files` adds more).
+EDITOR_FILE_PATTERNS = (
+    r"\#*#",  # Emacs auto-save: the unsaved text (a leading # would be a comment)
+    ".#*",  # Emacs lock (a symbolic link to user@host.pid)
+    "*~",  # backups: Emacs, Vim, Kate, gedit, nano
+    ".*.sw[a-p]",  # Vim and Neovim swap files (.swp, .swo, ...)
+    ".*.un~",  # Vim persistent undo
+    "4913",  # Vim's probe that the folder is writable
+    "*___jb_tmp___",  # JetBrains safe write
+    "*___jb_old___",
+    ".*.kate-swp",  # Kate swap
+    "*.vsctmp",  # VS Code atomic writes
+    "*.crswap",  # Chromium-based editors' file system writes
+    ".goutputstream-*",  # GTK (gedit) atomic writes
+    ".~lock.*#",  # LibreOffice lock
+    ".nfs*",  # NFS: a deleted file still open somewhere
+    ".fuse_hidden*",  # FUSE: the same
+)
+
 WATCHMAN_TIMEOUT_SECONDS = 10.0
 # A batch this large may have overflowed the kernel's event queue (16,384 by default).
 LOSSY_BATCH = 4096
@@ -213,24 +235,45 @@ def _info_exclude(root: Path) -> list[str]:
         return []
 
 
-def watch_rules(root: Path, exclude: Iterable[str]) -> IgnoreRules:
-    """What engram never records: `.gitignore` files, `.git/info/exclude`, `watch.exclude`."""
-    return IgnoreRules(root, [*_info_exclude(root), *exclude])
+def watch_rules(
+    root: Path, exclude: Iterable[str], editor_files: Iterable[str] = ()
+) -> IgnoreRules:
+    """What engram never records: editors' temporary files, `.gitignore` files,
+    `.git/info/exclude`, `watch.exclude`."""
+    return IgnoreRules(root, [*EDITOR_FILE_PATTERNS, *editor_files, *_info_exclude(root), *exclude])
 
 
 def checkpoint_rules(
-    root: Path, exclude: Iterable[str], *, include_secret_files: bool = False
+    root: Path,
+    exclude: Iterable[str],
+    *,
+    include_secret_files: bool = False,
+    editor_files: Iterable[str] = (),
 ) -> IgnoreRules:
     """What checkpoints leave out: the watch rules plus, by default, files holding secrets."""
     secrets = [] if include_secret_files else [*SECRET_FILE_PATTERNS, *SECRET_FILE_EXCEPTIONS]
-    return IgnoreRules(root, [*_info_exclude(root), *exclude], secrets=secrets)
+    return IgnoreRules(
+        root,
+        [*EDITOR_FILE_PATTERNS, *editor_files, *_info_exclude(root), *exclude],
+        secrets=secrets,
+    )
+
+
+class EditorFiles:
+    """Whether a path is an editor's or the system's temporary file (by its name)."""
+
+    def __init__(self, extra: Iterable[str] = ()) -> None:
+        self._matcher = _compiled((*EDITOR_FILE_PATTERNS, *extra))
+
+    def __contains__(self, rel: str) -> bool:
+        return bool(self._matcher.check(rel))
 
 
 class Ignore:
     """gitignore-style exclusion of single paths for one folder (the watchers' view)."""
 
-    def __init__(self, root: Path, extra: list[str]) -> None:
-        self.rules = watch_rules(root, extra)
+    def __init__(self, root: Path, extra: list[str], editor_files: Iterable[str] = ()) -> None:
+        self.rules = watch_rules(root, extra, editor_files)
 
     def ignored(self, rel: str) -> bool:
         folder = rel.rpartition("/")[0]

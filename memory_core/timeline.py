@@ -279,10 +279,36 @@ def _rollbacks(store: Store, since: float) -> list[dict[str, Any]]:
         except (TypeError, ValueError):
             data = {}
         paths = {
-            str(p) for key in ("restored", "removed", "via_editor") for p in data.get(key) or []
+            str(p)
+            for key in ("restored", "removed", "via_editor", "buffers")
+            for p in data.get(key) or []
         }
         found.append({"ts": float(row["ts"]), "checkpoint": data.get("checkpoint"), "paths": paths})
     return found
+
+
+def _rollback_reports(
+    rollbacks: list[dict[str, Any]], found: list[dict[str, Any]], times: list[float]
+) -> dict[tuple[str, float], Any]:
+    """(path, time) of the watcher's first report of each file a rollback wrote, within
+    ROLLBACK_ATTRIBUTION_SECONDS after it, mapped to that rollback's checkpoint."""
+    reports = sorted(
+        (ts, str(details.get("path")))
+        for entry, ts in zip(found, times, strict=True)
+        if entry["source"] == "evolution"
+        and (details := entry.get("details") or {}).get("actor") == "external"
+        and not (details.get("data") or {}).get("rollback")
+    )
+    credited: dict[tuple[str, float], Any] = {}
+    for rollback in rollbacks:
+        pending = set(rollback["paths"])
+        for ts, path in reports:
+            if not pending:
+                break
+            if path in pending and 0.0 <= ts - rollback["ts"] <= ROLLBACK_ATTRIBUTION_SECONDS:
+                pending.discard(path)
+                credited.setdefault((path, ts), rollback["checkpoint"])
+    return credited
 
 
 def _checkpoint_labels(store: Store) -> dict[str, str]:
@@ -343,7 +369,7 @@ def humanize(
     # The stored times (the ISO text is rounded): a rollback's writes follow it by milliseconds.
     times = times or [clock.parse_iso(e["timestamp"]) for e in found]
     oldest = min(times)
-    rollbacks = _rollbacks(store, oldest)
+    first_reports = _rollback_reports(_rollbacks(store, oldest), found, times)
     labels = _checkpoint_labels(store)
     stamps = _checkpoint_times(store)
     for entry, ts in zip(found, times, strict=True):
@@ -360,19 +386,14 @@ def humanize(
             if recorded_by:
                 # Recorded by the rollback itself (the language server does so).
                 by_rollback: Any = recorded_by
-            else:
+            elif actor == "external":
                 # Else (a rollback from the command line, reported later by a watcher): the
-                # rollback nearest in time that wrote this file.
-                candidates = [
-                    r
-                    for r in rollbacks
-                    if path in r["paths"] and 0.0 <= ts - r["ts"] <= ROLLBACK_ATTRIBUTION_SECONDS
-                ]
-                by_rollback = (
-                    min(candidates, key=lambda r: abs(ts - r["ts"]))["checkpoint"]
-                    if candidates
-                    else None
-                )
+                # watcher's first report of a file the rollback wrote, within moments of it.
+                # A person typing (editor) or an agent writing is never the rollback, nor is a
+                # second change of the same file.
+                by_rollback = first_reports.get((path, ts))
+            else:
+                by_rollback = None
             if by_rollback:
                 label = labels.get(str(by_rollback), str(by_rollback))
                 who = f"the rollback to “{label}”"
@@ -409,11 +430,18 @@ def humanize(
         elif kind == "checkpoint.rollback":
             data = details.get("data") or {}
             target = labels.get(str(data.get("checkpoint")), str(data.get("checkpoint") or "?"))
-            restored = len(data.get("restored") or []) + len(data.get("via_editor") or [])
+            restored = len(
+                {
+                    str(p)
+                    for key in ("restored", "via_editor", "buffers")
+                    for p in data.get(key) or []
+                }
+            )
             removed = len(data.get("removed") or [])
             entry["who"] = "engram"
             entry["text"] = (
-                f"Rolled back to checkpoint “{target}”: {restored} file(s) restored, {removed} removed"
+                f"Rolled back to checkpoint “{target}”: {restored} "
+                f"{'file' if restored == 1 else 'files'} restored, {removed} removed"
             )
         elif source == "session":
             entry["who"] = str(details.get("agent") or "the agent")

@@ -137,11 +137,28 @@ def gotchas(items: Sequence[Mapping[str, Any]]) -> str:
     return _doc("Gotchas", body, "No gotchas yet.")
 
 
-def memories(query: str, items: Sequence[Mapping[str, Any]]) -> str:
-    body = [
-        f"- **{_one_line(item.get('content'), 400)}** ({item.get('type')}, {_ago(item.get('created_at'))})"
-        for item in items
+def _found(item: Mapping[str, Any]) -> str:
+    """One search hit: a memory by its text and type; a gotcha, session or digest by its title,
+    with the first lines of what it holds (a gotcha's workaround, a summary's overview)."""
+    kind = item.get("kind") or "memory"
+    when = _ago(item.get("created_at"))
+    if kind == "memory":
+        what = item.get("type") or "memory"
+        return f"- **{_one_line(item.get('content'), 400)}** ({what}, {when})"
+    title = _one_line(item.get("label"), 200)
+    details = [
+        line.strip()
+        for line in str(item.get("content") or "").splitlines()
+        if line.strip() and line.strip() != title
     ]
+    line = f"- **{title}** ({kind} `{item.get('id')}`, {when})"
+    if details:
+        line += f"\n  {_one_line(' · '.join(details[:2]), 300)}"
+    return line
+
+
+def memories(query: str, items: Sequence[Mapping[str, Any]]) -> str:
+    body = [_found(item) for item in items]
     return _doc(f"Memory: {query}", body, f"Nothing remembered about “{query}”.")
 
 

@@ -17,6 +17,21 @@ function message(error: unknown): string {
   return text.replace(/^Request workspace\/executeCommand failed with message: /, "");
 }
 
+/** An empty state ("no session recorded in this workspace yet") is information, not an error. */
+function isEmptyState(error: unknown): boolean {
+  const data = (error as { data?: unknown } | undefined)?.data;
+  return typeof data === "object" && data !== null && (data as { empty?: unknown }).empty === true;
+}
+
+function report(engram: Engram, id: string, error: unknown): void {
+  engram.output.appendLine(`${id}: ${message(error)}`);
+  if (isEmptyState(error)) {
+    void vscode.window.showInformationMessage(`engram: ${message(error)}`);
+  } else {
+    void vscode.window.showErrorMessage(`engram: ${message(error)}`);
+  }
+}
+
 async function pick(
   engram: Engram,
   listCommand: string,
@@ -443,8 +458,7 @@ export function registerCommands(engram: Engram): void {
         try {
           await run(...args);
         } catch (error) {
-          engram.output.appendLine(`${id}: ${message(error)}`);
-          void vscode.window.showErrorMessage(`engram: ${message(error)}`);
+          report(engram, id, error);
         }
       }),
     );
@@ -456,8 +470,7 @@ export function registerCommands(engram: Engram): void {
         try {
           await run();
         } catch (error) {
-          engram.output.appendLine(`${id}: ${message(error)}`);
-          void vscode.window.showErrorMessage(`engram: ${message(error)}`);
+          report(engram, id, error);
         }
       }),
     );

@@ -41,6 +41,7 @@ export class Engram implements vscode.Disposable {
   trees: Views | undefined;
   timeline: EngramTimeline | undefined;
   private starting: Promise<void> | undefined;
+  private restarting: Promise<void> | undefined;
 
   constructor(readonly context: vscode.ExtensionContext) {}
 
@@ -153,7 +154,19 @@ export class Engram implements vscode.Disposable {
     this.statusBar.refreshSoon(0);
   }
 
-  async restart(): Promise<void> {
+  /** One restart at a time: a second "Restart Server" while one runs joins it. */
+  restart(): Promise<void> {
+    this.restarting ??= this.doRestart().finally(() => {
+      this.restarting = undefined;
+    });
+    return this.restarting;
+  }
+
+  private async doRestart(): Promise<void> {
+    // A start still in progress is let finish first, then stopped: forgetting a client that is
+    // still starting left it running beside the new one (two servers, and "command
+    // 'engram.status' already exists" from the second).
+    await this.starting?.catch(() => undefined);
     const old = this.client;
     this.client = undefined;
     if (old) {

@@ -1,5 +1,6 @@
 // The status-bar item: the active session with its turns, and the open gotchas; a click shows
-// the session summary. Refreshed after every engram command, on save and every 30 seconds.
+// the session summary. Refreshed after every engram command, on save, when diagnostics change
+// and every 30 seconds.
 import * as vscode from "vscode";
 
 import type { Engram } from "./extension";
@@ -37,6 +38,15 @@ export class StatusBar implements vscode.Disposable {
     this.item.tooltip = "engram: starting the language server";
     this.timer = setInterval(() => this.refreshSoon(0), REFRESH_MS);
     this.subscriptions.push(vscode.workspace.onDidSaveTextDocument(() => this.refreshSoon()));
+    // In step with the squiggles: a gotcha added or resolved elsewhere (a terminal, an agent)
+    // reaches the editor as changed diagnostics; the count follows them, not the timer.
+    this.subscriptions.push(
+      vscode.languages.onDidChangeDiagnostics((event) => {
+        if (event.uris.length > 0) {
+          this.refreshSoon();
+        }
+      }),
+    );
   }
 
   refreshSoon(delayMs = 500): void {

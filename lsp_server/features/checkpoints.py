@@ -21,7 +21,7 @@ import hashlib
 import logging
 import os
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +65,9 @@ class _FolderCheckpoints:
         # own (`warm_listings`), so no later checkpoint reads one back from the store.
         self.trees = checkpoints.TreeCache()
         self.warming: threading.Thread | None = None
+        # What a rollback left on disk, by path: (when, stat or None for removed). The client
+        # reports these files moments later; those reports are not anyone's work to burst on.
+        self.rolled_back: dict[str, tuple[float, tuple[int, int, int] | None]] = {}
 
 
 def _extra(state: FolderState) -> _FolderCheckpoints:
@@ -198,19 +201,50 @@ def _unsaved_differences(
     return found
 
 
+def _modified_buffers(ls: EngramServer, state: FolderState, paths: list[str]) -> list[str]:
+    """Which of `paths` are open with text that differs from the file on disk (unsaved)."""
+    opened = _open_documents(ls, state)
+    modified = []
+    for rel in paths:
+        document = opened.get(rel)
+        if document is None:
+            continue
+        try:
+            with open(state.root / rel, "rb") as handle:
+                on_disk = handle.read()
+        except OSError:
+            on_disk = None
+        if on_disk != document.source.encode("utf-8"):
+            modified.append(rel)
+    return modified
+
+
 def _file_list(paths: list[str], limit: int = 12) -> str:
     shown = ", ".join(paths[:limit])
     return shown + (f" and {len(paths) - limit} more" if len(paths) > limit else "")
 
 
-def confirmation_message(target: dict[str, Any], restore: list[str], remove: list[str]) -> str:
-    """The question asked before a rollback: every file it restores and every file it removes."""
+def _files(count: int) -> str:
+    return f"{count} file" if count == 1 else f"{count} files"
+
+
+def confirmation_message(
+    target: dict[str, Any], restore: list[str], remove: list[str], unsaved: Sequence[str] = ()
+) -> str:
+    """The question asked before a rollback: every file it restores and every file it removes,
+    and the open buffers whose unsaved text it replaces (the safety checkpoint holds the disk,
+    so only the editor's undo brings that text back)."""
     parts = [f"Roll back to checkpoint {target['label']}?"]
     if restore:
-        parts.append(f"Restore {len(restore)} file(s): {_file_list(restore)}.")
+        parts.append(f"Restore {_files(len(restore))}: {_file_list(restore)}.")
     if remove:
-        parts.append(f"Remove {len(remove)} file(s) created after it: {_file_list(remove)}.")
-    parts.append("A checkpoint of the current state is made first, so this can be undone.")
+        parts.append(f"Remove {_files(len(remove))} created after it: {_file_list(remove)}.")
+    parts.append("A checkpoint of the files on disk is made first, so this can be undone.")
+    if unsaved:
+        parts.append(
+            f"Unsaved changes in {_file_list(list(unsaved))} are replaced too and are not in that "
+            "checkpoint (undo in the editor brings them back; save them first to keep them)."
+        )
     return " ".join(parts)
 
 
@@ -243,14 +277,16 @@ async def rollback(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
         )
     unsaved = [rel for rel, _ in _unsaved_differences(ls, state, plan)]
     restore = sorted({w.path for w in plan.writes} | set(unsaved))
+    modified = _modified_buffers(ls, state, [*restore, *plan.removes])
     if args.get("preview") is True:
         return {
             "done": False,
             "reason": "preview",
             "label": target["label"],
-            "message": confirmation_message(target, restore, list(plan.removes)),
+            "message": confirmation_message(target, restore, list(plan.removes), modified),
             **plan.as_dict(),
             "restore": restore,
+            "unsaved": modified,
         }
     opened = _open_documents(ls, state)
     if not plan.writes and not plan.removes and not unsaved:
@@ -269,7 +305,7 @@ async def rollback(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
             )
         return unchanged
     if args.get("confirm") is not True:
-        message = confirmation_message(target, restore, list(plan.removes))
+        message = confirmation_message(target, restore, list(plan.removes), modified)
         if not await ask(ls, message, ROLL_BACK):
             return {"done": False, "reason": "cancelled", **plan.as_dict(), "restore": restore}
     async with progress(ls, f"engram: rolling back to {target['label']}"):
@@ -281,7 +317,7 @@ async def rollback(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
             session_id=_active_session(state),
         )
         result = await ls.run_blocking(
-            checkpoints.apply_plan, state.store, plan, undo_checkpoint=undo["id"]
+            checkpoints.apply_plan, state.store, plan, undo_checkpoint=undo["id"], buffers=unsaved
         )
     # The rollback's writes are the rollback's in the file evolution (recorded now, before the
     # watcher or the editors' reloads report the same content, which then adds nothing).
@@ -307,6 +343,7 @@ async def rollback(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
         result["rewound"] = await ls.run_blocking(conversation.rewind, state.store, target["id"])
     # Files the rollback wrote may reach the watcher after its next look: name them.
     _extra(state).hints.update([w.path for w in plan.writes] + list(plan.removes))
+    _remember_rollback_writes(state, [*result["restored"], *result["removed"]])
     session_id = _active_session(state)
     if session_id:
         summary = f"to {target['id']}: restored {len(plan.writes)}, removed {len(plan.removes)}; undo with {undo['id']}"
@@ -370,7 +407,7 @@ def register(server: EngramServer) -> None:
 
     def changed(ls: EngramServer, state: FolderState, paths: list[str]) -> None:
         _extra(state).hints.update(paths)
-        _maybe_burst(ls, state, len(paths))
+        _maybe_burst(ls, state, len(_work(ls, state, paths)))
 
     def watched(ls: EngramServer, state: FolderState, events: list[types.FileEvent]) -> None:
         paths = []
@@ -397,10 +434,52 @@ def register(server: EngramServer) -> None:
     server.document_listeners.append(SaveListener())
 
 
+# How long after a rollback the client's reports of the files it wrote are still its own.
+ROLLBACK_ECHO_SECONDS = 60.0
+
+
+def _disk_stat(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def _remember_rollback_writes(state: FolderState, paths: list[str]) -> None:
+    now = clock.now()
+    rolled_back = _extra(state).rolled_back
+    for rel in list(rolled_back):
+        if now - rolled_back[rel][0] > ROLLBACK_ECHO_SECONDS:
+            del rolled_back[rel]
+    for rel in paths:
+        rolled_back[rel] = (now, _disk_stat(state.root / rel))
+
+
+def _work(ls: EngramServer, state: FolderState, paths: list[str]) -> list[str]:
+    """The paths of a file event that are someone's work: not engram's own store, not git's
+    folder, not an editor's temporary file or an ignored one, and not a file as a rollback left
+    it (reported again by the client moments later)."""
+    ignore = evolution_feature.get_feature(ls).ignore_for(state)
+    rolled_back = _extra(state).rolled_back
+    now = clock.now()
+    work = []
+    for rel in paths:
+        if not evolution.is_recordable(rel) or ignore.ignored(rel):
+            continue
+        left = rolled_back.get(rel)
+        if left is not None and now - left[0] <= ROLLBACK_ECHO_SECONDS:
+            if _disk_stat(state.root / rel) == left[1]:
+                continue
+            del rolled_back[rel]  # changed since: whoever did it, it is work
+        work.append(rel)
+    return work
+
+
 def _maybe_burst(ls: EngramServer, state: FolderState, count: int) -> None:
     """An automatic checkpoint when many files change within a few seconds (an agent at work)."""
     threshold = int(state.settings["checkpoints.burst_files"])
-    if threshold <= 0:
+    if threshold <= 0 or count <= 0:
         return
     extra = _extra(state)
     now = clock.now()

@@ -17,7 +17,7 @@ from typing import Any
 from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
 
 from lsp_server.server import EngramServer
-from memory_core.errors import EngramError
+from memory_core.errors import EngramError, NothingYetError
 
 logger = logging.getLogger("engram.lsp")
 
@@ -133,7 +133,12 @@ def engram_command(server: EngramServer, name: str) -> Callable[[CommandHandler]
                     return await handler(ls, payload)
                 return await ls.run_blocking(handler, ls, payload)
             except EngramError as exc:
-                raise JsonRpcInvalidParams(message=f"{name}: {exc.one_line()}") from None
+                # `data` lets a client tell an empty state from a failure (an information
+                # message, not a red error) and read the stable code (docs/errors.md).
+                raise JsonRpcInvalidParams(
+                    message=f"{name}: {exc.one_line()}",
+                    data={"code": exc.code, "empty": isinstance(exc, NothingYetError)},
+                ) from None
             except (JsonRpcInvalidParams, JsonRpcInternalError):
                 raise
             except Exception as exc:

@@ -233,7 +233,9 @@ class Evolution(DocumentListener):
         ignore = self.ignores.get(state.root)
         if ignore is None:
             ignore = self.ignores[state.root] = Ignore(
-                state.root, list(state.settings["watch.exclude"])
+                state.root,
+                list(state.settings["watch.exclude"]),
+                list(state.settings["watch.editor_files"]),
             )
         return ignore
 

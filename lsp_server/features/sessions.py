@@ -21,7 +21,7 @@ from lsp_server.features.checkpoints import ask, progress, spawn
 from lsp_server.features.commands import engram_command
 from lsp_server.server import EngramServer, FolderState
 from memory_core import quota, sessions, views
-from memory_core.errors import NotFoundError, UsageError
+from memory_core.errors import NothingYetError, UsageError
 
 logger = logging.getLogger("engram.lsp")
 
@@ -46,7 +46,7 @@ def _session_ref(state: FolderState, args: dict[str, Any]) -> str:
         return ref
     current = sessions.latest(state.store)
     if current is None:
-        raise NotFoundError(
+        raise NothingYetError(
             "no session recorded in this workspace yet", hint="agent hooks record them"
         )
     return str(current["id"])

@@ -87,6 +87,7 @@ def _rules_fingerprint(root: Path, settings: config.Settings) -> str:
     parts = [
         list(settings["watch.exclude"]),
         bool(settings["checkpoints.include_secret_files"]),
+        [*journal.EDITOR_FILE_PATTERNS, *settings["watch.editor_files"]],
         [st.st_mtime_ns, st.st_size] if st is not None else None,
     ]
     return sha(json.dumps(parts).encode("utf-8"))[:16]

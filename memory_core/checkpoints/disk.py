@@ -118,4 +118,5 @@ def rules_for(root: Path, settings: config.Settings) -> IgnoreRules:
         root,
         settings["watch.exclude"],
         include_secret_files=bool(settings["checkpoints.include_secret_files"]),
+        editor_files=settings["watch.editor_files"],
     )

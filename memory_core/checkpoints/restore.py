@@ -27,7 +27,7 @@ from memory_core.checkpoints.history import checkpoint_dict, find_row
 from memory_core.checkpoints.storage import TreeLookup, load_tree, read_blob
 from memory_core.checkpoints.trees import CorruptCheckpointError, Entry, Tree, valid_name
 from memory_core.errors import EngramError
-from memory_core.journal import ChangeJournal
+from memory_core.journal import ChangeJournal, EditorFiles
 from memory_core.store import Store
 
 # -- rollback ----------------------------------------------------------------------------------
@@ -235,6 +235,11 @@ def plan_rollback(
     planned_writes, planned_removes = _tree_changes(
         store, row["root_tree"], capture.root_tree, capture.writer.decoded, trees
     )
+    # An editor's swap, lock or auto-save file in a checkpoint made before engram knew its name
+    # is neither written back over the live one nor removed: it holds someone's unsaved work.
+    editor_files = EditorFiles(settings["watch.editor_files"])
+    planned_writes = [(rel, entry) for rel, entry in planned_writes if rel not in editor_files]
+    planned_removes = [rel for rel in planned_removes if rel not in editor_files]
     folders: dict[str, bool] = {}
     writes: list[FileWrite] = []
     removed_set = set(planned_removes)
@@ -443,8 +448,13 @@ def apply_plan(
     skip: Iterable[str] = (),
     undo_checkpoint: str | None = None,
     now: float | None = None,
+    buffers: Iterable[str] = (),
 ) -> dict[str, Any]:
-    """Write a verified plan to disk, except the paths in `skip` (applied by an editor)."""
+    """Write a verified plan to disk, except the paths in `skip` (applied by an editor).
+
+    `buffers`: files unchanged on disk whose open buffer's unsaved text the editor reverts;
+    the rollback's event counts them, so the timeline says what the editor's message said.
+    """
     skipped = set(skip)
     restored: list[str] = []
     removed: list[str] = []
@@ -473,6 +483,7 @@ def apply_plan(
         "restored": restored,
         "removed": removed,
         "via_editor": sorted(skipped & ({w.path for w in plan.writes} | set(plan.removes))),
+        "buffers": sorted(set(buffers) - set(restored)),
         "unchanged": plan.unchanged,
         "failed": failed,
     }

@@ -200,6 +200,30 @@ def test_a_rollbacks_own_writes_are_credited_to_it(store: Store, workspace: Path
     assert "a.py changed by the agent (line 1)" in texts
 
 
+def test_edits_after_a_rollback_are_credited_to_whoever_made_them(
+    store: Store, workspace: Path
+) -> None:
+    from memory_core import checkpoints
+
+    (workspace / "a.py").write_text("good\n")
+    made = checkpoints.create(store, "before the agent")
+    (workspace / "a.py").write_text("bad\n")
+    checkpoints.rollback(store, made["id"])
+    # The watcher's report of the rollback's write, then, seconds later, the person typing in
+    # the editor and another program writing the same file: theirs, not the rollback's.
+    evolution.record_change(store, "a.py", actor="external", before="bad\n")
+    (workspace / "a.py").write_text("good\ntyped\n")
+    evolution.record_change(store, "a.py", actor="editor", before="good\n")
+    (workspace / "a.py").write_text("good\ntyped\nformatted\n")
+    evolution.record_change(store, "a.py", actor="external", before="good\ntyped\n")
+    texts = [e["text"] for e in timeline.entries(store) if e["source"] == "evolution"]
+    assert texts == [
+        "a.py changed by another program (line 3)",
+        "a.py changed by you (in the editor) (line 2)",
+        "a.py changed by the rollback to “before the agent” (line 1)",
+    ]
+
+
 def test_a_change_names_the_checkpoints_around_it(store: Store, workspace: Path) -> None:
     from memory_core import checkpoints
 

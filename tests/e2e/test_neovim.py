@@ -112,6 +112,7 @@ def test_gotcha_hover_checkpoint_rollback(
         "code-action",
         "code-lens",
         "checkpoint",
+        "unsaved-notes",
         "edit",
         "rollback",
         "add-gotcha",
@@ -125,6 +126,8 @@ def test_gotcha_hover_checkpoint_rollback(
     assert "index it by ZIP code" in commands["EngramHistory"]
     assert "evolution:" not in commands["EngramTimeline"]
     assert "by the rollback to" in commands["EngramTimeline"]
+    # Neovim's swap file of a buffer with unsaved text survived the rollback.
+    assert result["swap_kept"].endswith("/.notes.py.swp")
 
 
 # Run after the core steps, each with an assertion on the message, question, picker or

@@ -21,6 +21,7 @@ from tests.e2e.conftest import (
     REPO,
     SampleWorkspace,
     clean_env,
+    real_server_command,
     require,
     write_output,
 )
@@ -35,7 +36,7 @@ NVIMS = [
 
 
 def run_native(
-    nvim: Path, workspace: SampleWorkspace, tmp: Path, **extra: str
+    nvim: Path, workspace: SampleWorkspace, tmp: Path, cwd: Path | None = None, **extra: str
 ) -> tuple[int, dict[str, Any]]:
     require(nvim, "Neovim")
     from memory_core import __version__
@@ -52,11 +53,15 @@ def run_native(
             **extra,
         }
     )
-    if extra.get("E2E_MODE") == "missing":
+    if extra.get("E2E_MODE") in ("missing", "broken", "venv"):
         env["PATH"] = "/usr/bin:/bin"  # no engram, and a python3 without lsp_server
+    second = workspace.root / "lib" / "second.py"
+    second.parent.mkdir(exist_ok=True)
+    second.write_text("x = 1\n", encoding="utf-8")
+    env["E2E_SECOND_FILE"] = str(second)
     completed = subprocess.run(
         [str(nvim), "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", f"luafile {NATIVE}"],
-        cwd=workspace.root,
+        cwd=cwd or workspace.root,
         env=env,
         capture_output=True,
         text=True,
@@ -89,7 +94,39 @@ def test_a_missing_engram_command_is_said_once_in_words(
     write_output(f"neovim-{version}-missing.json", result)
     assert code == 0 and "failed" not in result, result
     (message,) = result["messages"]
-    assert "pipx install engram" in message
+    assert message == "engram: `engram` not found: pipx install engram-lsp (:help engram-setup)"
+    assert "Error detected" not in result["stderr"]
+
+
+@pytest.mark.parametrize(("nvim", "version"), NVIMS)
+def test_an_engram_that_exits_at_start_is_said_once(
+    nvim: Path, version: str, sample_workspace: SampleWorkspace, tmp_path: Path
+) -> None:
+    broken = sample_workspace.root / ".venv" / "bin" / "engram"
+    broken.parent.mkdir(parents=True)
+    broken.write_text("#!/bin/sh\necho 'ImportError: no module named lsp_server' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    code, result = run_native(nvim, sample_workspace, tmp_path, E2E_MODE="broken")
+    write_output(f"neovim-{version}-broken.json", result)
+    assert code == 0 and "failed" not in result, result
+    ours = [m for m in result["messages"] if m.startswith("engram: ")]
+    assert ours == ["engram: the server stopped at start (exit code 1): see :checkhealth engram"]
+
+
+@pytest.mark.parametrize(("nvim", "version"), NVIMS)
+def test_the_projects_venv_is_found_from_the_file_not_the_current_directory(
+    nvim: Path, version: str, sample_workspace: SampleWorkspace, tmp_path: Path
+) -> None:
+    """No engram on PATH; the project's .venv/bin/engram; Neovim started in another folder."""
+    venv_engram = sample_workspace.root / ".venv" / "bin" / "engram"
+    venv_engram.parent.mkdir(parents=True)
+    venv_engram.symlink_to(Path(real_server_command()[0]))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    code, result = run_native(nvim, sample_workspace, tmp_path, cwd=elsewhere, E2E_MODE="venv")
+    write_output(f"neovim-{version}-venv.json", result)
+    assert code == 0 and "failed" not in result, result
+    assert "attached to this buffer" in result["health"]
 
 
 def test_negative_control_health_of_a_wrong_store_fails(

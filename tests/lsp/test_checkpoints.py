@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 from lsprotocol import types
@@ -85,8 +86,8 @@ async def test_rollback_asks_first_and_does_nothing_unless_confirmed(
     assert cancelled["done"] is False and cancelled["reason"] == "cancelled"
     (request,) = client.message_requests  # type: ignore[attr-defined]
     # The question names what it restores and what it removes.
-    assert "Restore 1 file(s): app.py." in request.message
-    assert "Remove 1 file(s) created after it: junk.txt." in request.message
+    assert "Restore 1 file: app.py." in request.message
+    assert "Remove 1 file created after it: junk.txt." in request.message
     assert [a.title for a in request.actions] == ["Roll back", "Cancel"]
     assert (folder / "app.py").read_text() == "bad\n" and (folder / "junk.txt").exists()
 
@@ -127,6 +128,65 @@ async def test_a_burst_of_file_changes_makes_an_automatic_checkpoint(
     assert found and found[0]["files"] == 10
 
 
+async def _burst_checkpoints(client: LanguageClient) -> list[dict[str, object]]:
+    listed = await execute(client, "engram.checkpoint.list")
+    return [c for c in listed["checkpoints"] if c["reason"] == "burst"]
+
+
+def _report(client: LanguageClient, paths: list[Path]) -> None:
+    client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(
+            changes=[
+                types.FileEvent(uri=p.as_uri(), type=types.FileChangeType.Changed) for p in paths
+            ]
+        )
+    )
+
+
+async def _wait_for_burst(client: LanguageClient, count: int, seconds: float) -> int:
+    deadline = asyncio.get_running_loop().time() + seconds
+    found = await _burst_checkpoints(client)
+    while len(found) < count and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.1)
+        found = await _burst_checkpoints(client)
+    return len(found)
+
+
+async def test_engrams_own_writes_editor_files_and_a_rollback_make_no_burst(
+    client: LanguageClient,
+) -> None:
+    """Only the person's or the agent's work makes an automatic checkpoint: not engram's store
+    (a CLI command writing .engram/), not an editor's swap or auto-save files, not the files a
+    rollback wrote when the client reports them back. Real work still does (the control)."""
+    folder = client.folder  # type: ignore[attr-defined]
+    store_files = [folder / ".engram" / "exports" / f"view_{i}.md" for i in range(12)]
+    editor_files = [folder / f".mod_{i}.py.swp" for i in range(6)] + [
+        folder / f"#mod_{i}.py#" for i in range(6)
+    ]
+    for path in [*store_files, *editor_files]:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("not anyone's work\n")
+    _report(client, store_files)
+    _report(client, editor_files)
+    assert await _wait_for_burst(client, 1, 1.5) == 0
+
+    sources = [folder / f"mod_{i}.py" for i in range(10)]
+    for path in sources:
+        path.write_text("N = 1\n")
+    made = await execute(client, "engram.checkpoint.create", {"name": "base"})
+    for path in sources:
+        path.write_text("N = 2  # the agent\n")
+    await execute(client, "engram.checkpoint.rollback", {"id": made["id"], "confirm": True})
+    assert all(p.read_text() == "N = 1\n" for p in sources)
+    _report(client, sources)  # the client sees the rollback's writes
+    assert await _wait_for_burst(client, 1, 1.5) == 0
+
+    for path in sources:  # the person's (or an agent's) own edits after the rollback
+        path.write_text("N = 3\n")
+    _report(client, sources)
+    assert await _wait_for_burst(client, 1, 10) == 1
+
+
 async def test_rollback_also_reverts_unsaved_edits_in_open_buffers(client: LanguageClient) -> None:
     folder = client.folder  # type: ignore[attr-defined]
     (folder / "typed.py").write_text("answer = 42\n")
@@ -146,6 +206,36 @@ async def test_rollback_also_reverts_unsaved_edits_in_open_buffers(client: Langu
     assert result["done"] is True and result["reload"] == [uri]
     assert result["restored"] == ["typed.py"]
     assert (folder / "typed.py").read_text() == "answer = 42\n"
+    # The timeline says what the editor said: 1 file restored (the buffer's), not 0.
+    found = await execute(client, "engram.timeline", {"limit": 20})
+    assert "1 file restored, 0 removed" in found["markdown"]
+
+
+async def test_the_rollback_question_names_buffers_with_unsaved_changes(
+    client: LanguageClient,
+) -> None:
+    folder = client.folder  # type: ignore[attr-defined]
+    (folder / "typed.py").write_text("answer = 42\n")
+    (folder / "other.py").write_text("saved = True\n")
+    made = await execute(client, "engram.checkpoint.create")
+    (folder / "other.py").write_text("saved = False\n")  # changed on disk, its buffer saved
+    open_document(client, folder / "other.py")
+    uri = open_document(client, folder / "typed.py")
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[
+                types.TextDocumentContentChangeWholeDocument(text="answer = 0  # unsaved\n")
+            ],
+        )
+    )
+    preview = await execute(
+        client, "engram.checkpoint.rollback", {"id": made["id"], "preview": True}
+    )
+    assert preview["restore"] == ["other.py", "typed.py"]
+    assert preview["unsaved"] == ["typed.py"]
+    assert "Restore 2 files: other.py, typed.py." in preview["message"]
+    assert "Unsaved changes in typed.py are replaced too" in preview["message"]
 
 
 async def test_rollback_preview_lists_the_files_and_changes_nothing(

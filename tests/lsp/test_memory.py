@@ -92,3 +92,34 @@ async def test_bad_arguments_are_clear_errors_and_the_server_keeps_serving(
         await execute(client, "engram.memory.search", {})
     result = await execute(client, "engram.memory.search", {"query": "anything"})
     assert result["query"] == "anything" and result["results"] == []
+
+
+async def test_memory_search_shows_a_gotcha_by_its_title_and_workaround(
+    client: LanguageClient,
+) -> None:
+    """The search view every client renders: a gotcha hit reads as the gotcha, not as its
+    indexed body with a type of None."""
+    gotcha = await execute(
+        client,
+        "engram.gotcha.add",
+        {
+            "title": "use now(timezone.utc)",
+            "workaround": "datetime.now(timezone.utc), never utcnow()",
+        },
+    )
+    await execute(
+        client,
+        "engram.memory.add",
+        {"content": "All timestamps are timezone.utc", "type": "decision"},
+    )
+
+    found = await execute(client, "engram.memory.search", {"query": "timezone"})
+    lines = found["markdown"].splitlines()
+    gotcha_id = (gotcha.get("gotcha") or gotcha)["id"]
+    (hit,) = [i for i, line in enumerate(lines) if "use now(timezone.utc)" in line]
+    assert lines[hit].startswith(f"- **use now(timezone.utc)** (gotcha `{gotcha_id}`, ")
+    assert lines[hit + 1].strip().startswith("datetime.now(timezone.utc), never utcnow()")
+    assert any(
+        line.startswith("- **All timestamps are timezone.utc** (decision, ") for line in lines
+    )
+    assert "None" not in found["markdown"]

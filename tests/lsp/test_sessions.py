@@ -166,3 +166,15 @@ async def test_a_crashed_session_is_offered_the_four_resume_choices(
     finally:
         await client.shutdown_session()
         await client.stop()
+
+
+async def test_no_session_yet_is_an_empty_state_not_a_failure(client: LanguageClient) -> None:
+    """Editors show "no session recorded yet" as information: the error says it is empty."""
+    with pytest.raises(JsonRpcException, match="no session recorded in this workspace yet") as got:
+        await execute(client, "engram.session.summary", {"show": False})
+    assert got.value.data == {"code": "MEM_E005", "empty": True}
+    # A failure stays a failure: a session named that does not exist is not an empty state.
+    _record(client.folder)  # type: ignore[attr-defined]
+    with pytest.raises(JsonRpcException, match="no session 'nope'") as missing:
+        await execute(client, "engram.session.summary", {"id": "nope", "show": False})
+    assert missing.value.data == {"code": "MEM_E005", "empty": False}

@@ -31,23 +31,35 @@ vim.cmd("syntax on")
 vim.opt.runtimepath:prepend(env.E2E_REPO .. "/editors/nvim")
 local engram
 
-if env.E2E_MODE == "missing" then
+-- Without engram (E2E_MODE=missing), or with one that exits at start (E2E_MODE=broken): one
+-- warning in words, however many files are opened, and no error (an error inside the
+-- autocommand that opens a file comes with "Error detected while processing" and "Press ENTER").
+local expected = { missing = "`engram` not found: pipx install engram-lsp", broken = "the server stopped at start (exit code 1)" }
+if expected[env.E2E_MODE] then
   step("setup-without-engram", function()
     engram = require("engram")
     engram.setup({})
     vim.cmd("edit " .. vim.fn.fnameescape(env.E2E_FILE))
-    vim.wait(2000, function()
+    vim.wait(5000, function()
       return #messages > 0
     end)
+    vim.cmd("edit " .. vim.fn.fnameescape(env.E2E_SECOND_FILE))
+    vim.wait(1500)
     result.messages = vim.tbl_map(function(m)
       return m.message
     end, messages)
     local said = table.concat(result.messages, "\n")
-    if not said:find("the `engram` command was not found", 1, true) then
+    if not said:find(expected[env.E2E_MODE], 1, true) then
       error("no clear message: " .. vim.inspect(result.messages))
     end
-    if #messages ~= 1 then
-      error("expected the message once, got " .. #messages)
+    local ours = vim.tbl_filter(function(m)
+      return m.message:find("^engram: ") ~= nil
+    end, messages)
+    if #ours ~= 1 then
+      error("expected engram's message once, got " .. vim.inspect(result.messages))
+    end
+    if ours[1].level ~= vim.log.levels.WARN then
+      error("the message is not a warning: level " .. tostring(ours[1].level))
     end
   end)
   finish(true)
@@ -94,6 +106,11 @@ step("help", function()
   result.help = name
   if not name:match("engram%.txt$") then
     error(":help engram-rollback opened " .. name)
+  end
+  vim.cmd("help engram")
+  result.help_engram = vim.api.nvim_get_current_line()
+  if not result.help_engram:find("*engram*", 1, true) then
+    error(":help engram opened at " .. vim.inspect(result.help_engram))
   end
 end)
 

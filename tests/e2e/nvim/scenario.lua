@@ -175,7 +175,12 @@ step("code-lens", function()
   return count
 end)
 
+local notes = vim.fn.fnamemodify(env.E2E_FILE, ":p:h") .. "/notes.py"
+local swap = vim.fn.fnamemodify(env.E2E_FILE, ":p:h") .. "/.notes.py.swp"
+
 step("checkpoint", function()
+  -- A second file, in the checkpoint: the person types in it below without saving.
+  vim.fn.writefile({ "N = 1" }, notes)
   vim.cmd("EngramCheckpoint e2e-before-edit")
   wait("the checkpoint command's result", function()
     return engram.last["engram.checkpoint.create"] ~= nil
@@ -190,6 +195,21 @@ step("checkpoint", function()
     error("no checkpoint id in " .. vim.fn.json_encode(created))
   end
   return checkpoint_id
+end)
+
+step("unsaved-notes", function()
+  -- Neovim's own swap file beside the file ('directory' "."), as many people set it: the
+  -- person's unsaved work (the test runs with -n, so swap files are turned on here).
+  vim.o.directory = "."
+  vim.o.updatecount = 200
+  vim.cmd("edit " .. vim.fn.fnameescape(notes))
+  vim.cmd("setlocal swapfile")
+  vim.api.nvim_buf_set_lines(0, -1, -1, false, { "N = 2  # typed, not saved" })
+  vim.cmd("preserve")
+  if vim.fn.filereadable(swap) ~= 1 then
+    error("Neovim made no swap file at " .. swap)
+  end
+  vim.cmd("buffer " .. bufnr)
 end)
 
 step("edit", function()
@@ -227,6 +247,12 @@ step("rollback", function()
   if vim.bo[bufnr].modified then
     error("the rolled-back buffer is marked modified")
   end
+  -- Neovim's swap file of the buffer with unsaved text stays (the rollback reverts the
+  -- buffer itself, with its text kept in the undo history: docs/neovim.md).
+  if vim.fn.filereadable(swap) ~= 1 then
+    error("the rollback removed Neovim's swap file " .. swap)
+  end
+  result.swap_kept = swap
 end)
 
 step("add-gotcha", function()

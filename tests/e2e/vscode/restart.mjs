@@ -50,4 +50,25 @@ await step("restart", async () => {
   return result.status_bar;
 });
 
+await step("restart-twice", async () => {
+  // Two restarts in a row, the second while the first is still starting the server: one
+  // server afterwards, and no "command 'engram.status' already exists" from a second client.
+  for (let i = 0; i < 2; i++) {
+    await page.keyboard.press("F1");
+    const input = page.locator(".quick-input-widget input");
+    await input.fill(">engram: Restart Server");
+    await page.locator(".quick-input-list .monaco-list-row", { hasText: "engram: Restart Server" }).first().waitFor();
+    await input.press("Enter");
+  }
+  await page.waitForTimeout(6000);
+  const item = page.locator("#workbench\\.parts\\.statusbar .statusbar-item", { hasText: env.E2E_SESSION }).first();
+  await item.waitFor({ state: "visible", timeout: 60000 });
+  const duplicate = page.locator(".notifications-toasts .notification-toast", { hasText: /already exists/i });
+  result.duplicate_toasts = await duplicate.allInnerTexts();
+  if (result.duplicate_toasts.length > 0) {
+    throw new Error(`a second server started: ${JSON.stringify(result.duplicate_toasts)}`);
+  }
+  return (await item.innerText()).replace(/\s+/g, " ").trim();
+});
+
 await finish(true);

@@ -88,6 +88,25 @@ await step("launch", async () => {
   return version;
 });
 
+// The first squiggle, as a person meets it: the workspace opens and they open a file at once,
+// while the extension and its server are still starting.
+let launched = 0;
+let opened = 0;
+await step("open-file", async () => {
+  launched = Date.now();
+  await run.openFile(env.E2E_FILE_NAME, "def load_customers");
+  opened = Date.now();
+  result.original = await editorText();
+  result.original_disk = fs.readFileSync(env.E2E_FILE, "utf8");
+});
+
+await step("first-squiggle", async () => {
+  await page.locator(".editor-instance .monaco-editor .squiggly-warning, .editor-instance .monaco-editor .squiggly-error").first().waitFor({ state: "attached" });
+  const now = Date.now();
+  result.first_squiggle_ms = { after_file_visible: now - opened, after_workbench: now - launched };
+  return result.first_squiggle_ms;
+});
+
 await step("status-bar", async () => {
   // The item shows as soon as the extension is active; its text says what the server knows.
   const item = page.locator("#workbench\\.parts\\.statusbar .statusbar-item", { hasText: "engram" }).first();
@@ -100,12 +119,6 @@ await step("settings", async () => {
   // workspace/configuration, reports it, and goes on with the default.
   result.settings_warning = await notification(/gotchas\.threshold/);
   return result.settings_warning;
-});
-
-await step("open-file", async () => {
-  await run.openFile(env.E2E_FILE_NAME, "def load_customers");
-  result.original = await editorText();
-  result.original_disk = fs.readFileSync(env.E2E_FILE, "utf8");
 });
 
 await step("squiggle", async () => {

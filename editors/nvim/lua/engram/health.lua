@@ -12,7 +12,6 @@ local info = health.info or health.report_info
 function M.check()
   local engram = require("engram")
   start("engram: the language server command")
-  local config = engram.config or {}
   -- :checkhealth shows its report in a buffer of its own: check the file buffer before it.
   local bufnr = vim.api.nvim_get_current_buf()
   if vim.bo[bufnr].buftype ~= "" then
@@ -30,7 +29,7 @@ function M.check()
   end
   local name = vim.api.nvim_buf_get_name(bufnr)
   local root = engram.find_root(name ~= "" and name or vim.fn.getcwd())
-  local cmd = config.cmd or engram.default_cmd(root)
+  local cmd = engram.command_for(root)
   if cmd == nil then
     error(tostring(engram.missing_reason))
   else

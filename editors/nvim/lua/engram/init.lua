@@ -27,7 +27,7 @@ end
 
 local defaults = {
   -- The server's command line; nil: `engram lsp` with the engram on PATH, else
-  -- ./.venv/bin/engram of the workspace, else `python3 -m lsp_server`.
+  -- the .venv/bin/engram of the file's project root, else `python3 -m lsp_server`.
   cmd = nil,
   -- Filetypes to attach to; nil: every buffer backed by a file (gotchas anchor in any language).
   filetypes = nil,
@@ -61,20 +61,23 @@ local function repo_root()
   return vim.fn.fnamemodify(source, ":p:h:h:h:h:h")
 end
 
--- The server's command line: `engram lsp` with the engram on PATH, else the workspace's
--- .venv/bin/engram, else `python3 -m lsp_server` when that module is importable; nil (and
--- M.missing_reason set) when none of them exists.
+-- What to install, in one line short enough not to need "Press ENTER" (:checkhealth engram
+-- says where engram looked).
+M.install_hint = "`engram` not found: pipx install engram-lsp (:help engram-setup)"
+
+-- The server's command line: `engram lsp` with the engram on PATH, else the project's
+-- .venv/bin/engram (the project of the file, not the current directory), else
+-- `python3 -m lsp_server` when that module is importable; nil (and M.missing_reason set) when
+-- none of them exists.
 function M.default_cmd(root)
   local on_path = vim.fn.exepath("engram")
   if on_path ~= "" then
     return { on_path, "lsp" }
   end
-  for _, dir in ipairs({ root, vim.fn.getcwd() }) do
-    for _, venv in ipairs({ ".venv", "venv" }) do
-      local candidate = dir and (dir .. "/" .. venv .. "/bin/engram")
-      if candidate and is_executable(candidate) then
-        return { candidate, "lsp" }
-      end
+  for _, venv in ipairs({ ".venv", "venv" }) do
+    local candidate = root and (root .. "/" .. venv .. "/bin/engram")
+    if candidate and is_executable(candidate) then
+      return { candidate, "lsp" }
     end
   end
   local python = is_executable("python3") and "python3" or (is_executable("python") and "python" or nil)
@@ -86,9 +89,15 @@ function M.default_cmd(root)
   end
   M.missing_reason = "the `engram` command was not found (not on PATH, not in .venv/bin of "
     .. tostring(root)
-    .. "): install it with `pipx install engram` (or `pip install engram`), or pass "
+    .. "): install it with `pipx install engram-lsp` (or `uv tool install engram-lsp`), or pass "
     .. "require('engram').setup({ cmd = { '/path/to/engram', 'lsp' } })"
   return nil
+end
+
+-- The command line for a project: setup()'s `cmd`, else the default for that root.
+function M.command_for(root)
+  local config = M.ensure_config()
+  return config.cmd or M.default_cmd(root)
 end
 
 -- docs/design.md section 2: the nearest ancestor holding .engram/, else the git top level, else the
@@ -197,6 +206,22 @@ local function show_document(err, result, ctx, config)
   return { success = false }
 end
 
+-- A server that exits before it answered `initialize` is a broken install: say so once, with
+-- where to look, beside Neovim's own "quit with exit code".
+local function report_early_exit(code, signal, client_id)
+  local client = vim.lsp.get_client_by_id(client_id)
+  if code == 0 or M.reported_exit or (client and client.initialized) then
+    return
+  end
+  M.reported_exit = true
+  vim.schedule(function()
+    notify(
+      string.format("the server stopped at start (exit code %s): see :checkhealth engram", tostring(code ~= nil and code or signal)),
+      vim.log.levels.WARN
+    )
+  end)
+end
+
 function M.client_config(root)
   local config = M.config
   local capabilities = config.capabilities
@@ -212,11 +237,12 @@ function M.client_config(root)
   return {
     handlers = handlers,
     name = M.name,
-    cmd = config.cmd or M.default_cmd(root),
+    cmd = M.command_for(root),
     root_dir = root,
     workspace_folders = { { uri = vim.uri_from_fname(root), name = vim.fn.fnamemodify(root, ":t") } },
     settings = { engram = config.settings or {} },
     capabilities = capabilities,
+    on_exit = report_early_exit,
     on_attach = function(client, bufnr)
       if config.codelens and client.server_capabilities.codeLensProvider then
         pcall(vim.lsp.codelens.refresh)
@@ -231,11 +257,15 @@ end
 -- 0.7 to 0.10: one client per root, attached to each buffer under it.
 local started = {}
 
--- Said once per Neovim session, not once per buffer.
+-- Said once per Neovim session, not once per buffer: a warning (an error inside an autocommand
+-- would come with "Error detected while processing" and a "Press ENTER" prompt), scheduled so
+-- it is not part of the autocommand that opened the file.
 local function report_missing()
   if not M.reported_missing then
     M.reported_missing = true
-    notify(M.missing_reason or "the engram command was not found", vim.log.levels.ERROR)
+    vim.schedule(function()
+      notify(M.install_hint, vim.log.levels.WARN)
+    end)
   end
 end
 
@@ -269,26 +299,40 @@ local function attach_legacy(bufnr)
   vim.lsp.buf_attach_client(bufnr, client_id)
 end
 
+-- The vim.lsp.config table (0.11+) for setup() and for lsp/engram.lua: the root comes from
+-- each buffer's file, and the command from that root (its .venv), so a project's own engram
+-- is found whatever the current directory. A project without engram starts no client (one
+-- warning instead of a failed spawn per buffer).
+function M.lsp_config()
+  local base = M.client_config(vim.fn.getcwd())
+  return {
+    cmd = function(dispatchers, config)
+      local root = config.root_dir or vim.fn.getcwd()
+      return vim.lsp.rpc.start(M.command_for(root), dispatchers, { cwd = root })
+    end,
+    filetypes = M.config.filetypes,
+    root_dir = function(bufnr, on_dir)
+      if not M.buffer_wanted(bufnr) then
+        return
+      end
+      local root = M.find_root(vim.api.nvim_buf_get_name(bufnr))
+      if M.command_for(root) == nil then
+        report_missing()
+        return
+      end
+      on_dir(root)
+    end,
+    settings = base.settings,
+    capabilities = base.capabilities,
+    handlers = base.handlers,
+    on_exit = base.on_exit,
+    on_attach = base.on_attach,
+  }
+end
+
 local function enable_client()
   if use_config_api() then
-    local base = M.client_config(vim.fn.getcwd())
-    if base.cmd == nil then
-      report_missing()
-      return
-    end
-    vim.lsp.config(M.name, {
-      cmd = base.cmd,
-      filetypes = M.config.filetypes,
-      root_dir = function(bufnr, on_dir)
-        if M.buffer_wanted(bufnr) then
-          on_dir(M.find_root(vim.api.nvim_buf_get_name(bufnr)))
-        end
-      end,
-      settings = base.settings,
-      capabilities = base.capabilities,
-      handlers = base.handlers,
-      on_attach = base.on_attach,
-    })
+    vim.lsp.config(M.name, M.lsp_config())
     vim.lsp.enable(M.name)
     return
   end
@@ -325,7 +369,9 @@ function M.execute(command, args, callback)
   local function handle(err, result)
     if err then
       M.last[command] = { error = err.message or tostring(err) }
-      notify((err.message or tostring(err)), vim.log.levels.ERROR)
+      -- An empty state ("no session recorded in this workspace yet") is information.
+      local empty = type(err.data) == "table" and err.data.empty == true
+      notify((err.message or tostring(err)), empty and vim.log.levels.INFO or vim.log.levels.ERROR)
       return
     end
     M.last[command] = result or vim.empty_dict()
@@ -759,10 +805,11 @@ function M.define_commands()
   command("EngramTrackError", function(opts)
     local args = { message = opts.args, file = relative_file(), line = vim.api.nvim_win_get_cursor(0)[1] }
     M.execute("engram.error.track", args, function(result)
+      local count = plural(tonumber(result.occurrences) or 1, "occurrence")
       if result.gotcha_id ~= nil and result.gotcha_id ~= vim.NIL then
-        notify(string.format("error tracked: gotcha %s (%s occurrences)", result.gotcha_id, tostring(result.occurrences)))
+        notify(string.format("error tracked: gotcha %s (%s)", result.gotcha_id, count))
       else
-        notify(string.format("error tracked (%s occurrences)", tostring(result.occurrences or 1)))
+        notify(string.format("error tracked (%s)", count))
       end
     end)
   end, { nargs = "+", desc = "engram: track an error message (may capture a gotcha)" })
