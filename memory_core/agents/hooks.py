@@ -114,6 +114,13 @@ class HookRun:
         """Ingest the payload's transcript(s); False when there is none (use the payload instead)."""
         from memory_core.agents import transcripts
 
+        if self.payload.agent == "codex":
+            from memory_core.agents import codex_rollouts
+
+            # Codex names its rollout as transcript_path: the same reader as `ingest codex`.
+            return codex_rollouts.ingest_for_hook(
+                self.store, self.payload.transcript_path, settings=self.settings, flush=flush
+            )
         path = self.transcript()
         if path is None:
             return False
@@ -307,6 +314,9 @@ class HookRun:
 
     def pre_tool_use(self) -> None:
         payload = self.payload
+        if payload.agent == "codex":
+            self.codex_patch_gotchas()
+            return
         if payload.tool_name not in record.FILE_TOOLS or payload.agent != "claude-code":
             return
         rel = record.workspace_path(
@@ -320,6 +330,24 @@ class HookRun:
         text = context_for_task(self.store, "", [rel], 3)
         if text.strip():
             self.add_context("PreToolUse", f"engram: known gotchas for {rel}\n{text}")
+
+    def codex_patch_gotchas(self) -> None:
+        """Codex's apply_patch may change several files: the gotchas of each, before it does."""
+        if self.payload.tool_name != "apply_patch":
+            return
+        from memory_core.agents.codex_rollouts import patch_files
+        from memory_core.gotchas.context import context_for_task
+
+        files = [
+            rel
+            for name in patch_files(self.payload.tool_input)
+            if (rel := record.workspace_path(self.store.root, name, self.payload.cwd)) is not None
+        ]
+        if not files:
+            return
+        text = context_for_task(self.store, "", files, 3)
+        if text.strip():
+            self.add_context("PreToolUse", f"engram: known gotchas for {', '.join(files)}\n{text}")
 
     def post_tool_use(self) -> None:
         payload = self.payload
@@ -485,6 +513,16 @@ INSTALLED_EVENTS = {
         "PreCompress",
         "AfterAgent",
         "SessionEnd",
+    ),
+    # Codex CLI (codex-rs/config hook_config.rs): no SessionEnd there, Stop ends each turn.
+    "codex": (
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolUse",
+        "PreCompact",
+        "PostCompact",
+        "Stop",
     ),
 }
 

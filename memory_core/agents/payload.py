@@ -15,7 +15,7 @@ from typing import Any
 
 from memory_core.errors import UsageError
 
-AGENTS = ("claude-code", "gemini")
+AGENTS = ("claude-code", "gemini", "codex")
 
 # Gemini CLI event -> the Claude Code event engram handles it as (`gemini hooks migrate` mapping).
 _GEMINI_EVENTS = {
@@ -89,7 +89,9 @@ def agent_name(text: str) -> str:
         return "claude-code"
     if key in ("gemini", "gemini-cli"):
         return "gemini"
-    raise UsageError(f"unknown agent {text!r}", hint="use claude-code or gemini")
+    if key in ("codex", "codex-cli", "openai-codex"):
+        return "codex"
+    raise UsageError(f"unknown agent {text!r}", hint="use claude-code, gemini or codex")
 
 
 def canonical_event(agent: str, event: str) -> str:

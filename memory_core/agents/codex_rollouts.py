@@ -1,0 +1,758 @@
+"""Codex CLI's rollouts, ingested into the same session records as Claude Code's transcripts.
+
+Where: `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<session id>.jsonl` (`CODEX_HOME` is
+`~/.codex` unless set), archived ones under `$CODEX_HOME/archived_sessions/`, and `.jsonl.zst`
+when Codex compressed one. A rollout names its project only in its first line (`cwd`).
+
+Format, as openai/codex writes it (codex-rs/protocol `RolloutItem`, `RolloutLine`):
+
+- Since September 2025 (the releases after 0.3x) every line is an envelope
+  `{"timestamp", "type", "payload"}` where type is `session_meta` (the first line: id, cwd,
+  cli_version, source, git), `turn_context` (model, cwd; written per request in some releases,
+  per turn in others), `response_item` (what the model saw: `message`, `reasoning`,
+  `function_call` / `function_call_output`, `custom_tool_call` / `custom_tool_call_output`,
+  `local_shell_call`, `web_search_call`, ...), `event_msg` (`user_message`, `agent_message`,
+  `token_count`, `turn_aborted`, `task_started`, ...) or `compacted` (one per compaction, with
+  its summary).
+- Before that, the first line is a bare header `{id, timestamp, instructions, cwd?, git?}`,
+  then bare response items and `{"record_type": "state"}` markers, with no time of their own
+  and no token counts.
+
+What engram takes (the choices are written down in docs/agents.md, "Codex CLI rollouts"):
+
+- A prompt is an `event_msg` `user_message` (a `response_item` user message in a rollout
+  without envelopes) that is not context Codex injected: `<environment_context>`,
+  `<user_instructions>`, "# AGENTS.md instructions for ...", `<user_shell_command>` and other
+  whole-message tags, nor a message whose `kind` says it is injected.
+- Tool calls keep one name per kind: every shell (`shell`, `container.exec`, `shell_command`,
+  `exec_command`, `local_shell_call`) is `Bash` with its command as text; `apply_patch` is
+  `apply_patch`, also when the model ran it through the shell (`apply_patch <<'EOF' ...`);
+  `web_search_call` is `WebSearch`; MCP tools are `mcp__<server>__<tool>`; others keep Codex's
+  name. The files a patch adds, updates, deletes or moves are the files it changed.
+- A call failed when its output reports a non-zero exit code (the JSON `metadata.exit_code` of
+  0.4x-0.5x, the `Exit code: N` / `Process exited with code N` header of later releases), an
+  MCP result with `isError`, or a call Codex could not run; "aborted" is an interruption.
+- Tokens are Codex's own cumulative `total_token_usage`: each `token_count` adds what the total
+  grew by, so a figure Codex repeats (it writes the same event again after a rate-limit update)
+  counts once, and the session's tokens are its last total. `cached_input_tokens` are cache
+  reads; input is the rest of `input_tokens`; output includes reasoning, as Codex counts it.
+  A total that goes down (a resumed session that counts from zero again) starts a new run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shlex
+import sqlite3
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memory_core import clock, cyclic_gc
+from memory_core.agents.payload import scrub
+from memory_core.agents.transcripts import (
+    CHUNK_LINES,
+    Entry,
+    IngestStats,
+    ToolResult,
+    ToolUse,
+    Usage,
+    _decode_line,
+    _Run,
+    _SessionState,
+)
+from memory_core.store import Store
+
+AGENT = "codex"
+HEAD_BYTES = 512
+_STATE_KEY = "codex.rollout:"
+# Shells Codex runs a script through: `["bash", "-lc", "<script>"]` is the script.
+_SHELLS = frozenset({"bash", "sh", "zsh", "dash", "fish", "pwsh", "powershell", "cmd"})
+_SHELL_TOOLS = frozenset({"shell", "container.exec", "shell_command", "exec_command"})
+_APPLY_PATCH_NAMES = frozenset({"apply_patch", "applypatch"})
+# A whole message wrapped in one tag is context Codex injected, not something the user typed.
+_WHOLE_TAG = re.compile(r"^\s*<([A-Za-z_][\w-]*)>.*</\1>\s*$", re.DOTALL)
+_INJECTED_PREFIXES = (
+    "# AGENTS.md instructions for ",
+    "<user_instructions>",
+    "<environment_context>",
+)
+_INJECTED_KINDS = frozenset({"environment_context", "user_instructions"})
+# The exit status a shell output reports in its header (first lines only: the command's own
+# output below it may say anything).
+_EXIT_HEADER = re.compile(
+    r"^(?:Exit code:\s*|Process exited with code\s+)(-?\d+)\s*$", re.IGNORECASE | re.MULTILINE
+)
+_PATCH_FILE = re.compile(
+    r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$"
+)
+_HEREDOC_PATCH = re.compile(r"\bapply_?patch\b[^\n]*<<")
+
+
+def codex_home() -> Path:
+    configured = os.environ.get("CODEX_HOME")
+    return Path(configured).expanduser() if configured else Path.home() / ".codex"
+
+
+def rollout_files(home: Path | None = None) -> list[Path]:
+    """Every rollout under `home` (default: `codex_home()`), live and archived."""
+    base = home or codex_home()
+    found: list[Path] = []
+    for folder in (base / "sessions", base / "archived_sessions"):
+        if folder.is_dir():
+            found.extend(
+                p
+                for p in folder.rglob("rollout-*.jsonl*")
+                if p.is_file() and p.name.endswith((".jsonl", ".jsonl.zst"))
+            )
+    return found
+
+
+def _read_bytes(path: Path) -> bytes:
+    """The rollout's text as bytes; a `.zst` file decompressed (a cut one as far as it goes)."""
+    if path.name.endswith(".zst"):
+        import zstandard
+
+        out = bytearray()
+        with path.open("rb") as raw, zstandard.ZstdDecompressor().stream_reader(raw) as reader:
+            try:
+                while chunk := reader.read(1 << 20):
+                    out += chunk
+            except zstandard.ZstdError:
+                pass  # truncated: what was decompressed is what there is
+        return bytes(out)
+    return path.read_bytes()
+
+
+def _first_line(path: Path) -> Any:
+    try:
+        if path.name.endswith(".zst"):
+            data = _read_bytes(path)
+            line = data.split(b"\n", 1)[0]
+        else:
+            with path.open("rb") as handle:
+                line = handle.readline(4 << 20)
+        return _decode_line(line)
+    except (OSError, ValueError):
+        return None
+
+
+def session_cwd(path: Path) -> str | None:
+    """The folder a rollout's session ran in, from its first line."""
+    obj = _first_line(path)
+    if not isinstance(obj, dict):
+        return None
+    meta = obj.get("payload") if obj.get("type") == "session_meta" else obj
+    cwd = meta.get("cwd") if isinstance(meta, dict) else None
+    return cwd if isinstance(cwd, str) and cwd else None
+
+
+def _inside(cwd: str, root: Path) -> bool:
+    top = str(root).rstrip(os.sep)
+    if cwd.rstrip(os.sep) == top or cwd.startswith(top + os.sep):
+        return True
+    try:
+        resolved = str(Path(cwd).resolve())
+    except OSError:
+        return False
+    return resolved == top or resolved.startswith(top + os.sep)
+
+
+def default_rollouts(root: Path) -> list[Path]:
+    """This workspace's rollouts (their session ran in it or below it), oldest first."""
+    found = [p for p in rollout_files() if (cwd := session_cwd(p)) and _inside(cwd, root)]
+    return sorted(found, key=lambda p: (p.stat().st_mtime, str(p)))
+
+
+def requested_rollouts(raw_paths: Iterable[str], root: Path) -> list[Path]:
+    """The rollouts a command line names (files, or folders of them); none named: this
+    workspace's. A name that is neither is the user's mistake, said in one line."""
+    from memory_core.errors import UsageError
+
+    names = list(raw_paths)
+    if not names:
+        return default_rollouts(root)
+    paths: list[Path] = []
+    for raw in names:
+        path = Path(raw).expanduser()
+        if path.is_dir():
+            paths.extend(
+                sorted(rollout_files_under(path), key=lambda p: (p.stat().st_mtime, str(p)))
+            )
+        elif path.is_file():
+            paths.append(path)
+        else:
+            raise UsageError(
+                f"no transcript at {raw}",
+                hint=f"pass rollout files or folders Codex wrote ({codex_home() / 'sessions'})",
+            )
+    return list(dict.fromkeys(paths))
+
+
+def rollout_files_under(folder: Path) -> list[Path]:
+    return [
+        p
+        for p in folder.rglob("*.jsonl*")
+        if p.is_file() and p.name.endswith((".jsonl", ".jsonl.zst"))
+    ]
+
+
+# -- reading one rollout -----------------------------------------------------------------------
+
+
+@dataclass
+class _FileState:
+    """What a later run over the same file needs from the lines an earlier run read."""
+
+    session_id: str | None = None
+    legacy: bool = False
+    sidechain: bool = False
+    cwd: str | None = None
+    branch: str | None = None
+    model: str | None = None
+    # Codex's cumulative total_token_usage as last seen: input, cached, output, total.
+    totals: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
+    lines: int = 0
+    last_ts: float = 0.0
+
+    @classmethod
+    def load(cls, raw: str | None) -> _FileState:
+        try:
+            data = json.loads(raw) if raw else {}
+        except ValueError:
+            data = {}
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**known) if isinstance(data, dict) else cls()
+
+
+def _int(value: Any) -> int:
+    return value if type(value) is int and value > 0 else 0
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _ts(value: Any) -> float:
+    if isinstance(value, str) and value:
+        try:
+            return clock.parse_iso(value)
+        except ValueError:
+            pass
+    return 0.0
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha1("\x1f".join(parts).encode("utf-8", "replace")).hexdigest()[:16]
+
+
+def _content_text(content: Any) -> str:
+    """The text of a message's content items (`input_text`, `output_text`, `text`)."""
+    if isinstance(content, str):
+        return content
+    parts = []
+    for item in content if isinstance(content, list) else []:
+        if isinstance(item, dict) and isinstance(item.get("text"), str):
+            parts.append(item["text"])
+    return "\n".join(parts)
+
+
+def is_injected(text: str) -> bool:
+    """True for context Codex put in a user message itself (environment, AGENTS.md, ...)."""
+    stripped = text.lstrip()
+    return stripped.startswith(_INJECTED_PREFIXES) or bool(_WHOLE_TAG.match(stripped))
+
+
+def shell_text(command: Any) -> str | None:
+    """A shell call's command as one line of text: the script of `bash -lc <script>`, else the
+    argv joined as a shell would read it."""
+    if isinstance(command, str):
+        return _str(command)
+    if not isinstance(command, list) or not all(isinstance(a, str) for a in command):
+        return None
+    if not command:
+        return None
+    name = os.path.basename(command[0]).lower()
+    if name in _SHELLS and len(command) >= 3 and command[-2] in ("-lc", "-c", "/c", "-Command"):
+        return str(command[-1])
+    return shlex.join(command)
+
+
+def patch_of(command: Any) -> str | None:
+    """The patch when a shell call is really `apply_patch` (argv form or a heredoc script)."""
+    if isinstance(command, list) and len(command) >= 2 and all(isinstance(a, str) for a in command):
+        if os.path.basename(command[0]) in _APPLY_PATCH_NAMES:
+            return str(command[1])
+        script = shell_text(command)
+    else:
+        script = command if isinstance(command, str) else None
+    if script and "*** Begin Patch" in script and _HEREDOC_PATCH.search(script):
+        return script[script.index("*** Begin Patch") :]
+    return None
+
+
+def patch_files(call_input: dict[str, Any]) -> list[str]:
+    """The files an apply_patch call names (added, updated, deleted, moved to), in order.
+
+    Reads whichever value holds the patch: the ingest's `patch`, a hook's `command`/`input`.
+    """
+    files: list[str] = []
+    for value in call_input.values():
+        if isinstance(value, str) and "*** Begin Patch" in value:
+            for line in value.splitlines():
+                match = _PATCH_FILE.match(line)
+                if match:
+                    files.append(match.group(1) or match.group(2))
+    return list(dict.fromkeys(files))
+
+
+def _arguments(raw: Any) -> dict[str, Any]:
+    if isinstance(raw, dict):
+        return raw
+    if isinstance(raw, str):
+        try:
+            value = json.loads(raw)
+        except (ValueError, RecursionError):
+            return {}
+        return value if isinstance(value, dict) else {}
+    return {}
+
+
+def tool_use(name: str, arguments: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """engram's name and input for a Codex tool call (see the module docstring)."""
+    if name in _SHELL_TOOLS:
+        raw = arguments.get("cmd") if name == "exec_command" else arguments.get("command")
+        patch = patch_of(raw)
+        if patch is not None:
+            return "apply_patch", {"patch": patch}
+        data: dict[str, Any] = {}
+        command = shell_text(raw)
+        if command:
+            data["command"] = command
+        workdir = arguments.get("workdir")
+        if isinstance(workdir, str):
+            data["workdir"] = workdir
+        return "Bash", data
+    if name in _APPLY_PATCH_NAMES:
+        patch = arguments.get("input", arguments.get("patch"))
+        return "apply_patch", {"patch": patch} if isinstance(patch, str) else {}
+    if "__" in name and not name.startswith("mcp__"):
+        return f"mcp__{name}", arguments
+    return name, arguments
+
+
+_NOT_RUN = ("execution error", "failed to parse function arguments", "unsupported call")
+
+
+def tool_result(call_id: str, output: Any) -> ToolResult:
+    """A call's outcome from its output, with the exit code Codex reported when there is one."""
+    text = _output_text(output)
+    exit_code: int | None = None
+    body = text
+    parsed: Any = None
+    if text.startswith("{"):
+        try:
+            parsed = json.loads(text)
+        except (ValueError, RecursionError):
+            parsed = None
+    if isinstance(parsed, dict):
+        metadata = parsed.get("metadata")
+        if isinstance(metadata, dict) and type(metadata.get("exit_code")) is int:
+            exit_code = metadata["exit_code"]
+            output = parsed.get("output")
+            body = output if isinstance(output, str) else text
+        if parsed.get("isError") is True or parsed.get("is_error") is True:
+            return ToolResult(call_id, True, text)
+    if exit_code is None:
+        match = _EXIT_HEADER.search("\n".join(text.splitlines()[:6]))
+        if match:
+            exit_code = int(match.group(1))
+    head = text.lstrip()[:80].lower()
+    if head == "aborted" or head.startswith("aborted by user"):
+        return ToolResult(call_id, False, text, interrupted=True)
+    if exit_code is not None:
+        # The exit code decides; the output's own words ("exit status 1" in a test log) do not.
+        failed = exit_code != 0
+        return ToolResult(
+            call_id, failed, body if failed else "", structured={"exit_code": exit_code}
+        )
+    if head.startswith(_NOT_RUN):
+        return ToolResult(call_id, True, text)
+    return ToolResult(call_id, False, text)
+
+
+def _output_text(output: Any) -> str:
+    if isinstance(output, str):
+        return output
+    if isinstance(output, dict):
+        for key in ("content", "output", "text"):
+            if isinstance(output.get(key), str):
+                return str(output[key])
+        items = output.get("content_items", output.get("content"))
+        return _content_text(items)
+    return _content_text(output)
+
+
+class _Reader:
+    """Turns a rollout's lines into the entries the transcript ingest handles."""
+
+    def __init__(self, state: _FileState) -> None:
+        self.state = state
+
+    def _entry(self, kind: str, ts: float, **values: Any) -> Entry:
+        s = self.state
+        return Entry(
+            kind,
+            values.pop("uuid", None),
+            s.session_id,
+            ts,
+            sidechain=s.sidechain,
+            cwd=s.cwd,
+            git_branch=s.branch,
+            model=s.model,
+            **values,
+        )
+
+    def entries(self, obj: Any, line_no: int) -> Iterator[Entry]:
+        """The line's entries; a line that means nothing else still marks the session's time
+        (its end is the last line's time, whatever that line says)."""
+        found = False
+        for entry in self._entries(obj, line_no):
+            found = True
+            yield entry
+        if not found and self.state.session_id and isinstance(obj, dict):
+            ts = _ts(obj.get("timestamp"))
+            if ts > 0:
+                yield self._entry("user_other", ts)
+
+    def _entries(self, obj: Any, line_no: int) -> Iterator[Entry]:
+        if not isinstance(obj, dict):
+            return
+        s = self.state
+        if line_no == 0 and "type" not in obj and "record_type" not in obj and "id" in obj:
+            s.legacy = True
+            yield from self._meta(obj, _ts(obj.get("timestamp")))
+            return
+        if s.legacy:
+            if "record_type" not in obj:
+                yield from self._response_item(obj, 0.0, str(line_no))
+            return
+        kind = obj.get("type")
+        payload = obj.get("payload")
+        if not isinstance(payload, dict):
+            return
+        raw_ts = _str(obj.get("timestamp")) or ""
+        ts = _ts(raw_ts)
+        if kind == "session_meta":
+            yield from self._meta(payload, ts)
+        elif s.session_id is None:
+            return  # nothing can be attributed before the session is known
+        elif kind == "turn_context":
+            s.model = _str(payload.get("model")) or s.model
+            s.cwd = _str(payload.get("cwd")) or s.cwd
+        elif kind == "response_item":
+            yield from self._response_item(payload, ts, f"{raw_ts}:{line_no}")
+        elif kind == "event_msg":
+            yield from self._event(payload, ts, raw_ts)
+        elif kind == "compacted":
+            uuid = f"codex:{s.session_id}:compacted:{raw_ts or line_no}"
+            yield self._entry("compact_boundary", ts, uuid=uuid)
+            message = payload.get("message")
+            if isinstance(message, str) and message:
+                yield self._entry("compact_summary", ts, text=message)
+
+    def _meta(self, meta: dict[str, Any], ts: float) -> Iterator[Entry]:
+        s = self.state
+        if s.session_id is not None:
+            return  # a later session_meta (a fork's copy of its parent's) changes nothing
+        sid = _str(meta.get("id")) or _str(meta.get("session_id"))
+        if sid is None:
+            return
+        source = meta.get("source")
+        parent = None
+        if isinstance(source, dict):
+            spawn = source.get("subagent")
+            spawn = spawn.get("thread_spawn") if isinstance(spawn, dict) else None
+            parent = _str(spawn.get("parent_thread_id")) if isinstance(spawn, dict) else None
+        s.session_id = parent or sid
+        s.sidechain = parent is not None
+        s.cwd = _str(meta.get("cwd"))
+        git = meta.get("git")
+        s.branch = _str(git.get("branch")) if isinstance(git, dict) else None
+        s.model = _str(meta.get("model")) or s.model
+        # The session starts here (its first line), even before anything else happens.
+        yield self._entry("user_other", ts)
+
+    def _prompt(self, text: str, ts: float, key: str) -> Entry:
+        s = self.state
+        if s.sidechain or not text.strip() or is_injected(text):
+            return self._entry("user_other", ts, text=text)
+        uuid = f"codex:{s.session_id}:prompt:{key}:{_digest(text)}"
+        return self._entry("prompt", ts, uuid=uuid, text=text)
+
+    def _event(self, payload: dict[str, Any], ts: float, raw_ts: str) -> Iterator[Entry]:
+        s = self.state
+        kind = payload.get("type")
+        if kind == "user_message":
+            if payload.get("kind") in _INJECTED_KINDS:
+                return
+            text = _str(payload.get("message")) or ""
+            images = payload.get("images")
+            if not text.strip() and isinstance(images, list) and images:
+                text = "[image]"
+            yield self._prompt(text, ts, raw_ts)
+        elif kind == "token_count":
+            info = payload.get("info")
+            usage = info.get("total_token_usage") if isinstance(info, dict) else None
+            if not isinstance(usage, dict):
+                return
+            now = [
+                _int(usage.get("input_tokens")),
+                _int(usage.get("cached_input_tokens")),
+                _int(usage.get("output_tokens")),
+                _int(usage.get("total_tokens")),
+            ]
+            before = s.totals
+            if now[3] < before[3] or any(n < b for n, b in zip(now, before, strict=True)):
+                before = [0, 0, 0, 0]  # the count started again (a resumed session)
+            delta = [n - b for n, b in zip(now, before, strict=True)]
+            s.totals = now
+            if delta[3] <= 0 and not any(delta[:3]):
+                return  # the same total again: nothing new was used
+            cached = min(delta[1], delta[0])
+            yield self._entry(
+                "assistant",
+                ts,
+                message_key=f"codex:{s.session_id}:usage:{raw_ts}:{now[3]}",
+                usage=Usage(
+                    input_tokens=max(0, delta[0] - cached),
+                    output_tokens=max(0, delta[2]),
+                    cache_read_tokens=max(0, cached),
+                ),
+                stop_reason="usage",
+            )
+        elif kind == "turn_aborted":
+            yield self._entry("interrupt", ts)
+
+    def _response_item(self, item: dict[str, Any], ts: float, key: str) -> Iterator[Entry]:
+        kind = item.get("type")
+        if kind == "message":
+            role = item.get("role")
+            text = _content_text(item.get("content"))
+            if role == "assistant":
+                if text:
+                    yield self._entry("assistant", ts, text=text)
+            elif role == "user" and self.state.legacy:
+                yield self._prompt(text, ts, key)
+        elif kind in ("function_call", "custom_tool_call"):
+            call_id = _str(item.get("call_id"))
+            if call_id is None:
+                return
+            raw = item.get("input") if kind == "custom_tool_call" else item.get("arguments")
+            name = str(item.get("name") or "unknown")
+            if kind == "custom_tool_call":
+                arguments: dict[str, Any] = {"input": raw} if isinstance(raw, str) else {}
+            else:
+                arguments = _arguments(raw)
+            tool, data = tool_use(name, arguments)
+            yield self._entry("assistant", ts, tool_uses=[ToolUse(call_id, tool, data)])
+        elif kind == "local_shell_call":
+            call_id = _str(item.get("call_id")) or _str(item.get("id"))
+            action = item.get("action")
+            if call_id is None or not isinstance(action, dict):
+                return
+            tool, data = tool_use("shell", {"command": action.get("command")})
+            yield self._entry("assistant", ts, tool_uses=[ToolUse(call_id, tool, data)])
+        elif kind in ("function_call_output", "custom_tool_call_output"):
+            call_id = _str(item.get("call_id"))
+            if call_id is not None:
+                result = tool_result(call_id, item.get("output"))
+                yield self._entry("tool_results", ts, tool_results=[result])
+        elif kind == "web_search_call":
+            action = item.get("action")
+            query = action.get("query") if isinstance(action, dict) else None
+            call_id = _str(item.get("id")) or (
+                f"codex:{self.state.session_id}:web_search:{key}:{_digest(json.dumps(item, sort_keys=True))}"
+            )
+            data = {"query": query} if isinstance(query, str) else {}
+            yield self._entry("assistant", ts, tool_uses=[ToolUse(call_id, "WebSearch", data)])
+            failed = item.get("status") in ("failed", "incomplete")
+            status_text = "web search failed" if failed else ""
+            yield self._entry(
+                "tool_results", ts, tool_results=[ToolResult(call_id, failed, status_text)]
+            )
+
+
+class _CodexRun(_Run):
+    """The transcript ingest's pass, with what Codex records differently."""
+
+    def assistant(self, db: sqlite3.Connection, state: _SessionState, entry: Entry) -> None:
+        if entry.stop_reason == "usage":
+            # A token count is no reply: what the session did last stays what it was.
+            last = state.last_event
+            entry.stop_reason = None
+            super().assistant(db, state, entry)
+            state.last_event = last
+            return
+        super().assistant(db, state, entry)
+
+    def handle(self, db: sqlite3.Connection, entry: Entry) -> None:
+        if entry.kind == "interrupt":
+            state = self.session(db, entry)
+            if state is not None and not entry.sidechain:
+                entry.kind = "user_other"
+                super().handle(db, entry)
+                state.last_event = "interrupt"
+            return
+        super().handle(db, entry)
+
+
+def _head(data: bytes) -> str:
+    return data[:HEAD_BYTES].hex()
+
+
+def _complete_lines(data: bytes, offset: int) -> tuple[list[bytes], int]:
+    """The whole lines from `offset`, and where they end. A last line without its newline is
+    taken when it is a complete JSON object (Codex writes a line at once; only a half-written
+    one does not parse), else it waits for the next run."""
+    body = data[offset:]
+    end = body.rfind(b"\n") + 1
+    lines = body[:end].split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    tail = body[end:]
+    if tail.strip():
+        try:
+            _decode_line(tail)
+        except ValueError:
+            return lines, offset + end
+        lines.append(tail)
+        return lines, len(data)
+    return lines, offset + end if not tail else len(data)
+
+
+def ingest_file(
+    store: Store,
+    path: str | os.PathLike[str],
+    *,
+    settings: Any = None,
+    flush: bool = True,
+    progress: Any = None,
+) -> IngestStats:
+    """Ingest what was added to a rollout since the last run (`.jsonl` or `.jsonl.zst`).
+
+    `flush` (the default) closes the open turn at the end of the file; a hook that fires while
+    Codex is still answering passes False. `progress(bytes_done)` is called per chunk.
+    """
+    file_path = Path(path).expanduser().resolve()
+    key = str(file_path)
+    stats = IngestStats(path=key)
+    data = _read_bytes(file_path)
+    head = _head(data)
+    row = store.query_one("SELECT offset, head FROM agent_ingest_offsets WHERE path = ?", (key,))
+    state_row = store.query_one("SELECT value FROM store_meta WHERE key = ?", (_STATE_KEY + key,))
+    offset = 0
+    state = _FileState()
+    if row is not None:
+        previous = str(row["head"])
+        common = min(len(previous), len(head))
+        if len(data) < int(row["offset"]) or previous[:common] != head[:common]:
+            stats.restarted = True  # replaced: read again (the ledgers keep counts once)
+        else:
+            offset = int(row["offset"])
+            state = _FileState.load(state_row["value"] if state_row is not None else None)
+    lines, end = _complete_lines(data, offset)
+    if not lines:
+        if flush and state.session_id:
+            from memory_core.agents.transcripts import flush_session
+
+            if store.query_one(
+                "SELECT 1 FROM agent_turns WHERE session_id = ? AND recorded = 0 LIMIT 1",
+                (state.session_id,),
+            ):
+                stats.turns += len(flush_session(store, state.session_id))
+        return stats
+    if settings is None:
+        from memory_core import config
+
+        settings = config.load(store.root)
+    reader = _Reader(state)
+    run = _CodexRun(store, file_path, stats, settings, agent=AGENT)
+    run.last_known_ts = state.last_ts
+    position = offset
+    for start in range(0, len(lines), CHUNK_LINES):
+        chunk = lines[start : start + CHUNK_LINES]
+        last_chunk = start + CHUNK_LINES >= len(lines)
+        with cyclic_gc.paused(), store.transaction() as db:
+            for line in chunk:
+                position = min(position + len(line) + 1, end)
+                line_no = state.lines
+                state.lines += 1
+                stats.lines += 1
+                if not line.strip():
+                    continue
+                try:
+                    obj = scrub(_decode_line(line))
+                except (ValueError, RecursionError):
+                    stats.malformed += 1
+                    continue
+                for entry in reader.entries(obj, line_no):
+                    run.handle(db, entry)
+            state.last_ts = run.last_known_ts
+            if last_chunk:
+                position = end
+                run.end_of_input(db, flush=flush)
+            run.write_figures(db)
+            _save_position(db, key, state, position, len(data), head, len(chunk))
+        with cyclic_gc.paused(), store.transaction():
+            run.run_effects()
+        if progress is not None:
+            progress(position - offset)
+    stats.bytes = position - offset
+    return stats
+
+
+def _save_position(
+    db: sqlite3.Connection,
+    key: str,
+    state: _FileState,
+    position: int,
+    size: int,
+    head: str,
+    lines: int,
+) -> None:
+    db.execute(
+        "INSERT INTO agent_ingest_offsets (path, agent, session_id, offset, size, head, lines, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET offset = excluded.offset, "
+        "size = excluded.size, head = excluded.head, lines = lines + excluded.lines, "
+        "updated_at = excluded.updated_at, session_id = COALESCE(excluded.session_id, session_id)",
+        (key, AGENT, state.session_id, position, size, head, lines, clock.now()),
+    )
+    db.execute(
+        "INSERT INTO store_meta (key, value) VALUES (?, ?) "
+        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (_STATE_KEY + key, json.dumps(asdict(state))),
+    )
+
+
+def ingest_paths(
+    store: Store, paths: Iterable[Path], *, settings: Any = None, flush: bool = True
+) -> list[IngestStats]:
+    return [ingest_file(store, path, settings=settings, flush=flush) for path in paths]
+
+
+def ingest_for_hook(
+    store: Store, transcript_path: str | None, *, settings: Any, flush: bool
+) -> bool:
+    """A hook's ingest of the rollout Codex names; False when there is none to read."""
+    if not transcript_path:
+        return False
+    path = Path(transcript_path).expanduser()
+    if not path.is_file() or not path.name.endswith((".jsonl", ".jsonl.zst")):
+        return False
+    ingest_file(store, path, settings=settings, flush=flush)
+    return True
