@@ -748,11 +748,16 @@ def ingest_paths(
 def ingest_for_hook(
     store: Store, transcript_path: str | None, *, settings: Any, flush: bool
 ) -> bool:
-    """A hook's ingest of the rollout Codex names; False when there is none to read."""
+    """A hook's ingest of the rollout Codex names; False when Codex keeps none (its
+    `transcript_path` is null), and the hook records the turn from its payload instead.
+
+    A rollout Codex names but has not written yet (a first prompt) is still the record: the
+    hooks leave the turn to it rather than open one from the payload that the rollout would
+    then open again.
+    """
     if not transcript_path:
         return False
     path = Path(transcript_path).expanduser()
-    if not path.is_file() or not path.name.endswith((".jsonl", ".jsonl.zst")):
-        return False
-    ingest_file(store, path, settings=settings, flush=flush)
+    if path.is_file() and path.name.endswith((".jsonl", ".jsonl.zst")):
+        ingest_file(store, path, settings=settings, flush=flush)
     return True
