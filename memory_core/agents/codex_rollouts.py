@@ -348,10 +348,12 @@ def tool_use(name: str, arguments: dict[str, Any]) -> tuple[str, dict[str, Any]]
 _NOT_RUN = ("execution error", "failed to parse function arguments", "unsupported call")
 
 
-def tool_result(call_id: str, output: Any) -> ToolResult:
-    """A call's outcome from its output, with the exit code Codex reported when there is one."""
+def tool_result(call_id: str, output: Any, exit_code: int | None = None) -> ToolResult:
+    """A call's outcome from its output, with the exit code Codex reported when there is one
+    (in the output, else `exit_code` from its exec_command_end event)."""
     text = _output_text(output)
-    exit_code: int | None = None
+    reported = exit_code
+    exit_code = None
     body = text
     parsed: Any = None
     if text.startswith("{"):
@@ -371,6 +373,8 @@ def tool_result(call_id: str, output: Any) -> ToolResult:
         match = _EXIT_HEADER.search("\n".join(text.splitlines()[:6]))
         if match:
             exit_code = int(match.group(1))
+    if exit_code is None:
+        exit_code = reported
     head = text.lstrip()[:80].lower()
     if head == "aborted" or head.startswith("aborted by user"):
         return ToolResult(call_id, False, text, interrupted=True)
@@ -402,6 +406,8 @@ class _Reader:
 
     def __init__(self, state: _FileState) -> None:
         self.state = state
+        # call_id -> exit code from an exec_command_end event whose output is still to come
+        self.exit_codes: dict[str, int] = {}
 
     def _entry(self, kind: str, ts: float, **values: Any) -> Entry:
         s = self.state
@@ -537,6 +543,12 @@ class _Reader:
             )
         elif kind == "turn_aborted":
             yield self._entry("interrupt", ts)
+        elif kind == "exec_command_end":
+            # Persisted by some releases before the call's output: its exit code is the truth
+            # when the output text does not carry one.
+            call_id, code = _str(payload.get("call_id")), payload.get("exit_code")
+            if call_id is not None and type(code) is int:
+                self.exit_codes[call_id] = code
 
     def _response_item(self, item: dict[str, Any], ts: float, key: str) -> Iterator[Entry]:
         kind = item.get("type")
@@ -570,7 +582,9 @@ class _Reader:
         elif kind in ("function_call_output", "custom_tool_call_output"):
             call_id = _str(item.get("call_id"))
             if call_id is not None:
-                result = tool_result(call_id, item.get("output"))
+                result = tool_result(
+                    call_id, item.get("output"), self.exit_codes.pop(call_id, None)
+                )
                 yield self._entry("tool_results", ts, tool_results=[result])
         elif kind == "web_search_call":
             action = item.get("action")

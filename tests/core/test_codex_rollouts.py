@@ -431,6 +431,23 @@ def test_a_calls_outcome_from_its_output(output: str, failed: bool, interrupted:
     assert (result.is_error, result.interrupted) == (failed, interrupted)
 
 
+def test_an_exec_command_end_event_gives_the_exit_code_the_output_lacks(
+    store: Store, tmp_path: Path
+) -> None:
+    lines = [
+        '{"timestamp":"2026-06-01T10:00:00.000Z","type":"session_meta","payload":{"id":"s-end","cwd":"/w"}}',
+        '{"timestamp":"2026-06-01T10:00:01.000Z","type":"event_msg","payload":{"type":"user_message","message":"test it"}}',
+        '{"timestamp":"2026-06-01T10:00:02.000Z","type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{\\"cmd\\":\\"make test\\"}","call_id":"c1"}}',
+        '{"timestamp":"2026-06-01T10:00:03.000Z","type":"event_msg","payload":{"type":"exec_command_end","call_id":"c1","exit_code":2}}',
+        '{"timestamp":"2026-06-01T10:00:03.100Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"make: *** [test] Error 2\\n"}}',
+    ]
+    path = tmp_path / "rollout-end.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    codex_rollouts.ingest_file(store, path)
+    metrics = sessions.metrics(store, "s-end")
+    assert (metrics["tool_calls"], metrics["tool_calls_failed"]) == (1, 1)
+
+
 def test_a_shell_call_that_is_really_apply_patch() -> None:
     patch = "*** Begin Patch\n*** Add File: a.py\n+x = 1\n*** Update File: b.py\n*** Move to: c.py\n@@\n-y\n+z\n*** Delete File: d.py\n*** End Patch\n"
     for arguments in (
