@@ -210,6 +210,8 @@ def test_a_codex_sessions_lessons_reach_the_next_claude_code_session(
     )
     listed = run_cli("session", "list", cwd=repo).stdout
     assert f"{CODEX_SID}" in listed and "codex, 2 turns" in listed
+    log = repo / ".engram" / "engram.log"
+    assert not log.exists() or "ERROR" not in log.read_text()
     # Ingesting the rollout afterwards counts nothing again.
     again = run_cli("ingest", "codex", "--json", cwd=repo)
     assert again.code == 0, again.stderr

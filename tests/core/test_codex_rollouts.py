@@ -170,6 +170,15 @@ def test_the_real_058_rollout_in_figures(store: Store) -> None:
     assert figures["total_tokens"] == 1_121_566
     assert (figures["input_tokens"], figures["cache_read_tokens"]) == (71_933, 1_027_328)
     assert figures["output_tokens"] == 22_305
+    # A third angle: the per-response figures of the lines where the total grew add up to it.
+    grown, last_total = 0, 0
+    for line in _text_of(REAL_058).splitlines():
+        payload = json.loads(line)["payload"]
+        info = payload.get("info") if payload.get("type") == "token_count" else None
+        if info and info["total_token_usage"]["total_tokens"] != last_total:
+            grown += info["last_token_usage"]["total_tokens"]
+            last_total = info["total_token_usage"]["total_tokens"]
+    assert grown == figures["total_tokens"]
     assert (figures["prompts"], figures["tool_calls"], figures["failed"]) == (1, 39, 3)
     sid = "019a93b9-f380-7600-98ff-940e6b99603c"
     metrics = sessions.metrics(store, sid)
