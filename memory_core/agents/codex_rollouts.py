@@ -225,8 +225,9 @@ class _FileState:
             data = json.loads(raw) if raw else {}
         except ValueError:
             data = {}
-        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        return cls(**known) if isinstance(data, dict) else cls()
+        if not isinstance(data, dict):
+            return cls()
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
 
 def _int(value: Any) -> int:
@@ -404,8 +405,9 @@ def _output_text(output: Any) -> str:
 class _Reader:
     """Turns a rollout's lines into the entries the transcript ingest handles."""
 
-    def __init__(self, state: _FileState) -> None:
+    def __init__(self, state: _FileState, fallback_id: str | None = None) -> None:
         self.state = state
+        self.fallback_id = fallback_id
         # call_id -> exit code from an exec_command_end event whose output is still to come
         self.exit_codes: dict[str, int] = {}
 
@@ -455,9 +457,14 @@ class _Reader:
         ts = _ts(raw_ts)
         if kind == "session_meta":
             yield from self._meta(payload, ts)
-        elif s.session_id is None:
-            return  # nothing can be attributed before the session is known
-        elif kind == "turn_context":
+            return
+        if s.session_id is None:
+            # A rollout whose first line was lost (cut, or a partial copy): the file's name
+            # still says whose session it is.
+            if self.fallback_id is None:
+                return
+            s.session_id = self.fallback_id
+        if kind == "turn_context":
             s.model = _str(payload.get("model")) or s.model
             s.cwd = _str(payload.get("cwd")) or s.cwd
         elif kind == "response_item":
@@ -625,15 +632,25 @@ class _CodexRun(_Run):
         super().handle(db, entry)
 
 
+_NAME_ID = re.compile(
+    r"-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl(?:\.zst)?$", re.I
+)
+
+
+def session_id_in_name(path: Path) -> str | None:
+    """The session id Codex puts at the end of a rollout's name."""
+    match = _NAME_ID.search(path.name)
+    return match.group(1).lower() if match else None
+
+
 def _head(data: bytes) -> str:
     return data[:HEAD_BYTES].hex()
 
 
-def _complete_lines(data: bytes, offset: int) -> tuple[list[bytes], int]:
-    """The whole lines from `offset`, and where they end. A last line without its newline is
-    taken when it is a complete JSON object (Codex writes a line at once; only a half-written
-    one does not parse), else it waits for the next run."""
-    body = data[offset:]
+def _complete_lines(body: bytes, offset: int) -> tuple[list[bytes], int]:
+    """The whole lines of `body` (the file's bytes from `offset`), and where they end in the
+    file. A last line without its newline is taken when it is a complete JSON object (Codex
+    writes a line at once; only a half-written one does not parse), else it waits."""
     end = body.rfind(b"\n") + 1
     lines = body[:end].split(b"\n")
     if lines and lines[-1] == b"":
@@ -643,10 +660,32 @@ def _complete_lines(data: bytes, offset: int) -> tuple[list[bytes], int]:
         try:
             _decode_line(tail)
         except ValueError:
-            return lines, offset + end
+            return lines, offset + end  # half-written: read with the next run
         lines.append(tail)
-        return lines, len(data)
-    return lines, offset + end if not tail else len(data)
+    return lines, offset + len(body)
+
+
+class _Source:
+    """A rollout's first bytes and size, and its bytes from an offset (only those are read from
+    a plain file; a `.zst` one is decompressed whole)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.data: bytes | None = None
+        if path.name.endswith(".zst"):
+            self.data = _read_bytes(path)
+            self.head, self.size = self.data[:HEAD_BYTES], len(self.data)
+        else:
+            with path.open("rb") as handle:
+                self.head = handle.read(HEAD_BYTES)
+                self.size = os.fstat(handle.fileno()).st_size
+
+    def tail(self, offset: int) -> bytes:
+        if self.data is not None:
+            return self.data[offset:]
+        with self.path.open("rb") as handle:
+            handle.seek(offset)
+            return handle.read(max(0, self.size - offset))
 
 
 def ingest_file(
@@ -665,8 +704,8 @@ def ingest_file(
     file_path = Path(path).expanduser().resolve()
     key = str(file_path)
     stats = IngestStats(path=key)
-    data = _read_bytes(file_path)
-    head = _head(data)
+    source = _Source(file_path)
+    head = _head(source.head)
     row = store.query_one("SELECT offset, head FROM agent_ingest_offsets WHERE path = ?", (key,))
     state_row = store.query_one("SELECT value FROM store_meta WHERE key = ?", (_STATE_KEY + key,))
     offset = 0
@@ -674,12 +713,12 @@ def ingest_file(
     if row is not None:
         previous = str(row["head"])
         common = min(len(previous), len(head))
-        if len(data) < int(row["offset"]) or previous[:common] != head[:common]:
+        if source.size < int(row["offset"]) or previous[:common] != head[:common]:
             stats.restarted = True  # replaced: read again (the ledgers keep counts once)
         else:
             offset = int(row["offset"])
             state = _FileState.load(state_row["value"] if state_row is not None else None)
-    lines, end = _complete_lines(data, offset)
+    lines, end = _complete_lines(source.tail(offset), offset)
     if not lines:
         if flush and state.session_id:
             from memory_core.agents.transcripts import flush_session
@@ -694,7 +733,7 @@ def ingest_file(
         from memory_core import config
 
         settings = config.load(store.root)
-    reader = _Reader(state)
+    reader = _Reader(state, session_id_in_name(file_path))
     run = _CodexRun(store, file_path, stats, settings, agent=AGENT)
     run.last_known_ts = state.last_ts
     position = offset
@@ -721,7 +760,7 @@ def ingest_file(
                 position = end
                 run.end_of_input(db, flush=flush)
             run.write_figures(db)
-            _save_position(db, key, state, position, len(data), head, len(chunk))
+            _save_position(db, key, state, position, source.size, head, len(chunk))
         with cyclic_gc.paused(), store.transaction():
             run.run_effects()
         if progress is not None:

@@ -359,6 +359,17 @@ def test_broken_lines_are_skipped_and_said(store: Store, tmp_path: Path) -> None
     assert engram_figures(store, path) == independent_count(ENVELOPE_046)
 
 
+def test_a_rollout_without_its_first_line_is_still_its_sessions(
+    store: Store, tmp_path: Path
+) -> None:
+    sid = "0199a7c2-5d1e-7a40-9b3c-2f6e8d4a1b07"
+    path = tmp_path / f"rollout-2025-10-08T09-00-00-{sid}.jsonl"
+    path.write_text("".join(ENVELOPE_046.read_text().splitlines(keepends=True)[1:]))
+    codex_rollouts.ingest_file(store, path)
+    assert len(sessions.history(store, sid)) == 2
+    assert sessions.metrics(store, sid)["tokens"]["all"]["total_tokens"] == 45038
+
+
 def test_the_cli_ingests_codex_sessions(cli: Any, workspace: Path, tmp_path: Path) -> None:
     (workspace / ".git").mkdir()
     home = tmp_path / "codex-home"
