@@ -128,27 +128,61 @@ def _read_bytes(path: Path) -> bytes:
     return path.read_bytes()
 
 
+_FIRST_LINE_LIMIT = 4 << 20
+
+
 def _first_line(path: Path) -> Any:
+    """A rollout's first line, decoded; None when it cannot be read or is not JSON."""
     try:
         if path.name.endswith(".zst"):
-            data = _read_bytes(path)
-            line = data.split(b"\n", 1)[0]
+            line = _first_compressed_line(path)
         else:
             with path.open("rb") as handle:
-                line = handle.readline(4 << 20)
+                line = handle.readline(_FIRST_LINE_LIMIT)
         return _decode_line(line)
     except (OSError, ValueError):
         return None
 
 
+def _first_compressed_line(path: Path) -> bytes:
+    """The first line of a `.zst` rollout, decompressed only that far."""
+    import zstandard
+
+    data = b""
+    with path.open("rb") as raw, zstandard.ZstdDecompressor().stream_reader(raw) as reader:
+        try:
+            while b"\n" not in data and len(data) < _FIRST_LINE_LIMIT:
+                chunk = reader.read(1 << 16)
+                if not chunk:
+                    break
+                data += chunk
+        except zstandard.ZstdError:
+            pass  # not zstd, or cut: what came out is all there is
+    return data.split(b"\n", 1)[0]
+
+
+_ENV_CWD = re.compile(r"<cwd>([^<\n]+)</cwd>")
+
+
 def session_cwd(path: Path) -> str | None:
-    """The folder a rollout's session ran in, from its first line."""
+    """The folder a rollout's session ran in: its first line says, or (the oldest rollouts,
+    whose header has no `cwd`) the `<environment_context>` Codex sent first."""
     obj = _first_line(path)
     if not isinstance(obj, dict):
         return None
     meta = obj.get("payload") if obj.get("type") == "session_meta" else obj
     cwd = meta.get("cwd") if isinstance(meta, dict) else None
-    return cwd if isinstance(cwd, str) and cwd else None
+    if isinstance(cwd, str) and cwd:
+        return cwd
+    if "type" in obj or path.name.endswith(".zst"):
+        return None
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(1 << 16).decode("utf-8", "replace")
+    except OSError:
+        return None
+    match = _ENV_CWD.search(head)
+    return match.group(1).strip() if match else None
 
 
 def _inside(cwd: str, root: Path) -> bool:
@@ -566,6 +600,8 @@ class _Reader:
                 if text:
                     yield self._entry("assistant", ts, text=text)
             elif role == "user" and self.state.legacy:
+                if self.state.cwd is None and (found := _ENV_CWD.search(text)):
+                    self.state.cwd = found.group(1).strip()  # a header without `cwd`
                 yield self._prompt(text, ts, key)
         elif kind in ("function_call", "custom_tool_call"):
             call_id = _str(item.get("call_id"))

@@ -332,6 +332,17 @@ def test_default_selection_is_this_workspaces_sessions(
     assert set(codex_rollouts.default_rollouts(workspace)) == {mine, archived}
 
 
+def test_the_oldest_rollouts_name_their_folder_in_the_environment_context(
+    tmp_path: Path,
+) -> None:
+    lines = LEGACY_030.read_text().splitlines()
+    header = json.loads(lines[0])
+    del header["cwd"], header["originator"], header["cli_version"]  # as 0.2x wrote it
+    path = tmp_path / "rollout-2025-08-20T10-00-00-5f0c7a3e.jsonl"
+    path.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    assert codex_rollouts.session_cwd(path) == "/home/dev/shop"
+
+
 def _rollout_in(
     home: Path, day: str, sid: str, cwd: Path, *, archived: bool = False, packed: bool = False
 ) -> Path:
