@@ -21,7 +21,8 @@ from memory_core.errors import UsageError
 
 TRUST_NOTE = (
     "Codex runs new or changed hooks only once you trust them: start Codex and review them "
-    "with /hooks."
+    "with /hooks. Releases that do not run hooks by default need `[features] hooks = true` "
+    "(`codex_hooks` before 0.130) in config.toml."
 )
 
 
