@@ -53,7 +53,6 @@ from pathlib import Path
 from typing import Any
 
 from memory_core import clock, cyclic_gc
-from memory_core.agents.payload import scrub
 from memory_core.agents.transcripts import (
     CHUNK_LINES,
     Entry,
@@ -442,6 +441,7 @@ class _Reader:
     def __init__(self, state: _FileState, fallback_id: str | None = None) -> None:
         self.state = state
         self.fallback_id = fallback_id
+        self.silent_time: str | None = None
         # call_id -> exit code from an exec_command_end event whose output is still to come
         self.exit_codes: dict[str, int] = {}
 
@@ -466,10 +466,17 @@ class _Reader:
         for entry in self._entries(obj, line_no):
             found = True
             yield entry
-        if not found and self.state.session_id and isinstance(obj, dict):
-            ts = _ts(obj.get("timestamp"))
-            if ts > 0:
-                yield self._entry("user_other", ts)
+        if found:
+            self.silent_time = None
+        elif isinstance(obj, dict) and isinstance(obj.get("timestamp"), str):
+            self.silent_time = obj["timestamp"]
+
+    def end_time(self) -> Entry | None:
+        """The time of the last lines read when they meant nothing else (the session's end is
+        its last line's time); asked once per chunk rather than an entry per line."""
+        raw, self.silent_time = self.silent_time, None
+        ts = _ts(raw)
+        return self._entry("user_other", ts) if ts > 0 and self.state.session_id else None
 
     def _entries(self, obj: Any, line_no: int) -> Iterator[Entry]:
         if not isinstance(obj, dict):
@@ -668,6 +675,15 @@ class _CodexRun(_Run):
         super().handle(db, entry)
 
 
+# Lines no figure depends on (reasoning, its summaries, ghost snapshots, token counts that
+# carry only rate limits), as Codex serializes them: not decoded, only their time is kept. A
+# line written another way is decoded and skipped by the reader all the same.
+_NEVER_COUNTS = re.compile(
+    rb'^\{"timestamp":"([^"]+)","type":"(?:response_item|event_msg)","payload":\{"type":'
+    rb'"(?:reasoning|ghost_snapshot|agent_reasoning|agent_reasoning_raw_content|'
+    rb'agent_reasoning_section_break)"'
+    rb'|^\{"timestamp":"([^"]+)","type":"event_msg","payload":\{"type":"token_count","info":null'
+)
 _NAME_ID = re.compile(
     r"-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl(?:\.zst)?$", re.I
 )
@@ -784,13 +800,20 @@ def ingest_file(
                 stats.lines += 1
                 if not line.strip():
                     continue
+                skipped = _NEVER_COUNTS.match(line)
+                if skipped is not None:
+                    reader.silent_time = (skipped.group(1) or skipped.group(2)).decode()
+                    continue
                 try:
-                    obj = scrub(_decode_line(line))
+                    obj = _decode_line(line)  # lone surrogates scrubbed there
                 except (ValueError, RecursionError):
                     stats.malformed += 1
                     continue
                 for entry in reader.entries(obj, line_no):
                     run.handle(db, entry)
+            end_time = reader.end_time()
+            if end_time is not None:
+                run.handle(db, end_time)
             state.last_ts = run.last_known_ts
             if last_chunk:
                 position = end
