@@ -19,7 +19,8 @@ from tests.conftest import run_cli
 
 CODEX_SID = "019d70aa-1111-7222-8333-444455556666"
 CLAUDE_SID = "5f2c1d4e-aaaa-bbbb-cccc-123456789abc"
-CODEX_CORRECTION = "No, don't use pip here: this project installs with uv sync."
+CODEX_RULE = "Always run uv sync before the tests."
+CODEX_CORRECTION = f"No, don't use pip here: this project installs with uv sync. {CODEX_RULE}"
 DEAD_END = "uv run pytest -q"
 
 
@@ -189,6 +190,8 @@ def test_a_codex_sessions_lessons_reach_the_next_claude_code_session(
     run_codex_session(repo, tmp_path / "codex-home")
     told = claude_session_start(repo, "claude-after")
     assert CODEX_CORRECTION in told
+    rules = told[told.index("## Rules the user stated") :]
+    assert CODEX_RULE in rules
     assert f"`{DEAD_END}` failed 3 times" in told
     assert "ModuleNotFoundError: No module named 'shop'" in told
     assert "what worked instead: `uv run --package shop pytest -q`" in told
