@@ -97,11 +97,14 @@ def codex_home() -> Path:
     return Path(configured).expanduser() if configured else Path.home() / ".codex"
 
 
+_SESSION_DIRS = ("sessions", "archived_sessions")
+
+
 def rollout_files(home: Path | None = None) -> list[Path]:
     """Every rollout under `home` (default: `codex_home()`), live and archived."""
     base = home or codex_home()
     found: list[Path] = []
-    for folder in (base / "sessions", base / "archived_sessions"):
+    for folder in (base / name for name in _SESSION_DIRS):
         if folder.is_dir():
             found.extend(
                 p
@@ -251,6 +254,12 @@ class _FileState:
     totals: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
     lines: int = 0
     last_ts: float = 0.0
+    # The rollout's own id (a subagent's lines go to its parent's session_id).
+    own_id: str | None = None
+    # A fork's copy of its parent's history, being read: the parent's id, and the index of
+    # the parent's line the next copied line matches.
+    replaying: str | None = None
+    replay_index: int = 0
 
     @classmethod
     def load(cls, raw: str | None) -> _FileState:
@@ -438,10 +447,13 @@ def _output_text(output: Any) -> str:
 class _Reader:
     """Turns a rollout's lines into the entries the transcript ingest handles."""
 
-    def __init__(self, state: _FileState, fallback_id: str | None = None) -> None:
+    def __init__(self, state: _FileState, path: Path, fallback_id: str | None = None) -> None:
         self.state = state
+        self.path = path
         self.fallback_id = fallback_id
         self.silent_time: str | None = None
+        # (parent id, the signatures of its rollout's lines) while a fork's copy is read
+        self.parent_lines: tuple[str, list[tuple[Any, ...]]] | None = None
         # call_id -> exit code from an exec_command_end event whose output is still to come
         self.exit_codes: dict[str, int] = {}
 
@@ -496,6 +508,10 @@ class _Reader:
             return
         raw_ts = _str(obj.get("timestamp")) or ""
         ts = _ts(raw_ts)
+        if s.replaying is not None:
+            if self._replayed(kind, payload):
+                return
+            s.replaying = None  # the fork's own lines begin
         if kind == "session_meta":
             yield from self._meta(payload, ts)
             return
@@ -521,11 +537,17 @@ class _Reader:
 
     def _meta(self, meta: dict[str, Any], ts: float) -> Iterator[Entry]:
         s = self.state
-        if s.session_id is not None:
-            return  # a later session_meta (a fork's copy of its parent's) changes nothing
         sid = _str(meta.get("id")) or _str(meta.get("session_id"))
+        if s.session_id is not None:
+            if sid is not None and sid != s.own_id and s.replaying is None:
+                # A fork (Codex's backtrack or /fork) copies its parent's rollout, first line
+                # included, after its own first line: what follows is the parent's, counted
+                # with the parent (see `_replayed`).
+                s.replaying, s.replay_index = sid, 1
+            return
         if sid is None:
             return
+        s.own_id = sid
         source = meta.get("source")
         parent = None
         if isinstance(source, dict):
@@ -540,6 +562,25 @@ class _Reader:
         s.model = _str(meta.get("model")) or s.model
         # The session starts here (its first line), even before anything else happens.
         yield self._entry("user_other", ts)
+
+    def _replayed(self, kind: Any, payload: dict[str, Any]) -> bool:
+        """True when the line is the next line of the parent's rollout (a fork's copy).
+
+        Compared by what identifies a line (its kind, a call id, a message's text, a token
+        total), not byte for byte: the copy is written again by the fork's Codex, with its own
+        times. Without the parent's rollout nothing is known, and the copy counts in the fork.
+        """
+        s = self.state
+        if self.parent_lines is None or self.parent_lines[0] != s.replaying:
+            found = find_rollout(s.replaying or "", self.path)
+            self.parent_lines = (s.replaying or "", _signatures(found) if found else [])
+        lines = self.parent_lines[1]
+        if _never_counts(kind, payload):
+            return True  # not compared (see _signatures), and it counts for nothing anyway
+        if s.replay_index < len(lines) and lines[s.replay_index] == _signature(kind, payload):
+            s.replay_index += 1
+            return True
+        return False
 
     def _prompt(self, text: str, ts: float, key: str) -> Entry:
         s = self.state
@@ -649,6 +690,73 @@ class _Reader:
             yield self._entry(
                 "tool_results", ts, tool_results=[ToolResult(call_id, failed, status_text)]
             )
+
+
+def _signature(kind: Any, payload: dict[str, Any]) -> tuple[Any, ...]:
+    """What identifies a rollout line, whoever wrote it and when."""
+    what = payload.get("type")
+    ident: Any = payload.get("call_id") or payload.get("id")
+    if what == "message":
+        ident = (payload.get("role"), _content_text(payload.get("content")))
+    elif what in ("user_message", "agent_message"):
+        ident = payload.get("message")
+    elif what == "token_count":
+        info = payload.get("info")
+        usage = info.get("total_token_usage") if isinstance(info, dict) else None
+        ident = usage.get("total_tokens") if isinstance(usage, dict) else None
+    elif kind == "compacted":
+        ident = payload.get("message")
+    return (kind, what, ident if isinstance(ident, str | int | tuple) or ident is None else None)
+
+
+def _signatures(path: Path) -> list[tuple[Any, ...]]:
+    found: list[tuple[Any, ...]] = []
+    for line in _read_bytes(path).split(b"\n"):
+        if _NEVER_COUNTS.match(line):
+            continue
+        try:
+            obj = _decode_line(line) if line.strip() else None
+        except ValueError:
+            continue
+        if not isinstance(obj, dict):
+            continue
+        kind, payload = obj.get("type"), obj.get("payload")
+        if isinstance(payload, dict) and not _never_counts(kind, payload):
+            found.append(_signature(kind, payload))
+    return found
+
+
+_NEVER_COUNT_TYPES = frozenset(
+    {
+        "reasoning",
+        "ghost_snapshot",
+        "agent_reasoning",
+        "agent_reasoning_raw_content",
+        "agent_reasoning_section_break",
+    }
+)
+
+
+def _never_counts(kind: Any, payload: dict[str, Any]) -> bool:
+    """The lines `_NEVER_COUNTS` spots without decoding, however they were serialized."""
+    what = payload.get("type")
+    if kind in ("response_item", "event_msg") and what in _NEVER_COUNT_TYPES:
+        return True
+    return kind == "event_msg" and what == "token_count" and payload.get("info") is None
+
+
+def find_rollout(session_id: str, near: Path | None = None) -> Path | None:
+    """The rollout of a session, looked for in the Codex home `near` lies in, then in
+    `codex_home()`."""
+    homes = [p.parent for p in (near.parents if near else []) if p.name in _SESSION_DIRS]
+    for home in dict.fromkeys([*homes, codex_home()]):
+        for folder in _SESSION_DIRS:
+            base = home / folder
+            if base.is_dir():
+                for path in base.rglob(f"rollout-*{session_id}.jsonl*"):
+                    if path.is_file() and path != near:
+                        return path
+    return None
 
 
 class _CodexRun(_Run):
@@ -785,7 +893,7 @@ def ingest_file(
         from memory_core import config
 
         settings = config.load(store.root)
-    reader = _Reader(state, session_id_in_name(file_path))
+    reader = _Reader(state, file_path, session_id_in_name(file_path))
     run = _CodexRun(store, file_path, stats, settings, agent=AGENT)
     run.last_known_ts = state.last_ts
     position = offset

@@ -370,6 +370,87 @@ def test_broken_lines_are_skipped_and_said(store: Store, tmp_path: Path) -> None
     assert engram_figures(store, path) == independent_count(ENVELOPE_046)
 
 
+def test_a_forks_copy_of_its_parents_history_counts_once(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Codex's backtrack (Esc Esc) and /fork start a new rollout that copies the parent's lines,
+    rewritten with new times, before the fork's own: they belong to the parent, once."""
+    home = tmp_path / "codex-home"
+    monkeypatch.setenv("CODEX_HOME", str(home))
+    day = home / "sessions" / "2026" / "05" / "14"
+    day.mkdir(parents=True)
+    parent_id = "019d6e2a-4b7c-7f10-8a3e-5c9d1b2e4f60"
+    parent = day / f"rollout-2026-05-14T16-10-00-{parent_id}.jsonl"
+    shutil.copy(CURRENT_0125, parent)
+    codex_rollouts.ingest_file(store, parent)
+    before = sessions.metrics(store, parent_id)
+    # The fork: its own first line, the parent's lines up to its second prompt (new times),
+    # then a prompt of its own.
+    fork_id = "019d6e40-aaaa-7bbb-8ccc-ddddeeee0001"
+    copied = []
+    for line in CURRENT_0125.read_text().splitlines():
+        obj = json.loads(line)
+        payload = obj["payload"]
+        if payload.get("role") == "user" and "semicolons" in json.dumps(payload):
+            break  # Codex cuts before the user message being edited
+        obj["timestamp"] = "2026-05-14T17:00:00.000Z"
+        copied.append(json.dumps(obj))
+    own = [
+        {
+            "timestamp": "2026-05-14T17:00:00.000Z",
+            "type": "session_meta",
+            "payload": {"id": fork_id, "forked_from_id": parent_id, "cwd": "/home/dev/shop"},
+        },
+        *[json.loads(line) for line in copied],
+        {
+            "timestamp": "2026-05-14T17:01:00.000Z",
+            "type": "event_msg",
+            "payload": {"type": "user_message", "message": "Use tabs as the delimiter instead."},
+        },
+        {
+            "timestamp": "2026-05-14T17:01:05.000Z",
+            "type": "event_msg",
+            "payload": {
+                "type": "token_count",
+                "info": {
+                    "total_token_usage": {
+                        "input_tokens": 5000,
+                        "cached_input_tokens": 4000,
+                        "output_tokens": 80,
+                        "reasoning_output_tokens": 0,
+                        "total_tokens": 5080,
+                    }
+                },
+            },
+        },
+    ]
+    fork = day / f"rollout-2026-05-14T17-00-00-{fork_id}.jsonl"
+    fork.write_text("".join(json.dumps(obj) + "\n" for obj in own))
+    codex_rollouts.ingest_file(store, fork)
+    # The whole first turn and the compaction: its prompt, tool calls and token counts.
+    assert sum('"function_call"' in line for line in copied) == 5
+    assert sum('"token_count"' in line for line in copied) == 6
+    assert any('"compacted"' in line for line in copied)
+    assert sessions.metrics(store, parent_id) == before
+    forked = sessions.metrics(store, fork_id)
+    assert forked["tool_calls"] == 0
+    assert forked["turns"] == 1
+    assert forked["tokens"]["all"]["total_tokens"] == 5080
+    assert [t["user_message"] for t in sessions.history(store, fork_id)] == [
+        "Use tabs as the delimiter instead."
+    ]
+    # Without the parent's rollout, nothing says which lines were copied: they count in the fork.
+    parent.unlink()
+    lone = tmp_path / f"rollout-2026-05-14T17-00-00-{fork_id}.jsonl"
+    fork.rename(lone)
+    fresh = Store.open_or_init(tmp_path / "other")
+    try:
+        codex_rollouts.ingest_file(fresh, lone)
+        assert sessions.metrics(fresh, fork_id)["turns"] == 2
+    finally:
+        fresh.close()
+
+
 def test_a_rollout_without_its_first_line_is_still_its_sessions(
     store: Store, tmp_path: Path
 ) -> None:
