@@ -260,6 +260,10 @@ class _FileState:
     # the parent's line the next copied line matches.
     replaying: str | None = None
     replay_index: int = 0
+    # Whether the rollout records prompts as `user_message` events (every Codex release with
+    # envelopes does); a rollout without any (another program wrote it) has only its user
+    # message items, and those are its prompts.
+    user_events: bool = False
 
     @classmethod
     def load(cls, raw: str | None) -> _FileState:
@@ -651,6 +655,8 @@ class _Reader:
                 if self.state.cwd is None and (found := _ENV_CWD.search(text)):
                     self.state.cwd = found.group(1).strip()  # a header without `cwd`
                 yield self._prompt(text, ts, key)
+            elif role == "user" and not self.state.user_events:
+                yield self._prompt(text, ts, key.rsplit(":", 1)[0])
         elif kind in ("function_call", "custom_tool_call"):
             call_id = _str(item.get("call_id"))
             if call_id is None:
@@ -878,7 +884,10 @@ def ingest_file(
         else:
             offset = int(row["offset"])
             state = _FileState.load(state_row["value"] if state_row is not None else None)
-    lines, end = _complete_lines(source.tail(offset), offset)
+    body = source.tail(offset)
+    if b'"user_message"' in body:
+        state.user_events = True  # decided before any line is read: see _FileState
+    lines, end = _complete_lines(body, offset)
     if not lines:
         if flush and state.session_id:
             from memory_core.agents.transcripts import flush_session

@@ -451,6 +451,27 @@ def test_a_forks_copy_of_its_parents_history_counts_once(
         fresh.close()
 
 
+def test_a_rollout_without_user_message_events_has_its_user_messages_as_prompts(
+    store: Store, tmp_path: Path
+) -> None:
+    """Every Codex release with envelopes writes a `user_message` event per prompt; a rollout
+    another program wrote may have only the user message items, and those are the prompts."""
+    lines = [
+        line
+        for line in CURRENT_0125.read_text().splitlines()
+        if '"type":"user_message"' not in line
+    ]
+    path = tmp_path / "rollout-2026-05-14T16-10-00-019d6e2a-4b7c-7f10-8a3e-5c9d1b2e4f60.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    codex_rollouts.ingest_file(store, path)
+    turns = sessions.history(store, "019d6e2a-4b7c-7f10-8a3e-5c9d1b2e4f60")
+    # Not the AGENTS.md nor the <environment_context> message, nor the developer's.
+    assert [t["user_message"] for t in turns] == [
+        "Make the CSV export include the discount column, then run the export tests.",
+        "We'll go with semicolons as the CSV delimiter for the EU export.",
+    ]
+
+
 def test_a_rollout_without_its_first_line_is_still_its_sessions(
     store: Store, tmp_path: Path
 ) -> None:
