@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_core import clock, cyclic_gc
+from memory_core.agents.codex_outputs import content_text, read_output
 from memory_core.agents.transcripts import (
     CHUNK_LINES,
     Entry,
@@ -81,14 +82,6 @@ _INJECTED_PREFIXES = (
     "<environment_context>",
 )
 _INJECTED_KINDS = frozenset({"environment_context", "user_instructions"})
-# The exit status a shell output reports in its header (first lines only: the command's own
-# output below it may say anything).
-_EXIT_HEADER = re.compile(
-    r"^(?:Exit code:\s*|Process exited with code\s+)(-?\d+)\s*$", re.IGNORECASE | re.MULTILINE
-)
-_PATCH_FILE = re.compile(
-    r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$"
-)
 _HEREDOC_PATCH = re.compile(r"\bapply_?patch\b[^\n]*<<")
 
 
@@ -297,17 +290,6 @@ def _digest(*parts: str) -> str:
     return hashlib.sha1("\x1f".join(parts).encode("utf-8", "replace")).hexdigest()[:16]
 
 
-def _content_text(content: Any) -> str:
-    """The text of a message's content items (`input_text`, `output_text`, `text`)."""
-    if isinstance(content, str):
-        return content
-    parts = []
-    for item in content if isinstance(content, list) else []:
-        if isinstance(item, dict) and isinstance(item.get("text"), str):
-            parts.append(item["text"])
-    return "\n".join(parts)
-
-
 def is_injected(text: str) -> bool:
     """True for context Codex put in a user message itself (environment, AGENTS.md, ...)."""
     stripped = text.lstrip()
@@ -342,21 +324,6 @@ def patch_of(command: Any) -> str | None:
     return None
 
 
-def patch_files(call_input: dict[str, Any]) -> list[str]:
-    """The files an apply_patch call names (added, updated, deleted, moved to), in order.
-
-    Reads whichever value holds the patch: the ingest's `patch`, a hook's `command`/`input`.
-    """
-    files: list[str] = []
-    for value in call_input.values():
-        if isinstance(value, str) and "*** Begin Patch" in value:
-            for line in value.splitlines():
-                match = _PATCH_FILE.match(line)
-                if match:
-                    files.append(match.group(1) or match.group(2))
-    return list(dict.fromkeys(files))
-
-
 def _arguments(raw: Any) -> dict[str, Any]:
     if isinstance(raw, dict):
         return raw
@@ -367,6 +334,18 @@ def _arguments(raw: Any) -> dict[str, Any]:
             return {}
         return value if isinstance(value, dict) else {}
     return {}
+
+
+def tool_result(call_id: str, output: Any, exit_code: int | None = None) -> ToolResult:
+    """A call's outcome from its output (`codex_outputs.read_output`), as the ingest takes it."""
+    outcome = read_output(output, exit_code)
+    return ToolResult(
+        call_id,
+        outcome.failed,
+        outcome.text,
+        structured=outcome.structured,
+        interrupted=outcome.interrupted,
+    )
 
 
 def tool_use(name: str, arguments: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -390,62 +369,6 @@ def tool_use(name: str, arguments: dict[str, Any]) -> tuple[str, dict[str, Any]]
     if "__" in name and not name.startswith("mcp__"):
         return f"mcp__{name}", arguments
     return name, arguments
-
-
-_NOT_RUN = ("execution error", "failed to parse function arguments", "unsupported call")
-
-
-def tool_result(call_id: str, output: Any, exit_code: int | None = None) -> ToolResult:
-    """A call's outcome from its output, with the exit code Codex reported when there is one
-    (in the output, else `exit_code` from its exec_command_end event)."""
-    text = _output_text(output)
-    reported = exit_code
-    exit_code = None
-    body = text
-    parsed: Any = None
-    if text.startswith("{"):
-        try:
-            parsed = json.loads(text)
-        except (ValueError, RecursionError):
-            parsed = None
-    if isinstance(parsed, dict):
-        metadata = parsed.get("metadata")
-        if isinstance(metadata, dict) and type(metadata.get("exit_code")) is int:
-            exit_code = metadata["exit_code"]
-            output = parsed.get("output")
-            body = output if isinstance(output, str) else text
-        if parsed.get("isError") is True or parsed.get("is_error") is True:
-            return ToolResult(call_id, True, text)
-    if exit_code is None:
-        match = _EXIT_HEADER.search("\n".join(text.splitlines()[:6]))
-        if match:
-            exit_code = int(match.group(1))
-    if exit_code is None:
-        exit_code = reported
-    head = text.lstrip()[:80].lower()
-    if head == "aborted" or head.startswith("aborted by user"):
-        return ToolResult(call_id, False, text, interrupted=True)
-    if exit_code is not None:
-        # The exit code decides; the output's own words ("exit status 1" in a test log) do not.
-        failed = exit_code != 0
-        return ToolResult(
-            call_id, failed, body if failed else "", structured={"exit_code": exit_code}
-        )
-    if head.startswith(_NOT_RUN):
-        return ToolResult(call_id, True, text)
-    return ToolResult(call_id, False, text)
-
-
-def _output_text(output: Any) -> str:
-    if isinstance(output, str):
-        return output
-    if isinstance(output, dict):
-        for key in ("content", "output", "text"):
-            if isinstance(output.get(key), str):
-                return str(output[key])
-        items = output.get("content_items", output.get("content"))
-        return _content_text(items)
-    return _content_text(output)
 
 
 class _Reader:
@@ -647,7 +570,7 @@ class _Reader:
         kind = item.get("type")
         if kind == "message":
             role = item.get("role")
-            text = _content_text(item.get("content"))
+            text = content_text(item.get("content"))
             if role == "assistant":
                 if text:
                     yield self._entry("assistant", ts, text=text)
@@ -703,7 +626,7 @@ def _signature(kind: Any, payload: dict[str, Any]) -> tuple[Any, ...]:
     what = payload.get("type")
     ident: Any = payload.get("call_id") or payload.get("id")
     if what == "message":
-        ident = (payload.get("role"), _content_text(payload.get("content")))
+        ident = (payload.get("role"), content_text(payload.get("content")))
     elif what in ("user_message", "agent_message"):
         ident = payload.get("message")
     elif what == "token_count":

@@ -335,7 +335,7 @@ class HookRun:
         """Codex's apply_patch may change several files: the gotchas of each, before it does."""
         if self.payload.tool_name != "apply_patch":
             return
-        from memory_core.agents.codex_rollouts import patch_files
+        from memory_core.agents.codex_outputs import patch_files
         from memory_core.gotchas.context import context_for_task
 
         files = [

@@ -380,4 +380,13 @@ def parse(agent: str, event: str, text: str | bytes) -> HookPayload:
         payload.error = _str(data.get("error")) or "tool failed"
     elif agent == "gemini" and event_name == "PostToolUse":
         payload.error = _gemini_tool_error(payload.tool_response)
+    elif agent == "codex" and event_name == "PostToolUse":
+        from memory_core.agents.codex_outputs import read_hook_response
+
+        # Read as the rollout's output of the same call (whichever records it first, the call
+        # is judged the same way): the exit code Codex reports decides.
+        outcome = read_hook_response(payload.tool_response)
+        payload.tool_response = outcome.structured or {}
+        payload.error = (outcome.text or "tool failed") if outcome.failed else None
+        payload.is_interrupt = payload.is_interrupt or outcome.interrupted
     return payload

@@ -480,7 +480,7 @@ def _patched_files(
     Their text after the patch is read from disk (`after` None): the patch holds hunks, not the
     whole file.
     """
-    from memory_core.agents.codex_rollouts import patch_files
+    from memory_core.agents.codex_outputs import patch_files
 
     for name in patch_files(call.input):
         rel = workspace_path(store.root, name, cwd)

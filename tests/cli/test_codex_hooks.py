@@ -258,6 +258,32 @@ def test_codex_payloads_never_break_codex(repo: Path, tmp_path: Path) -> None:
     assert "hook codex SessionStart failed: UsageError: hook input is a JSON list" in log
 
 
+def test_a_tool_call_is_judged_as_its_rollout_would_judge_it(repo: Path) -> None:
+    """Whichever records a call first (hook or rollout), it is failed or not the same way:
+    the exit code Codex reports decides, not words in the command's own output."""
+    cases = {
+        "call_ok": "Process exited with code 0\nOutput:\nError: Exit code 1 (a test of the CLI)\n",
+        "call_bad": "Chunk ID: 4\nWall time: 0.3 seconds\nProcess exited with code 2\nOutput:\nno\n",
+        "call_read": "Error: Exit code 1 is what the CI log says",  # no exit reported
+    }
+    for call_id, response in cases.items():
+        payload = {
+            "session_id": CODEX_SID,
+            "transcript_path": None,
+            "cwd": str(repo),
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Bash",
+            "tool_use_id": call_id,
+            "tool_input": {"command": f"run {call_id}"},
+            "tool_response": response,
+        }
+        done = run_cli("hook", "codex", "PostToolUse", cwd=repo, stdin=json.dumps(payload))
+        assert (done.code, done.stderr) == (0, "")
+    with _db(repo) as conn:
+        outcomes = dict(conn.execute("SELECT tool_use_id, ok FROM agent_tool_uses").fetchall())
+    assert outcomes == {"call_ok": 1, "call_bad": 0, "call_read": 1}
+
+
 def test_a_patch_codex_is_about_to_apply_brings_its_files_gotchas(repo: Path) -> None:
     done = run_cli(
         "gotcha",

@@ -21,7 +21,7 @@ import pytest
 import zstandard
 
 from memory_core import memory, sessions
-from memory_core.agents import codex_rollouts
+from memory_core.agents import codex_outputs, codex_rollouts
 from memory_core.store import Store
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "codex"
@@ -557,6 +557,12 @@ def test_injected_context_is_never_a_prompt() -> None:
         ("aborted", False, True),
         ('{"content":[{"type":"text","text":"no such library"}],"isError":true}', True, False),
         ("execution error: Io(Os { code: 2, kind: NotFound })", True, False),
+        # No exit reported (a file read, an MCP result): its words decide nothing.
+        (
+            "Error: Exit code 1\nmake: *** [all] Error 1 (from the CI log I was asked to read)",
+            False,
+            False,
+        ),
     ],
 )
 def test_a_calls_outcome_from_its_output(output: str, failed: bool, interrupted: bool) -> None:
@@ -590,7 +596,7 @@ def test_a_shell_call_that_is_really_apply_patch() -> None:
     ):
         tool, data = codex_rollouts.tool_use("shell", arguments)
         assert tool == "apply_patch"
-        assert codex_rollouts.patch_files(data) == ["a.py", "b.py", "c.py", "d.py"]
+        assert codex_outputs.patch_files(data) == ["a.py", "b.py", "c.py", "d.py"]
     # Mentioning apply_patch is not running it.
     tool, data = codex_rollouts.tool_use(
         "shell", {"command": ["bash", "-lc", "grep -r apply_patch docs"]}
