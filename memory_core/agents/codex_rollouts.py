@@ -23,7 +23,8 @@ What engram takes (the choices are written down in docs/agents.md, "Codex CLI ro
 - A prompt is an `event_msg` `user_message` (a `response_item` user message in a rollout
   without envelopes) that is not context Codex injected: `<environment_context>`,
   `<user_instructions>`, "# AGENTS.md instructions for ...", `<user_shell_command>` and other
-  whole-message tags, nor a message whose `kind` says it is injected.
+  whole-message tags, nor a message whose `kind` says it is injected. A rollout with no
+  `user_message` event at all (another program wrote it) has its user messages as prompts.
 - Tool calls keep one name per kind: every shell (`shell`, `container.exec`, `shell_command`,
   `exec_command`, `local_shell_call`) is `Bash` with its command as text; `apply_patch` is
   `apply_patch`, also when the model ran it through the shell (`apply_patch <<'EOF' ...`);
@@ -31,12 +32,15 @@ What engram takes (the choices are written down in docs/agents.md, "Codex CLI ro
   name. The files a patch adds, updates, deletes or moves are the files it changed.
 - A call failed when its output reports a non-zero exit code (the JSON `metadata.exit_code` of
   0.4x-0.5x, the `Exit code: N` / `Process exited with code N` header of later releases), an
-  MCP result with `isError`, or a call Codex could not run; "aborted" is an interruption.
+  MCP result with `isError`, or a call Codex could not run; "aborted" is an interruption
+  (`codex_outputs`, which the PostToolUse hook reads a call's response with too).
 - Tokens are Codex's own cumulative `total_token_usage`: each `token_count` adds what the total
   grew by, so a figure Codex repeats (it writes the same event again after a rate-limit update)
   counts once, and the session's tokens are its last total. `cached_input_tokens` are cache
   reads; input is the rest of `input_tokens`; output includes reasoning, as Codex counts it.
   A total that goes down (a resumed session that counts from zero again) starts a new run.
+- A fork (Codex's backtrack or /fork) starts with a copy of its parent's rollout; the copied
+  lines are matched against the parent's rollout and counted with the parent, once.
 """
 
 from __future__ import annotations
@@ -889,12 +893,6 @@ def _save_position(
         "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
         (_STATE_KEY + key, json.dumps(asdict(state))),
     )
-
-
-def ingest_paths(
-    store: Store, paths: Iterable[Path], *, settings: Any = None, flush: bool = True
-) -> list[IngestStats]:
-    return [ingest_file(store, path, settings=settings, flush=flush) for path in paths]
 
 
 def ingest_for_hook(
