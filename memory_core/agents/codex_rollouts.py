@@ -261,6 +261,9 @@ class _FileState:
     # envelopes does); a rollout without any (another program wrote it) has only its user
     # message items, and those are its prompts.
     user_events: bool = False
+    # How often each thing (a prompt's text, a web search, a compaction) came so far: the n-th
+    # occurrence is its identity, whoever wrote the line and when (see `_key`).
+    seen: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def load(cls, raw: str | None) -> _FileState:
@@ -431,14 +434,13 @@ class _Reader:
             return
         if s.legacy:
             if "record_type" not in obj:
-                yield from self._response_item(obj, 0.0, str(line_no))
+                yield from self._response_item(obj, 0.0)
             return
         kind = obj.get("type")
         payload = obj.get("payload")
         if not isinstance(payload, dict):
             return
-        raw_ts = _str(obj.get("timestamp")) or ""
-        ts = _ts(raw_ts)
+        ts = _ts(obj.get("timestamp"))
         if s.replaying is not None:
             if self._replayed(kind, payload):
                 return
@@ -456,11 +458,11 @@ class _Reader:
             s.model = _str(payload.get("model")) or s.model
             s.cwd = _str(payload.get("cwd")) or s.cwd
         elif kind == "response_item":
-            yield from self._response_item(payload, ts, f"{raw_ts}:{line_no}")
+            yield from self._response_item(payload, ts)
         elif kind == "event_msg":
-            yield from self._event(payload, ts, raw_ts)
+            yield from self._event(payload, ts)
         elif kind == "compacted":
-            uuid = f"codex:{s.session_id}:compacted:{raw_ts or line_no}"
+            uuid = self._key("compacted", json.dumps(payload.get("message")))
             yield self._entry("compact_boundary", ts, uuid=uuid)
             message = payload.get("message")
             if isinstance(message, str) and message:
@@ -513,14 +515,24 @@ class _Reader:
             return True
         return False
 
-    def _prompt(self, text: str, ts: float, key: str) -> Entry:
+    def _prompt(self, text: str, ts: float) -> Entry:
         s = self.state
         if s.sidechain or not text.strip() or is_injected(text):
             return self._entry("user_other", ts, text=text)
-        uuid = f"codex:{s.session_id}:prompt:{key}:{_digest(text)}"
-        return self._entry("prompt", ts, uuid=uuid, text=text)
+        return self._entry("prompt", ts, uuid=self._key("prompt", text), text=text)
 
-    def _event(self, payload: dict[str, Any], ts: float, raw_ts: str) -> Iterator[Entry]:
+    def _key(self, kind: str, content: str) -> str:
+        """A line's identity in its session: what it holds and the how-many-th such it is.
+
+        Not its time nor its place in the file: a rollout that repeats a session's lines (a
+        copy, a compressed one, a history written again) must meet the first reading's keys.
+        """
+        digest = _digest(kind, content)
+        count = self.state.seen.get(digest, 0) + 1
+        self.state.seen[digest] = count
+        return f"codex:{self.state.session_id}:{kind}:{digest}:{count}"
+
+    def _event(self, payload: dict[str, Any], ts: float) -> Iterator[Entry]:
         s = self.state
         kind = payload.get("type")
         if kind == "user_message":
@@ -530,7 +542,7 @@ class _Reader:
             images = payload.get("images")
             if not text.strip() and isinstance(images, list) and images:
                 text = "[image]"
-            yield self._prompt(text, ts, raw_ts)
+            yield self._prompt(text, ts)
         elif kind == "token_count":
             info = payload.get("info")
             usage = info.get("total_token_usage") if isinstance(info, dict) else None
@@ -553,7 +565,8 @@ class _Reader:
             yield self._entry(
                 "assistant",
                 ts,
-                message_key=f"codex:{s.session_id}:usage:{raw_ts}:{now[3]}",
+                # Codex's cumulative figures after the response: each is reached once.
+                message_key=f"codex:{s.session_id}:usage:{':'.join(map(str, now))}",
                 usage=Usage(
                     input_tokens=max(0, delta[0] - cached),
                     output_tokens=max(0, delta[2]),
@@ -570,7 +583,7 @@ class _Reader:
             if call_id is not None and type(code) is int:
                 self.exit_codes[call_id] = code
 
-    def _response_item(self, item: dict[str, Any], ts: float, key: str) -> Iterator[Entry]:
+    def _response_item(self, item: dict[str, Any], ts: float) -> Iterator[Entry]:
         kind = item.get("type")
         if kind == "message":
             role = item.get("role")
@@ -581,9 +594,9 @@ class _Reader:
             elif role == "user" and self.state.legacy:
                 if self.state.cwd is None and (found := _ENV_CWD.search(text)):
                     self.state.cwd = found.group(1).strip()  # a header without `cwd`
-                yield self._prompt(text, ts, key)
+                yield self._prompt(text, ts)
             elif role == "user" and not self.state.user_events:
-                yield self._prompt(text, ts, key.rsplit(":", 1)[0])
+                yield self._prompt(text, ts)
         elif kind in ("function_call", "custom_tool_call"):
             call_id = _str(item.get("call_id"))
             if call_id is None:
@@ -613,8 +626,8 @@ class _Reader:
         elif kind == "web_search_call":
             action = item.get("action")
             query = action.get("query") if isinstance(action, dict) else None
-            call_id = _str(item.get("id")) or (
-                f"codex:{self.state.session_id}:web_search:{key}:{_digest(json.dumps(item, sort_keys=True))}"
+            call_id = _str(item.get("id")) or self._key(
+                "web_search", json.dumps(item, sort_keys=True)
             )
             data = {"query": query} if isinstance(query, str) else {}
             yield self._entry("assistant", ts, tool_uses=[ToolUse(call_id, "WebSearch", data)])

@@ -302,6 +302,31 @@ def test_reading_again_or_from_another_path_counts_nothing_twice(
     assert len(sessions.history(store, sid)) == 2
 
 
+def test_a_sessions_lines_written_again_with_new_times_count_once(
+    store: Store, tmp_path: Path
+) -> None:
+    """Tools report Codex sessions whose history reappears in another rollout file, written
+    anew: a line's identity is what it holds, not when it was written."""
+    sid = "019d6e2a-4b7c-7f10-8a3e-5c9d1b2e4f60"
+    codex_rollouts.ingest_file(store, CURRENT_0125)
+    before = sessions.metrics(store, sid)
+    later = []
+    for line in CURRENT_0125.read_text().splitlines():
+        obj = json.loads(line)
+        obj["timestamp"] = obj["timestamp"].replace("2026-05-14T16:", "2026-06-02T09:")
+        later.append(json.dumps(obj))
+    again = tmp_path / f"rollout-2026-06-02T09-10-00-{sid}.jsonl"
+    again.write_text("\n".join(later) + "\n")
+    codex_rollouts.ingest_file(store, again)
+    after = sessions.metrics(store, sid)
+    for figure in ("turns", "tool_calls", "tool_calls_failed", "commands", "tokens"):
+        assert after[figure] == before[figure], figure
+    prompts = store.query_one(
+        "SELECT COUNT(*) AS n FROM agent_prompts WHERE session_id = ?", (sid,)
+    )
+    assert prompts is not None and prompts["n"] == 2
+
+
 def test_a_growing_rollout_read_in_parts_adds_up_to_the_whole(store: Store, tmp_path: Path) -> None:
     data = CURRENT_0125.read_bytes()
     lines = data.splitlines(keepends=True)
