@@ -399,6 +399,15 @@ class HookRun:
     def post_compact(self) -> None:
         self.touch()
         self.ingest()
+        if self.payload.agent == "codex" and self.payload.trigger:
+            # Codex's rollout records a compaction without what started it; its hook says.
+            with self.store.transaction() as db:
+                db.execute(
+                    "UPDATE agent_compactions SET trigger = ? WHERE rowid = (SELECT rowid FROM "
+                    "agent_compactions WHERE session_id = ? AND trigger IS NULL "
+                    "ORDER BY ts DESC LIMIT 1)",
+                    (self.payload.trigger, self.session_id),
+                )
         if self.payload.compact_summary:
             with self.store.transaction() as db:
                 db.execute(

@@ -242,6 +242,27 @@ def test_a_claude_code_sessions_lessons_reach_the_next_codex_session(
     assert CORRECTION in context["additionalContext"]
 
 
+def test_the_compaction_hook_says_what_the_rollout_does_not(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex-home"))
+    rollout = Rollout(tmp_path / "codex-home", repo)
+    rollout.prompt("Summarise the design doc")
+    rollout.tokens(fresh=200_000, cached=0, output=900)
+    codex_hook(repo, "PreCompact", rollout, turn_id="t1", trigger="manual")
+    rollout.line("compacted", {"message": "The design doc says: one store per workspace."})
+    codex_hook(repo, "PostCompact", rollout, turn_id="t1", trigger="manual")
+    with _db(repo) as conn:
+        rows = conn.execute(
+            "SELECT trigger, summary FROM agent_compactions WHERE session_id = ?", (CODEX_SID,)
+        ).fetchall()
+    assert [tuple(row) for row in rows] == [
+        ("manual", "The design doc says: one store per workspace.")
+    ]
+    # PreCompact wrote a digest before the context went.
+    assert list((repo / ".engram" / "exports" / "digests").glob(f"{CODEX_SID}-*.yaml"))
+
+
 def test_codex_payloads_never_break_codex(repo: Path, tmp_path: Path) -> None:
     for event, stdin in (
         ("Stop", json.dumps({"session_id": CODEX_SID, "transcript_path": str(tmp_path)})),
