@@ -264,6 +264,8 @@ class _FileState:
     # How often each thing (a prompt's text, a web search, a compaction) came so far: the n-th
     # occurrence is its identity, whoever wrote the line and when (see `_key`).
     seen: dict[str, int] = field(default_factory=dict)
+    # The last request's tokens (`last_token_usage`): the context's size before a compaction.
+    context_tokens: int = 0
 
     @classmethod
     def load(cls, raw: str | None) -> _FileState:
@@ -463,7 +465,9 @@ class _Reader:
             yield from self._event(payload, ts)
         elif kind == "compacted":
             uuid = self._key("compacted", json.dumps(payload.get("message")))
-            yield self._entry("compact_boundary", ts, uuid=uuid)
+            # The context's size then: the last request's tokens before the compaction.
+            pre = s.context_tokens or None
+            yield self._entry("compact_boundary", ts, uuid=uuid, pre_tokens=pre)
             message = payload.get("message")
             if isinstance(message, str) and message:
                 yield self._entry("compact_summary", ts, text=message)
@@ -548,6 +552,9 @@ class _Reader:
             usage = info.get("total_token_usage") if isinstance(info, dict) else None
             if not isinstance(usage, dict):
                 return
+            last = info.get("last_token_usage") if isinstance(info, dict) else None
+            if isinstance(last, dict):
+                s.context_tokens = _int(last.get("total_tokens"))
             now = [
                 _int(usage.get("input_tokens")),
                 _int(usage.get("cached_input_tokens")),

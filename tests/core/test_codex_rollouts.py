@@ -266,6 +266,21 @@ def test_current_format_tools_by_kind(store: Store) -> None:
     assert all("AGENTS.md" not in t["user_message"] for t in sessions.history(store, sid))
 
 
+def test_a_compaction_knows_the_contexts_size_before_it(store: Store) -> None:
+    lines = CURRENT_0125.read_text().splitlines()
+    last_before = None
+    for line in lines:
+        obj = json.loads(line)
+        if obj["type"] == "compacted":
+            break
+        info = obj["payload"].get("info") if obj["payload"].get("type") == "token_count" else None
+        if info:
+            last_before = info["last_token_usage"]["total_tokens"]
+    codex_rollouts.ingest_file(store, CURRENT_0125)
+    row = store.query_one("SELECT pre_tokens FROM agent_compactions")
+    assert row is not None and row["pre_tokens"] == last_before
+
+
 def test_a_subagent_rollout_is_sidechain_work_of_its_parent(store: Store) -> None:
     codex_rollouts.ingest_file(store, CURRENT_0125)
     main_only = sessions.metrics(store, "019d6e2a-4b7c-7f10-8a3e-5c9d1b2e4f60")
