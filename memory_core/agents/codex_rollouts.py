@@ -58,6 +58,7 @@ from typing import Any
 
 from memory_core import clock, cyclic_gc
 from memory_core.agents.codex_outputs import content_text, read_output
+from memory_core.agents.record import Turn
 from memory_core.agents.transcripts import (
     CHUNK_LINES,
     Entry,
@@ -266,6 +267,12 @@ class _FileState:
     seen: dict[str, int] = field(default_factory=dict)
     # The last request's tokens (`last_token_usage`): the context's size before a compaction.
     context_tokens: int = 0
+    # In a review (/review): the session's own cumulative figures, put aside while the review
+    # counts its tokens from zero in the same rollout; and whether its request was taken.
+    review_saved: list[int] | None = None
+    review_prompted: bool = False
+    # This rollout is a review's own (`source.subagent` "review").
+    review_file: bool = False
 
     @classmethod
     def load(cls, raw: str | None) -> _FileState:
@@ -487,12 +494,17 @@ class _Reader:
         s.own_id = sid
         source = meta.get("source")
         parent = None
-        if isinstance(source, dict):
-            spawn = source.get("subagent")
-            spawn = spawn.get("thread_spawn") if isinstance(spawn, dict) else None
+        subagent = source.get("subagent") if isinstance(source, dict) else None
+        if isinstance(subagent, dict):
+            spawn = subagent.get("thread_spawn")
             parent = _str(spawn.get("parent_thread_id")) if isinstance(spawn, dict) else None
+        # A review's own rollout (/review): its work, but its tokens are written into the
+        # session's rollout too (between entered_ and exited_review_mode), and counted there.
+        s.review_file = subagent == "review" or (
+            isinstance(subagent, dict) and "review" in subagent
+        )
         s.session_id = parent or sid
-        s.sidechain = parent is not None
+        s.sidechain = parent is not None or s.review_file
         s.cwd = _str(meta.get("cwd"))
         git = meta.get("git")
         s.branch = _str(git.get("branch")) if isinstance(git, dict) else None
@@ -542,6 +554,10 @@ class _Reader:
         if kind == "user_message":
             if payload.get("kind") in _INJECTED_KINDS:
                 return
+            if s.review_saved is not None:
+                if s.review_prompted:
+                    return  # Codex writes a review's request twice: one request
+                s.review_prompted = True
             text = _str(payload.get("message")) or ""
             images = payload.get("images")
             if not text.strip() and isinstance(images, list) and images:
@@ -568,8 +584,10 @@ class _Reader:
             s.totals = now
             if delta[3] <= 0 and not any(delta[:3]):
                 return  # the same total again: nothing new was used
+            if s.review_file:
+                return  # counted in the reviewed session's rollout (see _meta)
             cached = min(delta[1], delta[0])
-            yield self._entry(
+            entry = self._entry(
                 "assistant",
                 ts,
                 # Codex's cumulative figures after the response: each is reached once.
@@ -581,8 +599,17 @@ class _Reader:
                 ),
                 stop_reason="usage",
             )
+            if s.review_saved is not None:
+                entry.sidechain = True  # a review's tokens are subagent work of the session
+            yield entry
         elif kind == "turn_aborted":
             yield self._entry("interrupt", ts)
+        elif kind == "entered_review_mode" and s.review_saved is None:
+            # A review runs in its own thread but writes here: its token counts start from
+            # zero and stop at exited_review_mode, where the session's own count goes on.
+            s.review_saved, s.totals, s.review_prompted = s.totals, [0, 0, 0, 0], False
+        elif kind == "exited_review_mode" and s.review_saved is not None:
+            s.totals, s.review_saved = s.review_saved, None
         elif kind == "exec_command_end":
             # Persisted by some releases before the call's output: its exit code is the truth
             # when the output text does not carry one.
@@ -714,6 +741,19 @@ def find_rollout(session_id: str, near: Path | None = None) -> Path | None:
 
 class _CodexRun(_Run):
     """The transcript ingest's pass, with what Codex records differently."""
+
+    def usage(
+        self, db: sqlite3.Connection, state: _SessionState, entry: Entry, turn: Turn | None
+    ) -> None:
+        # A key is Codex's cumulative figures after a response: reached once, so the first
+        # reading stands (a later line that repeats them adds nothing, whatever it follows).
+        key = entry.message_key
+        if (
+            key in self.messages
+            or db.execute("SELECT 1 FROM agent_messages WHERE message_key = ?", (key,)).fetchone()
+        ):
+            return
+        super().usage(db, state, entry, turn)
 
     def assistant(self, db: sqlite3.Connection, state: _SessionState, entry: Entry) -> None:
         if entry.stop_reason == "usage":
