@@ -30,7 +30,10 @@ LEGACY_030 = FIXTURES / "derived-0.30-legacy.jsonl"
 ENVELOPE_046 = FIXTURES / "derived-0.46-envelope.jsonl"
 CURRENT_0125 = FIXTURES / "derived-0.125-current.jsonl"
 SUBAGENT_0125 = FIXTURES / "derived-0.125-subagent.jsonl"
-MAIN_ROLLOUTS = [REAL_058, LEGACY_030, ENVELOPE_046, CURRENT_0125]
+REVIEW_077 = FIXTURES / "derived-0.77-review.jsonl"
+REVIEW_THREAD_077 = FIXTURES / "derived-0.77-review-thread.jsonl"
+REAL_LEGACY = sorted(FIXTURES.glob("real-legacy-ocodex-*.jsonl"))
+MAIN_ROLLOUTS = [REAL_058, *REAL_LEGACY, LEGACY_030, ENVELOPE_046, REVIEW_077, CURRENT_0125]
 
 
 # -- the independent count ---------------------------------------------------------------------
@@ -45,6 +48,13 @@ def _text_of(path: Path) -> str:
 
 _INJECTED = re.compile(r"^\s*(?:<(\w[\w-]*)>.*</\1>\s*$|# AGENTS\.md instructions for )", re.S)
 _HEADER_EXIT = re.compile(r"^(?:Exit code:|Process exited with code) *(-?\d+)", re.M)
+# Outputs of calls Codex could not run, or that the user stopped (failed by the one definition).
+_CODEX_ERRORS = (
+    "execution error",
+    "failed to parse function arguments",
+    "unsupported call",
+    "aborted",
+)
 
 
 def independent_count(path: Path) -> dict[str, Any]:
@@ -53,6 +63,8 @@ def independent_count(path: Path) -> dict[str, Any]:
     legacy = "type" not in lines[0]
     source = {} if legacy else lines[0]["payload"].get("source")
     subagent = isinstance(source, dict) and "subagent" in source
+    review_thread = subagent and source["subagent"] == "review"
+    in_review, review_asked, main_count = False, False, [0, 0, 0, 0]
     prompts: list[str] = []
     calls: dict[str, dict[str, Any]] = {}
     outputs: dict[str, Any] = {}
@@ -66,8 +78,16 @@ def independent_count(path: Path) -> dict[str, Any]:
             times.append(
                 datetime.fromisoformat(line["timestamp"].replace("Z", "+00:00")).timestamp()
             )
-        if kind == "event_msg" and item.get("type") == "user_message":
+        if kind == "event_msg" and item.get("type") == "entered_review_mode":
+            # A review counts its tokens from zero here; the session's count goes on after it.
+            in_review, review_asked, main_count, previous = True, False, previous, [0, 0, 0, 0]
+        elif kind == "event_msg" and item.get("type") == "exited_review_mode" and in_review:
+            in_review, previous = False, main_count
+        elif kind == "event_msg" and item.get("type") == "user_message":
             message = item.get("message", "")
+            if in_review and review_asked:
+                continue  # the review's request, written twice
+            review_asked = review_asked or in_review
             if (
                 item.get("kind") in (None, "plain")
                 and message.strip()
@@ -104,15 +124,19 @@ def independent_count(path: Path) -> dict[str, Any]:
     for call_id, output in outputs.items():
         if call_id not in calls:
             continue
-        code = None
+        code, error = None, str(output).lstrip().lower().startswith(_CODEX_ERRORS)
         try:
-            code = json.loads(output)["metadata"]["exit_code"]
+            parsed = json.loads(output)
+            error = error or (isinstance(parsed, dict) and parsed.get("isError") is True)
+            code = parsed["metadata"]["exit_code"]
         except (ValueError, KeyError, TypeError):
             match = _HEADER_EXIT.search("\n".join(str(output).splitlines()[:6]))
             code = int(match.group(1)) if match else None
-        failed += code not in (None, 0)
+        failed += code not in (None, 0) or error
     if subagent:
         prompts = []  # the parent's instruction to its subagent, not something a person typed
+    if review_thread:
+        tokens = [0, 0, 0, 0]  # the reviewed session's rollout holds them
     return {
         "prompts": len(prompts),
         "tool_calls": sum(1 for call_id in calls if call_id in outputs),
@@ -279,6 +303,27 @@ def test_a_compaction_knows_the_contexts_size_before_it(store: Store) -> None:
     codex_rollouts.ingest_file(store, CURRENT_0125)
     row = store.query_one("SELECT pre_tokens FROM agent_compactions")
     assert row is not None and row["pre_tokens"] == last_before
+
+
+def test_a_review_counts_once_in_both_rollouts_it_is_written_to(store: Store) -> None:
+    """/review runs in a thread of its own, with its own rollout, and Codex writes its events
+    into the session's rollout too, counting from zero: its tokens count once, as the
+    session's subagent work, and the session's own count goes on after it."""
+    main_id = "019b55c1-0000-7061-bbb9-000000000001"
+    codex_rollouts.ingest_file(store, REVIEW_077)
+    codex_rollouts.ingest_file(store, REVIEW_THREAD_077)
+    tokens = sessions.metrics(store, main_id)["tokens"]
+    assert tokens["main"]["total_tokens"] == 167_700 + 2_100
+    assert tokens["subagents"]["total_tokens"] == 40_500 + 700
+    turns = sessions.history(store, main_id)
+    assert [t["user_message"][:25] for t in turns] == [
+        "Return 415 for unsupporte",
+        "Review the code changes a",
+        "Fix what the review found",
+    ]
+    # The review thread's own calls are there; its tokens are not counted again.
+    thread = sessions.metrics(store, "019b5669-0000-7bc3-bed8-000000000002")
+    assert thread["tool_calls"] == 2 and "tokens" not in thread
 
 
 def test_a_subagent_rollout_is_sidechain_work_of_its_parent(store: Store) -> None:
