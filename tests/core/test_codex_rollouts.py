@@ -33,7 +33,16 @@ SUBAGENT_0125 = FIXTURES / "derived-0.125-subagent.jsonl"
 REVIEW_077 = FIXTURES / "derived-0.77-review.jsonl"
 REVIEW_THREAD_077 = FIXTURES / "derived-0.77-review-thread.jsonl"
 REAL_LEGACY = sorted(FIXTURES.glob("real-legacy-ocodex-*.jsonl"))
-MAIN_ROLLOUTS = [REAL_058, *REAL_LEGACY, LEGACY_030, ENVELOPE_046, REVIEW_077, CURRENT_0125]
+REAL_057 = FIXTURES / "real-0.57-moonmind.jsonl.zst"
+MAIN_ROLLOUTS = [
+    REAL_058,
+    REAL_057,
+    *REAL_LEGACY,
+    LEGACY_030,
+    ENVELOPE_046,
+    REVIEW_077,
+    CURRENT_0125,
+]
 
 
 # -- the independent count ---------------------------------------------------------------------
@@ -213,6 +222,12 @@ def test_the_real_058_rollout_in_figures(store: Store) -> None:
     assert turn["user_message"].startswith("finish up the users work by rigging up the chatbot-ui")
     assert "<environment_context>" not in turn["user_message"]
     assert sessions.get(store, sid)["agent"] == "codex"
+
+
+def test_the_real_057_rollout_in_figures(store: Store) -> None:
+    figures = engram_figures(store, REAL_057)
+    assert (figures["prompts"], figures["tool_calls"], figures["failed"]) == (2, 78, 8)
+    assert figures["total_tokens"] == 2_717_507
 
 
 def test_the_oldest_format_without_envelopes(store: Store) -> None:
