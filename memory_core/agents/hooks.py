@@ -126,6 +126,13 @@ class HookRun:
         """Ingest the payload's transcript(s); False when there is none (use the payload instead)."""
         from memory_core.agents import transcripts
 
+        if self.payload.agent == "codex":
+            from memory_core.agents import codex_rollouts
+
+            # Codex names its rollout as transcript_path: the same reader as `ingest codex`.
+            return codex_rollouts.ingest_for_hook(
+                self.store, self.payload.transcript_path, settings=self.settings, flush=flush
+            )
         path = self.transcript()
         if path is None:
             return False
@@ -319,6 +326,9 @@ class HookRun:
 
     def pre_tool_use(self) -> None:
         payload = self.payload
+        if payload.agent == "codex":
+            self.codex_patch_gotchas()
+            return
         if payload.tool_name not in record.FILE_TOOLS or payload.agent != "claude-code":
             return
         rel = record.workspace_path(
@@ -332,6 +342,24 @@ class HookRun:
         text = context_for_task(self.store, "", [rel], 3)
         if text.strip():
             self.add_context("PreToolUse", f"engram: known gotchas for {rel}\n{text}")
+
+    def codex_patch_gotchas(self) -> None:
+        """Codex's apply_patch may change several files: the gotchas of each, before it does."""
+        if self.payload.tool_name != "apply_patch":
+            return
+        from memory_core.agents.codex_outputs import patch_files
+        from memory_core.gotchas.context import context_for_task
+
+        files = [
+            rel
+            for name in patch_files(self.payload.tool_input)
+            if (rel := record.workspace_path(self.store.root, name, self.payload.cwd)) is not None
+        ]
+        if not files:
+            return
+        text = context_for_task(self.store, "", files, 3)
+        if text.strip():
+            self.add_context("PreToolUse", f"engram: known gotchas for {', '.join(files)}\n{text}")
 
     def post_tool_use(self) -> None:
         payload = self.payload
@@ -383,6 +411,15 @@ class HookRun:
     def post_compact(self) -> None:
         self.touch()
         self.ingest()
+        if self.payload.agent == "codex" and self.payload.trigger:
+            # Codex's rollout records a compaction without what started it; its hook says.
+            with self.store.transaction() as db:
+                db.execute(
+                    "UPDATE agent_compactions SET trigger = ? WHERE rowid = (SELECT rowid FROM "
+                    "agent_compactions WHERE session_id = ? AND trigger IS NULL "
+                    "ORDER BY ts DESC LIMIT 1)",
+                    (self.payload.trigger, self.session_id),
+                )
         if self.payload.compact_summary:
             with self.store.transaction() as db:
                 db.execute(
@@ -534,6 +571,16 @@ INSTALLED_EVENTS = {
         "PreCompress",
         "AfterAgent",
         "SessionEnd",
+    ),
+    # Codex CLI (codex-rs/config hook_config.rs): no SessionEnd there, Stop ends each turn.
+    "codex": (
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolUse",
+        "PreCompact",
+        "PostCompact",
+        "Stop",
     ),
 }
 

@@ -1,4 +1,4 @@
-"""`engram hooks install|uninstall claude-code|gemini [--user]`: engram's entries in the agents' settings.
+"""`engram hooks install|uninstall claude-code|gemini|codex [--user]`: engram's entries in the agents' settings.
 
 Claude Code reads hooks from `.claude/settings.json` (project, the default here; teams commit
 it), `.claude/settings.local.json` (project, personal: Claude Code keeps it out of git) and
@@ -16,6 +16,9 @@ Install merges: every key and every other hook in the file stays as it was, engr
 (recognised by their command, `... engram hook AGENT EVENT`) are replaced, so installing twice
 changes nothing. Uninstall removes exactly engram's entries and the groups and events they leave
 empty. A settings file that is not valid JSON is refused and left untouched.
+
+Codex CLI: `$CODEX_HOME/hooks.json` (`--user`) or the project's `.codex/hooks.json`, or that
+layer's `config.toml` when the user's hooks are there already (`codex_install`).
 """
 
 from __future__ import annotations
@@ -36,19 +39,27 @@ from memory_core.errors import UsageError
 _TIMEOUTS = {
     "claude-code": {"default": 30, "SessionStart": 30, "PreCompact": 60, "SessionEnd": 15},
     "gemini": {"default": 30000, "SessionStart": 30000, "PreCompress": 60000, "SessionEnd": 15000},
+    "codex": {"default": 30, "SessionStart": 30, "PreCompact": 60},
 }
 # PreToolUse only helps before a file is changed: no process start for other tools.
 _MATCHERS = {
     ("claude-code", "PreToolUse"): "Edit|Write|MultiEdit|NotebookEdit",
     ("gemini", "BeforeTool"): "write_file|replace",
+    ("codex", "PreToolUse"): "apply_patch",
 }
 _OURS = re.compile(
-    r"(?:^|[\s/\\'\"])(?:engram|memory_core)['\"]?\s+(?:--workspace\s+\S+\s+)?hook\s+(?:claude-code|gemini)\b"
+    r"(?:^|[\s/\\'\"])(?:engram|memory_core)['\"]?\s+(?:--workspace\s+\S+\s+)?hook\s+(?:claude-code|gemini|codex)\b"
 )
 
 
 def settings_path(agent: str, *, user: bool, root: Path, personal: bool = False) -> Path:
     """The agent's settings file; `personal`: Claude Code's uncommitted project file."""
+    if agent == "codex":
+        from memory_core.agents import codex_install
+
+        layer = codex_install.layer_dir(user=user, root=root)
+        toml = layer / "config.toml"
+        return toml if codex_install.toml_has_hooks(toml) else layer / "hooks.json"
     if agent == "claude-code":
         if user:
             base = os.environ.get("CLAUDE_CONFIG_DIR", "").split(",")[0].strip()
@@ -149,7 +160,7 @@ def install(agent: str, *, root: Path, user: bool = False) -> dict[str, Any]:
     portable = is_portable()
     personal = agent == "claude-code" and not user and not portable
     path = settings_path(agent, user=user, root=root, personal=personal)
-    changed = _write_hooks(agent, path)
+    changed = _write_codex_toml(path) if path.suffix == ".toml" else _write_hooks(agent, path)
     result: dict[str, Any] = {
         "agent": agent,
         "scope": "user" if user else ("personal" if personal else "project"),
@@ -181,7 +192,21 @@ def install(agent: str, *, root: Path, user: bool = False) -> dict[str, Any]:
         from memory_core.agents import commands  # /session-summarize, beside the settings
 
         result["commands"] = commands.install(path)
+    if agent == "codex":
+        from memory_core.agents.codex_install import TRUST_NOTE
+
+        result["note"] = f"{result['note']}\n{TRUST_NOTE}" if result.get("note") else TRUST_NOTE
     return result
+
+
+def _write_codex_toml(path: Path) -> bool:
+    from memory_core.agents import codex_install
+
+    groups = {
+        event: hook_group("codex", event, hook_command("codex", event))
+        for event in INSTALLED_EVENTS["codex"]
+    }
+    return codex_install.write_toml_hooks(path, groups, is_engram_handler)
 
 
 def hook_group(agent: str, event: str, command: str) -> dict[str, Any]:
@@ -232,7 +257,16 @@ def uninstall(agent: str, *, root: Path, user: bool = False) -> dict[str, Any]:
     paths = [settings_path(agent, user=user, root=root)]
     if agent == "claude-code" and not user:
         paths.append(settings_path(agent, user=False, root=root, personal=True))
-    removed = sum(_remove_hooks(path) for path in paths if path.exists())
+    removed = sum(_remove_hooks(path) for path in paths if path.exists() and path.suffix == ".json")
+    if agent == "codex":
+        from memory_core.agents import codex_install
+
+        # Both representations Codex reads in this layer: engram's entries may be in either.
+        layer = codex_install.layer_dir(user=user, root=root)
+        if (layer / "hooks.json").exists() and layer / "hooks.json" not in paths:
+            removed += _remove_hooks(layer / "hooks.json")
+        if (layer / "config.toml").exists():
+            removed += codex_install.remove_toml_hooks(layer / "config.toml", is_engram_handler)
     if agent == "claude-code":
         from memory_core.agents import commands
 

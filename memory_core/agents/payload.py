@@ -15,7 +15,7 @@ from typing import Any
 
 from memory_core.errors import UsageError
 
-AGENTS = ("claude-code", "gemini")
+AGENTS = ("claude-code", "gemini", "codex")
 
 # Gemini CLI event -> the Claude Code event engram handles it as (`gemini hooks migrate` mapping).
 _GEMINI_EVENTS = {
@@ -89,7 +89,9 @@ def agent_name(text: str) -> str:
         return "claude-code"
     if key in ("gemini", "gemini-cli"):
         return "gemini"
-    raise UsageError(f"unknown agent {text!r}", hint="use claude-code or gemini")
+    if key in ("codex", "codex-cli", "openai-codex"):
+        return "codex"
+    raise UsageError(f"unknown agent {text!r}", hint="use claude-code, gemini or codex")
 
 
 def canonical_event(agent: str, event: str) -> str:
@@ -378,4 +380,13 @@ def parse(agent: str, event: str, text: str | bytes) -> HookPayload:
         payload.error = _str(data.get("error")) or "tool failed"
     elif agent == "gemini" and event_name == "PostToolUse":
         payload.error = _gemini_tool_error(payload.tool_response)
+    elif agent == "codex" and event_name == "PostToolUse":
+        from memory_core.agents.codex_outputs import read_hook_response
+
+        # Read as the rollout's output of the same call (whichever records it first, the call
+        # is judged the same way): the exit code Codex reports decides.
+        outcome = read_hook_response(payload.tool_response)
+        payload.tool_response = outcome.structured or {}
+        payload.error = (outcome.text or "tool failed") if outcome.failed else None
+        payload.is_interrupt = payload.is_interrupt or outcome.interrupted
     return payload

@@ -433,6 +433,8 @@ def apply_outcome(
             file_changes.append(change)
         else:
             record_file_changes(store, [change], now=call.ts)
+    if call.tool == "apply_patch" and outcome.ok:
+        _patched_files(store, call, cwd, activity, file_changes)
     search = search_of(call)
     if search and outcome.ok:
         activity.search(sid, search, ts=call.ts)
@@ -464,6 +466,34 @@ def apply_outcome(
             session_id=sid,
             now=call.ts,
         )
+
+
+def _patched_files(
+    store: Store,
+    call: ToolCall,
+    cwd: str | None,
+    activity: Activity,
+    file_changes: list[dict[str, Any]] | None,
+) -> None:
+    """The files a Codex `apply_patch` changed (one call may change several), as changed files.
+
+    Their text after the patch is read from disk (`after` None): the patch holds hunks, not the
+    whole file.
+    """
+    from memory_core.agents.codex_outputs import patch_files
+
+    for name in patch_files(call.input):
+        rel = workspace_path(store.root, name, cwd)
+        if rel is None:
+            if os.path.isabs(name):
+                activity.file_modified(call.session_id, name, ts=call.ts, outside=True)
+            continue
+        activity.file_modified(call.session_id, rel, ts=call.ts)
+        change = {"path": rel, "actor": "agent", "session_id": call.session_id, "ts": call.ts}
+        if file_changes is not None:
+            file_changes.append(change)
+        else:
+            record_file_changes(store, [change], now=call.ts)
 
 
 # -- turns ------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""`engram hook`, `engram hooks install|uninstall`, `engram ingest claude-code`, `engram mcp`.
+"""`engram hook`, `engram hooks install|uninstall`, `engram ingest claude-code|gemini|codex`,
+`engram mcp`.
 
 `engram hook AGENT EVENT` runs on every agent tool call as a cold process, so `main.py` sends it
 to `hook_fast_path` before any argparse tree is built; the parser entry below exists for --help.
@@ -44,7 +45,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="handle one agent hook event (JSON on stdin); the agent's settings call this",
         description="Record an agent event. Always exits 0: problems go to .engram/engram.log.",
     )
-    hook.add_argument("agent", help="claude-code or gemini")
+    hook.add_argument("agent", help="claude-code, gemini or codex")
     hook.add_argument(
         "event", help="the event as the agent names it (PreCompact, AfterTool, ...), any case"
     )
@@ -66,7 +67,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         ),
     ):
         action = actions.add_parser(name, parents=[common], help=text)
-        action.add_argument("agent", help="claude-code or gemini")
+        action.add_argument("agent", help="claude-code, gemini or codex")
         action.add_argument(
             "--user", action="store_true", help="the user's settings instead of the project's"
         )
@@ -77,8 +78,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     ingest.add_argument(
         "agent",
-        choices=["claude-code", "gemini"],
-        help="whose transcripts: Claude Code (JSONL) or Gemini CLI (recorded chats)",
+        choices=["claude-code", "gemini", "codex"],
+        help="whose transcripts: Claude Code (JSONL), Gemini CLI (recorded chats) or Codex CLI "
+        "(rollouts)",
     )
     ingest.add_argument(
         "paths", nargs="*", metavar="PATH", help="transcript files (default: this workspace's)"
@@ -150,7 +152,12 @@ def run_ingest(ctx: Context) -> int:
     store = ctx.store(create=True)
     limits.enforce(store, ctx.settings)
     gemini = ctx.args.agent == "gemini"
-    if ctx.args.paths:
+    codex = ctx.args.agent == "codex"
+    if codex:
+        from memory_core.agents import codex_rollouts
+
+        paths = codex_rollouts.requested_rollouts(ctx.args.paths, ctx.root)
+    elif ctx.args.paths:
         paths = []
         for raw in ctx.args.paths:
             path = Path(raw).expanduser()
@@ -182,6 +189,12 @@ def run_ingest(ctx: Context) -> int:
             if gemini:
                 stats = gemini_chats.ingest_chat_file(store, path, settings=ctx.settings)
                 advance(stats.bytes)
+            elif codex:
+                from memory_core.agents import codex_rollouts
+
+                stats = codex_rollouts.ingest_file(
+                    store, path, settings=ctx.settings, flush=True, progress=advance
+                )
             else:
                 stats = transcripts.ingest_file(
                     store, path, settings=ctx.settings, flush=True, progress=advance
@@ -228,6 +241,12 @@ def run_ingest(ctx: Context) -> int:
         if not results:
             if gemini:
                 return f"No Gemini CLI chats for {ctx.root} (looked in ~/.gemini/tmp/*/chats/)"
+            if codex:
+                from memory_core.agents.codex_rollouts import codex_home
+
+                return (
+                    f"No Codex CLI sessions for {ctx.root} (looked in {codex_home() / 'sessions'})"
+                )
             return f"No Claude Code transcripts for {ctx.root} (looked in ~/.claude/projects/)"
         return (
             (
