@@ -605,7 +605,9 @@ CASES: list[Case] = [
         {
             "pom.xml": POM.format(name="billing"),
             "src/main/java/com/example/Fee.java": "package com.example;\n\npublic class Fee {\n    public static int of(int amount) { return amount / 10; }\n}\n",
-            "src/test/java/com/example/FeeTest.java": "package com.example;\n\n" + JUNIT5_IMPORTS + "\npublic class FeeTest {\n    @Test\n    public void roundsUp() {\n        assertEquals(26, Fee.of(250));\n    }\n}\n",
+            "src/test/java/com/example/FeeTest.java": "package com.example;\n\n"
+            + JUNIT5_IMPORTS
+            + "\npublic class FeeTest {\n    @Test\n    public void roundsUp() {\n        assertEquals(26, Fee.of(250));\n    }\n}\n",
         },
         needs=("mvn",),
     ),
@@ -626,7 +628,9 @@ CASES: list[Case] = [
         {
             "pom.xml": POM.format(name="profiles"),
             "src/main/java/com/example/Profile.java": 'package com.example;\n\nimport java.util.Map;\n\npublic class Profile {\n    public static int age(Map<String, Integer> fields) { return fields.get("age"); }\n}\n',
-            "src/test/java/com/example/ProfileTest.java": "package com.example;\n\n" + JUNIT5_IMPORTS + "import java.util.Map;\n\npublic class ProfileTest {\n    @Test\n    public void missingAge() {\n        assertEquals(0, Profile.age(Map.of()));\n    }\n}\n",
+            "src/test/java/com/example/ProfileTest.java": "package com.example;\n\n"
+            + JUNIT5_IMPORTS
+            + "import java.util.Map;\n\npublic class ProfileTest {\n    @Test\n    public void missingAge() {\n        assertEquals(0, Profile.age(Map.of()));\n    }\n}\n",
         },
         needs=("mvn",),
     ),
