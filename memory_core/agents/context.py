@@ -176,8 +176,10 @@ def _failure_words(store: Store, session_id: str, command: str) -> str:
     failure = failures.classify(is_error=True, text=str(row["error"]))
     how = failures.describe(failure) if failure is not None else "error"
     error = lessons.error_line(str(row["error"]))
+    from memory_core.gotchas.normalize import shorten
+
     return (
-        f" ({how}: {_one_line(error, 160)})"
+        f" ({how}: {shorten(error, 160)})"
         if error and failure and failure.kind != "blocked"
         else f" ({how})"
     )
@@ -276,6 +278,7 @@ def corrections_and_rules(store: Store, sessions: list[str]) -> tuple[Section, S
 def dead_ends(store: Store, sessions: list[str]) -> Section:
     """Commands that failed repeatedly: the error that mattered, and the step that fixed it."""
     from memory_core.agents import lessons
+    from memory_core.gotchas.normalize import shorten
 
     section = Section("Dead ends (failed repeatedly; do not retry blindly)")
     if not sessions:
@@ -293,7 +296,7 @@ def dead_ends(store: Store, sessions: list[str]) -> Section:
         error = lessons.error_line(str(row["error"] or ""))
         text = f"`{_one_line(command, 160)}` failed {row['n']} times"
         if error:
-            text += f" ({_one_line(error, 160)})"
+            text += f" ({shorten(error, 200)})"  # cut in the middle: what it names stays whole
         sid, last = str(row["session_id"]), float(row["last"])
         fix = lessons.fix_after(store, sid, command, last)
         instead = None if fix else lessons.worked_instead(store, sid, command, last)
