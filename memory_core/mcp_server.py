@@ -332,19 +332,21 @@ def build(root: Path) -> Any:
         """Search the project's memories (ranked by relevance times priority).
 
         Entries decayed below priority 0.3 are left out unless include_decayed is true;
-        min_priority keeps only entries at least that high; offset skips results (paging)."""
-        from memory_core import search
+        min_priority keeps only entries at least that high; offset skips results (paging).
+        An entry that cites code says what became of it (`citation`: unchanged, moved, changed,
+        gone); one whose code changed or is gone has `needs_checking`: do not take it as true
+        before looking at the code."""
+        from memory_core import search, verify
 
-        return {
-            "results": search.search(
-                store(),
-                query,
-                limit=limit,
-                min_priority=min_priority,
-                include_decayed=include_decayed,
-                offset=offset,
-            )
-        }
+        found = search.search(
+            store(),
+            query,
+            limit=limit,
+            min_priority=min_priority,
+            include_decayed=include_decayed,
+            offset=offset,
+        )
+        return {"results": verify.annotate(store(), found)}
 
     @tool()
     def memory_add(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from memory_core import clock
+from memory_core import clock, verify
 from memory_core.agents.digest import axioms_in, is_correction
 from memory_core.store import Store
 
@@ -156,7 +156,10 @@ def last_summary(store: Store, current: str | None) -> Section:
         ]
         section.items.extend(f"Open: {_one_line(str(item), 300)}" for item in open_items)
         section.items.extend(
-            f"Decided: {_one_line(str(item), 300)}" for item in summary.get("decisions") or []
+            verify.mark(
+                f"Decided: {_one_line(str(item), 300)}", verify.text_check(store, str(item))
+            )
+            for item in summary.get("decisions") or []
         )
         break
     return section
@@ -267,11 +270,11 @@ def corrections_and_rules(store: Store, sessions: list[str]) -> tuple[Section, S
             line = _one_line(text, 300)
             if line.lower() not in seen_corrections:
                 seen_corrections.add(line.lower())
-                corrections.items.append(line)
+                corrections.items.append(verify.mark(line, verify.text_check(store, line)))
         for sentence in axioms_in(text):
             if sentence.lower() not in seen_rules:
                 seen_rules.add(sentence.lower())
-                rules.items.append(sentence)
+                rules.items.append(verify.mark(sentence, verify.text_check(store, sentence)))
     return corrections, rules
 
 
@@ -355,8 +358,21 @@ def remembered(store: Store, now: float, limit: int = 8) -> Section:
         and (entry.get("pinned") or float(entry.get("priority") or 0) >= 0.3)
     ]
     kept.sort(key=lambda e: (not e.get("pinned"), -float(e.get("priority") or 0)))
-    for entry in kept[:limit]:
-        section.items.append(f"{entry['type']}: {_one_line(str(entry['content']), 300)}")
+    kept = kept[:limit]
+    # Checked against the code as it is now: a memory whose cited code changed or is gone is
+    # told last, marked, never as current.
+    checks = verify.memory_checks(store, [str(entry["id"]) for entry in kept])
+    told: list[tuple[bool, str]] = []
+    for entry in kept:
+        content = _one_line(str(entry["content"]), 300)
+        found = checks.get(str(entry["id"])) or verify.text_check(store, content)
+        told.append(
+            (
+                found is not None and not found.current,
+                verify.mark(f"{entry['type']}: {content}", found),
+            )
+        )
+    section.items.extend(text for _stale, text in sorted(told, key=lambda pair: pair[0]))
     return section
 
 
