@@ -88,9 +88,12 @@ SUMMARY_FIELDS = ("overview", "decisions", "outcomes", "openItems", "tags")
 def projecthub_session(store: Store, session: dict[str, Any]) -> dict[str, Any]:
     """A session in the projecthub protocol's shape (its data model and SessionSummary)."""
     from memory_core.session_vault import has_summary
+    from memory_core.sessions import decisions_of
 
     summary = session["summary"]
     written = has_summary(summary)
+    # The decisions recorded in the summary and those the user stated in the session.
+    decisions = decisions_of(store, session["id"], list(summary["decisions"]))
     return {
         "session_id": session["id"],
         "id": session["id"],
@@ -98,7 +101,7 @@ def projecthub_session(store: Store, session: dict[str, Any]) -> dict[str, Any]:
         "project_dir": str(store.root),
         "turn_count": session["turns"],
         "rolling_summary": session["rolling_summary"],
-        "decisions": summary["decisions"],
+        "decisions": decisions,
         "search_footprint": session["search_footprint"],
         "status": session["status"],
         "started_at": session["started_at"],
@@ -106,7 +109,7 @@ def projecthub_session(store: Store, session: dict[str, Any]) -> dict[str, Any]:
         "hasSummary": written,
         "summary": {
             "overview": summary["overview"] or "",
-            "decisions": summary["decisions"],
+            "decisions": decisions,
             "outcomes": summary["outcomes"],
             "openItems": summary["open_items"],
             "tags": summary["tags"],

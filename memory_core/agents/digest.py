@@ -63,16 +63,56 @@ def _short(text: str, limit: int = MAX_ITEM_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+# A prompt that is an agent's own template, not the user speaking (Gemini CLI's /init sends
+# "You are an AI agent that brings the power of Gemini ..."; other agents' system-like prompts).
+_TEMPLATE = re.compile(r"^\s*(?:you are (?:an?|the) \w|as an ai\b|system:)", re.IGNORECASE)
+# Text the user pasted rather than wrote: Markdown quotes, fenced blocks, log lines.
+_QUOTED = re.compile(
+    r"^\s*(?:>|\[(?:error|err|warn(?:ing)?|info|debug|fatal|trace)\]|"
+    r"\d{4}-\d{2}-\d{2}[ T]\d|(?:ERROR|WARN(?:ING)?|INFO|DEBUG|FATAL)\b)",
+    re.IGNORECASE,
+)
+# A sentence that asks rather than tells ("Can you make sure ...?", "Should we always ...?").
+_QUESTION = re.compile(
+    r"^(?:can|could|would|should|shall|will|do|does|did|is|are|was|were|why|what|how|when|"
+    r"where|who|which|may|might|have|has|any idea)\b",
+    re.IGNORECASE,
+)
+
+
+def own_words(prompt: str) -> str:
+    """What the user wrote themselves in a prompt: without quoted or fenced text they pasted
+    (agent output, logs); "" for an agent's template sent as a prompt."""
+    if _TEMPLATE.match(prompt):
+        return ""
+    kept = []
+    fenced = False
+    for line in prompt.splitlines():
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+            continue
+        if not fenced and not _QUOTED.match(line):
+            kept.append(line)
+    return "\n".join(kept).strip()
+
+
+def is_question(sentence: str) -> bool:
+    text = sentence.strip()
+    return text.endswith("?") or bool(_QUESTION.match(text))
+
+
 def is_correction(prompt: str) -> bool:
-    return bool(_CORRECTION_START.match(prompt) or _CORRECTION_ANYWHERE.search(prompt))
+    own = own_words(prompt)
+    return bool(_CORRECTION_START.match(own) or _CORRECTION_ANYWHERE.search(own))
 
 
 def axioms_in(prompt: str) -> list[str]:
-    """The sentences of a prompt that state a rule (always / never / must ...)."""
+    """The sentences of a prompt that state a rule (always / never / must ...): the user's own
+    instructions, not questions, not text they pasted, not an agent's template."""
     found = []
-    for match in _SENTENCE.finditer(prompt):
+    for match in _SENTENCE.finditer(own_words(prompt)):
         sentence = _LEADING_CORRECTION.sub("", match.group(0).strip(" ,;:-"))
-        if sentence and _AXIOM.search(sentence):
+        if sentence and _AXIOM.search(sentence) and not is_question(sentence):
             found.append(_short(sentence))
     return found
 
@@ -99,7 +139,7 @@ def extract(store: Store, session_id: str) -> dict[str, Any]:
     for row in prompts:
         text = str(row["text"])
         if is_correction(text):
-            corrections.append({"text": _short(text), "timestamp": clock.iso(row["ts"])})
+            corrections.append({"text": _short(own_words(text)), "timestamp": clock.iso(row["ts"])})
         for sentence in axioms_in(text):
             key = sentence.lower()
             if key not in seen_axioms:
@@ -196,7 +236,8 @@ def snapshot(store: Store, session_id: str) -> dict[str, Any]:
         "branch": session["git_branch"] if session else None,
         "cwd": session["cwd"] if session else None,
         "turns": int(turns[0]) if turns else 0,
-        "files_modified": [str(row["path"]) for row in files],
+        # The net effect: files edited and then put back as they were are left out.
+        "files_modified": _net([str(row["path"]) for row in files], store, session_id),
         "commands": [
             {"command": str(row["command"]), "ok": None if row["ok"] is None else bool(row["ok"])}
             for row in reversed(commands)
@@ -207,6 +248,13 @@ def snapshot(store: Store, session_id: str) -> dict[str, Any]:
         "tokens": _tokens(usage.get(False)),
         "subagent_tokens": _tokens(usage.get(True)),
     }
+
+
+def _net(files: list[str], store: Store, session_id: str) -> list[str]:
+    from memory_core.sessions.net import reverted_files
+
+    back = set(reverted_files(store, session_id)) if files else set()
+    return [path for path in files if path not in back]
 
 
 def _tokens(row: Any) -> dict[str, int]:
