@@ -59,7 +59,10 @@ class Session:
         self.t.tool_result(
             tid,
             content,
-            result={"type": "text", "file": {"filePath": str(self.root / path), "content": content}},
+            result={
+                "type": "text",
+                "file": {"filePath": str(self.root / path), "content": content},
+            },
         )
 
     def grep(self, pattern: str) -> None:
@@ -189,26 +192,46 @@ def python_api(root: Path, sid: str) -> tuple[Session, Expected]:
         "Actually, that hypothesis was wrong: the cache is not involved. Pages are numbered "
         "from 1 in the API but page() counts from 0."
     )
-    s.edit("api/pagination.py", "    start = n * size\n", "    print('DEBUG start', n)\n    start = n * size\n")
+    s.edit(
+        "api/pagination.py",
+        "    start = n * size\n",
+        "    print('DEBUG start', n)\n    start = n * size\n",
+    )
     s.bash(
         "pytest -s tests/test_pagination.py::test_first_page",
-        "DEBUG start 1\n" + _pytest_failure("tests/test_pagination.py::test_first_page", "assert [2, 3] == [0, 1]"),
+        "DEBUG start 1\n"
+        + _pytest_failure("tests/test_pagination.py::test_first_page", "assert [2, 3] == [0, 1]"),
         1,
     )
-    s.edit("api/pagination.py", "    print('DEBUG start', n)\n    start = n * size\n", "    start = (n - 1) * size\n")
+    s.edit(
+        "api/pagination.py",
+        "    print('DEBUG start', n)\n    start = n * size\n",
+        "    start = (n - 1) * size\n",
+    )
     s.bash("pytest tests/test_pagination.py::test_first_page", "1 passed in 0.05s")
-    s.bash("pip install httpx", "ERROR: Could not install packages due to an OSError: HTTPSConnectionPool(host='pypi.org', port=443): Read timed out.", 1)
+    s.bash(
+        "pip install httpx",
+        "ERROR: Could not install packages due to an OSError: HTTPSConnectionPool(host='pypi.org', port=443): Read timed out.",
+        1,
+    )
     s.bash("pip install httpx", "Successfully installed httpx-0.28.1")
     s.bash(f"export API_KEY={SECRET_KEY} && env | grep API", f"API_KEY={SECRET_KEY}", 0)
     s.ask("Can you make sure the page size is still 20 for the admin list?")
     s.read("api/routes.py")
     s.say("Yes: list_users still passes 20.")
-    s.ask("We will go with 1-based page numbers everywhere. Always add a regression test for every pagination fix.")
-    s.write("tests/test_regression_page.py", "from api.pagination import page\n\n\ndef test_page_one_is_first():\n    assert page([1, 2, 3], 1, 1) == [1]\n")
+    s.ask(
+        "We will go with 1-based page numbers everywhere. Always add a regression test for every pagination fix."
+    )
+    s.write(
+        "tests/test_regression_page.py",
+        "from api.pagination import page\n\n\ndef test_page_one_is_first():\n    assert page([1, 2, 3], 1, 1) == [1]\n",
+    )
     s.bash("pytest tests", "2 passed in 0.08s")
     s.bash("ruff check api", "api/routes.py:1:1: F401 [*] `os` imported but unused", 1)
     s.bash("ruff check api", "api/routes.py:1:1: F401 [*] `os` imported but unused", 1)
-    s.say("The pagination fix is in; `ruff check api` still reports an unused import in api/routes.py.")
+    s.say(
+        "The pagination fix is in; `ruff check api` still reports an unused import in api/routes.py."
+    )
     return s, Expected(
         facts=[
             "api/pagination.py",
@@ -269,10 +292,15 @@ def ts_app(root: Path, sid: str) -> tuple[Session, Expected]:
     )
     s.bash("git checkout -- src/store.ts", "Updated 1 path from the index", run=True)
     s.edit("src/cart.ts", "prices.reduce((a, b) => a + b)", "prices.reduce((a, b) => a + b, 0)")
-    s.bash("npm test", "\n> shop@1.4.0 test\n> jest\n\nPASS src/cart.test.ts\nTests:       1 passed, 1 total\n")
+    s.bash(
+        "npm test",
+        "\n> shop@1.4.0 test\n> jest\n\nPASS src/cart.test.ts\nTests:       1 passed, 1 total\n",
+    )
     s.bash("npm install left-pad", "npm ERR! code ECONNRESET\nnpm ERR! network aborted", 1)
     s.bash("npm install left-pad", "added 1 package in 2s")
-    s.ask("From now on, never use Redux in this project. Decision: prices stay in cents as integers.")
+    s.ask(
+        "From now on, never use Redux in this project. Decision: prices stay in cents as integers."
+    )
     s.say("Understood. The empty-cart crash is fixed: total() starts from 0.")
     return s, Expected(
         facts=[
@@ -317,11 +345,19 @@ def go_service(root: Path, sid: str) -> tuple[Session, Expected]:
     s.grep("MaxRetries")
     s.say("I was wrong about that: MaxRetries is a constant, nothing reads the environment.")
     s.write("internal/limits/debug_dump.go", "package limits\n\n// temporary debug dump\n")
-    s.edit("internal/limits/limits.go", "const MaxRetries = 3\n", "const MaxRetries = 3\n\nfunc backoff(n int) int { return 100 << n }\n")
+    s.edit(
+        "internal/limits/limits.go",
+        "const MaxRetries = 3\n",
+        "const MaxRetries = 3\n\nfunc backoff(n int) int { return 100 << n }\n",
+    )
     s.bash("rm internal/limits/debug_dump.go", "", run=True)
     s.bash("go test ./internal/limits/ -run TestBackoff -v", fail, 1)
     s.bash("go test ./internal/limits/ -run TestBackoff", fail, 1)
-    s.bash("go mod download", "go: example.com/x@v1.0.0: dial tcp: lookup proxy.golang.org: i/o timeout", 1)
+    s.bash(
+        "go mod download",
+        "go: example.com/x@v1.0.0: dial tcp: lookup proxy.golang.org: i/o timeout",
+        1,
+    )
     s.bash("go mod download", "")
     s.ask("Is 100ms the right base delay?")
     s.say("The base delay of 100ms matches the old fixed delay.")
@@ -350,9 +386,9 @@ def rust_cli(root: Path, sid: str) -> tuple[Session, Expected]:
     git_workspace(
         root,
         {
-            "src/main.rs": "fn main() {\n    println!(\"{}\", parse(\"7\"));\n}\n\nfn parse(s: &str) -> u32 {\n    s.parse().unwrap()\n}\n",
+            "src/main.rs": 'fn main() {\n    println!("{}", parse("7"));\n}\n\nfn parse(s: &str) -> u32 {\n    s.parse().unwrap()\n}\n',
             "src/config.rs": "pub const VERBOSE: bool = false;\n",
-            "Cargo.toml": "[package]\nname = \"cli\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+            "Cargo.toml": '[package]\nname = "cli"\nversion = "0.1.0"\nedition = "2021"\n',
         },
     )
     fail = (
@@ -373,7 +409,9 @@ def rust_cli(root: Path, sid: str) -> tuple[Session, Expected]:
     s.ask("Make parse() accept hex like 0x1F.")
     s.bash("cargo test", fail, 101)
     s.bash("cargo test", fail, 101)
-    s.edit("src/config.rs", "pub const VERBOSE: bool = false;\n", "pub const VERBOSE: bool = true;\n")
+    s.edit(
+        "src/config.rs", "pub const VERBOSE: bool = false;\n", "pub const VERBOSE: bool = true;\n"
+    )
     s.ask("Don't switch VERBOSE on; put it back.")
     s.bash("git restore src/config.rs", "", run=True)
     s.edit("src/main.rs", "    s.parse().unwrap()\n", "    parse_hex_or_dec(s)\n")
@@ -422,7 +460,11 @@ def ruby_app(root: Path, sid: str) -> tuple[Session, Expected]:
     s.edit("db/schema.rb", "# schema version 1\n", "# schema version 2\n")
     s.ask("Why did you touch the schema? Undo it, we are not changing the database.")
     s.edit("db/schema.rb", "# schema version 2\n", "# schema version 1\n")
-    s.edit("app/models/user.rb", "  def email; @email; end\n", "  def email; @email || \"#{login}@example.com\"; end\n")
+    s.edit(
+        "app/models/user.rb",
+        "  def email; @email; end\n",
+        '  def email; @email || "#{login}@example.com"; end\n',
+    )
     s.bash("bundle exec rspec spec/user_spec.rb", "1 example, 0 failures")
     s.ask("Should we always default the email like this?")
     s.say("Only for users created before the signup form asked for an email.")
@@ -473,8 +515,14 @@ def php_shop(root: Path, sid: str) -> tuple[Session, Expected]:
         "The CI log says:\n[error] Deploy step: the artifact must be signed before upload\n"
         "Ignore that for now. Always round half up for prices."
     )
-    s.bash("vendor/bin/phpstan analyse src", " ------ \n  Line   src/Price.php\n ------ \n  2      Function net() has no return type specified.", 1)
-    s.bash("vendor/bin/phpstan analyse src", "  2      Function net() has no return type specified.", 1)
+    s.bash(
+        "vendor/bin/phpstan analyse src",
+        " ------ \n  Line   src/Price.php\n ------ \n  2      Function net() has no return type specified.",
+        1,
+    )
+    s.bash(
+        "vendor/bin/phpstan analyse src", "  2      Function net() has no return type specified.", 1
+    )
     s.say("Rounding is fixed; phpstan still reports a missing return type in src/Price.php.")
     return s, Expected(
         facts=[

@@ -136,15 +136,28 @@ def extract(store: Store, session_id: str) -> dict[str, Any]:
     corrections: list[dict[str, Any]] = []
     axioms: list[dict[str, Any]] = []
     seen_axioms: set[str] = set()
+    from memory_core import verify  # a correction naming a file that is gone is marked
+
     for row in prompts:
         text = str(row["text"])
         if is_correction(text):
-            corrections.append({"text": _short(own_words(text)), "timestamp": clock.iso(row["ts"])})
+            said = _short(own_words(text))
+            corrections.append(
+                {
+                    "text": verify.mark(said, verify.text_check(store, said)),
+                    "timestamp": clock.iso(row["ts"]),
+                }
+            )
         for sentence in axioms_in(text):
             key = sentence.lower()
             if key not in seen_axioms:
                 seen_axioms.add(key)
-                axioms.append({"text": sentence, "timestamp": clock.iso(row["ts"])})
+                axioms.append(
+                    {
+                        "text": verify.mark(sentence, verify.text_check(store, sentence)),
+                        "timestamp": clock.iso(row["ts"]),
+                    }
+                )
 
     patterns: list[dict[str, Any]] = []
     failures = store.query(
