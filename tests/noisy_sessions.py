@@ -164,8 +164,10 @@ def _pytest_failure(test: str, error: str) -> str:
 
 
 def python_api(root: Path, sid: str) -> tuple[Session, Expected]:
-    """A Python API: pagination bug; a rejected global cache (reverted by editing back); a
-    retracted hypothesis; a debug print added and removed; a -s run that failed then passed."""
+    """A Python API, about 50 tool calls: exploration of every handler; a pagination bug; a
+    rejected global cache (reverted by editing back); a retracted hypothesis; a debug print
+    added and removed; a -s run that failed then passed; a one-off network error; a secret in
+    the environment; a question; a rule and a decision."""
     git_workspace(
         root,
         {
@@ -176,11 +178,19 @@ def python_api(root: Path, sid: str) -> tuple[Session, Expected]:
             "README.md": "# api\n",
         },
     )
+    # A real project has more than the files that matter: the agent explores them all.
+    for n in range(24):
+        (root / "api" / f"handler_{n:02d}.py").write_text(
+            f"def handler_{n}(request):\n    return {n}\n"
+        )
     s = Session(root, sid)
     s.ask("The first page of /users skips the first 20 users. Find out why and fix it.")
     for path in ("README.md", "api/routes.py", "api/pagination.py", "api/cache.py"):
         s.read(path)
-    s.grep("def page")
+    for n in range(24):
+        s.read(f"api/handler_{n:02d}.py")
+    for pattern in ("def page", "page(", "offset", "size", "users", "CACHE", "limit", "slice"):
+        s.grep(pattern)
     s.say(
         "I think the bug is in the cache layer: api/cache.py returns stale pages.\n\n"
         "Let me add a global cache of pages to check."
