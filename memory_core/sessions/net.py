@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import shlex
 import subprocess
+import time
 from pathlib import Path
 
 from memory_core.sessions.metrics import _COMMAND_FAILED
@@ -63,7 +64,26 @@ def _removed_paths(command: str) -> set[str]:
     return {w.removeprefix("./") for w in words if not w.startswith("-")}
 
 
+# One SessionStart asks for the same file's committed content from several sections: a few
+# seconds of memory spare a `git show` each time, and are too short to go stale in practice.
+_COMMITTED_TTL_SECONDS = 5.0
+_committed: dict[tuple[str, str], tuple[float, str | None]] = {}
+
+
 def _committed_hash(root: Path, path: str) -> str | None:
+    key = (str(root), path)
+    now = time.monotonic()
+    cached = _committed.get(key)
+    if cached is not None and now - cached[0] < _COMMITTED_TTL_SECONDS:
+        return cached[1]
+    found = _read_committed_hash(root, path)
+    if len(_committed) > 256:
+        _committed.clear()
+    _committed[key] = (now, found)
+    return found
+
+
+def _read_committed_hash(root: Path, path: str) -> str | None:
     from memory_core.evolution import content_hash
 
     try:

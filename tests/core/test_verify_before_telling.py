@@ -5,6 +5,9 @@ as it was."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 from memory_core import memory, sessions, verify
 from memory_core.agents import context
 from memory_core.gotchas.context import context_for_task
@@ -138,3 +141,39 @@ def test_search_results_say_what_became_of_their_code(store: Store) -> None:
     results = verify.annotate(store, [{"id": memory_id, "kind": "memory", "content": DECISION}])
     assert results[0]["citation"] == "changed"
     assert "config.py:2" in results[0]["needs_checking"]
+
+
+def test_the_session_start_hook_tells_a_stale_decision_as_needing_checking(
+    cli: Any, tmp_path: Path
+) -> None:
+    """Through the real `engram hook claude-code SessionStart` process: unchanged, the decision
+    is told as it is (the negative control); after its line changed, with the mark."""
+    import json
+    import subprocess
+
+    from tests.agents_fixtures import hook_payload
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "config.py").write_text("TIMEOUT = 10\nRETRY_LIMIT = 3\n", encoding="utf-8")
+    added = cli(
+        "memory", "add", DECISION, "--type", "decision", "--file", "config.py", "--line", "2",
+        cwd=repo,
+    )  # fmt: skip
+    assert added.code == 0, added.stderr
+
+    def told() -> str:
+        start = cli(
+            "hook", "claude-code", "SessionStart", cwd=repo,
+            stdin=hook_payload("SessionStart", "S-new", repo, source="startup"),
+        )  # fmt: skip
+        assert start.code == 0
+        return str(json.loads(start.stdout)["hookSpecificOutput"]["additionalContext"])
+
+    before = told()
+    assert f"decision: {DECISION}" in before and "needs checking" not in before
+    (repo / "config.py").write_text("TIMEOUT = 10\nRETRY_LIMIT = 5\n", encoding="utf-8")
+    after = told()
+    line = next(item for item in after.splitlines() if DECISION in item)
+    assert "[needs checking: the code it cites (config.py:2) changed since it was recorded]" in line
