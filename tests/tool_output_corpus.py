@@ -30,6 +30,7 @@ class Case:
     command: str
     error: tuple[str, ...]
     held_out: bool
+    second_set: bool = False  # captured after the rules were written (all held out)
 
     @property
     def output(self) -> str:
@@ -39,7 +40,13 @@ class Case:
 def cases() -> list[Case]:
     manifest = json.loads((CORPUS / "manifest.json").read_text(encoding="utf-8"))
     return [
-        Case(key, str(entry["command"]), tuple(entry["error"]), bool(entry["held_out"]))
+        Case(
+            key,
+            str(entry["command"]),
+            tuple(entry["error"]),
+            bool(entry["held_out"]),
+            bool(entry.get("second_set")),
+        )
         for key, entry in manifest["cases"].items()
     ]
 
@@ -91,14 +98,15 @@ def lessons(case: Case, workspace: Path) -> Lessons:
 
 
 def figures() -> dict[str, dict[str, tuple[int, int]]]:
-    """{"training"|"held_out": {"title"|"dead_end"|"context"|"all": (named, cases)}}."""
+    """{"training"|"held_out"|"second_set": {"title"|"dead_end"|"context"|"all": (named, cases)}}."""
     table: dict[str, dict[str, list[int]]] = {}
     for case in cases():
         with tempfile.TemporaryDirectory() as folder:
             root = Path(folder) / "w"
             (root / ".git").mkdir(parents=True)
             named = lessons(case, root).names(case.error)
-        row = table.setdefault("held_out" if case.held_out else "training", {})
+        part = "second_set" if case.second_set else "held_out" if case.held_out else "training"
+        row = table.setdefault(part, {})
         for where, ok in [*named.items(), ("all", all(named.values()))]:
             counts = row.setdefault(where, [0, 0])
             counts[0] += int(ok)

@@ -71,7 +71,7 @@ _RUFF_CONCISE = re.compile(
     r"^(?P<path>[^\s:][^:]*\.pyi?):(?P<line>\d+):\d+: (?P<msg>[A-Z]{1,4}\d{3,4} .*)$", re.MULTILINE
 )
 _GO = re.compile(
-    r"^(?P<path>\.{0,2}/?[\w./-]+\.go):(?P<line>\d+):\d+: (?P<msg>.+)$",
+    r"^(?:vet: )?(?P<path>\.{0,2}/?[\w./-]+\.go):(?P<line>\d+):\d+: (?P<msg>.+)$",
     re.MULTILINE,
 )
 # node prints the failing source line, a caret, a blank line, then the error.
@@ -224,7 +224,14 @@ _JEST_DETAIL = re.compile(r"^(?:Expected|Received)(?: [\w ]+)?: .*")
 
 
 def _jest(text: str) -> ToolError | None:
-    header = _JEST_TEST.search(text) or _JEST_SUITE.search(text)
+    suite = _JEST_SUITE.search(text)
+    if suite is not None:
+        # A suite that could not run explains itself at length; the typed error in it (the
+        # SyntaxError under "Details:") is what went wrong.
+        typed = _INDENTED_JS_ERROR.search(text, suite.end())
+        if typed is not None:
+            return ToolError(typed.group("msg").strip())
+    header = _JEST_TEST.search(text) or suite
     if header is None:
         return None
     lines = text[header.end() :].splitlines()
@@ -420,6 +427,8 @@ def _rspec(text: str) -> ToolError | None:
         return ToolError(f"{content[0]} {content[1]}", path, line_no)
     if len(content) >= 2 and content[0].startswith("expected") and content[1].startswith("got"):
         return ToolError(f"{content[0]}, {content[1]}", path, line_no)
+    if content and not content[0].startswith("#"):
+        return ToolError(content[0], path, line_no)  # the matcher's own message
     return None
 
 
