@@ -162,11 +162,13 @@ def named_paths(text: str) -> list[str]:
 
 
 def _seen_paths(store: Store, name: str) -> list[str]:
-    """Workspace paths engram recorded that are `name` or end with `/name`."""
+    """Workspace paths engram recorded as changed that are `name` or end with `/name`: the
+    files sessions changed (a small table) and the evolution record of `name` itself (indexed),
+    so that a SessionStart never scans every tool call."""
     rows = store.query(
-        "SELECT DISTINCT path FROM agent_tool_uses WHERE path = ? OR path LIKE ? "
-        "UNION SELECT DISTINCT path FROM file_changes WHERE path = ? OR path LIKE ? LIMIT 20",
-        (name, f"%/{name}", name, f"%/{name}"),
+        "SELECT DISTINCT path FROM session_files WHERE outside = 0 AND (path = ? OR path LIKE ?) "
+        "UNION SELECT path FROM (SELECT path FROM file_changes WHERE path = ? LIMIT 1) LIMIT 20",
+        (name, f"%/{name}", name),
     )
     return [str(row["path"]) for row in rows if row["path"]]
 
@@ -174,8 +176,8 @@ def _seen_paths(store: Store, name: str) -> list[str]:
 def text_check(store: Store, text: str) -> Check | None:
     """`gone` when `text` names a file of this workspace that no longer exists, else None.
 
-    A name counts when it has a folder in it or engram saw the file in this workspace (so
-    "the SQLite docs say ... in foo.c" about another project is not checked here).
+    A name counts when it has a folder in it or a session changed the file in this workspace
+    (so "the SQLite docs say ... in foo.c" about another project is not checked here).
     """
     root = store.root
     for path in named_paths(text):
