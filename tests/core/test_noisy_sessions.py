@@ -134,3 +134,24 @@ def test_the_users_own_rule_next_to_pasted_text_is_kept() -> None:
     prompt = "Here is the log:\n> ERROR must be set\nFrom now on, never use Redux here."
     assert digest.axioms_in(prompt) == ["From now on, never use Redux here."]
     assert digest.own_words(prompt) == "Here is the log:\nFrom now on, never use Redux here."
+
+
+def test_a_decision_the_user_stated_reaches_summary_note_and_projecthub(tmp_path: Path) -> None:
+    from memory_core import sessions
+    from memory_core.mcp_server import projecthub_session
+    from memory_core.store import Store
+
+    result = run("ts_app", tmp_path / "w")
+    decision = "Decision: prices stay in cents as integers."
+    summary = result["summary"]
+    decisions = summary.split("## Decisions")[1].split("\n## ")[0]
+    assert decision in decisions and "none recorded" not in decisions
+    store = Store.open(tmp_path / "w")
+    try:
+        sid = result["session_id"]
+        note = sessions.write_export(store, sid).read_text(encoding="utf-8")
+        assert decision in note.split("## Decisions")[1].split("\n## ")[0]
+        hub = projecthub_session(store, sessions.get(store, sid))
+        assert hub["decisions"] == [decision]
+    finally:
+        store.close()
