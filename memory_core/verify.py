@@ -148,7 +148,11 @@ _PATH = re.compile(
     r"(?<![\w/.@-])(?:\./)?((?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,7})\b(?![/(])"
 )
 # Words with a dot that are not files: version numbers, abbreviations, hosts, packages.
-_NOT_A_FILE = re.compile(r"^(?:e\.g|i\.e|etc|vs|v?\d[\w.]*|\w+\.(?:com|org|net|io|dev|js))$", re.I)
+_NOT_A_FILE = re.compile(
+    r"^(?:e\.g|i\.e|etc|vs|v?\d[\w.]*|\w+\.(?:com|org|net|io|dev|ai|app)|"
+    r"(?:node|next|nuxt|vue|react|express|three|d3|chart|deno|bun|socket\.io)\.js)$",
+    re.IGNORECASE,
+)
 
 
 def named_paths(text: str) -> list[str]:

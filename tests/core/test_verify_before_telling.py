@@ -130,7 +130,11 @@ def test_paths_in_prose_are_found_and_versions_are_not() -> None:
         "src/app/main.py",
         "config/db.yml",
     ]
-    assert verify.named_paths("we use node.js 20 and example.com") == []
+    assert verify.named_paths("we use Node.js 20 and example.com") == []
+    assert verify.named_paths("don't touch app.js or server/index.ts") == [
+        "app.js",
+        "server/index.ts",
+    ]
 
 
 def test_search_results_say_what_became_of_their_code(store: Store) -> None:
