@@ -181,3 +181,34 @@ def test_the_session_start_hook_tells_a_stale_decision_as_needing_checking(
     after = told()
     line = next(item for item in after.splitlines() if DECISION in item)
     assert "[needs checking: the code it cites (config.py:2) changed since it was recorded]" in line
+
+
+async def test_mcp_memory_search_says_when_the_cited_code_changed(store: Store) -> None:
+    import json
+    import sys
+
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    memory_id = _limit_decision(store)
+    server = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "memory_core", "--workspace", str(store.root), "mcp"],
+        cwd=str(store.root),
+    )
+
+    async def search() -> dict[str, Any]:
+        async with Client(server) as client:
+            result = await client.call_tool("memory_search", {"query": "retry limit"})
+            assert not result.is_error
+            data = result.structured_content or json.loads(result.content[0].text)
+            return next(r for r in data["results"] if r["id"] == memory_id)
+
+    found = await search()
+    assert found["citation"] == "unchanged" and "needs_checking" not in found
+    (store.root / "config.py").write_text("RETRY_LIMIT = 5\n", encoding="utf-8")
+    found = await search()
+    assert found["citation"] == "changed"
+    assert (
+        found["needs_checking"] == "the code it cites (config.py:2) changed since it was recorded"
+    )
