@@ -63,9 +63,14 @@ def _short(text: str, limit: int = MAX_ITEM_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-# A prompt that is an agent's own template, not the user speaking (Gemini CLI's /init sends
-# "You are an AI agent that brings the power of Gemini ..."; other agents' system-like prompts).
-_TEMPLATE = re.compile(r"^\s*(?:you are (?:an?|the) \w|as an ai\b|system:)", re.IGNORECASE)
+# Where an agent's own template starts, not the user speaking: Gemini CLI's /init sends "You
+# are an AI agent that brings the power of Gemini directly into the terminal. ..." as a user
+# message (after its setup text in some chats, "This is the Gemini CLI. We are setting up the
+# context for our chat."); other agents' system-like prompts start the same way.
+_TEMPLATE = re.compile(
+    r"^\s*(?:you are (?:an?|the) \w|as an ai\b|system:|this is the gemini cli\b)",
+    re.IGNORECASE,
+)
 # Text the user pasted rather than wrote: Markdown quotes, fenced blocks, log lines.
 _QUOTED = re.compile(
     r"^\s*(?:>|\[(?:error|err|warn(?:ing)?|info|debug|fatal|trace)\]|"
@@ -83,11 +88,11 @@ _QUESTION = re.compile(
 def own_words(prompt: str) -> str:
     """What the user wrote themselves in a prompt: without quoted or fenced text they pasted
     (agent output, logs); "" for an agent's template sent as a prompt."""
-    if _TEMPLATE.match(prompt):
-        return ""
     kept = []
     fenced = False
     for line in prompt.splitlines():
+        if not fenced and _TEMPLATE.match(line):
+            break  # the template runs to the end of the message
         if line.lstrip().startswith(("```", "~~~")):
             fenced = not fenced
             continue

@@ -124,6 +124,12 @@ def test_a_later_run_of_the_same_tests_closes_a_failure(
         "```\nmust never be null\n```",
         "You are an AI agent that brings the power of Gemini directly into the terminal. "
         "The output must be well-formatted Markdown.",
+        # Gemini CLI's /init prompt as some chats record it: after the agent's setup text.
+        "My setup is complete. I will provide my first command in the next turn.\n"
+        "You are an AI agent that brings the power of Gemini directly into the terminal. Your "
+        "task is to analyze the current directory.\n\nThe output must be well-formatted Markdown.",
+        "\nThis is the Gemini CLI. We are setting up the context for our chat.\n"
+        "You must always answer in English.",
     ],
 )
 def test_questions_pasted_text_and_templates_are_not_rules(prompt: str) -> None:
