@@ -10,6 +10,7 @@ with a second held-out set captured after the rules were written (`second_set`);
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -60,3 +61,29 @@ def test_a_long_error_keeps_what_it_names_whole() -> None:
         assert len(short) <= limit
         assert short.endswith('database "engram_test" does not exist')
     assert normalize.shorten("short enough", 120) == "short enough"
+
+
+def test_a_jest_failure_through_npm_test_is_learned_by_its_typeerror(
+    cli: Any, tmp_path: Path
+) -> None:
+    """Through the real hook process, as Claude Code reports a failing `npm test` three times:
+    the gotcha is the TypeError jest printed, not npm's `> shop@1.4.0 test` banner."""
+    import json
+    import subprocess
+
+    from tests.agents_fixtures import hook_payload
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    output = next(c for c in CASES if c.key == "jest/npm_test_typeerror").output
+    for n in range(3):
+        failure = hook_payload(
+            "PostToolUseFailure", "S-jest", repo,
+            tool_name="Bash", tool_input={"command": "npm test"},
+            tool_use_id=f"toolu_npm_{n}", error=output,
+        )  # fmt: skip
+        assert cli("hook", "claude-code", "PostToolUseFailure", cwd=repo, stdin=failure).code == 0
+    listed = cli("gotcha", "list", "--all", "--json", cwd=repo)
+    titles = [g["title"] for g in json.loads(listed.stdout)["gotchas"]]
+    assert titles == ["TypeError: Cannot read properties of undefined (reading 'reduce')"]
