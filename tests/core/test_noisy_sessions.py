@@ -161,3 +161,37 @@ def test_a_decision_the_user_stated_reaches_summary_note_and_projecthub(tmp_path
         assert hub["decisions"] == [decision]
     finally:
         store.close()
+
+
+def test_an_edit_undone_through_the_hooks_alone_is_not_a_change(cli: Any, tmp_path: Path) -> None:
+    """No transcript: the PostToolUse hooks of an edit and of the edit that undoes it."""
+    import subprocess
+
+    from memory_core import sessions
+    from memory_core.store import Store
+    from tests.agents_fixtures import hook_payload
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "app.py").write_text("LIMIT = 3\n")
+    (repo / "kept.py").write_text("x = 1\n")
+    edits = [("app.py", "LIMIT = 3\n", "LIMIT = 9\n"), ("app.py", "LIMIT = 9\n", "LIMIT = 3\n")]
+    edits.append(("kept.py", "x = 1\n", "x = 2\n"))
+    for n, (name, before, after) in enumerate(edits):
+        (repo / name).write_text(after)
+        payload = hook_payload(
+            "PostToolUse", "S-hooks", repo,
+            tool_name="Edit",
+            tool_input={"file_path": str(repo / name), "old_string": before, "new_string": after},
+            tool_use_id=f"toolu_edit_{n}",
+            tool_response={"filePath": str(repo / name), "originalFile": before,
+                           "oldString": before, "newString": after, "structuredPatch": []},
+        )  # fmt: skip
+        assert cli("hook", "claude-code", "PostToolUse", cwd=repo, stdin=payload).code == 0
+    store = Store.open(repo)
+    try:
+        assert set(sessions.files_modified(store, "S-hooks")) == {"app.py", "kept.py"}
+        assert sessions.net_files_changed(store, "S-hooks") == ["kept.py"]
+    finally:
+        store.close()
