@@ -70,7 +70,9 @@ def summary_markdown(store: Store, session_id: str, *, now: float | None = None)
         f"| turns | {numbers['turns']} |",
         *_token_rows(numbers),
         f"| average tokens per turn | {numbers['avg_tokens_per_turn']} |",
-        f"| files modified | {numbers['files_modified']} |",
+        f"| files modified | {numbers['files_modified']}"
+        + (f" ({len(files)} changed in the end)" if put_back else "")
+        + " |",
         f"| commands (failed) | {numbers['commands']} ({numbers['commands_failed']}) |",
         f"| tool calls ok / failed | {numbers['tool_calls_succeeded']} / {numbers['tool_calls_failed']} |",
         f"| success rate | {'n/a' if rate is None else f'{rate:.0%}'} |",

@@ -64,6 +64,9 @@ def test_reverted_files_are_not_changed(told: dict[str, Any]) -> None:
 def test_the_summary_lists_reverted_files_as_put_back(told: dict[str, Any]) -> None:
     for path in told["expected"].reverted:
         assert f"- `{path}` (changed, then put back)" in told["summary"]
+    if told["expected"].reverted:
+        touched, changed = len(told["touched"]), len(told["expected"].changed)
+        assert f"| files modified | {touched} ({changed} changed in the end) |" in told["summary"]
 
 
 def test_recall_and_precision_over_all_scenarios(tmp_path: Path) -> None:
