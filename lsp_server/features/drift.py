@@ -64,13 +64,31 @@ def memory_citations_of(state: FolderState, rel: str) -> list[drift.Citation]:
     return citations
 
 
-def stale_memories(state: FolderState, rel: str, text: str) -> list[drift.DriftItem]:
-    """Stale-citation items for the memories citing `rel`, checked against `text` (the buffer)."""
+def stale_memories(
+    state: FolderState, rel: str, text: str, version: int | None = None
+) -> list[drift.DriftItem]:
+    """Stale-citation items for the memories citing `rel`, checked against `text` (the buffer).
+
+    Kept per document version: looking for moved code scans the file, and diagnostics are
+    pulled again and again while nothing changed."""
+    citations = memory_citations_of(state, rel)
+    if not citations:
+        return []
+    cache: dict[str, tuple[object, list[drift.DriftItem]]] = state.extras.setdefault(
+        "drift.stale", {}
+    )
+    # The citations as read at that moment (engram's own commands read them again at once).
+    read_at = state.extras["drift.citations"][0]
+    key = (version, read_at) if version is not None else None
+    cached = cache.get(rel)
+    if key is not None and cached is not None and cached[0] == key:
+        return cached[1]
     items = []
-    for citation in memory_citations_of(state, rel):
+    for citation in citations:
         item = drift.check_citation(state.root, citation, text=text)
         if item is not None:
             items.append(item)
+    cache[rel] = (key, items)
     return items
 
 
@@ -98,7 +116,7 @@ class DriftView:
         items = list(self.overlaps(state, doc.rel))
         if doc.conflict is not None:
             items.insert(0, doc.conflict)
-        items.extend(stale_memories(state, doc.rel, document.source))
+        items.extend(stale_memories(state, doc.rel, document.source, document.version))
         return items
 
     def diagnostics(
