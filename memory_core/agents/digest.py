@@ -73,9 +73,8 @@ _TEMPLATE = re.compile(
 )
 # Text the user pasted rather than wrote: Markdown quotes, fenced blocks, log lines.
 _QUOTED = re.compile(
-    r"^\s*(?:>|\[(?:error|err|warn(?:ing)?|info|debug|fatal|trace)\]|"
-    r"\d{4}-\d{2}-\d{2}[ T]\d|(?:ERROR|WARN(?:ING)?|INFO|DEBUG|FATAL)\b)",
-    re.IGNORECASE,
+    r"^\s*(?:>|(?i:\[(?:error|err|warn(?:ing)?|info|debug|fatal|trace)\])|"
+    r"\d{4}-\d{2}-\d{2}[ T]\d|(?:ERROR|WARN(?:ING)?|INFO|DEBUG|FATAL)(?::|\s+\[|\s{2,}))"
 )
 # A sentence that asks rather than tells ("Can you make sure ...?", "Should we always ...?").
 _QUESTION = re.compile(

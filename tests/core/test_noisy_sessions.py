@@ -139,6 +139,13 @@ def test_questions_pasted_text_and_templates_are_not_rules(prompt: str) -> None:
     assert digest.axioms_in(prompt) == []
 
 
+def test_a_rule_about_errors_is_not_mistaken_for_a_log_line() -> None:
+    assert digest.axioms_in("Error messages must always name the file.") == [
+        "Error messages must always name the file."
+    ]
+    assert digest.axioms_in("ERROR: config must be set") == []
+
+
 def test_the_users_own_rule_next_to_pasted_text_is_kept() -> None:
     prompt = "Here is the log:\n> ERROR must be set\nFrom now on, never use Redux here."
     assert digest.axioms_in(prompt) == ["From now on, never use Redux here."]
