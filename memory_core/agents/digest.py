@@ -77,9 +77,11 @@ _QUOTED = re.compile(
     r"\d{4}-\d{2}-\d{2}[ T]\d|(?:ERROR|WARN(?:ING)?|INFO|DEBUG|FATAL)(?::|\s+\[|\s{2,}))"
 )
 # A sentence that asks rather than tells ("Can you make sure ...?", "Should we always ...?").
+# Only unambiguous openings: "Do not ever push to main" is a rule, "Do you ..." a question.
 _QUESTION = re.compile(
-    r"^(?:can|could|would|should|shall|will|do|does|did|is|are|was|were|why|what|how|when|"
-    r"where|who|which|may|might|have|has|any idea)\b",
+    r"^(?:why|what|how|when|where|who|which|any idea|"
+    r"(?:can|could|would|will|should|shall|may|might|do|does|did|is|are|was|were|have|has)"
+    r"\s+(?:you|we|i|it|this|that|there|they|he|she|the|our|my|your)\b)",
     re.IGNORECASE,
 )
 

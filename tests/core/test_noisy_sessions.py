@@ -144,6 +144,8 @@ def test_a_rule_about_errors_is_not_mistaken_for_a_log_line() -> None:
         "Error messages must always name the file."
     ]
     assert digest.axioms_in("ERROR: config must be set") == []
+    assert digest.axioms_in("Do not ever push to main.") == ["Do not ever push to main."]
+    assert digest.axioms_in("Should we always squash merges") == []
 
 
 def test_the_users_own_rule_next_to_pasted_text_is_kept() -> None:
