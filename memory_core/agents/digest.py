@@ -68,7 +68,8 @@ def _short(text: str, limit: int = MAX_ITEM_CHARS) -> str:
 # message (after its setup text in some chats, "This is the Gemini CLI. We are setting up the
 # context for our chat."); other agents' system-like prompts start the same way.
 _TEMPLATE = re.compile(
-    r"^\s*(?:you are (?:an?|the) \w|as an ai\b|system:|this is the gemini cli\b)",
+    r"^\s*(?:you are (?:an?|the) (?:[\w-]+ ){0,4}(?:agent|assistant|model|ai)\b|as an ai\b|"
+    r"system:|this is the gemini cli\b)",
     re.IGNORECASE,
 )
 # Text the user pasted rather than wrote: Markdown quotes, fenced blocks, log lines.

@@ -145,6 +145,7 @@ def test_a_rule_about_errors_is_not_mistaken_for_a_log_line() -> None:
     ]
     assert digest.axioms_in("ERROR: config must be set") == []
     assert digest.axioms_in("Do not ever push to main.") == ["Do not ever push to main."]
+    assert digest.axioms_in("You are the expert here.\nAlways use tabs.") == ["Always use tabs."]
     assert digest.axioms_in("Should we always squash merges") == []
 
 
