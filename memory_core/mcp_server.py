@@ -91,9 +91,12 @@ SUMMARY_FIELDS = ("overview", "decisions", "outcomes", "openItems", "tags")
 def projecthub_session(store: Store, session: dict[str, Any]) -> dict[str, Any]:
     """A session in the projecthub protocol's shape (its data model and SessionSummary)."""
     from memory_core.session_vault import has_summary
+    from memory_core.sessions import decisions_of
 
     summary = session["summary"]
     written = has_summary(summary)
+    # The decisions recorded in the summary and those the user stated in the session.
+    decisions = decisions_of(store, session["id"], list(summary["decisions"]))
     return {
         "session_id": session["id"],
         "id": session["id"],
@@ -101,7 +104,7 @@ def projecthub_session(store: Store, session: dict[str, Any]) -> dict[str, Any]:
         "project_dir": str(store.root),
         "turn_count": session["turns"],
         "rolling_summary": session["rolling_summary"],
-        "decisions": summary["decisions"],
+        "decisions": decisions,
         "search_footprint": session["search_footprint"],
         "status": session["status"],
         "started_at": session["started_at"],
@@ -109,7 +112,7 @@ def projecthub_session(store: Store, session: dict[str, Any]) -> dict[str, Any]:
         "hasSummary": written,
         "summary": {
             "overview": summary["overview"] or "",
-            "decisions": summary["decisions"],
+            "decisions": decisions,
             "outcomes": summary["outcomes"],
             "openItems": summary["open_items"],
             "tags": summary["tags"],
@@ -335,19 +338,21 @@ def build(root: Path) -> Any:
         """Search the project's memories (ranked by relevance times priority).
 
         Entries decayed below priority 0.3 are left out unless include_decayed is true;
-        min_priority keeps only entries at least that high; offset skips results (paging)."""
-        from memory_core import search
+        min_priority keeps only entries at least that high; offset skips results (paging).
+        An entry that cites code says what became of it (`citation`: unchanged, moved, changed,
+        gone); one whose code changed or is gone has `needs_checking`: do not take it as true
+        before looking at the code."""
+        from memory_core import search, verify
 
-        return {
-            "results": search.search(
-                store(),
-                query,
-                limit=limit,
-                min_priority=min_priority,
-                include_decayed=include_decayed,
-                offset=offset,
-            )
-        }
+        found = search.search(
+            store(),
+            query,
+            limit=limit,
+            min_priority=min_priority,
+            include_decayed=include_decayed,
+            offset=offset,
+        )
+        return {"results": verify.annotate(store(), found)}
 
     @tool()
     def memory_add(

@@ -238,6 +238,41 @@ def update(
     return get(store, memory_id, record_access=False, now=now)
 
 
+def recite(
+    store: Store,
+    memory_id: str,
+    *,
+    line: int | None = None,
+    end_line: int | None = None,
+    now: float | None = None,
+) -> dict[str, Any]:
+    """Point a memory's citation at the code as it is now (after a person checked it still holds).
+
+    Without `line`, the cited lines stay where they were (or where drift found them moved to);
+    the anchor is the hash of what they hold now, so the citation is current again.
+    """
+    row = store.query_one("SELECT file, line, end_line FROM memories WHERE id = ?", (memory_id,))
+    if row is None:
+        raise _not_found(memory_id)
+    if not row["file"] or (row["line"] is None and line is None):
+        raise UsageError(f"memory {memory_id} cites no lines of code")
+    start = int(line if line is not None else row["line"])
+    if end_line is None:
+        span = int(row["end_line"] or row["line"] or start) - int(row["line"] or start)
+        end_line = start + max(0, span)
+    if not (store.root / str(row["file"])).is_file():
+        raise UsageError(f"{row['file']} no longer exists: forget the memory instead")
+    rel, anchor, _line, end = _citation(store, str(row["file"]), start, end_line)
+    if anchor is None:
+        raise UsageError(f"{rel} has no line {start}")
+    with store.transaction() as db:
+        db.execute(
+            "UPDATE memories SET line = ?, end_line = ?, anchor = ? WHERE id = ?",
+            (start, end, anchor, memory_id),
+        )
+    return get(store, memory_id, record_access=False, now=now)
+
+
 # -- relations -------------------------------------------------------------------------------
 
 

@@ -96,8 +96,12 @@ def note_markdown(
     facts: str,
     *,
     format_version: int,
+    decisions: list[str] | None = None,
 ) -> str:
     """The session's vault note: frontmatter, the seed's sections, then engram's facts.
+
+    `decisions`: the session's decisions for its Decisions section, those the user stated in
+    the session included (default: the summary's).
 
     `session` and `numbers` are the session and its metrics as `sessions` gives them, `facts`
     its summary Markdown; this module renders and writes, and never reads the sessions itself
@@ -138,7 +142,12 @@ def note_markdown(
         tags = " ".join("#" + _TAG_SPACE.sub("-", t) for t in summary["tags"])
         lines += ["### Tags", "", tags or "none", ""]
     lines += ["## Rolling Summary", "", session["rolling_summary"] or "_empty_", ""]
-    lines += ["## Decisions", "", *bullets(summary["decisions"]), ""]
+    lines += [
+        "## Decisions",
+        "",
+        *bullets(summary["decisions"] if decisions is None else decisions),
+        "",
+    ]
     footprint = [f"- `{q}`" for q in session["search_footprint"]]
     lines += ["## Search Footprint", "", *(footprint or ["- none recorded"]), ""]
     # engram's facts (metrics, files, checkpoints, failed commands) as `engram session summary`

@@ -7,6 +7,11 @@
   feature notices the disk change), with the code action "Show the difference with the file on
   disk" (`engram.drift.diff`: a unified diff written to .engram/exports/views/ and opened with
   `window/showDocument`).
+- A memory whose cited lines changed (or moved) since it was recorded: a diagnostic on those
+  lines of the open document (the buffer as it is, unsaved edits included), with the code actions
+  "Update the memory to the code as it is now" (`engram.memory.recite`) and "Forget this memory"
+  (`engram.memory.forget`). The same check decides what the next agent is told
+  (memory_core.verify).
 - `engram.drift` reports every kind: the above for open documents, stale citations and the
   workspace since the latest snapshot or the active session.
 
@@ -39,6 +44,54 @@ SEVERITY = {
 DIFF_TITLE = "Show the difference with the file on disk"
 
 
+# How long the memories' citations are kept before they are read again (they change only when
+# a memory is added, updated or forgotten; engram's own commands clear the cache at once).
+CITATIONS_SECONDS = 10.0
+RECITE_TITLE = "Update the memory to the code as it is now"
+FORGET_TITLE = "Forget this memory"
+
+
+def memory_citations_of(state: FolderState, rel: str) -> list[drift.Citation]:
+    cached = state.extras.get("drift.citations")
+    now = time.monotonic()
+    if cached is None or now - cached[0] > CITATIONS_SECONDS:
+        by_path: dict[str, list[drift.Citation]] = {}
+        for citation in drift.memory_citations(state.store):
+            by_path.setdefault(citation.path, []).append(citation)
+        cached = (now, by_path)
+        state.extras["drift.citations"] = cached
+    citations: list[drift.Citation] = cached[1].get(rel, [])
+    return citations
+
+
+def stale_memories(
+    state: FolderState, rel: str, text: str, version: int | None = None
+) -> list[drift.DriftItem]:
+    """Stale-citation items for the memories citing `rel`, checked against `text` (the buffer).
+
+    Kept per document version: looking for moved code scans the file, and diagnostics are
+    pulled again and again while nothing changed."""
+    citations = memory_citations_of(state, rel)
+    if not citations:
+        return []
+    cache: dict[str, tuple[object, list[drift.DriftItem]]] = state.extras.setdefault(
+        "drift.stale", {}
+    )
+    # The citations as read at that moment (engram's own commands read them again at once).
+    read_at = state.extras["drift.citations"][0]
+    key = (version, read_at) if version is not None else None
+    cached = cache.get(rel)
+    if key is not None and cached is not None and cached[0] == key:
+        return cached[1]
+    items = []
+    for citation in citations:
+        item = drift.check_citation(state.root, citation, text=text)
+        if item is not None:
+            items.append(item)
+    cache[rel] = (key, items)
+    return items
+
+
 class DriftView:
     def __init__(self, server: EngramServer) -> None:
         self.server = server
@@ -63,6 +116,7 @@ class DriftView:
         items = list(self.overlaps(state, doc.rel))
         if doc.conflict is not None:
             items.insert(0, doc.conflict)
+        items.extend(stale_memories(state, doc.rel, document.source, document.version))
         return items
 
     def diagnostics(
@@ -89,6 +143,7 @@ class DriftView:
                         "id": item.id,
                         "severity": item.severity,
                         "uri": document.uri,
+                        **_citation_data(item),
                     },
                 )
             )
@@ -106,6 +161,13 @@ class DriftView:
         for item in self.items_for(state, document):
             start, end = item.lines or (1, 1)
             if not start <= line <= end:
+                continue
+            if item.kind == "stale-citation":
+                parts.append(
+                    f"**engram**: {item.summary}.\n\nWhat the memory says may no longer be true: "
+                    f"the next agent is told it marked *needs checking*. Update the memory to "
+                    f"the code as it is now, or forget it (quick fixes)."
+                )
                 continue
             if item.kind == "unsaved":
                 parts.append(
@@ -149,6 +211,40 @@ class DriftView:
                         ),
                     )
                 )
+            elif kind == "stale-citation" and isinstance(diagnostic.data, dict):
+                memory_id = diagnostic.data.get("memory")
+                if not isinstance(memory_id, str):
+                    continue
+                moved_to = diagnostic.data.get("moved_to")
+                if not diagnostic.data.get("gone"):
+                    recite: dict[str, Any] = {"id": memory_id, "uri": document.uri}
+                    if isinstance(moved_to, int):
+                        recite["line"] = moved_to
+                    actions.append(
+                        types.CodeAction(
+                            title=RECITE_TITLE,
+                            kind=types.CodeActionKind.QuickFix,
+                            diagnostics=[diagnostic],
+                            is_preferred=isinstance(moved_to, int),
+                            command=types.Command(
+                                title=RECITE_TITLE,
+                                command="engram.memory.recite",
+                                arguments=[recite],
+                            ),
+                        )
+                    )
+                actions.append(
+                    types.CodeAction(
+                        title=FORGET_TITLE,
+                        kind=types.CodeActionKind.QuickFix,
+                        diagnostics=[diagnostic],
+                        command=types.Command(
+                            title=FORGET_TITLE,
+                            command="engram.memory.forget",
+                            arguments=[{"id": memory_id, "uri": document.uri}],
+                        ),
+                    )
+                )
             elif kind == "overlap":
                 actions.append(
                     types.CodeAction(
@@ -163,6 +259,24 @@ class DriftView:
                     )
                 )
         return actions
+
+
+def _citation_data(item: drift.DriftItem) -> dict[str, Any]:
+    if item.kind != "stale-citation":
+        return {}
+    data: dict[str, Any] = {"memory": item.details.get("owner")}
+    if "moved_to" in item.details:
+        data["moved_to"] = item.details["moved_to"]
+    if item.severity == "critical":
+        data["gone"] = True
+    return data
+
+
+def _memory_id(args: dict[str, Any]) -> str:
+    memory_id = args.get("id")
+    if not isinstance(memory_id, str) or not memory_id:
+        raise UsageError("give the memory as `id`")
+    return memory_id
 
 
 def register(server: EngramServer) -> None:
@@ -211,3 +325,37 @@ def register(server: EngramServer) -> None:
         items.sort(key=lambda item: -drift.severity_rank(item.severity))
         found = [item.as_dict() for item in items]
         return {"drift": found, "markdown": drift.markdown(found)}
+
+    # The quick fixes of a stale memory citation: after either, the diagnostic goes away.
+    def _recite(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+        from memory_core import memory
+
+        state = ls.state_for_command(args)
+        line = args.get("line")
+        if line is not None and not isinstance(line, int):
+            raise UsageError("line must be a number (1-based)")
+        entry: dict[str, Any] = memory.recite(state.store, _memory_id(args), line=line)
+        state.extras.pop("drift.citations", None)
+        return entry
+
+    def _forget(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+        from memory_core import memory
+
+        state = ls.state_for_command(args)
+        deleted: dict[str, Any] = memory.forget(
+            state.store, _memory_id(args), reason="stale citation"
+        )
+        state.extras.pop("drift.citations", None)
+        return deleted
+
+    @engram_command(server, "engram.memory.recite")
+    async def recite(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+        entry: dict[str, Any] = await ls.run_blocking(_recite, ls, args)
+        ls.refresh_diagnostics()
+        return entry
+
+    @engram_command(server, "engram.memory.forget")
+    async def forget(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+        deleted: dict[str, Any] = await ls.run_blocking(_forget, ls, args)
+        ls.refresh_diagnostics()
+        return deleted

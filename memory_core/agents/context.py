@@ -15,8 +15,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from memory_core import clock
-from memory_core.agents.digest import axioms_in, is_correction
+from memory_core import clock, verify
+from memory_core.agents.digest import axioms_in, is_correction, own_words
 from memory_core.store import Store
 
 AGENT_OUTPUT_CAP_CHARS = 10_000
@@ -121,8 +121,12 @@ def last_summary(store: Store, current: str | None) -> Section:
     recent = sessions.list_sessions(store, limit=RECENT_SESSIONS + 1)
     for session in recent:
         sid = str(session.get("id"))
-        if sid == current or not session.get("turns"):
-            continue
+        if not session.get("turns"):
+            continue  # a session just starting: nothing to tell of it
+        if sid == current:
+            # The same session going on after a compaction, a /clear or a resume: what it did
+            # so far is what the agent lost.
+            section.title = "This session so far"
         summary = session.get("summary") or {}
         label = session.get("label") or sid
         state = "ended" if session.get("status") == "closed" else "last active"
@@ -133,10 +137,10 @@ def last_summary(store: Store, current: str | None) -> Section:
         if summary.get("overview"):
             section.items.append(f"Summary: {_one_line(str(summary['overview']), 400)}")
         turns = sessions.history(store, sid, last=3)
-        asks = [
-            f"\u201c{_one_line(str(t['user_message']), 160)}\u201d"
+        asks = [  # in the user's own words: not the agent output or log they pasted
+            f"\u201c{_one_line(own_words(str(t['user_message'])), 160)}\u201d"
             for t in turns
-            if t.get("user_message")
+            if t.get("user_message") and own_words(str(t["user_message"]))
         ]
         if asks:
             section.items.append("Last requests: " + "; ".join(asks))
@@ -149,14 +153,20 @@ def last_summary(store: Store, current: str | None) -> Section:
         if done:
             section.items.append("Done: " + done)
         open_items = list(summary.get("open_items") or [])
+        still_failing = list(
+            dict.fromkeys(i["command"] for i in sessions.open_failures(store, sid))
+        )
         open_items += [
-            f"`{_one_line(item['command'], 120)}` failed the last time it ran"
-            + _failure_words(store, sid, str(item["command"]))
-            for item in sessions.open_failures(store, sid)[-3:]
+            f"`{_one_line(command, 120)}` failed the last time it ran"
+            + _failure_words(store, sid, str(command))
+            for command in still_failing[-3:]
         ]
         section.items.extend(f"Open: {_one_line(str(item), 300)}" for item in open_items)
         section.items.extend(
-            f"Decided: {_one_line(str(item), 300)}" for item in summary.get("decisions") or []
+            verify.mark(
+                f"Decided: {_one_line(str(item), 300)}", verify.text_check(store, str(item))
+            )
+            for item in summary.get("decisions") or []
         )
         break
     return section
@@ -176,8 +186,10 @@ def _failure_words(store: Store, session_id: str, command: str) -> str:
     failure = failures.classify(is_error=True, text=str(row["error"]))
     how = failures.describe(failure) if failure is not None else "error"
     error = lessons.error_line(str(row["error"]))
+    from memory_core.gotchas.normalize import shorten
+
     return (
-        f" ({how}: {_one_line(error, 160)})"
+        f" ({how}: {shorten(error, 160)})"
         if error and failure and failure.kind != "blocked"
         else f" ({how})"
     )
@@ -193,7 +205,8 @@ def _what_was_done(store: Store, session_id: str) -> str:
     from memory_core import sessions
 
     numbers = sessions.metrics(store, session_id)
-    files = sessions.files_modified(store, session_id)
+    # The net effect: files it edited and put back as they were are not "changed".
+    files = sessions.net_files_changed(store, session_id)
     parts = []
     if files:
         shown = ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
@@ -260,22 +273,39 @@ def corrections_and_rules(store: Store, sessions: list[str]) -> tuple[Section, S
         ]
     except Exception:
         pass
+    decided = {_comparable(str(entry["content"])) for entry in _decision_memories(store)}
     for text in texts:
         if is_correction(text):
-            line = _one_line(text, 300)
+            line = _one_line(own_words(text), 300)
             if line.lower() not in seen_corrections:
                 seen_corrections.add(line.lower())
-                corrections.items.append(line)
+                corrections.items.append(verify.mark(line, verify.text_check(store, line)))
         for sentence in axioms_in(text):
+            if any(_comparable(sentence) in decision for decision in decided):
+                continue  # told once, as the decision it is part of
             if sentence.lower() not in seen_rules:
                 seen_rules.add(sentence.lower())
-                rules.items.append(sentence)
+                rules.items.append(verify.mark(sentence, verify.text_check(store, sentence)))
     return corrections, rules
+
+
+def _decision_memories(store: Store) -> list[dict[str, object]]:
+    try:
+        from memory_core import memory
+
+        return list(memory.list_memories(store, tag="user-decision", limit=200))
+    except Exception:
+        return []
+
+
+def _comparable(text: str) -> str:
+    return " ".join(text.lower().strip(" .!").split())
 
 
 def dead_ends(store: Store, sessions: list[str]) -> Section:
     """Commands that failed repeatedly: the error that mattered, and the step that fixed it."""
     from memory_core.agents import lessons
+    from memory_core.gotchas.normalize import shorten
 
     section = Section("Dead ends (failed repeatedly; do not retry blindly)")
     if not sessions:
@@ -293,7 +323,7 @@ def dead_ends(store: Store, sessions: list[str]) -> Section:
         error = lessons.error_line(str(row["error"] or ""))
         text = f"`{_one_line(command, 160)}` failed {row['n']} times"
         if error:
-            text += f" ({_one_line(error, 160)})"
+            text += f" ({shorten(error, 200)})"  # cut in the middle: what it names stays whole
         sid, last = str(row["session_id"]), float(row["last"])
         fix = lessons.fix_after(store, sid, command, last)
         instead = None if fix else lessons.worked_instead(store, sid, command, last)
@@ -316,7 +346,12 @@ def recent_files(store: Store, sessions: list[str], limit: int = 12) -> list[str
         f"GROUP BY path ORDER BY last DESC LIMIT ?",
         (*sessions, limit),
     )
-    return [str(row["path"]) for row in rows]
+    back: set[str] = set()
+    from memory_core.sessions.net import reverted_files
+
+    for sid in sessions:
+        back.update(reverted_files(store, sid))
+    return [str(row["path"]) for row in rows if str(row["path"]) not in back]
 
 
 def gotchas_for(store: Store, files: list[str], task: str) -> Section:
@@ -352,8 +387,24 @@ def remembered(store: Store, now: float, limit: int = 8) -> Section:
         and (entry.get("pinned") or float(entry.get("priority") or 0) >= 0.3)
     ]
     kept.sort(key=lambda e: (not e.get("pinned"), -float(e.get("priority") or 0)))
-    for entry in kept[:limit]:
-        section.items.append(f"{entry['type']}: {_one_line(str(entry['content']), 300)}")
+    kept = kept[:limit]
+    # Checked against the code as it is now: a memory whose cited code changed or is gone is
+    # told last, marked, never as current.
+    checks = verify.memory_checks(store, [str(entry["id"]) for entry in kept])
+    told: list[tuple[bool, str]] = []
+    for entry in kept:
+        content = _one_line(str(entry["content"]), 300)
+        kind = str(entry["type"])
+        if content.lower().startswith(kind + ":"):
+            content = content[len(kind) + 1 :].strip()  # "decision: Decision: ..." reads badly
+        found = checks.get(str(entry["id"])) or verify.text_check(store, content)
+        told.append(
+            (
+                found is not None and not found.current,
+                verify.mark(f"{kind}: {content}", found),
+            )
+        )
+    section.items.extend(text for _stale, text in sorted(told, key=lambda pair: pair[0]))
     return section
 
 
@@ -375,6 +426,16 @@ def fit(sections: list[Section], limit: int) -> str:
         title = 0 if chosen[index] else len(sections[index].title) + 5
         return title + len(item) + 3
 
+    # No line is told twice, whichever sections it came from.
+    seen: set[str] = set()
+    for section in sections:
+        unique = []
+        for item in section.items:
+            key = " ".join(item.lower().split())
+            if key not in seen:
+                seen.add(key)
+                unique.append(item)
+        section.items = unique
     for passes in (FIRST_PASS_ITEMS, None):
         for index, section in enumerate(sections):
             for item in section.items[len(chosen[index]) : passes]:

@@ -66,16 +66,63 @@ def _short(text: str, limit: int = MAX_ITEM_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+# Where an agent's own template starts, not the user speaking: Gemini CLI's /init sends "You
+# are an AI agent that brings the power of Gemini directly into the terminal. ..." as a user
+# message (after its setup text in some chats, "This is the Gemini CLI. We are setting up the
+# context for our chat."); other agents' system-like prompts start the same way.
+_TEMPLATE = re.compile(
+    r"^\s*(?:you are (?:an?|the) (?:[\w-]+ ){0,4}(?:agent|assistant|model|ai)\b|as an ai\b|"
+    r"system:|this is the gemini cli\b)",
+    re.IGNORECASE,
+)
+# Text the user pasted rather than wrote: Markdown quotes, fenced blocks, log lines.
+_QUOTED = re.compile(
+    r"^\s*(?:>|(?i:\[(?:error|err|warn(?:ing)?|info|debug|fatal|trace)\])|"
+    r"\d{4}-\d{2}-\d{2}[ T]\d|(?:ERROR|WARN(?:ING)?|INFO|DEBUG|FATAL)(?::|\s+\[|\s{2,}))"
+)
+# A sentence that asks rather than tells ("Can you make sure ...?", "Should we always ...?").
+# Only unambiguous openings: "Do not ever push to main" is a rule, "Do you ..." a question.
+_QUESTION = re.compile(
+    r"^(?:why|what|how|when|where|who|which|any idea|"
+    r"(?:can|could|would|will|should|shall|may|might|do|does|did|is|are|was|were|have|has)"
+    r"\s+(?:you|we|i|it|this|that|there|they|he|she|the|our|my|your)\b)",
+    re.IGNORECASE,
+)
+
+
+def own_words(prompt: str) -> str:
+    """What the user wrote themselves in a prompt: without quoted or fenced text they pasted
+    (agent output, logs); "" for an agent's template sent as a prompt."""
+    kept = []
+    fenced = False
+    for line in prompt.splitlines():
+        if not fenced and _TEMPLATE.match(line):
+            break  # the template runs to the end of the message
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+            continue
+        if not fenced and not _QUOTED.match(line):
+            kept.append(line)
+    return "\n".join(kept).strip()
+
+
+def is_question(sentence: str) -> bool:
+    text = sentence.strip()
+    return text.endswith("?") or bool(_QUESTION.match(text))
+
+
 def is_correction(prompt: str) -> bool:
-    return bool(_CORRECTION_START.match(prompt) or _CORRECTION_ANYWHERE.search(prompt))
+    own = own_words(prompt)
+    return bool(_CORRECTION_START.match(own) or _CORRECTION_ANYWHERE.search(own))
 
 
 def axioms_in(prompt: str) -> list[str]:
-    """The sentences of a prompt that state a rule (always / never / must ...)."""
+    """The sentences of a prompt that state a rule (always / never / must ...): the user's own
+    instructions, not questions, not text they pasted, not an agent's template."""
     found = []
-    for match in _SENTENCE.finditer(prompt):
+    for match in _SENTENCE.finditer(own_words(prompt)):
         sentence = _LEADING_CORRECTION.sub("", match.group(0).strip(" ,;:-"))
-        if sentence and _AXIOM.search(sentence):
+        if sentence and _AXIOM.search(sentence) and not is_question(sentence):
             found.append(_short(sentence))
     return found
 
@@ -299,12 +346,22 @@ def extract(store: Store, session_id: str) -> dict[str, Any]:
     corrections: list[dict[str, Any]] = []
     axioms: list[dict[str, Any]] = []
     seen_axioms: set[str] = set()
+    from memory_core import verify  # a correction naming a file that is gone is marked
+
     for row in prompts:
         text = str(row["text"])
         if is_correction(text):
-            gist = correction_gist(text)
+            said = own_words(text)
+            gist = correction_gist(said)
             if gist:
-                corrections.append({"text": gist, "timestamp": clock.iso(row["ts"])})
+                corrections.append(
+                    {
+                        # Restated (no raw user sentence), and checked against the workspace
+                        # for the files the user's own words name.
+                        "text": verify.mark(gist, verify.text_check(store, said)),
+                        "timestamp": clock.iso(row["ts"]),
+                    }
+                )
         for sentence in axioms_in(text):
             if _question(sentence):
                 continue
@@ -312,7 +369,12 @@ def extract(store: Store, session_id: str) -> dict[str, Any]:
             key = rule.lower()
             if rule and key not in seen_axioms:
                 seen_axioms.add(key)
-                axioms.append({"text": rule, "timestamp": clock.iso(row["ts"])})
+                axioms.append(
+                    {
+                        "text": verify.mark(rule, verify.text_check(store, sentence)),
+                        "timestamp": clock.iso(row["ts"]),
+                    }
+                )
 
     patterns: list[dict[str, Any]] = []
     failures = store.query(
@@ -411,7 +473,8 @@ def snapshot(store: Store, session_id: str) -> dict[str, Any]:
         "branch": session["git_branch"] if session else None,
         "cwd": session["cwd"] if session else None,
         "turns": int(turns[0]) if turns else 0,
-        "files_modified": [str(row["path"]) for row in files],
+        # The net effect: files edited and then put back as they were are left out.
+        "files_modified": _net([str(row["path"]) for row in files], store, session_id),
         "commands": [
             {"command": str(row["command"]), "ok": None if row["ok"] is None else bool(row["ok"])}
             for row in reversed(commands)
@@ -422,6 +485,13 @@ def snapshot(store: Store, session_id: str) -> dict[str, Any]:
         "tokens": _tokens(usage.get(False)),
         "subagent_tokens": _tokens(usage.get(True)),
     }
+
+
+def _net(files: list[str], store: Store, session_id: str) -> list[str]:
+    from memory_core.sessions.net import reverted_files
+
+    back = set(reverted_files(store, session_id)) if files else set()
+    return [path for path in files if path not in back]
 
 
 def _tokens(row: Any) -> dict[str, int]:

@@ -144,15 +144,144 @@ def command_key(command: str) -> str:
 
 
 def still_failing(runs: Iterable[tuple[str, bool, float]]) -> list[str]:
-    """Commands whose last run failed, given (command, ok, ts) runs; a later success clears it.
+    """Commands whose last run failed, given (command, ok, ts) runs; a later success of the same
+    command, or of a run of the same tests (`covers`), clears it.
 
     In the order of their last failure.
     """
-    last: dict[str, tuple[bool, float]] = {}
+    failing: dict[str, tuple[float, str]] = {}
     for command, ok, ts in sorted(runs, key=lambda run: run[2]):
-        last[command_key(command)] = (ok, ts)
-    failing = [(ts, command) for command, (ok, ts) in last.items() if not ok]
-    return [command for _, command in sorted(failing)]
+        key = command_key(command)
+        if ok:
+            for other in [k for k in failing if covers(key, k)]:
+                del failing[other]
+        else:
+            failing[key] = (ts, key)
+    return [command for _, command in sorted(failing.values())]
+
+
+# -- the same test, run another way ------------------------------------------------------------
+
+# Test runners as agents type them, by their first words (after `npx`, `uv run`, `python -m`,
+# `bundle exec`, a venv's bin/ folder ...): the canonical name of each.
+_RUNNERS = {
+    "pytest": "pytest",
+    "py.test": "pytest",
+    "unittest": "unittest",
+    "jest": "jest",
+    "vitest": "vitest",
+    "mocha": "mocha",
+    "rspec": "rspec",
+    "phpunit": "phpunit",
+}
+_TWO_WORD_RUNNERS = {
+    ("go", "test"): "go test",
+    ("cargo", "test"): "cargo test",
+    ("npm", "test"): "npm test",
+    ("npm", "t"): "npm test",
+    ("yarn", "test"): "npm test",
+    ("pnpm", "test"): "npm test",
+    ("node", "--test"): "node --test",
+    ("mvn", "test"): "mvn test",
+    ("gradle", "test"): "gradle test",
+    ("./gradlew", "test"): "gradle test",
+    ("make", "test"): "make test",
+}
+_LAUNCHERS = {"npx", "pnpx", "bunx", "exec", "run", "uv", "poetry", "pipenv", "bundle", "hatch"}
+# Flags that choose which tests run (with their value): they are part of the selection.
+# Every other flag (-s, -v, -x, --tb=short, --no-cov, --silent, -count=1 ...) changes how the
+# tests run or report, not which tests they are.
+_SELECTING_FLAGS = {
+    "-k", "-m", "-run", "--run", "-t", "--testNamePattern", "--grep", "-g", "--filter",
+    "-e", "--example", "--tag", "-Dtest", "--tests", "-p", "--package",
+}  # fmt: skip
+
+
+# Flags that take a value as the next word (`--format documentation`): the value is no target.
+_FLAGS_WITH_VALUE = {
+    "--format", "-f", "--reporter", "-R", "--color", "--junitxml", "--out", "-o", "--config",
+    "-c", "--maxfail", "--timeout", "--require", "-r", "--seed", "--order", "--rootdir",
+    "--testPathPattern", "--project", "--workers", "-n", "-count", "-timeout", "-tags",
+}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class RunOfTests:
+    runner: str
+    selection: tuple[str, ...]
+    targets: tuple[str, ...]
+
+
+def tests_run_by(command: str) -> RunOfTests | None:
+    """What a command runs when it runs tests (runner, selecting flags, targets), else None."""
+    import shlex
+
+    if any(mark in command for mark in ("&&", "||", ";", "|", "`", "$(")):
+        return None  # a pipeline: its outcome is not one test run's
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    while words and "=" in words[0] and not words[0].startswith("-"):
+        words = words[1:]  # FOO=1 pytest ...
+    runner = None
+    rest: list[str] = []
+    for index, word in enumerate(words):
+        name = word.rsplit("/", 1)[-1]
+        pair = (word, words[index + 1]) if index + 1 < len(words) else None
+        if pair in _TWO_WORD_RUNNERS:
+            runner, rest = _TWO_WORD_RUNNERS[pair], words[index + 2 :]
+            break
+        if name in _RUNNERS:
+            runner, rest = _RUNNERS[name], words[index + 1 :]
+            break
+        if name in _LAUNCHERS or name.startswith("python") or word == "-m" or index == 0:
+            continue
+        return None
+    if runner is None:
+        return None
+    if runner == "vitest" and rest[:1] == ["run"]:
+        rest = rest[1:]
+    selection: list[str] = []
+    targets: list[str] = []
+    words_left = iter(rest)
+    for word in words_left:
+        if word == "--":
+            continue
+        if word.startswith("-"):
+            flag, _, value = word.partition("=")
+            if flag in _SELECTING_FLAGS:
+                selection.append(f"{flag}={value or next(words_left, '')}")
+            elif flag in _FLAGS_WITH_VALUE and not value:
+                next(words_left, None)
+            continue
+        targets.append(word.removeprefix("./") if word != "./..." else "...")
+    return RunOfTests(runner, tuple(selection), tuple(targets))
+
+
+def _target_covers(wide: str, narrow: str) -> bool:
+    if wide in (".", "...", "") or wide == narrow:
+        return True
+    base = wide.removesuffix("/...").rstrip("/")
+    return narrow.startswith((base + "/", base + "::", base + ":"))
+
+
+def covers(success: str, failed: str) -> bool:
+    """True when `success` passing shows that `failed` would pass now: the same command, or a
+    run of the same tests (or more of them) by the same runner, whatever flags only change how
+    they run or report (`pytest tests/x.py` covers `pytest -s tests/x.py::test_a`)."""
+    if command_key(success) == command_key(failed):
+        return True
+    wide, narrow = tests_run_by(success), tests_run_by(failed)
+    if wide is None or narrow is None or wide.runner != narrow.runner:
+        return False
+    if wide.selection and wide.selection != narrow.selection:
+        return False
+    if not wide.targets:
+        return True  # the whole suite (with the same selection, if any) passed
+    if not narrow.targets:
+        return False
+    return all(any(_target_covers(w, n) for w in wide.targets) for n in narrow.targets)
 
 
 def describe(failure: Failure) -> str:

@@ -8,6 +8,7 @@ same command (`pip install -e .`, an edit), not the same command run again.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from memory_core.agents.failures import command_key
@@ -16,6 +17,11 @@ from memory_core.gotchas.normalize import meaningful_line
 from memory_core.store import Store
 
 FILE_TOOLS = ("Edit", "Write", "MultiEdit", "NotebookEdit")
+_INSPECTS_OR_REVERTS = re.compile(
+    r"^(?:ls|cat|head|tail|less|pwd|echo|grep|rg|find|which|tree|wc|"
+    r"git\s+(?:status|diff|log|show|branch|blame|checkout\s+(?:\S+\s+)?--|restore|stash|reset\s+--hard)|"
+    r"rm)(?![\w-])"
+)
 
 
 def error_line(error: str | None) -> str:
@@ -48,12 +54,23 @@ def fix_after(store: Store, session_id: str, command: str, failed_at: float) -> 
         between.append(row)
     else:
         return None
-    commands = [str(r["command"]) for r in between if r["ok"] and r["command"]]
+    # Not a fix: a command that only looks (ls, git status) or puts things back (git checkout
+    # -- file, the revert of an approach the user rejected), nor the files it put back.
+    commands = [
+        str(r["command"])
+        for r in between
+        if r["ok"] and r["command"] and not _INSPECTS_OR_REVERTS.match(str(r["command"]).strip())
+    ]
     if commands:
         return f"`{commands[-1]}`"
+    from memory_core.sessions.net import reverted_files
+
+    back = set(reverted_files(store, session_id))
     edited = list(
         dict.fromkeys(
-            str(r["path"]) for r in between if r["ok"] and r["path"] and r["tool"] in FILE_TOOLS
+            str(r["path"])
+            for r in between
+            if r["ok"] and r["path"] and r["tool"] in FILE_TOOLS and str(r["path"]) not in back
         )
     )
     if edited:

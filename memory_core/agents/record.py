@@ -36,7 +36,10 @@ if TYPE_CHECKING:
 FILE_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
 SHELL_TOOLS = frozenset({"Bash"})
 MAX_TEXT = 4000
-MAX_ERROR = 2000
+# A failed command's output is kept cut in the middle to this size: real test runs put the error
+# that matters in the middle (maven prints ~3.5 kB of plugin lines around it, pytest its warnings
+# and the list of fixtures), and a smaller cut loses it.
+MAX_ERROR = 8000
 
 _EXIT_CODE = re.compile(r"^(?:Error:\s*)?Exit[ _]code:?\s*(-?\d+)\s*$", re.IGNORECASE)
 

@@ -556,14 +556,16 @@ class _Run:
     def remember_user_rules(self, session_id: str, text: str, ts: float) -> None:
         """Corrections and rules the user stated become long-term memories: the per-prompt
         ledger is pruned by age (`timeline.max_age_days`), what the user taught is not."""
-        from memory_core.agents.digest import axioms_in, is_correction
+        from memory_core.agents.digest import axioms_in, is_correction, own_words
 
-        found = axioms_in(text)
+        own = own_words(text)  # not what the user pasted, nor an agent's template
+        decided = decisions_in(own)
+        found = [rule for rule in axioms_in(text) if not any(rule in d for d in decided)]
         if is_correction(text):
-            found = [" ".join(text.split())[:600], *found]
+            found = [" ".join(own.split())[:600], *found]
         for item in dict.fromkeys(found):
             self.memories.append((session_id, item, ts, "preference"))
-        for sentence in decisions_in(text):
+        for sentence in decided:
             self.memories.append((session_id, sentence, ts, "decision"))
 
     def assistant(self, db: sqlite3.Connection, state: _SessionState, entry: Entry) -> None:

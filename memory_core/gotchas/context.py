@@ -8,13 +8,14 @@ candidate with the same evidence. Gotchas with no evidence at all are left out.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from fnmatch import fnmatch
 
 from memory_core.gotchas.normalize import infer_category, normalize, words
 from memory_core.gotchas.records import Gotcha, list_gotchas
 from memory_core.store import Store
 from memory_core.text import STOPWORDS
+from memory_core.verify import Check, gotcha_checks, mark
 
 # A task says what to do ("fix the login", "add a column"); those verbs do not say what about.
 _TASK_STOPWORDS = STOPWORDS | {"add", "fix", "make", "use"}
@@ -65,13 +66,16 @@ def rank_for_task(
     return scored[: max(0, limit)]
 
 
-def format_markdown(gotchas: Sequence[Gotcha]) -> str:
+def format_markdown(gotchas: Sequence[Gotcha], checks: Mapping[str, Check] | None = None) -> str:
+    """The gotchas as Markdown; one whose anchored code changed or is gone is marked
+    `[needs checking: ...]` (`checks`, from `verify.gotcha_checks`)."""
     if not gotchas:
         return ""
     lines = ["## Known gotchas", ""]
     for gotcha in gotchas:
         status = " (unconfirmed)" if gotcha.status == "candidate" else ""
-        lines.append(f"- **[{gotcha.severity}] {gotcha.title}**{status} `{gotcha.id}`")
+        title = f"- **[{gotcha.severity}] {gotcha.title}**{status} `{gotcha.id}`"
+        lines.append(mark(title, (checks or {}).get(gotcha.id)))
         if gotcha.description:
             lines.append(f"  {gotcha.description}")
         if gotcha.workaround:
@@ -83,5 +87,8 @@ def format_markdown(gotchas: Sequence[Gotcha]) -> str:
 
 
 def context_for_task(store: Store, task: str, files: Sequence[str] = (), limit: int = 5) -> str:
-    """Markdown listing the top `limit` gotchas for `task` (empty when none is relevant)."""
-    return format_markdown([gotcha for _score, gotcha in rank_for_task(store, task, files, limit)])
+    """Markdown listing the top `limit` gotchas for `task` (empty when none is relevant),
+    each checked against the code as it is now (`verify`)."""
+    chosen = [gotcha for _score, gotcha in rank_for_task(store, task, files, limit)]
+    anchored = [gotcha.id for gotcha in chosen if gotcha.anchors]
+    return format_markdown(chosen, gotcha_checks(store, anchored))

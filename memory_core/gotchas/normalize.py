@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory_core.gotchas.tool_errors import key_error
+from memory_core.gotchas.tool_errors import key_error, unwrap
 
 TITLE_MAX = 120
 
@@ -97,7 +97,9 @@ def meaningful_line(message: str) -> str:
     found = key_error(message)
     if found is not None:
         return found.message
-    lines = [line.rstrip() for line in message.splitlines()]
+    # Without the wrappers' lines, unless they are all there is (`npm ERR! code ELIFECYCLE`).
+    own = unwrap(message)
+    lines = [line.rstrip() for line in (own if own.strip() else message).splitlines()]
     if any(line.startswith("Traceback (most recent call last)") for line in lines):
         for line in reversed(lines):
             if _EXCEPTION_LINE.match(line.strip()):
@@ -137,14 +139,39 @@ def error_hash(normalized: str) -> str:
 
 
 def title_for(message: str) -> str:
-    """A title in the error's own words, shortened on a word boundary if it is long."""
+    """A title in the error's own words, shortened in the middle if it is long (see `shorten`)."""
     line = _SPACES.sub(" ", meaningful_line(message)).strip() or "Recurring error"
-    if len(line) <= TITLE_MAX:
+    return shorten(line, TITLE_MAX)
+
+
+_LONG_PATH = re.compile(r"(?<![\w.])/(?:[\w.@+~-]+/){3,}[\w.@+~-]+")
+
+
+def shorten(line: str, limit: int) -> str:
+    """`line` cut to `limit` characters in its middle, on word boundaries.
+
+    An error says what kind it is first and what it is about last (`OperationalError: connection
+    to server at "127.0.0.1", port 5433 failed: FATAL: database "engram_test" does not exist`):
+    both ends are kept whole, and the words between them give way.
+    """
+    line = " ".join(line.split())
+    if len(line) <= limit:
         return line
-    cut = line[: TITLE_MAX - 1]
-    if " " in cut[TITLE_MAX // 2 :]:
-        cut = cut[: cut.rindex(" ")]
-    return cut.rstrip(" ,;:") + "…"
+    # Long absolute paths first give way to their last two parts (the file is what identifies).
+    line = _LONG_PATH.sub(lambda m: "…/" + "/".join(m.group(0).split("/")[-2:]), line)
+    if len(line) <= limit:
+        return line
+    # The head: the error's kind and its first words, up to a third of the room.
+    kind = line.find(": ")
+    head = line[: limit // 3]
+    if " " in head[max(0, kind) + 2 :]:
+        head = head[: head.rindex(" ")]
+    room = max(1, limit - len(head) - 3)
+    tail = line[-room:]
+    space = tail.find(" ")
+    if 0 <= space < room // 3 and not line[-room - 1].isspace():
+        tail = tail[space + 1 :]  # start the tail on a whole word
+    return f"{head} … {tail}"
 
 
 CATEGORIES = ("build", "test", "lint", "runtime", "integration", "security", "general")

@@ -21,7 +21,8 @@ Every text is redacted before it is stored. This package is on the hook path: it
 the standard library and light memory_core modules.
 
 One idea a module, each importing only the ones listed before it:
-`model` (vocabulary and row helpers), `compaction`, `metrics`, `reading`, `summary` (Markdown),
+`model` (vocabulary and row helpers), `compaction`, `metrics`, `reading`, `net` (the files a
+session changed in the end, reverted edits aside), `summary` (Markdown),
 `document` (the saved format), `note` (the vault note), `activity` (tool calls, files, commands
 and searches, written in batches), `recording` (the hook path), `crash`,
 `saved` (save, load, delete, import, export), `autosave` (timer and quota). Callers use the
@@ -54,9 +55,11 @@ from memory_core.sessions.model import (
     NameTakenError,
     new_session_id,
 )
+from memory_core.sessions.net import net_files_changed, reverted_files
 from memory_core.sessions.note import export_path, refresh_note, write_export
 from memory_core.sessions.reading import (
     age_state,
+    decisions_of,
     failed_commands,
     files_modified,
     files_outside,
@@ -114,6 +117,7 @@ __all__ = [
     "close",
     "compact_text",
     "crashed",
+    "decisions_of",
     "delete",
     "document",
     "document_json",
@@ -131,6 +135,7 @@ __all__ = [
     "list_sessions",
     "load",
     "metrics",
+    "net_files_changed",
     "new_session_id",
     "observe_times",
     "open_failures",
@@ -145,6 +150,7 @@ __all__ = [
     "resolve_crash",
     "restore_document",
     "resume",
+    "reverted_files",
     "save",
     "set_summary",
     "start",

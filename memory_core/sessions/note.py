@@ -10,7 +10,7 @@ from typing import Any
 from memory_core import log
 from memory_core.sessions.document import FORMAT_VERSION
 from memory_core.sessions.metrics import metrics
-from memory_core.sessions.reading import get
+from memory_core.sessions.reading import decisions_of, get
 from memory_core.sessions.summary import summary_markdown
 from memory_core.store import Store
 
@@ -34,6 +34,7 @@ def write_export(store: Store, session_id: str, *, now: float | None = None) -> 
         metrics(store, sid, now=now),
         summary_markdown(store, sid, now=now),
         format_version=FORMAT_VERSION,
+        decisions=decisions_of(store, sid, list(session["summary"]["decisions"])),
     )
     path = session_vault.note_path(store, session, session_vault.vault_dir(store))
     session_vault.write_view(path, text)

@@ -206,3 +206,26 @@ def open_failures(store: Store, session_id: str) -> list[dict[str, Any]]:
     return [
         item for item in failed_commands(store, session_id) if command_key(item["command"]) in still
     ]
+
+
+def user_decisions(store: Store, session_id: str) -> list[str]:
+    """Decisions the user stated in the session ("we will go with SQLite"), oldest first: the
+    ingest keeps them as decision memories tagged `user-decision`."""
+    try:
+        rows = store.query(
+            "SELECT m.content FROM memories m JOIN memory_tags t ON t.memory_id = m.id "
+            "WHERE t.tag = 'user-decision' AND m.session_id = ? ORDER BY m.created_at, m.seq",
+            (session_id,),
+        )
+    except sqlite3.OperationalError:
+        return []  # a store from before memories
+    return [str(row["content"]) for row in rows]
+
+
+def decisions_of(store: Store, session_id: str, recorded: list[str] | None = None) -> list[str]:
+    """The session's decisions: those recorded in its summary, then those the user stated,
+    each once."""
+    merged: dict[str, str] = {}
+    for text in [*(recorded or []), *user_decisions(store, session_id)]:
+        merged.setdefault(" ".join(text.lower().split()).rstrip("."), text)
+    return list(merged.values())

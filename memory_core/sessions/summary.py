@@ -8,7 +8,9 @@ from typing import Any
 
 from memory_core import clock
 from memory_core.sessions.metrics import metrics
+from memory_core.sessions.net import reverted_files
 from memory_core.sessions.reading import (
+    decisions_of,
     failed_commands,
     files_modified,
     files_outside,
@@ -23,7 +25,9 @@ def summary_markdown(store: Store, session_id: str, *, now: float | None = None)
     session = get(store, session_id, now=now)
     sid = session["id"]
     numbers = metrics(store, sid, now=now)
-    files = files_modified(store, sid)
+    touched = files_modified(store, sid)
+    put_back = set(reverted_files(store, sid))
+    files = [path for path in touched if path not in put_back]  # what differs in the end
     outside = files_outside(store, sid)
     failed = failed_commands(store, sid)
     still_open = open_failures(store, sid)
@@ -41,7 +45,8 @@ def summary_markdown(store: Store, session_id: str, *, now: float | None = None)
         lines += ["## Rolling summary", "", session["rolling_summary"], ""]
 
     sections = [
-        ("Decisions", summary["decisions"]),
+        # The agent's recorded decisions and those the user stated in the session.
+        ("Decisions", decisions_of(store, sid, list(summary["decisions"]))),
         ("Outcomes", summary["outcomes"] or _outcomes_from_facts(numbers, files, failed)),
         (
             "Open items",
@@ -65,7 +70,9 @@ def summary_markdown(store: Store, session_id: str, *, now: float | None = None)
         f"| turns | {numbers['turns']} |",
         *_token_rows(numbers),
         f"| average tokens per turn | {numbers['avg_tokens_per_turn']} |",
-        f"| files modified | {numbers['files_modified']} |",
+        f"| files modified | {numbers['files_modified']}"
+        + (f" ({len(files)} changed in the end)" if put_back else "")
+        + " |",
         f"| commands (failed) | {numbers['commands']} ({numbers['commands_failed']}) |",
         f"| tool calls ok / failed | {numbers['tool_calls_succeeded']} / {numbers['tool_calls_failed']} |",
         f"| success rate | {'n/a' if rate is None else f'{rate:.0%}'} |",
@@ -73,7 +80,14 @@ def summary_markdown(store: Store, session_id: str, *, now: float | None = None)
         "## Files touched",
         "",
     ]
-    lines += [f"- `{path}`" for path in files] if files else ["- none"]
+    lines += (
+        [
+            f"- `{path}`" + (" (changed, then put back)" if path in put_back else "")
+            for path in touched
+        ]
+        if touched
+        else ["- none"]
+    )
     lines.append("")
     if outside:
         lines += ["## Files changed outside the project", ""]

@@ -33,6 +33,9 @@ def _front(path: Path) -> dict[str, object]:
 def test_the_digest_follows_the_agent_and_keeps_no_raw_message(cli, workspace: Path) -> None:  # type: ignore[no-untyped-def]
     repo = workspace
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    # The file the correction names exists (a missing one would be told as needing checking).
+    (repo / "src" / "net").mkdir(parents=True)
+    (repo / "src" / "net" / "client.py").write_text("def upload():\n    pass\n")
 
     def hook(event: str, **extra: object) -> None:
         result = cli(

@@ -362,6 +362,10 @@ def test_a_question_is_neither_a_correction_nor_a_rule(store: Store) -> None:
                 "INSERT INTO agent_prompts (uuid, session_id, ts, text) VALUES (?, ?, ?, ?)",
                 (f"p{i}", "S-q", 1_772_450_000.0 + i, text),
             )
+    # The file the correction names is there (else it would be told as needing checking).
+    migration = store.root / "src" / "db" / "migrations" / "0003.sql"
+    migration.parent.mkdir(parents=True)
+    migration.write_text("CREATE TABLE t (id INTEGER);\n")
     found = digest.extract(store, "S-q")
     assert [c["text"] for c in found["user_corrections"]] == [
         "Restore src/db/migrations/0003.sql from git"

@@ -1,0 +1,210 @@
+"""Precision, not only recall: on noisy sessions built from real-shaped transcripts (rejected
+approaches reverted by an edit, `git checkout`, `git restore` or `rm`; retracted hypotheses;
+one-off network errors; debug prints; secrets in the environment; files only read; questions,
+pasted agent text and logs, an agent's /init template), the context after a compaction and at
+the next session holds every key fact and none of what must not be told.
+
+`tests/noisy_sessions.py` holds the scenarios; two of the six (HELD_OUT) were set aside before
+the rules for net effect, open items and user rules were written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_core.agents import digest
+from memory_core.agents.failures import covers, still_failing
+from tests.noisy_sessions import HELD_OUT, SCENARIOS, run
+
+RULE_SECTIONS = ("Rules the user stated", "User corrections", "Decisions and knowledge to keep")
+
+
+def _rule_sections(text: str) -> str:
+    parts = text.split("\n## ")
+    return "\n".join(p for p in parts if p.startswith(RULE_SECTIONS))
+
+
+@pytest.fixture(scope="module", params=list(SCENARIOS))
+def told(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    folder = tmp_path_factory.mktemp(request.param)
+    return run(request.param, folder / "w")
+
+
+@pytest.mark.parametrize("moment", ["compaction", "next"])
+def test_every_key_fact_is_told(told: dict[str, Any], moment: str) -> None:
+    text = told[moment]
+    assert [fact for fact in told["expected"].facts if fact not in text] == []
+
+
+@pytest.mark.parametrize("moment", ["compaction", "next"])
+def test_nothing_that_must_not_be_told_is(told: dict[str, Any], moment: str) -> None:
+    text = told[moment]
+    expected = told["expected"]
+    assert [item for item in expected.never if item in text] == []
+    assert [q for q in expected.not_rules if q in _rule_sections(text)] == []
+
+
+@pytest.mark.parametrize("moment", ["compaction", "next"])
+def test_no_line_is_told_twice(told: dict[str, Any], moment: str) -> None:
+    lines = [line for line in told[moment].splitlines() if line.startswith("- ")]
+    assert len(lines) == len(set(lines))
+
+
+def test_reverted_files_are_not_changed(told: dict[str, Any]) -> None:
+    expected = told["expected"]
+    assert told["changed"] == expected.changed
+    assert expected.reverted <= told["touched"]  # touched, but put back
+    done = next(line for line in told["next"].splitlines() if line.startswith("- Done: "))
+    assert f"changed {len(expected.changed)} file" in done
+    assert not any(path in done for path in expected.reverted)
+
+
+def test_the_summary_lists_reverted_files_as_put_back(told: dict[str, Any]) -> None:
+    for path in told["expected"].reverted:
+        assert f"- `{path}` (changed, then put back)" in told["summary"]
+    if told["expected"].reverted:
+        touched, changed = len(told["touched"]), len(told["expected"].changed)
+        assert f"| files modified | {touched} ({changed} changed in the end) |" in told["summary"]
+
+
+def test_recall_and_precision_over_all_scenarios(tmp_path: Path) -> None:
+    """The figures, the held-out scenarios apart (printed with -s)."""
+    figures: dict[str, list[int]] = {}
+    for name in SCENARIOS:
+        result = run(name, tmp_path / name / "w")
+        part = "held_out" if name in HELD_OUT else "training"
+        counts = figures.setdefault(part, [0, 0, 0, 0])
+        expected = result["expected"]
+        for moment in ("compaction", "next"):
+            text = result[moment]
+            counts[0] += sum(fact in text for fact in expected.facts)
+            counts[1] += len(expected.facts)
+            counts[2] += sum(item in text for item in expected.never)
+            counts[3] += len(expected.never)
+    for part, (found, facts, leaked, nevers) in figures.items():
+        print(f"{part}: recall {found}/{facts}, told what must not be {leaked}/{nevers}")
+        assert found / facts >= 0.95
+        assert leaked == 0
+
+
+# -- the rules underneath, one by one ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("success", "failed", "closes"),
+    [
+        ("pytest tests/x.py::t", "pytest -s tests/x.py::t", True),
+        ("python -m pytest tests/", "pytest -x -q tests/x.py::t", True),
+        ("pytest", "pytest tests/x.py::t --tb=short", True),
+        ("pytest tests/y.py", "pytest tests/x.py::t", False),
+        ("pytest -k login", "pytest tests/x.py", False),
+        ("go test ./...", "go test -run TestBackoff ./internal/limits/", True),
+        ("bundle exec rspec spec/user_spec.rb", "rspec spec/user_spec.rb:2 --format doc", True),
+        ("npx jest cart.test.js --silent", "npx jest cart.test.js", True),
+        ("npm test", "npm test -- --watchAll=false", True),
+        ("cargo test parses_hex", "cargo test other", False),
+        ("ruff check api", "ruff check api --fix", False),
+        ("ls", "ls -l", False),
+    ],
+)
+def test_a_later_run_of_the_same_tests_closes_a_failure(
+    success: str, failed: str, closes: bool
+) -> None:
+    assert covers(success, failed) is closes
+    open_after = still_failing([(failed, False, 1.0), (success, True, 2.0)])
+    assert (open_after == []) is closes
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "Can you make sure the line count is correct?",
+        "Should we always default the email like this?",
+        "Here is what you wrote:\n> You must always keep the cart in Redux.\nThanks.",
+        "The log says:\n[error] the artifact must be signed before upload\nok",
+        "```\nmust never be null\n```",
+        "You are an AI agent that brings the power of Gemini directly into the terminal. "
+        "The output must be well-formatted Markdown.",
+        # Gemini CLI's /init prompt as some chats record it: after the agent's setup text.
+        "My setup is complete. I will provide my first command in the next turn.\n"
+        "You are an AI agent that brings the power of Gemini directly into the terminal. Your "
+        "task is to analyze the current directory.\n\nThe output must be well-formatted Markdown.",
+        "\nThis is the Gemini CLI. We are setting up the context for our chat.\n"
+        "You must always answer in English.",
+    ],
+)
+def test_questions_pasted_text_and_templates_are_not_rules(prompt: str) -> None:
+    assert digest.axioms_in(prompt) == []
+
+
+def test_a_rule_about_errors_is_not_mistaken_for_a_log_line() -> None:
+    assert digest.axioms_in("Error messages must always name the file.") == [
+        "Error messages must always name the file."
+    ]
+    assert digest.axioms_in("ERROR: config must be set") == []
+    assert digest.axioms_in("Do not ever push to main.") == ["Do not ever push to main."]
+    assert digest.axioms_in("You are the expert here.\nAlways use tabs.") == ["Always use tabs."]
+    assert digest.axioms_in("Should we always squash merges") == []
+
+
+def test_the_users_own_rule_next_to_pasted_text_is_kept() -> None:
+    prompt = "Here is the log:\n> ERROR must be set\nFrom now on, never use Redux here."
+    assert digest.axioms_in(prompt) == ["From now on, never use Redux here."]
+    assert digest.own_words(prompt) == "Here is the log:\nFrom now on, never use Redux here."
+
+
+def test_a_decision_the_user_stated_reaches_summary_note_and_projecthub(tmp_path: Path) -> None:
+    from memory_core import sessions
+    from memory_core.mcp_server import projecthub_session
+    from memory_core.store import Store
+
+    result = run("ts_app", tmp_path / "w")
+    decision = "Decision: prices stay in cents as integers."
+    summary = result["summary"]
+    decisions = summary.split("## Decisions")[1].split("\n## ")[0]
+    assert decision in decisions and "none recorded" not in decisions
+    store = Store.open(tmp_path / "w")
+    try:
+        sid = result["session_id"]
+        note = sessions.write_export(store, sid).read_text(encoding="utf-8")
+        assert decision in note.split("## Decisions")[1].split("\n## ")[0]
+        hub = projecthub_session(store, sessions.get(store, sid))
+        assert hub["decisions"] == [decision]
+    finally:
+        store.close()
+
+
+def test_an_edit_undone_through_the_hooks_alone_is_not_a_change(cli: Any, tmp_path: Path) -> None:
+    """No transcript: the PostToolUse hooks of an edit and of the edit that undoes it."""
+    import subprocess
+
+    from memory_core import sessions
+    from memory_core.store import Store
+    from tests.agents_fixtures import hook_payload
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "app.py").write_text("LIMIT = 3\n")
+    (repo / "kept.py").write_text("x = 1\n")
+    edits = [("app.py", "LIMIT = 3\n", "LIMIT = 9\n"), ("app.py", "LIMIT = 9\n", "LIMIT = 3\n")]
+    edits.append(("kept.py", "x = 1\n", "x = 2\n"))
+    for n, (name, before, after) in enumerate(edits):
+        (repo / name).write_text(after)
+        payload = hook_payload(
+            "PostToolUse", "S-hooks", repo,
+            tool_name="Edit",
+            tool_input={"file_path": str(repo / name), "old_string": before, "new_string": after},
+            tool_use_id=f"toolu_edit_{n}",
+            tool_response={"filePath": str(repo / name), "originalFile": before,
+                           "oldString": before, "newString": after, "structuredPatch": []},
+        )  # fmt: skip
+        assert cli("hook", "claude-code", "PostToolUse", cwd=repo, stdin=payload).code == 0
+    store = Store.open(repo)
+    try:
+        assert set(sessions.files_modified(store, "S-hooks")) == {"app.py", "kept.py"}
+        assert sessions.net_files_changed(store, "S-hooks") == ["kept.py"]
+    finally:
+        store.close()
