@@ -81,6 +81,45 @@ def history(session_id: str, turns: Sequence[Mapping[str, Any]]) -> str:
     return _doc(f"History of session {session_id}", body, "No turns recorded yet.")
 
 
+def resumed(loaded: Mapping[str, Any], opened: Sequence[str]) -> str:
+    """A restored session: where it stood (overview, open items), what changed in the workspace
+    since, the files reopened, then its turns."""
+    session = loaded.get("session") or {}
+    summary = session.get("summary") or {}
+    turns = loaded.get("turns") or []
+    count = int(session.get("turns") or 0)
+    body = [
+        f"{session.get('agent') or 'agent'} session, {session.get('status') or 'saved'}, "
+        f"{count} {'turn' if count == 1 else 'turns'}, started {_ago(session.get('started_at'))}.",
+        "",
+    ]
+    if summary.get("overview"):
+        body += ["## Where it stood", "", _one_line(summary["overview"], 800), ""]
+    for title, key in (("Decisions", "decisions"), ("Open items", "open_items")):
+        items = summary.get(key) or []
+        if items:
+            body += [f"## {title}", "", *(f"- {_one_line(item, 300)}" for item in items), ""]
+    changes = loaded.get("workspace_changes")
+    if isinstance(changes, Mapping):
+        lines = []
+        if changes.get("branch"):
+            branch = changes["branch"]
+            lines.append(f"- branch switched from `{branch.get('then')}` to `{branch.get('now')}`")
+        for key in ("added", "modified", "deleted"):
+            paths = list(changes.get(key) or [])
+            if paths:
+                shown = ", ".join(f"`{p}`" for p in paths[:8])
+                more = f" and {len(paths) - 8} more" if len(paths) > 8 else ""
+                lines.append(f"- {key}: {shown}{more}")
+        body += ["## Since the session", "", *(lines or ["- nothing changed in the workspace"]), ""]
+    if opened:
+        body += ["## Reopened", "", *(f"- `{rel}`" for rel in opened), ""]
+    history_lines = history(str(session.get("id") or loaded.get("id") or ""), turns).splitlines()
+    body += ["## Turns", "", *history_lines[2:]]
+    label = session.get("label") or session.get("id") or loaded.get("id")
+    return _doc(f"Session {label}", body, "")
+
+
 def metrics(result: Mapping[str, Any]) -> str:
     rate = result.get("success_rate")
     rows = [

@@ -335,11 +335,12 @@ export function registerCommands(engram: Engram): void {
       }
       const result = await engram.execute("engram.error.track", { message: text, ...activeFile() });
       const id = result?.gotcha_id;
-      const occurrences = result?.occurrences;
+      const count = typeof result?.occurrences === "number" ? result.occurrences : 1;
+      const occurrences = `${count} occurrence${count === 1 ? "" : "s"}`;
       void vscode.window.showInformationMessage(
         id
-          ? `engram: error tracked; gotcha ${id}${result?.created ? " created" : ""} (${occurrences ?? "?"} occurrences)`
-          : `engram: error tracked (${occurrences ?? 1} occurrences so far)`,
+          ? `engram: error tracked; gotcha ${id}${result?.created ? " created" : ""} (${occurrences})`
+          : `engram: error tracked (${occurrences} so far)`,
       );
     },
 

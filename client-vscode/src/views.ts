@@ -112,7 +112,8 @@ export class CheckpointsView extends ListView<CheckpointNode> {
     }
     const checkpoint = node.checkpoint;
     const item = new vscode.TreeItem(itemLabel(checkpoint), vscode.TreeItemCollapsibleState.Collapsed);
-    const files = typeof checkpoint.files === "number" ? `${checkpoint.files} files` : "";
+    const files =
+      typeof checkpoint.files === "number" ? `${checkpoint.files} file${checkpoint.files === 1 ? "" : "s"}` : "";
     item.description = [ago(checkpoint.created_at), files].filter(Boolean).join(" · ");
     item.tooltip = new vscode.MarkdownString(
       `**${itemLabel(checkpoint)}** \`${checkpoint.id}\`\n\n` +

@@ -229,11 +229,15 @@ def _files(count: int) -> str:
 
 
 def confirmation_message(
-    target: dict[str, Any], restore: list[str], remove: list[str], unsaved: Sequence[str] = ()
+    target: dict[str, Any],
+    restore: list[str],
+    remove: list[str],
+    unsaved: Sequence[str] = (),
+    given_back: Sequence[str] = (),
 ) -> str:
     """The question asked before a rollback: every file it restores and every file it removes,
-    and the open buffers whose unsaved text it replaces (the safety checkpoint holds the disk,
-    so only the editor's undo brings that text back)."""
+    the open buffers whose unsaved text it replaces (kept with the safety checkpoint) and those
+    whose unsaved text it gives back (undoing an earlier rollback)."""
     parts = [f"Roll back to checkpoint {target['label']}?"]
     if restore:
         parts.append(f"Restore {_files(len(restore))}: {_file_list(restore)}.")
@@ -242,9 +246,11 @@ def confirmation_message(
     parts.append("A checkpoint of the files on disk is made first, so this can be undone.")
     if unsaved:
         parts.append(
-            f"Unsaved changes in {_file_list(list(unsaved))} are replaced too and are not in that "
-            "checkpoint (undo in the editor brings them back; save them first to keep them)."
+            f"Unsaved changes in {_file_list(list(unsaved))} are replaced too; they are kept with "
+            "that checkpoint, so undoing the rollback brings them back."
         )
+    if given_back:
+        parts.append(f"The unsaved changes of {_file_list(list(given_back))} come back too.")
     return " ".join(parts)
 
 
@@ -278,18 +284,24 @@ async def rollback(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
     unsaved = [rel for rel, _ in _unsaved_differences(ls, state, plan)]
     restore = sorted({w.path for w in plan.writes} | set(unsaved))
     modified = _modified_buffers(ls, state, [*restore, *plan.removes])
+    opened = _open_documents(ls, state)
+    # Undoing a rollback: the unsaved text that rollback replaced goes back into its buffers.
+    kept = await ls.run_blocking(checkpoints.buffers.kept, state.store, target["id"])
+    give_back = {rel: text for rel, text in kept.items() if rel in opened}
     if args.get("preview") is True:
         return {
             "done": False,
             "reason": "preview",
             "label": target["label"],
-            "message": confirmation_message(target, restore, list(plan.removes), modified),
+            "message": confirmation_message(
+                target, restore, list(plan.removes), modified, sorted(give_back)
+            ),
             **plan.as_dict(),
             "restore": restore,
             "unsaved": modified,
+            "unsaved_given_back": sorted(give_back),
         }
-    opened = _open_documents(ls, state)
-    if not plan.writes and not plan.removes and not unsaved:
+    if not plan.writes and not plan.removes and not unsaved and not give_back:
         unchanged: dict[str, Any] = {
             "done": True,
             "checkpoint": target["id"],
@@ -305,7 +317,9 @@ async def rollback(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
             )
         return unchanged
     if args.get("confirm") is not True:
-        message = confirmation_message(target, restore, list(plan.removes), modified)
+        message = confirmation_message(
+            target, restore, list(plan.removes), modified, sorted(give_back)
+        )
         if not await ask(ls, message, ROLL_BACK):
             return {"done": False, "reason": "cancelled", **plan.as_dict(), "restore": restore}
     async with progress(ls, f"engram: rolling back to {target['label']}"):
@@ -316,6 +330,16 @@ async def rollback(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
             settings=state.settings,
             session_id=_active_session(state),
         )
+        if modified:
+            # The safety checkpoint holds the disk; the unsaved text the rollback replaces is
+            # kept with it, so undoing the rollback gives it back.
+            await ls.run_blocking(
+                checkpoints.buffers.keep,
+                state.store,
+                undo["id"],
+                {rel: opened[rel].source for rel in modified if rel in opened},
+                max_bytes=int(state.settings["checkpoints.max_file_bytes"]),
+            )
         result = await ls.run_blocking(
             checkpoints.apply_plan, state.store, plan, undo_checkpoint=undo["id"], buffers=unsaved
         )
@@ -332,12 +356,13 @@ async def rollback(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
             logger.exception("recording the rollback's writes in the file evolution failed")
     # Buffers whose only difference was unsaved text: the disk already holds the checkpoint's
     # content; the client reloads them like the others.
-    result["restored"] = sorted(set(result["restored"]) | set(unsaved))
+    result["restored"] = sorted(set(result["restored"]) | set(unsaved) | set(give_back))
     result["reload"] = [
         opened[rel].uri
         for rel in sorted(set(result["restored"]) | set(result["removed"]))
-        if rel in opened
+        if rel in opened and rel not in give_back
     ]
+    result["unsaved_given_back"] = await _give_back(ls, opened, give_back)
     result["label"] = target["label"]
     if rewind:
         result["rewound"] = await ls.run_blocking(conversation.rewind, state.store, target["id"])
@@ -432,6 +457,45 @@ def register(server: EngramServer) -> None:
                     changed(server, state, [relative_path(state.root, path)])
 
     server.document_listeners.append(SaveListener())
+
+
+async def _give_back(
+    ls: EngramServer, opened: dict[str, TextDocument], texts: dict[str, str]
+) -> list[str]:
+    """Put unsaved text back into open buffers (workspace/applyEdit, one edit replacing the
+    whole document): the buffers are as they were before the rollback being undone, unsaved."""
+    given: list[str] = []
+    for rel, text in sorted(texts.items()):
+        document = opened[rel]
+        lines = document.lines
+        last = lines[-1] if lines else ""
+        end = (
+            types.Position(line=len(lines), character=0)
+            if last.endswith("\n")
+            else types.Position(
+                line=max(0, len(lines) - 1), character=len(last.encode("utf-16-le")) // 2
+            )
+        )
+        edit = types.WorkspaceEdit(
+            changes={
+                document.uri: [
+                    types.TextEdit(
+                        range=types.Range(start=types.Position(line=0, character=0), end=end),
+                        new_text=text,
+                    )
+                ]
+            }
+        )
+        try:
+            answer = await ls.workspace_apply_edit_async(
+                types.ApplyWorkspaceEditParams(edit=edit, label="engram: unsaved text given back")
+            )
+        except Exception:
+            logger.exception("giving back the unsaved text of %s failed", rel)
+            continue
+        if answer is not None and answer.applied:
+            given.append(rel)
+    return given
 
 
 # How long after a rollback the client's reports of the files it wrote are still its own.

@@ -121,7 +121,7 @@ def register(server: EngramServer) -> None:
         return {
             **loaded,
             "opened": opened,
-            "markdown": views.history(str(loaded.get("id") or ref), turns),
+            "markdown": views.resumed({**loaded, "turns": turns}, opened),
         }
 
     @engram_command(server, "engram.session.delete")

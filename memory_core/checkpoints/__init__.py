@@ -29,6 +29,7 @@ that owns open buffers (the language server) applies those itself and passes the
 
 from __future__ import annotations
 
+from memory_core.checkpoints import buffers
 from memory_core.checkpoints.capture import REASONS, Capture, create, every_n_turns
 from memory_core.checkpoints.disk import Scan, scan
 from memory_core.checkpoints.history import (
@@ -67,6 +68,7 @@ __all__ = [
     "Tree",
     "TreeCache",
     "apply_plan",
+    "buffers",
     "create",
     "delete",
     "diff",

@@ -114,7 +114,8 @@ def to_markdown(store: Store, gotchas: list[Gotcha] | None = None) -> str:
         "# Known gotchas",
         "",
         f"> Written by engram for {store.root.name}. Last updated {clock.iso(clock.now())}.",
-        f"> {stats['totalGotchas']} gotchas, {stats['unresolved']} open.",
+        f"> {stats['totalGotchas']} {'gotcha' if stats['totalGotchas'] == 1 else 'gotchas'}, "
+        f"{stats['unresolved']} open.",
         "",
     ]
     for category in CATEGORIES:

@@ -36,6 +36,7 @@ from tests.e2e.conftest import (
 pytestmark = pytest.mark.e2e
 
 SCENARIO = E2E_DIR / "nvim" / "scenario.lua"
+UNSAVED = E2E_DIR / "nvim" / "unsaved.lua"
 NVIMS = [
     pytest.param(NVIM_DEBIAN, "0.7", "auto", id="nvim-0.7"),
     pytest.param(NVIM_PIP, "0.11", "auto", id="nvim-0.11"),
@@ -52,6 +53,7 @@ def run_scenario(
     tmp: Path,
     timeout_ms: int = 20000,
     start: str = "auto",
+    scenario: Path = SCENARIO,
 ) -> tuple[int, dict[str, Any]]:
     require(nvim, f"Neovim {version}")
     first = subprocess.run(
@@ -72,7 +74,7 @@ def run_scenario(
     )
     started = time.monotonic()
     completed = subprocess.run(
-        [str(nvim), "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", f"luafile {SCENARIO}"],
+        [str(nvim), "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", f"luafile {scenario}"],
         cwd=workspace.root,
         env=env,
         capture_output=True,
@@ -186,3 +188,22 @@ def test_negative_control_fails(
     write_output(f"neovim-{version}-negative-{broken[0]}.json", result)
     assert code != 0, "the scenario passed against a broken server: it cannot catch that breakage"
     assert result.get("failed") == failing_step, result
+
+
+@pytest.mark.parametrize(
+    ("nvim", "version"),
+    [
+        pytest.param(NVIM_DEBIAN, "0.7", id="nvim-0.7"),
+        pytest.param(NVIM_PIP, "0.11", id="nvim-0.11"),
+    ],
+)
+def test_unsaved_text_survives_a_rollback_and_its_undo(
+    nvim: Path, version: str, sample_workspace: SampleWorkspace, tmp_path: Path
+) -> None:
+    code, result = run_scenario(
+        nvim, version, sample_workspace, real_server_command(), tmp_path, scenario=UNSAVED
+    )
+    write_output(f"neovim-{version}-unsaved.json", result)
+    assert code == 0 and "failed" not in result, result
+    assert result["given_back"] == ["app.py"]
+    assert "print('typed, not saved')" in result["buffer"]

@@ -238,6 +238,63 @@ async def test_the_rollback_question_names_buffers_with_unsaved_changes(
     assert "Unsaved changes in typed.py are replaced too" in preview["message"]
 
 
+def _type(client: LanguageClient, uri: str, version: int, text: str) -> None:
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+        )
+    )
+
+
+async def test_undoing_a_rollback_gives_unsaved_buffers_their_text_back(
+    client: LanguageClient,
+) -> None:
+    """The safety checkpoint holds the disk; the unsaved text the rollback replaced is kept
+    with it, and undoing the rollback puts that text back into the buffers (unsaved)."""
+    folder = client.folder  # type: ignore[attr-defined]
+    (folder / "typed.py").write_text("answer = 42\n")
+    (folder / "other.py").write_text("saved = True\n")
+    made = await execute(client, "engram.checkpoint.create", {"name": "base"})
+    (folder / "other.py").write_text("saved = False\n")  # the agent's write, on disk
+    typed = open_document(client, folder / "typed.py")
+    other = open_document(client, folder / "other.py")
+    _type(client, typed, 2, "answer = 0  # typed, not saved\n")
+    _type(client, other, 2, "saved = False  # and typed here too\n")
+
+    rolled = await execute(
+        client, "engram.checkpoint.rollback", {"id": made["id"], "confirm": True}
+    )
+    assert rolled["restored"] == ["other.py", "typed.py"]
+    assert sorted(rolled["reload"]) == sorted([typed, other])
+    # The client reloads both buffers from disk, as VS Code, Neovim and engram.el do.
+    _type(client, typed, 3, (folder / "typed.py").read_text())
+    _type(client, other, 3, (folder / "other.py").read_text())
+    assert client.applied_edits == []  # type: ignore[attr-defined]
+
+    preview = await execute(
+        client, "engram.checkpoint.rollback", {"id": rolled["undo_checkpoint"], "preview": True}
+    )
+    assert preview["unsaved_given_back"] == ["other.py", "typed.py"]
+    assert "The unsaved changes of other.py, typed.py come back too." in preview["message"]
+    undone = await execute(
+        client, "engram.checkpoint.rollback", {"id": rolled["undo_checkpoint"], "confirm": True}
+    )
+
+    assert undone["unsaved_given_back"] == ["other.py", "typed.py"]
+    assert undone["reload"] == []  # their text comes with the edit, not from the disk
+    assert (folder / "other.py").read_text() == "saved = False\n"  # the disk as it was
+    given = {
+        uri: edits[0].new_text
+        for applied in client.applied_edits  # type: ignore[attr-defined]
+        for uri, edits in (applied.edit.changes or {}).items()
+    }
+    assert given == {
+        typed: "answer = 0  # typed, not saved\n",
+        other: "saved = False  # and typed here too\n",
+    }
+
+
 async def test_rollback_preview_lists_the_files_and_changes_nothing(
     client: LanguageClient,
 ) -> None:

@@ -94,6 +94,13 @@ async def test_restore_reopens_the_session_documents(client: LanguageClient) -> 
         assert any(d.uri.endswith("/src/main.py") for d in client.shown_documents)
     else:
         assert restored["opened"] == []
+    # What the person reads: where the session stood and what changed since, not only turns.
+    shown = restored["markdown"]
+    assert shown.startswith("# Session agent-1")
+    assert "claude-code session, active, 2 turns" in shown
+    assert "## Since the session" in shown
+    assert "## Turns" in shown and "**You:** add logging" in shown
+    assert shown.index("## Since the session") < shown.index("## Turns")
 
 
 async def test_delete_asks_and_does_nothing_unless_confirmed(client: LanguageClient) -> None:
