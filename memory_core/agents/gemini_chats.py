@@ -85,6 +85,14 @@ def project_dirs(root: Path) -> list[Path]:
     return list(dict.fromkeys(found))
 
 
+def chat_files(folder: Path) -> list[Path]:
+    """The chat files in a folder (a `chats/` folder or one above it), subagents included."""
+    return sorted(
+        (p for p in folder.rglob("*.json*") if p.is_file() and p.suffix in (".json", ".jsonl")),
+        key=lambda p: (len(p.parts), str(p)),
+    )
+
+
 def default_chats(root: Path) -> list[Path]:
     """This workspace's chat files, subagents included, oldest first."""
     files: list[Path] = []

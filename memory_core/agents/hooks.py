@@ -426,6 +426,7 @@ class HookRun:
         self.touch()
         self.ingest(flush=True)
         transcripts.flush_session(self.store, self.session_id, ended_at=self.now)
+        transcripts.count_unanswered_calls(self.store, self.session_id)
         with self.store.transaction() as db:
             db.execute(
                 "UPDATE agent_sessions SET ended_at = ?, end_reason = ? WHERE session_id = ?",

@@ -21,8 +21,9 @@ import json
 import os
 import re
 import sqlite3
+import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -372,6 +373,48 @@ def default_transcripts(root: Path) -> list[Path]:
     return sorted(found, key=lambda p: (p.stat().st_mtime, str(p)))
 
 
+def _session_id_of(path: Path) -> str | None:
+    """The `sessionId` of a transcript's first lines that carry one (None if none says)."""
+    try:
+        with path.open("rb") as handle:
+            for _ in range(20):
+                line = handle.readline(1 << 20)
+                if not line:
+                    break
+                found = re.search(rb'"sessionId": ?"([^"]+)"', line)
+                if found:
+                    return found.group(1).decode("utf-8", "replace")
+    except OSError:
+        return None
+    return None
+
+
+def session_files(path: Path) -> list[Path]:
+    """The transcripts a path names: a folder's, or a session's file with its subagents'.
+
+    A session's subagents are written to `<session>/subagents/agent-*.jsonl` (Claude Code
+    2.1), or beside the session's file as `agent-*.jsonl` naming the session in their lines
+    (2.0); older releases wrote them into the session's own file. The main file comes first.
+    """
+    if path.is_dir():
+        return sorted(
+            (p for p in path.rglob("*.jsonl") if p.is_file()),
+            key=lambda p: (p.name.startswith("agent-"), len(p.parts), str(p)),
+        )
+    found = [path]
+    if path.name.startswith("agent-"):
+        return found
+    folder = path.with_suffix("")
+    subagents = folder / "subagents"
+    if subagents.is_dir():
+        found.extend(sorted(p for p in subagents.rglob("agent-*.jsonl") if p.is_file()))
+    session_id = path.stem
+    for candidate in sorted(path.parent.glob("agent-*.jsonl")):
+        if candidate.is_file() and _session_id_of(candidate) == session_id:
+            found.append(candidate)
+    return found
+
+
 def is_claude_transcript(path: Path) -> bool:
     """False for a Gemini chat file handed over as `transcript_path` (metadata line first, or .json)."""
     if path.suffix == ".json":
@@ -404,6 +447,8 @@ class IngestStats:
     assistant_messages: int = 0
     tool_calls: int = 0
     failures: int = 0
+    # Of the failures, the calls the user interrupted or rejected (no error to learn from).
+    interrupted: int = 0
     compactions: int = 0
     sidechain_lines: int = 0
     sessions: list[str] = field(default_factory=list)
@@ -426,6 +471,8 @@ class _SessionState:
     # Token and message figures added in this run, main chain and subagents apart, in the
     # order of TOKEN_COLUMNS (written to agent_sessions once per chunk).
     deltas: list[int] = field(default_factory=lambda: [0] * len(TOKEN_COLUMNS))
+    # The folder the session started in, which the workspace stands for.
+    cwd: str | None = None
 
 
 class _Run:
@@ -447,6 +494,8 @@ class _Run:
         self.calls: dict[str, ToolCall] = {}
         # tool_use id -> (call, cwd) of calls this chunk has not stored yet
         self.unnoted: dict[str, tuple[ToolCall, str | None]] = {}
+        # tool_use id -> (line, result) of results read before their call
+        self.early_results: dict[str, tuple[Entry, ToolResult]] = {}
         # message key -> (sidechain, the four token counts) as stored, for this run's responses
         self.messages: dict[str, tuple[bool, tuple[int, int, int, int]]] = {}
         # message key -> (the four token counts and sidechain flag, turn uuid) not yet written
@@ -461,6 +510,10 @@ class _Run:
             return None
         state = self.sessions.get(sid)
         if state is None:
+            row = db.execute(
+                "SELECT cwd FROM agent_sessions WHERE session_id = ?", (sid,)
+            ).fetchone()
+            started_in = row[0] if row is not None else None
             is_new = record.touch_session(
                 db,
                 sid,
@@ -473,6 +526,10 @@ class _Run:
             if is_new:
                 self.new_sessions.append((sid, entry.ts))
             state = _SessionState(sid, record.load_open_turn(db, sid))
+            # Files are placed in the workspace from the folder the session started in (the
+            # project's): after a `cd` into a subfolder, the lines carry that subfolder as
+            # their cwd, and the same file would otherwise be named two ways.
+            state.cwd = started_in or entry.cwd
             self.sessions[sid] = state
             self.stats.sessions.append(sid)
         return state
@@ -585,12 +642,17 @@ class _Run:
             self.calls[use.id] = call
             # Stored with its outcome when the result comes in this chunk (one statement, not
             # two), or at the end of the chunk for a later run to find (`note_pending_calls`).
-            self.unnoted.setdefault(use.id, (call, entry.cwd))
+            self.unnoted.setdefault(use.id, (call, state.cwd or entry.cwd))
             if turn is not None:
                 # Summarised when its result is claimed (`tool_results`), from the call itself: a
                 # summary cut from the ledger's copy of a long command (already cut to 1,000
                 # characters) would misstate how much was cut.
                 turn.tool_calls.append({"id": use.id, "tool": use.name})
+        for use in entry.tool_uses:
+            early = self.early_results.pop(use.id, None)
+            if early is not None:
+                result_entry, result = early
+                self.tool_results(db, state, replace(result_entry, tool_results=[result]))
 
     def usage(
         self, db: sqlite3.Connection, state: _SessionState, entry: Entry, turn: Turn | None
@@ -665,7 +727,10 @@ class _Run:
             if call is None:
                 row = record.pending_call(db, result.tool_use_id)
                 if row is None:
-                    continue  # the call was in a part of the file we never saw
+                    # The call comes later in the file (Claude Code sometimes writes a result
+                    # before the call's line), or was in a part of the file we never saw.
+                    self.early_results[result.tool_use_id] = (entry, result)
+                    continue
                 call = ToolCall(
                     result.tool_use_id,
                     row["session_id"],
@@ -693,9 +758,6 @@ class _Run:
                 structured=result.structured,
                 exit_code=failure.exit_code if failure is not None else 0,
             )
-            self.stats.tool_calls += 1
-            if failed and not interrupted:
-                self.stats.failures += 1
             if not entry.sidechain:
                 state.last_event = "interrupt" if interrupted else "tool_result"
             # A call of this chunk is stored now, with its outcome and as its first tool_use line
@@ -717,12 +779,21 @@ class _Run:
                             # Stored in agent_turns with the open turn: redacted like everything else.
                             if "summary" not in item:
                                 rel = record.workspace_path(
-                                    self.store.root, record.file_path_of(call.input), entry.cwd
+                                    self.store.root,
+                                    record.file_path_of(call.input),
+                                    state.cwd or entry.cwd,
                                 )
                                 item["summary"] = clean(record.tool_summary(call, rel), 300)
                             in_turn = True
             if claimed:
-                self.pending_effects.append((call, outcome, entry.cwd, not in_turn))
+                # Counted where its outcome is first recorded, as `session metrics` counts it: a
+                # replayed line, a copy of the file or a hook that saw the call first adds nothing.
+                self.stats.tool_calls += 1
+                if failed:
+                    self.stats.failures += 1  # interrupted and rejected calls failed, as in metrics
+                if interrupted:
+                    self.stats.interrupted += 1
+                self.pending_effects.append((call, outcome, state.cwd or entry.cwd, not in_turn))
 
     def note_pending_calls(self, db: sqlite3.Connection) -> None:
         """Store the calls of this chunk still waiting for their result."""
@@ -867,12 +938,56 @@ def flush_session(
 SETTLED_AFTER_SECONDS = 30 * 60
 
 
-def settle_sessions(store: Store, session_ids: Iterable[str], *, now: float | None = None) -> int:
+def count_unanswered_calls(store: Store, session_id: str) -> int:
+    """Count the session's tool calls that never got a result, once it is over; returns how many.
+
+    The agent asked for them (a call cut short by the end of the session, a transcript that
+    stops while a command runs): they are tool calls of the session. Nobody knows how they
+    went, so none is counted as failed. Only at the end of a session: while it runs, the result
+    may still come, and its outcome (a failure to learn from, a file changed) is what counts.
+    """
+    from memory_core import sessions
+
+    rows = store.query(
+        "SELECT tool_use_id, tool, ts, path, command FROM agent_tool_uses "
+        "WHERE session_id = ? AND ok IS NULL ORDER BY ts",
+        (session_id,),
+    )
+    if not rows:
+        return 0
+    activity = sessions.Activity(store)
+    counted = 0
+    with store.transaction() as db:
+        for row in rows:
+            cursor = db.execute(
+                "UPDATE agent_tool_uses SET ok = 1 WHERE tool_use_id = ? AND ok IS NULL",
+                (row["tool_use_id"],),
+            )
+            if cursor.rowcount != 1:
+                continue  # a hook or another ingest recorded its outcome meanwhile
+            summary = row["command"] or row["path"] or row["tool"]
+            activity.tool_call(
+                session_id, tool=str(row["tool"]), ok=True, summary=summary, ts=float(row["ts"])
+            )
+            counted += 1
+    activity.write()
+    return counted
+
+
+def settle_sessions(
+    store: Store,
+    session_ids: Iterable[str],
+    *,
+    now: float | None = None,
+    unanswered: list[int] | None = None,
+) -> int:
     """End the ingested sessions whose transcript stopped long ago; returns how many.
 
     A transcript whose last word is the agent's reply belongs to a session that finished
     (`end_reason` "finished"); one that stops anywhere else is "stopped": it ended, but nobody
-    recorded how. Neither is called a crash: there is no evidence of one.
+    recorded how. Neither is called a crash: there is no evidence of one. The tool calls still
+    waiting for a result are counted then (`count_unanswered_calls`; how many goes into
+    `unanswered` when given).
     """
     from memory_core import sessions
 
@@ -904,6 +1019,9 @@ def settle_sessions(store: Store, session_ids: Iterable[str], *, now: float | No
                 (last_seen, reason, last_event, sid),
             )
         flush_session(store, sid, ended_at=None)
+        counted = count_unanswered_calls(store, sid)
+        if unanswered is not None:
+            unanswered.append(counted)
         sessions.close(
             store, sid, reason="completion" if reason == "finished" else "stopped", now=last_seen
         )
@@ -914,6 +1032,27 @@ def settle_sessions(store: Store, session_ids: Iterable[str], *, now: float | No
 def _read_head(path: Path) -> str:
     with path.open("rb") as handle:
         return handle.read(HEAD_BYTES).hex()
+
+
+# A file whose last change is older than this has stopped growing (Claude Code appends a line
+# and its newline in one write; a line without one stays so only if the writer stopped).
+QUIET_SECONDS = 2.0
+
+
+def _is_finished_last_line(tail: bytes, path: Path, *, flush: bool) -> bool:
+    """Whether a last line without a final newline is whole and will not grow: it is a JSON
+    object, and the session ended (`flush`) or the file stopped growing. Files copied, or
+    written by other tools that store sessions, often lack the final newline."""
+    if not flush:
+        try:
+            if time.time() - path.stat().st_mtime < QUIET_SECONDS:
+                return False
+        except OSError:
+            return False
+    try:
+        return isinstance(_decode_line(tail.strip()), dict)
+    except ValueError:
+        return False
 
 
 def ingest_file(
@@ -973,13 +1112,17 @@ def ingest_file(
     lines = body.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
+    tail = data[end:]
+    if tail.strip() and _is_finished_last_line(tail, file_path, flush=flush):
+        lines.append(tail)
     for start in range(0, max(len(lines), 1), CHUNK_LINES):
         chunk = lines[start : start + CHUNK_LINES]
         last_chunk = start + CHUNK_LINES >= len(lines)
         with cyclic_gc.paused(), store.transaction() as db:
             stats.lines += len(chunk)
             for line in chunk:
-                position += len(line) + 1
+                # The last line may have no newline (`_is_finished_last_line`).
+                position = min(position + len(line) + 1, size)
                 if not line or line.isspace():  # isspace: no copy of a long line, as strip makes
                     continue
                 if not _MAY_BE_CONVERSATION.search(line):
