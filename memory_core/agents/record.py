@@ -571,12 +571,18 @@ def apply_turns(store: Store, turns: Sequence[FinishedTurn], settings: Any = Non
             turn.session_id,
             user_message=turn.user_message,
             assistant_response=turn.assistant_response,
-            # Only the calls this turn's source recorded first ("claimed"); the others reached the
-            # session already (a hook's record_tool_call) and would count twice.
+            # Every call of the turn is shown in it; the ones another source recorded first (a
+            # hook's PostToolUse) reached the session's tool calls already and are not counted
+            # again ("recorded").
             tool_calls=[
-                {"tool": c.get("tool"), "ok": c.get("ok", True), "summary": c.get("summary")}
+                {
+                    "tool": c.get("tool"),
+                    "ok": c.get("ok", True),
+                    "summary": c.get("summary"),
+                    "recorded": not c.get("claimed"),
+                }
                 for c in turn.tool_calls
-                if c.get("claimed")
+                if c.get("claimed") or "ok" in c  # a call with no outcome yet is not shown
             ],
             input_tokens=turn.input_tokens,
             output_tokens=turn.output_tokens,

@@ -776,15 +776,16 @@ class _Run:
                         if claimed:
                             # Handed to the session with its turn, in one transaction.
                             item["claimed"] = True
-                            # Stored in agent_turns with the open turn: redacted like everything else.
-                            if "summary" not in item:
-                                rel = record.workspace_path(
-                                    self.store.root,
-                                    record.file_path_of(call.input),
-                                    state.cwd or entry.cwd,
-                                )
-                                item["summary"] = clean(record.tool_summary(call, rel), 300)
                             in_turn = True
+                        if "summary" not in item:
+                            # Shown in the turn whoever recorded the call first (a hook or this
+                            # ingest); stored in agent_turns with the open turn, so redacted.
+                            rel = record.workspace_path(
+                                self.store.root,
+                                record.file_path_of(call.input),
+                                state.cwd or entry.cwd,
+                            )
+                            item["summary"] = clean(record.tool_summary(call, rel), 300)
             if claimed:
                 # Counted where its outcome is first recorded, as `session metrics` counts it: a
                 # replayed line, a copy of the file or a hook that saw the call first adds nothing.

@@ -10,6 +10,7 @@ without a final newline.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -330,3 +331,51 @@ def test_real_transcripts_equal_the_independent_count(cli: Any, tmp_path: Path) 
                 )
     print(f"{len(by_session)} sessions, {len(found)} files; mismatches: {mismatches}")
     assert mismatches == []
+
+
+def test_hook_recorded_calls_stay_in_their_turn_in_history_and_the_beans_export(
+    cli: Any, workspace: Path, tmp_path: Path
+) -> None:
+    from memory_core.agents import hooks
+    from tests.agents_fixtures import hook_payload
+
+    (workspace / ".git").mkdir()
+    t = Transcript(SID, workspace)
+    t.prompt("List the files")
+    t.response([tool_use("toolu_ls", "Bash", command="ls -la")])
+    path = t.save(tmp_path / f"{SID}.jsonl")
+    hooks.handle(
+        "claude-code",
+        "UserPromptSubmit",
+        hook_payload("UserPromptSubmit", SID, workspace, path, prompt="List the files"),
+    )
+    # PostToolUse sees the call first, then the transcript gets its result and the reply.
+    post = hook_payload(
+        "PostToolUse",
+        SID,
+        workspace,
+        path,
+        tool_name="Bash",
+        tool_input={"command": "ls -la"},
+        tool_use_id="toolu_ls",
+        tool_response={"stdout": "a.txt", "stderr": "", "interrupted": False},
+    )
+    hooks.handle("claude-code", "PostToolUse", post)
+    t.tool_result(
+        "toolu_ls", "a.txt", result={"stdout": "a.txt", "stderr": "", "interrupted": False}
+    )
+    t.response([text("One file: a.txt.")])
+    t.save(path)
+    hooks.handle(
+        "claude-code",
+        "Stop",
+        hook_payload("Stop", SID, workspace, path, last_assistant_message="One file: a.txt."),
+    )
+    history = cli("session", "history", SID, "--json", cwd=workspace).json()
+    turns = history["turns"] if isinstance(history, dict) else history
+    assert [c["tool"] for c in turns[-1]["tool_calls"]] == ["Bash"]
+    assert _metrics(cli, workspace)["tool_calls"] == 1  # shown in the turn, counted once
+    exported = cli("session", "export", SID, "--format", "beans", cwd=workspace)
+    assert exported.code == 0, exported.stderr
+    beans_turns = json.loads(exported.stdout)["turns"]
+    assert [c["tool"] for c in beans_turns[-1]["toolCalls"]] == ["Bash"]
