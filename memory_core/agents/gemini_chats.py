@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -170,6 +171,61 @@ def _text(content: Any) -> str:
     return ""
 
 
+# Messages Gemini CLI writes as `user` but no person typed: the nudge after an empty reply, its
+# loop-detection feedback, the session context it sets up, and a compression's summary.
+_INJECTED_PREFIXES = ("Please continue.", "System: ", "<session_context>")
+_COMPRESSION_MARK = "<state_snapshot>"
+_UNTRUSTED_OPEN = "<untrusted_context>"
+_UNTRUSTED_CLOSE = "</untrusted_context>"
+_SHELL_FIELD = re.compile(
+    r"^(Command|Directory|Output|Error|Exit Code|Signal|Background PIDs|Process Group PGID):[ ]?",
+    re.MULTILINE,
+)
+
+
+def _has_function_response(content: Any) -> bool:
+    parts = content if isinstance(content, list) else [content]
+    return any(isinstance(part, dict) and "functionResponse" in part for part in parts)
+
+
+def is_injected(text: str) -> bool:
+    """A `user` message Gemini CLI wrote itself (not a prompt, and no rule of the user's)."""
+    stripped = text.lstrip()
+    return stripped.startswith(_INJECTED_PREFIXES) or _COMPRESSION_MARK in text
+
+
+def unwrap(text: str) -> str:
+    """Tool output without the `<untrusted_context>` wrapper Gemini CLI puts around it."""
+    stripped = text.strip()
+    if stripped.startswith(_UNTRUSTED_OPEN) and stripped.endswith(_UNTRUSTED_CLOSE):
+        stripped = stripped[len(_UNTRUSTED_OPEN) : -len(_UNTRUSTED_CLOSE)].strip("\n")
+        return stripped.replace("&lt;/untrusted_context&gt;", _UNTRUSTED_CLOSE)
+    return text
+
+
+def shell_report(text: str) -> dict[str, Any] | None:
+    """run_shell_command's report (`Output: ...`, `Error: ...`, `Exit Code: N`, ...) as fields;
+    None for other text. Older releases put `Command:` first; today's start at `Output:`."""
+    body = unwrap(text)
+    marks = list(_SHELL_FIELD.finditer(body))
+    if not marks or not any(m.group(1) == "Output" for m in marks):
+        return None
+    fields: dict[str, str] = {}
+    for index, mark in enumerate(marks):
+        end = marks[index + 1].start() if index + 1 < len(marks) else len(body)
+        fields[mark.group(1)] = body[mark.end() : end].rstrip("\n")
+    report: dict[str, Any] = {"output": fields.get("Output", "")}
+    if fields.get("Command"):
+        report["command"] = fields["Command"]
+    error = fields.get("Error", "")
+    if error and error != "(none)":
+        report["error"] = error
+    code = fields.get("Exit Code", "").strip()
+    if code.lstrip("-").isdigit():
+        report["exitCode"] = int(code)
+    return report
+
+
 def _args(call: dict[str, Any]) -> dict[str, Any]:
     args = call.get("args")
     return dict(args) if isinstance(args, dict) else {}
@@ -211,11 +267,35 @@ def entries(
         kind = message.get("type")
         uuid = f"gemini:{sid}:{message['id']}"
         if kind == "user":
-            text = _text(message.get("content"))
-            entry = Entry("user_other", uuid, sid, ts, sidechain=sidechain, cwd=cwd, text=text)
-            if not sidechain and text.strip() and not text.lstrip().startswith(("/", "!")):
+            content = message.get("content")
+            if _has_function_response(content):
+                # Since 0.44 the tool results sent back to the model are recorded as a `user`
+                # message of functionResponse parts: the calls' own records carry them.
+                yield Entry("user_other", uuid, sid, ts, sidechain=sidechain, cwd=cwd)
+                continue
+            text = _text(content)
+            if _COMPRESSION_MARK in text:
+                # /compress (or an automatic compression): the summary that replaces the history.
+                yield Entry("compact_boundary", uuid, sid, ts, sidechain=sidechain, cwd=cwd)
+                yield Entry(
+                    "compact_summary", uuid, sid, ts, sidechain=sidechain, cwd=cwd, text=text
+                )
+                continue
+            # What the person typed, when Gemini CLI expanded it (@file, a custom command).
+            shown = message.get("displayContent")
+            typed = _text(shown) if shown else text
+            entry = Entry("user_other", uuid, sid, ts, sidechain=sidechain, cwd=cwd, text=typed)
+            if (
+                not sidechain
+                and typed.strip()
+                and not typed.lstrip().startswith(("/", "!"))
+                and not is_injected(typed)
+            ):
                 entry.kind = "prompt"
             yield entry
+        elif kind in ("info", "warning", "error"):
+            # Not conversation, but the session was still going: its time counts.
+            yield Entry("user_other", uuid, sid, ts, sidechain=sidechain, cwd=cwd)
         elif kind == "gemini":
             calls = [c for c in message.get("toolCalls") or [] if isinstance(c, dict)]
             entry = Entry(
@@ -245,13 +325,19 @@ def entries(
                 status = str(call.get("status") or "")
                 if not call.get("id") or status in ("", "scheduled", "executing", "validating"):
                     continue  # still running when the file was written
-                text = _text(call.get("result"))
+                text = unwrap(_text(call.get("result")))
+                report = shell_report(text) if call.get("name") == "run_shell_command" else None
+                if report is not None:
+                    # The command's own output and exit code, not the report around them.
+                    text = report.get("error") or report["output"]
                 results.append(
                     ToolResult(
                         tool_use_id=str(call["id"]),
                         is_error=status == "error",
                         text=text,
-                        structured=None,
+                        structured=report,
+                        # Declined or stopped by the user ("cancelled"): unsuccessful, as a
+                        # rejected Claude Code call is, but no error to learn or to leave open.
                         interrupted=status == "cancelled",
                     )
                 )

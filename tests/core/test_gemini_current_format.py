@@ -1,0 +1,221 @@
+"""Gemini CLI chats as 0.44 and later record them (read from gemini-cli v0.56.0's
+chatRecordingService.ts, geminiChat.ts, chatCompressionService.ts and tools/shell.ts; no public
+chat file with a license was found, so this one is written from that code): tool results sent
+back to the model as `user` messages of functionResponse parts, the "Please continue." nudge,
+a compression's `<state_snapshot>` summary, today's tool names and shell report wrapped in
+`<untrusted_context>`, and an info line after the last reply."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from memory_core import clock, sessions
+from memory_core.agents import gemini_chats
+from memory_core.store import Store
+
+SID = "9c0ffee0-1111-4222-8333-444455556666"
+
+
+def _chat(path: Path) -> Path:
+    def at(second: int) -> str:
+        return f"2026-11-20T10:00:{second:02d}.000Z"
+
+    def tokens(n: int) -> dict[str, int]:
+        return {"input": n, "output": 10, "cached": 0, "thoughts": 0, "tool": 0, "total": n + 10}
+
+    shell_text = (
+        "<untrusted_context>\nOutput: FAILED tests/test_app.py::test_x\nExit Code: 2\n"
+        "Process Group PGID: 77\n</untrusted_context>"
+    )
+    records = [
+        {
+            "sessionId": SID,
+            "projectHash": "h",
+            "startTime": at(0),
+            "lastUpdated": at(9),
+            "kind": "main",
+        },
+        {
+            "id": "u1",
+            "timestamp": at(1),
+            "type": "user",
+            "content": [{"text": "Fix the failing test"}],
+        },
+        {
+            "id": "g1",
+            "timestamp": at(2),
+            "type": "gemini",
+            "content": "",
+            "tokens": tokens(100),
+            "toolCalls": [
+                {
+                    "id": "c1",
+                    "name": "grep_search",
+                    "args": {"pattern": "test_x"},
+                    "status": "success",
+                    "result": [
+                        {
+                            "functionResponse": {
+                                "id": "c1",
+                                "name": "grep_search",
+                                "response": {"output": "tests/test_app.py:3"},
+                            }
+                        }
+                    ],
+                },
+                {
+                    "id": "c2",
+                    "name": "run_shell_command",
+                    "args": {"command": "pytest -q"},
+                    "status": "success",
+                    "result": [
+                        {
+                            "functionResponse": {
+                                "id": "c2",
+                                "name": "run_shell_command",
+                                "response": {"output": shell_text},
+                            }
+                        }
+                    ],
+                },
+                {
+                    "id": "c3",
+                    "name": "run_shell_command",
+                    "args": {"command": "rm -rf .venv"},
+                    "status": "cancelled",
+                    "result": [
+                        {
+                            "functionResponse": {
+                                "id": "c3",
+                                "name": "run_shell_command",
+                                "response": {
+                                    "error": "[Operation Cancelled] Reason: User denied execution."
+                                },
+                            }
+                        }
+                    ],
+                },
+            ],
+        },
+        # The results sent back: a `user` message of functionResponse parts, no prompt.
+        {
+            "id": "u2",
+            "timestamp": at(3),
+            "type": "user",
+            "content": [
+                {
+                    "functionResponse": {
+                        "id": "c1",
+                        "name": "grep_search",
+                        "response": {"output": "tests/test_app.py:3"},
+                    }
+                }
+            ],
+        },
+        {"id": "g2", "timestamp": at(4), "type": "gemini", "content": "", "tokens": tokens(200)},
+        {"id": "u3", "timestamp": at(5), "type": "user", "content": [{"text": "Please continue."}]},
+        {
+            "id": "g3",
+            "timestamp": at(6),
+            "type": "gemini",
+            "content": "Fixed.",
+            "tokens": tokens(300),
+        },
+        {"id": "u4", "timestamp": at(7), "type": "user", "content": [{"text": "/compress"}]},
+        {
+            "id": "u5",
+            "timestamp": at(8),
+            "type": "user",
+            "content": [
+                {
+                    "text": "<state_snapshot>\n<overall_goal>Fix the test</overall_goal>\n</state_snapshot>"
+                }
+            ],
+        },
+        {
+            "id": "g4",
+            "timestamp": at(8),
+            "type": "gemini",
+            "content": "Got it. Thanks for the additional context!",
+        },
+        {
+            "id": "i1",
+            "timestamp": at(9),
+            "type": "info",
+            "content": "Chat history compressed from 600 to 90 tokens.",
+        },
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
+    return path
+
+
+def _independent_count(path: Path) -> dict[str, int]:
+    """Counted from the records as gemini-cli writes them (not from engram's code)."""
+    prompts = calls = failed = compactions = 0
+    last = ""
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        record = json.loads(raw)
+        last = max(last, record.get("timestamp", ""))
+        if record.get("type") == "user":
+            parts = record["content"]
+            texts = [p.get("text", "") for p in parts if isinstance(p, dict)]
+            if any("functionResponse" in p for p in parts):
+                continue
+            text = "\n".join(texts)
+            if "<state_snapshot>" in text:
+                compactions += 1
+            elif not text.startswith(("/", "Please continue.", "System: ")):
+                prompts += 1
+        for call in record.get("toolCalls") or []:
+            calls += 1
+            output = json.dumps(call.get("result"))
+            failed += (
+                call["status"] == "error"
+                or "Exit Code: 2" in output
+                or call["status"] == "cancelled"
+            )
+    return {
+        "prompts": prompts,
+        "calls": calls,
+        "failed": failed,
+        "compactions": compactions,
+        "last": int(clock.parse_iso(last)),
+    }
+
+
+def test_a_current_chat_counts_its_real_prompts_and_reads_todays_tool_output(
+    store: Store, tmp_path: Path
+) -> None:
+    path = _chat(tmp_path / "session-2026-11-20T10-00-9c0ffee0.jsonl")
+    expected = _independent_count(path)
+    assert expected["prompts"] == 1  # not the tool results, the nudge, /compress or the summary
+    stats = gemini_chats.ingest_chat_file(store, path)
+    assert stats.prompts == expected["prompts"]
+    assert stats.compactions == expected["compactions"] == 1
+    metrics = sessions.metrics(store, SID)
+    assert metrics["turns"] == expected["prompts"]
+    assert metrics["tool_calls"] == expected["calls"] == 3
+    assert metrics["tool_calls_failed"] == expected["failed"] == 2
+    # The shell report is read: the command's exit code and its output, not the wrapper.
+    command = store.query_one(
+        "SELECT command, exit_code FROM session_commands WHERE command = 'pytest -q'"
+    )
+    assert command is not None and command["exit_code"] == 2
+    error = store.query_one("SELECT error FROM agent_tool_uses WHERE tool_use_id = 'c2'")["error"]
+    assert error.startswith("FAILED tests/test_app.py::test_x") and "untrusted_context" not in error
+    # Today's name for the search tool is mapped like the others.
+    assert (
+        store.query_one("SELECT tool FROM agent_tool_uses WHERE tool_use_id = 'c1'")["tool"]
+        == "Grep"
+    )
+    # The declined rm is no error to learn from.
+    assert (
+        store.query_one("SELECT COUNT(*) FROM error_occurrences WHERE message LIKE '%Cancelled%'")[
+            0
+        ]
+        == 0
+    )
+    # The session ran until its last line (the info line after the last reply).
+    row = store.query_one("SELECT last_seen FROM agent_sessions WHERE session_id = ?", (SID,))
+    assert int(row["last_seen"]) == expected["last"]
