@@ -364,6 +364,15 @@ def ingest_chat_file(
     head = _read_head(file_path)
     row = store.query_one("SELECT offset, head FROM agent_ingest_offsets WHERE path = ?", (key,))
     if row is not None and int(row["offset"]) == len(data) and str(row["head"]) == head:
+        if flush:  # nothing new, but the turn still open ends here (AfterAgent, SessionEnd)
+            from memory_core.agents.transcripts import flush_session
+
+            for open_turn in store.query(
+                "SELECT DISTINCT session_id FROM agent_turns WHERE recorded = 0 AND session_id IN "
+                "(SELECT session_id FROM agent_ingest_offsets WHERE path = ?)",
+                (key,),
+            ):
+                stats.turns += len(flush_session(store, str(open_turn["session_id"])))
         return stats
     if settings is None:
         from memory_core import config

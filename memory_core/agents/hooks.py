@@ -99,15 +99,18 @@ class HookRun:
             )
 
     def transcript(self) -> Path | None:
-        """The Claude-format transcript named in the payload, when it exists and is one."""
+        """The agent's own record named in the payload (`transcript_path`), when it exists and
+        is in the agent's format: Claude Code's JSONL transcript, Gemini CLI's chat file."""
         from memory_core.agents.transcripts import is_claude_transcript
 
         raw = self.payload.transcript_path
-        if not raw or self.payload.agent != "claude-code":
+        if not raw or self.payload.agent not in ("claude-code", "gemini"):
             return None
         path = Path(raw).expanduser()
-        if not path.is_file() or not is_claude_transcript(path):
+        if not path.is_file():
             return None
+        if is_claude_transcript(path) != (self.payload.agent == "claude-code"):
+            return None  # a migrated hook handed the other agent's file
         return path
 
     def ingest(self, *, flush: bool = False) -> bool:
@@ -117,6 +120,12 @@ class HookRun:
         path = self.transcript()
         if path is None:
             return False
+        if self.payload.agent == "gemini":
+            from memory_core.agents import gemini_chats
+
+            # The chat carries what the hooks do not: tokens, and an id for every tool call.
+            gemini_chats.ingest_chat_file(self.store, path, settings=self.settings, flush=flush)
+            return True
         transcripts.ingest_file(self.store, path, settings=self.settings, flush=flush)
         sub = self.payload.raw.get("agent_transcript_path")
         if isinstance(sub, str) and sub and Path(sub).is_file():
@@ -140,7 +149,7 @@ class HookRun:
     def backup_transcript(self) -> None:
         """Seed 002's transcript backup: the JSONL, redacted and compressed, within the quota."""
         path = self.transcript()
-        if path is None:
+        if path is None or self.payload.agent != "claude-code":
             return
         from memory_core import log
         from memory_core.session_vault import backup_transcript
@@ -326,6 +335,12 @@ class HookRun:
         if not payload.tool_name:
             return
         self.touch()
+        if payload.agent == "gemini" and self.ingest():
+            # Gemini's tool hooks carry no call id: the chat file records the call under its
+            # own, so it is read from there (now, or when its result is written) and a later
+            # `engram ingest gemini` of the same chat finds it already counted.
+            self.digest_if_due()
+            return
         call = ToolCall(
             tool_use_id=payload.tool_use_id or f"hook:{self.session_id}:{self.now}",
             session_id=self.session_id,

@@ -219,3 +219,70 @@ def test_a_current_chat_counts_its_real_prompts_and_reads_todays_tool_output(
     # The session ran until its last line (the info line after the last reply).
     row = store.query_one("SELECT last_seen FROM agent_sessions WHERE session_id = ?", (SID,))
     assert int(row["last_seen"]) == expected["last"]
+
+
+def test_hooks_then_an_ingest_of_the_same_session_count_each_thing_once(
+    store: Store, tmp_path: Path
+) -> None:
+    """The chat file grows as Gemini CLI writes it while the hooks fire; the hooks read it
+    (Gemini names it as `transcript_path`), and a later `engram ingest gemini` adds nothing."""
+    from memory_core.agents import hooks
+
+    chat = tmp_path / "chats" / "session-2026-11-20T10-00-9c0ffee0.jsonl"
+    chat.parent.mkdir()
+    full = _chat(tmp_path / "full.jsonl").read_text(encoding="utf-8").splitlines()
+    # The records as they reach the file: metadata; the prompt and the calls; the rest.
+    steps = [full[:1], full[1:3], full[3:]]
+
+    def fire(event: str, **extra: object) -> None:
+        payload = {
+            "session_id": SID,
+            "transcript_path": str(chat),
+            "cwd": str(store.root),
+            "hook_event_name": event,
+            "timestamp": "2026-11-20T10:00:00Z",
+            **extra,
+        }
+        code, _ = hooks.handle("gemini", event, json.dumps(payload), now=clock.now())
+        assert code == 0
+
+    def write(records: list[str]) -> None:
+        with chat.open("a", encoding="utf-8") as handle:
+            handle.write("\n".join(records) + "\n")
+
+    write(steps[0])
+    fire("SessionStart", source="startup")
+    fire("BeforeAgent", prompt="Fix the failing test")
+    write(steps[1])
+    for name, args in (
+        ("grep_search", {"pattern": "test_x"}),
+        ("run_shell_command", {"command": "pytest -q"}),
+    ):
+        fire(
+            "AfterTool",
+            tool_name=name,
+            tool_input=args,
+            tool_response={"llmContent": "ok", "returnDisplay": "ok"},
+        )
+    write(steps[2])
+    fire(
+        "AfterAgent",
+        prompt="Fix the failing test",
+        prompt_response="Fixed.",
+        stop_hook_active=False,
+    )
+    fire("SessionEnd", reason="exit")
+    expected = _independent_count(chat)
+    after_hooks = sessions.metrics(store, SID)
+    assert after_hooks["turns"] == expected["prompts"] == 1
+    assert after_hooks["tool_calls"] == expected["calls"] == 3
+    # Tokens, which no hook payload carries, from the chat: a hooks-only session has them.
+    assert after_hooks["tokens"]["main"]["messages"] == 4
+    assert after_hooks["tokens"]["main"]["input_tokens"] == 100 + 200 + 300
+    # The same session ingested afterwards, from the file and from a copy: nothing twice.
+    gemini_chats.ingest_chat_file(store, chat)
+    copy = tmp_path / "copy" / chat.name
+    copy.parent.mkdir()
+    copy.write_bytes(chat.read_bytes())
+    gemini_chats.ingest_chat_file(store, copy)
+    assert sessions.metrics(store, SID) == after_hooks
