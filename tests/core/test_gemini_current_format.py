@@ -8,7 +8,10 @@ a compression's `<state_snapshot>` summary, today's tool names and shell report 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+
+import pytest
 
 from memory_core import clock, sessions
 from memory_core.agents import gemini_chats
@@ -146,6 +149,28 @@ def _chat(path: Path) -> Path:
             "content": "Chat history compressed from 600 to 90 tokens.",
         },
     ]
+    # As seen in a real 0.4x chat (June 2026, public, unlicensed, so not copied): the model's
+    # starting context as a `$set` of messages (not the history), a `$set` of lastUpdated after
+    # records, and a response written first without its calls, then again with them.
+    context = "<session_context>\nThis is the Gemini CLI. We are setting up the context.\n</session_context>"
+    records.insert(
+        1,
+        {
+            "$set": {
+                "messages": [
+                    {
+                        "id": "ctx",
+                        "timestamp": at(0),
+                        "type": "user",
+                        "content": [{"text": context}],
+                    }
+                ],
+                "lastUpdated": at(0),
+            }
+        },
+    )
+    first_copy = {key: value for key, value in records[3].items() if key != "toolCalls"}
+    records[3:3] = [{"$set": {"lastUpdated": at(1)}}, first_copy]
     path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
     return path
 
@@ -232,7 +257,7 @@ def test_hooks_then_an_ingest_of_the_same_session_count_each_thing_once(
     chat.parent.mkdir()
     full = _chat(tmp_path / "full.jsonl").read_text(encoding="utf-8").splitlines()
     # The records as they reach the file: metadata; the prompt and the calls; the rest.
-    steps = [full[:1], full[1:3], full[3:]]
+    steps = [full[:2], full[2:6], full[6:]]
 
     def fire(event: str, **extra: object) -> None:
         payload = {
@@ -286,3 +311,51 @@ def test_hooks_then_an_ingest_of_the_same_session_count_each_thing_once(
     copy.write_bytes(chat.read_bytes())
     gemini_chats.ingest_chat_file(store, copy)
     assert sessions.metrics(store, SID) == after_hooks
+
+
+REAL = os.environ.get("ENGRAM_REAL_GEMINI_CHATS")
+
+
+@pytest.mark.skipif(not REAL, reason="set ENGRAM_REAL_GEMINI_CHATS to a folder of real chat files")
+def test_real_chats_equal_the_independent_count(tmp_path: Path) -> None:
+    """Every chat under the folder (a subagent's under its parent): prompts, responses, tokens,
+    tool calls and failures equal the count written from gemini-cli's recording code."""
+    from tests.gemini_reference import count
+
+    assert REAL is not None
+    chats = sorted(p for p in Path(REAL).rglob("*.json*") if p.suffix in (".json", ".jsonl"))
+    assert chats
+    mismatches = []
+    for index, path in enumerate(chats):
+        root = tmp_path / str(index)
+        (root / ".git").mkdir(parents=True)
+        store = Store.open_or_init(root)
+        try:
+            stats = gemini_chats.ingest_chat_file(store, path)
+            if not stats.sessions:
+                continue
+            subagent = path.parent.name != "chats" and path.parent.parent.name == "chats"
+            metrics = sessions.metrics(store, stats.sessions[0])
+            part = metrics.get("tokens", {}).get("subagents" if subagent else "main", {})
+            want = count(path)
+            got = {
+                "prompts": metrics["turns"],
+                "responses": part.get("messages", 0),
+                "tool_calls": metrics["tool_calls"],
+                "failed": metrics["tool_calls_failed"],
+                "compactions": stats.compactions,
+                "input": part.get("input_tokens", 0) + part.get("cache_read_tokens", 0),
+                "cached": part.get("cache_read_tokens", 0),
+                "output": part.get("output_tokens", 0),
+            }
+            if subagent:
+                want["prompts"] = 0  # a subagent's task is no prompt of a person's
+            want.pop("last")
+            if got != want:
+                mismatches.append(
+                    (path.name, {k: (got[k], want[k]) for k in got if got[k] != want[k]})
+                )
+        finally:
+            store.close()
+    print(f"{len(chats)} chats; mismatches: {mismatches}")
+    assert mismatches == []
