@@ -107,7 +107,10 @@ class HookRun:
         if not raw or self.payload.agent not in ("claude-code", "gemini"):
             return None
         path = Path(raw).expanduser()
-        if not path.is_file():
+        try:
+            if not path.is_file():
+                return None
+        except (OSError, ValueError):  # a name too long, a NUL byte: no file of the agent's
             return None
         if is_claude_transcript(path) != (self.payload.agent == "claude-code"):
             return None  # a migrated hook handed the other agent's file

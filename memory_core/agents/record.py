@@ -446,7 +446,9 @@ def apply_outcome(
             clean(command, 1000),
             exit_code=exit_code,
             ts=call.ts,
-            failed=not outcome.ok,
+            # Declined or stopped by the user: the call was unsuccessful, but the command did
+            # not fail (no failed command, no open item to carry to the next session).
+            failed=not outcome.ok and not outcome.interrupted,
         )
     if not batched:
         activity.write()

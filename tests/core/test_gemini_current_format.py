@@ -359,3 +359,12 @@ def test_real_chats_equal_the_independent_count(tmp_path: Path) -> None:
             store.close()
     print(f"{len(chats)} chats; mismatches: {mismatches}")
     assert mismatches == []
+
+
+def test_a_declined_command_is_no_open_failure(store: Store, tmp_path: Path) -> None:
+    path = _chat(tmp_path / "session-2026-11-20T10-00-9c0ffee0.jsonl")
+    gemini_chats.ingest_chat_file(store, path)
+    open_items = [item["command"] for item in sessions.open_failures(store, SID)]
+    # pytest failed (Exit Code: 2) and is still open; the rm the user declined is not.
+    assert open_items == ["pytest -q"]
+    assert sessions.metrics(store, SID)["commands_failed"] == 1
