@@ -970,6 +970,9 @@ def count_unanswered_calls(store: Store, session_id: str) -> int:
             activity.tool_call(
                 session_id, tool=str(row["tool"]), ok=True, summary=summary, ts=float(row["ts"])
             )
+            if row["command"]:
+                # A command the agent ran: how it ended is unknown (no exit code, not failed).
+                activity.command(session_id, str(row["command"]), ts=float(row["ts"]))
             counted += 1
     activity.write()
     return counted

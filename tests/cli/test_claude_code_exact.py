@@ -226,6 +226,8 @@ def test_a_result_before_its_call_and_a_call_never_answered_both_count(
     assert done.json()["tool_calls"] == metrics["tool_calls"] == 2
     assert metrics["tool_calls_failed"] == 0
     assert metrics["files_modified"] == 1
+    # The command it was running is one of the session's commands, not a failed one.
+    assert (metrics["commands"], metrics["commands_failed"]) == (reference["commands"], 0) == (1, 0)
 
 
 def test_a_cd_into_a_subfolder_names_each_file_once(
