@@ -381,3 +381,23 @@ def test_hook_recorded_calls_stay_in_their_turn_in_history_and_the_beans_export(
     assert exported.code == 0, exported.stderr
     beans_turns = json.loads(exported.stdout)["turns"]
     assert [c["tool"] for c in beans_turns[-1]["toolCalls"]] == ["Bash"]
+
+
+def test_session_list_names_each_sessions_agent(cli: Any, workspace: Path, tmp_path: Path) -> None:
+    from tests.core.test_gemini_current_format import SID as GEMINI_SID
+    from tests.core.test_gemini_current_format import _chat
+
+    (workspace / ".git").mkdir()
+    main = _session(workspace, tmp_path / "projects" / "p")
+    assert cli("ingest", "claude-code", str(main), cwd=workspace).code == 0
+    (tmp_path / "chats").mkdir()
+    chat = _chat(tmp_path / "chats" / "session-2026-11-20T10-00-9c0ffee0.jsonl")
+    assert cli("ingest", "gemini", str(chat), cwd=workspace).code == 0
+    listed = {
+        s["id"]: s["agent"]
+        for s in cli("session", "list", "--json", cwd=workspace).json()["sessions"]
+    }
+    assert listed == {SID: "claude-code", GEMINI_SID: "gemini"}
+    lines = cli("session", "list", cwd=workspace).stdout.splitlines()
+    assert any(line.startswith(SID) and "claude-code," in line for line in lines)
+    assert any(line.startswith(GEMINI_SID) and "gemini," in line for line in lines)
