@@ -15,6 +15,12 @@ a final newline included), and everything is counted once however many files rep
   says `is_error` (Claude Code's own verdict: errors, non-zero exits, interrupts, rejections);
 - a compaction once per `compact_boundary` line;
 - a file modified when an Edit, Write, MultiEdit or NotebookEdit call on it succeeded.
+
+Checked on real sessions kept public by their authors in their `~/.claude` backups
+(4thehalibit/omarchy-backup, Eiji1202/dotclaude, daniel-h-ward/.claude: Claude Code 2.0.14 to
+2.1.97). None of them carries a license, so none is copied into this repository: point
+ENGRAM_REAL_CLAUDE_TRANSCRIPTS at a folder of such files to run the comparison
+(tests/cli/test_claude_code_exact.py).
 """
 
 from __future__ import annotations

@@ -8,6 +8,11 @@ results sent back (functionResponse parts, since 0.44), not a slash or shell com
 Gemini CLI writes itself (the "Please continue." nudge, `System: ` feedback, the session
 context, a compression's `<state_snapshot>`). A tool call failed when its status is "error" or
 "cancelled", or a shell command reports a non-zero `Exit Code`.
+
+Checked on real chats kept public in `~/.gemini` backups (wingorithm/Vibe-Coding-Comparison-Project,
+LAF-US/IDAHO-VAULT; March and April 2026, `.json` and JSONL, subagents included). Neither may be
+copied here (no license; "all rights reserved"): point ENGRAM_REAL_GEMINI_CHATS at such files
+to run the comparison (tests/core/test_gemini_current_format.py).
 """
 
 from __future__ import annotations

@@ -338,10 +338,12 @@ class HookRun:
         if not payload.tool_name:
             return
         self.touch()
-        if payload.agent == "gemini" and self.ingest():
+        if payload.agent == "gemini" and self.transcript() is not None:
             # Gemini's tool hooks carry no call id: the chat file records the call under its
-            # own, so it is read from there (now, or when its result is written) and a later
-            # `engram ingest gemini` of the same chat finds it already counted.
+            # own, so it is taken from there, and a later `engram ingest gemini` of the same
+            # chat finds it counted. Read at the end of the turn (AfterAgent) rather than here:
+            # the chat is rewritten as a whole log, and reading it on every tool call would
+            # cost each call the time of the whole session so far.
             self.digest_if_due()
             return
         call = ToolCall(
