@@ -290,10 +290,18 @@ class HookRun:
         from memory_core.agents import transcripts
 
         rows = self.store.query(
-            "SELECT session_id FROM agent_sessions WHERE ended_at IS NULL AND session_id != ? "
-            "AND last_seen < ? ORDER BY last_seen DESC LIMIT 20",
+            "SELECT session_id, agent, transcript_path FROM agent_sessions WHERE ended_at IS NULL "
+            "AND session_id != ? AND last_seen < ? ORDER BY last_seen DESC LIMIT 20",
             (self.session_id, self.now - transcripts.SETTLED_AFTER_SECONDS),
         )
+        for row in rows:
+            # A Gemini CLI session that ended without SessionEnd: its chat, read at the ends of
+            # turns only, may hold a last request nobody answered (the task in progress).
+            chat = row["transcript_path"]
+            if row["agent"] == "gemini" and chat and Path(chat).is_file():
+                from memory_core.agents import gemini_chats
+
+                gemini_chats.ingest_chat_file(self.store, chat, settings=self.settings, flush=False)
         if rows:
             transcripts.settle_sessions(
                 self.store, [str(row["session_id"]) for row in rows], now=self.now
@@ -308,7 +316,11 @@ class HookRun:
             # A slash command is the agent's command in AIOS's sense (lastCommands, workflow).
             with self.store.transaction() as db:
                 record_activity(db, self.session_id, command=prompt.split()[0])
-        if not self.ingest() and self.payload.prompt:
+        if self.payload.agent == "gemini" and self.transcript() is not None:
+            # BeforeAgent fires before Gemini CLI records the prompt: the chat brings it, with
+            # the turn's calls and tokens, when AfterAgent reads it.
+            pass
+        elif not self.ingest() and self.payload.prompt:
             self.open_payload_turn(self.payload.prompt)
         if self.payload.prompt:
             from memory_core.gotchas.context import context_for_task

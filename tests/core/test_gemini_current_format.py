@@ -368,3 +368,50 @@ def test_a_declined_command_is_no_open_failure(store: Store, tmp_path: Path) -> 
     # pytest failed (Exit Code: 2) and is still open; the rm the user declined is not.
     assert open_items == ["pytest -q"]
     assert sessions.metrics(store, SID)["commands_failed"] == 1
+
+
+def test_a_request_left_unanswered_is_the_task_in_progress_at_the_next_start(
+    store: Store, tmp_path: Path
+) -> None:
+    """Gemini CLI stopped in the middle of a turn (no AfterAgent, no SessionEnd): the next
+    session's start reads the chat, and tells the request as the task in progress."""
+    from memory_core.agents import context, hooks
+
+    chat = tmp_path / "chats" / "session-2026-11-20T10-00-9c0ffee0.jsonl"
+    chat.parent.mkdir()
+    start = clock.parse_iso("2026-11-20T10:00:00.000Z")
+
+    def fire(sid: str, path: Path, event: str, at: float, **extra: object) -> str:
+        payload = {
+            "session_id": sid,
+            "transcript_path": str(path),
+            "cwd": str(store.root),
+            "hook_event_name": event,
+            **extra,
+        }
+        return hooks.handle("gemini", event, json.dumps(payload), now=at)[1]
+
+    meta = {
+        "sessionId": SID,
+        "projectHash": "h",
+        "startTime": "2026-11-20T10:00:00.000Z",
+        "kind": "main",
+    }
+    chat.write_text(json.dumps(meta) + "\n", encoding="utf-8")
+    fire(SID, chat, "SessionStart", start, source="startup")
+    fire(SID, chat, "BeforeAgent", start + 1, prompt="Port the parser to Rust")
+    prompt = {
+        "id": "u1",
+        "timestamp": "2026-11-20T10:00:01.000Z",
+        "type": "user",
+        "content": [{"text": "Port the parser to Rust"}],
+    }
+    with chat.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(prompt) + "\n")
+    # An hour later, another session starts.
+    later = tmp_path / "chats" / "session-2026-11-20T11-00-11111111.jsonl"
+    later.write_text(json.dumps({**meta, "sessionId": "next-session"}) + "\n", encoding="utf-8")
+    out = fire("next-session", later, "SessionStart", start + 3600, source="startup")
+    assert "Port the parser to Rust" in out
+    assert sessions.metrics(store, SID)["turns"] == 1
+    assert "Port the parser to Rust" in context.session_start_text(store, current_session="x")
