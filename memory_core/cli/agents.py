@@ -181,7 +181,7 @@ def run_ingest(ctx: Context) -> int:
                     f"no transcript at {raw}",
                     hint="pass .jsonl files Claude Code wrote, or their folder"
                     if not gemini
-                    else "pass the chat files Gemini CLI wrote (~/.gemini/tmp/*/chats/)",
+                    else "pass the chat files Gemini CLI wrote, or their folder (~/.gemini/tmp/*/chats/)",
                 )
             if gemini:
                 if path.is_dir():
