@@ -47,6 +47,8 @@ TOKEN_COLUMNS = (
 )
 HEAD_BYTES = 512
 CHUNK_LINES = 5000
+# Lines whose key says whether they were counted before (a replay) or are new.
+_KEYED = frozenset({"prompt", "assistant", "tool_results", "compact_boundary"})
 _STOP_REASONS_THAT_END_A_TURN = frozenset({"end_turn", "stop_sequence", "max_tokens", "refusal"})
 _NOT_PROMPTS = (
     "<command-name>",
@@ -243,7 +245,7 @@ def parse_line(obj: Any) -> Entry | None:
     )
     if kind == "system":
         if obj.get("subtype") != "compact_boundary":
-            return None
+            return entry  # no content of its own, but the session was there at its time
         entry.kind = "compact_boundary"
         meta = obj.get("compactMetadata")
         if isinstance(meta, dict):
@@ -473,6 +475,38 @@ class _SessionState:
     deltas: list[int] = field(default_factory=lambda: [0] * len(TOKEN_COLUMNS))
     # The folder the session started in, which the workspace stands for.
     cwd: str | None = None
+    # Whether this run counted something of the session (a line read before that, in a
+    # resumed session's file, replays its parent's: its time is not this session's).
+    seen_new: bool = False
+    # The time of the first line, when this run created the session.
+    created_ts: float | None = None
+    # Times of lines that say nothing of their own (meta text, echoes) read before anything
+    # new: the session's if something new follows them, its parent's if a replay does.
+    pending_first: float = float("inf")
+    pending_last: float = 0.0
+    replay_seen: bool = False
+
+    def observe(self, ts: float, *, new: bool, keyed: bool) -> None:
+        """Take a line's time into the session's span, unless it replays the parent's lines."""
+        if new or self.seen_new:
+            self.seen_new = True
+            self.first_ts = min(self.first_ts, ts, self.pending_first)
+            self.last_ts = max(self.last_ts, ts, self.pending_last)
+            self.pending_first, self.pending_last = float("inf"), 0.0
+        elif keyed:  # counted already: a replayed line, and the lines before it replayed too
+            self.replay_seen = True
+            self.pending_first, self.pending_last = float("inf"), 0.0
+        else:
+            self.pending_first = min(self.pending_first, ts)
+            self.pending_last = max(self.pending_last, ts)
+
+    def span(self) -> tuple[float, float] | None:
+        """The session's (first, last) times from this run, or None when it has none."""
+        if self.seen_new:
+            return self.first_ts, self.last_ts
+        if not self.replay_seen and self.pending_last > 0:
+            return self.pending_first, self.pending_last  # only lines of its own kind, none new
+        return None
 
 
 class _Run:
@@ -490,7 +524,9 @@ class _Run:
         # (call, outcome, cwd, whether the call itself still has to reach the session)
         self.pending_effects: list[tuple[ToolCall, ToolOutcome, str | None, bool]] = []
         self.finished_turns: list[FinishedTurn] = []
-        self.new_sessions: list[tuple[str, float]] = []
+        self.new_sessions: list[str] = []
+        # message keys this run stored first (a line of theirs is new to the store)
+        self.new_messages: set[str] = set()
         self.calls: dict[str, ToolCall] = {}
         # tool_use id -> (call, cwd) of calls this chunk has not stored yet
         self.unnoted: dict[str, tuple[ToolCall, str | None]] = {}
@@ -501,6 +537,8 @@ class _Run:
         # message key -> (the four token counts and sidechain flag, turn uuid) not yet written
         self.message_updates: dict[str, tuple[tuple[int, ...], str | None]] = {}
         self.last_known_ts = 0.0
+        # Whether this is the last chunk of the input (`run_effects` then starts every session).
+        self.final = True
         # (session, text, time) of corrections and rules the user stated, for long-term memory
         self.memories: list[tuple[str, str, float, str]] = []
 
@@ -524,8 +562,9 @@ class _Run:
                 git_branch=entry.git_branch,
             )
             if is_new:
-                self.new_sessions.append((sid, entry.ts))
+                self.new_sessions.append(sid)
             state = _SessionState(sid, record.load_open_turn(db, sid))
+            state.created_ts = entry.ts if is_new else None
             # Files are placed in the workspace from the folder the session started in (the
             # project's): after a `cd` into a subfolder, the lines carry that subfolder as
             # their cwd, and the same file would otherwise be named two ways.
@@ -554,18 +593,18 @@ class _Run:
         state = self.session(db, entry)
         if state is None:
             return
-        state.last_ts = max(state.last_ts, entry.ts)
-        state.first_ts = min(state.first_ts, entry.ts)
         if entry.model and not entry.sidechain:
             state.model = entry.model
         if entry.sidechain:
             self.stats.sidechain_lines += 1
+        new = False
         if entry.kind == "prompt":
-            self.prompt(db, state, entry)
+            new = self.prompt(db, state, entry)
         elif entry.kind == "assistant":
             self.assistant(db, state, entry)
+            new = entry.message_key in self.new_messages
         elif entry.kind == "tool_results":
-            self.tool_results(db, state, entry)
+            new = self.tool_results(db, state, entry)
         elif entry.kind == "compact_boundary":
             # The turn goes on: an automatic compaction happens in the middle of an answer, and
             # what the agent does after it still belongs to the request it was working on.
@@ -581,6 +620,7 @@ class _Run:
                 ),
             )
             if cursor.rowcount:
+                new = True
                 self.stats.compactions += 1
                 db.execute(
                     "UPDATE agent_sessions SET compactions = compactions + 1 WHERE session_id = ?",
@@ -592,8 +632,9 @@ class _Run:
                 "WHERE session_id = ? AND summary IS NULL ORDER BY ts DESC LIMIT 1)",
                 (clean(entry.text, 20000), state.session_id),
             )
+        state.observe(entry.ts, new=new, keyed=entry.kind in _KEYED)
 
-    def prompt(self, db: sqlite3.Connection, state: _SessionState, entry: Entry) -> None:
+    def prompt(self, db: sqlite3.Connection, state: _SessionState, entry: Entry) -> bool:
         self.finish_turn(db, state, None)
         uuid = entry.uuid or f"{state.session_id}:{entry.ts}"
         text = clean(entry.text)
@@ -602,13 +643,14 @@ class _Run:
             (uuid, state.session_id, entry.ts, text),
         )
         if not cursor.rowcount:
-            return  # a prefix replayed into a resumed session's file: already counted
+            return False  # a prefix replayed into a resumed session's file: already counted
         self.stats.prompts += 1
         state.last_event = "prompt"
         self.remember_user_rules(state.session_id, text, entry.ts)
         state.turn = Turn(
             uuid=uuid, session_id=state.session_id, started_at=entry.ts, user_message=text
         )
+        return True
 
     def remember_user_rules(self, session_id: str, text: str, ts: float) -> None:
         """Corrections and rules the user stated become long-term memories: the per-prompt
@@ -687,6 +729,7 @@ class _Run:
             )
             if cursor.rowcount == 1:
                 self.stats.assistant_messages += 1
+                self.new_messages.add(entry.message_key)
                 self.messages[entry.message_key] = (entry.sidechain, values)
                 _add(state.deltas, entry.sidechain, values, 1)
                 return
@@ -721,7 +764,9 @@ class _Run:
         )
         self.message_updates.clear()
 
-    def tool_results(self, db: sqlite3.Connection, state: _SessionState, entry: Entry) -> None:
+    def tool_results(self, db: sqlite3.Connection, state: _SessionState, entry: Entry) -> bool:
+        """Record the results' outcomes; True when one of them was recorded first here."""
+        any_claimed = False
         for result in entry.tool_results:
             call = self.calls.pop(result.tool_use_id, None)
             if call is None:
@@ -787,6 +832,7 @@ class _Run:
                             )
                             item["summary"] = clean(record.tool_summary(call, rel), 300)
             if claimed:
+                any_claimed = True
                 # Counted where its outcome is first recorded, as `session metrics` counts it: a
                 # replayed line, a copy of the file or a hook that saw the call first adds nothing.
                 self.stats.tool_calls += 1
@@ -795,6 +841,7 @@ class _Run:
                 if interrupted:
                     self.stats.interrupted += 1
                 self.pending_effects.append((call, outcome, state.cwd or entry.cwd, not in_turn))
+        return any_claimed
 
     def note_pending_calls(self, db: sqlite3.Connection) -> None:
         """Store the calls of this chunk still waiting for their result."""
@@ -807,17 +854,27 @@ class _Run:
         self.note_pending_calls(db)
         self.write_message_updates(db)
         assignments = ", ".join(f"{column} = {column} + ?" for column in TOKEN_COLUMNS)
-        # Every session here has seen a line, so its times are set (`handle` gives a line
-        # without a time the previous line's, or now).
+        # A session that counted something in this run has its times from those lines (`handle`
+        # gives a line without a time the previous line's, or now); one this run created starts
+        # at its first such line, not at the replayed lines of a resumed session's file.
         for state in self.sessions.values():
+            span = state.span()
+            first, last = span if span is not None else (None, None)
+            created = state.created_ts is not None and span is not None
             db.execute(
-                f"UPDATE agent_sessions SET {assignments}, last_seen = MAX(last_seen, ?), "
-                "started_at = MIN(started_at, ?), model = COALESCE(?, model), "
-                "last_event = COALESCE(?, last_event) WHERE session_id = ?",
+                f"UPDATE agent_sessions SET {assignments}, "
+                "last_seen = CASE WHEN ? THEN ? ELSE MAX(last_seen, COALESCE(?, last_seen)) END, "
+                "started_at = CASE WHEN ? THEN ? ELSE MIN(started_at, COALESCE(?, started_at)) END, "
+                "model = COALESCE(?, model), last_event = COALESCE(?, last_event) "
+                "WHERE session_id = ?",
                 (
                     *state.deltas,
-                    state.last_ts,
-                    state.first_ts,
+                    created,
+                    last,
+                    last,
+                    created,
+                    first,
+                    first,
                     state.model,
                     state.last_event,
                     state.session_id,
@@ -844,15 +901,23 @@ class _Run:
     def run_effects(self) -> None:
         from memory_core import sessions
 
-        for sid, ts in self.new_sessions:
-            record.start_session(self.store, sid, agent=self.agent, ts=ts)
-        self.new_sessions.clear()
+        waiting = []
+        for sid in self.new_sessions:
+            state = self.sessions[sid]
+            span = state.span()
+            if not state.seen_new and not self.final:
+                waiting.append(sid)  # only replayed lines so far: its start is still to come
+                continue
+            ts = span[0] if span is not None else state.created_ts
+            record.start_session(self.store, sid, agent=self.agent, ts=ts or clock.now())
+        self.new_sessions = waiting
         for state in self.sessions.values():
+            span = state.span()
+            if span is None or state.session_id in waiting:
+                continue
             # Start and last activity from the transcript's own times, whatever order the
             # files (main transcript, subagents) are read in.
-            sessions.observe_times(
-                self.store, state.session_id, first_ts=state.first_ts, last_ts=state.last_ts
-            )
+            sessions.observe_times(self.store, state.session_id, first_ts=span[0], last_ts=span[1])
         changes: list[dict[str, Any]] = []
         activity = sessions.Activity(self.store)
         for call, outcome, cwd, record_call in self.pending_effects:
@@ -1163,6 +1228,7 @@ def ingest_file(
             )
         # One commit for what the chunk means to the other areas (sessions, file evolution,
         # gotchas): each of their calls becomes a savepoint inside it instead of a commit.
+        run.final = last_chunk
         with cyclic_gc.paused(), store.transaction():
             run.run_effects()
         if progress is not None:

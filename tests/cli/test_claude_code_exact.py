@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from memory_core import clock
 from tests.agents_fixtures import Transcript, text, tool_use
 from tests.claude_reference import KINDS, count
 
@@ -303,7 +304,11 @@ def test_real_transcripts_equal_the_independent_count(cli: Any, tmp_path: Path) 
                     for kind in (*KINDS, "messages")
                 },
             }
+            got["duration"] = round(metrics["duration_seconds"])
             want = {
+                "duration": round(
+                    clock.parse_iso(reference["last"]) - clock.parse_iso(reference["first"])
+                ),
                 "turns": reference["prompts"],
                 "tool_calls": reference["tool_calls"],
                 "failed": reference["failed"],
@@ -401,3 +406,36 @@ def test_session_list_names_each_sessions_agent(cli: Any, workspace: Path, tmp_p
     lines = cli("session", "list", cwd=workspace).stdout.splitlines()
     assert any(line.startswith(SID) and "claude-code," in line for line in lines)
     assert any(line.startswith(GEMINI_SID) and "gemini," in line for line in lines)
+
+
+def test_a_resumed_session_counts_only_what_is_new(
+    cli: Any, workspace: Path, tmp_path: Path
+) -> None:
+    """`claude --resume` writes a new session file that starts with its parent's lines (same
+    uuids and message ids, the new session's id): only the new prompt and reply are the new
+    session's; the parent's figures do not move."""
+    (workspace / ".git").mkdir()
+    folder = tmp_path / "projects" / "p"
+    parent = _session(workspace, folder)
+    assert cli("ingest", "claude-code", str(parent), cwd=workspace).code == 0
+    before = _metrics(cli, workspace)
+    child_id = "6f2e1d3c-bbbb-4ccc-8ddd-eeeeffff0000"
+    replayed = [
+        json.dumps({**line, "sessionId": child_id})
+        for line in map(json.loads, parent.read_text(encoding="utf-8").splitlines())
+    ]
+    t = Transcript(child_id, workspace, start=datetime.now(UTC) - timedelta(hours=1))
+    t.prompt("Now update the changelog")
+    t.response([text("Updated.")], message_id="msg_child_001", output_tokens=9)
+    child = folder / f"{child_id}.jsonl"
+    child.write_text("\n".join([*replayed, *t.lines]) + "\n", encoding="utf-8")
+    done = cli("ingest", "claude-code", str(child), "--json", cwd=workspace)
+    assert done.code == 0, done.stderr
+    assert (done.json()["prompts"], done.json()["tool_calls"]) == (1, 0)
+    assert _metrics(cli, workspace) == before
+    child_metrics = cli("session", "metrics", child_id, "--json", cwd=workspace).json()
+    assert child_metrics["turns"] == 1
+    assert child_metrics["tokens"]["all"]["messages"] == 1
+    assert child_metrics["tokens"]["all"]["output_tokens"] == 9
+    # It started when it was resumed, not when its parent did (the replayed lines' times).
+    assert child_metrics["duration_seconds"] == 2.0
