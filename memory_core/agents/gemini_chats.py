@@ -17,12 +17,14 @@ drops that message and the ones after it; `{"$set": {...}}` patches the metadata
 `messages`, the model's rebuilt context after a compression, is not the history and is ignored).
 The legacy `.json` file is the whole record with `messages`.
 
-Mapped onto engram's figures: a `user` message whose text is not a slash command is a prompt;
-each `gemini` message is one response; its tokens become input (prompt tokens not served from
+Mapped onto engram's figures: a `user` message a person typed is a prompt (not a slash or
+shell command; not the tool results sent back as functionResponse parts since 0.44; not what
+Gemini CLI writes itself: "Please continue.", `System: ` feedback, the session context; a
+`<state_snapshot>` is a compaction); each `gemini` message is one response; its tokens become input (prompt tokens not served from
 the cache, plus tool-use prompt tokens), cache read (cached tokens) and output (candidates plus
 thoughts); tool calls use the Claude Code names (run_shell_command is Bash, replace is Edit ...)
 and fail by the shared definition (`failures`): status error or cancelled, a non-zero
-`Exit Code: N`.
+`Exit Code: N` in run_shell_command's report (read out of its `<untrusted_context>` wrapper).
 """
 
 from __future__ import annotations

@@ -3,8 +3,11 @@
 `parse_line` turns one JSON line into an `Entry` (a plain dataclass) or None for lines that are
 not part of the conversation (progress, snapshots, titles, types a newer Claude Code invented).
 `ingest_file` reads a transcript from where the previous run stopped (an offset per file, always
-at a line boundary; a trailing half-written line waits for the next run) and builds sessions,
-turns, tool calls, tokens, modified files, commands, failures, sidechains and compactions.
+at a line boundary; a last line without its newline waits until the file stops growing or the
+session ends) and builds sessions, turns, tool calls, tokens, modified files, commands,
+failures, sidechains and compactions. Everything counts once wherever it is read (the ledgers
+keyed by message id, line uuid and tool_use id): a copy of the file, or a resumed session's
+file replaying its parent's lines, adds nothing.
 
 Token usage is de-duplicated as the usage accounting tools do: one API response is written as
 several lines (one content block each) that repeat its `usage`; it is counted once under its
