@@ -23,6 +23,11 @@ class Retention:
     age_setting: str | None = None
     # Rows this SQL condition selects are never removed by retention (pinned, team, ...).
     keep_condition: str | None = None
+    # Instead of removing an old row, retention empties its detail with this SET clause (and
+    # `stripped`, the condition that says it was done): for ledgers whose keys must outlive
+    # their detail, because they are what keeps the same thing from being counted twice.
+    strip: str | None = None
+    stripped: str | None = None
 
 
 _RULES: dict[str, Retention] = {}
@@ -55,9 +60,17 @@ def enforce(store: Store, settings: Settings, *, now: float | None = None) -> di
             count = 0
             if rule.age_setting:
                 cutoff = now - float(settings[rule.age_setting]) * 86400
-                cursor = db.execute(
-                    f'DELETE FROM "{rule.table}" WHERE {keep}"{rule.ts_column}" < ?', (cutoff,)
-                )
+                if rule.strip:
+                    cursor = db.execute(
+                        f'UPDATE "{rule.table}" SET {rule.strip} WHERE {keep}'
+                        f'NOT ({rule.stripped}) AND "{rule.ts_column}" < ?',
+                        (cutoff,),
+                    )
+                else:
+                    cursor = db.execute(
+                        f'DELETE FROM "{rule.table}" WHERE {keep}"{rule.ts_column}" < ?',
+                        (cutoff,),
+                    )
                 count += cursor.rowcount
             if rule.count_setting:
                 limit = int(settings[rule.count_setting])

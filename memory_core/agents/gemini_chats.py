@@ -17,12 +17,14 @@ drops that message and the ones after it; `{"$set": {...}}` patches the metadata
 `messages`, the model's rebuilt context after a compression, is not the history and is ignored).
 The legacy `.json` file is the whole record with `messages`.
 
-Mapped onto engram's figures: a `user` message whose text is not a slash command is a prompt;
-each `gemini` message is one response; its tokens become input (prompt tokens not served from
+Mapped onto engram's figures: a `user` message a person typed is a prompt (not a slash or
+shell command; not the tool results sent back as functionResponse parts since 0.44; not what
+Gemini CLI writes itself: "Please continue.", `System: ` feedback, the session context; a
+`<state_snapshot>` is a compaction); each `gemini` message is one response; its tokens become input (prompt tokens not served from
 the cache, plus tool-use prompt tokens), cache read (cached tokens) and output (candidates plus
 thoughts); tool calls use the Claude Code names (run_shell_command is Bash, replace is Edit ...)
 and fail by the shared definition (`failures`): status error or cancelled, a non-zero
-`Exit Code: N`.
+`Exit Code: N` in run_shell_command's report (read out of its `<untrusted_context>` wrapper).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -83,6 +86,14 @@ def project_dirs(root: Path) -> list[Path]:
         except OSError:
             continue
     return list(dict.fromkeys(found))
+
+
+def chat_files(folder: Path) -> list[Path]:
+    """The chat files in a folder (a `chats/` folder or one above it), subagents included."""
+    return sorted(
+        (p for p in folder.rglob("*.json*") if p.is_file() and p.suffix in (".json", ".jsonl")),
+        key=lambda p: (len(p.parts), str(p)),
+    )
 
 
 def default_chats(root: Path) -> list[Path]:
@@ -162,6 +173,61 @@ def _text(content: Any) -> str:
     return ""
 
 
+# Messages Gemini CLI writes as `user` but no person typed: the nudge after an empty reply, its
+# loop-detection feedback, the session context it sets up, and a compression's summary.
+_INJECTED_PREFIXES = ("Please continue.", "System: ", "<session_context>")
+_COMPRESSION_MARK = "<state_snapshot>"
+_UNTRUSTED_OPEN = "<untrusted_context>"
+_UNTRUSTED_CLOSE = "</untrusted_context>"
+_SHELL_FIELD = re.compile(
+    r"^(Command|Directory|Output|Error|Exit Code|Signal|Background PIDs|Process Group PGID):[ ]?",
+    re.MULTILINE,
+)
+
+
+def _has_function_response(content: Any) -> bool:
+    parts = content if isinstance(content, list) else [content]
+    return any(isinstance(part, dict) and "functionResponse" in part for part in parts)
+
+
+def is_injected(text: str) -> bool:
+    """A `user` message Gemini CLI wrote itself (not a prompt, and no rule of the user's)."""
+    stripped = text.lstrip()
+    return stripped.startswith(_INJECTED_PREFIXES) or _COMPRESSION_MARK in text
+
+
+def unwrap(text: str) -> str:
+    """Tool output without the `<untrusted_context>` wrapper Gemini CLI puts around it."""
+    stripped = text.strip()
+    if stripped.startswith(_UNTRUSTED_OPEN) and stripped.endswith(_UNTRUSTED_CLOSE):
+        stripped = stripped[len(_UNTRUSTED_OPEN) : -len(_UNTRUSTED_CLOSE)].strip("\n")
+        return stripped.replace("&lt;/untrusted_context&gt;", _UNTRUSTED_CLOSE)
+    return text
+
+
+def shell_report(text: str) -> dict[str, Any] | None:
+    """run_shell_command's report (`Output: ...`, `Error: ...`, `Exit Code: N`, ...) as fields;
+    None for other text. Older releases put `Command:` first; today's start at `Output:`."""
+    body = unwrap(text)
+    marks = list(_SHELL_FIELD.finditer(body))
+    if not marks or not any(m.group(1) == "Output" for m in marks):
+        return None
+    fields: dict[str, str] = {}
+    for index, mark in enumerate(marks):
+        end = marks[index + 1].start() if index + 1 < len(marks) else len(body)
+        fields[mark.group(1)] = body[mark.end() : end].rstrip("\n")
+    report: dict[str, Any] = {"output": fields.get("Output", "")}
+    if fields.get("Command"):
+        report["command"] = fields["Command"]
+    error = fields.get("Error", "")
+    if error and error != "(none)":
+        report["error"] = error
+    code = fields.get("Exit Code", "").strip()
+    if code.lstrip("-").isdigit():
+        report["exitCode"] = int(code)
+    return report
+
+
 def _args(call: dict[str, Any]) -> dict[str, Any]:
     args = call.get("args")
     return dict(args) if isinstance(args, dict) else {}
@@ -203,11 +269,35 @@ def entries(
         kind = message.get("type")
         uuid = f"gemini:{sid}:{message['id']}"
         if kind == "user":
-            text = _text(message.get("content"))
-            entry = Entry("user_other", uuid, sid, ts, sidechain=sidechain, cwd=cwd, text=text)
-            if not sidechain and text.strip() and not text.lstrip().startswith(("/", "!")):
+            content = message.get("content")
+            if _has_function_response(content):
+                # Since 0.44 the tool results sent back to the model are recorded as a `user`
+                # message of functionResponse parts: the calls' own records carry them.
+                yield Entry("user_other", uuid, sid, ts, sidechain=sidechain, cwd=cwd)
+                continue
+            text = _text(content)
+            if _COMPRESSION_MARK in text:
+                # /compress (or an automatic compression): the summary that replaces the history.
+                yield Entry("compact_boundary", uuid, sid, ts, sidechain=sidechain, cwd=cwd)
+                yield Entry(
+                    "compact_summary", uuid, sid, ts, sidechain=sidechain, cwd=cwd, text=text
+                )
+                continue
+            # What the person typed, when Gemini CLI expanded it (@file, a custom command).
+            shown = message.get("displayContent")
+            typed = _text(shown) if shown else text
+            entry = Entry("user_other", uuid, sid, ts, sidechain=sidechain, cwd=cwd, text=typed)
+            if (
+                not sidechain
+                and typed.strip()
+                and not typed.lstrip().startswith(("/", "!"))
+                and not is_injected(typed)
+            ):
                 entry.kind = "prompt"
             yield entry
+        elif kind in ("info", "warning", "error"):
+            # Not conversation, but the session was still going: its time counts.
+            yield Entry("user_other", uuid, sid, ts, sidechain=sidechain, cwd=cwd)
         elif kind == "gemini":
             calls = [c for c in message.get("toolCalls") or [] if isinstance(c, dict)]
             entry = Entry(
@@ -237,13 +327,19 @@ def entries(
                 status = str(call.get("status") or "")
                 if not call.get("id") or status in ("", "scheduled", "executing", "validating"):
                     continue  # still running when the file was written
-                text = _text(call.get("result"))
+                text = unwrap(_text(call.get("result")))
+                report = shell_report(text) if call.get("name") == "run_shell_command" else None
+                if report is not None:
+                    # The command's own output and exit code, not the report around them.
+                    text = report.get("error") or report["output"]
                 results.append(
                     ToolResult(
                         tool_use_id=str(call["id"]),
                         is_error=status == "error",
                         text=text,
-                        structured=None,
+                        structured=report,
+                        # Declined or stopped by the user ("cancelled"): unsuccessful, as a
+                        # rejected Claude Code call is, but no error to learn or to leave open.
                         interrupted=status == "cancelled",
                     )
                 )
@@ -270,6 +366,15 @@ def ingest_chat_file(
     head = _read_head(file_path)
     row = store.query_one("SELECT offset, head FROM agent_ingest_offsets WHERE path = ?", (key,))
     if row is not None and int(row["offset"]) == len(data) and str(row["head"]) == head:
+        if flush:  # nothing new, but the turn still open ends here (AfterAgent, SessionEnd)
+            from memory_core.agents.transcripts import flush_session
+
+            for open_turn in store.query(
+                "SELECT DISTINCT session_id FROM agent_turns WHERE recorded = 0 AND session_id IN "
+                "(SELECT session_id FROM agent_ingest_offsets WHERE path = ?)",
+                (key,),
+            ):
+                stats.turns += len(flush_session(store, str(open_turn["session_id"])))
         return stats
     if settings is None:
         from memory_core import config

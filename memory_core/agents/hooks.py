@@ -111,15 +111,21 @@ class HookRun:
             restore_archived(self.store, self.session_id)
 
     def transcript(self) -> Path | None:
-        """The Claude-format transcript named in the payload, when it exists and is one."""
+        """The agent's own record named in the payload (`transcript_path`), when it exists and
+        is in the agent's format: Claude Code's JSONL transcript, Gemini CLI's chat file."""
         from memory_core.agents.transcripts import is_claude_transcript
 
         raw = self.payload.transcript_path
-        if not raw or self.payload.agent != "claude-code":
+        if not raw or self.payload.agent not in ("claude-code", "gemini"):
             return None
         path = Path(raw).expanduser()
-        if not path.is_file() or not is_claude_transcript(path):
+        try:
+            if not path.is_file():
+                return None
+        except (OSError, ValueError):  # a name too long, a NUL byte: no file of the agent's
             return None
+        if is_claude_transcript(path) != (self.payload.agent == "claude-code"):
+            return None  # a migrated hook handed the other agent's file
         return path
 
     def ingest(self, *, flush: bool = False) -> bool:
@@ -136,6 +142,12 @@ class HookRun:
         path = self.transcript()
         if path is None:
             return False
+        if self.payload.agent == "gemini":
+            from memory_core.agents import gemini_chats
+
+            # The chat carries what the hooks do not: tokens, and an id for every tool call.
+            gemini_chats.ingest_chat_file(self.store, path, settings=self.settings, flush=flush)
+            return True
         transcripts.ingest_file(self.store, path, settings=self.settings, flush=flush)
         sub = self.payload.raw.get("agent_transcript_path")
         if isinstance(sub, str) and sub and Path(sub).is_file():
@@ -159,7 +171,7 @@ class HookRun:
     def backup_transcript(self) -> None:
         """Seed 002's transcript backup: the JSONL, redacted and compressed, within the quota."""
         path = self.transcript()
-        if path is None:
+        if path is None or self.payload.agent != "claude-code":
             return
         from memory_core import log
         from memory_core.session_vault import backup_transcript
@@ -297,10 +309,18 @@ class HookRun:
         from memory_core.agents import transcripts
 
         rows = self.store.query(
-            "SELECT session_id FROM agent_sessions WHERE ended_at IS NULL AND session_id != ? "
-            "AND last_seen < ? ORDER BY last_seen DESC LIMIT 20",
+            "SELECT session_id, agent, transcript_path FROM agent_sessions WHERE ended_at IS NULL "
+            "AND session_id != ? AND last_seen < ? ORDER BY last_seen DESC LIMIT 20",
             (self.session_id, self.now - transcripts.SETTLED_AFTER_SECONDS),
         )
+        for row in rows:
+            # A Gemini CLI session that ended without SessionEnd: its chat, read at the ends of
+            # turns only, may hold a last request nobody answered (the task in progress).
+            chat = row["transcript_path"]
+            if row["agent"] == "gemini" and chat and Path(chat).is_file():
+                from memory_core.agents import gemini_chats
+
+                gemini_chats.ingest_chat_file(self.store, chat, settings=self.settings, flush=False)
         if rows:
             transcripts.settle_sessions(
                 self.store, [str(row["session_id"]) for row in rows], now=self.now
@@ -315,7 +335,11 @@ class HookRun:
             # A slash command is the agent's command in AIOS's sense (lastCommands, workflow).
             with self.store.transaction() as db:
                 record_activity(db, self.session_id, command=prompt.split()[0])
-        if not self.ingest() and self.payload.prompt:
+        if self.payload.agent == "gemini" and self.transcript() is not None:
+            # BeforeAgent fires before Gemini CLI records the prompt: the chat brings it, with
+            # the turn's calls and tokens, when AfterAgent reads it.
+            pass
+        elif not self.ingest() and self.payload.prompt:
             self.open_payload_turn(self.payload.prompt)
         if self.payload.prompt:
             from memory_core.gotchas.context import context_for_task
@@ -366,6 +390,14 @@ class HookRun:
         if not payload.tool_name:
             return
         self.touch()
+        if payload.agent == "gemini" and self.transcript() is not None:
+            # Gemini's tool hooks carry no call id: the chat file records the call under its
+            # own, so it is taken from there, and a later `engram ingest gemini` of the same
+            # chat finds it counted. Read at the end of the turn (AfterAgent) rather than here:
+            # the chat is rewritten as a whole log, and reading it on every tool call would
+            # cost each call the time of the whole session so far.
+            self.digest_if_due()
+            return
         call = ToolCall(
             tool_use_id=payload.tool_use_id or f"hook:{self.session_id}:{self.now}",
             session_id=self.session_id,
@@ -475,6 +507,7 @@ class HookRun:
         self.touch()
         self.ingest(flush=True)
         transcripts.flush_session(self.store, self.session_id, ended_at=self.now)
+        transcripts.count_unanswered_calls(self.store, self.session_id)
         with self.store.transaction() as db:
             db.execute(
                 "UPDATE agent_sessions SET ended_at = ?, end_reason = ? WHERE session_id = ?",

@@ -39,6 +39,9 @@ _GEMINI_TOOLS = {
     "glob": "Glob",
     "grep": "Grep",
     "search_file_content": "Grep",
+    "grep_search": "Grep",  # its name since 0.4x
+    "google_web_search": "WebSearch",
+    "web_fetch": "WebFetch",
     "ls": "LS",
     "list_directory": "LS",
 }

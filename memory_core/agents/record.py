@@ -451,7 +451,9 @@ def apply_outcome(
             clean(command, 1000),
             exit_code=exit_code,
             ts=call.ts,
-            failed=not outcome.ok,
+            # Declined or stopped by the user: the call was unsuccessful, but the command did
+            # not fail (no failed command, no open item to carry to the next session).
+            failed=not outcome.ok and not outcome.interrupted,
         )
     if not batched:
         activity.write()
@@ -604,12 +606,18 @@ def apply_turns(store: Store, turns: Sequence[FinishedTurn], settings: Any = Non
             turn.session_id,
             user_message=turn.user_message,
             assistant_response=turn.assistant_response,
-            # Only the calls this turn's source recorded first ("claimed"); the others reached the
-            # session already (a hook's record_tool_call) and would count twice.
+            # Every call of the turn is shown in it; the ones another source recorded first (a
+            # hook's PostToolUse) reached the session's tool calls already and are not counted
+            # again ("recorded").
             tool_calls=[
-                {"tool": c.get("tool"), "ok": c.get("ok", True), "summary": c.get("summary")}
+                {
+                    "tool": c.get("tool"),
+                    "ok": c.get("ok", True),
+                    "summary": c.get("summary"),
+                    "recorded": not c.get("claimed"),
+                }
                 for c in turn.tool_calls
-                if c.get("claimed")
+                if c.get("claimed") or "ok" in c  # a call with no outcome yet is not shown
             ],
             input_tokens=turn.input_tokens,
             output_tokens=turn.output_tokens,

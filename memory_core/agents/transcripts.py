@@ -3,8 +3,11 @@
 `parse_line` turns one JSON line into an `Entry` (a plain dataclass) or None for lines that are
 not part of the conversation (progress, snapshots, titles, types a newer Claude Code invented).
 `ingest_file` reads a transcript from where the previous run stopped (an offset per file, always
-at a line boundary; a trailing half-written line waits for the next run) and builds sessions,
-turns, tool calls, tokens, modified files, commands, failures, sidechains and compactions.
+at a line boundary; a last line without its newline waits until the file stops growing or the
+session ends) and builds sessions, turns, tool calls, tokens, modified files, commands,
+failures, sidechains and compactions. Everything counts once wherever it is read (the ledgers
+keyed by message id, line uuid and tool_use id): a copy of the file, or a resumed session's
+file replaying its parent's lines, adds nothing.
 
 Token usage is de-duplicated as the usage accounting tools do: one API response is written as
 several lines (one content block each) that repeat its `usage`; it is counted once under its
@@ -21,8 +24,9 @@ import json
 import os
 import re
 import sqlite3
+import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +50,8 @@ TOKEN_COLUMNS = (
 )
 HEAD_BYTES = 512
 CHUNK_LINES = 5000
+# Lines whose key says whether they were counted before (a replay) or are new.
+_KEYED = frozenset({"prompt", "assistant", "tool_results", "compact_boundary"})
 _STOP_REASONS_THAT_END_A_TURN = frozenset({"end_turn", "stop_sequence", "max_tokens", "refusal"})
 _NOT_PROMPTS = (
     "<command-name>",
@@ -242,7 +248,7 @@ def parse_line(obj: Any) -> Entry | None:
     )
     if kind == "system":
         if obj.get("subtype") != "compact_boundary":
-            return None
+            return entry  # no content of its own, but the session was there at its time
         entry.kind = "compact_boundary"
         meta = obj.get("compactMetadata")
         if isinstance(meta, dict):
@@ -372,6 +378,48 @@ def default_transcripts(root: Path) -> list[Path]:
     return sorted(found, key=lambda p: (p.stat().st_mtime, str(p)))
 
 
+def _session_id_of(path: Path) -> str | None:
+    """The `sessionId` of a transcript's first lines that carry one (None if none says)."""
+    try:
+        with path.open("rb") as handle:
+            for _ in range(20):
+                line = handle.readline(1 << 20)
+                if not line:
+                    break
+                found = re.search(rb'"sessionId": ?"([^"]+)"', line)
+                if found:
+                    return found.group(1).decode("utf-8", "replace")
+    except OSError:
+        return None
+    return None
+
+
+def session_files(path: Path) -> list[Path]:
+    """The transcripts a path names: a folder's, or a session's file with its subagents'.
+
+    A session's subagents are written to `<session>/subagents/agent-*.jsonl` (Claude Code
+    2.1), or beside the session's file as `agent-*.jsonl` naming the session in their lines
+    (2.0); older releases wrote them into the session's own file. The main file comes first.
+    """
+    if path.is_dir():
+        return sorted(
+            (p for p in path.rglob("*.jsonl") if p.is_file()),
+            key=lambda p: (p.name.startswith("agent-"), len(p.parts), str(p)),
+        )
+    found = [path]
+    if path.name.startswith("agent-"):
+        return found
+    folder = path.with_suffix("")
+    subagents = folder / "subagents"
+    if subagents.is_dir():
+        found.extend(sorted(p for p in subagents.rglob("agent-*.jsonl") if p.is_file()))
+    session_id = path.stem
+    for candidate in sorted(path.parent.glob("agent-*.jsonl")):
+        if candidate.is_file() and _session_id_of(candidate) == session_id:
+            found.append(candidate)
+    return found
+
+
 def is_claude_transcript(path: Path) -> bool:
     """False for a Gemini chat file handed over as `transcript_path` (metadata line first, or .json)."""
     if path.suffix == ".json":
@@ -404,6 +452,8 @@ class IngestStats:
     assistant_messages: int = 0
     tool_calls: int = 0
     failures: int = 0
+    # Of the failures, the calls the user interrupted or rejected (no error to learn from).
+    interrupted: int = 0
     compactions: int = 0
     sidechain_lines: int = 0
     sessions: list[str] = field(default_factory=list)
@@ -426,6 +476,40 @@ class _SessionState:
     # Token and message figures added in this run, main chain and subagents apart, in the
     # order of TOKEN_COLUMNS (written to agent_sessions once per chunk).
     deltas: list[int] = field(default_factory=lambda: [0] * len(TOKEN_COLUMNS))
+    # The folder the session started in, which the workspace stands for.
+    cwd: str | None = None
+    # Whether this run counted something of the session (a line read before that, in a
+    # resumed session's file, replays its parent's: its time is not this session's).
+    seen_new: bool = False
+    # The time of the first line, when this run created the session.
+    created_ts: float | None = None
+    # Times of lines that say nothing of their own (meta text, echoes) read before anything
+    # new: the session's if something new follows them, its parent's if a replay does.
+    pending_first: float = float("inf")
+    pending_last: float = 0.0
+    replay_seen: bool = False
+
+    def observe(self, ts: float, *, new: bool, keyed: bool) -> None:
+        """Take a line's time into the session's span, unless it replays the parent's lines."""
+        if new or self.seen_new:
+            self.seen_new = True
+            self.first_ts = min(self.first_ts, ts, self.pending_first)
+            self.last_ts = max(self.last_ts, ts, self.pending_last)
+            self.pending_first, self.pending_last = float("inf"), 0.0
+        elif keyed:  # counted already: a replayed line, and the lines before it replayed too
+            self.replay_seen = True
+            self.pending_first, self.pending_last = float("inf"), 0.0
+        else:
+            self.pending_first = min(self.pending_first, ts)
+            self.pending_last = max(self.pending_last, ts)
+
+    def span(self) -> tuple[float, float] | None:
+        """The session's (first, last) times from this run, or None when it has none."""
+        if self.seen_new:
+            return self.first_ts, self.last_ts
+        if not self.replay_seen and self.pending_last > 0:
+            return self.pending_first, self.pending_last  # only lines of its own kind, none new
+        return None
 
 
 class _Run:
@@ -443,15 +527,21 @@ class _Run:
         # (call, outcome, cwd, whether the call itself still has to reach the session)
         self.pending_effects: list[tuple[ToolCall, ToolOutcome, str | None, bool]] = []
         self.finished_turns: list[FinishedTurn] = []
-        self.new_sessions: list[tuple[str, float]] = []
+        self.new_sessions: list[str] = []
+        # message keys this run stored first (a line of theirs is new to the store)
+        self.new_messages: set[str] = set()
         self.calls: dict[str, ToolCall] = {}
         # tool_use id -> (call, cwd) of calls this chunk has not stored yet
         self.unnoted: dict[str, tuple[ToolCall, str | None]] = {}
+        # tool_use id -> (line, result) of results read before their call
+        self.early_results: dict[str, tuple[Entry, ToolResult]] = {}
         # message key -> (sidechain, the four token counts) as stored, for this run's responses
         self.messages: dict[str, tuple[bool, tuple[int, int, int, int]]] = {}
         # message key -> (the four token counts and sidechain flag, turn uuid) not yet written
         self.message_updates: dict[str, tuple[tuple[int, ...], str | None]] = {}
         self.last_known_ts = 0.0
+        # Whether this is the last chunk of the input (`run_effects` then starts every session).
+        self.final = True
         # (session, text, time) of corrections and rules the user stated, for long-term memory
         self.memories: list[tuple[str, str, float, str]] = []
 
@@ -461,6 +551,10 @@ class _Run:
             return None
         state = self.sessions.get(sid)
         if state is None:
+            row = db.execute(
+                "SELECT cwd FROM agent_sessions WHERE session_id = ?", (sid,)
+            ).fetchone()
+            started_in = row[0] if row is not None else None
             is_new = record.touch_session(
                 db,
                 sid,
@@ -471,8 +565,13 @@ class _Run:
                 git_branch=entry.git_branch,
             )
             if is_new:
-                self.new_sessions.append((sid, entry.ts))
+                self.new_sessions.append(sid)
             state = _SessionState(sid, record.load_open_turn(db, sid))
+            state.created_ts = entry.ts if is_new else None
+            # Files are placed in the workspace from the folder the session started in (the
+            # project's): after a `cd` into a subfolder, the lines carry that subfolder as
+            # their cwd, and the same file would otherwise be named two ways.
+            state.cwd = started_in or entry.cwd
             self.sessions[sid] = state
             self.stats.sessions.append(sid)
         return state
@@ -497,18 +596,18 @@ class _Run:
         state = self.session(db, entry)
         if state is None:
             return
-        state.last_ts = max(state.last_ts, entry.ts)
-        state.first_ts = min(state.first_ts, entry.ts)
         if entry.model and not entry.sidechain:
             state.model = entry.model
         if entry.sidechain:
             self.stats.sidechain_lines += 1
+        new = False
         if entry.kind == "prompt":
-            self.prompt(db, state, entry)
+            new = self.prompt(db, state, entry)
         elif entry.kind == "assistant":
             self.assistant(db, state, entry)
+            new = entry.message_key in self.new_messages
         elif entry.kind == "tool_results":
-            self.tool_results(db, state, entry)
+            new = self.tool_results(db, state, entry)
         elif entry.kind == "compact_boundary":
             # The turn goes on: an automatic compaction happens in the middle of an answer, and
             # what the agent does after it still belongs to the request it was working on.
@@ -524,6 +623,7 @@ class _Run:
                 ),
             )
             if cursor.rowcount:
+                new = True
                 self.stats.compactions += 1
                 db.execute(
                     "UPDATE agent_sessions SET compactions = compactions + 1 WHERE session_id = ?",
@@ -535,8 +635,9 @@ class _Run:
                 "WHERE session_id = ? AND summary IS NULL ORDER BY ts DESC LIMIT 1)",
                 (clean(entry.text, 20000), state.session_id),
             )
+        state.observe(entry.ts, new=new, keyed=entry.kind in _KEYED)
 
-    def prompt(self, db: sqlite3.Connection, state: _SessionState, entry: Entry) -> None:
+    def prompt(self, db: sqlite3.Connection, state: _SessionState, entry: Entry) -> bool:
         self.finish_turn(db, state, None)
         uuid = entry.uuid or f"{state.session_id}:{entry.ts}"
         text = clean(entry.text)
@@ -545,13 +646,14 @@ class _Run:
             (uuid, state.session_id, entry.ts, text),
         )
         if not cursor.rowcount:
-            return  # a prefix replayed into a resumed session's file: already counted
+            return False  # a prefix replayed into a resumed session's file: already counted
         self.stats.prompts += 1
         state.last_event = "prompt"
         self.remember_user_rules(state.session_id, text, entry.ts)
         state.turn = Turn(
             uuid=uuid, session_id=state.session_id, started_at=entry.ts, user_message=text
         )
+        return True
 
     def remember_user_rules(self, session_id: str, text: str, ts: float) -> None:
         """Corrections and rules the user stated become long-term memories: the per-prompt
@@ -587,12 +689,17 @@ class _Run:
             self.calls[use.id] = call
             # Stored with its outcome when the result comes in this chunk (one statement, not
             # two), or at the end of the chunk for a later run to find (`note_pending_calls`).
-            self.unnoted.setdefault(use.id, (call, entry.cwd))
+            self.unnoted.setdefault(use.id, (call, state.cwd or entry.cwd))
             if turn is not None:
                 # Summarised when its result is claimed (`tool_results`), from the call itself: a
                 # summary cut from the ledger's copy of a long command (already cut to 1,000
                 # characters) would misstate how much was cut.
                 turn.tool_calls.append({"id": use.id, "tool": use.name})
+        for use in entry.tool_uses:
+            early = self.early_results.pop(use.id, None)
+            if early is not None:
+                result_entry, result = early
+                self.tool_results(db, state, replace(result_entry, tool_results=[result]))
 
     def usage(
         self, db: sqlite3.Connection, state: _SessionState, entry: Entry, turn: Turn | None
@@ -627,6 +734,7 @@ class _Run:
             )
             if cursor.rowcount == 1:
                 self.stats.assistant_messages += 1
+                self.new_messages.add(entry.message_key)
                 self.messages[entry.message_key] = (entry.sidechain, values)
                 _add(state.deltas, entry.sidechain, values, 1)
                 return
@@ -661,13 +769,18 @@ class _Run:
         )
         self.message_updates.clear()
 
-    def tool_results(self, db: sqlite3.Connection, state: _SessionState, entry: Entry) -> None:
+    def tool_results(self, db: sqlite3.Connection, state: _SessionState, entry: Entry) -> bool:
+        """Record the results' outcomes; True when one of them was recorded first here."""
+        any_claimed = False
         for result in entry.tool_results:
             call = self.calls.pop(result.tool_use_id, None)
             if call is None:
                 row = record.pending_call(db, result.tool_use_id)
                 if row is None:
-                    continue  # the call was in a part of the file we never saw
+                    # The call comes later in the file (Claude Code sometimes writes a result
+                    # before the call's line), or was in a part of the file we never saw.
+                    self.early_results[result.tool_use_id] = (entry, result)
+                    continue
                 call = ToolCall(
                     result.tool_use_id,
                     row["session_id"],
@@ -695,9 +808,6 @@ class _Run:
                 structured=result.structured,
                 exit_code=failure.exit_code if failure is not None else 0,
             )
-            self.stats.tool_calls += 1
-            if failed and not interrupted:
-                self.stats.failures += 1
             if not entry.sidechain:
                 state.last_event = "interrupt" if interrupted else "tool_result"
             # A call of this chunk is stored now, with its outcome and as its first tool_use line
@@ -716,15 +826,27 @@ class _Run:
                         if claimed:
                             # Handed to the session with its turn, in one transaction.
                             item["claimed"] = True
-                            # Stored in agent_turns with the open turn: redacted like everything else.
-                            if "summary" not in item:
-                                rel = record.workspace_path(
-                                    self.store.root, record.file_path_of(call.input), entry.cwd
-                                )
-                                item["summary"] = clean(record.tool_summary(call, rel), 300)
                             in_turn = True
+                        if "summary" not in item:
+                            # Shown in the turn whoever recorded the call first (a hook or this
+                            # ingest); stored in agent_turns with the open turn, so redacted.
+                            rel = record.workspace_path(
+                                self.store.root,
+                                record.file_path_of(call.input),
+                                state.cwd or entry.cwd,
+                            )
+                            item["summary"] = clean(record.tool_summary(call, rel), 300)
             if claimed:
-                self.pending_effects.append((call, outcome, entry.cwd, not in_turn))
+                any_claimed = True
+                # Counted where its outcome is first recorded, as `session metrics` counts it: a
+                # replayed line, a copy of the file or a hook that saw the call first adds nothing.
+                self.stats.tool_calls += 1
+                if failed:
+                    self.stats.failures += 1  # interrupted and rejected calls failed, as in metrics
+                if interrupted:
+                    self.stats.interrupted += 1
+                self.pending_effects.append((call, outcome, state.cwd or entry.cwd, not in_turn))
+        return any_claimed
 
     def note_pending_calls(self, db: sqlite3.Connection) -> None:
         """Store the calls of this chunk still waiting for their result."""
@@ -737,17 +859,27 @@ class _Run:
         self.note_pending_calls(db)
         self.write_message_updates(db)
         assignments = ", ".join(f"{column} = {column} + ?" for column in TOKEN_COLUMNS)
-        # Every session here has seen a line, so its times are set (`handle` gives a line
-        # without a time the previous line's, or now).
+        # A session that counted something in this run has its times from those lines (`handle`
+        # gives a line without a time the previous line's, or now); one this run created starts
+        # at its first such line, not at the replayed lines of a resumed session's file.
         for state in self.sessions.values():
+            span = state.span()
+            first, last = span if span is not None else (None, None)
+            created = state.created_ts is not None and span is not None
             db.execute(
-                f"UPDATE agent_sessions SET {assignments}, last_seen = MAX(last_seen, ?), "
-                "started_at = MIN(started_at, ?), model = COALESCE(?, model), "
-                "last_event = COALESCE(?, last_event) WHERE session_id = ?",
+                f"UPDATE agent_sessions SET {assignments}, "
+                "last_seen = CASE WHEN ? THEN ? ELSE MAX(last_seen, COALESCE(?, last_seen)) END, "
+                "started_at = CASE WHEN ? THEN ? ELSE MIN(started_at, COALESCE(?, started_at)) END, "
+                "model = COALESCE(?, model), last_event = COALESCE(?, last_event) "
+                "WHERE session_id = ?",
                 (
                     *state.deltas,
-                    state.last_ts,
-                    state.first_ts,
+                    created,
+                    last,
+                    last,
+                    created,
+                    first,
+                    first,
                     state.model,
                     state.last_event,
                     state.session_id,
@@ -774,15 +906,23 @@ class _Run:
     def run_effects(self) -> None:
         from memory_core import sessions
 
-        for sid, ts in self.new_sessions:
-            record.start_session(self.store, sid, agent=self.agent, ts=ts)
-        self.new_sessions.clear()
+        waiting = []
+        for sid in self.new_sessions:
+            state = self.sessions[sid]
+            span = state.span()
+            if not state.seen_new and not self.final:
+                waiting.append(sid)  # only replayed lines so far: its start is still to come
+                continue
+            ts = span[0] if span is not None else state.created_ts
+            record.start_session(self.store, sid, agent=self.agent, ts=ts or clock.now())
+        self.new_sessions = waiting
         for state in self.sessions.values():
+            span = state.span()
+            if span is None or state.session_id in waiting:
+                continue
             # Start and last activity from the transcript's own times, whatever order the
             # files (main transcript, subagents) are read in.
-            sessions.observe_times(
-                self.store, state.session_id, first_ts=state.first_ts, last_ts=state.last_ts
-            )
+            sessions.observe_times(self.store, state.session_id, first_ts=span[0], last_ts=span[1])
         changes: list[dict[str, Any]] = []
         activity = sessions.Activity(self.store)
         for call, outcome, cwd, record_call in self.pending_effects:
@@ -869,12 +1009,59 @@ def flush_session(
 SETTLED_AFTER_SECONDS = 30 * 60
 
 
-def settle_sessions(store: Store, session_ids: Iterable[str], *, now: float | None = None) -> int:
+def count_unanswered_calls(store: Store, session_id: str) -> int:
+    """Count the session's tool calls that never got a result, once it is over; returns how many.
+
+    The agent asked for them (a call cut short by the end of the session, a transcript that
+    stops while a command runs): they are tool calls of the session. Nobody knows how they
+    went, so none is counted as failed. Only at the end of a session: while it runs, the result
+    may still come, and its outcome (a failure to learn from, a file changed) is what counts.
+    """
+    from memory_core import sessions
+
+    rows = store.query(
+        "SELECT tool_use_id, tool, ts, path, command FROM agent_tool_uses "
+        "WHERE session_id = ? AND ok IS NULL ORDER BY ts",
+        (session_id,),
+    )
+    if not rows:
+        return 0
+    activity = sessions.Activity(store)
+    counted = 0
+    with store.transaction() as db:
+        for row in rows:
+            cursor = db.execute(
+                "UPDATE agent_tool_uses SET ok = 1 WHERE tool_use_id = ? AND ok IS NULL",
+                (row["tool_use_id"],),
+            )
+            if cursor.rowcount != 1:
+                continue  # a hook or another ingest recorded its outcome meanwhile
+            summary = row["command"] or row["path"] or row["tool"]
+            activity.tool_call(
+                session_id, tool=str(row["tool"]), ok=True, summary=summary, ts=float(row["ts"])
+            )
+            if row["command"]:
+                # A command the agent ran: how it ended is unknown (no exit code, not failed).
+                activity.command(session_id, str(row["command"]), ts=float(row["ts"]))
+            counted += 1
+    activity.write()
+    return counted
+
+
+def settle_sessions(
+    store: Store,
+    session_ids: Iterable[str],
+    *,
+    now: float | None = None,
+    unanswered: list[int] | None = None,
+) -> int:
     """End the ingested sessions whose transcript stopped long ago; returns how many.
 
     A transcript whose last word is the agent's reply belongs to a session that finished
     (`end_reason` "finished"); one that stops anywhere else is "stopped": it ended, but nobody
-    recorded how. Neither is called a crash: there is no evidence of one.
+    recorded how. Neither is called a crash: there is no evidence of one. The tool calls still
+    waiting for a result are counted then (`count_unanswered_calls`; how many goes into
+    `unanswered` when given).
     """
     from memory_core import sessions
 
@@ -906,6 +1093,9 @@ def settle_sessions(store: Store, session_ids: Iterable[str], *, now: float | No
                 (last_seen, reason, last_event, sid),
             )
         flush_session(store, sid, ended_at=None)
+        counted = count_unanswered_calls(store, sid)
+        if unanswered is not None:
+            unanswered.append(counted)
         sessions.close(
             store, sid, reason="completion" if reason == "finished" else "stopped", now=last_seen
         )
@@ -916,6 +1106,27 @@ def settle_sessions(store: Store, session_ids: Iterable[str], *, now: float | No
 def _read_head(path: Path) -> str:
     with path.open("rb") as handle:
         return handle.read(HEAD_BYTES).hex()
+
+
+# A file whose last change is older than this has stopped growing (Claude Code appends a line
+# and its newline in one write; a line without one stays so only if the writer stopped).
+QUIET_SECONDS = 2.0
+
+
+def _is_finished_last_line(tail: bytes, path: Path, *, flush: bool) -> bool:
+    """Whether a last line without a final newline is whole and will not grow: it is a JSON
+    object, and the session ended (`flush`) or the file stopped growing. Files copied, or
+    written by other tools that store sessions, often lack the final newline."""
+    if not flush:
+        try:
+            if time.time() - path.stat().st_mtime < QUIET_SECONDS:
+                return False
+        except OSError:
+            return False
+    try:
+        return isinstance(_decode_line(tail.strip()), dict)
+    except ValueError:
+        return False
 
 
 def ingest_file(
@@ -975,13 +1186,17 @@ def ingest_file(
     lines = body.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
+    tail = data[end:]
+    if tail.strip() and _is_finished_last_line(tail, file_path, flush=flush):
+        lines.append(tail)
     for start in range(0, max(len(lines), 1), CHUNK_LINES):
         chunk = lines[start : start + CHUNK_LINES]
         last_chunk = start + CHUNK_LINES >= len(lines)
         with cyclic_gc.paused(), store.transaction() as db:
             stats.lines += len(chunk)
             for line in chunk:
-                position += len(line) + 1
+                # The last line may have no newline (`_is_finished_last_line`).
+                position = min(position + len(line) + 1, size)
                 if not line or line.isspace():  # isspace: no copy of a long line, as strip makes
                     continue
                 if not _MAY_BE_CONVERSATION.search(line):
@@ -1018,6 +1233,7 @@ def ingest_file(
             )
         # One commit for what the chunk means to the other areas (sessions, file evolution,
         # gotchas): each of their calls becomes a savepoint inside it instead of a commit.
+        run.final = last_chunk
         with cyclic_gc.paused(), store.transaction():
             run.run_effects()
         if progress is not None:

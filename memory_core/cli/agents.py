@@ -39,6 +39,21 @@ def hook_fast_path(argv: Sequence[str]) -> int | None:
     return hooks.main(args[1], args[2], workspace=workspace)
 
 
+class _Intermixed(argparse.ArgumentParser):
+    """A subcommand's parser that takes its options anywhere among its positionals."""
+
+    _mixing = False
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        if self._mixing:  # parse_known_intermixed_args calls back here
+            return super().parse_known_args(args, namespace)
+        self._mixing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._mixing = False
+
+
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     hook = sub.add_parser(
         "hook",
@@ -73,9 +88,16 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         )
         action.set_defaults(handler=handler)
 
-    ingest = sub.add_parser(
-        "ingest", parents=[common], help="read agent transcripts into the store"
-    )
+    # Options may come between the paths (`engram ingest claude-code --json FILE`): plain
+    # argparse takes the positionals in one go and would leave FILE unrecognized.
+    default_class = sub._parser_class
+    sub._parser_class = type("IntermixedParser", (_Intermixed, default_class), {})
+    try:
+        ingest = sub.add_parser(
+            "ingest", parents=[common], help="read agent transcripts into the store"
+        )
+    finally:
+        sub._parser_class = default_class
     ingest.add_argument(
         "agent",
         choices=["claude-code", "gemini", "codex"],
@@ -161,14 +183,22 @@ def run_ingest(ctx: Context) -> int:
         paths = []
         for raw in ctx.args.paths:
             path = Path(raw).expanduser()
-            if not path.is_file():
+            if not path.exists():
                 raise UsageError(
                     f"no transcript at {raw}",
-                    hint="pass .jsonl files Claude Code wrote"
+                    hint="pass .jsonl files Claude Code wrote, or their folder"
                     if not gemini
-                    else "pass the chat files Gemini CLI wrote (~/.gemini/tmp/*/chats/)",
+                    else "pass the chat files Gemini CLI wrote, or their folder (~/.gemini/tmp/*/chats/)",
                 )
-            paths.append(path)
+            if gemini:
+                if path.is_dir():
+                    paths.extend(gemini_chats.chat_files(path))
+                else:
+                    paths.append(path)
+            else:
+                # A session's file brings its subagents' files; a folder, every transcript in it.
+                paths.extend(transcripts.session_files(path))
+        paths = list(dict.fromkeys(p.resolve() for p in paths))
     elif gemini:
         paths = gemini_chats.default_chats(ctx.root)
     else:
@@ -201,7 +231,8 @@ def run_ingest(ctx: Context) -> int:
                 )
             results.append(stats.as_dict())
     ingested = list(dict.fromkeys(sid for r in results for sid in r["sessions"]))
-    transcripts.settle_sessions(store, ingested)
+    unanswered: list[int] = []
+    transcripts.settle_sessions(store, ingested, unanswered=unanswered)
     # History older than the retention: its session figures, turns and the rules the user
     # stated are kept; the per-event detail goes at the next pruning. Say so, not silently.
     max_age_days = float(ctx.settings["timeline.max_age_days"] or 0)
@@ -229,8 +260,10 @@ def run_ingest(ctx: Context) -> int:
         "bytes": sum(r["bytes"] for r in results),
         "prompts": sum(r["prompts"] for r in results),
         "turns": sum(r["turns"] for r in results),
-        "tool_calls": sum(r["tool_calls"] for r in results),
+        # With the calls of ended sessions that never got a result (counted, not failed).
+        "tool_calls": sum(r["tool_calls"] for r in results) + sum(unanswered),
         "failures": sum(r["failures"] for r in results),
+        "interrupted": sum(r.get("interrupted", 0) for r in results),
         "compactions": sum(r["compactions"] for r in results),
         "malformed": sum(r.get("malformed", 0) for r in results),
         "older_than_retention": old_sessions,
@@ -251,8 +284,13 @@ def run_ingest(ctx: Context) -> int:
         return (
             (
                 f"Ingested {summary['files']} transcript(s): {summary['lines']} new lines, {summary['prompts']} prompts, "
-                f"{summary['turns']} turns, {summary['tool_calls']} tool calls ({summary['failures']} failed), "
-                f"{summary['compactions']} compactions"
+                f"{summary['turns']} turns, {summary['tool_calls']} tool calls ({summary['failures']} failed"
+                + (
+                    f", {summary['interrupted']} of them interrupted or rejected"
+                    if summary["interrupted"]
+                    else ""
+                )
+                + f"), {summary['compactions']} compactions"
             )
             + (
                 f"\n{summary['malformed']} line(s) were not valid JSON and were skipped"
@@ -262,7 +300,7 @@ def run_ingest(ctx: Context) -> int:
             + (
                 f"\n{len(old_sessions)} session(s) are older than the {max_age_days:g}-day retention "
                 "(timeline.max_age_days): their figures, turns and the rules the user stated are "
-                "kept; per-event detail (tool calls, prompts, usage per message) is not."
+                "kept; the text of their prompts, commands and errors is not."
                 if old_sessions
                 else ""
             )

@@ -111,14 +111,21 @@ def record_turn(
     """Record one turn; returns its sequence number in the session (1, 2, ...).
 
     `tool_calls` items are tool names or objects with `tool` (or `name`), `ok` (or `success`)
-    and `summary`; each is also recorded as a tool call of the session.
+    and `summary`; each is also recorded as a tool call of the session, unless it says
+    `recorded` (a hook recorded it as the session's already: it is only shown in the turn).
     """
     ts = (
         ended_at
         if ended_at is not None
         else (started_at if started_at is not None else clock.now())
     )
-    calls = [_tool_call(item) for item in tool_calls]
+    items = [item for item in tool_calls]
+    calls = [_tool_call(item) for item in items]
+    new_calls = [
+        call
+        for call, item in zip(calls, items, strict=True)
+        if isinstance(item, str) or not item.get("recorded")
+    ]
     user = redact(user_message) if user_message else user_message
     assistant = redact(assistant_response) if assistant_response else assistant_response
     added = len(user or "") + len(assistant or "")
@@ -145,10 +152,10 @@ def record_turn(
                 ts,
             ),
         )
-        if calls:
+        if new_calls:
             db.executemany(
                 "INSERT INTO session_tool_calls (session_id, tool, ok, summary, ts) VALUES (?, ?, ?, ?, ?)",
-                [(session_id, c["tool"], int(c["ok"]), c.get("summary"), ts) for c in calls],
+                [(session_id, c["tool"], int(c["ok"]), c.get("summary"), ts) for c in new_calls],
             )
         _touch(db, session_id, ts, "turn", added)
     return seq

@@ -233,10 +233,14 @@ def test_a_live_session_recorded_by_hooks_and_its_transcript_counts_everything_o
 
 
 def test_gemini_events_record_a_session_through_the_payload(cli, repo: Path) -> None:
+    """Without a chat file to read (never written, or not where the payload says), everything
+    comes from the hooks' payloads. With one, the chat is read instead: see
+    tests/core/test_gemini_current_format.py."""
+
     def gemini(event: str, **extra: object) -> str:
         data = {
             "session_id": "G-1",
-            "transcript_path": str(repo / "chat.json"),
+            "transcript_path": str(repo / "chats" / "session-never-written.json"),
             "cwd": str(repo),
             "hook_event_name": event,
             "timestamp": "2026-03-02T09:00:00Z",
@@ -246,7 +250,6 @@ def test_gemini_events_record_a_session_through_the_payload(cli, repo: Path) -> 
         assert result.code == 0 and result.stderr == ""
         return result.stdout
 
-    (repo / "chat.json").write_text('{"sessionId": "G-1", "projectHash": "abc", "messages": []}')
     gemini("SessionStart", source="startup")
     gemini("BeforeAgent", prompt="Actually, never use tabs in this repo")
     for _n in range(3):

@@ -251,13 +251,29 @@ def test_agent_records_are_bounded_by_the_timeline_age(
     from memory_core import config, limits
     from memory_core.agents import retention  # noqa: F401
 
+    with_detail = store.query_one(
+        "SELECT COUNT(*) FROM agent_tool_uses WHERE path IS NOT NULL OR command IS NOT NULL "
+        "OR error IS NOT NULL"
+    )[0]
+    assert with_detail > 0
     removed = limits.enforce(store, config.load(store.root), now=time.time() + 91 * 86400)
+    # The digests and turns go; the ledgers lose their text and keep their keys (what keeps a
+    # transcript read again from counting twice).
     assert (
-        removed["agent_tool_uses"] == 12
+        removed["agent_tool_uses"] == with_detail
         and removed["agent_prompts"] == 3
         and removed["digests"] == 1
     )
     assert store.query_one("SELECT COUNT(*) FROM agent_turns")[0] == 0
+    assert (
+        store.query_one(
+            "SELECT COUNT(*) FROM agent_tool_uses WHERE path IS NOT NULL OR command IS NOT NULL "
+            "OR error IS NOT NULL"
+        )[0]
+        == 0
+    )
+    assert store.query_one("SELECT COUNT(*) FROM agent_prompts WHERE text != ''")[0] == 0
+    assert store.query_one("SELECT COUNT(*) FROM agent_tool_uses")[0] == 12
 
 
 def test_a_quiet_session_keeps_the_four_sections_empty(store: Store) -> None:

@@ -40,7 +40,8 @@ def test_a_chat_becomes_a_session_with_turns_tokens_and_failures(store: Store) -
     # npm test failed (Exit Code: 1 although Gemini says success), rm was cancelled.
     assert metrics["tool_calls"] == 4
     assert metrics["tool_calls_failed"] == 2
-    assert (metrics["commands"], metrics["commands_failed"]) == (3, 2)
+    # The rm the user cancelled is an unsuccessful call, but no failed command (nor open item).
+    assert (metrics["commands"], metrics["commands_failed"]) == (3, 1)
     assert sessions.files_modified(store, SESSION) == ["src/app.py"]
     turns = sessions.history(store, SESSION)
     assert [t["user_message"] for t in turns] == ["Run the tests", "Fix it, then run them again"]

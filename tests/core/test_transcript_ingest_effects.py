@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_core import clock, config
+from memory_core import clock, config, sessions
 from memory_core.agents import hooks, transcripts
 from memory_core.agents.context import crash_note
 from memory_core.store import Store
@@ -732,7 +732,10 @@ def test_a_call_the_user_interrupted_is_known_from_its_result_alone(
         "toolu_s", "collected 120 items", result={"stdout": "", "stderr": "", "interrupted": True}
     )
     stats = ingest(store, t, tmp_path)
-    assert stats.failures == 0  # the user stopped it: not the command failing
+    # Unsuccessful, as `session metrics` counts it, but the user stopped it: nothing to learn.
+    assert (stats.failures, stats.interrupted) == (1, 1)
+    assert store.query_one("SELECT COUNT(*) FROM error_occurrences")[0] == 0
+    assert sessions.metrics(store, SID)["tool_calls_failed"] == 1
     last_seen = _last_seen(store)
     assert transcripts.settle_sessions(store, [SID], now=last_seen + 3600) == 1
     assert _ended(store) == ("stopped", "interrupt", 1)

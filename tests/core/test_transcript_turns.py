@@ -123,7 +123,8 @@ def test_an_interrupted_call_is_an_unsuccessful_call_but_not_an_error_to_learn(
     )
     path = t.save(tmp_path / "t.jsonl")
     stats = transcripts.ingest_file(store, path, flush=True)
-    assert stats.tool_calls == 2 and stats.failures == 0
+    # The ingest's summary and `session metrics` agree: one unsuccessful call, interrupted.
+    assert (stats.tool_calls, stats.failures, stats.interrupted) == (2, 1, 1)
     assert stats.prompts == 2
     metrics = sessions.metrics(store, SESSION)
     assert (metrics["tool_calls"], metrics["tool_calls_failed"]) == (2, 1)
