@@ -45,9 +45,11 @@ def checkpoints(items: Sequence[Mapping[str, Any]]) -> str:
     for item in items:
         reason = reasons.get(str(item.get("reason")), str(item.get("reason") or ""))
         description = f" — {item['description']}" if item.get("description") else ""
+        files = item.get("files")
+        count = f"{files} {'file' if files == 1 else 'files'}" if isinstance(files, int) else "? files"
         body.append(
             f"- **{item.get('label') or item.get('id')}** `{item.get('id')}`: "
-            f"{_ago(item.get('created_at'))}, {item.get('files', '?')} file(s), {reason}{description}"
+            f"{_ago(item.get('created_at'))}, {count}, {reason}{description}"
         )
     return _doc("Checkpoints", body, "No checkpoints yet.")
 

@@ -158,7 +158,7 @@ A failure is a `user-error' with the server's message, never a backtrace."
                    (engram--field item :ts))))
     (if (stringp value)
         (replace-regexp-in-string
-         "\\+00:00\\'" " UTC"
+         "\\(?:\\+00:00\\|Z\\)\\'" " UTC"
          (replace-regexp-in-string "\\.[0-9]+" "" (replace-regexp-in-string "T" " " value)))
       "")))
 
