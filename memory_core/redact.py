@@ -238,7 +238,7 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     (
         "telegram-bot-token",
         (":AA",),
-        r"(?<![0-9])\d{8,10}:AA[A-Za-z0-9_\-]{33}" + _END,
+        r"(?<![0-9])\d{8,10}:AA[A-Za-z0-9_\-]{32,35}" + _END,
     ),
     (
         "grafana-token",
@@ -455,7 +455,44 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("replicate-token", ("r8_",), _prefixed("r8_") + r"[A-Za-z0-9]{37}" + _END_ALNUM),
     ("groq-key", ("gsk_",), _prefixed("gsk_") + r"[A-Za-z0-9]{52}" + _END_ALNUM),
     ("xai-key", ("xai-",), _prefixed("xai-") + r"[A-Za-z0-9]{80}" + _END_ALNUM),
-    ("docker-hub-token", ("dckr_pat_",), _prefixed("dckr_pat_") + r"[A-Za-z0-9_\-]{27,}"),
+    (
+        "docker-hub-token",
+        ("dckr_pat_", "dckr_oat_"),
+        _prefixed("dckr_pat_", "dckr_oat_") + r"[A-Za-z0-9_\-]{27,}",
+    ),
+    ("adafruit-key", ("aio_",), _prefixed("aio_") + r"[A-Za-z0-9]{28}" + _END_ALNUM),
+    ("nuget-key", ("oy2",), _prefixed("oy2") + r"[a-z0-9]{43}" + _END_ALNUM),
+    ("crates-io-token", ("cio",), _prefixed("cio") + r"[A-Za-z0-9]{32}" + _END_ALNUM),
+    ("jina-key", ("jina_",), _prefixed("jina_") + r"[A-Za-z0-9_\-]{60,}"),
+    (
+        "sonarqube-token",
+        ("sqp_", "squ_", "sqa_"),
+        _prefixed("sqp_", "squ_", "sqa_") + r"[a-f0-9]{40}",
+    ),
+    ("tavily-key", ("tvly-",), _prefixed("tvly-") + r"(?:dev-|prod-)?[A-Za-z0-9]{32}" + _END_ALNUM),
+    (
+        "dependency-track-key",
+        ("odt_",),
+        _prefixed("odt_") + r"[A-Za-z0-9_]{32,}" + _END_ALNUM,
+    ),
+    ("contentful-token", ("CFPAT-",), _prefixed("CFPAT-") + r"[A-Za-z0-9_\-]{43,}"),
+    ("dropbox-token", ("sl.",), _prefixed("sl.") + r"(?:u\.)?[A-Za-z0-9_\-]{130,}"),
+    ("elevenlabs-key", ("sk_",), _prefixed("sk_") + r"[a-f0-9]{48}" + _END_ALNUM),
+    (
+        "azure-devops-token",
+        ("AZDO",),
+        r"(?<![A-Za-z0-9])[A-Za-z0-9]{52}AZDO[A-Za-z0-9]{28}" + _END_ALNUM,
+    ),
+    (
+        "discord-webhook",
+        ("/api/webhooks/",),
+        r"discord(?:app)?\.com/api/webhooks/\d{15,20}/[A-Za-z0-9_\-]{60,}",
+    ),
+    (
+        "teams-webhook",
+        ("outlook.office",),
+        r"outlook\.office(?:365)?\.com/webhook/[A-Za-z0-9@/\-]{30,}",
+    ),
     ("buildkite-token", ("bkua_",), _prefixed("bkua_") + r"[a-f0-9]{40}" + _END_ALNUM),
 )
 
@@ -538,6 +575,28 @@ def _random_token(match: re.Match[str]) -> str | None:
     return _label("token")
 
 
+def _flag_value(match: re.Match[str]) -> str | None:
+    value = match.group(0)[len(match.group("keep")) :].strip("\"'")
+    if _rx(_PLACEHOLDER_VALUE).match(value) or _is_reference(value):
+        return None
+    return _label("secret")
+
+
+# What documentation writes where a password goes: `-p PASSWORD`, `--token <token>`.
+_PLACEHOLDER_VALUE = (
+    r"^(?:[a-z_]*(?:password|passwd|secret|token|username)[a-z_]*|stdin|x+|\*+|#+|\.\.\.)$",
+    re.IGNORECASE,
+)
+
+
+def _named_value(match: re.Match[str]) -> str | None:
+    name = match.group("name") or match.group("name2") or ""
+    value = match.group(0)[len(match.group("keep")) :]
+    if not _is_secret_value(name, value):
+        return None
+    return _label("secret")
+
+
 # (name, guards, case-insensitive guards, pattern, replacement or None for the label).
 _Detector = tuple[str, tuple[str, ...], bool, str | tuple[str, int], Replacement | None]
 
@@ -560,7 +619,7 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         True,
         (
             r"(?P<keep>(?:aws[A-Za-z0-9_\-.]{0,30}(?:secret|sk)[A-Za-z0-9_\-]*|"
-            r"SecretAccessKey|secret_access_key)[\"']?\s*(?::=|=>|[:=])\s*[\"']?)"
+            r"SecretAccessKey|secret_access_key)\\?[\"']?\s*(?::=|=>|[:=])\s*\\?[\"']?)"
             r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])",
             re.IGNORECASE,
         ),
@@ -590,7 +649,7 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         # The scheme starts a word, so a match never begins in the middle of one.
         # A placeholder (`{DB_PASSWORD}`, `${PGPASS}`, `$PGPASS`) is code, not a password.
         r"(?P<keep>(?<![A-Za-z0-9+.\-])[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@\[\]]*:)"
-        r"(?!\$?\{[^\s@/{}]*\}@|\$[A-Za-z_][A-Za-z0-9_]*@)[^\s@/]+(?=@)",
+        r"(?!\$?\{[^\s@/{}]*\}@|\$[A-Za-z_][A-Za-z0-9_]*@|\*+@)[^\s@/]+(?=@)",
         _labelled("password"),
     ),
     (
@@ -617,6 +676,103 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         False,
         r"(?P<keep>\bsshpass\s+-p\s*[\"']?)[^\s\"']+",
         _labelled("password"),
+    ),
+    (
+        # A password given to a command as a flag's value: `--password X`, `--token=X`,
+        # PowerShell's `-Password X`, `nuget push --api-key X`.
+        "flag-password",
+        ("-pass", "-pwd", "-token", "-api-key", "-apikey", "-secret", "-access-token"),
+        True,
+        (
+            r"(?P<keep>(?<![\w\-])--?(?:password|passwd|pass|pwd|token|api-?key|secret|"
+            r"client-secret|access-token|auth-token)(?:=|[ \t]+)[\"']?)"
+            r"(?![\-$%<{(])[^\s\"'|;&)]+",
+            re.IGNORECASE,
+        ),
+        _flag_value,
+    ),
+    (
+        # `-p PASSWORD` of commands where -p means the password (elsewhere it is a port).
+        "command-password",
+        ("login", "psexec"),
+        True,
+        (
+            r"(?P<keep>(?:\b(?:docker|podman|nerdctl|buildah|skopeo)\s+login\b|"
+            r"\bpsexec(?:64)?(?:\.exe)?)[^\n]{0,300}?\s-p[ \t]+[\"']?)"
+            r"(?![\-$%<{])[^\s\"']+",
+            re.IGNORECASE,
+        ),
+        _flag_value,
+    ),
+    (
+        "aws-configure",
+        ("configure",),
+        False,
+        r"(?P<keep>\baws\s+configure\s+set\s+(?:[\w.\-]*\.)?"
+        r"aws_(?:secret_access_key|session_token)\s+[\"']?)[^\s\"']+",
+        _labelled("aws-secret-key"),
+    ),
+    (
+        "vault-unseal-key",
+        ("unseal",),
+        True,
+        (
+            r"(?P<keep>(?:\bunseal\s+(?:-\S+\s+)*|\bunseal key \d+:\s*))[A-Za-z0-9+/=]{20,}",
+            re.IGNORECASE,
+        ),
+        _labelled("vault-unseal-key"),
+    ),
+    (
+        # new NetworkCredential(user, PASSWORD[, domain]), new DirectoryEntry(path, user, PASSWORD)
+        "dotnet-credential",
+        ("NetworkCredential(", "DirectoryEntry("),
+        False,
+        r"(?P<keep>(?:NetworkCredential\(\s*|DirectoryEntry\(\s*\"[^\"\n]*\"\s*,\s*)"
+        r"(?:\"[^\"\n]*\"|[\w.]+)\s*,\s*\")[^\"\n]+(?=\")",
+        _labelled("password"),
+    ),
+    (
+        # ~/.netrc: `machine HOST login USER password PASSWORD`, on one line or several.
+        "netrc-password",
+        ("machine",),
+        False,
+        r"(?P<keep>\bmachine\s+\S+(?:\s+(?:login|account)\s+\S+)*\s+password\s+)\S+",
+        _labelled("password"),
+    ),
+    (
+        # .NET config: <add key="SmtpPassword" value="..." />; C#: { "DbPassword", "..." }.
+        "named-pair",
+        ("<add", '", "', '","'),
+        False,
+        r"(?P<keep>(?:<add\s+key\s*=\s*\"(?P<name>[^\"\n]{1,80})\"\s+value\s*=\s*\"|"
+        r"\{\s*\"(?P<name2>[^\"\n]{1,80})\"\s*,\s*\"))[^\"\n]+(?=\")",
+        _named_value,
+    ),
+    (
+        "travis-secure",
+        ("secure:",),
+        False,
+        r"(?P<keep>\bsecure:\s*[\"']?)[A-Za-z0-9+/=]{40,}",
+        _labelled("secret"),
+    ),
+    (
+        # Prose: `the default password is 'blooberry'`, `password for user 'x' is 'y'`.
+        "prose-password",
+        ("password", "passphrase"),
+        True,
+        (
+            r"(?P<keep>\b(?:password|passphrase)\b[^\n.]{0,40}?\bis\s*:?\s*(?P<q>[\"'`]))"
+            r"[^\"'`\n]{3,64}(?=(?P=q))",
+            re.IGNORECASE,
+        ),
+        _labelled("password"),
+    ),
+    (
+        "salesforce-token",
+        ("00D",),
+        False,
+        r"(?<![A-Za-z0-9])00D[A-Za-z0-9]{12,15}![A-Za-z0-9._]{80,}",
+        None,
     ),
     (
         "authorization-header",
@@ -649,7 +805,9 @@ def _context_spans(text: str, lowered: str) -> list[Span]:
             continue
         pattern = _rx(spec)
         matches = (
-            _windowed_matches(pattern, text, haystack, guards)
+            _windowed_matches(
+                pattern, text, haystack, guards, _SHORT_WINDOW.get(name, WINDOW_AFTER)
+            )
             if windowed and name != "private-key"
             else pattern.finditer(text)
         )
@@ -661,15 +819,153 @@ def _context_spans(text: str, lowered: str) -> list[Span]:
     return spans
 
 
+# ---------------------------------------------------------------------------------------------
+# 2b. A random value next to a secret word
+# ---------------------------------------------------------------------------------------------
+
+# How the rule sets of secret scanners describe most of the hundreds of providers they know:
+# the provider's name and a secret word, then a random value (`bitbar TOKEN 123456abcdef...`,
+# `coinlayerKEY=9a8b7c...`, `dd-apikey-dd52c2...`, `ASANA_PAT = 1234...`). engram does not list
+# providers: a secret word, glued to any name before and after it, followed by a value that
+# looks random (letters and digits mixed, 12 characters or more, no words of a name) is a secret
+# whatever the provider. Run on the lowercased text; the value is read from the original.
+_KEYWORD_VALUE = (
+    r"(?P<word>secret|token|key|access|private|passphrase|passw(?:or)?d|pass|pwd|auth|pat|"
+    r"credentials?)[a-z0-9_\-]{0,16}?"
+    r"(?:\\?[\"']?[ \t]*(?::=|=>|[:=])[ \t]*\\?[\"']?|[ \t]+[\"']?|[_\-])"
+    r"(?P<value>[a-z0-9][a-z0-9+/_\-.~]{11,}={0,3})(?![a-z0-9=:])",
+    0,
+)
+_KEYWORD_GUARDS = (
+    "secret",
+    "token",
+    "key",
+    "access",
+    "private",
+    "pass",
+    "pwd",
+    "auth",
+    "pat",
+    "cred",
+)
+# Words in a name that make it a name of something public or derived, not of a secret:
+# `hashed_secret` (detect-secrets baselines), `cache_key`, `sort_key`, `public_key`.
+_NOT_SECRET_QUALIFIERS = frozenset(("hashed", "hash", "public", "pub", "publishable"))
+# ... and, for a hex digest, names of what a digest identifies: `cache_key = 9b74c98...`.
+_DIGEST_QUALIFIERS = frozenset(
+    ("cache", "sort", "etag", "checksum", "dedup", "idempotency", "lookup", "partition", "row")
+)
+# Secret words that say little alone (`key` of a map, `access` of a log): a longer value.
+_WEAK_KEYWORDS = frozenset(("key", "access", "auth", "pat", "private"))
+_MIN_RUN = 12
+_RUN_NEEDLE_SHORT = b"a" * _MIN_RUN
+
+
+def _keyword_spans(text: str, lowered: str) -> list[Span]:
+    if len(lowered) != len(text) or not any(g in lowered for g in _KEYWORD_GUARDS):
+        return []
+    # No run of 12 token characters, no value: most short texts stop here, uncompiled.
+    if text.encode("latin-1", "replace").translate(_RUN_MASK).find(_RUN_NEEDLE_SHORT) == -1:
+        return []
+    pattern = _rx(_KEYWORD_VALUE)
+    spans: list[Span] = []
+    # The secret words are found by substring search, and each is checked as a word before the
+    # regex reads what follows it: most of them (`path`, `author`, `keys()`) stop there.
+    positions = sorted({at for word in _KEYWORD_GUARDS for at in _find_all(lowered, word)})
+    done = 0
+    for word_start in positions:
+        if word_start < done:
+            continue
+        if word_start > 0 and text[word_start - 1].isalpha() and not text[word_start].isupper():
+            continue  # inside a word: `monkeys`, `passage`, `keyword`
+        match = pattern.match(lowered, word_start)
+        if match is None:
+            continue
+        word_end = match.end("word")
+        after = text[word_end : word_end + 2]
+        if (
+            after[:1].islower()
+            and text[word_end - 1].islower()
+            and not (after[:1] == "s" and not after[1:2].isalpha())
+        ):
+            continue  # a longer word: `accessor`, `author`, `tokenizer`, `path`
+        start, end = match.span("value")
+        value = text[start:end].rstrip(".,;")
+        if match.group("word") in _WEAK_KEYWORDS and len(value) < 16:
+            continue
+        name = _name_at(text, word_start, start)
+        if _random_next_to_secret_word(name, value):
+            spans.append((start, start + len(value), _label("secret")))
+            done = end
+    return spans
+
+
+def _find_all(haystack: str, needle: str) -> Iterator[int]:
+    at = haystack.find(needle)
+    while at != -1:
+        yield at
+        at = haystack.find(needle, at + 1)
+
+
+def _random_next_to_secret_word(name: str, value: str) -> bool:
+    bare = name.strip("\"'` :=>\\-_\t")
+    parts = {part.lower() for part in _rx(_NAME_PARTS).findall(bare)}
+    if _describes_only(bare) or not parts.isdisjoint(_NOT_SECRET_QUALIFIERS):
+        return False
+    if _rx(_HEX_DIGEST).match(value) and not parts.isdisjoint(_DIGEST_QUALIFIERS):
+        return False
+    return _looks_random(value)
+
+
+def _looks_random(value: str) -> bool:
+    """Letters and digits mixed the way a generated key mixes them: not a word, a name, a
+    version, a path, a UUID or a hex digest alone (those are ids and hashes)."""
+    if len(value) < 12 or value[0] in "/.~-":
+        return False
+    if not any(c.isdigit() for c in value) or not any(c.isalpha() for c in value):
+        return False
+    if _rx(_UUID).match(value) or "//" in value:
+        return False
+    if _rx(_NAME_WITH_NUMBERS).match(value):
+        return False
+    return entropy(value) >= 3.0
+
+
+# A git commit id, an MD5/SHA-1/SHA-256 digest: public ids of content.
+_HEX_DIGEST = (r"^(?:[0-9a-f]{32}|[0-9a-f]{40}|[0-9a-f]{64})$", 0)
+# `jetbrains.mps.v8_elimination`, `ConnectionString_B2B`, `release-2024-03`: words and numbers.
+_NAME_WITH_NUMBERS = (r"^[A-Za-z]+\d*[A-Za-z]*(?:[._\-:]+(?:[A-Za-z]+\d*[A-Za-z]*|\d+))+$", 0)
+
+
+# Detectors whose match ends shortly after their guard read a shorter window: their guards
+# (`", "`, `machine`, `-token`) are frequent in code.
+_SHORT_WINDOW = {
+    "flag-password": 300,
+    "command-password": 400,
+    "aws-configure": 200,
+    "vault-unseal-key": 300,
+    "dotnet-credential": 300,
+    "netrc-password": 400,
+    "named-pair": 300,
+    "travis-secure": 1200,
+    "prose-password": 200,
+    "salesforce-token": 200,
+}
+
+
 def _windowed_matches(
-    pattern: re.Pattern[str], text: str, haystack: str, guards: tuple[str, ...]
+    pattern: re.Pattern[str],
+    text: str,
+    haystack: str,
+    guards: tuple[str, ...],
+    window_after: int = WINDOW_AFTER,
 ) -> Iterator[re.Match[str]]:
     windows: list[tuple[int, int]] = []
     for guard in guards:
         at = haystack.find(guard)
         while at != -1:
             windows.append(
-                (max(0, at - WINDOW_BEFORE), min(len(text), at + len(guard) + WINDOW_AFTER))
+                (max(0, at - WINDOW_BEFORE), min(len(text), at + len(guard) + window_after))
             )
             at = haystack.find(guard, at + 1)
     if not windows:
@@ -732,7 +1028,10 @@ _WEAK = (rf"(?:^|[_\-.]|\b)(?:{_WEAK_NAME})(?:$|[_\-.]|\b)", re.IGNORECASE)
 # os.environ[...], get_token(), already redacted text; plain numbers (`input_tokens: 123456`
 # is a count, not a token) and version ranges (`"jsonwebtoken": "^9.0.0"`).
 _REFERENCE = (
-    r"^(?:\$\{?[A-Za-z_]|%\(|<[^>]*>?$|\{|\[REDACTED|\*+$|x+$|[0-9][0-9_,.]*$|"
+    r"^(?:\$\{?[A-Za-z_]|%\(|<[^>]*>?$|\{|#\{|\[REDACTED|\*+$|x+$|[0-9][0-9_,.]*$|arn:|"
+    # A CSS selector (`#add-password`, `.api-key-input`) and a route (`/passwords/:id/edit`,
+    # `cms/sites/passwords#edit`): words, no digit.
+    r"[#.][A-Za-z][A-Za-z_\-]*$|/?[A-Za-z_\-:{}]+(?:/[A-Za-z_\-:{}.]*)+(?:#[a-z_]+)?$|"
     r"[~^<>=!v]*\d+(?:\.(?:\d+|[x*]))+(?:[-+.][0-9A-Za-z.\-]*)?(?:,?[<>=!~^]+[\d.x*]+)*$|"
     r".*[(\[]|"
     r"(?:none|null|true|false|undefined|changeme|example|required|optional|str|string|bytes|int)$)",
@@ -762,7 +1061,8 @@ _ASSIGNMENT = (
 )
 # An Authorization value's scheme word is skipped: the credential follows it.
 _VALUE = (
-    r"\s*[\"'`]?(?:(?:Bearer|Basic|Token|Bot|Digest)\s+)?(?P<value>[^\s\"'`,;]{6,})",
+    # Not across a line: `snowflake.password=` with nothing after it has no value.
+    r"[ \t]*[\"'`]?(?:(?:Bearer|Basic|Token|Bot|Digest)\s+)?(?P<value>[^\s\"'`,;]{6,})",
     0,
 )
 
@@ -866,6 +1166,11 @@ def _weak_secret(name: str, value: str) -> bool:
     """A value under a weak name (key, salt, signature...) is secret when it looks random."""
     if _describes_only(name) or _rx(_UUID).match(value) or _rx(_WORDS).match(value):
         return False
+    if _rx(_NAME_WITH_NUMBERS).match(value):
+        return False  # `jetbrains.mps.v8_elimination`, `Ed25519.KeyPair`: names
+    parts = {part.lower() for part in _rx(_NAME_PARTS).findall(name)}
+    if _rx(_HEX_DIGEST).match(value) and not parts.isdisjoint(_DIGEST_QUALIFIERS):
+        return False
     return len(value) >= 16 and entropy(value) >= 3.5
 
 
@@ -895,8 +1200,15 @@ def _is_secret_value(name: str, value: str) -> bool:
     # A value ending in `=` is base64 padding unless what precedes it is a secret's name.
     if value.endswith(":") or (value.endswith("=") and _names_a_secret(value.rstrip("="))):
         return False
+    parts = {part.lower() for part in _rx(_NAME_PARTS).findall(name)}
+    if not parts.isdisjoint(_NOT_SECRET_QUALIFIERS):
+        return False  # `hashed_secret`, `cache_key`: derived from a secret or not one
+    if value.isdigit() and len(value) >= 10 and _strong_name(name):
+        return True  # an all-digit API key; shorter numbers are counts, ages, sizes
     if _is_reference(value):
         return False
+    if "signature" in parts and len(value) >= 200:
+        return False  # a model's thinking signature: long, public, verifiable
     if _strong_name(name):
         return True
     return _weak_name(name) and _weak_secret(name, value)
@@ -928,7 +1240,12 @@ def _strong_name(name: str) -> bool:
 def _weak_name(name: str) -> bool:
     if _rx(_WEAK).search(name) is not None:
         return True
-    return "tokens" in (part.lower() for part in _rx(_NAME_PARTS).findall(name))
+    parts = {part.lower() for part in _rx(_NAME_PARTS).findall(name)}
+    return not parts.isdisjoint(_WEAK_PARTS)
+
+
+# A weak word as a part of a camelCase name (`adobeKey`, `licenseKey`), and `tokens`.
+_WEAK_PARTS = frozenset(("key", "keys", "salt", "signature", "hmac", "tokens"))
 
 
 def _redact_assignments(text: str, lowered: str) -> str:
@@ -949,7 +1266,10 @@ def _redact_assignments(text: str, lowered: str) -> str:
         if value is None:
             continue
         name = _name_at(text, match.start(), match.end())
-        if _coordinate(text, match.end() - len(name), match.end(), value.group("value")):
+        name_start = match.end() - len(name)
+        if _coordinate(text, name_start, match.end(), value.group("value")):
+            continue
+        if _key_path(text, name_start, match.end()):
             continue
         if _code_or_prose(text, match.end(), value):
             continue
@@ -997,6 +1317,17 @@ def _name_like(word: str) -> bool:
     """Words of a name in camelCase or snake_case (`currentTokenValue`), not random letters."""
     parts = _rx(_NAME_PARTS).findall(word)
     return len(parts) >= 2 and all(len(part) >= 2 for part in parts)
+
+
+def _key_path(text: str, name_start: int, end: int) -> bool:
+    """A part of a colon-joined key, not an assignment: `session:token:user:4821` (Redis
+    keys, cache keys): a colon before the name and another glued after it."""
+    return (
+        name_start > 0
+        and text[name_start - 1] == ":"
+        and text[end - 1] == ":"
+        and not text[end : end + 1].isspace()
+    )
 
 
 def _coordinate(text: str, name_start: int, end: int, value: str) -> bool:
@@ -1052,7 +1383,7 @@ def _redact(text: str) -> str:
     lowered = text.lower()
     # Token formats first in the list: where a header or a URL surrounds exactly a provider's
     # key, the key's own label wins the tie.
-    spans = _token_spans(text) + _context_spans(text, lowered)
+    spans = _token_spans(text) + _context_spans(text, lowered) + _keyword_spans(text, lowered)
     if spans:
         text = _apply(text, spans)
         lowered = text.lower()
