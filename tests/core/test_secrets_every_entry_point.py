@@ -310,3 +310,37 @@ def test_checkpoints_leave_secret_files_out_unless_told_and_keep_other_files_as_
     _ok(cli("config", "set", "checkpoints.include_secret_files", "true", cwd=repo))
     _ok(cli("checkpoint", "create", "with secret files", cwd=repo))
     assert in_env.encode() in store_bytes(repo)
+
+
+def test_a_secret_in_a_transcripts_first_prompt_is_nowhere_under_engram(
+    cli: Any, repo: Path, tmp_path: Path
+) -> None:
+    # A file short enough that its whole first line, prompt included, lies in the head that
+    # recognises the file: the head is kept as a hash, never as its bytes (nor their hex).
+    secret = "ghp_" + "".join(reversed("0123456789abcdefghijKLMNOPQRSTUVWXYZ"))
+    transcript = Transcript("4f3e2d1c-0000-1111-2222-333344445555", repo)
+    transcript.prompt(f"door-first-prompt {secret}")
+    transcript.response([text("Done.")])
+    path = transcript.save(tmp_path / "first.jsonl")
+    first_line = path.read_bytes().split(b"\n")[0]
+    assert secret.encode() in first_line
+    assert cli("init", cwd=repo).code == 0
+    _ok(cli("ingest", "claude-code", str(path), cwd=repo))
+    # The same file with more lines is still the same file: read on, not from the start.
+    transcript.prompt("door-second-prompt")
+    transcript.save(path)
+    _ok(cli("ingest", "claude-code", str(path), cwd=repo))
+
+    stored = store_bytes(repo)
+    assert b"door-first-prompt" in stored and b"door-second-prompt" in stored  # both ingested
+    for form in (secret.encode(), secret.encode().hex().encode(), first_line[:40].hex().encode()):
+        assert form not in stored, form[:20]
+    out = tmp_path / "export.json"
+    _ok(cli("export", "--format", "json", "--out", str(out), cwd=repo))
+    anon = tmp_path / "anon.json"
+    _ok(cli("anonymize", "--out", str(anon), cwd=repo))
+    for exported in (out.read_bytes(), anon.read_bytes()):
+        assert secret.encode() not in exported
+        assert first_line[:40].hex().encode() not in exported
+    offsets = json.loads(out.read_text())["tables"]["agent_ingest_offsets"]
+    assert [row["head"].partition(":")[0] for row in offsets] == ["512"]
