@@ -563,6 +563,121 @@ def _token_spans(text: str) -> list[Span]:
 
 
 # ---------------------------------------------------------------------------------------------
+# 1b. A generated key of an unknown provider
+# ---------------------------------------------------------------------------------------------
+
+# Hundreds of providers issue keys as a random string, often behind a short prefix of their
+# own (`flb_live_...`, `nvapi-...`, `BBFF-...`), and no list can hold them all. A word of 20
+# letters and digits or more that stands alone (not part of a path, a URL, base64 or a dotted
+# name), mixes letters and digits the way a generator does, is not a hex digest and reads as
+# no name, is taken for one. Words of code are names (`ObjectMapperConfiguration`), hashes are
+# hex, base64 data carries `+`, `/` or `=` next to it: those stay.
+_ALNUM_MASK = bytes(
+    ord("a") if chr(i).isascii() and chr(i).isalnum() else ord(" ") for i in range(256)
+)
+_RANDOM_WORD_MIN = 20
+_ALNUM_NEEDLE = b"a" * _RANDOM_WORD_MIN
+# Characters that, next to the word, make it part of something larger than a key.
+_JOINED = frozenset("+/=.~:@%\\&?#$")
+# Prefix segments (`sk_5678_`, `flb_live_`) before the random part.
+_PREFIX_SEGMENTS = 3
+_PREFIX_SEGMENT_MAX = 12
+# Prefixes of digests and versions, not of keys: `sha256-<hex>`, `commit-<hex>`.
+_DIGEST_PREFIXES = frozenset(
+    ("sha", "sha1", "sha256", "sha384", "sha512", "md5", "blake2b", "commit", "rev", "hash", "git")
+)
+# Words before a random-looking value that say it is public: keys of a key pair, a signature,
+# a checksum.
+_PUBLIC_CONTEXT = (
+    "public",
+    "pubkey",
+    "pub_",
+    "ssh-",
+    "signature",
+    "checksum",
+    "digest",
+    "integrity",
+    "nonce",
+    "sha",
+)
+
+
+def _random_word_spans(text: str) -> list[Span]:
+    mask = text.encode("latin-1", "replace").translate(_ALNUM_MASK)
+    at = mask.find(_ALNUM_NEEDLE)
+    if at == -1:
+        return []
+    spans: list[Span] = []
+    size = len(text)
+    while at != -1:
+        end = mask.find(b" ", at + _RANDOM_WORD_MIN)
+        if end == -1:
+            end = size
+        span = _random_word_at(text, at, end)
+        if span is not None:
+            spans.append(span)
+        at = mask.find(_ALNUM_NEEDLE, end)
+    return spans
+
+
+def _random_word_at(text: str, body_start: int, body_end: int) -> Span | None:
+    after = text[body_end : body_end + 2]
+    if after[:1] in "_-" and after[:1] and (after[1:2].isalnum()):
+        return None  # more of a structured name follows
+    if after[:1] in _JOINED and after[:1] and not (after[:1] == "." and not after[1:2].isalnum()):
+        return None
+    start = body_start
+    prefix: list[str] = []
+    while len(prefix) < _PREFIX_SEGMENTS and start > 0 and text[start - 1] in "_-":
+        segment_start = start - 1
+        while (
+            segment_start > 0
+            and text[segment_start - 1].isascii()
+            and text[segment_start - 1].isalnum()
+            and start - 1 - segment_start < _PREFIX_SEGMENT_MAX
+        ):
+            segment_start -= 1
+        if segment_start == start - 1:
+            return None  # `__word` or `--flag`
+        prefix.append(text[segment_start : start - 1])
+        start = segment_start
+    before = text[start - 1] if start > 0 else " "
+    if before in _JOINED or before in "_-" or (before.isascii() and before.isalnum()):
+        return None
+    body = text[body_start:body_end]
+    if not _looks_generated(body, prefix):
+        return None
+    line_start = text.rfind("\n", 0, start) + 1
+    context = text[max(line_start, start - 48) : start].lower()
+    if any(word in context for word in _PUBLIC_CONTEXT):
+        return None
+    named = _rx(_NAME_BEFORE_VALUE).search(text, max(line_start, start - 48), start)
+    if named is not None and _describes_only(named.group("name")):
+        return None  # `"credentialId": "B9mTcFSck2LzJO2S3ols63"`: an id
+    return (start, body_end, _label("secret"))
+
+
+# The name a value is assigned to, right before it: `"credentialId": "`, `client_id=`.
+_NAME_BEFORE_VALUE = (r"(?P<name>[A-Za-z_][A-Za-z0-9_\-]*)[\"']?\s*(?::=|=>|[:=])\s*[\"'`]?$", 0)
+
+
+def _looks_generated(body: str, prefix: list[str]) -> bool:
+    if not any(c.isdigit() for c in body) or not any(c.isalpha() for c in body):
+        return False
+    if all(c in "0123456789abcdefABCDEF" for c in body):
+        # A digest, unless a provider's prefix stands before it (`slk_<64 hex>`).
+        return bool(prefix) and len(body) >= 32 and prefix[-1].lower() not in _DIGEST_PREFIXES
+    if _name_like(body) or entropy(body) < 3.5:
+        return False
+    digits = sum(c.isdigit() for c in body)
+    # `Release20240315Build` has a number, not a mix: a key's digits are spread through it.
+    return digits >= 2 and not _rx(_ONE_NUMBER).match(body)
+
+
+_ONE_NUMBER = (r"^[A-Za-z]*\d+[A-Za-z]*$", 0)
+
+
+# ---------------------------------------------------------------------------------------------
 # 2. Context formats
 # ---------------------------------------------------------------------------------------------
 
@@ -590,7 +705,7 @@ _PLACEHOLDER_VALUE = (
 
 
 def _named_value(match: re.Match[str]) -> str | None:
-    name = match.group("name") or match.group("name2") or ""
+    name = match.group("name")
     value = match.group(0)[len(match.group("keep")) :]
     if not _is_secret_value(name, value):
         return None
@@ -615,7 +730,7 @@ _CONTEXT_DETECTORS: list[_Detector] = [
     ),
     (
         "aws-secret-key",
-        ("aws", "secretaccesskey", "secret_access_key"),
+        ("aws", "secret"),
         True,
         (
             r"(?P<keep>(?:aws[A-Za-z0-9_\-.]{0,30}(?:secret|sk)[A-Za-z0-9_\-]*|"
@@ -627,7 +742,7 @@ _CONTEXT_DETECTORS: list[_Detector] = [
     ),
     (
         "azure-storage-key",
-        ("accountkey=", "sharedaccesssignature=", "sharedaccesskey="),
+        ("accountkey", "sharedaccess"),
         True,
         (
             r"(?P<keep>(?:AccountKey|SharedAccessSignature|SharedAccessKey)=)[A-Za-z0-9+/=%&\-]{20,}",
@@ -681,7 +796,7 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         # A password given to a command as a flag's value: `--password X`, `--token=X`,
         # PowerShell's `-Password X`, `nuget push --api-key X`.
         "flag-password",
-        ("-pass", "-pwd", "-token", "-api-key", "-apikey", "-secret", "-access-token"),
+        ("pass", "pwd", "token", "key", "secret"),
         True,
         (
             r"(?P<keep>(?<![\w\-])--?(?:password|passwd|pass|pwd|token|api-?key|secret|"
@@ -694,7 +809,7 @@ _CONTEXT_DETECTORS: list[_Detector] = [
     (
         # `-p PASSWORD` of commands where -p means the password (elsewhere it is a port).
         "command-password",
-        ("login", "psexec"),
+        (" -p",),
         True,
         (
             r"(?P<keep>(?:\b(?:docker|podman|nerdctl|buildah|skopeo)\s+login\b|"
@@ -706,8 +821,8 @@ _CONTEXT_DETECTORS: list[_Detector] = [
     ),
     (
         "aws-configure",
-        ("configure",),
-        False,
+        ("aws",),
+        True,
         r"(?P<keep>\baws\s+configure\s+set\s+(?:[\w.\-]*\.)?"
         r"aws_(?:secret_access_key|session_token)\s+[\"']?)[^\s\"']+",
         _labelled("aws-secret-key"),
@@ -725,8 +840,8 @@ _CONTEXT_DETECTORS: list[_Detector] = [
     (
         # new NetworkCredential(user, PASSWORD[, domain]), new DirectoryEntry(path, user, PASSWORD)
         "dotnet-credential",
-        ("NetworkCredential(", "DirectoryEntry("),
-        False,
+        ("cred", "directoryentry("),
+        True,
         r"(?P<keep>(?:NetworkCredential\(\s*|DirectoryEntry\(\s*\"[^\"\n]*\"\s*,\s*)"
         r"(?:\"[^\"\n]*\"|[\w.]+)\s*,\s*\")[^\"\n]+(?=\")",
         _labelled("password"),
@@ -741,11 +856,18 @@ _CONTEXT_DETECTORS: list[_Detector] = [
     ),
     (
         # .NET config: <add key="SmtpPassword" value="..." />; C#: { "DbPassword", "..." }.
-        "named-pair",
-        ("<add", '", "', '","'),
+        "dotnet-setting",
+        ("<add",),
         False,
-        r"(?P<keep>(?:<add\s+key\s*=\s*\"(?P<name>[^\"\n]{1,80})\"\s+value\s*=\s*\"|"
-        r"\{\s*\"(?P<name2>[^\"\n]{1,80})\"\s*,\s*\"))[^\"\n]+(?=\")",
+        r"(?P<keep><add\s+key\s*=\s*\"(?P<name>[^\"\n]{1,80})\"\s+value\s*=\s*\")[^\"\n]+(?=\")",
+        _named_value,
+    ),
+    (
+        # C#: new Dictionary<string, string> { { "DbPassword", "..." } }
+        "dictionary-pair",
+        ("pass", "pwd", "secret", "token", "key"),
+        True,
+        r"(?P<keep>\{\s*\"(?P<name>[^\"\n]{1,80})\"\s*,\s*\")[^\"\n]+(?=\")",
         _named_value,
     ),
     (
@@ -758,7 +880,7 @@ _CONTEXT_DETECTORS: list[_Detector] = [
     (
         # Prose: `the default password is 'blooberry'`, `password for user 'x' is 'y'`.
         "prose-password",
-        ("password", "passphrase"),
+        ("pass",),
         True,
         (
             r"(?P<keep>\b(?:password|passphrase)\b[^\n.]{0,40}?\bis\s*:?\s*(?P<q>[\"'`]))"
@@ -776,7 +898,7 @@ _CONTEXT_DETECTORS: list[_Detector] = [
     ),
     (
         "authorization-header",
-        ("bearer ", "basic ", "token "),
+        ("bearer", "basic", "token"),
         True,
         r"(?P<keep>(?:Bearer|bearer|BEARER|Basic|basic|Token|token)\s+)[A-Za-z0-9_\-.=+/~]{16,}",
         _random_token,
@@ -793,21 +915,72 @@ WINDOW_BEFORE = 80
 WINDOW_AFTER = 2048
 
 
-def _context_spans(text: str, lowered: str) -> list[Span]:
+class _Hits:
+    """Where each guard occurs, searched once per text however many detectors share it (the
+    secret words are the guards of several detectors and of the keyword search)."""
+
+    def __init__(self, text: str, lowered: str) -> None:
+        self.text = text
+        self.lowered = lowered
+        self._found: dict[tuple[str, bool], list[int]] = {}
+
+    def of(self, guard: str, fold: bool) -> list[int]:
+        key = (guard, fold)
+        found = self._found.get(key)
+        if found is None:
+            found = list(_find_all(self.lowered if fold else self.text, guard))
+            self._found[key] = found
+        return found
+
+
+# Detectors whose guard counts only in a certain place: a secret word is a flag's name only
+# after a dash (`--password`, `-Password`, `--api-key`).
+_GUARD_FILTERS: dict[str, Callable[[str, int, int], bool]] = {
+    "flag-password": lambda lowered, at, _size: "-" in lowered[max(0, at - 8) : at],
+    # `aws...`, or `secret` of `SecretAccessKey` / `secret_access_key`.
+    "aws-secret-key": lambda lowered, at, size: (
+        size == 3 or lowered.startswith(("accesskey", "_access_key"), at + 6)
+    ),
+    # A secret word as a key of a pair: `{ "DbPassword", "` follows it closely.
+    "dictionary-pair": lambda lowered, at, _size: '",' in lowered[at : at + 40],
+    # `Bearer`, `Basic`, `Token` as a scheme: a space follows.
+    "authorization-header": lambda lowered, at, size: lowered[at + size : at + size + 1].isspace(),
+}
+
+
+def _context_spans(text: str, lowered: str, hits: _Hits | None = None) -> list[Span]:
     spans: list[Span] = []
     windowed = len(text) > WINDOWED_ABOVE and len(lowered) == len(text)
+    hits = hits or _Hits(text, lowered)
     for name, guards, fold, spec, replacement in _CONTEXT_DETECTORS:
         haystack = lowered if fold else text
-        for guard in guards:
-            if guard in haystack:
-                break
+        keep = _GUARD_FILTERS.get(name)
+        positions: list[tuple[int, int]] = []
+        if windowed:
+            positions = [
+                (at, len(guard))
+                for guard in guards
+                for at in hits.of(guard, fold)
+                if keep is None or keep(lowered, at, len(guard))
+            ]
+            if not positions:
+                continue
         else:
-            continue
+            # A short text: whether a guard occurs at all is the cheap question.
+            for guard in guards:
+                if guard in haystack:
+                    break
+            else:
+                continue
+            if keep is not None and not any(
+                keep(lowered, at, len(guard))
+                for guard in guards
+                for at in _find_all(haystack, guard)
+            ):
+                continue
         pattern = _rx(spec)
         matches = (
-            _windowed_matches(
-                pattern, text, haystack, guards, _SHORT_WINDOW.get(name, WINDOW_AFTER)
-            )
+            _windowed_matches(pattern, text, positions, _SHORT_WINDOW.get(name, WINDOW_AFTER))
             if windowed and name != "private-key"
             else pattern.finditer(text)
         )
@@ -861,8 +1034,8 @@ _MIN_RUN = 12
 _RUN_NEEDLE_SHORT = b"a" * _MIN_RUN
 
 
-def _keyword_spans(text: str, lowered: str) -> list[Span]:
-    if len(lowered) != len(text) or not any(g in lowered for g in _KEYWORD_GUARDS):
+def _keyword_spans(text: str, lowered: str, hits: _Hits | None = None) -> list[Span]:
+    if len(lowered) != len(text):
         return []
     # No run of 12 token characters, no value: most short texts stop here, uncompiled.
     if text.encode("latin-1", "replace").translate(_RUN_MASK).find(_RUN_NEEDLE_SHORT) == -1:
@@ -871,7 +1044,10 @@ def _keyword_spans(text: str, lowered: str) -> list[Span]:
     spans: list[Span] = []
     # The secret words are found by substring search, and each is checked as a word before the
     # regex reads what follows it: most of them (`path`, `author`, `keys()`) stop there.
-    positions = sorted({at for word in _KEYWORD_GUARDS for at in _find_all(lowered, word)})
+    hits = hits or _Hits(text, lowered)
+    positions = sorted({at for word in _KEYWORD_GUARDS for at in hits.of(word, True)})
+    if not positions:
+        return spans
     done = 0
     for word_start in positions:
         if word_start < done:
@@ -914,7 +1090,18 @@ def _random_next_to_secret_word(name: str, value: str) -> bool:
         return False
     if _rx(_HEX_DIGEST).match(value) and not parts.isdisjoint(_DIGEST_QUALIFIERS):
         return False
+    if _rx(_UUID).match(value):
+        # Many providers' keys are UUIDs, but a `key` of a list or a map is often one too:
+        # after a strong word only (`secret`, `token`, `api_key`, `access_key`).
+        return _strong_name(bare) or not parts.isdisjoint(_STRONG_KEY_QUALIFIERS)
+    if len(value) >= 20 and (value.isdigit() or (value.isalpha() and entropy(value) >= 4.0)):
+        return not _name_like(value)  # `vbout KEY 1234567890123456789012345`
     return _looks_random(value)
+
+
+_STRONG_KEY_QUALIFIERS = frozenset(
+    ("api", "apikey", "access", "private", "secret", "auth", "license")
+)
 
 
 def _looks_random(value: str) -> bool:
@@ -926,9 +1113,18 @@ def _looks_random(value: str) -> bool:
         return False
     if _rx(_UUID).match(value) or "//" in value:
         return False
-    if _rx(_NAME_WITH_NUMBERS).match(value):
+    if _rx(_NAME_WITH_NUMBERS).match(value) or _rx(_DOTTED_CODE).match(value):
+        return False
+    if _name_like(value):
         return False
     return entropy(value) >= 3.0
+
+
+# `1.verifyPublicKey`, `exports.X509Key`: a chain of names and numbers (code), not a key.
+_DOTTED_CODE = (
+    r"^(?:\d+|[A-Za-z_$][A-Za-z_$]*\d*[A-Za-z_$]*)(?:\.(?:\d+|[A-Za-z_$][A-Za-z_$]*\d*[A-Za-z_$]*))+$",
+    0,
+)
 
 
 # A git commit id, an MD5/SHA-1/SHA-256 digest: public ids of content.
@@ -956,18 +1152,13 @@ _SHORT_WINDOW = {
 def _windowed_matches(
     pattern: re.Pattern[str],
     text: str,
-    haystack: str,
-    guards: tuple[str, ...],
+    positions: list[tuple[int, int]],
     window_after: int = WINDOW_AFTER,
 ) -> Iterator[re.Match[str]]:
-    windows: list[tuple[int, int]] = []
-    for guard in guards:
-        at = haystack.find(guard)
-        while at != -1:
-            windows.append(
-                (max(0, at - WINDOW_BEFORE), min(len(text), at + len(guard) + window_after))
-            )
-            at = haystack.find(guard, at + 1)
+    windows = [
+        (max(0, at - WINDOW_BEFORE), min(len(text), at + size + window_after))
+        for at, size in positions
+    ]
     if not windows:
         return
     windows.sort()
@@ -1033,7 +1224,7 @@ _REFERENCE = (
     # `cms/sites/passwords#edit`): words, no digit.
     r"[#.][A-Za-z][A-Za-z_\-]*$|/?[A-Za-z_\-:{}]+(?:/[A-Za-z_\-:{}.]*)+(?:#[a-z_]+)?$|"
     r"[~^<>=!v]*\d+(?:\.(?:\d+|[x*]))+(?:[-+.][0-9A-Za-z.\-]*)?(?:,?[<>=!~^]+[\d.x*]+)*$|"
-    r".*[(\[]|"
+    r".*[(\[]|.*\$\{|"
     r"(?:none|null|true|false|undefined|changeme|example|required|optional|str|string|bytes|int)$)",
     re.IGNORECASE,
 )
@@ -1166,8 +1357,8 @@ def _weak_secret(name: str, value: str) -> bool:
     """A value under a weak name (key, salt, signature...) is secret when it looks random."""
     if _describes_only(name) or _rx(_UUID).match(value) or _rx(_WORDS).match(value):
         return False
-    if _rx(_NAME_WITH_NUMBERS).match(value):
-        return False  # `jetbrains.mps.v8_elimination`, `Ed25519.KeyPair`: names
+    if _rx(_NAME_WITH_NUMBERS).match(value) or _name_like(value):
+        return False  # `jetbrains.mps.v8_elimination`, `X509KeyUsageExtension`: names
     parts = {part.lower() for part in _rx(_NAME_PARTS).findall(name)}
     if _rx(_HEX_DIGEST).match(value) and not parts.isdisjoint(_DIGEST_QUALIFIERS):
         return False
@@ -1314,9 +1505,21 @@ _IDENTIFIER_NO_DIGIT = (r"^[A-Za-z_]+$", 0)
 
 
 def _name_like(word: str) -> bool:
-    """Words of a name in camelCase or snake_case (`currentTokenValue`), not random letters."""
+    """Words of a name in camelCase or snake_case (`currentTokenValue`, `kEnumerableProperty`
+    with its one-letter prefix), not random letters."""
     parts = _rx(_NAME_PARTS).findall(word)
-    return len(parts) >= 2 and all(len(part) >= 2 for part in parts)
+    # A generated key split the same way has digits in many of its parts (`Zq8v`, `T1m`...);
+    # a name has a number in one at most (`X509KeyUsage`, `sha256Digest`).
+    return (
+        len(parts) >= 2
+        and all(len(part) >= 2 for part in parts[1:])
+        and all(_rx(_WORD_PART).match(part) for part in parts)
+        and sum(part[-1].isdigit() for part in parts) <= 1
+    )
+
+
+# A part of a name: letters, maybe a number at its end (`X509`, `Sha256`, `Utf8`).
+_WORD_PART = (r"^[A-Za-z]+\d{0,4}$", 0)
 
 
 def _key_path(text: str, name_start: int, end: int) -> bool:
@@ -1379,11 +1582,18 @@ def _redact_short(text: str) -> str:
     return _redact(text)
 
 
-def _redact(text: str) -> str:
+def _redact(text: str, random_words: bool = True) -> str:
     lowered = text.lower()
     # Token formats first in the list: where a header or a URL surrounds exactly a provider's
     # key, the key's own label wins the tie.
-    spans = _token_spans(text) + _context_spans(text, lowered) + _keyword_spans(text, lowered)
+    # A generated-looking word of no known format comes last: any other label wins a tie.
+    hits = _Hits(text, lowered)
+    spans = (
+        _token_spans(text)
+        + _context_spans(text, lowered, hits)
+        + _keyword_spans(text, lowered, hits)
+        + (_random_word_spans(text) if random_words else [])
+    )
     if spans:
         text = _apply(text, spans)
         lowered = text.lower()
@@ -1414,6 +1624,10 @@ def redact_obj(value: Any) -> Any:
                 and (_secret_key(key) or (_weak_name(key) and _weak_secret(key, item)))
             ):
                 out[key] = _label("secret")
+                continue
+            if isinstance(key, str) and isinstance(item, str) and _describes_only(key):
+                # An id under its name (`cache_key_id`): random-looking, not a secret.
+                out[key] = _redact(item, random_words=False)
                 continue
             out[key] = redact_obj(item)
         return out

@@ -130,6 +130,22 @@ PLACEHOLDER = regex.compile(
 )
 
 
+HOST = regex.compile(
+    r"(?i)^(?:[a-z][a-z0-9+.\-]*://\S*|machine .*|[a-z0-9\-.]+\.(?:com|net|org|io|cloud|local)|[a-z0-9\-]+\.)$"
+)
+
+
+def secret_of(match: regex.Match) -> str:
+    """The part of a match that is the secret: a rule with several groups captures a user, a
+    host or an id beside it (`mongodb://USER:PASSWORD@HOST`); the secret is the last group
+    that is not a host, the whole match when the rule has no group."""
+    groups = [g for g in match.groups() if g and not HOST.match(g)]
+    if not groups:
+        return match.group(0)
+    long_enough = [g for g in groups if len(g) >= 6]
+    return long_enough[-1] if long_enough else max(groups, key=len)
+
+
 def rule_examples(root: Path, repo: str, rules_dir: str) -> tuple[list[dict], list[dict]]:
     secrets, ordinary = [], []
     commit = commit_of(root)
@@ -146,7 +162,7 @@ def rule_examples(root: Path, repo: str, rules_dir: str) -> tuple[list[dict], li
                 match = pattern.search(example)
                 if match is None:
                     continue
-                secret = next((g for g in match.groups() if g), match.group(0))
+                secret = secret_of(match)
                 if len(secret) < 6 or len(set(secret)) < 4 or PLACEHOLDER.match(secret):
                     continue  # a placeholder, not a value
                 text, context = example, "as in the rule"
