@@ -31,9 +31,12 @@ and scan every text with every rule.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import bisect
 import math
 import re
+import string
 from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import Any
@@ -299,8 +302,10 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ),
     (
         "new-relic-key",
-        ("NRAK-", "NRII-", "NRJS-", "NRAA-"),
+        ("NRAK-", "NRII-", "NRJS-", "NRAA-", "NRIQ-"),
         r"(?:"
+        + _prefixed("NRIQ-")
+        + r"[A-Za-z0-9_\-]{32}|"
         + _prefixed("NRAK-", "NRAA-")
         + r"[A-Z0-9]{27}|"
         + _prefixed("NRII-")
@@ -328,7 +333,9 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     (
         "doppler-token",
         ("dp.",),
-        _prefixed("dp.") + r"(?:pt|st|ct|sa|scim|audit)\.[A-Za-z0-9]{40,44}" + _END_ALNUM,
+        _prefixed("dp.")
+        + r"(?:pt|st|ct|sa|scim|audit)\.(?:[a-z0-9_\-]{1,35}\.)?[A-Za-z0-9]{40,44}"
+        + _END_ALNUM,
     ),
     (
         "dynatrace-token",
@@ -399,7 +406,7 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     (
         "sourcegraph-token",
         ("sgp_",),
-        _prefixed("sgp_") + r"(?:(?:[a-fA-F0-9]{16}|local)_)?[a-fA-F0-9]{40}",
+        _prefixed("sgp_") + r"(?:[a-fA-F0-9]{16}_)?(?:local_)?[a-fA-F0-9]{40}",
     ),
     ("openshift-token", ("sha256~",), _prefixed("sha256~") + r"[A-Za-z0-9_\-]{43}"),
     ("heroku-key", ("HRKU-AA",), _prefixed("HRKU-AA") + r"[0-9A-Za-z_\-]{58}"),
@@ -444,12 +451,12 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ),
     ("adobe-client-secret", ("p8e-",), _prefixed("p8e-") + r"[A-Za-z0-9]{32}" + _END_ALNUM),
     ("intra42-secret", ("s-s4t2",), _prefixed("s-s4t2") + r"(?:ud|af)-[a-f0-9]{64}"),
-    ("typeform-token", ("tfp_",), _prefixed("tfp_") + r"[A-Za-z0-9_\-.=]{59}"),
+    ("typeform-token", ("tfp_",), _prefixed("tfp_") + r"[A-Za-z0-9_\-.=]{40,64}"),
     ("yandex-key", ("AQVN",), _prefixed("AQVN") + r"[A-Za-z0-9_\-]{35,38}" + _END),
     (
         "tailscale-key",
         ("tskey-",),
-        _prefixed("tskey-") + r"[a-z]+-[A-Za-z0-9]{8,}-[A-Za-z0-9]{16,}",
+        _prefixed("tskey-") + r"[a-z]+-[A-Za-z0-9\-]{10,}",
     ),
     ("supabase-token", ("sbp_",), _prefixed("sbp_") + r"[a-f0-9]{40}" + _END_ALNUM),
     ("replicate-token", ("r8_",), _prefixed("r8_") + r"[A-Za-z0-9]{37}" + _END_ALNUM),
@@ -488,11 +495,18 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
         ("/api/webhooks/",),
         r"discord(?:app)?\.com/api/webhooks/\d{15,20}/[A-Za-z0-9_\-]{60,}",
     ),
+    ("figma-token", ("figd_",), _prefixed("figd_") + r"[A-Za-z0-9_\-]{40,}"),
+    ("posthog-key", ("phx_",), _prefixed("phx_") + r"[A-Za-z0-9_]{40,}"),
+    ("mongodb-atlas-secret", ("mdb_sa_sk_",), _prefixed("mdb_sa_sk_") + r"[A-Za-z0-9_\-]{36,}"),
     (
-        "teams-webhook",
-        ("outlook.office",),
-        r"outlook\.office(?:365)?\.com/webhook/[A-Za-z0-9@/\-]{30,}",
+        "hubspot-token",
+        ("pat-na", "pat-eu"),
+        _prefixed("pat-na", "pat-eu")
+        + r"\d-[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{12}",
     ),
+    ("voiceflow-key", ("VF.",), _prefixed("VF.") + r"(?:DM|WS)\.[A-Fa-f0-9]{24}\.[A-Za-z0-9]{16}"),
+    ("ubidots-token", ("BBFF-",), _prefixed("BBFF-") + r"[A-Za-z0-9]{30}" + _END_ALNUM),
+    ("nightfall-key", ("NF-",), _prefixed("NF-") + r"[A-Za-z0-9]{32}" + _END_ALNUM),
     ("buildkite-token", ("bkua_",), _prefixed("bkua_") + r"[a-f0-9]{40}" + _END_ALNUM),
 )
 
@@ -584,11 +598,28 @@ _PREFIX_SEGMENTS = 3
 _PREFIX_SEGMENT_MAX = 12
 # Prefixes of digests and versions, not of keys: `sha256-<hex>`, `commit-<hex>`.
 _DIGEST_PREFIXES = frozenset(
-    ("sha", "sha1", "sha256", "sha384", "sha512", "md5", "blake2b", "commit", "rev", "hash", "git")
+    (
+        "sha",
+        "sha1",
+        "sha224",
+        "sha256",
+        "sha384",
+        "sha512",
+        "md5",
+        "blake2b",
+        "commit",
+        "rev",
+        "hash",
+        "git",
+    )
 )
 # Words before a random-looking value that say it is public: keys of a key pair, a signature,
 # a checksum.
 _PUBLIC_CONTEXT = (
+    "hash",
+    "fingerprint",
+    "gpg",
+    "pgp",
     "public",
     "pubkey",
     "pub_",
@@ -642,11 +673,18 @@ def _random_word_at(text: str, body_start: int, body_end: int) -> Span | None:
         prefix.append(text[segment_start : start - 1])
         start = segment_start
     before = text[start - 1] if start > 0 else " "
-    if before in _JOINED or before in "_-" or (before.isascii() and before.isalnum()):
+    # `=` and `:` before the word assign it (`dareboost=...`); elsewhere they join it.
+    if (
+        (before in _JOINED and before not in "=:")
+        or before in "_-"
+        or (before.isascii() and before.isalnum())
+    ):
         return None
     body = text[body_start:body_end]
     if not _looks_generated(body, prefix):
         return None
+    if _in_base64_block(text, start, body_end):
+        return None  # a line of a certificate or of MIME data, wrapped at 64 or 76
     line_start = text.rfind("\n", 0, start) + 1
     context = text[max(line_start, start - 48) : start].lower()
     if any(word in context for word in _PUBLIC_CONTEXT):
@@ -661,20 +699,77 @@ def _random_word_at(text: str, body_start: int, body_end: int) -> Span | None:
 _NAME_BEFORE_VALUE = (r"(?P<name>[A-Za-z_][A-Za-z0-9_\-]*)[\"']?\s*(?::=|=>|[:=])\s*[\"'`]?$", 0)
 
 
+def _in_base64_block(text: str, start: int, end: int) -> bool:
+    """A whole line of 64 or 76 base64 characters next to another as long: a wrapped block
+    (a certificate, an attachment). A private key's block is found by its BEGIN line."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    line_end = len(text) if line_end == -1 else line_end
+    line = text[line_start:line_end].strip().strip("\"',")
+    if len(line) not in (64, 76):
+        return False
+    before = (
+        text[max(0, line_start - len(line) - 12) : max(0, line_start - 1)].strip().strip("\"',")
+    )
+    after = text[line_end + 1 : line_end + len(line) + 12].split("\n", 1)[0].strip().strip("\"',")
+    return len(before.rsplit("\n", 1)[-1]) == len(line) or len(after) == len(line)
+
+
 def _looks_generated(body: str, prefix: list[str]) -> bool:
     if not any(c.isdigit() for c in body) or not any(c.isalpha() for c in body):
         return False
-    if all(c in "0123456789abcdefABCDEF" for c in body):
+    if any(part.lower() in _DIGEST_PREFIXES for part in prefix):
+        return False  # `sha384-<base64>`: a digest
+    if _name_like(body) or _wordy(body):
+        return False
+    if len(body) >= 16 and prefix and prefix[-1].lower() in _LIVE_OR_TEST:
+        return True  # `ak_live_...`, `flb_test_...`: a key's mode in its prefix
+    if all(c in "0123456789abcdef" for c in body) or all(c in "0123456789ABCDEF" for c in body):
         # A digest, unless a provider's prefix stands before it (`slk_<64 hex>`).
         return bool(prefix) and len(body) >= 32 and prefix[-1].lower() not in _DIGEST_PREFIXES
-    if _name_like(body) or entropy(body) < 3.5:
+    if _name_like(body) or _wordy(body) or entropy(body) < 3.5:
         return False
+    if len(body) < 32 and (body.islower() or body.isupper()):
+        return False  # one case: short ids (`3t0v0vuhvxjzm6m462f9v8iz4`); keys are longer
+    if body[:2] in ("0x", "0X") and all(c in string.hexdigits for c in body[2:]):
+        return False  # a number literal
+    if _encodes_text(body):
+        return False  # base64 of words (`VGhpcyBpcyB0aGUgd2F5`): test data
+    if _rx(_BITCOIN_ADDRESS).match(body):
+        return False  # public by design (a donation address in a README)
     digits = sum(c.isdigit() for c in body)
     # `Release20240315Build` has a number, not a mix: a key's digits are spread through it.
     return digits >= 2 and not _rx(_ONE_NUMBER).match(body)
 
 
 _ONE_NUMBER = (r"^[A-Za-z]*\d+[A-Za-z]*$", 0)
+_BITCOIN_ADDRESS = (r"^[13][a-km-zA-HJ-NP-Z1-9]{25,34}$", 0)
+_WORD_RUN = (r"[A-Z][a-z]{2,}|[a-z]{3,}|[A-Z]{3,}(?![a-z])", 0)
+
+
+def _wordy(body: str) -> bool:
+    """Mostly words (`ignoreMc1Ms0CookieProcessing`, `MLKEM768X25519PublicKey`): runs of
+    three letters or more, as a name has, cover most of it (half of it when it ends with a
+    capitalised word, as class names do); a generated key has short runs between digits."""
+    covered = sum(len(run) for run in _rx(_WORD_RUN).findall(body))
+    if covered * 3 >= len(body) * 2:
+        return True
+    return covered * 2 >= len(body) and _rx(_ENDS_WITH_WORD).search(body) is not None
+
+
+_ENDS_WITH_WORD = (r"[A-Z][a-z]{2,}$", 0)
+
+
+def _encodes_text(body: str) -> bool:
+    """Whether `body` is base64 of printable text with spaces (a sentence, test data)."""
+    try:
+        decoded = base64.b64decode(body + "=" * (-len(body) % 4), validate=True)
+    except (ValueError, binascii.Error):
+        return False
+    return b" " in decoded and all(32 <= byte < 127 for byte in decoded)
+
+
+_LIVE_OR_TEST = frozenset(("live", "test", "prod", "sandbox"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -691,9 +786,13 @@ def _random_token(match: re.Match[str]) -> str | None:
 
 
 def _flag_value(match: re.Match[str]) -> str | None:
-    value = match.group(0)[len(match.group("keep")) :].strip("\"'")
+    raw = match.group(0)[len(match.group("keep")) :]
+    value = raw.strip("\"'")
     if _rx(_PLACEHOLDER_VALUE).match(value) or _is_reference(value):
         return None
+    quoted = match.group("keep")[-1:] in "\"'"
+    if not quoted and value.isalpha() and value.islower():
+        return None  # `the --password option`: prose about the flag
     return _label("secret")
 
 
@@ -752,9 +851,10 @@ _CONTEXT_DETECTORS: list[_Detector] = [
     ),
     (
         "teams-webhook",
-        ("webhook.office.com",),
+        ("webhook.office.com", "outlook.office"),
         False,
-        r"https://[A-Za-z0-9\-]+\.webhook\.office\.com/webhookb2/[A-Za-z0-9\-@/]{60,}",
+        r"https://(?:[A-Za-z0-9\-]+\.webhook\.office\.com/webhookb2/[A-Za-z0-9\-@/]{60,}|"
+        r"outlook\.office(?:365)?\.com/webhook/[A-Za-z0-9\-@/]{30,})",
         None,
     ),
     (
@@ -1063,6 +1163,7 @@ def _keyword_spans(text: str, lowered: str, hits: _Hits | None = None) -> list[S
             after[:1].islower()
             and text[word_end - 1].islower()
             and not (after[:1] == "s" and not after[1:2].isalpha())
+            and not lowered.startswith(_GLUED_WORDS, word_end)
         ):
             continue  # a longer word: `accessor`, `author`, `tokenizer`, `path`
         start, end = match.span("value")
@@ -1070,10 +1171,35 @@ def _keyword_spans(text: str, lowered: str, hits: _Hits | None = None) -> list[S
         if match.group("word") in _WEAK_KEYWORDS and len(value) < 16:
             continue
         name = _name_at(text, word_start, start)
-        if _random_next_to_secret_word(name, value):
+        if _in_url_path(lowered, word_start) or _after_public_word(lowered, word_start, value):
+            continue
+        if _random_next_to_secret_word(name, value, match.group("word")):
             spans.append((start, start + len(value), _label("secret")))
             done = end
     return spans
+
+
+def _in_url_path(lowered: str, at: int) -> bool:
+    """A secret word in a URL's path (`/2014/05/...-keys-much-more-...`), not in its query
+    (`?key=`, `&token=`): a slug, not a parameter."""
+    word_start = max(
+        lowered.rfind(" ", 0, at), lowered.rfind("\n", 0, at), lowered.rfind("(", 0, at)
+    )
+    scheme = lowered.find("://", word_start + 1, at)
+    if scheme == -1:
+        return False
+    return not any(sep in lowered[scheme:at] for sep in "?&#")
+
+
+# Words that make a hex value after them public: `GPG key: F3EF5F62...`, a fingerprint.
+_PUBLIC_HEX_WORDS = ("gpg", "pgp", "fingerprint", "sha", "md5", "commit", "checksum", "digest")
+
+
+def _after_public_word(lowered: str, at: int, value: str) -> bool:
+    if not _rx(_HEX_DIGEST).match(value):
+        return False
+    before = lowered[max(0, at - 24) : at]
+    return any(word in before for word in _PUBLIC_HEX_WORDS)
 
 
 def _find_all(haystack: str, needle: str) -> Iterator[int]:
@@ -1083,20 +1209,43 @@ def _find_all(haystack: str, needle: str) -> Iterator[int]:
         at = haystack.find(needle, at + 1)
 
 
-def _random_next_to_secret_word(name: str, value: str) -> bool:
+def _random_next_to_secret_word(name: str, value: str, word: str = "") -> bool:
     bare = name.strip("\"'` :=>\\-_\t")
     parts = {part.lower() for part in _rx(_NAME_PARTS).findall(bare)}
     if _describes_only(bare) or not parts.isdisjoint(_NOT_SECRET_QUALIFIERS):
         return False
     if _rx(_HEX_DIGEST).match(value) and not parts.isdisjoint(_DIGEST_QUALIFIERS):
         return False
+    strong = word not in _WEAK_KEYWORDS or not parts.isdisjoint(_STRONG_KEY_QUALIFIERS)
     if _rx(_UUID).match(value):
         # Many providers' keys are UUIDs, but a `key` of a list or a map is often one too:
-        # after a strong word only (`secret`, `token`, `api_key`, `access_key`).
-        return _strong_name(bare) or not parts.isdisjoint(_STRONG_KEY_QUALIFIERS)
+        # after a strong word, or a provider's `<name>_key` (`snyk_key`), not a structure's
+        # (`idempotency_key`, `cache_key`, `row_key`, a bare `key`).
+        if strong or _strong_name(bare):
+            return True
+        return len(parts) >= 2 and parts.isdisjoint(_STRUCTURE_WORDS)
     if len(value) >= 20 and (value.isdigit() or (value.isalpha() and entropy(value) >= 4.0)):
         return not _name_like(value)  # `vbout KEY 1234567890123456789012345`
+    if strong and _rx(_GROUPED_KEY).match(value):
+        return True  # `ABCD1234-EFGH5678-IJKL9101`: groups of a key, after a secret word
     return _looks_random(value)
+
+
+# Words glued after a secret word that still make a secret's name: `secretkey`, `accesstoken`.
+_GLUED_WORDS = ("key", "token", "secret", "pass", "pwd", "id_secret", "access", "auth")
+# Names of things a UUID identifies in code rather than authenticates.
+_STRUCTURE_WORDS = frozenset(
+    ("idempotency", "cache", "sort", "primary", "foreign", "partition", "row", "object", "map",
+     "dict", "item", "list", "lookup", "dedup", "entity", "record", "message", "event",
+     "request", "order", "user", "node", "group", "tenant", "account", "resource", "file",
+     "blob", "bucket", "storage", "routing", "shard", "index", "react", "unique", "composite",
+     "natural", "surrogate", "join", "parent", "child", "s3", "kms", "public", "pub", "sub")
+)  # fmt: skip
+# Groups of letters and digits, each with digits: a licence-style key.
+_GROUPED_KEY = (
+    r"^[A-Za-z]*\d[A-Za-z0-9]{2,}(?:[\-.][A-Za-z]*\d[A-Za-z0-9]*){2,}(?:[\-.][A-Za-z0-9]{3,})?$",
+    0,
+)
 
 
 _STRONG_KEY_QUALIFIERS = frozenset(
@@ -1115,7 +1264,7 @@ def _looks_random(value: str) -> bool:
         return False
     if _rx(_NAME_WITH_NUMBERS).match(value) or _rx(_DOTTED_CODE).match(value):
         return False
-    if _name_like(value):
+    if _name_like(value) or not value.isascii():
         return False
     return entropy(value) >= 3.0
 
@@ -1128,9 +1277,15 @@ _DOTTED_CODE = (
 
 
 # A git commit id, an MD5/SHA-1/SHA-256 digest: public ids of content.
-_HEX_DIGEST = (r"^(?:[0-9a-f]{32}|[0-9a-f]{40}|[0-9a-f]{64})$", 0)
+_HEX_DIGEST = (
+    r"^(?:[0-9a-f]{32}|[0-9a-f]{40}|[0-9a-f]{64}|[0-9A-F]{32}|[0-9A-F]{40}|[0-9A-F]{64})$",
+    0,
+)
 # `jetbrains.mps.v8_elimination`, `ConnectionString_B2B`, `release-2024-03`: words and numbers.
-_NAME_WITH_NUMBERS = (r"^[A-Za-z]+\d*[A-Za-z]*(?:[._\-:]+(?:[A-Za-z]+\d*[A-Za-z]*|\d+))+$", 0)
+_NAME_WITH_NUMBERS = (
+    r"^(?:[A-Za-z]+\d*[A-Za-z]*|\d+)(?:[._\-:]+(?:[A-Za-z]+\d*[A-Za-z]*|\d+))+$",
+    0,
+)
 
 
 # Detectors whose match ends shortly after their guard read a shorter window: their guards
@@ -1357,6 +1512,8 @@ def _weak_secret(name: str, value: str) -> bool:
     """A value under a weak name (key, salt, signature...) is secret when it looks random."""
     if _describes_only(name) or _rx(_UUID).match(value) or _rx(_WORDS).match(value):
         return False
+    if not value.isascii():
+        return False  # a sentence in another script, not a key
     if _rx(_NAME_WITH_NUMBERS).match(value) or _name_like(value):
         return False  # `jetbrains.mps.v8_elimination`, `X509KeyUsageExtension`: names
     parts = {part.lower() for part in _rx(_NAME_PARTS).findall(name)}
@@ -1515,6 +1672,7 @@ def _name_like(word: str) -> bool:
         and all(len(part) >= 2 for part in parts[1:])
         and all(_rx(_WORD_PART).match(part) for part in parts)
         and sum(part[-1].isdigit() for part in parts) <= 1
+        and _wordy(word)
     )
 
 

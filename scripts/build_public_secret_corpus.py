@@ -139,6 +139,12 @@ def secret_of(match: regex.Match) -> str:
     """The part of a match that is the secret: a rule with several groups captures a user, a
     host or an id beside it (`mongodb://USER:PASSWORD@HOST`); the secret is the last group
     that is not a host, the whole match when the rule has no group."""
+    text = match.string
+    # `user:PASSWORD@host`: the group between a colon and an at sign is the password.
+    for index, group in enumerate(match.groups(), start=1):
+        start, end = match.span(index)
+        if group and text[start - 1 : start] == ":" and text[end : end + 1] == "@":
+            return group
     groups = [g for g in match.groups() if g and not HOST.match(g)]
     if not groups:
         return match.group(0)

@@ -475,6 +475,32 @@ def secrets() -> list[Secret]:
         v,
         "teams-webhook",
     )
+    v = "figd_" + r(URLSAFE, 40)
+    add(
+        "figma-token", f"curl -H 'X-Figma-Token: {v}' https://api.figma.com/v1/me", v, "figma-token"
+    )
+    v = "phx_" + r(ALNUM, 43)
+    add("posthog-personal-key", f"POSTHOG_PERSONAL_API_KEY {v}", v, "posthog-key")
+    v = "mdb_sa_sk_" + r(URLSAFE, 40)
+    add(
+        "mongodb-atlas-sa-secret",
+        f"atlas auth login --client-secret {v}",
+        v,
+        "mongodb-atlas-secret",
+    )
+    v = f"pat-na1-{r(HEX, 8)}-{r(HEX, 4)}-{r(HEX, 4)}-{r(HEX, 4)}-{r(HEX, 12)}"
+    add(
+        "hubspot-private-app-token",
+        f"hubspot.Client.create(access_token='{v}')",
+        v,
+        "hubspot-token",
+    )
+    v = "VF.DM." + r(HEX, 24) + "." + r(ALNUM, 16)
+    add("voiceflow-api-key", f"Authorization: {v}", v, "voiceflow-key")
+    v = "BBFF-" + r(ALNUM, 30)
+    add("ubidots-token", f"X-Auth-Token: {v}", v, "ubidots-token")
+    v = "NF-" + r(ALNUM, 32)
+    add("nightfall-key", f"NIGHTFALL_API_KEY {v}", v, "nightfall-key")
     return out
 
 
