@@ -1374,13 +1374,14 @@ _WEAK = (rf"(?:^|[_\-.]|\b)(?:{_WEAK_NAME})(?:$|[_\-.]|\b)", re.IGNORECASE)
 # os.environ[...], get_token(), already redacted text; plain numbers (`input_tokens: 123456`
 # is a count, not a token) and version ranges (`"jsonwebtoken": "^9.0.0"`).
 _REFERENCE = (
-    r"^(?:\$\{?[A-Za-z_]|%\(|<[^>]*>?$|\{|#\{|\[REDACTED|\*+$|x+$|[0-9][0-9_,.]*$|arn:|"
+    r"^(?:\$\{?[A-Za-z_]|%\(|<[^>]*>?$|\{|#\{|\[REDACTED|\*+$|x+$|[0-9][0-9_,.]*$|arn:|0x[0-9a-f]+$|"
     # A CSS selector (`#add-password`, `.api-key-input`) and a route (`/passwords/:id/edit`,
     # `cms/sites/passwords#edit`): words, no digit.
     r"[#.][A-Za-z][A-Za-z_\-]*$|/?[A-Za-z_\-:{}]+(?:/[A-Za-z_\-:{}.]*)+(?:#[a-z_]+)?$|"
     r"[~^<>=!v]*\d+(?:\.(?:\d+|[x*]))+(?:[-+.][0-9A-Za-z.\-]*)?(?:,?[<>=!~^]+[\d.x*]+)*$|"
     r".*[(\[]|.*\$\{|"
-    r"(?:none|null|true|false|undefined|changeme|example|required|optional|str|string|bytes|int)$)",
+    r"(?:none|null|true|false|undefined|changeme|example|required|optional|str|string|bytes|int|"
+    r"bearer|basic)$)",
     re.IGNORECASE,
 )
 # A dotted chain of identifiers (`settings.DB_PASSWORD`, `self.token`) is a reference when it
@@ -1395,14 +1396,15 @@ _IDENTIFIER = (r"^[A-Za-z_][A-Za-z0-9_]*$", 0)
 # so each position tries one branch), then the value is read from the original text at the
 # same offset. The match starts at the word itself (`password` in `db_password = ...`).
 _NAME_TRIE = (
-    r"(?:p(?:assw(?:or)?d|assphrase|wd|rivate[_\-]?key)|s(?:ecret|alt|ig|ession[_\-]?token)|"
+    r"(?:p(?:ass(?:w(?:or)?d|phrase)?|wd|rivate[_\-]?key)|s(?:ecret|alt|ig|ession[_\-]?token)|"
     r"token|a(?:pi[_\-]?key|pikey|ccess[_\-]?key|uth)|c(?:lient[_\-]?secret|reds?|redentials?|"
     r"ookie)|key|dsn|hmac)"
 )
-_ASSIGNMENT_LOWER = (_NAME_TRIE + r"[a-z0-9_\-]*[\"']?\s*(?::=|=>|[:=])", 0)
+# `==` and `!=`: a hard-coded password compared (`if password == "logmein"`), quoted only.
+_ASSIGNMENT_LOWER = (_NAME_TRIE + r"[a-z0-9_\-]*[\"']?\s*(?::=|=>|[!=]==?|[:=])", 0)
 _ASSIGNMENT = (
     r"(?P<name>(?:" + _STRONG_NAME + "|" + _WEAK_NAME + r")[A-Za-z0-9_\-]*)"
-    r"[\"']?\s*(?::=|=>|[:=])",
+    r"[\"']?\s*(?::=|=>|[!=]==?|[:=])",
     re.IGNORECASE,
 )
 # An Authorization value's scheme word is skipped: the credential follows it.
@@ -1573,6 +1575,9 @@ def _strong_name(name: str) -> bool:
     bare = name.strip("\"'` :=>")
     if _describes_only(bare):
         return False
+    parts = _rx(_NAME_PARTS).findall(bare)
+    if len(parts) >= 2 and parts[-1].lower() == "pass":
+        return True  # `REACT_APP_PASS`, `SMTP_PASS`; a `PASS:` alone is a test's result
     for match in _rx(_STRONG).finditer(bare):
         after = bare[match.end() :]
         if after[:1].lower() == "s" and (len(after) == 1 or not after[1:2].isalpha()):
@@ -1613,6 +1618,15 @@ def _redact_assignments(text: str, lowered: str) -> str:
         value = _rx(_VALUE).match(text, match.end())
         if value is None:
             continue
+        comparison = text[match.end() - 2 : match.end()] in ("==", "!=")
+        quote = text[value.start("value") - 1] if value.start("value") > match.end() else ""
+        if quote not in ("'", '"', "`"):
+            quote = ""
+        if comparison and (
+            not quote or not _rx(_COMPARED_NAME).search(text, match.start(), match.end())
+        ):
+            continue  # `password == hashed`: two variables; `token == "lambda"`: a parser
+        value_end = _closing_quote(text, value.end("value"), quote)
         name = _name_at(text, match.start(), match.end())
         name_start = match.end() - len(name)
         if _coordinate(text, name_start, match.end(), value.group("value")):
@@ -1621,15 +1635,32 @@ def _redact_assignments(text: str, lowered: str) -> str:
             continue
         if _code_or_prose(text, match.end(), value):
             continue
-        if not _is_secret_value(name, value.group("value")):
+        if not _is_secret_value(name, text[value.start("value") : value_end]):
             continue
         pieces.append(text[last : value.start("value")])
         pieces.append(_label("secret"))
-        last = value.end("value")
+        last = value_end
     if not pieces:
         return text
     pieces.append(text[last:])
     return "".join(pieces)
+
+
+# Names whose comparison with a literal is a hard-coded credential (`password == "logmein"`);
+# `token == "lambda"` and `key == "Enter"` compare other things.
+_COMPARED_NAME = (r"(?i)passw(?:or)?d|passphrase|pwd|secret", 0)
+
+
+def _closing_quote(text: str, end: int, quote: str) -> int:
+    """Where a quoted value really ends: `jwtsecret: "7`D'}/vYR)T;W..."` holds quotes and
+    semicolons the unquoted reading stops at. Up to the closing quote on the same line, if
+    nothing in between is a space."""
+    if not quote or text[end : end + 1] == quote:
+        return end
+    close = text.find(quote, end, end + 200)
+    if close == -1 or any(c.isspace() for c in text[end:close]):
+        return end
+    return close
 
 
 def _code_or_prose(text: str, op_end: int, value: re.Match[str]) -> bool:
