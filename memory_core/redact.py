@@ -806,6 +806,8 @@ _PLACEHOLDER_VALUE = (
 def _named_value(match: re.Match[str]) -> str | None:
     name = match.group("name")
     value = match.group(0)[len(match.group("keep")) :]
+    if sum(word.isalpha() and word.islower() for word in value.split()) >= 3:
+        return None  # `<passphrase>optional; leave empty if not used.</passphrase>`: prose
     if not _is_secret_value(name, value):
         return None
     return _label("secret")
@@ -963,6 +965,16 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         _named_value,
     ),
     (
+        # XML: <password>...</password>, <account_key>...</account_key>, Jenkins'
+        # <secret>{AQAAABAAA ...}</secret>.
+        "xml-element",
+        ("pass", "pwd", "secret", "token", "key"),
+        True,
+        r"(?P<keep><(?P<name>[A-Za-z_][\w.\-]{0,60})>\s*\{?(?:AQAAABAAA\s+)?)"
+        r"[^<>\s{}][^<>\n{}]{0,300}?(?=\}?\s*</(?P=name)>)",
+        _named_value,
+    ),
+    (
         # C#: new Dictionary<string, string> { { "DbPassword", "..." } }
         "dictionary-pair",
         ("pass", "pwd", "secret", "token", "key"),
@@ -1040,6 +1052,10 @@ _GUARD_FILTERS: dict[str, Callable[[str, int, int], bool]] = {
     # `aws...`, or `secret` of `SecretAccessKey` / `secret_access_key`.
     "aws-secret-key": lambda lowered, at, size: (
         size == 3 or lowered.startswith(("accesskey", "_access_key"), at + 6)
+    ),
+    # A secret word in a tag's name: `<account_key>`.
+    "xml-element": lambda lowered, at, _size: (
+        "<" in lowered[max(0, at - 40) : at] and ">" in lowered[at : at + 30]
     ),
     # A secret word as a key of a pair: `{ "DbPassword", "` follows it closely.
     "dictionary-pair": lambda lowered, at, _size: '",' in lowered[at : at + 40],
@@ -1297,7 +1313,9 @@ _SHORT_WINDOW = {
     "vault-unseal-key": 300,
     "dotnet-credential": 300,
     "netrc-password": 400,
-    "named-pair": 300,
+    "dotnet-setting": 300,
+    "dictionary-pair": 300,
+    "xml-element": 400,
     "travis-secure": 1200,
     "prose-password": 200,
     "salesforce-token": 200,

@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from memory_core.redact import redact  # noqa: E402
-from tests.core.public_secret_corpus import leaked  # noqa: E402
+from memory_core.redact import redact
+from tests.core.public_secret_corpus import leaked
 
 CASE = re.compile(
     r"input:\s*`(?P<input>[^`]*)`,\s*want:\s*\[\]string\{(?P<want>[^}]*)\}", re.DOTALL
@@ -50,7 +50,11 @@ def main() -> None:
     root = Path(sys.argv[1])
     show = "--show" in sys.argv
     found = cases(root)
-    missed = [(kind, text, wants) for kind, text, wants in found if any(leaked(w, redact(text)) for w in wants)]
+    missed = [
+        (kind, text, wants)
+        for kind, text, wants in found
+        if any(leaked(w, redact(text)) for w in wants)
+    ]
     kinds = {kind for kind, _t, _w in found}
     missed_kinds = {kind for kind, _t, _w in missed}
     print(
@@ -59,7 +63,7 @@ def main() -> None:
         f"{len(kinds) - len(missed_kinds)} with every case caught"
     )
     if show:
-        for kind, text, wants in missed:
+        for kind, text, _wants in missed:
             print(f"  MISSED {kind}: {' '.join(text.split())[:200]!r}")
 
 
