@@ -282,10 +282,12 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     (
         "discord-bot-token",
         (".",),
-        # The id part (base64 of digits) and the HMAC part hold a digit; a chain of Java names
-        # of the same lengths (`ObjectMapperConfiguration.getter.serialize...`) does not.
-        r"(?<![A-Za-z0-9_\-.])[MNO](?=[A-Za-z_\-]*\d)[A-Za-z0-9_\-]{23,25}\.[A-Za-z0-9_\-]{6}\."
-        r"(?=[A-Za-z_\-]*\d)[A-Za-z0-9_\-]{27,38}" + _END,
+        # The id part is base64 of the bot's numeric id: ASCII digits encode to a character of
+        # [MNO], one of [DTjz], one of [AEIMQUYcgk], one of [w-z0-5], group after group (a
+        # chain of Java names of the same lengths, `ObjectMapperConfiguration.getter...`, is
+        # not). Whether the id's base64 holds a digit is chance: it is not required.
+        r"(?<![A-Za-z0-9_\-.])(?:[MNO][DTjz][AEIMQUYcgk][w-z0-5]){4}[A-Za-z0-9_\-]{7,10}"
+        r"\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}" + _END,
     ),
     ("linear-api-key", ("lin_api_",), _prefixed("lin_api_") + r"[A-Za-z0-9]{40}" + _END_ALNUM),
     ("pulumi-token", ("pul-",), _prefixed("pul-") + r"[a-f0-9]{40}" + _END_ALNUM),
@@ -633,6 +635,9 @@ _PUBLIC_CONTEXT = (
 )
 
 
+_PUBLIC_CONTEXT_WORDS = frozenset(_PUBLIC_CONTEXT) | {"ssh", "pub", "publickey"}
+
+
 def _random_word_spans(text: str) -> list[Span]:
     mask = text.encode("latin-1", "replace").translate(_ALNUM_MASK)
     at = mask.find(_ALNUM_NEEDLE)
@@ -686,8 +691,13 @@ def _random_word_at(text: str, body_start: int, body_end: int) -> Span | None:
     if _in_base64_block(text, start, body_end):
         return None  # a line of a certificate or of MIME data, wrapped at 64 or 76
     line_start = text.rfind("\n", 0, start) + 1
-    context = text[max(line_start, start - 48) : start].lower()
-    if any(word in context for word in _PUBLIC_CONTEXT):
+    # What names the value: the two words before it on its line (`public_key = `,
+    # `ssh-ed25519 `, `"signature": "`, `hash: Buffer.from('`), not a word further back.
+    tokens = text[max(line_start, start - 48) : start].rstrip("\"'` =:").split()
+    # The token naming it; inside a call (`hash: Buffer.from('...`), the one before the call.
+    naming = tokens[-2:] if tokens and tokens[-1].endswith("(") else tokens[-1:]
+    words = {word.lower() for token in naming for word in _rx(_NAME_PARTS).findall(token)}
+    if not _PUBLIC_CONTEXT_WORDS.isdisjoint(words):
         return None
     named = _rx(_NAME_BEFORE_VALUE).search(text, max(line_start, start - 48), start)
     if named is not None and _describes_only(named.group("name")):

@@ -344,3 +344,55 @@ def test_a_secret_in_a_transcripts_first_prompt_is_nowhere_under_engram(
         assert first_line[:40].hex().encode() not in exported
     offsets = json.loads(out.read_text())["tables"]["agent_ingest_offsets"]
     assert [row["head"].partition(":")[0] for row in offsets] == ["512"]
+
+
+def test_the_public_corpus_held_out_third_is_redacted_alike_on_every_path(
+    cli: Any, repo: Path, tmp_path: Path
+) -> None:
+    # What redaction hides in a text alone it hides through the command line, the agent's
+    # prompt hook and transcript ingest too: the figures measured on the corpus hold on
+    # every path (tests/core/public_secret_corpus.py, docs/secrets.md).
+    from memory_core.redact import redact
+    from tests.core.public_secret_corpus import leaked, load
+
+    held = [c for c in load() if c.type == "secret" and c.split == "holdout"]
+    caught = [c for c in held if not leaked(c.secret, redact(c.text))]
+    assert len(caught) >= 300
+    texts: list[str] = []
+    current = ""
+    for case in caught:
+        if current and len(current) + len(case.text) > 3_800:
+            texts.append(current)
+            current = ""
+        current += case.text + "\n"
+    texts.append(current)
+
+    assert cli("init", cwd=repo).code == 0
+    for index, batch in enumerate(texts):
+        _ok(cli("memory", "add", "-", cwd=repo, stdin=f"door-corpus-memory-{index}\n{batch}"))
+    for index, batch in enumerate(texts):
+        payload = hook_payload(
+            "UserPromptSubmit", SESSION, repo, prompt=f"door-corpus-prompt-{index} {batch}"
+        )
+        _ok(cli("hook", "claude-code", "UserPromptSubmit", cwd=repo, stdin=payload))
+    transcript = Transcript("5a4b3c2d-0000-1111-2222-333344445555", repo)
+    for case in caught:
+        transcript.prompt(f"door-corpus-transcript {case.text}")
+        transcript.response([text(f"Noted: {case.text}")])
+    _ok(cli("ingest", "claude-code", str(transcript.save(tmp_path / "p.jsonl")), cwd=repo))
+
+    stored = store_bytes(repo)
+    for marker in ("door-corpus-memory-0", "door-corpus-prompt-0", "door-corpus-transcript"):
+        assert marker.encode() in stored, marker
+    # The whole of each secret, and either half of it unless that half is in another case's
+    # text too (the rule sets' made-up examples share runs like `1234567890abcdef`).
+    decoded = stored.decode("utf-8", "replace")
+    everything = "\n".join(c.text for c in held)
+
+    def parts(secret: str) -> list[str]:
+        half = len(secret) // 2
+        halves = [secret[:half], secret[half:]] if len(secret) >= 16 else []
+        return [secret] + [h for h in halves if everything.count(h) == everything.count(secret)]
+
+    left = [c.kind for c in caught if any(part in decoded for part in parts(c.secret))]
+    assert left == []
