@@ -102,11 +102,12 @@ _RUN_MASK = bytes(ord("a") if chr(i) in _TOKEN_RUN_CHARS else ord(" ") for i in 
 _RUN_NEEDLE = b"a" * _TOKEN_RUN_MIN
 
 
-def _token_runs(text: str) -> list[tuple[int, int]]:
+def _token_runs(text: str, mask: bytes | None = None) -> list[tuple[int, int]]:
     """(start, end) of every run of at least 20 token characters."""
     # One byte per character whatever the text holds (others become `?`, not a token
     # character either), so offsets in the mask are offsets in the text.
-    mask = text.encode("latin-1", "replace").translate(_RUN_MASK)
+    if mask is None:
+        mask = text.encode("latin-1", "replace").translate(_RUN_MASK)
     runs = []
     # Searching on from the end of the previous run, the leftmost `a` * 20 starts a run.
     at = mask.find(_RUN_NEEDLE)
@@ -545,8 +546,8 @@ def _runs_holding(
     return out
 
 
-def _token_spans(text: str) -> list[Span]:
-    runs = _token_runs(text)
+def _token_spans(text: str, cache: _Hits | None = None) -> list[Span]:
+    runs = _token_runs(text, cache.run_mask() if cache else None)
     if not runs:
         return []
     # The detectors read only the token runs, joined by newlines (which no token format
@@ -638,8 +639,9 @@ _PUBLIC_CONTEXT = (
 _PUBLIC_CONTEXT_WORDS = frozenset(_PUBLIC_CONTEXT) | {"ssh", "pub", "publickey"}
 
 
-def _random_word_spans(text: str) -> list[Span]:
-    mask = text.encode("latin-1", "replace").translate(_ALNUM_MASK)
+def _random_word_spans(text: str, hits: _Hits | None = None) -> list[Span]:
+    encoded = hits.encoded() if hits else text.encode("latin-1", "replace")
+    mask = encoded.translate(_ALNUM_MASK)
     at = mask.find(_ALNUM_NEEDLE)
     if at == -1:
         return []
@@ -1045,6 +1047,19 @@ class _Hits:
         self.text = text
         self.lowered = lowered
         self._found: dict[tuple[str, bool], list[int]] = {}
+        self._encoded: bytes | None = None
+        self._run_mask: bytes | None = None
+
+    def encoded(self) -> bytes:
+        """One byte per character (others become `?`), so offsets are the text's."""
+        if self._encoded is None:
+            self._encoded = self.text.encode("latin-1", "replace")
+        return self._encoded
+
+    def run_mask(self) -> bytes:
+        if self._run_mask is None:
+            self._run_mask = self.encoded().translate(_RUN_MASK)
+        return self._run_mask
 
     def of(self, guard: str, fold: bool) -> list[int]:
         key = (guard, fold)
@@ -1164,16 +1179,16 @@ def _keyword_spans(text: str, lowered: str, hits: _Hits | None = None) -> list[S
     if len(lowered) != len(text):
         return []
     # No run of 12 token characters, no value: most short texts stop here, uncompiled.
-    if text.encode("latin-1", "replace").translate(_RUN_MASK).find(_RUN_NEEDLE_SHORT) == -1:
+    hits = hits or _Hits(text, lowered)
+    if hits.run_mask().find(_RUN_NEEDLE_SHORT) == -1:
         return []
-    pattern = _rx(_KEYWORD_VALUE)
     spans: list[Span] = []
     # The secret words are found by substring search, and each is checked as a word before the
     # regex reads what follows it: most of them (`path`, `author`, `keys()`) stop there.
-    hits = hits or _Hits(text, lowered)
     positions = sorted({at for word in _KEYWORD_GUARDS for at in hits.of(word, True)})
     if not positions:
         return spans
+    pattern = _rx(_KEYWORD_VALUE)
     done = 0
     for word_start in positions:
         if word_start < done:
@@ -1806,10 +1821,10 @@ def _redact(text: str, random_words: bool = True) -> str:
     # A generated-looking word of no known format comes last: any other label wins a tie.
     hits = _Hits(text, lowered)
     spans = (
-        _token_spans(text)
+        _token_spans(text, hits)
         + _context_spans(text, lowered, hits)
         + _keyword_spans(text, lowered, hits)
-        + (_random_word_spans(text) if random_words else [])
+        + (_random_word_spans(text, hits) if random_words else [])
     )
     if spans:
         text = _apply(text, spans)
