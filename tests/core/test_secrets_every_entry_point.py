@@ -396,3 +396,39 @@ def test_the_public_corpus_held_out_third_is_redacted_alike_on_every_path(
 
     left = [c.kind for c in caught if any(part in decoded for part in parts(c.secret))]
     assert left == []
+
+
+def test_a_store_that_kept_transcript_bytes_loses_them_on_upgrade_and_reads_on(
+    repo: Path, tmp_path: Path
+) -> None:
+    # A store of schema 11 kept a transcript's first 512 bytes hex-encoded. Opening it with
+    # this engram migrates it: the bytes are gone, and the file is not read again from the
+    # start (the offset it had is trusted, the head's hash recorded on the next read).
+    from memory_core.agents.transcripts import ingest_file
+    from memory_core.store import Store
+
+    secret = "ghp_" + "".join(reversed("abcdefghij0123456789KLMNOPQRSTUVWXYZ"))
+    transcript = Transcript("6b5a4c3d-0000-1111-2222-333344445555", repo)
+    transcript.prompt(f"door-upgrade {secret}")
+    transcript.response([text("Done.")])
+    path = transcript.save(tmp_path / "old.jsonl")
+    with Store.init(repo) as store:
+        first = ingest_file(store, path)
+        assert first.prompts == 1
+        with store.transaction() as db:
+            db.execute("UPDATE agent_ingest_offsets SET head = ?", (path.read_bytes()[:512].hex(),))
+            db.execute("PRAGMA user_version = 11")
+    assert path.read_bytes()[:40].hex().encode() in store_bytes(repo)  # the old store's state
+
+    with Store.open(repo) as store:
+        assert store.schema_version >= 12
+        assert store.query_one("SELECT head FROM agent_ingest_offsets")["head"] == ""
+        transcript.prompt("door-after-upgrade")
+        transcript.save(path)
+        again = ingest_file(store, path)
+        assert not again.restarted and again.prompts == 1
+        head = store.query_one("SELECT head FROM agent_ingest_offsets")["head"]
+        assert head.startswith("512:")
+    stored = store_bytes(repo)
+    assert path.read_bytes()[:40].hex().encode() not in stored
+    assert secret.encode() not in stored and secret.encode().hex().encode() not in stored
