@@ -1453,7 +1453,10 @@ _ASSIGNMENT = (
 # An Authorization value's scheme word is skipped: the credential follows it.
 _VALUE = (
     # Not across a line: `snowflake.password=` with nothing after it has no value.
-    r"[ \t]*[\"'`]?(?:(?:Bearer|Basic|Token|Bot|Digest)\s+)?(?P<value>[^\s\"'`,;]{6,})",
+    # A shell line continuation before the value (`export TOKEN=\` then the value indented on
+    # the next line) is the same assignment.
+    r"(?:[ \t]*\\\r?\n)?[ \t]*[\"'`]?(?:(?:Bearer|Basic|Token|Bot|Digest)\s+)?"
+    r"(?P<value>[^\s\"'`,;]{6,})",
     0,
 )
 

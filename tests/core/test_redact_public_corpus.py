@@ -76,6 +76,8 @@ PASSWORD = "Kiwi^" + r(string.digits, 4) + "`x$"
         ('env:\n  global:\n    - secure: "' + (v2 := r(ALNUM + "+/", 340)) + '"\n', v2),
         ("WEATHER_API_KEY=" + (v3 := r(string.digits, 12)), v3),
         (f'if password == "{PASSWORD}":', PASSWORD),
+        # Split across lines the way a shell command is: the value after a continuation.
+        (f"export DB_PASSWORD=\\\n    {PASSWORD}", PASSWORD),
         # A URL's whole password, even with a token inside it.
         (
             "https://deploy:" + (v4 := PASSWORD + "ghp_" + r(ALNUM, 36)) + "@github.com/a/b.git",
