@@ -808,6 +808,14 @@ def _flag_value(match: re.Match[str]) -> str | None:
     return _label("secret")
 
 
+def _command_password(match: re.Match[str]) -> str | None:
+    """`psexec ... -p braksha`: after these commands' -p, even a plain word is the password."""
+    value = match.group(0)[len(match.group("keep")) :].strip("\"'")
+    if _rx(_PLACEHOLDER_VALUE).match(value) or _is_reference(value):
+        return None
+    return _label("password")
+
+
 # What documentation writes where a password goes: `-p PASSWORD`, `--token <token>`.
 _PLACEHOLDER_VALUE = (
     r"^(?:[a-z_]*(?:password|passwd|secret|token|username)[a-z_]*|stdin|x+|\*+|#+|\.\.\.)$",
@@ -931,7 +939,7 @@ _CONTEXT_DETECTORS: list[_Detector] = [
             r"(?![\-$%<{])[^\s\"']+",
             re.IGNORECASE,
         ),
-        _flag_value,
+        _command_password,
     ),
     (
         "aws-configure",
@@ -1012,6 +1020,17 @@ _CONTEXT_DETECTORS: list[_Detector] = [
             re.IGNORECASE,
         ),
         _labelled("password"),
+    ),
+    (
+        # SonarQube's login token: -Dsonar.login=<40 hex>, sonarLogin = "..."
+        "sonar-login",
+        ("sonar",),
+        True,
+        (
+            r"(?P<keep>sonar[._]?(?:login|token)[\"']?\s*(?:[:=,]\s*)?[\"']?\s*)[a-f0-9]{40}\b",
+            re.IGNORECASE,
+        ),
+        _labelled("sonarqube-token"),
     ),
     (
         "salesforce-token",
@@ -1344,6 +1363,7 @@ _SHORT_WINDOW = {
     "travis-secure": 1200,
     "prose-password": 200,
     "salesforce-token": 200,
+    "sonar-login": 200,
 }
 
 
