@@ -31,9 +31,12 @@ and scan every text with every rule.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import bisect
 import math
 import re
+import string
 from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import Any
@@ -99,11 +102,12 @@ _RUN_MASK = bytes(ord("a") if chr(i) in _TOKEN_RUN_CHARS else ord(" ") for i in 
 _RUN_NEEDLE = b"a" * _TOKEN_RUN_MIN
 
 
-def _token_runs(text: str) -> list[tuple[int, int]]:
+def _token_runs(text: str, mask: bytes | None = None) -> list[tuple[int, int]]:
     """(start, end) of every run of at least 20 token characters."""
     # One byte per character whatever the text holds (others become `?`, not a token
     # character either), so offsets in the mask are offsets in the text.
-    mask = text.encode("latin-1", "replace").translate(_RUN_MASK)
+    if mask is None:
+        mask = text.encode("latin-1", "replace").translate(_RUN_MASK)
     runs = []
     # Searching on from the end of the previous run, the leftmost `a` * 20 starts a run.
     at = mask.find(_RUN_NEEDLE)
@@ -238,7 +242,7 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     (
         "telegram-bot-token",
         (":AA",),
-        r"(?<![0-9])\d{8,10}:AA[A-Za-z0-9_\-]{33}" + _END,
+        r"(?<![0-9])\d{8,10}:AA[A-Za-z0-9_\-]{32,35}" + _END,
     ),
     (
         "grafana-token",
@@ -279,10 +283,12 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     (
         "discord-bot-token",
         (".",),
-        # The id part (base64 of digits) and the HMAC part hold a digit; a chain of Java names
-        # of the same lengths (`ObjectMapperConfiguration.getter.serialize...`) does not.
-        r"(?<![A-Za-z0-9_\-.])[MNO](?=[A-Za-z_\-]*\d)[A-Za-z0-9_\-]{23,25}\.[A-Za-z0-9_\-]{6}\."
-        r"(?=[A-Za-z_\-]*\d)[A-Za-z0-9_\-]{27,38}" + _END,
+        # The id part is base64 of the bot's numeric id: ASCII digits encode to a character of
+        # [MNO], one of [DTjz], one of [AEIMQUYcgk], one of [w-z0-5], group after group (a
+        # chain of Java names of the same lengths, `ObjectMapperConfiguration.getter...`, is
+        # not). Whether the id's base64 holds a digit is chance: it is not required.
+        r"(?<![A-Za-z0-9_\-.])(?:[MNO][DTjz][AEIMQUYcgk][w-z0-5]){4}[A-Za-z0-9_\-]{7,10}"
+        r"\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}" + _END,
     ),
     ("linear-api-key", ("lin_api_",), _prefixed("lin_api_") + r"[A-Za-z0-9]{40}" + _END_ALNUM),
     ("pulumi-token", ("pul-",), _prefixed("pul-") + r"[a-f0-9]{40}" + _END_ALNUM),
@@ -299,8 +305,10 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ),
     (
         "new-relic-key",
-        ("NRAK-", "NRII-", "NRJS-", "NRAA-"),
+        ("NRAK-", "NRII-", "NRJS-", "NRAA-", "NRIQ-"),
         r"(?:"
+        + _prefixed("NRIQ-")
+        + r"[A-Za-z0-9_\-]{32}|"
         + _prefixed("NRAK-", "NRAA-")
         + r"[A-Z0-9]{27}|"
         + _prefixed("NRII-")
@@ -328,7 +336,9 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     (
         "doppler-token",
         ("dp.",),
-        _prefixed("dp.") + r"(?:pt|st|ct|sa|scim|audit)\.[A-Za-z0-9]{40,44}" + _END_ALNUM,
+        _prefixed("dp.")
+        + r"(?:pt|st|ct|sa|scim|audit)\.(?:[a-z0-9_\-]{1,35}\.)?[A-Za-z0-9]{40,44}"
+        + _END_ALNUM,
     ),
     (
         "dynatrace-token",
@@ -399,7 +409,7 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     (
         "sourcegraph-token",
         ("sgp_",),
-        _prefixed("sgp_") + r"(?:(?:[a-fA-F0-9]{16}|local)_)?[a-fA-F0-9]{40}",
+        _prefixed("sgp_") + r"(?:[a-fA-F0-9]{16}_)?(?:local_)?[a-fA-F0-9]{40}",
     ),
     ("openshift-token", ("sha256~",), _prefixed("sha256~") + r"[A-Za-z0-9_\-]{43}"),
     ("heroku-key", ("HRKU-AA",), _prefixed("HRKU-AA") + r"[0-9A-Za-z_\-]{58}"),
@@ -444,18 +454,62 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ),
     ("adobe-client-secret", ("p8e-",), _prefixed("p8e-") + r"[A-Za-z0-9]{32}" + _END_ALNUM),
     ("intra42-secret", ("s-s4t2",), _prefixed("s-s4t2") + r"(?:ud|af)-[a-f0-9]{64}"),
-    ("typeform-token", ("tfp_",), _prefixed("tfp_") + r"[A-Za-z0-9_\-.=]{59}"),
+    ("typeform-token", ("tfp_",), _prefixed("tfp_") + r"[A-Za-z0-9_\-.=]{40,64}"),
     ("yandex-key", ("AQVN",), _prefixed("AQVN") + r"[A-Za-z0-9_\-]{35,38}" + _END),
     (
         "tailscale-key",
         ("tskey-",),
-        _prefixed("tskey-") + r"[a-z]+-[A-Za-z0-9]{8,}-[A-Za-z0-9]{16,}",
+        _prefixed("tskey-") + r"[a-z]+-[A-Za-z0-9\-]{10,}",
     ),
     ("supabase-token", ("sbp_",), _prefixed("sbp_") + r"[a-f0-9]{40}" + _END_ALNUM),
     ("replicate-token", ("r8_",), _prefixed("r8_") + r"[A-Za-z0-9]{37}" + _END_ALNUM),
     ("groq-key", ("gsk_",), _prefixed("gsk_") + r"[A-Za-z0-9]{52}" + _END_ALNUM),
     ("xai-key", ("xai-",), _prefixed("xai-") + r"[A-Za-z0-9]{80}" + _END_ALNUM),
-    ("docker-hub-token", ("dckr_pat_",), _prefixed("dckr_pat_") + r"[A-Za-z0-9_\-]{27,}"),
+    (
+        "docker-hub-token",
+        ("dckr_pat_", "dckr_oat_"),
+        _prefixed("dckr_pat_", "dckr_oat_") + r"[A-Za-z0-9_\-]{27,}",
+    ),
+    ("adafruit-key", ("aio_",), _prefixed("aio_") + r"[A-Za-z0-9]{28}" + _END_ALNUM),
+    ("nuget-key", ("oy2",), _prefixed("oy2") + r"[a-z0-9]{43}" + _END_ALNUM),
+    ("crates-io-token", ("cio",), _prefixed("cio") + r"[A-Za-z0-9]{32}" + _END_ALNUM),
+    ("jina-key", ("jina_",), _prefixed("jina_") + r"[A-Za-z0-9_\-]{60,}"),
+    (
+        "sonarqube-token",
+        ("sqp_", "squ_", "sqa_"),
+        _prefixed("sqp_", "squ_", "sqa_") + r"[a-f0-9]{40}",
+    ),
+    ("tavily-key", ("tvly-",), _prefixed("tvly-") + r"(?:dev-|prod-)?[A-Za-z0-9]{32}" + _END_ALNUM),
+    (
+        "dependency-track-key",
+        ("odt_",),
+        _prefixed("odt_") + r"[A-Za-z0-9_]{32,}" + _END_ALNUM,
+    ),
+    ("contentful-token", ("CFPAT-",), _prefixed("CFPAT-") + r"[A-Za-z0-9_\-]{43,}"),
+    ("dropbox-token", ("sl.",), _prefixed("sl.") + r"(?:u\.)?[A-Za-z0-9_\-]{130,}"),
+    ("elevenlabs-key", ("sk_",), _prefixed("sk_") + r"[a-f0-9]{48}" + _END_ALNUM),
+    (
+        "azure-devops-token",
+        ("AZDO",),
+        r"(?<![A-Za-z0-9])[A-Za-z0-9]{52}AZDO[A-Za-z0-9]{28}" + _END_ALNUM,
+    ),
+    (
+        "discord-webhook",
+        ("/api/webhooks/",),
+        r"discord(?:app)?\.com/api/webhooks/\d{15,20}/[A-Za-z0-9_\-]{60,}",
+    ),
+    ("figma-token", ("figd_",), _prefixed("figd_") + r"[A-Za-z0-9_\-]{40,}"),
+    ("posthog-key", ("phx_",), _prefixed("phx_") + r"[A-Za-z0-9_]{40,}"),
+    ("mongodb-atlas-secret", ("mdb_sa_sk_",), _prefixed("mdb_sa_sk_") + r"[A-Za-z0-9_\-]{36,}"),
+    (
+        "hubspot-token",
+        ("pat-na", "pat-eu"),
+        _prefixed("pat-na", "pat-eu")
+        + r"\d-[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{12}",
+    ),
+    ("voiceflow-key", ("VF.",), _prefixed("VF.") + r"(?:DM|WS)\.[A-Fa-f0-9]{24}\.[A-Za-z0-9]{16}"),
+    ("ubidots-token", ("BBFF-",), _prefixed("BBFF-") + r"[A-Za-z0-9]{30}" + _END_ALNUM),
+    ("nightfall-key", ("NF-",), _prefixed("NF-") + r"[A-Za-z0-9]{32}" + _END_ALNUM),
     ("buildkite-token", ("bkua_",), _prefixed("bkua_") + r"[a-f0-9]{40}" + _END_ALNUM),
 )
 
@@ -492,8 +546,8 @@ def _runs_holding(
     return out
 
 
-def _token_spans(text: str) -> list[Span]:
-    runs = _token_runs(text)
+def _token_spans(text: str, cache: _Hits | None = None) -> list[Span]:
+    runs = _token_runs(text, cache.run_mask() if cache else None)
     if not runs:
         return []
     # The detectors read only the token runs, joined by newlines (which no token format
@@ -526,6 +580,211 @@ def _token_spans(text: str) -> list[Span]:
 
 
 # ---------------------------------------------------------------------------------------------
+# 1b. A generated key of an unknown provider
+# ---------------------------------------------------------------------------------------------
+
+# Hundreds of providers issue keys as a random string, often behind a short prefix of their
+# own (`flb_live_...`, `nvapi-...`, `BBFF-...`), and no list can hold them all. A word of 20
+# letters and digits or more that stands alone (not part of a path, a URL, base64 or a dotted
+# name), mixes letters and digits the way a generator does, is not a hex digest and reads as
+# no name, is taken for one. Words of code are names (`ObjectMapperConfiguration`), hashes are
+# hex, base64 data carries `+`, `/` or `=` next to it: those stay.
+_ALNUM_MASK = bytes(
+    ord("a") if chr(i).isascii() and chr(i).isalnum() else ord(" ") for i in range(256)
+)
+_RANDOM_WORD_MIN = 20
+_ALNUM_NEEDLE = b"a" * _RANDOM_WORD_MIN
+# Characters that, next to the word, make it part of something larger than a key.
+_JOINED = frozenset("+/=.~:@%\\&?#$")
+# Prefix segments (`sk_5678_`, `flb_live_`) before the random part.
+_PREFIX_SEGMENTS = 3
+_PREFIX_SEGMENT_MAX = 12
+# Prefixes of digests and versions, not of keys: `sha256-<hex>`, `commit-<hex>`.
+_DIGEST_PREFIXES = frozenset(
+    (
+        "sha",
+        "sha1",
+        "sha224",
+        "sha256",
+        "sha384",
+        "sha512",
+        "md5",
+        "blake2b",
+        "commit",
+        "rev",
+        "hash",
+        "git",
+    )
+)
+# Words before a random-looking value that say it is public: keys of a key pair, a signature,
+# a checksum.
+_PUBLIC_CONTEXT = (
+    "hash",
+    "fingerprint",
+    "gpg",
+    "pgp",
+    "public",
+    "pubkey",
+    "pub_",
+    "ssh-",
+    "signature",
+    "checksum",
+    "digest",
+    "integrity",
+    "nonce",
+    "sha",
+)
+
+
+_PUBLIC_CONTEXT_WORDS = frozenset(_PUBLIC_CONTEXT) | {"ssh", "pub", "publickey"}
+
+
+def _random_word_spans(text: str, hits: _Hits | None = None) -> list[Span]:
+    encoded = hits.encoded() if hits else text.encode("latin-1", "replace")
+    mask = encoded.translate(_ALNUM_MASK)
+    at = mask.find(_ALNUM_NEEDLE)
+    if at == -1:
+        return []
+    spans: list[Span] = []
+    size = len(text)
+    while at != -1:
+        end = mask.find(b" ", at + _RANDOM_WORD_MIN)
+        if end == -1:
+            end = size
+        span = _random_word_at(text, at, end)
+        if span is not None:
+            spans.append(span)
+        at = mask.find(_ALNUM_NEEDLE, end)
+    return spans
+
+
+def _random_word_at(text: str, body_start: int, body_end: int) -> Span | None:
+    after = text[body_end : body_end + 2]
+    if after[:1] in "_-" and after[:1] and (after[1:2].isalnum()):
+        return None  # more of a structured name follows
+    if after[:1] in _JOINED and after[:1] and not (after[:1] == "." and not after[1:2].isalnum()):
+        return None
+    start = body_start
+    prefix: list[str] = []
+    while len(prefix) < _PREFIX_SEGMENTS and start > 0 and text[start - 1] in "_-":
+        segment_start = start - 1
+        while (
+            segment_start > 0
+            and text[segment_start - 1].isascii()
+            and text[segment_start - 1].isalnum()
+            and start - 1 - segment_start < _PREFIX_SEGMENT_MAX
+        ):
+            segment_start -= 1
+        if segment_start == start - 1:
+            return None  # `__word` or `--flag`
+        prefix.append(text[segment_start : start - 1])
+        start = segment_start
+    before = text[start - 1] if start > 0 else " "
+    # `=` and `:` before the word assign it (`dareboost=...`); elsewhere they join it.
+    if (
+        (before in _JOINED and before not in "=:")
+        or before in "_-"
+        or (before.isascii() and before.isalnum())
+    ):
+        return None
+    body = text[body_start:body_end]
+    if not _looks_generated(body, prefix):
+        return None
+    if _in_base64_block(text, start, body_end):
+        return None  # a line of a certificate or of MIME data, wrapped at 64 or 76
+    line_start = text.rfind("\n", 0, start) + 1
+    # What names the value: the two words before it on its line (`public_key = `,
+    # `ssh-ed25519 `, `"signature": "`, `hash: Buffer.from('`), not a word further back.
+    tokens = text[max(line_start, start - 48) : start].rstrip("\"'` =:").split()
+    # The token naming it; inside a call (`hash: Buffer.from('...`), the one before the call.
+    naming = tokens[-2:] if tokens and tokens[-1].endswith("(") else tokens[-1:]
+    words = {word.lower() for token in naming for word in _rx(_NAME_PARTS).findall(token)}
+    if not _PUBLIC_CONTEXT_WORDS.isdisjoint(words):
+        return None
+    named = _rx(_NAME_BEFORE_VALUE).search(text, max(line_start, start - 48), start)
+    if named is not None and _describes_only(named.group("name")):
+        return None  # `"credentialId": "B9mTcFSck2LzJO2S3ols63"`: an id
+    return (start, body_end, _label("secret"))
+
+
+# The name a value is assigned to, right before it: `"credentialId": "`, `client_id=`.
+_NAME_BEFORE_VALUE = (r"(?P<name>[A-Za-z_][A-Za-z0-9_\-]*)[\"']?\s*(?::=|=>|[:=])\s*[\"'`]?$", 0)
+
+
+def _in_base64_block(text: str, start: int, end: int) -> bool:
+    """A whole line of 64 or 76 base64 characters next to another as long: a wrapped block
+    (a certificate, an attachment). A private key's block is found by its BEGIN line."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    line_end = len(text) if line_end == -1 else line_end
+    line = text[line_start:line_end].strip().strip("\"',")
+    if len(line) not in (64, 76):
+        return False
+    before = (
+        text[max(0, line_start - len(line) - 12) : max(0, line_start - 1)].strip().strip("\"',")
+    )
+    after = text[line_end + 1 : line_end + len(line) + 12].split("\n", 1)[0].strip().strip("\"',")
+    return len(before.rsplit("\n", 1)[-1]) == len(line) or len(after) == len(line)
+
+
+def _looks_generated(body: str, prefix: list[str]) -> bool:
+    if not any(c.isdigit() for c in body) or not any(c.isalpha() for c in body):
+        return False
+    if any(part.lower() in _DIGEST_PREFIXES for part in prefix):
+        return False  # `sha384-<base64>`: a digest
+    if _name_like(body) or _wordy(body):
+        return False
+    if len(body) >= 16 and prefix and prefix[-1].lower() in _LIVE_OR_TEST:
+        return True  # `ak_live_...`, `flb_test_...`: a key's mode in its prefix
+    if all(c in "0123456789abcdef" for c in body) or all(c in "0123456789ABCDEF" for c in body):
+        # A digest, unless a provider's prefix stands before it (`slk_<64 hex>`).
+        return bool(prefix) and len(body) >= 32 and prefix[-1].lower() not in _DIGEST_PREFIXES
+    if _name_like(body) or _wordy(body) or entropy(body) < 3.5:
+        return False
+    if len(body) < 32 and (body.islower() or body.isupper()):
+        return False  # one case: short ids (`3t0v0vuhvxjzm6m462f9v8iz4`); keys are longer
+    if body[:2] in ("0x", "0X") and all(c in string.hexdigits for c in body[2:]):
+        return False  # a number literal
+    if _encodes_text(body):
+        return False  # base64 of words (`VGhpcyBpcyB0aGUgd2F5`): test data
+    if _rx(_BITCOIN_ADDRESS).match(body):
+        return False  # public by design (a donation address in a README)
+    digits = sum(c.isdigit() for c in body)
+    # `Release20240315Build` has a number, not a mix: a key's digits are spread through it.
+    return digits >= 2 and not _rx(_ONE_NUMBER).match(body)
+
+
+_ONE_NUMBER = (r"^[A-Za-z]*\d+[A-Za-z]*$", 0)
+_BITCOIN_ADDRESS = (r"^[13][a-km-zA-HJ-NP-Z1-9]{25,34}$", 0)
+_WORD_RUN = (r"[A-Z][a-z]{2,}|[a-z]{3,}|[A-Z]{3,}(?![a-z])", 0)
+
+
+def _wordy(body: str) -> bool:
+    """Mostly words (`ignoreMc1Ms0CookieProcessing`, `MLKEM768X25519PublicKey`): runs of
+    three letters or more, as a name has, cover most of it (half of it when it ends with a
+    capitalised word, as class names do); a generated key has short runs between digits."""
+    covered = sum(len(run) for run in _rx(_WORD_RUN).findall(body))
+    if covered * 3 >= len(body) * 2:
+        return True
+    return covered * 2 >= len(body) and _rx(_ENDS_WITH_WORD).search(body) is not None
+
+
+_ENDS_WITH_WORD = (r"[A-Z][a-z]{2,}$", 0)
+
+
+def _encodes_text(body: str) -> bool:
+    """Whether `body` is base64 of printable text with spaces (a sentence, test data)."""
+    try:
+        decoded = base64.b64decode(body + "=" * (-len(body) % 4), validate=True)
+    except (ValueError, binascii.Error):
+        return False
+    return b" " in decoded and all(32 <= byte < 127 for byte in decoded)
+
+
+_LIVE_OR_TEST = frozenset(("live", "test", "prod", "sandbox"))
+
+
+# ---------------------------------------------------------------------------------------------
 # 2. Context formats
 # ---------------------------------------------------------------------------------------------
 
@@ -536,6 +795,42 @@ def _random_token(match: re.Match[str]) -> str | None:
     if entropy(value) < 3.0 and not any(ch.isdigit() for ch in value):
         return None
     return _label("token")
+
+
+def _flag_value(match: re.Match[str]) -> str | None:
+    raw = match.group(0)[len(match.group("keep")) :]
+    value = raw.strip("\"'")
+    if _rx(_PLACEHOLDER_VALUE).match(value) or _is_reference(value):
+        return None
+    quoted = match.group("keep")[-1:] in "\"'"
+    if not quoted and value.isalpha() and value.islower():
+        return None  # `the --password option`: prose about the flag
+    return _label("secret")
+
+
+def _command_password(match: re.Match[str]) -> str | None:
+    """`psexec ... -p braksha`: after these commands' -p, even a plain word is the password."""
+    value = match.group(0)[len(match.group("keep")) :].strip("\"'")
+    if _rx(_PLACEHOLDER_VALUE).match(value) or _is_reference(value):
+        return None
+    return _label("password")
+
+
+# What documentation writes where a password goes: `-p PASSWORD`, `--token <token>`.
+_PLACEHOLDER_VALUE = (
+    r"^(?:[a-z_]*(?:password|passwd|secret|token|username)[a-z_]*|stdin|x+|\*+|#+|\.\.\.)$",
+    re.IGNORECASE,
+)
+
+
+def _named_value(match: re.Match[str]) -> str | None:
+    name = match.group("name")
+    value = match.group(0)[len(match.group("keep")) :]
+    if sum(word.isalpha() and word.islower() for word in value.split()) >= 3:
+        return None  # `<passphrase>optional; leave empty if not used.</passphrase>`: prose
+    if not _is_secret_value(name, value):
+        return None
+    return _label("secret")
 
 
 # (name, guards, case-insensitive guards, pattern, replacement or None for the label).
@@ -556,11 +851,11 @@ _CONTEXT_DETECTORS: list[_Detector] = [
     ),
     (
         "aws-secret-key",
-        ("aws", "secretaccesskey", "secret_access_key"),
+        ("aws", "secret"),
         True,
         (
             r"(?P<keep>(?:aws[A-Za-z0-9_\-.]{0,30}(?:secret|sk)[A-Za-z0-9_\-]*|"
-            r"SecretAccessKey|secret_access_key)[\"']?\s*(?::=|=>|[:=])\s*[\"']?)"
+            r"SecretAccessKey|secret_access_key)\\?[\"']?\s*(?::=|=>|[:=])\s*\\?[\"']?)"
             r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])",
             re.IGNORECASE,
         ),
@@ -568,7 +863,7 @@ _CONTEXT_DETECTORS: list[_Detector] = [
     ),
     (
         "azure-storage-key",
-        ("accountkey=", "sharedaccesssignature=", "sharedaccesskey="),
+        ("accountkey", "sharedaccess"),
         True,
         (
             r"(?P<keep>(?:AccountKey|SharedAccessSignature|SharedAccessKey)=)[A-Za-z0-9+/=%&\-]{20,}",
@@ -578,9 +873,10 @@ _CONTEXT_DETECTORS: list[_Detector] = [
     ),
     (
         "teams-webhook",
-        ("webhook.office.com",),
+        ("webhook.office.com", "outlook.office"),
         False,
-        r"https://[A-Za-z0-9\-]+\.webhook\.office\.com/webhookb2/[A-Za-z0-9\-@/]{60,}",
+        r"https://(?:[A-Za-z0-9\-]+\.webhook\.office\.com/webhookb2/[A-Za-z0-9\-@/]{60,}|"
+        r"outlook\.office(?:365)?\.com/webhook/[A-Za-z0-9\-@/]{30,})",
         None,
     ),
     (
@@ -590,7 +886,7 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         # The scheme starts a word, so a match never begins in the middle of one.
         # A placeholder (`{DB_PASSWORD}`, `${PGPASS}`, `$PGPASS`) is code, not a password.
         r"(?P<keep>(?<![A-Za-z0-9+.\-])[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@\[\]]*:)"
-        r"(?!\$?\{[^\s@/{}]*\}@|\$[A-Za-z_][A-Za-z0-9_]*@)[^\s@/]+(?=@)",
+        r"(?!\$?\{[^\s@/{}]*\}@|\$[A-Za-z_][A-Za-z0-9_]*@|\*+@)[^\s@/]+(?=@)",
         _labelled("password"),
     ),
     (
@@ -619,8 +915,133 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         _labelled("password"),
     ),
     (
+        # A password given to a command as a flag's value: `--password X`, `--token=X`,
+        # PowerShell's `-Password X`, `nuget push --api-key X`.
+        "flag-password",
+        ("pass", "pwd", "token", "key", "secret"),
+        True,
+        (
+            r"(?P<keep>(?<![\w\-])--?(?:password|passwd|pass|pwd|token|api-?key|secret|"
+            r"client-secret|access-token|auth-token)(?:=|[ \t]+)[\"']?)"
+            r"(?![\-$%<{(])[^\s\"'|;&)]+",
+            re.IGNORECASE,
+        ),
+        _flag_value,
+    ),
+    (
+        # `-p PASSWORD` of commands where -p means the password (elsewhere it is a port).
+        "command-password",
+        (" -p",),
+        True,
+        (
+            r"(?P<keep>(?:\b(?:docker|podman|nerdctl|buildah|skopeo)\s+login\b|"
+            r"\bpsexec(?:64)?(?:\.exe)?)[^\n]{0,300}?\s-p[ \t]+[\"']?)"
+            r"(?![\-$%<{])[^\s\"']+",
+            re.IGNORECASE,
+        ),
+        _command_password,
+    ),
+    (
+        "aws-configure",
+        ("aws",),
+        True,
+        r"(?P<keep>\baws\s+configure\s+set\s+(?:[\w.\-]*\.)?"
+        r"aws_(?:secret_access_key|session_token)\s+[\"']?)[^\s\"']+",
+        _labelled("aws-secret-key"),
+    ),
+    (
+        "vault-unseal-key",
+        ("unseal",),
+        True,
+        (
+            r"(?P<keep>(?:\bunseal\s+(?:-\S+\s+)*|\bunseal key \d+:\s*))[A-Za-z0-9+/=]{20,}",
+            re.IGNORECASE,
+        ),
+        _labelled("vault-unseal-key"),
+    ),
+    (
+        # new NetworkCredential(user, PASSWORD[, domain]), new DirectoryEntry(path, user, PASSWORD)
+        "dotnet-credential",
+        ("cred", "directoryentry("),
+        True,
+        r"(?P<keep>(?:NetworkCredential\(\s*|DirectoryEntry\(\s*\"[^\"\n]*\"\s*,\s*)"
+        r"(?:\"[^\"\n]*\"|[\w.]+)\s*,\s*\")[^\"\n]+(?=\")",
+        _labelled("password"),
+    ),
+    (
+        # ~/.netrc: `machine HOST login USER password PASSWORD`, on one line or several.
+        "netrc-password",
+        ("machine",),
+        False,
+        r"(?P<keep>\bmachine\s+\S+(?:\s+(?:login|account)\s+\S+)*\s+password\s+)\S+",
+        _labelled("password"),
+    ),
+    (
+        # .NET config: <add key="SmtpPassword" value="..." />; C#: { "DbPassword", "..." }.
+        "dotnet-setting",
+        ("<add",),
+        False,
+        r"(?P<keep><add\s+key\s*=\s*\"(?P<name>[^\"\n]{1,80})\"\s+value\s*=\s*\")[^\"\n]+(?=\")",
+        _named_value,
+    ),
+    (
+        # XML: <password>...</password>, <account_key>...</account_key>, Jenkins'
+        # <secret>{AQAAABAAA ...}</secret>.
+        "xml-element",
+        ("pass", "pwd", "secret", "token", "key"),
+        True,
+        r"(?P<keep><(?P<name>[A-Za-z_][\w.\-]{0,60})>\s*\{?(?:AQAAABAAA\s+)?)"
+        r"[^<>\s{}][^<>\n{}]{0,300}?(?=\}?\s*</(?P=name)>)",
+        _named_value,
+    ),
+    (
+        # C#: new Dictionary<string, string> { { "DbPassword", "..." } }
+        "dictionary-pair",
+        ("pass", "pwd", "secret", "token", "key"),
+        True,
+        r"(?P<keep>\{\s*\"(?P<name>[^\"\n]{1,80})\"\s*,\s*\")[^\"\n]+(?=\")",
+        _named_value,
+    ),
+    (
+        "travis-secure",
+        ("secure:",),
+        False,
+        r"(?P<keep>\bsecure:\s*[\"']?)[A-Za-z0-9+/=]{40,}",
+        _labelled("secret"),
+    ),
+    (
+        # Prose: `the default password is 'blooberry'`, `password for user 'x' is 'y'`.
+        "prose-password",
+        ("pass",),
+        True,
+        (
+            r"(?P<keep>\b(?:password|passphrase)\b[^\n.]{0,40}?\bis\s*:?\s*(?P<q>[\"'`]))"
+            r"[^\"'`\n]{3,64}(?=(?P=q))",
+            re.IGNORECASE,
+        ),
+        _labelled("password"),
+    ),
+    (
+        # SonarQube's login token: -Dsonar.login=<40 hex>, sonarLogin = "..."
+        "sonar-login",
+        ("sonar",),
+        True,
+        (
+            r"(?P<keep>sonar[._]?(?:login|token)[\"']?\s*(?:[:=,]\s*)?[\"']?\s*)[a-f0-9]{40}\b",
+            re.IGNORECASE,
+        ),
+        _labelled("sonarqube-token"),
+    ),
+    (
+        "salesforce-token",
+        ("00D",),
+        False,
+        r"(?<![A-Za-z0-9])00D[A-Za-z0-9]{12,15}![A-Za-z0-9._]{80,}",
+        None,
+    ),
+    (
         "authorization-header",
-        ("bearer ", "basic ", "token "),
+        ("bearer", "basic", "token"),
         True,
         r"(?P<keep>(?:Bearer|bearer|BEARER|Basic|basic|Token|token)\s+)[A-Za-z0-9_\-.=+/~]{16,}",
         _random_token,
@@ -637,19 +1058,89 @@ WINDOW_BEFORE = 80
 WINDOW_AFTER = 2048
 
 
-def _context_spans(text: str, lowered: str) -> list[Span]:
+class _Hits:
+    """Where each guard occurs, searched once per text however many detectors share it (the
+    secret words are the guards of several detectors and of the keyword search)."""
+
+    def __init__(self, text: str, lowered: str) -> None:
+        self.text = text
+        self.lowered = lowered
+        self._found: dict[tuple[str, bool], list[int]] = {}
+        self._encoded: bytes | None = None
+        self._run_mask: bytes | None = None
+
+    def encoded(self) -> bytes:
+        """One byte per character (others become `?`), so offsets are the text's."""
+        if self._encoded is None:
+            self._encoded = self.text.encode("latin-1", "replace")
+        return self._encoded
+
+    def run_mask(self) -> bytes:
+        if self._run_mask is None:
+            self._run_mask = self.encoded().translate(_RUN_MASK)
+        return self._run_mask
+
+    def of(self, guard: str, fold: bool) -> list[int]:
+        key = (guard, fold)
+        found = self._found.get(key)
+        if found is None:
+            found = list(_find_all(self.lowered if fold else self.text, guard))
+            self._found[key] = found
+        return found
+
+
+# Detectors whose guard counts only in a certain place: a secret word is a flag's name only
+# after a dash (`--password`, `-Password`, `--api-key`).
+_GUARD_FILTERS: dict[str, Callable[[str, int, int], bool]] = {
+    "flag-password": lambda lowered, at, _size: "-" in lowered[max(0, at - 8) : at],
+    # `aws...`, or `secret` of `SecretAccessKey` / `secret_access_key`.
+    "aws-secret-key": lambda lowered, at, size: (
+        size == 3 or lowered.startswith(("accesskey", "_access_key"), at + 6)
+    ),
+    # A secret word in a tag's name: `<account_key>`.
+    "xml-element": lambda lowered, at, _size: (
+        "<" in lowered[max(0, at - 40) : at] and ">" in lowered[at : at + 30]
+    ),
+    # A secret word as a key of a pair: `{ "DbPassword", "` follows it closely.
+    "dictionary-pair": lambda lowered, at, _size: '",' in lowered[at : at + 40],
+    # `Bearer`, `Basic`, `Token` as a scheme: a space follows.
+    "authorization-header": lambda lowered, at, size: lowered[at + size : at + size + 1].isspace(),
+}
+
+
+def _context_spans(text: str, lowered: str, hits: _Hits | None = None) -> list[Span]:
     spans: list[Span] = []
     windowed = len(text) > WINDOWED_ABOVE and len(lowered) == len(text)
+    hits = hits or _Hits(text, lowered)
     for name, guards, fold, spec, replacement in _CONTEXT_DETECTORS:
         haystack = lowered if fold else text
-        for guard in guards:
-            if guard in haystack:
-                break
+        keep = _GUARD_FILTERS.get(name)
+        positions: list[tuple[int, int]] = []
+        if windowed:
+            positions = [
+                (at, len(guard))
+                for guard in guards
+                for at in hits.of(guard, fold)
+                if keep is None or keep(lowered, at, len(guard))
+            ]
+            if not positions:
+                continue
         else:
-            continue
+            # A short text: whether a guard occurs at all is the cheap question.
+            for guard in guards:
+                if guard in haystack:
+                    break
+            else:
+                continue
+            if keep is not None and not any(
+                keep(lowered, at, len(guard))
+                for guard in guards
+                for at in _find_all(haystack, guard)
+            ):
+                continue
         pattern = _rx(spec)
         matches = (
-            _windowed_matches(pattern, text, haystack, guards)
+            _windowed_matches(pattern, text, positions, _SHORT_WINDOW.get(name, WINDOW_AFTER))
             if windowed and name != "private-key"
             else pattern.finditer(text)
         )
@@ -661,17 +1152,231 @@ def _context_spans(text: str, lowered: str) -> list[Span]:
     return spans
 
 
+# ---------------------------------------------------------------------------------------------
+# 2b. A random value next to a secret word
+# ---------------------------------------------------------------------------------------------
+
+# How the rule sets of secret scanners describe most of the hundreds of providers they know:
+# the provider's name and a secret word, then a random value (`bitbar TOKEN 123456abcdef...`,
+# `coinlayerKEY=9a8b7c...`, `dd-apikey-dd52c2...`, `ASANA_PAT = 1234...`). engram does not list
+# providers: a secret word, glued to any name before and after it, followed by a value that
+# looks random (letters and digits mixed, 12 characters or more, no words of a name) is a secret
+# whatever the provider. Run on the lowercased text; the value is read from the original.
+_KEYWORD_VALUE = (
+    r"(?P<word>secret|token|key|access|private|passphrase|passw(?:or)?d|pass|pwd|auth|pat|"
+    r"credentials?)[a-z0-9_\-]{0,16}?"
+    r"(?:\\?[\"']?[ \t]*(?::=|=>|[:=])[ \t]*\\?[\"']?|[ \t]+[\"']?|[_\-])"
+    r"(?P<value>[a-z0-9][a-z0-9+/_\-.~]{11,}={0,3})(?![a-z0-9=:])",
+    0,
+)
+_KEYWORD_GUARDS = (
+    "secret",
+    "token",
+    "key",
+    "access",
+    "private",
+    "pass",
+    "pwd",
+    "auth",
+    "pat",
+    "cred",
+)
+# Words in a name that make it a name of something public or derived, not of a secret:
+# `hashed_secret` (detect-secrets baselines), `cache_key`, `sort_key`, `public_key`.
+_NOT_SECRET_QUALIFIERS = frozenset(("hashed", "hash", "public", "pub", "publishable"))
+# ... and, for a hex digest, names of what a digest identifies: `cache_key = 9b74c98...`.
+_DIGEST_QUALIFIERS = frozenset(
+    ("cache", "sort", "etag", "checksum", "dedup", "idempotency", "lookup", "partition", "row")
+)
+# Secret words that say little alone (`key` of a map, `access` of a log): a longer value.
+_WEAK_KEYWORDS = frozenset(("key", "access", "auth", "pat", "private"))
+_MIN_RUN = 12
+_RUN_NEEDLE_SHORT = b"a" * _MIN_RUN
+
+
+def _keyword_spans(text: str, lowered: str, hits: _Hits | None = None) -> list[Span]:
+    if len(lowered) != len(text):
+        return []
+    # No run of 12 token characters, no value: most short texts stop here, uncompiled.
+    hits = hits or _Hits(text, lowered)
+    if hits.run_mask().find(_RUN_NEEDLE_SHORT) == -1:
+        return []
+    spans: list[Span] = []
+    # The secret words are found by substring search, and each is checked as a word before the
+    # regex reads what follows it: most of them (`path`, `author`, `keys()`) stop there.
+    positions = sorted({at for word in _KEYWORD_GUARDS for at in hits.of(word, True)})
+    if not positions:
+        return spans
+    pattern = _rx(_KEYWORD_VALUE)
+    done = 0
+    for word_start in positions:
+        if word_start < done:
+            continue
+        if word_start > 0 and text[word_start - 1].isalpha() and not text[word_start].isupper():
+            continue  # inside a word: `monkeys`, `passage`, `keyword`
+        match = pattern.match(lowered, word_start)
+        if match is None:
+            continue
+        word_end = match.end("word")
+        after = text[word_end : word_end + 2]
+        if (
+            after[:1].islower()
+            and text[word_end - 1].islower()
+            and not (after[:1] == "s" and not after[1:2].isalpha())
+            and not lowered.startswith(_GLUED_WORDS, word_end)
+        ):
+            continue  # a longer word: `accessor`, `author`, `tokenizer`, `path`
+        start, end = match.span("value")
+        value = text[start:end].rstrip(".,;")
+        if match.group("word") in _WEAK_KEYWORDS and len(value) < 16:
+            continue
+        name = _name_at(text, word_start, start)
+        if _in_url_path(lowered, word_start) or _after_public_word(lowered, word_start, value):
+            continue
+        if _random_next_to_secret_word(name, value, match.group("word")):
+            spans.append((start, start + len(value), _label("secret")))
+            done = end
+    return spans
+
+
+def _in_url_path(lowered: str, at: int) -> bool:
+    """A secret word in a URL's path (`/2014/05/...-keys-much-more-...`), not in its query
+    (`?key=`, `&token=`): a slug, not a parameter."""
+    word_start = max(
+        lowered.rfind(" ", 0, at), lowered.rfind("\n", 0, at), lowered.rfind("(", 0, at)
+    )
+    scheme = lowered.find("://", word_start + 1, at)
+    if scheme == -1:
+        return False
+    return not any(sep in lowered[scheme:at] for sep in "?&#")
+
+
+# Words that make a hex value after them public: `GPG key: F3EF5F62...`, a fingerprint.
+_PUBLIC_HEX_WORDS = ("gpg", "pgp", "fingerprint", "sha", "md5", "commit", "checksum", "digest")
+
+
+def _after_public_word(lowered: str, at: int, value: str) -> bool:
+    if not _rx(_HEX_DIGEST).match(value):
+        return False
+    before = lowered[max(0, at - 24) : at]
+    return any(word in before for word in _PUBLIC_HEX_WORDS)
+
+
+def _find_all(haystack: str, needle: str) -> Iterator[int]:
+    at = haystack.find(needle)
+    while at != -1:
+        yield at
+        at = haystack.find(needle, at + 1)
+
+
+def _random_next_to_secret_word(name: str, value: str, word: str = "") -> bool:
+    bare = name.strip("\"'` :=>\\-_\t")
+    parts = {part.lower() for part in _rx(_NAME_PARTS).findall(bare)}
+    if _describes_only(bare) or not parts.isdisjoint(_NOT_SECRET_QUALIFIERS):
+        return False
+    if _rx(_HEX_DIGEST).match(value) and not parts.isdisjoint(_DIGEST_QUALIFIERS):
+        return False
+    strong = word not in _WEAK_KEYWORDS or not parts.isdisjoint(_STRONG_KEY_QUALIFIERS)
+    if _rx(_UUID).match(value):
+        # Many providers' keys are UUIDs, but a `key` of a list or a map is often one too:
+        # after a strong word, or a provider's `<name>_key` (`snyk_key`), not a structure's
+        # (`idempotency_key`, `cache_key`, `row_key`, a bare `key`).
+        if strong or _strong_name(bare):
+            return True
+        return len(parts) >= 2 and parts.isdisjoint(_STRUCTURE_WORDS)
+    if len(value) >= 20 and (value.isdigit() or (value.isalpha() and entropy(value) >= 4.0)):
+        return not _name_like(value)  # `vbout KEY 1234567890123456789012345`
+    if strong and _rx(_GROUPED_KEY).match(value):
+        return True  # `ABCD1234-EFGH5678-IJKL9101`: groups of a key, after a secret word
+    return _looks_random(value)
+
+
+# Words glued after a secret word that still make a secret's name: `secretkey`, `accesstoken`.
+_GLUED_WORDS = ("key", "token", "secret", "pass", "pwd", "id_secret", "access", "auth")
+# Names of things a UUID identifies in code rather than authenticates.
+_STRUCTURE_WORDS = frozenset(
+    ("idempotency", "cache", "sort", "primary", "foreign", "partition", "row", "object", "map",
+     "dict", "item", "list", "lookup", "dedup", "entity", "record", "message", "event",
+     "request", "order", "user", "node", "group", "tenant", "account", "resource", "file",
+     "blob", "bucket", "storage", "routing", "shard", "index", "react", "unique", "composite",
+     "natural", "surrogate", "join", "parent", "child", "s3", "kms", "public", "pub", "sub")
+)  # fmt: skip
+# Groups of letters and digits, each with digits: a licence-style key.
+_GROUPED_KEY = (
+    r"^[A-Za-z]*\d[A-Za-z0-9]{2,}(?:[\-.][A-Za-z]*\d[A-Za-z0-9]*){2,}(?:[\-.][A-Za-z0-9]{3,})?$",
+    0,
+)
+
+
+_STRONG_KEY_QUALIFIERS = frozenset(
+    ("api", "apikey", "access", "private", "secret", "auth", "license")
+)
+
+
+def _looks_random(value: str) -> bool:
+    """Letters and digits mixed the way a generated key mixes them: not a word, a name, a
+    version, a path, a UUID or a hex digest alone (those are ids and hashes)."""
+    if len(value) < 12 or value[0] in "/.~-":
+        return False
+    if not any(c.isdigit() for c in value) or not any(c.isalpha() for c in value):
+        return False
+    if _rx(_UUID).match(value) or "//" in value:
+        return False
+    if _rx(_NAME_WITH_NUMBERS).match(value) or _rx(_DOTTED_CODE).match(value):
+        return False
+    if _name_like(value) or not value.isascii():
+        return False
+    return entropy(value) >= 3.0
+
+
+# `1.verifyPublicKey`, `exports.X509Key`: a chain of names and numbers (code), not a key.
+_DOTTED_CODE = (
+    r"^(?:\d+|[A-Za-z_$][A-Za-z_$]*\d*[A-Za-z_$]*)(?:\.(?:\d+|[A-Za-z_$][A-Za-z_$]*\d*[A-Za-z_$]*))+$",
+    0,
+)
+
+
+# A git commit id, an MD5/SHA-1/SHA-256 digest: public ids of content.
+_HEX_DIGEST = (
+    r"^(?:[0-9a-f]{32}|[0-9a-f]{40}|[0-9a-f]{64}|[0-9A-F]{32}|[0-9A-F]{40}|[0-9A-F]{64})$",
+    0,
+)
+# `jetbrains.mps.v8_elimination`, `ConnectionString_B2B`, `release-2024-03`: words and numbers.
+_NAME_WITH_NUMBERS = (
+    r"^(?:[A-Za-z]+\d*[A-Za-z]*|\d+)(?:[._\-:]+(?:[A-Za-z]+\d*[A-Za-z]*|\d+))+$",
+    0,
+)
+
+
+# Detectors whose match ends shortly after their guard read a shorter window: their guards
+# (`", "`, `machine`, `-token`) are frequent in code.
+_SHORT_WINDOW = {
+    "flag-password": 300,
+    "command-password": 400,
+    "aws-configure": 200,
+    "vault-unseal-key": 300,
+    "dotnet-credential": 300,
+    "netrc-password": 400,
+    "dotnet-setting": 300,
+    "dictionary-pair": 300,
+    "xml-element": 400,
+    "travis-secure": 1200,
+    "prose-password": 200,
+    "salesforce-token": 200,
+    "sonar-login": 200,
+}
+
+
 def _windowed_matches(
-    pattern: re.Pattern[str], text: str, haystack: str, guards: tuple[str, ...]
+    pattern: re.Pattern[str],
+    text: str,
+    positions: list[tuple[int, int]],
+    window_after: int = WINDOW_AFTER,
 ) -> Iterator[re.Match[str]]:
-    windows: list[tuple[int, int]] = []
-    for guard in guards:
-        at = haystack.find(guard)
-        while at != -1:
-            windows.append(
-                (max(0, at - WINDOW_BEFORE), min(len(text), at + len(guard) + WINDOW_AFTER))
-            )
-            at = haystack.find(guard, at + 1)
+    windows = [
+        (max(0, at - WINDOW_BEFORE), min(len(text), at + size + window_after))
+        for at, size in positions
+    ]
     if not windows:
         return
     windows.sort()
@@ -732,10 +1437,14 @@ _WEAK = (rf"(?:^|[_\-.]|\b)(?:{_WEAK_NAME})(?:$|[_\-.]|\b)", re.IGNORECASE)
 # os.environ[...], get_token(), already redacted text; plain numbers (`input_tokens: 123456`
 # is a count, not a token) and version ranges (`"jsonwebtoken": "^9.0.0"`).
 _REFERENCE = (
-    r"^(?:\$\{?[A-Za-z_]|%\(|<[^>]*>?$|\{|\[REDACTED|\*+$|x+$|[0-9][0-9_,.]*$|"
+    r"^(?:\$\{?[A-Za-z_]|%\(|<[^>]*>?$|\{|#\{|\[REDACTED|\*+$|x+$|[0-9][0-9_,.]*$|arn:|0x[0-9a-f]+$|"
+    # A CSS selector (`#add-password`, `.api-key-input`) and a route (`/passwords/:id/edit`,
+    # `cms/sites/passwords#edit`): words, no digit.
+    r"[#.][A-Za-z][A-Za-z_\-]*$|/?[A-Za-z_\-:{}]+(?:/[A-Za-z_\-:{}.]*)+(?:#[a-z_]+)?$|"
     r"[~^<>=!v]*\d+(?:\.(?:\d+|[x*]))+(?:[-+.][0-9A-Za-z.\-]*)?(?:,?[<>=!~^]+[\d.x*]+)*$|"
-    r".*[(\[]|"
-    r"(?:none|null|true|false|undefined|changeme|example|required|optional|str|string|bytes|int)$)",
+    r".*[(\[]|.*\$\{|"
+    r"(?:none|null|true|false|undefined|changeme|example|required|optional|str|string|bytes|int|"
+    r"bearer|basic)$)",
     re.IGNORECASE,
 )
 # A dotted chain of identifiers (`settings.DB_PASSWORD`, `self.token`) is a reference when it
@@ -750,19 +1459,24 @@ _IDENTIFIER = (r"^[A-Za-z_][A-Za-z0-9_]*$", 0)
 # so each position tries one branch), then the value is read from the original text at the
 # same offset. The match starts at the word itself (`password` in `db_password = ...`).
 _NAME_TRIE = (
-    r"(?:p(?:assw(?:or)?d|assphrase|wd|rivate[_\-]?key)|s(?:ecret|alt|ig|ession[_\-]?token)|"
+    r"(?:p(?:ass(?:w(?:or)?d|phrase)?|wd|rivate[_\-]?key)|s(?:ecret|alt|ig|ession[_\-]?token)|"
     r"token|a(?:pi[_\-]?key|pikey|ccess[_\-]?key|uth)|c(?:lient[_\-]?secret|reds?|redentials?|"
     r"ookie)|key|dsn|hmac)"
 )
-_ASSIGNMENT_LOWER = (_NAME_TRIE + r"[a-z0-9_\-]*[\"']?\s*(?::=|=>|[:=])", 0)
+# `==` and `!=`: a hard-coded password compared (`if password == "logmein"`), quoted only.
+_ASSIGNMENT_LOWER = (_NAME_TRIE + r"[a-z0-9_\-]*[\"']?\s*(?::=|=>|[!=]==?|[:=])", 0)
 _ASSIGNMENT = (
     r"(?P<name>(?:" + _STRONG_NAME + "|" + _WEAK_NAME + r")[A-Za-z0-9_\-]*)"
-    r"[\"']?\s*(?::=|=>|[:=])",
+    r"[\"']?\s*(?::=|=>|[!=]==?|[:=])",
     re.IGNORECASE,
 )
 # An Authorization value's scheme word is skipped: the credential follows it.
 _VALUE = (
-    r"\s*[\"'`]?(?:(?:Bearer|Basic|Token|Bot|Digest)\s+)?(?P<value>[^\s\"'`,;]{6,})",
+    # Not across a line: `snowflake.password=` with nothing after it has no value.
+    # A shell line continuation before the value (`export TOKEN=\` then the value indented on
+    # the next line) is the same assignment.
+    r"(?:[ \t]*\\\r?\n)?[ \t]*[\"'`]?(?:(?:Bearer|Basic|Token|Bot|Digest)\s+)?"
+    r"(?P<value>[^\s\"'`,;]{6,})",
     0,
 )
 
@@ -866,6 +1580,13 @@ def _weak_secret(name: str, value: str) -> bool:
     """A value under a weak name (key, salt, signature...) is secret when it looks random."""
     if _describes_only(name) or _rx(_UUID).match(value) or _rx(_WORDS).match(value):
         return False
+    if not value.isascii():
+        return False  # a sentence in another script, not a key
+    if _rx(_NAME_WITH_NUMBERS).match(value) or _name_like(value):
+        return False  # `jetbrains.mps.v8_elimination`, `X509KeyUsageExtension`: names
+    parts = {part.lower() for part in _rx(_NAME_PARTS).findall(name)}
+    if _rx(_HEX_DIGEST).match(value) and not parts.isdisjoint(_DIGEST_QUALIFIERS):
+        return False
     return len(value) >= 16 and entropy(value) >= 3.5
 
 
@@ -895,8 +1616,15 @@ def _is_secret_value(name: str, value: str) -> bool:
     # A value ending in `=` is base64 padding unless what precedes it is a secret's name.
     if value.endswith(":") or (value.endswith("=") and _names_a_secret(value.rstrip("="))):
         return False
+    parts = {part.lower() for part in _rx(_NAME_PARTS).findall(name)}
+    if not parts.isdisjoint(_NOT_SECRET_QUALIFIERS):
+        return False  # `hashed_secret`, `cache_key`: derived from a secret or not one
+    if value.isdigit() and len(value) >= 10 and _strong_name(name):
+        return True  # an all-digit API key; shorter numbers are counts, ages, sizes
     if _is_reference(value):
         return False
+    if "signature" in parts and len(value) >= 200:
+        return False  # a model's thinking signature: long, public, verifiable
     if _strong_name(name):
         return True
     return _weak_name(name) and _weak_secret(name, value)
@@ -913,6 +1641,9 @@ def _strong_name(name: str) -> bool:
     bare = name.strip("\"'` :=>")
     if _describes_only(bare):
         return False
+    parts = _rx(_NAME_PARTS).findall(bare)
+    if len(parts) >= 2 and parts[-1].lower() == "pass":
+        return True  # `REACT_APP_PASS`, `SMTP_PASS`; a `PASS:` alone is a test's result
     for match in _rx(_STRONG).finditer(bare):
         after = bare[match.end() :]
         if after[:1].lower() == "s" and (len(after) == 1 or not after[1:2].isalpha()):
@@ -928,7 +1659,12 @@ def _strong_name(name: str) -> bool:
 def _weak_name(name: str) -> bool:
     if _rx(_WEAK).search(name) is not None:
         return True
-    return "tokens" in (part.lower() for part in _rx(_NAME_PARTS).findall(name))
+    parts = {part.lower() for part in _rx(_NAME_PARTS).findall(name)}
+    return not parts.isdisjoint(_WEAK_PARTS)
+
+
+# A weak word as a part of a camelCase name (`adobeKey`, `licenseKey`), and `tokens`.
+_WEAK_PARTS = frozenset(("key", "keys", "salt", "signature", "hmac", "tokens"))
 
 
 def _redact_assignments(text: str, lowered: str) -> str:
@@ -948,20 +1684,49 @@ def _redact_assignments(text: str, lowered: str) -> str:
         value = _rx(_VALUE).match(text, match.end())
         if value is None:
             continue
+        comparison = text[match.end() - 2 : match.end()] in ("==", "!=")
+        quote = text[value.start("value") - 1] if value.start("value") > match.end() else ""
+        if quote not in ("'", '"', "`"):
+            quote = ""
+        if comparison and (
+            not quote or not _rx(_COMPARED_NAME).search(text, match.start(), match.end())
+        ):
+            continue  # `password == hashed`: two variables; `token == "lambda"`: a parser
+        value_end = _closing_quote(text, value.end("value"), quote)
         name = _name_at(text, match.start(), match.end())
-        if _coordinate(text, match.end() - len(name), match.end(), value.group("value")):
+        name_start = match.end() - len(name)
+        if _coordinate(text, name_start, match.end(), value.group("value")):
+            continue
+        if _key_path(text, name_start, match.end()):
             continue
         if _code_or_prose(text, match.end(), value):
             continue
-        if not _is_secret_value(name, value.group("value")):
+        if not _is_secret_value(name, text[value.start("value") : value_end]):
             continue
         pieces.append(text[last : value.start("value")])
         pieces.append(_label("secret"))
-        last = value.end("value")
+        last = value_end
     if not pieces:
         return text
     pieces.append(text[last:])
     return "".join(pieces)
+
+
+# Names whose comparison with a literal is a hard-coded credential (`password == "logmein"`);
+# `token == "lambda"` and `key == "Enter"` compare other things.
+_COMPARED_NAME = (r"(?i)passw(?:or)?d|passphrase|pwd|secret", 0)
+
+
+def _closing_quote(text: str, end: int, quote: str) -> int:
+    """Where a quoted value really ends: `jwtsecret: "7`D'}/vYR)T;W..."` holds quotes and
+    semicolons the unquoted reading stops at. Up to the closing quote on the same line, if
+    nothing in between is a space."""
+    if not quote or text[end : end + 1] == quote:
+        return end
+    close = text.find(quote, end, end + 200)
+    if close == -1 or any(c.isspace() for c in text[end:close]):
+        return end
+    return close
 
 
 def _code_or_prose(text: str, op_end: int, value: re.Match[str]) -> bool:
@@ -994,9 +1759,33 @@ _IDENTIFIER_NO_DIGIT = (r"^[A-Za-z_]+$", 0)
 
 
 def _name_like(word: str) -> bool:
-    """Words of a name in camelCase or snake_case (`currentTokenValue`), not random letters."""
+    """Words of a name in camelCase or snake_case (`currentTokenValue`, `kEnumerableProperty`
+    with its one-letter prefix), not random letters."""
     parts = _rx(_NAME_PARTS).findall(word)
-    return len(parts) >= 2 and all(len(part) >= 2 for part in parts)
+    # A generated key split the same way has digits in many of its parts (`Zq8v`, `T1m`...);
+    # a name has a number in one at most (`X509KeyUsage`, `sha256Digest`).
+    return (
+        len(parts) >= 2
+        and all(len(part) >= 2 for part in parts[1:])
+        and all(_rx(_WORD_PART).match(part) for part in parts)
+        and sum(part[-1].isdigit() for part in parts) <= 1
+        and _wordy(word)
+    )
+
+
+# A part of a name: letters, maybe a number at its end (`X509`, `Sha256`, `Utf8`).
+_WORD_PART = (r"^[A-Za-z]+\d{0,4}$", 0)
+
+
+def _key_path(text: str, name_start: int, end: int) -> bool:
+    """A part of a colon-joined key, not an assignment: `session:token:user:4821` (Redis
+    keys, cache keys): a colon before the name and another glued after it."""
+    return (
+        name_start > 0
+        and text[name_start - 1] == ":"
+        and text[end - 1] == ":"
+        and not text[end : end + 1].isspace()
+    )
 
 
 def _coordinate(text: str, name_start: int, end: int, value: str) -> bool:
@@ -1048,11 +1837,18 @@ def _redact_short(text: str) -> str:
     return _redact(text)
 
 
-def _redact(text: str) -> str:
+def _redact(text: str, random_words: bool = True) -> str:
     lowered = text.lower()
     # Token formats first in the list: where a header or a URL surrounds exactly a provider's
     # key, the key's own label wins the tie.
-    spans = _token_spans(text) + _context_spans(text, lowered)
+    # A generated-looking word of no known format comes last: any other label wins a tie.
+    hits = _Hits(text, lowered)
+    spans = (
+        _token_spans(text, hits)
+        + _context_spans(text, lowered, hits)
+        + _keyword_spans(text, lowered, hits)
+        + (_random_word_spans(text, hits) if random_words else [])
+    )
     if spans:
         text = _apply(text, spans)
         lowered = text.lower()
@@ -1083,6 +1879,10 @@ def redact_obj(value: Any) -> Any:
                 and (_secret_key(key) or (_weak_name(key) and _weak_secret(key, item)))
             ):
                 out[key] = _label("secret")
+                continue
+            if isinstance(key, str) and isinstance(item, str) and _describes_only(key):
+                # An id under its name (`cache_key_id`): random-looking, not a secret.
+                out[key] = _redact(item, random_words=False)
                 continue
             out[key] = redact_obj(item)
         return out

@@ -20,6 +20,7 @@ result, slash-command echo, shell escape or interrupt marker.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -1103,9 +1104,23 @@ def settle_sessions(
     return settled
 
 
-def _read_head(path: Path) -> str:
+def _read_head(path: Path, size: int = HEAD_BYTES) -> str:
+    """What recognises a file: `<n>:<sha256 of its first n bytes>`, n up to HEAD_BYTES. A
+    hash, not the bytes: a transcript's first line is a prompt, which may hold a secret."""
     with path.open("rb") as handle:
-        return handle.read(HEAD_BYTES).hex()
+        head = handle.read(size)
+    return f"{len(head)}:{hashlib.sha256(head).hexdigest()}"
+
+
+def _same_file(path: Path, previous_head: str, head: str) -> bool:
+    """Whether the file still begins as it did when `previous_head` was taken (it may have
+    grown since). An empty previous head (a store from before heads were hashed) is trusted."""
+    if not previous_head or previous_head == head:
+        return True
+    length, _, _digest = previous_head.partition(":")
+    if not length.isdigit() or int(length) >= int(head.partition(":")[0]):
+        return False
+    return _read_head(path, int(length)) == previous_head
 
 
 # A file whose last change is older than this has stopped growing (Claude Code appends a line
@@ -1155,9 +1170,7 @@ def ingest_file(
         offset = int(row["offset"])
         # A file shorter than what we read, or with a different beginning, was replaced:
         # read it again from the start (the ledgers keep what was already counted from counting twice).
-        previous_head = str(row["head"])
-        common = min(len(previous_head), len(head))
-        if size < offset or previous_head[:common] != head[:common]:
+        if size < offset or not _same_file(file_path, str(row["head"]), head):
             offset = 0
             stats.restarted = True
     if offset >= size:

@@ -433,6 +433,74 @@ def secrets() -> list[Secret]:
     add("authorization-uuid", f"curl --header 'Authorization: {v}'", v, "secret")
     v = r(ALNUM, 14)
     add("pgpassword-env", f"PGPASSWORD={v} pg_dump app", v, "secret")
+    # Formats found missing by the public corpus (tests/core/public_secret_corpus.jsonl).
+    v = "aio_" + r(ALNUM, 28)
+    add("adafruit-io-key", f'#define IO_KEY "{v}"', v, "adafruit-key")
+    v = "oy2" + r(LOWER_NUM, 43)
+    add("nuget-api-key", f"dotnet nuget push app.nupkg -k {v} -s nuget.org", v, "nuget-key")
+    v = "cio" + r(ALNUM, 32)
+    add("crates-io-token", f"cargo login {v}", v, "crates-io-token")
+    v = "jina_" + r(ALNUM, 60)
+    add("jina-api-key", f"jina auth {v}", v, "jina-key")
+    v = "squ_" + r(HEX, 40)
+    add(
+        "sonarqube-user-token",
+        f"sonar-scanner -Dsonar.host.url=https://sq.example {v}",
+        v,
+        "sonarqube-token",
+    )
+    v = "tvly-" + r(ALNUM, 32)
+    add("tavily-api-key", f'TavilyClient("{v}")', v, "tavily-key")
+    v = "odt_" + r(ALNUM, 32)
+    add("dependency-track-key", f"X-Api-Key: {v}", v, "dependency-track-key")
+    v = "CFPAT-" + r(URLSAFE, 43)
+    add("contentful-pat", f"contentful login --management-token {v}", v, "contentful-token")
+    v = "sl." + r(URLSAFE, 138)
+    add("dropbox-short-lived-token", f"dbx = dropbox.Dropbox('{v}')", v, "dropbox-token")
+    v = "sk_" + r(HEX, 48)
+    add("elevenlabs-key", f"ElevenLabs({v})", v, "elevenlabs-key")
+    v = r(ALNUM, 52) + "AZDO" + r(ALNUM, 28)
+    add("azure-devops-pat", f"az devops login {v}", v, "azure-devops-token")
+    v = r(string.digits, 18) + "/" + r(URLSAFE, 68)
+    add(
+        "discord-webhook",
+        f"curl -X POST https://discord.com/api/webhooks/{v} -d @msg.json",
+        v,
+        "discord-webhook",
+    )
+    v = f"{r(HEX, 8)}-{r(HEX, 4)}-{r(HEX, 4)}-{r(HEX, 4)}-{r(HEX, 12)}@{r(HEX, 8)}-{r(HEX, 4)}-{r(HEX, 4)}-{r(HEX, 4)}-{r(HEX, 12)}/IncomingWebhook/{r(HEX, 32)}"
+    add(
+        "teams-webhook-legacy",
+        f"webhookUrl: 'https://outlook.office.com/webhook/{v}'",
+        v,
+        "teams-webhook",
+    )
+    v = "figd_" + r(URLSAFE, 40)
+    add(
+        "figma-token", f"curl -H 'X-Figma-Token: {v}' https://api.figma.com/v1/me", v, "figma-token"
+    )
+    v = "phx_" + r(ALNUM, 43)
+    add("posthog-personal-key", f"POSTHOG_PERSONAL_API_KEY {v}", v, "posthog-key")
+    v = "mdb_sa_sk_" + r(URLSAFE, 40)
+    add(
+        "mongodb-atlas-sa-secret",
+        f"atlas auth login --client-secret {v}",
+        v,
+        "mongodb-atlas-secret",
+    )
+    v = f"pat-na1-{r(HEX, 8)}-{r(HEX, 4)}-{r(HEX, 4)}-{r(HEX, 4)}-{r(HEX, 12)}"
+    add(
+        "hubspot-private-app-token",
+        f"hubspot.Client.create(access_token='{v}')",
+        v,
+        "hubspot-token",
+    )
+    v = "VF.DM." + r(HEX, 24) + "." + r(ALNUM, 16)
+    add("voiceflow-api-key", f"Authorization: {v}", v, "voiceflow-key")
+    v = "BBFF-" + r(ALNUM, 30)
+    add("ubidots-token", f"X-Auth-Token: {v}", v, "ubidots-token")
+    v = "NF-" + r(ALNUM, 32)
+    add("nightfall-key", f"NIGHTFALL_API_KEY {v}", v, "nightfall-key")
     return out
 
 

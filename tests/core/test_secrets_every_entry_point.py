@@ -310,3 +310,125 @@ def test_checkpoints_leave_secret_files_out_unless_told_and_keep_other_files_as_
     _ok(cli("config", "set", "checkpoints.include_secret_files", "true", cwd=repo))
     _ok(cli("checkpoint", "create", "with secret files", cwd=repo))
     assert in_env.encode() in store_bytes(repo)
+
+
+def test_a_secret_in_a_transcripts_first_prompt_is_nowhere_under_engram(
+    cli: Any, repo: Path, tmp_path: Path
+) -> None:
+    # A file short enough that its whole first line, prompt included, lies in the head that
+    # recognises the file: the head is kept as a hash, never as its bytes (nor their hex).
+    secret = "ghp_" + "".join(reversed("0123456789abcdefghijKLMNOPQRSTUVWXYZ"))
+    transcript = Transcript("4f3e2d1c-0000-1111-2222-333344445555", repo)
+    transcript.prompt(f"door-first-prompt {secret}")
+    transcript.response([text("Done.")])
+    path = transcript.save(tmp_path / "first.jsonl")
+    first_line = path.read_bytes().split(b"\n")[0]
+    assert secret.encode() in first_line
+    assert cli("init", cwd=repo).code == 0
+    _ok(cli("ingest", "claude-code", str(path), cwd=repo))
+    # The same file with more lines is still the same file: read on, not from the start.
+    transcript.prompt("door-second-prompt")
+    transcript.save(path)
+    _ok(cli("ingest", "claude-code", str(path), cwd=repo))
+
+    stored = store_bytes(repo)
+    assert b"door-first-prompt" in stored and b"door-second-prompt" in stored  # both ingested
+    for form in (secret.encode(), secret.encode().hex().encode(), first_line[:40].hex().encode()):
+        assert form not in stored, form[:20]
+    out = tmp_path / "export.json"
+    _ok(cli("export", "--format", "json", "--out", str(out), cwd=repo))
+    anon = tmp_path / "anon.json"
+    _ok(cli("anonymize", "--out", str(anon), cwd=repo))
+    for exported in (out.read_bytes(), anon.read_bytes()):
+        assert secret.encode() not in exported
+        assert first_line[:40].hex().encode() not in exported
+    offsets = json.loads(out.read_text())["tables"]["agent_ingest_offsets"]
+    assert [row["head"].partition(":")[0] for row in offsets] == ["512"]
+
+
+def test_the_public_corpus_held_out_third_is_redacted_alike_on_every_path(
+    cli: Any, repo: Path, tmp_path: Path
+) -> None:
+    # What redaction hides in a text alone it hides through the command line, the agent's
+    # prompt hook and transcript ingest too: the figures measured on the corpus hold on
+    # every path (tests/core/public_secret_corpus.py, docs/secrets.md).
+    from memory_core.redact import redact
+    from tests.core.public_secret_corpus import leaked, load
+
+    held = [c for c in load() if c.type == "secret" and c.split == "holdout"]
+    caught = [c for c in held if not leaked(c.secret, redact(c.text))]
+    assert len(caught) >= 300
+    texts: list[str] = []
+    current = ""
+    for case in caught:
+        if current and len(current) + len(case.text) > 3_800:
+            texts.append(current)
+            current = ""
+        current += case.text + "\n"
+    texts.append(current)
+
+    assert cli("init", cwd=repo).code == 0
+    for index, batch in enumerate(texts):
+        _ok(cli("memory", "add", "-", cwd=repo, stdin=f"door-corpus-memory-{index}\n{batch}"))
+    for index, batch in enumerate(texts):
+        payload = hook_payload(
+            "UserPromptSubmit", SESSION, repo, prompt=f"door-corpus-prompt-{index} {batch}"
+        )
+        _ok(cli("hook", "claude-code", "UserPromptSubmit", cwd=repo, stdin=payload))
+    transcript = Transcript("5a4b3c2d-0000-1111-2222-333344445555", repo)
+    for case in caught:
+        transcript.prompt(f"door-corpus-transcript {case.text}")
+        transcript.response([text(f"Noted: {case.text}")])
+    _ok(cli("ingest", "claude-code", str(transcript.save(tmp_path / "p.jsonl")), cwd=repo))
+
+    stored = store_bytes(repo)
+    for marker in ("door-corpus-memory-0", "door-corpus-prompt-0", "door-corpus-transcript"):
+        assert marker.encode() in stored, marker
+    # The whole of each secret, and either half of it unless that half is in another case's
+    # text too (the rule sets' made-up examples share runs like `1234567890abcdef`).
+    decoded = stored.decode("utf-8", "replace")
+    everything = "\n".join(c.text for c in held)
+
+    def parts(secret: str) -> list[str]:
+        half = len(secret) // 2
+        halves = [secret[:half], secret[half:]] if len(secret) >= 16 else []
+        return [secret] + [h for h in halves if everything.count(h) == everything.count(secret)]
+
+    left = [c.kind for c in caught if any(part in decoded for part in parts(c.secret))]
+    assert left == []
+
+
+def test_a_store_that_kept_transcript_bytes_loses_them_on_upgrade_and_reads_on(
+    repo: Path, tmp_path: Path
+) -> None:
+    # A store of schema 11 kept a transcript's first 512 bytes hex-encoded. Opening it with
+    # this engram migrates it: the bytes are gone, and the file is not read again from the
+    # start (the offset it had is trusted, the head's hash recorded on the next read).
+    from memory_core.agents.transcripts import ingest_file
+    from memory_core.store import Store
+
+    secret = "ghp_" + "".join(reversed("abcdefghij0123456789KLMNOPQRSTUVWXYZ"))
+    transcript = Transcript("6b5a4c3d-0000-1111-2222-333344445555", repo)
+    transcript.prompt(f"door-upgrade {secret}")
+    transcript.response([text("Done.")])
+    path = transcript.save(tmp_path / "old.jsonl")
+    with Store.init(repo) as store:
+        first = ingest_file(store, path)
+        assert first.prompts == 1
+        with store.transaction() as db:
+            db.execute("UPDATE agent_ingest_offsets SET head = ?", (path.read_bytes()[:512].hex(),))
+            db.execute("PRAGMA user_version = 11")
+    assert path.read_bytes()[:40].hex().encode() in store_bytes(repo)  # the old store's state
+
+    with Store.open(repo) as store:
+        assert store.schema_version >= 12
+        assert store.query_one("SELECT head FROM agent_ingest_offsets")["head"] == ""
+        transcript.prompt("door-after-upgrade")
+        transcript.save(path)
+        again = ingest_file(store, path)
+        assert not again.restarted and again.prompts == 1
+        head = store.query_one("SELECT head FROM agent_ingest_offsets")["head"]
+        assert head.startswith("512:")
+    stored = store_bytes(repo)
+    assert path.read_bytes()[:40].hex().encode() not in stored
+    assert secret.encode() not in stored and secret.encode().hex().encode() not in stored

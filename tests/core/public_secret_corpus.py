@@ -1,0 +1,75 @@
+"""The public corpus: secrets and ordinary strings from other projects' rule examples.
+
+`public_secret_corpus.jsonl` (built by `scripts/build_public_secret_corpus.py`, which says
+where each line comes from) holds secrets from the examples of the public rule sets of
+kingfisher and noseyparker (Apache-2.0) and engram's own cases of secrets given to commands
+and config files; ordinary strings from those rule sets' negative examples, gitleaks' generic
+false-positive vectors (MIT) and engram's own list of strings that only look secret. A third of
+the kinds is held out (`split == "holdout"`): it was set aside before the detectors were tuned
+on the rest, and its figures are the ones docs/secrets.md reports.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple
+
+PATH = Path(__file__).with_name("public_secret_corpus.jsonl")
+
+
+class Case(NamedTuple):
+    type: str  # "secret" or "ordinary"
+    split: str  # "holdout" or "tune"
+    kind: str
+    rule: str
+    source: str
+    text: str
+    secret: str  # "" for an ordinary string
+
+
+def load() -> list[Case]:
+    cases = []
+    for line in PATH.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        cases.append(
+            Case(
+                row["type"],
+                row["split"],
+                row["kind"],
+                row["rule"],
+                row["source"],
+                row["text"],
+                row.get("secret", ""),
+            )
+        )
+    return cases
+
+
+def leaked(secret: str, out: str) -> bool:
+    """Whether any of `secret` survived: the whole, or either half of a long one (a detector
+    that stops halfway through a token leaves the rest readable)."""
+    if secret in out:
+        return True
+    if len(secret) < 16:
+        return False
+    half = len(secret) // 2
+    return secret[:half] in out or secret[half:] in out
+
+
+class Figures(NamedTuple):
+    secrets: int
+    caught: int
+    ordinary: int
+    changed: int
+    missed: list[Case]
+    mangled: list[Case]
+
+
+def measure(cases: list[Case], redact: Callable[[str], str]) -> Figures:
+    missed = [c for c in cases if c.type == "secret" and leaked(c.secret, redact(c.text))]
+    mangled = [c for c in cases if c.type == "ordinary" and redact(c.text) != c.text]
+    n_secrets = sum(1 for c in cases if c.type == "secret")
+    n_ordinary = sum(1 for c in cases if c.type == "ordinary")
+    return Figures(n_secrets, n_secrets - len(missed), n_ordinary, len(mangled), missed, mangled)
