@@ -46,7 +46,9 @@ def checkpoints(items: Sequence[Mapping[str, Any]]) -> str:
         reason = reasons.get(str(item.get("reason")), str(item.get("reason") or ""))
         description = f" — {item['description']}" if item.get("description") else ""
         files = item.get("files")
-        count = f"{files} {'file' if files == 1 else 'files'}" if isinstance(files, int) else "? files"
+        count = (
+            f"{files} {'file' if files == 1 else 'files'}" if isinstance(files, int) else "? files"
+        )
         body.append(
             f"- **{item.get('label') or item.get('id')}** `{item.get('id')}`: "
             f"{_ago(item.get('created_at'))}, {count}, {reason}{description}"

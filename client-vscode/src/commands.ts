@@ -111,7 +111,11 @@ async function rollbackTo(engram: Engram, checkpoint: JsonObject): Promise<void>
   const plan = await engram.execute("engram.checkpoint.rollback", { id: checkpoint.id as string, preview: true }, { quiet: true });
   const restore = Array.isArray(plan?.restore) ? (plan?.restore as string[]) : [];
   const remove = Array.isArray(plan?.remove) ? (plan?.remove as string[]) : [];
-  if (restore.length === 0 && remove.length === 0) {
+  // Open buffers whose unsaved text the rollback replaces (kept with its safety checkpoint),
+  // and those whose unsaved text it gives back (undoing an earlier rollback).
+  const unsaved = Array.isArray(plan?.unsaved) ? (plan?.unsaved as string[]) : [];
+  const givenBack = Array.isArray(plan?.unsaved_given_back) ? (plan?.unsaved_given_back as string[]) : [];
+  if (restore.length === 0 && remove.length === 0 && givenBack.length === 0) {
     void vscode.window.showInformationMessage(`engram: the files already match checkpoint “${itemLabel(checkpoint)}”`);
     return;
   }
@@ -120,6 +124,10 @@ async function rollbackTo(engram: Engram, checkpoint: JsonObject): Promise<void>
     restore.length ? `Restored (${restore.length}):\n${list(restore)}` : "",
     remove.length ? `Removed, created after it (${remove.length}):\n${list(remove)}` : "",
     "engram makes a checkpoint first, so this rollback can itself be rolled back.",
+    unsaved.length
+      ? `Unsaved changes in ${unsaved.join(", ")} are replaced too; they are kept with that checkpoint, so undoing the rollback brings them back.`
+      : "",
+    givenBack.length ? `The unsaved changes of ${givenBack.join(", ")} come back too.` : "",
   ]
     .filter(Boolean)
     .join("\n\n");

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from memory_core.store import Store
 from tests.conftest import run_cli
 from tests.e2e.code_server import QUIET_SETTINGS
 from tests.e2e.code_server import code_server as start_code_server
@@ -45,6 +46,7 @@ from tests.e2e.conftest import (
 pytestmark = pytest.mark.e2e
 
 SCENARIO = E2E_DIR / "vscode" / "scenario.mjs"
+EDITORS = E2E_DIR / "vscode" / "editors.mjs"
 # Set in .engram/config.toml; the editor's defaults must not override it.
 QUOTA_BYTES = 7_654_321
 
@@ -66,7 +68,12 @@ def code_server(
 
 
 def run_scenario(
-    workspace: SampleWorkspace, server: list[str], tmp: Path, name: str, timeout_ms: int = 30000
+    workspace: SampleWorkspace,
+    server: list[str],
+    tmp: Path,
+    name: str,
+    timeout_ms: int = 30000,
+    scenario: Path = SCENARIO,
 ) -> tuple[int, dict[str, Any]]:
     for path, what in (
         (CODE_SERVER, "code-server"),
@@ -102,7 +109,7 @@ def run_scenario(
             E2E_QUOTA=str(QUOTA_BYTES),
             E2E_TURNS=str(len(SESSION_PROMPTS)),
         )
-        completed = run(["node", str(SCENARIO)], env=env, timeout=240, cwd=tmp)
+        completed = run(["node", str(scenario)], env=env, timeout=240, cwd=tmp)
     result: dict[str, Any] = json.loads(result_file.read_text()) if result_file.exists() else {}
     result["exit_code"] = completed.returncode
     result["seconds"] = round(time.monotonic() - started, 2)
@@ -162,6 +169,34 @@ def test_squiggle_hover_checkpoint_rollback_status_bar(
         "vscode-final.png",
     ):
         assert (OUTPUT / "vscode" / shot).stat().st_size > 10_000, shot
+
+
+def _burst_checkpoints(workspace: SampleWorkspace) -> list[float]:
+    with Store.open(workspace.root) as store:
+        rows = store.query("SELECT created_at FROM checkpoints WHERE reason = 'burst'")
+        return [float(row["created_at"]) for row in rows]
+
+
+def test_editors_files_bursts_and_unsaved_text_through_rollback_and_undo(
+    sample_workspace: SampleWorkspace, tmp_path: Path
+) -> None:
+    code, result = run_scenario(
+        sample_workspace, real_server_command(), tmp_path, "vscode-editors", scenario=EDITORS
+    )
+    write_output("vscode-editors.json", result)
+    failed = result.get("failed")
+    detail = next((s["detail"] for s in result.get("steps", []) if s["name"] == failed), None)
+    assert code == 0 and result.get("ok"), (
+        f"step {failed!r} failed: {detail}\n{result.get('stderr')}"
+    )
+    assert "Unsaved changes in app.py" in result["question"]
+    assert "# typed, not saved" in result["buffer"]
+    assert "# typed, not saved" not in sample_workspace.app.read_text(encoding="utf-8")
+    # One automatic checkpoint: the real burst's. engram's store and the editors' files
+    # written before it made none.
+    bursts = _burst_checkpoints(sample_workspace)
+    assert len(bursts) == 1, bursts
+    assert bursts[0] >= result["work_starts"]
 
 
 def test_negative_control_fails_without_rollback(

@@ -92,6 +92,37 @@ export function scenario({ shots, onFailure } = {}) {
     }
   };
 
+  /** The text of the first editor on screen (no-break spaces as spaces). */
+  run.editorText = async () =>
+    (await run.page.locator(".editor-instance .monaco-editor .view-lines").first().innerText()).replace(/\u00a0/g, " ");
+
+  /** Run a command from the palette by its title. */
+  run.palette = async (title) => {
+    const page = run.page;
+    const input = page.locator(".quick-input-widget input");
+    // F1 is swallowed when the focus is inside a webview (the Markdown preview): focus the
+    // workbench (an empty spot of the title bar) and try again.
+    for (let attempt = 1; ; attempt++) {
+      if (attempt > 1) {
+        await page.keyboard.press("Escape");
+        await page.locator(".part.titlebar").click({ position: { x: 300, y: 12 } });
+      }
+      await page.keyboard.press("F1");
+      try {
+        await input.waitFor({ state: "visible", timeout: attempt === 3 ? timeout : 3000 });
+        await input.fill(">" + title, { timeout: attempt === 3 ? timeout : 3000 });
+        break;
+      } catch (error) {
+        if (attempt === 3) {
+          throw error;
+        }
+      }
+    }
+    const row = page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first();
+    await row.waitFor({ state: "visible", timeout });
+    await input.press("Enter");
+  };
+
   /** Hover `token` (its last occurrence on screen) until a hover holding `needle` shows. */
   run.hover = async (token, needle) => {
     const page = run.page;

@@ -24,33 +24,8 @@ const run = scenario({ shots: { ok: "vscode-final.png", failed: "vscode-failure.
 const { result, step, finish } = run;
 let page;
 
-const editorText = async () =>
-  (await page.locator(".editor-instance .monaco-editor .view-lines").first().innerText()).replace(/\u00a0/g, " ");
-
-async function runFromPalette(title) {
-  const input = page.locator(".quick-input-widget input");
-  // F1 is swallowed when the focus is inside a webview (the Markdown preview): focus the
-  // workbench (an empty spot of the title bar) and try again.
-  for (let attempt = 1; ; attempt++) {
-    if (attempt > 1) {
-      await page.keyboard.press("Escape");
-      await page.locator(".part.titlebar").click({ position: { x: 300, y: 12 } });
-    }
-    await page.keyboard.press("F1");
-    try {
-      await input.waitFor({ state: "visible", timeout: attempt === 3 ? timeout : 3000 });
-      await input.fill(">" + title, { timeout: attempt === 3 ? timeout : 3000 });
-      break;
-    } catch (error) {
-      if (attempt === 3) {
-        throw error;
-      }
-    }
-  }
-  const row = page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first();
-  await row.waitFor({ state: "visible", timeout });
-  await input.press("Enter");
-}
+const editorText = () => run.editorText();
+const runFromPalette = (title) => run.palette(title);
 
 /** The text of a rendered Markdown preview (a webview: frames inside frames) holding `needle`. */
 async function previewText(needle) {
