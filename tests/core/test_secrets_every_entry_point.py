@@ -399,11 +399,12 @@ def test_the_public_corpus_held_out_third_is_redacted_alike_on_every_path(
 
 
 def test_a_store_that_kept_transcript_bytes_loses_them_on_upgrade_and_reads_on(
-    repo: Path, tmp_path: Path
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A store of schema 11 kept a transcript's first 512 bytes hex-encoded. Opening it with
     # this engram migrates it: the bytes are gone, and the file is not read again from the
     # start (the offset it had is trusted, the head's hash recorded on the next read).
+    from memory_core import store as store_module
     from memory_core.agents.transcripts import ingest_file
     from memory_core.store import Store
 
@@ -412,16 +413,22 @@ def test_a_store_that_kept_transcript_bytes_loses_them_on_upgrade_and_reads_on(
     transcript.prompt(f"door-upgrade {secret}")
     transcript.response([text("Done.")])
     path = transcript.save(tmp_path / "old.jsonl")
-    with Store.init(repo) as store:
-        first = ingest_file(store, path)
-        assert first.prompts == 1
-        with store.transaction() as db:
-            db.execute("UPDATE agent_ingest_offsets SET head = ?", (path.read_bytes()[:512].hex(),))
-            db.execute("PRAGMA user_version = 11")
+    # A store made by an engram whose newest migration was 11 (the later ones not applied).
+    known = store_module.migrations()
+    with monkeypatch.context() as old_engram:
+        old_engram.setattr(store_module, "migrations", lambda: [m for m in known if m[0] <= 11])
+        with Store.init(repo) as store:
+            first = ingest_file(store, path)
+            assert first.prompts == 1
+            with store.transaction() as db:
+                db.execute(
+                    "UPDATE agent_ingest_offsets SET head = ?", (path.read_bytes()[:512].hex(),)
+                )
+            assert store.schema_version == 11
     assert path.read_bytes()[:40].hex().encode() in store_bytes(repo)  # the old store's state
 
     with Store.open(repo) as store:
-        assert store.schema_version >= 12
+        assert store.schema_version >= 13
         assert store.query_one("SELECT head FROM agent_ingest_offsets")["head"] == ""
         transcript.prompt("door-after-upgrade")
         transcript.save(path)
