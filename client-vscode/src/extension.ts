@@ -18,7 +18,7 @@ import {
 
 import { registerCommands } from "./commands";
 import { JsonObject, ResultViews, SCHEME } from "./render";
-import { resolveServerCommand } from "./serverCommand";
+import { ignoredUserSetting, resolveServerCommand } from "./serverCommand";
 import { StatusBar } from "./statusBar";
 import { EngramTimeline, registerTimeline } from "./timeline";
 import { Views, registerViews } from "./views";
@@ -42,6 +42,8 @@ export class Engram implements vscode.Disposable {
   timeline: EngramTimeline | undefined;
   private starting: Promise<void> | undefined;
   private restarting: Promise<void> | undefined;
+  // The ignored-setting warning is said once per window, not at every restart.
+  private saidIgnored = false;
 
   constructor(readonly context: vscode.ExtensionContext) {}
 
@@ -89,6 +91,12 @@ export class Engram implements vscode.Disposable {
   }
 
   private async doStart(): Promise<void> {
+    const ignored = ignoredUserSetting();
+    if (ignored && !this.saidIgnored) {
+      this.saidIgnored = true;
+      this.output.appendLine(ignored);
+      void vscode.window.showWarningMessage(ignored);
+    }
     const server = await resolveServerCommand(this.context.extensionPath);
     this.output.appendLine(`starting ${server.command} ${server.args.join(" ")} (${server.origin})`);
     const serverOptions: ServerOptions = {

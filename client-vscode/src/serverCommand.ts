@@ -136,6 +136,36 @@ function firstSystemPython(): string | undefined {
   return undefined;
 }
 
+/**
+ * Why the `engram.server.command` a person wrote in their User settings is not the one in
+ * effect, or undefined when it is (or they set none). The setting is machine-overridable: in a
+ * remote window (code-server, SSH, containers) the Remote/Machine settings, or a workspace's,
+ * take precedence, and VS Code says nothing about it.
+ */
+export function ignoredUserSetting(): string | undefined {
+  const inspected = vscode.workspace.getConfiguration("engram").inspect<string[] | string>("server.command");
+  // In a remote window `globalValue` is already the Remote settings' value; the User settings'
+  // own value is `globalLocalValue` (at run time, though not in the API's types).
+  const local = (inspected as { globalLocalValue?: string[] | string } | undefined)?.globalLocalValue;
+  const user = local ?? inspected?.globalValue;
+  const userSet = Array.isArray(user) ? user.length > 0 : typeof user === "string" && user.trim() !== "";
+  if (!userSet) {
+    return undefined;
+  }
+  const effective = vscode.workspace.getConfiguration("engram").get<string[] | string>("server.command");
+  if (JSON.stringify(effective) === JSON.stringify(user)) {
+    return undefined;
+  }
+  const where =
+    inspected?.workspaceFolderValue !== undefined || inspected?.workspaceValue !== undefined
+      ? "the workspace's settings"
+      : "the Remote (machine) settings";
+  return (
+    `engram: engram.server.command in your User settings (${JSON.stringify(user)}) is not used here: ` +
+    `${where} set it to ${JSON.stringify(effective)}. Set it there instead (Preferences: Open Remote Settings).`
+  );
+}
+
 export async function resolveServerCommand(extensionPath: string): Promise<ServerCommand> {
   const folders = vscode.workspace.workspaceFolders ?? [];
   const configured = vscode.workspace.getConfiguration("engram").get<string[] | string>("server.command");

@@ -48,8 +48,10 @@ def code_server(
     settings: dict[str, Any],
     env: dict[str, str],
     prepare: Callable[[Path], None] | None = None,
+    machine_settings: dict[str, Any] | None = None,
 ) -> Iterator[str]:
-    """Serve `workspace` with fresh user data holding `settings`; yields the URL.
+    """Serve `workspace` with fresh user data holding `settings` (the User settings) and
+    `machine_settings` (the Remote settings of the machine code-server runs on); yields the URL.
 
     `prepare(extension_folder)` runs after the .vsix is installed, before code-server starts.
     """
@@ -57,6 +59,9 @@ def code_server(
     extensions = tmp / "extensions"
     (user_data / "User").mkdir(parents=True)
     (user_data / "User" / "settings.json").write_text(json.dumps(settings, indent=2))
+    if machine_settings is not None:
+        (user_data / "Machine").mkdir(parents=True)
+        (user_data / "Machine" / "settings.json").write_text(json.dumps(machine_settings, indent=2))
     installed = run(
         [
             *(str(CODE_SERVER), "--extensions-dir", str(extensions)),

@@ -52,7 +52,7 @@ QUOTA_BYTES = 7_654_321
 
 
 def code_server(
-    workspace: Path, server: list[str], tmp: Path
+    workspace: Path, server: list[str], tmp: Path, machine: dict[str, Any] | None = None
 ) -> contextlib.AbstractContextManager[str]:
     """A code-server with the engram extension installed, serving `workspace`; yields its URL."""
     settings = {
@@ -64,7 +64,9 @@ def code_server(
         # report it and keep running with the default.
         "engram.gotchas.threshold": 0,
     }
-    return start_code_server(workspace, tmp, settings=settings, env=clean_env(tmp))
+    return start_code_server(
+        workspace, tmp, settings=settings, env=clean_env(tmp), machine_settings=machine
+    )
 
 
 def run_scenario(
@@ -248,3 +250,37 @@ def test_restart_server_after_a_failed_start(
     (toast,) = result["error_toasts"]
     assert "did not start" in toast
     assert SESSION_ID in result["status_bar"]
+
+
+IGNORED = E2E_DIR / "vscode" / "ignored.mjs"
+
+
+def test_a_user_setting_that_is_not_used_is_said(
+    sample_workspace: SampleWorkspace, tmp_path: Path
+) -> None:
+    """engram.server.command in the User settings, overridden by code-server's Remote
+    (machine) settings: one warning names both values and where to set it."""
+    for path, what in ((CODE_SERVER, "code-server"), (CHROMIUM, "Chromium"), (VSIX, "the .vsix")):
+        require(path, what)
+    shots = OUTPUT / "vscode"
+    shots.mkdir(parents=True, exist_ok=True)
+    result_file = tmp_path / "result.json"
+    user_value = [str(tmp_path / "an-engram-on-another-machine"), "lsp"]
+    machine = {"engram.server.command": real_server_command()}
+    with code_server(sample_workspace.root, user_value, tmp_path, machine=machine) as url:
+        env = clean_env(tmp_path)
+        env.update(
+            E2E_URL=url,
+            E2E_CLIENT_DIR=str(CLIENT_DIR),
+            E2E_CHROMIUM=str(CHROMIUM),
+            E2E_WORKSPACE=str(sample_workspace.root),
+            E2E_RESULT=str(result_file),
+            E2E_SHOTS=str(shots),
+            E2E_SESSION=SESSION_ID,
+        )
+        completed = run(["node", str(IGNORED)], env=env, timeout=240, cwd=tmp_path)
+    result: dict[str, Any] = json.loads(result_file.read_text()) if result_file.exists() else {}
+    write_output("vscode-ignored.json", {**result, "stderr": completed.stderr[-3000:]})
+    assert completed.returncode == 0 and result.get("ok"), result
+    assert "an-engram-on-another-machine" in result["warning"]
+    assert "Remote (machine) settings" in result["warning"]
