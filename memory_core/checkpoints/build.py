@@ -213,10 +213,20 @@ def build_incremental(
         assert tree is not None
         old = tree.get(name)
         if old is None or (old.kind, old.mode, old.hash) != (entry.kind, entry.mode, entry.hash):
+            if old is not None and old.kind == "d" and entry.kind != "d":
+                _forget_folder(rel)
             tree.set(name, entry)
             _mark_dirty(parent)
             return True
         return False
+
+    def _forget_folder(rel_dir: str) -> None:
+        """A folder a file or link replaced: its listings read so far (to find what it held)
+        must not be written back over the new entry."""
+        inside = rel_dir + "/"
+        for known in [d for d in trees if d == rel_dir or d.startswith(inside)]:
+            del trees[known]
+            dirty.discard(known)
 
     def files_under(rel_dir: str) -> list[str]:
         """Files the base held below a folder (a file where the folder is: that one)."""
