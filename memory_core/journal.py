@@ -78,6 +78,8 @@ SECRET_FILE_PATTERNS = (
 SECRET_FILE_EXCEPTIONS = ("!.env.example", "!.env.sample", "!.env.template", "!*.pub")
 
 WATCHMAN_TIMEOUT_SECONDS = 10.0
+# After watchman let a query time out, checkpoints do without it for this long.
+WATCHMAN_RETRY_SECONDS = 3600.0
 # A batch this large may have overflowed the kernel's event queue (16,384 by default).
 LOSSY_BATCH = 4096
 # Slack between a journal's last event and a checkpoint's start: an event stamped just before a
@@ -442,16 +444,36 @@ def _watchman_socket_call(path: str, command: list[Any]) -> dict[str, Any] | Non
                 if not chunk:
                     break
                 buffer += chunk
-        answer = json.loads(buffer)
+        # A name that is not UTF-8 on disk comes as its raw bytes: decoded as os.fsdecode
+        # does, it is the name the rest of engram uses (failing here sent every later
+        # checkpoint to watchman's command line, 10 s each).
+        answer = json.loads(buffer.decode("utf-8", "surrogateescape"))
+    except TimeoutError:
+        # watchman answers its JSON protocol with nothing at all when a name it would list is
+        # not UTF-8 (JSON cannot carry it): asking again, or through its command line, only
+        # waits as long again. The capture stops asking for a while (`watchman_unanswered`).
+        _UNANSWERED[0] = True
+        return None
     except (OSError, ValueError):
         _SOCKET[0] = None
         return None
     return answer if isinstance(answer, dict) else None
 
 
+_UNANSWERED = [False]
+
+
+def watchman_unanswered() -> bool:
+    """Whether watchman let a request time out since the last call (which clears it)."""
+    timed_out, _UNANSWERED[0] = _UNANSWERED[0], False
+    return timed_out
+
+
 def _watchman(command: list[Any]) -> dict[str, Any] | None:
     sock = watchman_socket()
     answer = _watchman_socket_call(sock, command) if sock else None
+    if answer is None and _UNANSWERED[0]:
+        return None
     if answer is None:
         binary = shutil.which("watchman")
         if binary is None:
@@ -510,6 +532,8 @@ def watchman_since(root: Path, since: str | None) -> WatchmanAnswer | None:
         answer = _watchman(["query", str(root), {**query, "since": since}])
         if answer is not None:
             return _since_answer(answer)
+        if _UNANSWERED[0]:
+            return None
     watched = _watchman(["watch-project", str(root)])
     if watched is None or not isinstance(watched.get("watch"), str):
         return None

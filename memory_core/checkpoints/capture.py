@@ -135,10 +135,20 @@ def capture_workspace(
     # watchman: asked when nothing cheaper vouched; otherwise its clock is carried forward (a
     # later `since` that older clock answers a superset, which is still right).
     wanted_watchman = bool(settings["checkpoints.watchman"])
+    unanswered = before.get("watchman_unanswered")
+    if (
+        isinstance(unanswered, (int, float))
+        and started - unanswered < journal.WATCHMAN_RETRY_SECONDS
+    ):
+        wanted_watchman = False  # it let a query time out lately (see journal.watchman_unanswered)
+        token["watchman_unanswered"] = unanswered
     if wanted_watchman and paths is None:
         sock = before.get("watchman_socket")
         journal.use_watchman_socket(sock if isinstance(sock, str) else None)
+        journal.watchman_unanswered()
         answer = journal.watchman_since(root, before.get("watchman") if usable else None)
+        if journal.watchman_unanswered():
+            token["watchman_unanswered"] = started
         if answer is not None:
             token["watchman"] = answer.clock
             if journal.watchman_socket():

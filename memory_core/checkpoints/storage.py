@@ -127,8 +127,22 @@ class Writer:
             db.executemany(
                 "INSERT OR REPLACE INTO checkpoint_index (path, mtime_ns, size, ino, mode, hash) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
-                [(path, *row[:4], bytes.fromhex(row[4])) for path, row in self.index.items()],
+                [
+                    (path, *row[:4], bytes.fromhex(row[4]))
+                    for path, row in self.index.items()
+                    if storable_path(path)
+                ],
             )
+
+
+def storable_path(path: str) -> bool:
+    """Whether SQLite can hold this path as text: a name that is not UTF-8 on disk (surrogate
+    escapes) cannot; such a file has no stat-cache row and is read at every checkpoint."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _stored(store: Store, digests: list[str], *, legacy: bool) -> set[str]:
@@ -154,6 +168,8 @@ def stat_cache(store: Store, under: str = "") -> dict[str, tuple[int, int, int, 
     """The stat cache (of the folder `under`): path -> (mtime_ns, size, inode, mode, hash); a
     negative mtime_ns marks a row hashed within the racy window (`build.stat_row`)."""
     sql = "SELECT path, mtime_ns, size, ino, mode, hash FROM checkpoint_index"
+    if not storable_path(under):
+        return {}
     # '0' follows '/' in byte order: the range holds exactly the paths below `under/`.
     rows = (
         store.query(sql + " WHERE path > ? AND path < ?", (under + "/", under + "0"))
@@ -165,7 +181,7 @@ def stat_cache(store: Store, under: str = "") -> dict[str, tuple[int, int, int, 
 
 def stat_cache_of(store: Store, paths: Iterable[str]) -> dict[str, tuple[int, int, int, int, str]]:
     """The stat cache rows of these paths (those it has)."""
-    wanted = list(paths)
+    wanted = [path for path in paths if storable_path(path)]
     found: dict[str, tuple[int, int, int, int, str]] = {}
     for start in range(0, len(wanted), 500):  # under SQLite's limit on bound parameters
         chunk = wanted[start : start + 500]
