@@ -253,7 +253,7 @@ async def rollback(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
             "restore": restore,
         }
     opened = _open_documents(ls, state)
-    if not plan.writes and not plan.removes and not unsaved:
+    if not plan.writes and not plan.removes and not plan.blocked and not unsaved:
         unchanged: dict[str, Any] = {
             "done": True,
             "checkpoint": target["id"],

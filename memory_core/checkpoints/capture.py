@@ -45,6 +45,9 @@ class Capture:
     size: int
     changed: int
     skipped: list[str]
+    # Paths found but not read (a file or folder without permission, a file that kept
+    # changing while read): the checkpoint does not hold them, and a rollback leaves them be.
+    unreadable: list[str]
     mode: str  # "incremental" | "scan"
     source: str  # what vouched for the interval: given | watcher | watchman | git | scan
     token: dict[str, Any]
@@ -200,6 +203,15 @@ def capture_workspace(
         mode, source = "scan", "scan"
         root_hash, count, size, changed_count, skipped = build_full(store, settings, writer, ts)
     token["source"] = source
+    unreadable = set(writer.unreadable)
+    if mode == "incremental" and paths is not None:
+        # What the base could not read and nothing looked at again is still not held.
+        carried = before.get("unreadable")
+        for rel in carried if isinstance(carried, list) else []:
+            if isinstance(rel, str) and not _looked_at(rel, paths):
+                unreadable.add(rel)
+    if unreadable:
+        token["unreadable"] = sorted(unreadable)
     return Capture(
         writer,
         root_hash,
@@ -207,6 +219,7 @@ def capture_workspace(
         size,
         changed_count,
         skipped,
+        sorted(unreadable),
         mode,
         source,
         token,
@@ -214,6 +227,14 @@ def capture_workspace(
         ts,
         tree_cache,
     )
+
+
+def _looked_at(rel: str, paths: set[str]) -> bool:
+    """Whether `rel`, or a folder above it, is among the paths a capture looked at again."""
+    if rel in paths:
+        return True
+    parts = rel.split("/")
+    return any("/".join(parts[:depth]) in paths for depth in range(1, len(parts)))
 
 
 def commit(

@@ -23,7 +23,7 @@ from memory_core.checkpoints.capture import (
     create,
 )
 from memory_core.checkpoints.disk import settings_for
-from memory_core.checkpoints.history import checkpoint_dict, find_row
+from memory_core.checkpoints.history import checkpoint_dict, find_row, unreadable_of
 from memory_core.checkpoints.storage import TreeLookup, load_tree, read_blob
 from memory_core.checkpoints.trees import CorruptCheckpointError, Entry, Tree, valid_name
 from memory_core.errors import EngramError
@@ -59,14 +59,19 @@ class RollbackPlan:
     # What the checkpoint holds, path -> entry on demand (an editor compares its unsaved
     # buffers with it); only the folders asked about are read.
     target: TreeLookup | None = field(default=None, repr=False)
+    # Writes left out, with why (the file could not be saved in the pre-rollback checkpoint).
+    blocked: list[dict[str, str]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        planned: dict[str, Any] = {
             "checkpoint": self.checkpoint["id"],
             "restore": [w.path for w in self.writes],
             "remove": list(self.removes),
             "unchanged": self.unchanged,
         }
+        if self.blocked:
+            planned["blocked"] = list(self.blocked)
+        return planned
 
 
 def _check_path(root: Path, rel: str, folders: dict[str, bool] | None = None) -> None:
@@ -246,10 +251,25 @@ def plan_rollback(
             FileWrite(rel, content, entry.mode, "link" if entry.kind == "l" else "file", existed)
         )
     # Files the checkpoint left out on purpose (over the size cap) are not "created after" it;
-    # secret files and ignored files never reach either tree.
+    # secret files and ignored files never reach either tree. Nor is what it could not read
+    # (permissions, a file that kept changing): never removed, whatever is there now.
     keep = set(json.loads(row["skipped"])) | set(capture.skipped)
+    not_read = _Prefixes(unreadable_of(row))
+    # What the pre-rollback checkpoint could not read is not in it: overwriting it could not
+    # be undone, so it is left as it is and reported.
+    not_saved = _Prefixes(capture.unreadable)
+    blocked = [
+        {"path": w.path, "error": f"not restored: {w.path} could not be read to save it first"}
+        for w in writes
+        if not_saved.holds(w.path)
+    ]
+    writes = [w for w in writes if not not_saved.holds(w.path)]
     written = {w.path for w in writes}
-    removes = sorted(rel for rel in planned_removes if rel not in keep and rel not in written)
+    removes = sorted(
+        rel
+        for rel in planned_removes
+        if rel not in keep and rel not in written and not not_read.holds(rel)
+    )
     for rel in removes:
         _check_path(root, rel, folders)
     unchanged = max(0, int(row["file_count"]) - len(writes))
@@ -261,7 +281,23 @@ def plan_rollback(
         root,
         capture,
         TreeLookup(store, row["root_tree"]),
+        blocked,
     )
+
+
+class _Prefixes:
+    """Paths, and whether a path is one of them or inside one ("." is the whole workspace)."""
+
+    def __init__(self, paths: Iterable[str]) -> None:
+        self.paths = set(paths)
+
+    def holds(self, rel: str) -> bool:
+        if not self.paths:
+            return False
+        if "." in self.paths or rel in self.paths:
+            return True
+        parts = rel.split("/")
+        return any("/".join(parts[:depth]) in self.paths for depth in range(1, len(parts)))
 
 
 def _exists(root: Path, rel: str) -> bool:
@@ -448,7 +484,7 @@ def apply_plan(
     skipped = set(skip)
     restored: list[str] = []
     removed: list[str] = []
-    failed: list[dict[str, str]] = []
+    failed: list[dict[str, str]] = list(plan.blocked)
     for rel in plan.removes:
         if rel in skipped:
             continue

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -156,3 +160,185 @@ def test_names_in_any_bytes_are_captured_and_restored(source: Source) -> None:
             handle.write(b"created after\n")
 
     _swap_then_roll_back_and_undo(source, before, after)
+
+
+def test_a_same_size_edit_with_its_mtime_put_back_is_seen(source: Source) -> None:
+    """`touch -r`, `cp -p` and `rsync -t` put the mtime back; the change time still moves (git
+    compares it too), on every source: git and the stat cache alike."""
+    root = source.store.root
+    path = _write(root, "config.ini", "mode=AAAA\n")
+    old = time.time() - 3600  # well outside the racy window
+    os.utime(path, (old, old))
+    if source.name == "git":
+        git(root, "add", "-A")
+        git(root, "commit", "-qm", "config")
+    first = source.checkpoint()
+    if source.name == "git":
+        # git compares the change time in whole seconds: within the second its index was
+        # refreshed, git itself cannot see such an edit (docs/stores-and-faults.md).
+        time.sleep(1.1)
+    st = os.stat(path)
+    with open(path, "r+b") as handle:  # same size, same inode
+        handle.write(b"mode=BBBB\n")
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert os.stat(path).st_mtime_ns == st.st_mtime_ns
+    second = source.checkpoint()
+    assert _files(source.store, second["id"])["config.ini"] == ("file", b"mode=BBBB\n")
+    result = source.rollback(first["id"])
+    assert result["restored"] == ["config.ini"] and path.read_bytes() == b"mode=AAAA\n"
+
+
+def test_hard_linked_twins_are_both_restored(source: Source) -> None:
+    root = source.store.root
+    _write(root, "a.txt", "one\n")
+    os.link(root / "a.txt", root / "b.txt")
+    first = source.checkpoint()
+    with open(root / "a.txt", "r+b") as handle:  # through one name: both change
+        handle.write(b"two\n")
+    second = source.checkpoint()
+    assert _files(source.store, second["id"])["b.txt"] == ("file", b"two\n")
+    result = source.rollback(first["id"])
+    assert result["done"], result
+    assert (root / "a.txt").read_bytes() == (root / "b.txt").read_bytes() == b"one\n"
+
+
+def _one_moment(data: bytes) -> bool:
+    """Whether `data` is what the rewriting writer below leaves on disk at some moment: pass n
+    has written its first bytes (byte n) over pass n-1's (byte n-1), front to back."""
+    newest = data[:1]
+    rest = data.lstrip(newest)
+    return rest == bytes([(newest[0] - 1) % 256]) * len(rest)
+
+
+def test_a_file_rewritten_while_it_is_read_is_never_stored_torn(store: Store) -> None:
+    """A writer rewrites a 4 MB file over and over in 64 kB pieces (pass n fills it with byte
+    n) while checkpoints are taken: each must hold what the file held at one moment, or say
+    the file could not be read whole; never pieces of passes that were never on disk together."""
+    root = store.root
+    size, piece = 4 << 20, 64 << 10
+    path = _write(root, "big.log", bytes(size))
+    config.set_value(root, "checkpoints.watchman", False)
+    stop = threading.Event()
+
+    def rewrite() -> None:
+        fill = 1
+        with open(path, "r+b", buffering=0) as handle:
+            while not stop.is_set():
+                handle.seek(0)
+                for _ in range(size // piece):
+                    handle.write(bytes([fill]) * piece)
+                fill = (fill + 1) % 256
+
+    writer = threading.Thread(target=rewrite)
+    writer.start()
+    outcomes = {"held": 0, "reported": 0}
+    try:
+        for _ in range(25):
+            made = checkpoints.create(store)
+            held = _files(store, made["id"]).get("big.log")
+            if held is None:
+                assert made["unreadable"] == ["big.log"], made
+                outcomes["reported"] += 1
+            else:
+                assert _one_moment(held[1]), "stored torn"
+                outcomes["held"] += 1
+    finally:
+        stop.set()
+        writer.join()
+    assert sum(outcomes.values()) == 25
+
+
+# -- files a checkpoint cannot read --------------------------------------------------------------
+#
+# The tests run as root here, and root reads every file whatever its mode. So engram runs as
+# `nobody` (setpriv) over a project that `nobody` owns, in which one file belongs to root with
+# mode 0600: a file engram really cannot open. Run as another user, a chmod 000 does the same.
+
+
+def _as_nobody() -> list[str]:
+    if os.geteuid() != 0:
+        return []
+    if shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv: cannot make a file unreadable")
+    return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+@pytest.fixture
+def shared_project() -> Iterator[Path]:
+    """A project outside the test's private temp folder (root's, which nobody cannot enter)."""
+    import tempfile
+
+    top = Path(tempfile.mkdtemp(prefix="engram-hostile-")).resolve()
+    root = top / "project"
+    root.mkdir()
+    yield root
+    shutil.rmtree(top, ignore_errors=True)
+
+
+def _engram(root: Path, *args: str) -> dict[str, Any]:
+    import json
+
+    env = {**os.environ, "HOME": str(root.parent), "PYTHONPATH": str(Path(__file__).parents[2])}
+    done = subprocess.run(
+        [*_as_nobody(), sys.executable, "-m", "memory_core", *args, "--json"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.stdout.strip(), done.stderr
+    answer: dict[str, Any] = json.loads(done.stdout)
+    return answer
+
+
+def _unreadable(path: Path) -> None:
+    if os.geteuid() == 0:
+        os.chown(path, 0, 0)
+        os.chmod(path, 0o600)
+    else:
+        os.chmod(path, 0)
+
+
+def test_a_file_unreadable_at_checkpoint_time_is_reported_and_never_deleted(
+    shared_project: Path,
+) -> None:
+    root = shared_project
+    _write(root, "src/app.py", "print('v1')\n")
+    secret = _write(root, "private/notes.txt", "written by someone else\n")
+    if os.geteuid() == 0:
+        subprocess.run(["chown", "-R", "65534:65534", str(root.parent)], check=True)
+    _engram(root, "init")
+    _unreadable(secret)
+    made = _engram(root, "checkpoint", "create")
+    assert made["unreadable"] == ["private/notes.txt"], made
+    # Later the file becomes readable; the rollback sees a file the checkpoint does not hold,
+    # but it never deletes what the checkpoint could not read.
+    os.chmod(secret, 0o644)
+    _write(root, "src/app.py", "print('v2')\n")
+    result = _engram(root, "rollback", made["id"], "--yes")
+    assert result["done"], result
+    assert "private/notes.txt" not in result["removed"]
+    assert secret.read_text() == "written by someone else\n"
+    assert (root / "src/app.py").read_text() == "print('v1')\n"
+
+
+def test_a_rollback_never_overwrites_a_file_it_could_not_save_first(shared_project: Path) -> None:
+    root = shared_project
+    doc = _write(root, "doc.txt", "version 1\n")
+    if os.geteuid() == 0:
+        subprocess.run(["chown", "-R", "65534:65534", str(root.parent)], check=True)
+    _engram(root, "init")
+    made = _engram(root, "checkpoint", "create")
+    # Someone else rewrites it and takes it: the pre-rollback checkpoint cannot hold it, so
+    # overwriting it (a rename over it needs only the folder) could not be undone.
+    doc.unlink()
+    _write(root, "doc.txt", "version 2, not engram's to read\n")
+    _unreadable(doc)
+    result = _engram(root, "rollback", made["id"], "--yes")
+    assert not result["done"]
+    assert [f["path"] for f in result["failed"]] == ["doc.txt"]
+    assert "could not be read" in result["failed"][0]["error"]
+    os.chmod(doc, 0o644)
+    assert doc.read_text() == "version 2, not engram's to read\n"
