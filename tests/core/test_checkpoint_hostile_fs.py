@@ -6,6 +6,7 @@ public API, with real files."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -342,3 +343,65 @@ def test_a_rollback_never_overwrites_a_file_it_could_not_save_first(shared_proje
     assert "could not be read" in result["failed"][0]["error"]
     os.chmod(doc, 0o644)
     assert doc.read_text() == "version 2, not engram's to read\n"
+
+
+# -- a rollback never writes outside the project, even in a race --------------------------------
+
+
+def test_a_folder_swapped_for_a_link_outside_during_a_rollback_is_never_written_through(
+    store: Store, tmp_path: Path
+) -> None:
+    """While the rollback writes 150 files into src/, another process keeps swapping src/ for
+    a link to a folder outside the project (holding files of the same names) and back. Ten
+    rounds: the outside files are never changed, and what the rollback could not do it says."""
+    root = store.root
+    config.set_value(root, "checkpoints.watchman", False)
+    outside = tmp_path / "outside"
+    names = [f"m{index:03}.txt" for index in range(150)]
+    for name in names:
+        _write(outside, name, "outside, not the project's\n")
+    for name in names:
+        _write(root, f"src/{name}", "checkpointed\n")
+    first = checkpoints.create(store)
+    stopped = 0
+    for round_ in range(10):
+        for name in names:
+            _write(root, f"src/{name}", f"edited in round {round_}\n")
+        stop = threading.Event()
+
+        def swap(stop: threading.Event) -> None:
+            while not stop.is_set():
+                with contextlib.suppress(OSError):
+                    os.rename(root / "src", root / "src.away")
+                    os.symlink(outside, root / "src")
+                    time.sleep(0.0005)
+                    os.unlink(root / "src")
+                    os.rename(root / "src.away", root / "src")
+
+        swapper = threading.Thread(target=swap, args=(stop,))
+        plan = checkpoints.plan_rollback(store, first["id"])
+        undo = checkpoints.prepare_undo(store, plan)
+        swapper.start()
+        try:
+            result = checkpoints.apply_plan(store, plan, undo_checkpoint=undo["id"])
+        finally:
+            stop.set()
+            swapper.join()
+        if (root / "src").is_symlink():
+            os.unlink(root / "src")
+        if (root / "src.away").exists():
+            # (A rollback that found src/ missing for a moment may have made a new one.)
+            shutil.rmtree(root / "src", ignore_errors=True)
+            os.rename(root / "src.away", root / "src")
+        for name in names:
+            assert (outside / name).read_text() == "outside, not the project's\n", (round_, name)
+        assert not list(outside.glob(".*engram-rollback*")), "a temp file was left outside"
+        if "stopped" in result:
+            stopped += 1
+            assert not result["done"] and "was replaced or moved" in result["stopped"]
+        # Undo is always possible: the pre-rollback checkpoint brings the round's edits back.
+        undone = checkpoints.rollback(store, undo["id"])
+        assert undone["done"], undone
+        for name in names:
+            assert (root / "src" / name).read_text() == f"edited in round {round_}\n"
+    assert stopped, "the swaps never met the rollback: the race was not tested"
