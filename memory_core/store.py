@@ -68,8 +68,41 @@ def ensure_private_dir(path: Path) -> None:
     """
     existed = path.is_dir()
     path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    if os.path.islink(path):
+        # chmod follows a link: the mode of whatever it points at would change.
+        if STORE_DIRNAME in path.parts:
+            raise _linked_store_error(path)
+        return
     if not existed or STORE_DIRNAME in path.parts:
         os.chmod(path, DIR_MODE)
+
+
+# The store's own names: none may be a symbolic link (every write would land where it points).
+_STORE_NAMES = ("", DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm", ".gitignore", "exports")
+
+
+def refuse_linked_store(root: Path) -> None:
+    """Raise StoreError when `.engram/` or one of its files is a symbolic link (dangling or
+    not): engram writes its store, and changes modes, only inside the project."""
+    store_dir = root / STORE_DIRNAME
+    for name in _STORE_NAMES:
+        path = store_dir / name if name else store_dir
+        if os.path.islink(path):
+            raise _linked_store_error(path)
+        if not name and not store_dir.is_dir():
+            return
+
+
+def _linked_store_error(path: Path) -> StoreError:
+    try:
+        target = os.readlink(path)
+    except OSError:
+        target = "?"
+    return StoreError(
+        f"refusing to use the store: {path} is a symbolic link (to {target})",
+        hint="engram keeps its store inside the project: replace the link with a real "
+        "folder or file (move what it points to there), or remove it",
+    )
 
 
 def write_private_file(path: Path, data: bytes | str) -> None:
@@ -127,6 +160,7 @@ class Store:
         """Create the store for `root` (idempotent) and open it."""
         store_dir = root / STORE_DIRNAME
         db_path = store_dir / DB_NAME
+        refuse_linked_store(root)
         # `.engram/` with its database gone (deleted by hand, by a clean-up tool): say so, rather
         # than quietly starting an empty store the user takes for the old one.
         lost = store_dir.is_dir() and not db_path.exists() and (store_dir / "exports").is_dir()
@@ -151,6 +185,7 @@ class Store:
     def open(cls, root: Path) -> Store:
         """Open the existing store of `root`; StoreError if there is none."""
         db_path = root / STORE_DIRNAME / DB_NAME
+        refuse_linked_store(root)
         if not db_path.exists():
             raise no_store_error(root)
         return cls._connect(root, db_path)
@@ -182,6 +217,7 @@ class Store:
 
     @classmethod
     def _connect(cls, root: Path, db_path: Path) -> Store:
+        refuse_linked_store(root)
         try:
             connection = sqlite3.connect(
                 db_path, timeout=30.0, isolation_level=None, check_same_thread=False
@@ -222,6 +258,8 @@ class Store:
         acknowledged write is lost. Either way the user is told once.
         """
         with self._lock:
+            # A link swapped in under a running engram: no write may follow it.
+            refuse_linked_store(self.root)
             current = _file_identity(self.db_path)
             if current == self._identity:
                 return
