@@ -39,6 +39,9 @@ GITIGNORE = """\
 !team/**
 """
 
+# How long a write waits for another process's write lock before it reports the store busy (a
+# hook waits less: agents.hook_wait_seconds).
+BUSY_TIMEOUT_SECONDS = 30.0
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 
@@ -156,7 +159,7 @@ class Store:
     # -- opening -------------------------------------------------------------------------
 
     @classmethod
-    def init(cls, root: Path) -> Store:
+    def init(cls, root: Path, *, busy_timeout: float = BUSY_TIMEOUT_SECONDS) -> Store:
         """Create the store for `root` (idempotent) and open it."""
         store_dir = root / STORE_DIRNAME
         db_path = store_dir / DB_NAME
@@ -173,7 +176,7 @@ class Store:
             # Create the file ourselves so it gets 0600; SQLite gives -wal and -shm the
             # same mode as the database file.
             _create_private_file(db_path)
-        store = cls._connect(root, db_path)
+        store = cls._connect(root, db_path, busy_timeout)
         if lost:
             store.notices.append(
                 f"{db_path} was missing: started a new, empty store "
@@ -182,13 +185,13 @@ class Store:
         return store
 
     @classmethod
-    def open(cls, root: Path) -> Store:
+    def open(cls, root: Path, *, busy_timeout: float = BUSY_TIMEOUT_SECONDS) -> Store:
         """Open the existing store of `root`; StoreError if there is none."""
         db_path = root / STORE_DIRNAME / DB_NAME
         refuse_linked_store(root)
         if not db_path.exists():
             raise no_store_error(root)
-        return cls._connect(root, db_path)
+        return cls._connect(root, db_path, busy_timeout)
 
     @classmethod
     def open_or_init_in_git(cls, root: Path) -> Store:
@@ -206,9 +209,11 @@ class Store:
         return cls.init(root)
 
     @classmethod
-    def open_or_init(cls, root: Path) -> Store:
+    def open_or_init(cls, root: Path, *, busy_timeout: float = BUSY_TIMEOUT_SECONDS) -> Store:
         db_path = root / STORE_DIRNAME / DB_NAME
-        return cls.open(root) if db_path.exists() else cls.init(root)
+        if db_path.exists():
+            return cls.open(root, busy_timeout=busy_timeout)
+        return cls.init(root, busy_timeout=busy_timeout)
 
     @classmethod
     def for_path(cls, path: str | os.PathLike[str] | None = None, *, create: bool = False) -> Store:
@@ -216,14 +221,16 @@ class Store:
         return cls.open_or_init(root) if create else cls.open(root)
 
     @classmethod
-    def _connect(cls, root: Path, db_path: Path) -> Store:
+    def _connect(
+        cls, root: Path, db_path: Path, busy_timeout: float = BUSY_TIMEOUT_SECONDS
+    ) -> Store:
         refuse_linked_store(root)
         try:
             connection = sqlite3.connect(
-                db_path, timeout=30.0, isolation_level=None, check_same_thread=False
+                db_path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
             )
             connection.row_factory = sqlite3.Row
-            connection.execute("PRAGMA busy_timeout = 30000")
+            connection.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
             mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if mode.lower() != "wal":
                 raise StoreError(f"cannot put {db_path} in WAL mode (got {mode})")
@@ -304,6 +311,11 @@ class Store:
                 self._db.execute(f"PRAGMA wal_autocheckpoint = {self._log_folder.most_pages}")
             self._identity = _file_identity(self.db_path)
         self._notify(message)
+
+    def wait_when_busy(self, seconds: float) -> None:
+        """How long a write waits for another process's lock from now on."""
+        with self._lock:
+            self._db.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
 
     def close(self) -> None:
         if self._log_folder is not None:
