@@ -605,6 +605,10 @@ def store_fault(
 ) -> StoreFaultError | None:
     """The error a user sees for a SQLite failure on the store, named by its cause."""
     cause = _fault_cause(exc)
+    if cause in ("io", None) and _disk_full(db_path):
+        # SQLite reports a write the disk had no room for as an I/O error at times (a WAL or
+        # shared-memory file that could not grow): a full disk is named as such.
+        cause = "disk-full"
     if cause is None and only_known:
         return None
     doing = "open" if opening else "write to"
@@ -644,6 +648,14 @@ def store_fault(
         hint="see .engram/engram.log; leave the store where it is",
         cause="unreadable",
     )
+
+
+def _disk_full(db_path: Path) -> bool:
+    try:
+        found = os.statvfs(db_path.parent)
+    except OSError:
+        return False
+    return found.f_bavail * found.f_frsize < 64 * 1024
 
 
 def _file_identity(path: Path) -> tuple[int, int] | None:

@@ -377,6 +377,8 @@ def import_file(
         raw = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UsageError(f"no such file {str(path)!r}") from None
+    except OSError as exc:  # a folder (`import ''` names the current one), no permission
+        raise UsageError(f"cannot read {str(path)!r}: {exc.strerror or exc}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path} is not JSON: {exc}") from None
     except RecursionError:
