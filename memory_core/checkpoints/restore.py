@@ -497,7 +497,9 @@ def write_file(root: Path, write: FileWrite, folders: Folders | None = None) -> 
                 ) from None
             folders.forget(write.path)
     while True:
-        tmp = f".{name}.engram-rollback-{os.getpid()}-{next(_TEMP_NAMES)}"
+        # (A short piece of the name: the whole one plus the suffix could pass the 255 bytes
+        # a name may have.)
+        tmp = f".{name[:32]}.engram-rollback-{os.getpid()}-{next(_TEMP_NAMES)}"
         try:
             if write.kind == "link":
                 os.symlink(write.content.decode("utf-8", "surrogateescape"), tmp, dir_fd=folder_fd)
