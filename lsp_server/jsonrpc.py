@@ -275,6 +275,15 @@ class EngramProtocol(LanguageServerProtocol):
 
     def _structure_and_handle(self, data: dict[str, Any]) -> None:
         is_request = "id" in data and "method" in data
+        answered = data.get("id")
+        if "method" not in data and "error" not in data and data.get("result") is None:
+            # A client's null answer (showDocument answered with null by some clients): the
+            # waiting request gets None, which pygls would refuse for a non-optional result
+            # type, leaving the command behind it waiting forever.
+            if _valid_id(answered):
+                assert isinstance(answered, int | str)
+                self._handle_response(answered, None)
+            return
         try:
             fast = _did_change_message(self._converter, data)
             if fast is not None:

@@ -96,3 +96,21 @@ def test_show_all_gotchas_is_answered_when_the_client_answers_show_document_with
         for n in server.notifications
         if n["method"] == "window/showMessage"
     )
+
+
+def test_a_lone_surrogate_in_an_edit_does_not_break_the_drift_diff(server: RawServer) -> None:
+    uri = (server.folder / "app.py").as_uri()
+    opened = {
+        "jsonrpc": "2.0",
+        "method": "textDocument/didOpen",
+        "params": {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": "x"}},
+    }
+    body = json.dumps(opened).replace('"text": "x"', '"text": "print(\'\\ud800\')\\n"').encode()
+    server.send_bytes(server.frame(body))
+    for _ in range(2):  # the first may race the open; the second must be answered
+        answer = _command(server, "engram.drift.diff", {"uri": uri})
+        if "result" in answer:
+            break
+    assert "result" in answer, answer
+    assert "+print('\ufffd')" in answer["result"]["diff"]
+    assert "Traceback" not in server.log_text()
