@@ -137,6 +137,13 @@ def _create(
         raise UsageError("`description` must be text")
     extra = _extra(state)
     hints, extra.hints = extra.hints, set()
+    watcher = journal_for(ls, state)
+    if watcher is not None and reason == "manual" and not watcher.sync():
+        # A checkpoint asked for now holds what is on disk now: the watcher reports a write
+        # some 50-100 ms after it, so it is waited for (a cookie through the same watch);
+        # one that cannot show it caught up vouches for nothing. (Automatic checkpoints trust
+        # the journal as it stands: a write that recent is in the next one.)
+        watcher = None
     try:
         made = checkpoints.create(
             state.store,
@@ -145,7 +152,7 @@ def _create(
             reason=reason,
             settings=state.settings,
             session_id=_active_session(state),
-            journal=journal_for(ls, state),
+            journal=watcher,
             hints=hints,
             tree_cache=extra.trees,
         )

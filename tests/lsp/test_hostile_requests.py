@@ -114,3 +114,27 @@ def test_a_lone_surrogate_in_an_edit_does_not_break_the_drift_diff(server: RawSe
     assert "result" in answer, answer
     assert "+print('\ufffd')" in answer["result"]["diff"]
     assert "Traceback" not in server.log_text()
+
+
+def test_a_checkpoint_asked_for_right_after_a_write_holds_that_write(server: RawServer) -> None:
+    """The server's watcher reports a write some 50-100 ms after it: a checkpoint asked for at
+    once used to hold the old content (10 times in 15)."""
+    _hover(server)  # the server is up, its watcher too
+    first = _command(server, "engram.checkpoint.create", {})["result"]
+    assert first["id"]
+    app = server.folder / "app.py"
+    sources = []
+    for round_ in range(6):
+        app.write_text(f"print('round {round_}')\n")
+        made = _command(server, "engram.checkpoint.create", {})["result"]
+        sources.append(made["source"])
+        store = Store.open(server.folder)
+        try:
+            held = {
+                item["path"]: checkpoints.read_blob(store, item["hash"])
+                for item in checkpoints.manifest(store, made["id"])
+            }
+        finally:
+            store.close()
+        assert held["app.py"] == f"print('round {round_}')\n".encode(), (round_, made["source"])
+    assert "watcher" in sources, sources  # the journal path was the one tested
