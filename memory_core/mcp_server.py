@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -442,25 +443,33 @@ def line_problem(line: bytes) -> tuple[Any, int, str] | None:
     if not isinstance(message["method"], str) or not message["method"]:
         return msg_id, INVALID_REQUEST, "a request needs a method name (a string)"
     params = message.get("params")
-    if params is not None and not isinstance(params, dict | list):
+    if params is not None and not isinstance(params, dict):  # MCP's params are objects
         return msg_id, INVALID_PARAMS, f"{message['method']}: params must be an object"
-    if _depth(message, MAX_DEPTH) > MAX_DEPTH:
-        return msg_id, INVALID_REQUEST, f"a message nested deeper than {MAX_DEPTH} levels"
-    return None
+    problem = _value_problem(message)
+    return (msg_id, INVALID_REQUEST, problem) if problem is not None else None
 
 
-def _depth(value: Any, limit: int) -> int:
-    """How deep `value` nests, counted up to just past `limit` (a stack, not recursion)."""
-    deepest, stack = 0, [(value, 1)]
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _value_problem(value: Any) -> str | None:
+    """What in a decoded message the library cannot take (each of these stopped it reading, or
+    made it drop the line): nesting past MAX_DEPTH, a whole number past 64 bits, a string
+    holding a lone surrogate (`"\\ud800"`: valid JSON, no Unicode). A stack, not recursion."""
+    stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
         if isinstance(item, dict | list):
-            deepest = max(deepest, depth)
-            if deepest > limit:
-                return deepest
-            children = item.values() if isinstance(item, dict) else item
+            if depth > MAX_DEPTH:
+                return f"a message nested deeper than {MAX_DEPTH} levels"
+            children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
             stack.extend((child, depth + 1) for child in children)
-    return deepest
+        elif isinstance(item, int) and not isinstance(item, bool):
+            if not -(2**63) <= item < 2**64:
+                return f"a whole number past 64 bits ({str(item)[:30]})"
+        elif isinstance(item, str) and _LONE_SURROGATE.search(item):
+            return "a string holding a lone surrogate (\\ud800-\\udfff): not Unicode"
+    return None
 
 
 def guard_stdio() -> None:
