@@ -187,6 +187,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             as_json=context.json,
         )
         return exc.exit_code
+    except OverflowError as exc:
+        # A number given on the command line past what SQLite or the clock can hold
+        # (`--limit 99999999999999999999999`): the user's input, not a bug.
+        print_error(
+            f"a number is too large: {exc}",
+            hint="give a smaller number",
+            code=UsageError.code,
+            exit_code=EXIT_USAGE,
+            as_json=context.json,
+        )
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("engram: interrupted", file=sys.stderr)
         return 130

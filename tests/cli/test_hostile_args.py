@@ -48,6 +48,12 @@ def test_a_huge_argument_gives_a_short_one_line_error(store: Store) -> None:
     assert len(as_json.stdout) < 1000
 
 
+def test_a_number_too_large_for_the_store_is_a_usage_error(store: Store) -> None:
+    done = run_cli("evolution", "--limit", "9" * 30, "--json", cwd=store.root)
+    error = json.loads(done.stdout)
+    assert done.code == 2 and error["code"] == "MEM_E004" and "too large" in error["error"]
+
+
 def test_importing_a_folder_is_a_usage_error(store: Store) -> None:
     for name in ("", "."):
         done = run_cli("session", "import", name, "--json", cwd=store.root)
