@@ -243,6 +243,15 @@ def plan_rollback(
     folders: dict[str, bool] = {}
     writes: list[FileWrite] = []
     removed_set = set(planned_removes)
+    if row["reason"] == "pre-rollback":
+        # An undo: a link on the way that this plan removes (the rollback being undone restored
+        # it where the later state had a folder) is removed, never followed, and the folder
+        # made again; refusing it would leave the rollback without an undo. (A link found in
+        # the way of an ordinary rollback is still refused: see _real_folder.)
+        for rel in removed_set:
+            with contextlib.suppress(OSError):
+                if stat.S_ISLNK(os.lstat(os.path.join(root, rel)).st_mode):
+                    folders[rel] = False
     for rel, entry in planned_writes:
         _check_path(root, rel, folders)
         content = read_blob(store, entry.hash, path=rel)

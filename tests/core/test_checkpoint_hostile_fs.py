@@ -521,3 +521,27 @@ def test_a_deleted_file_with_a_name_of_the_longest_length_is_restored(store: Sto
     result = checkpoints.rollback(store, first["id"])
     assert result["done"], result
     assert path.read_text() == "long-named\n"
+
+
+def test_an_undo_replaces_a_link_the_rollback_restored_where_a_folder_was(
+    store: Store, tmp_path: Path
+) -> None:
+    """Found by the fuzzer: the checkpoint held a link to a folder outside where the later
+    state had a folder; the rollback restored the link, and its undo was refused (a link on
+    the way), leaving the rollback without an undo. The undo removes the link (never follows
+    it) and makes the folder again; the outside folder is never touched."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "inside").write_text("outside, never touched\n")
+    config.set_value(store.root, "checkpoints.watchman", False)
+    os.symlink(outside, store.root / "L")
+    first = checkpoints.create(store)
+    (store.root / "L").unlink()
+    _write(store.root, "L/inside", "the project's own folder\n")
+    back = checkpoints.rollback(store, first["id"])
+    assert back["done"] and os.readlink(store.root / "L") == str(outside)
+    undone = checkpoints.rollback(store, back["undo_checkpoint"])
+    assert undone["done"], undone
+    assert not (store.root / "L").is_symlink()
+    assert (store.root / "L" / "inside").read_text() == "the project's own folder\n"
+    assert (outside / "inside").read_text() == "outside, never touched\n"
