@@ -77,13 +77,33 @@ def _full(folder: Path, adding: int) -> bool:
     return len(entries) >= MAX_ENTRIES or total + adding > MAX_BYTES
 
 
+# A claimed event still there this long after (its hook was killed while folding it) is
+# pending again.
+STALE_CLAIM_SECONDS = 300.0
+
+
 def pending(root: Path) -> list[Path]:
     """Spooled events, oldest first, from both places."""
     found: list[Path] = []
     for folder in (store_spool(root), cache_spool(root)):
         with contextlib.suppress(OSError):
-            found += [folder / n for n in os.listdir(folder) if n.endswith(".event")]
+            for name in os.listdir(folder):
+                if name.endswith(".event"):
+                    found.append(folder / name)
+                elif name.endswith(".claimed") and _stale(folder / name):
+                    event = name.split(".event.", 1)[0] + ".event"
+                    with contextlib.suppress(OSError):
+                        os.rename(folder / name, folder / event)
+                        found.append(folder / event)
     return sorted(found, key=lambda path: path.name)
+
+
+def _stale(path: Path) -> bool:
+    try:
+        # (The change time: a rename sets it, the modification time stays the spooling's.)
+        return time.time() - path.stat().st_ctime > STALE_CLAIM_SECONDS
+    except OSError:
+        return False
 
 
 def fold(root: Path, run: Callable[[str, str, bytes, float], object]) -> int:
@@ -95,11 +115,17 @@ def fold(root: Path, run: Callable[[str, str, bytes, float], object]) -> int:
     for path in pending(root):
         if time.monotonic() - started > FOLD_SECONDS:
             break
+        # Claimed by a rename first: of two hooks folding at once, only one gets each event.
+        claimed = path.with_name(f"{path.name}.{os.getpid()}.claimed")
         try:
-            with open(path, "rb") as handle:
+            os.rename(path, claimed)
+        except OSError:
+            continue
+        try:
+            with open(claimed, "rb") as handle:
                 header = json.loads(handle.readline())
                 data = handle.read()
-            os.unlink(path)  # claimed: another hook folding at the same time skips it
+            os.unlink(claimed)
         except (OSError, ValueError):
             continue
         try:
