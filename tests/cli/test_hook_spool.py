@@ -129,3 +129,47 @@ def test_a_read_only_store_is_reported_once_and_its_events_kept_until_it_is_writ
         assert _commands(repo) == ["echo 0", "echo 1", "echo 2", "echo 3"]
     finally:
         shutil.rmtree(top, ignore_errors=True)
+
+
+def test_hooks_folding_the_spool_at_once_record_each_event_once(repo: Path) -> None:
+    assert _hook(repo, 0).returncode == 0
+    config.set_value(repo, "agents.hook_wait_seconds", 0.2)
+    holder = sqlite3.connect(repo / ".engram" / "engram.db", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        for n in range(1, 6):
+            assert _hook(repo, n).returncode == 0
+        assert len(list((repo / ".engram" / "spool").glob("*.event"))) == 5
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    config.set_value(repo, "agents.hook_wait_seconds", 10.0)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "memory_core", "hook", "claude-code", "PostToolUse"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=repo,
+        )
+        for _ in range(4)
+    ]
+    for n, proc in enumerate(procs, start=6):
+        payload = hook_payload(
+            "PostToolUse",
+            "S-spool",
+            repo,
+            tool_name="Bash",
+            tool_use_id=f"toolu_{n}",
+            tool_input={"command": f"echo {n}"},
+            tool_response={"stdout": str(n), "stderr": "", "interrupted": False, "isImage": False},
+        )
+        assert proc.stdin is not None
+        proc.stdin.write(payload.encode())
+    for proc in procs:  # all four read their payload at once, then race to fold the spool
+        assert proc.stdin is not None
+        proc.stdin.close()
+    for proc in procs:
+        assert proc.wait(timeout=120) == 0
+    recorded = _commands(repo)
+    assert sorted(recorded) == sorted(f"echo {n}" for n in range(10)), recorded
