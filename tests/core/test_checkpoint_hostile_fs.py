@@ -545,3 +545,26 @@ def test_an_undo_replaces_a_link_the_rollback_restored_where_a_folder_was(
     assert not (store.root / "L").is_symlink()
     assert (store.root / "L" / "inside").read_text() == "the project's own folder\n"
     assert (outside / "inside").read_text() == "outside, never touched\n"
+
+
+def test_the_servers_watcher_outlives_a_name_that_is_not_utf8(store: Store) -> None:
+    """watchfiles fails its whole watch on such a name: the watcher starts a fresh watch and
+    journal (vouching only from then on) instead of stopping for the rest of the session."""
+    watch = journal.Watcher(store.root).start()
+    try:
+        assert watch.ready.wait(10)
+        with open(os.fsencode(store.root) + b"/caf\xe9.txt", "wb") as handle:
+            handle.write(b"latin-1 name\n")
+        deadline = time.time() + 10
+        _write(store.root, "later.txt", "written after\n")
+        while time.time() < deadline:
+            current = watch.journal
+            if current is not None and "later.txt" in (current.since(current.started_at) or ()):
+                break
+            _write(store.root, "later.txt", f"written after {time.time()}\n")
+            time.sleep(0.2)
+        assert watch.alive, watch.error
+        assert watch.journal is not None and watch.journal.sync()
+        assert "later.txt" in (watch.journal.since(watch.journal.started_at) or set())
+    finally:
+        watch.stop()
