@@ -77,3 +77,16 @@ def test_engrams_own_yaml_export_still_imports(store: Store) -> None:
     text = privacy.render(privacy.export_data(store), "yaml")
     parsed = privacy.parse(text, "yaml")
     assert [row["id"] for row in parsed["tables"]["snapshots"]] == ["S-1"]
+
+
+def test_doctor_names_a_value_of_the_wrong_type_that_commands_would_fail_on(store: Store) -> None:
+    """As an import from before this check (or an edit by hand) left it: doctor said healthy."""
+    from memory_core import doctor
+
+    assert doctor.run(store)["healthy"]
+    with store.transaction() as db:
+        db.execute("INSERT INTO snapshots (id, created_at) VALUES ('S-bad', 'yesterday')")
+    report = doctor.run(store)
+    assert not report["healthy"]
+    assert report["wrong_types"] == {"snapshots.created_at": 1}
+    assert any("snapshots.created_at 1" in line for line in report["problems"])
