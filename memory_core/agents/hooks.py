@@ -555,9 +555,7 @@ def handle(
         if store is None:
             return 0, ""  # spooled: the next hook folds it in
         try:
-            spool.fold(
-                root, lambda a, e, d, ts: _run_payload(store, parse(agent_name(a), e, d), ts)
-            )
+            fold_spool(store)
             output = _run_payload(store, payload, when)
         finally:
             store.close()
@@ -613,6 +611,14 @@ def _store_within_budget(
         return None
     store.wait_when_busy(HOOK_WRITE_WAIT_SECONDS)
     return store
+
+
+def fold_spool(store: Store) -> int:
+    """Record the spooled hook events of this store's workspace (the language server calls it
+    now and then, so events wait no longer than that when no hook comes after them)."""
+    return spool.fold(
+        store.root, lambda a, e, d, ts: _run_payload(store, parse(agent_name(a), e, d), ts)
+    )
 
 
 def _run_payload(store: Store, payload: HookPayload, now: float) -> dict[str, Any] | None:

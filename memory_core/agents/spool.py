@@ -4,7 +4,8 @@ A hook has a budget (`agents.hook_wait_seconds`, 2 s): when another process hold
 write lock longer than that, the hook does not keep the agent waiting; it writes its payload to
 the spool and returns. A store that cannot be written at all (read-only) spools the same way,
 into the user's cache folder, and says so once on stderr. The next hook that gets the store folds
-the spool in, oldest first, within a time limit of its own, before its own event.
+the spool in, oldest first, within a time limit of its own, before its own event; a running
+language server folds it in once a minute too.
 
 Each entry is one file: a JSON header line (agent, event, time) then the payload's bytes (long
 strings already cut, as the hook would have stored them). The spool is small on purpose: past

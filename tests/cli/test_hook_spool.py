@@ -173,3 +173,29 @@ def test_hooks_folding_the_spool_at_once_record_each_event_once(repo: Path) -> N
         assert proc.wait(timeout=120) == 0
     recorded = _commands(repo)
     assert sorted(recorded) == sorted(f"echo {n}" for n in range(10)), recorded
+
+
+def test_the_language_servers_fold_records_spooled_events_without_another_hook(
+    repo: Path,
+) -> None:
+    """The server folds the spool now and then (its autosave loop calls this): an event spooled
+    at the end of a session is recorded even when no hook comes after it."""
+    from memory_core.agents import hooks
+    from memory_core.store import Store
+
+    assert _hook(repo, 0).returncode == 0
+    config.set_value(repo, "agents.hook_wait_seconds", 0.2)
+    holder = sqlite3.connect(repo / ".engram" / "engram.db", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        assert _hook(repo, 1).returncode == 0
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert _commands(repo) == ["echo 0"]
+    store = Store.open(repo)
+    try:
+        assert hooks.fold_spool(store) == 1
+    finally:
+        store.close()
+    assert _commands(repo) == ["echo 0", "echo 1"]
