@@ -8,6 +8,8 @@ agent) are kept in `raw` and otherwise ignored; a field of the wrong type reads 
 
 from __future__ import annotations
 
+import array
+import itertools
 import json
 import re
 from dataclasses import dataclass, field
@@ -123,6 +125,34 @@ def scrub(value: Any) -> Any:
     if isinstance(value, list):
         return [scrub(item) for item in value]
     return value
+
+
+# Deeper than any real payload (a few levels) and than the code that walks one can recurse.
+MAX_DEPTH = 200
+
+
+_BRACKETS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
+_NOT_BRACKETS = bytes(byte for byte in range(256) if byte not in b"[]{}")
+
+
+def _depth_bound(text: str | bytes) -> int:
+    """An upper bound of how deep the JSON in `text` nests, in C: the deepest running count of
+    brackets (brackets inside strings only raise it). Below the limit, nothing is walked."""
+    raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    steps = array.array("b", raw.translate(_BRACKETS, _NOT_BRACKETS))
+    return max(itertools.accumulate(steps), default=0)
+
+
+def _nested_deeper_than(value: Any, limit: int) -> bool:
+    """Whether `value` nests deeper than `limit` (a stack over containers only)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
 
 
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
@@ -379,11 +409,11 @@ def parse(agent: str, event: str, text: str | bytes) -> HookPayload:
         raise UsageError("hook input is not JSON: nested too deeply") from None
     if not isinstance(data, dict):
         raise UsageError(f"hook input is a JSON {type(data).__name__}, expected an object")
+    if _depth_bound(text) > MAX_DEPTH and _nested_deeper_than(data, MAX_DEPTH):
+        # Decoded, but deeper than what reads it later (scrub, redaction) can recurse.
+        raise UsageError("hook input is nested too deeply")
     if _may_hold_surrogates(text):
-        try:
-            data = scrub(data)
-        except RecursionError:  # decoded, but deeper than Python's recursion goes
-            raise UsageError("hook input is nested too deeply") from None
+        data = scrub(data)
     named = _str(data.get("hook_event_name"))
     event_name = canonical_event(agent, event or named or "")
     tool = _str(data.get("tool_name"))

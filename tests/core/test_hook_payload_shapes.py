@@ -41,3 +41,21 @@ def test_a_lone_surrogate_among_short_strings_is_still_replaced() -> None:
     parsed = payload.parse("claude-code", "PostToolUse", raw)
     assert parsed.tool_response["stdout"] == "x?"
     parsed.tool_response["stdout"].encode("utf-8")  # storable
+
+
+def test_brackets_inside_strings_are_not_taken_for_nesting() -> None:
+    raw = json.dumps(
+        {"session_id": "S1", "tool_response": {"stdout": "[" * 5000 + "{" * 5000}}
+    ).encode()
+    parsed = payload.parse("claude-code", "PostToolUse", raw)
+    assert parsed.tool_response["stdout"].startswith("[[[[")
+
+
+def test_a_payload_nested_deeper_than_any_real_one_is_refused() -> None:
+    import pytest
+
+    from memory_core.errors import UsageError
+
+    deep = b'{"session_id": "S1", "tool_input": ' + b"[" * 300 + b"]" * 300 + b"}"
+    with pytest.raises(UsageError, match="nested too deeply"):
+        payload.parse("claude-code", "PostToolUse", deep)
