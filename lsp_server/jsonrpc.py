@@ -52,6 +52,12 @@ INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
 
 _HEADER = b"content-length:"
+# Where a frame's header block is, inside a body: a header line (`Content-Length: 12` and a line
+# break) or the blank line that ends a header block (CR LF CR LF). A JSON string cannot hold a
+# raw line break and a header is no JSON token, so the first is never in a valid body; the
+# second only in JSON padded with blank lines, which no client sends. Either means a frame was
+# cut short and ran on into the next one: the two must never be read as one request.
+_HEADER_INSIDE = re.compile(rb"content-length:[ \t]*\d*[ \t]*\r?\n|\r\n\r\n", re.IGNORECASE)
 _ID_HINT = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")')
 
 
@@ -104,8 +110,15 @@ class FrameParser:
                 if len(buffer) < self._length:
                     return None
                 body = bytes(buffer[: self._length])
-                del buffer[: self._length]
                 self._length = None
+                joined = _HEADER_INSIDE.search(body)
+                if joined is not None:
+                    # Two frames run together: the short one is answered as the invalid JSON
+                    # it is, and reading goes on at the header inside it.
+                    logger.warning("a message ran into the next message's header; cut there")
+                    del buffer[: joined.start() + 1]
+                    return Frame(body=body[: joined.start()])
+                del buffer[: len(body)]
                 return Frame(body=body)
             end = buffer.find(b"\n")
             if end < 0:
@@ -262,6 +275,15 @@ class EngramProtocol(LanguageServerProtocol):
 
     def _structure_and_handle(self, data: dict[str, Any]) -> None:
         is_request = "id" in data and "method" in data
+        answered = data.get("id")
+        if "method" not in data and "error" not in data and data.get("result") is None:
+            # A client's null answer (showDocument answered with null by some clients): the
+            # waiting request gets None, which pygls would refuse for a non-optional result
+            # type, leaving the command behind it waiting forever.
+            if _valid_id(answered):
+                assert isinstance(answered, int | str)
+                self._handle_response(answered, None)
+            return
         try:
             fast = _did_change_message(self._converter, data)
             if fast is not None:
@@ -282,6 +304,18 @@ class EngramProtocol(LanguageServerProtocol):
                 logger.warning("ignored %s with invalid params: %s", method, where)
             return
         except Exception as exc:
+            if "method" not in data:
+                # A client's answer that does not fit the type asked for (showDocument answered
+                # with null): the request waiting for it gets it as it came, or it would wait
+                # forever, and so would the command behind it.
+                logger.warning(
+                    "an answer of an unexpected shape to request %r: %s", data.get("id"), exc
+                )
+                answered = data.get("id")
+                if _valid_id(answered):
+                    assert isinstance(answered, int | str)
+                    self._handle_response(answered, data.get("result"), data.get("error"))
+                return
             logger.exception("cannot read a message")
             if is_request:
                 self.send_error(data["id"], INVALID_PARAMS, f"cannot read the params: {exc}")

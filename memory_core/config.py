@@ -182,6 +182,14 @@ SETTINGS: dict[str, Setting] = {
             0,
         ),
         Setting(
+            "agents.hook_wait_seconds",
+            float,
+            2.0,
+            "How long a hook waits for a store another process is writing; then it keeps its "
+            "event in a spool that the next hook folds in.",
+            0,
+        ),
+        Setting(
             "agents.digest_interval_minutes",
             float,
             15.0,

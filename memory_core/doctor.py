@@ -74,12 +74,14 @@ def run(store: Store, *, repair: bool = False, now: float | None = None) -> dict
         report["checkpoint_content"] = {"orphaned": 0, "orphaned_bytes": 0, "freed_bytes": 0}
         report["files"] = {"orphaned_exports": [], "stale_temp_files": [], "removed": []}
         report["annotations"] = {"stale": [], "resynced": []}
+        report["wrong_types"] = {}
     else:
         report["indexes"] = _fts_indexes(store, repair, repaired)
         report["orphaned_rows"] = _orphaned_rows(store, repair, repaired, now)
         report["checkpoint_content"] = _checkpoint_orphans(store, repair, repaired)
         report["files"] = _stray_files(store, repair, repaired, now)
         report["annotations"] = _annotation_anchors(store, repair, repaired)
+        report["wrong_types"] = _wrong_types(store)
     if repair:
         store.query("PRAGMA wal_checkpoint(TRUNCATE)")
     try:
@@ -122,6 +124,14 @@ def problems_of(report: dict[str, Any]) -> list[str]:
             f"{len(annotations['stale'])} file(s) whose gotcha comments are stored with an old"
             " anchor, so drift reports them as changed (`--repair` re-reads them)"
         )
+    wrong = report.get("wrong_types") or {}
+    if wrong:
+        where = ", ".join(f"{column} {n}" for column, n in list(wrong.items())[:5])
+        out.append(
+            f"{sum(wrong.values())} value(s) of the wrong type, which commands reading them fail"
+            f" on: {where} (an import of an older engram, or an edit by hand; export what reads,"
+            " then fix or delete those rows)"
+        )
     files = report["files"]
     stray = [*files["orphaned_exports"], *files["stale_temp_files"]]
     if stray and not files["removed"]:
@@ -130,6 +140,31 @@ def problems_of(report: dict[str, Any]) -> list[str]:
 
 
 # -- checks ------------------------------------------------------------------------------------
+
+
+def _wrong_types(store: Store) -> dict[str, int]:
+    """Values a number column holds as text or bytes ("yesterday" where a time belongs): SQLite
+    keeps them as given, and every command reading the column failed on them. One pass over
+    each table with such columns; table.column -> how many."""
+    from memory_core import lifecycle
+
+    found: dict[str, int] = {}
+    with store.transaction() as db:
+        tables = lifecycle.live_tables(db)
+    for table, columns in tables.items():
+        numeric = [
+            name
+            for name, declared in columns.items()
+            if any(word in declared.upper() for word in ("INT", "REAL", "FLOA", "DOUB", "NUM"))
+        ]
+        if not numeric:
+            continue
+        counts = ", ".join(f"SUM(typeof(\"{name}\") IN ('text', 'blob'))" for name in numeric)
+        row = store.query_one(f'SELECT {counts} FROM "{table}"')
+        for name, count in zip(numeric, row or (), strict=False):
+            if count:
+                found[f"{table}.{name}"] = int(count)
+    return found
 
 
 def _integrity(store: Store) -> dict[str, Any]:

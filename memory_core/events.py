@@ -39,8 +39,20 @@ def _row(event: Event) -> tuple[object, ...]:
         event.actor,
         event.session_id,
         event.path,
-        json.dumps(redact_obj(event.data), ensure_ascii=False, separators=(",", ":")),
+        _json_text(redact_obj(event.data)),
     )
+
+
+def _json_text(data: object) -> str:
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            # A file name that is not UTF-8 on disk (os.fsdecode's surrogate escapes): written
+            # as \udcXX escapes, which SQLite can store and json.loads reads back as the same.
+            text = json.dumps(data, separators=(",", ":"))
+    return text
 
 
 def append(store: Store, event: Event, *, db: sqlite3.Connection | None = None) -> int:

@@ -100,8 +100,12 @@ EDITOR_FILE_PATTERNS = (
 )
 
 WATCHMAN_TIMEOUT_SECONDS = 10.0
+# After watchman let a query time out, checkpoints do without it for this long.
+WATCHMAN_RETRY_SECONDS = 3600.0
 # A batch this large may have overflowed the kernel's event queue (16,384 by default).
 LOSSY_BATCH = 4096
+# The server's watcher restarts after a name watchfiles cannot decode at most this often.
+RESTARTS_PER_MINUTE = 30
 # Slack between a journal's last event and a checkpoint's start: an event stamped just before a
 # checkpoint may describe a write the checkpoint's capture did not see yet.
 SLACK_SECONDS = 1.0
@@ -356,6 +360,7 @@ class Watcher:
     started_in: float | None = None
     error: str | None = None
     cookies: dict[str, threading.Event] = field(default_factory=dict)
+    restarts: list[float] = field(default_factory=list)
 
     def start(self) -> Watcher:
         self.thread = threading.Thread(
@@ -408,35 +413,21 @@ class Watcher:
             self.journal = ChangeJournal()
             self.journal.syncer = self.sync
             self.ready.set()
-            with notify:
-                while not self.stop_event.is_set():
-                    raw = notify.watch(200, 50, 1000, self.stop_event)
-                    if raw == "stop":
-                        return
-                    if not isinstance(raw, set) or not raw:
-                        continue
-                    # engram's own writes (the store, its WAL) never leave this thread.
-                    items = [(path, kind) for kind, path in raw if not path.startswith(own_prefix)]
-                    if len(raw) >= LOSSY_BATCH:
-                        # The kernel drops events when its queue overflows (a huge checkout)
-                        # and watchfiles does not say so: after such a flood, vouch for
-                        # nothing before now (the next checkpoint looks by other means).
-                        self.journal.stop()
-                        self.journal = ChangeJournal()
-                        self.journal.syncer = self.sync
-                    if items:
-                        self.journal.mark(
-                            path[len(root_prefix) :].replace(os.sep, "/")
-                            for path, _ in items
-                            if path.startswith(root_prefix)
-                        )
-                    # Cookies are answered after the batch they came with is in the journal.
-                    for _, path in raw:
-                        waiting = self.cookies.get(path[len(own_prefix) :])
-                        if waiting is not None and path.startswith(own_prefix):
-                            waiting.set()
-                    if items and self.on_events is not None:
-                        self.on_events(items)
+            while not self.stop_event.is_set():
+                try:
+                    self._watch(notify, own_prefix, root_prefix)
+                    return
+                except Exception as exc:
+                    # watchfiles cannot hand over a path that is not UTF-8 and fails the whole
+                    # watch on it: a fresh watch and journal (which vouches only from now on,
+                    # so nothing is trusted across the gap) keep the server's watcher alive.
+                    # Anything else, or a name that keeps failing, ends the watcher.
+                    if "decode path" not in str(exc) or not self._may_restart():
+                        raise
+                    self.journal.stop()
+                    notify = RustNotify([str(self.root)], False, False, 300, True, True)
+                    self.journal = ChangeJournal()
+                    self.journal.syncer = self.sync
         except Exception as exc:
             self.error = f"{type(exc).__name__}: {exc}"
             if self.on_error is not None:
@@ -445,6 +436,45 @@ class Watcher:
             if self.journal is not None:
                 self.journal.stop()
             self.ready.set()
+
+    def _may_restart(self) -> bool:
+        """At most RESTARTS_PER_MINUTE restarts in any minute."""
+        now = time.monotonic()
+        self.restarts = [at for at in self.restarts if now - at < 60.0] + [now]
+        return len(self.restarts) <= RESTARTS_PER_MINUTE
+
+    def _watch(self, notify: Any, own_prefix: str, root_prefix: str) -> None:
+        """Feed the journal from one watch until it stops (or fails)."""
+        assert self.journal is not None
+        with notify:
+            while not self.stop_event.is_set():
+                raw = notify.watch(200, 50, 1000, self.stop_event)
+                if raw == "stop":
+                    return
+                if not isinstance(raw, set) or not raw:
+                    continue
+                # engram's own writes (the store, its WAL) never leave this thread.
+                items = [(path, kind) for kind, path in raw if not path.startswith(own_prefix)]
+                if len(raw) >= LOSSY_BATCH:
+                    # The kernel drops events when its queue overflows (a huge checkout)
+                    # and watchfiles does not say so: after such a flood, vouch for
+                    # nothing before now (the next checkpoint looks by other means).
+                    self.journal.stop()
+                    self.journal = ChangeJournal()
+                    self.journal.syncer = self.sync
+                if items:
+                    self.journal.mark(
+                        path[len(root_prefix) :].replace(os.sep, "/")
+                        for path, _ in items
+                        if path.startswith(root_prefix)
+                    )
+                # Cookies are answered after the batch they came with is in the journal.
+                for _, path in raw:
+                    waiting = self.cookies.get(path[len(own_prefix) :])
+                    if waiting is not None and path.startswith(own_prefix):
+                        waiting.set()
+                if items and self.on_events is not None:
+                    self.on_events(items)
 
 
 # -- watchman ----------------------------------------------------------------------------------
@@ -485,16 +515,36 @@ def _watchman_socket_call(path: str, command: list[Any]) -> dict[str, Any] | Non
                 if not chunk:
                     break
                 buffer += chunk
-        answer = json.loads(buffer)
+        # A name that is not UTF-8 on disk comes as its raw bytes: decoded as os.fsdecode
+        # does, it is the name the rest of engram uses (failing here sent every later
+        # checkpoint to watchman's command line, 10 s each).
+        answer = json.loads(buffer.decode("utf-8", "surrogateescape"))
+    except TimeoutError:
+        # watchman answers its JSON protocol with nothing at all when a name it would list is
+        # not UTF-8 (JSON cannot carry it): asking again, or through its command line, only
+        # waits as long again. The capture stops asking for a while (`watchman_unanswered`).
+        _UNANSWERED[0] = True
+        return None
     except (OSError, ValueError):
         _SOCKET[0] = None
         return None
     return answer if isinstance(answer, dict) else None
 
 
+_UNANSWERED = [False]
+
+
+def watchman_unanswered() -> bool:
+    """Whether watchman let a request time out since the last call (which clears it)."""
+    timed_out, _UNANSWERED[0] = _UNANSWERED[0], False
+    return timed_out
+
+
 def _watchman(command: list[Any]) -> dict[str, Any] | None:
     sock = watchman_socket()
     answer = _watchman_socket_call(sock, command) if sock else None
+    if answer is None and _UNANSWERED[0]:
+        return None
     if answer is None:
         binary = shutil.which("watchman")
         if binary is None:
@@ -553,6 +603,8 @@ def watchman_since(root: Path, since: str | None) -> WatchmanAnswer | None:
         answer = _watchman(["query", str(root), {**query, "since": since}])
         if answer is not None:
             return _since_answer(answer)
+        if _UNANSWERED[0]:
+            return None
     watched = _watchman(["watch-project", str(root)])
     if watched is None or not isinstance(watched.get("watch"), str):
         return None

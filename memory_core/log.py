@@ -36,5 +36,5 @@ def write(root: Path | None, level: str, message: str, *, exc: BaseException | N
 
             text += "".join(traceback.format_exception(exc))
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        with os.fdopen(fd, "a", encoding="utf-8") as handle:
+        with os.fdopen(fd, "a", encoding="utf-8", errors="backslashreplace") as handle:
             handle.write(text)

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import functools
 import json
+import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -413,4 +415,106 @@ def build(root: Path) -> Any:
 
 def run(root: Path) -> None:
     """Serve on stdio until the client closes the connection."""
-    build(root).run("stdio")
+    server = build(root)
+    guard_stdio()
+    server.run("stdio")
+
+
+# -- every line answered -------------------------------------------------------------------
+#
+# The MCP library drops a line it cannot read (invalid JSON, "jsonrpc": "1.0", params that are
+# no object, JSON nested deeper than its models go) without a word, and the client waits
+# forever. A guard between the process's stdio and the library reads each line first: what the
+# library would drop is answered here with the JSON-RPC error the specification names; the rest
+# goes through unchanged. Both the library's lines and the guard's go out through one writer.
+
+PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
+MAX_DEPTH = 64  # deeper than any MCP message; pydantic models recurse per level
+MAX_LINE_BYTES = 64 * 1024 * 1024
+
+
+def line_problem(line: bytes) -> tuple[Any, int, str] | None:
+    """(id, code, message) for a line that is not a JSON-RPC 2.0 message MCP can read."""
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError) as exc:
+        return None, PARSE_ERROR, f"invalid JSON: {exc}"
+    if not isinstance(message, dict):
+        return None, INVALID_REQUEST, "a message must be a JSON object (no batches)"
+    msg_id = message.get("id")
+    if not (msg_id is None or (isinstance(msg_id, int | str) and not isinstance(msg_id, bool))):
+        return None, INVALID_REQUEST, "a request id is a string or an integer"
+    if message.get("jsonrpc") != "2.0":
+        return msg_id, INVALID_REQUEST, 'only JSON-RPC "2.0" messages are served'
+    if "method" not in message:
+        return None  # a response to the server's own request: the library's to match
+    if not isinstance(message["method"], str) or not message["method"]:
+        return msg_id, INVALID_REQUEST, "a request needs a method name (a string)"
+    params = message.get("params")
+    if params is not None and not isinstance(params, dict):  # MCP's params are objects
+        return msg_id, INVALID_PARAMS, f"{message['method']}: params must be an object"
+    problem = _value_problem(message)
+    return (msg_id, INVALID_REQUEST, problem) if problem is not None else None
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _value_problem(value: Any) -> str | None:
+    """What in a decoded message the library cannot take (each of these stopped it reading, or
+    made it drop the line): nesting past MAX_DEPTH, a whole number past 64 bits, a string
+    holding a lone surrogate (`"\\ud800"`: valid JSON, no Unicode). A stack, not recursion."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > MAX_DEPTH:
+                return f"a message nested deeper than {MAX_DEPTH} levels"
+            children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+        elif isinstance(item, int) and not isinstance(item, bool):
+            if not -(2**63) <= item < 2**64:
+                return f"a whole number past 64 bits ({str(item)[:30]})"
+        elif isinstance(item, str) and _LONE_SURROGATE.search(item):
+            return "a string holding a lone surrogate (\\ud800-\\udfff): not Unicode"
+    return None
+
+
+def guard_stdio() -> None:
+    """Put the line guard between fd 0/1 and whatever reads and writes them from now on."""
+    import threading
+
+    client_in, client_out = os.dup(0), os.dup(1)
+    library_in_read, library_in_write = os.pipe()
+    library_out_read, library_out_write = os.pipe()
+    os.dup2(library_in_read, 0)
+    os.dup2(library_out_write, 1)
+    os.close(library_in_read)
+    os.close(library_out_write)
+    lock = threading.Lock()
+    out = os.fdopen(client_out, "wb", buffering=0)
+
+    def send(data: bytes) -> None:
+        with lock:
+            out.write(data)
+
+    def from_client() -> None:
+        with os.fdopen(client_in, "rb") as lines, os.fdopen(library_in_write, "wb", 0) as library:
+            for line in lines:
+                if not line.strip():
+                    continue
+                problem = line_problem(line[:MAX_LINE_BYTES])
+                if problem is None:
+                    library.write(line if line.endswith(b"\n") else line + b"\n")
+                    continue
+                msg_id, code, text = problem
+                error = {"code": code, "message": text}
+                send(json.dumps({"jsonrpc": "2.0", "id": msg_id, "error": error}).encode() + b"\n")
+
+    def to_client() -> None:
+        with os.fdopen(library_out_read, "rb") as lines:
+            for line in lines:
+                send(line)
+
+    threading.Thread(target=from_client, name="engram-mcp-in", daemon=True).start()
+    threading.Thread(target=to_client, name="engram-mcp-out", daemon=True).start()

@@ -139,13 +139,13 @@ def parse(text: str, fmt: str) -> dict[str, Any]:
     """An export read back from JSON or YAML; UsageError for anything that is not one."""
     try:
         if fmt == "yaml":
-            import yaml
-
-            data = yaml.safe_load(text)
+            data = _load_yaml_without_aliases(text)
         elif fmt == "json":
             data = json.loads(text)
         else:
             raise UsageError(f"cannot import {fmt!r}", hint="import reads json or yaml exports")
+    except UsageError:
+        raise
     except (ValueError, ImportError) as exc:
         raise UsageError(f"the file is not valid {fmt}: {exc}") from None
     except Exception as exc:  # yaml.YAMLError and friends
@@ -165,6 +165,52 @@ def parse(text: str, fmt: str) -> dict[str, Any]:
             hint="import it with the engram that wrote it, or upgrade",
         )
     return data
+
+
+def _load_yaml_without_aliases(text: str) -> Any:
+    """YAML as engram writes it: no aliases (its exports never repeat an object). An alias is
+    refused before anything is built: nine of them nesting nine deep ("billion laughs") expand
+    to a billion strings, which took a minute and all memory before running out."""
+    import yaml
+
+    class NoAliases(yaml.SafeLoader):  # type: ignore[misc]
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.events.AliasEvent):
+                mark = self.peek_event().start_mark
+                raise UsageError(
+                    f"the file is not an engram export: it uses YAML aliases (line {mark.line + 1})",
+                    hint="engram's own YAML exports have none",
+                )
+            return super().compose_node(parent, index)
+
+    return yaml.load(text, Loader=NoAliases)  # a SafeLoader, aliases refused
+
+
+# A single value of an import larger than this is refused (an export holds summaries, notes,
+# gotchas: nothing near it).
+MAX_IMPORT_VALUE_CHARS = 8 * 1024 * 1024
+
+
+def _type_problem(declared: str, value: Any) -> str | None:
+    """Why `value` cannot go in a column declared `declared` (SQLite's affinity names), or
+    None. SQLite would store a text in a number column as it is, and every command reading
+    that column later failed on it."""
+    if value is None:
+        return None
+    kind = declared.upper()
+    if isinstance(value, str | bytes) and len(value) > MAX_IMPORT_VALUE_CHARS:
+        return f"a value of {len(value)} characters (the limit is {MAX_IMPORT_VALUE_CHARS})"
+    if "INT" in kind:
+        ok = isinstance(value, int)
+    elif any(word in kind for word in ("CHAR", "CLOB", "TEXT")):
+        ok = isinstance(value, str | bytes)
+    elif any(word in kind for word in ("REAL", "FLOA", "DOUB")):
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and value == value
+    elif not kind or "BLOB" in kind:
+        ok = True
+    else:  # NUMERIC
+        ok = isinstance(value, int | float) and value == value
+    return None if ok else f"{type(value).__name__} {str(value)[:40]!r} where {declared} belongs"
 
 
 def import_data(store: Store, data: Mapping[str, Any]) -> dict[str, Any]:
@@ -200,6 +246,13 @@ def import_data(store: Store, data: Mapping[str, Any]) -> dict[str, Any]:
                 if not columns:
                     skipped += 1
                     continue
+                for column in columns:
+                    problem = _type_problem(live[table][column], values[column])
+                    if problem is not None:
+                        raise UsageError(
+                            f"cannot import {table}.{column}: {problem}",
+                            hint="nothing was imported; fix the file or export it again",
+                        )
                 names = ", ".join(f'"{c}"' for c in columns)
                 try:
                     cursor = db.execute(

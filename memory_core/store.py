@@ -39,6 +39,9 @@ GITIGNORE = """\
 !team/**
 """
 
+# How long a write waits for another process's write lock before it reports the store busy (a
+# hook waits less: agents.hook_wait_seconds).
+BUSY_TIMEOUT_SECONDS = 30.0
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 
@@ -68,8 +71,41 @@ def ensure_private_dir(path: Path) -> None:
     """
     existed = path.is_dir()
     path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    if os.path.islink(path):
+        # chmod follows a link: the mode of whatever it points at would change.
+        if STORE_DIRNAME in path.parts:
+            raise _linked_store_error(path)
+        return
     if not existed or STORE_DIRNAME in path.parts:
         os.chmod(path, DIR_MODE)
+
+
+# The store's own names: none may be a symbolic link (every write would land where it points).
+_STORE_NAMES = ("", DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm", ".gitignore", "exports")
+
+
+def refuse_linked_store(root: Path) -> None:
+    """Raise StoreError when `.engram/` or one of its files is a symbolic link (dangling or
+    not): engram writes its store, and changes modes, only inside the project."""
+    store_dir = root / STORE_DIRNAME
+    for name in _STORE_NAMES:
+        path = store_dir / name if name else store_dir
+        if os.path.islink(path):
+            raise _linked_store_error(path)
+        if not name and not store_dir.is_dir():
+            return
+
+
+def _linked_store_error(path: Path) -> StoreError:
+    try:
+        target = os.readlink(path)
+    except OSError:
+        target = "?"
+    return StoreError(
+        f"refusing to use the store: {path} is a symbolic link (to {target})",
+        hint="engram keeps its store inside the project: replace the link with a real "
+        "folder or file (move what it points to there), or remove it",
+    )
 
 
 def write_private_file(path: Path, data: bytes | str) -> None:
@@ -123,10 +159,11 @@ class Store:
     # -- opening -------------------------------------------------------------------------
 
     @classmethod
-    def init(cls, root: Path) -> Store:
+    def init(cls, root: Path, *, busy_timeout: float = BUSY_TIMEOUT_SECONDS) -> Store:
         """Create the store for `root` (idempotent) and open it."""
         store_dir = root / STORE_DIRNAME
         db_path = store_dir / DB_NAME
+        refuse_linked_store(root)
         # `.engram/` with its database gone (deleted by hand, by a clean-up tool): say so, rather
         # than quietly starting an empty store the user takes for the old one.
         lost = store_dir.is_dir() and not db_path.exists() and (store_dir / "exports").is_dir()
@@ -139,7 +176,7 @@ class Store:
             # Create the file ourselves so it gets 0600; SQLite gives -wal and -shm the
             # same mode as the database file.
             _create_private_file(db_path)
-        store = cls._connect(root, db_path)
+        store = cls._connect(root, db_path, busy_timeout)
         if lost:
             store.notices.append(
                 f"{db_path} was missing: started a new, empty store "
@@ -148,12 +185,13 @@ class Store:
         return store
 
     @classmethod
-    def open(cls, root: Path) -> Store:
+    def open(cls, root: Path, *, busy_timeout: float = BUSY_TIMEOUT_SECONDS) -> Store:
         """Open the existing store of `root`; StoreError if there is none."""
         db_path = root / STORE_DIRNAME / DB_NAME
+        refuse_linked_store(root)
         if not db_path.exists():
             raise no_store_error(root)
-        return cls._connect(root, db_path)
+        return cls._connect(root, db_path, busy_timeout)
 
     @classmethod
     def open_or_init_in_git(cls, root: Path) -> Store:
@@ -171,9 +209,11 @@ class Store:
         return cls.init(root)
 
     @classmethod
-    def open_or_init(cls, root: Path) -> Store:
+    def open_or_init(cls, root: Path, *, busy_timeout: float = BUSY_TIMEOUT_SECONDS) -> Store:
         db_path = root / STORE_DIRNAME / DB_NAME
-        return cls.open(root) if db_path.exists() else cls.init(root)
+        if db_path.exists():
+            return cls.open(root, busy_timeout=busy_timeout)
+        return cls.init(root, busy_timeout=busy_timeout)
 
     @classmethod
     def for_path(cls, path: str | os.PathLike[str] | None = None, *, create: bool = False) -> Store:
@@ -181,13 +221,16 @@ class Store:
         return cls.open_or_init(root) if create else cls.open(root)
 
     @classmethod
-    def _connect(cls, root: Path, db_path: Path) -> Store:
+    def _connect(
+        cls, root: Path, db_path: Path, busy_timeout: float = BUSY_TIMEOUT_SECONDS
+    ) -> Store:
+        refuse_linked_store(root)
         try:
             connection = sqlite3.connect(
-                db_path, timeout=30.0, isolation_level=None, check_same_thread=False
+                db_path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
             )
             connection.row_factory = sqlite3.Row
-            connection.execute("PRAGMA busy_timeout = 30000")
+            connection.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
             mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if mode.lower() != "wal":
                 raise StoreError(f"cannot put {db_path} in WAL mode (got {mode})")
@@ -222,6 +265,8 @@ class Store:
         acknowledged write is lost. Either way the user is told once.
         """
         with self._lock:
+            # A link swapped in under a running engram: no write may follow it.
+            refuse_linked_store(self.root)
             current = _file_identity(self.db_path)
             if current == self._identity:
                 return
@@ -266,6 +311,11 @@ class Store:
                 self._db.execute(f"PRAGMA wal_autocheckpoint = {self._log_folder.most_pages}")
             self._identity = _file_identity(self.db_path)
         self._notify(message)
+
+    def wait_when_busy(self, seconds: float) -> None:
+        """How long a write waits for another process's lock from now on."""
+        with self._lock:
+            self._db.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
 
     def close(self) -> None:
         if self._log_folder is not None:
@@ -555,6 +605,10 @@ def store_fault(
 ) -> StoreFaultError | None:
     """The error a user sees for a SQLite failure on the store, named by its cause."""
     cause = _fault_cause(exc)
+    if cause in ("io", None) and _disk_full(db_path):
+        # SQLite reports a write the disk had no room for as an I/O error at times (a WAL or
+        # shared-memory file that could not grow): a full disk is named as such.
+        cause = "disk-full"
     if cause is None and only_known:
         return None
     doing = "open" if opening else "write to"
@@ -594,6 +648,14 @@ def store_fault(
         hint="see .engram/engram.log; leave the store where it is",
         cause="unreadable",
     )
+
+
+def _disk_full(db_path: Path) -> bool:
+    try:
+        found = os.statvfs(db_path.parent)
+    except OSError:
+        return False
+    return found.f_bavail * found.f_frsize < 64 * 1024
 
 
 def _file_identity(path: Path) -> tuple[int, int] | None:

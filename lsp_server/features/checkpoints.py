@@ -140,6 +140,13 @@ def _create(
         raise UsageError("`description` must be text")
     extra = _extra(state)
     hints, extra.hints = extra.hints, set()
+    watcher = journal_for(ls, state)
+    if watcher is not None and reason == "manual" and not watcher.sync():
+        # A checkpoint asked for now holds what is on disk now: the watcher reports a write
+        # some 50-100 ms after it, so it is waited for (a cookie through the same watch);
+        # one that cannot show it caught up vouches for nothing. (Automatic checkpoints trust
+        # the journal as it stands: a write that recent is in the next one.)
+        watcher = None
     try:
         made = checkpoints.create(
             state.store,
@@ -148,7 +155,7 @@ def _create(
             reason=reason,
             settings=state.settings,
             session_id=_active_session(state),
-            journal=journal_for(ls, state),
+            journal=watcher,
             hints=hints,
             tree_cache=extra.trees,
         )
@@ -301,7 +308,7 @@ async def rollback(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
             "unsaved": modified,
             "unsaved_given_back": sorted(give_back),
         }
-    if not plan.writes and not plan.removes and not unsaved and not give_back:
+    if not plan.writes and not plan.removes and not plan.blocked and not unsaved and not give_back:
         unchanged: dict[str, Any] = {
             "done": True,
             "checkpoint": target["id"],

@@ -66,7 +66,18 @@ _ARGUMENT_KINDS: dict[str, Any] = {
     **dict.fromkeys(("limit", "last", "line"), _WHOLE),
     **dict.fromkeys(("days",), "a number"),
     **dict.fromkeys(
-        ("confirm", "all", "overwrite", "literal", "pinned", "explicit", "show"), "true or false"
+        (
+            "confirm",
+            "preview",
+            "rewind",
+            "all",
+            "overwrite",
+            "literal",
+            "pinned",
+            "explicit",
+            "show",
+        ),
+        "true or false",
     ),
     **dict.fromkeys(("files", "related_files", "kinds"), "a list of text"),
     **dict.fromkeys(("tags", "source"), "text or a list of text"),

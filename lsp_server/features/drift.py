@@ -22,6 +22,7 @@ most every `RECOMPUTE_SECONDS` as they age, so pulling diagnostics while typing 
 from __future__ import annotations
 
 import difflib
+import re
 import time
 from typing import Any
 
@@ -35,6 +36,7 @@ from memory_core import drift, evolution
 from memory_core.errors import UsageError
 
 RECOMPUTE_SECONDS = 30.0
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 SEVERITY = {
     "critical": types.DiagnosticSeverity.Error,
     "high": types.DiagnosticSeverity.Warning,
@@ -299,10 +301,13 @@ def register(server: EngramServer) -> None:
             disk = (state.root / doc.rel).read_text(encoding="utf-8", errors="replace")
         except FileNotFoundError:
             disk = ""
+        # A lone surrogate (a client may send "\ud800" in an edit) cannot be written as UTF-8
+        # nor sent back: it is shown as U+FFFD, as the disk side's undecodable bytes are.
+        buffer = _LONE_SURROGATE.sub("\ufffd", document.source)
         text = "".join(
             difflib.unified_diff(
                 disk.splitlines(keepends=True),
-                document.source.splitlines(keepends=True),
+                buffer.splitlines(keepends=True),
                 fromfile=f"{doc.rel} (on disk)",
                 tofile=f"{doc.rel} (unsaved buffer)",
             )

@@ -228,3 +228,11 @@ async def _autosave_loop(ls: EngramServer) -> None:
                 )
             except Exception:
                 logger.exception("autosave failed in %s", state.root)
+            try:
+                # Hook events spooled while the store was busy or read-only (memory_core/
+                # agents/spool.py): recorded here too, not only by the next hook.
+                from memory_core.agents.hooks import fold_spool
+
+                await ls.run_blocking(fold_spool, state.store)
+            except Exception:
+                logger.exception("folding the hook spool failed in %s", state.root)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from memory_core import clock, log
-from memory_core.agents import failures, record
+from memory_core.agents import failures, record, spool
 from memory_core.agents.payload import HookPayload, agent_name, parse
 from memory_core.agents.record import ToolCall, ToolOutcome, clean
 from memory_core.errors import NotFoundError
@@ -669,7 +669,6 @@ def handle(
             root = find_root(_workspace_for(None, workspace))
             raise
         root = find_root(_workspace_for(payload, workspace))
-        handler = HANDLERS.get(payload.event, HookRun.other)
         if payload.session_id is None and payload.event != "SessionStart":
             # Without a session nothing can be attributed; storing it under a made-up one would
             # mix unrelated agents' work. Said in the log so a broken agent setup can be found.
@@ -680,21 +679,13 @@ def handle(
         if not has_store(root) and not is_git_repository(root):
             # A `cwd` that is no project (`/etc`, `/tmp/x`): nothing to record, nothing created.
             return 0, ""
-        store = Store.open_or_init(root)
+        when = clock.now() if now is None else now
+        store = _store_within_budget(root, agent, event, data, when)
+        if store is None:
+            return 0, ""  # spooled: the next hook folds it in
         try:
-            run = HookRun(payload, store, clock.now() if now is None else now)
-            run.payload_bytes = len(data)
-            from memory_core.agents import quota_hook
-
-            # The session quota (seed 003): full sessions record nothing, nor does a hook whose
-            # records would take its session past the quota; 80 % / 95 % warn.
-            if quota_hook.before(run):
-                with quota_hook.guard(run):
-                    handler(run)
-                if not run.quota_refused:
-                    run.autosave()
-                quota_hook.after(run)
-            output = run.output
+            fold_spool(store)
+            output = _run_payload(store, payload, when, payload_bytes=len(data))
         finally:
             store.close()
         return 0, (json.dumps(output, ensure_ascii=False) if output else "")
@@ -706,6 +697,81 @@ def handle(
             root, "error", f"hook {agent} {event} failed: {type(exc).__name__}: {exc}", exc=exc
         )
         return 0, ""
+
+
+# Once a hook holds the store, a later write of the same event waits this long for another
+# process's lock: giving up half-way would leave part of the event recorded, and its spooled
+# copy would record that part twice.
+HOOK_WRITE_WAIT_SECONDS = 10.0
+
+
+def _store_within_budget(
+    root: Path, agent: str, event: str, data: bytes | str, now: float
+) -> Store | None:
+    """The store, once this hook could take its write lock within `agents.hook_wait_seconds`;
+    None when it could not (busy, read-only): the event was spooled instead (spool.py)."""
+    from memory_core import config
+    from memory_core.store import StoreFaultError
+
+    try:
+        wait = float(config.load(root)["agents.hook_wait_seconds"])
+    except Exception:
+        wait = 2.0
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    store: Store | None = None
+    try:
+        store = Store.open_or_init(root, busy_timeout=wait)
+        with store.transaction():
+            pass  # the write lock, taken and released: nothing else holds it for long
+    except StoreFaultError as exc:
+        if store is not None:
+            store.close()
+        if exc.cause not in ("busy", "read-only"):
+            raise
+        spool.keep(root, agent, event, raw, now, exc.cause)
+        if exc.cause == "read-only":
+            spool.report_once(
+                root,
+                f"engram: the store of {root} is read-only: hook events are kept in "
+                f"{spool.cache_spool(root)} until it can be written ({exc.one_line()})",
+            )
+        else:
+            log.write(root, "warning", f"hook {agent} {event}: store busy for {wait:g} s; spooled")
+        return None
+    store.wait_when_busy(HOOK_WRITE_WAIT_SECONDS)
+    return store
+
+
+def fold_spool(store: Store) -> int:
+    """Record the spooled hook events of this store's workspace (the language server calls it
+    now and then, so events wait no longer than that when no hook comes after them)."""
+    return spool.fold(
+        store.root, lambda a, e, d, ts: _run_payload(store, parse(agent_name(a), e, d), ts)
+    )
+
+
+def _run_payload(
+    store: Store, payload: HookPayload, now: float, *, payload_bytes: int = 0
+) -> dict[str, Any] | None:
+    """Record one event in an open store; the output for the agent (context), if any.
+    `payload_bytes`: the size of the payload as the agent sent it (the quota's bound)."""
+    if payload.session_id is None and payload.event != "SessionStart":
+        return None
+    handler = HANDLERS.get(payload.event, HookRun.other)
+    run = HookRun(payload, store, now)
+    run.payload_bytes = payload_bytes
+    from memory_core.agents import quota_hook
+
+    # The session quota (seed 003): full sessions record nothing, nor does a hook whose
+    # records would take its session past the quota; 80 % / 95 % warn.
+    if quota_hook.before(run):
+        with quota_hook.guard(run):
+            handler(run)
+        if not run.quota_refused:
+            run.autosave()
+        quota_hook.after(run)
+    output: dict[str, Any] | None = run.output
+    return output
 
 
 def main(agent: str, event: str, *, workspace: str | None = None) -> int:

@@ -8,6 +8,8 @@ agent) are kept in `raw` and otherwise ignored; a field of the wrong type reads 
 
 from __future__ import annotations
 
+import array
+import itertools
 import json
 import re
 from dataclasses import dataclass, field
@@ -128,6 +130,56 @@ def scrub(value: Any) -> Any:
     if isinstance(value, list):
         return [scrub(item) for item in value]
     return value
+
+
+# Deeper than any real payload (a few levels) and than the code that walks one can recurse.
+MAX_DEPTH = 200
+
+
+_BRACKETS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
+_NOT_BRACKETS = bytes(byte for byte in range(256) if byte not in b"[]{}")
+
+
+def _depth_bound(text: str | bytes) -> int:
+    """An upper bound of how deep the JSON in `text` nests, in C: the deepest running count of
+    brackets (brackets inside strings only raise it). Below the limit, nothing is walked."""
+    raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    steps = array.array("b", raw.translate(_BRACKETS, _NOT_BRACKETS))
+    return max(itertools.accumulate(steps), default=0)
+
+
+def _nested_deeper_than(value: Any, limit: int) -> bool:
+    """Whether `value` nests deeper than `limit` (a stack over containers only)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _may_hold_surrogates(text: str | bytes) -> bool:
+    """Whether decoded JSON can hold a surrogate at all: only a `\\ud800`-`\\udfff` escape (or
+    one in a str given) makes one, UTF-8 bytes cannot; a payload without one is not walked
+    value by value (`scrub` of 2 million small items took 6 s of a hook)."""
+    if isinstance(text, str):
+        if _has_surrogate_char(text):
+            return True
+        text = text.encode("utf-8")
+    return _SURROGATE_ESCAPE.search(text) is not None
+
+
+def _has_surrogate_char(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _str(value: Any) -> str | None:
@@ -294,6 +346,20 @@ def _string_end(raw: bytes, body_start: int) -> int:
     return -1
 
 
+def _may_hold_a_long_string(raw: bytes) -> bool:
+    """False when no JSON string in `raw` can be longer than CUT_ABOVE_BYTES. Such a string
+    would cover a whole aligned block of half that size, and a block holding a quote with no
+    backslash before it holds a string boundary (a string closes or opens there), so no
+    string covers it. Two C counts per block; without this, a payload of millions of short
+    strings (50 MB of small items) was walked string by string in Python, for seconds."""
+    block = CUT_ABOVE_BYTES // 2
+    for low in range(0, len(raw), block):
+        high = min(len(raw), low + block)
+        if raw.count(b'"', low, high) <= raw.count(b'\\"', max(0, low - 1), high):
+            return True  # every quote here may be escaped: a long string may run through
+    return False
+
+
 def cut_long_strings(raw: bytes) -> bytes:
     """The payload with every JSON string longer than CUT_ABOVE_BYTES cut to head + tail.
 
@@ -305,7 +371,7 @@ def cut_long_strings(raw: bytes) -> bytes:
     escaped quotes in 1 MB windows (`bytes.count`), narrowing down only in a window that holds
     a closing quote. The cost is a few passes of C over the payload.
     """
-    if len(raw) <= CUT_ABOVE_BYTES:
+    if len(raw) <= CUT_ABOVE_BYTES or not _may_hold_a_long_string(raw):
         return raw
     parts: list[bytes] = []
     copied = 0
@@ -348,10 +414,11 @@ def parse(agent: str, event: str, text: str | bytes) -> HookPayload:
         raise UsageError("hook input is not JSON: nested too deeply") from None
     if not isinstance(data, dict):
         raise UsageError(f"hook input is a JSON {type(data).__name__}, expected an object")
-    try:
+    if _depth_bound(text) > MAX_DEPTH and _nested_deeper_than(data, MAX_DEPTH):
+        # Decoded, but deeper than what reads it later (scrub, redaction) can recurse.
+        raise UsageError("hook input is nested too deeply")
+    if _may_hold_surrogates(text):
         data = scrub(data)
-    except RecursionError:  # decoded, but deeper than Python's recursion goes
-        raise UsageError("hook input is nested too deeply") from None
     named = _str(data.get("hook_event_name"))
     event_name = canonical_event(agent, event or named or "")
     tool = _str(data.get("tool_name"))

@@ -30,29 +30,34 @@ def hash_file(
 ) -> str | None:
     """The content hash of one file, from the stat cache when its stat is unchanged."""
     cached = cache.get(rel)
-    if cached is not None and (cached[0], cached[1], cached[2], cached[3]) == (
+    if cached is not None and (cached[0], cached[1], cached[2], cached[3], cached[5]) == (
         found.mtime_ns,
         found.size,
         found.ino,
         found.mode,
+        found.ctime_ns,
     ):
         return str(cached[4])
     try:
         data = read_file(root, rel, found.kind)
-    except OSError:
-        return None  # vanished or unreadable between the scan and the read
+    except (FileNotFoundError, NotADirectoryError):
+        return None  # vanished between the scan and the read
+    except OSError as exc:
+        writer.unreadable[rel] = exc.strerror or str(exc)
+        return None
     digest = writer.blob(data)
     writer.index[rel] = stat_row(found, digest, now)
     return digest
 
 
-def stat_row(found: Found, digest: str, now: float) -> tuple[int, int, int, int, str]:
+def stat_row(found: Found, digest: str, now: float) -> tuple[int, int, int, int, str, int]:
     """The stat-cache row of a file just hashed. A file modified within the racy window may
     change again without its stat changing: its row stores the modification time negated, which
     no file's stat ever matches (so it is read again), yet the next capture can still tell that
     the stat is the one hashed and, if the content is too, leave the file alone (`unchanged`)."""
     racy = found.mtime_ns / 1e9 >= now - RACY_SECONDS
-    return (-found.mtime_ns if racy else found.mtime_ns, found.size, found.ino, found.mode, digest)
+    mtime = -found.mtime_ns if racy else found.mtime_ns
+    return (mtime, found.size, found.ino, found.mode, digest, found.ctime_ns)
 
 
 def _build_trees(files: dict[str, Entry], writer: Writer) -> tuple[str, int, int]:
@@ -85,6 +90,8 @@ def build_full(
 ) -> tuple[str, int, int, int, list[str]]:
     rules = rules_for(store.root, settings)
     found = scan(store.root, rules, int(settings["checkpoints.max_file_bytes"]))
+    for folder in found.unreadable:
+        writer.unreadable[folder or "."] = "the folder cannot be listed"
     cache = stat_cache(store)
     entries: dict[str, Entry] = {}
     changed = 0
@@ -113,19 +120,10 @@ def unchanged(root: Path, rel: str, cached: Any, writer: Writer, now: float) -> 
     if kind not in ("f", "l"):
         return False
     mode = stat.S_IMODE(st.st_mode)
-    if (cached[0], cached[1], cached[2], cached[3]) == (
-        st.st_mtime_ns,
-        st.st_size,
-        st.st_ino,
-        mode,
-    ):
+    now_seen = (st.st_mtime_ns, st.st_size, st.st_ino, mode, st.st_ctime_ns)
+    if (cached[0], cached[1], cached[2], cached[3], cached[5]) == now_seen:
         return True
-    if cached[0] >= 0 or (-cached[0], cached[1], cached[2], cached[3]) != (
-        st.st_mtime_ns,
-        st.st_size,
-        st.st_ino,
-        mode,
-    ):
+    if cached[0] >= 0 or (-cached[0], cached[1], cached[2], cached[3], cached[5]) != now_seen:
         return False
     try:
         data = read_file(root, rel, kind)
@@ -133,9 +131,27 @@ def unchanged(root: Path, rel: str, cached: Any, writer: Writer, now: float) -> 
         return False
     if sha(data) != cached[4]:
         return False
-    found = Found(kind, mode, st.st_size, st.st_mtime_ns, st.st_ino)
+    found = Found(kind, mode, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
     writer.index[rel] = stat_row(found, str(cached[4]), now)
     return True
+
+
+def _hard_link_twins(store: Store, root: Path, paths: set[str]) -> set[str]:
+    """The other names of changed files that have more than one (hard links): a write through
+    one name changes them all, but a watcher reports only the name it was made through."""
+    inodes: set[int] = set()
+    for rel in paths:
+        try:
+            st = os.lstat(os.path.join(root, rel))
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+            inodes.add(st.st_ino)
+    if not inodes:
+        return set()
+    marks = ",".join("?" * len(inodes))
+    rows = store.query(f"SELECT path FROM checkpoint_index WHERE ino IN ({marks})", tuple(inodes))
+    return {str(row[0]) for row in rows} - paths
 
 
 def build_incremental(
@@ -213,10 +229,20 @@ def build_incremental(
         assert tree is not None
         old = tree.get(name)
         if old is None or (old.kind, old.mode, old.hash) != (entry.kind, entry.mode, entry.hash):
+            if old is not None and old.kind == "d" and entry.kind != "d":
+                _forget_folder(rel)
             tree.set(name, entry)
             _mark_dirty(parent)
             return True
         return False
+
+    def _forget_folder(rel_dir: str) -> None:
+        """A folder a file or link replaced: its listings read so far (to find what it held)
+        must not be written back over the new entry."""
+        inside = rel_dir + "/"
+        for known in [d for d in trees if d == rel_dir or d.startswith(inside)]:
+            del trees[known]
+            dirty.discard(known)
 
     def files_under(rel_dir: str) -> list[str]:
         """Files the base held below a folder (a file where the folder is: that one)."""
@@ -262,6 +288,7 @@ def build_incremental(
     changed_paths = {
         rel for rel in changed_paths if not unchanged(root, rel, cache.get(rel), writer, now)
     }
+    changed_paths |= _hard_link_twins(store, root, changed_paths)
     for rel in list(changed_paths):
         if "/" in rel and all(valid_name(part) for part in rel.split("/")):
             changed_paths.update(replaced_ancestors(rel))
@@ -292,11 +319,15 @@ def build_incremental(
             # before its watch was in place): capture what is in it now, and drop what is gone.
             sub = scan(root, rules, cap, under=rel)
             skipped.update(sub.skipped)
+            for folder in sub.unreadable:
+                writer.unreadable[folder] = "the folder cannot be listed"
             cache.update(stat_cache(store, under=rel))  # unchanged files are not read
             for sub_rel, item in sub.files.items():
                 digest = hash_file(root, sub_rel, item, writer, cache, now)
                 if digest is not None:
                     changed += put(sub_rel, Entry(item.kind, item.mode, digest, item.size))
+                else:
+                    changed += remove(sub_rel)  # its old content is not what is there now
             for old_rel in files_under(rel):
                 if old_rel not in sub.files:
                     changed += remove(old_rel)
@@ -306,7 +337,9 @@ def build_incremental(
             skipped.add(rel)
             continue
         skipped.discard(rel)
-        item = Found(kind, stat.S_IMODE(st.st_mode), st.st_size, st.st_mtime_ns, st.st_ino)
+        item = Found(
+            kind, stat.S_IMODE(st.st_mode), st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns
+        )
         digest = hash_file(root, rel, item, writer, cache, now)
         if digest is None:
             remove(rel)

@@ -45,6 +45,9 @@ class Capture:
     size: int
     changed: int
     skipped: list[str]
+    # Paths found but not read (a file or folder without permission, a file that kept
+    # changing while read): the checkpoint does not hold them, and a rollback leaves them be.
+    unreadable: list[str]
     mode: str  # "incremental" | "scan"
     source: str  # what vouched for the interval: given | watcher | watchman | git | scan
     token: dict[str, Any]
@@ -136,10 +139,20 @@ def capture_workspace(
     # watchman: asked when nothing cheaper vouched; otherwise its clock is carried forward (a
     # later `since` that older clock answers a superset, which is still right).
     wanted_watchman = bool(settings["checkpoints.watchman"])
+    unanswered = before.get("watchman_unanswered")
+    if (
+        isinstance(unanswered, (int, float))
+        and started - unanswered < journal.WATCHMAN_RETRY_SECONDS
+    ):
+        wanted_watchman = False  # it let a query time out lately (see journal.watchman_unanswered)
+        token["watchman_unanswered"] = unanswered
     if wanted_watchman and paths is None:
         sock = before.get("watchman_socket")
         journal.use_watchman_socket(sock if isinstance(sock, str) else None)
+        journal.watchman_unanswered()
         answer = journal.watchman_since(root, before.get("watchman") if usable else None)
+        if journal.watchman_unanswered():
+            token["watchman_unanswered"] = started
         if answer is not None:
             token["watchman"] = answer.clock
             if journal.watchman_socket():
@@ -191,6 +204,15 @@ def capture_workspace(
         mode, source = "scan", "scan"
         root_hash, count, size, changed_count, skipped = build_full(store, settings, writer, ts)
     token["source"] = source
+    unreadable = set(writer.unreadable)
+    if mode == "incremental" and paths is not None:
+        # What the base could not read and nothing looked at again is still not held.
+        carried = before.get("unreadable")
+        for rel in carried if isinstance(carried, list) else []:
+            if isinstance(rel, str) and not _looked_at(rel, paths):
+                unreadable.add(rel)
+    if unreadable:
+        token["unreadable"] = sorted(unreadable)
     return Capture(
         writer,
         root_hash,
@@ -198,6 +220,7 @@ def capture_workspace(
         size,
         changed_count,
         skipped,
+        sorted(unreadable),
         mode,
         source,
         token,
@@ -205,6 +228,14 @@ def capture_workspace(
         ts,
         tree_cache,
     )
+
+
+def _looked_at(rel: str, paths: set[str]) -> bool:
+    """Whether `rel`, or a folder above it, is among the paths a capture looked at again."""
+    if rel in paths:
+        return True
+    parts = rel.split("/")
+    return any("/".join(parts[:depth]) in paths for depth in range(1, len(parts)))
 
 
 def commit(

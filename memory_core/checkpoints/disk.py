@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ class Found:
     size: int
     mtime_ns: int
     ino: int
+    ctime_ns: int
 
 
 @dataclass
@@ -31,6 +33,8 @@ class Scan:
 
     files: dict[str, Found] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
+    # Folders that could not be listed (permissions): what they hold is unknown.
+    unreadable: list[str] = field(default_factory=list)
 
 
 def classify(st: os.stat_result) -> str | None:
@@ -57,7 +61,10 @@ def scan(root: Path, rules: IgnoreRules, max_file_bytes: int, under: str = "") -
             chain = [*chain, (rel_dir, spec)]
         try:
             entries = os.scandir(root / rel_dir if rel_dir else root)
-        except (FileNotFoundError, NotADirectoryError, PermissionError):
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        except OSError:
+            found.unreadable.append(rel_dir)
             return
         open_folders.append((rel_dir, chain, entries))
 
@@ -86,7 +93,12 @@ def scan(root: Path, rules: IgnoreRules, max_file_bytes: int, under: str = "") -
                     found.skipped.append(rel)
                     continue
                 found.files[rel] = Found(
-                    kind, stat.S_IMODE(st.st_mode), st.st_size, st.st_mtime_ns, st.st_ino
+                    kind,
+                    stat.S_IMODE(st.st_mode),
+                    st.st_size,
+                    st.st_mtime_ns,
+                    st.st_ino,
+                    st.st_ctime_ns,
                 )
             else:
                 open_folders.pop()
@@ -97,13 +109,46 @@ def scan(root: Path, rules: IgnoreRules, max_file_bytes: int, under: str = "") -
     return found
 
 
+class ChangingFileError(OSError):
+    """A file that kept changing while it was read: no consistent copy of it could be taken."""
+
+
+# Reads of one file before it is reported as changing (each one seen changed by another writer).
+READ_ATTEMPTS = 4
+# A write within this long of the read may share the file's change time with it (the kernel
+# stamps times from a clock that ticks every few milliseconds): such a file is read twice.
+SAME_TICK_SECONDS = 0.05
+
+
 def read_file(root: Path, rel: str, kind: str) -> bytes:
+    """A file's bytes (a link's target), read consistently: a file whose size or change time
+    moved while it was read, or that was changed within a clock tick of the read and reads
+    differently a second time, is read again; one that never holds still raises
+    ChangingFileError. Never follows a link, never blocks on a fifo swapped in for the file."""
     path = os.path.join(root, rel)  # a string: a scan reads every new file through here
     if kind == "l":
         return os.readlink(path).encode("utf-8", "surrogateescape")
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
     with open(fd, "rb", buffering=0) as handle:
-        return handle.readall()
+        previous: bytes | None = None
+        for _ in range(READ_ATTEMPTS):
+            before = os.fstat(fd)
+            if not stat.S_ISREG(before.st_mode):
+                raise OSError(f"{rel} is no longer a regular file")
+            os.lseek(fd, 0, os.SEEK_SET)
+            data = handle.readall()
+            after = os.fstat(fd)
+            if _stamp(after) != _stamp(before) or len(data) != after.st_size:
+                previous = None  # changed while read
+                continue
+            if after.st_ctime_ns / 1e9 < time.time() - SAME_TICK_SECONDS or previous == data:
+                return data
+            previous = data  # changed just before: a second read must agree
+        raise ChangingFileError(f"{rel} kept changing while it was read")
+
+
+def _stamp(st: os.stat_result) -> tuple[int, int, int, int]:
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 # -- creating ----------------------------------------------------------------------------------

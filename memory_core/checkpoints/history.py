@@ -30,7 +30,18 @@ def checkpoint_dict(row: Any) -> dict[str, Any]:
         "added_bytes": row["added_bytes"],
         "changed": row["changed"],
         "skipped": json.loads(row["skipped"]),
+        "unreadable": unreadable_of(row),
     }
+
+
+def unreadable_of(row: Any) -> list[str]:
+    """The paths a stored checkpoint found but could not read (kept in its journal)."""
+    try:
+        token = json.loads(row["journal"]) if row["journal"] else {}
+    except (ValueError, IndexError, KeyError):
+        return []
+    listed = token.get("unreadable") if isinstance(token, dict) else None
+    return [rel for rel in listed if isinstance(rel, str)] if isinstance(listed, list) else []
 
 
 def find_row(store: Store, ref: str) -> Any:
@@ -101,7 +112,8 @@ def _current(store: Store, settings: config.Settings) -> tuple[dict[str, Entry],
     current: dict[str, Entry] = {}
     for rel, item in found.files.items():
         cached = cache.get(rel)
-        if cached is not None and cached[:4] == (item.mtime_ns, item.size, item.ino, item.mode):
+        seen = (item.mtime_ns, item.size, item.ino, item.mode)
+        if cached is not None and cached[:4] == seen and cached[5] == item.ctime_ns:
             current[rel] = Entry(item.kind, item.mode, str(cached[4]), item.size)
             continue
         try:

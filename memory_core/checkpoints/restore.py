@@ -23,7 +23,7 @@ from memory_core.checkpoints.capture import (
     create,
 )
 from memory_core.checkpoints.disk import settings_for
-from memory_core.checkpoints.history import checkpoint_dict, find_row
+from memory_core.checkpoints.history import checkpoint_dict, find_row, unreadable_of
 from memory_core.checkpoints.storage import TreeLookup, load_tree, read_blob
 from memory_core.checkpoints.trees import CorruptCheckpointError, Entry, Tree, valid_name
 from memory_core.errors import EngramError
@@ -59,14 +59,19 @@ class RollbackPlan:
     # What the checkpoint holds, path -> entry on demand (an editor compares its unsaved
     # buffers with it); only the folders asked about are read.
     target: TreeLookup | None = field(default=None, repr=False)
+    # Writes left out, with why (the file could not be saved in the pre-rollback checkpoint).
+    blocked: list[dict[str, str]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        planned: dict[str, Any] = {
             "checkpoint": self.checkpoint["id"],
             "restore": [w.path for w in self.writes],
             "remove": list(self.removes),
             "unchanged": self.unchanged,
         }
+        if self.blocked:
+            planned["blocked"] = list(self.blocked)
+        return planned
 
 
 def _check_path(root: Path, rel: str, folders: dict[str, bool] | None = None) -> None:
@@ -243,6 +248,15 @@ def plan_rollback(
     folders: dict[str, bool] = {}
     writes: list[FileWrite] = []
     removed_set = set(planned_removes)
+    if row["reason"] == "pre-rollback":
+        # An undo: a link on the way that this plan removes (the rollback being undone restored
+        # it where the later state had a folder) is removed, never followed, and the folder
+        # made again; refusing it would leave the rollback without an undo. (A link found in
+        # the way of an ordinary rollback is still refused: see _real_folder.)
+        for rel in removed_set:
+            with contextlib.suppress(OSError):
+                if stat.S_ISLNK(os.lstat(os.path.join(root, rel)).st_mode):
+                    folders[rel] = False
     for rel, entry in planned_writes:
         _check_path(root, rel, folders)
         content = read_blob(store, entry.hash, path=rel)
@@ -251,10 +265,25 @@ def plan_rollback(
             FileWrite(rel, content, entry.mode, "link" if entry.kind == "l" else "file", existed)
         )
     # Files the checkpoint left out on purpose (over the size cap) are not "created after" it;
-    # secret files and ignored files never reach either tree.
+    # secret files and ignored files never reach either tree. Nor is what it could not read
+    # (permissions, a file that kept changing): never removed, whatever is there now.
     keep = set(json.loads(row["skipped"])) | set(capture.skipped)
+    not_read = _Prefixes(unreadable_of(row))
+    # What the pre-rollback checkpoint could not read is not in it: overwriting it could not
+    # be undone, so it is left as it is and reported.
+    not_saved = _Prefixes(capture.unreadable)
+    blocked = [
+        {"path": w.path, "error": f"not restored: {w.path} could not be read to save it first"}
+        for w in writes
+        if not_saved.holds(w.path)
+    ]
+    writes = [w for w in writes if not not_saved.holds(w.path)]
     written = {w.path for w in writes}
-    removes = sorted(rel for rel in planned_removes if rel not in keep and rel not in written)
+    removes = sorted(
+        rel
+        for rel in planned_removes
+        if rel not in keep and rel not in written and not not_read.holds(rel)
+    )
     for rel in removes:
         _check_path(root, rel, folders)
     unchanged = max(0, int(row["file_count"]) - len(writes))
@@ -266,7 +295,23 @@ def plan_rollback(
         root,
         capture,
         TreeLookup(store, row["root_tree"]),
+        blocked,
     )
+
+
+class _Prefixes:
+    """Paths, and whether a path is one of them or inside one ("." is the whole workspace)."""
+
+    def __init__(self, paths: Iterable[str]) -> None:
+        self.paths = set(paths)
+
+    def holds(self, rel: str) -> bool:
+        if not self.paths:
+            return False
+        if "." in self.paths or rel in self.paths:
+            return True
+        parts = rel.split("/")
+        return any("/".join(parts[:depth]) in self.paths for depth in range(1, len(parts)))
 
 
 def _exists(root: Path, rel: str) -> bool:
@@ -277,27 +322,126 @@ def _exists(root: Path, rel: str) -> bool:
     return True
 
 
-def _make_folders(root: Path, rel: str) -> None:
-    """Make the folders on the way to `rel` real folders, in one pass: a file in the way was
-    created after the checkpoint and is removed; a symbolic link is refused (`_check_path`)."""
-    _check_path(root, rel)  # names; and a link anywhere on the way is refused before any change
-    parts = rel.split("/")[:-1]
-    for depth in range(1, len(parts) + 1):
-        current = os.path.join(root, *parts[:depth])
+class FolderChangedError(EngramError):
+    """A folder the rollback writes into was replaced or moved while it ran: it stops there."""
+
+
+_OPEN_FOLDER = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC
+
+
+class Folders:
+    """The project's folders a rollback writes into, each opened once relative to the folder
+    above it (`openat`), never through a symbolic link: a folder swapped for a link while the
+    rollback runs cannot redirect a write, because names are only ever looked up inside a
+    folder already held. Before and after each write, the folders on the way are checked to be
+    still where they were (`check`); when one is not, the rollback stops (FolderChangedError).
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._fds: dict[str, int] = {"": os.open(root, _OPEN_FOLDER)}
+        self._ids: dict[str, tuple[int, int]] = {"": _identity(os.fstat(self._fds[""]))}
+
+    def __enter__(self) -> Folders:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for fd in self._fds.values():
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._fds.clear()
+
+    def open(self, rel_dir: str, *, create: bool, for_path: str) -> int | None:
+        """The folder `rel_dir`, opened (None: missing, or a file, and not `create`). With
+        `create`, missing folders are made and a file where a folder must be is removed (it was
+        created after the checkpoint); a symbolic link on the way is refused."""
+        known = self._fds.get(rel_dir)
+        if known is not None:
+            return known
+        parent, _, name = rel_dir.rpartition("/")
+        parent_fd = self.open(parent, create=create, for_path=for_path)
+        if parent_fd is None:
+            return None
         try:
-            if stat.S_ISDIR(os.lstat(current).st_mode):
-                continue
-            os.unlink(current)  # a file where a folder must be
+            fd = os.open(name, _OPEN_FOLDER, dir_fd=parent_fd)
         except FileNotFoundError:
-            pass
-        os.makedirs(os.path.join(root, *parts), exist_ok=True)
-        return
+            if not create:
+                return None
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(name, 0o777, dir_fd=parent_fd)
+            fd = self._open_made(name, parent_fd, rel_dir, for_path)
+        except OSError:  # ENOTDIR: a file; ELOOP: a symbolic link
+            found = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
+            if stat.S_ISLNK(found.st_mode):
+                raise _link_refused(self.root, rel_dir, for_path) from None
+            if not create:
+                return None
+            os.unlink(name, dir_fd=parent_fd)  # a file where a folder must be
+            os.mkdir(name, 0o777, dir_fd=parent_fd)
+            fd = self._open_made(name, parent_fd, rel_dir, for_path)
+        self._fds[rel_dir] = fd
+        self._ids[rel_dir] = _identity(os.fstat(fd))
+        return fd
+
+    def _open_made(self, name: str, parent_fd: int, rel_dir: str, for_path: str) -> int:
+        try:
+            return os.open(name, _OPEN_FOLDER, dir_fd=parent_fd)
+        except OSError:  # replaced between the mkdir and the open
+            raise _changed(rel_dir, for_path) from None
+
+    def check(self, rel_dir: str, for_path: str) -> None:
+        """Raise FolderChangedError unless every held folder from the root down to `rel_dir`
+        is still the folder found at its name."""
+        if _identity(os.stat(self.root, follow_symlinks=False)) != self._ids[""]:
+            raise _changed(".", for_path)
+        prefix = ""
+        for part in rel_dir.split("/") if rel_dir else []:
+            parent_fd = self._fds[prefix]
+            prefix = f"{prefix}/{part}" if prefix else part
+            try:
+                found = _identity(os.stat(part, dir_fd=parent_fd, follow_symlinks=False))
+            except OSError:
+                found = None
+            if found != self._ids.get(prefix):
+                raise _changed(prefix, for_path)
+
+    def forget(self, rel_dir: str) -> None:
+        """A folder removed (left empty by a removal): its handle goes too."""
+        fd = self._fds.pop(rel_dir, None)
+        self._ids.pop(rel_dir, None)
+        if fd is not None:
+            os.close(fd)
+
+
+def _identity(st: os.stat_result) -> tuple[int, int]:
+    return (st.st_dev, st.st_ino)
+
+
+def _changed(folder: str, rel: str) -> FolderChangedError:
+    return FolderChangedError(
+        f"stopped at {rel}: {folder} was replaced or moved while the rollback was writing",
+        hint="nothing was written through it; check the folder, then roll back again "
+        "(or undo with the pre-rollback checkpoint)",
+    )
+
+
+def _link_refused(root: Path, folder: str, rel: str) -> EngramError:
+    current = os.path.join(root, folder)
+    target = os.path.realpath(current)
+    where = "outside the workspace" if not _inside(root, Path(target)) else "elsewhere"
+    return EngramError(
+        f"refusing to write {rel}: {folder} is a symbolic link to {target} ({where})",
+        hint="remove the link, then roll back again; nothing was written",
+    )
 
 
 _TEMP_NAMES = itertools.count()
 
 
-def _rewrite_in_place(path: str, write: FileWrite) -> bool:
+def _rewrite_in_place(folder_fd: int, name: str, write: FileWrite) -> bool:
     """Overwrite an existing regular file that has no other name (no hard link elsewhere, which
     would change too), without following a link; False when it is not such a file.
 
@@ -307,16 +451,17 @@ def _rewrite_in_place(path: str, write: FileWrite) -> bool:
     over the old and then cut to length, so the file is never empty in between.
     """
     try:
-        seen = os.lstat(path)
+        seen = os.stat(name, dir_fd=folder_fd, follow_symlinks=False)
         # Only a regular file is opened (opening a fifo or a device may block or act).
         if not stat.S_ISREG(seen.st_mode) or seen.st_nlink != 1:
             return False
-        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        flags = os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC
+        fd = os.open(name, flags, dir_fd=folder_fd)
     except OSError:
         return False  # missing, not writable: the temp file path decides
     with open(fd, "wb", buffering=0) as handle:
         st = os.fstat(fd)
-        if (st.st_dev, st.st_ino) != (seen.st_dev, seen.st_ino) or st.st_nlink != 1:
+        if _identity(st) != _identity(seen) or st.st_nlink != 1:
             return False  # replaced in between
         _write_all(handle, write.content)
         handle.truncate(len(write.content))
@@ -331,68 +476,92 @@ def _write_all(handle: Any, content: bytes) -> None:
         written += handle.write(view[written:])
 
 
-def write_file(root: Path, write: FileWrite) -> None:
+def write_file(root: Path, write: FileWrite, folders: Folders | None = None) -> None:
     """Write one restored file, replacing a link, not following it: an existing file with no
     other name is overwritten in place (`_rewrite_in_place`), anything else is written to a
-    temp file renamed over it.
+    temp file renamed over it. Every name is looked up in a folder held open (`Folders`).
 
     Like `git checkout` and `git reset --hard`, it does not fsync what it writes (100 files
     would wait on the disk 100 times), and a process killed while writing a file may leave it
     part written, as git may: what it held is in the pre-rollback checkpoint, committed and
     synced before any file is written, and rolling back to that checkpoint restores it.
     """
-    _make_folders(root, write.path)
-    path = os.path.join(root, write.path)
-    if write.kind == "file" and _rewrite_in_place(path, write):
+    _check_path(root, write.path)  # names; and a link anywhere on the way is refused first
+    if folders is None:
+        with Folders(root) as own:
+            write_file(root, write, own)
+        return
+    parent, _, name = write.path.rpartition("/")
+    folder_fd = folders.open(parent, create=True, for_path=write.path)
+    assert folder_fd is not None
+    folders.check(parent, write.path)
+    if write.kind == "file" and _rewrite_in_place(folder_fd, name, write):
+        folders.check(parent, write.path)
         return
     with contextlib.suppress(FileNotFoundError):
-        if stat.S_ISDIR(os.lstat(path).st_mode):
+        if stat.S_ISDIR(os.stat(name, dir_fd=folder_fd, follow_symlinks=False).st_mode):
             # A folder where the checkpoint had a file. Files created after the checkpoint were
             # removed already; what is left (ignored files, say) is not ours to delete.
             try:
-                os.rmdir(path)
+                os.rmdir(name, dir_fd=folder_fd)
             except OSError:
                 raise EngramError(
                     f"{write.path} is now a folder that still holds files the checkpoint does not know",
                     hint="move them away and roll back again",
                 ) from None
-    folder, name = os.path.split(path)
+            folders.forget(write.path)
     while True:
-        tmp = os.path.join(folder, f".{name}.engram-rollback-{os.getpid()}-{next(_TEMP_NAMES)}")
+        # (A short piece of the name: the whole one plus the suffix could pass the 255 bytes
+        # a name may have.)
+        tmp = f".{name[:32]}.engram-rollback-{os.getpid()}-{next(_TEMP_NAMES)}"
         try:
             if write.kind == "link":
-                os.symlink(write.content.decode("utf-8", "surrogateescape"), tmp)
+                os.symlink(write.content.decode("utf-8", "surrogateescape"), tmp, dir_fd=folder_fd)
                 break
-            fd = os.open(
-                tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600
-            )
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+            fd = os.open(tmp, flags | os.O_CLOEXEC, 0o600, dir_fd=folder_fd)
             break
         except FileExistsError:
             continue  # left by a killed rollback of a process with the same id: another name
-    if write.kind != "link":
-        try:
+    try:
+        if write.kind != "link":
             with open(fd, "wb", buffering=0) as handle:
                 _write_all(handle, write.content)
                 os.fchmod(handle.fileno(), write.mode)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
-    os.replace(tmp, path)
+        folders.check(parent, write.path)
+        os.replace(tmp, name, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=folder_fd)
+        raise
+    folders.check(parent, write.path)
 
 
-def remove_file(root: Path, rel: str) -> None:
+def remove_file(root: Path, rel: str, folders: Folders | None = None) -> None:
     """Remove a file created after the checkpoint, and folders it leaves empty."""
     _check_path(root, rel)
+    if folders is None:
+        with Folders(root) as own:
+            remove_file(root, rel, own)
+        return
+    parent, _, name = rel.rpartition("/")
+    folder_fd = folders.open(parent, create=False, for_path=rel)
+    if folder_fd is None:
+        return  # its folder is gone (or is a file now): so is it
+    folders.check(parent, rel)
     with contextlib.suppress(FileNotFoundError):
-        os.unlink(root / rel)
-    parent = (root / rel).parent
-    while parent != root and _inside(root, parent):
+        os.unlink(name, dir_fd=folder_fd)
+    while parent:
+        above, _, folder = parent.rpartition("/")
+        above_fd = folders.open(above, create=False, for_path=rel)
+        if above_fd is None:
+            break
         try:
-            os.rmdir(parent)
+            os.rmdir(folder, dir_fd=above_fd)
         except OSError:
             break
-        parent = parent.parent
+        folders.forget(parent)
+        parent = above
 
 
 @cyclic_gc.paused()
@@ -458,23 +627,33 @@ def apply_plan(
     skipped = set(skip)
     restored: list[str] = []
     removed: list[str] = []
-    failed: list[dict[str, str]] = []
-    for rel in plan.removes:
-        if rel in skipped:
-            continue
-        try:
-            remove_file(plan.root, rel)
-            removed.append(rel)
-        except (OSError, EngramError) as exc:
-            failed.append({"path": rel, "error": getattr(exc, "message", str(exc))})
-    for write in plan.writes:
-        if write.path in skipped:
-            continue
-        try:
-            write_file(plan.root, write)
-            restored.append(write.path)
-        except (OSError, EngramError) as exc:
-            failed.append({"path": write.path, "error": getattr(exc, "message", str(exc))})
+    failed: list[dict[str, str]] = list(plan.blocked)
+    stopped: str | None = None
+    with Folders(plan.root) as folders:
+        for rel in plan.removes:
+            if rel in skipped:
+                continue
+            try:
+                remove_file(plan.root, rel, folders)
+                removed.append(rel)
+            except FolderChangedError as exc:
+                stopped = exc.one_line()
+                failed.append({"path": rel, "error": exc.message})
+                break
+            except (OSError, EngramError) as exc:
+                failed.append({"path": rel, "error": getattr(exc, "message", str(exc))})
+        for write in plan.writes if stopped is None else []:
+            if write.path in skipped:
+                continue
+            try:
+                write_file(plan.root, write, folders)
+                restored.append(write.path)
+            except FolderChangedError as exc:
+                stopped = exc.one_line()
+                failed.append({"path": write.path, "error": exc.message})
+                break
+            except (OSError, EngramError) as exc:
+                failed.append({"path": write.path, "error": getattr(exc, "message", str(exc))})
     ts = clock.now() if now is None else now
     result = {
         "done": not failed,
@@ -487,6 +666,9 @@ def apply_plan(
         "unchanged": plan.unchanged,
         "failed": failed,
     }
+    if stopped is not None:
+        # Something moved folders under the rollback: the rest was not attempted.
+        result["stopped"] = stopped
     events.append(
         store,
         events.Event(

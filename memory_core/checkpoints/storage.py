@@ -43,7 +43,9 @@ class Writer:
         self.trees: dict[str, bytes] = {}
         self.decoded: dict[str, Tree] = {}  # the new listings as built (a rollback compares them)
         self.superseded: set[str] = set()  # the base's listings these replace
-        self.index: dict[str, tuple[int, int, int, int, str]] = {}
+        self.index: dict[str, tuple[int, int, int, int, str, int]] = {}
+        # Paths found but not read (permissions, a file that kept changing): path -> why.
+        self.unreadable: dict[str, str] = {}
         self.added_bytes = 0
         self._legacy = store.query_one("SELECT 1 FROM checkpoint_blobs LIMIT 1") is not None
 
@@ -125,10 +127,24 @@ class Writer:
             count_stored(db, self.added_bytes)
         if self.index:
             db.executemany(
-                "INSERT OR REPLACE INTO checkpoint_index (path, mtime_ns, size, ino, mode, hash) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                [(path, *row[:4], bytes.fromhex(row[4])) for path, row in self.index.items()],
+                "INSERT OR REPLACE INTO checkpoint_index "
+                "(path, mtime_ns, size, ino, mode, hash, ctime_ns) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (path, *row[:4], bytes.fromhex(row[4]), row[5])
+                    for path, row in self.index.items()
+                    if storable_path(path)
+                ],
             )
+
+
+def storable_path(path: str) -> bool:
+    """Whether SQLite can hold this path as text: a name that is not UTF-8 on disk (surrogate
+    escapes) cannot; such a file has no stat-cache row and is read at every checkpoint."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _stored(store: Store, digests: list[str], *, legacy: bool) -> set[str]:
@@ -150,32 +166,38 @@ def _stored(store: Store, digests: list[str], *, legacy: bool) -> set[str]:
     return found
 
 
-def stat_cache(store: Store, under: str = "") -> dict[str, tuple[int, int, int, int, str]]:
-    """The stat cache (of the folder `under`): path -> (mtime_ns, size, inode, mode, hash); a
-    negative mtime_ns marks a row hashed within the racy window (`build.stat_row`)."""
-    sql = "SELECT path, mtime_ns, size, ino, mode, hash FROM checkpoint_index"
+def stat_cache(store: Store, under: str = "") -> dict[str, tuple[int, int, int, int, str, int]]:
+    """The stat cache (of the folder `under`): path -> (mtime_ns, size, inode, mode, hash,
+    ctime_ns); a negative mtime_ns marks a row hashed within the racy window (`build.stat_row`).
+    The change time is compared as git's index compares it: every write moves it, and so does
+    putting the mtime back (`touch -r`, `cp -p`)."""
+    sql = "SELECT path, mtime_ns, size, ino, mode, hash, ctime_ns FROM checkpoint_index"
+    if not storable_path(under):
+        return {}
     # '0' follows '/' in byte order: the range holds exactly the paths below `under/`.
     rows = (
         store.query(sql + " WHERE path > ? AND path < ?", (under + "/", under + "0"))
         if under
         else store.query(sql)
     )
-    return {row[0]: (row[1], row[2], row[3], row[4], bytes(row[5]).hex()) for row in rows}
+    return {row[0]: (row[1], row[2], row[3], row[4], bytes(row[5]).hex(), row[6]) for row in rows}
 
 
-def stat_cache_of(store: Store, paths: Iterable[str]) -> dict[str, tuple[int, int, int, int, str]]:
+def stat_cache_of(
+    store: Store, paths: Iterable[str]
+) -> dict[str, tuple[int, int, int, int, str, int]]:
     """The stat cache rows of these paths (those it has)."""
-    wanted = list(paths)
-    found: dict[str, tuple[int, int, int, int, str]] = {}
+    wanted = [path for path in paths if storable_path(path)]
+    found: dict[str, tuple[int, int, int, int, str, int]] = {}
     for start in range(0, len(wanted), 500):  # under SQLite's limit on bound parameters
         chunk = wanted[start : start + 500]
         rows = store.query(
-            "SELECT path, mtime_ns, size, ino, mode, hash FROM checkpoint_index "
+            "SELECT path, mtime_ns, size, ino, mode, hash, ctime_ns FROM checkpoint_index "
             f"WHERE path IN ({','.join('?' * len(chunk))})",
             tuple(chunk),
         )
         found.update(
-            {row[0]: (row[1], row[2], row[3], row[4], bytes(row[5]).hex()) for row in rows}
+            {row[0]: (row[1], row[2], row[3], row[4], bytes(row[5]).hex(), row[6]) for row in rows}
         )
     return found
 

@@ -94,7 +94,10 @@ class Tree:
         try:
             return orjson.dumps(rows)
         except orjson.JSONEncodeError:
-            return json.dumps(rows, separators=(",", ":"), ensure_ascii=False).encode()
+            # A name that is not UTF-8 on disk (os.fsdecode's surrogate escapes) is stored as
+            # its own bytes, which decode_tree turns back into the same name.
+            text = json.dumps(rows, separators=(",", ":"), ensure_ascii=False)
+            return text.encode("utf-8", "surrogateescape")
 
     def totals(self) -> tuple[int, int]:
         entries = self.entries.values()
@@ -268,8 +271,9 @@ def decode_tree(data: bytes, where: str, *, validate: bool = True) -> Tree:
     try:
         try:
             rows = orjson.loads(data)
-        except orjson.JSONDecodeError:  # what orjson refuses (NaN, say) is judged by json
-            rows = json.loads(data.decode("utf-8"))
+        except orjson.JSONDecodeError:  # what orjson refuses (NaN, bytes of a name that is
+            # not UTF-8: Tree.encode) is judged by json
+            rows = json.loads(data.decode("utf-8", "surrogateescape"))
         if type(rows) is not list or not set(map(type, rows)) <= {list}:
             raise ValueError("a listing is a list of rows")
         if not set(map(len, rows)) <= {6}:

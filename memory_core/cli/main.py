@@ -69,12 +69,36 @@ def print_error(
     object `{"error", "hint", "code", "exit_code"}` on stdout (where a script reads the result),
     so that stdout holds exactly one JSON value whatever happens. `code` is the stable code of
     docs/errors.md (`MEM_E004`), or `internal` for a bug."""
+    message = _one_line(message)
     if as_json:
         error = {"error": message, "hint": hint, "code": code, "exit_code": exit_code}
         print(json.dumps(error, ensure_ascii=False))
         return
     text = f"{message} ({hint})" if hint else message
     print(f"engram: error: {text}", file=sys.stderr)
+
+
+# An error message quotes what it was given (an id, a path): a 100 KB argument makes a 100 KB
+# "line". It is cut in the middle past this many characters.
+MAX_ERROR_CHARS = 400
+
+
+def _one_line(message: str) -> str:
+    message = " ".join(message.splitlines())
+    if len(message) > MAX_ERROR_CHARS:
+        cut = len(message) - MAX_ERROR_CHARS
+        half = MAX_ERROR_CHARS // 2
+        message = f"{message[:half]}... ({cut} characters cut) ...{message[-half:]}"
+    # A command-line argument that is not UTF-8 (surrogate escapes) is shown, not printed raw.
+    return message.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _not_utf8(word: str) -> bool:
+    try:
+        word.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 class _Parser(argparse.ArgumentParser):
@@ -135,6 +159,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     global _JSON_ERRORS
     words = list(sys.argv[1:] if argv is None else argv)
     _JSON_ERRORS = "--json" in words
+    for word in words:
+        if _not_utf8(word):
+            print_error(
+                f"an argument is not valid UTF-8: '{_one_line(word)[:80]}'",
+                hint="engram takes its arguments as UTF-8 text",
+                code=UsageError.code,
+                exit_code=EXIT_USAGE,
+                as_json=_JSON_ERRORS,
+            )
+            return EXIT_USAGE
     parser = build_parser(command_word(words))
     args = parser.parse_args(argv)
     handler: Any = getattr(args, "handler", None)
@@ -153,6 +187,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             as_json=context.json,
         )
         return exc.exit_code
+    except OverflowError as exc:
+        # A number given on the command line past what SQLite or the clock can hold
+        # (`--limit 99999999999999999999999`): the user's input, not a bug.
+        print_error(
+            f"a number is too large: {exc}",
+            hint="give a smaller number",
+            code=UsageError.code,
+            exit_code=EXIT_USAGE,
+            as_json=context.json,
+        )
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("engram: interrupted", file=sys.stderr)
         return 130

@@ -604,6 +604,11 @@ def run_checkpoint_create(ctx: Context) -> int:
         )
         if made["skipped"]:
             text += f"\n  left out (over the size cap): {', '.join(made['skipped'][:10])}"
+        if made["unreadable"]:
+            text += (
+                f"\n  NOT SAVED (could not be read; a rollback leaves them as they are): "
+                f"{', '.join(made['unreadable'][:10])}"
+            )
         return text
 
     ctx.emit(made, human)
@@ -689,7 +694,7 @@ def run_rollback(ctx: Context) -> int:
             f"checkpoint {target['id']} was not taken during a session: there is no conversation to rewind",
             hint="roll back without --rewind",
         )
-    if not plan.writes and not plan.removes:
+    if not plan.writes and not plan.removes and not plan.blocked:
         done: dict[str, Any] = {"done": True, **plan.as_dict(), "restored": [], "removed": []}
         text = f"Nothing to do: the workspace already matches {target['id']}."
         if ctx.args.rewind:

@@ -396,6 +396,8 @@ def import_file(
         raise UsageError(f"no such file {str(path)!r}") from None
     except UnicodeDecodeError as exc:
         raise UsageError(f"{path} is not JSON: {exc}") from None
+    except OSError as exc:  # a folder (`import ''` names the current one), no permission
+        raise UsageError(f"cannot read {str(path)!r}: {exc.strerror or exc}") from None
     placeholders = 0
     try:
         try:
