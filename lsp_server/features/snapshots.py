@@ -75,6 +75,27 @@ def open_documents(ls: EngramServer, state: FolderState, given: Any) -> list[dic
     return documents
 
 
+def _current_lines(ls: EngramServer, uri: str, path: Path) -> list[str]:
+    """The document's lines now: the editor's text when it is open, else the file's."""
+    opened = ls.workspace.text_documents.get(uri)
+    if opened is not None:
+        text: str = opened.source
+        return text.split("\n")
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").split("\n")
+    except OSError:
+        return [""]
+
+
+def _within(lines: list[str], position: types.Position) -> types.Position:
+    """`position`, moved back to the end of the document or of its line when past it."""
+    line = min(position.line, max(0, len(lines) - 1))
+    width = len(lines[line].rstrip("\r").encode("utf-16-le")) // 2
+    if line < position.line:
+        return types.Position(line=line, character=width)
+    return types.Position(line=line, character=min(position.character, width))
+
+
 def register(server: EngramServer) -> None:
     @engram_command(server, "engram.snapshot.capture")
     def capture(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
@@ -118,13 +139,16 @@ def register(server: EngramServer) -> None:
             if not uri or not can_show:
                 continue
             selection = document["selection"]
+            # The file may have shrunk since: a position past its end is put at its end (an
+            # editor refuses to place the cursor outside the buffer, and Neovim fails on it).
+            lines = _current_lines(ls, uri, Path(document["absolute_path"]))
             result = await ls.window_show_document_async(
                 types.ShowDocumentParams(
                     uri=uri,
                     take_focus=index == len(documents) - 1,
                     selection=types.Range(
-                        start=types.Position(**selection["start"]),
-                        end=types.Position(**selection["end"]),
+                        start=_within(lines, types.Position(**selection["start"])),
+                        end=_within(lines, types.Position(**selection["end"])),
                     ),
                 )
             )

@@ -80,6 +80,39 @@ async def test_a_snapshot_holds_git_state_and_open_documents_and_restore_reopens
     assert [e["id"] for e in timeline["entries"]] == [f"snapshot:{snap['id']}"]
 
 
+async def test_restore_puts_the_cursor_inside_a_file_that_shrank_since(
+    client: LanguageClient,
+) -> None:
+    """A snapshot's cursor past the end of the file as it is now is moved to its end: an editor
+    cannot place a cursor outside the buffer (Neovim 0.11 fails the whole restore on it)."""
+    folder: Path = client.folder  # type: ignore[attr-defined]
+    (folder / "long.py").write_text("".join(f"line_{i} = {i}\n" for i in range(12)))
+    uri = open_document(client, folder / "long.py")
+    cursor = types.Range(
+        start=types.Position(line=10, character=3), end=types.Position(line=10, character=9)
+    )
+    await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=cursor,
+            context=types.CodeActionContext(diagnostics=[]),
+        )
+    )
+    snap = await execute(client, "engram.snapshot.capture", {})
+    client.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    (folder / "long.py").write_text("x = 1\n")  # two lines now: "x = 1" and ""
+
+    await execute(client, "engram.snapshot.restore", {"id": snap["id"]})
+    shown = await wait_for(
+        lambda: [d for d in client.shown_documents if d.uri == uri] or None  # type: ignore[attr-defined]
+    )
+    assert shown[-1].selection == types.Range(
+        start=types.Position(line=1, character=0), end=types.Position(line=1, character=0)
+    )
+
+
 async def test_bad_arguments_are_clear_errors(client: LanguageClient) -> None:
     from pygls.exceptions import JsonRpcException
 
