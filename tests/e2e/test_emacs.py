@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from memory_core.store import Store
 from tests.e2e.conftest import (
     APP_PY,
     E2E_DIR,
@@ -115,6 +116,15 @@ def test_engram_el_commands_checkpoint_rollback_summary(
     assert result["summary"].startswith("# ")
     assert result["error_message"].startswith("engram: ")
     assert "no-such-checkpoint" in result["error_message"]
+    # One automatic checkpoint: the burst of saves'. engram's store and the other editor's
+    # files written before it made none.
+    with Store.open(sample_workspace.root) as store:
+        bursts = [
+            float(row["created_at"])
+            for row in store.query("SELECT created_at FROM checkpoints WHERE reason = 'burst'")
+        ]
+    assert len(bursts) == 1, bursts
+    assert bursts[0] >= result["work_starts"]
 
 
 def test_engram_el_negative_control_fails_without_the_rollback_command(

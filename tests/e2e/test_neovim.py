@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from memory_core.store import Store
 from tests.e2e.conftest import (
     E2E_DIR,
     GOTCHA_LINE,
@@ -207,3 +208,12 @@ def test_unsaved_text_survives_a_rollback_and_its_undo(
     assert code == 0 and "failed" not in result, result
     assert result["given_back"] == ["app.py"]
     assert "print('typed, not saved')" in result["buffer"]
+    # One automatic checkpoint: the burst of saves'. engram's store and the other editor's
+    # files written before it made none.
+    with Store.open(sample_workspace.root) as store:
+        bursts = [
+            float(row["created_at"])
+            for row in store.query("SELECT created_at FROM checkpoints WHERE reason = 'burst'")
+        ]
+    assert len(bursts) == 1, bursts
+    assert bursts[0] >= result["work_starts"] - 1

@@ -139,5 +139,33 @@
       (error "a server error is not one clear line: %S" caught))
     caught))
 
+(defun e2e-pause (seconds)
+  "Let SECONDS pass, serving the server's messages meanwhile."
+  (let ((deadline (+ (float-time) seconds)))
+    (while (< (float-time) deadline) (accept-process-output nil 0.1))))
+
+(e2e-step "no-burst-from-store-and-editor-files"
+  ;; engram's store written from a terminal and another editor's files: no automatic
+  ;; checkpoint (tests/e2e/test_emacs.py counts them in the store afterwards).
+  (dotimes (i 12)
+    (write-region (format "view %d\n" i) nil
+                  (expand-file-name (format ".engram/exports/from-the-cli-%d.md" i) e2e-root)))
+  (dolist (name '(".other.py.swp" "#other.py#" "other.py~"))
+    (write-region "another editor's unsaved work\n" nil (expand-file-name name e2e-root)))
+  (e2e-pause 2)
+  (push (cons 'work_starts (float-time)) e2e-result)
+  t)
+
+(e2e-step "burst-of-saves"
+  ;; Ten files saved within seconds: the person's (or an agent's) work makes one.
+  (dotimes (i 10)
+    (with-current-buffer (find-file-noselect (expand-file-name (format "saved_%d.py" i) e2e-root))
+      (python-mode)
+      (e2e-wait "eglot to manage the new buffer" (lambda () (eglot-managed-p)) 10)
+      (insert (format "N = %d\n" i))
+      (save-buffer)))
+  (e2e-pause 3)
+  t)
+
 (e2e-finish t)
 ;;; commands.el ends here

@@ -97,4 +97,32 @@ step("undo", function()
   result.buffer = text(bufnr)
 end)
 
+-- Automatic checkpoints (Neovim reports saves, not other writes, on Linux): engram's store
+-- written from a terminal and another editor's swap and backup files make none; ten files
+-- saved in Neovim within seconds make one (tests/e2e/test_neovim.py counts them in the store).
+step("no-burst-from-store-and-editor-files", function()
+  local root = vim.fn.fnamemodify(env.E2E_FILE, ":p:h")
+  for i = 1, 12 do
+    vim.fn.writefile({ "view " .. i }, root .. "/.engram/exports/from-the-cli-" .. i .. ".md")
+  end
+  for _, name in ipairs({ ".other.py.swp", "#other.py#", "other.py~" }) do
+    vim.fn.writefile({ "another editor's unsaved work" }, root .. "/" .. name)
+  end
+  vim.wait(2000)
+  result.work_starts = os.time()
+end)
+
+step("burst-of-saves", function()
+  local root = vim.fn.fnamemodify(env.E2E_FILE, ":p:h")
+  for i = 1, 10 do
+    vim.cmd("edit " .. vim.fn.fnameescape(root .. "/saved_" .. i .. ".py"))
+    wait("the engram client on a new buffer", function()
+      return #engram.clients(0) > 0
+    end)
+    vim.api.nvim_buf_set_lines(0, 0, -1, false, { "N = " .. i })
+    vim.cmd("write")
+  end
+  vim.wait(3000)
+end)
+
 finish(true)
