@@ -5,7 +5,8 @@ Checks (seed 003's validate and repair, and its size breakdown):
 - integrity: SQLite's `PRAGMA integrity_check` over every page and index;
 - full-text indexes: each FTS5 index against the table it indexes (`integrity-check`);
 - orphaned rows: rows whose foreign key points at a row that is gone;
-- orphaned checkpoint content: blobs and trees no checkpoint references;
+- orphaned checkpoint content: blobs and trees no checkpoint references and no clean-up is
+  scheduled for (what retention left for its next collection is a note, not a problem);
 - orphaned exports: `exports/sessions/*.md` of sessions that no longer exist, and temporary
   files an interrupted atomic write left behind;
 - annotation gotchas (`# gotcha: ...` comments) whose stored anchor no longer matches the
@@ -31,7 +32,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from memory_core import clock
+from memory_core import clock, config
 from memory_core.store import Store
 
 DAY = 86400.0
@@ -60,9 +61,16 @@ def area_of(table: str) -> str:
     return "other"
 
 
-def run(store: Store, *, repair: bool = False, now: float | None = None) -> dict[str, Any]:
+def run(
+    store: Store,
+    *,
+    repair: bool = False,
+    now: float | None = None,
+    settings: config.Settings | None = None,
+) -> dict[str, Any]:
     """Check the store (and with `repair`, fix what is safe); returns the report."""
     now = clock.now() if now is None else now
+    settings = config.load(store.root) if settings is None else settings
     repaired: list[str] = []
     report: dict[str, Any] = {"root": str(store.root), "repair": repair}
     report["integrity"] = _integrity(store)
@@ -71,14 +79,14 @@ def run(store: Store, *, repair: bool = False, now: float | None = None) -> dict
         report["repair"] = repair = False
         report["indexes"] = {}
         report["orphaned_rows"] = {"rows": 0, "by_table": {}, "moved_to": None}
-        report["checkpoint_content"] = {"orphaned": 0, "orphaned_bytes": 0, "freed_bytes": 0}
+        report["checkpoint_content"] = _no_checkpoint_content()
         report["files"] = {"orphaned_exports": [], "stale_temp_files": [], "removed": []}
         report["annotations"] = {"stale": [], "resynced": []}
         report["wrong_types"] = {}
     else:
         report["indexes"] = _fts_indexes(store, repair, repaired)
         report["orphaned_rows"] = _orphaned_rows(store, repair, repaired, now)
-        report["checkpoint_content"] = _checkpoint_orphans(store, repair, repaired)
+        report["checkpoint_content"] = _checkpoint_orphans(store, repair, repaired, settings)
         report["files"] = _stray_files(store, repair, repaired, now)
         report["annotations"] = _annotation_anchors(store, repair, repaired)
         report["wrong_types"] = _wrong_types(store)
@@ -90,6 +98,7 @@ def run(store: Store, *, repair: bool = False, now: float | None = None) -> dict
         report["size"] = {"total_bytes": 0, "areas": {}, "largest_tables": [], "files": {}}
         report["size"]["error"] = str(exc)
     report["repaired"] = repaired
+    report["notes"] = notes_of(report)
     problems = problems_of(report)
     report["problems"] = problems
     report["healthy"] = not problems
@@ -115,8 +124,9 @@ def problems_of(report: dict[str, Any]) -> list[str]:
     content = report["checkpoint_content"]
     if content["orphaned"] and not content["freed_bytes"]:
         out.append(
-            f"{content['orphaned']} checkpoint blob(s)/tree(s) no checkpoint references,"
-            f" {content['orphaned_bytes']:,} bytes (`--repair` deletes them)"
+            f"{content['orphaned']} checkpoint blob(s)/tree(s) no checkpoint references and no"
+            f" clean-up is scheduled for, {content['orphaned_bytes']:,} bytes (`--repair` deletes"
+            " them)"
         )
     annotations = report["annotations"]
     if annotations["stale"] and not annotations["resynced"]:
@@ -136,6 +146,26 @@ def problems_of(report: dict[str, Any]) -> list[str]:
     stray = [*files["orphaned_exports"], *files["stale_temp_files"]]
     if stray and not files["removed"]:
         out.append(f"{len(stray)} stray file(s) in .engram (`--repair` removes them)")
+    return out
+
+
+def notes_of(report: dict[str, Any]) -> list[str]:
+    """One line per thing worth knowing that is not a problem."""
+    out: list[str] = []
+    content = report["checkpoint_content"]
+    waiting = content["awaiting_collection"]
+    if waiting["items"] and not content["freed_bytes"]:
+        removals = waiting["collected_after_removals"]
+        when = (
+            "the next checkpoint collects them"
+            if removals == 0
+            else f"they go once retention removes {removals} more checkpoint(s) (at"
+            " `checkpoints.max_count`, each new checkpoint removes one)"
+        )
+        out.append(
+            f"{waiting['items']} checkpoint blob(s)/tree(s), {waiting['bytes']:,} bytes, wait for"
+            f" the next scheduled clean-up: {when}; `engram doctor --repair` collects them now"
+        )
     return out
 
 
@@ -293,13 +323,29 @@ def _record_deletion(
     return deletion_id
 
 
-def _checkpoint_orphans(store: Store, repair: bool, repaired: list[str]) -> dict[str, Any]:
+def _no_checkpoint_content() -> dict[str, Any]:
+    return {
+        "orphaned": 0,
+        "orphaned_bytes": 0,
+        "awaiting_collection": {"items": 0, "bytes": 0, "collected_after_removals": None},
+        "freed_bytes": 0,
+    }
+
+
+def _checkpoint_orphans(
+    store: Store, repair: bool, repaired: list[str], settings: config.Settings
+) -> dict[str, Any]:
+    """Checkpoint content no checkpoint references: waiting for the collection retention owes
+    since it removed a checkpoint (collected every eighth of `checkpoints.max_count` removals,
+    so it is expected), or orphaned, when no collection is owed (a crash of an older engram, an
+    edit by hand: nothing scheduled would remove it)."""
     from memory_core import checkpoints
     from memory_core.checkpoints import retention
 
+    report = _no_checkpoint_content()
     tables = set(store.tables())
     if not {"checkpoints", "checkpoint_blobs", "checkpoint_trees"} <= tables:
-        return {"orphaned": 0, "orphaned_bytes": 0, "freed_bytes": 0}
+        return report
     live = retention.Live()
     live.mark(
         store, [str(row[0]) for row in store.query("SELECT DISTINCT root_tree FROM checkpoints")]
@@ -335,13 +381,23 @@ def _checkpoint_orphans(store: Store, repair: bool, repaired: list[str]) -> dict
         if row["hash"] not in live_trees:
             orphaned += 1
             orphaned_bytes += int(row["n"] or 0)
-    freed = 0
-    if repair and orphaned:
-        freed = checkpoints.gc(store)
+    if not orphaned:
+        return report
+    owed = retention.removals_before_collection(store, int(settings["checkpoints.max_count"]))
+    if owed is None:
+        report.update(orphaned=orphaned, orphaned_bytes=orphaned_bytes)
+    else:
+        report["awaiting_collection"] = {
+            "items": orphaned,
+            "bytes": orphaned_bytes,
+            "collected_after_removals": owed,
+        }
+    if repair:
+        report["freed_bytes"] = freed = checkpoints.gc(store)
         repaired.append(
             f"deleted {orphaned} unreferenced checkpoint blob(s)/tree(s), {freed:,} bytes"
         )
-    return {"orphaned": orphaned, "orphaned_bytes": orphaned_bytes, "freed_bytes": freed}
+    return report
 
 
 def _stray_files(store: Store, repair: bool, repaired: list[str], now: float) -> dict[str, Any]:

@@ -62,19 +62,10 @@ def enforce_retention(
     # workspace), while one removed checkpoint frees little, and once the count limit is reached
     # every new checkpoint removes one. So garbage is collected once enough checkpoints went
     # (GC_SHARE), or when the store is over its cap; until then it only takes space.
-    flag = store.query_one("SELECT value FROM store_meta WHERE key = 'checkpoints.gc_needed'")
-    removed = store.query_one("SELECT value FROM store_meta WHERE key = ?", (_REMOVED_KEY,))
-    if (
-        flag is not None
-        and flag[0] == "1"
-        and (
-            removed is None  # removed by something else (a delete, an older engram): collect now
-            or int(removed[0]) >= max(1, max_count // GC_SHARE)
-            or stored_bytes(store) > int(settings["checkpoints.store_cap_bytes"])
-        )
-    ):
-        gc(store)
     cap = int(settings["checkpoints.store_cap_bytes"])
+    owed = removals_before_collection(store, max_count)
+    if owed is not None and (owed == 0 or stored_bytes(store) > cap):
+        gc(store)
     while stored_bytes(store) > cap:
         oldest = store.query_one(
             "SELECT id FROM checkpoints WHERE id != ? ORDER BY created_at, rowid LIMIT 1",
@@ -87,6 +78,19 @@ def enforce_retention(
         doomed.append(oldest["id"])
         gc(store)
     return doomed
+
+
+def removals_before_collection(store: Store, max_count: int) -> int | None:
+    """How many more checkpoints retention removes before it collects what no checkpoint needs
+    (0: the next checkpoint collects); None when no collection is owed, as no checkpoint was
+    removed since the last one."""
+    flag = store.query_one("SELECT value FROM store_meta WHERE key = 'checkpoints.gc_needed'")
+    if flag is None or flag[0] != "1":
+        return None
+    removed = store.query_one("SELECT value FROM store_meta WHERE key = ?", (_REMOVED_KEY,))
+    if removed is None:  # removed by something else (a delete, an older engram): collect now
+        return 0
+    return max(0, max(1, max_count // GC_SHARE) - int(removed[0]))
 
 
 class Live:

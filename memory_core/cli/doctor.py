@@ -35,7 +35,7 @@ def _size(nbytes: int) -> str:
 def run_doctor(ctx: Context) -> int:
     from memory_core import doctor
 
-    report = doctor.run(ctx.store(create=False), repair=ctx.args.repair)
+    report = doctor.run(ctx.store(create=False), repair=ctx.args.repair, settings=ctx.settings)
 
     def human() -> str:
         rows: list[tuple[str, str]] = [
@@ -48,11 +48,13 @@ def run_doctor(ctx: Context) -> int:
         ]
         rows += [(f"index {name}", state) for name, state in report["indexes"].items()]
         content = report["checkpoint_content"]
+        waiting = content["awaiting_collection"]
         files = report["files"]
         stray = len(files["orphaned_exports"]) + len(files["stale_temp_files"])
         rows += [
             ("orphaned rows", str(report["orphaned_rows"]["rows"])),
             ("orphaned blobs", f"{content['orphaned']} ({_size(content['orphaned_bytes'])})"),
+            ("awaiting clean-up", f"{waiting['items']} ({_size(waiting['bytes'])})"),
             ("stray files", str(stray)),
             ("old gotcha anchors", str(len(report["annotations"]["stale"]))),
         ]
@@ -67,6 +69,8 @@ def run_doctor(ctx: Context) -> int:
             lines.append(f"  file {name:<19}{_size(nbytes):>10}")
         for action in report["repaired"]:
             lines.append(f"repaired: {action}")
+        for note in report["notes"]:
+            lines.append(f"note: {note}")
         for problem in report["problems"]:
             lines.append(f"problem: {problem}")
         lines.append("healthy" if report["healthy"] else "problems found")

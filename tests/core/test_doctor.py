@@ -200,12 +200,75 @@ def test_content_left_behind_by_a_removed_checkpoint_is_found_and_freed(
     checkpoints.create(store, name="second", settings=settings)
     with store.transaction() as db:  # what retention does before its garbage collection
         db.execute("DELETE FROM checkpoints WHERE id = ?", (first["id"],))
-    content = doctor.run(store)["checkpoint_content"]
-    # The first version's blob and the first checkpoint's listing.
-    assert content["orphaned"] == 2 and content["orphaned_bytes"] > 15_000
+    report = doctor.run(store)
+    content = report["checkpoint_content"]
+    # The first version's blob and the first checkpoint's listing, which the flag the removal
+    # set has the next checkpoint collect: expected, so a note and not a problem.
+    assert content["orphaned"] == 0 and report["healthy"]
+    assert content["awaiting_collection"] == {
+        "items": 2,
+        "bytes": content["awaiting_collection"]["bytes"],
+        "collected_after_removals": 0,
+    }
+    assert content["awaiting_collection"]["bytes"] > 15_000
+    assert "the next checkpoint collects them" in report["notes"][0]
     repaired = doctor.run(store, repair=True)
     assert repaired["checkpoint_content"]["freed_bytes"] > 15_000 and repaired["healthy"]
-    assert doctor.run(store)["checkpoint_content"]["orphaned"] == 0
+    after = doctor.run(store)
+    assert after["checkpoint_content"]["awaiting_collection"]["items"] == 0
+    assert after["checkpoint_content"]["orphaned"] == 0 and after["notes"] == []
     # What the remaining checkpoint holds is intact and can be read back.
     [entry] = [e for e in checkpoints.manifest(store, "second") if e["path"] == "big.txt"]
     assert checkpoints.read_blob(store, entry["hash"]) == (workspace / "big.txt").read_bytes()
+
+
+def test_content_retention_left_for_its_scheduled_clean_up_is_no_alarm(
+    store: Store, workspace: Path
+) -> None:
+    """Retention removes checkpoints one by one but collects their content only once an eighth of
+    `checkpoints.max_count` went: until then doctor says what waits and when it goes, and the
+    store is healthy. Content no clean-up is scheduled for is still a problem."""
+    assert run_cli("config", "set", "checkpoints.max_count", "16", cwd=workspace).code == 0
+    settings = config.load(workspace)
+    assert settings["checkpoints.max_count"] == 16
+    for _ in range(17):
+        # Incompressible and over the packing size: each version is a blob of its own.
+        (workspace / "data.txt").write_text(os.urandom(20_000).hex())
+        checkpoints.create(store, settings=settings)
+    assert len(checkpoints.list_checkpoints(store)) == 16  # the first one went
+
+    checked = run_cli("doctor", cwd=workspace)
+    assert checked.code == 0, checked.stdout
+    assert "problem:" not in checked.stdout and checked.stdout.rstrip().endswith("healthy")
+    assert re.search(
+        r"^note: 2 checkpoint blob\(s\)/tree\(s\), [\d,]+ bytes, wait for the next scheduled"
+        r" clean-up: .*1 more checkpoint.*`engram doctor --repair` collects them now",
+        checked.stdout,
+        re.M,
+    ), checked.stdout
+    content = run_cli("doctor", "--json", cwd=workspace).json()["checkpoint_content"]
+    assert content["orphaned"] == 0
+    waiting = content["awaiting_collection"]
+    # The removed checkpoint's version of data.txt (compressed hex) and its listing.
+    assert waiting["items"] == 2 and waiting["bytes"] > 15_000
+    assert waiting["collected_after_removals"] == 1
+
+    (workspace / "data.txt").write_text(os.urandom(20_000).hex())
+    checkpoints.create(store, settings=settings)  # the second removal: collected now
+    content = run_cli("doctor", "--json", cwd=workspace).json()["checkpoint_content"]
+    assert content["orphaned"] == 0 and content["awaiting_collection"]["items"] == 0
+
+    # Content nothing scheduled will collect (left by a crash or a hand edit) is a problem.
+    with store.transaction() as db:
+        db.execute(
+            "INSERT INTO checkpoint_blobs (hash, size, stored_size, data) VALUES (?, 5, 5, ?)",
+            ("e" * 64, b"xxxxx"),
+        )
+    checked = run_cli("doctor", cwd=workspace)
+    assert checked.code == 1
+    assert re.search(
+        r"^problem: 1 checkpoint blob\(s\)/tree\(s\) no checkpoint references and no clean-up"
+        r" is scheduled for",
+        checked.stdout,
+        re.M,
+    ), checked.stdout
