@@ -216,6 +216,40 @@ def test_negative_control_fails_without_rollback(
     assert result.get("failed") == "rollback", result
 
 
+def _run_script(
+    script: Path,
+    workspace: SampleWorkspace,
+    server: list[str],
+    tmp: Path,
+    machine: dict[str, Any] | None = None,
+    **extra: str,
+) -> dict[str, Any]:
+    """Run a short scenario `script` against its own code-server (User settings: `server` as
+    engram.server.command; `machine`: the Remote settings); its result, with exit code."""
+    for path, what in ((CODE_SERVER, "code-server"), (CHROMIUM, "Chromium"), (VSIX, "the .vsix")):
+        require(path, what)
+    shots = OUTPUT / "vscode"
+    shots.mkdir(parents=True, exist_ok=True)
+    result_file = tmp / "result.json"
+    with code_server(workspace.root, server, tmp, machine=machine) as url:
+        env = clean_env(tmp)
+        env.update(
+            E2E_URL=url,
+            E2E_CLIENT_DIR=str(CLIENT_DIR),
+            E2E_CHROMIUM=str(CHROMIUM),
+            E2E_WORKSPACE=str(workspace.root),
+            E2E_RESULT=str(result_file),
+            E2E_SHOTS=str(shots),
+            E2E_SESSION=SESSION_ID,
+            **extra,
+        )
+        completed = run(["node", str(script)], env=env, timeout=240, cwd=tmp)
+    result: dict[str, Any] = json.loads(result_file.read_text()) if result_file.exists() else {}
+    result["exit_code"] = completed.returncode
+    result["stderr"] = completed.stderr[-4000:]
+    return result
+
+
 RESTART = E2E_DIR / "vscode" / "restart.mjs"
 
 
@@ -223,30 +257,17 @@ def test_restart_server_after_a_failed_start(
     sample_workspace: SampleWorkspace, tmp_path: Path
 ) -> None:
     """A wrong server command: one error notification; fixed and "Restart Server": it runs."""
-    for path, what in ((CODE_SERVER, "code-server"), (CHROMIUM, "Chromium"), (VSIX, "the .vsix")):
-        require(path, what)
-    shots = OUTPUT / "vscode"
-    shots.mkdir(parents=True, exist_ok=True)
-    result_file = tmp_path / "result.json"
     missing = [str(tmp_path / "no-such-engram"), "lsp"]
-    with code_server(sample_workspace.root, missing, tmp_path) as url:
-        env = clean_env(tmp_path)
-        env.update(
-            E2E_URL=url,
-            E2E_CLIENT_DIR=str(CLIENT_DIR),
-            E2E_CHROMIUM=str(CHROMIUM),
-            E2E_WORKSPACE=str(sample_workspace.root),
-            E2E_RESULT=str(result_file),
-            E2E_SHOTS=str(shots),
-            E2E_SESSION=SESSION_ID,
-            E2E_SERVER=json.dumps(real_server_command()),
-            E2E_MISSING=missing[0],
-        )
-        completed = run(["node", str(RESTART)], env=env, timeout=240, cwd=tmp_path)
-    result: dict[str, Any] = json.loads(result_file.read_text()) if result_file.exists() else {}
-    result["stderr"] = completed.stderr[-4000:]
+    result = _run_script(
+        RESTART,
+        sample_workspace,
+        missing,
+        tmp_path,
+        E2E_SERVER=json.dumps(real_server_command()),
+        E2E_MISSING=missing[0],
+    )
     write_output("vscode-restart.json", result)
-    assert completed.returncode == 0 and result.get("ok"), result
+    assert result["exit_code"] == 0 and result.get("ok"), result
     (toast,) = result["error_toasts"]
     assert "did not start" in toast
     assert SESSION_ID in result["status_bar"]
@@ -260,27 +281,10 @@ def test_a_user_setting_that_is_not_used_is_said(
 ) -> None:
     """engram.server.command in the User settings, overridden by code-server's Remote
     (machine) settings: one warning names both values and where to set it."""
-    for path, what in ((CODE_SERVER, "code-server"), (CHROMIUM, "Chromium"), (VSIX, "the .vsix")):
-        require(path, what)
-    shots = OUTPUT / "vscode"
-    shots.mkdir(parents=True, exist_ok=True)
-    result_file = tmp_path / "result.json"
     user_value = [str(tmp_path / "an-engram-on-another-machine"), "lsp"]
     machine = {"engram.server.command": real_server_command()}
-    with code_server(sample_workspace.root, user_value, tmp_path, machine=machine) as url:
-        env = clean_env(tmp_path)
-        env.update(
-            E2E_URL=url,
-            E2E_CLIENT_DIR=str(CLIENT_DIR),
-            E2E_CHROMIUM=str(CHROMIUM),
-            E2E_WORKSPACE=str(sample_workspace.root),
-            E2E_RESULT=str(result_file),
-            E2E_SHOTS=str(shots),
-            E2E_SESSION=SESSION_ID,
-        )
-        completed = run(["node", str(IGNORED)], env=env, timeout=240, cwd=tmp_path)
-    result: dict[str, Any] = json.loads(result_file.read_text()) if result_file.exists() else {}
-    write_output("vscode-ignored.json", {**result, "stderr": completed.stderr[-3000:]})
-    assert completed.returncode == 0 and result.get("ok"), result
+    result = _run_script(IGNORED, sample_workspace, user_value, tmp_path, machine=machine)
+    write_output("vscode-ignored.json", result)
+    assert result["exit_code"] == 0 and result.get("ok"), result
     assert "an-engram-on-another-machine" in result["warning"]
     assert "Remote (machine) settings" in result["warning"]

@@ -187,19 +187,21 @@ async def test_engrams_own_writes_editor_files_and_a_rollback_make_no_burst(
     assert await _wait_for_burst(client, 1, 10) == 1
 
 
+def _type(client: LanguageClient, uri: str, version: int, text: str) -> None:
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+        )
+    )
+
+
 async def test_rollback_also_reverts_unsaved_edits_in_open_buffers(client: LanguageClient) -> None:
     folder = client.folder  # type: ignore[attr-defined]
     (folder / "typed.py").write_text("answer = 42\n")
     made = await execute(client, "engram.checkpoint.create")
     uri = open_document(client, folder / "typed.py")
-    client.text_document_did_change(
-        types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
-            content_changes=[
-                types.TextDocumentContentChangeWholeDocument(text="answer = 0  # unsaved\n")
-            ],
-        )
-    )
+    _type(client, uri, 2, "answer = 0  # unsaved\n")
     result = await execute(
         client, "engram.checkpoint.rollback", {"id": made["id"], "confirm": True}
     )
@@ -221,14 +223,7 @@ async def test_the_rollback_question_names_buffers_with_unsaved_changes(
     (folder / "other.py").write_text("saved = False\n")  # changed on disk, its buffer saved
     open_document(client, folder / "other.py")
     uri = open_document(client, folder / "typed.py")
-    client.text_document_did_change(
-        types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
-            content_changes=[
-                types.TextDocumentContentChangeWholeDocument(text="answer = 0  # unsaved\n")
-            ],
-        )
-    )
+    _type(client, uri, 2, "answer = 0  # unsaved\n")
     preview = await execute(
         client, "engram.checkpoint.rollback", {"id": made["id"], "preview": True}
     )
@@ -236,15 +231,6 @@ async def test_the_rollback_question_names_buffers_with_unsaved_changes(
     assert preview["unsaved"] == ["typed.py"]
     assert "Restore 2 files: other.py, typed.py." in preview["message"]
     assert "Unsaved changes in typed.py are replaced too" in preview["message"]
-
-
-def _type(client: LanguageClient, uri: str, version: int, text: str) -> None:
-    client.text_document_did_change(
-        types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
-        )
-    )
 
 
 async def test_undoing_a_rollback_gives_unsaved_buffers_their_text_back(
