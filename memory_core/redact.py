@@ -1538,6 +1538,7 @@ _IDENTIFIER = (r"^[A-Za-z_][A-Za-z0-9_]*$", 0)
 # alternation tried at every position was 20 times slower; the names are spelled as a trie
 # so each position tries one branch), then the value is read from the original text at the
 # same offset. The match starts at the word itself (`password` in `db_password = ...`).
+# A name added here needs its place in `_NAME_STARTS` too (large texts try only those places).
 _NAME_TRIE = (
     r"(?:p(?:ass(?:w(?:or)?d|phrase)?|wd|rivate[_\-]?key)|s(?:ecret|alt|ig|ession[_\-]?token)|"
     r"token|a(?:pi[_\-]?key|pikey|ccess[_\-]?key|uth)|c(?:lient[_\-]?secret|reds?|redentials?|"

@@ -406,3 +406,21 @@ def test_every_secret_in_one_large_text_is_found_as_it_is_alone() -> None:
     # that patches the lowered text instead of lowering the output again.
     text = text.replace("Σ", "")
     assert redact(text) == out.replace("Σ", "")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "password", "passwd", "pwd", "passphrase", "private_key", "privatekey", "secret",
+        "salt", "sig", "session_token", "sessiontoken", "token", "api_key", "api-key",
+        "apikey", "access_key", "auth", "client_secret", "clientsecret", "creds",
+        "credentials", "cookie", "key", "dsn", "hmac", "db_password", "MY_API_KEY",
+    ],
+)  # fmt: skip
+def test_an_assignment_in_a_large_text_is_found_as_in_a_short_one(name: str) -> None:
+    # In a large text assignments are tried only where a secret name can start: every name
+    # the short-text regex knows must be one of those places.
+    line = f'{name} = "q7Zk2Lp9Xw4Rt8Vb"'
+    assert "q7Zk2Lp9Xw4Rt8Vb" not in redact(line)
+    filler = "def handler(event):\n    return process(event)  # ordinary code\n" * 120
+    assert redact(filler + line + "\n" + filler) == filler + redact(line) + "\n" + filler
