@@ -553,7 +553,10 @@ def _token_spans(text: str, cache: _Hits | None = None) -> list[Span]:
     # The detectors read only the token runs, joined by newlines (which no token format
     # contains, so no match spans two runs); each match is mapped back to the text.
     candidates = "\n".join(text[start:end] for start, end in runs)
-    hits = {index for guard, index in _TOKEN_GUARDS if guard in candidates}
+    # Which detectors can match is asked of each distinct run once: the same names and paths
+    # recur through a large text (half of the runs of a codebase are repeats).
+    distinct = "\n".join(dict.fromkeys(text[start:end] for start, end in runs))
+    hits = {index for guard, index in _TOKEN_GUARDS if guard in distinct}
     if not hits:
         return []
     run_starts: list[int] = []
@@ -1080,13 +1083,67 @@ class _Hits:
             self._run_mask = self.encoded().translate(_RUN_MASK)
         return self._run_mask
 
+    def moved(self, text: str, lowered: str, merged: list[Span]) -> _Hits:
+        """The hits of `text`: this text with the `merged` spans replaced by their labels.
+
+        A word of letters found here is found there shifted, unless a span covered part of it;
+        labels are searched on their own (`key` of `[redacted:openai-key]`). A label starts with
+        `[` and ends with `]`, so no word of letters spans a label's edge.
+        """
+        moved = _Hits(text, lowered)
+        for (guard, fold), positions in self._found.items():
+            if not guard.isalpha():
+                continue
+            size = len(guard)
+            found: list[int] = []
+            shift = 0
+            span = 0
+            for at in positions:
+                while span < len(merged) and merged[span][1] <= at:
+                    start, end, label = merged[span]
+                    spelled = label.lower() if fold else label
+                    found.extend(start + shift + i for i in _find_all(spelled, guard))
+                    shift += len(label) - (end - start)
+                    span += 1
+                if span < len(merged) and merged[span][0] < at + size:
+                    continue  # partly or wholly replaced
+                found.append(at + shift)
+            for start, end, label in merged[span:]:
+                spelled = label.lower() if fold else label
+                found.extend(start + shift + i for i in _find_all(spelled, guard))
+                shift += len(label) - (end - start)
+            moved._found[(guard, fold)] = found
+        return moved
+
     def of(self, guard: str, fold: bool) -> list[int]:
         key = (guard, fold)
         found = self._found.get(key)
         if found is None:
-            found = list(_find_all(self.lowered if fold else self.text, guard))
+            haystack = self.lowered if fold else self.text
+            derived = _DERIVED_GUARDS.get(key)
+            if derived is not None and len(self.lowered) == len(self.text):
+                # Every occurrence holds a shorter guard already searched for at a known
+                # offset: checking those few places is cheaper than another pass over the text.
+                base, offset = derived
+                found = [
+                    at - offset
+                    for at in self.of(base, True)
+                    if at >= offset and haystack.startswith(guard, at - offset)
+                ]
+            else:
+                found = list(_find_all(haystack, guard))
             self._found[key] = found
         return found
+
+
+# (guard, folded) -> (a shorter folded guard inside it, its offset): found from the shorter
+# one's occurrences instead of by a pass of its own (each pass over a megabyte costs ~1 ms).
+_DERIVED_GUARDS: dict[tuple[str, bool], tuple[str, int]] = {
+    ("accountkey", True): ("key", 7),
+    ("sharedaccess", True): ("access", 6),
+    ("sshpass", False): ("pass", 3),
+    ("PRIVATE KEY", False): ("private", 0),
+}
 
 
 # Detectors whose guard counts only in a certain place: a secret word is a flag's name only
@@ -1204,27 +1261,26 @@ def _keyword_spans(text: str, lowered: str, hits: _Hits | None = None) -> list[S
     spans: list[Span] = []
     # The secret words are found by substring search, and each is checked as a word before the
     # regex reads what follows it: most of them (`path`, `author`, `keys()`) stop there.
-    positions = sorted({at for word in _KEYWORD_GUARDS for at in hits.of(word, True)})
+    positions = sorted((at, word) for word in _KEYWORD_GUARDS for at in hits.of(word, True))
     if not positions:
         return spans
     pattern = _rx(_KEYWORD_VALUE)
     done = 0
-    for word_start in positions:
+    for word_start, guard in positions:
         if word_start < done:
             continue
         if word_start > 0 and text[word_start - 1].isalpha() and not text[word_start].isupper():
             continue  # inside a word: `monkeys`, `passage`, `keyword`
+        # Where the guard is the whole secret word, a longer word is known before the regex
+        # runs (`path` of `pat`: thousands in a large text of code).
+        if guard not in _KEYWORD_GUARDS_LONGER and _longer_word(
+            text, lowered, word_start + len(guard)
+        ):
+            continue
         match = pattern.match(lowered, word_start)
         if match is None:
             continue
-        word_end = match.end("word")
-        after = text[word_end : word_end + 2]
-        if (
-            after[:1].islower()
-            and text[word_end - 1].islower()
-            and not (after[:1] == "s" and not after[1:2].isalpha())
-            and not lowered.startswith(_GLUED_WORDS, word_end)
-        ):
+        if _longer_word(text, lowered, match.end("word")):
             continue  # a longer word: `accessor`, `author`, `tokenizer`, `path`
         start, end = match.span("value")
         value = text[start:end].rstrip(".,;")
@@ -1237,6 +1293,21 @@ def _keyword_spans(text: str, lowered: str, hits: _Hits | None = None) -> list[S
             spans.append((start, start + len(value), _label("secret")))
             done = end
     return spans
+
+
+# Guards the secret word can run on from (`pass` of `password`, `cred` of `credentials`).
+_KEYWORD_GUARDS_LONGER = frozenset(("pass", "cred"))
+
+
+def _longer_word(text: str, lowered: str, word_end: int) -> bool:
+    """Whether the secret word ending at `word_end` goes on into a longer word."""
+    after = text[word_end : word_end + 2]
+    return (
+        after[:1].islower()
+        and text[word_end - 1].islower()
+        and not (after[:1] == "s" and not after[1:2].isalpha())
+        and not lowered.startswith(_GLUED_WORDS, word_end)
+    )
 
 
 def _in_url_path(lowered: str, at: int) -> bool:
@@ -1396,6 +1467,11 @@ def _windowed_matches(
 def _apply(text: str, spans: list[Span]) -> str:
     """`text` with every span replaced by its label. Overlapping spans are merged (no matched
     character survives) and keep the label of the longer one; on a tie the first listed."""
+    return _replace(text, _merged(spans))
+
+
+def _merged(spans: list[Span]) -> list[Span]:
+    """The spans in order, overlapping ones merged into one."""
     order = sorted(range(len(spans)), key=lambda i: (spans[i][0], -spans[i][1], i))
     merged: list[list[Any]] = []
     for index in order:
@@ -1407,6 +1483,10 @@ def _apply(text: str, spans: list[Span]) -> str:
             current[1] = max(current[1], end)
         else:
             merged.append([start, end, label])
+    return [(start, end, label) for start, end, label in merged]
+
+
+def _replace(text: str, merged: list[Span]) -> str:
     pieces: list[str] = []
     last = 0
     for start, end, label in merged:
@@ -1458,6 +1538,7 @@ _IDENTIFIER = (r"^[A-Za-z_][A-Za-z0-9_]*$", 0)
 # alternation tried at every position was 20 times slower; the names are spelled as a trie
 # so each position tries one branch), then the value is read from the original text at the
 # same offset. The match starts at the word itself (`password` in `db_password = ...`).
+# A name added here needs its place in `_NAME_STARTS` too (large texts try only those places).
 _NAME_TRIE = (
     r"(?:p(?:ass(?:w(?:or)?d|phrase)?|wd|rivate[_\-]?key)|s(?:ecret|alt|ig|ession[_\-]?token)|"
     r"token|a(?:pi[_\-]?key|pikey|ccess[_\-]?key|uth)|c(?:lient[_\-]?secret|reds?|redentials?|"
@@ -1667,15 +1748,67 @@ def _weak_name(name: str) -> bool:
 _WEAK_PARTS = frozenset(("key", "keys", "salt", "signature", "hmac", "tokens"))
 
 
-def _redact_assignments(text: str, lowered: str) -> str:
+# Where a name of `_NAME_TRIE` can start: (a guard, its offset in the name, what precedes it
+# there). Most names start with their guard; `api_key`, `session_token` and `client_secret`
+# hold it a few characters in.
+_NAME_STARTS = (
+    ("pass", 0, ""),
+    ("pwd", 0, ""),
+    ("private", 0, ""),
+    ("secret", 0, ""),
+    ("secret", 6, "client"),
+    ("secret", 7, "client"),
+    ("salt", 0, ""),
+    ("sig", 0, ""),
+    ("token", 0, ""),
+    ("token", 7, "session"),
+    ("token", 8, "session"),
+    ("access", 0, ""),
+    ("auth", 0, ""),
+    ("cred", 0, ""),
+    ("cookie", 0, ""),
+    ("key", 0, ""),
+    ("key", 3, "api"),
+    ("key", 4, "api"),
+    ("dsn", 0, ""),
+    ("hmac", 0, ""),
+)
+
+
+def _assignment_matches(lowered: str, hits: _Hits) -> Iterator[re.Match[str]]:
+    """What `finditer` of `_ASSIGNMENT_LOWER` over `lowered` yields, tried only where a name can
+    start: on a large text a few substring searches (most shared with the other passes) and a
+    match at each place cost a fraction of one regex pass over every character."""
+    pattern = _rx(_ASSIGNMENT_LOWER)
+    starts = sorted(
+        {
+            at - offset
+            for guard, offset, before in _NAME_STARTS
+            for at in hits.of(guard, True)
+            if not offset or (at >= offset and lowered.startswith(before, at - offset))
+        }
+    )
+    searched_to = 0
+    for start in starts:
+        if start < searched_to:
+            continue  # finditer goes on from the end of the previous match
+        match = pattern.match(lowered, start)
+        if match is not None:
+            searched_to = match.end()
+            yield match
+
+
+def _redact_assignments(text: str, lowered: str, hits: _Hits | None = None) -> str:
     # str.lower() can change the length of some non-ASCII text; then offsets would not line
     # up, and the (slower) case-insensitive regex runs on the original instead.
     same_offsets = len(lowered) == len(text)
-    matches = (
-        _rx(_ASSIGNMENT_LOWER).finditer(lowered)
-        if same_offsets
-        else _rx(_ASSIGNMENT).finditer(text)
-    )
+    matches: Iterator[re.Match[str]]
+    if not same_offsets:
+        matches = _rx(_ASSIGNMENT).finditer(text)
+    elif len(text) > WINDOWED_ABOVE:
+        matches = _assignment_matches(lowered, hits or _Hits(text, lowered))
+    else:
+        matches = _rx(_ASSIGNMENT_LOWER).finditer(lowered)
     pieces: list[str] = []
     last = 0
     for match in matches:
@@ -1850,9 +1983,19 @@ def _redact(text: str, random_words: bool = True) -> str:
         + (_random_word_spans(text, hits) if random_words else [])
     )
     if spans:
-        text = _apply(text, spans)
-        lowered = text.lower()
-    return _redact_assignments(text, lowered)
+        merged = _merged(spans)
+        redacted = _replace(text, merged)
+        if len(lowered) == len(text) and (text.isascii() or "\u03a3" not in text):
+            # Lowercasing is character by character here (no final sigma, whose case depends
+            # on its neighbours), so the lowered output is the lowered text with the same
+            # parts replaced, and the secret words found in it only move: no second pass.
+            lowered = _replace(lowered, [(a, b, label.lower()) for a, b, label in merged])
+            hits = hits.moved(redacted, lowered, merged)
+        else:
+            lowered = redacted.lower()
+            hits = _Hits(redacted, lowered)
+        text = redacted
+    return _redact_assignments(text, lowered, hits)
 
 
 def _secret_key(key: str) -> bool:

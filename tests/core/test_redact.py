@@ -390,3 +390,37 @@ def test_a_large_text_with_every_kind_of_secret_loses_them_all() -> None:
     assert [s.kind for s in SECRETS if s.secret in out] == []
     # Not a speed budget: a guard against a pattern that backtracks catastrophically.
     assert elapsed < 5, elapsed
+
+
+def test_every_secret_in_one_large_text_is_found_as_it_is_alone() -> None:
+    # One large text holding every secret: the assignments are read after the other detectors'
+    # replacements, from the secret words found before them (moved, not searched again); what
+    # comes out must be what each secret gives alone.
+    filler = "\ndef handler(event):\n    return process(event)  # ordinary code\n" * 40
+    cases = [case for case in SECRETS if not case.kind.startswith("truncated")]
+    text = filler.join(case.text for case in cases) + filler + "Σ ok"
+    out = redact(text)
+    assert out == filler.join(redact(case.text) for case in cases) + filler + "Σ ok"
+    assert not [case.kind for case in cases if case.secret in out]
+    # The same with the text lowercased character by character (no final sigma): the path
+    # that patches the lowered text instead of lowering the output again.
+    text = text.replace("Σ", "")
+    assert redact(text) == out.replace("Σ", "")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "password", "passwd", "pwd", "passphrase", "private_key", "privatekey", "secret",
+        "salt", "sig", "session_token", "sessiontoken", "token", "api_key", "api-key",
+        "apikey", "access_key", "auth", "client_secret", "clientsecret", "creds",
+        "credentials", "cookie", "key", "dsn", "hmac", "db_password", "MY_API_KEY",
+    ],
+)  # fmt: skip
+def test_an_assignment_in_a_large_text_is_found_as_in_a_short_one(name: str) -> None:
+    # In a large text assignments are tried only where a secret name can start: every name
+    # the short-text regex knows must be one of those places.
+    line = f'{name} = "q7Zk2Lp9Xw4Rt8Vb"'
+    assert "q7Zk2Lp9Xw4Rt8Vb" not in redact(line)
+    filler = "def handler(event):\n    return process(event)  # ordinary code\n" * 120
+    assert redact(filler + line + "\n" + filler) == filler + redact(line) + "\n" + filler
