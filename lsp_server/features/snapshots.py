@@ -76,15 +76,22 @@ def open_documents(ls: EngramServer, state: FolderState, given: Any) -> list[dic
 
 
 def _current_lines(ls: EngramServer, uri: str, path: Path) -> list[str]:
-    """The document's lines now: the editor's text when it is open, else the file's."""
+    """The document's lines now, as an editor counts them: the editor's text when it is open,
+    else the file's; a final newline ends the last line, it does not start another (Neovim
+    refuses a cursor on that line)."""
     opened = ls.workspace.text_documents.get(uri)
+    text: str
     if opened is not None:
-        text: str = opened.source
-        return text.split("\n")
-    try:
-        return path.read_text(encoding="utf-8", errors="replace").split("\n")
-    except OSError:
-        return [""]
+        text = opened.source
+    else:
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            text = ""
+    lines = text.split("\n")
+    if len(lines) > 1 and lines[-1] == "":
+        lines.pop()
+    return lines
 
 
 def _within(lines: list[str], position: types.Position) -> types.Position:

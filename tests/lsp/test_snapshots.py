@@ -102,14 +102,14 @@ async def test_restore_puts_the_cursor_inside_a_file_that_shrank_since(
     client.text_document_did_close(
         types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
     )
-    (folder / "long.py").write_text("x = 1\n")  # two lines now: "x = 1" and ""
+    (folder / "long.py").write_text("x = 1\n")  # one line now
 
     await execute(client, "engram.snapshot.restore", {"id": snap["id"]})
     shown = await wait_for(
         lambda: [d for d in client.shown_documents if d.uri == uri] or None  # type: ignore[attr-defined]
     )
     assert shown[-1].selection == types.Range(
-        start=types.Position(line=1, character=0), end=types.Position(line=1, character=0)
+        start=types.Position(line=0, character=5), end=types.Position(line=0, character=5)
     )
 
 
