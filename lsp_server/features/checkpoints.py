@@ -20,6 +20,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import stat
 import threading
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
@@ -543,8 +544,40 @@ def _work(ls: EngramServer, state: FolderState, paths: list[str]) -> list[str]:
             if _disk_stat(state.root / rel) == left[1]:
                 continue
             del rolled_back[rel]  # changed since: whoever did it, it is work
+        if stat.S_ISDIR(_mode(state.root / rel)):
+            # A new folder: VS Code reports the folder alone, not the files created in it.
+            work.extend(_files_in(state.root, rel, ignore, BURST_FOLDER_FILES))
+            continue
         work.append(rel)
     return work
+
+
+# At most this many files of a reported folder are counted toward a burst (enough for any
+# threshold; a huge folder is not walked on the event loop).
+BURST_FOLDER_FILES = 200
+
+
+def _mode(path: Path) -> int:
+    try:
+        return os.lstat(path).st_mode
+    except OSError:
+        return 0
+
+
+def _files_in(root: Path, rel: str, ignore: journal.Ignore, limit: int) -> list[str]:
+    """Up to `limit` files under folder `rel` that are someone's work (not ignored)."""
+    found: list[str] = []
+    for folder, dirs, files in os.walk(root / rel):
+        base = os.path.relpath(folder, root).replace(os.sep, "/")
+        chain = ignore.rules.chain_for(base)
+        dirs[:] = [d for d in dirs if not ignore.rules.ignored(f"{base}/{d}", True, chain)]
+        for name in files:
+            child = f"{base}/{name}"
+            if evolution.is_recordable(child) and not ignore.ignored(child):
+                found.append(child)
+                if len(found) >= limit:
+                    return found
+    return found
 
 
 def _maybe_burst(ls: EngramServer, state: FolderState, count: int) -> None:

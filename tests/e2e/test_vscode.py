@@ -28,6 +28,7 @@ from tests.e2e.conftest import (
     CLIENT_DIR,
     CODE_SERVER,
     E2E_DIR,
+    ENGRAM,
     GOTCHA_LINE,
     GOTCHA_WORKAROUND,
     OUTPUT,
@@ -110,6 +111,7 @@ def run_scenario(
             E2E_SESSION=SESSION_ID,
             E2E_QUOTA=str(QUOTA_BYTES),
             E2E_TURNS=str(len(SESSION_PROMPTS)),
+            E2E_ENGRAM=str(ENGRAM),
         )
         completed = run(["node", str(scenario)], env=env, timeout=240, cwd=tmp)
     result: dict[str, Any] = json.loads(result_file.read_text()) if result_file.exists() else {}

@@ -187,6 +187,25 @@ async def test_engrams_own_writes_editor_files_and_a_rollback_make_no_burst(
     assert await _wait_for_burst(client, 1, 10) == 1
 
 
+async def test_a_new_folder_of_files_reported_as_one_event_makes_a_burst(
+    client: LanguageClient,
+) -> None:
+    """VS Code reports a folder created with files in it as the folder alone: its files count."""
+    folder = client.folder  # type: ignore[attr-defined]
+    (folder / ".gitignore").write_text("generated/cache/\n")
+    created = folder / "generated"
+    (created / "cache").mkdir(parents=True)
+    for i in range(12):
+        (created / "cache" / f"c_{i}.bin").write_text("ignored\n")
+    _report(client, [created])
+    assert await _wait_for_burst(client, 1, 1.5) == 0  # only ignored files in it so far
+
+    for i in range(10):
+        (created / f"gen_{i}.py").write_text(f"N = {i}\n")
+    _report(client, [created])
+    assert await _wait_for_burst(client, 1, 10) == 1
+
+
 def _type(client: LanguageClient, uri: str, version: int, text: str) -> None:
     client.text_document_did_change(
         types.DidChangeTextDocumentParams(

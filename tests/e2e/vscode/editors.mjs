@@ -8,6 +8,7 @@
 //   undoing the rollback (rolling back to its pre-rollback checkpoint) gives the typed text
 //   back, unsaved.
 // Input: E2E_* environment variables. Output: a JSON result and screenshots.
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { env, scenario, timeout } from "./harness.mjs";
@@ -49,6 +50,12 @@ async function rollBack(rowText) {
   return question;
 }
 
+/** The automatic burst checkpoints in the store, as `engram checkpoint list` reports them. */
+function bursts() {
+  const listed = JSON.parse(execFileSync(env.E2E_ENGRAM, ["checkpoint", "list", "--json"], { cwd: root, encoding: "utf8" }));
+  return listed.checkpoints.filter((checkpoint) => checkpoint.reason === "burst");
+}
+
 const dirtyTab = () => page.locator(".tabs-container .tab.dirty", { hasText: env.E2E_FILE_NAME });
 
 await step("launch", async () => {
@@ -82,6 +89,9 @@ await step("not-work", async () => {
   }
   fs.symlinkSync("person@host.4242:1700000000", path.join(root, ".#app.py"));
   await page.waitForTimeout(4000);
+  if (bursts().length > 0) {
+    throw new Error(`an automatic checkpoint for files that are no one's work: ${JSON.stringify(bursts())}`);
+  }
   result.work_starts = Date.now() / 1000;
 });
 
@@ -90,7 +100,8 @@ await step("real-burst", async () => {
   for (let i = 0; i < 12; i++) {
     fs.writeFileSync(path.join(root, "generated", `gen_${i}.py`), `N = ${i}\n`);
   }
-  await page.waitForTimeout(4000);
+  // VS Code reports the files when its watcher gets to them (seconds on a busy machine).
+  await waitFor("the automatic checkpoint of the burst", async () => bursts().length > 0);
 });
 
 await step("type-unsaved", async () => {
