@@ -16,4 +16,5 @@ echo "==> mypy"
 .venv/bin/mypy
 echo "==> pytest"
 mkdir -p test-output
-.venv/bin/python -m pytest -ra "$@"
+# The slowest tests are listed so a run that nears CI's time shows where it goes.
+.venv/bin/python -m pytest -ra --durations=30 "$@"
