@@ -583,6 +583,8 @@ def run(name: str, workspace: Path) -> dict[str, Any]:
             "changed": set(sessions.net_files_changed(store, sid)),
             "touched": set(sessions.files_modified(store, sid)),
             "summary": sessions.summary_markdown(store, sid),
+            "metrics": sessions.metrics(store, sid),
+            "note": sessions.write_export(store, sid).read_text(encoding="utf-8"),
         }
     finally:
         store.close()

@@ -9,6 +9,7 @@ the rules for net effect, open items and user rules were written."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +67,24 @@ def test_the_summary_lists_reverted_files_as_put_back(told: dict[str, Any]) -> N
         assert f"- `{path}` (changed, then put back)" in told["summary"]
     if told["expected"].reverted:
         touched, changed = len(told["touched"]), len(told["expected"].changed)
-        assert f"| files modified | {touched} ({changed} changed in the end) |" in told["summary"]
+        put_back = touched - changed
+        assert (
+            f"| files modified | {changed} ({touched} touched, {put_back} put back) |"
+            in told["summary"]
+        )
+
+
+def test_metrics_and_the_vault_note_count_what_really_changed(told: dict[str, Any]) -> None:
+    """`session metrics` and the note's frontmatter agree with the context: files modified is
+    the net count; the files put back count only as touched."""
+    changed, touched = len(told["expected"].changed), len(told["touched"])
+    assert (told["metrics"]["files_modified"], told["metrics"]["files_touched"]) == (
+        changed,
+        touched,
+    )
+    frontmatter = told["note"].split("\n---\n", 1)[0]
+    assert f"\nfiles_modified: {changed}\n" in frontmatter
+    assert f"\nfiles_touched: {touched}\n" in frontmatter
 
 
 def test_recall_and_precision_over_all_scenarios(tmp_path: Path) -> None:
@@ -208,3 +226,7 @@ def test_an_edit_undone_through_the_hooks_alone_is_not_a_change(cli: Any, tmp_pa
         assert sessions.net_files_changed(store, "S-hooks") == ["kept.py"]
     finally:
         store.close()
+    shown = cli("session", "metrics", "S-hooks", cwd=repo)
+    assert "files modified:    1 (2 touched, the others put back)" in shown.stdout
+    figures = json.loads(cli("session", "metrics", "S-hooks", "--json", cwd=repo).stdout)
+    assert (figures["files_modified"], figures["files_touched"]) == (1, 2)
