@@ -356,10 +356,31 @@ def _tap_value(raw: str) -> str:
     return raw
 
 
+# node --test with the spec reporter: "✖ name (2.7ms)", then the error indented under it (an
+# assertion's message ends with ":" and its values follow after a blank line).
+_SPEC_FAILED = re.compile(r"^✖ (?P<name>.+?) \([\d.]+m?s\)\n(?P<body>(?:.*\n?){1,8})", re.MULTILINE)
+_SPEC_AT = re.compile(r"^\s+at .*?\(?(?P<path>/[^\s():]+):(?P<line>\d+):\d+\)?$", re.MULTILINE)
+
+
+def _node_spec(text: str) -> ToolError | None:
+    failed = _SPEC_FAILED.search(text)
+    if failed is None:
+        return None
+    lines = [line.strip() for line in failed.group("body").splitlines() if line.strip()]
+    if not lines or not _INDENTED_JS_ERROR.match(lines[0]):
+        return None
+    message = lines[0]
+    if message.endswith(":") and len(lines) > 1 and not lines[1].startswith("at "):
+        message += " " + lines[1]
+    at = _SPEC_AT.search(text, failed.start())
+    where = (at.group("path"), int(at.group("line"))) if at else (None, None)
+    return ToolError(f"{failed.group('name')}: {message}", *where)
+
+
 def _node_test(text: str) -> ToolError | None:
     failed = _TAP_NOT_OK.search(text)
     if failed is None:
-        return None
+        return _node_spec(text)
     block = text[failed.end() :].splitlines()
     fields: dict[str, str] = {}
     for index, line in enumerate(block):

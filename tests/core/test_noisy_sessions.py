@@ -17,7 +17,7 @@ import pytest
 
 from memory_core.agents import digest
 from memory_core.agents.failures import covers, still_failing
-from tests.noisy_sessions import HELD_OUT, SCENARIOS, run
+from tests.noisy_sessions import HELD_OUT, LONG, SCENARIOS, run, run_through_hooks
 
 RULE_SECTIONS = ("Rules the user stated", "User corrections", "Decisions and knowledge to keep")
 
@@ -105,6 +105,45 @@ def test_recall_and_precision_over_all_scenarios(tmp_path: Path) -> None:
         print(f"{part}: recall {found}/{facts}, told what must not be {leaked}/{nevers}")
         assert found / facts >= 0.95
         assert leaked == 0
+
+
+# -- long sessions, through Claude Code's hooks -------------------------------------------------
+
+
+@pytest.fixture(scope="module", params=list(LONG))
+def long_told(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    folder = tmp_path_factory.mktemp(request.param)
+    return run_through_hooks(request.param, folder / "w")
+
+
+def test_a_long_session_through_precompact_and_sessionstart(long_told: dict[str, Any]) -> None:
+    """About 70 tool calls; what the real PreCompact and SessionStart (source=compact) hooks
+    give the same session, and SessionStart the next one: every key fact, nothing that must not
+    be told, no line twice, the files put back not changed, the closed failures not open."""
+    expected = long_told["expected"]
+    assert long_told["tool_calls"] >= 65
+    for moment in ("compaction", "next"):
+        text = long_told[moment]
+        assert [fact for fact in expected.facts if fact not in text] == [], moment
+        assert [item for item in expected.never if item in text] == [], moment
+        assert [q for q in expected.not_rules if q in _rule_sections(text)] == [], moment
+        lines = [line for line in text.splitlines() if line.startswith("- ")]
+        assert len(lines) == len(set(lines)), moment
+        done = next(line for line in text.splitlines() if line.startswith("- Done: "))
+        assert f"changed {len(expected.changed)} files" in done
+        assert not any(path in done for path in expected.reverted)
+    assert long_told["changed"] == expected.changed
+    assert expected.reverted <= long_told["touched"]
+    assert long_told["metrics"]["files_modified"] == len(expected.changed)
+
+
+def test_the_first_prompt_is_a_task_not_a_correction() -> None:
+    """A bug report ("19% instead of 20%") opens a session: nothing the agent did is corrected
+    yet. Later in the session the same words are a correction; an opening "No," always is."""
+    report = "Invoices show German VAT (19% instead of 20%). Fix it."
+    assert not digest.is_correction(report, first=True)
+    assert digest.is_correction(report)
+    assert digest.is_correction("No, keep the old table.", first=True)
 
 
 # -- the rules underneath, one by one ----------------------------------------------------------
