@@ -698,7 +698,7 @@ def _dotnet_test(text: str) -> ToolError | None:
         return None
     if test:
         message = f"{message} ({test.rsplit('.', 1)[-1]})"
-    frame = _DOTNET_FRAME.search(text, found.end() if found else 0)
+    frame = _DOTNET_FRAME.search(text, found.start() if found else 0)
     if frame is None:
         return ToolError(message)
     return ToolError(message, frame.group("path"), int(frame.group("line")))
