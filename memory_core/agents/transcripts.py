@@ -654,7 +654,10 @@ class _Run:
             "SELECT 1 FROM agent_prompts WHERE session_id = ? AND ts < ? LIMIT 1",
             (state.session_id, entry.ts),
         ).fetchone()
-        self.remember_user_rules(state.session_id, text, entry.ts, first=earlier is None)
+        # A resumed session's file replays its parent's conversation first: its first new
+        # prompt follows that conversation, and may correct it.
+        first = earlier is None and not state.replay_seen
+        self.remember_user_rules(state.session_id, text, entry.ts, first=first)
         state.turn = Turn(
             uuid=uuid, session_id=state.session_id, started_at=entry.ts, user_message=text
         )

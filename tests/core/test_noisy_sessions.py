@@ -269,3 +269,34 @@ def test_an_edit_undone_through_the_hooks_alone_is_not_a_change(cli: Any, tmp_pa
     assert "files modified:    1 (2 touched, the others put back)" in shown.stdout
     figures = json.loads(cli("session", "metrics", "S-hooks", "--json", cwd=repo).stdout)
     assert (figures["files_modified"], figures["files_touched"]) == (1, 2)
+
+
+def test_a_resumed_sessions_first_new_prompt_can_correct_what_it_continues(
+    tmp_path: Path,
+) -> None:
+    """`claude --resume` replays the old conversation first: the first new prompt follows it
+    and its "instead of" corrects it; a fresh session's first "instead of" reports a bug."""
+    from memory_core import memory
+    from memory_core.agents.transcripts import ingest_file
+    from memory_core.store import Store
+    from tests.agents_fixtures import Transcript, text
+
+    store = Store.init(tmp_path / "w")
+    try:
+        fresh = Transcript("S-fresh", store.root)
+        fresh.prompt("The export writes commas instead of semicolons. Fix it.")
+        fresh.response([text("Fixed.")], stop_reason="end_turn")
+        ingest_file(store, fresh.save(tmp_path / "S-fresh.jsonl"))
+        resumed = Transcript("S-resumed", store.root, start=fresh.start)
+        resumed.lines = [
+            line.replace('"sessionId": "S-fresh"', '"sessionId": "S-resumed"')
+            for line in fresh.lines
+        ]
+        resumed._clock, resumed._uuid, resumed._message = 50_000, 50_000, 900
+        resumed.prompt("Use tabs instead of semicolons in the export.")
+        resumed.response([text("Done.")], stop_reason="end_turn")
+        ingest_file(store, resumed.save(tmp_path / "S-resumed.jsonl"))
+        kept = [str(m["content"]) for m in memory.list_memories(store, tag="user-rule")]
+        assert kept == ["Use tabs instead of semicolons in the export."]
+    finally:
+        store.close()
