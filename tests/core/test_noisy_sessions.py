@@ -150,6 +150,25 @@ def test_the_first_prompt_is_a_task_not_a_correction() -> None:
 
 
 @pytest.mark.parametrize(
+    ("command", "same_run_as"),
+    [
+        ("pytest -s tests/x.py::t", "pytest tests/x.py::t"),
+        ("pytest --tb=short -q tests/x.py", "pytest tests/x.py"),
+        ("node --test --test-reporter=spec test/", "node --test test/"),
+        ("npx mocha --reporter dot", "npx mocha"),
+        ("pytest tests/x.py --no-cov", "pytest tests/x.py --no-cov"),  # runs differently: kept
+        ("pytest -x tests/x.py", "pytest -x tests/x.py"),
+    ],
+)
+def test_a_run_that_only_prints_differently_is_the_same_run(command: str, same_run_as: str) -> None:
+    """So that the edit between `pytest -s x` failing and `pytest x` passing is what fixed it
+    (a dead end says "what fixed it: editing ...", not "what worked instead: pytest x")."""
+    from memory_core.agents.failures import output_key
+
+    assert output_key(command) == same_run_as
+
+
+@pytest.mark.parametrize(
     ("success", "failed", "closes"),
     [
         ("pytest tests/x.py::t", "pytest -s tests/x.py::t", True),
