@@ -155,9 +155,12 @@ _OUTPUT_FLAGS_WITH_VALUE = {"--reporter", "-R", "--format", "-f", "--test-report
 
 
 def output_key(command: str) -> str:
-    """`command_key` without the flags that change only what the run prints."""
+    """`command_key` without the flags that change only what a test run prints (other
+    commands keep theirs: `rm -f x` is not `rm x`)."""
     import shlex
 
+    if tests_run_by(command) is None:
+        return command_key(command)
     try:
         words = shlex.split(command)
     except ValueError:

@@ -158,6 +158,7 @@ def test_the_first_prompt_is_a_task_not_a_correction() -> None:
         ("npx mocha --reporter dot", "npx mocha"),
         ("pytest tests/x.py --no-cov", "pytest tests/x.py --no-cov"),  # runs differently: kept
         ("pytest -x tests/x.py", "pytest -x tests/x.py"),
+        ("rm -f build/out.txt", "rm -f build/out.txt"),  # not a test run
     ],
 )
 def test_a_run_that_only_prints_differently_is_the_same_run(command: str, same_run_as: str) -> None:
