@@ -68,7 +68,7 @@ def export(store: Store, ref: str, *, now: float | None = None) -> dict[str, Any
             "startedAt": session["started_at"],
             "turnCount": numbers["turnCount"],
             "totalTokens": numbers["totalTokens"],
-            "modifiedFiles": sorted(sessions.files_modified(store, sid)),
+            "modifiedFiles": sorted(sessions.net_files_changed(store, sid)),
             "commandsExecuted": numbers["commandsExecuted"],
         },
         "turns": turns,

@@ -122,7 +122,8 @@ def note_markdown(
         "turns": numbers["turns"],
         "turn_count": numbers["turns"],
         "total_tokens": numbers["total_tokens"],
-        "files_modified": numbers["files_modified"],
+        "files_modified": numbers["files_modified"],  # net: what differs at the end
+        "files_touched": numbers["files_touched"],
         "success_rate": numbers["success_rate"],
         "has_summary": has_summary(summary),
         "format_version": format_version,

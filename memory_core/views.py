@@ -134,7 +134,10 @@ def metrics(result: Mapping[str, Any]) -> str:
             f"{result.get('input_tokens', 0)} / {result.get('output_tokens', 0)}",
         ),
         ("Average tokens per turn", result.get("avg_tokens_per_turn")),
-        ("Files modified", result.get("files_modified")),
+        (
+            "Files modified (touched)",
+            f"{result.get('files_modified')} ({result.get('files_touched', result.get('files_modified'))})",
+        ),
         ("Commands (failed)", f"{result.get('commands', 0)} ({result.get('commands_failed', 0)})"),
         (
             "Tool calls ok / failed",

@@ -1004,17 +1004,27 @@ def main() -> int:
     parser.add_argument(
         "--second-set", action="store_true", help="capture only the second held-out set"
     )
+    parser.add_argument(
+        "--third-set", action="store_true", help="capture only the third set (a third held out)"
+    )
     args = parser.parse_args()
     manifest_path = OUT / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {"cases": {}}
-    everything = CASES + FRESH_CASES
-    held = split(everything)
+    from tool_output_third_set import THIRD_CASES, split_third
+
+    third = {f"{case.tool}/{case.name}": error for case, error in THIRD_CASES}
+    # The quoted .NET cases (no SDK here) take part in the third set's split as well.
+    third_keys = list(third) + [k for k, e in manifest["cases"].items() if e.get("quoted")]
+    everything = CASES + FRESH_CASES + [case for case, _ in THIRD_CASES]
+    held = split(CASES + FRESH_CASES) | split_third(third_keys)
     for case in everything:
+        key = f"{case.tool}/{case.name}"
         if args.only and case.tool != args.only:
             continue
         if args.second_set and case not in FRESH_CASES:
             continue
-        key = f"{case.tool}/{case.name}"
+        if args.third_set and key not in third:
+            continue
         result = run(case, args.js_modules)
         if result is None:
             continue
@@ -1028,6 +1038,9 @@ def main() -> int:
         entry["held_out"] = key in held
         if case in FRESH_CASES:
             entry["second_set"] = True
+        if key in third:
+            entry["third_set"] = True
+            entry["error"] = list(third[key])
         manifest["cases"][key] = entry
         print(f"{key}: exit {code}{' (held out)' if key in held else ''}")
     manifest["cases"] = dict(sorted(manifest["cases"].items()))

@@ -11,7 +11,10 @@ of the scenarios (`HELD_OUT`) was set aside before the rules they exercise were 
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,10 +40,14 @@ class Expected:
 class Session:
     """A transcript whose tool calls really happen on the workspace (edits, writes, git)."""
 
-    def __init__(self, root: Path, session_id: str) -> None:
+    def __init__(self, root: Path, session_id: str, replay: list[dict[str, Any]] | None = None):
         self.root = root
         self.t = Transcript(session_id, root)
         self.calls = 0
+        # What `run` printed when the scenario was captured (tests/fixtures/noisy): replayed in
+        # order, so the suite does not run pytest and ruff again each time.
+        self.replay = replay
+        self.ran: list[dict[str, Any]] = []
 
     def _id(self) -> str:
         self.calls += 1
@@ -127,6 +134,48 @@ class Session:
                 output,
                 result={"stdout": output, "stderr": "", "interrupted": False, "isImage": False},
             )
+
+    def run(self, command: str) -> int:
+        """A command really run in the workspace (`python` is this interpreter), its real
+        output and exit code recorded as Claude Code's Bash tool gives them to the agent; with
+        `replay`, what it printed when the scenario was captured."""
+        if self.replay is not None:
+            captured = self.replay.pop(0)
+            # The fake secret is kept out of the file: no scanner mistakes it for a real one.
+            recorded = str(captured["command"]).replace("{secret}", SECRET_KEY)
+            assert recorded == command, (recorded, command)
+            output = str(captured["output"]).replace("{root}", str(self.root))
+            output = output.replace("{secret}", SECRET_KEY)
+            self.bash(command, output, int(captured["exit_code"]))
+            return int(captured["exit_code"])
+        real = command.replace("python ", f"{sys.executable} ", 1)
+        done = subprocess.run(
+            real,
+            shell=True,
+            cwd=self.root,
+            capture_output=True,
+            text=True,
+            # pytest as a project without this repository's test plugins would run it.
+            env={
+                **os.environ,
+                "PYTHONDONTWRITEBYTECODE": "1",
+                "NO_COLOR": "1",
+                "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+            },
+            timeout=60,
+            check=False,
+        )
+        output = (done.stdout + done.stderr).replace(sys.executable, "python")
+        output = output.replace(sys.prefix, ".venv").rstrip("\n")
+        self.bash(command, output, done.returncode)
+        self.ran.append(
+            {
+                "command": command.replace(SECRET_KEY, "{secret}"),
+                "exit_code": done.returncode,
+                "output": output.replace(str(self.root), "{root}").replace(SECRET_KEY, "{secret}"),
+            }
+        )
+        return done.returncode
 
     def save(self, path: Path) -> Path:
         return self.t.save(path)
@@ -550,6 +599,281 @@ def php_shop(root: Path, sid: str) -> tuple[Session, Expected]:
     )
 
 
+# -- long sessions: about 70 tool calls each ----------------------------------------------------
+
+GITHUB_TOKEN = "ghp_" + "R7kQ" * 9
+NOISY_OUTPUT = Path(__file__).resolve().parent / "fixtures" / "noisy"
+
+
+def python_billing_long(root: Path, sid: str) -> tuple[Session, Expected]:
+    """About 70 tool calls on a billing package, pytest and ruff really run: exploration of
+    every module; a pasted support ticket with "always"; a retracted rounding hypothesis; a
+    debug print added and removed; `pytest -s` failing, then passing; two approaches the user
+    rejected (rates in YAML, reverted with `git checkout` and `rm`; a cache, undone by an
+    edit); a one-off network error; a secret in a command; a question; a decision and a rule
+    stated by the user; a lint failure still open at the end."""
+    files = {
+        "README.md": "# billing\n\nInvoices, VAT and payment sync.\n",
+        "pyproject.toml": '[project]\nname = "billing"\nversion = "0.4.0"\n',
+        "billing/__init__.py": "",
+        "billing/rates.py": 'RATES = {"DE": 0.19, "FR": 0.20, "NL": 0.21, "IE": 0.23}\n',
+        "billing/lookup.py": "from billing.rates import RATES\n\n\ndef rate_for(country):\n    return RATES[country]\n",
+        "billing/vat.py": "from billing.lookup import rate_for\n\n\ndef vat(amount_cents, seller_country, customer_country):\n    rate = rate_for(seller_country)\n    return round(amount_cents * rate)\n",
+        "billing/invoice.py": "def needs_vat(customer):\n    # reverse charge: a business customer with a VAT ID pays no VAT here\n    return not customer.get('vat_id')\n",
+        "billing/mail.py": "import os\n\n\ndef subject(number):\n    return f'Invoice {number}'\n",
+        "scripts/sync.py": "print('synced 3 invoices')\n",
+        "tests/__init__.py": "",
+        "tests/test_vat.py": "from billing.vat import vat\n\n\ndef test_customer_country_rate():\n    # A German seller invoicing a French customer charges the French rate.\n    assert vat(10000, 'DE', 'FR') == 2000\n",
+    }
+    for n in range(30):
+        files[f"billing/report_{n:02d}.py"] = f"def report_{n}(rows):\n    return len(rows)\n"
+    git_workspace(root, files)
+    captured = NOISY_OUTPUT / "billing_runs.json"
+    replay = None
+    if captured.exists() and not os.environ.get("NOISY_SESSIONS_CAPTURE"):
+        replay = json.loads(captured.read_text(encoding="utf-8"))
+    s = Session(root, sid, replay)
+    s.ask(
+        "Invoices for French customers show German VAT (19% instead of 20%). Find out why and "
+        "fix it. Here is the support ticket:\n"
+        "> Customer 4411: invoice INV-2291 charged 19% VAT, must be 20%.\n"
+        "> Please always double-check with finance before refunding."
+    )
+    s.run("git log --oneline -5")
+    s.run("ls billing tests")
+    for path in ("README.md", "pyproject.toml", "billing/rates.py", "billing/lookup.py"):
+        s.read(path)
+    for path in ("billing/vat.py", "billing/invoice.py", "billing/mail.py", "tests/test_vat.py"):
+        s.read(path)
+    for n in range(30):
+        s.read(f"billing/report_{n:02d}.py")
+    for pattern in ("rate_for", "RATES", "seller_country", "customer_country", "round("):
+        s.grep(pattern)
+    s.say(
+        "I think the rounding in vat() is the cause: round() uses banker's rounding on the "
+        "half cent."
+    )
+    pytest_s = "python -m pytest -s -p no:cacheprovider tests/test_vat.py"
+    assert s.run(pytest_s) == 1
+    s.edit("billing/vat.py", "    rate = rate_for(seller_country)\n",
+           "    rate = rate_for(seller_country)\n    print('DEBUG rate', rate)\n")  # fmt: skip
+    assert s.run(pytest_s) == 1
+    s.say(
+        "I was wrong about the rounding: the rate printed is 0.19, the seller's. vat() looks "
+        "up the seller's country instead of the customer's."
+    )
+    s.say("I'll move the VAT rates into a YAML file so finance can edit them.")
+    s.write("config/vat_rates.yaml", "DE: 0.19\nFR: 0.20\nNL: 0.21\nIE: 0.23\n")
+    s.edit("billing/rates.py", 'RATES = {"DE": 0.19, "FR": 0.20, "NL": 0.21, "IE": 0.23}\n',
+           "import yaml\n\nRATES = yaml.safe_load(open('config/vat_rates.yaml'))\n")  # fmt: skip
+    s.ask("No, don't move the rates into YAML; revert that. The table stays in Python.")
+    s.bash("git checkout -- billing/rates.py", "Updated 1 path from the index", run=True)
+    s.bash("rm config/vat_rates.yaml", "", run=True)
+    s.say("Then I'll cache the rate lookups with functools.lru_cache.")
+    s.edit("billing/lookup.py", "def rate_for(country):",
+           "import functools\n\n\n@functools.lru_cache\ndef rate_for(country):")  # fmt: skip
+    assert s.run(pytest_s) == 1
+    s.ask("Don't cache the rates, undo that: a cache caused last year's stale-rate incident.")
+    s.edit("billing/lookup.py", "import functools\n\n\n@functools.lru_cache\ndef rate_for(country):",
+           "def rate_for(country):")  # fmt: skip
+    s.edit("billing/vat.py", "    print('DEBUG rate', rate)\n", "")
+    s.edit("billing/vat.py", "rate_for(seller_country)", "rate_for(customer_country)")
+    assert s.run(pytest_s) == 0
+    s.bash(
+        "pip install python-dateutil",
+        "WARNING: Retrying (Retry(total=4, connect=None, read=None, redirect=None, status=None)) "
+        "after connection broken by 'ReadTimeoutError(\"HTTPSConnectionPool(host='pypi.org', "
+        "port=443): Read timed out. (read timeout=15)\")'\nERROR: Could not find a version that "
+        "satisfies the requirement python-dateutil (from versions: none)",
+        1,
+    )
+    s.bash("pip install python-dateutil", "Successfully installed python-dateutil-2.9.0.post0")
+    s.run(f"export STRIPE_SECRET_KEY={SECRET_KEY} && python scripts/sync.py")
+    s.ask("Can you check whether reverse charge still applies when the customer has a VAT ID?")
+    s.read("billing/invoice.py")
+    s.grep("vat_id")
+    s.say("Yes: needs_vat() skips VAT for a customer with a VAT ID.")
+    s.ask(
+        "We will go with the customer's country for the VAT rate on every B2C invoice. "
+        "Never hard-code a VAT rate outside billing/rates.py."
+    )
+    s.write(
+        "tests/test_vat_regression.py",
+        "from billing.vat import vat\n\n\ndef test_irish_customer_pays_irish_vat():\n"
+        "    assert vat(10000, 'DE', 'IE') == 2300\n",
+    )
+    assert s.run("python -m pytest -p no:cacheprovider -q tests") == 0
+    s.read("tests/test_vat_regression.py")
+    s.run("git status --short")
+    s.run("git diff --stat")
+    lint = "python -m ruff check --no-cache --isolated billing"
+    assert s.run(lint) == 1
+    assert s.run(lint) == 1
+    s.say(
+        "The VAT fix is in: vat() uses the customer's country. `ruff check` still reports an "
+        "unused import in billing/mail.py."
+    )
+    if replay is None:  # captured now: kept for the next runs
+        captured.write_text(json.dumps(s.ran, indent=1) + "\n", encoding="utf-8")
+    return s, Expected(
+        facts=[
+            "billing/vat.py",
+            "tests/test_vat_regression.py",
+            "We will go with the customer's country for the VAT rate",
+            "Never hard-code a VAT rate outside billing/rates.py",
+            "don't move the rates into YAML",
+            "Don't cache the rates",
+            "F401",
+            "ruff check --no-cache --isolated billing` failed",
+            "what fixed it: editing `billing/vat.py`",
+        ],
+        never=[
+            "vat_rates.yaml",
+            "lru_cache",
+            "DEBUG",
+            "banker's rounding",
+            "pytest -s -p no:cacheprovider tests/test_vat.py` failed the last time",
+            "pip install python-dateutil` failed",
+            "billing/lookup.py",
+            SECRET_KEY,
+        ],
+        not_rules=["Can you check whether reverse charge", "always double-check with finance"],
+        changed={"billing/vat.py", "tests/test_vat_regression.py"},
+        reverted={"billing/rates.py", "billing/lookup.py", "config/vat_rates.yaml"},
+    )
+
+
+def ts_dashboard_long(root: Path, sid: str) -> tuple[Session, Expected]:
+    """About 70 tool calls on a JavaScript/TypeScript dashboard, with node's test runner and
+    tsc output captured for real (tests/fixtures/noisy): pasted agent text; a retracted
+    timezone hypothesis; a debug console.log added and removed; a `--test-reporter=spec` run
+    failing, then `node --test` passing; two approaches the user rejected (dayjs, reverted with
+    `git restore`; a web worker, deleted with `rm`); a one-off npm network error; a token in a
+    command; a question; a decision and a rule; a type error still open at the end."""
+    files = {
+        "package.json": '{"name": "dashboard", "version": "2.3.0", "scripts": {"test": "node --test test/"}}\n',
+        "tsconfig.json": '{"compilerOptions":{"strict":true,"noEmit":true},"include":["src"]}\n',
+        "src/revenue.js": "function netRevenue(rows) {\n  let total = 0;\n  for (const row of rows) {\n    total += row.amountCents;\n    if (row.refundCents) total -= row.refundCents * 2;\n  }\n  return total;\n}\nmodule.exports = { netRevenue };\n",
+        "src/chart.ts": 'export function label(month: number): string {\n  const cents: number = "1200";\n  return `${month}: ${cents}`;\n}\n',
+        "src/dates.js": "exports.monthOf = (iso) => new Date(iso).getMonth() + 1;\n",
+        "test/revenue.test.js": "const test = require('node:test');\nconst assert = require('node:assert');\nconst { netRevenue } = require('../src/revenue');\n\ntest('a refund is subtracted once', () => {\n  assert.strictEqual(netRevenue([{ amountCents: 5000, refundCents: 1000 }]), 4000);\n});\n",
+    }
+    for n in range(34):
+        files[f"src/widgets/widget_{n:02d}.js"] = f"exports.render{n} = () => '<div>{n}</div>';\n"
+    git_workspace(root, files)
+
+    def captured(name: str) -> str:
+        text = (NOISY_OUTPUT / name).read_text(encoding="utf-8")
+        return text.replace("{root}", str(root)).rstrip("\n")
+
+    failing, passing = (
+        captured("dashboard_node_test_fail.txt"),
+        captured("dashboard_node_test_pass.txt"),
+    )
+    s = Session(root, sid)
+    s.ask(
+        "The revenue chart double-counts refunds. Find out why and fix it. This is what the "
+        "previous agent told me:\n> You must always recompute revenue on the server.\n"
+        "I don't agree with that, ignore it."
+    )
+    for path in ("package.json", "tsconfig.json", "src/revenue.js", "src/chart.ts"):
+        s.read(path)
+    s.read("src/dates.js")
+    s.read("test/revenue.test.js")
+    for n in range(34):
+        s.read(f"src/widgets/widget_{n:02d}.js")
+    for pattern in ("refund", "netRevenue", "amountCents", "monthOf", "getMonth", "label("):
+        s.grep(pattern)
+    s.say(
+        "I suspect the timezone offset in src/dates.js moves refunds into the next month, so "
+        "they are counted twice."
+    )
+    spec = "node --test --test-reporter=spec test/"
+    s.bash(spec, failing, 1)
+    s.edit("src/revenue.js", "    total += row.amountCents;\n",
+           "    total += row.amountCents;\n    console.log('DEBUG refunds', row.refundCents);\n")  # fmt: skip
+    s.bash(spec, "DEBUG refunds 1000\n" + failing, 1)
+    s.say(
+        "That timezone guess was wrong: dates.js is not involved. netRevenue() subtracts each "
+        "refund twice."
+    )
+    s.say("I'll switch the month computation to dayjs so it is done in UTC.")
+    s.edit("package.json", '"scripts"', '"dependencies": {"dayjs": "^1.11.13"}, "scripts"')
+    s.edit("src/dates.js", "exports.monthOf = (iso) => new Date(iso).getMonth() + 1;\n",
+           "const dayjs = require('dayjs');\nexports.monthOf = (iso) => dayjs(iso).month() + 1;\n")  # fmt: skip
+    s.ask("No new dependency for this. Revert both files.")
+    s.bash("git restore package.json src/dates.js", "", run=True)
+    s.say("I'll move the revenue computation into a web worker instead.")
+    s.write("src/revenue.worker.js", "self.onmessage = (e) => postMessage(e.data);\n")
+    s.ask("Don't add a worker; delete it.")
+    s.bash("rm src/revenue.worker.js", "", run=True)
+    s.edit("src/revenue.js", "    console.log('DEBUG refunds', row.refundCents);\n", "")
+    s.edit("src/revenue.js", "row.refundCents * 2;", "row.refundCents;")
+    s.bash("node --test test/", passing)
+    s.bash(
+        "npm install chart.js",
+        "npm error code ECONNRESET\nnpm error network aborted\nnpm error network This is a "
+        "problem related to network connectivity.",
+        1,
+    )
+    s.bash(
+        "npm install chart.js",
+        "\nadded 2 packages, and audited 3 packages in 2s\n\nfound 0 vulnerabilities",
+    )
+    s.bash(
+        f"GITHUB_TOKEN={GITHUB_TOKEN} gh release list --limit 1",
+        "v2.3.0\tLatest\tv2.3.0\t2026-11-20T09:12:44Z",
+    )
+    s.ask("Could you double-check that months without revenue still render?")
+    s.read("src/chart.ts")
+    s.say("Yes: label() renders any month, with or without revenue.")
+    s.ask(
+        "We will go with net revenue (payments minus refunds) in every chart. "
+        "From now on, always keep money amounts in cents."
+    )
+    s.write(
+        "test/refund_regression.test.js",
+        "const test = require('node:test');\nconst assert = require('node:assert');\n"
+        "const { netRevenue } = require('../src/revenue');\n\ntest('two refunds', () => {\n"
+        "  assert.strictEqual(netRevenue([{ amountCents: 900, refundCents: 100 }, "
+        "{ amountCents: 100, refundCents: 100 }]), 800);\n});\n",
+    )
+    s.bash("node --test test/", passing)
+    s.bash("git status --short", " M src/revenue.js\n?? test/refund_regression.test.js", run=True)
+    for pattern in ("console.log", "dayjs", "worker"):
+        s.grep(pattern)
+    tsc = captured("dashboard_tsc.txt")
+    s.bash("npx tsc --noEmit -p .", tsc, 2)
+    s.bash("npx tsc --noEmit -p .", tsc, 2)
+    s.say("Refunds are now subtracted once. `tsc` still reports a type error in src/chart.ts.")
+    return s, Expected(
+        facts=[
+            "src/revenue.js",
+            "test/refund_regression.test.js",
+            "We will go with net revenue (payments minus refunds)",
+            "always keep money amounts in cents",
+            "No new dependency for this",
+            "Don't add a worker",
+            "TS2322",
+            "npx tsc --noEmit -p .` failed",
+        ],
+        never=[
+            "You must always recompute revenue on the server",
+            "dayjs",
+            "revenue.worker",
+            "DEBUG",
+            "timezone offset",
+            "node --test --test-reporter=spec test/` failed the last time",
+            "npm install chart.js` failed",
+            "src/dates.js",
+            GITHUB_TOKEN,
+        ],
+        not_rules=["Could you double-check"],
+        changed={"src/revenue.js", "test/refund_regression.test.js"},
+        reverted={"package.json", "src/dates.js", "src/revenue.worker.js"},
+    )
+
+
 SCENARIOS: dict[str, Callable[[Path, str], tuple[Session, Expected]]] = {
     "python_api": python_api,
     "ts_app": ts_app,
@@ -558,8 +882,16 @@ SCENARIOS: dict[str, Callable[[Path, str], tuple[Session, Expected]]] = {
     "ruby_app": ruby_app,
     "php_shop": php_shop,
 }
-# Set aside before the rules for net effect, open items and user rules were written.
-HELD_OUT = ("ruby_app", "php_shop")
+# The long sessions (about 70 tool calls, pytest and ruff really run) are measured through the
+# real hooks only (`run_through_hooks`): built once each, they keep the suite fast.
+LONG_SCENARIOS: dict[str, Callable[[Path, str], tuple[Session, Expected]]] = {
+    "python_billing_long": python_billing_long,
+    "ts_dashboard_long": ts_dashboard_long,
+}
+# Set aside before the rules for net effect, open items and user rules were written; the long
+# TypeScript session was set aside (built and measured) before any change for the long ones.
+HELD_OUT = ("ruby_app", "php_shop", "ts_dashboard_long")
+LONG = tuple(LONG_SCENARIOS)
 
 
 def run(name: str, workspace: Path) -> dict[str, Any]:
@@ -583,6 +915,53 @@ def run(name: str, workspace: Path) -> dict[str, Any]:
             "changed": set(sessions.net_files_changed(store, sid)),
             "touched": set(sessions.files_modified(store, sid)),
             "summary": sessions.summary_markdown(store, sid),
+            "metrics": sessions.metrics(store, sid),
+            "note": sessions.write_export(store, sid).read_text(encoding="utf-8"),
+        }
+    finally:
+        store.close()
+
+
+def run_through_hooks(name: str, workspace: Path) -> dict[str, Any]:
+    """Build scenario `name`, then what Claude Code's hooks get from the real `engram` process:
+    PreCompact with the transcript, SessionStart with source=compact for the same session, and
+    SessionStart (source=startup) for the next one. Returns both contexts and the session's
+    figures, as `run` does."""
+
+    from memory_core import sessions
+    from memory_core.store import Store
+    from tests.agents_fixtures import hook_payload
+    from tests.conftest import run_cli
+
+    sid = f"{name}-5e55-1011"
+    session, expected = {**SCENARIOS, **LONG_SCENARIOS}[name](workspace, sid)
+    transcript = session.save(workspace.parent / f"{sid}.jsonl")
+    Store.init(workspace).close()
+
+    def hook(event: str, session_id: str, **extra: Any) -> str:
+        payload = hook_payload(event, session_id, workspace, transcript, **extra)
+        done = run_cli("hook", "claude-code", event, cwd=workspace, stdin=payload)
+        assert done.code == 0, done.stderr
+        if not done.stdout.strip():
+            return ""
+        return str(json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"])
+
+    hook("PreCompact", sid, trigger="auto", custom_instructions="")
+    compaction = hook("SessionStart", sid, source="compact")
+    nxt = hook("SessionStart", "next-5e55-2022", source="startup")
+    store = Store.open(workspace)
+    try:
+        return {
+            "expected": expected,
+            "session_id": sid,
+            "tool_calls": session.calls,
+            "compaction": compaction,
+            "next": nxt,
+            "changed": set(sessions.net_files_changed(store, sid)),
+            "touched": set(sessions.files_modified(store, sid)),
+            "summary": sessions.summary_markdown(store, sid),
+            "metrics": sessions.metrics(store, sid),
+            "note": sessions.write_export(store, sid).read_text(encoding="utf-8"),
         }
     finally:
         store.close()

@@ -31,6 +31,8 @@ class Case:
     error: tuple[str, ...]
     held_out: bool
     second_set: bool = False  # captured after the rules were written (all held out)
+    third_set: bool = False  # new failure kinds, a third held out before any rule change
+    source: str = ""  # where a quoted case was published (no .NET SDK installs here)
 
     @property
     def output(self) -> str:
@@ -46,6 +48,8 @@ def cases() -> list[Case]:
             tuple(entry["error"]),
             bool(entry["held_out"]),
             bool(entry.get("second_set")),
+            bool(entry.get("third_set")),
+            str(entry.get("source", "")),
         )
         for key, entry in manifest["cases"].items()
     ]
@@ -97,16 +101,24 @@ def lessons(case: Case, workspace: Path) -> Lessons:
         store.close()
 
 
-def figures() -> dict[str, dict[str, tuple[int, int]]]:
-    """{"training"|"held_out"|"second_set": {"title"|"dead_end"|"context"|"all": (named, cases)}}."""
+def part_of(case: Case) -> str:
+    if case.third_set:
+        return "third_set_held_out" if case.held_out else "third_set_training"
+    return "second_set" if case.second_set else "held_out" if case.held_out else "training"
+
+
+def figures(only: str = "") -> dict[str, dict[str, tuple[int, int]]]:
+    """{part: {"title"|"dead_end"|"context"|"all": (named, cases)}}, part as `part_of` names
+    it; `only` keeps the parts whose name starts with it."""
     table: dict[str, dict[str, list[int]]] = {}
     for case in cases():
+        if not part_of(case).startswith(only):
+            continue
         with tempfile.TemporaryDirectory() as folder:
             root = Path(folder) / "w"
             (root / ".git").mkdir(parents=True)
             named = lessons(case, root).names(case.error)
-        part = "second_set" if case.second_set else "held_out" if case.held_out else "training"
-        row = table.setdefault(part, {})
+        row = table.setdefault(part_of(case), {})
         for where, ok in [*named.items(), ("all", all(named.values()))]:
             counts = row.setdefault(where, [0, 0])
             counts[0] += int(ok)
@@ -116,6 +128,6 @@ def figures() -> dict[str, dict[str, tuple[int, int]]]:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    for part, row in figures().items():
+    for part, row in figures(sys.argv[1] if len(sys.argv) > 1 else "").items():
         shown = ", ".join(f"{where} {n}/{total}" for where, (n, total) in row.items())
         print(f"{part}: {shown}")

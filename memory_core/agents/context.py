@@ -256,12 +256,15 @@ def corrections_and_rules(store: Store, sessions: list[str]) -> tuple[Section, S
     if not sessions:
         return corrections, rules
     rows = store.query(
-        f"SELECT text FROM agent_prompts WHERE session_id IN ({_in(sessions)}) ORDER BY ts DESC LIMIT 400",
+        "SELECT text, ts = (SELECT MIN(ts) FROM agent_prompts f WHERE f.session_id = p.session_id) "
+        f"AS first FROM agent_prompts p WHERE session_id IN ({_in(sessions)}) "
+        "ORDER BY ts DESC LIMIT 400",
         tuple(sessions),
     )
     seen_rules: set[str] = set()
     seen_corrections: set[str] = set()
     texts = [str(row["text"]) for row in rows]
+    firsts = {str(row["text"]) for row in rows if row["first"]}
     # What the user taught outlives the per-prompt ledger (pruned by age): the long-term
     # memories the ingest made of it (tag user-rule) are read too.
     try:
@@ -275,7 +278,7 @@ def corrections_and_rules(store: Store, sessions: list[str]) -> tuple[Section, S
         pass
     decided = {_comparable(str(entry["content"])) for entry in _decision_memories(store)}
     for text in texts:
-        if is_correction(text):
+        if is_correction(text, first=text in firsts):
             line = _one_line(own_words(text), 300)
             if line.lower() not in seen_corrections:
                 seen_corrections.add(line.lower())

@@ -111,9 +111,14 @@ def is_question(sentence: str) -> bool:
     return text.endswith("?") or bool(_QUESTION.match(text))
 
 
-def is_correction(prompt: str) -> bool:
+def is_correction(prompt: str, *, first: bool = False) -> bool:
+    """Whether the user corrects the agent. The first prompt of a session is its task: "the
+    invoices show 19% instead of 20%" reports a bug, nothing the agent did yet; only an opening
+    "no", "actually", "don't" ... makes it a correction (of an earlier session's work)."""
     own = own_words(prompt)
-    return bool(_CORRECTION_START.match(own) or _CORRECTION_ANYWHERE.search(own))
+    if _CORRECTION_START.match(own):
+        return True
+    return not first and bool(_CORRECTION_ANYWHERE.search(own))
 
 
 def axioms_in(prompt: str) -> list[str]:
@@ -348,9 +353,9 @@ def extract(store: Store, session_id: str) -> dict[str, Any]:
     seen_axioms: set[str] = set()
     from memory_core import verify  # a correction naming a file that is gone is marked
 
-    for row in prompts:
+    for index, row in enumerate(prompts):
         text = str(row["text"])
-        if is_correction(text):
+        if is_correction(text, first=index == 0):
             said = own_words(text)
             gist = correction_gist(said)
             if gist:

@@ -143,6 +143,42 @@ def command_key(command: str) -> str:
     return " ".join(command.split())
 
 
+# Flags that change only what a test run prints, never whether it passes: a run with them and
+# one without are the same run (`pytest -s x` and `pytest x`; `node --test --test-reporter=spec
+# test/` and `node --test test/`). `--no-cov`, `-x`, `-p` change how the tests run: not here.
+_OUTPUT_ONLY_FLAGS = {
+    "-s", "-v", "-vv", "-vvv", "-q", "-qq", "--verbose", "--quiet", "--silent", "--tb",
+    "--capture", "--color", "--colors", "--no-color", "--test-reporter", "--reporter", "-R",
+    "--format", "-f", "--durations", "-rA", "-ra", "-rf",
+}  # fmt: skip
+_OUTPUT_FLAGS_WITH_VALUE = {"--reporter", "-R", "--format", "-f", "--test-reporter"}
+
+
+def output_key(command: str) -> str:
+    """`command_key` without the flags that change only what a test run prints (other
+    commands keep theirs: `rm -f x` is not `rm x`)."""
+    import shlex
+
+    if tests_run_by(command) is None:
+        return command_key(command)
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return command_key(command)
+    kept: list[str] = []
+    skip_value = False
+    for word in words:
+        if skip_value:
+            skip_value = False
+            continue
+        flag, has_value, _ = word.partition("=")
+        if flag in _OUTPUT_ONLY_FLAGS:
+            skip_value = flag in _OUTPUT_FLAGS_WITH_VALUE and not has_value
+            continue
+        kept.append(word)
+    return " ".join(kept)
+
+
 def still_failing(runs: Iterable[tuple[str, bool, float]]) -> list[str]:
     """Commands whose last run failed, given (command, ok, ts) runs; a later success of the same
     command, or of a run of the same tests (`covers`), clears it.

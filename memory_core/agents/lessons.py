@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from memory_core.agents.failures import command_key
+from memory_core.agents.failures import command_key, output_key
 from memory_core.agents.record import error_message
 from memory_core.gotchas.normalize import meaningful_line
 from memory_core.store import Store
@@ -34,11 +34,13 @@ def error_line(error: str | None) -> str:
 def fix_after(store: Store, session_id: str, command: str, failed_at: float) -> str | None:
     """The step that made `command` work again after it failed at `failed_at`, in words.
 
-    The first later success of the same command closes the window; the fix is the last other
+    The first later success of the same command (or of the same run with only its output flags
+    changed: `pytest x` after `pytest -s x`) closes the window; the fix is the last other
     successful command in it, else the files edited in it. None when the command never
     succeeded again, or nothing happened in between (it was flaky, or is still failing).
     """
     key = command_key(command)
+    printed = output_key(command)
     rows = store.query(
         "SELECT tool, command, path, ok, ts FROM agent_tool_uses WHERE session_id = ? AND ts > ? "
         "AND sidechain = 0 AND ok IS NOT NULL ORDER BY ts",
@@ -51,6 +53,8 @@ def fix_after(store: Store, session_id: str, command: str, failed_at: float) -> 
                 between = []  # failed again: the fix comes after this one
                 continue
             break
+        if row["command"] and row["ok"] and output_key(str(row["command"])) == printed:
+            break  # the same run printing less (`pytest x` after `pytest -s x`) passed
         between.append(row)
     else:
         return None

@@ -650,13 +650,22 @@ class _Run:
             return False  # a prefix replayed into a resumed session's file: already counted
         self.stats.prompts += 1
         state.last_event = "prompt"
-        self.remember_user_rules(state.session_id, text, entry.ts)
+        earlier = db.execute(
+            "SELECT 1 FROM agent_prompts WHERE session_id = ? AND ts < ? LIMIT 1",
+            (state.session_id, entry.ts),
+        ).fetchone()
+        # A resumed session's file replays its parent's conversation first: its first new
+        # prompt follows that conversation, and may correct it.
+        first = earlier is None and not state.replay_seen
+        self.remember_user_rules(state.session_id, text, entry.ts, first=first)
         state.turn = Turn(
             uuid=uuid, session_id=state.session_id, started_at=entry.ts, user_message=text
         )
         return True
 
-    def remember_user_rules(self, session_id: str, text: str, ts: float) -> None:
+    def remember_user_rules(
+        self, session_id: str, text: str, ts: float, *, first: bool = False
+    ) -> None:
         """Corrections and rules the user stated become long-term memories: the per-prompt
         ledger is pruned by age (`timeline.max_age_days`), what the user taught is not."""
         from memory_core.agents.digest import axioms_in, is_correction, own_words
@@ -664,7 +673,7 @@ class _Run:
         own = own_words(text)  # not what the user pasted, nor an agent's template
         decided = decisions_in(own)
         found = [rule for rule in axioms_in(text) if not any(rule in d for d in decided)]
-        if is_correction(text):
+        if is_correction(text, first=first):
             found = [" ".join(own.split())[:600], *found]
         for item in dict.fromkeys(found):
             self.memories.append((session_id, item, ts, "preference"))

@@ -252,6 +252,11 @@ def _metrics_text(m: dict[str, Any]) -> str:
             f"turns:             {m['turns']}",
             *tokens,
             f"files modified:    {m['files_modified']}"
+            + (
+                f" ({m['files_touched']} touched, the others put back)"
+                if m.get("files_touched", m["files_modified"]) != m["files_modified"]
+                else ""
+            )
             + (f" (and {outside} outside the project)" if outside else ""),
             f"commands:          {m['commands']} ({m['commands_failed']} failed)",
             f"tool calls:        {m['tool_calls_succeeded']} ok, {m['tool_calls_failed']} failed "

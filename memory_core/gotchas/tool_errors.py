@@ -17,7 +17,14 @@ line that says what went wrong. `key_error` finds that line and where it points,
   (what the thread panicked with, at the place it names), rspec (the exception under
   `Failure/Error:`), JUnit under maven and gradle (the exception under the failed test);
 - eslint (`2:10  error  'x' is not defined  no-undef` under the file), make (`No rule to make
-  target ...`, when make itself failed).
+  target ...`, when make itself failed), the linker (`undefined reference to ...`);
+- bun test (`error: ...` with its Expected/Received lines), deno test (its own errors and the
+  `TS2322 [ERROR]: ...` of its type check), cargo test's `should_panic` that did not panic;
+- dotnet build and dotnet test: MSBuild's `File.cs(5,6): error CS0246: ... [proj.csproj]`
+  (without the project), the `Error Message:` of a failed test under VSTest (MSTest, NUnit,
+  xUnit), the message under `failed Name (12ms)` under Microsoft.Testing.Platform, the lines
+  under xUnit's `[FAIL]`;
+- JSON reporters (`eslint -f json`, `ruff --output-format json`): the first error they list.
 
 Wrappers say only that something failed and are never the error: the agent's `Exit code N`
 line, the `> pkg@version script` banners of npm and pnpm, yarn's `$ cmd` and `error Command
@@ -30,6 +37,7 @@ a third of it was set aside before the rules were written (its manifest says whi
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -58,6 +66,20 @@ _TSC = re.compile(
     r"^(?P<path>[^\s(][^(\n]*?)\((?P<line>\d+),(?P<col>\d+)\): (?P<msg>error TS\d+: .*)$",
     re.MULTILINE,
 )
+# deno's type check: "TS2322 [ERROR]: message", the source and a squiggle, then "at file://...".
+_DENO_TSC = re.compile(
+    r"^(?P<msg>TS\d+ \[ERROR\]: .+)\n(?:.*\n){0,3}?\s+at (?:file://)?(?P<path>/[^\s:]+):"
+    r"(?P<line>\d+):\d+$",
+    re.MULTILINE,
+)
+# MSBuild (dotnet build, and dotnet test building first): the project in brackets at the end
+# says nothing about the error and is left out.
+_MSBUILD = re.compile(
+    r"^\s*(?P<path>[^\s(][^(\n]*?)\((?P<line>\d+),\d+\): (?P<msg>error [A-Z]+\d+: .+?)"
+    r"(?: \[[^\]\n]+\])?$",
+    re.MULTILINE,
+)
+_CSC_HINT = re.compile(r"\s*\(are you missing [^)]*\)$")
 _MYPY = re.compile(
     r"^(?P<path>[^\s:][^:]*\.pyi?):(?P<line>\d+)(?::\d+)?: (?P<msg>error: .*)$", re.MULTILINE
 )
@@ -160,6 +182,9 @@ def _pytest(text: str) -> ToolError | None:
         found = _PYTEST_E.match(line)
         if found and message is None:
             message = found.group(1).strip()
+            syntax = _pytest_syntax_error(message, body[index + 1 :])
+            if syntax is not None:
+                return syntax
             # The location pytest prints after the E lines (the failure's last frame), else the
             # last one before them (a collection error's import line).
             for after in body[index + 1 :]:
@@ -179,6 +204,23 @@ def _pytest(text: str) -> ToolError | None:
     if message is None:
         return None
     return ToolError(message, path, line_no)
+
+
+def _pytest_syntax_error(first: str, rest: list[str]) -> ToolError | None:
+    """A module pytest could not collect because Python could not parse it: the E lines are
+    Python's report (`File "x.py", line 1`, the source, a caret, `SyntaxError: ...`). Told as
+    Python's own str() of the error does, with the file, so the lesson names the broken file."""
+    where = _PY_FRAME.match(first)
+    if where is None:
+        return None
+    for line in rest[:6]:
+        found = _PYTEST_E.match(line)
+        text = found.group(1).strip() if found else ""
+        if text.startswith(("SyntaxError:", "IndentationError:", "TabError:")):
+            path, line_no = where.group("path"), int(where.group("line"))
+            name = path.replace("\\", "/").rsplit("/", 1)[-1]
+            return ToolError(f"{text} ({name}, line {line_no})", path, line_no)
+    return None
 
 
 def _first(pattern: re.Pattern[str], text: str) -> ToolError | None:
@@ -220,7 +262,7 @@ def _mypy(text: str) -> ToolError | None:
 _JEST_TEST = re.compile(r"^  ● (?!Test suite failed to run)(.+)$", re.MULTILINE)
 _JEST_SUITE = re.compile(r"^  ● Test suite failed to run\s*$", re.MULTILINE)
 _JEST_AT = re.compile(r"^\s*at .*\(?(?P<path>[^\s():]+\.[cm]?[jt]sx?):(?P<line>\d+):\d+\)?$")
-_JEST_DETAIL = re.compile(r"^(?:Expected|Received)(?: [\w ]+)?: .*")
+_JEST_DETAIL = re.compile(r"^(?:Expected|Received|Snapshot)(?: [\w ]+)?: .*")
 
 
 def _jest(text: str) -> ToolError | None:
@@ -248,8 +290,14 @@ def _jest(text: str) -> ToolError | None:
         if message is None:
             message = stripped
             continue
+        if stripped.startswith("Snapshot name: "):
+            # Which snapshot differs is what identifies the failure; its two long values
+            # (Snapshot:, Received:) would push the name out of a title.
+            details = [stripped]
+            continue
         if _JEST_DETAIL.match(stripped) and len(details) < 2:
-            details.append(stripped)
+            if not (details and details[0].startswith("Snapshot name: ")):
+                details.append(stripped)
             continue
         at = _JEST_AT.match(line)
         if at and path is None:
@@ -308,10 +356,31 @@ def _tap_value(raw: str) -> str:
     return raw
 
 
+# node --test with the spec reporter: "✖ name (2.7ms)", then the error indented under it (an
+# assertion's message ends with ":" and its values follow after a blank line).
+_SPEC_FAILED = re.compile(r"^✖ (?P<name>.+?) \([\d.]+m?s\)\n(?P<body>(?:.*\n?){1,8})", re.MULTILINE)
+_SPEC_AT = re.compile(r"^\s+at .*?\(?(?P<path>/[^\s():]+):(?P<line>\d+):\d+\)?$", re.MULTILINE)
+
+
+def _node_spec(text: str) -> ToolError | None:
+    failed = _SPEC_FAILED.search(text)
+    if failed is None:
+        return None
+    lines = [line.strip() for line in failed.group("body").splitlines() if line.strip()]
+    if not lines or not _INDENTED_JS_ERROR.match(lines[0]):
+        return None
+    message = lines[0]
+    if message.endswith(":") and len(lines) > 1 and not lines[1].startswith("at "):
+        message += " " + lines[1]
+    at = _SPEC_AT.search(text, failed.start())
+    where = (at.group("path"), int(at.group("line"))) if at else (None, None)
+    return ToolError(f"{failed.group('name')}: {message}", *where)
+
+
 def _node_test(text: str) -> ToolError | None:
     failed = _TAP_NOT_OK.search(text)
     if failed is None:
-        return None
+        return _node_spec(text)
     block = text[failed.end() :].splitlines()
     fields: dict[str, str] = {}
     for index, line in enumerate(block):
@@ -372,10 +441,26 @@ _RUST_PANIC_OLD = re.compile(
 _RUST_LEFT_RIGHT = re.compile(r"^\s*left: (?P<left>.*)\n\s*right: (?P<right>.*)$", re.MULTILINE)
 
 
+# A #[should_panic] test whose code returned normally.
+_RUST_NO_PANIC = re.compile(
+    r"^---- (?P<test>\S+) stdout ----\nnote: (?P<msg>test did not panic as expected)"
+    r"(?: at (?P<path>[^\s:]+):(?P<line>\d+):\d+)?",
+    re.MULTILINE,
+)
+
+
 def _cargo_test(text: str) -> ToolError | None:
     found = _RUST_PANIC.search(text) or _RUST_PANIC_OLD.search(text)
     if found is None:
-        return None
+        missing = _RUST_NO_PANIC.search(text)
+        if missing is None:
+            return None
+        line = missing.group("line")
+        return ToolError(
+            f"{missing.group('test')}: {missing.group('msg')}",
+            missing.group("path"),
+            int(line) if line else None,
+        )
     message = found.group("msg").strip()
     values = _RUST_LEFT_RIGHT.search(text, found.end())
     if values is not None and ("left == right" in message or "left != right" in message):
@@ -461,10 +546,23 @@ _JAVAC = re.compile(
 _JAVAC_SYMBOL = re.compile(r"^(?:\[ERROR\])?\s+symbol:\s+(?P<symbol>.+)$", re.MULTILINE)
 
 
+# GNU ld: "main.c:(.text+0x11): undefined reference to `compute_tax'" (collect2's summary
+# after it only says that ld failed).
+_LD_UNDEFINED = re.compile(
+    r"^(?:(?P<path>[^\s:]+?)(?::\([.\w]+(?:\+0x[0-9a-f]+)?\))?: )?"
+    r"(?P<msg>undefined reference to .+)$",
+    re.MULTILINE,
+)
+
+
 def _compiler(text: str) -> ToolError | None:
     found = _first(_CC, text)
     if found is not None:
         return found
+    undefined = _LD_UNDEFINED.search(text)
+    if undefined is not None:
+        path = undefined.group("path")
+        return ToolError(undefined.group("msg").strip(), path if path != "/usr/bin/ld" else None)
     javac = _JAVAC.search(text)
     if javac is None:
         return None
@@ -510,6 +608,142 @@ def _make(text: str) -> ToolError | None:
     return ToolError(found.group("msg").strip()) if found else None
 
 
+# bun test: the source and a caret, "error: message", Expected/Received lines, the frame, then
+# "(fail) test name".
+_BUN_FAIL = re.compile(r"^\(fail\) .+$", re.MULTILINE)
+_BUN_ERROR = re.compile(r"^error: (?P<msg>.+)$", re.MULTILINE)
+_BUN_AT = re.compile(r"^\s+at .*?\(?(?P<path>/[^\s():]+):(?P<line>\d+):\d+\)?$")
+
+
+def _bun_test(text: str) -> ToolError | None:
+    fail = _BUN_FAIL.search(text)
+    if fail is None:
+        return None
+    error = _BUN_ERROR.search(text, 0, fail.start())
+    if error is None:
+        return None
+    message = error.group("msg").strip()
+    details: list[str] = []
+    path = line_no = None
+    for line in text[error.end() : fail.start()].splitlines():
+        stripped = line.strip()
+        if _JEST_DETAIL.match(stripped) and len(details) < 2:
+            details.append(stripped)
+        at = _BUN_AT.match(line)
+        if at:
+            path, line_no = at.group("path"), int(at.group("line"))
+            break
+    if details:
+        message = f"{message} ({', '.join(details)})"
+    return ToolError(message, path, line_no)
+
+
+# deno test: "error: Error: message" under the failing test in its ERRORS section.
+_DENO_ERROR = re.compile(r"^ ERRORS \n(?:.*\n){0,3}?error: (?P<msg>.+)$", re.MULTILINE)
+
+
+def _deno_test(text: str) -> ToolError | None:
+    found = _DENO_ERROR.search(text)
+    return ToolError(found.group("msg").strip()) if found else None
+
+
+# dotnet test under VSTest: "  Failed Name [21 ms]" (xUnit's logger: "X Name [317ms]"), then
+# "  Error Message:" and the message; NUnit's "Expected: 100" is followed by "But was:  0".
+_VSTEST_FAILED = re.compile(
+    r"^\s*(?:Failed|X) (?P<test>\S[^\n]*?) \[[^\]\n]*\]\n\s*Error Message:\n(?P<body>(?:.*\n?){1,6})",
+    re.MULTILINE,
+)
+# Microsoft.Testing.Platform: "failed Name (12ms)" then the message, indented.
+_MTP_FAILED = re.compile(r"^failed (?P<test>\S.*?) \([\dhms. ]+\)\n\s+(?P<msg>\S.*)$", re.MULTILINE)
+# xUnit's own runners: "Name [FAIL]" then the message and its Expected/Actual lines.
+_XUNIT_FAIL = re.compile(r"\[FAIL\]\n(?P<body>(?:.*\n?){1,6})")
+_XUNIT_PREFIX = re.compile(r"^\[xUnit\.net [\d:.]+\]\s*")
+_DOTNET_FRAME = re.compile(r" in (?P<path>\S[^\n]*?):line (?P<line>\d+)$", re.MULTILINE)
+_DOTNET_DETAIL = re.compile(r"^(?:Expected|Actual|But was):?\s")
+
+
+def _dotnet_message(lines: list[str]) -> str | None:
+    kept: list[str] = []
+    for raw in lines:
+        line = _XUNIT_PREFIX.sub("", raw).strip()
+        if not line:
+            continue
+        if line.startswith(("Stack Trace:", "at ")):
+            break
+        if kept and not (_DOTNET_DETAIL.match(line) and len(kept) < 3):
+            break
+        kept.append(line)
+    if not kept:
+        return None
+    if _DOTNET_DETAIL.match(kept[0]):  # NUnit: the message is the Expected / But was pair
+        return ", ".join(kept)
+    return kept[0] + (f" ({', '.join(kept[1:])})" if len(kept) > 1 else "")
+
+
+def _dotnet_test(text: str) -> ToolError | None:
+    found = _VSTEST_FAILED.search(text)
+    test: str | None = None
+    message: str | None = None
+    if found is not None:
+        test, message = found.group("test"), _dotnet_message(found.group("body").splitlines())
+    else:
+        mtp = _MTP_FAILED.search(text)
+        if mtp is not None:
+            test, message = mtp.group("test"), mtp.group("msg").strip()
+        else:
+            xunit = _XUNIT_FAIL.search(text)
+            if xunit is not None:
+                message = _dotnet_message(xunit.group("body").splitlines())
+    if message is None:
+        return None
+    if test:
+        message = f"{message} ({test.rsplit('.', 1)[-1]})"
+    frame = _DOTNET_FRAME.search(text, found.start() if found else 0)
+    if frame is None:
+        return ToolError(message)
+    return ToolError(message, frame.group("path"), int(frame.group("line")))
+
+
+def _json_report(text: str) -> ToolError | None:
+    """The first error of a linter's JSON report: eslint's `-f json` (files with messages) or
+    ruff's `--output-format json` (one object per problem)."""
+    start = text.find("[{") if text.lstrip().startswith("[{") else -1
+    if start < 0:
+        match = re.search(r"^\[\s*$", text, re.MULTILINE)
+        start = match.start() if match else -1
+    end = text.rfind("]")
+    if start < 0 or end <= start or end - start > 4_000_000:
+        return None
+    try:
+        report = json.loads(text[start : end + 1])
+    except ValueError:
+        return None
+    if not isinstance(report, list):
+        return None
+    for item in report:
+        if not isinstance(item, dict):
+            return None
+        for problem in item.get("messages") or []:  # eslint
+            if isinstance(problem, dict) and problem.get("severity") == 2:
+                rule = problem.get("ruleId")
+                message = str(problem.get("message", "")).rstrip(".")
+                line = problem.get("line")
+                return ToolError(
+                    message + (f" ({rule})" if rule else ""),
+                    str(item.get("filePath") or "") or None,
+                    line if isinstance(line, int) else None,
+                )
+        if "code" in item and "message" in item:  # ruff
+            location = item.get("location") or {}
+            row = location.get("row") if isinstance(location, dict) else None
+            return ToolError(
+                f"{item.get('code') or ''} {item['message']}".strip(),
+                str(item.get("filename") or "") or None,
+                row if isinstance(row, int) else None,
+            )
+    return None
+
+
 def key_error(text: str) -> ToolError | None:
     """The error that matters in a tool's output, or None when no known shape is in it."""
     if not text:
@@ -519,9 +753,12 @@ def key_error(text: str) -> ToolError | None:
         found = finder(text)
         if found is not None:
             return found
-    for pattern in (_TSC, _RUST):
+    for pattern in (_TSC, _DENO_TSC, _MSBUILD, _RUST):
         found = _first(pattern, text)
         if found is not None:
+            if pattern is _MSBUILD:  # the C# compiler's stock hint names nothing
+                message = _CSC_HINT.sub("", found.message)
+                return ToolError(message, found.path, found.line)
             return found
     found = _mypy(text)
     if found is not None:
@@ -531,7 +768,11 @@ def key_error(text: str) -> ToolError | None:
         if found is not None:
             return found
     for runner in (
+        _json_report,
         _jest,
+        _bun_test,
+        _deno_test,
+        _dotnet_test,
         _vitest,
         _node_test,
         _mocha,

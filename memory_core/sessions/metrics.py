@@ -1,5 +1,10 @@
 """A session's figures (docs/design.md section 3): duration, turns, tokens, files, commands and
-tool calls; for an agent's session, tokens in full from the usage ledger."""
+tool calls; for an agent's session, tokens in full from the usage ledger.
+
+`files_modified` is the session's net effect, as the session-start context tells it: the files
+whose content differs at the end from the start (an edit undone later, a `git checkout` of the
+file, a file created and then removed are not changes). `files_touched` counts every workspace
+file the session edited, those put back included."""
 
 from __future__ import annotations
 
@@ -37,6 +42,11 @@ def metrics(store: Store, session_id: str, *, now: float | None = None) -> dict[
         (sid,),
     )
     assert tools is not None and commands is not None and files is not None
+    # Imported here: `net` reads the session through `reading`, which imports this module.
+    from memory_core.sessions.net import net_files_changed
+
+    touched = int(files[0])
+    changed = len(net_files_changed(store, sid)) if touched else 0
     turns = int(row["turn_count"])
     breakdown = agent_tokens(store, sid)
     if breakdown is not None:
@@ -57,7 +67,8 @@ def metrics(store: Store, session_id: str, *, now: float | None = None) -> dict[
         "output_tokens": output_tokens,
         "total_tokens": tokens,
         "avg_tokens_per_turn": round(tokens / turns, 1) if turns else 0.0,
-        "files_modified": int(files[0]),
+        "files_modified": changed,
+        "files_touched": touched,
         "files_outside_project": int(files[1]),
         "commands": int(commands["total"]),
         "commands_failed": int(commands["failed"]),

@@ -107,11 +107,13 @@ def reverted_files(store: Store, session_id: str) -> list[str]:
     )
     first: dict[str, str | None] = {}
     last: dict[str, tuple[float, str | None]] = {}
+    deleted_at_end: dict[str, bool] = {}
     for row in rows:
         path = str(row["path"])
         if path not in first:
             first[path] = row["hash_before"]
         last[path] = (float(row["ts"]), None if row["change"] == "deleted" else row["hash_after"])
+        deleted_at_end[path] = row["change"] == "deleted"
     if not first:
         return []
     reverts = store.query(
@@ -122,6 +124,7 @@ def reverted_files(store: Store, session_id: str) -> list[str]:
     back: list[str] = []
     for path, before in first.items():
         last_ts, after = last[path]
+        gone = deleted_at_end[path]
         put_back = False
         for command in reverts:
             if float(command["ts"]) < last_ts:
@@ -130,13 +133,15 @@ def reverted_files(store: Store, session_id: str) -> list[str]:
             if everything or path in named:
                 put_back = True
             if before is None and path in _removed_paths(str(command["command"])):
-                after = None  # created by the session, then removed: as at its start
+                after, gone = None, True  # created by the session, then removed: as at its start
         if put_back:
             # As git has it now: the same as before the session's first edit, or unknown before.
             if before is None or _committed_hash(store.root, path) == before:
                 back.append(path)
-        elif after == before:
-            back.append(path)  # a later edit undid the earlier ones (or created, then deleted)
+        elif after == before and (after is not None or gone):
+            # A later edit undid the earlier ones (or created, then deleted). Two unknown
+            # hashes (a file engram could not read) say nothing: it stays changed.
+            back.append(path)
     return back
 
 

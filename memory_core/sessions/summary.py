@@ -71,7 +71,7 @@ def summary_markdown(store: Store, session_id: str, *, now: float | None = None)
         *_token_rows(numbers),
         f"| average tokens per turn | {numbers['avg_tokens_per_turn']} |",
         f"| files modified | {numbers['files_modified']}"
-        + (f" ({len(files)} changed in the end)" if put_back else "")
+        + (f" ({numbers['files_touched']} touched, {len(put_back)} put back)" if put_back else "")
         + " |",
         f"| commands (failed) | {numbers['commands']} ({numbers['commands_failed']}) |",
         f"| tool calls ok / failed | {numbers['tool_calls_succeeded']} / {numbers['tool_calls_failed']} |",

@@ -9,6 +9,7 @@ the rules for net effect, open items and user rules were written."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ import pytest
 
 from memory_core.agents import digest
 from memory_core.agents.failures import covers, still_failing
-from tests.noisy_sessions import HELD_OUT, SCENARIOS, run
+from tests.noisy_sessions import HELD_OUT, LONG, SCENARIOS, run, run_through_hooks
 
 RULE_SECTIONS = ("Rules the user stated", "User corrections", "Decisions and knowledge to keep")
 
@@ -66,7 +67,24 @@ def test_the_summary_lists_reverted_files_as_put_back(told: dict[str, Any]) -> N
         assert f"- `{path}` (changed, then put back)" in told["summary"]
     if told["expected"].reverted:
         touched, changed = len(told["touched"]), len(told["expected"].changed)
-        assert f"| files modified | {touched} ({changed} changed in the end) |" in told["summary"]
+        put_back = touched - changed
+        assert (
+            f"| files modified | {changed} ({touched} touched, {put_back} put back) |"
+            in told["summary"]
+        )
+
+
+def test_metrics_and_the_vault_note_count_what_really_changed(told: dict[str, Any]) -> None:
+    """`session metrics` and the note's frontmatter agree with the context: files modified is
+    the net count; the files put back count only as touched."""
+    changed, touched = len(told["expected"].changed), len(told["touched"])
+    assert (told["metrics"]["files_modified"], told["metrics"]["files_touched"]) == (
+        changed,
+        touched,
+    )
+    frontmatter = told["note"].split("\n---\n", 1)[0]
+    assert f"\nfiles_modified: {changed}\n" in frontmatter
+    assert f"\nfiles_touched: {touched}\n" in frontmatter
 
 
 def test_recall_and_precision_over_all_scenarios(tmp_path: Path) -> None:
@@ -89,7 +107,66 @@ def test_recall_and_precision_over_all_scenarios(tmp_path: Path) -> None:
         assert leaked == 0
 
 
+# -- long sessions, through Claude Code's hooks -------------------------------------------------
+
+
+@pytest.fixture(scope="module", params=list(LONG))
+def long_told(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    folder = tmp_path_factory.mktemp(request.param)
+    return run_through_hooks(request.param, folder / "w")
+
+
+def test_a_long_session_through_precompact_and_sessionstart(long_told: dict[str, Any]) -> None:
+    """About 70 tool calls; what the real PreCompact and SessionStart (source=compact) hooks
+    give the same session, and SessionStart the next one: every key fact, nothing that must not
+    be told, no line twice, the files put back not changed, the closed failures not open."""
+    expected = long_told["expected"]
+    assert long_told["tool_calls"] >= 65
+    for moment in ("compaction", "next"):
+        text = long_told[moment]
+        assert [fact for fact in expected.facts if fact not in text] == [], moment
+        assert [item for item in expected.never if item in text] == [], moment
+        assert [q for q in expected.not_rules if q in _rule_sections(text)] == [], moment
+        lines = [line for line in text.splitlines() if line.startswith("- ")]
+        assert len(lines) == len(set(lines)), moment
+        done = next(line for line in text.splitlines() if line.startswith("- Done: "))
+        assert f"changed {len(expected.changed)} files" in done
+        assert not any(path in done for path in expected.reverted)
+    assert long_told["changed"] == expected.changed
+    assert expected.reverted <= long_told["touched"]
+    assert long_told["metrics"]["files_modified"] == len(expected.changed)
+
+
+def test_the_first_prompt_is_a_task_not_a_correction() -> None:
+    """A bug report ("19% instead of 20%") opens a session: nothing the agent did is corrected
+    yet. Later in the session the same words are a correction; an opening "No," always is."""
+    report = "Invoices show German VAT (19% instead of 20%). Fix it."
+    assert not digest.is_correction(report, first=True)
+    assert digest.is_correction(report)
+    assert digest.is_correction("No, keep the old table.", first=True)
+
+
 # -- the rules underneath, one by one ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "same_run_as"),
+    [
+        ("pytest -s tests/x.py::t", "pytest tests/x.py::t"),
+        ("pytest --tb=short -q tests/x.py", "pytest tests/x.py"),
+        ("node --test --test-reporter=spec test/", "node --test test/"),
+        ("npx mocha --reporter dot", "npx mocha"),
+        ("pytest tests/x.py --no-cov", "pytest tests/x.py --no-cov"),  # runs differently: kept
+        ("pytest -x tests/x.py", "pytest -x tests/x.py"),
+        ("rm -f build/out.txt", "rm -f build/out.txt"),  # not a test run
+    ],
+)
+def test_a_run_that_only_prints_differently_is_the_same_run(command: str, same_run_as: str) -> None:
+    """So that the edit between `pytest -s x` failing and `pytest x` passing is what fixed it
+    (a dead end says "what fixed it: editing ...", not "what worked instead: pytest x")."""
+    from memory_core.agents.failures import output_key
+
+    assert output_key(command) == same_run_as
 
 
 @pytest.mark.parametrize(
@@ -206,5 +283,40 @@ def test_an_edit_undone_through_the_hooks_alone_is_not_a_change(cli: Any, tmp_pa
     try:
         assert set(sessions.files_modified(store, "S-hooks")) == {"app.py", "kept.py"}
         assert sessions.net_files_changed(store, "S-hooks") == ["kept.py"]
+    finally:
+        store.close()
+    shown = cli("session", "metrics", "S-hooks", cwd=repo)
+    assert "files modified:    1 (2 touched, the others put back)" in shown.stdout
+    figures = json.loads(cli("session", "metrics", "S-hooks", "--json", cwd=repo).stdout)
+    assert (figures["files_modified"], figures["files_touched"]) == (1, 2)
+
+
+def test_a_resumed_sessions_first_new_prompt_can_correct_what_it_continues(
+    tmp_path: Path,
+) -> None:
+    """`claude --resume` replays the old conversation first: the first new prompt follows it
+    and its "instead of" corrects it; a fresh session's first "instead of" reports a bug."""
+    from memory_core import memory
+    from memory_core.agents.transcripts import ingest_file
+    from memory_core.store import Store
+    from tests.agents_fixtures import Transcript, text
+
+    store = Store.init(tmp_path / "w")
+    try:
+        fresh = Transcript("S-fresh", store.root)
+        fresh.prompt("The export writes commas instead of semicolons. Fix it.")
+        fresh.response([text("Fixed.")], stop_reason="end_turn")
+        ingest_file(store, fresh.save(tmp_path / "S-fresh.jsonl"))
+        resumed = Transcript("S-resumed", store.root, start=fresh.start)
+        resumed.lines = [
+            line.replace('"sessionId": "S-fresh"', '"sessionId": "S-resumed"')
+            for line in fresh.lines
+        ]
+        resumed._clock, resumed._uuid, resumed._message = 50_000, 50_000, 900
+        resumed.prompt("Use tabs instead of semicolons in the export.")
+        resumed.response([text("Done.")], stop_reason="end_turn")
+        ingest_file(store, resumed.save(tmp_path / "S-resumed.jsonl"))
+        kept = [str(m["content"]) for m in memory.list_memories(store, tag="user-rule")]
+        assert kept == ["Use tabs instead of semicolons in the export."]
     finally:
         store.close()

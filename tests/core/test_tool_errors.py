@@ -135,3 +135,32 @@ def _program_source(program: str) -> str:
     script = (CORPUS / "capture.sh").read_text(encoding="utf-8")
     start = script.index(f"cat > {program} <<'PY'\n") + len(f"cat > {program} <<'PY'\n")
     return script[start : script.index("\nPY\n", start) + 1]
+
+
+def test_a_json_report_with_only_warnings_or_broken_json_names_no_error() -> None:
+    """eslint's JSON with warnings only failed for another reason: the report is not the
+    lesson; text that merely starts like JSON is left to the other rules, without an error."""
+    warnings_only = (
+        '[{"filePath":"/w/a.js","messages":[{"ruleId":"no-console","severity":1,'
+        '"message":"Unexpected console statement.","line":1}]}]'
+    )
+    assert tool_errors.key_error(warnings_only) is None
+    assert tool_errors.key_error('[\n  {"code": "F401", "message": "x"\n') is None
+
+
+def test_where_the_dotnet_and_deno_errors_point() -> None:
+    """The location of the error, as an anchor: MSBuild's file and line, the frame under a
+    failed MSTest, deno's type-check location."""
+    build = tool_errors.key_error(output("dotnet_test/build_cs0246_nunit.txt"))
+    assert build is not None
+    assert (
+        build.message
+        == "error CS0246: The type or namespace name 'TestAttribute' could not be found"
+    )
+    assert (build.path, build.line) == ("/home/ken/repos/KeraLua/tests/Tests/Core.cs", 137)
+    mstest = tool_errors.key_error(output("dotnet_test/mstest_is_true.txt"))
+    assert mstest is not None and mstest.message == "Assert.IsTrue failed. (MSTest_Failed_Test)"
+    assert mstest.line == 10 and mstest.path is not None and mstest.path.endswith("UnitTest1.cs")
+    deno = tool_errors.key_error(output("deno_test/third_type_error.txt"))
+    assert deno is not None and deno.message.startswith("TS2322 [ERROR]: Type 'string'")
+    assert (deno.path, deno.line) == (f"{CAPTURED_IN}/deno_test-third_type_error/limit_test.ts", 1)

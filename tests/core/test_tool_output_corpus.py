@@ -25,12 +25,28 @@ def test_the_corpus_covers_every_tool_and_holds_a_third_out() -> None:
     assert tools >= {
         "jest", "vitest", "mocha", "node_test", "pytest", "unittest", "mypy", "ruff", "tsc",
         "eslint", "go_test", "go_build", "cargo_test", "cargo_build", "rspec", "minitest",
-        "phpunit", "maven", "gradle", "make",
+        "phpunit", "maven", "gradle", "make", "dotnet_test",
     }  # fmt: skip
-    first = [case for case in CASES if not case.second_set]
+    first = [case for case in CASES if not case.second_set and not case.third_set]
     held = sum(case.held_out for case in first)
     assert 0.3 <= held / len(first) <= 0.4
     assert all(case.held_out for case in CASES if case.second_set)
+    third = [case for case in CASES if case.third_set]
+    assert 0.3 <= sum(case.held_out for case in third) / len(third) <= 0.4
+
+
+def test_the_third_set_brings_new_tools_and_quotes_dotnet_with_its_source() -> None:
+    """No .NET SDK installs here: dotnet test's output is quoted from public issue threads,
+    each with where it was published; every other case of the third set was captured here."""
+    third = [case for case in CASES if case.third_set]
+    assert {c.key.split("/")[0] for c in third} >= {
+        "bun_test", "deno_test", "go_vet", "cargo_clippy", "dotnet_test",
+    }  # fmt: skip
+    for case in third:
+        quoted = case.key.startswith("dotnet_test/")
+        assert bool(case.source) == quoted, case.key
+        if quoted:
+            assert case.source.startswith("https://github.com/"), case.key
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.key for case in CASES])
