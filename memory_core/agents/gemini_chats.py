@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_core import clock
-from memory_core.agents.payload import canonical_tool, scrub
+from memory_core.agents.payload import canonical_tool, scrub, without_hook_context
 from memory_core.agents.transcripts import (
     Entry,
     IngestStats,
@@ -285,7 +285,7 @@ def entries(
                 continue
             # What the person typed, when Gemini CLI expanded it (@file, a custom command).
             shown = message.get("displayContent")
-            typed = _text(shown) if shown else text
+            typed = without_hook_context(_text(shown) if shown else text)
             entry = Entry("user_other", uuid, sid, ts, sidechain=sidechain, cwd=cwd, text=typed)
             if (
                 not sidechain
@@ -327,7 +327,7 @@ def entries(
                 status = str(call.get("status") or "")
                 if not call.get("id") or status in ("", "scheduled", "executing", "validating"):
                     continue  # still running when the file was written
-                text = unwrap(_text(call.get("result")))
+                text = unwrap(without_hook_context(_text(call.get("result"))))
                 report = shell_report(text) if call.get("name") == "run_shell_command" else None
                 if report is not None:
                     # The command's own output and exit code, not the report around them.

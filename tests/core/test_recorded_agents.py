@@ -1,0 +1,161 @@
+"""Sessions the real Gemini CLI and Codex CLI binaries wrote (tests/fixtures/recorded/, made by
+scripts/record-agents.sh against a local scripted model): their hooks replayed as they fired.
+
+Each hook call is replayed with the payload the agent sent and the agent's file as it stood at
+that moment (the recorder kept its line count), so the hooks see what they saw live: Codex's
+PostToolUse before the rollout has the call's output, Gemini's PreCompress before every model
+request, a chat file whose prompts carry the context engram's own SessionStart added. Then the
+same files are ingested whole. The figures must be those of the live run, nothing counted twice,
+and the lesson of the session (a command that failed three times, a rule the user stated) must
+reach a Claude Code session that starts next in the same project.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_core import clock, sessions
+from memory_core.agents import codex_rollouts, gemini_chats, hooks
+from memory_core.store import Store
+
+RECORDED = Path(__file__).resolve().parent.parent / "fixtures" / "recorded"
+HOOKED = sorted(p for p in RECORDED.iterdir() if (p / "hooks.jsonl").exists())
+RECORDED_AT = "/home/dev"  # what the recorder put in place of its scratch folder
+RULE = "Always run python3 with -X dev in this project."
+DEAD_END = "`python3 -c 'import missing_helper_module'` failed 3 times"
+COUNTED = (
+    "turns",
+    "tool_calls",
+    "tool_calls_failed",
+    "commands",
+    "commands_failed",
+    "files_modified",
+    "input_tokens",
+    "output_tokens",
+    "total_tokens",
+)
+
+
+def _transcripts(folder: Path) -> list[Path]:
+    return sorted(folder.glob("session-*.jsonl")) + sorted(folder.glob("rollout-*.jsonl"))
+
+
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.M)
+
+
+def _files_changed(folder: Path) -> set[str]:
+    """The files the calls name, read from the agent's own records (not from engram's code):
+    Gemini's write_file and replace `file_path`; the files of Codex's apply_patch patches."""
+    names: set[str] = set()
+    for path in _transcripts(folder):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            record = json.loads(line)
+            for call in record.get("toolCalls") or []:
+                if (
+                    call.get("name") in ("write_file", "replace")
+                    and call.get("status") == "success"
+                ):
+                    names.add(Path(call["args"]["file_path"]).name)
+            item = record.get("payload") if isinstance(record.get("payload"), dict) else {}
+            if item.get("type") in ("custom_tool_call", "function_call"):
+                names.update(_PATCH_FILE.findall(str(item.get("input") or item.get("arguments"))))
+    return names
+
+
+def _claude_session_start(root: Path) -> str:
+    payload = {
+        "session_id": "00000000-0000-4000-8000-00000000c1a0",
+        "transcript_path": str(root / "none.jsonl"),
+        "cwd": str(root),
+        "hook_event_name": "SessionStart",
+        "source": "startup",
+    }
+    code, out = hooks.handle("claude-code", "SessionStart", json.dumps(payload), now=clock.now())
+    assert code == 0
+    return str(json.loads(out)["hookSpecificOutput"]["additionalContext"]) if out else ""
+
+
+def _replay(folder: Path, base: Path) -> tuple[str, str]:
+    """Every hook call of the recorded session, in order; returns (agent, session id)."""
+    moved = {
+        p.name: p.read_text(encoding="utf-8").replace(RECORDED_AT, str(base))
+        for p in _transcripts(folder)
+    }
+    agent = ""
+    session = ""
+    for line in (folder / "hooks.jsonl").read_text(encoding="utf-8").splitlines():
+        call: dict[str, Any] = json.loads(line.replace(RECORDED_AT, str(base)))
+        _, agent, event = call["argv"]
+        payload = call["payload"]
+        session = payload["session_id"]
+        target = payload.get("transcript_path")
+        if isinstance(target, str) and call["transcript_lines"] is not None:
+            lines = moved[Path(target).name].splitlines(keepends=True)
+            Path(target).parent.mkdir(parents=True, exist_ok=True)
+            Path(target).write_text("".join(lines[: call["transcript_lines"]]), encoding="utf-8")
+        code, _ = hooks.handle(agent, event, json.dumps(payload), now=clock.now())
+        assert code == 0
+    for name, text in moved.items():  # the files as the agent left them
+        found = list(base.rglob(name))
+        (found[0] if found else base / name).write_text(text, encoding="utf-8")
+    return agent, session
+
+
+@pytest.mark.parametrize("folder", HOOKED, ids=lambda p: p.name)
+def test_a_real_session_through_its_hooks_then_ingested_counts_each_thing_once(
+    folder: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "project"
+    (root / ".git").mkdir(parents=True)
+    store = Store.open_or_init(root)
+    try:
+        # Negative control: before the session, a Claude Code start is told none of it.
+        before = _claude_session_start(root)
+        assert DEAD_END not in before and RULE not in before
+        agent, session = _replay(folder, tmp_path)
+        live = json.loads((folder / "figures.json").read_text(encoding="utf-8"))
+        from_hooks = sessions.metrics(store, session)
+        # What engram recorded from the hooks here is what it recorded in the live run.
+        assert {k: from_hooks[k] for k in COUNTED} == {k: live["from_hooks"][k] for k in COUNTED}
+        assert from_hooks["turns"] == 3 and from_hooks["tool_calls_failed"] == 3
+        assert from_hooks["files_modified"] == len(_files_changed(folder)) == 1
+        # The same files ingested afterwards, then again: nothing counted twice.
+        for path in _transcripts(folder):
+            moved = next(tmp_path.rglob(path.name))
+            for _ in range(2):
+                if agent == "codex":
+                    codex_rollouts.ingest_file(store, moved)
+                else:
+                    gemini_chats.ingest_chat_file(store, moved)
+        after = sessions.metrics(store, session)
+        assert {k: after[k] for k in COUNTED} == {k: from_hooks[k] for k in COUNTED}
+        prompts = [
+            row["text"]
+            for row in store.query(
+                "SELECT text FROM agent_prompts WHERE session_id = ? ORDER BY ts", (session,)
+            )
+        ]
+        # The prompts as typed: not the context engram's own SessionStart put before them.
+        assert prompts == [
+            "Create hello.py that prints hello",
+            f"Run the checks. {RULE}",
+            "Add a greeting function to hello.py",
+        ]
+        told = _claude_session_start(root)
+        assert DEAD_END in told
+        assert "ModuleNotFoundError: No module named 'missing_helper_module'" in told
+        assert RULE in told[told.index("## Rules the user stated") :]
+        assert "<hook_context>" not in told
+        if agent == "gemini":
+            # PreCompress fires before every model request: no digest for each of them.
+            events = [json.loads(line)["argv"][2] for line in (folder / "hooks.jsonl").open()]
+            digests = list((root / ".engram" / "exports" / "digests").glob("*.yaml"))
+            assert events.count("PreCompress") >= 12
+            assert len(digests) <= events.count("AfterAgent") + events.count("SessionEnd")
+    finally:
+        store.close()
