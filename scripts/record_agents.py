@@ -280,7 +280,9 @@ def main() -> int:
     parser.add_argument("--agents", type=Path, required=True, help="the npm prefix folders' parent")
     parser.add_argument("--out", type=Path, default=REPO / "tests" / "fixtures" / "recorded")
     parser.add_argument("--gemini", nargs="*", default=["gemini-0.44.0", "gemini-0.61.0"])
-    parser.add_argument("--codex", nargs="*", default=["codex-0.98.0", "codex-0.125.0", "codex-0.171.0"])
+    parser.add_argument(
+        "--codex", nargs="*", default=["codex-0.98.0", "codex-0.125.0", "codex-0.171.0"]
+    )
     options = parser.parse_args()
     ROOT.mkdir(parents=True, exist_ok=True)
     server, port = start_server(ROOT)
