@@ -55,6 +55,12 @@ SCENARIOS: dict[str, list[tuple[str, ...]]] = {
     ],
 }
 
+STATE_SNAPSHOT = (
+    "<state_snapshot>\n<overall_goal>Make the checks of hello.py pass.</overall_goal>\n"
+    "<key_knowledge>python3 -c 'import missing_helper_module' fails: the module is not "
+    "installed.</key_knowledge>\n</state_snapshot>"
+)
+
 _lock = threading.Lock()
 _request_number = 0
 
@@ -144,7 +150,11 @@ def gemini_reply(body: dict[str, Any], number: int) -> dict[str, Any]:
     schema = (body.get("generationConfig") or {}).get("responseJsonSchema") or (
         body.get("generationConfig") or {}
     ).get("responseSchema")
-    if schema is not None or last_prompt_at < 0:
+    instruction = json.dumps(body.get("systemInstruction") or "")
+    if "<state_snapshot>" in instruction:
+        # A compression (`/compress`, or the context filling up): the summary it asks for.
+        parts: list[dict[str, Any]] = [{"text": STATE_SNAPSHOT}]
+    elif schema is not None or last_prompt_at < 0:
         # A side request of the CLI's own (routing, next-speaker check, a title): JSON it
         # accepts, naming no tool.
         answer = {
@@ -154,7 +164,7 @@ def gemini_reply(body: dict[str, Any], number: int) -> dict[str, Any]:
             "complexity_reasoning": "scripted",
             "complexity_score": 10,
         }
-        parts: list[dict[str, Any]] = [{"text": json.dumps(answer)}]
+        parts = [{"text": json.dumps(answer)}]
     else:
         steps = pick_scenario(prompt)
         kind, *args = steps[min(step, len(steps) - 1)]

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -68,6 +69,7 @@ def run(argv: list[str], *, env: dict[str, str], cwd: Path, timeout: int = 180) 
 
 def start_server(work: Path) -> tuple[subprocess.Popen[bytes], str]:
     port_file = work / "port"
+    port_file.unlink(missing_ok=True)  # a port left by an earlier run is no server now
     server = subprocess.Popen(
         [
             sys.executable,
@@ -185,6 +187,100 @@ def record_gemini(agents: Path, folder: str, url: str) -> tuple[Path, list[Path]
     return base, chats, version
 
 
+def _screen(session: str) -> str:
+    done = subprocess.run(
+        ["tmux", "capture-pane", "-t", session, "-p"], capture_output=True, text=True
+    )
+    return done.stdout
+
+
+def _wait_for(session: str, text: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if text in _screen(session):
+            return
+        time.sleep(0.5)
+    raise SystemExit(f"Gemini CLI never showed {text!r}:\n{_screen(session)}")
+
+
+def _type(session: str, *keys: str) -> None:
+    for key in keys:
+        subprocess.run(["tmux", "send-keys", "-t", session, key], check=True)
+        # Keys sent faster are taken as a paste, where Enter is a new line, not a submit.
+        time.sleep(1.5)
+
+
+def record_gemini_interactive(agents: Path, folder: str, url: str) -> tuple[Path, list[Path], str]:
+    """What only the interactive Gemini CLI does, typed into it through tmux: a call the user
+    declines, calls allowed for the session, `/compress`, `/quit`."""
+    base, home, project = new_project(f"{folder}-interactive")
+    gemini_dir = home / ".gemini"
+    gemini_dir.mkdir()
+    (gemini_dir / "settings.json").write_text(
+        json.dumps(
+            {
+                "security": {"auth": {"selectedType": "gemini-api-key"}},
+                "privacy": {"usageStatisticsEnabled": False},
+                "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+            }
+        )
+    )
+    (gemini_dir / "trustedFolders.json").write_text(json.dumps({str(project): "TRUST_FOLDER"}))
+    env = base_env(home) | {"GEMINI_API_KEY": "fake-key", "GOOGLE_GEMINI_BASE_URL": url}
+    install_hooks("gemini", env, project, base / "engram-hook")
+    gemini = str(agents / folder / "node_modules" / ".bin" / "gemini")
+    version = run([gemini, "--version"], env=env, cwd=project).strip()
+    session = "engram-record-gemini"
+    subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+    # tmux's own TERM (a terminal the TUI can draw on), the rest as for the other runs.
+    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items() if k != "TERM")
+    subprocess.run(
+        [
+            "tmux",
+            "new-session",
+            "-d",
+            "-s",
+            session,
+            "-x",
+            "160",
+            "-y",
+            "50",
+            f"cd {shlex.quote(str(project))} && env {exports} {shlex.quote(gemini)}",
+        ],
+        check=True,
+    )
+    try:
+        _wait_for(session, "Type your message")
+        time.sleep(5)  # past "Initializing...": a prompt typed then is only queued
+        _type(session, PROMPTS[0], "Enter")
+        _wait_for(session, "Apply this change?")
+        _type(session, "Escape")  # "No, suggest changes (esc)": the write is declined
+        _wait_for(session, "Request cancelled.")
+        time.sleep(4)  # keys typed while the hooks run are lost
+        _type(session, PROMPTS[1], "Enter")
+        _wait_for(session, "Allow execution of")
+        _type(session, "Down", "Enter")  # "Allow for this session"
+        _wait_for(session, "The checks fail")
+        time.sleep(4)
+        _type(session, "/compress", "Enter")
+        _wait_for(session, "Chat history compressed")
+        time.sleep(4)
+        _type(session, "Just answer: what is left to do", "Enter")
+        _wait_for(session, "Nothing to change")
+        time.sleep(3)  # the AfterAgent hook
+        _type(session, "/quit", "Enter")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and "To resume this session" not in _screen(session):
+            time.sleep(0.5)
+        time.sleep(3)  # the SessionEnd hook
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+    chats = sorted((gemini_dir / "tmp").glob("*/chats/session-*.jsonl"))
+    if not chats:
+        raise SystemExit("Gemini CLI wrote no chat")
+    return base, chats, f"{version}-interactive"
+
+
 def record_codex(agents: Path, folder: str, url: str) -> tuple[Path, list[Path], str]:
     base, home, project = new_project(folder)
     codex_home = home / ".codex"
@@ -280,6 +376,7 @@ def main() -> int:
     parser.add_argument("--agents", type=Path, required=True, help="the npm prefix folders' parent")
     parser.add_argument("--out", type=Path, default=REPO / "tests" / "fixtures" / "recorded")
     parser.add_argument("--gemini", nargs="*", default=["gemini-0.44.0", "gemini-0.61.0"])
+    parser.add_argument("--gemini-interactive", nargs="*", default=["gemini-0.61.0"])
     parser.add_argument(
         "--codex", nargs="*", default=["codex-0.98.0", "codex-0.125.0", "codex-0.171.0"]
     )
@@ -290,6 +387,9 @@ def main() -> int:
     try:
         for folder in options.gemini:
             base, chat, version = record_gemini(options.agents, folder, url)
+            keep("gemini", version, base, chat, options.out, "gemini")
+        for folder in options.gemini_interactive:
+            base, chat, version = record_gemini_interactive(options.agents, folder, url)
             keep("gemini", version, base, chat, options.out, "gemini")
         for folder in options.codex:
             base, rollout, version = record_codex(options.agents, folder, url)

@@ -53,6 +53,14 @@ def count(path: Path) -> dict[str, Any]:
             continue
         if "id" in record and "type" in record:
             messages[record["id"]] = record
+        for message in (record.get("$set") or {}).get("messages") or []:
+            # 0.61 records /compress only as the new context, which starts with the summary.
+            if (
+                message.get("type") == "user"
+                and "<state_snapshot>" in _text(message.get("content"))
+                and message["id"] not in messages
+            ):
+                messages[message["id"]] = message
     figures = {
         "prompts": 0,
         "responses": 0,
