@@ -200,7 +200,7 @@ def _wait_for(session: str, text: str, timeout: float = 60) -> None:
         if text in _screen(session):
             return
         time.sleep(0.5)
-    raise SystemExit(f"Gemini CLI never showed {text!r}:\n{_screen(session)}")
+    raise SystemExit(f"the agent never showed {text!r}:\n{_screen(session)}")
 
 
 def _type(session: str, *keys: str) -> None:
@@ -279,6 +279,67 @@ def record_gemini_interactive(agents: Path, folder: str, url: str) -> tuple[Path
     if not chats:
         raise SystemExit("Gemini CLI wrote no chat")
     return base, chats, f"{version}-interactive"
+
+
+def record_codex_interactive(agents: Path, folder: str, url: str) -> tuple[Path, list[Path], str]:
+    """Codex's terminal UI, typed into through tmux: a turn of failing commands, `/compact`,
+    a last prompt, `/quit` (no hooks: the rollout is what is kept)."""
+    base, home, project = new_project(f"{folder}-interactive")
+    codex_home = home / ".codex"
+    codex_home.mkdir()
+    codex = str(agents / folder / "node_modules" / ".bin" / "codex")
+    env = base_env(home) | {"CODEX_HOME": str(codex_home), "FAKE_MODEL_KEY": "fake-key"}
+    version = run([codex, "--version"], env=env, cwd=project).split()[-1]
+    (codex_home / "config.toml").write_text(
+        'model = "gpt-5.3-codex"\nmodel_provider = "fake"\n\n[model_providers.fake]\n'
+        f'name = "fake"\nbase_url = "{url}/v1"\nwire_api = "responses"\n'
+        'env_key = "FAKE_MODEL_KEY"\n'
+    )
+    session = "engram-record-codex"
+    subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items() if k != "TERM")
+    subprocess.run(
+        [
+            "tmux",
+            "new-session",
+            "-d",
+            "-s",
+            session,
+            "-x",
+            "160",
+            "-y",
+            "50",
+            f"cd {shlex.quote(str(project))} && env {exports} {shlex.quote(codex)}",
+        ],
+        check=True,
+    )
+    try:
+        _wait_for(session, "Do you trust the contents of this directory?")
+        _type(session, "Enter")  # "Yes, continue"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and "OpenAI Codex" not in _screen(session):
+            if "Choose how you'd like Codex to proceed" in _screen(session):
+                _type(session, "Down", "Enter")  # a new model on offer: "Use existing model"
+            time.sleep(0.5)
+        _wait_for(session, "OpenAI Codex")
+        time.sleep(3)
+        _type(session, PROMPTS[1], "Enter")
+        _wait_for(session, "The checks fail")
+        time.sleep(3)
+        _type(session, "/compact", "Enter")
+        _wait_for(session, "Context compacted")
+        time.sleep(3)
+        _type(session, "Just answer: what is left to do", "Enter")
+        _wait_for(session, "Nothing to change")
+        time.sleep(3)
+        _type(session, "/quit", "Enter")
+        time.sleep(3)
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+    rollouts = sorted((codex_home / "sessions").rglob("rollout-*.jsonl"))
+    if len(rollouts) != 1:
+        raise SystemExit(f"expected one Codex rollout, found {rollouts}")
+    return base, rollouts, f"{version}-interactive"
 
 
 def record_codex(agents: Path, folder: str, url: str) -> tuple[Path, list[Path], str]:
@@ -377,6 +438,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=REPO / "tests" / "fixtures" / "recorded")
     parser.add_argument("--gemini", nargs="*", default=["gemini-0.44.0", "gemini-0.61.0"])
     parser.add_argument("--gemini-interactive", nargs="*", default=["gemini-0.61.0"])
+    parser.add_argument("--codex-interactive", nargs="*", default=["codex-0.125.0"])
     parser.add_argument(
         "--codex", nargs="*", default=["codex-0.98.0", "codex-0.125.0", "codex-0.171.0"]
     )
@@ -391,6 +453,9 @@ def main() -> int:
         for folder in options.gemini_interactive:
             base, chat, version = record_gemini_interactive(options.agents, folder, url)
             keep("gemini", version, base, chat, options.out, "gemini")
+        for folder in options.codex_interactive:
+            base, rollout, version = record_codex_interactive(options.agents, folder, url)
+            keep("codex", version, base, rollout, options.out, "codex")
         for folder in options.codex:
             base, rollout, version = record_codex(options.agents, folder, url)
             keep("codex", version, base, rollout, options.out, "codex")
