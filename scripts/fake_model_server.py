@@ -61,6 +61,8 @@ STATE_SNAPSHOT = (
     "installed.</key_knowledge>\n</state_snapshot>"
 )
 
+CODEX_SUMMARY = "Handoff: the checks fail because missing_helper_module is not installed."
+
 _lock = threading.Lock()
 _request_number = 0
 
@@ -278,8 +280,11 @@ def responses_events(body: dict[str, Any], number: int) -> list[dict[str, Any]]:
     usage = usage_for(number, len(json.dumps(body)))
     response_id = f"resp_{number}"
     events: list[dict[str, Any]] = [{"type": "response.created", "response": {"id": response_id}}]
-    if last_prompt_at < 0:
-        steps: list[tuple[str, ...]] = [("text", "scripted")]
+    if "CHECKPOINT COMPACTION" in prompt:
+        # Codex's /compact (or its automatic compaction): the handoff summary it asks for.
+        steps: list[tuple[str, ...]] = [("text", CODEX_SUMMARY)]
+    elif last_prompt_at < 0:
+        steps = [("text", "scripted")]
     else:
         steps = pick_scenario(prompt)
     kind, *args = steps[min(step, len(steps) - 1)]

@@ -282,8 +282,8 @@ def record_gemini_interactive(agents: Path, folder: str, url: str) -> tuple[Path
 
 
 def record_codex_interactive(agents: Path, folder: str, url: str) -> tuple[Path, list[Path], str]:
-    """Codex's terminal UI, typed into through tmux: a turn of failing commands, `/compact`,
-    a last prompt, `/quit` (no hooks: the rollout is what is kept)."""
+    """Codex's terminal UI, typed into through tmux: a turn of failing commands, `/compact`
+    (PreCompact and PostCompact hooks), a last prompt, `/quit`."""
     base, home, project = new_project(f"{folder}-interactive")
     codex_home = home / ".codex"
     codex_home.mkdir()
@@ -293,8 +293,9 @@ def record_codex_interactive(agents: Path, folder: str, url: str) -> tuple[Path,
     (codex_home / "config.toml").write_text(
         'model = "gpt-5.3-codex"\nmodel_provider = "fake"\n\n[model_providers.fake]\n'
         f'name = "fake"\nbase_url = "{url}/v1"\nwire_api = "responses"\n'
-        'env_key = "FAKE_MODEL_KEY"\n'
+        'env_key = "FAKE_MODEL_KEY"\n\n[features]\ncodex_hooks = true\n'
     )
+    install_hooks("codex", env, project, base / "engram-hook")
     session = "engram-record-codex"
     subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
     exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items() if k != "TERM")
