@@ -204,3 +204,40 @@ def test_a_real_session_through_its_hooks_then_ingested_counts_each_thing_once(
             assert len(digests) <= ends + manual < events.count("PreCompress")
     finally:
         store.close()
+
+
+@pytest.mark.parametrize(
+    "folder", [p for p in HOOKED if not p.name.endswith("-interactive")], ids=lambda p: p.name
+)
+def test_a_claude_code_sessions_lesson_reaches_the_real_agents_session_start(
+    folder: Path, tmp_path: Path
+) -> None:
+    """The other way round: the SessionStart payload the real agent sent, answered after a
+    Claude Code session in the same project, carries that session's correction."""
+    from tests.agents_fixtures import CORRECTION, hook_payload, realistic_session
+
+    root = tmp_path / "project"
+    (root / ".git").mkdir(parents=True)
+    store = Store.open_or_init(root)
+    try:
+        first = json.loads(
+            (folder / "hooks.jsonl")
+            .read_text(encoding="utf-8")
+            .splitlines()[0]
+            .replace(RECORDED_AT, str(tmp_path))
+        )
+        assert first["argv"][2] == "SessionStart"
+        agent, payload = first["argv"][1], json.dumps(first["payload"])
+        # Negative control: before the Claude Code session, the agent is told none of it.
+        _, out = hooks.handle(agent, "SessionStart", payload, now=clock.now())
+        assert CORRECTION not in out
+        transcript, _ = realistic_session(root, "5f2c1d4e-aaaa-bbbb-cccc-123456789abc")
+        path = transcript.save(tmp_path / "claude.jsonl")
+        stop = hook_payload("Stop", "5f2c1d4e-aaaa-bbbb-cccc-123456789abc", root, path)
+        assert hooks.handle("claude-code", "Stop", stop, now=clock.now())[0] == 0
+        _, out = hooks.handle(agent, "SessionStart", payload, now=clock.now())
+        context = json.loads(out)["hookSpecificOutput"]
+        assert context["hookEventName"] == "SessionStart"
+        assert CORRECTION in context["additionalContext"]
+    finally:
+        store.close()
