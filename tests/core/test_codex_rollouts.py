@@ -1,7 +1,8 @@
 """`engram ingest codex`: Codex CLI rollouts into the same session records, counted exactly.
 
-Every rollout in tests/fixtures/codex/ (one real file, Codex 0.58, and derived files of 0.30,
-0.46 and 0.125; see that folder's README) is counted twice: by engram, and by
+Every rollout in tests/fixtures/codex/ (real files of 0.3x, 0.57 and 0.58, derived files of
+0.30, 0.46, 0.77 and 0.125; see that folder's README) and in tests/fixtures/recorded/ (written by
+the real Codex CLI 0.98, 0.125 and 0.171) is counted twice: by engram, and by
 `independent_count` below, which reads the format as openai/codex writes it and shares no code
 with engram. Both must agree on every figure.
 """
