@@ -315,8 +315,8 @@ def test_hooks_then_an_ingest_of_the_same_session_count_each_thing_once(
 
 
 REAL = os.environ.get("ENGRAM_REAL_GEMINI_CHATS")
-# Written by the real Gemini CLI 0.44 and 0.61 binaries (scripts/record-agents.sh); 0.61 also
-# wrote the empty file `--resume` starts for the session, kept as it was.
+# Written by the real Gemini CLI 0.44 and 0.61 binaries (scripts/record-agents.sh), with the
+# header-only file a `--resume` in a later minute starts for the session, kept as it was.
 RECORDED = sorted(
     (Path(__file__).resolve().parent.parent / "fixtures" / "recorded").glob("gemini-*")
 )
