@@ -6,7 +6,8 @@ a message and everything after it, and `$set` patches the metadata (its `message
 model's context, not the history). A prompt is a `user` message a person typed: not tool
 results sent back (functionResponse parts, since 0.44), not a slash or shell command, not text
 Gemini CLI writes itself (the "Please continue." nudge, `System: ` feedback, the session
-context, a compression's `<state_snapshot>`). A tool call failed when its status is "error" or
+context, a compression's `<state_snapshot>`; nor the `<hook_context>` blocks hooks added to it).
+A tool call failed when its status is "error" or
 "cancelled", or a shell command reports a non-zero `Exit Code`.
 
 Checked on real chats kept public in `~/.gemini` backups (wingorithm/Vibe-Coding-Comparison-Project,
@@ -52,6 +53,14 @@ def count(path: Path) -> dict[str, Any]:
             continue
         if "id" in record and "type" in record:
             messages[record["id"]] = record
+        for message in (record.get("$set") or {}).get("messages") or []:
+            # 0.61 records /compress only as the new context, which starts with the summary.
+            if (
+                message.get("type") == "user"
+                and "<state_snapshot>" in _text(message.get("content"))
+                and message["id"] not in messages
+            ):
+                messages[message["id"]] = message
     figures = {
         "prompts": 0,
         "responses": 0,
@@ -71,7 +80,9 @@ def count(path: Path) -> dict[str, Any]:
             parts = content if isinstance(content, list) else [content]
             if any(isinstance(p, dict) and "functionResponse" in p for p in parts):
                 continue
-            typed = _text(message.get("displayContent") or content).strip()
+            typed = _text(message.get("displayContent") or content)
+            # What hooks added (SessionStart's context, recorded inside the prompt) is not typed.
+            typed = re.sub(r"<hook_context>.*?</hook_context>", "", typed, flags=re.S).strip()
             if "<state_snapshot>" in _text(content):
                 figures["compactions"] += 1
             elif typed and not typed.startswith(

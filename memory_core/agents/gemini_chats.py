@@ -14,7 +14,8 @@ output, cached, thoughts?, tool?, total}` (Gemini's promptTokenCount, candidates
 cachedContentTokenCount, ...). The JSONL file is an upsert log: a message is written again in
 full whenever its tool calls, results or tokens change (the last copy wins); `{"$rewindTo": id}`
 drops that message and the ones after it; `{"$set": {...}}` patches the metadata (its
-`messages`, the model's rebuilt context after a compression, is not the history and is ignored).
+`messages`, the model's rebuilt context after a compression, is not the history: only the
+`<state_snapshot>` summary a compression starts it with is taken, as the compaction).
 The legacy `.json` file is the whole record with `messages`.
 
 Mapped onto engram's figures: a `user` message a person typed is a prompt (not a slash or
@@ -38,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_core import clock
-from memory_core.agents.payload import canonical_tool, scrub
+from memory_core.agents.payload import canonical_tool, scrub, without_hook_context
 from memory_core.agents.transcripts import (
     Entry,
     IngestStats,
@@ -149,6 +150,18 @@ def fold(records: Iterable[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[s
             continue
         patch: dict[str, Any] = record["$set"] if isinstance(record.get("$set"), dict) else record
         metadata.update({k: v for k, v in patch.items() if k != "messages"})
+        context = patch.get("messages") if "$set" in record else None
+        for message in context if isinstance(context, list) else []:
+            # `/compress` (0.61) is recorded only as the model's new context: the summary it
+            # starts with is the compaction, once, by its own id.
+            if (
+                isinstance(message, dict)
+                and isinstance(message.get("id"), str)
+                and message.get("type") == "user"
+                and message["id"] not in messages
+                and _COMPRESSION_MARK in _text(message.get("content"))
+            ):
+                messages[message["id"]] = message
     return metadata, list(messages.values())
 
 
@@ -285,7 +298,7 @@ def entries(
                 continue
             # What the person typed, when Gemini CLI expanded it (@file, a custom command).
             shown = message.get("displayContent")
-            typed = _text(shown) if shown else text
+            typed = without_hook_context(_text(shown) if shown else text)
             entry = Entry("user_other", uuid, sid, ts, sidechain=sidechain, cwd=cwd, text=typed)
             if (
                 not sidechain
@@ -327,7 +340,7 @@ def entries(
                 status = str(call.get("status") or "")
                 if not call.get("id") or status in ("", "scheduled", "executing", "validating"):
                     continue  # still running when the file was written
-                text = unwrap(_text(call.get("result")))
+                text = unwrap(without_hook_context(_text(call.get("result"))))
                 report = shell_report(text) if call.get("name") == "run_shell_command" else None
                 if report is not None:
                     # The command's own output and exit code, not the report around them.

@@ -398,6 +398,19 @@ class HookRun:
             # cost each call the time of the whole session so far.
             self.digest_if_due()
             return
+        if (
+            payload.agent == "codex"
+            and not payload.tool_response
+            and payload.error is None
+            and not payload.is_interrupt
+            and self.ingest()
+        ):
+            # Codex's PostToolUse gives a shell call's output without its exit code (0.125 to
+            # 0.171 at least), and fires before the rollout has the output line that holds it:
+            # the rollout, read at the next hook or at Stop, records the call and its outcome.
+            # Claiming it here would count a failed command as a success, for good.
+            self.digest_if_due()
+            return
         call = ToolCall(
             tool_use_id=payload.tool_use_id or f"hook:{self.session_id}:{self.now}",
             session_id=self.session_id,
@@ -437,6 +450,12 @@ class HookRun:
 
     def pre_compact(self) -> None:
         self.touch()
+        if self.payload.agent == "gemini" and self.payload.trigger != "manual":
+            # Gemini CLI fires PreCompress "auto" before every model request, before it checks
+            # whether the context is full (0.61): a digest each time would be a dozen a turn.
+            # A compression it does make is in the chat (`<state_snapshot>`), read at AfterAgent.
+            self.digest_if_due()
+            return
         self.ingest()
         self.digest(self.payload.trigger or "auto")
 

@@ -397,6 +397,18 @@ def cut_long_strings(raw: bytes) -> bytes:
     return b"".join(parts)
 
 
+_HOOK_CONTEXT = re.compile(r"\s*<hook_context>.*?</hook_context>\s*", re.S)
+
+
+def without_hook_context(text: str) -> str:
+    """Gemini CLI's text without the `<hook_context>` blocks it adds: what hooks (engram's own
+    SessionStart among them) asked to add, recorded inside the user's prompt and appended to
+    tool results."""
+    if "<hook_context>" not in text:
+        return text
+    return _HOOK_CONTEXT.sub("\n\n", text).strip()
+
+
 def parse(agent: str, event: str, text: str | bytes) -> HookPayload:
     """Read one hook payload; UsageError when it is not a JSON object.
 
@@ -450,6 +462,9 @@ def parse(agent: str, event: str, text: str | bytes) -> HookPayload:
         payload.error = _str(data.get("error")) or "tool failed"
     elif agent == "gemini" and event_name == "PostToolUse":
         payload.error = _gemini_tool_error(payload.tool_response)
+    if agent == "gemini" and payload.prompt:
+        # Gemini CLI puts what SessionStart hooks added (engram's own context) into the prompt.
+        payload.prompt = without_hook_context(payload.prompt)
     elif agent == "codex" and event_name == "PostToolUse":
         from memory_core.agents.codex_outputs import read_hook_response
 

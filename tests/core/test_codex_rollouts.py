@@ -1,7 +1,8 @@
 """`engram ingest codex`: Codex CLI rollouts into the same session records, counted exactly.
 
-Every rollout in tests/fixtures/codex/ (one real file, Codex 0.58, and derived files of 0.30,
-0.46 and 0.125; see that folder's README) is counted twice: by engram, and by
+Every rollout in tests/fixtures/codex/ (real files of 0.3x, 0.57 and 0.58, derived files of
+0.30, 0.46, 0.77 and 0.125; see that folder's README) and in tests/fixtures/recorded/ (written by
+the real Codex CLI 0.98, 0.125 and 0.171) is counted twice: by engram, and by
 `independent_count` below, which reads the format as openai/codex writes it and shares no code
 with engram. Both must agree on every figure.
 """
@@ -34,7 +35,10 @@ REVIEW_077 = FIXTURES / "derived-0.77-review.jsonl"
 REVIEW_THREAD_077 = FIXTURES / "derived-0.77-review-thread.jsonl"
 REAL_LEGACY = sorted(FIXTURES.glob("real-legacy-ocodex-*.jsonl"))
 REAL_057 = FIXTURES / "real-0.57-moonmind.jsonl.zst"
+# Written by the real Codex CLI 0.98, 0.125 and 0.171 binaries (scripts/record-agents.sh).
+RECORDED = sorted((FIXTURES.parent / "recorded").glob("codex-*/rollout-*.jsonl"))
 MAIN_ROLLOUTS = [
+    *RECORDED,
     REAL_058,
     REAL_057,
     *REAL_LEGACY,
@@ -70,6 +74,12 @@ def independent_count(path: Path) -> dict[str, Any]:
     """The figures of one rollout, straight from its lines (rules in the fixtures' README)."""
     lines = [json.loads(line) for line in _text_of(path).splitlines() if line.strip()]
     legacy = "type" not in lines[0]
+    # Codex 0.17x writes no `user_message` event: its user `message` items are the prompts, as
+    # in the rollouts before envelopes.
+    items_are_prompts = legacy or not any(
+        line.get("type") == "event_msg" and line["payload"].get("type") == "user_message"
+        for line in lines
+    )
     source = {} if legacy else lines[0]["payload"].get("source")
     subagent = isinstance(source, dict) and "subagent" in source
     review_thread = subagent and source["subagent"] == "review"
@@ -118,7 +128,7 @@ def independent_count(path: Path) -> dict[str, Any]:
             compactions += 1
         elif kind == "response_item":
             what = item.get("type")
-            if legacy and what == "message" and item.get("role") == "user":
+            if items_are_prompts and what == "message" and item.get("role") == "user":
                 message = "".join(part.get("text", "") for part in item["content"])
                 if message.strip() and not _INJECTED.match(message):
                     prompts.append(message)
