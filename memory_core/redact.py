@@ -34,6 +34,7 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
+import itertools
 import math
 import re
 import string
@@ -221,7 +222,10 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     (
         "sendgrid-key",
         ("SG.",),
-        _prefixed("SG.") + r"[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{30,64}",
+        _prefixed("SG.")
+        + r"(?:[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{30,64}|[A-Za-z0-9=_\-.]{66}"
+        + _END
+        + ")",
     ),
     ("twilio-key", ("SK",), _prefixed("SK") + r"[0-9a-fA-F]{32}" + _END_ALNUM),
     (
@@ -273,7 +277,9 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     (
         "jwt",
         ("eyJ",),
-        _prefixed("eyJ") + r"[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
+        # Header and claims, both base64 of JSON; the signature may be missing (an unsigned
+        # or cut token still carries its claims).
+        _prefixed("eyJ") + r"[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}(?:\.[A-Za-z0-9_\-]{8,})?",
     ),
     (
         "mapbox-token",
@@ -288,7 +294,13 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
         # chain of Java names of the same lengths, `ObjectMapperConfiguration.getter...`, is
         # not). Whether the id's base64 holds a digit is chance: it is not required.
         r"(?<![A-Za-z0-9_\-.])(?:[MNO][DTjz][AEIMQUYcgk][w-z0-5]){4}[A-Za-z0-9_\-]{7,10}"
-        r"\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}" + _END,
+        r"\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}"
+        + _END
+        # Or the same three parts with an id part that is not base64 of digits (tokens as
+        # scanners' tests write them): a digit in the first and in the last part, which a
+        # chain of names (`ObjectMapperConfiguration.getters.values...`) has not.
+        + r"|(?<![A-Za-z0-9_\-.])[MNO](?=[A-Za-z_\-]*\d)[A-Za-z0-9_\-]{23,25}"
+        r"\.[A-Za-z0-9_\-]{6}\.(?=[A-Za-z_\-]*\d)[A-Za-z0-9_\-]{27,38}" + _END,
     ),
     ("linear-api-key", ("lin_api_",), _prefixed("lin_api_") + r"[A-Za-z0-9]{40}" + _END_ALNUM),
     ("pulumi-token", ("pul-",), _prefixed("pul-") + r"[a-f0-9]{40}" + _END_ALNUM),
@@ -522,6 +534,10 @@ _TOKEN_GUARDS = tuple(
 )
 
 
+# A token with this in it is a placeholder of the format, not a token.
+_PLACEHOLDER_TOKEN = "XXXXXX"
+_PLACEHOLDER_TOKEN_LOWER = "xxxxxx"
+
 # Above this many occurrences of its guards a detector reads all the runs at once.
 _RUNS_ONE_BY_ONE = 32
 
@@ -571,6 +587,8 @@ def _token_spans(text: str, cache: _Hits | None = None) -> list[Span]:
         for first, last in _runs_holding(candidates, guards, run_starts):
             for match in pattern.finditer(candidates, first, last):
                 start, end = match.span()
+                if _PLACEHOLDER_TOKEN in match.group() or _PLACEHOLDER_TOKEN_LOWER in match.group():
+                    continue  # `hooks.slack.com/services/XXXXXXXXX/...`: a placeholder
                 # A more specific detector that ran earlier keeps what it found.
                 if not any(start < e and s < end for s, e, _n in found):
                     found.append((start, end, name))
@@ -636,6 +654,7 @@ _PUBLIC_CONTEXT = (
     "integrity",
     "nonce",
     "sha",
+    "etag",
 )
 
 
@@ -752,6 +771,8 @@ def _looks_generated(body: str, prefix: list[str]) -> bool:
         return False  # base64 of words (`VGhpcyBpcyB0aGUgd2F5`): test data
     if _rx(_BITCOIN_ADDRESS).match(body):
         return False  # public by design (a donation address in a README)
+    if _made_up(body):
+        return False  # `a1B2c3D4e5F6g7H8...`: an example written by hand
     digits = sum(c.isdigit() for c in body)
     # `Release20240315Build` has a number, not a mix: a key's digits are spread through it.
     return digits >= 2 and not _rx(_ONE_NUMBER).match(body)
@@ -899,7 +920,9 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         ("curl",),
         False,
         r"(?P<keep>\bcurl\b(?:[^\n]|\\\r?\n){0,400}?\s(?:-u|--user)(?:=|[ \t]+))"
-        r"(?:\"[^\"\n]*:[^\"\n]*\"|'[^'\n]*:[^'\n]*'|[^\s\"':]*:[^\s\"']+)",
+        r"(?:\"[^\"\n]*:[^\"\n]*\"|'[^'\n]*:[^'\n]*'|[^\s\"':]*:[^\s\"']+|"
+        # Each half quoted apart: `--user "id":"pw"`, `--user kevin:'pw'`.
+        r"(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"':]*):(?:\"[^\"\n]*\"|'[^'\n]*'))",
         _labelled("password"),
     ),
     (
@@ -1041,6 +1064,46 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         False,
         r"(?<![A-Za-z0-9])00D[A-Za-z0-9]{12,15}![A-Za-z0-9._]{80,}",
         None,
+    ),
+    (
+        # Password hashes in crypt(3) form (`$2a$12$...`, `$6$salt$...`, Kerberos AS-REP):
+        # a hash of a password can be cracked offline, so it is hidden like the password.
+        "password-hash",
+        (
+            "$1$",
+            "$2a$",
+            "$2b$",
+            "$2y$",
+            "$5$",
+            "$6$",
+            "$7$",
+            "$8$",
+            "$9$",
+            "$y$",
+            "$krb5",
+            "$argon2",
+            "$pbkdf2",
+            "$scrypt$",
+        ),
+        False,
+        r"(?<![A-Za-z0-9$])\$(?:1|2[abxy]|5|6|7|8|9|y|argon2(?:id|i|d)|pbkdf2(?:-sha\d+)?|"
+        r"scrypt|krb5asrep|krb5tgs)\$[A-Za-z0-9./+=$,:@*\-]{20,}",
+        _labelled("password-hash"),
+    ),
+    (
+        # Bundler's credentials for a gem server: BUNDLE_GEMS__CONTRIBSYS__COM=user:pass.
+        "bundler-credentials",
+        ("BUNDLE_",),
+        False,
+        r"(?P<keep>\bBUNDLE_[A-Z0-9_]*__[A-Z0-9_]+[\"']?\s*[:=]\s*[\"']?)[^\s\"']+",
+        _labelled("password"),
+    ),
+    (
+        "okta-token",
+        ("ssws",),
+        True,
+        r"(?P<keep>\bSSWS\s+)[A-Za-z0-9_\-]{20,}",
+        _labelled("okta-token"),
     ),
     (
         "authorization-header",
@@ -1289,6 +1352,8 @@ def _keyword_spans(text: str, lowered: str, hits: _Hits | None = None) -> list[S
         name = _name_at(text, word_start, start)
         if _in_url_path(lowered, word_start) or _after_public_word(lowered, word_start, value):
             continue
+        if _in_arn(text, word_start) or _placeholder(value):
+            continue
         if _random_next_to_secret_word(name, value, match.group("word")):
             spans.append((start, start + len(value), _label("secret")))
             done = end
@@ -1331,6 +1396,46 @@ def _after_public_word(lowered: str, at: int, value: str) -> bool:
         return False
     before = lowered[max(0, at - 24) : at]
     return any(word in before for word in _PUBLIC_HEX_WORDS)
+
+
+def _in_arn(text: str, at: int) -> bool:
+    """Inside an AWS ARN (`arn:aws:secretsmanager:...:secret:prod/db-password-a1B2c3`): the
+    name of a resource, not a secret."""
+    start = at
+    while start > 0 and not text[start - 1].isspace() and text[start - 1] not in "\"'`(,=":
+        start -= 1
+        if at - start > 200:
+            return False
+    return text.startswith("arn:", start)
+
+
+def _placeholder(value: str) -> bool:
+    """A value made mostly of one character: `000000000000000000000000aa`, `XXXX-XXXX`."""
+    body = value.strip("-_.=").replace("-", "")
+    if len(body) < 8:
+        return False
+    most = max(body.count(c) for c in set(body))
+    return most >= 0.7 * len(body)
+
+
+def _made_up(value: str) -> bool:
+    """An alphabet, not a key: its letters run through the alphabet in order
+    (`ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef...0123456789`, `a1B2c3D4e5F6g7H8i9J0k1L2...`). Shorter
+    runs (`abcdef1234567890`) are left to the name: rule sets' examples after a secret word
+    look like that, and are caught."""
+    letters = [ord(c) for c in value.lower() if c.isascii() and c.isalpha()]
+    return _ascending_run(letters) >= 20
+
+
+def _ascending_run(codes: list[int]) -> int:
+    best = run = 1 if codes else 0
+    for previous, current in itertools.pairwise(codes):
+        if current == previous + 1:
+            run += 1
+            best = max(best, run)
+        else:
+            run = 1
+    return best
 
 
 def _find_all(haystack: str, needle: str) -> Iterator[int]:
@@ -1434,6 +1539,8 @@ _SHORT_WINDOW = {
     "travis-secure": 1200,
     "prose-password": 200,
     "salesforce-token": 200,
+    "bundler-credentials": 300,
+    "okta-token": 200,
     "sonar-login": 200,
 }
 
@@ -1668,7 +1775,7 @@ def _weak_secret(name: str, value: str) -> bool:
     parts = {part.lower() for part in _rx(_NAME_PARTS).findall(name)}
     if _rx(_HEX_DIGEST).match(value) and not parts.isdisjoint(_DIGEST_QUALIFIERS):
         return False
-    return len(value) >= 16 and entropy(value) >= 3.5
+    return len(value) >= 16 and entropy(value) >= 3.5 and not _made_up(value)
 
 
 # Words joined by separators (`user_profile_cache_key`, `Proxy-Authorization`) read as a
@@ -1702,7 +1809,7 @@ def _is_secret_value(name: str, value: str) -> bool:
         return False  # `hashed_secret`, `cache_key`: derived from a secret or not one
     if value.isdigit() and len(value) >= 10 and _strong_name(name):
         return True  # an all-digit API key; shorter numbers are counts, ages, sizes
-    if _is_reference(value):
+    if _is_reference(value) or _placeholder(value):
         return False
     if "signature" in parts and len(value) >= 200:
         return False  # a model's thinking signature: long, public, verifiable
@@ -1825,9 +1932,15 @@ def _redact_assignments(text: str, lowered: str, hits: _Hits | None = None) -> s
             not quote or not _rx(_COMPARED_NAME).search(text, match.start(), match.end())
         ):
             continue  # `password == hashed`: two variables; `token == "lambda"`: a parser
+        if text[match.end() - 1] == ":" and text[match.end() : match.end() + 1] == ":":
+            continue  # `.password::placeholder` (CSS), `Token::new` (a scope): no value
         value_end = _closing_quote(text, value.end("value"), quote)
         name = _name_at(text, match.start(), match.end())
         name_start = match.end() - len(name)
+        if name_start > 0 and text[name_start - 1] == "/":
+            continue  # `/creating-a-strong-password": "/en/...`: a path, not a name
+        if _in_arn(text, name_start):
+            continue
         if _coordinate(text, name_start, match.end(), value.group("value")):
             continue
         if _key_path(text, name_start, match.end()):
