@@ -2094,6 +2094,7 @@ def _redact(text: str, random_words: bool = True) -> str:
         + _context_spans(text, lowered, hits)
         + _keyword_spans(text, lowered, hits)
         + (_random_word_spans(text, hits) if random_words else [])
+        + (_split_spans(text) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
     )
     if spans:
         merged = _merged(spans)
@@ -2109,6 +2110,82 @@ def _redact(text: str, random_words: bool = True) -> str:
             hits = _Hits(redacted, lowered)
         text = redacted
     return _redact_assignments(text, lowered, hits)
+
+
+# ---------------------------------------------------------------------------------------------
+# A secret in two pieces
+# ---------------------------------------------------------------------------------------------
+
+# Texts up to this size are searched for a secret split over two lines (a prompt, a command, a
+# tool's output, a file read); a large text is not (a transcript's whole session, where the
+# search would cost a tenth of redaction's time).
+SPLIT_SEARCHED_UP_TO = 65536
+_PIECE = r"[A-Za-z0-9_\-+/=.~:]{4,}"
+# Two string literals joined across a line: `"ghp_abc" +\n "def"`, `'abc'\n  + 'def'`, and
+# Python's implicit `"abc"\n "def"`. The second piece is a lookahead, so a chain of three or
+# more pieces comes out as overlapping pairs.
+_CONCATENATED = (
+    rf"([\"'])({_PIECE})\1[ \t]*\+?[ \t]*\r?\n[ \t]*\+?[ \t]*(?=([\"'])({_PIECE})\3)",
+    0,
+)
+# A token wrapped at the end of a long line (a terminal's or a tool's width), going on at the
+# start of the next.
+# The line is long (a wrap, not a short line of its own); the first piece is a whole run of
+# token characters; the second may be short (the last characters of a key).
+_WRAPPED = (
+    r"(?m)^(?=[^\n]{60})[^\n]*?(?<![A-Za-z0-9_\-+/=.~:])([A-Za-z0-9_\-+/=.~:]{4,})\r?\n"
+    r"([A-Za-z0-9_\-+/=.~:]+)",
+    0,
+)
+
+
+def _split_spans(text: str) -> list[Span]:
+    """Pieces of one secret written on two lines: each piece alone is too short or too plain
+    to be recognised, joined they are a token."""
+    if "\n" not in text:
+        return []
+    spans: list[Span] = []
+    if "'" in text or '"' in text:
+        chains: list[list[tuple[int, int]]] = []
+        for match in _rx(_CONCATENATED).finditer(text):
+            first = match.span(2)
+            second = (match.start(4), match.start(4) + len(match.group(4)))
+            if chains and chains[-1][-1] == first:
+                chains[-1].append(second)
+            else:
+                chains.append([first, second])
+        for chain in chains:
+            spans += _pieces_of_a_secret(text, chain, random_words=True)
+    for match in _rx(_WRAPPED).finditer(text):
+        spans += _pieces_of_a_secret(text, [match.span(1), match.span(2)], random_words=False)
+    return spans
+
+
+def _pieces_of_a_secret(text: str, pieces: list[tuple[int, int]], random_words: bool) -> list[Span]:
+    joined = "".join(text[start:end] for start, end in pieces)
+    if len(joined) < _TOKEN_RUN_MIN:
+        return []
+    first_start, first_end = pieces[0]
+    if any(
+        end == first_end - first_start for _s, end, _l in _token_spans(text[first_start:first_end])
+    ):
+        # The first piece is a whole token already: what starts the next line is something
+        # else (`ghs_...` at the end of a line, `def handler` on the next).
+        return []
+    found = _token_spans(joined) + (_random_word_spans(joined) if random_words else [])
+    bounds = list(itertools.accumulate(end - start for start, end in pieces))
+    out: list[Span] = []
+    for start, end, label in found:
+        # Only a secret across a join: one found in a piece alone is found in the text too.
+        if not any(start < bound < end for bound in bounds[:-1]):
+            continue
+        offset = 0
+        for (piece_start, _piece_end), bound in zip(pieces, bounds, strict=True):
+            low, high = max(start, offset), min(end, bound)
+            if low < high:
+                out.append((piece_start + low - offset, piece_start + high - offset, label))
+            offset = bound
+    return out
 
 
 def _secret_key(key: str) -> bool:
