@@ -293,14 +293,16 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
         # [MNO], one of [DTjz], one of [AEIMQUYcgk], one of [w-z0-5], group after group (a
         # chain of Java names of the same lengths, `ObjectMapperConfiguration.getter...`, is
         # not). Whether the id's base64 holds a digit is chance: it is not required.
-        r"(?<![A-Za-z0-9_\-.])(?:[MNO][DTjz][AEIMQUYcgk][w-z0-5]){4}[A-Za-z0-9_\-]{7,10}"
-        r"\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}"
-        + _END
         # Or the same three parts with an id part that is not base64 of digits (tokens as
-        # scanners' tests write them): a digit in the first and in the last part, which a
+        # scanners' tests write them): then a digit in the first and in the last part, which a
         # chain of names (`ObjectMapperConfiguration.getters.values...`) has not.
-        + r"|(?<![A-Za-z0-9_\-.])[MNO](?=[A-Za-z_\-]*\d)[A-Za-z0-9_\-]{23,25}"
-        r"\.[A-Za-z0-9_\-]{6}\.(?=[A-Za-z_\-]*\d)[A-Za-z0-9_\-]{27,38}" + _END,
+        # The pattern starts with the class [MNO] (not a lookbehind), which the regex engine
+        # skips to: with `.` as the guard it reads every dotted run of a large text.
+        r"[MNO](?<![A-Za-z0-9_\-.][MNO])(?:"
+        r"[DTjz][AEIMQUYcgk][w-z0-5](?:[MNO][DTjz][AEIMQUYcgk][w-z0-5]){3}[A-Za-z0-9_\-]{7,10}"
+        r"\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}|"
+        r"(?=[A-Za-z_\-]*\d)[A-Za-z0-9_\-]{23,25}"
+        r"\.[A-Za-z0-9_\-]{6}\.(?=[A-Za-z_\-]*\d)[A-Za-z0-9_\-]{27,38})" + _END,
     ),
     ("linear-api-key", ("lin_api_",), _prefixed("lin_api_") + r"[A-Za-z0-9]{40}" + _END_ALNUM),
     ("pulumi-token", ("pul-",), _prefixed("pul-") + r"[a-f0-9]{40}" + _END_ALNUM),
@@ -1122,6 +1124,7 @@ class _Hits:
         self._encoded: bytes | None = None
         self._run_mask: bytes | None = None
         self._runs: list[tuple[int, int]] | None = None
+        self._near_runs: dict[str, list[tuple[int, int]]] | None = None
 
     def encoded(self) -> bytes:
         """One byte per character (others become `?`), so offsets are the text's."""
@@ -1138,6 +1141,11 @@ class _Hits:
         if self._runs is None:
             self._runs = _token_runs(self.text, self.run_mask())
         return self._runs
+
+    def near_runs(self) -> dict[str, list[tuple[int, int]]]:
+        if self._near_runs is None:
+            self._near_runs = _near_runs(self.text, self.runs())
+        return self._near_runs
 
     def moved(self, text: str, lowered: str, merged: list[Span]) -> _Hits:
         """The hits of `text`: this text with the `merged` spans replaced by their labels.
@@ -1224,21 +1232,32 @@ _GUARD_FILTERS: dict[str, Callable[[str, int, int], bool]] = {
 # Detectors whose secret is a token run (20 token characters or more) with its guard next to
 # it: in a large text their guards are looked for at the runs, not by a pass of their own over
 # the whole text (a pass over a megabyte costs about a millisecond).
-_NEAR_RUNS: dict[str, Callable[[str, list[tuple[int, int]]], list[tuple[int, int]]]] = {
-    # `$2a$12$<53 characters>`: the last `$` right before the run.
-    "password-hash": lambda text, runs: [(s - 1, 1) for s, _e in runs if s and text[s - 1] == "$"],
-    "okta-token": lambda text, runs: [
-        (s - 5, 4) for s, _e in runs if s >= 5 and text[s - 5 : s - 1].upper() == "SSWS"
-    ],
-    "bundler-credentials": lambda text, runs: [
-        (s, 7) for s, _e in runs if text.startswith("BUNDLE_", s)
-    ],
-}
+def _near_runs(text: str, runs: list[tuple[int, int]]) -> dict[str, list[tuple[int, int]]]:
+    """(position, size) of each such detector's guard next to a run, in one pass over the
+    runs: a `$` right before one (`$2a$12$<53 characters>`), `SSWS ` before one, a run that
+    starts with `BUNDLE_`."""
+    found: dict[str, list[tuple[int, int]]] = {
+        "password-hash": [],
+        "okta-token": [],
+        "bundler-credentials": [],
+    }
+    for start, _end in runs:
+        before = text[start - 5 : start] if start >= 5 else text[:start]
+        if before.endswith("$"):
+            found["password-hash"].append((start - 1, 1))
+        elif before.upper() == "SSWS ":
+            found["okta-token"].append((start - 5, 4))
+        if text.startswith("BUNDLE_", start):
+            found["bundler-credentials"].append((start, 7))
+    return found
+
+
+_NEAR_RUNS = frozenset(("password-hash", "okta-token", "bundler-credentials"))
 
 
 # Each detector with its guard filter and its way to find guards near runs, looked up once.
 _CONTEXT_TABLE = [
-    (*detector, _GUARD_FILTERS.get(detector[0]), _NEAR_RUNS.get(detector[0]))
+    (*detector, _GUARD_FILTERS.get(detector[0]), detector[0] in _NEAR_RUNS)
     for detector in _CONTEXT_DETECTORS
 ]
 
@@ -1250,8 +1269,8 @@ def _context_spans(text: str, lowered: str, hits: _Hits | None = None) -> list[S
     for name, guards, fold, spec, replacement, keep, near_runs in _CONTEXT_TABLE:
         haystack = lowered if fold else text
         positions: list[tuple[int, int]] = []
-        if windowed and near_runs is not None:
-            positions = near_runs(text, hits.runs())
+        if windowed and near_runs:
+            positions = hits.near_runs()[name]
             if not positions:
                 continue
         elif windowed:
