@@ -2176,6 +2176,13 @@ _WRAPPED = (
 )
 
 
+# A value alone on its line, and the next line (as indented) alone the same way.
+_BARE_LINES = (
+    r"(?m)^([ \t]*)([A-Za-z0-9_\-+/=.~]{16,})[ \t]*\r?\n\1([A-Za-z0-9_\-+/=.~]{4,})[ \t]*$",
+    0,
+)
+
+
 def _split_spans(text: str) -> list[Span]:
     """Pieces of one secret written on two lines: each piece alone is too short or too plain
     to be recognised, joined they are a token."""
@@ -2195,7 +2202,23 @@ def _split_spans(text: str) -> list[Span]:
             spans += _pieces_of_a_secret(text, chain, random_words=True)
     for match in _rx(_WRAPPED).finditer(text):
         spans += _pieces_of_a_secret(text, [match.span(1), match.span(2)], random_words=False)
+    for match in _rx(_BARE_LINES).finditer(text):
+        spans += _second_half(text, match.span(2), match.span(3))
     return spans
+
+
+def _second_half(text: str, first: tuple[int, int], second: tuple[int, int]) -> list[Span]:
+    """A key a tool prints in two halves, each alone on its line: the second half goes with
+    a first that is a secret by itself (`v75dukqrt1fZQdIQKcWy` then `MBKxOIVdWJOszxL4beyr`),
+    or the two are one joined."""
+    if second[1] - second[0] > first[1] - first[0]:
+        return []  # a continuation is not longer than the line it continues
+    piece = text[first[0] : first[1]]
+    found = _token_spans(piece) + _random_word_spans(piece)
+    if any(start == 0 and end == len(piece) for start, end, _l in found):
+        label = max(found, key=lambda span: span[1] - span[0])[2]
+        return [(first[0], first[1], label), (second[0], second[1], label)]
+    return _pieces_of_a_secret(text, [first, second], random_words=True)
 
 
 def _pieces_of_a_secret(text: str, pieces: list[tuple[int, int]], random_words: bool) -> list[Span]:

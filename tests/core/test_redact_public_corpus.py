@@ -208,6 +208,15 @@ SK_ANT = "sk-ant-api03-" + r(ALNUM, 40)
             f"{SK_ANT[:25]}\n{SK_ANT[25:]} and retries 3",
             SK_ANT,
         ),
+        # Printed in two halves, each alone on its line.
+        (
+            "Your new key (copy it now, it is shown once):\n  "
+            + (HALVES := "k7Qm2xW9pL4vT8nR3bY6" + "hZcDfGjKsMqVwXeAtUoN")[:20]
+            + "\n  "
+            + HALVES[20:]
+            + "\n",
+            HALVES,
+        ),
     ],
 )
 def test_a_secret_written_in_two_pieces_on_two_lines_is_hidden(text: str, secret: str) -> None:
@@ -225,6 +234,8 @@ def test_a_secret_written_in_two_pieces_on_two_lines_is_hidden(text: str, secret
         'sql = "SELECT id, name FROM users " +\n  "WHERE created_at > NOW()"',
         "[2026-05-11 09:12:44] compiled 1432 modules in 2.3 s, wrote build/app-bundle.js\n"
         "build/app-bundle.js.map written",
+        "Modules:\n  ObjectMapperConfiguration\n  SerializationFeature\n",
+        "commits:\n  8f2d6a1c4b7e9d0f3a5c6b8e1d2f4a7c9b0e3d5f\n  3a5c6b8e1d2f\n",
     ],
 )
 def test_ordinary_text_over_two_lines_is_left_alone(text: str) -> None:
