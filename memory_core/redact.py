@@ -525,6 +525,14 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("ubidots-token", ("BBFF-",), _prefixed("BBFF-") + r"[A-Za-z0-9]{30}" + _END_ALNUM),
     ("nightfall-key", ("NF-",), _prefixed("NF-") + r"[A-Za-z0-9]{32}" + _END_ALNUM),
     ("buildkite-token", ("bkua_",), _prefixed("bkua_") + r"[a-f0-9]{40}" + _END_ALNUM),
+    (
+        # PubNub publish and subscribe keys: `pub-c-` / `sub-c-` and a UUID-shaped body.
+        "pubnub-key",
+        ("pub-c-", "sub-c-"),
+        _prefixed("pub-c-", "sub-c-")
+        + r"[a-z0-9]{8}-[a-z0-9]{4}-[a-z0-9]{4}-[a-z0-9]{4}-[a-z0-9]{12}",
+    ),
+    ("teamwork-token", ("tkn.v1_",), _prefixed("tkn.v1_") + r"[A-Za-z0-9+/]{40,}" + _B64_END),
 )
 
 
