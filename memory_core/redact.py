@@ -1218,6 +1218,9 @@ _DERIVED_GUARDS: dict[tuple[str, bool], tuple[str, int]] = {
 }
 
 
+_CRYPT_IDS = ("argon2", "pbkdf2", "scrypt", "krb5")
+
+
 # Detectors whose guard counts only in a certain place: a secret word is a flag's name only
 # after a dash (`--password`, `-Password`, `--api-key`).
 _GUARD_FILTERS: dict[str, Callable[[str, int, int], bool]] = {
@@ -1232,6 +1235,10 @@ _GUARD_FILTERS: dict[str, Callable[[str, int, int], bool]] = {
     ),
     # A secret word as a key of a pair: `{ "DbPassword", "` follows it closely.
     "dictionary-pair": lambda lowered, at, _size: '",' in lowered[at : at + 40],
+    # `$2b$`, `$6$`, `$argon2id$`: a crypt id between two `$` (a shell prompt's `$ ` is not).
+    "password-hash": lambda lowered, at, _size: (
+        "$" in lowered[at + 2 : at + 5] or lowered.startswith(_CRYPT_IDS, at + 1)
+    ),
     # `Bearer`, `Basic`, `Token` as a scheme: a space follows.
     "authorization-header": lambda lowered, at, size: lowered[at + size : at + size + 1].isspace(),
 }
@@ -2139,7 +2146,7 @@ def _redact(text: str, random_words: bool = True) -> str:
         + _context_spans(text, lowered, hits)
         + _keyword_spans(text, lowered, hits)
         + (_random_word_spans(text, hits) if random_words else [])
-        + (_split_spans(text) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
+        + (_split_spans(text, hits) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
     )
     if spans:
         merged = _merged(spans)
@@ -2184,20 +2191,15 @@ _WRAPPED = (
 )
 
 
-# A value alone on its line, and the next line (as indented) alone the same way.
-_BARE_LINES = (
-    r"(?m)^([ \t]*)([A-Za-z0-9_\-+/=.~]{16,})[ \t]*\r?\n\1([A-Za-z0-9_\-+/=.~]{4,})[ \t]*$",
-    0,
-)
-
-
-def _split_spans(text: str) -> list[Span]:
+def _split_spans(text: str, hits: _Hits) -> list[Span]:
     """Pieces of one secret written on two lines: each piece alone is too short or too plain
     to be recognised, joined they are a token."""
     if "\n" not in text:
         return []
     spans: list[Span] = []
-    if "'" in text or '"' in text:
+    # Each form is searched only where it can occur: a hook redacts in a cold process, where
+    # compiling a pattern costs more than most texts take to redact.
+    if any(joint in text for joint in _JOINTS):
         chains: list[list[tuple[int, int]]] = []
         for match in _rx(_CONCATENATED).finditer(text):
             first = match.span(2)
@@ -2208,11 +2210,40 @@ def _split_spans(text: str) -> list[Span]:
                 chains.append([first, second])
         for chain in chains:
             spans += _pieces_of_a_secret(text, chain, random_words=True)
-    for match in _rx(_WRAPPED).finditer(text):
-        spans += _pieces_of_a_secret(text, [match.span(1), match.span(2)], random_words=False)
-    for match in _rx(_BARE_LINES).finditer(text):
-        spans += _second_half(text, match.span(2), match.span(3))
+    if any(len(line) >= 60 for line in text.split("\n")):
+        for match in _rx(_WRAPPED).finditer(text):
+            spans += _pieces_of_a_secret(text, [match.span(1), match.span(2)], random_words=False)
+    for first, second in _bare_lines(text, hits.run_mask()):
+        spans += _second_half(text, first, second)
     return spans
+
+
+def _bare_lines(text: str, mask: bytes) -> Iterator[tuple[tuple[int, int], tuple[int, int]]]:
+    """A run of 16 token characters or more alone on its line, and the next line, as
+    indented, a run alone too. Found from the token mask, without a pattern to compile."""
+    size = len(text)
+    at = mask.find(_BARE_RUN)
+    while at != -1:
+        end = mask.find(b" ", at + len(_BARE_RUN))
+        end = size if end == -1 else end
+        line_start = text.rfind("\n", 0, at) + 1
+        line_end = text.find("\n", end)
+        indent = text[line_start:at]
+        if line_end != -1 and not indent.strip(" \t") and not text[end:line_end].strip(" \t\r"):
+            start2 = line_end + 1 + len(indent)
+            if text.startswith(indent, line_end + 1):
+                end2 = mask.find(b" ", start2)
+                end2 = size if end2 == -1 else end2
+                next_end = text.find("\n", end2)
+                rest = text[end2 : size if next_end == -1 else next_end]
+                if end2 - start2 >= 4 and not rest.strip(" \t\r"):
+                    yield (at, end), (start2, end2)
+        at = mask.find(_BARE_RUN, end)
+
+
+# A string literal ends a line (`"abc" +`, `"abc"`) or the next starts with `+`.
+_JOINTS = ('"\n', "'\n", "+\n", "+\r\n", "+ \n", '\n+ "', "\n+ '")
+_BARE_RUN = b"a" * 16
 
 
 def _second_half(text: str, first: tuple[int, int], second: tuple[int, int]) -> list[Span]:
