@@ -1039,6 +1039,17 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         _named_value,
     ),
     (
+        # A secret given as the default of an environment lookup:
+        # os.environ.get('DJANGO_SECRET_KEY', 'wwf*2#86...'), os.getenv("API_TOKEN", "..."),
+        # env('SECRET_KEY', default='...'), ENV.fetch('TOKEN', '...').
+        "env-default",
+        ("pass", "pwd", "secret", "token", "key"),
+        True,
+        r"(?P<keep>(?:getenv|environ\.get|env\.get|ENV\.fetch|env\.str|\benv)\(\s*[\"']"
+        r"(?P<name>[^\"'\n]{1,80})[\"']\s*,\s*(?:default\s*=\s*)?(?P<q>[\"']))[^\"'\n]+(?=(?P=q))",
+        _named_value,
+    ),
+    (
         "travis-secure",
         ("secure:",),
         False,
@@ -1086,6 +1097,15 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         r"(?<![A-Za-z0-9$])\$(?:1|2[abxy]|5|6|7|8|9|y|argon2(?:id|i|d)|pbkdf2(?:-sha\d+)?|"
         r"scrypt|krb5asrep|krb5tgs)\$[A-Za-z0-9./+=$,:@*\-]{20,}",
         _labelled("password-hash"),
+    ),
+    (
+        # Django's generated development key: `django-insecure-` and 50 characters of
+        # `get_random_secret_key()`'s alphabet.
+        "django-secret-key",
+        ("django-insecure-",),
+        False,
+        r"django-insecure-[a-z0-9!@#$%^&*(\-_=+)]{40,60}",
+        None,
     ),
     (
         # Bundler's credentials for a gem server: BUNDLE_GEMS__CONTRIBSYS__COM=user:pass.
@@ -1219,6 +1239,7 @@ _DERIVED_GUARDS: dict[tuple[str, bool], tuple[str, int]] = {
 
 
 _CRYPT_IDS = ("argon2", "pbkdf2", "scrypt", "krb5")
+_ENV_CALLS = ("getenv(", "environ.get(", "env.get(", "env.fetch(", "env.str(", "env(")
 
 
 # Detectors whose guard counts only in a certain place: a secret word is a flag's name only
@@ -1232,6 +1253,12 @@ _GUARD_FILTERS: dict[str, Callable[[str, int, int], bool]] = {
     # A secret word in a tag's name: `<account_key>`.
     "xml-element": lambda lowered, at, _size: (
         "<" in lowered[max(0, at - 40) : at] and ">" in lowered[at : at + 30]
+    ),
+    # A secret word in a name looked up in the environment: `getenv("API_TOKEN", "`.
+    "env-default": lambda lowered, at, _size: (
+        "(" in lowered[max(0, at - 60) : at]
+        and "," in lowered[at : at + 80]
+        and any(call in lowered[max(0, at - 60) : at] for call in _ENV_CALLS)
     ),
     # A secret word as a key of a pair: `{ "DbPassword", "` follows it closely.
     "dictionary-pair": lambda lowered, at, _size: '",' in lowered[at : at + 40],
@@ -1255,6 +1282,7 @@ def _near_runs(text: str, runs: list[tuple[int, int]]) -> dict[str, list[tuple[i
         "password-hash": [],
         "okta-token": [],
         "bundler-credentials": [],
+        "django-secret-key": [],
     }
     for start, _end in runs:
         before = text[start - 5 : start] if start >= 5 else text[:start]
@@ -1264,10 +1292,12 @@ def _near_runs(text: str, runs: list[tuple[int, int]]) -> dict[str, list[tuple[i
             found["okta-token"].append((start - 5, 4))
         if text.startswith("BUNDLE_", start):
             found["bundler-credentials"].append((start, 7))
+        elif text.startswith("django-insecure-", start):
+            found["django-secret-key"].append((start, 16))
     return found
 
 
-_NEAR_RUNS = frozenset(("password-hash", "okta-token", "bundler-credentials"))
+_NEAR_RUNS = frozenset(("password-hash", "okta-token", "bundler-credentials", "django-secret-key"))
 
 
 # Each detector with its guard filter and its way to find guards near runs, looked up once.
@@ -1587,6 +1617,7 @@ _SHORT_WINDOW = {
     "netrc-password": 400,
     "dotnet-setting": 300,
     "dictionary-pair": 300,
+    "env-default": 300,
     "xml-element": 400,
     "travis-secure": 1200,
     "prose-password": 200,
@@ -1676,16 +1707,19 @@ _WEAK = (rf"(?:^|[_\-.]|\b)(?:{_WEAK_NAME})(?:$|[_\-.]|\b)", re.IGNORECASE)
 # os.environ[...], get_token(), already redacted text; plain numbers (`input_tokens: 123456`
 # is a count, not a token) and version ranges (`"jsonwebtoken": "^9.0.0"`).
 _REFERENCE = (
-    r"^(?:\$\{?[A-Za-z_]|%\(|<[^>]*>?$|\{|#\{|\[REDACTED|\*+$|x+$|[0-9][0-9_,.]*$|arn:|0x[0-9a-f]+$|"
+    r"^(?:\$\{?[A-Za-z_]|\$\(|%\(|<[^>]*>?$|\{|#\{|\[REDACTED|\*+$|x+$|[0-9][0-9_,.]*$|arn:|0x[0-9a-f]+$|"
     # A CSS selector (`#add-password`, `.api-key-input`) and a route (`/passwords/:id/edit`,
     # `cms/sites/passwords#edit`): words, no digit.
     r"[#.][A-Za-z][A-Za-z_\-]*$|/?[A-Za-z_\-:{}]+(?:/[A-Za-z_\-:{}.]*)+(?:#[a-z_]+)?$|"
     r"[~^<>=!v]*\d+(?:\.(?:\d+|[x*]))+(?:[-+.][0-9A-Za-z.\-]*)?(?:,?[<>=!~^]+[\d.x*]+)*$|"
-    r".*[(\[]|.*\$\{|"
+    r".*\$\{|"
     r"(?:none|null|true|false|undefined|changeme|example|required|optional|str|string|bytes|int|"
     r"bearer|basic)$)",
     re.IGNORECASE,
 )
+# An unquoted value with a bracket is code (`get_secret()`, `config["token"]`); in quotes it is
+# a literal (`'django-insecure-_du9e^cmago!%(^+=gr@...'`).
+_CALL = (r".*[(\[]", 0)
 # A dotted chain of identifiers (`settings.DB_PASSWORD`, `self.token`) is a reference when it
 # reads like code: no digit anywhere. `hunter2.hunter2` and structured tokens have digits.
 _DOTTED_NAME = (r"^[A-Za-z_][A-Za-z_]*(?:\.[A-Za-z_][A-Za-z_]*)+$", 0)
@@ -1835,10 +1869,10 @@ def _weak_secret(name: str, value: str) -> bool:
 _WORDS = (r"^[_.]*[A-Za-z][a-z]*(?:[_\-.]+[A-Za-z][a-z]*)*[_.]*$", 0)
 
 
-def _is_reference(value: str) -> bool:
+def _is_reference(value: str, quoted: bool = False) -> bool:
     # `f(pre_tokens=167000)`, `{"n": count}`: closing brackets end the expression, not the value.
     value = value.rstrip(")]}>") or value
-    if _rx(_REFERENCE).match(value):
+    if _rx(_REFERENCE).match(value) or (not quoted and _rx(_CALL).match(value)):
         return True
     if _rx(_DOTTED_NAME).match(value):
         return True
@@ -1851,7 +1885,7 @@ def _is_reference(value: str) -> bool:
     )
 
 
-def _is_secret_value(name: str, value: str) -> bool:
+def _is_secret_value(name: str, value: str, quoted: bool = False) -> bool:
     # `label: client_secret: VALUE`: what follows the first name is another name, not a value.
     # A value ending in `=` is base64 padding unless what precedes it is a secret's name.
     if value.endswith(":") or (value.endswith("=") and _names_a_secret(value.rstrip("="))):
@@ -1861,7 +1895,7 @@ def _is_secret_value(name: str, value: str) -> bool:
         return False  # `hashed_secret`, `cache_key`: derived from a secret or not one
     if value.isdigit() and len(value) >= 10 and _strong_name(name):
         return True  # an all-digit API key; shorter numbers are counts, ages, sizes
-    if _is_reference(value) or _placeholder(value):
+    if _is_reference(value, quoted) or _placeholder(value):
         return False
     if "signature" in parts and len(value) >= 200:
         return False  # a model's thinking signature: long, public, verifiable
@@ -1999,7 +2033,7 @@ def _redact_assignments(text: str, lowered: str, hits: _Hits | None = None) -> s
             continue
         if _code_or_prose(text, match.end(), value):
             continue
-        if not _is_secret_value(name, text[value.start("value") : value_end]):
+        if not _is_secret_value(name, text[value.start("value") : value_end], bool(quote)):
             continue
         pieces.append(text[last : value.start("value")])
         pieces.append(_label("secret"))

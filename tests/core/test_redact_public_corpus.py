@@ -240,3 +240,39 @@ def test_a_secret_written_in_two_pieces_on_two_lines_is_hidden(text: str, secret
 )
 def test_ordinary_text_over_two_lines_is_left_alone(text: str) -> None:
     assert redact(text) == text
+
+
+DJANGO_KEY = "django-insecure-" + r(string.ascii_lowercase + string.digits + "!@#$%^&*(-_=+)", 50)
+DEFAULT = r(ALNUM + "!@#%&*", 40)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        # Django's generated key, with the `(`, `%` and `^` of its alphabet.
+        (f"SECRET_KEY = '{DJANGO_KEY}'", DJANGO_KEY),
+        (f"the settings still say {DJANGO_KEY} in production", DJANGO_KEY),
+        # A secret as the default of an environment lookup.
+        (f"SECRET_KEY = os.environ.get('DJANGO_SECRET_KEY', '{DEFAULT}')", DEFAULT),
+        (f'API_TOKEN = os.getenv("API_TOKEN", "{DEFAULT}")', DEFAULT),
+        (f"SECRET_KEY = env('SECRET_KEY', default='{DEFAULT}')", DEFAULT),
+        # A quoted literal with a bracket in it is a literal, not a call.
+        (f'DB_PASSWORD = "{(pw := "Tr0ub4dor(&3" + r(ALNUM, 6))}"', pw),
+    ],
+)
+def test_secrets_of_settings_files_are_hidden(text: str, secret: str) -> None:
+    assert secret not in redact(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'HOME = os.environ.get("HOME", "/root")',
+        'TOKEN_URL = env("TOKEN_URL", default="https://example.org/oauth/token")',
+        "password = get_password(user)",
+        'token = os.getenv("API_TOKEN", "")',
+        'db_password = "$(cat /run/secrets/db)"',
+    ],
+)
+def test_environment_lookups_and_calls_are_left_alone(text: str) -> None:
+    assert redact(text) == text
