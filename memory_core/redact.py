@@ -1239,7 +1239,6 @@ _DERIVED_GUARDS: dict[tuple[str, bool], tuple[str, int]] = {
 
 
 _CRYPT_IDS = ("argon2", "pbkdf2", "scrypt", "krb5")
-_ENV_CALLS = ("getenv(", "environ.get(", "env.get(", "env.fetch(", "env.str(", "env(")
 
 
 # Detectors whose guard counts only in a certain place: a secret word is a flag's name only
@@ -1254,12 +1253,9 @@ _GUARD_FILTERS: dict[str, Callable[[str, int, int], bool]] = {
     "xml-element": lambda lowered, at, _size: (
         "<" in lowered[max(0, at - 40) : at] and ">" in lowered[at : at + 30]
     ),
-    # A secret word in a name looked up in the environment: `getenv("API_TOKEN", "`.
-    "env-default": lambda lowered, at, _size: (
-        "(" in lowered[max(0, at - 60) : at]
-        and "," in lowered[at : at + 80]
-        and any(call in lowered[max(0, at - 60) : at] for call in _ENV_CALLS)
-    ),
+    # A secret word in a name looked up in the environment (`getenv("API_TOKEN", "`): every
+    # lookup the pattern knows has `env` in it.
+    "env-default": lambda lowered, at, _size: "env" in lowered[max(0, at - 60) : at],
     # A secret word as a key of a pair: `{ "DbPassword", "` follows it closely.
     "dictionary-pair": lambda lowered, at, _size: '",' in lowered[at : at + 40],
     # `$2b$`, `$6$`, `$argon2id$`: a crypt id between two `$` (a shell prompt's `$ ` is not).
