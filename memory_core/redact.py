@@ -1273,14 +1273,24 @@ _GUARD_FILTERS: dict[str, Callable[[str, int, int], bool]] = {
 def _near_runs(text: str, runs: list[tuple[int, int]]) -> dict[str, list[tuple[int, int]]]:
     """(position, size) of each such detector's guard next to a run, in one pass over the
     runs: a `$` right before one (`$2a$12$<53 characters>`), `SSWS ` before one, a run that
-    starts with `BUNDLE_`."""
+    starts with `BUNDLE_` or `django-insecure-`, `secure:` (Travis) or `unseal` (Vault) shortly
+    before one."""
     found: dict[str, list[tuple[int, int]]] = {
         "password-hash": [],
         "okta-token": [],
         "bundler-credentials": [],
         "django-secret-key": [],
+        "travis-secure": [],
+        "vault-unseal-key": [],
     }
     for start, _end in runs:
+        near = text[max(0, start - 60) : start]
+        at = near.find("secure:")
+        if at != -1:
+            found["travis-secure"].append((start - len(near) + at, 7))
+        at = near.lower().find("unseal")
+        if at != -1:
+            found["vault-unseal-key"].append((start - len(near) + at, 6))
         before = text[start - 5 : start] if start >= 5 else text[:start]
         if before.endswith("$"):
             found["password-hash"].append((start - 1, 1))
@@ -1293,12 +1303,31 @@ def _near_runs(text: str, runs: list[tuple[int, int]]) -> dict[str, list[tuple[i
     return found
 
 
-_NEAR_RUNS = frozenset(("password-hash", "okta-token", "bundler-credentials", "django-secret-key"))
+_NEAR_RUNS = frozenset(
+    (
+        "password-hash",
+        "okta-token",
+        "bundler-credentials",
+        "django-secret-key",
+        "travis-secure",
+        "vault-unseal-key",
+    )
+)
+
+
+# A word every match of the detector holds (lowercased): a short text without it is skipped
+# before its guards, which are frequent words, are looked for.
+_SHORT_TEXT_REQUIRES = {"env-default": "env"}
 
 
 # Each detector with its guard filter and its way to find guards near runs, looked up once.
 _CONTEXT_TABLE = [
-    (*detector, _GUARD_FILTERS.get(detector[0]), detector[0] in _NEAR_RUNS)
+    (
+        *detector,
+        _GUARD_FILTERS.get(detector[0]),
+        detector[0] in _NEAR_RUNS,
+        _SHORT_TEXT_REQUIRES.get(detector[0]),
+    )
     for detector in _CONTEXT_DETECTORS
 ]
 
@@ -1307,7 +1336,7 @@ def _context_spans(text: str, lowered: str, hits: _Hits | None = None) -> list[S
     spans: list[Span] = []
     windowed = len(text) > WINDOWED_ABOVE and len(lowered) == len(text)
     hits = hits or _Hits(text, lowered)
-    for name, guards, fold, spec, replacement, keep, near_runs in _CONTEXT_TABLE:
+    for name, guards, fold, spec, replacement, keep, near_runs, required in _CONTEXT_TABLE:
         haystack = lowered if fold else text
         positions: list[tuple[int, int]] = []
         if windowed and near_runs:
@@ -1324,7 +1353,10 @@ def _context_spans(text: str, lowered: str, hits: _Hits | None = None) -> list[S
             if not positions:
                 continue
         else:
-            # A short text: whether a guard occurs at all is the cheap question.
+            # A short text: whether a guard occurs at all is the cheap question (for some
+            # detectors a word their match always holds is cheaper to ask about first).
+            if required is not None and required not in lowered:
+                continue
             for guard in guards:
                 if guard in haystack:
                     break
