@@ -13,6 +13,9 @@ something was there. Three kinds of detectors, cheapest question first:
    connection string, an AWS secret key under an AWS name).
    Both report spans of the original text, and the output is built once from them
    (overlapping spans merged, so no matched character survives).
+   A secret in two pieces on two lines (string literals joined across a line, a key wrapped at
+   the end of a long line, two halves each alone on its line) is found by joining the pieces
+   and asking the token detectors (texts up to 64 KiB).
 3. Assignments, on that output: any value assigned to a strong secret name (password, secret,
    token, api key, credentials, creds...), a random-looking value under a weak one (key, salt,
    signature...).
