@@ -731,8 +731,13 @@ def _random_word_at(text: str, body_start: int, body_end: int) -> Span | None:
     # What names the value: the two words before it on its line (`public_key = `,
     # `ssh-ed25519 `, `"signature": "`, `hash: Buffer.from('`), not a word further back.
     tokens = text[max(line_start, start - 48) : start].rstrip("\"'` =:").split()
-    # The token naming it; inside a call (`hash: Buffer.from('...`), the one before the call.
-    naming = tokens[-2:] if tokens and tokens[-1].endswith("(") else tokens[-1:]
+    # The token naming it; inside a call (`hash: Buffer.from('...`) or after a short marker
+    # (`etag: W/"...`), the one before.
+    naming = (
+        tokens[-2:]
+        if tokens and (tokens[-1].endswith("(") or len(tokens[-1]) <= 2)
+        else tokens[-1:]
+    )
     words = {word.lower() for token in naming for word in _rx(_NAME_PARTS).findall(token)}
     if not _PUBLIC_CONTEXT_WORDS.isdisjoint(words):
         return None
