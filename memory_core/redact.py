@@ -13,6 +13,9 @@ something was there. Three kinds of detectors, cheapest question first:
    connection string, an AWS secret key under an AWS name).
    Both report spans of the original text, and the output is built once from them
    (overlapping spans merged, so no matched character survives).
+   A secret in two pieces on two lines (string literals joined across a line, a key wrapped at
+   the end of a long line, two halves each alone on its line) is found by joining the pieces
+   and asking the token detectors (texts up to 64 KiB).
 3. Assignments, on that output: any value assigned to a strong secret name (password, secret,
    token, api key, credentials, creds...), a random-looking value under a weak one (key, salt,
    signature...).
@@ -34,6 +37,7 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
+import itertools
 import math
 import re
 import string
@@ -221,7 +225,10 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     (
         "sendgrid-key",
         ("SG.",),
-        _prefixed("SG.") + r"[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{30,64}",
+        _prefixed("SG.")
+        + r"(?:[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{30,64}|[A-Za-z0-9=_\-.]{66}"
+        + _END
+        + ")",
     ),
     ("twilio-key", ("SK",), _prefixed("SK") + r"[0-9a-fA-F]{32}" + _END_ALNUM),
     (
@@ -273,7 +280,9 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     (
         "jwt",
         ("eyJ",),
-        _prefixed("eyJ") + r"[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
+        # Header and claims, both base64 of JSON; the signature may be missing (an unsigned
+        # or cut token still carries its claims).
+        _prefixed("eyJ") + r"[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}(?:\.[A-Za-z0-9_\-]{8,})?",
     ),
     (
         "mapbox-token",
@@ -287,8 +296,16 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
         # [MNO], one of [DTjz], one of [AEIMQUYcgk], one of [w-z0-5], group after group (a
         # chain of Java names of the same lengths, `ObjectMapperConfiguration.getter...`, is
         # not). Whether the id's base64 holds a digit is chance: it is not required.
-        r"(?<![A-Za-z0-9_\-.])(?:[MNO][DTjz][AEIMQUYcgk][w-z0-5]){4}[A-Za-z0-9_\-]{7,10}"
-        r"\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}" + _END,
+        # Or the same three parts with an id part that is not base64 of digits (tokens as
+        # scanners' tests write them): then a digit in the first and in the last part, which a
+        # chain of names (`ObjectMapperConfiguration.getters.values...`) has not.
+        # The pattern starts with the class [MNO] (not a lookbehind), which the regex engine
+        # skips to: with `.` as the guard it reads every dotted run of a large text.
+        r"[MNO](?<![A-Za-z0-9_\-.][MNO])(?:"
+        r"[DTjz][AEIMQUYcgk][w-z0-5](?:[MNO][DTjz][AEIMQUYcgk][w-z0-5]){3}[A-Za-z0-9_\-]{7,10}"
+        r"\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}|"
+        r"(?=[A-Za-z_\-]*\d)[A-Za-z0-9_\-]{23,25}"
+        r"\.[A-Za-z0-9_\-]{6}\.(?=[A-Za-z_\-]*\d)[A-Za-z0-9_\-]{27,38})" + _END,
     ),
     ("linear-api-key", ("lin_api_",), _prefixed("lin_api_") + r"[A-Za-z0-9]{40}" + _END_ALNUM),
     ("pulumi-token", ("pul-",), _prefixed("pul-") + r"[a-f0-9]{40}" + _END_ALNUM),
@@ -511,6 +528,14 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("ubidots-token", ("BBFF-",), _prefixed("BBFF-") + r"[A-Za-z0-9]{30}" + _END_ALNUM),
     ("nightfall-key", ("NF-",), _prefixed("NF-") + r"[A-Za-z0-9]{32}" + _END_ALNUM),
     ("buildkite-token", ("bkua_",), _prefixed("bkua_") + r"[a-f0-9]{40}" + _END_ALNUM),
+    (
+        # PubNub publish and subscribe keys: `pub-c-` / `sub-c-` and a UUID-shaped body.
+        "pubnub-key",
+        ("pub-c-", "sub-c-"),
+        _prefixed("pub-c-", "sub-c-")
+        + r"[a-z0-9]{8}-[a-z0-9]{4}-[a-z0-9]{4}-[a-z0-9]{4}-[a-z0-9]{12}",
+    ),
+    ("teamwork-token", ("tkn.v1_",), _prefixed("tkn.v1_") + r"[A-Za-z0-9+/]{40,}" + _B64_END),
 )
 
 
@@ -521,6 +546,10 @@ _TOKEN_GUARDS = tuple(
     for guard in guards
 )
 
+
+# A token with this in it is a placeholder of the format, not a token.
+_PLACEHOLDER_TOKEN = "XXXXXX"
+_PLACEHOLDER_TOKEN_LOWER = "xxxxxx"
 
 # Above this many occurrences of its guards a detector reads all the runs at once.
 _RUNS_ONE_BY_ONE = 32
@@ -547,7 +576,7 @@ def _runs_holding(
 
 
 def _token_spans(text: str, cache: _Hits | None = None) -> list[Span]:
-    runs = _token_runs(text, cache.run_mask() if cache else None)
+    runs = cache.runs() if cache else _token_runs(text)
     if not runs:
         return []
     # The detectors read only the token runs, joined by newlines (which no token format
@@ -571,6 +600,8 @@ def _token_spans(text: str, cache: _Hits | None = None) -> list[Span]:
         for first, last in _runs_holding(candidates, guards, run_starts):
             for match in pattern.finditer(candidates, first, last):
                 start, end = match.span()
+                if _PLACEHOLDER_TOKEN in match.group() or _PLACEHOLDER_TOKEN_LOWER in match.group():
+                    continue  # `hooks.slack.com/services/XXXXXXXXX/...`: a placeholder
                 # A more specific detector that ran earlier keeps what it found.
                 if not any(start < e and s < end for s, e, _n in found):
                     found.append((start, end, name))
@@ -636,6 +667,7 @@ _PUBLIC_CONTEXT = (
     "integrity",
     "nonce",
     "sha",
+    "etag",
 )
 
 
@@ -699,8 +731,13 @@ def _random_word_at(text: str, body_start: int, body_end: int) -> Span | None:
     # What names the value: the two words before it on its line (`public_key = `,
     # `ssh-ed25519 `, `"signature": "`, `hash: Buffer.from('`), not a word further back.
     tokens = text[max(line_start, start - 48) : start].rstrip("\"'` =:").split()
-    # The token naming it; inside a call (`hash: Buffer.from('...`), the one before the call.
-    naming = tokens[-2:] if tokens and tokens[-1].endswith("(") else tokens[-1:]
+    # The token naming it; inside a call (`hash: Buffer.from('...`) or after a short marker
+    # (`etag: W/"...`), the one before.
+    naming = (
+        tokens[-2:]
+        if tokens and (tokens[-1].endswith("(") or len(tokens[-1]) <= 2)
+        else tokens[-1:]
+    )
     words = {word.lower() for token in naming for word in _rx(_NAME_PARTS).findall(token)}
     if not _PUBLIC_CONTEXT_WORDS.isdisjoint(words):
         return None
@@ -752,6 +789,8 @@ def _looks_generated(body: str, prefix: list[str]) -> bool:
         return False  # base64 of words (`VGhpcyBpcyB0aGUgd2F5`): test data
     if _rx(_BITCOIN_ADDRESS).match(body):
         return False  # public by design (a donation address in a README)
+    if _made_up(body):
+        return False  # `a1B2c3D4e5F6g7H8...`: an example written by hand
     digits = sum(c.isdigit() for c in body)
     # `Release20240315Build` has a number, not a mix: a key's digits are spread through it.
     return digits >= 2 and not _rx(_ONE_NUMBER).match(body)
@@ -899,7 +938,9 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         ("curl",),
         False,
         r"(?P<keep>\bcurl\b(?:[^\n]|\\\r?\n){0,400}?\s(?:-u|--user)(?:=|[ \t]+))"
-        r"(?:\"[^\"\n]*:[^\"\n]*\"|'[^'\n]*:[^'\n]*'|[^\s\"':]*:[^\s\"']+)",
+        r"(?:\"[^\"\n]*:[^\"\n]*\"|'[^'\n]*:[^'\n]*'|[^\s\"':]*:[^\s\"']+|"
+        # Each half quoted apart: `--user "id":"pw"`, `--user kevin:'pw'`.
+        r"(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"':]*):(?:\"[^\"\n]*\"|'[^'\n]*'))",
         _labelled("password"),
     ),
     (
@@ -1006,6 +1047,17 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         _named_value,
     ),
     (
+        # A secret given as the default of an environment lookup:
+        # os.environ.get('DJANGO_SECRET_KEY', 'wwf*2#86...'), os.getenv("API_TOKEN", "..."),
+        # env('SECRET_KEY', default='...'), ENV.fetch('TOKEN', '...').
+        "env-default",
+        ("pass", "pwd", "secret", "token", "key"),
+        True,
+        r"(?P<keep>(?:getenv|environ\.get|env\.get|ENV\.fetch|env\.str|\benv)\(\s*[\"']"
+        r"(?P<name>[^\"'\n]{1,80})[\"']\s*,\s*(?:default\s*=\s*)?(?P<q>[\"']))[^\"'\n]+(?=(?P=q))",
+        _named_value,
+    ),
+    (
         "travis-secure",
         ("secure:",),
         False,
@@ -1043,6 +1095,42 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         None,
     ),
     (
+        # Password hashes in crypt(3) form (`$2a$12$...`, `$6$salt$...`, Kerberos AS-REP):
+        # a hash of a password can be cracked offline, so it is hidden like the password.
+        "password-hash",
+        # One guard: in a short text a `$` is a cheap question, in a large one the guard is
+        # looked for next to the token runs (see _NEAR_RUNS).
+        ("$",),
+        False,
+        r"(?<![A-Za-z0-9$])\$(?:1|2[abxy]|5|6|7|8|9|y|argon2(?:id|i|d)|pbkdf2(?:-sha\d+)?|"
+        r"scrypt|krb5asrep|krb5tgs)\$[A-Za-z0-9./+=$,:@*\-]{20,}",
+        _labelled("password-hash"),
+    ),
+    (
+        # Django's generated development key: `django-insecure-` and 50 characters of
+        # `get_random_secret_key()`'s alphabet.
+        "django-secret-key",
+        ("django-insecure-",),
+        False,
+        r"django-insecure-[a-z0-9!@#$%^&*(\-_=+)]{40,60}",
+        None,
+    ),
+    (
+        # Bundler's credentials for a gem server: BUNDLE_GEMS__CONTRIBSYS__COM=user:pass.
+        "bundler-credentials",
+        ("BUNDLE_",),
+        False,
+        r"(?P<keep>\bBUNDLE_[A-Z0-9_]*__[A-Z0-9_]+[\"']?\s*[:=]\s*[\"']?)[^\s\"']+",
+        _labelled("password"),
+    ),
+    (
+        "okta-token",
+        ("ssws",),
+        True,
+        r"(?P<keep>\bSSWS\s+)[A-Za-z0-9_\-]{20,}",
+        _labelled("okta-token"),
+    ),
+    (
         "authorization-header",
         ("bearer", "basic", "token"),
         True,
@@ -1071,6 +1159,8 @@ class _Hits:
         self._found: dict[tuple[str, bool], list[int]] = {}
         self._encoded: bytes | None = None
         self._run_mask: bytes | None = None
+        self._runs: list[tuple[int, int]] | None = None
+        self._near_runs: dict[str, list[tuple[int, int]]] | None = None
 
     def encoded(self) -> bytes:
         """One byte per character (others become `?`), so offsets are the text's."""
@@ -1082,6 +1172,16 @@ class _Hits:
         if self._run_mask is None:
             self._run_mask = self.encoded().translate(_RUN_MASK)
         return self._run_mask
+
+    def runs(self) -> list[tuple[int, int]]:
+        if self._runs is None:
+            self._runs = _token_runs(self.text, self.run_mask())
+        return self._runs
+
+    def near_runs(self) -> dict[str, list[tuple[int, int]]]:
+        if self._near_runs is None:
+            self._near_runs = _near_runs(self.text, self.runs())
+        return self._near_runs
 
     def moved(self, text: str, lowered: str, merged: list[Span]) -> _Hits:
         """The hits of `text`: this text with the `merged` spans replaced by their labels.
@@ -1146,6 +1246,9 @@ _DERIVED_GUARDS: dict[tuple[str, bool], tuple[str, int]] = {
 }
 
 
+_CRYPT_IDS = ("argon2", "pbkdf2", "scrypt", "krb5")
+
+
 # Detectors whose guard counts only in a certain place: a secret word is a flag's name only
 # after a dash (`--password`, `-Password`, `--api-key`).
 _GUARD_FILTERS: dict[str, Callable[[str, int, int], bool]] = {
@@ -1158,22 +1261,97 @@ _GUARD_FILTERS: dict[str, Callable[[str, int, int], bool]] = {
     "xml-element": lambda lowered, at, _size: (
         "<" in lowered[max(0, at - 40) : at] and ">" in lowered[at : at + 30]
     ),
+    # A secret word in a name looked up in the environment (`getenv("API_TOKEN", "`): every
+    # lookup the pattern knows has `env` in it.
+    "env-default": lambda lowered, at, _size: "env" in lowered[max(0, at - 60) : at],
     # A secret word as a key of a pair: `{ "DbPassword", "` follows it closely.
     "dictionary-pair": lambda lowered, at, _size: '",' in lowered[at : at + 40],
+    # `$2b$`, `$6$`, `$argon2id$`: a crypt id between two `$` (a shell prompt's `$ ` is not).
+    "password-hash": lambda lowered, at, _size: (
+        "$" in lowered[at + 2 : at + 5] or lowered.startswith(_CRYPT_IDS, at + 1)
+    ),
     # `Bearer`, `Basic`, `Token` as a scheme: a space follows.
     "authorization-header": lambda lowered, at, size: lowered[at + size : at + size + 1].isspace(),
 }
+
+
+# Detectors whose secret is a token run (20 token characters or more) with its guard next to
+# it: in a large text their guards are looked for at the runs, not by a pass of their own over
+# the whole text (a pass over a megabyte costs about a millisecond).
+def _near_runs(text: str, runs: list[tuple[int, int]]) -> dict[str, list[tuple[int, int]]]:
+    """(position, size) of each such detector's guard next to a run, in one pass over the
+    runs: a `$` right before one (`$2a$12$<53 characters>`), `SSWS ` before one, a run that
+    starts with `BUNDLE_` or `django-insecure-`, `secure:` (Travis) or `unseal` (Vault) shortly
+    before one."""
+    found: dict[str, list[tuple[int, int]]] = {
+        "password-hash": [],
+        "okta-token": [],
+        "bundler-credentials": [],
+        "django-secret-key": [],
+        "travis-secure": [],
+        "vault-unseal-key": [],
+    }
+    for start, _end in runs:
+        near = text[max(0, start - 60) : start]
+        at = near.find("secure:")
+        if at != -1:
+            found["travis-secure"].append((start - len(near) + at, 7))
+        at = near.lower().find("unseal")
+        if at != -1:
+            found["vault-unseal-key"].append((start - len(near) + at, 6))
+        before = text[start - 5 : start] if start >= 5 else text[:start]
+        if before.endswith("$"):
+            found["password-hash"].append((start - 1, 1))
+        elif before.upper() == "SSWS ":
+            found["okta-token"].append((start - 5, 4))
+        if text.startswith("BUNDLE_", start):
+            found["bundler-credentials"].append((start, 7))
+        elif text.startswith("django-insecure-", start):
+            found["django-secret-key"].append((start, 16))
+    return found
+
+
+_NEAR_RUNS = frozenset(
+    (
+        "password-hash",
+        "okta-token",
+        "bundler-credentials",
+        "django-secret-key",
+        "travis-secure",
+        "vault-unseal-key",
+    )
+)
+
+
+# A word every match of the detector holds (lowercased): a short text without it is skipped
+# before its guards, which are frequent words, are looked for.
+_SHORT_TEXT_REQUIRES = {"env-default": "env"}
+
+
+# Each detector with its guard filter and its way to find guards near runs, looked up once.
+_CONTEXT_TABLE = [
+    (
+        *detector,
+        _GUARD_FILTERS.get(detector[0]),
+        detector[0] in _NEAR_RUNS,
+        _SHORT_TEXT_REQUIRES.get(detector[0]),
+    )
+    for detector in _CONTEXT_DETECTORS
+]
 
 
 def _context_spans(text: str, lowered: str, hits: _Hits | None = None) -> list[Span]:
     spans: list[Span] = []
     windowed = len(text) > WINDOWED_ABOVE and len(lowered) == len(text)
     hits = hits or _Hits(text, lowered)
-    for name, guards, fold, spec, replacement in _CONTEXT_DETECTORS:
+    for name, guards, fold, spec, replacement, keep, near_runs, required in _CONTEXT_TABLE:
         haystack = lowered if fold else text
-        keep = _GUARD_FILTERS.get(name)
         positions: list[tuple[int, int]] = []
-        if windowed:
+        if windowed and near_runs:
+            positions = hits.near_runs()[name]
+            if not positions:
+                continue
+        elif windowed:
             positions = [
                 (at, len(guard))
                 for guard in guards
@@ -1183,7 +1361,10 @@ def _context_spans(text: str, lowered: str, hits: _Hits | None = None) -> list[S
             if not positions:
                 continue
         else:
-            # A short text: whether a guard occurs at all is the cheap question.
+            # A short text: whether a guard occurs at all is the cheap question (for some
+            # detectors a word their match always holds is cheaper to ask about first).
+            if required is not None and required not in lowered:
+                continue
             for guard in guards:
                 if guard in haystack:
                     break
@@ -1289,6 +1470,8 @@ def _keyword_spans(text: str, lowered: str, hits: _Hits | None = None) -> list[S
         name = _name_at(text, word_start, start)
         if _in_url_path(lowered, word_start) or _after_public_word(lowered, word_start, value):
             continue
+        if _in_arn(text, word_start) or _placeholder(value):
+            continue
         if _random_next_to_secret_word(name, value, match.group("word")):
             spans.append((start, start + len(value), _label("secret")))
             done = end
@@ -1331,6 +1514,46 @@ def _after_public_word(lowered: str, at: int, value: str) -> bool:
         return False
     before = lowered[max(0, at - 24) : at]
     return any(word in before for word in _PUBLIC_HEX_WORDS)
+
+
+def _in_arn(text: str, at: int) -> bool:
+    """Inside an AWS ARN (`arn:aws:secretsmanager:...:secret:prod/db-password-a1B2c3`): the
+    name of a resource, not a secret."""
+    start = at
+    while start > 0 and not text[start - 1].isspace() and text[start - 1] not in "\"'`(,=":
+        start -= 1
+        if at - start > 200:
+            return False
+    return text.startswith("arn:", start)
+
+
+def _placeholder(value: str) -> bool:
+    """A value made mostly of one character: `000000000000000000000000aa`, `XXXX-XXXX`."""
+    body = value.strip("-_.=").replace("-", "")
+    if len(body) < 8:
+        return False
+    most = max(body.count(c) for c in set(body))
+    return most >= 0.7 * len(body)
+
+
+def _made_up(value: str) -> bool:
+    """An alphabet, not a key: its letters run through the alphabet in order
+    (`ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef...0123456789`, `a1B2c3D4e5F6g7H8i9J0k1L2...`). Shorter
+    runs (`abcdef1234567890`) are left to the name: rule sets' examples after a secret word
+    look like that, and are caught."""
+    letters = [ord(c) for c in value.lower() if c.isascii() and c.isalpha()]
+    return _ascending_run(letters) >= 20
+
+
+def _ascending_run(codes: list[int]) -> int:
+    best = run = 1 if codes else 0
+    for previous, current in itertools.pairwise(codes):
+        if current == previous + 1:
+            run += 1
+            best = max(best, run)
+        else:
+            run = 1
+    return best
 
 
 def _find_all(haystack: str, needle: str) -> Iterator[int]:
@@ -1430,10 +1653,13 @@ _SHORT_WINDOW = {
     "netrc-password": 400,
     "dotnet-setting": 300,
     "dictionary-pair": 300,
+    "env-default": 300,
     "xml-element": 400,
     "travis-secure": 1200,
     "prose-password": 200,
     "salesforce-token": 200,
+    "bundler-credentials": 300,
+    "okta-token": 200,
     "sonar-login": 200,
 }
 
@@ -1517,16 +1743,19 @@ _WEAK = (rf"(?:^|[_\-.]|\b)(?:{_WEAK_NAME})(?:$|[_\-.]|\b)", re.IGNORECASE)
 # os.environ[...], get_token(), already redacted text; plain numbers (`input_tokens: 123456`
 # is a count, not a token) and version ranges (`"jsonwebtoken": "^9.0.0"`).
 _REFERENCE = (
-    r"^(?:\$\{?[A-Za-z_]|%\(|<[^>]*>?$|\{|#\{|\[REDACTED|\*+$|x+$|[0-9][0-9_,.]*$|arn:|0x[0-9a-f]+$|"
+    r"^(?:\$\{?[A-Za-z_]|\$\(|%\(|<[^>]*>?$|\{|#\{|\[REDACTED|\*+$|x+$|[0-9][0-9_,.]*$|arn:|0x[0-9a-f]+$|"
     # A CSS selector (`#add-password`, `.api-key-input`) and a route (`/passwords/:id/edit`,
     # `cms/sites/passwords#edit`): words, no digit.
     r"[#.][A-Za-z][A-Za-z_\-]*$|/?[A-Za-z_\-:{}]+(?:/[A-Za-z_\-:{}.]*)+(?:#[a-z_]+)?$|"
     r"[~^<>=!v]*\d+(?:\.(?:\d+|[x*]))+(?:[-+.][0-9A-Za-z.\-]*)?(?:,?[<>=!~^]+[\d.x*]+)*$|"
-    r".*[(\[]|.*\$\{|"
+    r".*\$\{|"
     r"(?:none|null|true|false|undefined|changeme|example|required|optional|str|string|bytes|int|"
     r"bearer|basic)$)",
     re.IGNORECASE,
 )
+# An unquoted value with a bracket is code (`get_secret()`, `config["token"]`); in quotes it is
+# a literal (`'django-insecure-_du9e^cmago!%(^+=gr@...'`).
+_CALL = (r".*[(\[]", 0)
 # A dotted chain of identifiers (`settings.DB_PASSWORD`, `self.token`) is a reference when it
 # reads like code: no digit anywhere. `hunter2.hunter2` and structured tokens have digits.
 _DOTTED_NAME = (r"^[A-Za-z_][A-Za-z_]*(?:\.[A-Za-z_][A-Za-z_]*)+$", 0)
@@ -1668,7 +1897,7 @@ def _weak_secret(name: str, value: str) -> bool:
     parts = {part.lower() for part in _rx(_NAME_PARTS).findall(name)}
     if _rx(_HEX_DIGEST).match(value) and not parts.isdisjoint(_DIGEST_QUALIFIERS):
         return False
-    return len(value) >= 16 and entropy(value) >= 3.5
+    return len(value) >= 16 and entropy(value) >= 3.5 and not _made_up(value)
 
 
 # Words joined by separators (`user_profile_cache_key`, `Proxy-Authorization`) read as a
@@ -1676,10 +1905,10 @@ def _weak_secret(name: str, value: str) -> bool:
 _WORDS = (r"^[_.]*[A-Za-z][a-z]*(?:[_\-.]+[A-Za-z][a-z]*)*[_.]*$", 0)
 
 
-def _is_reference(value: str) -> bool:
+def _is_reference(value: str, quoted: bool = False) -> bool:
     # `f(pre_tokens=167000)`, `{"n": count}`: closing brackets end the expression, not the value.
     value = value.rstrip(")]}>") or value
-    if _rx(_REFERENCE).match(value):
+    if _rx(_REFERENCE).match(value) or (not quoted and _rx(_CALL).match(value)):
         return True
     if _rx(_DOTTED_NAME).match(value):
         return True
@@ -1692,7 +1921,7 @@ def _is_reference(value: str) -> bool:
     )
 
 
-def _is_secret_value(name: str, value: str) -> bool:
+def _is_secret_value(name: str, value: str, quoted: bool = False) -> bool:
     # `label: client_secret: VALUE`: what follows the first name is another name, not a value.
     # A value ending in `=` is base64 padding unless what precedes it is a secret's name.
     if value.endswith(":") or (value.endswith("=") and _names_a_secret(value.rstrip("="))):
@@ -1702,7 +1931,7 @@ def _is_secret_value(name: str, value: str) -> bool:
         return False  # `hashed_secret`, `cache_key`: derived from a secret or not one
     if value.isdigit() and len(value) >= 10 and _strong_name(name):
         return True  # an all-digit API key; shorter numbers are counts, ages, sizes
-    if _is_reference(value):
+    if _is_reference(value, quoted) or _placeholder(value):
         return False
     if "signature" in parts and len(value) >= 200:
         return False  # a model's thinking signature: long, public, verifiable
@@ -1825,16 +2054,22 @@ def _redact_assignments(text: str, lowered: str, hits: _Hits | None = None) -> s
             not quote or not _rx(_COMPARED_NAME).search(text, match.start(), match.end())
         ):
             continue  # `password == hashed`: two variables; `token == "lambda"`: a parser
+        if text[match.end() - 1] == ":" and text[match.end() : match.end() + 1] == ":":
+            continue  # `.password::placeholder` (CSS), `Token::new` (a scope): no value
         value_end = _closing_quote(text, value.end("value"), quote)
         name = _name_at(text, match.start(), match.end())
         name_start = match.end() - len(name)
+        if name_start > 0 and text[name_start - 1] == "/":
+            continue  # `/creating-a-strong-password": "/en/...`: a path, not a name
+        if _in_arn(text, name_start):
+            continue
         if _coordinate(text, name_start, match.end(), value.group("value")):
             continue
         if _key_path(text, name_start, match.end()):
             continue
         if _code_or_prose(text, match.end(), value):
             continue
-        if not _is_secret_value(name, text[value.start("value") : value_end]):
+        if not _is_secret_value(name, text[value.start("value") : value_end], bool(quote)):
             continue
         pieces.append(text[last : value.start("value")])
         pieces.append(_label("secret"))
@@ -1981,6 +2216,7 @@ def _redact(text: str, random_words: bool = True) -> str:
         + _context_spans(text, lowered, hits)
         + _keyword_spans(text, lowered, hits)
         + (_random_word_spans(text, hits) if random_words else [])
+        + (_split_spans(text, hits) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
     )
     if spans:
         merged = _merged(spans)
@@ -1996,6 +2232,129 @@ def _redact(text: str, random_words: bool = True) -> str:
             hits = _Hits(redacted, lowered)
         text = redacted
     return _redact_assignments(text, lowered, hits)
+
+
+# ---------------------------------------------------------------------------------------------
+# A secret in two pieces
+# ---------------------------------------------------------------------------------------------
+
+# Texts up to this size are searched for a secret split over two lines (a prompt, a command, a
+# tool's output, a file read); a large text is not (a transcript's whole session, where the
+# search would cost a tenth of redaction's time).
+SPLIT_SEARCHED_UP_TO = 65536
+_PIECE = r"[A-Za-z0-9_\-+/=.~:]{4,}"
+# Two string literals joined across a line: `"ghp_abc" +\n "def"`, `'abc'\n  + 'def'`, and
+# Python's implicit `"abc"\n "def"`. The second piece is a lookahead, so a chain of three or
+# more pieces comes out as overlapping pairs.
+_CONCATENATED = (
+    rf"([\"'])({_PIECE})\1[ \t]*\+?[ \t]*\r?\n[ \t]*\+?[ \t]*(?=([\"'])({_PIECE})\3)",
+    0,
+)
+# A token wrapped at the end of a long line (a terminal's or a tool's width), going on at the
+# start of the next.
+# The line is long (a wrap, not a short line of its own); the first piece is a whole run of
+# token characters; the second may be short (the last characters of a key).
+_WRAPPED = (
+    r"(?m)^(?=[^\n]{60})[^\n]*?(?<![A-Za-z0-9_\-+/=.~:])([A-Za-z0-9_\-+/=.~:]{4,})\r?\n"
+    r"([A-Za-z0-9_\-+/=.~:]+)",
+    0,
+)
+
+
+def _split_spans(text: str, hits: _Hits) -> list[Span]:
+    """Pieces of one secret written on two lines: each piece alone is too short or too plain
+    to be recognised, joined they are a token."""
+    if "\n" not in text:
+        return []
+    spans: list[Span] = []
+    # Each form is searched only where it can occur: a hook redacts in a cold process, where
+    # compiling a pattern costs more than most texts take to redact.
+    if any(joint in text for joint in _JOINTS):
+        chains: list[list[tuple[int, int]]] = []
+        for match in _rx(_CONCATENATED).finditer(text):
+            first = match.span(2)
+            second = (match.start(4), match.start(4) + len(match.group(4)))
+            if chains and chains[-1][-1] == first:
+                chains[-1].append(second)
+            else:
+                chains.append([first, second])
+        for chain in chains:
+            spans += _pieces_of_a_secret(text, chain, random_words=True)
+    if any(len(line) >= 60 for line in text.split("\n")):
+        for match in _rx(_WRAPPED).finditer(text):
+            spans += _pieces_of_a_secret(text, [match.span(1), match.span(2)], random_words=False)
+    for first, second in _bare_lines(text, hits.run_mask()):
+        spans += _second_half(text, first, second)
+    return spans
+
+
+def _bare_lines(text: str, mask: bytes) -> Iterator[tuple[tuple[int, int], tuple[int, int]]]:
+    """A run of 16 token characters or more alone on its line, and the next line, as
+    indented, a run alone too. Found from the token mask, without a pattern to compile."""
+    size = len(text)
+    at = mask.find(_BARE_RUN)
+    while at != -1:
+        end = mask.find(b" ", at + len(_BARE_RUN))
+        end = size if end == -1 else end
+        line_start = text.rfind("\n", 0, at) + 1
+        line_end = text.find("\n", end)
+        indent = text[line_start:at]
+        if line_end != -1 and not indent.strip(" \t") and not text[end:line_end].strip(" \t\r"):
+            start2 = line_end + 1 + len(indent)
+            if text.startswith(indent, line_end + 1):
+                end2 = mask.find(b" ", start2)
+                end2 = size if end2 == -1 else end2
+                next_end = text.find("\n", end2)
+                rest = text[end2 : size if next_end == -1 else next_end]
+                if end2 - start2 >= 4 and not rest.strip(" \t\r"):
+                    yield (at, end), (start2, end2)
+        at = mask.find(_BARE_RUN, end)
+
+
+# A string literal ends a line (`"abc" +`, `"abc"`) or the next starts with `+`.
+_JOINTS = ('"\n', "'\n", "+\n", "+\r\n", "+ \n", '\n+ "', "\n+ '")
+_BARE_RUN = b"a" * 16
+
+
+def _second_half(text: str, first: tuple[int, int], second: tuple[int, int]) -> list[Span]:
+    """A key a tool prints in two halves, each alone on its line: the second half goes with
+    a first that is a secret by itself (`v75dukqrt1fZQdIQKcWy` then `MBKxOIVdWJOszxL4beyr`),
+    or the two are one joined."""
+    if second[1] - second[0] > first[1] - first[0]:
+        return []  # a continuation is not longer than the line it continues
+    piece = text[first[0] : first[1]]
+    found = _token_spans(piece) + _random_word_spans(piece)
+    if any(start == 0 and end == len(piece) for start, end, _l in found):
+        label = max(found, key=lambda span: span[1] - span[0])[2]
+        return [(first[0], first[1], label), (second[0], second[1], label)]
+    return _pieces_of_a_secret(text, [first, second], random_words=True)
+
+
+def _pieces_of_a_secret(text: str, pieces: list[tuple[int, int]], random_words: bool) -> list[Span]:
+    joined = "".join(text[start:end] for start, end in pieces)
+    if len(joined) < _TOKEN_RUN_MIN:
+        return []
+    first_start, first_end = pieces[0]
+    if any(
+        end == first_end - first_start for _s, end, _l in _token_spans(text[first_start:first_end])
+    ):
+        # The first piece is a whole token already: what starts the next line is something
+        # else (`ghs_...` at the end of a line, `def handler` on the next).
+        return []
+    found = _token_spans(joined) + (_random_word_spans(joined) if random_words else [])
+    bounds = list(itertools.accumulate(end - start for start, end in pieces))
+    out: list[Span] = []
+    for start, end, label in found:
+        # Only a secret across a join: one found in a piece alone is found in the text too.
+        if not any(start < bound < end for bound in bounds[:-1]):
+            continue
+        offset = 0
+        for (piece_start, _piece_end), bound in zip(pieces, bounds, strict=True):
+            low, high = max(start, offset), min(end, bound)
+            if low < high:
+                out.append((piece_start + low - offset, piece_start + high - offset, label))
+            offset = bound
+    return out
 
 
 def _secret_key(key: str) -> bool:

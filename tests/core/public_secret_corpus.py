@@ -17,10 +17,15 @@ from pathlib import Path
 from typing import NamedTuple
 
 PATH = Path(__file__).with_name("public_secret_corpus.jsonl")
+# The second corpus, from sources the first never used (gitleaks' rule tests, MIT; secretlint's
+# snapshots, MIT; detect-secrets' plugin tests, Apache-2.0; lookalikes made from real files): built by
+# `scripts/build_public_secret_corpus_b.py`. Its `negative` lines (the scanners' own negative
+# examples, mostly keys with one thing wrong) are reported apart from ordinary strings.
+PATH_B = Path(__file__).with_name("public_secret_corpus_b.jsonl")
 
 
 class Case(NamedTuple):
-    type: str  # "secret" or "ordinary"
+    type: str  # "secret", "ordinary" or (corpus B) "negative"
     split: str  # "holdout" or "tune"
     kind: str
     rule: str
@@ -29,9 +34,9 @@ class Case(NamedTuple):
     secret: str  # "" for an ordinary string
 
 
-def load() -> list[Case]:
+def load(path: Path = PATH) -> list[Case]:
     cases = []
-    for line in PATH.read_text(encoding="utf-8").splitlines():
+    for line in path.read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
         cases.append(
             Case(

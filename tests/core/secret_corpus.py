@@ -321,6 +321,12 @@ def secrets() -> list[Secret]:
     )
     v = "bkua_" + r(HEX, 40)
     add("buildkite-token", f"BUILDKITE_API_TOKEN={v}", v, "buildkite-token")
+    v = f"pub-c-{r(HEX, 8)}-{r(HEX, 4)}-{r(HEX, 4)}-{r(HEX, 4)}-{r(HEX, 12)}"
+    add("pubnub-publish-key", f"PUBNUB_PUBLISH={v}", v, "pubnub-key")
+    v = "tkn.v1_" + r(ALNUM, 64) + "="
+    add("teamwork-token", f"teamwork login {v}", v, "teamwork-token")
+    v = "$2b$12$" + r(ALNUM + "./", 53)
+    add("bcrypt-password-hash", f"deploy:{v}:19000:0:99999:7:::", v, "password-hash")
     v = "sk.eyJ1" + r(URLSAFE, 60) + "." + r(URLSAFE, 22)
     add("mapbox-secret-token", f"MAPBOX_DOWNLOADS_TOKEN={v}", v, "mapbox-token")
 

@@ -16,7 +16,7 @@ import string
 import pytest
 
 from memory_core.redact import redact
-from tests.core.public_secret_corpus import load, measure
+from tests.core.public_secret_corpus import PATH_B, load, measure
 
 CASES = load()
 _rng = random.Random(20261127)
@@ -153,4 +153,126 @@ THINKING_SIGNATURE = (
     ],
 )
 def test_strings_that_only_look_secret_are_left_alone(text: str) -> None:
+    assert redact(text) == text
+
+
+# The second corpus: gitleaks' rule tests, secretlint's snapshots, detect-secrets' plugin tests
+# and lookalikes made from real files, never used before its first measurement.
+CASES_B = load(PATH_B)
+
+
+def test_the_second_corpus_is_sourced_and_a_third_is_held_out() -> None:
+    secrets = [c for c in CASES_B if c.type == "secret"]
+    kinds = {c.kind for c in secrets}
+    held = {c.kind for c in secrets if c.split == "holdout"}
+    assert len(secrets) >= 600 and len(kinds) >= 150
+    assert 0.28 <= len(held) / len(kinds) <= 0.40
+    assert sum(c.type == "ordinary" for c in CASES_B) >= 400
+    assert all(
+        ("@" in c.source and ":" in c.source) or c.source.startswith("made") for c in CASES_B
+    )
+    assert not {c.kind for c in secrets if c.split == "tune"} & held
+    # No kind of the first corpus's held-out third decides this one's split: a salted hash.
+    assert {c.split for c in CASES_B} == {"holdout", "tune"}
+
+
+@pytest.mark.parametrize("split", ["holdout", "tune"])
+def test_figures_on_each_part_of_the_second_corpus(split: str) -> None:
+    figures = measure([c for c in CASES_B if c.split == split], redact)
+    caught = figures.caught / figures.secrets
+    changed = figures.changed / figures.ordinary
+    floor = {"holdout": (0.88, 0.015), "tune": (0.96, 0.005)}[split]
+    assert caught >= floor[0], (split, caught)
+    assert changed <= floor[1], (split, changed)
+
+
+GHP = "ghp_" + r(ALNUM, 36)
+SK_ANT = "sk-ant-api03-" + r(ALNUM, 40)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        # String literals joined across a line, in the languages that do it.
+        (f'const token = "{GHP[:20]}" +\n  "{GHP[20:]}";', GHP),
+        (f'String k = "{GHP[:17]}"\n    + "{GHP[17:]}";', GHP),
+        (f'client = Client(\n    "{SK_ANT[:30]}"\n    "{SK_ANT[30:]}"\n)', SK_ANT),
+        (f'x = "{GHP[:12]}" +\n "{GHP[12:26]}" +\n "{GHP[26:]}"', GHP),
+        # A key wrapped at the end of a long line of a tool's output.
+        (
+            f"  ✓ Logged in to github.com account octo (keyring) - Token: {GHP[:22]}\n{GHP[22:]}\n",
+            GHP,
+        ),
+        (
+            "INFO 2026-01-02 worker: configured the upstream with "
+            f"{SK_ANT[:25]}\n{SK_ANT[25:]} and retries 3",
+            SK_ANT,
+        ),
+        # Printed in two halves, each alone on its line.
+        (
+            "Your new key (copy it now, it is shown once):\n  "
+            + (HALVES := "k7Qm2xW9pL4vT8nR3bY6" + "hZcDfGjKsMqVwXeAtUoN")[:20]
+            + "\n  "
+            + HALVES[20:]
+            + "\n",
+            HALVES,
+        ),
+    ],
+)
+def test_a_secret_written_in_two_pieces_on_two_lines_is_hidden(text: str, secret: str) -> None:
+    out = redact(text)
+    for piece in (secret[:12], secret[12:24], secret[-12:]):
+        assert piece not in out, out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'message = "Loading the configuration" +\n    " from disk"',
+        'url = ("https://example.org/api/v2/"\n       "projects/members")',
+        "The quick brown fox jumps over the lazy dog and keeps running far away\nfrom here",
+        'sql = "SELECT id, name FROM users " +\n  "WHERE created_at > NOW()"',
+        "[2026-05-11 09:12:44] compiled 1432 modules in 2.3 s, wrote build/app-bundle.js\n"
+        "build/app-bundle.js.map written",
+        "Modules:\n  ObjectMapperConfiguration\n  SerializationFeature\n",
+        "commits:\n  8f2d6a1c4b7e9d0f3a5c6b8e1d2f4a7c9b0e3d5f\n  3a5c6b8e1d2f\n",
+    ],
+)
+def test_ordinary_text_over_two_lines_is_left_alone(text: str) -> None:
+    assert redact(text) == text
+
+
+DJANGO_KEY = "django-insecure-" + r(string.ascii_lowercase + string.digits + "!@#$%^&*(-_=+)", 50)
+DEFAULT = r(ALNUM + "!@#%&*", 40)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        # Django's generated key, with the `(`, `%` and `^` of its alphabet.
+        (f"SECRET_KEY = '{DJANGO_KEY}'", DJANGO_KEY),
+        (f"the settings still say {DJANGO_KEY} in production", DJANGO_KEY),
+        # A secret as the default of an environment lookup.
+        (f"SECRET_KEY = os.environ.get('DJANGO_SECRET_KEY', '{DEFAULT}')", DEFAULT),
+        (f'API_TOKEN = os.getenv("API_TOKEN", "{DEFAULT}")', DEFAULT),
+        (f"SECRET_KEY = env('SECRET_KEY', default='{DEFAULT}')", DEFAULT),
+        # A quoted literal with a bracket in it is a literal, not a call.
+        (f'DB_PASSWORD = "{(pw := "Tr0ub4dor(&3" + r(ALNUM, 6))}"', pw),
+    ],
+)
+def test_secrets_of_settings_files_are_hidden(text: str, secret: str) -> None:
+    assert secret not in redact(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'HOME = os.environ.get("HOME", "/root")',
+        'TOKEN_URL = env("TOKEN_URL", default="https://example.org/oauth/token")',
+        "password = get_password(user)",
+        'token = os.getenv("API_TOKEN", "")',
+        'db_password = "$(cat /run/secrets/db)"',
+    ],
+)
+def test_environment_lookups_and_calls_are_left_alone(text: str) -> None:
     assert redact(text) == text
