@@ -114,6 +114,34 @@ def _claude_session_start(root: Path) -> str:
     return str(json.loads(out)["hookSpecificOutput"]["additionalContext"]) if out else ""
 
 
+def _write_as_the_agent_did(payload: dict[str, Any]) -> None:
+    """Puts a write call's result on disk before its after-tool hook, as the live run had it:
+    engram reads the file's state when the hook runs, so a replay without the file would see a
+    file created and gone (Gemini's write_file and replace, Codex's apply_patch)."""
+    cwd = Path(str(payload.get("cwd")))
+    args = payload.get("tool_input") if isinstance(payload.get("tool_input"), dict) else {}
+    tool = payload.get("tool_name")
+    if tool == "write_file":
+        (cwd / args["file_path"]).write_text(args["content"], encoding="utf-8")
+    elif tool == "replace":
+        target = cwd / args["file_path"]
+        text = target.read_text(encoding="utf-8")
+        target.write_text(text.replace(args["old_string"], args["new_string"], 1), encoding="utf-8")
+    elif tool == "apply_patch":
+        for header, body in re.findall(
+            r"^\*\*\* ((?:Add|Update) File: .+)\n((?:[-+ @].*\n?)*)", args["command"], re.M
+        ):
+            target = cwd / header.split(": ", 1)[1]
+            lines = [line for line in body.splitlines() if not line.startswith("@@")]
+            old = "".join(line[1:] + "\n" for line in lines if line[:1] in ("-", " "))
+            new = "".join(line[1:] + "\n" for line in lines if line[:1] in ("+", " "))
+            if header.startswith("Add"):
+                target.write_text(new, encoding="utf-8")
+            else:
+                text = target.read_text(encoding="utf-8")
+                target.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
 def _replay(folder: Path, base: Path) -> tuple[str, str]:
     """Every hook call of the recorded session, in order; returns (agent, session id)."""
     moved = {
@@ -132,6 +160,8 @@ def _replay(folder: Path, base: Path) -> tuple[str, str]:
             lines = moved[Path(target).name].splitlines(keepends=True)
             Path(target).parent.mkdir(parents=True, exist_ok=True)
             Path(target).write_text("".join(lines[: call["transcript_lines"]]), encoding="utf-8")
+        if event in ("PostToolUse", "AfterTool"):
+            _write_as_the_agent_did(payload)
         code, _ = hooks.handle(agent, event, json.dumps(payload), now=clock.now())
         assert code == 0
     for name, text in moved.items():  # the files as the agent left them
