@@ -133,6 +133,23 @@ def test_a_file_that_replaced_a_folder_survives_rollback_and_undo(source: Source
     _swap_then_roll_back_and_undo(source, _folder_d, _file_d)
 
 
+def test_a_file_that_replaced_a_folder_is_in_the_rollbacks_own_undo(source: Source) -> None:
+    """The issue's scenario as written: no checkpoint between the swap and the rollback, so
+    only the pre-rollback (undo) checkpoint can hold the file `d`; undoing gives it back."""
+    root = source.store.root
+    _folder_d(root)
+    first = source.checkpoint()
+    _file_d(root)
+    if source.journal is not None:
+        source.journal.sync()
+    result = source.rollback(first["id"])
+    assert result["done"], result["failed"]
+    assert (root / "d" / "inner.txt").read_text() == "inside the folder\n"
+    undone = source.rollback(result["undo_checkpoint"])
+    assert undone["done"], undone["failed"]
+    assert (root / "d").read_text() == "a file now\n", "the file that replaced the folder is gone"
+
+
 def test_a_folder_that_replaced_a_file_survives_rollback_and_undo(source: Source) -> None:
     _swap_then_roll_back_and_undo(source, _file_d, _folder_d_after)
 
@@ -189,10 +206,20 @@ def test_a_same_size_edit_with_its_mtime_put_back_is_seen(source: Source) -> Non
     assert result["restored"] == ["config.ini"] and path.read_bytes() == b"mode=AAAA\n"
 
 
-def test_hard_linked_twins_are_both_restored(source: Source) -> None:
+@pytest.fixture(params=SOURCES)
+def twins_source(request: pytest.FixtureRequest, store: Store) -> Iterator[Source]:
+    """Hard-linked twins a.txt and b.txt made before the source starts watching, as in a
+    project that had them all along (a watcher that saw the link made would report b.txt)."""
+    _write(store.root, "a.txt", "one\n")
+    os.link(store.root / "a.txt", store.root / "b.txt")
+    made = Source(store, request.param)
+    yield made
+    made.close()
+
+
+def test_hard_linked_twins_are_both_restored(twins_source: Source) -> None:
+    source = twins_source
     root = source.store.root
-    _write(root, "a.txt", "one\n")
-    os.link(root / "a.txt", root / "b.txt")
     first = source.checkpoint()
     with open(root / "a.txt", "r+b") as handle:  # through one name: both change
         handle.write(b"two\n")
