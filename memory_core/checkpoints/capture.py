@@ -19,7 +19,7 @@ from memory_core.checkpoints.build import build_full, build_incremental
 from memory_core.checkpoints.disk import settings_for
 from memory_core.checkpoints.history import get
 from memory_core.checkpoints.retention import enforce_retention
-from memory_core.checkpoints.storage import Writer
+from memory_core.checkpoints.storage import Writer, loaded_path
 from memory_core.checkpoints.trees import Tree, sha
 from memory_core.errors import UsageError
 from memory_core.journal import ChangeJournal
@@ -250,14 +250,15 @@ def _racy_for_git(store: Store, looked: Any) -> set[str]:
         (int(looked) * 10**9,),
     )
     racy: set[str] = set()
-    for path, size, ino, ctime_ns in rows:
+    for text, size, ino, ctime_ns in rows:
+        path = loaded_path(str(text))
         try:
             st = os.stat(store.root / path, follow_symlinks=False)
         except OSError:
-            racy.add(str(path))
+            racy.add(path)
             continue
         if (st.st_size, st.st_ino, st.st_ctime_ns) != (size, ino, ctime_ns):
-            racy.add(str(path))
+            racy.add(path)
     return racy
 
 

@@ -695,3 +695,34 @@ def test_watchman_vouches_for_a_change_to_a_name_that_is_not_utf8(store: Store) 
     assert time.monotonic() - started < 5
     held = {os.fsencode(path): data for path, (_, data) in _files(store, made["id"]).items()}
     assert held[b"caf\xe9.txt"] == b"after\n" and held[b"later.txt"] == b"written after\n"
+
+
+def test_a_name_that_is_not_utf8_has_its_stat_cache_row(store: Store) -> None:
+    """So an unchanged file with such a name is not read again at every checkpoint (SQLite
+    text cannot hold the name as it is: its odd bytes are escaped), and its row still tells
+    an edit apart, here one with its mtime put back."""
+    from memory_core.checkpoints import storage
+
+    root = os.fsencode(store.root)
+    config.set_value(store.root, "checkpoints.watchman", False)
+    os.makedirs(root + b"/d\xff")
+    name = root + b"/d\xff/caf\xe9.txt"
+    with open(name, "wb") as handle:
+        handle.write(b"latin-1 AAAA\n")
+    old = time.time() - 3600
+    os.utime(name, (old, old))
+    first = checkpoints.create(store)
+    rel = os.fsdecode(b"d\xff/caf\xe9.txt")
+    assert rel in storage.stat_cache(store)
+    assert rel in storage.stat_cache(store, under=os.fsdecode(b"d\xff"))
+    assert rel in storage.stat_cache_of(store, [rel])
+    st = os.stat(name)
+    with open(name, "r+b") as handle:
+        handle.write(b"latin-1 BBBB\n")
+    os.utime(name, ns=(st.st_atime_ns, st.st_mtime_ns))
+    second = checkpoints.create(store)
+    held = {os.fsencode(p): data for p, (_, data) in _files(store, second["id"]).items()}
+    assert held[b"d\xff/caf\xe9.txt"] == b"latin-1 BBBB\n"
+    assert checkpoints.rollback(store, first["id"])["done"]
+    with open(name, "rb") as handle:
+        assert handle.read() == b"latin-1 AAAA\n"
