@@ -497,6 +497,33 @@ def _keep_name(folder_fd: int, name: str) -> str | None:
             return None
 
 
+def _remove_empty_folders(parent_fd: int, name: str) -> bool:
+    """Remove the folder `name` if it holds nothing but empty folders, never following a link;
+    False, everything left as it was, when it holds anything else (looked at before removing)."""
+    if not _folders_only(parent_fd, name, remove=False):
+        return False
+    return _folders_only(parent_fd, name, remove=True)
+
+
+def _folders_only(parent_fd: int, name: str, *, remove: bool) -> bool:
+    try:
+        fd = os.open(name, _OPEN_FOLDER, dir_fd=parent_fd)
+    except OSError:
+        return False
+    try:
+        for entry in os.listdir(fd):
+            found = os.stat(entry, dir_fd=fd, follow_symlinks=False)
+            if not stat.S_ISDIR(found.st_mode) or not _folders_only(fd, entry, remove=remove):
+                return False
+        if remove:
+            os.rmdir(name, dir_fd=parent_fd)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
 def _write_all(handle: Any, content: bytes) -> None:
     view, written = memoryview(content), 0
     while written < len(view):
@@ -535,14 +562,14 @@ def write_file(root: Path, write: FileWrite, folders: Folders | None = None) -> 
     with contextlib.suppress(FileNotFoundError):
         if stat.S_ISDIR(os.stat(name, dir_fd=folder_fd, follow_symlinks=False).st_mode):
             # A folder where the checkpoint had a file. Files created after the checkpoint were
-            # removed already; what is left (ignored files, say) is not ours to delete.
-            try:
-                os.rmdir(name, dir_fd=folder_fd)
-            except OSError:
+            # removed already; what is left (ignored files, say) is not ours to delete. Empty
+            # folders are no content (a checkpoint does not hold them, as git does not): a
+            # tree of nothing else goes.
+            if not _remove_empty_folders(folder_fd, name):
                 raise EngramError(
                     f"{write.path} is now a folder that still holds files the checkpoint does not know",
                     hint="move them away and roll back again",
-                ) from None
+                )
             folders.forget(write.path)
     while True:
         # (A short piece of the name: the whole one plus the suffix could pass the 255 bytes

@@ -726,3 +726,25 @@ def test_a_name_that_is_not_utf8_has_its_stat_cache_row(store: Store) -> None:
     assert checkpoints.rollback(store, first["id"])["done"]
     with open(name, "rb") as handle:
         assert handle.read() == b"latin-1 AAAA\n"
+
+
+def test_a_folder_of_only_empty_folders_where_a_file_was_is_replaced_by_the_file(
+    store: Store,
+) -> None:
+    """Found by the fuzzer (seed 2, round 576): empty folders are no content (a checkpoint
+    does not hold them), so a tree of nothing else where the checkpoint had a file goes; a
+    folder holding anything else is still left alone, named."""
+    root = store.root
+    config.set_value(root, "checkpoints.watchman", False)
+    _write(root, "d", "a file\n")
+    _write(root, "kept", "a file too\n")
+    first = checkpoints.create(store)
+    (root / "d").unlink()
+    (root / "d" / "e" / "f").mkdir(parents=True)
+    (root / "kept").unlink()
+    (root / "kept" / "empty").mkdir(parents=True)
+    os.mkfifo(root / "kept" / "pipe")  # not content, never engram's to delete
+    result = checkpoints.rollback(store, first["id"])
+    assert (root / "d").read_text() == "a file\n"
+    assert [f["path"] for f in result["failed"]] == ["kept"], result
+    assert (root / "kept" / "empty").is_dir() and (root / "kept" / "pipe").exists()
