@@ -501,28 +501,30 @@ def use_watchman_socket(path: str | None) -> None:
 
 
 def _watchman_socket_call(path: str, command: list[Any]) -> dict[str, Any] | None:
-    """One request over watchman's socket (its JSON protocol: one line each way)."""
+    """One request over watchman's socket, in its binary protocol (BSER): its JSON protocol
+    cannot carry a file name that is not UTF-8 and answers a query listing one with nothing."""
     import socket
+
+    from memory_core import bser
 
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
             conn.settimeout(WATCHMAN_TIMEOUT_SECONDS)
             conn.connect(path)
-            conn.sendall(json.dumps(command).encode("utf-8") + b"\n")
+            conn.sendall(bser.dumps(command))
             buffer = b""
-            while not buffer.endswith(b"\n"):
+            total = None
+            while total is None or len(buffer) < total:
                 chunk = conn.recv(1 << 16)
                 if not chunk:
                     break
                 buffer += chunk
-        # A name that is not UTF-8 on disk comes as its raw bytes: decoded as os.fsdecode
-        # does, it is the name the rest of engram uses (failing here sent every later
-        # checkpoint to watchman's command line, 10 s each).
-        answer = json.loads(buffer.decode("utf-8", "surrogateescape"))
+                total = bser.pdu_length(buffer)
+        answer = bser.loads(buffer)
     except TimeoutError:
-        # watchman answers its JSON protocol with nothing at all when a name it would list is
-        # not UTF-8 (JSON cannot carry it): asking again, or through its command line, only
-        # waits as long again. The capture stops asking for a while (`watchman_unanswered`).
+        # (watchman's JSON protocol went silent on a name that is not UTF-8; should anything
+        # else keep it from answering, asking again only waits as long again. The capture
+        # stops asking for a while, `watchman_unanswered`.)
         _UNANSWERED[0] = True
         return None
     except (OSError, ValueError):

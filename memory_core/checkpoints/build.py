@@ -14,6 +14,7 @@ from memory_core.checkpoints.storage import (
     Writer,
     load_listing,
     load_tree,
+    loaded_path,
     stat_cache,
     stat_cache_of,
 )
@@ -151,7 +152,7 @@ def _hard_link_twins(store: Store, root: Path, paths: set[str]) -> set[str]:
         return set()
     marks = ",".join("?" * len(inodes))
     rows = store.query(f"SELECT path FROM checkpoint_index WHERE ino IN ({marks})", tuple(inodes))
-    return {str(row[0]) for row in rows} - paths
+    return {loaded_path(str(row[0])) for row in rows} - paths
 
 
 def build_incremental(

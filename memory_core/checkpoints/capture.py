@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,7 @@ from memory_core.checkpoints.build import build_full, build_incremental
 from memory_core.checkpoints.disk import settings_for
 from memory_core.checkpoints.history import get
 from memory_core.checkpoints.retention import enforce_retention
-from memory_core.checkpoints.storage import Writer
+from memory_core.checkpoints.storage import Writer, loaded_path
 from memory_core.checkpoints.trees import Tree, sha
 from memory_core.errors import UsageError
 from memory_core.journal import ChangeJournal
@@ -62,6 +63,7 @@ class GitInBackground:
     process), so that a rollback can read the listings it will compare meanwhile."""
 
     def __init__(self, root: Path) -> None:
+        self.started = time.time()  # (wall clock: compared with files' change times)
         self._answer: journal.GitState | None = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, args=(root,), daemon=True)
@@ -165,13 +167,15 @@ def capture_workspace(
     # git: `git status` now, against what it said at the previous checkpoint.
     previous_git = journal.GitState.from_json(before.get("git")) if usable else None
     if paths is None:
+        looked = git.started if git is not None else time.time()
         now_git = git.result() if git is not None else journal.git_state(root, own_index=True)
         if now_git is not None:
-            token["git"] = now_git.as_json()
+            token["git"], token["git_at"] = now_git.as_json(), looked
             if previous_git is not None:
                 paths = journal.git_since(root, previous_git, now_git)
                 if paths is not None:
                     source = "git"
+                    paths |= _racy_for_git(store, before.get("git_at"))
     elif previous_git is not None:
         carried = journal.carry_git_state(root, previous_git, paths)
         if carried is not None and carried.carried > GIT_CARRY_LIMIT:
@@ -179,7 +183,10 @@ def capture_workspace(
             # looks again; past the limit, one `git status` starts it afresh. (Counted beyond
             # what git listed: with more files than that modified, a count of all of them made
             # every checkpoint ask git, 180 ms in 50,000 files, however few had changed.)
-            carried = journal.git_state(root, own_index=True)
+            looked, carried = time.time(), journal.git_state(root, own_index=True)
+            token["git_at"] = looked
+        elif isinstance(before.get("git_at"), (int, float)):
+            token["git_at"] = before["git_at"]  # git's stat data is still from that look
         if carried is not None:
             token["git"] = carried.as_json()
 
@@ -228,6 +235,31 @@ def capture_workspace(
         ts,
         tree_cache,
     )
+
+
+def _racy_for_git(store: Store, looked: Any) -> set[str]:
+    """Files git may call clean though they changed: git compares change times in whole
+    seconds, so a file changed in the second of git's previous look (its index holds that
+    second) and again, mtime put back, within the same second looks untouched to git. Of the
+    files whose change time, as the stat cache has it, is in or after that second (a few at
+    most), those whose change time or size on disk now differs in nanoseconds."""
+    if not isinstance(looked, (int, float)):
+        return set()
+    rows = store.query(
+        "SELECT path, size, ino, ctime_ns FROM checkpoint_index WHERE ctime_ns >= ?",
+        (int(looked) * 10**9,),
+    )
+    racy: set[str] = set()
+    for text, size, ino, ctime_ns in rows:
+        path = loaded_path(str(text))
+        try:
+            st = os.stat(store.root / path, follow_symlinks=False)
+        except OSError:
+            racy.add(path)
+            continue
+        if (st.st_size, st.st_ino, st.st_ctime_ns) != (size, ino, ctime_ns):
+            racy.add(path)
+    return racy
 
 
 def _looked_at(rel: str, paths: set[str]) -> bool:

@@ -441,9 +441,10 @@ def _link_refused(root: Path, folder: str, rel: str) -> EngramError:
 _TEMP_NAMES = itertools.count()
 
 
-def _rewrite_in_place(folder_fd: int, name: str, write: FileWrite) -> bool:
+def _rewrite_in_place(folder_fd: int, name: str, write: FileWrite) -> tuple[bytes, int] | None:
     """Overwrite an existing regular file that has no other name (no hard link elsewhere, which
-    would change too), without following a link; False when it is not such a file.
+    would change too), without following a link; None when it is not such a file, else what it
+    held and its mode (to put back should its folder turn out to have moved, `_put_back`).
 
     The folder is left alone, so git's untracked cache and stat data of the folder stay valid
     (a temp file and a rename changed the folder, and the next `git status` read every folder
@@ -454,19 +455,72 @@ def _rewrite_in_place(folder_fd: int, name: str, write: FileWrite) -> bool:
         seen = os.stat(name, dir_fd=folder_fd, follow_symlinks=False)
         # Only a regular file is opened (opening a fifo or a device may block or act).
         if not stat.S_ISREG(seen.st_mode) or seen.st_nlink != 1:
-            return False
-        flags = os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC
+            return None
+        flags = os.O_RDWR | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC
         fd = os.open(name, flags, dir_fd=folder_fd)
     except OSError:
-        return False  # missing, not writable: the temp file path decides
-    with open(fd, "wb", buffering=0) as handle:
+        return None  # missing, not readable and writable: the temp file path decides
+    with open(fd, "r+b", buffering=0) as handle:
         st = os.fstat(fd)
         if _identity(st) != _identity(seen) or st.st_nlink != 1:
-            return False  # replaced in between
+            return None  # replaced in between
+        held = handle.readall()
+        handle.seek(0)
         _write_all(handle, write.content)
         handle.truncate(len(write.content))
         if stat.S_IMODE(st.st_mode) != write.mode:
             os.fchmod(fd, write.mode)
+    return held, stat.S_IMODE(st.st_mode)
+
+
+def _put_back(folder_fd: int, name: str, held: tuple[bytes, int]) -> None:
+    """Give a file rewritten in place what it held (its folder moved while it was written)."""
+    flags = os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC
+    with contextlib.suppress(OSError), open(os.open(name, flags, dir_fd=folder_fd), "wb") as out:
+        _write_all(out, held[0])
+        out.truncate(len(held[0]))
+        os.fchmod(out.fileno(), held[1])
+
+
+def _keep_name(folder_fd: int, name: str) -> str | None:
+    """A second name for `name` in its folder (a hard link, never following a link), so that
+    a step made while the folder was being moved away can be taken back; None when there is
+    nothing at `name` or the file system makes no hard links."""
+    while True:
+        keep = f".{name[:32]}.engram-rollback-keep-{os.getpid()}-{next(_TEMP_NAMES)}"
+        try:
+            os.link(name, keep, src_dir_fd=folder_fd, dst_dir_fd=folder_fd, follow_symlinks=False)
+            return keep
+        except FileExistsError:
+            continue
+        except OSError:
+            return None
+
+
+def _remove_empty_folders(parent_fd: int, name: str) -> bool:
+    """Remove the folder `name` if it holds nothing but empty folders, never following a link;
+    False, everything left as it was, when it holds anything else (looked at before removing)."""
+    if not _folders_only(parent_fd, name, remove=False):
+        return False
+    return _folders_only(parent_fd, name, remove=True)
+
+
+def _folders_only(parent_fd: int, name: str, *, remove: bool) -> bool:
+    try:
+        fd = os.open(name, _OPEN_FOLDER, dir_fd=parent_fd)
+    except OSError:
+        return False
+    try:
+        for entry in os.listdir(fd):
+            found = os.stat(entry, dir_fd=fd, follow_symlinks=False)
+            if not stat.S_ISDIR(found.st_mode) or not _folders_only(fd, entry, remove=remove):
+                return False
+        if remove:
+            os.rmdir(name, dir_fd=parent_fd)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
     return True
 
 
@@ -495,20 +549,27 @@ def write_file(root: Path, write: FileWrite, folders: Folders | None = None) -> 
     folder_fd = folders.open(parent, create=True, for_path=write.path)
     assert folder_fd is not None
     folders.check(parent, write.path)
-    if write.kind == "file" and _rewrite_in_place(folder_fd, name, write):
-        folders.check(parent, write.path)
+    held = _rewrite_in_place(folder_fd, name, write) if write.kind == "file" else None
+    if held is not None:
+        try:
+            folders.check(parent, write.path)
+        except FolderChangedError:
+            # The folder was moved away as the write went in: the write went with it (the one
+            # window no check before a write closes). Take it back there, then stop.
+            _put_back(folder_fd, name, held)
+            raise
         return
     with contextlib.suppress(FileNotFoundError):
         if stat.S_ISDIR(os.stat(name, dir_fd=folder_fd, follow_symlinks=False).st_mode):
             # A folder where the checkpoint had a file. Files created after the checkpoint were
-            # removed already; what is left (ignored files, say) is not ours to delete.
-            try:
-                os.rmdir(name, dir_fd=folder_fd)
-            except OSError:
+            # removed already; what is left (ignored files, say) is not ours to delete. Empty
+            # folders are no content (a checkpoint does not hold them, as git does not): a
+            # tree of nothing else goes.
+            if not _remove_empty_folders(folder_fd, name):
                 raise EngramError(
                     f"{write.path} is now a folder that still holds files the checkpoint does not know",
                     hint="move them away and roll back again",
-                ) from None
+                )
             folders.forget(write.path)
     while True:
         # (A short piece of the name: the whole one plus the suffix could pass the 255 bytes
@@ -529,12 +590,25 @@ def write_file(root: Path, write: FileWrite, folders: Folders | None = None) -> 
                 _write_all(handle, write.content)
                 os.fchmod(handle.fileno(), write.mode)
         folders.check(parent, write.path)
+        keep = _keep_name(folder_fd, name)
         os.replace(tmp, name, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=folder_fd)
         raise
-    folders.check(parent, write.path)
+    try:
+        folders.check(parent, write.path)
+    except FolderChangedError:
+        # Moved away as the rename went in: put back what the name held there (or nothing).
+        with contextlib.suppress(OSError):
+            if keep is not None:
+                os.replace(keep, name, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
+            else:
+                os.unlink(name, dir_fd=folder_fd)
+        raise
+    if keep is not None:
+        with contextlib.suppress(OSError):
+            os.unlink(keep, dir_fd=folder_fd)
 
 
 def remove_file(root: Path, rel: str, folders: Folders | None = None) -> None:
@@ -549,8 +623,19 @@ def remove_file(root: Path, rel: str, folders: Folders | None = None) -> None:
     if folder_fd is None:
         return  # its folder is gone (or is a file now): so is it
     folders.check(parent, rel)
+    keep = _keep_name(folder_fd, name)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(name, dir_fd=folder_fd)
+    if keep is not None:
+        try:
+            folders.check(parent, rel)
+        except FolderChangedError:
+            # Moved away as the file was removed: it is given its name back there.
+            with contextlib.suppress(OSError):
+                os.rename(keep, name, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
+            raise
+        with contextlib.suppress(OSError):
+            os.unlink(keep, dir_fd=folder_fd)
     while parent:
         above, _, folder = parent.rpartition("/")
         above_fd = folders.open(above, create=False, for_path=rel)

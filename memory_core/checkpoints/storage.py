@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import re
 import threading
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -130,21 +131,34 @@ class Writer:
                 "INSERT OR REPLACE INTO checkpoint_index "
                 "(path, mtime_ns, size, ino, mode, hash, ctime_ns) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [
-                    (path, *row[:4], bytes.fromhex(row[4]), row[5])
+                    (stored_path(path), *row[:4], bytes.fromhex(row[4]), row[5])
                     for path, row in self.index.items()
-                    if storable_path(path)
                 ],
             )
 
 
-def storable_path(path: str) -> bool:
-    """Whether SQLite can hold this path as text: a name that is not UTF-8 on disk (surrogate
-    escapes) cannot; such a file has no stat-cache row and is read at every checkpoint."""
+def stored_path(path: str) -> str:
+    """A path as the stat cache holds it. SQLite text is UTF-8, so a name that is not UTF-8 on
+    disk (its other bytes held as surrogate escapes, as `os.fsdecode` gives them) has each such
+    byte written as NUL and two hex digits: no file name holds a NUL, so the text means one
+    path only, and a folder's rows still share its prefix."""
     try:
         path.encode("utf-8")
     except UnicodeEncodeError:
-        return False
-    return True
+        return "".join(
+            f"\0{ord(char) - 0xDC00:02x}" if "\udc80" <= char <= "\udcff" else char for char in path
+        )
+    return path
+
+
+_ESCAPED = re.compile("\0([0-9a-f]{2})")
+
+
+def loaded_path(text: str) -> str:
+    """The path `stored_path` wrote as `text`."""
+    if "\0" not in text:
+        return text
+    return _ESCAPED.sub(lambda found: chr(0xDC00 + int(found.group(1), 16)), text)
 
 
 def _stored(store: Store, digests: list[str], *, legacy: bool) -> set[str]:
@@ -172,22 +186,24 @@ def stat_cache(store: Store, under: str = "") -> dict[str, tuple[int, int, int, 
     The change time is compared as git's index compares it: every write moves it, and so does
     putting the mtime back (`touch -r`, `cp -p`)."""
     sql = "SELECT path, mtime_ns, size, ino, mode, hash, ctime_ns FROM checkpoint_index"
-    if not storable_path(under):
-        return {}
+    under = stored_path(under)
     # '0' follows '/' in byte order: the range holds exactly the paths below `under/`.
     rows = (
         store.query(sql + " WHERE path > ? AND path < ?", (under + "/", under + "0"))
         if under
         else store.query(sql)
     )
-    return {row[0]: (row[1], row[2], row[3], row[4], bytes(row[5]).hex(), row[6]) for row in rows}
+    return {
+        loaded_path(row[0]): (row[1], row[2], row[3], row[4], bytes(row[5]).hex(), row[6])
+        for row in rows
+    }
 
 
 def stat_cache_of(
     store: Store, paths: Iterable[str]
 ) -> dict[str, tuple[int, int, int, int, str, int]]:
     """The stat cache rows of these paths (those it has)."""
-    wanted = [path for path in paths if storable_path(path)]
+    wanted = [stored_path(path) for path in paths]
     found: dict[str, tuple[int, int, int, int, str, int]] = {}
     for start in range(0, len(wanted), 500):  # under SQLite's limit on bound parameters
         chunk = wanted[start : start + 500]
@@ -197,7 +213,10 @@ def stat_cache_of(
             tuple(chunk),
         )
         found.update(
-            {row[0]: (row[1], row[2], row[3], row[4], bytes(row[5]).hex(), row[6]) for row in rows}
+            {
+                loaded_path(row[0]): (row[1], row[2], row[3], row[4], bytes(row[5]).hex(), row[6])
+                for row in rows
+            }
         )
     return found
 
