@@ -17,20 +17,25 @@ payload itself says, so turns are recorded either way but never twice.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO
 
 from memory_core import clock, log
-from memory_core.agents import failures, record, spool
+from memory_core.agents import record
 from memory_core.agents.payload import HookPayload, agent_name, parse
-from memory_core.agents.record import ToolCall, ToolOutcome, clean
-from memory_core.errors import NotFoundError
-from memory_core.store import Store
+from memory_core.agents.record import clean
+
+# A hook is a cold process per agent event, and every module it loads is paid on each one:
+# here only what every event needs; what one event needs is imported in its handler, and
+# `typing` (a third of Python's own start) is read by the type checker only.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, BinaryIO
+
+    from memory_core.store import Store
 
 # Hook payloads are read whole (a cut JSON document cannot be parsed at all) and their long
 # strings cut before parsing (payload.cut_long_strings); this only bounds the memory a runaway
@@ -398,6 +403,9 @@ class HookRun:
             # cost each call the time of the whole session so far.
             self.digest_if_due()
             return
+        from memory_core.agents import failures
+        from memory_core.agents.record import ToolCall, ToolOutcome
+
         call = ToolCall(
             tool_use_id=payload.tool_use_id or f"hook:{self.session_id}:{self.now}",
             session_id=self.session_id,
@@ -498,6 +506,8 @@ class HookRun:
         self.ingest()
 
     def session_end(self) -> None:
+        import contextlib
+
         from memory_core import limits, quota, sessions
         from memory_core.agents import (
             retention,  # noqa: F401 - registers the agent tables' rules
@@ -513,6 +523,8 @@ class HookRun:
                 "UPDATE agent_sessions SET ended_at = ?, end_reason = ? WHERE session_id = ?",
                 (self.now, self.payload.reason or "other", self.session_id),
             )
+        from memory_core.errors import NotFoundError
+
         # The user may have deleted the session while the agent ran: nothing left to close then.
         with contextlib.suppress(NotFoundError):
             sessions.close(
@@ -711,7 +723,8 @@ def _store_within_budget(
     """The store, once this hook could take its write lock within `agents.hook_wait_seconds`;
     None when it could not (busy, read-only): the event was spooled instead (spool.py)."""
     from memory_core import config
-    from memory_core.store import StoreFaultError
+    from memory_core.agents import spool
+    from memory_core.store import Store, StoreFaultError
 
     try:
         wait = float(config.load(root)["agents.hook_wait_seconds"])
@@ -745,6 +758,8 @@ def _store_within_budget(
 def fold_spool(store: Store) -> int:
     """Record the spooled hook events of this store's workspace (the language server calls it
     now and then, so events wait no longer than that when no hook comes after them)."""
+    from memory_core.agents import spool
+
     return spool.fold(
         store.root, lambda a, e, d, ts: _run_payload(store, parse(agent_name(a), e, d), ts)
     )
