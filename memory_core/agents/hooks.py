@@ -118,8 +118,6 @@ class HookRun:
     def transcript(self) -> Path | None:
         """The agent's own record named in the payload (`transcript_path`), when it exists and
         is in the agent's format: Claude Code's JSONL transcript, Gemini CLI's chat file."""
-        from memory_core.agents.transcripts import is_claude_transcript
-
         raw = self.payload.transcript_path
         if not raw or self.payload.agent not in ("claude-code", "gemini"):
             return None
@@ -129,14 +127,14 @@ class HookRun:
                 return None
         except (OSError, ValueError):  # a name too long, a NUL byte: no file of the agent's
             return None
+        from memory_core.agents.transcripts import is_claude_transcript
+
         if is_claude_transcript(path) != (self.payload.agent == "claude-code"):
             return None  # a migrated hook handed the other agent's file
         return path
 
     def ingest(self, *, flush: bool = False) -> bool:
         """Ingest the payload's transcript(s); False when there is none (use the payload instead)."""
-        from memory_core.agents import transcripts
-
         if self.payload.agent == "codex":
             from memory_core.agents import codex_rollouts
 
@@ -153,6 +151,8 @@ class HookRun:
             # The chat carries what the hooks do not: tokens, and an id for every tool call.
             gemini_chats.ingest_chat_file(self.store, path, settings=self.settings, flush=flush)
             return True
+        from memory_core.agents import transcripts
+
         transcripts.ingest_file(self.store, path, settings=self.settings, flush=flush)
         sub = self.payload.raw.get("agent_transcript_path")
         if isinstance(sub, str) and sub and Path(sub).is_file():
