@@ -88,18 +88,22 @@ _MAY_BE_CONVERSATION = re.compile(rb'"type": ?"(?:user|assistant|system)"')
 _decode_json = json.JSONDecoder().decode
 # orjson reads lines four times faster than the json module, but importing it costs a cold
 # process more than Python's own start, and most hooks read a few kB of new lines: it is loaded
-# once a read of this many bytes or more comes (`fast_decoder_for`), the json module reads less.
+# once this process has this many bytes to read in all (`fast_decoder_for`: one large file, or
+# an `engram ingest` of many small ones); the json module reads less.
 ORJSON_FROM_BYTES = 512 * 1024
 _orjson: Any = None
+_bytes_to_read = 0
 # Only a line holding a UTF-16 surrogate, escaped (`\ud83d`) or as raw bytes (which
 # "surrogatepass" lets through), can decode to a lone one.
 _MAY_HOLD_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
 
 
 def fast_decoder_for(unread_bytes: int) -> None:
-    """Read lines with orjson from now on when `unread_bytes` are about to be read."""
-    global _orjson
-    if _orjson is None and unread_bytes >= ORJSON_FROM_BYTES:
+    """Count `unread_bytes` about to be read; from ORJSON_FROM_BYTES in this process on, lines
+    are read with orjson."""
+    global _orjson, _bytes_to_read
+    _bytes_to_read += max(0, unread_bytes)
+    if _orjson is None and _bytes_to_read >= ORJSON_FROM_BYTES:
         import orjson
 
         _orjson = orjson

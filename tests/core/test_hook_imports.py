@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from memory_core import config
 
 # Each costs a cold process a large share of Python's own start, and a tool call needs none.
@@ -125,3 +127,46 @@ def test_settings_from_pyproject_still_apply_and_other_pyprojects_are_not_parsed
     # One that names engram and is broken is reported, as before.
     (tmp_path / "pyproject.toml").write_text("[tool.engram\nthreshold = 'x'\n")
     assert any("cannot read" in problem for problem in config.load(tmp_path).problems)
+
+
+def test_transcript_lines_read_the_same_by_the_json_module_as_by_orjson(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import orjson
+
+    from memory_core.agents import transcripts
+
+    lines = [
+        b'{"type": "user", "text": "caf\xc3\xa9 \\u00e9"}',
+        b'{"half": "\\ud83d cut", "pair": "\\ud83d\\ude00"}',  # a lone surrogate escaped
+        b'{"raw": "\xed\xa0\x80"}',  # a surrogate as raw bytes
+        # (An integer past 64 bits is a float to orjson, an int to the json module: no field of
+        # a transcript comes near.)
+        b'{"n": 1.5, "tokens": 9007199254740993, "none": null}',
+        b'{"nan": NaN}',
+    ]
+
+    def read_all() -> list[str]:
+        return [repr(transcripts._decode_line(line)) for line in lines]
+
+    monkeypatch.setattr(transcripts, "_orjson", None)
+    by_json = read_all()
+    monkeypatch.setattr(transcripts, "_orjson", orjson)
+    assert read_all() == by_json
+    assert "\\ud83d" not in by_json[1] and "😀" in by_json[1]  # scrubbed, the pair kept
+    for decoder in (None, orjson):
+        monkeypatch.setattr(transcripts, "_orjson", decoder)
+        with pytest.raises(ValueError):
+            transcripts._decode_line(b'{"cut": "no end')
+
+
+def test_orjson_is_loaded_once_a_process_has_much_to_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memory_core.agents import transcripts
+
+    monkeypatch.setattr(transcripts, "_orjson", None)
+    monkeypatch.setattr(transcripts, "_bytes_to_read", 0)
+    transcripts.fast_decoder_for(4096)  # a hook's few new lines
+    assert transcripts._orjson is None
+    for _ in range(transcripts.ORJSON_FROM_BYTES // (64 * 1024)):
+        transcripts.fast_decoder_for(64 * 1024)  # an ingest of many small transcripts
+    assert transcripts._orjson is not None
