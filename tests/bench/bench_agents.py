@@ -12,10 +12,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import resource
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -23,7 +21,6 @@ from typing import Any
 
 from tests.bench.harness import Figure
 
-HOOK_RUNS = int(os.environ.get("ENGRAM_BENCH_HOOK_RUNS", "30"))
 TRANSCRIPT_MB = int(os.environ.get("ENGRAM_BENCH_TRANSCRIPT_MB", "50"))
 # Full ingests of the transcript, each into a fresh store: the median is reported (one run on a
 # shared machine says more about the neighbours than about the ingest).
@@ -42,36 +39,7 @@ CCUSAGE_DIR = Path.home() / ".cache" / "engram-bench" / f"ccusage-{CCUSAGE_VERSI
 GROWTH_TRANSCRIPTS = 4
 
 
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    return env
-
-
-def _engram() -> list[str]:
-    script = Path(sys.executable).with_name("engram")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "memory_core"]
-
-
 _CPU: dict[str, list[float]] = {}
-
-
-def _run(
-    cmd: list[str], data: bytes | None, env: dict[str, str], cwd: Path, label: str = ""
-) -> float:
-    """Wall-clock ms of one process; its CPU ms (user + system) is kept under `label`.
-
-    CPU time barely moves with machine load, wall time does: on a busy machine (the team's
-    2 cores) the CPU figures are the fairer comparison.
-    """
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    subprocess.run(cmd, input=data, capture_output=True, env=env, cwd=cwd, check=False)
-    wall = (time.perf_counter() - start) * 1000
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if label:
-        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        _CPU.setdefault(label, []).append(cpu * 1000)
-    return wall
 
 
 def _transcript(path: Path, target_bytes: int, cwd: Path) -> int:
