@@ -673,7 +673,7 @@ def close_turn(db: sqlite3.Connection, turn: Turn, ended_at: float | None) -> Fi
 def apply_turns(store: Store, turns: Sequence[FinishedTurn], settings: Any = None) -> None:
     if not turns:
         return
-    from memory_core import checkpoints, sessions
+    from memory_core import sessions
 
     if settings is None:
         # Once for the batch: an ingest applies hundreds of turns, each may be due a checkpoint.
@@ -713,6 +713,12 @@ def apply_turns(store: Store, turns: Sequence[FinishedTurn], settings: Any = Non
     # workspace does not change while a batch is applied, so an ingest of a long transcript
     # would otherwise take the same tree dozens of times, and those copies would push the
     # user's older checkpoints out of the checkpoint cap.
+    if not due:
+        return
+    # Only now: the checkpoint machinery (git, the journal, compression) is most of what a hook
+    # ending a turn would otherwise load, and few turns are due a checkpoint.
+    from memory_core import checkpoints
+
     for session_id, (seq, ended_at) in due.items():
         checkpoints.every_n_turns(
             store, seq, settings=settings, session_id=session_id, now=ended_at
