@@ -1,5 +1,5 @@
 import sys
 
-from memory_core.cli.main import main
+from memory_core.cli.entry import main
 
 sys.exit(main())

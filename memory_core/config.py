@@ -14,25 +14,43 @@ comments and layout people put in `config.toml` survive a machine edit.
 from __future__ import annotations
 
 import contextlib
-import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from memory_core.workspace import STORE_DIRNAME
+
+# Every hook reads its settings: `dataclasses` (inspect, ast, dis: more than Python's own start),
+# `typing` and `tomllib` (when no file is there to read) would be loaded for nothing.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 CONFIG_NAME = "config.toml"
 
 
-@dataclass(frozen=True, slots=True)
 class Setting:
-    key: str
-    type: type
-    default: Any
-    description: str
-    minimum: float | None = None
-    choices: tuple[str, ...] | None = None
+    """One setting as declared: its key, type, default, description and bounds."""
+
+    __slots__ = ("choices", "default", "description", "key", "minimum", "type")
+
+    def __init__(
+        self,
+        key: str,
+        type: type,
+        default: Any,
+        description: str,
+        minimum: float | None = None,
+        choices: tuple[str, ...] | None = None,
+    ) -> None:
+        self.key = key
+        self.type = type
+        self.default = default
+        self.description = description
+        self.minimum = minimum
+        self.choices = choices
+
+    def __repr__(self) -> str:
+        return f"Setting({self.key!r}, {self.type.__name__}, default={self.default!r})"
 
 
 MB = 1024 * 1024
@@ -230,14 +248,26 @@ SETTINGS: dict[str, Setting] = {
 _CLIENT_SECTIONS = ("server", "trace")
 
 
-@dataclass
 class Settings:
     """Validated settings: `settings["gotchas.threshold"]`, plus the problems found."""
 
-    values: dict[str, Any] = field(
-        default_factory=lambda: {k: s.default for k, s in SETTINGS.items()}
-    )
-    problems: list[str] = field(default_factory=list)
+    __slots__ = ("problems", "values")
+
+    def __init__(
+        self, values: dict[str, Any] | None = None, problems: list[str] | None = None
+    ) -> None:
+        self.values = {k: s.default for k, s in SETTINGS.items()} if values is None else values
+        self.problems = [] if problems is None else problems
+
+    def __repr__(self) -> str:
+        return f"Settings(values={self.values!r}, problems={self.problems!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Settings):
+            return NotImplemented
+        return self.values == other.values and self.problems == other.problems
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it was
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
@@ -306,13 +336,28 @@ def apply_layer(settings: Settings, layer: Mapping[str, Any], origin: str) -> No
             settings.values[key] = setting.default
 
 
-def _read_toml(path: Path, settings: Settings) -> dict[str, Any]:
+def _read_toml(path: Path, settings: Settings, *, needs: bytes = b"") -> dict[str, Any]:
+    """The file's tables; {} when it is missing, or (`needs`) cannot hold a table of ours.
+
+    A project's pyproject.toml names `engram` somewhere when it has a `[tool.engram]` table
+    (written `[tool.engram]`, `tool.engram.x = ...` or `[tool]` then `engram = {...}`): the
+    others are not parsed at all, which spares every hook tomllib and the parse.
+    """
     try:
         with path.open("rb") as handle:
-            return tomllib.load(handle)
+            data = handle.read()
     except FileNotFoundError:
         return {}
-    except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        settings.problems.append(f"{path}: cannot read ({exc}); its settings are ignored")
+        return {}
+    if needs not in data or not data.strip():
+        return {}
+    import tomllib
+
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         settings.problems.append(f"{path}: cannot read ({exc}); its settings are ignored")
         return {}
 
@@ -325,7 +370,7 @@ def load(
 ) -> Settings:
     """The settings for the workspace at `root`, every layer applied in order."""
     settings = Settings()
-    pyproject = _read_toml(root / "pyproject.toml", settings)
+    pyproject = _read_toml(root / "pyproject.toml", settings, needs=b"engram")
     tool_table = (
         pyproject.get("tool", {}).get("engram") if isinstance(pyproject.get("tool"), dict) else None
     )

@@ -18,7 +18,6 @@ pure function of the entry and the time of the query.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 DAY = 86400.0
 AGE_RATE = 0.01
@@ -74,10 +73,26 @@ HOT = 0.7
 COLD = 0.3
 
 
-@dataclass(frozen=True, slots=True)
 class Rate:
-    rate: float
-    boost: float
+    """How fast a kind of entry decays, and how much each access lifts it back. (A plain
+    class: every hook reaches this module, and `dataclasses` costs more than Python's start.)"""
+
+    __slots__ = ("boost", "rate")
+
+    def __init__(self, rate: float, boost: float) -> None:
+        self.rate = rate
+        self.boost = boost
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Rate):
+            return NotImplemented
+        return (self.rate, self.boost) == (other.rate, other.boost)
+
+    def __hash__(self) -> int:
+        return hash((self.rate, self.boost))
+
+    def __repr__(self) -> str:
+        return f"Rate(rate={self.rate!r}, boost={self.boost!r})"
 
 
 # The issue names rates for decisions, findings, preferences, turns and agent state. The other

@@ -31,11 +31,10 @@ import os
 import sqlite3
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memory_core import clock, git, limits
+from memory_core import clock, limits
 from memory_core.errors import UsageError
 from memory_core.redact import redact_obj
 from memory_core.store import Store
@@ -62,28 +61,61 @@ limits.register(
 LineRange = tuple[int, int]
 
 
-@dataclass(slots=True)
 class Change:
-    """One change to record. `after=None` means: read the file now (or it was deleted)."""
+    """One change to record. `after=None` means: read the file now (or it was deleted).
 
-    path: str
-    actor: str
-    session_id: str | None = None
-    before: str | bytes | None = None
-    after: str | bytes | None = None
-    lines: Sequence[LineRange] | None = None
-    change: str | None = None
-    old_path: str | None = None
-    ts: float | None = None
-    data: dict[str, Any] = field(default_factory=dict)
+    (Plain classes here: an agent's edit reaches this module from a cold hook process, and
+    `dataclasses` loads inspect, ast and dis, more than Python's own start.)"""
+
+    __slots__ = (
+        "actor",
+        "after",
+        "before",
+        "change",
+        "data",
+        "lines",
+        "old_path",
+        "path",
+        "session_id",
+        "ts",
+    )
+
+    def __init__(
+        self,
+        path: str,
+        actor: str,
+        session_id: str | None = None,
+        before: str | bytes | None = None,
+        after: str | bytes | None = None,
+        lines: Sequence[LineRange] | None = None,
+        change: str | None = None,
+        old_path: str | None = None,
+        ts: float | None = None,
+        data: dict[str, Any] | None = None,
+    ) -> None:
+        self.path = path
+        self.actor = actor
+        self.session_id = session_id
+        self.before = before
+        self.after = after
+        self.lines = lines
+        self.change = change
+        self.old_path = old_path
+        self.ts = ts
+        self.data: dict[str, Any] = {} if data is None else data
+
+    def __repr__(self) -> str:
+        return f"Change(path={self.path!r}, actor={self.actor!r}, change={self.change!r})"
 
 
-@dataclass(slots=True)
 class BatchResult:
-    recorded: list[dict[str, Any]] = field(default_factory=list)
-    skipped: int = 0
-    git_event: dict[str, Any] | None = None
-    absorbed: int = 0
+    __slots__ = ("absorbed", "git_event", "recorded", "skipped")
+
+    def __init__(self) -> None:
+        self.recorded: list[dict[str, Any]] = []
+        self.skipped = 0
+        self.git_event: dict[str, Any] | None = None
+        self.absorbed = 0
 
 
 def content_hash(data: str | bytes) -> str:
@@ -329,6 +361,8 @@ def record_change(
 
 def _git_move(db: sqlite3.Connection, root: Path) -> dict[str, Any] | None:
     """Compare HEAD with the last one seen (inside the caller's transaction) and remember it."""
+    from memory_core import git  # not loaded by an agent's edit (check_git=False)
+
     head = git.read_head(root)
     if head is None:
         return None
@@ -384,6 +418,8 @@ def written_by_git(root: Path, rels: Iterable[str]) -> set[str]:
     paths = sorted(set(rels))
     if not paths:
         return set()
+    from memory_core import git
+
     ids = git.head_blob_ids(root, paths)
     if ids is None:
         return set(paths)  # git cannot tell: fold them all, as a checkout is the likely cause
@@ -405,6 +441,8 @@ def written_by_git(root: Path, rels: Iterable[str]) -> set[str]:
 
 def _git_suspect(store: Store, now: float) -> bool:
     """Whether HEAD moved since last seen, or a git event is very recent (a cheap look)."""
+    from memory_core import git  # not loaded by an agent's edit (check_git=False)
+
     head = git.read_head(store.root)
     if head is None:
         return False

@@ -8,26 +8,50 @@ end), never on a timer that keeps a process alive.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from memory_core import clock
 from memory_core.config import Settings
 from memory_core.store import Store
 
 
-@dataclass(frozen=True, slots=True)
 class Retention:
-    table: str
-    ts_column: str
-    count_setting: str | None = None
-    age_setting: str | None = None
-    # Rows this SQL condition selects are never removed by retention (pinned, team, ...).
-    keep_condition: str | None = None
-    # Instead of removing an old row, retention empties its detail with this SET clause (and
-    # `stripped`, the condition that says it was done): for ledgers whose keys must outlive
-    # their detail, because they are what keeps the same thing from being counted twice.
-    strip: str | None = None
-    stripped: str | None = None
+    """How long a table's rows are kept. (Plain: hooks load this module, and `dataclasses`
+    costs a cold process more than Python's own start.)"""
+
+    __slots__ = (
+        "age_setting",
+        "count_setting",
+        "keep_condition",
+        "strip",
+        "stripped",
+        "table",
+        "ts_column",
+    )
+
+    def __init__(
+        self,
+        table: str,
+        ts_column: str,
+        count_setting: str | None = None,
+        age_setting: str | None = None,
+        keep_condition: str | None = None,
+        strip: str | None = None,
+        stripped: str | None = None,
+    ) -> None:
+        self.table = table
+        self.ts_column = ts_column
+        self.count_setting = count_setting
+        self.age_setting = age_setting
+        # Rows this SQL condition selects are never removed by retention (pinned, team, ...).
+        self.keep_condition = keep_condition
+        # Instead of removing an old row, retention empties its detail with this SET clause
+        # (and `stripped`, the condition that says it was done): for ledgers whose keys must
+        # outlive their detail, because they are what keeps the same thing from being counted
+        # twice.
+        self.strip = strip
+        self.stripped = stripped
+
+    def __repr__(self) -> str:
+        return f"Retention({self.table!r}, {self.ts_column!r})"
 
 
 _RULES: dict[str, Retention] = {}

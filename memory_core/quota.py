@@ -35,14 +35,18 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
-import zlib
-from collections.abc import Iterator
-from typing import Any
 
 from memory_core import clock, decay
-from memory_core.config import Settings
 from memory_core.errors import QuotaExceededError
-from memory_core.store import Store
+
+# Every hook checks its session's quota here: `typing` is for the type checker only.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
+
+    from memory_core.config import Settings
+    from memory_core.store import Store
 
 DAY = 86400.0
 GENTLE_AT = 0.80
@@ -446,6 +450,8 @@ def _excerpt(text: str) -> str:
 
 
 def _archive_resolved(store: Store, session_id: str, now: float) -> list[str]:
+    import zlib
+
     rows = store.query(
         "SELECT * FROM memories WHERE session_id = ? AND status = 'resolved' AND type IN ('finding', 'learning')",
         (session_id,),

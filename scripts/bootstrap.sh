@@ -25,3 +25,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
     echo "$want" > "$stamp"
 fi
+# An editable install compiles nothing, and the agents' hooks start a fresh `engram` process
+# per event: without bytecode the first hooks (and every one, under PYTHONDONTWRITEBYTECODE)
+# compile engram's modules again. Written beside the sources, as Python itself would.
+PYTHONDONTWRITEBYTECODE= .venv/bin/python -m compileall -q -j 0 memory_core lsp_server >/dev/null || true

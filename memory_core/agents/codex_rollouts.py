@@ -69,6 +69,7 @@ from memory_core.agents.transcripts import (
     _decode_line,
     _Run,
     _SessionState,
+    fast_decoder_for,
 )
 from memory_core.store import Store
 
@@ -871,6 +872,7 @@ def ingest_file(
         else:
             offset = int(row["offset"])
             state = _FileState.load(state_row["value"] if state_row is not None else None)
+    fast_decoder_for(source.size - offset)
     body = source.tail(offset)
     if b'"user_message"' in body:
         state.user_events = True  # decided before any line is read: see _FileState

@@ -20,9 +20,13 @@ A failure followed later in the session by a success of the same command is not 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
+
+# Every tool call's hook asks here: `dataclasses` (inspect, ast, dis) and `typing` would cost it
+# more than Python's own start, so the classes below are plain, the types for the checker only.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+    from typing import Any
 
 KINDS = ("error", "exit", "interrupted", "blocked", "timeout")
 
@@ -60,12 +64,35 @@ _HEAD = 2000
 _TAIL = 2000
 
 
-@dataclass(frozen=True, slots=True)
-class Failure:
+class _Value:
+    """Compared, hashed and printed by its fields (`__slots__`), never changed once made."""
+
+    __slots__: tuple[str, ...] = ()
+
+    def _fields(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"{type(self).__name__}({fields})"
+
+
+class Failure(_Value):
     """Why a call failed: `kind` is one of KINDS; `exit_code` when one was reported."""
 
-    kind: str
-    exit_code: int | None = None
+    __slots__ = ("exit_code", "kind")
+
+    def __init__(self, kind: str, exit_code: int | None = None) -> None:
+        self.kind = kind
+        self.exit_code = exit_code
 
 
 def exit_code_in(text: str | None) -> int | None:
@@ -241,11 +268,13 @@ _FLAGS_WITH_VALUE = {
 }  # fmt: skip
 
 
-@dataclass(frozen=True, slots=True)
-class RunOfTests:
-    runner: str
-    selection: tuple[str, ...]
-    targets: tuple[str, ...]
+class RunOfTests(_Value):
+    __slots__ = ("runner", "selection", "targets")
+
+    def __init__(self, runner: str, selection: tuple[str, ...], targets: tuple[str, ...]) -> None:
+        self.runner = runner
+        self.selection = selection
+        self.targets = targets
 
 
 def tests_run_by(command: str) -> RunOfTests | None:

@@ -17,20 +17,25 @@ payload itself says, so turns are recorded either way but never twice.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO
 
 from memory_core import clock, log
-from memory_core.agents import failures, record, spool
+from memory_core.agents import record
 from memory_core.agents.payload import HookPayload, agent_name, parse
-from memory_core.agents.record import ToolCall, ToolOutcome, clean
-from memory_core.errors import NotFoundError
-from memory_core.store import Store
+from memory_core.agents.record import clean
+
+# A hook is a cold process per agent event, and every module it loads is paid on each one:
+# here only what every event needs; what one event needs is imported in its handler, and
+# `typing` (a third of Python's own start) is read by the type checker only.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, BinaryIO
+
+    from memory_core.store import Store
 
 # Hook payloads are read whole (a cut JSON document cannot be parsed at all) and their long
 # strings cut before parsing (payload.cut_long_strings); this only bounds the memory a runaway
@@ -113,8 +118,6 @@ class HookRun:
     def transcript(self) -> Path | None:
         """The agent's own record named in the payload (`transcript_path`), when it exists and
         is in the agent's format: Claude Code's JSONL transcript, Gemini CLI's chat file."""
-        from memory_core.agents.transcripts import is_claude_transcript
-
         raw = self.payload.transcript_path
         if not raw or self.payload.agent not in ("claude-code", "gemini"):
             return None
@@ -124,14 +127,14 @@ class HookRun:
                 return None
         except (OSError, ValueError):  # a name too long, a NUL byte: no file of the agent's
             return None
+        from memory_core.agents.transcripts import is_claude_transcript
+
         if is_claude_transcript(path) != (self.payload.agent == "claude-code"):
             return None  # a migrated hook handed the other agent's file
         return path
 
     def ingest(self, *, flush: bool = False) -> bool:
         """Ingest the payload's transcript(s); False when there is none (use the payload instead)."""
-        from memory_core.agents import transcripts
-
         if self.payload.agent == "codex":
             from memory_core.agents import codex_rollouts
 
@@ -148,6 +151,8 @@ class HookRun:
             # The chat carries what the hooks do not: tokens, and an id for every tool call.
             gemini_chats.ingest_chat_file(self.store, path, settings=self.settings, flush=flush)
             return True
+        from memory_core.agents import transcripts
+
         transcripts.ingest_file(self.store, path, settings=self.settings, flush=flush)
         sub = self.payload.raw.get("agent_transcript_path")
         if isinstance(sub, str) and sub and Path(sub).is_file():
@@ -411,6 +416,9 @@ class HookRun:
             # Claiming it here would count a failed command as a success, for good.
             self.digest_if_due()
             return
+        from memory_core.agents import failures
+        from memory_core.agents.record import ToolCall, ToolOutcome
+
         call = ToolCall(
             tool_use_id=payload.tool_use_id or f"hook:{self.session_id}:{self.now}",
             session_id=self.session_id,
@@ -517,6 +525,8 @@ class HookRun:
         self.ingest()
 
     def session_end(self) -> None:
+        import contextlib
+
         from memory_core import limits, quota, sessions
         from memory_core.agents import (
             retention,  # noqa: F401 - registers the agent tables' rules
@@ -532,6 +542,8 @@ class HookRun:
                 "UPDATE agent_sessions SET ended_at = ?, end_reason = ? WHERE session_id = ?",
                 (self.now, self.payload.reason or "other", self.session_id),
             )
+        from memory_core.errors import NotFoundError
+
         # The user may have deleted the session while the agent ran: nothing left to close then.
         with contextlib.suppress(NotFoundError):
             sessions.close(
@@ -730,7 +742,8 @@ def _store_within_budget(
     """The store, once this hook could take its write lock within `agents.hook_wait_seconds`;
     None when it could not (busy, read-only): the event was spooled instead (spool.py)."""
     from memory_core import config
-    from memory_core.store import StoreFaultError
+    from memory_core.agents import spool
+    from memory_core.store import Store, StoreFaultError
 
     try:
         wait = float(config.load(root)["agents.hook_wait_seconds"])
@@ -764,6 +777,8 @@ def _store_within_budget(
 def fold_spool(store: Store) -> int:
     """Record the spooled hook events of this store's workspace (the language server calls it
     now and then, so events wait no longer than that when no hook comes after them)."""
+    from memory_core.agents import spool
+
     return spool.fold(
         store.root, lambda a, e, d, ts: _run_payload(store, parse(agent_name(a), e, d), ts)
     )

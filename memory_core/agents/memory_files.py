@@ -26,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -280,6 +279,8 @@ def _write_atomic(path: Path, data: bytes) -> None:
         mode = path.stat().st_mode & 0o777
     except FileNotFoundError:
         mode = 0o644
+    import tempfile  # only here: SessionStart reads these files, and tempfile loads shutil
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".engram.tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:

@@ -12,10 +12,12 @@ import array
 import itertools
 import json
 import re
-from dataclasses import dataclass, field
-from typing import Any
 
 from memory_core.errors import UsageError
+
+TYPE_CHECKING = False  # every hook parses its payload here: typing is for the type checker only
+if TYPE_CHECKING:
+    from typing import Any
 
 AGENTS = ("claude-code", "gemini", "codex")
 
@@ -194,31 +196,88 @@ def _bool(value: Any) -> bool:
     return value is True
 
 
-@dataclass(slots=True)
 class HookPayload:
-    agent: str
-    event: str
-    session_id: str | None = None
-    transcript_path: str | None = None
-    cwd: str | None = None
-    tool_name: str | None = None
-    tool_input: dict[str, Any] = field(default_factory=dict)
-    tool_response: Any = None
-    tool_use_id: str | None = None
-    error: str | None = None
-    is_interrupt: bool = False
-    prompt: str | None = None
-    prompt_response: str | None = None
-    source: str | None = None
-    trigger: str | None = None
-    reason: str | None = None
-    last_assistant_message: str | None = None
-    compact_summary: str | None = None
-    custom_instructions: str | None = None
-    model: str | None = None
-    agent_id: str | None = None
-    agent_type: str | None = None
-    raw: dict[str, Any] = field(default_factory=dict)
+    """One hook event, in Claude Code's vocabulary whatever agent sent it."""
+
+    __slots__ = (
+        "agent",
+        "agent_id",
+        "agent_type",
+        "compact_summary",
+        "custom_instructions",
+        "cwd",
+        "error",
+        "event",
+        "is_interrupt",
+        "last_assistant_message",
+        "model",
+        "prompt",
+        "prompt_response",
+        "raw",
+        "reason",
+        "session_id",
+        "source",
+        "tool_input",
+        "tool_name",
+        "tool_response",
+        "tool_use_id",
+        "transcript_path",
+        "trigger",
+    )
+
+    def __init__(
+        self,
+        agent: str,
+        event: str,
+        *,
+        session_id: str | None = None,
+        transcript_path: str | None = None,
+        cwd: str | None = None,
+        tool_name: str | None = None,
+        tool_input: dict[str, Any] | None = None,
+        tool_response: Any = None,
+        tool_use_id: str | None = None,
+        error: str | None = None,
+        is_interrupt: bool = False,
+        prompt: str | None = None,
+        prompt_response: str | None = None,
+        source: str | None = None,
+        trigger: str | None = None,
+        reason: str | None = None,
+        last_assistant_message: str | None = None,
+        compact_summary: str | None = None,
+        custom_instructions: str | None = None,
+        model: str | None = None,
+        agent_id: str | None = None,
+        agent_type: str | None = None,
+        raw: dict[str, Any] | None = None,
+    ) -> None:
+        self.agent = agent
+        self.event = event
+        self.session_id = session_id
+        self.transcript_path = transcript_path
+        self.cwd = cwd
+        self.tool_name = tool_name
+        self.tool_input: dict[str, Any] = {} if tool_input is None else tool_input
+        self.tool_response = tool_response
+        self.tool_use_id = tool_use_id
+        self.error = error
+        self.is_interrupt = is_interrupt
+        self.prompt = prompt
+        self.prompt_response = prompt_response
+        self.source = source
+        self.trigger = trigger
+        self.reason = reason
+        self.last_assistant_message = last_assistant_message
+        self.compact_summary = compact_summary
+        self.custom_instructions = custom_instructions
+        self.model = model
+        self.agent_id = agent_id
+        self.agent_type = agent_type
+        self.raw: dict[str, Any] = {} if raw is None else raw
+
+    def __repr__(self) -> str:
+        return f"HookPayload({self.agent!r}, {self.event!r}, session_id={self.session_id!r})"
 
     @property
     def failed(self) -> bool:

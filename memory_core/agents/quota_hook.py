@@ -30,13 +30,18 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Iterator
-from typing import Any, Protocol
 
 from memory_core import log, quota
-from memory_core.agents.payload import HookPayload
 from memory_core.errors import QuotaExceededError
-from memory_core.store import Store
+
+# Every hook runs these checks: `typing` (a third of Python's own start) is for the checker only.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any, Protocol
+
+    from memory_core.agents.payload import HookPayload
+    from memory_core.store import Store
 
 # Events whose handler writes nothing (it only reads gotchas for the agent): never refused.
 READ_ONLY_EVENTS = frozenset({"PreToolUse"})
@@ -62,26 +67,28 @@ TRANSCRIPT_EVENTS = frozenset(
 HOOK_OVERHEAD_BYTES = 16 * 1024
 
 
-class HookRun(Protocol):
-    """What these checks need of a hook run (`memory_core.agents.hooks.HookRun` has it); a
-    protocol, so this module does not import the hooks that call it."""
+if TYPE_CHECKING:
 
-    payload: HookPayload
-    store: Store
-    now: float
-    output: dict[str, Any] | None
-    payload_bytes: int
-    quota_guarded: bool
-    quota_refused: bool
-    quota_measured: int | None
+    class HookRun(Protocol):
+        """What these checks need of a hook run (`memory_core.agents.hooks.HookRun` has it); a
+        protocol, so this module does not import the hooks that call it."""
 
-    @property
-    def settings(self) -> Any: ...
+        payload: HookPayload
+        store: Store
+        now: float
+        output: dict[str, Any] | None
+        payload_bytes: int
+        quota_guarded: bool
+        quota_refused: bool
+        quota_measured: int | None
 
-    @property
-    def session_id(self) -> str: ...
+        @property
+        def settings(self) -> Any: ...
 
-    def add_context(self, event: str, text: str) -> None: ...
+        @property
+        def session_id(self) -> str: ...
+
+        def add_context(self, event: str, text: str) -> None: ...
 
 
 # Events whose hookSpecificOutput.additionalContext reaches the agent (Claude Code hooks

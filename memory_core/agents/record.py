@@ -18,20 +18,23 @@ from __future__ import annotations
 import json
 import os
 import re
-import sqlite3
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-from memory_core.agents import failures
 from memory_core.errors import EngramError
 from memory_core.redact import redact
-from memory_core.store import Store
 from memory_core.workspace import relative_path
 
+# Every hook imports this module: `dataclasses` (inspect, ast, dis) and `typing` would cost each
+# one more than Python's own start, so the classes below are plain and the types are for the
+# type checker only.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import sqlite3
+    from collections.abc import Sequence
+    from pathlib import Path
+    from typing import Any
+
     from memory_core.sessions import Activity
+    from memory_core.store import Store
 
 FILE_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
 SHELL_TOOLS = frozenset({"Bash"})
@@ -44,36 +47,93 @@ MAX_ERROR = 8000
 _EXIT_CODE = re.compile(r"^(?:Error:\s*)?Exit[ _]code:?\s*(-?\d+)\s*$", re.IGNORECASE)
 
 
-@dataclass(slots=True)
-class ToolCall:
-    tool_use_id: str
-    session_id: str
-    tool: str
-    input: dict[str, Any]
-    ts: float
-    sidechain: bool = False
+class _Plain:
+    """Equality and repr over `__slots__`, as the dataclasses these were compared and printed."""
+
+    __slots__: tuple[str, ...] = ()
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"{type(self).__name__}({fields})"
 
 
-@dataclass(slots=True)
-class ToolOutcome:
-    ok: bool
-    error: str | None = None
-    interrupted: bool = False
-    # The tool's structured result (transcript `toolUseResult`, hook `tool_response`).
-    structured: Any = None
-    exit_code: int | None = None
+class ToolCall(_Plain):
+    __slots__ = ("input", "session_id", "sidechain", "tool", "tool_use_id", "ts")
+
+    def __init__(
+        self,
+        tool_use_id: str,
+        session_id: str,
+        tool: str,
+        input: dict[str, Any],
+        ts: float,
+        sidechain: bool = False,
+    ) -> None:
+        self.tool_use_id = tool_use_id
+        self.session_id = session_id
+        self.tool = tool
+        self.input = input
+        self.ts = ts
+        self.sidechain = sidechain
 
 
-@dataclass(slots=True)
-class Turn:
-    uuid: str
-    session_id: str
-    started_at: float
-    user_message: str
-    ended_at: float | None = None
-    assistant_parts: list[str] = field(default_factory=list)
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    last_stop_reason: str | None = None
+class ToolOutcome(_Plain):
+    __slots__ = ("error", "exit_code", "interrupted", "ok", "structured")
+
+    def __init__(
+        self,
+        ok: bool,
+        error: str | None = None,
+        interrupted: bool = False,
+        structured: Any = None,
+        exit_code: int | None = None,
+    ) -> None:
+        self.ok = ok
+        self.error = error
+        self.interrupted = interrupted
+        # The tool's structured result (transcript `toolUseResult`, hook `tool_response`).
+        self.structured = structured
+        self.exit_code = exit_code
+
+
+class Turn(_Plain):
+    __slots__ = (
+        "assistant_parts",
+        "ended_at",
+        "last_stop_reason",
+        "session_id",
+        "started_at",
+        "tool_calls",
+        "user_message",
+        "uuid",
+    )
+
+    def __init__(
+        self,
+        uuid: str,
+        session_id: str,
+        started_at: float,
+        user_message: str,
+        ended_at: float | None = None,
+        assistant_parts: list[str] | None = None,
+        tool_calls: list[dict[str, Any]] | None = None,
+        last_stop_reason: str | None = None,
+    ) -> None:
+        self.uuid = uuid
+        self.session_id = session_id
+        self.started_at = started_at
+        self.user_message = user_message
+        self.ended_at = ended_at
+        self.assistant_parts: list[str] = [] if assistant_parts is None else assistant_parts
+        self.tool_calls: list[dict[str, Any]] = [] if tool_calls is None else tool_calls
+        self.last_stop_reason = last_stop_reason
 
     @property
     def assistant_response(self) -> str:
@@ -137,6 +197,8 @@ def search_of(call: ToolCall) -> str | None:
 
 def exit_code_of(error: str | None) -> int | None:
     """The exit code an error reports, in any phrasing the agents write (see `failures`)."""
+    from memory_core.agents import failures
+
     return failures.exit_code_in(error)
 
 
@@ -546,16 +608,37 @@ def load_open_turn(db: sqlite3.Connection, session_id: str) -> Turn | None:
     )
 
 
-@dataclass(slots=True)
-class FinishedTurn:
-    session_id: str
-    user_message: str
-    assistant_response: str
-    tool_calls: list[dict[str, Any]]
-    input_tokens: int
-    output_tokens: int
-    started_at: float
-    ended_at: float | None
+class FinishedTurn(_Plain):
+    __slots__ = (
+        "assistant_response",
+        "ended_at",
+        "input_tokens",
+        "output_tokens",
+        "session_id",
+        "started_at",
+        "tool_calls",
+        "user_message",
+    )
+
+    def __init__(
+        self,
+        session_id: str,
+        user_message: str,
+        assistant_response: str,
+        tool_calls: list[dict[str, Any]],
+        input_tokens: int,
+        output_tokens: int,
+        started_at: float,
+        ended_at: float | None,
+    ) -> None:
+        self.session_id = session_id
+        self.user_message = user_message
+        self.assistant_response = assistant_response
+        self.tool_calls = tool_calls
+        self.input_tokens = input_tokens
+        self.output_tokens = output_tokens
+        self.started_at = started_at
+        self.ended_at = ended_at
 
 
 def close_turn(db: sqlite3.Connection, turn: Turn, ended_at: float | None) -> FinishedTurn | None:
@@ -590,7 +673,7 @@ def close_turn(db: sqlite3.Connection, turn: Turn, ended_at: float | None) -> Fi
 def apply_turns(store: Store, turns: Sequence[FinishedTurn], settings: Any = None) -> None:
     if not turns:
         return
-    from memory_core import checkpoints, sessions
+    from memory_core import sessions
 
     if settings is None:
         # Once for the batch: an ingest applies hundreds of turns, each may be due a checkpoint.
@@ -630,6 +713,12 @@ def apply_turns(store: Store, turns: Sequence[FinishedTurn], settings: Any = Non
     # workspace does not change while a batch is applied, so an ingest of a long transcript
     # would otherwise take the same tree dozens of times, and those copies would push the
     # user's older checkpoints out of the checkpoint cap.
+    if not due:
+        return
+    # Only now: the checkpoint machinery (git, the journal, compression) is most of what a hook
+    # ending a turn would otherwise load, and few turns are due a checkpoint.
+    from memory_core import checkpoints
+
     for session_id, (seq, ended_at) in due.items():
         checkpoints.every_n_turns(
             store, seq, settings=settings, session_id=session_id, now=ended_at

@@ -15,16 +15,18 @@ MAX_ENTRIES or MAX_BYTES a new event is refused and logged, never silently dropp
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from memory_core import log
 from memory_core.workspace import STORE_DIRNAME
+
+TYPE_CHECKING = False  # typing is for the type checker: every hook imports this module
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 MAX_ENTRIES = 200
 MAX_BYTES = 32 * 1024 * 1024
@@ -38,9 +40,15 @@ def store_spool(root: Path) -> Path:
 
 def cache_spool(root: Path) -> Path:
     """Where events go when the store's folder cannot be written: the user's cache."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    import hashlib  # only here: every hook looks for spooled events, few ever spool one
+
     key = hashlib.sha256(os.fsencode(root)).hexdigest()[:16]
-    return Path(base) / "engram" / "spool" / key
+    return _cache_spools() / key
+
+
+def _cache_spools() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "engram" / "spool"
 
 
 def keep(root: Path, agent: str, event: str, data: bytes, now: float, why: str) -> Path | None:
@@ -86,7 +94,10 @@ STALE_CLAIM_SECONDS = 300.0
 def pending(root: Path) -> list[Path]:
     """Spooled events, oldest first, from both places."""
     found: list[Path] = []
-    for folder in (store_spool(root), cache_spool(root)):
+    folders = [store_spool(root)]
+    if _cache_spools().is_dir():  # the cache is only hashed into when some store spooled there
+        folders.append(cache_spool(root))
+    for folder in folders:
         with contextlib.suppress(OSError):
             for name in os.listdir(folder):
                 if name.endswith(".event"):

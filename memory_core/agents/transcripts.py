@@ -31,8 +31,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from memory_core import clock, cyclic_gc
 from memory_core.agents import failures, record
 from memory_core.agents.payload import scrub
@@ -88,24 +86,48 @@ _COMPACT_PREFIX = "This session is being continued from a previous conversation"
 # none of them cannot matter and is skipped without decoding. A false match only costs a decode.
 _MAY_BE_CONVERSATION = re.compile(rb'"type": ?"(?:user|assistant|system)"')
 _decode_json = json.JSONDecoder().decode
+# orjson reads lines four times faster than the json module, but importing it costs a cold
+# process more than Python's own start, and most hooks read a few kB of new lines: it is loaded
+# once this process has this many bytes to read in all (`fast_decoder_for`: one large file, or
+# an `engram ingest` of many small ones); the json module reads less.
+ORJSON_FROM_BYTES = 512 * 1024
+_orjson: Any = None
+_bytes_to_read = 0
+# Only a line holding a UTF-16 surrogate, escaped (`\ud83d`) or as raw bytes (which
+# "surrogatepass" lets through), can decode to a lone one.
+_MAY_HOLD_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
+
+
+def fast_decoder_for(unread_bytes: int) -> None:
+    """Count `unread_bytes` about to be read; from ORJSON_FROM_BYTES in this process on, lines
+    are read with orjson."""
+    global _orjson, _bytes_to_read
+    _bytes_to_read += max(0, unread_bytes)
+    if _orjson is None and _bytes_to_read >= ORJSON_FROM_BYTES:
+        import orjson
+
+        _orjson = orjson
 
 
 def _decode_line(line: bytes) -> Any:
     """One transcript line as JSON; ValueError when it is not JSON.
 
-    orjson reads the bytes as they are, four times faster than the json module. A line it
-    refuses is read again by the json module, which takes what orjson does not: an escaped lone
-    surrogate (half of a pair, cut by a truncation; scrubbed to U+FFFD) and NaN. Nesting deeper
-    than either decoder goes is not JSON either.
+    orjson (for large reads, `fast_decoder_for`) reads the bytes as they are. A line it refuses
+    is read by the json module, which takes what orjson does not: an escaped lone surrogate
+    (half of a pair, cut by a truncation; scrubbed to U+FFFD) and NaN. Nesting deeper than
+    either decoder goes is not JSON either.
     """
-    try:
-        return orjson.loads(line)
-    except orjson.JSONDecodeError:
+    if _orjson is not None:
         try:
-            # Decoded here rather than by json.loads, which would first guess the encoding.
-            return scrub(_decode_json(line.decode("utf-8", "surrogatepass")))
-        except RecursionError:
-            raise ValueError("nested too deeply") from None
+            return _orjson.loads(line)
+        except _orjson.JSONDecodeError:
+            pass
+    try:
+        # Decoded here rather than by json.loads, which would first guess the encoding.
+        value = _decode_json(line.decode("utf-8", "surrogatepass"))
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    return scrub(value) if _MAY_HOLD_SURROGATE.search(line) else value
 
 
 @dataclass(slots=True)
@@ -1198,6 +1220,7 @@ def ingest_file(
         # Loaded once here: gotcha tracking would otherwise read the settings per failure.
         settings = config.load(store.root)
     run = _Run(store, file_path, stats, settings)
+    fast_decoder_for(size - offset)
     with file_path.open("rb") as handle:
         handle.seek(offset)
         data = handle.read(size - offset)  # offset < size here

@@ -1,42 +1,21 @@
 """`engram hook`, `engram hooks install|uninstall`, `engram ingest claude-code|gemini|codex`,
 `engram mcp`.
 
-`engram hook AGENT EVENT` runs on every agent tool call as a cold process, so `main.py` sends it
-to `hook_fast_path` before any argparse tree is built; the parser entry below exists for --help.
+`engram hook AGENT EVENT` runs on every agent tool call as a cold process, so the `engram` script
+(`memory_core.cli.entry`) sends it to the hook runner before this module or any argparse tree is
+loaded; the parser entry below exists for --help.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     # Only a type here: importing it would load the settings machinery on the hook's fast path.
     from memory_core.cli.context import Context
-
-
-def hook_fast_path(argv: Sequence[str]) -> int | None:
-    """Handle `[--workspace PATH] hook AGENT EVENT` without the full CLI; None for anything else."""
-    args = list(argv)
-    workspace = None
-    if len(args) >= 2 and args[0] == "--workspace":
-        workspace, args = args[1], args[2:]
-    elif args and args[0].startswith("--workspace="):
-        workspace, args = args[0].split("=", 1)[1], args[1:]
-    if (
-        not args
-        or args[0] != "hook"
-        or len(args) != 3
-        or args[1].startswith("-")
-        or args[2].startswith("-")
-    ):
-        return None
-    from memory_core.agents import hooks
-
-    return hooks.main(args[1], args[2], workspace=workspace)
 
 
 class _Intermixed(argparse.ArgumentParser):

@@ -148,8 +148,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     # `engram hook AGENT EVENT` runs as a cold process on every agent tool call: it is dispatched
-    # before the argparse tree (and every area's CLI module) is built.
-    from memory_core.cli.agents import hook_fast_path
+    # before the argparse tree (and every area's CLI module) is built. The `engram` script enters
+    # at memory_core.cli.entry, which does this before this module is even imported; this stays
+    # for scripts an older engram installed (`from memory_core.cli.main import main`).
+    from memory_core.cli.fast_hook import hook_fast_path
 
     hook_code = hook_fast_path(sys.argv[1:] if argv is None else argv)
     if hook_code is not None:

@@ -34,12 +34,22 @@ from memory_core.gotchas.records import (
     update,
     visible_in_editor,
 )
-from memory_core.gotchas.track import TrackResult, track_error
 
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from memory_core.gotchas.track import TrackResult, track_error
     from memory_core.store import Store
+
+
+def __getattr__(name: str) -> object:
+    # Error tracking loaded when first used: the hooks that only read gotchas (before a file
+    # is edited, with a prompt) are cold processes that never track an error.
+    if name in ("TrackResult", "track_error"):
+        from memory_core.gotchas import track
+
+        return getattr(track, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _team_gotchas(root: Path) -> list[Gotcha]:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import re
 import threading
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,6 +85,8 @@ def load(root: Path) -> TeamFile:
 
 
 def parse(path: Path) -> TeamFile:
+    import tomllib  # only here: every hook reading gotchas asks `load`; few projects have one
+
     result = TeamFile(path)
     try:
         text = path.read_text(encoding="utf-8")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from memory_core import clock
@@ -19,14 +18,17 @@ from memory_core.sessions.model import _ensure, _json, _touch
 from memory_core.store import Store
 
 
-@dataclass(slots=True)
 class _Seen:
-    """One session's activity in the batch: what `_touch` would have summed item by item."""
+    """One session's activity in the batch: what `_touch` would have summed item by item.
+    (Plain: every tool call's hook comes here, and `dataclasses` costs more than Python's start.)"""
 
-    first_ts: float
-    last_ts: float
-    last_action: str
-    added: int
+    __slots__ = ("added", "first_ts", "last_action", "last_ts")
+
+    def __init__(self, first_ts: float, last_ts: float, last_action: str, added: int) -> None:
+        self.first_ts = first_ts
+        self.last_ts = last_ts
+        self.last_action = last_action
+        self.added = added
 
 
 class Activity:

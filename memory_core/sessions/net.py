@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 import shlex
-import subprocess
 import time
 from pathlib import Path
 
@@ -84,6 +83,8 @@ def _committed_hash(root: Path, path: str) -> str | None:
 
 
 def _read_committed_hash(root: Path, path: str) -> str | None:
+    import subprocess  # only here: hooks load this package, few of them ask git
+
     from memory_core.evolution import content_hash
 
     try:

@@ -1,9 +1,5 @@
-"""Agent integration: hook cold-process latency against `python -c pass`, transcript ingest MB/s.
-
-Hook latency is measured as Claude Code pays it: a fresh `engram hook claude-code PostToolUse`
-process per call, JSON on stdin, against an existing store, interleaved with `python -c pass`
-runs of the same interpreter so machine load hits both alike. Bytecode is compiled first and
-PYTHONDONTWRITEBYTECODE is unset for the runs, as on an installed engram (pip writes .pyc).
+"""Agent integration: transcript ingest MB/s (hook cold-process latency, every event of every
+agent against `python -c pass`, is measured by bench_hooks).
 
 Ingest reads a generated ~50 MB Claude Code transcript (the documented line shapes: split
 assistant responses, Read/Grep/Edit/Write/Bash tool uses with realistic outputs, failures,
@@ -16,18 +12,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import resource
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from tests.bench.harness import Figure, summarize
+from tests.bench.harness import Figure
 
-HOOK_RUNS = int(os.environ.get("ENGRAM_BENCH_HOOK_RUNS", "30"))
 TRANSCRIPT_MB = int(os.environ.get("ENGRAM_BENCH_TRANSCRIPT_MB", "50"))
 # Full ingests of the transcript, each into a fresh store: the median is reported (one run on a
 # shared machine says more about the neighbours than about the ingest).
@@ -46,132 +39,7 @@ CCUSAGE_DIR = Path.home() / ".cache" / "engram-bench" / f"ccusage-{CCUSAGE_VERSI
 GROWTH_TRANSCRIPTS = 4
 
 
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    return env
-
-
-def _engram() -> list[str]:
-    script = Path(sys.executable).with_name("engram")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "memory_core"]
-
-
 _CPU: dict[str, list[float]] = {}
-
-
-def _run(
-    cmd: list[str], data: bytes | None, env: dict[str, str], cwd: Path, label: str = ""
-) -> float:
-    """Wall-clock ms of one process; its CPU ms (user + system) is kept under `label`.
-
-    CPU time barely moves with machine load, wall time does: on a busy machine (the team's
-    2 cores) the CPU figures are the fairer comparison.
-    """
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    subprocess.run(cmd, input=data, capture_output=True, env=env, cwd=cwd, check=False)
-    wall = (time.perf_counter() - start) * 1000
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if label:
-        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        _CPU.setdefault(label, []).append(cpu * 1000)
-    return wall
-
-
-def hook_latency() -> list[Figure]:
-    env = _env()
-    package = Path(__file__).resolve().parents[2] / "memory_core"
-    subprocess.run(
-        [sys.executable, "-m", "compileall", "-q", str(package)],
-        env=env,
-        capture_output=True,
-        check=False,
-    )
-    figures = []
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / "project"
-        root.mkdir()
-        subprocess.run(["git", "init", "-q", str(root)], check=True)
-        (root / "app.py").write_text("print('hello')\n")
-        subprocess.run([*_engram(), "init"], cwd=root, env=env, capture_output=True, check=True)
-
-        def payload(n: int, tool: str) -> bytes:
-            base = {
-                "session_id": "bench-session",
-                "transcript_path": str(root / "none.jsonl"),
-                "cwd": str(root),
-                "hook_event_name": "PostToolUse",
-                "tool_use_id": f"toolu_{tool}_{n}",
-            }
-            if tool == "Bash":
-                base.update(
-                    tool_name="Bash",
-                    tool_input={"command": "ls"},
-                    tool_response={
-                        "stdout": "app.py",
-                        "stderr": "",
-                        "interrupted": False,
-                        "isImage": False,
-                    },
-                )
-            else:
-                base.update(
-                    tool_name="Edit",
-                    tool_input={
-                        "file_path": str(root / "app.py"),
-                        "old_string": "hello",
-                        "new_string": "hello",
-                    },
-                    tool_response={
-                        "filePath": str(root / "app.py"),
-                        "originalFile": "print('hello')\n",
-                        "structuredPatch": [],
-                    },
-                )
-            return json.dumps(base).encode()
-
-        peer: list[float] = []
-        hooks: dict[str, list[float]] = {"Bash": [], "Edit": []}
-        for n in range(-3, HOOK_RUNS):
-            keep = n >= 0
-            hook = [*_engram(), "hook", "claude-code", "PostToolUse"]
-            p = _run([sys.executable, "-c", "pass"], None, env, root, "pass" if keep else "")
-            b = _run(hook, payload(n, "Bash"), env, root, "Bash" if keep else "")
-            e = _run(hook, payload(n, "Edit"), env, root, "Edit" if keep else "")
-            if n >= 0:  # the first runs warm the page cache
-                peer.append(p)
-                hooks["Bash"].append(b)
-                hooks["Edit"].append(e)
-        peer_median, peer_p95 = summarize(peer)
-        figures.append(Figure("python -c pass (peer)", "-", peer_median, peer_p95))
-        cpu_peer, cpu_peer_p95 = summarize(_CPU["pass"])
-        figures.append(Figure("python -c pass (peer), CPU time", "-", cpu_peer, cpu_peer_p95))
-        for tool in ("Bash", "Edit"):
-            cpu_median, cpu_p95 = summarize(_CPU[tool])
-            figures.append(
-                Figure(
-                    f"hook PostToolUse ({tool}), CPU time of the process",
-                    "< 4x peer",
-                    cpu_median,
-                    cpu_p95,
-                    ratio=f"{cpu_median / cpu_peer:.2f}x",
-                    within_budget=cpu_median / cpu_peer < 4,
-                )
-            )
-        for tool, samples in hooks.items():
-            median, p95 = summarize(samples)
-            ratio = median / peer_median
-            figures.append(
-                Figure(
-                    f"hook PostToolUse ({tool}), cold process",
-                    "p50 < 100 ms and < 4x peer",
-                    median,
-                    p95,
-                    ratio=f"{ratio:.2f}x",
-                    within_budget=median < 100 and ratio < 4,
-                )
-            )
-    return figures
 
 
 def _transcript(path: Path, target_bytes: int, cwd: Path) -> int:
@@ -615,4 +483,5 @@ def ingest_growth() -> list[Figure]:
 
 
 def run() -> list[Figure]:
-    return hook_latency() + ingest_throughput() + ingest_growth()
+    # Hook latency, every event of every agent: bench_hooks.
+    return ingest_throughput() + ingest_growth()

@@ -1,0 +1,172 @@
+"""A hook is a cold process on every agent event: it loads what its event needs and no more.
+
+Speed itself is measured by tests/bench/bench_hooks.py; these tests keep the import structure
+that makes it (a module that comes back onto the tool-call path fails here, by name), and the
+behaviour of what was made lazy.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memory_core import config
+
+# Each costs a cold process a large share of Python's own start, and a tool call needs none.
+HEAVY_FOR_A_TOOL_CALL = (
+    "argparse",  # the full command line
+    "dataclasses",  # loads inspect, ast, dis, tokenize
+    "orjson",  # only for large transcript reads
+    "tomllib",  # only when a settings file is there
+    "subprocess",
+    "yaml",
+    "zstandard",
+    "memory_core.cli.main",
+    "memory_core.agents.transcripts",
+    "memory_core.sessions.saved",
+)
+
+PROBE = """
+import io, json, sys
+from memory_core.cli.entry import main
+sys.argv = ["engram", *{argv!r}]
+sys.stdin = io.TextIOWrapper(io.BytesIO({payload!r}))
+code = main()
+print(json.dumps({{"code": code, "loaded": sorted(sys.modules)}}))
+"""
+
+
+def _loaded_by(argv: list[str], payload: bytes, cwd: Path) -> set[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE.format(argv=argv, payload=payload)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["code"] == 0, done.stderr
+    return set(result["loaded"])
+
+
+def _project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    (root / "app.py").write_text("print('hello')\n")
+    return root
+
+
+def _post_tool_use(root: Path, tool_use_id: str) -> bytes:
+    return json.dumps(
+        {
+            "session_id": "s-imports",
+            "transcript_path": str(root / "transcript.jsonl"),
+            "cwd": str(root),
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Bash",
+            "tool_use_id": tool_use_id,
+            "tool_input": {"command": "pytest -q"},
+            "tool_response": {"stdout": "3 passed", "stderr": "", "interrupted": False},
+        }
+    ).encode()
+
+
+def test_a_tool_call_hook_loads_none_of_the_heavy_modules(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    _loaded_by(["hook", "claude-code", "PostToolUse"], _post_tool_use(root, "t-0"), root)
+    loaded = _loaded_by(["hook", "claude-code", "PostToolUse"], _post_tool_use(root, "t-1"), root)
+    assert "memory_core.sessions.activity" in loaded  # the call was recorded: the path ran
+    assert sorted(set(HEAVY_FOR_A_TOOL_CALL) & loaded) == []
+    # Recorded, as before the imports moved.
+    from memory_core.store import Store
+
+    with Store.open(root) as store:
+        row = store.query_one("SELECT ok, command FROM agent_tool_uses WHERE tool_use_id = 't-1'")
+    assert row is not None and row["ok"] == 1 and row["command"] == "pytest -q"
+
+
+def test_the_probe_sees_heavy_modules_where_they_are_loaded(tmp_path: Path) -> None:
+    # Negative control: the full command line does load argparse and the CLI module.
+    root = _project(tmp_path)
+    loaded = _loaded_by(["init"], b"", root)
+    assert {"argparse", "memory_core.cli.main"} <= loaded
+
+
+def test_sessions_names_are_the_functions_even_after_their_modules_load() -> None:
+    # `metrics`, `document` and `autosave` are both modules of the package and functions in
+    # them: once loaded lazily, the package keeps the function under that name.
+    code = (
+        "import memory_core.sessions.metrics, memory_core.sessions.document, "
+        "memory_core.sessions.autosave\n"
+        "from memory_core import sessions\n"
+        "print(all(callable(getattr(sessions, n)) and not hasattr(getattr(sessions, n), "
+        "'__path__') and getattr(sessions, n).__name__ == n for n in "
+        "('metrics', 'document', 'autosave')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "True"
+
+
+def test_settings_from_pyproject_still_apply_and_other_pyprojects_are_not_parsed(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.engram.gotchas]\nthreshold = 5\n")
+    assert config.load(tmp_path)["gotchas.threshold"] == 5
+    # Dotted keys under [tool] name engram too.
+    (tmp_path / "pyproject.toml").write_text("[tool]\nengram.gotchas.threshold = 7\n")
+    assert config.load(tmp_path)["gotchas.threshold"] == 7
+    # A project file that never names engram holds nothing of ours: not even read as TOML.
+    (tmp_path / "pyproject.toml").write_text("[project\nname = 'broken'\n")
+    settings = config.load(tmp_path)
+    assert settings.problems == [] and settings["gotchas.threshold"] == 3
+    # One that names engram and is broken is reported, as before.
+    (tmp_path / "pyproject.toml").write_text("[tool.engram\nthreshold = 'x'\n")
+    assert any("cannot read" in problem for problem in config.load(tmp_path).problems)
+
+
+def test_transcript_lines_read_the_same_by_the_json_module_as_by_orjson(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import orjson
+
+    from memory_core.agents import transcripts
+
+    lines = [
+        b'{"type": "user", "text": "caf\xc3\xa9 \\u00e9"}',
+        b'{"half": "\\ud83d cut", "pair": "\\ud83d\\ude00"}',  # a lone surrogate escaped
+        b'{"raw": "\xed\xa0\x80"}',  # a surrogate as raw bytes
+        # (An integer past 64 bits is a float to orjson, an int to the json module: no field of
+        # a transcript comes near.)
+        b'{"n": 1.5, "tokens": 9007199254740993, "none": null}',
+        b'{"nan": NaN}',
+    ]
+
+    def read_all() -> list[str]:
+        return [repr(transcripts._decode_line(line)) for line in lines]
+
+    monkeypatch.setattr(transcripts, "_orjson", None)
+    by_json = read_all()
+    monkeypatch.setattr(transcripts, "_orjson", orjson)
+    assert read_all() == by_json
+    assert "\\ud83d" not in by_json[1] and "😀" in by_json[1]  # scrubbed, the pair kept
+    for decoder in (None, orjson):
+        monkeypatch.setattr(transcripts, "_orjson", decoder)
+        with pytest.raises(ValueError):
+            transcripts._decode_line(b'{"cut": "no end')
+
+
+def test_orjson_is_loaded_once_a_process_has_much_to_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memory_core.agents import transcripts
+
+    monkeypatch.setattr(transcripts, "_orjson", None)
+    monkeypatch.setattr(transcripts, "_bytes_to_read", 0)
+    transcripts.fast_decoder_for(4096)  # a hook's few new lines
+    assert transcripts._orjson is None
+    for _ in range(transcripts.ORJSON_FROM_BYTES // (64 * 1024)):
+        transcripts.fast_decoder_for(64 * 1024)  # an ingest of many small transcripts
+    assert transcripts._orjson is not None
