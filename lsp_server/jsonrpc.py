@@ -49,6 +49,7 @@ from lsp_server.frames import (
 
 logger = logging.getLogger("engram.lsp")
 
+
 class EngramProtocol(LanguageServerProtocol):
     """pygls' protocol, with answers for every request and quiet logs for expected errors."""
 

@@ -25,8 +25,8 @@ from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
 from lsp_server import jsonrpc
-from lsp_server.front import Handover
 from lsp_server.jsonrpc import EngramProtocol
+from lsp_server.stdio import Handover
 from memory_core import __version__, config
 from memory_core.store import Store
 from memory_core.workspace import find_root, has_store, is_git_repository
