@@ -217,17 +217,24 @@ def test_an_initialize_pygls_refuses_after_the_early_answer_is_reported() -> Non
 
 
 class _ReadingServer:
-    """Stands in for the built server: reads what the front hands over, to the end."""
+    """Stands in for the built server: reads what the front hands over, to the end.
 
-    def __init__(self) -> None:
+    Before taking the stream it lets `before_taking` run (more bytes written and delivered
+    to the front, not yet taken by it), then `after_taking`."""
+
+    def __init__(self, before_taking: Any, after_taking: Any) -> None:
         self.read = bytearray()
         self.answered: Any = None
+        self.before_taking = before_taking
+        self.after_taking = after_taking
 
     def start_io(self, *, stdout: Any, handover: Any) -> None:
         self.answered = handover.answered
 
         async def read_all() -> None:
+            self.before_taking()
             read_chunk = handover.reader(asyncio.get_running_loop())
+            self.after_taking()
             while chunk := await read_chunk():
                 self.read += chunk
 
@@ -237,35 +244,60 @@ class _ReadingServer:
 def test_every_byte_sent_while_the_server_loads_reaches_it_in_order(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The hand-over itself, chunks arriving before, during and after it."""
+    """The hand-over itself: bytes the front took before the server was built, bytes that
+    reached the front but were not taken yet, and bytes read after the hand-over."""
     frames = [front._frame(_initialize({"capabilities": {}}, msg_id=1))] + [
         front._frame({"jsonrpc": "2.0", "method": "note", "params": {"n": n, "pad": "x" * n}})
-        for n in range(3000)
+        for n in range(1500)
     ]
     stream = b"".join(frames)
-    server = _ReadingServer()
-    half_written = threading.Event()
-
-    def load(events: Any) -> None:
-        half_written.wait(30)
-        events.put(("loaded", server))
-
-    monkeypatch.setattr(front, "_load", load)
+    parts = [stream[:30_000], stream[30_000:50_000], stream[50_000:]]
     stdin_read, stdin_write = os.pipe()
     stdout_read, stdout_write = os.pipe()
+    delivered = threading.Condition()
+    delivered_bytes = 0
 
-    def write() -> None:
-        with open(stdin_write, "wb", buffering=0) as pipe:
-            for start in range(0, len(stream), 1_000):
-                pipe.write(stream[start : start + 1_000])
-                if start >= len(stream) // 2:
-                    half_written.set()
+    class CountingPump(front.StdinPump):
+        def __init__(self, fd: int, deliver: Any) -> None:
+            def counted(data: bytes) -> None:
+                nonlocal delivered_bytes
+                deliver(data)
+                with delivered:
+                    delivered_bytes += len(data)
+                    delivered.notify_all()
 
-    writer = threading.Thread(target=write)
-    writer.start()
+            super().__init__(fd, counted)
+
+    pipe = open(stdin_write, "wb", buffering=0)  # noqa: SIM115 - closed by the last step
+
+    def write(part: bytes) -> None:
+        for start in range(0, len(part), 1_000):
+            pipe.write(part[start : start + 1_000])
+
+    def delivered_up_to(total: int) -> None:
+        # No assert here: a failure on these threads would hang the test; a byte short shows
+        # in the comparison at the end.
+        with delivered:
+            delivered.wait_for(lambda: delivered_bytes >= total, timeout=30)
+
+    def before_taking() -> None:
+        write(parts[1])  # reaches the front's queue, behind the "loaded" event
+        delivered_up_to(len(parts[0]) + len(parts[1]))
+
+    def after_taking() -> None:
+        threading.Thread(target=lambda: (write(parts[2]), pipe.close())).start()
+
+    server = _ReadingServer(before_taking, after_taking)
+
+    def load(events: Any) -> None:
+        delivered_up_to(len(parts[0]))
+        events.put(("loaded", server))
+
+    monkeypatch.setattr(front, "StdinPump", CountingPump)
+    monkeypatch.setattr(front, "_load", load)
+    write(parts[0])
     with open(stdin_read, "rb") as stdin, open(stdout_write, "wb") as stdout:
         front.serve_stdio(stdin, stdout)
-    writer.join()
     with open(stdout_read, "rb") as answers:
         answered = answers.read()
     assert bytes(server.read) == stream
