@@ -10,9 +10,9 @@ so 1,000 queued `didChange` notifications keep a hover waiting a third of a seco
 
 This module replaces that loop (the server's `start_io` and `start_tcp` call `serve`):
 
-- frames are parsed from a buffer filled 64 KiB at a time; a frame above `MAX_FRAME_BYTES`
-  is never allocated: it is answered with an error and skipped, and reading resynchronises on
-  the next `Content-Length:` header;
+- frames are parsed (lsp_server/frames.py) from a buffer filled 64 KiB at a time; a frame
+  above `MAX_FRAME_BYTES` is never allocated: it is answered with an error and skipped, and
+  reading resynchronises on the next `Content-Length:` header;
 - invalid JSON gets ParseError (-32700, id null), a message that is no JSON-RPC 2.0 request
   InvalidRequest (-32600), params that do not fit the method InvalidParams (-32602), as the
   JSON-RPC 2.0 specification says;

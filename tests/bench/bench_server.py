@@ -3,7 +3,8 @@ diagnostics as soon as the store is open, on a 50,000-file workspace.
 
 Real processes over stdio, as an editor starts them, each round alternating:
 
-- `python -c pass`, the floor;
+- `python -c pass`, the floor, and `python -c "import pygls.lsp.server"`: what any start that
+  answers through pygls waits for at least (pygls imports lsprotocol's types at module load);
 - `engram lsp` (what the editors run) and `python -m lsp_server`: the stdio front answers
   `initialize` while pygls and the features load behind it (lsp_server/front.py);
 - the same server without its front, as it started before issue 32: everything imported, then
@@ -184,9 +185,9 @@ def _start_once(
     return initialized, diagnosed
 
 
-def _python_pass_ms(env: dict[str, str]) -> float:
+def _python_ms(env: dict[str, str], code: str) -> float:
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "pass"], check=True, env=env)
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)
     return (time.perf_counter() - start) * 1000
 
 
@@ -262,13 +263,15 @@ def run() -> list[Figure]:
         made_s = time.perf_counter() - made
         log = Path(tmp) / "server.log"
         floor: list[float] = []
+        pygls_import: list[float] = []
         starts: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
         loads_before = _load_average()
         # One unmeasured round: the store's first open by a server, the page cache warm.
         for command in commands.values():
             _start_once(command, root, env, log)
         for _ in range(RUNS):
-            floor.append(_python_pass_ms(env))
+            floor.append(_python_ms(env, "pass"))
+            pygls_import.append(_python_ms(env, "import pygls.lsp.server"))
             for name, command in commands.items():
                 starts[name].append(_start_once(command, root, env, log))
         loads_after = _load_average()
@@ -288,6 +291,17 @@ def run() -> list[Figure]:
             note=f"{note}; workspace of {WORKSPACE_FILES:,} files made in {made_s:.0f} s",
         )
     ]
+    pygls_median, pygls_p95 = summarize(pygls_import)
+    figures.append(
+        Figure(
+            "python -c 'import pygls.lsp.server' (what any answer through pygls waits for)",
+            "-",
+            pygls_median,
+            pygls_p95,
+            ratio=f"{pygls_median / floor_median:.1f}x python -c pass",
+            note="pygls imports lsprotocol's types at module load",
+        )
+    )
     peer_initialize = summarize([first for first, _ in starts["without the front"]])[0]
     peer_diagnostics = summarize([second for _, second in starts["without the front"]])[0]
     for name in commands:
