@@ -6,6 +6,7 @@ load behind it; nothing heavier than the standard library is imported before tha
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 
@@ -21,7 +22,8 @@ def run(*, tcp: bool = False, host: str = "127.0.0.1", port: int = 2087) -> None
     if not tcp:
         from lsp_server.front import serve_stdio
 
-        serve_stdio()
+        with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C in a terminal while it loads
+            serve_stdio()
         return
     import gc
     import ipaddress
