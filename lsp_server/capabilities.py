@@ -125,6 +125,9 @@ def _check_top_level(params: dict[str, Any]) -> None:
     for key in ("rootUri", "rootPath", "locale"):
         if params.get(key) is not None and not isinstance(params[key], str):
             raise _Unsure
+    token = params.get("workDoneToken")
+    if token is not None and not _is_id(token):
+        raise _Unsure
     trace = params.get("trace")
     if trace is not None and trace not in _TRACE_VALUES:
         raise _Unsure

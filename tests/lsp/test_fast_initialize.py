@@ -69,6 +69,7 @@ FULL_PARAMS: dict[str, Any] = {
     "rootUri": None,
     "initializationOptions": {"anything": [1, 2]},
     "trace": "off",
+    "workDoneToken": "start-1",
     "workspaceFolders": None,
 }
 
@@ -145,6 +146,7 @@ def test_the_early_answer_is_pygls_answer_with_every_top_level_param() -> None:
         {"capabilities": {}, "processId": "42"},
         {"capabilities": {}, "processId": True},
         {"capabilities": {}, "trace": "everything"},
+        {"capabilities": {}, "workDoneToken": {"token": 1}},
         {"capabilities": {}, "rootUri": 7},
         {"capabilities": {}, "clientInfo": {"version": "1"}},
         {"capabilities": {}, "workspaceFolders": [{"uri": "file:///x"}]},
