@@ -10,9 +10,9 @@ so 1,000 queued `didChange` notifications keep a hover waiting a third of a seco
 
 This module replaces that loop (the server's `start_io` and `start_tcp` call `serve`):
 
-- frames are parsed from a buffer filled 64 KiB at a time; a frame above `MAX_FRAME_BYTES`
-  is never allocated: it is answered with an error and skipped, and reading resynchronises on
-  the next `Content-Length:` header;
+- frames are parsed (lsp_server/frames.py) from a buffer filled 64 KiB at a time; a frame
+  above `MAX_FRAME_BYTES` is never allocated: it is answered with an error and skipped, and
+  reading resynchronises on the next `Content-Length:` header;
 - invalid JSON gets ParseError (-32700, id null), a message that is no JSON-RPC 2.0 request
   InvalidRequest (-32600), params that do not fit the method InvalidParams (-32602), as the
   JSON-RPC 2.0 specification says;
@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 import attrs
@@ -38,159 +36,33 @@ from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInva
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage
 
+from lsp_server.frames import (
+    CHUNK_BYTES,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    MAX_FRAME_BYTES,
+    PARSE_ERROR,
+    Frame,
+    FrameParser,
+    valid_id,
+)
+
 logger = logging.getLogger("engram.lsp")
-
-# The largest message engram accepts: a whole file sent with didOpen is the biggest there is,
-# and the checkpoint size cap keeps files that size out anyway.
-MAX_FRAME_BYTES = 64 * 1024 * 1024
-# A header line longer than this is garbage, not a header.
-MAX_HEADER_BYTES = 8 * 1024
-CHUNK_BYTES = 64 * 1024
-
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-INVALID_PARAMS = -32602
-
-_HEADER = b"content-length:"
-# Where a frame's header block is, inside a body: a header line (`Content-Length: 12` and a line
-# break) or the blank line that ends a header block (CR LF CR LF). A JSON string cannot hold a
-# raw line break and a header is no JSON token, so the first is never in a valid body; the
-# second only in JSON padded with blank lines, which no client sends. Either means a frame was
-# cut short and ran on into the next one: the two must never be read as one request.
-_HEADER_INSIDE = re.compile(rb"content-length:[ \t]*\d*[ \t]*\r?\n|\r\n\r\n", re.IGNORECASE)
-_ID_HINT = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")')
-
-
-@dataclass
-class Frame:
-    """One frame from the stream: a body, or a problem to answer."""
-
-    body: bytes | None = None
-    oversize: int | None = None  # the declared length of a refused frame
-    id_hint: int | str | None = None
-
-
-class FrameParser:
-    """Splits a byte stream into `Content-Length` frames, with limits and resynchronisation."""
-
-    def __init__(self, max_frame: int = MAX_FRAME_BYTES) -> None:
-        self.buffer = bytearray()
-        self.max_frame = max_frame
-        self._length: int | None = None  # declared length once the headers are complete
-        self._pending_length: int | None = None  # seen in a header line, blank line not yet
-        self._skipping = False  # skipping the body of a refused frame
-
-    def feed(self, data: bytes) -> None:
-        self.buffer += data
-
-    def frames(self) -> list[Frame]:
-        """Every complete frame in the buffer (and refused ones), consuming them."""
-        found: list[Frame] = []
-        while True:
-            frame = self._next()
-            if frame is None:
-                return found
-            found.append(frame)
-
-    def _next(self) -> Frame | None:
-        buffer = self.buffer
-        while True:
-            if self._skipping:
-                # Resynchronise: the next header starts the next frame. Nothing of the refused
-                # body is kept.
-                at = _find_header(buffer)
-                if at < 0:
-                    keep = len(_HEADER) - 1
-                    del buffer[: max(0, len(buffer) - keep)]
-                    return None
-                del buffer[:at]
-                self._skipping = False
-                continue
-            if self._length is not None:
-                if len(buffer) < self._length:
-                    return None
-                body = bytes(buffer[: self._length])
-                self._length = None
-                joined = _HEADER_INSIDE.search(body)
-                if joined is not None:
-                    # Two frames run together: the short one is answered as the invalid JSON
-                    # it is, and reading goes on at the header inside it.
-                    logger.warning("a message ran into the next message's header; cut there")
-                    del buffer[: joined.start() + 1]
-                    return Frame(body=body[: joined.start()])
-                del buffer[: len(body)]
-                return Frame(body=body)
-            end = buffer.find(b"\n")
-            if end < 0:
-                if len(buffer) > MAX_HEADER_BYTES:
-                    # No line break in 8 KiB: not a header. Drop it, keep looking for one.
-                    at = _find_header(buffer)
-                    if at > 0:
-                        logger.warning("dropped %d bytes before a header", at)
-                        del buffer[:at]
-                        continue
-                    logger.warning("dropped %d bytes that are no JSON-RPC header", len(buffer))
-                    del buffer[: len(buffer) - len(_HEADER)]
-                return None
-            line = bytes(buffer[: end + 1])
-            del buffer[: end + 1]
-            stripped = line.strip()
-            if not stripped:
-                if self._pending_length is None:
-                    continue  # a stray blank line
-                length, self._pending_length = self._pending_length, None
-                if length > self.max_frame:
-                    logger.warning(
-                        "refused a message of %d bytes (the limit is %d)", length, self.max_frame
-                    )
-                    # Answered at once, with the id if the first bytes of the body show it.
-                    refused = Frame(oversize=length)
-                    match = _ID_HINT.search(bytes(buffer[:4096]))
-                    if match:
-                        refused.id_hint = _decode_id(match.group(1))
-                    self._skipping = True
-                    return refused
-                self._length = length
-                continue
-            at = stripped.lower().find(_HEADER)
-            if at < 0:
-                continue  # Content-Type, or junk between frames
-            if at > 0:
-                logger.warning("dropped %d bytes before a header", at)
-            value = stripped[at + len(_HEADER) :].strip()
-            if value.isdigit():
-                # A length of 30 digits is refused like any too large one (and int() of a few
-                # thousand digits would itself raise).
-                self._pending_length = int(value) if len(value) <= 30 else 10**30
-            else:
-                logger.warning("ignored a Content-Length header of %r", value[:40])
-                self._pending_length = None
-
-
-def _find_header(buffer: bytearray) -> int:
-    return bytes(buffer).lower().find(_HEADER)
-
-
-def _decode_id(raw: bytes) -> int | str | None:
-    try:
-        value = json.loads(raw)
-    except (ValueError, RecursionError):
-        return None
-    return value if isinstance(value, int | str) and not isinstance(value, bool) else None
-
-
-def _valid_id(value: Any) -> bool:
-    return isinstance(value, int | str) and not isinstance(value, bool)
 
 
 class EngramProtocol(LanguageServerProtocol):
     """pygls' protocol, with answers for every request and quiet logs for expected errors."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Requests the stdio front answered before pygls was loaded: id -> the result sent.
+        self._early_answers: dict[int | str, Any] = {}
+
     def send_error(self, msg_id: Any, code: int, message: str) -> None:
         """An error response; `msg_id` None when the request's id cannot be known."""
         error = {"code": code, "message": message}
         self._send_data(
-            {"jsonrpc": "2.0", "id": msg_id if _valid_id(msg_id) else None, "error": error}
+            {"jsonrpc": "2.0", "id": msg_id if valid_id(msg_id) else None, "error": error}
         )
 
     # -- dispatch ---------------------------------------------------------------------------
@@ -234,7 +106,7 @@ class EngramProtocol(LanguageServerProtocol):
                 # A bug while dispatching one message must not drop the others read with it;
                 # a request still gets its answer.
                 logger.exception("cannot handle a message")
-                if isinstance(data, dict) and "method" in data and _valid_id(data.get("id")):
+                if isinstance(data, dict) and "method" in data and valid_id(data.get("id")):
                     self.send_error(data["id"], JsonRpcInternalError.CODE, f"internal error: {exc}")
 
     def handle_raw(self, data: Any) -> None:
@@ -256,12 +128,12 @@ class EngramProtocol(LanguageServerProtocol):
         if not isinstance(method, str) or not method:
             self.send_error(msg_id, INVALID_REQUEST, "a request needs a method name (a string)")
             return
-        if "id" in data and not _valid_id(msg_id):
+        if "id" in data and not valid_id(msg_id):
             self.send_error(None, INVALID_REQUEST, "a request id is a string or an integer")
             return
         params = data.get("params")
         if method == types.CANCEL_REQUEST and not (
-            isinstance(params, dict) and _valid_id(params.get("id"))
+            isinstance(params, dict) and valid_id(params.get("id"))
         ):
             logger.warning("ignored $/cancelRequest without a valid id")
             return
@@ -280,7 +152,7 @@ class EngramProtocol(LanguageServerProtocol):
             # A client's null answer (showDocument answered with null by some clients): the
             # waiting request gets None, which pygls would refuse for a non-optional result
             # type, leaving the command behind it waiting forever.
-            if _valid_id(answered):
+            if valid_id(answered):
                 assert isinstance(answered, int | str)
                 self._handle_response(answered, None)
             return
@@ -312,7 +184,7 @@ class EngramProtocol(LanguageServerProtocol):
                     "an answer of an unexpected shape to request %r: %s", data.get("id"), exc
                 )
                 answered = data.get("id")
-                if _valid_id(answered):
+                if valid_id(answered):
                     assert isinstance(answered, int | str)
                     self._handle_response(answered, data.get("result"), data.get("error"))
                 return
@@ -323,6 +195,47 @@ class EngramProtocol(LanguageServerProtocol):
         self.handle_message(message)
 
     # -- answers ----------------------------------------------------------------------------
+
+    def answered_early(self, msg_id: int | str, result: dict[str, Any]) -> None:
+        """The stdio front already answered request `msg_id` (`initialize`) with `result`:
+        pygls' own answer to it is checked against that, and not sent."""
+        self._early_answers[msg_id] = json.loads(json.dumps(result))
+
+    def _send_data(self, data: Any) -> None:
+        early = self._early_answers
+        if early:
+            is_dict = isinstance(data, dict)
+            msg_id = data.get("id") if is_dict else getattr(data, "id", None)
+            is_answer = ("method" not in data) if is_dict else not hasattr(data, "method")
+            if is_answer and valid_id(msg_id) and msg_id in early:
+                self._check_early_answer(early.pop(msg_id), data)
+                return
+        super()._send_data(data)
+
+    def _check_early_answer(self, sent_early: Any, data: Any) -> None:
+        answer = json.loads(json.dumps(data, default=self._serialize_message))
+        if "error" in answer:
+            # The front said yes, pygls could not take the request (params only lsprotocol
+            # refuses): the client believes the server ready, so it is told.
+            message = (answer["error"] or {}).get("message", "")
+            logger.error("initialize failed after it was answered: %s", message)
+            self._send_data(
+                {
+                    "jsonrpc": "2.0",
+                    "method": types.WINDOW_SHOW_MESSAGE,
+                    "params": {
+                        "type": types.MessageType.Error.value,
+                        "message": f"engram could not initialize: {message}",
+                    },
+                }
+            )
+        elif answer.get("result") != sent_early:
+            # lsp_server/capabilities.py no longer says what pygls says (a test guards this).
+            logger.warning(
+                "the early answer to initialize differs from pygls': sent %s, pygls %s",
+                json.dumps(sent_early),
+                json.dumps(answer.get("result")),
+            )
 
     def _send_handler_result(self, future: Any, *, msg_id: Any) -> None:
         # pygls logs every error response with its traceback. An error the handler raised on
@@ -504,6 +417,7 @@ async def serve(
 
 
 __all__ = [
+    "CHUNK_BYTES",
     "MAX_FRAME_BYTES",
     "EngramProtocol",
     "Frame",

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import sys
 import threading
 from collections.abc import Awaitable, Callable
@@ -27,6 +26,7 @@ from pygls.workspace import TextDocument
 
 from lsp_server import jsonrpc
 from lsp_server.jsonrpc import EngramProtocol
+from lsp_server.stdio import Handover
 from memory_core import __version__, config
 from memory_core.store import Store
 from memory_core.workspace import find_root, has_store, is_git_repository
@@ -79,37 +79,6 @@ class DocumentListener:
 WatchedFilesListener = Callable[["EngramServer", FolderState, list[types.FileEvent]], None]
 
 
-def _stdin_chunks(loop: asyncio.AbstractEventLoop, fd: int) -> Callable[[], Awaitable[bytes]]:
-    """Chunks of `fd` read by a daemon thread: one thread hop per 64 KiB, not per line as in
-    pygls, and a blocked read never keeps the process from exiting. At most 64 chunks wait
-    unread (4 MiB), so a client that sends faster than engram reads is slowed, not buffered."""
-    chunks: asyncio.Queue[bytes] = asyncio.Queue()
-    room = threading.Semaphore(64)
-
-    def pump() -> None:
-        while True:
-            room.acquire()
-            try:
-                data = os.read(fd, jsonrpc.CHUNK_BYTES)
-            except OSError:
-                data = b""
-            try:
-                loop.call_soon_threadsafe(chunks.put_nowait, data)
-            except RuntimeError:  # the loop has closed: the server is going away
-                return
-            if not data:
-                return
-
-    threading.Thread(target=pump, name="engram-stdin", daemon=True).start()
-
-    async def read_chunk() -> bytes:
-        data = await chunks.get()
-        room.release()
-        return data
-
-    return read_chunk
-
-
 class EngramServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("engram", __version__, protocol_cls=EngramProtocol)
@@ -133,14 +102,24 @@ class EngramServer(LanguageServer):
 
     # -- transport: engram's JSON-RPC reader instead of pygls' (see lsp_server/jsonrpc.py) ---
 
-    def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
-        source = stdin or sys.stdin.buffer
+    def start_io(
+        self,
+        stdin: BinaryIO | None = None,
+        stdout: BinaryIO | None = None,
+        *,
+        handover: Handover | None = None,
+    ) -> None:
+        """Serve on stdio; `handover` carries what the stdio front (lsp_server/front.py)
+        already read and answered, else stdin is read from its start."""
+        if handover is None:
+            handover = Handover.plain((stdin or sys.stdin.buffer).fileno())
         self._stop_event = threading.Event()
         self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
-        fd = source.fileno()
+        if handover.answered is not None:
+            self._protocol.answered_early(*handover.answered)
 
         async def main() -> None:
-            read_chunk = _stdin_chunks(asyncio.get_running_loop(), fd)
+            read_chunk = handover.reader(asyncio.get_running_loop())
             await jsonrpc.serve(read_chunk, self._protocol, self._stopping)
 
         try:

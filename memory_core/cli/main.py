@@ -147,6 +147,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if list(sys.argv[1:] if argv is None else argv) == ["lsp"]:
+        # What editors start: the language server answers `initialize` from the standard
+        # library alone (lsp_server/front.py), so it starts before the CLI's own imports.
+        # Imported by name, as `run_lsp` does: memory_core never imports the LSP stack.
+        importlib.import_module("lsp_server.main").run()
+        return 0
     # `engram hook AGENT EVENT` runs as a cold process on every agent tool call: it is dispatched
     # before the argparse tree (and every area's CLI module) is built. The `engram` script enters
     # at memory_core.cli.entry, which does this before this module is even imported; this stays

@@ -37,6 +37,8 @@ class RawServer:
         self.responses: dict[Any, dict[str, Any]] = {}
         self.null_id_errors: list[dict[str, Any]] = []
         self.notifications: list[dict[str, Any]] = []
+        # Every message from the server, in the order it came (requests included).
+        self.received: list[dict[str, Any]] = []
         self._cond = threading.Condition()
         self._next_id = 0
         self._outbox: queue.Queue[bytes | None] = queue.Queue()
@@ -169,6 +171,8 @@ class RawServer:
             self._dispatch(message)
 
     def _dispatch(self, message: dict[str, Any]) -> None:
+        with self._cond:
+            self.received.append(message)
         if "method" in message and "id" in message:
             self.send({"jsonrpc": "2.0", "id": message["id"], "result": self._answer(message)})
             return

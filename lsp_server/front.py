@@ -1,0 +1,227 @@
+"""The stdio front: `initialize` answered before pygls and lsprotocol are loaded.
+
+Importing pygls, lsprotocol (about 560 attrs classes) and engram's features takes half a
+second and more; an editor waits for the `initialize` answer before anything else. The front
+starts with the standard library only, in this order:
+
+1. one daemon thread reads stdin for the whole life of the process (`StdinPump`), another
+   imports and builds the server (`lsp_server.setup.create_server`);
+2. the main thread reads the first frame; if it is an `initialize` request it can judge
+   (lsp_server/capabilities.py), it answers at once with the capabilities pygls would
+   announce;
+3. once the server is built, every byte read so far, the first frame included, goes to it in
+   the order it came, then the stream itself: pygls handles `initialize` again (the folders'
+   stores open there, as before) and its answer, compared with the early one, is not sent.
+
+Nothing is answered twice, nothing is lost or reordered: the server parses the same bytes it
+would have read itself. A `shutdown` or `exit` sent while the server loads is served by it,
+in order, once it is up. When the load fails (a broken install), the client is told with
+`window/showMessage` and `window/logMessage`, the traceback goes to the log, and the front goes
+on answering: every request gets an error naming the failure, `shutdown` and `exit` end the
+session. An editor never waits on a silent server.
+
+Whatever the front does not recognise as a plain `initialize` request in the first frame (no
+frame yet when the server is ready, invalid JSON, odd params) is left to pygls entirely.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import logging
+import queue
+import sys
+import threading
+import traceback
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from lsp_server import capabilities
+from lsp_server.frames import FrameParser, valid_id
+from lsp_server.stdio import Handover, StdinPump, drain
+
+if TYPE_CHECKING:
+    from lsp_server.server import EngramServer
+
+logger = logging.getLogger("engram.lsp")
+
+# How long a thread may hold the interpreter lock while another waits, until the first frame
+# is answered (Python's default is 5 ms).
+FRONT_SWITCH_INTERVAL = 0.0002
+INTERNAL_ERROR = -32603
+CONTENT_TYPE = "application/vscode-jsonrpc; charset=utf-8"
+
+
+def _frame(message: dict[str, Any]) -> bytes:
+    """One message framed as pygls frames it (the same headers, the same JSON spacing)."""
+    body = json.dumps(message)
+    return f"Content-Length: {len(body)}\r\nContent-Type: {CONTENT_TYPE}\r\n\r\n{body}".encode()
+
+
+class _Output:
+    def __init__(self, stream: BinaryIO) -> None:
+        self.stream = stream
+
+    def send(self, message: dict[str, Any]) -> None:
+        try:
+            self.stream.write(_frame(message))
+            self.stream.flush()
+        except OSError:  # the client went away: the server finds out at the end of input
+            logger.warning("cannot write to the client")
+
+
+def _load(events: queue.SimpleQueue[tuple[str, Any]]) -> None:
+    try:
+        from lsp_server.setup import create_server
+
+        server = create_server()
+        # Everything imported so far (pygls, lsprotocol's classes, cattrs' generated code,
+        # every feature) lives as long as the process: out of the cyclic collector's reach.
+        # Its full collections otherwise walked them all, 50 ms at a time, now and then in the
+        # middle of a burst of edits a hover waited behind.
+        gc.freeze()
+    except BaseException as exc:  # reported to the client, never swallowed
+        events.put(("failed", exc))
+        return
+    events.put(("loaded", server))
+
+
+def _answer_initialize(
+    data: bytes | None, output: _Output
+) -> tuple[int | str, dict[str, Any]] | None:
+    """Answer the first frame if it is an `initialize` request the front can judge: its id
+    and the result sent, or None (left to pygls)."""
+    try:
+        message: Any = json.loads(data) if data is not None else None
+    except (ValueError, RecursionError):
+        return None
+    if not capabilities.is_initialize_request(message):
+        return None
+    result = capabilities.initialize_result(message["params"])
+    if result is None:
+        return None
+    output.send({"id": message["id"], "jsonrpc": "2.0", "result": result})
+    return message["id"], result
+
+
+def serve_stdio(stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+    """Serve LSP on stdio: answer `initialize` early, then hand the stream to the server."""
+    output = _Output(stdout or sys.stdout.buffer)
+    events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+    pump = StdinPump((stdin or sys.stdin.buffer).fileno(), lambda data: events.put(("data", data)))
+    # The loader holds the interpreter lock for most of its half second: the threads that
+    # read and answer the first frame take it back within a fifth of a millisecond, not the
+    # default 5 ms at each of their three hand-offs, until the first frame is judged.
+    switch_interval = sys.getswitchinterval()
+    sys.setswitchinterval(FRONT_SWITCH_INTERVAL)
+    threading.Thread(target=_load, args=(events,), name="engram-load", daemon=True).start()
+    read: list[bytes] = []
+    parser: FrameParser | None = FrameParser()  # None once the first frame was judged
+    answered: tuple[int | str, dict[str, Any]] | None = None
+    while True:
+        kind, value = events.get()
+        if kind == "data":
+            pump.taken()
+            read.append(value)
+            if parser is not None and value:
+                parser.feed(value)
+                frames = parser.frames()
+                if frames:
+                    parser = None
+                    answered = _answer_initialize(frames[0].body, output)
+                    sys.setswitchinterval(switch_interval)
+            continue
+        sys.setswitchinterval(switch_interval)
+        if kind == "failed":
+            _serve_without_server(value, events, pump, read, answered, output)
+            return
+        server: EngramServer = value
+        break
+
+    def pending() -> list[bytes]:
+        waiting = drain(events)  # only chunks: the loader's one event was taken
+        return [data for _, data in waiting]
+
+    # Joined, the bytes read so far are one burst for the server's reader; the end of input,
+    # if it came, stays last.
+    early = [b"".join(read)] if any(read) else []
+    if read and not read[-1]:
+        early.append(b"")
+    server.start_io(stdout=output.stream, handover=Handover(pump, early, pending, answered))
+
+
+def _serve_without_server(
+    failure: BaseException,
+    events: queue.SimpleQueue[tuple[str, Any]],
+    pump: StdinPump,
+    read: list[bytes],
+    answered: tuple[int | str, dict[str, Any]] | None,
+    output: _Output,
+) -> None:
+    """The server could not be built: say so, and answer until the client says goodbye."""
+    summary = f"{type(failure).__name__}: {failure}"
+    details = "".join(traceback.format_exception(failure))
+    logger.error("the language server could not start:\n%s", details)
+    reason = f"engram's language server could not start: {summary}"
+    reported = False
+
+    def report() -> None:
+        nonlocal reported
+        if reported:
+            return
+        reported = True
+        output.send(
+            {
+                "jsonrpc": "2.0",
+                "method": "window/showMessage",
+                "params": {"type": 1, "message": f"{reason} (details in its log)"},
+            }
+        )
+        output.send(
+            {
+                "jsonrpc": "2.0",
+                "method": "window/logMessage",
+                "params": {"type": 1, "message": f"{reason}\n{details}"},
+            }
+        )
+
+    if answered is not None:
+        report()
+    shutdown = False
+    skip = 1 if answered is not None else 0  # the initialize request already answered
+
+    def handle(body: bytes | None) -> None:
+        nonlocal shutdown
+        try:
+            message = json.loads(body or b"")
+        except (ValueError, RecursionError):
+            return
+        if not isinstance(message, dict) or not isinstance(message.get("method"), str):
+            return  # a response, or no JSON-RPC: nothing to answer
+        method, msg_id = message["method"], message.get("id")
+        if method == "exit":
+            raise SystemExit(0 if shutdown else 1)
+        if not valid_id(msg_id):
+            return  # a notification
+        if method == "shutdown":
+            shutdown = True
+            output.send({"id": msg_id, "jsonrpc": "2.0", "result": None})
+            return
+        report()
+        error = {"code": INTERNAL_ERROR, "message": reason}
+        output.send({"id": msg_id, "jsonrpc": "2.0", "error": error})
+
+    parser = FrameParser()
+    chunks = iter(read)
+    while True:
+        data = next(chunks, None)
+        if data is None:
+            _, data = events.get()  # only chunks now: the loader's one event was taken
+            pump.taken()
+        if not data:
+            raise SystemExit(0 if shutdown else 1)  # the end of input: the client is gone
+        parser.feed(data)
+        for frame in parser.frames():
+            if skip:
+                skip -= 1
+                continue
+            handle(frame.body)
