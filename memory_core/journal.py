@@ -131,6 +131,24 @@ class _Matcher:
         else:
             self.empty = False
 
+    @classmethod
+    def from_source(cls, source: str) -> _Matcher:
+        """The matcher of a negation-free ignore file from its combined regex (`source`),
+        without pathspec (importing it and translating the patterns was most of a cold
+        checkpoint's work)."""
+        matcher = cls.__new__(cls)
+        matcher.spec = None
+        matcher.combined = re.compile(source) if source else None
+        matcher.empty = not source
+        return matcher
+
+    @property
+    def source(self) -> str | None:
+        """What `from_source` rebuilds this matcher from; None when it needs pathspec (negations)."""
+        if self.combined is not None:
+            return self.combined.pattern
+        return "" if self.empty else None
+
     def check(self, path: str) -> bool | None:
         """True: ignored; False: re-included by a negation; None: no opinion."""
         if self.combined is not None:
@@ -141,13 +159,68 @@ class _Matcher:
         return None if include is None else bool(include)
 
 
-@functools.lru_cache(maxsize=256)
-def _compiled(lines: tuple[str, ...]) -> _Matcher:
-    """One ignore file's matcher, compiled once per content (every checkpoint and every
-    watcher batch builds its rules again; compiling the regexes was most of a small one)."""
-    import pathspec
+class RuleSources:
+    """Where compiled ignore files are kept between processes (`checkpoints.disk.StoredRules`
+    keeps them in the store): `get` the regex source of a key, `put` a new one."""
 
-    return _Matcher(pathspec.GitIgnoreSpec.from_lines(lines))
+    def get(self, key: str) -> str | None:
+        return None
+
+    def put(self, key: str, source: str) -> None:
+        pass
+
+
+# The form of the regex sources a RuleSources keeps: a change here (or a new pathspec, which
+# translates the patterns) makes new keys, so nothing compiled the old way is used.
+RULES_FORMAT = "1"
+
+
+@functools.lru_cache(maxsize=1)
+def _pathspec_version() -> str:
+    """The installed pathspec's version file, read without importing pathspec."""
+    from importlib.machinery import PathFinder
+
+    spec = PathFinder.find_spec("pathspec")
+    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+        with contextlib.suppress(OSError), open(os.path.join(folder, "_version.py"), "rb") as f:
+            return f.read().decode("utf-8", "replace")
+    return "unknown"
+
+
+def rules_key(lines: tuple[str, ...]) -> str:
+    """What names one ignore file's compiled form: its lines, and how they are compiled."""
+    import hashlib
+
+    text = "\n".join((RULES_FORMAT, _pathspec_version(), *lines))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+# Matchers compiled in this process, by their lines (every checkpoint and every watcher batch
+# builds its rules again; compiling the regexes was most of a small one).
+_MATCHERS: dict[tuple[str, ...], _Matcher] = {}
+_MATCHERS_KEPT = 256
+
+
+def _compiled(lines: tuple[str, ...], sources: RuleSources | None = None) -> _Matcher:
+    """One ignore file's matcher: compiled in this process already, or rebuilt from the regex
+    `sources` kept (a cold CLI or hook process), or compiled with pathspec and kept there."""
+    matcher = _MATCHERS.get(lines)
+    if matcher is not None:
+        return matcher
+    key = rules_key(lines) if sources is not None else None
+    source = sources.get(key) if sources is not None and key is not None else None
+    if source is not None:
+        matcher = _Matcher.from_source(source)
+    else:
+        import pathspec
+
+        matcher = _Matcher(pathspec.GitIgnoreSpec.from_lines(lines))
+        if sources is not None and key is not None and matcher.source is not None:
+            sources.put(key, matcher.source)
+    if len(_MATCHERS) >= _MATCHERS_KEPT:
+        _MATCHERS.pop(next(iter(_MATCHERS)), None)
+    _MATCHERS[lines] = matcher
+    return matcher
 
 
 class IgnoreRules:
@@ -158,24 +231,29 @@ class IgnoreRules:
     """
 
     def __init__(
-        self, root: Path, extra: Iterable[str] = (), *, secrets: Iterable[str] = ()
+        self,
+        root: Path,
+        extra: Iterable[str] = (),
+        *,
+        secrets: Iterable[str] = (),
+        sources: RuleSources | None = None,
     ) -> None:
-        import pathspec
-
-        self._pathspec = pathspec
         self.root = root
         self._root_text = os.fspath(root)
+        self._sources = sources
         self._specs: dict[str, _Matcher | None] = {}
         extra = [p for p in extra if p.strip()]
-        self._extra = _compiled(tuple(extra)) if extra else None
+        self._extra = _compiled(tuple(extra), sources) if extra else None
         # Secret-file patterns and their exceptions ("!.env.example") as two negation-free
         # matchers, so each stays one compiled regex (a negation would make every path of a
         # scan go through pathspec pattern by pattern).
         secrets = [p for p in secrets if p.strip()]
         self._secrets = self._exceptions = None
         if secrets:
-            self._secrets = _compiled(tuple(p for p in secrets if not p.startswith("!")))
-            self._exceptions = _compiled(tuple(p[1:] for p in secrets if p.startswith("!")))
+            plain = tuple(p for p in secrets if not p.startswith("!"))
+            self._secrets = _compiled(plain, sources)
+            exceptions = tuple(p[1:] for p in secrets if p.startswith("!"))
+            self._exceptions = _compiled(exceptions, sources)
 
     def spec_for(self, rel_dir: str) -> _Matcher | None:
         """The compiled `.gitignore` of a directory (None when it has none)."""
@@ -186,7 +264,7 @@ class IgnoreRules:
             try:
                 with open(path, encoding="utf-8", errors="replace") as handle:
                     lines = handle.read().splitlines()
-                self._specs[rel_dir] = _compiled(tuple(lines))
+                self._specs[rel_dir] = _compiled(tuple(lines), self._sources)
             except (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError):
                 self._specs[rel_dir] = None
         return self._specs[rel_dir]
@@ -253,21 +331,24 @@ def checkpoint_rules(
     *,
     include_secret_files: bool = False,
     editor_files: Iterable[str] = (),
+    sources: RuleSources | None = None,
 ) -> IgnoreRules:
-    """What checkpoints leave out: the watch rules plus, by default, files holding secrets."""
+    """What checkpoints leave out: the watch rules plus, by default, files holding secrets.
+    `sources`: compiled rules kept between processes (a cold process then compiles nothing)."""
     secrets = [] if include_secret_files else [*SECRET_FILE_PATTERNS, *SECRET_FILE_EXCEPTIONS]
     return IgnoreRules(
         root,
         [*EDITOR_FILE_PATTERNS, *editor_files, *_info_exclude(root), *exclude],
         secrets=secrets,
+        sources=sources,
     )
 
 
 class EditorFiles:
     """Whether a path is an editor's or the system's temporary file (by its name)."""
 
-    def __init__(self, extra: Iterable[str] = ()) -> None:
-        self._matcher = _compiled((*EDITOR_FILE_PATTERNS, *extra))
+    def __init__(self, extra: Iterable[str] = (), sources: RuleSources | None = None) -> None:
+        self._matcher = _compiled((*EDITOR_FILE_PATTERNS, *extra), sources)
 
     def __contains__(self, rel: str) -> bool:
         return bool(self._matcher.check(rel))

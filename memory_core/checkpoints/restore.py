@@ -22,7 +22,7 @@ from memory_core.checkpoints.capture import (
     commit,
     create,
 )
-from memory_core.checkpoints.disk import settings_for
+from memory_core.checkpoints.disk import StoredRules, settings_for
 from memory_core.checkpoints.history import checkpoint_dict, find_row, unreadable_of
 from memory_core.checkpoints.storage import TreeLookup, load_tree, read_blob
 from memory_core.checkpoints.trees import CorruptCheckpointError, Entry, Tree, valid_name
@@ -242,7 +242,7 @@ def plan_rollback(
     )
     # An editor's swap, lock or auto-save file in a checkpoint made before engram knew its name
     # is neither written back over the live one nor removed: it holds someone's unsaved work.
-    editor_files = EditorFiles(settings["watch.editor_files"])
+    editor_files = EditorFiles(settings["watch.editor_files"], StoredRules(store))
     planned_writes = [(rel, entry) for rel, entry in planned_writes if rel not in editor_files]
     planned_removes = [rel for rel in planned_removes if rel not in editor_files]
     folders: dict[str, bool] = {}
