@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memory_core import clock
-from memory_core.redact import redact_obj
 from memory_core.store import Store
 
 
@@ -32,14 +31,20 @@ class Event:
 _INSERT = "INSERT INTO events (ts, kind, actor, session_id, path, data) VALUES (?, ?, ?, ?, ?, ?)"
 
 
-def _row(event: Event) -> tuple[object, ...]:
+def _row(event: Event, *, plain: bool = False) -> tuple[object, ...]:
+    if plain:
+        data = event.data
+    else:
+        from memory_core.redact import redact_obj  # (a cold process may store plain data only)
+
+        data = redact_obj(event.data)
     return (
         event.ts if event.ts is not None else clock.now(),
         event.kind,
         event.actor,
         event.session_id,
         event.path,
-        _json_text(redact_obj(event.data)),
+        _json_text(data),
     )
 
 
@@ -55,12 +60,17 @@ def _json_text(data: object) -> str:
     return text
 
 
-def append(store: Store, event: Event, *, db: sqlite3.Connection | None = None) -> int:
-    """Store one event durably and return its id. Pass `db` to join an open transaction."""
+def append(
+    store: Store, event: Event, *, db: sqlite3.Connection | None = None, plain: bool = False
+) -> int:
+    """Store one event durably and return its id. Pass `db` to join an open transaction.
+
+    `plain`: the data holds only what engram made itself (its ids, fixed words, numbers), so
+    there is nothing to redact (a cold `engram checkpoint create` then never loads redaction)."""
     if db is not None:
-        return int(db.execute(_INSERT, _row(event)).lastrowid or 0)
+        return int(db.execute(_INSERT, _row(event, plain=plain)).lastrowid or 0)
     with store.transaction() as conn:
-        return int(conn.execute(_INSERT, _row(event)).lastrowid or 0)
+        return int(conn.execute(_INSERT, _row(event, plain=plain)).lastrowid or 0)
 
 
 def append_many(store: Store, events: Iterable[Event]) -> int:

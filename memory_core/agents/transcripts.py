@@ -1276,7 +1276,12 @@ def ingest_paths(
     flush: bool = True,
     progress: Any = None,
 ) -> list[IngestStats]:
+    from memory_core.gotchas.records import exports_deferred
+
     results = []
-    for path in paths:
-        results.append(ingest_file(store, path, settings=settings, flush=flush, progress=progress))
+    with exports_deferred(store):
+        for path in paths:
+            results.append(
+                ingest_file(store, path, settings=settings, flush=flush, progress=progress)
+            )
     return results

@@ -22,7 +22,6 @@ from memory_core.checkpoints.storage import Writer
 from memory_core.checkpoints.trees import Tree, sha
 from memory_core.errors import UsageError
 from memory_core.journal import ChangeJournal
-from memory_core.redact import redact
 from memory_core.store import Store
 
 # Paths a git state carried through checkpoints other sources vouched for may gain, beyond those
@@ -250,6 +249,8 @@ def commit(
     fixed_time: bool,
 ) -> dict[str, Any]:
     checkpoint_id = _new_id()
+    if name or description:
+        from memory_core.redact import redact  # (only for text someone gave)
     clean_name = redact(name.strip()) if name and name.strip() else None
     writer, ts = capture.writer, capture.ts
     with store.transaction() as db:
@@ -291,6 +292,7 @@ def commit(
                 ts=ts,
             ),
             db=db,
+            plain=True,  # an id made here, a word of REASONS and two counts
         )
     if capture.tree_cache is not None:
         # The listings this one replaced (no longer the workspace's) out, then the next
