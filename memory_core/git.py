@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import subprocess
 
 GIT_TIMEOUT_SECONDS = 10.0
 
@@ -105,6 +108,8 @@ def run(root: Path, *args: str) -> subprocess.CompletedProcess[str] | None:
         # Paths engram passes are file names, never patterns (a file may be called `*.py`).
         "GIT_LITERAL_PATHSPECS": "1",
     }
+    import subprocess  # (only when git runs: a checkpoint watchman vouches for needs none)
+
     try:
         return subprocess.run(
             ["git", "-C", str(root), *args],

@@ -30,17 +30,18 @@ import functools
 import json
 import os
 import re
-import shutil
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memory_core import clock
 from memory_core import git as git_module
+
+if TYPE_CHECKING:
+    import subprocess
 
 # Files that usually hold credentials: never captured in a checkpoint unless the setting
 # `checkpoints.include_secret_files` says so (checkpoints keep file bytes as they are).
@@ -627,6 +628,9 @@ def _watchman(command: list[Any]) -> dict[str, Any] | None:
     if answer is None and _UNANSWERED[0]:
         return None
     if answer is None:
+        import shutil
+        import subprocess
+
         binary = shutil.which("watchman")
         if binary is None:
             return None
@@ -652,6 +656,8 @@ def _watchman(command: list[Any]) -> dict[str, Any] | None:
 
 
 def _watchman_cli_sockname(binary: str) -> str | None:
+    import subprocess
+
     try:
         done = subprocess.run(
             [binary, "--no-pretty", "get-sockname"],
@@ -756,6 +762,8 @@ def _git(
         "GIT_OPTIONAL_LOCKS": "0",
         **(env or {}),
     }
+    import subprocess  # (only when git runs: a checkpoint watchman vouches for needs none)
+
     try:
         return subprocess.run(
             ["git", "-C", str(root), *args],
@@ -795,6 +803,8 @@ def _private_index(root: Path, head: str | None) -> Path | None:
     if aligned == (head or "") and index.is_file():
         return index
     partial = index.with_name(f".{index.name}.{os.getpid()}.{os.urandom(3).hex()}")
+    import shutil
+
     try:
         index.parent.mkdir(exist_ok=True)
         shutil.copyfile(source, partial)
@@ -818,6 +828,8 @@ def git_state(root: Path, *, own_index: bool = False) -> GitState | None:
     `_private_index`); without it, or when that copy fails, on the user's index without writing
     it.
     """
+    import shutil
+
     if not (root / ".git").exists() or shutil.which("git") is None:
         return None
     dirty: set[str] | None = None
