@@ -10,20 +10,21 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from memory_core import clock
 from memory_core.store import Store
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
+class Event(NamedTuple):
+    """One thing that happened. (A NamedTuple, not a dataclass: every front end writes events,
+    and a cold process would import dataclasses for this one class.)"""
+
     kind: str
     actor: str | None = None
     session_id: str | None = None
     path: str | None = None
-    data: dict[str, Any] = field(default_factory=dict)
+    data: dict[str, Any] = {}  # noqa: RUF012  # never changed: `_row` reads it
     ts: float | None = None
     id: int | None = None
 

@@ -33,7 +33,6 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -423,26 +422,34 @@ class ChangeJournal:
 # -- the server's own watcher ------------------------------------------------------------------
 
 
-@dataclass
 class Watcher:
     """watchfiles (inotify through Rust's notify) on one folder, feeding a `ChangeJournal`.
 
     `on_events` (optional) receives each batch as (absolute path, kind) pairs on the watcher's
     thread. The journal starts when the watches are in place and stops with the watcher.
+    (Plain classes in this module: a cold checkpoint would import dataclasses for them.)
     """
 
-    root: Path
-    rules: IgnoreRules | None = None
-    on_events: Callable[[list[tuple[str, int]]], None] | None = None
-    on_error: Callable[[str], None] | None = None
-    journal: ChangeJournal | None = None
-    stop_event: threading.Event = field(default_factory=threading.Event)
-    ready: threading.Event = field(default_factory=threading.Event)
-    thread: threading.Thread | None = None
-    started_in: float | None = None
-    error: str | None = None
-    cookies: dict[str, threading.Event] = field(default_factory=dict)
-    restarts: list[float] = field(default_factory=list)
+    def __init__(
+        self,
+        root: Path,
+        rules: IgnoreRules | None = None,
+        on_events: Callable[[list[tuple[str, int]]], None] | None = None,
+        on_error: Callable[[str], None] | None = None,
+        journal: ChangeJournal | None = None,
+    ) -> None:
+        self.root = root
+        self.rules = rules
+        self.on_events = on_events
+        self.on_error = on_error
+        self.journal = journal
+        self.stop_event = threading.Event()
+        self.ready = threading.Event()
+        self.thread: threading.Thread | None = None
+        self.started_in: float | None = None
+        self.error: str | None = None
+        self.cookies: dict[str, threading.Event] = {}
+        self.restarts: list[float] = []
 
     def start(self) -> Watcher:
         self.thread = threading.Thread(
@@ -562,10 +569,21 @@ class Watcher:
 # -- watchman ----------------------------------------------------------------------------------
 
 
-@dataclass
 class WatchmanAnswer:
-    clock: str
-    paths: set[str] | None  # None: watchman cannot vouch for the interval (fresh instance)
+    def __init__(self, clock: str, paths: set[str] | None) -> None:
+        self.clock = clock
+        self.paths = paths  # None: watchman cannot vouch for the interval (fresh instance)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, WatchmanAnswer) and (self.clock, self.paths) == (
+            other.clock,
+            other.paths,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"WatchmanAnswer(clock={self.clock!r}, paths={self.paths!r})"
 
 
 # The socket of the running watchman, once known (a checkpoint also stores it, so the next
@@ -721,15 +739,27 @@ def _since_answer(answer: dict[str, Any]) -> WatchmanAnswer | None:
 # -- git ---------------------------------------------------------------------------------------
 
 
-@dataclass
 class GitState:
     """HEAD and the paths git does not vouch for (modified, staged, untracked) at a moment."""
 
-    head: str | None
-    dirty: set[str]
-    # How many paths git itself listed when it last looked; the others were carried in since
-    # (`carry_git_state`). None: all of them.
-    listed: int | None = None
+    def __init__(self, head: str | None, dirty: set[str], listed: int | None = None) -> None:
+        self.head = head
+        self.dirty = dirty
+        # How many paths git itself listed when it last looked; the others were carried in
+        # since (`carry_git_state`). None: all of them.
+        self.listed = listed
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, GitState) and (self.head, self.dirty, self.listed) == (
+            other.head,
+            other.dirty,
+            other.listed,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"GitState(head={self.head!r}, dirty={self.dirty!r}, listed={self.listed!r})"
 
     @property
     def carried(self) -> int:
@@ -817,6 +847,29 @@ def _private_index(root: Path, head: str | None) -> Path | None:
             os.unlink(partial)
         return None
     return index
+
+
+class GitInBackground:
+    """`git status` started before the capture needs it, on a thread (git runs in its own
+    process), so that a rollback can read the listings it will compare meanwhile."""
+
+    def __init__(self, root: Path) -> None:
+        self._answer: GitState | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(root,), daemon=True)
+        self._thread.start()
+
+    def _run(self, root: Path) -> None:
+        try:
+            self._answer = git_state(root, own_index=True)
+        except BaseException as exc:  # handed to the caller, as if it had run git itself
+            self._error = exc
+
+    def result(self) -> GitState | None:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._answer
 
 
 def git_state(root: Path, *, own_index: bool = False) -> GitState | None:

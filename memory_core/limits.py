@@ -8,15 +8,14 @@ end), never on a timer that keeps a process alive.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from memory_core import clock
 from memory_core.config import Settings
 from memory_core.store import Store
 
 
-@dataclass(frozen=True, slots=True)
-class Retention:
+class Retention(NamedTuple):
     table: str
     ts_column: str
     count_setting: str | None = None

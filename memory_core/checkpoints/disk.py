@@ -6,7 +6,6 @@ import os
 import sqlite3
 import stat
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,24 +18,54 @@ from memory_core.store import Store
 # -- scanning ----------------------------------------------------------------------------------
 
 
-@dataclass
+# Plain classes, not dataclasses: a cold `engram checkpoint create` would import dataclasses
+# (and with it inspect, ast, dis) for them, more than a tenth of Python's own start.
+
+
 class Found:
-    kind: str
-    mode: int
-    size: int
-    mtime_ns: int
-    ino: int
-    ctime_ns: int
+    """What lstat said of a file found on disk."""
+
+    __slots__ = ("ctime_ns", "ino", "kind", "mode", "mtime_ns", "size")
+
+    def __init__(
+        self, kind: str, mode: int, size: int, mtime_ns: int, ino: int, ctime_ns: int
+    ) -> None:
+        self.kind = kind
+        self.mode = mode
+        self.size = size
+        self.mtime_ns = mtime_ns
+        self.ino = ino
+        self.ctime_ns = ctime_ns
+
+    def _fields(self) -> tuple[object, ...]:
+        return (self.kind, self.mode, self.size, self.mtime_ns, self.ino, self.ctime_ns)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Found) and self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it was
+
+    def __repr__(self) -> str:
+        return (
+            "Found(kind={!r}, mode={!r}, size={!r}, mtime_ns={!r}, ino={!r}, ctime_ns={!r})".format(
+                *self._fields()
+            )
+        )
 
 
-@dataclass
 class Scan:
     """Files found on disk: path -> what lstat said; plus those over the size cap."""
 
-    files: dict[str, Found] = field(default_factory=dict)
-    skipped: list[str] = field(default_factory=list)
-    # Folders that could not be listed (permissions): what they hold is unknown.
-    unreadable: list[str] = field(default_factory=list)
+    def __init__(
+        self,
+        files: dict[str, Found] | None = None,
+        skipped: list[str] | None = None,
+        unreadable: list[str] | None = None,
+    ) -> None:
+        self.files: dict[str, Found] = {} if files is None else files
+        self.skipped: list[str] = [] if skipped is None else skipped
+        # Folders that could not be listed (permissions): what they hold is unknown.
+        self.unreadable: list[str] = [] if unreadable is None else unreadable
 
 
 def classify(st: os.stat_result) -> str | None:

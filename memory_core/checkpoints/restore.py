@@ -17,7 +17,6 @@ from typing import Any
 from memory_core import clock, config, cyclic_gc, events
 from memory_core.checkpoints.capture import (
     Capture,
-    GitInBackground,
     capture_workspace,
     commit,
     create,
@@ -27,7 +26,7 @@ from memory_core.checkpoints.history import checkpoint_dict, find_row, unreadabl
 from memory_core.checkpoints.storage import TreeLookup, load_tree, read_blob
 from memory_core.checkpoints.trees import CorruptCheckpointError, Entry, Tree, valid_name
 from memory_core.errors import EngramError
-from memory_core.journal import ChangeJournal, EditorFiles
+from memory_core.journal import ChangeJournal, EditorFiles, GitInBackground
 from memory_core.store import Store
 
 # -- rollback ----------------------------------------------------------------------------------

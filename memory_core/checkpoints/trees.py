@@ -9,7 +9,6 @@ import json
 import operator
 import os
 import threading
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple, cast
 
 from memory_core.errors import EngramError
@@ -78,9 +77,22 @@ class Entry(NamedTuple):
         return [name, *self]
 
 
-@dataclass
 class Tree:
-    entries: dict[str, Entry] = field(default_factory=dict)
+    """One folder's listing: name -> entry. (A plain class, as `Found`: no dataclasses on a
+    cold checkpoint's path.)"""
+
+    __slots__ = ("entries",)
+
+    def __init__(self, entries: dict[str, Entry] | None = None) -> None:
+        self.entries: dict[str, Entry] = {} if entries is None else entries
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Tree) and self.entries == other.entries
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it was
+
+    def __repr__(self) -> str:
+        return f"Tree(entries={self.entries!r})"
 
     def encode(self) -> bytes:
         """The listing's bytes: exactly `json.dumps(rows, separators=(",", ":"),

@@ -86,14 +86,27 @@ def _active_session(ctx: Context) -> str | None:
     return str(current["id"]) if current and current["status"] != "closed" else None
 
 
+def _git_status_ahead(ctx: Context) -> Any:
+    """`git status` started now on a thread, when git is what will vouch for the checkpoint
+    (watchman turned off, a git repository): the checkpoint code loads while git runs, instead
+    of before it (None otherwise)."""
+    if ctx.settings["checkpoints.watchman"] or not (ctx.root / ".git").exists():
+        return None
+    from memory_core.journal import GitInBackground
+
+    return GitInBackground(ctx.root)
+
+
 def run_checkpoint_create(ctx: Context) -> int:
     session_id = _active_session(ctx)
+    git = _git_status_ahead(ctx)
     made = checkpoints.create(
         ctx.store(),
         ctx.args.name,
         description=ctx.args.description,
         settings=ctx.settings,
         session_id=session_id,
+        git=git,
     )
     if session_id:
         from memory_core import sessions
