@@ -157,7 +157,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", default=False, help="print one JSON value")
     # Accepting --json after the subcommand too (`engram status --json`); SUPPRESS keeps a
     # subparser from resetting a --json given before it.
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument(
         "--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON value"
     )
