@@ -91,6 +91,17 @@ def _checkpoints(root: Path) -> int:
         return int(row[0]) if row else 0
 
 
+def _turns(root: Path, transcript: Path) -> int:
+    """The turns an ingest of `transcript` records (counted in a throwaway store beside)."""
+    from memory_core.agents.transcripts import ingest_file
+    from memory_core.store import Store
+
+    scratch = root.parent / "count-turns"
+    scratch.mkdir(exist_ok=True)
+    with Store.init(scratch) as store:
+        return ingest_file(store, transcript).turns
+
+
 def real_transcripts() -> list[Figure]:
     name = "transcript ingest of real transcripts"
     if not REAL or not Path(REAL).is_dir():
@@ -165,15 +176,9 @@ def real_transcripts() -> list[Figure]:
 
 
 def _old_transcript(path: Path, cwd: Path) -> Path:
-    """A real transcript near REPLAY_MB when a corpus is given (its turns are months old), else
-    a generated one of that size dated 2026-03-02."""
-    if REAL and Path(REAL).is_dir():
-        files = sorted(
-            Path(REAL).rglob("*.jsonl"), key=lambda f: abs(f.stat().st_size - REPLAY_MB * 1e6)
-        )
-        if files:
-            shutil.copy(files[0], path)
-            return path
+    """A transcript of REPLAY_MB dated 2026-03-02 with about 60 turns (real files of that size
+    in the development corpus hold fewer than `checkpoints.every_n_turns`, 20, and never made
+    a checkpoint): bench_agents' generator, Claude Code's documented line shapes."""
     from tests.bench.bench_agents import _transcript
 
     _transcript(path, int(REPLAY_MB * 1024 * 1024), cwd)
@@ -234,7 +239,8 @@ def replay_in_a_large_workspace() -> list[Figure]:
                 if kind == "large":
                     with Store.init(large) as store:
                         checkpoints.create(store, "baseline", settings=config.load(large))
-    size = transcript.stat().st_size / 1e6
+        size = transcript.stat().st_size / 1e6
+        turns = _turns(large, transcript)
     small_s = statistics.median(took["small"])
     large_s = statistics.median(took["large"])
     return [
@@ -245,7 +251,8 @@ def replay_in_a_large_workspace() -> list[Figure]:
             None,
             ratio=f"{large_s / small_s:.2f}x the small workspace ({small_s * 1000:.0f} ms)",
             within_budget=large_s <= 1.5 * small_s and not any(made["large"]),
-            note=f"checkpoints made per ingest: {made['large']} (small: {made['small']}); ms each: "
+            note=f"{turns} turns replayed (a checkpoint due every 20); checkpoints made per "
+            f"ingest: {made['large']} (small: {made['small']}); ms each: "
             f"{', '.join(f'{s * 1000:.0f}' for s in took['large'])} (small: "
             f"{', '.join(f'{s * 1000:.0f}' for s in took['small'])}); load average "
             f"{os.getloadavg()[0]:.1f}",
@@ -255,3 +262,8 @@ def replay_in_a_large_workspace() -> list[Figure]:
 
 def run() -> list[Figure]:
     return real_transcripts() + replay_in_a_large_workspace()
+
+
+if __name__ == "__main__":  # (the replay alone: `python -m tests.bench.bench_ingest`)
+    for figure in replay_in_a_large_workspace():
+        print(figure.row(), figure.note)
