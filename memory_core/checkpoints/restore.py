@@ -205,6 +205,7 @@ def plan_rollback(
     journal: ChangeJournal | None = None,
     hints: Iterable[str] | None = None,
     tree_cache: dict[str, Tree] | None = None,
+    git: GitInBackground | None = None,
 ) -> RollbackPlan:
     """Work out and verify a rollback to checkpoint `ref`, writing nothing.
 
@@ -212,7 +213,8 @@ def plan_rollback(
     journal, watchman or git when they vouch), then compared with the checkpoint tree by tree:
     the cost grows with what differs, not with the workspace. Raises CorruptCheckpointError for
     a missing, corrupt or unsafe manifest or blob, and EngramError for a path that would be
-    written through a symbolic link.
+    written through a symbolic link. `git`: a `git status` the caller started already (a cold
+    `engram rollback` starts it before loading this code).
     """
     settings = settings_for(store, settings)
     row = find_row(store, ref)
@@ -221,12 +223,14 @@ def plan_rollback(
         journal = None  # it could not show it has seen every change made until now
     # Listings read once for the capture and the comparison (and kept, given a cache).
     trees: dict[str, Tree] = tree_cache if tree_cache is not None else {}
-    git = None
-    if journal is None and (not settings["checkpoints.watchman"] or not shutil.which("watchman")):
-        # Only git can vouch (or nothing): start its status now, and meanwhile read the
-        # listings where the checkpoint differs from the latest one, which the capture and the
-        # comparison read next (mostly the same ones): git works in its own process.
-        git = GitInBackground(root)
+    if journal is not None:
+        git = None  # (the journal vouches; a status started by the caller goes unused)
+    elif git is not None or not settings["checkpoints.watchman"] or not shutil.which("watchman"):
+        # Only git can vouch (or nothing): start its status now (unless the caller did), and
+        # meanwhile read the listings where the checkpoint differs from the latest one, which
+        # the capture and the comparison read next (mostly the same ones): git works in its
+        # own process.
+        git = git if git is not None else GitInBackground(root)
         latest = store.query_one(
             "SELECT root_tree FROM checkpoints ORDER BY created_at DESC, rowid DESC LIMIT 1"
         )

@@ -206,7 +206,8 @@ def run_checkpoint_delete(ctx: Context) -> int:
 
 def run_rollback(ctx: Context) -> int:
     store = ctx.store()
-    plan = checkpoints.plan_rollback(store, ctx.args.checkpoint, settings=ctx.settings)
+    git = _git_status_ahead(ctx)
+    plan = checkpoints.plan_rollback(store, ctx.args.checkpoint, settings=ctx.settings, git=git)
     target = plan.checkpoint
     if ctx.args.rewind and target.get("turn_number") is None:
         raise UsageError(
