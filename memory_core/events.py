@@ -10,21 +10,21 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from memory_core import clock
-from memory_core.redact import redact_obj
 from memory_core.store import Store
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
+class Event(NamedTuple):
+    """One thing that happened. (A NamedTuple, not a dataclass: every front end writes events,
+    and a cold process would import dataclasses for this one class.)"""
+
     kind: str
     actor: str | None = None
     session_id: str | None = None
     path: str | None = None
-    data: dict[str, Any] = field(default_factory=dict)
+    data: dict[str, Any] = {}  # noqa: RUF012  # never changed: `_row` reads it
     ts: float | None = None
     id: int | None = None
 
@@ -32,14 +32,20 @@ class Event:
 _INSERT = "INSERT INTO events (ts, kind, actor, session_id, path, data) VALUES (?, ?, ?, ?, ?, ?)"
 
 
-def _row(event: Event) -> tuple[object, ...]:
+def _row(event: Event, *, plain: bool = False) -> tuple[object, ...]:
+    if plain:
+        data = event.data
+    else:
+        from memory_core.redact import redact_obj  # (a cold process may store plain data only)
+
+        data = redact_obj(event.data)
     return (
         event.ts if event.ts is not None else clock.now(),
         event.kind,
         event.actor,
         event.session_id,
         event.path,
-        _json_text(redact_obj(event.data)),
+        _json_text(data),
     )
 
 
@@ -55,12 +61,17 @@ def _json_text(data: object) -> str:
     return text
 
 
-def append(store: Store, event: Event, *, db: sqlite3.Connection | None = None) -> int:
-    """Store one event durably and return its id. Pass `db` to join an open transaction."""
+def append(
+    store: Store, event: Event, *, db: sqlite3.Connection | None = None, plain: bool = False
+) -> int:
+    """Store one event durably and return its id. Pass `db` to join an open transaction.
+
+    `plain`: the data holds only what engram made itself (its ids, fixed words, numbers), so
+    there is nothing to redact (a cold `engram checkpoint create` then never loads redaction)."""
     if db is not None:
-        return int(db.execute(_INSERT, _row(event)).lastrowid or 0)
+        return int(db.execute(_INSERT, _row(event, plain=plain)).lastrowid or 0)
     with store.transaction() as conn:
-        return int(conn.execute(_INSERT, _row(event)).lastrowid or 0)
+        return int(conn.execute(_INSERT, _row(event, plain=plain)).lastrowid or 0)
 
 
 def append_many(store: Store, events: Iterable[Event]) -> int:

@@ -12,29 +12,52 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    import subprocess
 
 GIT_TIMEOUT_SECONDS = 10.0
 
 
-@dataclass(frozen=True, slots=True)
-class Head:
-    """Where HEAD points: a branch (None when detached) and a commit (None before the first)."""
+class Head(NamedTuple):
+    """Where HEAD points: a branch (None when detached) and a commit (None before the first).
+
+    (NamedTuple, not a dataclass: a cold checkpoint reads HEAD and would import dataclasses.)"""
 
     branch: str | None
     commit: str | None
 
 
-@dataclass(slots=True)
 class Status:
-    is_repo: bool
-    branch: str | None = None
-    head: str | None = None
-    dirty_files: list[str] = field(default_factory=list)
-    stash_count: int = 0
+    def __init__(
+        self,
+        is_repo: bool,
+        branch: str | None = None,
+        head: str | None = None,
+        dirty_files: list[str] | None = None,
+        stash_count: int = 0,
+    ) -> None:
+        self.is_repo = is_repo
+        self.branch = branch
+        self.head = head
+        self.dirty_files: list[str] = [] if dirty_files is None else dirty_files
+        self.stash_count = stash_count
+
+    def _fields(self) -> tuple[object, ...]:
+        return (self.is_repo, self.branch, self.head, self.dirty_files, self.stash_count)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Status) and self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            "Status(is_repo={!r}, branch={!r}, head={!r}, dirty_files={!r}, stash_count={!r})"
+        ).format(*self._fields())
 
 
 def git_dir(root: Path) -> Path | None:
@@ -105,6 +128,8 @@ def run(root: Path, *args: str) -> subprocess.CompletedProcess[str] | None:
         # Paths engram passes are file names, never patterns (a file may be called `*.py`).
         "GIT_LITERAL_PATHSPECS": "1",
     }
+    import subprocess  # (only when git runs: a checkpoint watchman vouches for needs none)
+
     try:
         return subprocess.run(
             ["git", "-C", str(root), *args],

@@ -30,17 +30,17 @@ import functools
 import json
 import os
 import re
-import shutil
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memory_core import clock
 from memory_core import git as git_module
+
+if TYPE_CHECKING:
+    import subprocess
 
 # Files that usually hold credentials: never captured in a checkpoint unless the setting
 # `checkpoints.include_secret_files` says so (checkpoints keep file bytes as they are).
@@ -131,6 +131,24 @@ class _Matcher:
         else:
             self.empty = False
 
+    @classmethod
+    def from_source(cls, source: str) -> _Matcher:
+        """The matcher of a negation-free ignore file from its combined regex (`source`),
+        without pathspec (importing it and translating the patterns was most of a cold
+        checkpoint's work)."""
+        matcher = cls.__new__(cls)
+        matcher.spec = None
+        matcher.combined = re.compile(source) if source else None
+        matcher.empty = not source
+        return matcher
+
+    @property
+    def source(self) -> str | None:
+        """What `from_source` rebuilds this matcher from; None when it needs pathspec (negations)."""
+        if self.combined is not None:
+            return self.combined.pattern
+        return "" if self.empty else None
+
     def check(self, path: str) -> bool | None:
         """True: ignored; False: re-included by a negation; None: no opinion."""
         if self.combined is not None:
@@ -141,13 +159,68 @@ class _Matcher:
         return None if include is None else bool(include)
 
 
-@functools.lru_cache(maxsize=256)
-def _compiled(lines: tuple[str, ...]) -> _Matcher:
-    """One ignore file's matcher, compiled once per content (every checkpoint and every
-    watcher batch builds its rules again; compiling the regexes was most of a small one)."""
-    import pathspec
+class RuleSources:
+    """Where compiled ignore files are kept between processes (`checkpoints.disk.StoredRules`
+    keeps them in the store): `get` the regex source of a key, `put` a new one."""
 
-    return _Matcher(pathspec.GitIgnoreSpec.from_lines(lines))
+    def get(self, key: str) -> str | None:
+        return None
+
+    def put(self, key: str, source: str) -> None:
+        pass
+
+
+# The form of the regex sources a RuleSources keeps: a change here (or a new pathspec, which
+# translates the patterns) makes new keys, so nothing compiled the old way is used.
+RULES_FORMAT = "1"
+
+
+@functools.lru_cache(maxsize=1)
+def _pathspec_version() -> str:
+    """The installed pathspec's version file, read without importing pathspec."""
+    from importlib.machinery import PathFinder
+
+    spec = PathFinder.find_spec("pathspec")
+    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+        with contextlib.suppress(OSError), open(os.path.join(folder, "_version.py"), "rb") as f:
+            return f.read().decode("utf-8", "replace")
+    return "unknown"
+
+
+def rules_key(lines: tuple[str, ...]) -> str:
+    """What names one ignore file's compiled form: its lines, and how they are compiled."""
+    import hashlib
+
+    text = "\n".join((RULES_FORMAT, _pathspec_version(), *lines))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+# Matchers compiled in this process, by their lines (every checkpoint and every watcher batch
+# builds its rules again; compiling the regexes was most of a small one).
+_MATCHERS: dict[tuple[str, ...], _Matcher] = {}
+_MATCHERS_KEPT = 256
+
+
+def _compiled(lines: tuple[str, ...], sources: RuleSources | None = None) -> _Matcher:
+    """One ignore file's matcher: compiled in this process already, or rebuilt from the regex
+    `sources` kept (a cold CLI or hook process), or compiled with pathspec and kept there."""
+    matcher = _MATCHERS.get(lines)
+    if matcher is not None:
+        return matcher
+    key = rules_key(lines) if sources is not None else None
+    source = sources.get(key) if sources is not None and key is not None else None
+    if source is not None:
+        matcher = _Matcher.from_source(source)
+    else:
+        import pathspec
+
+        matcher = _Matcher(pathspec.GitIgnoreSpec.from_lines(lines))
+        if sources is not None and key is not None and matcher.source is not None:
+            sources.put(key, matcher.source)
+    if len(_MATCHERS) >= _MATCHERS_KEPT:
+        _MATCHERS.pop(next(iter(_MATCHERS)), None)
+    _MATCHERS[lines] = matcher
+    return matcher
 
 
 class IgnoreRules:
@@ -158,24 +231,29 @@ class IgnoreRules:
     """
 
     def __init__(
-        self, root: Path, extra: Iterable[str] = (), *, secrets: Iterable[str] = ()
+        self,
+        root: Path,
+        extra: Iterable[str] = (),
+        *,
+        secrets: Iterable[str] = (),
+        sources: RuleSources | None = None,
     ) -> None:
-        import pathspec
-
-        self._pathspec = pathspec
         self.root = root
         self._root_text = os.fspath(root)
+        self._sources = sources
         self._specs: dict[str, _Matcher | None] = {}
         extra = [p for p in extra if p.strip()]
-        self._extra = _compiled(tuple(extra)) if extra else None
+        self._extra = _compiled(tuple(extra), sources) if extra else None
         # Secret-file patterns and their exceptions ("!.env.example") as two negation-free
         # matchers, so each stays one compiled regex (a negation would make every path of a
         # scan go through pathspec pattern by pattern).
         secrets = [p for p in secrets if p.strip()]
         self._secrets = self._exceptions = None
         if secrets:
-            self._secrets = _compiled(tuple(p for p in secrets if not p.startswith("!")))
-            self._exceptions = _compiled(tuple(p[1:] for p in secrets if p.startswith("!")))
+            plain = tuple(p for p in secrets if not p.startswith("!"))
+            self._secrets = _compiled(plain, sources)
+            exceptions = tuple(p[1:] for p in secrets if p.startswith("!"))
+            self._exceptions = _compiled(exceptions, sources)
 
     def spec_for(self, rel_dir: str) -> _Matcher | None:
         """The compiled `.gitignore` of a directory (None when it has none)."""
@@ -186,7 +264,7 @@ class IgnoreRules:
             try:
                 with open(path, encoding="utf-8", errors="replace") as handle:
                     lines = handle.read().splitlines()
-                self._specs[rel_dir] = _compiled(tuple(lines))
+                self._specs[rel_dir] = _compiled(tuple(lines), self._sources)
             except (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError):
                 self._specs[rel_dir] = None
         return self._specs[rel_dir]
@@ -253,21 +331,24 @@ def checkpoint_rules(
     *,
     include_secret_files: bool = False,
     editor_files: Iterable[str] = (),
+    sources: RuleSources | None = None,
 ) -> IgnoreRules:
-    """What checkpoints leave out: the watch rules plus, by default, files holding secrets."""
+    """What checkpoints leave out: the watch rules plus, by default, files holding secrets.
+    `sources`: compiled rules kept between processes (a cold process then compiles nothing)."""
     secrets = [] if include_secret_files else [*SECRET_FILE_PATTERNS, *SECRET_FILE_EXCEPTIONS]
     return IgnoreRules(
         root,
         [*EDITOR_FILE_PATTERNS, *editor_files, *_info_exclude(root), *exclude],
         secrets=secrets,
+        sources=sources,
     )
 
 
 class EditorFiles:
     """Whether a path is an editor's or the system's temporary file (by its name)."""
 
-    def __init__(self, extra: Iterable[str] = ()) -> None:
-        self._matcher = _compiled((*EDITOR_FILE_PATTERNS, *extra))
+    def __init__(self, extra: Iterable[str] = (), sources: RuleSources | None = None) -> None:
+        self._matcher = _compiled((*EDITOR_FILE_PATTERNS, *extra), sources)
 
     def __contains__(self, rel: str) -> bool:
         return bool(self._matcher.check(rel))
@@ -341,26 +422,34 @@ class ChangeJournal:
 # -- the server's own watcher ------------------------------------------------------------------
 
 
-@dataclass
 class Watcher:
     """watchfiles (inotify through Rust's notify) on one folder, feeding a `ChangeJournal`.
 
     `on_events` (optional) receives each batch as (absolute path, kind) pairs on the watcher's
     thread. The journal starts when the watches are in place and stops with the watcher.
+    (Plain classes in this module: a cold checkpoint would import dataclasses for them.)
     """
 
-    root: Path
-    rules: IgnoreRules | None = None
-    on_events: Callable[[list[tuple[str, int]]], None] | None = None
-    on_error: Callable[[str], None] | None = None
-    journal: ChangeJournal | None = None
-    stop_event: threading.Event = field(default_factory=threading.Event)
-    ready: threading.Event = field(default_factory=threading.Event)
-    thread: threading.Thread | None = None
-    started_in: float | None = None
-    error: str | None = None
-    cookies: dict[str, threading.Event] = field(default_factory=dict)
-    restarts: list[float] = field(default_factory=list)
+    def __init__(
+        self,
+        root: Path,
+        rules: IgnoreRules | None = None,
+        on_events: Callable[[list[tuple[str, int]]], None] | None = None,
+        on_error: Callable[[str], None] | None = None,
+        journal: ChangeJournal | None = None,
+    ) -> None:
+        self.root = root
+        self.rules = rules
+        self.on_events = on_events
+        self.on_error = on_error
+        self.journal = journal
+        self.stop_event = threading.Event()
+        self.ready = threading.Event()
+        self.thread: threading.Thread | None = None
+        self.started_in: float | None = None
+        self.error: str | None = None
+        self.cookies: dict[str, threading.Event] = {}
+        self.restarts: list[float] = []
 
     def start(self) -> Watcher:
         self.thread = threading.Thread(
@@ -480,10 +569,21 @@ class Watcher:
 # -- watchman ----------------------------------------------------------------------------------
 
 
-@dataclass
 class WatchmanAnswer:
-    clock: str
-    paths: set[str] | None  # None: watchman cannot vouch for the interval (fresh instance)
+    def __init__(self, clock: str, paths: set[str] | None) -> None:
+        self.clock = clock
+        self.paths = paths  # None: watchman cannot vouch for the interval (fresh instance)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, WatchmanAnswer) and (self.clock, self.paths) == (
+            other.clock,
+            other.paths,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"WatchmanAnswer(clock={self.clock!r}, paths={self.paths!r})"
 
 
 # The socket of the running watchman, once known (a checkpoint also stores it, so the next
@@ -548,6 +648,9 @@ def _watchman(command: list[Any]) -> dict[str, Any] | None:
     if answer is None and _UNANSWERED[0]:
         return None
     if answer is None:
+        import shutil
+        import subprocess
+
         binary = shutil.which("watchman")
         if binary is None:
             return None
@@ -573,6 +676,8 @@ def _watchman(command: list[Any]) -> dict[str, Any] | None:
 
 
 def _watchman_cli_sockname(binary: str) -> str | None:
+    import subprocess
+
     try:
         done = subprocess.run(
             [binary, "--no-pretty", "get-sockname"],
@@ -636,15 +741,27 @@ def _since_answer(answer: dict[str, Any]) -> WatchmanAnswer | None:
 # -- git ---------------------------------------------------------------------------------------
 
 
-@dataclass
 class GitState:
     """HEAD and the paths git does not vouch for (modified, staged, untracked) at a moment."""
 
-    head: str | None
-    dirty: set[str]
-    # How many paths git itself listed when it last looked; the others were carried in since
-    # (`carry_git_state`). None: all of them.
-    listed: int | None = None
+    def __init__(self, head: str | None, dirty: set[str], listed: int | None = None) -> None:
+        self.head = head
+        self.dirty = dirty
+        # How many paths git itself listed when it last looked; the others were carried in
+        # since (`carry_git_state`). None: all of them.
+        self.listed = listed
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, GitState) and (self.head, self.dirty, self.listed) == (
+            other.head,
+            other.dirty,
+            other.listed,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"GitState(head={self.head!r}, dirty={self.dirty!r}, listed={self.listed!r})"
 
     @property
     def carried(self) -> int:
@@ -677,6 +794,8 @@ def _git(
         "GIT_OPTIONAL_LOCKS": "0",
         **(env or {}),
     }
+    import subprocess  # (only when git runs: a checkpoint watchman vouches for needs none)
+
     try:
         return subprocess.run(
             ["git", "-C", str(root), *args],
@@ -716,6 +835,8 @@ def _private_index(root: Path, head: str | None) -> Path | None:
     if aligned == (head or "") and index.is_file():
         return index
     partial = index.with_name(f".{index.name}.{os.getpid()}.{os.urandom(3).hex()}")
+    import shutil
+
     try:
         index.parent.mkdir(exist_ok=True)
         shutil.copyfile(source, partial)
@@ -730,6 +851,30 @@ def _private_index(root: Path, head: str | None) -> Path | None:
     return index
 
 
+class GitInBackground:
+    """`git status` started before the capture needs it, on a thread (git runs in its own
+    process), so that a rollback can read the listings it will compare meanwhile."""
+
+    def __init__(self, root: Path) -> None:
+        self.started = time.time()  # (wall clock: compared with files' change times)
+        self._answer: GitState | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(root,), daemon=True)
+        self._thread.start()
+
+    def _run(self, root: Path) -> None:
+        try:
+            self._answer = git_state(root, own_index=True)
+        except BaseException as exc:  # handed to the caller, as if it had run git itself
+            self._error = exc
+
+    def result(self) -> GitState | None:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._answer
+
+
 def git_state(root: Path, *, own_index: bool = False) -> GitState | None:
     """What git says now, when `root` is the top of a repository; None otherwise.
 
@@ -739,6 +884,8 @@ def git_state(root: Path, *, own_index: bool = False) -> GitState | None:
     `_private_index`); without it, or when that copy fails, on the user's index without writing
     it.
     """
+    import shutil
+
     if not (root / ".git").exists() or shutil.which("git") is None:
         return None
     dirty: set[str] | None = None

@@ -62,16 +62,31 @@ _TURN_TEXT = ("user_message", "assistant_response")
 _TURN_TIME = ("started_at", "ended_at", "ts")
 
 
+# The columns of each table, by database file and schema version (they change only with a
+# migration): an ingest measures every session it read, and asking SQLite for the columns of
+# 40 tables each time was most of those statements.
+_COLUMNS: dict[tuple[str, int], dict[str, list[str]]] = {}
+
+
+def _all_columns(store: Store) -> dict[str, list[str]]:
+    key = (str(store.db_path), store.schema_version)
+    known = _COLUMNS.get(key)
+    if known is None:
+        known = {
+            table: [row[1] for row in store.query(f'PRAGMA table_info("{table}")')]
+            for table in store.tables()
+        }
+        _COLUMNS[key] = known
+    return known
+
+
 def _text_columns(store: Store) -> dict[str, list[str]]:
     """Tables with a session_id column and the columns whose size counts."""
-    out: dict[str, list[str]] = {}
-    for table in store.tables():
-        if table in _SKIP_TABLES:
-            continue
-        columns = [row[1] for row in store.query(f'PRAGMA table_info("{table}")')]
-        if "session_id" in columns:
-            out[table] = columns
-    return out
+    return {
+        table: columns
+        for table, columns in _all_columns(store).items()
+        if table not in _SKIP_TABLES and "session_id" in columns
+    }
 
 
 def session_usage(store: Store, session_id: str) -> int:
@@ -84,9 +99,9 @@ def session_usage(store: Store, session_id: str) -> int:
             f'SELECT total({size}) FROM "{table}" WHERE session_id = ?', (session_id,)
         )
         total += int(row[0]) if row else 0
-    if "sessions" in store.tables():
-        columns = [row[1] for row in store.query('PRAGMA table_info("sessions")')]
-        size = " + ".join(f'coalesce(length(CAST("{c}" AS BLOB)), 0)' for c in columns)
+    session_columns = _all_columns(store).get("sessions")
+    if session_columns:
+        size = " + ".join(f'coalesce(length(CAST("{c}" AS BLOB)), 0)' for c in session_columns)
         row = store.query_one(f"SELECT total({size}) FROM sessions WHERE id = ?", (session_id,))
         total += int(row[0]) if row else 0
     return total

@@ -19,6 +19,7 @@ A failure followed later in the session by a success of the same command is not 
 
 from __future__ import annotations
 
+import functools
 import re
 
 # Every tool call's hook asks here: `dataclasses` (inspect, ast, dis) and `typing` would cost it
@@ -277,8 +278,12 @@ class RunOfTests(_Value):
         self.targets = targets
 
 
+@functools.lru_cache(maxsize=4096)
 def tests_run_by(command: str) -> RunOfTests | None:
-    """What a command runs when it runs tests (runner, selecting flags, targets), else None."""
+    """What a command runs when it runs tests (runner, selecting flags, targets), else None.
+
+    Kept per command: a session's open failures compare every success with every failure
+    (`still_failing`), and splitting the same commands again was most of closing a session."""
     import shlex
 
     if any(mark in command for mark in ("&&", "||", ";", "|", "`", "$(")):

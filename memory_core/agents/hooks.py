@@ -153,13 +153,15 @@ class HookRun:
             return True
         from memory_core.agents import transcripts
 
-        transcripts.ingest_file(self.store, path, settings=self.settings, flush=flush)
+        transcripts.ingest_file(self.store, path, settings=self.settings, flush=flush, now=self.now)
         sub = self.payload.raw.get("agent_transcript_path")
         if isinstance(sub, str) and sub and Path(sub).is_file():
             # Never flushed: a subagent's lines belong to the parent's session, so a flush would
             # close the parent's turn while the parent is still answering the same request. The
             # parent's own transcript (above) says when that turn ends.
-            transcripts.ingest_file(self.store, sub, settings=self.settings, flush=False)
+            transcripts.ingest_file(
+                self.store, sub, settings=self.settings, flush=False, now=self.now
+            )
         return True
 
     def add_context(self, event: str, text: str) -> None:
@@ -255,7 +257,7 @@ class HookRun:
     def _apply_finished(self) -> None:
         finished, self._finished = self._finished, []
         if finished:  # settings are read on demand: most hook runs finish no turn
-            record.apply_turns(self.store, finished, self.settings)
+            record.apply_turns(self.store, finished, self.settings, now=self.now)
 
     def close_payload_turn(self, response: str | None, prompt: str | None = None) -> None:
         with self.store.transaction() as db:

@@ -670,10 +670,26 @@ def close_turn(db: sqlite3.Connection, turn: Turn, ended_at: float | None) -> Fi
     )
 
 
-def apply_turns(store: Store, turns: Sequence[FinishedTurn], settings: Any = None) -> None:
+# A turn that ended longer ago than this before the moment its caller records it belongs to no
+# live session: a transcript of last week's session read now (`engram ingest`, a resumed
+# session's file read at its SessionStart). The same silence after which an ingested session is
+# taken as over (transcripts.SETTLED_AFTER_SECONDS).
+LIVE_TURN_SECONDS = 30 * 60
+
+
+def apply_turns(
+    store: Store, turns: Sequence[FinishedTurn], settings: Any = None, *, now: float | None = None
+) -> None:
+    """Hand finished turns to their sessions, and take the automatic checkpoint every
+    `checkpoints.every_n_turns` turns of a live session.
+
+    A checkpoint holds the workspace's files as they are now: it belongs to a turn that just
+    ended (`now`: the caller's present, a hook's time). A turn replayed from an old transcript
+    ended long before: today's files are not what that turn left, so none is taken for it.
+    """
     if not turns:
         return
-    from memory_core import sessions
+    from memory_core import clock, sessions
 
     if settings is None:
         # Once for the batch: an ingest applies hundreds of turns, each may be due a checkpoint.
@@ -707,7 +723,9 @@ def apply_turns(store: Store, turns: Sequence[FinishedTurn], settings: Any = Non
             started_at=turn.started_at,
             ended_at=turn.ended_at,
         )
-        if every > 0 and seq > 0 and seq % every == 0:
+        ended = turn.ended_at if turn.ended_at is not None else turn.started_at
+        live = ended >= (clock.now() if now is None else now) - LIVE_TURN_SECONDS
+        if every > 0 and seq > 0 and seq % every == 0 and live:
             due[turn.session_id] = (seq, turn.ended_at)
     # A checkpoint every N turns (the `checkpoints.every_n_turns` setting), one per batch: the
     # workspace does not change while a batch is applied, so an ingest of a long transcript

@@ -539,9 +539,19 @@ class _Run:
     """One ingest pass over one file: in-memory turn state, effects run after each commit."""
 
     def __init__(
-        self, store: Store, path: Path, stats: IngestStats, settings: Any, agent: str = AGENT
+        self,
+        store: Store,
+        path: Path,
+        stats: IngestStats,
+        settings: Any,
+        agent: str = AGENT,
+        *,
+        now: float | None = None,
     ) -> None:
         self.agent = agent
+        # The caller's present (a hook's time; None: the clock's): turns that ended long before
+        # it are replayed history, which takes no automatic checkpoint (record.apply_turns).
+        self.now = now
         self.store = store
         self.path = path
         self.stats = stats
@@ -994,7 +1004,7 @@ class _Run:
                 )
         self.memories.clear()
         record.record_file_changes(self.store, changes, now=clock.now())
-        record.apply_turns(self.store, self.finished_turns, self.settings)
+        record.apply_turns(self.store, self.finished_turns, self.settings, now=self.now)
         self.finished_turns.clear()
 
 
@@ -1033,7 +1043,8 @@ def flush_session(
             done = record.close_turn(db, turn, ended_at)
             if done is not None:
                 finished.append(done)
-    record.apply_turns(store, finished)
+    # A session said to end at `ended_at` (a hook's SessionEnd) ends now, as far as its turns go.
+    record.apply_turns(store, finished, now=ended_at)
     return finished
 
 
@@ -1182,13 +1193,15 @@ def ingest_file(
     settings: Any = None,
     flush: bool = True,
     progress: Any = None,
+    now: float | None = None,
 ) -> IngestStats:
     """Ingest what was appended to `path` since the last run.
 
     `flush` (the default) closes the open turn at the end: the end of an ingested transcript
     ends its turn, since real transcripts carry no stop reason to say so. Hooks that fire while
     the agent is still answering pass False, and the turn stays open for the next run.
-    `progress(bytes_done)` is called per chunk.
+    `progress(bytes_done)` is called per chunk. `now` is the caller's present (a hook's time):
+    turns that ended long before it are history, and take no automatic checkpoint.
     """
     file_path = Path(path).expanduser().resolve()
     key = str(file_path)
@@ -1219,7 +1232,7 @@ def ingest_file(
 
         # Loaded once here: gotcha tracking would otherwise read the settings per failure.
         settings = config.load(store.root)
-    run = _Run(store, file_path, stats, settings)
+    run = _Run(store, file_path, stats, settings, now=now)
     fast_decoder_for(size - offset)
     with file_path.open("rb") as handle:
         handle.seek(offset)
@@ -1295,7 +1308,12 @@ def ingest_paths(
     flush: bool = True,
     progress: Any = None,
 ) -> list[IngestStats]:
+    from memory_core.gotchas.records import exports_deferred
+
     results = []
-    for path in paths:
-        results.append(ingest_file(store, path, settings=settings, flush=flush, progress=progress))
+    with exports_deferred(store):
+        for path in paths:
+            results.append(
+                ingest_file(store, path, settings=settings, flush=flush, progress=progress)
+            )
     return results

@@ -29,31 +29,80 @@ that owns open buffers (the language server) applies those itself and passes the
 
 from __future__ import annotations
 
-from memory_core.checkpoints import buffers
-from memory_core.checkpoints.capture import REASONS, Capture, create, every_n_turns
-from memory_core.checkpoints.disk import Scan, scan
-from memory_core.checkpoints.history import (
-    diff,
-    file_content,
-    get,
-    list_checkpoints,
-    manifest,
-    patch,
-)
-from memory_core.checkpoints.restore import (
-    FileWrite,
-    RollbackPlan,
-    apply_plan,
-    plan_rollback,
-    prepare_undo,
-    remove_file,
-    rollback,
-    write_file,
-)
-from memory_core.checkpoints.retention import delete, enforce_retention, gc, space
-from memory_core.checkpoints.storage import TreeCache, read_blob, stored_bytes
-from memory_core.checkpoints.trees import NEVER_CAPTURED, CorruptCheckpointError, Entry, Tree
-from memory_core.journal import ChangeJournal
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memory_core.checkpoints import buffers
+    from memory_core.checkpoints.capture import REASONS, Capture, create, every_n_turns
+    from memory_core.checkpoints.disk import Scan, scan
+    from memory_core.checkpoints.history import (
+        diff,
+        file_content,
+        get,
+        list_checkpoints,
+        manifest,
+        patch,
+    )
+    from memory_core.checkpoints.restore import (
+        FileWrite,
+        RollbackPlan,
+        apply_plan,
+        plan_rollback,
+        prepare_undo,
+        remove_file,
+        rollback,
+        write_file,
+    )
+    from memory_core.checkpoints.retention import delete, enforce_retention, gc, space
+    from memory_core.checkpoints.storage import TreeCache, read_blob, stored_bytes
+    from memory_core.checkpoints.trees import (
+        NEVER_CAPTURED,
+        CorruptCheckpointError,
+        Entry,
+        Tree,
+    )
+    from memory_core.journal import ChangeJournal
+
+# Each name and the module it comes from, imported when first used: a cold `engram checkpoint
+# create` needs the capture, not the rollback, retention's reports or the diff (their imports
+# were a fifth of the command's time).
+_WHERE = {
+    "buffers": "memory_core.checkpoints.buffers",
+    **dict.fromkeys(("REASONS", "Capture", "create", "every_n_turns"), "capture"),
+    **dict.fromkeys(("Scan", "scan"), "disk"),
+    **dict.fromkeys(
+        ("diff", "file_content", "get", "list_checkpoints", "manifest", "patch"), "history"
+    ),
+    **dict.fromkeys(
+        (
+            "FileWrite",
+            "RollbackPlan",
+            "apply_plan",
+            "plan_rollback",
+            "prepare_undo",
+            "remove_file",
+            "rollback",
+            "write_file",
+        ),
+        "restore",
+    ),
+    **dict.fromkeys(("delete", "enforce_retention", "gc", "space"), "retention"),
+    **dict.fromkeys(("TreeCache", "read_blob", "stored_bytes"), "storage"),
+    **dict.fromkeys(("NEVER_CAPTURED", "CorruptCheckpointError", "Entry", "Tree"), "trees"),
+    "ChangeJournal": "memory_core.journal",
+}
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = importlib.import_module(where if "." in where else f"{__name__}.{where}")
+    value = module if where == f"{__name__}.{name}" else getattr(module, name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "NEVER_CAPTURED",

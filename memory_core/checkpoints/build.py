@@ -89,7 +89,7 @@ def _build_trees(files: dict[str, Entry], writer: Writer) -> tuple[str, int, int
 def build_full(
     store: Store, settings: config.Settings, writer: Writer, now: float
 ) -> tuple[str, int, int, int, list[str]]:
-    rules = rules_for(store.root, settings)
+    rules = rules_for(store, settings)
     found = scan(store.root, rules, int(settings["checkpoints.max_file_bytes"]))
     for folder in found.unreadable:
         writer.unreadable[folder or "."] = "the folder cannot be listed"
@@ -167,7 +167,7 @@ def build_incremental(
 ) -> tuple[str, int, int, int, list[str]]:
     """A new root tree: the base with only `changed_paths` looked at again."""
     root = store.root
-    rules = rules_for(root, settings)
+    rules = rules_for(store, settings)
     cap = int(settings["checkpoints.max_file_bytes"])
     trees: dict[str, Listing] = {}
     dirty: set[str] = set()

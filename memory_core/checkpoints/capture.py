@@ -6,10 +6,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import threading
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +20,7 @@ from memory_core.checkpoints.retention import enforce_retention
 from memory_core.checkpoints.storage import Writer, loaded_path
 from memory_core.checkpoints.trees import Tree, sha
 from memory_core.errors import UsageError
-from memory_core.journal import ChangeJournal
-from memory_core.redact import redact
+from memory_core.journal import ChangeJournal, GitInBackground
 from memory_core.store import Store
 
 # Paths a git state carried through checkpoints other sources vouched for may gain, beyond those
@@ -36,50 +33,43 @@ def _new_id() -> str:
     return f"C-{os.urandom(4).hex()}"
 
 
-@dataclass
 class Capture:
-    """A checkpoint worked out but not yet written (a rollback plans against it first)."""
+    """A checkpoint worked out but not yet written (a rollback plans against it first).
 
-    writer: Writer
-    root_tree: str
-    files: int
-    size: int
-    changed: int
-    skipped: list[str]
-    # Paths found but not read (a file or folder without permission, a file that kept
-    # changing while read): the checkpoint does not hold them, and a rollback leaves them be.
-    unreadable: list[str]
-    mode: str  # "incremental" | "scan"
-    source: str  # what vouched for the interval: given | watcher | watchman | git | scan
-    token: dict[str, Any]
-    started: float
-    ts: float
-    # The caller's cache of listings, given the new ones once they are written.
-    tree_cache: dict[str, Tree] | None = None
+    (A plain class: a dataclass would make a cold checkpoint import dataclasses.)"""
 
-
-class GitInBackground:
-    """`git status` started before the capture needs it, on a thread (git runs in its own
-    process), so that a rollback can read the listings it will compare meanwhile."""
-
-    def __init__(self, root: Path) -> None:
-        self.started = time.time()  # (wall clock: compared with files' change times)
-        self._answer: journal.GitState | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(root,), daemon=True)
-        self._thread.start()
-
-    def _run(self, root: Path) -> None:
-        try:
-            self._answer = journal.git_state(root, own_index=True)
-        except BaseException as exc:  # handed to the caller, as if it had run git itself
-            self._error = exc
-
-    def result(self) -> journal.GitState | None:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._answer
+    def __init__(
+        self,
+        writer: Writer,
+        root_tree: str,
+        files: int,
+        size: int,
+        changed: int,
+        skipped: list[str],
+        unreadable: list[str],
+        mode: str,
+        source: str,
+        token: dict[str, Any],
+        started: float,
+        ts: float,
+        tree_cache: dict[str, Tree] | None = None,
+    ) -> None:
+        self.writer = writer
+        self.root_tree = root_tree
+        self.files = files
+        self.size = size
+        self.changed = changed
+        self.skipped = skipped
+        # Paths found but not read (a file or folder without permission, a file that kept
+        # changing while read): the checkpoint does not hold them, and a rollback leaves them.
+        self.unreadable = unreadable
+        self.mode = mode  # "incremental" | "scan"
+        self.source = source  # what vouched: given | watcher | watchman | git | scan
+        self.token = token
+        self.started = started
+        self.ts = ts
+        # The caller's cache of listings, given the new ones once they are written.
+        self.tree_cache = tree_cache
 
 
 def _rules_fingerprint(root: Path, settings: config.Settings) -> str:
@@ -282,6 +272,8 @@ def commit(
     fixed_time: bool,
 ) -> dict[str, Any]:
     checkpoint_id = _new_id()
+    if name or description:
+        from memory_core.redact import redact  # (only for text someone gave)
     clean_name = redact(name.strip()) if name and name.strip() else None
     writer, ts = capture.writer, capture.ts
     with store.transaction() as db:
@@ -323,6 +315,7 @@ def commit(
                 ts=ts,
             ),
             db=db,
+            plain=True,  # an id made here, a word of REASONS and two counts
         )
     if capture.tree_cache is not None:
         # The listings this one replaced (no longer the workspace's) out, then the next
@@ -356,6 +349,7 @@ def create(
     changed: Iterable[str] | None = None,
     hints: Iterable[str] | None = None,
     tree_cache: dict[str, Tree] | None = None,
+    git: GitInBackground | None = None,
 ) -> dict[str, Any]:
     """Capture the workspace's files as a new checkpoint and return it.
 
@@ -365,7 +359,9 @@ def create(
     editor's file events) are added to them but never trusted alone. Otherwise the whole
     workspace is scanned, reading only files whose stat changed. The result's `source` says
     which one vouched. A long-running caller passes a `tree_cache` (a `TreeCache`) it keeps:
-    the listings this checkpoint writes are then the next one's, already read.
+    the listings this checkpoint writes are then the next one's, already read. `git`: a
+    `git status` the caller started earlier (a cold CLI process starts it before loading this
+    code, which then loads while git runs).
     """
     if reason not in REASONS:
         raise UsageError(
@@ -381,6 +377,7 @@ def create(
         changed=changed,
         hints=hints,
         tree_cache=tree_cache,
+        git=git,
     )
     return commit(
         store,

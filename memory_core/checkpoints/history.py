@@ -105,7 +105,7 @@ def file_content(store: Store, ref: str, rel: str) -> bytes | None:
 
 def _current(store: Store, settings: config.Settings) -> tuple[dict[str, Entry], list[str]]:
     """The workspace as it is now, hashed through the stat cache."""
-    rules = rules_for(store.root, settings)
+    rules = rules_for(store, settings)
     found = scan(store.root, rules, int(settings["checkpoints.max_file_bytes"]))
     cache = stat_cache(store)
     # The stat cache is only read here, never written: its rows must name stored blobs.

@@ -17,17 +17,16 @@ from typing import Any
 from memory_core import clock, config, cyclic_gc, events
 from memory_core.checkpoints.capture import (
     Capture,
-    GitInBackground,
     capture_workspace,
     commit,
     create,
 )
-from memory_core.checkpoints.disk import settings_for
+from memory_core.checkpoints.disk import StoredRules, settings_for
 from memory_core.checkpoints.history import checkpoint_dict, find_row, unreadable_of
 from memory_core.checkpoints.storage import TreeLookup, load_tree, read_blob
 from memory_core.checkpoints.trees import CorruptCheckpointError, Entry, Tree, valid_name
 from memory_core.errors import EngramError
-from memory_core.journal import ChangeJournal, EditorFiles
+from memory_core.journal import ChangeJournal, EditorFiles, GitInBackground
 from memory_core.store import Store
 
 # -- rollback ----------------------------------------------------------------------------------
@@ -206,6 +205,7 @@ def plan_rollback(
     journal: ChangeJournal | None = None,
     hints: Iterable[str] | None = None,
     tree_cache: dict[str, Tree] | None = None,
+    git: GitInBackground | None = None,
 ) -> RollbackPlan:
     """Work out and verify a rollback to checkpoint `ref`, writing nothing.
 
@@ -213,7 +213,8 @@ def plan_rollback(
     journal, watchman or git when they vouch), then compared with the checkpoint tree by tree:
     the cost grows with what differs, not with the workspace. Raises CorruptCheckpointError for
     a missing, corrupt or unsafe manifest or blob, and EngramError for a path that would be
-    written through a symbolic link.
+    written through a symbolic link. `git`: a `git status` the caller started already (a cold
+    `engram rollback` starts it before loading this code).
     """
     settings = settings_for(store, settings)
     row = find_row(store, ref)
@@ -222,12 +223,14 @@ def plan_rollback(
         journal = None  # it could not show it has seen every change made until now
     # Listings read once for the capture and the comparison (and kept, given a cache).
     trees: dict[str, Tree] = tree_cache if tree_cache is not None else {}
-    git = None
-    if journal is None and (not settings["checkpoints.watchman"] or not shutil.which("watchman")):
-        # Only git can vouch (or nothing): start its status now, and meanwhile read the
-        # listings where the checkpoint differs from the latest one, which the capture and the
-        # comparison read next (mostly the same ones): git works in its own process.
-        git = GitInBackground(root)
+    if journal is not None:
+        git = None  # (the journal vouches; a status started by the caller goes unused)
+    elif git is not None or not settings["checkpoints.watchman"] or not shutil.which("watchman"):
+        # Only git can vouch (or nothing): start its status now (unless the caller did), and
+        # meanwhile read the listings where the checkpoint differs from the latest one, which
+        # the capture and the comparison read next (mostly the same ones): git works in its
+        # own process.
+        git = git if git is not None else GitInBackground(root)
         latest = store.query_one(
             "SELECT root_tree FROM checkpoints ORDER BY created_at DESC, rowid DESC LIMIT 1"
         )
@@ -242,7 +245,7 @@ def plan_rollback(
     )
     # An editor's swap, lock or auto-save file in a checkpoint made before engram knew its name
     # is neither written back over the live one nor removed: it holds someone's unsaved work.
-    editor_files = EditorFiles(settings["watch.editor_files"])
+    editor_files = EditorFiles(settings["watch.editor_files"], StoredRules(store))
     planned_writes = [(rel, entry) for rel, entry in planned_writes if rel not in editor_files]
     planned_removes = [rel for rel in planned_removes if rel not in editor_files]
     folders: dict[str, bool] = {}

@@ -9,11 +9,38 @@ import json
 import operator
 import os
 import threading
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple, cast
 
 from memory_core.errors import EngramError
 from memory_core.workspace import STORE_DIRNAME
+
+# orjson reads and writes listings three times faster than the json module (byte for byte the
+# same: see Tree.encode), but importing it costs a cold process a third of Python's own start
+# (it loads dataclasses, inspect, ast): a process uses it once it has read this many listings
+# (a scan, a rollback, the server), and the json module before (a CLI checkpoint reads a few).
+ORJSON_AFTER_LISTINGS = 32
+_LISTINGS_READ = [0]
+_ORJSON: list[Any] = []
+
+
+def _orjson() -> Any:
+    """orjson once this process has read enough listings to gain from it, else None."""
+    if _ORJSON:
+        return _ORJSON[0]
+    _LISTINGS_READ[0] += 1
+    if _LISTINGS_READ[0] <= ORJSON_AFTER_LISTINGS:
+        return None
+    import orjson
+
+    _ORJSON.append(orjson)
+    return orjson
+
+
+def _dumps(value: Any) -> bytes:
+    """`value` as JSON exactly as a listing holds it (no spaces, not ASCII-escaped), as UTF-8;
+    UnicodeEncodeError for a name that is not UTF-8 on disk (a surrogate escape)."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
 
 NEVER_CAPTURED = frozenset({".git", STORE_DIRNAME})
 
@@ -78,26 +105,40 @@ class Entry(NamedTuple):
         return [name, *self]
 
 
-@dataclass
 class Tree:
-    entries: dict[str, Entry] = field(default_factory=dict)
+    """One folder's listing: name -> entry. (A plain class, as `Found`: no dataclasses on a
+    cold checkpoint's path.)"""
+
+    __slots__ = ("entries",)
+
+    def __init__(self, entries: dict[str, Entry] | None = None) -> None:
+        self.entries: dict[str, Entry] = {} if entries is None else entries
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Tree) and self.entries == other.entries
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it was
+
+    def __repr__(self) -> str:
+        return f"Tree(entries={self.entries!r})"
 
     def encode(self) -> bytes:
         """The listing's bytes: exactly `json.dumps(rows, separators=(",", ":"),
         ensure_ascii=False)` of its sorted (name, kind, mode, hash, size, files) rows (digests
         name these bytes). orjson writes the same bytes for every string and 64-bit integer in
         a third of the time; anything else (a size past 2**64) goes to the json module."""
-        import orjson  # lazily, as zstandard: hooks import this module's neighbours
-
+        orjson = _orjson()
         names = sorted(self.entries)  # each row: (name,) + its entry, built in C
         rows = list(map(tuple.__add__, zip(names), map(self.entries.__getitem__, names)))
-        try:
-            return orjson.dumps(rows)
-        except orjson.JSONEncodeError:
-            # A name that is not UTF-8 on disk (os.fsdecode's surrogate escapes) is stored as
-            # its own bytes, which decode_tree turns back into the same name.
-            text = json.dumps(rows, separators=(",", ":"), ensure_ascii=False)
-            return text.encode("utf-8", "surrogateescape")
+        if orjson is not None:
+            try:
+                return orjson.dumps(rows)  # type: ignore[no-any-return]
+            except orjson.JSONEncodeError:
+                pass
+        # A name that is not UTF-8 on disk (os.fsdecode's surrogate escapes) is stored as its
+        # own bytes, which decode_tree turns back into the same name.
+        text = json.dumps(rows, separators=(",", ":"), ensure_ascii=False)
+        return text.encode("utf-8", "surrogateescape")
 
     def totals(self) -> tuple[int, int]:
         entries = self.entries.values()
@@ -151,13 +192,12 @@ class Listing:
     def set(self, name: str, entry: Entry) -> None:
         found = self._find(name)
         if found is not None and self._data is not None:
-            import orjson
-
+            orjson = _orjson()
             start, end, old = found
             try:
-                row = orjson.dumps((name, *entry))
-            except orjson.JSONEncodeError:  # (a size past 2**64: Tree.encode's json module)
-                pass
+                row = orjson.dumps((name, *entry)) if orjson is not None else _dumps((name, *entry))
+            except (ValueError, TypeError):  # (a size past 2**64: Tree.encode's json module;
+                pass  # orjson's JSONEncodeError is a TypeError, a surrogate a ValueError)
             else:
                 self._data = self._data[:start] + row + self._data[end:]
                 self._count(entry, +1)
@@ -209,14 +249,13 @@ class Listing:
         caller is to ask the entries: the listing was decoded, or is now, because its bytes
         hold no such row (a new name needs its sorted place; and a miss is never trusted to
         bytes alone) or are not as expected."""
-        import orjson
-
         data = self._data
         if data is None:
             return None
+        orjson = _orjson()
         try:
-            key = b"[" + orjson.dumps(name) + b',"'
-        except orjson.JSONEncodeError:  # (a name only the json module writes: Tree.encode)
+            key = b"[" + (orjson.dumps(name) if orjson is not None else _dumps(name)) + b',"'
+        except (ValueError, TypeError):  # (a name only the json module writes: Tree.encode)
             self._decode()
             return None
         start = data.find(key)
@@ -225,7 +264,7 @@ class Listing:
             return None
         end = data.find(b"]", start + len(key)) + 1
         try:
-            row = orjson.loads(data[start:end])
+            row = (orjson or json).loads(data[start:end])
             if type(row) is not list or len(row) != 6 or row[0] != name or row[1] not in _KINDS:
                 raise ValueError(name)
             entry = Entry(*row[1:])
@@ -266,13 +305,14 @@ def decode_tree(data: bytes, where: str, *, validate: bool = True) -> Tree:
 
     Rows are checked a column at a time and become entries without a Python call per row
     (about as fast as the per-row code was for the dataclass entries, which compared slowly)."""
-    import orjson
-
+    orjson = _orjson()
     try:
         try:
+            if orjson is None:
+                raise ValueError("read by the json module")
             rows = orjson.loads(data)
-        except orjson.JSONDecodeError:  # what orjson refuses (NaN, bytes of a name that is
-            # not UTF-8: Tree.encode) is judged by json
+        except ValueError:  # what orjson refuses (NaN, bytes of a name that is not UTF-8:
+            # Tree.encode) is judged by json
             rows = json.loads(data.decode("utf-8", "surrogateescape"))
         if type(rows) is not list or not set(map(type, rows)) <= {list}:
             raise ValueError("a listing is a list of rows")

@@ -182,9 +182,12 @@ def run_ingest(ctx: Context) -> int:
         paths = gemini_chats.default_chats(ctx.root)
     else:
         paths = transcripts.default_transcripts(ctx.root)
+    from memory_core.gotchas.records import exports_deferred
+
     results = []
     total = sum(p.stat().st_size for p in paths)
-    with progress("ingesting transcripts", total or None) as bar:
+    # The gotcha exports are rewritten once, after every file (not after each error tracked).
+    with progress("ingesting transcripts", total or None) as bar, exports_deferred(store):
         for path in paths:
             done = 0
 

@@ -35,7 +35,8 @@ COMMAND_MODULES = {
         "anonymize",
     ),
     "memory_core.cli.gotcha": ("gotcha", "error"),
-    "memory_core.cli.session": ("session", "checkpoint", "rollback"),
+    "memory_core.cli.session": ("session",),
+    "memory_core.cli.checkpoint": ("checkpoint", "rollback"),
     "memory_core.cli.agents": ("hook", "hooks", "ingest", "mcp"),
     "memory_core.cli.evolution": ("evolution", "drift", "timeline", "snapshot"),
     "memory_core.cli.doctor": ("doctor",),
@@ -101,8 +102,30 @@ def _not_utf8(word: str) -> bool:
     return False
 
 
+def _terminal_columns() -> int:
+    """What shutil.get_terminal_size() says of the width (COLUMNS, else the terminal's, else
+    80), without importing shutil (and with it bz2 and lzma)."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line on stderr (or JSON) and exit code 2."""
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        # argparse makes a formatter for every argument it adds (to check its format), and one
+        # without a width imports shutil to measure the terminal: a cold command that prints
+        # no help paid that. The same width argparse would take (the terminal's, less 2).
+        formatter: Any = self.formatter_class  # (typeshed's protocol names only `prog`)
+        return formatter(prog=self.prog, width=_terminal_columns() - 2)  # type: ignore[no-any-return]
 
     def error(self, message: str) -> NoReturn:
         if _JSON_ERRORS:
@@ -134,7 +157,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", default=False, help="print one JSON value")
     # Accepting --json after the subcommand too (`engram status --json`); SUPPRESS keeps a
     # subparser from resetting a --json given before it.
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument(
         "--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON value"
     )

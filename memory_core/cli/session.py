@@ -1,4 +1,4 @@
-"""`engram session ...`, `engram checkpoint ...` and `engram rollback CHECKPOINT`."""
+"""`engram session ...` (checkpoints and rollback: `memory_core.cli.checkpoint`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from memory_core import checkpoints, sessions
+from memory_core import sessions
 from memory_core.cli.context import Context
 from memory_core.errors import EXIT_FAILED, EngramError, NotFoundError, UsageError
 
@@ -145,44 +145,6 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     rec.add_argument("id", metavar="NAME_OR_ID")
     rec.add_argument("choice", choices=sessions.RESUME_CHOICES)
-
-    checkpoint = sub.add_parser(
-        "checkpoint", parents=[common], help="snapshots of the workspace's files"
-    )
-    c_sub = checkpoint.add_subparsers(dest="checkpoint_command", metavar="ACTION")
-    c_sub.required = True
-    create = c_sub.add_parser("create", parents=[common], help="capture the workspace's files now")
-    create.add_argument("name", nargs="?")
-    create.add_argument("--description", default=None)
-    create.set_defaults(handler=run_checkpoint_create)
-    c_list = c_sub.add_parser("list", parents=[common], help="checkpoints, newest first")
-    c_list.set_defaults(handler=run_checkpoint_list)
-    c_diff = c_sub.add_parser("diff", parents=[common], help="what changed since a checkpoint")
-    c_diff.add_argument("id", metavar="CHECKPOINT")
-    c_diff.add_argument("--against", metavar="CHECKPOINT", help="compare with another checkpoint")
-    c_diff.add_argument("--patch", action="store_true", help="show a unified diff of text files")
-    c_diff.set_defaults(handler=run_checkpoint_diff)
-    c_show = c_sub.add_parser("show", parents=[common], help="the files a checkpoint holds")
-    c_show.add_argument("id", metavar="CHECKPOINT")
-    c_show.set_defaults(handler=run_checkpoint_show)
-    c_delete = c_sub.add_parser("delete", parents=[common], help="delete a checkpoint (asks first)")
-    c_delete.add_argument("id", metavar="CHECKPOINT")
-    c_delete.add_argument("--yes", action="store_true", help="do not ask")
-    c_delete.set_defaults(handler=run_checkpoint_delete)
-
-    rollback = sub.add_parser(
-        "rollback",
-        parents=[common],
-        help="restore the workspace's files to a checkpoint (asks first)",
-    )
-    rollback.add_argument("checkpoint", metavar="CHECKPOINT")
-    rollback.add_argument("--yes", action="store_true", help="do not ask")
-    rollback.add_argument(
-        "--rewind",
-        action="store_true",
-        help="also rewind the checkpoint's session to the turn it was taken at",
-    )
-    rollback.set_defaults(handler=run_rollback)
 
 
 # -- sessions ----------------------------------------------------------------------------------
@@ -384,6 +346,10 @@ def run_delete(ctx: Context) -> int:
     return 0
 
 
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def _cancelled(ctx: Context, why: str) -> int:
     ctx.emit({"done": False, "reason": "cancelled"}, "")
     print(f"engram: cancelled: {why}", file=sys.stderr)
@@ -565,203 +531,3 @@ def run_recover(ctx: Context) -> int:
 
     ctx.emit(result, human)
     return 0
-
-
-# -- checkpoints -------------------------------------------------------------------------------
-
-
-def _count(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
-def _size(n: float) -> str:
-    for unit in ("B", "KB", "MB"):
-        if n < 1024:
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} GB"
-
-
-def _active_session(ctx: Context) -> str | None:
-    current = sessions.latest(ctx.store())
-    return str(current["id"]) if current and current["status"] != "closed" else None
-
-
-def run_checkpoint_create(ctx: Context) -> int:
-    session_id = _active_session(ctx)
-    made = checkpoints.create(
-        ctx.store(),
-        ctx.args.name,
-        description=ctx.args.description,
-        settings=ctx.settings,
-        session_id=session_id,
-    )
-    if session_id:
-        sessions.record_tool_call(
-            ctx.store(), session_id, tool="checkpoint", ok=True, summary=made["id"]
-        )
-
-    def human() -> str:
-        text = (
-            f"Checkpoint {made['id']}{' (' + made['name'] + ')' if made['name'] else ''}: "
-            f"{_count(made['files'], 'file')}, {made['changed']} changed, "
-            f"{_size(made['added_bytes'])} added to the store"
-        )
-        if made["skipped"]:
-            text += f"\n  left out (over the size cap): {', '.join(made['skipped'][:10])}"
-        if made["unreadable"]:
-            text += (
-                f"\n  NOT SAVED (could not be read; a rollback leaves them as they are): "
-                f"{', '.join(made['unreadable'][:10])}"
-            )
-        return text
-
-    ctx.emit(made, human)
-    return 0
-
-
-def run_checkpoint_list(ctx: Context) -> int:
-    items = checkpoints.list_checkpoints(ctx.store())
-
-    def human() -> str:
-        if not items:
-            return "No checkpoints yet. Make one with `engram checkpoint create`."
-        return "\n".join(
-            f"{c['id']}  {c['created_at']}  {c['reason']:<12} {_count(c['files'], 'file'):>12}  "
-            f"{_turn_label(c):<10} {c['name'] or ''}".rstrip()
-            for c in items
-        )
-
-    ctx.emit({"checkpoints": items}, human)
-    return 0
-
-
-def _turn_label(checkpoint: dict[str, Any]) -> str:
-    """`turn 12` for a checkpoint taken during a session (what `rollback --rewind` goes back to)."""
-    turn = checkpoint.get("turn_number")
-    return f"turn {turn}" if turn is not None else ""
-
-
-def run_checkpoint_diff(ctx: Context) -> int:
-    store = ctx.store()
-    changes = checkpoints.diff(store, ctx.args.id, ctx.args.against, settings=ctx.settings)
-    if ctx.args.patch and not ctx.args.against:
-        changes["patch"] = checkpoints.patch(store, ctx.args.id, settings=ctx.settings)
-
-    def human() -> str:
-        lines = [
-            f"{flag} {path}"
-            for flag, key in (
-                ("A", "added"),
-                ("M", "modified"),
-                ("D", "deleted"),
-                ("m", "mode_changed"),
-            )
-            for path in changes[key]
-        ]
-        if not lines:
-            return f"No changes since {changes['id']}."
-        if "patch" in changes:
-            lines += ["", changes["patch"].rstrip("\n")]
-        return "\n".join(lines)
-
-    ctx.emit(changes, human)
-    return 0
-
-
-def run_checkpoint_show(ctx: Context) -> int:
-    store = ctx.store()
-    info = checkpoints.get(store, ctx.args.id)
-    files = checkpoints.manifest(store, info["id"])
-    ctx.emit(
-        {**info, "manifest": files},
-        lambda: "\n".join(f"{oct(f['mode'])[2:]:>4} {f['size']:>9}  {f['path']}" for f in files),
-    )
-    return 0
-
-
-def run_checkpoint_delete(ctx: Context) -> int:
-    store = ctx.store()
-    info = checkpoints.get(store, ctx.args.id)
-    if not ctx.args.yes and not ctx.confirm(f"Delete checkpoint {info['id']} ({info['label']})?"):
-        return _cancelled(ctx, "nothing was deleted; pass --yes to delete without asking")
-    result = checkpoints.delete(store, info["id"])
-    ctx.emit(result, f"Deleted checkpoint {info['id']} ({_size(result['freed_bytes'])} freed)")
-    return 0
-
-
-def run_rollback(ctx: Context) -> int:
-    store = ctx.store()
-    plan = checkpoints.plan_rollback(store, ctx.args.checkpoint, settings=ctx.settings)
-    target = plan.checkpoint
-    if ctx.args.rewind and target.get("turn_number") is None:
-        raise UsageError(
-            f"checkpoint {target['id']} was not taken during a session: there is no conversation to rewind",
-            hint="roll back without --rewind",
-        )
-    if not plan.writes and not plan.removes and not plan.blocked:
-        done: dict[str, Any] = {"done": True, **plan.as_dict(), "restored": [], "removed": []}
-        text = f"Nothing to do: the workspace already matches {target['id']}."
-        if ctx.args.rewind:
-            from memory_core import conversation
-
-            done["rewound"] = conversation.rewind(store, target["id"])
-            text = (
-                f"The workspace already matches {target['id']}; session "
-                f"{done['rewound']['session_id']} rewound to turn {done['rewound']['turn']}."
-            )
-        ctx.emit(done, text)
-        return 0
-    if not ctx.args.yes:
-        if ctx.json:
-            raise UsageError("rollback with --json needs --yes (there is no one to ask)")
-        print(
-            f"Roll back to {target['id']} ({target['label']}, {target['created_at']}):",
-            file=sys.stderr,
-        )
-        for write in plan.writes:
-            print(f"  restore {write.path}", file=sys.stderr)
-        for rel in plan.removes:
-            print(f"  remove  {rel}  (created after the checkpoint)", file=sys.stderr)
-        if not ctx.confirm("Roll back these files?"):
-            return _cancelled(ctx, "nothing was written; pass --yes to roll back without asking")
-    session_id = _active_session(ctx)
-    undo = checkpoints.prepare_undo(store, plan, settings=ctx.settings, session_id=session_id)
-    result = checkpoints.apply_plan(store, plan, undo_checkpoint=undo["id"])
-    if ctx.args.rewind:
-        from memory_core import conversation
-
-        result["rewound"] = conversation.rewind(store, target["id"])
-    if session_id:
-        summary = (
-            f"to {target['id']}: restored {len(result['restored'])}, removed {len(result['removed'])}; "
-            f"undo with {undo['id']}"
-        )
-        sessions.record_tool_call(
-            store, session_id, tool="rollback", ok=result["done"], summary=summary
-        )
-        for rel in [*result["restored"], *result["removed"]]:
-            sessions.record_file_modified(store, session_id, rel)
-
-    def human() -> str:
-        lines = [
-            f"Rolled back to {target['id']}: restored {_count(len(result['restored']), 'file')}, "
-            f"removed {len(result['removed'])}, {result['unchanged']} already matched."
-        ]
-        lines += [f"  restored {p}" for p in result["restored"]]
-        lines += [f"  removed  {p}" for p in result["removed"]]
-        lines += [f"  FAILED   {f['path']}: {f['error']}" for f in result["failed"]]
-        if "rewound" in result:
-            rewound = result["rewound"]
-            lines.append(
-                f"Session {rewound['session_id']} rewound to turn {rewound['turn']} "
-                f"({_count(rewound['turns_removed'], 'turn')} after it set aside; "
-                "the whole session was saved first)"
-            )
-        lines.append(
-            f"Undo with: engram rollback {undo['id']} --yes{' --rewind' if 'rewound' in result else ''}"
-        )
-        return "\n".join(lines)
-
-    ctx.emit(result, human)
-    return 0 if result["done"] else EXIT_FAILED

@@ -7,11 +7,12 @@ cheap query, and rewrites the exports (`exports/gotchas.md`, `exports/gotchas.js
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import secrets
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -515,10 +516,35 @@ def visible_in_editor(gotcha: Gotcha, *, now: float, decay_days: float) -> bool:
     return True
 
 
+# Stores whose exports wait for the end of a batch (`exports_deferred`): id -> [changed].
+_DEFERRED: dict[int, list[bool]] = {}
+
+
+@contextlib.contextmanager
+def exports_deferred(store: Store) -> Iterator[None]:
+    """Rewrite the exports once, when the block ends, however many gotchas change inside it:
+    an ingest of a project's history tracks hundreds of errors, and rewriting `gotchas.md` and
+    `gotchas.json` (each synced to disk) after every one was a tenth of the ingest."""
+    if id(store) in _DEFERRED:  # an outer block rewrites them
+        yield
+        return
+    changed = _DEFERRED[id(store)] = [False]
+    try:
+        yield
+    finally:
+        del _DEFERRED[id(store)]
+        if changed[0]:
+            after_change(store)
+
+
 def after_change(store: Store) -> None:
     """Rewrite the human-readable exports; a failure there never undoes the change."""
     from memory_core import log
 
+    deferred = _DEFERRED.get(id(store))
+    if deferred is not None:
+        deferred[0] = True
+        return
     for listener in change_listeners:
         try:
             listener(store)

@@ -74,6 +74,9 @@ def test_a_checkpoint_from_the_command_line_imports_no_other_area(workspace: Pat
             "-c",
             "import sys; from memory_core.cli.main import main; code = main(sys.argv[1:]); "
             "print(sorted(m for m in sys.modules if m.startswith('memory_core.cli.'))); "
+            "print(sorted(m for m in sys.modules if m.split('.')[:2] in "
+            "(['memory_core', 'sessions'], ['memory_core', 'redact'], ['pathspec']) "
+            "or m.startswith('memory_core.checkpoints.'))); "
             "sys.exit(code)",
             "checkpoint",
             "create",
@@ -85,7 +88,13 @@ def test_a_checkpoint_from_the_command_line_imports_no_other_area(workspace: Pat
     )
     assert done.returncode == 0, done.stderr
     assert "Checkpoint C-" in done.stdout
-    loaded = done.stdout.strip().splitlines()[-1]
-    assert "memory_core.cli.session" in loaded
-    for other in ("gotcha", "memory", "evolution", "doctor", "basics"):
+    loaded, core = done.stdout.strip().splitlines()[-2:]
+    assert "memory_core.cli.checkpoint" in loaded
+    for other in ("session", "gotcha", "memory", "evolution", "doctor", "basics"):
         assert f"memory_core.cli.{other}'" not in loaded
+    # Nor what a checkpoint outside an agent's session never uses: the sessions package,
+    # redaction (no name given), the rollback; pathspec only for the first checkpoint, which
+    # keeps the compiled ignore rules in the store (a second cold one needs none).
+    assert "memory_core.checkpoints.capture" in core
+    for unused in ("memory_core.sessions'", "memory_core.redact'", "checkpoints.restore'"):
+        assert unused not in core

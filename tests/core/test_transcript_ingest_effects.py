@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -259,7 +260,9 @@ def test_an_ingest_of_many_turns_takes_one_automatic_checkpoint_not_one_per_due_
     from memory_core import checkpoints
 
     (store.root / "app.py").write_text("print('v1')\n", encoding="utf-8")
-    t = Transcript(SID, store.root)
+    # A live session: its turns ended minutes ago (turns replayed from an old transcript take
+    # no checkpoint at all, below).
+    t = Transcript(SID, store.root, start=datetime.now(UTC) - timedelta(minutes=5))
     for n in range(1, 8):
         t.prompt(f"step {n}")
         t.response([text(f"did step {n}")])
@@ -267,6 +270,48 @@ def test_an_ingest_of_many_turns_takes_one_automatic_checkpoint_not_one_per_due_
     stats = ingest(store, t, tmp_path, settings=settings)
     assert stats.turns == 7
     # Turns 2, 4 and 6 were due; the workspace is the same tree for all three.
+    made = [c["description"] for c in checkpoints.list_checkpoints(store)]
+    assert made == ["automatic: turn 6"]
+
+
+def _seven_turns(cwd: Path, start: datetime) -> Transcript:
+    t = Transcript(SID, cwd, start=start)
+    for n in range(1, 8):
+        t.prompt(f"step {n}")
+        t.response([text(f"did step {n}")])
+    return t
+
+
+def test_turns_replayed_from_an_old_transcript_take_no_checkpoint_of_todays_files(
+    store: Store, tmp_path: Path
+) -> None:
+    """A checkpoint holds the files as they are now: for a turn that ended yesterday it would
+    hold today's files under yesterday's turn (and in a large workspace, cost a full scan)."""
+    from memory_core import checkpoints
+
+    (store.root / "app.py").write_text("print('today')\n", encoding="utf-8")
+    settings = config.load(store.root, overrides={"checkpoints.every_n_turns": 2})
+    old = _seven_turns(store.root, datetime.now(UTC) - timedelta(days=1))
+    stats = ingest(store, old, tmp_path, settings=settings)
+    assert stats.turns == 7
+    assert sessions.get(store, SID)["turns"] == 7  # the turns themselves are all recorded
+    assert checkpoints.list_checkpoints(store) == []
+
+
+def test_a_live_session_fed_by_its_hooks_still_takes_the_turn_checkpoint(
+    store: Store, tmp_path: Path
+) -> None:
+    """The same transcript read by the hooks of the session writing it (their time is the
+    turns' time): the automatic checkpoint is taken, once."""
+    from memory_core import checkpoints
+
+    (store.root / "app.py").write_text("print('today')\n", encoding="utf-8")
+    config.set_value(store.root, "checkpoints.every_n_turns", 2)
+    live = _seven_turns(store.root, datetime.now(UTC) - timedelta(days=1))
+    path = live.save(tmp_path / f"{SID}.jsonl")
+    end = clock.parse_iso(json.loads(live.lines[-1])["timestamp"]) + 1
+    payload = hook_payload("Stop", SID, store.root, path)
+    assert hooks.handle("claude-code", "Stop", payload, now=end)[0] == 0
     made = [c["description"] for c in checkpoints.list_checkpoints(store)]
     assert made == ["automatic: turn 6"]
 

@@ -1,0 +1,268 @@
+"""Transcript ingest against its floor (issue 32): Python + orjson reading the same lines.
+
+The floor reads every file, splits it into lines and decodes each with orjson: what any reader
+of these files pays before it does anything with them. It is measured alternately with each
+ingest in the same run (floor, ingest, floor, ingest ...), in this process, so machine load hits
+both alike; CPU time is reported beside wall time (on a shared machine it moves less).
+
+- Real transcripts: every `*.jsonl` under `ENGRAM_REAL_CLAUDE_TRANSCRIPTS` (public Claude Code
+  sessions people keep in their `~/.claude` backups; none carries a license, so none is in this
+  repository: docs/benchmarks.md says how the development corpus was assembled). Ingested into
+  a fresh store in one call (`engram ingest claude-code FILE...`, as a person runs it) and file
+  by file (one `engram ingest claude-code FILE` per file, into one store), both in this process
+  (Python's start is not the ingest's cost).
+- An old transcript replayed in a 50,000-file git workspace against the same in a small one: a
+  turn of a months-old session takes no checkpoint of today's files, so the workspace's size
+  does not matter (it took a full checkpoint before).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tests.bench.harness import Figure
+
+REAL = os.environ.get("ENGRAM_REAL_CLAUDE_TRANSCRIPTS")
+ROUNDS = int(os.environ.get("ENGRAM_BENCH_INGEST_ROUNDS", "3"))
+# The budget of docs/design.md section 7: the ingest within 3x the parse floor.
+FLOOR_RATIO = 3.0
+# The old transcript replayed in the large workspace (issue 32 measured one of 3.5 MB).
+REPLAY_MB = 3.5
+
+
+def _parse_floor(files: list[Path]) -> int:
+    """Read and decode every line as JSON with orjson; returns the lines decoded."""
+    import orjson
+
+    decoded = 0
+    for path in files:
+        for line in path.read_bytes().split(b"\n"):
+            if line.strip():
+                with contextlib.suppress(orjson.JSONDecodeError):
+                    orjson.loads(line)
+                    decoded += 1
+    return decoded
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of fn()."""
+    cpu, wall = time.process_time(), time.perf_counter()
+    fn()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def _workspace(parent: Path, name: str) -> Path:
+    root = parent / name
+    root.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
+def _engram(root: Path, *args: str) -> None:
+    """One `engram ...` command in this process, in `root`, its output dropped."""
+    from memory_core.cli.main import main
+
+    here = Path.cwd()
+    os.chdir(root)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            code = main(list(args))
+    finally:
+        os.chdir(here)
+    if code != 0:
+        raise RuntimeError(f"engram {' '.join(args[:3])} ... exited {code}")
+
+
+def _checkpoints(root: Path) -> int:
+    from memory_core.store import Store
+
+    with Store.open(root) as store:
+        row = store.query_one("SELECT COUNT(*) FROM checkpoints")
+        return int(row[0]) if row else 0
+
+
+def _turns(root: Path, transcript: Path) -> int:
+    """The turns an ingest of `transcript` records (counted in a throwaway store beside)."""
+    from memory_core.agents.transcripts import ingest_file
+    from memory_core.store import Store
+
+    scratch = root.parent / "count-turns"
+    scratch.mkdir(exist_ok=True)
+    with Store.init(scratch) as store:
+        return ingest_file(store, transcript).turns
+
+
+def real_transcripts() -> list[Figure]:
+    name = "transcript ingest of real transcripts"
+    if not REAL or not Path(REAL).is_dir():
+        return [
+            Figure(
+                name,
+                f"<= {FLOOR_RATIO:.0f}x the orjson parse floor",
+                note="not measured: "
+                "set ENGRAM_REAL_CLAUDE_TRANSCRIPTS to a folder of real transcripts",
+            )
+        ]
+    files = sorted(Path(REAL).rglob("*.jsonl"))
+    mb = sum(f.stat().st_size for f in files) / 1e6
+    with tempfile.TemporaryDirectory() as tmp:
+        parent = Path(tmp)
+        # Imports and first compilations out of the way (a cold process is not what is measured).
+        _engram(_workspace(parent, "warm"), "ingest", "claude-code", str(files[0]))
+        samples: dict[str, list[tuple[float, float]]] = {k: [] for k in ("floor", "one", "each")}
+        floors: dict[str, list[tuple[float, float]]] = {"one": [], "each": []}
+        for n in range(ROUNDS):
+            for kind in ("one", "each"):
+                root = _workspace(parent, f"{kind}-{n}")
+                floor = _timed(lambda: _parse_floor(files))
+                floors[kind].append(floor)
+                samples["floor"].append(floor)
+                if kind == "one":
+                    took = _timed(
+                        lambda root=root: _engram(root, "ingest", "claude-code", *map(str, files))
+                    )
+                else:
+                    took = _timed(
+                        lambda root=root: [
+                            _engram(root, "ingest", "claude-code", str(f)) for f in files
+                        ]
+                    )
+                samples[kind].append(took)
+                shutil.rmtree(root, ignore_errors=True)
+    load = os.getloadavg()[0]
+    floor_wall = statistics.median(s[0] for s in samples["floor"])
+    figures = [
+        Figure(
+            f"orjson parse floor: {len(files)} real transcripts ({mb:.1f} MB) (peer)",
+            "-",
+            mb / floor_wall,
+            None,
+            unit="MB/s",
+            note=f"median of {len(samples['floor'])} reads, alternating with the ingests; "
+            f"{mb / statistics.median(s[1] for s in samples['floor']):.0f} MB per CPU second",
+        )
+    ]
+    for kind, label in (("one", "in one call"), ("each", "file by file")):
+        # Each ingest against the floor read just before it.
+        ratios = [i[0] / f[0] for i, f in zip(samples[kind], floors[kind], strict=True)]
+        cpu_ratios = [i[1] / f[1] for i, f in zip(samples[kind], floors[kind], strict=True)]
+        wall = statistics.median(s[0] for s in samples[kind])
+        ratio = statistics.median(ratios)
+        figures.append(
+            Figure(
+                f"{name} ({len(files)} files, {mb:.1f} MB), {label}",
+                f"<= {FLOOR_RATIO:.0f}x the orjson parse floor",
+                mb / wall,
+                None,
+                unit="MB/s",
+                ratio=f"{ratio:.1f}x the floor (CPU {statistics.median(cpu_ratios):.1f}x)",
+                within_budget=ratio <= FLOOR_RATIO,
+                note=f"s each: {', '.join(f'{s[0]:.2f}' for s in samples[kind])}; "
+                f"floor before each: {', '.join(f'{f[0]:.3f}' for f in floors[kind])}; "
+                f"load average {load:.1f}",
+            )
+        )
+    return figures
+
+
+def _old_transcript(path: Path, cwd: Path) -> Path:
+    """A transcript of REPLAY_MB dated 2026-03-02 with about 60 turns (real files of that size
+    in the development corpus hold fewer than `checkpoints.every_n_turns`, 20, and never made
+    a checkpoint): bench_agents' generator, Claude Code's documented line shapes."""
+    from tests.bench.bench_agents import _transcript
+
+    _transcript(path, int(REPLAY_MB * 1024 * 1024), cwd)
+    return path
+
+
+def replay_in_a_large_workspace() -> list[Figure]:
+    from memory_core.store import Store
+    from tests.bench import bench_checkpoints
+
+    with tempfile.TemporaryDirectory() as tmp:
+        parent = Path(tmp)
+        large = _workspace(parent, "large")
+        bench_checkpoints._generate(large, bench_checkpoints._paths())
+        subprocess.run(["git", "-C", str(large), "add", "-A"], check=True)
+        subprocess.run(
+            [
+                "git",
+                "-C",
+                str(large),
+                "-c",
+                "user.name=b",
+                "-c",
+                "user.email=b@example.invalid",
+                "-c",
+                "gc.auto=0",
+                "commit",
+                "-q",
+                "-m",
+                "p",
+            ],
+            check=True,
+        )
+        # The project's store, with no checkpoint yet: the first ingest of a project's history
+        # (a due checkpoint was then a first, full one: seconds in 50,000 files).
+        Store.init(large).close()
+        small = _workspace(parent, "small")
+        (small / "app.py").write_text("print('hello')\n")
+        transcript = _old_transcript(parent / "old.jsonl", large)
+        _engram(_workspace(parent, "warm"), "ingest", "claude-code", str(transcript))
+        took: dict[str, list[float]] = {"small": [], "large": []}
+        made: dict[str, list[int]] = {"small": [], "large": []}
+        for n in range(ROUNDS):
+            for kind, root in (("small", small), ("large", large)):
+                copy = parent / f"{kind}-{n}.jsonl"  # a new file each time: read from the start
+                shutil.copy(transcript, copy)
+                before = _checkpoints(root) if (root / ".engram").is_dir() else 0
+                wall, _ = _timed(
+                    lambda root=root, copy=copy: _engram(root, "ingest", "claude-code", str(copy))
+                )
+                took[kind].append(wall)
+                made[kind].append(_checkpoints(root) - before)
+                # Each round ingests the same session again into a store that counted it: only
+                # the first round has turns to replay; the later ones read the file and find
+                # every line counted. Fresh session ids would need a rewritten file, so the
+                # store is reset instead.
+                shutil.rmtree(root / ".engram", ignore_errors=True)
+                if kind == "large":
+                    Store.init(large).close()
+        size = transcript.stat().st_size / 1e6
+        turns = _turns(large, transcript)
+    small_s = statistics.median(took["small"])
+    large_s = statistics.median(took["large"])
+    return [
+        Figure(
+            f"ingest of one old {size:.1f} MB transcript, 50,000-file workspace",
+            "as in a small workspace; no checkpoint",
+            large_s * 1000,
+            None,
+            ratio=f"{large_s / small_s:.2f}x the small workspace ({small_s * 1000:.0f} ms)",
+            within_budget=large_s <= 1.5 * small_s and not any(made["large"]),
+            note=f"{turns} turns replayed (a checkpoint due every 20); checkpoints made per "
+            f"ingest: {made['large']} (small: {made['small']}); ms each: "
+            f"{', '.join(f'{s * 1000:.0f}' for s in took['large'])} (small: "
+            f"{', '.join(f'{s * 1000:.0f}' for s in took['small'])}); load average "
+            f"{os.getloadavg()[0]:.1f}",
+        )
+    ]
+
+
+def run() -> list[Figure]:
+    return real_transcripts() + replay_in_a_large_workspace()
+
+
+if __name__ == "__main__":  # (the replay alone: `python -m tests.bench.bench_ingest`)
+    for figure in replay_in_a_large_workspace():
+        print(figure.row(), figure.note)
