@@ -185,3 +185,148 @@ def test_describe_names_the_ranges_and_who(store: Store) -> None:
     assert row is not None
     line = evolution.describe(row)
     assert "f.py lines 2,7-8" in line and line.endswith("by agent (S9)")
+
+
+# -- what the timeline and `engram evolution` show of a change ----------------------------------
+
+
+def test_a_changed_last_line_is_found_though_the_lines_before_it_match() -> None:
+    assert changed_lines("a\nb\n", "a\nc\n") == [(2, 2)]
+    assert changed_lines("a\nb\nc\n", "x\nb\nc\n") == [(1, 1)]
+
+
+def test_a_change_too_big_to_align_is_one_block_of_the_new_text() -> None:
+    before = "".join(f"old {n}\n" for n in range(2100))
+    after = "keep\n" + "".join(f"new {n}\n" for n in range(2050))
+    assert changed_lines("keep\n" + before, after) == [(2, 2051)]
+
+
+def test_a_change_whose_lines_are_unknown_stores_none_and_drift_reads_it(
+    store: Store, workspace: Path
+) -> None:
+    from memory_core import drift
+
+    (workspace / "u.py").write_text(TEN)
+    evolution.record_change(store, "u.py", actor="external", now=1.0)
+    (workspace / "u.py").write_text(TEN + "more\n")
+    row = evolution.record_change(store, "u.py", actor="agent", session_id="S", now=2.0)
+    assert row is not None and row["lines"] is None and row["line_count"] == 0
+    assert store.query_one("SELECT lines FROM file_changes WHERE id = ?", (row["id"],))[0] is None
+    assert drift.overlaps(store, "u.py", window_minutes=10, now=3.0) == []
+
+
+def test_the_data_of_a_change_is_kept_with_secrets_redacted(store: Store) -> None:
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    result = evolution.record_batch(
+        store,
+        [
+            evolution.Change(
+                "k.py", "agent", "S", before="", after="x\n", data={"tool": "Write", "env": token}
+            )
+        ],
+        now=1.0,
+        check_git=False,
+    )
+    (row,) = result.recorded
+    assert row["data"]["tool"] == "Write"
+    assert token not in str(row["data"]) and "ghp_" not in str(row["data"]["env"])
+    assert evolution.history(store, "k.py")[0]["data"] == row["data"]
+
+
+def test_an_unknown_actor_is_refused_with_the_actors_to_use(store: Store) -> None:
+    from memory_core.errors import UsageError
+
+    with pytest.raises(UsageError) as refused:
+        evolution.record_change(store, "a.py", actor="robot", after="x", now=1.0)
+    assert refused.value.hint == "use editor, agent or external"
+
+
+@pytest.mark.parametrize(
+    ("rel", "recorded"),
+    [
+        ("src/app.py", True),
+        (".git/objects/ab/cdef", False),
+        (".git", False),
+        (".engram/engram.db", False),
+        ("src/.git-keep", True),
+        ("docs/.engram-notes.md", True),
+        ("src/app.py.engram-rollback-1a2b", False),
+        ("", False),
+        (".", False),
+    ],
+)
+def test_the_store_gits_folder_and_rollback_files_are_never_recorded(
+    rel: str, recorded: bool
+) -> None:
+    assert evolution.is_recordable(rel) is recorded
+
+
+def test_describe_shows_six_ranges_then_says_there_are_more(store: Store) -> None:
+    ranges = [(n * 3, n * 3) for n in range(1, 8)]
+    row = evolution.record_change(
+        store, "g.py", actor="editor", before="a", after="b", lines=ranges, now=5.0
+    )
+    assert row is not None
+    assert " lines 3,6,9,12,15,18...  by editor" in evolution.describe(row)
+
+
+def test_describe_of_a_deleted_file_names_no_lines(store: Store) -> None:
+    evolution.record_change(store, "h.py", actor="editor", before="", after="x\n", now=1.0)
+    gone = evolution.record_change(store, "h.py", actor="external", change="deleted", now=2.0)
+    assert gone is not None
+    line = evolution.describe(gone)
+    assert line.endswith("deleted  h.py  by external") and "lines" not in line
+
+
+def test_most_active_counts_changes_lines_and_actors(store: Store) -> None:
+    evolution.record_change(store, "m.py", actor="editor", before=TEN, after=TEN + "x\n", now=1.0)
+    evolution.record_change(
+        store,
+        "m.py",
+        actor="agent",
+        session_id="S7",
+        before=TEN + "x\n",
+        after=TEN.replace("line 1\n", "one\n") + "x\n",
+        now=2.0,
+    )
+    (entry,) = evolution.most_active(store)
+    assert entry["changes"] == 2 and entry["lines_touched"] == 2
+    assert (entry["last_actor"], entry["last_session_id"]) == ("agent", "S7")
+    assert entry["actors"] == {"editor": 1, "agent": 1, "external": 0}
+
+
+def test_git_moves_are_described_with_both_commits(store: Store, workspace: Path) -> None:
+    from tests.conftest import git
+
+    git(workspace, "init", "-q", "-b", "main")
+    (workspace / "a.txt").write_text("1\n")
+    git(workspace, "add", "a.txt")
+    git(workspace, "commit", "-qm", "one")
+    first = git(workspace, "rev-parse", "HEAD").strip()
+    assert evolution.observe_git(store, now=10.0) is None  # the first look is a baseline
+    git(workspace, "commit", "-q", "--allow-empty", "-m", "two")
+    second = git(workspace, "rev-parse", "HEAD").strip()
+    event = evolution.observe_git(store, now=20.0)
+    assert event is not None
+    data = event["data"]
+    assert (data["operation"], data["from_commit"], data["to_commit"]) == (
+        "head-moved",
+        first,
+        second,
+    )
+    assert data["summary"] == f"git HEAD moved on main: {first[:8]} -> {second[:8]}"
+    move = {"operation": "commit", "to_branch": "main", "from_commit": None, "to_commit": second}
+    assert evolution._describe_git(move) == f"git HEAD moved on main: nothing -> {second[:8]}"
+
+
+def test_files_git_wrote_include_those_head_no_longer_has(workspace: Path) -> None:
+    from tests.conftest import git
+
+    git(workspace, "init", "-q", "-b", "main")
+    (workspace / "kept.txt").write_text("as committed\n")
+    (workspace / "edited.txt").write_text("as committed\n")
+    git(workspace, "add", ".")
+    git(workspace, "commit", "-qm", "one")
+    (workspace / "edited.txt").write_text("changed since\n")
+    found = evolution.written_by_git(workspace, ["kept.txt", "edited.txt", "removed.txt"])
+    assert found == {"kept.txt", "removed.txt"}

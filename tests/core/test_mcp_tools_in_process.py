@@ -47,8 +47,14 @@ def sessions_of_every_kind(store: Store) -> Path:
     return store.root
 
 
+_SERVERS: dict[Path, Any] = {}
+
+
 async def _call(root: Path, tool: str, args: dict[str, Any]) -> Any:
-    async with Client(mcp_server.build(root)) as client:
+    # One server per workspace, as an agent keeps one for its session (building it costs more
+    # than the calls).
+    server = _SERVERS.setdefault(root, mcp_server.build(root))
+    async with Client(server) as client:
         return await client.call_tool(tool, args)
 
 
@@ -236,3 +242,38 @@ async def test_an_unknown_parameter_is_refused_with_the_known_ones(store: Store)
     message = _error(await _call(store.root, "session_list", {"hasSummary": True}))
     assert "unknown parameter hasSummary for session_list" in message
     assert "has_summary" in message
+
+
+async def test_an_agents_turns_come_in_order_with_their_tool_calls_and_tokens(
+    store: Store,
+) -> None:
+    """Turns the hooks recorded (agent_turns), as Claude Code sessions have them."""
+    _start(store, "S-hooks", T0)
+    with store.transaction() as db:
+        for n in (3, 1, 2):  # stored out of order
+            db.execute(
+                "INSERT INTO agent_turns (uuid, session_id, started_at, ended_at, user_message,"
+                " assistant_response, tool_calls, input_tokens, output_tokens, recorded)"
+                " VALUES (?, 'S-hooks', ?, ?, ?, ?, ?, ?, ?, 1)",
+                (
+                    f"turn-{n}",
+                    T0 + n,
+                    T0 + n + 0.5 if n < 3 else None,
+                    f"ask {n}",
+                    f"reply {n}",
+                    json.dumps([{"tool": "Bash", "command": f"ls {n}"}]),
+                    10 * n,
+                    20 * n,
+                ),
+            )
+    full = _data(await _call(store.root, "session_transcript", {"session_id": "S-hooks"}))
+    turns = full["turns"]
+    assert [t["id"] for t in turns] == ["turn-1", "turn-2", "turn-3"]
+    assert [t["user_message"] for t in turns] == ["ask 1", "ask 2", "ask 3"]
+    assert turns[0]["tool_calls"] == [{"tool": "Bash", "command": "ls 1"}]
+    assert (turns[1]["input_tokens"], turns[1]["output_tokens"]) == (20, 40)
+    assert turns[2]["ended_at"] is None and turns[0]["ended_at"] is not None
+    first_two = _data(
+        await _call(store.root, "session_transcript", {"session_id": "S-hooks", "limit": 2})
+    )
+    assert [t["id"] for t in first_two["turns"]] == ["turn-1", "turn-2"]

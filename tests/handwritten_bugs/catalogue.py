@@ -19,6 +19,8 @@ class Bug:
     old: str
     new: str
     why: str
+    # Set when the bug, looked at again, changes nothing a user could see: why not.
+    equivalent: str = ""
 
 
 @dataclass(frozen=True)
@@ -281,6 +283,11 @@ AREAS: tuple[Area, ...] = (
                 "if quota_now != quota_then or quota_now <= 0:",
                 "if quota_now <= 0:",
                 "a lowered quota trusts the measurement made against the old one",
+                equivalent=(
+                    "the measurement kept is in bytes, and the check divides it by today's"
+                    " quota: a changed quota gives the same answer as a new measurement, and"
+                    " writes from elsewhere go unseen for 30 s whether or not the quota changed"
+                ),
             ),
             Bug(
                 "quiet-below-the-wrong-percent",
