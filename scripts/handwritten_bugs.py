@@ -3,7 +3,7 @@
 For each bug: the source file is patched in place, the area's tests run (`pytest -x`), and the
 file is put back byte for byte, whatever happens. A bug is caught when a test fails.
 
-Usage: .venv/bin/python scripts/handwritten_bugs.py [AREA ...] [--existing-only] [--list]
+Usage: .venv/bin/python scripts/handwritten_bugs.py [AREA ...] [--bug NAME] [--existing-only] [--list]
   --existing-only   run only the tests the area had before issue 31 (the "before" figure)
 """
 
@@ -43,13 +43,14 @@ def _run(tests: list[str]) -> int:
     return done.returncode
 
 
-def run_area(area: Area, existing_only: bool) -> tuple[int, int]:
+def run_area(area: Area, existing_only: bool, only: set[str]) -> tuple[int, int]:
     tests = [t for t in (*area.existing, *(() if existing_only else area.added))]
     tests = [t for t in tests if (REPO / t).exists()]
     if _run(tests) != 0:
         raise SystemExit(f"{area.name}: the tests fail without any bug; fix them first")
     caught = 0
-    for bug in area.bugs:
+    bugs = [bug for bug in area.bugs if not only or bug.name in only]
+    for bug in bugs:
         started = time.monotonic()
         original = _apply(bug)
         try:
@@ -65,7 +66,7 @@ def run_area(area: Area, existing_only: bool) -> tuple[int, int]:
             f"  {verdict:7} {bug.name:40} {bug.why} ({time.monotonic() - started:.0f} s)",
             flush=True,
         )
-    return caught, sum(1 for bug in area.bugs if not bug.equivalent)
+    return caught, sum(1 for bug in bugs if not bug.equivalent)
 
 
 def main(argv: list[str]) -> int:
@@ -73,6 +74,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("areas", nargs="*")
     parser.add_argument("--existing-only", action="store_true")
     parser.add_argument("--list", action="store_true")
+    parser.add_argument("--bug", action="append", default=[], help="only this bug (repeatable)")
     args = parser.parse_args(argv)
     chosen = [a for a in AREAS if not args.areas or a.name in args.areas]
     if args.list:
@@ -84,7 +86,7 @@ def main(argv: list[str]) -> int:
     totals = []
     for area in chosen:
         print(f"== {area.name}", flush=True)
-        totals.append((area.name, *run_area(area, args.existing_only)))
+        totals.append((area.name, *run_area(area, args.existing_only, set(args.bug))))
     print()
     for name, caught, total in totals:
         print(f"{name:15} {caught}/{total}")
