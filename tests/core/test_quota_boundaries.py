@@ -223,3 +223,138 @@ def test_a_session_measured_between_70_and_80_percent_is_measured_again(
     memory.add(store, "pinned too: " + BIG[: quota_bytes // 12], session_id=S, pinned=True)
     assert 80 <= quota.usage(store, S, _settings(store.root, quota_bytes))["percent"] < 95
     assert "of its quota" in _post(store, "toolu_85", start + 5)
+
+
+# -- what compaction records and what `engram memory status` shows -----------------------------
+
+
+def _decayed(store: Store, label: str, *, created: float, size: int = 2000) -> str:
+    entry = memory.add(
+        store, label + BIG[:size], type="action", base_priority=0.1, session_id=S, now=created
+    )
+    return str(entry["id"])
+
+
+def test_compaction_is_recorded_as_an_event_of_the_session(pinned_session: Store) -> None:
+    dropped = _decayed(pinned_session, "old note", created=NOW - 100 * DAY)
+    result = quota.compact(
+        pinned_session, S, _settings(pinned_session.root, 10**9), every_step=True, now=NOW
+    )
+    assert result["steps"][0]["memories"] == [dropped]
+    (event,) = pinned_session.query("SELECT * FROM events WHERE kind = 'quota.compacted'")
+    assert (event["actor"], event["session_id"], event["ts"]) == ("quota", S, NOW)
+    assert json.loads(event["data"])["steps"][0]["step"] == "drop_decayed"
+
+
+def test_a_compaction_that_finds_nothing_records_no_event(pinned_session: Store) -> None:
+    result = quota.compact(
+        pinned_session, S, _settings(pinned_session.root, 10**9), every_step=True
+    )
+    assert result["steps"] == []
+    assert pinned_session.query("SELECT 1 FROM events WHERE kind = 'quota.compacted'") == []
+
+
+def test_a_pinned_memory_is_kept_however_low_its_priority(pinned_session: Store) -> None:
+    entry = memory.add(
+        pinned_session,
+        "pinned but minor",
+        type="action",
+        base_priority=0.1,
+        pinned=True,
+        session_id=S,
+        now=NOW - 100 * DAY,
+    )
+    quota.compact(
+        pinned_session, S, _settings(pinned_session.root, 10**9), every_step=True, now=NOW
+    )
+    assert pinned_session.query_one("SELECT 1 FROM memories WHERE id = ?", (entry["id"],))
+
+
+def test_after_write_compacts_as_of_the_time_it_is_given(pinned_session: Store) -> None:
+    # Made three days before NOW: past the 48 hours at NOW, in the future at the real clock.
+    dropped = _decayed(pinned_session, "three days old", created=NOW - 3 * DAY, size=6000)
+    used = quota.session_usage(pinned_session, S)
+    notice = quota.after_write(
+        pinned_session, S, _settings(pinned_session.root, used * 100 // 85), now=NOW
+    )
+    assert notice is not None and notice["compaction"]["steps"][0]["memories"] == [dropped]
+    assert "compacted to" in notice["message"]
+
+
+def test_after_write_at_95_percent_compacts_forced(pinned_session: Store) -> None:
+    used = quota.session_usage(pinned_session, S)
+    notice = quota.after_write(pinned_session, S, _settings(pinned_session.root, used * 100 // 96))
+    assert notice is not None and notice["compaction"]["mode"] == "forced"
+    assert notice["threshold"] == 95
+
+
+def test_back_under_80_percent_the_next_crossing_warns_again(pinned_session: Store) -> None:
+    store = pinned_session
+    _decayed(store, "droppable", created=NOW - 100 * DAY, size=12000)
+    used = quota.session_usage(store, S)
+    settings = _settings(store.root, used * 100 // 85)
+    quota.mark_warned(store, S, 80)
+    notice = quota.after_write(store, S, settings, once_per_level=True, now=NOW)
+    assert notice is not None and notice["after_percent"] < 80
+    key = f"{quota.WARNED_KEY}{S}"
+    assert store.query_one("SELECT 1 FROM store_meta WHERE key = ?", (key,)) is None
+
+
+def test_no_quota_never_refuses(pinned_session: Store) -> None:
+    assert quota.before_write(pinned_session, S, _settings(pinned_session.root, 0)) is None
+    with quota.guarded_write(pinned_session, S, _settings(pinned_session.root, 0)):
+        _write_prompt(pinned_session, "p-free")
+    assert quota.after_write(pinned_session, S, _settings(pinned_session.root, 0)) is None
+
+
+def test_status_says_forced_from_exactly_95_percent(pinned_session: Store) -> None:
+    used = quota.session_usage(pinned_session, S)
+    (row,) = quota.status(pinned_session, _settings(pinned_session.root, used * 100 // 95))
+    assert row["level"] == "forced"
+    (under,) = quota.status(pinned_session, _settings(pinned_session.root, used * 100 // 94))
+    assert under["level"] == "gentle"
+
+
+def test_a_session_known_only_by_its_row_is_listed_and_measured(store: Store) -> None:
+    sessions.start(store, session_id="S-row", agent="claude-code", now=NOW)
+    with store.transaction() as db:
+        db.execute("DELETE FROM events WHERE session_id = 'S-row'")
+    assert quota.session_ids(store) == ["S-row"]
+    assert quota.session_usage(store, "S-row") > 0
+
+
+def test_memory_status_counts_tiers_pins_archive_and_trash(store: Store) -> None:
+    from memory_core import lifecycle
+
+    memory.add(store, "hot decision", type="decision", pinned=True, now=NOW)
+    memory.add(store, "cold note", type="action", base_priority=0.1, now=NOW - 300 * DAY)
+    gone = memory.add(store, "to delete", type="learning", now=NOW)
+    lifecycle.delete(store, memory_ids=[gone["id"]], now=NOW)
+    status = quota.memory_status(store, _settings(store.root, 1000), now=NOW)
+    assert status["memories"] == 2 and status["pinned"] == 1
+    assert status["tiers"] == {"hot": 1, "warm": 0, "cold": 1}
+    assert status["recoverable_deletions"] == 1 and status["archived"] == 0
+
+
+def test_an_archived_resolved_finding_keeps_its_tags_and_relations(pinned_session: Store) -> None:
+    import zlib
+
+    store = pinned_session
+    finding = memory.add(
+        store,
+        "the cache key missed the tenant",
+        type="finding",
+        status="resolved",
+        tags=["cache"],
+        session_id=S,
+        now=NOW - 10 * DAY,
+    )
+    fix = memory.add(store, "tenant in the key", type="learning", now=NOW - 10 * DAY)
+    memory.relate(store, fix["id"], "resolves", finding["id"], now=NOW - 10 * DAY)
+    result = quota.compact(store, S, _settings(store.root, 10**9), every_step=True, now=NOW)
+    assert {"step": "archive_resolved", "memories": [finding["id"]]} in result["steps"]
+    (row,) = store.query("SELECT data FROM archived_rows WHERE ref_id = ?", (finding["id"],))
+    payload = json.loads(zlib.decompress(row["data"]))
+    assert payload["memory"]["content"] == "the cache key missed the tenant"
+    assert payload["tags"] == ["cache"]
+    assert [r["kind"] for r in payload["relations"]] == ["resolves"]
