@@ -4,6 +4,9 @@ test_mcp_hostile_lines.py proves the same over the real process's stdio."""
 
 from __future__ import annotations
 
+import json
+import os
+
 import pytest
 
 from memory_core.mcp_server import (
@@ -11,6 +14,7 @@ from memory_core.mcp_server import (
     INVALID_REQUEST,
     MAX_DEPTH,
     PARSE_ERROR,
+    guard_lines,
     line_problem,
 )
 
@@ -112,3 +116,49 @@ def test_the_messages_say_what_is_wrong() -> None:
     assert "a whole number past 64 bits (99999999999999999999)" in str(line_problem(big))
     problem = line_problem(b'{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": 3}')
     assert problem is not None and problem[2] == "tools/call: params must be an object"
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 65536):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def test_the_guard_passes_what_the_library_can_serve_and_answers_the_rest() -> None:
+    client_in_r, client_in_w = os.pipe()
+    client_out_r, client_out_w = os.pipe()
+    library_in_r, library_in_w = os.pipe()
+    library_out_r, library_out_w = os.pipe()
+    threads = guard_lines(client_in_r, client_out_w, library_in_w, library_out_r)
+    os.write(
+        client_in_w,
+        b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}\n'
+        b"   \n"
+        b'{"jsonrpc": "1.0", "id": 2, "method": "tools/list"}\n'
+        b'{"jsonrpc": "2.0", "id": 3, "method": "ping"}',  # the last line has no newline
+    )
+    os.close(client_in_w)
+    assert _read_all(library_in_r).splitlines(keepends=True) == [
+        b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}\n',
+        b'{"jsonrpc": "2.0", "id": 3, "method": "ping"}\n',
+    ]
+    os.write(library_out_w, b'{"jsonrpc": "2.0", "id": 1, "result": {}}\n')
+    os.close(library_out_w)
+    for thread in threads:
+        thread.join(timeout=10)
+        assert not thread.is_alive()
+    answers = [json.loads(line) for line in _read_all(client_out_r).splitlines()]
+    assert answers == [
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "error": {
+                "code": INVALID_REQUEST,
+                "message": 'only JSON-RPC "2.0" messages are served',
+            },
+        },
+        {"jsonrpc": "2.0", "id": 1, "result": {}},
+    ]
+    os.close(client_out_r)
+    os.close(library_in_r)

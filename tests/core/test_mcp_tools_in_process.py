@@ -277,3 +277,25 @@ async def test_an_agents_turns_come_in_order_with_their_tool_calls_and_tokens(
         await _call(store.root, "session_transcript", {"session_id": "S-hooks", "limit": 2})
     )
     assert [t["id"] for t in first_two["turns"]] == ["turn-1", "turn-2"]
+
+
+async def test_every_tool_says_it_takes_no_other_parameters(store: Store) -> None:
+    server = _SERVERS.setdefault(store.root, mcp_server.build(store.root))
+    async with Client(server) as client:
+        tools = (await client.list_tools()).tools
+    assert len(tools) >= 11
+    assert all(tool.input_schema.get("additionalProperties") is False for tool in tools)
+    message = _error(await _call(store.root, "session_list", {"hasSummary": True}))
+    assert "; it takes has_summary, limit [" in message
+
+
+async def test_projecthub_decisions_are_the_summarys_and_the_users(
+    sessions_of_every_kind: Path,
+) -> None:
+    listed = _data(
+        await _call(sessions_of_every_kind, "projecthub_session_list", {"hasSummary": True})
+    )
+    decided = next(s for s in listed["sessions"] if s["session_id"] == "S-decisions")
+    assert decided["decisions"] == ["keep SQLite"]
+    assert decided["summary"]["decisions"] == ["keep SQLite"]
+    assert decided["started_at"] and decided["status"]
