@@ -242,3 +242,110 @@ def test_the_timer_digest_is_due_at_its_interval_not_before(
     _session(store, "S-t", last_seen=NOW, started=NOW)
     assert digest.due(store, "S-t", 10, now=NOW + elapsed) is due
     assert digest.due(store, "S-t", 0, now=NOW + 10_000) is False
+
+
+# -- the whole text, as the agent reads it -------------------------------------------------------
+
+
+def test_the_last_session_is_told_by_its_requests_ending_work_and_open_failures(
+    store: Store, tmp_path: Path
+) -> None:
+    t = Transcript("S-fail", store.root)
+    t.prompt("get the build green")
+    for n in range(2):
+        t.response([tool_use(f"toolu_{n}", "Bash", command=f"make target{n}")])
+        t.tool_result(
+            f"toolu_{n}", f"Exit code 2\nmake: *** No rule to make target{n}", is_error=True
+        )
+    t.response(
+        [text("First paragraph.\n\nStill failing: the Makefile has no such target.")],
+        stop_reason="end_turn",
+    )
+    ingest_file(store, t.save(tmp_path / "fail.jsonl"))
+    out = context.session_start_text(store, current_session="S-next", now=NOW)
+    lines = out.splitlines()
+    assert lines[:3] == [context.HEADER, "", "## Last session"]
+    assert lines[3].startswith("- S-fail (claude-code, 1 turns, last active ")
+    assert lines[4:] == [
+        "- Last requests: \u201cget the build green\u201d",
+        "- Where it ended: Still failing: the Makefile has no such target.",
+        "- Done: ran 2 commands (2 failed)",
+        "- Open: `make target0` failed the last time it ran"
+        " (exit code 2: make: *** No rule to make target0)",
+        "- Open: `make target1` failed the last time it ran"
+        " (exit code 2: make: *** No rule to make target1)",
+    ]
+
+
+def test_the_previous_session_stopped_mid_work_with_its_files(store: Store) -> None:
+    _session(store, "S-cut", last_seen=NOW - 2 * 3600)
+    long_request = "Refactor the billing module " + "and its tests " * 20
+    _prompt(store, "S-cut", NOW - 2 * 3600 - 60, long_request)
+    _tool(store, "S-cut", NOW - 7300, "Edit", ok=True, path="billing.py")
+    _tool(store, "S-cut", NOW - 7250, "Write", ok=True, path="test_billing.py")
+    items = context.crash_note(store, "S-next", NOW).items
+    said = items[0]
+    assert said.startswith("Session S-cut recorded no end; the last thing it did (")
+    quoted = said.split('while working on: "')[1].removesuffix('".')
+    assert len(quoted) == 160 and quoted.endswith("…")
+    assert items[1] == "Files it was changing: test_billing.py, billing.py."
+    assert items[2].startswith("Check those files before continuing")
+    # The session asking is never told about itself.
+    out = context.session_start_text(store, current_session="S-cut", now=NOW)
+    assert "Where the previous session stopped" not in out
+
+
+def test_files_touched_recently_are_their_own_section(store: Store) -> None:
+    _session(store, "S-f", last_seen=NOW)
+    _tool(store, "S-f", NOW - 20, "Edit", ok=True, path="src/a.py")
+    _tool(store, "S-f", NOW - 10, "Edit", ok=True, path="src/b.py")
+    out = context.session_start_text(store, current_session="S-g", now=NOW)
+    assert "## Files touched recently\n- src/b.py, src/a.py" in out
+
+
+def test_rules_and_corrections_are_told_once_whatever_their_case(store: Store) -> None:
+    _session(store, "S-r", last_seen=NOW)
+    _prompt(store, "S-r", NOW - 30, "No, use tabs in the Makefile.")
+    _prompt(store, "S-r", NOW - 20, "NO, USE TABS IN THE MAKEFILE.")
+    _prompt(store, "S-r", NOW - 10, "Always run the linter before committing.")
+    corrections, rules = context.corrections_and_rules(store, ["S-r"])
+    assert len(corrections.items) == 1
+    assert rules.items == ["Always run the linter before committing."]
+    out = context.session_start_text(store, current_session="S-x", now=NOW)
+    assert "## Rules the user stated\n- Always run the linter before committing." in out
+    assert "## User corrections (do not repeat these mistakes)\n- " in out
+
+
+def test_a_repeated_failure_without_an_error_text_says_none_of_it(store: Store) -> None:
+    _session(store, "S-d", last_seen=NOW)
+    for n in range(2):
+        _tool(store, "S-d", NOW - 50 + n, "Bash", ok=False, command="npm run build")
+    (item,) = context.dead_ends(store, ["S-d"]).items
+    assert item == "`npm run build` failed 2 times; no fix was recorded after it"
+
+
+def test_memories_are_ranked_by_priority_and_a_pinned_one_is_kept_however_low(
+    store: Store,
+) -> None:
+    memory.add(store, "Tests run in CI only", type="learning", now=NOW - 5 * 86400)
+    memory.add(store, "Use Postgres 16", type="decision", now=NOW - 60)
+    memory.add(store, "Minor but pinned", type="project", base_priority=0.1, pinned=True, now=NOW)
+    memory.add(store, "Old and forgotten", type="learning", now=NOW - 400 * 86400)
+    items = context.remembered(store, NOW).items
+    assert [i.split(": ", 1)[1] for i in items] == [
+        "Minor but pinned",
+        "Use Postgres 16",
+        "Tests run in CI only",
+    ]
+
+
+def test_the_branch_or_a_detached_head_is_named(store: Store) -> None:
+    from tests.conftest import git
+
+    git(store.root, "init", "-q", "-b", "trunk")
+    (store.root / "a").write_text("a\n")
+    git(store.root, "add", "a")
+    git(store.root, "commit", "-qm", "one")
+    assert context.now_section(store, None).items == ["Git branch: trunk"]
+    git(store.root, "checkout", "-q", "--detach")
+    assert context.now_section(store, None).items == ["Git branch: detached HEAD"]
