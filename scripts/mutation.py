@@ -176,7 +176,11 @@ MODULES: dict[str, Module] = {
     ),
     "agents.quota_hook": Module(
         "memory_core/agents/quota_hook.py",
-        ("tests/core/test_quota_paths.py", "tests/core/test_quota_boundaries.py"),
+        (
+            "tests/core/test_quota_paths.py",
+            "tests/core/test_quota_boundaries.py",
+            "tests/core/test_quota_hook_steps.py",
+        ),
         sample=60,
     ),
     "lifecycle": Module(
