@@ -202,7 +202,7 @@ def test_a_branch_switch_says_from_where_to_where(store: Store, workspace: Path)
     head = _repo(workspace)
     git(workspace, "checkout", "-q", "-b", "feature")
     (item,) = drift.workspace_since(store, since=0.0, label="the session", branch="main", head=head)
-    assert item.severity == "high"
+    assert (item.kind, item.severity) == ("workspace", "high")
     assert item.summary == "branch switched from main to feature since the session"
     assert item.details == {"key": "the session:branch", "then": "main", "now": "feature"}
     git(workspace, "checkout", "-q", "--detach")
@@ -429,3 +429,42 @@ def test_detect_finds_overlaps_and_citations_most_severe_first(store: Store) -> 
         ("overlap", "critical"),
         ("stale-citation", "medium"),
     ]
+
+
+def test_a_git_event_without_a_summary_is_still_named(store: Store) -> None:
+    import json
+
+    from memory_core import sessions
+
+    sessions.start(store, session_id="S-q", agent="claude-code", now=1000.0)
+    with store.transaction() as db:
+        db.execute(
+            "INSERT INTO file_changes (ts, actor, change, data) VALUES (1100, 'git', 'git', ?)",
+            (json.dumps({"operation": "head-moved"}),),
+        )
+    (item,) = drift.since_session(store)
+    assert (item.kind, item.summary) == ("workspace", "git operation during session S-q")
+
+
+def test_overlaps_come_in_line_order(store: Store) -> None:
+    _edit(store, "editor", None, 1000.0, [(20, 25), (1, 4)])
+    _edit(store, "agent", "S1", 1010.0, [(22, 30), (2, 3)])
+    items = drift.overlaps(store, "app.py", window_minutes=10, now=1020.0)
+    assert [i.lines for i in items] == [(2, 3), (22, 25)]
+    assert all(i.kind == "overlap" for i in items)
+
+
+def test_rewritten_history_names_both_commits(store: Store, workspace: Path) -> None:
+    from tests.conftest import git
+
+    _repo(workspace)
+    (workspace / "a.py").write_text("two\n")
+    git(workspace, "commit", "-q", "-am", "two")
+    then = git(workspace, "rev-parse", "HEAD").strip()
+    git(workspace, "reset", "-q", "--hard", "HEAD~1")
+    (workspace / "a.py").write_text("three\n")
+    git(workspace, "commit", "-q", "-am", "three")
+    now_head = git(workspace, "rev-parse", "HEAD").strip()
+    (item,) = drift.workspace_since(store, since=0.0, label="L", branch="main", head=then)
+    assert (item.kind, item.severity) == ("workspace", "critical")
+    assert item.details == {"key": "L:rewritten", "then": then, "now": now_head}

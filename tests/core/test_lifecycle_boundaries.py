@@ -280,3 +280,21 @@ def test_tables_in_the_order_their_foreign_keys_need(store: Store) -> None:
         ]
         assert lifecycle.primary_key(db, "memories") == ["seq"]
         assert lifecycle.primary_key(db, "memory_tags") == ["tag", "memory_id"]  # key order
+
+
+def test_archiving_several_sessions_adds_up_their_rows(store: Store) -> None:
+    for sid in ("S-x", "S-y"):
+        sessions.start(store, session_id=sid, agent="claude-code", now=NOW - 40 * DAY)
+        sessions.record_turn(
+            store, sid, user_message="q", assistant_response="a", started_at=NOW - 40 * DAY
+        )
+    rows = {
+        sid: store.query_one("SELECT COUNT(*) FROM session_turns WHERE session_id = ?", (sid,))[0]
+        for sid in ("S-x", "S-y")
+    }
+    result = lifecycle.archive_sessions(store, now=NOW)
+    assert sorted(result["sessions"]) == ["S-x", "S-y"]
+    assert result["rows"] >= sum(rows.values()) >= 2
+    assert result["rows"] > max(
+        lifecycle.archive_session(store, "S-x", now=NOW)["rows"], 1
+    )  # nothing left to archive now, and the sum is more than one session's
