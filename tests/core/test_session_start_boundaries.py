@@ -349,3 +349,86 @@ def test_the_branch_or_a_detached_head_is_named(store: Store) -> None:
     assert context.now_section(store, None).items == ["Git branch: trunk"]
     git(store.root, "checkout", "-q", "--detach")
     assert context.now_section(store, None).items == ["Git branch: detached HEAD"]
+
+
+def test_a_request_is_recognised_by_its_content_words() -> None:
+    assert digest.request_gist("Please fix the login test in src/auth.py again") == (
+        "fix login test src/auth.py"
+    )
+    assert digest._expand("Don't push. It's late") == "Do not push. It is late"
+    assert digest.axioms_in("Xcode must always be closed before building.") == [
+        "Xcode must always be closed before building."
+    ]
+
+
+def test_a_repeated_request_is_referenced_by_its_prompts(store: Store) -> None:
+    _session(store, "S-rep", last_seen=NOW)
+    _prompt(store, "S-rep", NOW - 30, "do it now")
+    _prompt(store, "S-rep", NOW - 20, "Fix the parser")
+    _prompt(store, "S-rep", NOW - 10, "Do it now!")
+    _prompt(store, "S-rep", NOW - 5, "fix the parser")
+    found = [
+        p["description"]
+        for p in digest.extract(store, "S-rep")["patterns_observed"]
+        if p["kind"] == "repeated_request"
+    ]
+    assert sorted(found) == [
+        "the same request 2 times (prompts 1, 3)",
+        "the same request 2 times (prompts 2, 4): fix parser",
+    ]
+
+
+def test_a_rule_said_twice_is_learned_once(store: Store) -> None:
+    _session(store, "S-ax", last_seen=NOW)
+    _prompt(store, "S-ax", NOW - 20, "Always run the linter before committing.")
+    _prompt(store, "S-ax", NOW - 10, "always run the linter before committing")
+    axioms = digest.extract(store, "S-ax")["axioms_learned"]
+    assert [a["text"] for a in axioms] == ["Always: run the linter before committing"]
+
+
+def test_a_long_correction_is_cut_with_an_ellipsis() -> None:
+    assert digest._short("x" * 500) == "x" * 399 + "…"
+    assert digest._short("short  text") == "short text"
+
+
+def test_the_timer_is_never_due_for_an_unknown_or_ended_session(store: Store) -> None:
+    assert digest.due(store, "S-unknown", 10, now=NOW) is False
+    _session(store, "S-end", last_seen=NOW, started=NOW - 3600, ended_at=NOW)
+    assert digest.due(store, "S-end", 10, now=NOW + 3600) is False
+
+
+def test_the_story_the_session_works_on(store: Store) -> None:
+    from memory_core import sessions
+
+    sessions.start(store, session_id="S-story", agent="claude-code", now=NOW)
+    assert digest.active_story(store, "S-story") is None
+    with store.transaction() as db:
+        db.execute("UPDATE sessions SET active_story = 'MIS-3' WHERE id = 'S-story'")
+    assert digest.active_story(store, "S-story") == "MIS-3"
+
+
+def test_a_written_digest_keeps_the_commands_in_its_richer_facts(store: Store) -> None:
+    _session(store, "S-w", last_seen=NOW, started=NOW - 600)
+    _tool(store, "S-w", NOW - 100, "Bash", ok=True, command="make test")
+    written = digest.write_digest(store, "S-w", trigger="manual", now=NOW)
+    assert written.frontmatter["engram"]["commands"] == [{"command": "make test", "ok": True}]
+    assert written.sections["context_snapshot"]["commands_executed"] == ["make test"]
+
+
+def test_star_bullets_and_engrams_older_yaml_digests_are_read() -> None:
+    text = (
+        '---\nschema_version: "1.0"\nsession_id: "S"\n---\n\n## User Corrections\n\n'
+        '* "use tabs"\n- (none captured)\n\n## Patterns Observed\n\n* Pattern: "npm test failed"\n'
+    )
+    parsed = digest.parse_digest(text)
+    assert parsed.sections["user_corrections"] == ["use tabs"]
+    assert parsed.sections["patterns_observed"] == ["npm test failed"]
+    old = (
+        "---\nsession_id: S\n---\nuser_corrections:\n  - text: use tabs\n"
+        "patterns_observed:\n  - description: npm test failed 3 times\n"
+        "context_snapshot:\n  agent: dev\n  files_modified: [a.py]\n"
+    )
+    sections = digest.parse_digest(old).sections
+    assert sections["patterns_observed"] == ["npm test failed 3 times"]
+    assert sections["context_snapshot"]["active_agent"] == "@dev"
+    assert sections["context_snapshot"]["files_modified"] == ["a.py"]
