@@ -1,4 +1,4 @@
-"""Mutation testing of engram's safety-critical modules, one module at a time (docs/testing.md).
+"""Mutation testing of every module of memory_core and lsp_server, one at a time (docs/testing.md).
 
 Each module is mutated by mutmut (3.x) in a scratch copy of the repository and checked against
 only its own tests, so a run fits on two cores. Prints, per module, the mutants caught,
