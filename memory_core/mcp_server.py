@@ -482,8 +482,6 @@ def _value_problem(value: Any) -> str | None:
 
 def guard_stdio() -> None:
     """Put the line guard between fd 0/1 and whatever reads and writes them from now on."""
-    import threading
-
     client_in, client_out = os.dup(0), os.dup(1)
     library_in_read, library_in_write = os.pipe()
     library_out_read, library_out_write = os.pipe()
@@ -491,15 +489,25 @@ def guard_stdio() -> None:
     os.dup2(library_out_write, 1)
     os.close(library_in_read)
     os.close(library_out_write)
+    guard_lines(client_in, client_out, library_in_write, library_out_read)
+
+
+def guard_lines(client_in: int, client_out: int, library_in: int, library_out: int) -> list[Any]:
+    """Copy the client's lines to the library (answering those it would drop) and the library's
+    lines to the client, each way on a daemon thread. Each thread closes what it reads from
+    when that ends (and `library_in`, `client_out` with it)."""
+    import threading
+
     lock = threading.Lock()
     out = os.fdopen(client_out, "wb", buffering=0)
 
     def send(data: bytes) -> None:
         with lock:
-            out.write(data)
+            if not out.closed:
+                out.write(data)
 
     def from_client() -> None:
-        with os.fdopen(client_in, "rb") as lines, os.fdopen(library_in_write, "wb", 0) as library:
+        with os.fdopen(client_in, "rb") as lines, os.fdopen(library_in, "wb", 0) as library:
             for line in lines:
                 if not line.strip():
                     continue
@@ -512,9 +520,16 @@ def guard_stdio() -> None:
                 send(json.dumps({"jsonrpc": "2.0", "id": msg_id, "error": error}).encode() + b"\n")
 
     def to_client() -> None:
-        with os.fdopen(library_out_read, "rb") as lines:
+        with os.fdopen(library_out, "rb") as lines:
             for line in lines:
                 send(line)
+        with lock:  # the library is done: so is the client's side
+            out.close()
 
-    threading.Thread(target=from_client, name="engram-mcp-in", daemon=True).start()
-    threading.Thread(target=to_client, name="engram-mcp-out", daemon=True).start()
+    threads = [
+        threading.Thread(target=from_client, name="engram-mcp-in", daemon=True),
+        threading.Thread(target=to_client, name="engram-mcp-out", daemon=True),
+    ]
+    for thread in threads:
+        thread.start()
+    return threads

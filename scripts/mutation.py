@@ -1,4 +1,4 @@
-"""Mutation testing of engram's safety-critical modules, one module at a time (docs/testing.md).
+"""Mutation testing of every module of memory_core and lsp_server, one at a time (docs/testing.md).
 
 Each module is mutated by mutmut (3.x) in a scratch copy of the repository and checked against
 only its own tests, so a run fits on two cores. Prints, per module, the mutants caught,
@@ -40,14 +40,20 @@ class Module:
     # Tests left out of mutation runs: timed checks of a cold process, which mutmut's
     # instrumented code and a busy machine fail whatever the mutant.
     deselect: tuple[str, ...] = ()
+    # More files scored with `source` (small files grouped with their neighbours).
+    also: tuple[str, ...] = ()
 
     def files(self) -> list[str]:
         """The source files mutated, relative to the repository (a package: all of its files,
         so a file added to it later is mutated without a change here)."""
-        path = REPO / self.source
-        if path.is_dir():
-            return sorted(p.relative_to(REPO).as_posix() for p in path.rglob("*.py"))
-        return [self.source]
+        found: list[str] = []
+        for source in (self.source, *self.also):
+            path = REPO / source
+            if path.is_dir():
+                found += sorted(p.relative_to(REPO).as_posix() for p in path.rglob("*.py"))
+            else:
+                found.append(source)
+        return found
 
 
 # Each module with only its own tests. Tests that drive the code through a subprocess (the CLI,
@@ -138,7 +144,144 @@ MODULES: dict[str, Module] = {
         ),
         sample=60,
     ),
+    # The areas a second round of hand-written bugs found weakest (issue 31).
+    "evolution": Module(
+        "memory_core/evolution.py",
+        ("tests/core/test_evolution.py", "tests/core/test_evolution_boundaries.py"),
+        sample=60,
+    ),
+    "agents.context": Module(
+        "memory_core/agents/context.py",
+        ("tests/core/test_agents_context.py", "tests/core/test_session_start_boundaries.py"),
+        sample=60,
+    ),
+    "agents.digest": Module(
+        "memory_core/agents/digest.py",
+        ("tests/core/test_agents_digest.py", "tests/core/test_session_start_boundaries.py"),
+        sample=60,
+    ),
+    "mcp_server": Module(
+        "memory_core/mcp_server.py",
+        ("tests/core/test_mcp_tools_in_process.py", "tests/core/test_mcp_line_guard.py"),
+        sample=60,
+    ),
+    "quota": Module(
+        "memory_core/quota.py",
+        (
+            "tests/core/test_quota.py",
+            "tests/core/test_quota_paths.py",
+            "tests/core/test_quota_boundaries.py",
+        ),
+        sample=60,
+    ),
+    "agents.quota_hook": Module(
+        "memory_core/agents/quota_hook.py",
+        (
+            "tests/core/test_quota_paths.py",
+            "tests/core/test_quota_boundaries.py",
+            "tests/core/test_quota_hook_steps.py",
+        ),
+        sample=60,
+    ),
+    "lifecycle": Module(
+        "memory_core/lifecycle.py",
+        ("tests/core/test_lifecycle.py", "tests/core/test_lifecycle_boundaries.py"),
+        sample=60,
+    ),
+    "drift": Module(
+        "memory_core/drift.py",
+        ("tests/core/test_drift.py", "tests/core/test_drift_boundaries.py"),
+        sample=60,
+    ),
+    "agents.install": Module(
+        "memory_core/agents/install.py",
+        ("tests/core/test_agents_install.py", "tests/core/test_install_over_user_settings.py"),
+        sample=60,
+    ),
 }
+
+# Every other module of memory_core and lsp_server, each with the in-process tests that import
+# it (found by reading the tests' imports, so a new test joins its module's run by itself).
+# Files of a few lines with nothing to get wrong are grouped with a neighbour.
+GROUPS: dict[str, tuple[str, ...]] = {
+    "entry-points": (
+        "memory_core/__init__.py",
+        "memory_core/__main__.py",
+        "memory_core/agents/__init__.py",
+        "lsp_server/__init__.py",
+        "lsp_server/__main__.py",
+        "lsp_server/features/__init__.py",
+        "lsp_server/main.py",
+        "lsp_server/setup.py",
+    ),
+    "cli": ("memory_core/cli",),
+}
+TEST_FOLDERS = ("tests/core", "tests/lsp", "tests")
+DEFAULT_SAMPLE = 60
+
+
+def _imports_of(test: Path) -> set[str]:
+    """The dotted modules a test file imports (`from a import b` counts as a and a.b)."""
+    import ast
+
+    try:
+        tree = ast.parse(test.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return set()
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def _dotted(path: str) -> str:
+    return path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+
+
+def _tests_importing(files: list[str]) -> tuple[str, ...]:
+    """The test files importing one of `files` (a top package's `__init__` is left out: every
+    test imports `memory_core`); failing that, the test files named after the module."""
+    wanted = {_dotted(f) for f in files} - {"memory_core", "lsp_server", "lsp_server.features"}
+    tests = []
+    for folder in TEST_FOLDERS:
+        for test in sorted((REPO / folder).glob("test_*.py")):
+            if _imports_of(test) & wanted:
+                tests.append(test.relative_to(REPO).as_posix())
+    if not tests:
+        for name in sorted({w.rsplit(".", 1)[-1] for w in wanted}):
+            for folder in (*TEST_FOLDERS, "tests/cli"):
+                tests += sorted(
+                    t.relative_to(REPO).as_posix()
+                    for t in (REPO / folder).glob(f"test_*{name}*.py")
+                )
+    return tuple(dict.fromkeys(tests))
+
+
+def _discover() -> None:
+    """Add every source file no module above covers, as its own module (or in its group)."""
+    covered = {f for module in MODULES.values() for f in module.files()}
+    for name, sources in GROUPS.items():
+        module = Module(sources[0], (), DEFAULT_SAMPLE, also=sources[1:])
+        files = [f for f in module.files() if f not in covered]
+        MODULES[name] = Module(
+            sources[0], _tests_importing(files), DEFAULT_SAMPLE, also=sources[1:]
+        )
+        covered.update(files)
+    for root in ("memory_core", "lsp_server"):
+        for path in sorted((REPO / root).rglob("*.py")):
+            rel = path.relative_to(REPO).as_posix()
+            if rel in covered:
+                continue
+            name = _dotted(rel).removeprefix("memory_core.").replace("lsp_server.features.", "lsp.")
+            name = name.replace("lsp_server.", "lsp.")
+            MODULES[name] = Module(rel, _tests_importing([rel]), DEFAULT_SAMPLE)
+
+
+_discover()
 
 # mutmut's exit codes, grouped the way the score counts them.
 CAUGHT = {1, 3, 36, 37, -24, 24, 152, 255, -9, -11}  # failed, errored, timed out, crashed
@@ -290,11 +433,22 @@ def main(argv: list[str]) -> int:
         "--show-survivors", action="store_true", help="print the diff of every surviving mutant"
     )
     parser.add_argument("--keep", action="store_true", help="keep the scratch copies")
+    parser.add_argument(
+        "--table", action="store_true", help="print every module as a Markdown table row"
+    )
     args = parser.parse_args(argv)
+    if args.table:
+        print("| module | files | tests | mutants run |")
+        print("|---|---|---|---|")
+        for name, module in MODULES.items():
+            sources = ", ".join(f"`{s}`" for s in (module.source, *module.also))
+            sample = f"sample of {module.sample}" if module.sample else "all"
+            print(f"| {name} | {sources} | {len(module.tests)} | {sample} |")
+        return 0
     if args.list:
         for name, module in MODULES.items():
             sample = f"sample {module.sample}" if module.sample else "all mutants"
-            print(f"{name:12} {module.source:40} {sample:12} {' '.join(module.tests)}")
+            print(f"{name:20} {module.source:40} {sample:12} {' '.join(module.tests)}")
         return 0
     unknown = [m for m in args.modules if m not in MODULES]
     if unknown:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Mutation testing of the safety-critical modules, one module at a time (see docs/testing.md).
-#   bash scripts/mutation.sh                 every module in turn
+# Mutation testing of memory_core and lsp_server, one module at a time (see docs/testing.md).
+#   bash scripts/mutation.sh                 every module in turn (hours: name the ones you need)
 #   bash scripts/mutation.sh store hooks     only these
 #   bash scripts/mutation.sh --list          the modules, their tests and sample sizes
 # Installs mutmut into .venv the first time, at the versions of requirements/mutation.lock.
