@@ -51,7 +51,7 @@ if TYPE_CHECKING:
         parse_document,
         unpack_document,
     )
-    from memory_core.sessions.metrics import agent_tokens, metrics
+    from memory_core.sessions.metrics import metrics
     from memory_core.sessions.model import (
         ARCHIVED_SECONDS,
         CRASH_SILENCE_SECONDS,
@@ -68,6 +68,7 @@ if TYPE_CHECKING:
     from memory_core.sessions.note import export_path, refresh_note, write_export
     from memory_core.sessions.reading import (
         age_state,
+        agent_tokens,
         decisions_of,
         failed_commands,
         files_modified,
@@ -119,7 +120,7 @@ _WHERE = {
     "document_json": "document",
     "parse_document": "document",
     "unpack_document": "document",
-    "agent_tokens": "metrics",
+    "agent_tokens": "reading",
     "metrics": "metrics",
     "ARCHIVED_SECONDS": "model",
     "CRASH_SILENCE_SECONDS": "model",

@@ -14,8 +14,7 @@ import shlex
 import time
 from pathlib import Path
 
-from memory_core.sessions.metrics import _COMMAND_FAILED
-from memory_core.sessions.reading import files_modified
+from memory_core.sessions.reading import _COMMAND_FAILED, files_modified
 from memory_core.store import Store
 
 # Commands that put files back as git has them: (pattern, whether it covers every file).

@@ -9,7 +9,6 @@ from typing import Any
 
 from memory_core import clock
 from memory_core.errors import NotFoundError
-from memory_core.sessions.metrics import _COMMAND_FAILED, agent_tokens
 from memory_core.sessions.model import (
     _SUMMARY_LISTS,
     ARCHIVED_SECONDS,
@@ -20,6 +19,33 @@ from memory_core.sessions.model import (
     restore_archived,
 )
 from memory_core.store import Store
+
+# Whether a session_commands row failed: its `failed` flag (agents.failures), else its exit code.
+_COMMAND_FAILED = "COALESCE(failed, exit_code IS NOT NULL AND exit_code != 0)"
+_TOKEN_KINDS = ("input_tokens", "output_tokens", "cache_creation_tokens", "cache_read_tokens")
+
+
+def agent_tokens(store: Store, session_id: str) -> dict[str, dict[str, int]] | None:
+    """An agent session's tokens: `main`, `subagents` and `all`, each with the four kinds, a
+    total and the number of assistant messages; None for a session no agent transcript fed."""
+    row = store.query_one(
+        "SELECT * FROM agent_sessions WHERE session_id = ? AND main_messages + sub_messages > 0",
+        (session_id,),
+    )
+    if row is None:
+        return None
+    figures: dict[str, dict[str, int]] = {}
+    for part, prefix in (("main", "main_"), ("subagents", "sub_")):
+        kinds = {kind: int(row[prefix + kind]) for kind in _TOKEN_KINDS}
+        figures[part] = {
+            **kinds,
+            "total_tokens": sum(kinds.values()),
+            "messages": int(row[prefix + "messages"]),
+        }
+    figures["all"] = {
+        key: figures["main"][key] + figures["subagents"][key] for key in figures["main"]
+    }
+    return figures
 
 
 def age_state(last_activity_at: float, *, now: float | None = None) -> str:
