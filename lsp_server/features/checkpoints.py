@@ -536,19 +536,21 @@ def _work(ls: EngramServer, state: FolderState, paths: list[str]) -> list[str]:
     rolled_back = _extra(state).rolled_back
     now = clock.now()
     work = []
-    for rel in paths:
-        if not evolution.is_recordable(rel) or ignore.ignored(rel):
+    for reported in paths:
+        if not evolution.is_recordable(reported) or ignore.ignored(reported):
             continue
-        left = rolled_back.get(rel)
-        if left is not None and now - left[0] <= ROLLBACK_ECHO_SECONDS:
-            if _disk_stat(state.root / rel) == left[1]:
-                continue
-            del rolled_back[rel]  # changed since: whoever did it, it is work
-        if stat.S_ISDIR(_mode(state.root / rel)):
-            # A new folder: VS Code reports the folder alone, not the files created in it.
-            work.extend(_files_in(state.root, rel, ignore, BURST_FOLDER_FILES))
-            continue
-        work.append(rel)
+        files = [reported]
+        if stat.S_ISDIR(_mode(state.root / reported)):
+            # A new folder: VS Code reports the folder alone, not the files created in it (a
+            # rollback's undo that brings back a removed folder is reported so too).
+            files = _files_in(state.root, reported, ignore, BURST_FOLDER_FILES)
+        for rel in files:
+            left = rolled_back.get(rel)
+            if left is not None and now - left[0] <= ROLLBACK_ECHO_SECONDS:
+                if _disk_stat(state.root / rel) == left[1]:
+                    continue
+                del rolled_back[rel]  # changed since: whoever did it, it is work
+            work.append(rel)
     return work
 
 

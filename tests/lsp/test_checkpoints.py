@@ -206,6 +206,34 @@ async def test_a_new_folder_of_files_reported_as_one_event_makes_a_burst(
     assert await _wait_for_burst(client, 1, 10) == 1
 
 
+async def test_a_folder_a_rollback_brings_back_reported_as_one_event_makes_no_burst(
+    client: LanguageClient,
+) -> None:
+    """Undoing a rollback that removed a folder of new files brings the folder back; VS Code
+    reports it alone. Its files are the rollback's writes, not work: no burst. Real work in the
+    same folder afterwards still makes one (the control)."""
+    folder = client.folder  # type: ignore[attr-defined]
+    (folder / "keep.py").write_text("N = 1\n")
+    base = await execute(client, "engram.checkpoint.create", {"name": "base"})
+    created = folder / "generated"
+    created.mkdir()
+    for i in range(12):
+        (created / f"gen_{i}.py").write_text(f"N = {i}\n")
+    with_folder = await execute(client, "engram.checkpoint.create", {"name": "with folder"})
+    await execute(client, "engram.checkpoint.rollback", {"id": base["id"], "confirm": True})
+    assert not created.exists()
+    _report(client, [created])  # the client reports the removed folder
+    await execute(client, "engram.checkpoint.rollback", {"id": with_folder["id"], "confirm": True})
+    assert len(list(created.iterdir())) == 12
+    _report(client, [created])  # ... and the folder the second rollback brought back, alone
+    assert await _wait_for_burst(client, 1, 1.5) == 0
+
+    for i in range(12):  # the agent's own edits in that folder
+        (created / f"gen_{i}.py").write_text(f"N = {i + 100}\n")
+    _report(client, [created])
+    assert await _wait_for_burst(client, 1, 10) == 1
+
+
 def _type(client: LanguageClient, uri: str, version: int, text: str) -> None:
     client.text_document_did_change(
         types.DidChangeTextDocumentParams(
