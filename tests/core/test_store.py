@@ -192,8 +192,16 @@ def test_a_store_that_does_not_fold_when_idle_leaves_the_log_to_sqlite(store: St
     assert store.db_path.stat().st_size == before
 
 
+def _log_folders() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name == "engram-log-folder"}
+
+
 def test_closing_a_store_stops_its_log_folder(store: Store) -> None:
+    # This store's own folder thread (a store another test left open has its own).
+    before = _log_folders()
     store.fold_log_when_idle(quiet=0.05)
+    mine = _log_folders() - before
+    assert mine and all(t.is_alive() for t in mine)
     _write_pages(store, 3)
     store.close()
-    assert not [t for t in threading.enumerate() if t.name == "engram-log-folder" and t.is_alive()]
+    assert not [t for t in mine if t.is_alive()]
