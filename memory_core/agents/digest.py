@@ -561,10 +561,122 @@ def agent_context(agent: str | None, model: str | None, story: str | None) -> st
     return f"{who} implementing Story {story}" if story else f"{who} working"
 
 
+# Digest frontmatter without PyYAML: a hook that writes a digest should not pay 92 M instructions
+# (2.4x Python's own start) to import a YAML library for one small mapping. This writes exactly
+# what `yaml.dump(value, Dumper=CSafeDumper, sort_keys=False, allow_unicode=True, width=100)`
+# writes for the shapes a digest holds: mappings, lists, short printable-ASCII strings, ints,
+# finite floats, booleans and None. Anything else (a line break, a non-ASCII character, a
+# string YAML could read as another type, a line long enough to be folded) raises _NeedsYaml and
+# the caller lets PyYAML write it, so the text never depends on which writer ran.
+
+
+class _NeedsYaml(Exception):
+    pass
+
+
+_LINE_WIDTH = 100  # the width given to PyYAML: no line of ours may reach where it folds
+_FIRST_CHAR_INDICATORS = frozenset("#,[]{}&*!|>'\"%@`")
+# A plain scalar starting with one of these may read back as a number, date, null, merge key or
+# value key; and words YAML 1.1 reads as booleans or null. Those go to PyYAML.
+_MAYBE_NOT_A_STRING = frozenset("0123456789+-.~<=")
+_RESERVED_WORDS = frozenset({"yes", "no", "true", "false", "on", "off", "null", "y", "n"})
+
+
+def _yaml_string(text: str) -> str:
+    if not text or not all(" " <= ch <= "~" for ch in text):
+        raise _NeedsYaml
+    if text[0] in _MAYBE_NOT_A_STRING or text.lower() in _RESERVED_WORDS:
+        raise _NeedsYaml
+    plain = not (
+        text[0] == " "
+        or text[-1] == " "
+        or text[0] in _FIRST_CHAR_INDICATORS
+        or (text[0] in "?:" and (len(text) == 1 or text[1] == " "))
+        or ": " in text
+        or text.endswith(":")
+        or " #" in text
+    )
+    return text if plain else "'" + text.replace("'", "''") + "'"
+
+
+def _yaml_scalar(value: object) -> str:
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if type(value) is int:
+        return str(value)
+    if type(value) is float:
+        shown = repr(value)
+        if not all(ch in "0123456789.-" for ch in shown):  # inf, nan, exponents
+            raise _NeedsYaml
+        return shown
+    if type(value) is str:
+        return _yaml_string(value)
+    raise _NeedsYaml
+
+
+def _yaml_lines(value: object, indent: int, lines: list[str], lead: str) -> None:
+    """Append `value` as YAML's block style; `lead` is what opens its first line."""
+    if isinstance(value, dict) and value:
+        first = True
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _NeedsYaml
+            head = (lead if first else " " * indent) + _yaml_string(key) + ":"
+            first = False
+            if len(head) >= _LINE_WIDTH - 2:  # a long key is written as a complex key
+                raise _NeedsYaml
+            if isinstance(item, dict) and item:
+                lines.append(head)
+                _yaml_lines(item, indent + 2, lines, " " * (indent + 2))
+            elif isinstance(item, list) and item:
+                lines.append(head)
+                _yaml_lines(item, indent, lines, " " * indent)  # PyYAML: indentless lists
+            else:
+                _scalar_line(head + " ", item, lines)
+    elif isinstance(value, list) and value:
+        for number, item in enumerate(value):
+            head = (lead if number == 0 else " " * indent) + "- "
+            if isinstance(item, (dict, list)) and item:
+                _yaml_lines(item, indent + 2, lines, head)
+            else:
+                _scalar_line(head, item, lines)
+    else:
+        _scalar_line(lead, value, lines)
+
+
+def _scalar_line(head: str, value: object, lines: list[str]) -> None:
+    if isinstance(value, (dict, list)):  # empty: flow style
+        text = "{}" if isinstance(value, dict) else "[]"
+    else:
+        text = _yaml_scalar(value)
+    line = head + text
+    if len(line) >= _LINE_WIDTH - 2:
+        raise _NeedsYaml
+    lines.append(line)
+
+
+def _yaml_mapping(mapping: dict[str, Any]) -> str:
+    """`mapping` as PyYAML's safe dumper writes it (see _NeedsYaml), without its newline."""
+    try:
+        lines: list[str] = []
+        _yaml_lines(mapping, 0, lines, "")
+        return "\n".join(lines)
+    except _NeedsYaml:
+        import yaml  # type: ignore[import-untyped]
+
+        dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+        dumped: str = yaml.dump(
+            mapping, Dumper=dumper, sort_keys=False, allow_unicode=True, width=100
+        )
+        return dumped.rstrip("\n")
+
+
 def render(frontmatter: dict[str, Any], sections: dict[str, Any]) -> str:
     """The digest file's text from its frontmatter and the four sections (already redacted)."""
-    import yaml  # type: ignore[import-untyped]
-
     lines = ["---"]
     for key in ("schema_version", "session_id", "timestamp"):
         lines.append(f"{key}: {_quoted(str(frontmatter[key]))}")
@@ -573,11 +685,7 @@ def render(frontmatter: dict[str, Any], sections: dict[str, Any]) -> str:
         lines.append(f"{key}: {_quoted(str(frontmatter[key]))}")
     extra = {k: v for k, v in frontmatter.items() if k not in FRONTMATTER_FIELDS}
     if extra:
-        dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-        dumped: str = yaml.dump(
-            extra, Dumper=dumper, sort_keys=False, allow_unicode=True, width=100
-        )
-        lines.append(dumped.rstrip("\n"))
+        lines.append(_yaml_mapping(extra))
     lines += ["---", ""]
 
     # Empty sections and lines are written as the AIOS digest writer writes them (a placeholder

@@ -170,3 +170,69 @@ def test_orjson_is_loaded_once_a_process_has_much_to_read(monkeypatch: pytest.Mo
     for _ in range(transcripts.ORJSON_FROM_BYTES // (64 * 1024)):
         transcripts.fast_decoder_for(64 * 1024)  # an ingest of many small transcripts
     assert transcripts._orjson is not None
+
+
+def _digest_after_a_command(root: Path, command: str) -> tuple[set[str], str]:
+    """A session that ran `command`, then a cold PreCompact (which writes the digest)."""
+    from memory_core.agents import hooks
+    from tests.agents_fixtures import hook_payload
+
+    session = "s-digest"
+    for event, extra in (
+        ("SessionStart", {"source": "startup"}),
+        ("UserPromptSubmit", {"prompt": "run the tests", "prompt_id": "p1"}),
+        (
+            "PostToolUse",
+            {
+                "tool_name": "Bash",
+                "tool_use_id": "t-1",
+                "tool_input": {"command": command},
+                "tool_response": {"stdout": "ok", "stderr": "", "interrupted": False},
+            },
+        ),
+    ):
+        assert (
+            hooks.handle("claude-code", event, hook_payload(event, session, root, **extra))[0] == 0
+        )
+    payload = hook_payload("PreCompact", session, root, trigger="manual", custom_instructions="")
+    loaded = _loaded_by(["hook", "claude-code", "PreCompact"], payload.encode(), root)
+    [digest] = (root / ".engram").rglob(f"{session}-*.yaml")
+    return loaded, digest.read_text(encoding="utf-8")
+
+
+def _engram_facts_as_pyyaml_writes_them(digest: str) -> tuple[str, str]:
+    import yaml
+
+    frontmatter = digest.split("---\n")[1]
+    written = frontmatter[frontmatter.index("engram:") :]
+    again = yaml.dump(
+        yaml.safe_load(written),
+        Dumper=yaml.SafeDumper,
+        sort_keys=False,
+        allow_unicode=True,
+        width=100,
+    )
+    return written, again
+
+
+def test_writing_a_digest_does_not_load_yaml_and_writes_what_yaml_would(tmp_path: Path) -> None:
+    import yaml
+
+    root = _project(tmp_path)
+    loaded, digest = _digest_after_a_command(root, "pytest -q tests/unit: -k 'not slow' #1")
+    assert "memory_core.agents.digest" in loaded  # the digest was written in that process
+    assert "yaml" not in loaded
+    written, again = _engram_facts_as_pyyaml_writes_them(digest)
+    assert written == again
+    commands = [c["command"] for c in yaml.safe_load(written)["engram"]["commands"]]
+    assert commands == ["pytest -q tests/unit: -k 'not slow' #1"]  # quoted, it reads back
+
+
+def test_a_digest_yaml_must_write_itself_still_loads_yaml(tmp_path: Path) -> None:
+    # Negative control: a fact outside what engram's own writer handles (a non-ASCII command)
+    # goes to PyYAML, and the probe sees it loaded; the text is the same either way.
+    root = _project(tmp_path)
+    loaded, digest = _digest_after_a_command(root, "echo café")
+    assert "yaml" in loaded
+    written, again = _engram_facts_as_pyyaml_writes_them(digest)
+    assert "echo café" in written and written == again
