@@ -27,6 +27,7 @@ from typing import Any
 from memory_core import clock
 from memory_core.errors import EngramError, UsageError
 from memory_core.filenames import safe_filename
+from memory_core.lazy_pattern import compile_later
 from memory_core.redact import redact, redact_obj
 from memory_core.store import Store, write_private_file
 
@@ -35,28 +36,28 @@ KNOWN_SCHEMA_VERSIONS = ("1.0",)
 DIGEST_DIR = ("exports", "digests")
 SECTIONS = ("user_corrections", "patterns_observed", "axioms_learned", "context_snapshot")
 
-_CORRECTION_START = re.compile(
+_CORRECTION_START = compile_later(
     r"^\s*(?:actually\b|no\b|nope\b|wrong\b|not quite\b|not that\b|that'?s (?:not|wrong)\b|"
     r"that is (?:not|wrong)\b|stop\b|wait\b|undo\b|revert\b|i said\b|i meant\b|"
     r"you (?:forgot|missed|broke|didn'?t|did not|shouldn'?t)\b|don'?t\b|do not\b|please don'?t\b)",
     re.IGNORECASE,
 )
-_CORRECTION_ANYWHERE = re.compile(
+_CORRECTION_ANYWHERE = compile_later(
     r"\bshould (?:be|use|have been|call|return)\b[^.!?\n]*\bnot\b|\binstead of\b|\bnot\b[^.!?\n]{1,60}\bbut\b|"
     r"\brather than\b|\bthat'?s not (?:what|how|right)\b",
     re.IGNORECASE,
 )
-_AXIOM = re.compile(
+_AXIOM = compile_later(
     r"\b(?:always|never|must(?:n'?t| not)?|make sure(?: to)?|from now on|every time|"
     r"(?:do not|don'?t) ever)\b",
     re.IGNORECASE,
 )
 # "No, always use pnpm": the rule is what follows the correction word.
-_LEADING_CORRECTION = re.compile(
+_LEADING_CORRECTION = compile_later(
     r"^(?:no|nope|actually|wait|ok(?:ay)?|and|also|but)\b[,:]?\s*", re.IGNORECASE
 )
 # A sentence ends at . ! or ? followed by a space or the end: `auth.py` and `v2.1` do not end one.
-_SENTENCE = re.compile(r"(?:[^.!?\n]|[.!?]+(?=[^\s.!?]))+[.!?]*")
+_SENTENCE = compile_later(r"(?:[^.!?\n]|[.!?]+(?=[^\s.!?]))+[.!?]*")
 MAX_ITEMS = 20
 MAX_ITEM_CHARS = 400
 
@@ -70,19 +71,19 @@ def _short(text: str, limit: int = MAX_ITEM_CHARS) -> str:
 # are an AI agent that brings the power of Gemini directly into the terminal. ..." as a user
 # message (after its setup text in some chats, "This is the Gemini CLI. We are setting up the
 # context for our chat."); other agents' system-like prompts start the same way.
-_TEMPLATE = re.compile(
+_TEMPLATE = compile_later(
     r"^\s*(?:you are (?:an?|the) (?:[\w-]+ ){0,4}(?:agent|assistant|model|ai)\b|as an ai\b|"
     r"system:|this is the gemini cli\b)",
     re.IGNORECASE,
 )
 # Text the user pasted rather than wrote: Markdown quotes, fenced blocks, log lines.
-_QUOTED = re.compile(
+_QUOTED = compile_later(
     r"^\s*(?:>|(?i:\[(?:error|err|warn(?:ing)?|info|debug|fatal|trace)\])|"
     r"\d{4}-\d{2}-\d{2}[ T]\d|(?:ERROR|WARN(?:ING)?|INFO|DEBUG|FATAL)(?::|\s+\[|\s{2,}))"
 )
 # A sentence that asks rather than tells ("Can you make sure ...?", "Should we always ...?").
 # Only unambiguous openings: "Do not ever push to main" is a rule, "Do you ..." a question.
-_QUESTION = re.compile(
+_QUESTION = compile_later(
     r"^(?:why|what|how|when|where|who|which|any idea|"
     r"(?:can|could|would|will|should|shall|may|might|do|does|did|is|are|was|were|have|has)"
     r"\s+(?:you|we|i|it|this|that|there|they|he|she|the|our|my|your)\b)",
@@ -145,20 +146,20 @@ def axioms_in(prompt: str) -> list[str]:
 GIST_WORDS = 24
 # A correction's cue, dropped from its restatement. Words that could carry the meaning ("No
 # tests were run", "Stop using print") count as a cue only when punctuation follows them.
-_CUE = re.compile(
+_CUE = compile_later(
     r"^(?:(?:(?:no|nope|wrong|wait|stop|not quite|not that|"
     r"that is (?:not (?:right|it|what i (?:meant|asked|said))|wrong))\s*[,:;.!—-]+|"
     r"(?:actually|well|ok(?:ay)?|hmm+|so|and|also|but|hey|sorry|i said|i meant|i mean)\b"
     r"[,:;.!—-]*)\s*)+",
     re.IGNORECASE,
 )
-_FRAMING = re.compile(
+_FRAMING = compile_later(
     r"^(?:(?:please|kindly|just|can you|could you|would you|will you|you should|you need to|"
     r"you have to|you must|we should|we need to|i want you to|i need you to|i think|"
     r"i told you to|let'?s)\b[\s,]*)+",
     re.IGNORECASE,
 )
-_POLITE = re.compile(r"[,\s]*\b(?:please|thanks|thank you)\b[.!]?", re.IGNORECASE)
+_POLITE = compile_later(r"[,\s]*\b(?:please|thanks|thank you)\b[.!]?", re.IGNORECASE)
 _CONTRACTIONS = {
     "don't": "do not",
     "doesn't": "does not",
@@ -175,18 +176,18 @@ _CONTRACTIONS = {
     "there's": "there is",
     "let's": "let us",
 }
-_CONTRACTION = re.compile(
+_CONTRACTION = compile_later(
     r"\b(" + "|".join(re.escape(c) for c in _CONTRACTIONS) + r")\b", re.IGNORECASE
 )
-_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
-_URL = re.compile(r"\bhttps?://\S+", re.IGNORECASE)
-_HOME = re.compile(r"(?:/home|/Users)/[^/\s`'\"]+")
-_MODAL = re.compile(
+_EMAIL = compile_later(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
+_URL = compile_later(r"\bhttps?://\S+", re.IGNORECASE)
+_HOME = compile_later(r"(?:/home|/Users)/[^/\s`'\"]+")
+_MODAL = compile_later(
     r"\b(?P<word>always|never|must(?:n'?t| not)?|make sure(?: to)?|from now on|"
     r"(?:do not|don'?t) ever)\b[\s,:]*",
     re.IGNORECASE,
 )
-_SUBJECT = re.compile(r"^(?:you|we|i|please|and|also|so|then)?[\s,]*$", re.IGNORECASE)
+_SUBJECT = compile_later(r"^(?:you|we|i|please|and|also|so|then)?[\s,]*$", re.IGNORECASE)
 _STOPWORDS = frozenset(
     [
         "a",
@@ -713,7 +714,7 @@ EMPTY_SECTION = {
     "patterns_observed": "(none identified)",
     "axioms_learned": "(none extracted)",
 }
-_PLACEHOLDER = re.compile(r"^\(?none\b[^)]*\)?$", re.IGNORECASE)
+_PLACEHOLDER = compile_later(r"^\(?none\b[^)]*\)?$", re.IGNORECASE)
 
 
 FRONTMATTER_FIELDS = (
@@ -834,9 +835,9 @@ def write_digest(
 
 # -- reading ---------------------------------------------------------------------------------------
 
-_HEADING = re.compile(r"^##\s+(.+?)\s*$")
-_BOLD_LINE = re.compile(r"^\*\*(.+?):\*\*\s*(.*)$")
-_BULLET_PREFIX = re.compile(r"^(?:Pattern|Axiom):\s*", re.IGNORECASE)
+_HEADING = compile_later(r"^##\s+(.+?)\s*$")
+_BOLD_LINE = compile_later(r"^\*\*(.+?):\*\*\s*(.*)$")
+_BULLET_PREFIX = compile_later(r"^(?:Pattern|Axiom):\s*", re.IGNORECASE)
 _TITLE_KEYS = {title.lower(): key for key, title in SECTION_TITLES.items()}
 _SNAPSHOT_KEYS = {title.lower(): key for key, title in SNAPSHOT_LINES.items()}
 

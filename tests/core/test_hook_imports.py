@@ -236,3 +236,59 @@ def test_a_digest_yaml_must_write_itself_still_loads_yaml(tmp_path: Path) -> Non
     assert "yaml" in loaded
     written, again = _engram_facts_as_pyyaml_writes_them(digest)
     assert "echo café" in written and written == again
+
+
+COMPILE_COUNTER = """
+import json, re, sys
+compiled = []
+original = re.compile
+def counting(pattern, flags=0):
+    where = sys._getframe(1).f_globals.get("__name__")
+    if where in {ours!r}:
+        compiled.append(where)
+    return original(pattern, flags)
+re.compile = counting
+import memory_core.agents.digest, memory_core.agents.failures, memory_core.verify
+from memory_core.gotchas import normalize, tool_errors
+at_import = list(compiled)
+{then}
+print(json.dumps({{"at_import": at_import, "after": compiled[len(at_import):]}}))
+"""
+
+
+# The modules whose patterns wait for their first use, and the module that compiles them then.
+DEFERRED = (
+    "memory_core.agents.digest",
+    "memory_core.agents.failures",
+    "memory_core.verify",
+    "memory_core.gotchas.normalize",
+    "memory_core.gotchas.tool_errors",
+    "memory_core.lazy_pattern",
+)
+
+
+def _compiles(then: str) -> tuple[list[str], list[str]]:
+    done = subprocess.run(
+        [sys.executable, "-c", COMPILE_COUNTER.format(then=then, ours=DEFERRED)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return result["at_import"], result["after"]
+
+
+def test_the_gotcha_and_digest_patterns_are_compiled_when_first_used() -> None:
+    at_import, after = _compiles("")
+    assert at_import == []  # about a hundred patterns, none compiled by loading their modules
+    assert after == []
+
+
+def test_a_pattern_is_compiled_once_used_and_matches_as_before() -> None:
+    # Negative control: the counter sees the compile when a pattern is used, and the parse works.
+    trace = 'Traceback (most recent call last):\n  File "app.py", line 3, in <module>\nKeyError: 1'
+    then = f"assert tool_errors.key_error({trace!r}) is not None"
+    at_import, after = _compiles(then)
+    assert at_import == [] and "memory_core.lazy_pattern" in after
+    _, again = _compiles(f"tool_errors.key_error({trace!r}); tool_errors.key_error({trace!r})")
+    assert len(again) == len(after)  # a second use compiles nothing more
