@@ -18,14 +18,16 @@ if TYPE_CHECKING:
 
 
 class _PatternCompiledOnFirstUse:
-    def __init__(self, pattern: str, flags: int) -> None:
+    def __init__(self, pattern: str | bytes, flags: int) -> None:
         self._source = (pattern, flags)
 
     def __getattr__(self, name: str) -> Any:
         # Called only for what is not yet in the instance's dict: compile, then keep it there.
         if name.startswith("__"):
             raise AttributeError(name)
-        value = getattr(re.compile(*self._source), name)
+        pattern, flags = self._source
+        compiled = re.compile(pattern, flags)
+        value = getattr(compiled, name)
         self.__dict__[name] = value
         return value
 
@@ -36,4 +38,9 @@ class _PatternCompiledOnFirstUse:
 def compile_later(pattern: str, flags: int | re.RegexFlag = 0) -> re.Pattern[str]:
     """`re.compile(pattern, flags)`, done when the pattern is first used."""
     # It answers every attribute of a compiled pattern; the checker is told it is one.
+    return _PatternCompiledOnFirstUse(pattern, int(flags))  # type: ignore[return-value]
+
+
+def compile_bytes_later(pattern: bytes, flags: int | re.RegexFlag = 0) -> re.Pattern[bytes]:
+    """`re.compile(pattern, flags)` of a bytes pattern, done when the pattern is first used."""
     return _PatternCompiledOnFirstUse(pattern, int(flags))  # type: ignore[return-value]

@@ -249,7 +249,9 @@ def counting(pattern, flags=0):
     return original(pattern, flags)
 re.compile = counting
 import memory_core.agents.digest, memory_core.agents.failures, memory_core.verify
-from memory_core.gotchas import normalize, tool_errors
+import memory_core.agents.transcripts, memory_core.agents.memory_files
+import memory_core.agents.codex_rollouts, memory_core.sessions.net
+from memory_core.gotchas import normalize, scan, team, tool_errors
 at_import = list(compiled)
 {then}
 print(json.dumps({{"at_import": at_import, "after": compiled[len(at_import):]}}))
@@ -263,6 +265,12 @@ DEFERRED = (
     "memory_core.verify",
     "memory_core.gotchas.normalize",
     "memory_core.gotchas.tool_errors",
+    "memory_core.gotchas.scan",
+    "memory_core.gotchas.team",
+    "memory_core.agents.transcripts",
+    "memory_core.agents.memory_files",
+    "memory_core.agents.codex_rollouts",
+    "memory_core.sessions.net",
     "memory_core.lazy_pattern",
 )
 
