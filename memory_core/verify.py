@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memory_core.lazy_pattern import compile_later
 from memory_core.store import Store
 
 if TYPE_CHECKING:
@@ -144,11 +145,11 @@ def gotcha_checks(store: Store, gotcha_ids: Iterable[str]) -> dict[str, Check]:
 # -- paths named in text -------------------------------------------------------------------------
 
 # A file path in prose: `src/auth.py`, `auth.py`, `./config/db.yml` (an extension is required).
-_PATH = re.compile(
+_PATH = compile_later(
     r"(?<![\w/.@-])(?:\./)?((?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,7})\b(?![/(])"
 )
 # Words with a dot that are not files: version numbers, abbreviations, hosts, packages.
-_NOT_A_FILE = re.compile(
+_NOT_A_FILE = compile_later(
     r"^(?:e\.g|i\.e|etc|vs|v?\d[\w.]*|\w+\.(?:com|org|net|io|dev|ai|app)|"
     r"(?:node|next|nuxt|vue|react|express|three|d3|chart|deno|bun|socket\.io)\.js)$",
     re.IGNORECASE,

@@ -71,6 +71,7 @@ from memory_core.agents.transcripts import (
     _SessionState,
     fast_decoder_for,
 )
+from memory_core.lazy_pattern import compile_bytes_later, compile_later
 from memory_core.store import Store
 
 AGENT = "codex"
@@ -81,14 +82,14 @@ _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "fish", "pwsh", "powershell", 
 _SHELL_TOOLS = frozenset({"shell", "container.exec", "shell_command", "exec_command"})
 _APPLY_PATCH_NAMES = frozenset({"apply_patch", "applypatch"})
 # A whole message wrapped in one tag is context Codex injected, not something the user typed.
-_WHOLE_TAG = re.compile(r"^\s*<([A-Za-z_][\w-]*)>.*</\1>\s*$", re.DOTALL)
+_WHOLE_TAG = compile_later(r"^\s*<([A-Za-z_][\w-]*)>.*</\1>\s*$", re.DOTALL)
 _INJECTED_PREFIXES = (
     "# AGENTS.md instructions for ",
     "<user_instructions>",
     "<environment_context>",
 )
 _INJECTED_KINDS = frozenset({"environment_context", "user_instructions"})
-_HEREDOC_PATCH = re.compile(r"\bapply_?patch\b[^\n]*<<")
+_HEREDOC_PATCH = compile_later(r"\bapply_?patch\b[^\n]*<<")
 
 
 def codex_home() -> Path:
@@ -162,7 +163,7 @@ def _first_compressed_line(path: Path) -> bytes:
     return data.split(b"\n", 1)[0]
 
 
-_ENV_CWD = re.compile(r"<cwd>([^<\n]+)</cwd>")
+_ENV_CWD = compile_later(r"<cwd>([^<\n]+)</cwd>")
 
 
 def session_cwd(path: Path) -> str | None:
@@ -780,13 +781,13 @@ class _CodexRun(_Run):
 # Lines no figure depends on (reasoning, its summaries, ghost snapshots, token counts that
 # carry only rate limits), as Codex serializes them: not decoded, only their time is kept. A
 # line written another way is decoded and skipped by the reader all the same.
-_NEVER_COUNTS = re.compile(
+_NEVER_COUNTS = compile_bytes_later(
     rb'^\{"timestamp":"([^"]+)","type":"(?:response_item|event_msg)","payload":\{"type":'
     rb'"(?:reasoning|ghost_snapshot|agent_reasoning|agent_reasoning_raw_content|'
     rb'agent_reasoning_section_break)"'
     rb'|^\{"timestamp":"([^"]+)","type":"event_msg","payload":\{"type":"token_count","info":null'
 )
-_NAME_ID = re.compile(
+_NAME_ID = compile_later(
     r"-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl(?:\.zst)?$", re.I
 )
 

@@ -27,6 +27,7 @@ from typing import Any
 from memory_core import clock
 from memory_core.errors import EngramError, UsageError
 from memory_core.filenames import safe_filename
+from memory_core.lazy_pattern import compile_later
 from memory_core.redact import redact, redact_obj
 from memory_core.store import Store, write_private_file
 
@@ -35,28 +36,28 @@ KNOWN_SCHEMA_VERSIONS = ("1.0",)
 DIGEST_DIR = ("exports", "digests")
 SECTIONS = ("user_corrections", "patterns_observed", "axioms_learned", "context_snapshot")
 
-_CORRECTION_START = re.compile(
+_CORRECTION_START = compile_later(
     r"^\s*(?:actually\b|no\b|nope\b|wrong\b|not quite\b|not that\b|that'?s (?:not|wrong)\b|"
     r"that is (?:not|wrong)\b|stop\b|wait\b|undo\b|revert\b|i said\b|i meant\b|"
     r"you (?:forgot|missed|broke|didn'?t|did not|shouldn'?t)\b|don'?t\b|do not\b|please don'?t\b)",
     re.IGNORECASE,
 )
-_CORRECTION_ANYWHERE = re.compile(
+_CORRECTION_ANYWHERE = compile_later(
     r"\bshould (?:be|use|have been|call|return)\b[^.!?\n]*\bnot\b|\binstead of\b|\bnot\b[^.!?\n]{1,60}\bbut\b|"
     r"\brather than\b|\bthat'?s not (?:what|how|right)\b",
     re.IGNORECASE,
 )
-_AXIOM = re.compile(
+_AXIOM = compile_later(
     r"\b(?:always|never|must(?:n'?t| not)?|make sure(?: to)?|from now on|every time|"
     r"(?:do not|don'?t) ever)\b",
     re.IGNORECASE,
 )
 # "No, always use pnpm": the rule is what follows the correction word.
-_LEADING_CORRECTION = re.compile(
+_LEADING_CORRECTION = compile_later(
     r"^(?:no|nope|actually|wait|ok(?:ay)?|and|also|but)\b[,:]?\s*", re.IGNORECASE
 )
 # A sentence ends at . ! or ? followed by a space or the end: `auth.py` and `v2.1` do not end one.
-_SENTENCE = re.compile(r"(?:[^.!?\n]|[.!?]+(?=[^\s.!?]))+[.!?]*")
+_SENTENCE = compile_later(r"(?:[^.!?\n]|[.!?]+(?=[^\s.!?]))+[.!?]*")
 MAX_ITEMS = 20
 MAX_ITEM_CHARS = 400
 
@@ -70,19 +71,19 @@ def _short(text: str, limit: int = MAX_ITEM_CHARS) -> str:
 # are an AI agent that brings the power of Gemini directly into the terminal. ..." as a user
 # message (after its setup text in some chats, "This is the Gemini CLI. We are setting up the
 # context for our chat."); other agents' system-like prompts start the same way.
-_TEMPLATE = re.compile(
+_TEMPLATE = compile_later(
     r"^\s*(?:you are (?:an?|the) (?:[\w-]+ ){0,4}(?:agent|assistant|model|ai)\b|as an ai\b|"
     r"system:|this is the gemini cli\b)",
     re.IGNORECASE,
 )
 # Text the user pasted rather than wrote: Markdown quotes, fenced blocks, log lines.
-_QUOTED = re.compile(
+_QUOTED = compile_later(
     r"^\s*(?:>|(?i:\[(?:error|err|warn(?:ing)?|info|debug|fatal|trace)\])|"
     r"\d{4}-\d{2}-\d{2}[ T]\d|(?:ERROR|WARN(?:ING)?|INFO|DEBUG|FATAL)(?::|\s+\[|\s{2,}))"
 )
 # A sentence that asks rather than tells ("Can you make sure ...?", "Should we always ...?").
 # Only unambiguous openings: "Do not ever push to main" is a rule, "Do you ..." a question.
-_QUESTION = re.compile(
+_QUESTION = compile_later(
     r"^(?:why|what|how|when|where|who|which|any idea|"
     r"(?:can|could|would|will|should|shall|may|might|do|does|did|is|are|was|were|have|has)"
     r"\s+(?:you|we|i|it|this|that|there|they|he|she|the|our|my|your)\b)",
@@ -145,20 +146,20 @@ def axioms_in(prompt: str) -> list[str]:
 GIST_WORDS = 24
 # A correction's cue, dropped from its restatement. Words that could carry the meaning ("No
 # tests were run", "Stop using print") count as a cue only when punctuation follows them.
-_CUE = re.compile(
+_CUE = compile_later(
     r"^(?:(?:(?:no|nope|wrong|wait|stop|not quite|not that|"
     r"that is (?:not (?:right|it|what i (?:meant|asked|said))|wrong))\s*[,:;.!—-]+|"
     r"(?:actually|well|ok(?:ay)?|hmm+|so|and|also|but|hey|sorry|i said|i meant|i mean)\b"
     r"[,:;.!—-]*)\s*)+",
     re.IGNORECASE,
 )
-_FRAMING = re.compile(
+_FRAMING = compile_later(
     r"^(?:(?:please|kindly|just|can you|could you|would you|will you|you should|you need to|"
     r"you have to|you must|we should|we need to|i want you to|i need you to|i think|"
     r"i told you to|let'?s)\b[\s,]*)+",
     re.IGNORECASE,
 )
-_POLITE = re.compile(r"[,\s]*\b(?:please|thanks|thank you)\b[.!]?", re.IGNORECASE)
+_POLITE = compile_later(r"[,\s]*\b(?:please|thanks|thank you)\b[.!]?", re.IGNORECASE)
 _CONTRACTIONS = {
     "don't": "do not",
     "doesn't": "does not",
@@ -175,18 +176,18 @@ _CONTRACTIONS = {
     "there's": "there is",
     "let's": "let us",
 }
-_CONTRACTION = re.compile(
+_CONTRACTION = compile_later(
     r"\b(" + "|".join(re.escape(c) for c in _CONTRACTIONS) + r")\b", re.IGNORECASE
 )
-_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
-_URL = re.compile(r"\bhttps?://\S+", re.IGNORECASE)
-_HOME = re.compile(r"(?:/home|/Users)/[^/\s`'\"]+")
-_MODAL = re.compile(
+_EMAIL = compile_later(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
+_URL = compile_later(r"\bhttps?://\S+", re.IGNORECASE)
+_HOME = compile_later(r"(?:/home|/Users)/[^/\s`'\"]+")
+_MODAL = compile_later(
     r"\b(?P<word>always|never|must(?:n'?t| not)?|make sure(?: to)?|from now on|"
     r"(?:do not|don'?t) ever)\b[\s,:]*",
     re.IGNORECASE,
 )
-_SUBJECT = re.compile(r"^(?:you|we|i|please|and|also|so|then)?[\s,]*$", re.IGNORECASE)
+_SUBJECT = compile_later(r"^(?:you|we|i|please|and|also|so|then)?[\s,]*$", re.IGNORECASE)
 _STOPWORDS = frozenset(
     [
         "a",
@@ -561,10 +562,122 @@ def agent_context(agent: str | None, model: str | None, story: str | None) -> st
     return f"{who} implementing Story {story}" if story else f"{who} working"
 
 
+# Digest frontmatter without PyYAML: a hook that writes a digest should not pay 92 M instructions
+# (2.4x Python's own start) to import a YAML library for one small mapping. This writes exactly
+# what `yaml.dump(value, Dumper=CSafeDumper, sort_keys=False, allow_unicode=True, width=100)`
+# writes for the shapes a digest holds: mappings, lists, short printable-ASCII strings, ints,
+# finite floats, booleans and None. Anything else (a line break, a non-ASCII character, a
+# string YAML could read as another type, a line long enough to be folded) raises _NeedsYaml and
+# the caller lets PyYAML write it, so the text never depends on which writer ran.
+
+
+class _NeedsYaml(Exception):
+    pass
+
+
+_LINE_WIDTH = 100  # the width given to PyYAML: no line of ours may reach where it folds
+_FIRST_CHAR_INDICATORS = frozenset("#,[]{}&*!|>'\"%@`")
+# A plain scalar starting with one of these may read back as a number, date, null, merge key or
+# value key; and words YAML 1.1 reads as booleans or null. Those go to PyYAML.
+_MAYBE_NOT_A_STRING = frozenset("0123456789+-.~<=")
+_RESERVED_WORDS = frozenset({"yes", "no", "true", "false", "on", "off", "null", "y", "n"})
+
+
+def _yaml_string(text: str) -> str:
+    if not text or not all(" " <= ch <= "~" for ch in text):
+        raise _NeedsYaml
+    if text[0] in _MAYBE_NOT_A_STRING or text.lower() in _RESERVED_WORDS:
+        raise _NeedsYaml
+    plain = not (
+        text[0] == " "
+        or text[-1] == " "
+        or text[0] in _FIRST_CHAR_INDICATORS
+        or (text[0] in "?:" and (len(text) == 1 or text[1] == " "))
+        or ": " in text
+        or text.endswith(":")
+        or " #" in text
+    )
+    return text if plain else "'" + text.replace("'", "''") + "'"
+
+
+def _yaml_scalar(value: object) -> str:
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if type(value) is int:
+        return str(value)
+    if type(value) is float:
+        shown = repr(value)
+        if not all(ch in "0123456789.-" for ch in shown):  # inf, nan, exponents
+            raise _NeedsYaml
+        return shown
+    if type(value) is str:
+        return _yaml_string(value)
+    raise _NeedsYaml
+
+
+def _yaml_lines(value: object, indent: int, lines: list[str], lead: str) -> None:
+    """Append `value` as YAML's block style; `lead` is what opens its first line."""
+    if isinstance(value, dict) and value:
+        first = True
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _NeedsYaml
+            head = (lead if first else " " * indent) + _yaml_string(key) + ":"
+            first = False
+            if len(head) >= _LINE_WIDTH - 2:  # a long key is written as a complex key
+                raise _NeedsYaml
+            if isinstance(item, dict) and item:
+                lines.append(head)
+                _yaml_lines(item, indent + 2, lines, " " * (indent + 2))
+            elif isinstance(item, list) and item:
+                lines.append(head)
+                _yaml_lines(item, indent, lines, " " * indent)  # PyYAML: indentless lists
+            else:
+                _scalar_line(head + " ", item, lines)
+    elif isinstance(value, list) and value:
+        for number, item in enumerate(value):
+            head = (lead if number == 0 else " " * indent) + "- "
+            if isinstance(item, (dict, list)) and item:
+                _yaml_lines(item, indent + 2, lines, head)
+            else:
+                _scalar_line(head, item, lines)
+    else:
+        _scalar_line(lead, value, lines)
+
+
+def _scalar_line(head: str, value: object, lines: list[str]) -> None:
+    if isinstance(value, (dict, list)):  # empty: flow style
+        text = "{}" if isinstance(value, dict) else "[]"
+    else:
+        text = _yaml_scalar(value)
+    line = head + text
+    if len(line) >= _LINE_WIDTH - 2:
+        raise _NeedsYaml
+    lines.append(line)
+
+
+def _yaml_mapping(mapping: dict[str, Any]) -> str:
+    """`mapping` as PyYAML's safe dumper writes it (see _NeedsYaml), without its newline."""
+    try:
+        lines: list[str] = []
+        _yaml_lines(mapping, 0, lines, "")
+        return "\n".join(lines)
+    except _NeedsYaml:
+        import yaml  # type: ignore[import-untyped]
+
+        dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+        dumped: str = yaml.dump(
+            mapping, Dumper=dumper, sort_keys=False, allow_unicode=True, width=100
+        )
+        return dumped.rstrip("\n")
+
+
 def render(frontmatter: dict[str, Any], sections: dict[str, Any]) -> str:
     """The digest file's text from its frontmatter and the four sections (already redacted)."""
-    import yaml  # type: ignore[import-untyped]
-
     lines = ["---"]
     for key in ("schema_version", "session_id", "timestamp"):
         lines.append(f"{key}: {_quoted(str(frontmatter[key]))}")
@@ -573,11 +686,7 @@ def render(frontmatter: dict[str, Any], sections: dict[str, Any]) -> str:
         lines.append(f"{key}: {_quoted(str(frontmatter[key]))}")
     extra = {k: v for k, v in frontmatter.items() if k not in FRONTMATTER_FIELDS}
     if extra:
-        dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-        dumped: str = yaml.dump(
-            extra, Dumper=dumper, sort_keys=False, allow_unicode=True, width=100
-        )
-        lines.append(dumped.rstrip("\n"))
+        lines.append(_yaml_mapping(extra))
     lines += ["---", ""]
 
     # Empty sections and lines are written as the AIOS digest writer writes them (a placeholder
@@ -605,7 +714,7 @@ EMPTY_SECTION = {
     "patterns_observed": "(none identified)",
     "axioms_learned": "(none extracted)",
 }
-_PLACEHOLDER = re.compile(r"^\(?none\b[^)]*\)?$", re.IGNORECASE)
+_PLACEHOLDER = compile_later(r"^\(?none\b[^)]*\)?$", re.IGNORECASE)
 
 
 FRONTMATTER_FIELDS = (
@@ -726,9 +835,9 @@ def write_digest(
 
 # -- reading ---------------------------------------------------------------------------------------
 
-_HEADING = re.compile(r"^##\s+(.+?)\s*$")
-_BOLD_LINE = re.compile(r"^\*\*(.+?):\*\*\s*(.*)$")
-_BULLET_PREFIX = re.compile(r"^(?:Pattern|Axiom):\s*", re.IGNORECASE)
+_HEADING = compile_later(r"^##\s+(.+?)\s*$")
+_BOLD_LINE = compile_later(r"^\*\*(.+?):\*\*\s*(.*)$")
+_BULLET_PREFIX = compile_later(r"^(?:Pattern|Axiom):\s*", re.IGNORECASE)
 _TITLE_KEYS = {title.lower(): key for key, title in SECTION_TITLES.items()}
 _SNAPSHOT_KEYS = {title.lower(): key for key, title in SNAPSHOT_LINES.items()}
 

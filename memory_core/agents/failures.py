@@ -22,6 +22,8 @@ from __future__ import annotations
 import functools
 import re
 
+from memory_core.lazy_pattern import compile_later
+
 # Every tool call's hook asks here: `dataclasses` (inspect, ast, dis) and `typing` would cost it
 # more than Python's own start, so the classes below are plain, the types for the checker only.
 TYPE_CHECKING = False
@@ -32,12 +34,12 @@ if TYPE_CHECKING:
 KINDS = ("error", "exit", "interrupted", "blocked", "timeout")
 
 # Non-zero exit, as a line of its own (Claude Code puts it first; Gemini CLI in its report).
-_EXIT_LINE = re.compile(
+_EXIT_LINE = compile_later(
     r"^\s*(?:Error:\s*)?Exit[ _]code:?\s*(?P<code>-?\d+)\b",
     re.IGNORECASE | re.MULTILINE,
 )
 # Other phrasings, anywhere in the first lines of the output.
-_EXIT_ELSEWHERE = re.compile(
+_EXIT_ELSEWHERE = compile_later(
     r"(?:\bexit status (?P<a>-?\d+)\b"  # go run / go build / os/exec
     r"|\bexited with (?:exit )?code:? (?P<b>-?\d+)\b"  # node child_process, docker, make
     r"|\bfailed with exit code:? (?P<c>-?\d+)\b"  # npm, gh, cargo-make
@@ -53,13 +55,13 @@ _INTERRUPTED = (
     "request cancelled",
     "tool call cancelled",
 )
-_BLOCKED = re.compile(
+_BLOCKED = compile_later(
     r"(?:\bhook\b[^\n]{0,80}\b(?:error|blocked|denied|deny)\b"
     r"|\bblocked by\b[^\n]{0,60}\bhook\b"
     r"|\b(?:PreToolUse|BeforeTool)\b[^\n]{0,40}\b(?:blocked|denied)\b)",
     re.IGNORECASE,
 )
-_TIMEOUT = re.compile(r"\b(?:timed out|timeout exceeded|deadline exceeded)\b", re.IGNORECASE)
+_TIMEOUT = compile_later(r"\b(?:timed out|timeout exceeded|deadline exceeded)\b", re.IGNORECASE)
 # How much of a long output the phrasings above are looked for in (they come first or last).
 _HEAD = 2000
 _TAIL = 2000

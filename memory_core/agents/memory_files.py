@@ -32,6 +32,7 @@ from typing import Any
 
 from memory_core import clock, memory
 from memory_core.errors import UsageError
+from memory_core.lazy_pattern import compile_later
 from memory_core.store import Store
 
 BEGIN = "<!-- engram:begin -->"
@@ -43,10 +44,10 @@ MAX_FILE_BYTES = 1024 * 1024
 TAG = {"claude": "claude-memory", "gemini": "gemini-memory"}
 AGENT_NAME = {"claude": "claude-code", "gemini": "gemini"}
 
-_BULLET = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?(?P<text>\S.*?)\s*$")
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(?P<title>.*?)\s*#*\s*$")
-_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
-_ID_SUFFIX = re.compile(r"\s*\((?:G|M)-[0-9a-f]{6,}\)\s*$")
+_BULLET = compile_later(r"^\s{0,3}(?:[-*+]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?(?P<text>\S.*?)\s*$")
+_HEADING = compile_later(r"^\s{0,3}#{1,6}\s+(?P<title>.*?)\s*#*\s*$")
+_FENCE = compile_later(r"^\s{0,3}(```|~~~)")
+_ID_SUFFIX = compile_later(r"\s*\((?:G|M)-[0-9a-f]{6,}\)\s*$")
 
 # Heading words -> the memory type of the facts under it.
 _HEADING_TYPES = (
@@ -126,8 +127,8 @@ class Parts:
         return bool(self.section)
 
 
-_BEGIN_LINE = re.compile(r"^" + re.escape(BEGIN), re.MULTILINE)
-_END_LINE = re.compile(r"^" + re.escape(END), re.MULTILINE)
+_BEGIN_LINE = compile_later(r"^" + re.escape(BEGIN), re.MULTILINE)
+_END_LINE = compile_later(r"^" + re.escape(END), re.MULTILINE)
 
 
 def split(text: str) -> Parts:

@@ -35,6 +35,7 @@ from memory_core import clock, cyclic_gc
 from memory_core.agents import failures, record
 from memory_core.agents.payload import scrub
 from memory_core.agents.record import FinishedTurn, ToolCall, ToolOutcome, Turn, clean
+from memory_core.lazy_pattern import compile_bytes_later, compile_later
 from memory_core.store import Store
 
 AGENT = "claude-code"
@@ -62,12 +63,12 @@ _NOT_PROMPTS = (
 _INTERRUPT = "[Request interrupted by user"
 # A decision the user states in a prompt ("we'll go with SQLite", "decision: no ORM"): the
 # sentence it is in. Conservative on purpose: a request ("let's look at X") is not a decision.
-_DECISION = re.compile(
+_DECISION = compile_later(
     r"\b(?:(?:we(?:'ll| will)|let'?s|we(?:'re| are)) go(?:ing)? with\b|we decided\b|"
     r"i decided\b|(?:the )?decision(?: is)?:)",
     re.IGNORECASE,
 )
-_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")
+_SENTENCE_BREAK = compile_later(r"(?<=[.!?])\s+|\n+")
 
 
 def decisions_in(text: str) -> list[str]:
@@ -84,7 +85,7 @@ def decisions_in(text: str) -> list[str]:
 _COMPACT_PREFIX = "This session is being continued from a previous conversation"
 # Every user, assistant and system line holds one of these (the top-level "type"); a line with
 # none of them cannot matter and is skipped without decoding. A false match only costs a decode.
-_MAY_BE_CONVERSATION = re.compile(rb'"type": ?"(?:user|assistant|system)"')
+_MAY_BE_CONVERSATION = compile_bytes_later(rb'"type": ?"(?:user|assistant|system)"')
 _decode_json = json.JSONDecoder().decode
 # orjson reads lines four times faster than the json module, but importing it costs a cold
 # process more than Python's own start, and most hooks read a few kB of new lines: it is loaded
@@ -95,7 +96,7 @@ _orjson: Any = None
 _bytes_to_read = 0
 # Only a line holding a UTF-16 surrogate, escaped (`\ud83d`) or as raw bytes (which
 # "surrogatepass" lets through), can decode to a lone one.
-_MAY_HOLD_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
+_MAY_HOLD_SURROGATE = compile_bytes_later(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
 
 
 def fast_decoder_for(unread_bytes: int) -> None:

@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memory_core.gotchas.tool_errors import key_error, unwrap
+from memory_core.lazy_pattern import compile_later
 
 TITLE_MAX = 120
 
 # Lines that carry no meaning of their own: traceback headers and frames, separators, prompts.
-_NOISE_LINE = re.compile(
+_NOISE_LINE = compile_later(
     r"""^\s*(?:
         Traceback\ \(most\ recent\ call\ last\):
       | File\ ".*",\ line\ \d+.*
@@ -33,16 +34,16 @@ _NOISE_LINE = re.compile(
 )
 # An error named by its type, anywhere in a line: "TypeError: x", "E   KeyError: 'a'",
 # "FAILED t.py::test - ValueError: bad". The type must end the line or be followed by ": ".
-_TYPED_ERROR = re.compile(
+_TYPED_ERROR = compile_later(
     r"(?:^|[\s(\[-])(?P<text>[A-Za-z_][\w.]*(?:Error|Exception|Failure|Panic)(?::\s|$))"
 )
 # Source lines pytest and tracebacks quote ("    raise ValueError: ..." never happens, but
 # ">       assert f(x)" and "    return a < b" do): not the error itself.
-_FRAME_SOURCE = re.compile(r"^(?:>\s|\s{4})")
-_PYTEST_E = re.compile(r"^E\s{2,}(\S.*)$")
-_ERROR_WORD = re.compile(r"^(?:error|fatal|panic|failed|failure)\b", re.IGNORECASE)
+_FRAME_SOURCE = compile_later(r"^(?:>\s|\s{4})")
+_PYTEST_E = compile_later(r"^E\s{2,}(\S.*)$")
+_ERROR_WORD = compile_later(r"^(?:error|fatal|panic|failed|failure)\b", re.IGNORECASE)
 # Headers and progress lines tools print before the error.
-_HEADER_LINE = re.compile(
+_HEADER_LINE = compile_later(
     r"""^(?:
         [=_*~-]{3,}.*[=_*~-]{3,}          # ===== test session starts =====
       | Exit\ code\ \d+
@@ -54,34 +55,37 @@ _HEADER_LINE = re.compile(
     re.VERBOSE,
 )
 # A Python exception line at the end of a traceback: `pkg.module.SomeError: message`.
-_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Warning|Interrupt|Exit)\b.*")
+_EXCEPTION_LINE = compile_later(r"^[A-Za-z_][\w.]*(?:Error|Exception|Warning|Interrupt|Exit)\b.*")
 
 _PLACEHOLDERS: list[tuple[re.Pattern[str], str]] = [
     # Temporary and absolute paths (POSIX, Windows, file URLs), before numbers eat their digits.
-    (re.compile(r"file://\S+"), "<path>"),
-    (re.compile(r"(?<![\w.])(?:[A-Za-z]:)?(?:[\\/][\w.@+~-]+){2,}[\\/]?"), "<path>"),
-    (re.compile(r"(?<![\w.])~[\\/][\w.@+~/\\-]+"), "<path>"),
-    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I), "<id>"),
-    (re.compile(r"\b0x[0-9a-f]+\b", re.I), "<hex>"),
-    (re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,}\b", re.I), "<hex>"),
+    (compile_later(r"file://\S+"), "<path>"),
+    (compile_later(r"(?<![\w.])(?:[A-Za-z]:)?(?:[\\/][\w.@+~-]+){2,}[\\/]?"), "<path>"),
+    (compile_later(r"(?<![\w.])~[\\/][\w.@+~/\\-]+"), "<path>"),
+    (
+        compile_later(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I),
+        "<id>",
+    ),
+    (compile_later(r"\b0x[0-9a-f]+\b", re.I), "<hex>"),
+    (compile_later(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,}\b", re.I), "<hex>"),
     # Quoted values. A single quote counts as a quote only where it cannot be an apostrophe
     # ("can't", "it's"): not preceded by a letter, and the closing one not followed by one.
-    (re.compile(r'"(?:[^"\\\n]|\\.)*"'), "<str>"),
-    (re.compile(r"(?<!\w)'(?:[^'\\\n]|\\.)*'(?!\w)"), "<str>"),
-    (re.compile(r"`[^`\n]*`"), "<str>"),
-    (re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}\b"), "<ip>"),
+    (compile_later(r'"(?:[^"\\\n]|\\.)*"'), "<str>"),
+    (compile_later(r"(?<!\w)'(?:[^'\\\n]|\\.)*'(?!\w)"), "<str>"),
+    (compile_later(r"`[^`\n]*`"), "<str>"),
+    (compile_later(r"\b\d{1,3}(?:\.\d{1,3}){3}\b"), "<ip>"),
     # Numbers with a unit glued on ("120ms", "3.5MB", "80%").
     (
-        re.compile(
+        compile_later(
             r"(?<![\w<])\d+(?:\.\d+)?(?=(?:ns|us|µs|ms|s|m|h|d|b|kb|mb|gb|kib|mib|gib|px|%)\b)",
             re.I,
         ),
         "<n>",
     ),
-    (re.compile(r"(?<![\w<])[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![\w>])", re.I), "<n>"),
-    (re.compile(r"(?<=[A-Za-z_])\d+\b"), "<n>"),
+    (compile_later(r"(?<![\w<])[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![\w>])", re.I), "<n>"),
+    (compile_later(r"(?<=[A-Za-z_])\d+\b"), "<n>"),
 ]
-_SPACES = re.compile(r"\s+")
+_SPACES = compile_later(r"\s+")
 
 
 def meaningful_line(message: str) -> str:
@@ -144,7 +148,7 @@ def title_for(message: str) -> str:
     return shorten(line, TITLE_MAX)
 
 
-_LONG_PATH = re.compile(r"(?<![\w.])/(?:[\w.@+~-]+/){3,}[\w.@+~-]+")
+_LONG_PATH = compile_later(r"(?<![\w.])/(?:[\w.@+~-]+/){3,}[\w.@+~-]+")
 
 
 def shorten(line: str, limit: int) -> str:
@@ -230,7 +234,7 @@ _CATEGORY_WORDS: list[tuple[str, frozenset[str]]] = [
     ),
     ("runtime", _vocabulary("runtime exception crash undefined null none traceback oserror")),
 ]
-_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+_WORD = compile_later(r"[A-Za-z][A-Za-z0-9]*")
 
 
 def words(text: str) -> set[str]:
@@ -261,14 +265,14 @@ class ErrorLocation:
     column: int | None = None
 
 
-_PYTHON_FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)')
+_PYTHON_FRAME = compile_later(r'File "(?P<path>[^"]+)", line (?P<line>\d+)')
 # file:line[:col] as printed by compilers, linters, pytest, mypy and Node stacks ("at f (x.js:3:9)").
-_FILE_LINE = re.compile(
+_FILE_LINE = compile_later(
     r"(?P<path>(?:[A-Za-z]:)?[\w.@+~/\\-]*[\w-]\.[A-Za-z0-9]{1,8}):(?P<line>\d+)(?::(?P<col>\d+))?"
 )
 
 
-_PYTEST_FRAME = re.compile(r"^E {2,}\S|^\S+\.py:\d+: in \w+", re.MULTILINE)
+_PYTEST_FRAME = compile_later(r"^E {2,}\S|^\S+\.py:\d+: in \w+", re.MULTILINE)
 
 
 def error_locations(message: str) -> list[ErrorLocation]:

@@ -24,8 +24,9 @@ from pathlib import Path
 
 from memory_core.gotchas.patterns import Matcher, PatternSpec, SlowPattern
 from memory_core.gotchas.records import Anchor, Gotcha, line_hash, stable_id, visible_in_editor
+from memory_core.lazy_pattern import compile_later
 
-ANNOTATION = re.compile(
+ANNOTATION = compile_later(
     r"(?:^|(?<=\s))(?:#+|//+|--+|;+|/\*+|<!--|\*)\s*gotcha\s*(?:\((?P<severity>critical|high|medium|low)\))?\s*:"
     r"\s*(?P<text>.*?)\s*(?:\*+/|-->)?\s*$",
     re.IGNORECASE,
@@ -63,7 +64,7 @@ class ScanResult:
     skipped: str | None = None  # why the file was not scanned (binary, too large)
 
 
-_MENTION = re.compile(r"gotcha", re.IGNORECASE)
+_MENTION = compile_later(r"gotcha", re.IGNORECASE)
 
 
 def find_annotations(

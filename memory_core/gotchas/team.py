@@ -22,7 +22,6 @@ tomlkit, so the comments and layout people gave the file survive.
 
 from __future__ import annotations
 
-import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,13 +30,14 @@ from typing import Any
 from memory_core.errors import UsageError
 from memory_core.gotchas.normalize import CATEGORIES, SEVERITIES, infer_category
 from memory_core.gotchas.records import PATTERN_KINDS, Gotcha
+from memory_core.lazy_pattern import compile_later
 from memory_core.store import Store, ensure_private_dir, write_private_file
 from memory_core.workspace import STORE_DIRNAME
 
 TEAM_FILE = Path("team") / "gotchas.toml"
-_HEADER = re.compile(r"^\s*\[\[\s*gotchas\s*\]\]")
-_TOML_ERROR_LINE = re.compile(r"at line (\d+)")
-_ID = re.compile(r"^G-[0-9a-f]{4,}$")
+_HEADER = compile_later(r"^\s*\[\[\s*gotchas\s*\]\]")
+_TOML_ERROR_LINE = compile_later(r"at line (\d+)")
+_ID = compile_later(r"^G-[0-9a-f]{4,}$")
 
 HEADER_COMMENT = """\
 # engram team gotchas: known pitfalls this team shares. Commit this file and review changes

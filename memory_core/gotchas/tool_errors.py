@@ -41,6 +41,8 @@ import json
 import re
 from dataclasses import dataclass
 
+from memory_core.lazy_pattern import compile_later
+
 
 @dataclass(frozen=True, slots=True)
 class ToolError:
@@ -51,62 +53,62 @@ class ToolError:
     line: int | None = None
 
 
-_PYTEST_SECTION = re.compile(r"^=+ (ERRORS|FAILURES) =+$", re.MULTILINE)
-_PYTEST_SECTION_END = re.compile(r"^=+ .* =+$", re.MULTILINE)
-_PYTEST_E = re.compile(r"^E\s+(\S.*)$")
+_PYTEST_SECTION = compile_later(r"^=+ (ERRORS|FAILURES) =+$", re.MULTILINE)
+_PYTEST_SECTION_END = compile_later(r"^=+ .* =+$", re.MULTILINE)
+_PYTEST_E = compile_later(r"^E\s+(\S.*)$")
 # "tests/calc.py:2: ZeroDivisionError" (the failure's last frame) or "t.py:1: in <module>".
-_PYTEST_LOCATION = re.compile(r"^(?P<path>[^\s:][^:]*\.py):(?P<line>\d+): (?:in \S+|[\w.]+)$")
+_PYTEST_LOCATION = compile_later(r"^(?P<path>[^\s:][^:]*\.py):(?P<line>\d+): (?:in \S+|[\w.]+)$")
 
 _TRACEBACK = "Traceback (most recent call last):"
-_PY_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)')
+_PY_FRAME = compile_later(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)')
 # The exception line ending a traceback: a (dotted) name at column 0, then ": message" or nothing.
-_PY_EXCEPTION = re.compile(r"^(?P<name>[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)(?::\s?(?P<text>.*))?$")
+_PY_EXCEPTION = compile_later(r"^(?P<name>[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)(?::\s?(?P<text>.*))?$")
 
-_TSC = re.compile(
+_TSC = compile_later(
     r"^(?P<path>[^\s(][^(\n]*?)\((?P<line>\d+),(?P<col>\d+)\): (?P<msg>error TS\d+: .*)$",
     re.MULTILINE,
 )
 # deno's type check: "TS2322 [ERROR]: message", the source and a squiggle, then "at file://...".
-_DENO_TSC = re.compile(
+_DENO_TSC = compile_later(
     r"^(?P<msg>TS\d+ \[ERROR\]: .+)\n(?:.*\n){0,3}?\s+at (?:file://)?(?P<path>/[^\s:]+):"
     r"(?P<line>\d+):\d+$",
     re.MULTILINE,
 )
 # MSBuild (dotnet build, and dotnet test building first): the project in brackets at the end
 # says nothing about the error and is left out.
-_MSBUILD = re.compile(
+_MSBUILD = compile_later(
     r"^\s*(?P<path>[^\s(][^(\n]*?)\((?P<line>\d+),\d+\): (?P<msg>error [A-Z]+\d+: .+?)"
     r"(?: \[[^\]\n]+\])?$",
     re.MULTILINE,
 )
-_CSC_HINT = re.compile(r"\s*\(are you missing [^)]*\)$")
-_MYPY = re.compile(
+_CSC_HINT = compile_later(r"\s*\(are you missing [^)]*\)$")
+_MYPY = compile_later(
     r"^(?P<path>[^\s:][^:]*\.pyi?):(?P<line>\d+)(?::\d+)?: (?P<msg>error: .*)$", re.MULTILINE
 )
-_RUST = re.compile(
+_RUST = compile_later(
     r"^(?P<msg>error(?:\[E\d+\])?: .*)\n\s*--> (?P<path>[^:\n]+):(?P<line>\d+):\d+", re.MULTILINE
 )
-_RUFF = re.compile(
+_RUFF = compile_later(
     r"^(?P<msg>[A-Z]{1,4}\d{3,4} .*)\n\s*--> (?P<path>[^:\n]+):(?P<line>\d+):\d+", re.MULTILINE
 )
-_RUFF_CONCISE = re.compile(
+_RUFF_CONCISE = compile_later(
     r"^(?P<path>[^\s:][^:]*\.pyi?):(?P<line>\d+):\d+: (?P<msg>[A-Z]{1,4}\d{3,4} .*)$", re.MULTILINE
 )
-_GO = re.compile(
+_GO = compile_later(
     r"^(?:vet: )?(?P<path>\.{0,2}/?[\w./-]+\.go):(?P<line>\d+):\d+: (?P<msg>.+)$",
     re.MULTILINE,
 )
 # node prints the failing source line, a caret, a blank line, then the error.
-_NODE_HEADER = re.compile(r"^(?P<path>/[^\s:]+\.[cm]?[jt]s):(?P<line>\d+)$", re.MULTILINE)
-_JS_ERROR = re.compile(
+_NODE_HEADER = compile_later(r"^(?P<path>/[^\s:]+\.[cm]?[jt]s):(?P<line>\d+)$", re.MULTILINE)
+_JS_ERROR = compile_later(
     r"^(?P<msg>(?:[A-Z]\w*)?(?:Error|Exception)(?: \[\w+\])?: .*)$", re.MULTILINE
 )
 
 
 # Terminal colour and cursor codes (maven, gradle and others print them even on a pipe).
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_ANSI = compile_later(r"\x1b\[[0-9;?]*[A-Za-z]")
 # Lines a wrapper adds around a tool's own output: they say that it failed, never why.
-_WRAPPER_LINE = re.compile(
+_WRAPPER_LINE = compile_later(
     r"""^(?:
         (?:Error:\ )?Exit\ code:?\ -?\d+                    # Claude Code, Gemini CLI
       | >\ \S+@\S+\ [\w:.-]+(?:\ .*)?                       # npm / pnpm: > pkg@1.0.0 test
@@ -150,7 +152,7 @@ def _python_traceback(text: str) -> ToolError | None:
     return None
 
 
-_PY_SYNTAX = re.compile(
+_PY_SYNTAX = compile_later(
     r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)\n(?:.*\n){0,3}?'
     r"(?P<msg>(?:SyntaxError|IndentationError|TabError): .*)$",
     re.MULTILINE,
@@ -259,10 +261,10 @@ def _mypy(text: str) -> ToolError | None:
 
 
 # jest: "● suite › test name", a blank line, then the message (indented), then the source.
-_JEST_TEST = re.compile(r"^  ● (?!Test suite failed to run)(.+)$", re.MULTILINE)
-_JEST_SUITE = re.compile(r"^  ● Test suite failed to run\s*$", re.MULTILINE)
-_JEST_AT = re.compile(r"^\s*at .*\(?(?P<path>[^\s():]+\.[cm]?[jt]sx?):(?P<line>\d+):\d+\)?$")
-_JEST_DETAIL = re.compile(r"^(?:Expected|Received|Snapshot)(?: [\w ]+)?: .*")
+_JEST_TEST = compile_later(r"^  ● (?!Test suite failed to run)(.+)$", re.MULTILINE)
+_JEST_SUITE = compile_later(r"^  ● Test suite failed to run\s*$", re.MULTILINE)
+_JEST_AT = compile_later(r"^\s*at .*\(?(?P<path>[^\s():]+\.[cm]?[jt]sx?):(?P<line>\d+):\d+\)?$")
+_JEST_DETAIL = compile_later(r"^(?:Expected|Received|Snapshot)(?: [\w ]+)?: .*")
 
 
 def _jest(text: str) -> ToolError | None:
@@ -311,9 +313,9 @@ def _jest(text: str) -> ToolError | None:
 
 
 # vitest: " FAIL  file > test" then the error line; mocha: "1) suite\n test:\n   Error: ...".
-_VITEST_FAIL = re.compile(r"^ FAIL  (?P<what>.+)$", re.MULTILINE)
-_VITEST_AT = re.compile(r"^ ❯ (?P<path>[^\s:]+):(?P<line>\d+):\d+")
-_INDENTED_JS_ERROR = re.compile(
+_VITEST_FAIL = compile_later(r"^ FAIL  (?P<what>.+)$", re.MULTILINE)
+_VITEST_AT = compile_later(r"^ ❯ (?P<path>[^\s:]+):(?P<line>\d+):\d+")
+_INDENTED_JS_ERROR = compile_later(
     r"^\s*(?:Exception during run: )?(?P<msg>(?:[A-Z]\w*)?(?:Error|Exception)(?: \[\w+\])?: .*)$",
     re.MULTILINE,
 )
@@ -346,7 +348,7 @@ def _mocha(text: str) -> ToolError | None:
 
 
 # node --test, TAP: "not ok 1 - name" then a YAML block with error:, name:, location:.
-_TAP_NOT_OK = re.compile(r"^\s*not ok \d+ - .+$", re.MULTILINE)
+_TAP_NOT_OK = compile_later(r"^\s*not ok \d+ - .+$", re.MULTILINE)
 
 
 def _tap_value(raw: str) -> str:
@@ -358,8 +360,10 @@ def _tap_value(raw: str) -> str:
 
 # node --test with the spec reporter: "✖ name (2.7ms)", then the error indented under it (an
 # assertion's message ends with ":" and its values follow after a blank line).
-_SPEC_FAILED = re.compile(r"^✖ (?P<name>.+?) \([\d.]+m?s\)\n(?P<body>(?:.*\n?){1,8})", re.MULTILINE)
-_SPEC_AT = re.compile(r"^\s+at .*?\(?(?P<path>/[^\s():]+):(?P<line>\d+):\d+\)?$", re.MULTILINE)
+_SPEC_FAILED = compile_later(
+    r"^✖ (?P<name>.+?) \([\d.]+m?s\)\n(?P<body>(?:.*\n?){1,8})", re.MULTILINE
+)
+_SPEC_AT = compile_later(r"^\s+at .*?\(?(?P<path>/[^\s():]+):(?P<line>\d+):\d+\)?$", re.MULTILINE)
 
 
 def _node_spec(text: str) -> ToolError | None:
@@ -408,9 +412,9 @@ def _node_test(text: str) -> ToolError | None:
 
 
 # go test: "--- FAIL: TestX (0.00s)" then "    x_test.go:7: message"; or a panic.
-_GO_FAIL = re.compile(r"^--- FAIL: \S+.*$", re.MULTILINE)
-_GO_TEST_LINE = re.compile(r"^\s+(?P<path>[\w./-]+_test\.go):(?P<line>\d+): (?P<msg>.+)$")
-_GO_PANIC = re.compile(r"^panic: (?P<msg>.+?)(?: \[recovered\])?$", re.MULTILINE)
+_GO_FAIL = compile_later(r"^--- FAIL: \S+.*$", re.MULTILINE)
+_GO_TEST_LINE = compile_later(r"^\s+(?P<path>[\w./-]+_test\.go):(?P<line>\d+): (?P<msg>.+)$")
+_GO_PANIC = compile_later(r"^panic: (?P<msg>.+?)(?: \[recovered\])?$", re.MULTILINE)
 
 
 def _go_test(text: str) -> ToolError | None:
@@ -430,19 +434,19 @@ def _go_test(text: str) -> ToolError | None:
 
 # cargo test: "thread 'x' panicked at src/lib.rs:7:9:" then the message (Rust >= 1.73), or
 # "panicked at 'message', src/lib.rs:7:9" (older).
-_RUST_PANIC = re.compile(
+_RUST_PANIC = compile_later(
     r"^thread '[^']*'(?: \(\d+\))? panicked at (?P<path>[^\s:]+):(?P<line>\d+):\d+:\n(?P<msg>.+)$",
     re.MULTILINE,
 )
-_RUST_PANIC_OLD = re.compile(
+_RUST_PANIC_OLD = compile_later(
     r"^thread '[^']*' panicked at '(?P<msg>.+)', (?P<path>[^\s:]+):(?P<line>\d+):\d+$",
     re.MULTILINE,
 )
-_RUST_LEFT_RIGHT = re.compile(r"^\s*left: (?P<left>.*)\n\s*right: (?P<right>.*)$", re.MULTILINE)
+_RUST_LEFT_RIGHT = compile_later(r"^\s*left: (?P<left>.*)\n\s*right: (?P<right>.*)$", re.MULTILINE)
 
 
 # A #[should_panic] test whose code returned normally.
-_RUST_NO_PANIC = re.compile(
+_RUST_NO_PANIC = compile_later(
     r"^---- (?P<test>\S+) stdout ----\nnote: (?P<msg>test did not panic as expected)"
     r"(?: at (?P<path>[^\s:]+):(?P<line>\d+):\d+)?",
     re.MULTILINE,
@@ -470,8 +474,8 @@ def _cargo_test(text: str) -> ToolError | None:
 
 
 # eslint's stylish format: the file on a line of its own, then "  2:10  error  message  rule".
-_ESLINT_FILE = re.compile(r"^(?P<path>/\S+|\S+\.[cm]?[jt]sx?)$")
-_ESLINT_PROBLEM = re.compile(
+_ESLINT_FILE = compile_later(r"^(?P<path>/\S+|\S+\.[cm]?[jt]sx?)$")
+_ESLINT_PROBLEM = compile_later(
     r"^\s+(?P<line>\d+):\d+\s+error\s+(?P<msg>.+?)(?:\s{2,}(?P<rule>[\w@/-]+))?$"
 )
 
@@ -491,9 +495,9 @@ def _eslint(text: str) -> ToolError | None:
 
 
 # rspec: "Failure/Error: <code>" then the exception class on its own line and its message.
-_RSPEC_FAILURE = re.compile(r"^\s*Failure/Error: .*$", re.MULTILINE)
-_RSPEC_CLASS = re.compile(r"^[A-Z]\w*(?:::[A-Z]\w*)*:$")
-_RSPEC_WHERE = re.compile(r"^\s*# (?P<path>\./[^:]+):(?P<line>\d+)")
+_RSPEC_FAILURE = compile_later(r"^\s*Failure/Error: .*$", re.MULTILINE)
+_RSPEC_CLASS = compile_later(r"^[A-Z]\w*(?:::[A-Z]\w*)*:$")
+_RSPEC_WHERE = compile_later(r"^\s*# (?P<path>\./[^:]+):(?P<line>\d+)")
 
 
 def _rspec(text: str) -> ToolError | None:
@@ -518,7 +522,7 @@ def _rspec(text: str) -> ToolError | None:
 
 
 # minitest: "  1) Failure:" then "Class#test [path:line]:" then the message (Expected/Actual).
-_MINITEST_FAILURE = re.compile(
+_MINITEST_FAILURE = compile_later(
     r"^\s*\d+\) Failure:\n\S+ \[(?P<path>[^\]:]+):(?P<line>\d+)\]:\n(?P<msg>(?:.+\n?){1,2})",
     re.MULTILINE,
 )
@@ -535,20 +539,20 @@ def _minitest(text: str) -> ToolError | None:
 # Compilers: gcc/clang (`main.c:4:20: error: ...`), javac (`Stock.java:4: error: ...`, glued
 # to gradle's task name), javac under maven (`[ERROR] /x/Stock.java:[4,33] cannot find
 # symbol`). javac names what it cannot find on a `symbol:` line after: it is the identifying part.
-_CC = re.compile(
+_CC = compile_later(
     r"^(?P<path>[^\s:]+\.(?:c|cc|cpp|cxx|h|hpp|m)):(?P<line>\d+):\d+: (?P<msg>(?:fatal )?error: .+)$",
     re.MULTILINE,
 )
-_JAVAC = re.compile(
+_JAVAC = compile_later(
     r"(?P<path>[\w./-]+\.java):(?:(?P<line>\d+): error: |\[(?P<mline>\d+),\d+\] )(?P<msg>.+)$",
     re.MULTILINE,
 )
-_JAVAC_SYMBOL = re.compile(r"^(?:\[ERROR\])?\s+symbol:\s+(?P<symbol>.+)$", re.MULTILINE)
+_JAVAC_SYMBOL = compile_later(r"^(?:\[ERROR\])?\s+symbol:\s+(?P<symbol>.+)$", re.MULTILINE)
 
 
 # GNU ld: "main.c:(.text+0x11): undefined reference to `compute_tax'" (collect2's summary
 # after it only says that ld failed).
-_LD_UNDEFINED = re.compile(
+_LD_UNDEFINED = compile_later(
     r"^(?:(?P<path>[^\s:]+?)(?::\([.\w]+(?:\+0x[0-9a-f]+)?\))?: )?"
     r"(?P<msg>undefined reference to .+)$",
     re.MULTILINE,
@@ -574,12 +578,12 @@ def _compiler(text: str) -> ToolError | None:
 
 
 # JUnit under maven (surefire) and gradle: the exception under the failed test.
-_JAVA_EXCEPTION = re.compile(
+_JAVA_EXCEPTION = compile_later(
     r"^\s*(?P<msg>(?:[a-z_]\w*\.)+[A-Z]\w*(?:Error|Exception|Failure|Failed\w*)(?::\s.*)?)$",
     re.MULTILINE,
 )
-_JAVA_FAILED_TEST = re.compile(r"<<< (?:FAILURE|ERROR)!$| > \w+ FAILED$", re.MULTILINE)
-_JAVA_FRAME = re.compile(r"^\s*at [\w.$]+\((?P<path>\w+\.java):(?P<line>\d+)\)$")
+_JAVA_FAILED_TEST = compile_later(r"<<< (?:FAILURE|ERROR)!$| > \w+ FAILED$", re.MULTILINE)
+_JAVA_FRAME = compile_later(r"^\s*at [\w.$]+\((?P<path>\w+\.java):(?P<line>\d+)\)$")
 
 
 def _junit(text: str) -> ToolError | None:
@@ -600,7 +604,9 @@ def _junit(text: str) -> ToolError | None:
 
 
 # make's own failures (not those of the commands it ran, which print their own errors).
-_MAKE_OWN = re.compile(r"^make(?:\[\d+\])?: \*\*\* (?P<msg>(?!\[).+?)\.?\s+Stop\.$", re.MULTILINE)
+_MAKE_OWN = compile_later(
+    r"^make(?:\[\d+\])?: \*\*\* (?P<msg>(?!\[).+?)\.?\s+Stop\.$", re.MULTILINE
+)
 
 
 def _make(text: str) -> ToolError | None:
@@ -610,9 +616,9 @@ def _make(text: str) -> ToolError | None:
 
 # bun test: the source and a caret, "error: message", Expected/Received lines, the frame, then
 # "(fail) test name".
-_BUN_FAIL = re.compile(r"^\(fail\) .+$", re.MULTILINE)
-_BUN_ERROR = re.compile(r"^error: (?P<msg>.+)$", re.MULTILINE)
-_BUN_AT = re.compile(r"^\s+at .*?\(?(?P<path>/[^\s():]+):(?P<line>\d+):\d+\)?$")
+_BUN_FAIL = compile_later(r"^\(fail\) .+$", re.MULTILINE)
+_BUN_ERROR = compile_later(r"^error: (?P<msg>.+)$", re.MULTILINE)
+_BUN_AT = compile_later(r"^\s+at .*?\(?(?P<path>/[^\s():]+):(?P<line>\d+):\d+\)?$")
 
 
 def _bun_test(text: str) -> ToolError | None:
@@ -639,7 +645,7 @@ def _bun_test(text: str) -> ToolError | None:
 
 
 # deno test: "error: Error: message" under the failing test in its ERRORS section.
-_DENO_ERROR = re.compile(r"^ ERRORS \n(?:.*\n){0,3}?error: (?P<msg>.+)$", re.MULTILINE)
+_DENO_ERROR = compile_later(r"^ ERRORS \n(?:.*\n){0,3}?error: (?P<msg>.+)$", re.MULTILINE)
 
 
 def _deno_test(text: str) -> ToolError | None:
@@ -649,17 +655,19 @@ def _deno_test(text: str) -> ToolError | None:
 
 # dotnet test under VSTest: "  Failed Name [21 ms]" (xUnit's logger: "X Name [317ms]"), then
 # "  Error Message:" and the message; NUnit's "Expected: 100" is followed by "But was:  0".
-_VSTEST_FAILED = re.compile(
+_VSTEST_FAILED = compile_later(
     r"^\s*(?:Failed|X) (?P<test>\S[^\n]*?) \[[^\]\n]*\]\n\s*Error Message:\n(?P<body>(?:.*\n?){1,6})",
     re.MULTILINE,
 )
 # Microsoft.Testing.Platform: "failed Name (12ms)" then the message, indented.
-_MTP_FAILED = re.compile(r"^failed (?P<test>\S.*?) \([\dhms. ]+\)\n\s+(?P<msg>\S.*)$", re.MULTILINE)
+_MTP_FAILED = compile_later(
+    r"^failed (?P<test>\S.*?) \([\dhms. ]+\)\n\s+(?P<msg>\S.*)$", re.MULTILINE
+)
 # xUnit's own runners: "Name [FAIL]" then the message and its Expected/Actual lines.
-_XUNIT_FAIL = re.compile(r"\[FAIL\]\n(?P<body>(?:.*\n?){1,6})")
-_XUNIT_PREFIX = re.compile(r"^\[xUnit\.net [\d:.]+\]\s*")
-_DOTNET_FRAME = re.compile(r" in (?P<path>\S[^\n]*?):line (?P<line>\d+)$", re.MULTILINE)
-_DOTNET_DETAIL = re.compile(r"^(?:Expected|Actual|But was):?\s")
+_XUNIT_FAIL = compile_later(r"\[FAIL\]\n(?P<body>(?:.*\n?){1,6})")
+_XUNIT_PREFIX = compile_later(r"^\[xUnit\.net [\d:.]+\]\s*")
+_DOTNET_FRAME = compile_later(r" in (?P<path>\S[^\n]*?):line (?P<line>\d+)$", re.MULTILINE)
+_DOTNET_DETAIL = compile_later(r"^(?:Expected|Actual|But was):?\s")
 
 
 def _dotnet_message(lines: list[str]) -> str | None:

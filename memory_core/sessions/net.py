@@ -9,17 +9,19 @@ successfully after its last edit of the file; a file without that evidence count
 
 from __future__ import annotations
 
-import re
 import shlex
 import time
 from pathlib import Path
 
+from memory_core.lazy_pattern import compile_later
 from memory_core.sessions.reading import _COMMAND_FAILED, files_modified
 from memory_core.store import Store
 
 # Commands that put files back as git has them: (pattern, whether it covers every file).
-_CHECKOUT = re.compile(r"^git\s+(?:checkout|restore)\b(?P<args>.*)$")
-_EVERYTHING = re.compile(r"^git\s+(?:reset\s+--hard\b|stash(?:\s+(?:push|save))?\s*$|stash\s+-u\b)")
+_CHECKOUT = compile_later(r"^git\s+(?:checkout|restore)\b(?P<args>.*)$")
+_EVERYTHING = compile_later(
+    r"^git\s+(?:reset\s+--hard\b|stash(?:\s+(?:push|save))?\s*$|stash\s+-u\b)"
+)
 
 
 def _reverted_paths(command: str) -> tuple[bool, set[str]]:
@@ -46,7 +48,7 @@ def _reverted_paths(command: str) -> tuple[bool, set[str]]:
     return False, set(paths)
 
 
-_REMOVE = re.compile(r"^(?:git\s+)?rm\s+(?P<args>.+)$")
+_REMOVE = compile_later(r"^(?:git\s+)?rm\s+(?P<args>.+)$")
 
 
 def _removed_paths(command: str) -> set[str]:

@@ -170,3 +170,133 @@ def test_orjson_is_loaded_once_a_process_has_much_to_read(monkeypatch: pytest.Mo
     for _ in range(transcripts.ORJSON_FROM_BYTES // (64 * 1024)):
         transcripts.fast_decoder_for(64 * 1024)  # an ingest of many small transcripts
     assert transcripts._orjson is not None
+
+
+def _digest_after_a_command(root: Path, command: str) -> tuple[set[str], str]:
+    """A session that ran `command`, then a cold PreCompact (which writes the digest)."""
+    from memory_core.agents import hooks
+    from tests.agents_fixtures import hook_payload
+
+    session = "s-digest"
+    for event, extra in (
+        ("SessionStart", {"source": "startup"}),
+        ("UserPromptSubmit", {"prompt": "run the tests", "prompt_id": "p1"}),
+        (
+            "PostToolUse",
+            {
+                "tool_name": "Bash",
+                "tool_use_id": "t-1",
+                "tool_input": {"command": command},
+                "tool_response": {"stdout": "ok", "stderr": "", "interrupted": False},
+            },
+        ),
+    ):
+        assert (
+            hooks.handle("claude-code", event, hook_payload(event, session, root, **extra))[0] == 0
+        )
+    payload = hook_payload("PreCompact", session, root, trigger="manual", custom_instructions="")
+    loaded = _loaded_by(["hook", "claude-code", "PreCompact"], payload.encode(), root)
+    [digest] = (root / ".engram").rglob(f"{session}-*.yaml")
+    return loaded, digest.read_text(encoding="utf-8")
+
+
+def _engram_facts_as_pyyaml_writes_them(digest: str) -> tuple[str, str]:
+    import yaml
+
+    frontmatter = digest.split("---\n")[1]
+    written = frontmatter[frontmatter.index("engram:") :]
+    again = yaml.dump(
+        yaml.safe_load(written),
+        Dumper=yaml.SafeDumper,
+        sort_keys=False,
+        allow_unicode=True,
+        width=100,
+    )
+    return written, again
+
+
+def test_writing_a_digest_does_not_load_yaml_and_writes_what_yaml_would(tmp_path: Path) -> None:
+    import yaml
+
+    root = _project(tmp_path)
+    loaded, digest = _digest_after_a_command(root, "pytest -q tests/unit: -k 'not slow' #1")
+    assert "memory_core.agents.digest" in loaded  # the digest was written in that process
+    assert "yaml" not in loaded
+    written, again = _engram_facts_as_pyyaml_writes_them(digest)
+    assert written == again
+    commands = [c["command"] for c in yaml.safe_load(written)["engram"]["commands"]]
+    assert commands == ["pytest -q tests/unit: -k 'not slow' #1"]  # quoted, it reads back
+
+
+def test_a_digest_yaml_must_write_itself_still_loads_yaml(tmp_path: Path) -> None:
+    # Negative control: a fact outside what engram's own writer handles (a non-ASCII command)
+    # goes to PyYAML, and the probe sees it loaded; the text is the same either way.
+    root = _project(tmp_path)
+    loaded, digest = _digest_after_a_command(root, "echo café")
+    assert "yaml" in loaded
+    written, again = _engram_facts_as_pyyaml_writes_them(digest)
+    assert "echo café" in written and written == again
+
+
+COMPILE_COUNTER = """
+import json, re, sys
+compiled = []
+original = re.compile
+def counting(pattern, flags=0):
+    where = sys._getframe(1).f_globals.get("__name__")
+    if where in {ours!r}:
+        compiled.append(where)
+    return original(pattern, flags)
+re.compile = counting
+import memory_core.agents.digest, memory_core.agents.failures, memory_core.verify
+import memory_core.agents.transcripts, memory_core.agents.memory_files
+import memory_core.agents.codex_rollouts, memory_core.sessions.net
+from memory_core.gotchas import normalize, scan, team, tool_errors
+at_import = list(compiled)
+{then}
+print(json.dumps({{"at_import": at_import, "after": compiled[len(at_import):]}}))
+"""
+
+
+# The modules whose patterns wait for their first use, and the module that compiles them then.
+DEFERRED = (
+    "memory_core.agents.digest",
+    "memory_core.agents.failures",
+    "memory_core.verify",
+    "memory_core.gotchas.normalize",
+    "memory_core.gotchas.tool_errors",
+    "memory_core.gotchas.scan",
+    "memory_core.gotchas.team",
+    "memory_core.agents.transcripts",
+    "memory_core.agents.memory_files",
+    "memory_core.agents.codex_rollouts",
+    "memory_core.sessions.net",
+    "memory_core.lazy_pattern",
+)
+
+
+def _compiles(then: str) -> tuple[list[str], list[str]]:
+    done = subprocess.run(
+        [sys.executable, "-c", COMPILE_COUNTER.format(then=then, ours=DEFERRED)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return result["at_import"], result["after"]
+
+
+def test_the_gotcha_and_digest_patterns_are_compiled_when_first_used() -> None:
+    at_import, after = _compiles("")
+    assert at_import == []  # about a hundred patterns, none compiled by loading their modules
+    assert after == []
+
+
+def test_a_pattern_is_compiled_once_used_and_matches_as_before() -> None:
+    # Negative control: the counter sees the compile when a pattern is used, and the parse works.
+    trace = 'Traceback (most recent call last):\n  File "app.py", line 3, in <module>\nKeyError: 1'
+    then = f"assert tool_errors.key_error({trace!r}) is not None"
+    at_import, after = _compiles(then)
+    assert at_import == [] and "memory_core.lazy_pattern" in after
+    _, again = _compiles(f"tool_errors.key_error({trace!r}); tool_errors.key_error({trace!r})")
+    assert len(again) == len(after)  # a second use compiles nothing more
