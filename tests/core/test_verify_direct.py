@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from memory_core import memory, verify
+from memory_core.evolution import record_change
 from memory_core.gotchas.records import Anchor, add
 from memory_core.sessions.recording import record_file_modified
 from memory_core.store import Store
@@ -198,6 +199,15 @@ def test_a_bare_name_of_a_file_still_in_its_folder_is_current(store: Store) -> N
     (store.root / "src/auth.py").unlink()
     found = verify.text_check(store, "Don't touch auth.py")
     assert found is not None and found.state == "gone"
+
+
+def test_a_bare_name_in_the_evolution_record_only_counts_too(store: Store) -> None:
+    _write(store, "billing.py", "RATE = 1\n")
+    record_change(store, "billing.py", actor="external", after="RATE = 1\n", now=NOW)
+    assert verify.text_check(store, "billing.py rounds down") is None
+    (store.root / "billing.py").unlink()
+    found = verify.text_check(store, "billing.py rounds down")
+    assert found is not None and found.reason == "billing.py does not exist now"
 
 
 def test_words_with_dots_that_are_not_files() -> None:
