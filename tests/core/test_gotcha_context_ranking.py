@@ -37,6 +37,7 @@ def test_a_file_an_anchor_cites_is_evidence(store: Store) -> None:
         anchors=[Anchor("db.py", 1, 1, None, "    return open_pool(size=1)")],
     )
     assert _ids(store, "rename a variable", ("db.py",)) == [gotcha.id]
+    assert _ids(store, "rename a variable", ("./db.py",)) == [gotcha.id]
     assert _ids(store, "rename a variable", ("models.py",)) == []
 
 
@@ -107,3 +108,34 @@ def test_no_gotchas_format_to_nothing() -> None:
     assert format_markdown([]) == ""
     bare = Gotcha(id="g1", title="Bare")
     assert format_markdown([bare]) == "## Known gotchas\n\n- **[medium] Bare** `g1`\n"
+
+
+def _scores(store: Store, task: str, files: tuple[str, ...] = ()) -> dict[str, float]:
+    return {gotcha.id: score for score, gotcha in rank_for_task(store, task, files, 50)}
+
+
+def test_each_kind_of_evidence_weighs_what_it_should(store: Store) -> None:
+    """Word 2 each, category 3, the task quoting the gotcha's error 8, a task file 5 (a low,
+    unconfirmed gotcha adds nothing for severity or confirmation)."""
+    plain = {"severity": "low", "status": "candidate", "category": "general"}
+    worded = add(store, "Startup imports numpy", description="Lazy loading helps", **plain)
+    fixtures = add(store, "Fixtures leak", severity="low", status="candidate", category="test")
+    tenant = add(store, "Tenant header missing", error_pattern="KeyError: 'tenant_id'", **plain)
+    settings = add(store, "Settings read once", related_files=["settings.py"], **plain)
+    # Words from the end of the title and the start of the description count alike.
+    assert _scores(store, "numpy lazy") == {worded.id: 4.0}
+    # The category named in the task, or only inferred from it ("pytest" is about tests).
+    assert _scores(store, "review the test") == {fixtures.id: 3.0}
+    assert _scores(store, "the pytest run is slow") == {fixtures.id: 3.0}
+    # Quoting the error (inside a longer task) vs the same words without its shape.
+    quoted = _scores(store, "KeyError: 'tenant_id' raised in billing")
+    unquoted = _scores(store, "keyerror tenant id raised in billing")
+    assert quoted[tenant.id] - unquoted[tenant.id] == 8.0
+    assert _scores(store, "rename", ("settings.py",)) == {settings.id: 5.0}
+
+
+def test_the_task_for_an_agent_lists_five_gotchas_at_most(store: Store) -> None:
+    for i in range(6):
+        add(store, f"Deploy step {i} needs the token")
+    text = context_for_task(store, "deploy")
+    assert text.count("\n- **[") == 5

@@ -128,6 +128,15 @@ def test_a_file_cited_without_lines_is_current_while_it_is_in_the_workspace(
     )
 
 
+def test_a_line_cited_past_the_end_of_the_file_is_checked_as_the_file(store: Store) -> None:
+    """Recorded citing line 9 of a 5-line file, there were no lines to anchor: the memory is
+    current while the file is there, and gone once it is deleted."""
+    memory_id = _cite(store, line=9)
+    assert _check(store, memory_id).state == "unchanged"
+    (store.root / "config.py").unlink()
+    assert _check(store, memory_id).state == "gone"
+
+
 def test_memories_citing_no_code_are_not_checked(store: Store) -> None:
     plain = memory.add(store, "We prefer small commits", now=NOW)
     cited = _cite(store)
@@ -228,6 +237,13 @@ def test_a_result_without_a_kind_is_a_memory_and_is_checked(store: Store) -> Non
     assert results[0]["needs_checking"] == (
         "the code it cites (config.py:2) changed since it was recorded"
     )
+
+
+def test_a_result_without_a_kind_naming_a_deleted_path_is_marked(store: Store) -> None:
+    plain = memory.add(store, "Keep the schema in app/schema.sql", now=NOW)
+    results = verify.annotate(store, [{"id": str(plain["id"]), "content": plain["content"]}])
+    assert results[0]["citation"] == "gone"
+    assert results[0]["needs_checking"] == "app/schema.sql does not exist now"
 
 
 def test_results_say_what_became_of_gotchas_and_of_paths_in_text(store: Store) -> None:
