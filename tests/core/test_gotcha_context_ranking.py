@@ -20,6 +20,8 @@ def test_a_glob_naming_a_file_matches_it_in_any_folder(store: Store) -> None:
     assert _ids(store, "rename a variable", ("settings.py",)) == [gotcha.id]
     assert _ids(store, "rename a variable", ("app/settings.py",)) == [gotcha.id]
     assert _ids(store, "rename a variable", ("app/urls.py",)) == []
+    xml = add(store, "The loader resolves entities", related_files=["XmlLoader.py"])
+    assert _ids(store, "rename a variable", ("./XmlLoader.py",)) == [xml.id]
 
 
 def test_task_files_given_with_windows_separators_or_dot_slash_match(store: Store) -> None:
@@ -127,6 +129,7 @@ def test_each_kind_of_evidence_weighs_what_it_should(store: Store) -> None:
     # The category named in the task, or only inferred from it ("pytest" is about tests).
     assert _scores(store, "review the test") == {fixtures.id: 3.0}
     assert _scores(store, "the pytest run is slow") == {fixtures.id: 3.0}
+    assert _scores(store, "review the test fixtures") == {fixtures.id: 5.0}  # they add up
     # Quoting the error (inside a longer task) vs the same words without its shape.
     quoted = _scores(store, "KeyError: 'tenant_id' raised in billing")
     unquoted = _scores(store, "keyerror tenant id raised in billing")
@@ -139,3 +142,4 @@ def test_the_task_for_an_agent_lists_five_gotchas_at_most(store: Store) -> None:
         add(store, f"Deploy step {i} needs the token")
     text = context_for_task(store, "deploy")
     assert text.count("\n- **[") == 5
+    assert context_for_task(store, "deploy", limit=2).count("\n- **[") == 2

@@ -210,6 +210,13 @@ def test_a_bare_name_of_a_file_still_in_its_folder_is_current(store: Store) -> N
     assert found is not None and found.state == "gone"
 
 
+def test_every_name_in_the_text_is_checked_not_only_the_first(store: Store) -> None:
+    record_file_modified(store, "S-1", "src/auth.py", NOW)
+    _write(store, "src/auth.py", "x = 1\n")
+    found = verify.text_check(store, "auth.py calls lib/old_session.py")
+    assert found is not None and found.reason == "lib/old_session.py does not exist now"
+
+
 def test_a_bare_name_in_the_evolution_record_only_counts_too(store: Store) -> None:
     _write(store, "billing.py", "RATE = 1\n")
     record_change(store, "billing.py", actor="external", after="RATE = 1\n", now=NOW)
