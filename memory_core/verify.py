@@ -188,7 +188,7 @@ def text_check(store: Store, text: str) -> Check | None:
     for path in named_paths(text):
         if (root / path).exists():
             continue
-        seen = _seen_paths(store, path.lstrip("./"))
+        seen = _seen_paths(store, path)  # named_paths leaves out a leading "./"
         if seen and any((root / other).exists() for other in seen):
             continue  # the name is of a file that is still there under its folder
         if seen or "/" in path:

@@ -42,6 +42,8 @@ QUOTA_HOOK = "memory_core/agents/quota_hook.py"
 LIFECYCLE = "memory_core/lifecycle.py"
 DRIFT = "memory_core/drift.py"
 INSTALL = "memory_core/agents/install.py"
+VERIFY = "memory_core/verify.py"
+GOTCHA_CONTEXT = "memory_core/gotchas/context.py"
 
 AREAS: tuple[Area, ...] = (
     Area(
@@ -442,6 +444,104 @@ AREAS: tuple[Area, ...] = (
                 '        elif not group["hooks"]:\n            kept.append(group)\n',
                 "",
                 "a user's own group with no handlers disappears",
+            ),
+        ),
+    ),
+    Area(
+        "verify",
+        ("tests/core/test_verify_before_telling.py",),
+        ("tests/core/test_verify_direct.py",),
+        (
+            Bug(
+                "moved-told-as-stale",
+                VERIFY,
+                'TOLD_AS_IS = ("unchanged", "moved")',
+                'TOLD_AS_IS = ("unchanged",)',
+                "a decision whose code only moved down the file is marked needs checking",
+            ),
+            Bug(
+                "end-line-ignored",
+                VERIFY,
+                'end=int(row["end_line"] or row["line"]),',
+                'end=int(row["line"]),',
+                "a memory citing lines 2-4 is told as current after line 4 changed",
+            ),
+            Bug(
+                "file-citation-checked-from-cwd",
+                VERIFY,
+                "if not (store.root / path).exists():",
+                "if not Path(path).exists():",
+                "a memory citing a file without lines is checked against the process's folder",
+            ),
+            Bug(
+                "one-stale-anchor-marks-gotcha",
+                VERIFY,
+                "current[0] if current else checks[0]",
+                "checks[0]",
+                "a gotcha with one current anchor is marked because its other anchor changed",
+            ),
+            Bug(
+                "bare-name-never-checked",
+                VERIFY,
+                'if seen or "/" in path:',
+                'if "/" in path:',
+                "a correction naming auth.py (a file sessions changed) is told after it is deleted",
+            ),
+            Bug(
+                "result-without-kind-skipped",
+                VERIFY,
+                'memories = [str(r["id"]) for r in results if r.get("kind", "memory") == "memory"]',
+                'memories = [str(r["id"]) for r in results if r.get("kind") == "memory"]',
+                "a search result without a kind (a memory) is never checked",
+            ),
+        ),
+    ),
+    Area(
+        "gotchas.context",
+        ("tests/core/test_gotchas_capture.py", "tests/core/test_verify_before_telling.py"),
+        ("tests/core/test_gotcha_context_ranking.py",),
+        (
+            Bug(
+                "glob-matches-only-at-root",
+                GOTCHA_CONTEXT,
+                ' or fnmatch(path, f"**/{glob}")',
+                "",
+                "a gotcha on `settings.py` is not found for a task on app/settings.py",
+            ),
+            Bug(
+                "windows-paths-not-normalised",
+                GOTCHA_CONTEXT,
+                'f.replace("\\\\", "/").lstrip("./")',
+                'f.lstrip("./")',
+                "a task file given as src\\db.py does not match the gotcha on src/db.py",
+            ),
+            Bug(
+                "task-verbs-count-as-evidence",
+                GOTCHA_CONTEXT,
+                '_TASK_STOPWORDS = STOPWORDS | {"add", "fix", "make", "use"}',
+                "_TASK_STOPWORDS = STOPWORDS",
+                "every gotcha whose text says fix is listed for any task saying fix",
+            ),
+            Bug(
+                "severity-tiebreak-inverted",
+                GOTCHA_CONTEXT,
+                "score += (3 - min(gotcha.severity_rank, 3)) * 0.5",
+                "score += min(gotcha.severity_rank, 3) * 0.5",
+                "a low gotcha outranks a critical one with the same evidence",
+            ),
+            Bug(
+                "no-evidence-kept",
+                GOTCHA_CONTEXT,
+                "if score <= 0:",
+                "if score < 0:",
+                "gotchas with nothing to do with the task are listed",
+            ),
+            Bug(
+                "anchored-files-not-listed",
+                GOTCHA_CONTEXT,
+                "files = gotcha.related_files or sorted({a.path for a in gotcha.anchors})",
+                "files = gotcha.related_files",
+                "a gotcha anchored on code shows no Files: line",
             ),
         ),
     ),
