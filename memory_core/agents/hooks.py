@@ -695,10 +695,9 @@ def handle(
     try:
         from memory_core.workspace import find_root
 
-        canonical_agent = agent_name(agent)
         try:
-            payload = parse(canonical_agent, event, data)
-        except Exception:
+            payload = parse(agent_name(agent), event, data)
+        except Exception:  # an unknown agent too: logged in the workspace it ran in
             root = find_root(_workspace_for(None, workspace))
             raise
         root = find_root(_workspace_for(payload, workspace))

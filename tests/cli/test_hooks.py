@@ -364,6 +364,18 @@ def test_an_internal_error_is_logged_and_the_agent_is_not_failed(cli, repo: Path
     assert "hook claude-code PostToolUse failed" in (repo / ".engram" / "engram.log").read_text()
 
 
+def test_a_hook_command_naming_an_unknown_agent_is_logged_not_failed(cli, repo: Path) -> None:
+    """A mistyped agent in a hand-written hook command: the agent is not failed, and the
+    workspace's log says what was wrong (before, it was said nowhere)."""
+    (repo / ".engram").mkdir()
+    result = cli(
+        "hook", "claud", "PostToolUse", cwd=repo, stdin=hook_payload("PostToolUse", "S", repo)
+    )
+    assert (result.code, result.stdout) == (0, "")
+    log = (repo / ".engram" / "engram.log").read_text()
+    assert "hook claud PostToolUse failed" in log and "unknown agent 'claud'" in log
+
+
 def test_hooks_install_and_uninstall_from_the_command_line(cli, repo: Path) -> None:
     settings = repo / ".claude" / "settings.json"
     settings.parent.mkdir()
