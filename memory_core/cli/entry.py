@@ -4,6 +4,11 @@
 sent to the hook runner before anything else is imported: the full command line (argparse,
 JSON errors, every area's commands) cost a hook about as much as Python's own start. Every
 other command goes on to `memory_core.cli.main`.
+
+Before either, a hook, `engram checkpoint ...` or `engram rollback ...` is offered to the
+resident fork server (memory_core/resident.py, docs/resident.md), which runs the same code in a
+process that has already imported it; when none is running the command runs here, and a server
+is started in the background for the next one.
 """
 
 from __future__ import annotations
@@ -18,7 +23,23 @@ if TYPE_CHECKING:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    code = hook_fast_path(sys.argv[1:] if argv is None else argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    from memory_core import resident
+
+    code = resident.try_resident(words)
+    if code is not None:
+        return code
+    try:
+        return run_in_process(words)
+    finally:
+        if resident.command_of(words) in resident.RESIDENT_COMMANDS:
+            resident.start_in_background()
+
+
+def run_in_process(argv: Sequence[str]) -> int:
+    """The command run in this process: what a cold `engram` does, and what the resident
+    server's child runs."""
+    code = hook_fast_path(argv)
     if code is not None:
         return code
     from memory_core.cli.main import main as full_command_line

@@ -1,0 +1,495 @@
+"""engram's resident fork server: imports engram once, forks a fresh child per command.
+
+Started detached by a cold `engram` (memory_core/resident.py) as
+`python -c SERVER_BOOT RUNTIME_DIR DIGEST`; docs/resident.md tells the whole story. The server
+is single-threaded (forking a threaded process copies locks held by threads that do not exist
+in the child) and never runs a command itself: each connection is forked off at once, and the
+child reads the request, answers "accepted, pid N", waits for the client's "go", takes the
+client's descriptors, folder, umask, environment and argv, runs exactly the code a cold
+`engram` runs, and sends its exit code. So two agents at once are two children, and each
+command starts from the same state, the one a cold process reaches after its imports.
+
+The server exits after IDLE seconds without a request (ENGRAM_RESIDENT_IDLE, default 600),
+when engram's code or the installed packages change (checked before every fork: a request is
+never run by old code; it is refused, and the client runs it itself), when its socket is
+removed or replaced, or on SIGTERM (`engram daemon stop`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def _close_inherited_descriptors() -> None:
+    # Whatever the spawning hook had open (an agent's pipes marked inheritable) must not be
+    # held for ten minutes by a server: the agent would wait for an end of file that never comes.
+    os.closerange(3, 1 << 16)
+
+
+def main() -> None:
+    _close_inherited_descriptors()
+    os.chdir("/")
+    folder, digest = sys.argv[1], sys.argv[2]
+    Server(folder, digest).run()
+
+
+IDLE_SECONDS_DEFAULT = 600.0
+# Packages the commands import inside functions (so a module walk does not reach them).
+WARM_MODULES = (
+    "argparse",
+    "contextlib",
+    "dataclasses",
+    "datetime",
+    "difflib",
+    "fcntl",
+    "hashlib",
+    "json",
+    "orjson",
+    "pathspec",
+    "regex",
+    "shlex",
+    "sqlite3",
+    "stat",
+    "subprocess",
+    "tempfile",
+    "threading",
+    "tomllib",
+    "traceback",
+    "uuid",
+    "yaml",
+    "zstandard",
+)
+# engram's modules the commands never load (another front end and its heavy dependencies).
+COLD_ONLY = ("memory_core.mcp_server", "memory_core.resident_server", "memory_core.__main__")
+
+
+def idle_seconds() -> float:
+    try:
+        return float(os.environ.get("ENGRAM_RESIDENT_IDLE", "") or IDLE_SECONDS_DEFAULT)
+    except ValueError:
+        return IDLE_SECONDS_DEFAULT
+
+
+class Server:
+    def __init__(self, folder: str, digest: str) -> None:
+        from memory_core import resident
+
+        self.folder = folder
+        self.digest = digest
+        self.socket_path, self.lock_path, self.marker_path = resident.paths(folder, digest)
+        self.log_path = os.path.join(folder, digest + ".log")
+        self.key = resident.installation_key(sys.path)
+        self.idle = idle_seconds()
+
+    def log(self, message: str) -> None:
+        import time
+
+        try:
+            if os.path.getsize(self.log_path) > 1 << 20:
+                os.truncate(self.log_path, 0)
+        except OSError:
+            pass
+        try:
+            with open(self.log_path, "a", encoding="utf-8") as log:
+                log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} [{os.getpid()}] {message}\n")
+        except OSError:
+            pass
+
+    def run(self) -> None:
+        from memory_core import resident
+
+        if not resident.private_dir_ok(self.folder):
+            return
+        if resident.key_digest(self.key) != self.digest:
+            self.log("not started: this interpreter is not the installation that asked for it")
+            return
+        import fcntl
+
+        lock = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return  # another server of this installation is running or starting
+        try:
+            self._serve(lock)
+        except Exception as exc:
+            import traceback
+
+            self.log(f"stopped by an error: {exc!r}\n{traceback.format_exc()}")
+        finally:
+            self._unlink_own_socket()
+            for path in (self.marker_path,):
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+            os.close(lock)
+
+    def _serve(self, lock: int) -> None:
+        import select
+        import signal
+        import socket
+        import time
+
+        began = time.time()
+        warm_up()
+        self.stamp = code_stamp()
+        os.ftruncate(lock, 0)
+        os.write(
+            lock,
+            f"{os.getpid()}\n{began:.3f}\n{self.idle:g}\n{self.key}\n".encode(
+                "utf-8", "surrogateescape"
+            ),
+        )
+        with contextlib.suppress(OSError):
+            os.unlink(self.socket_path)  # we hold the lock: whatever is there is stale
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        mask = os.umask(0o177)  # the socket is created 0600
+        try:
+            listener.bind(self.socket_path)
+        finally:
+            os.umask(mask)
+        listener.listen(128)
+        self.listener = listener
+        self.socket_inode = os.stat(self.socket_path).st_ino
+        stopping = []
+        signal.signal(signal.SIGTERM, lambda signum, frame: stopping.append(signum))
+        signal.signal(signal.SIGHUP, lambda signum, frame: stopping.append(signum))
+        self.log(f"listening on {self.socket_path} (warm in {time.time() - began:.2f} s)")
+        last_request = time.monotonic()
+        served = 0
+        while not stopping:
+            _reap_children()
+            remaining = self.idle - (time.monotonic() - last_request)
+            if remaining <= 0:
+                self.log(f"idle for {self.idle:g} s after {served} requests: exiting")
+                break
+            try:
+                ready, _, _ = select.select([listener], [], [], min(remaining, 30.0))
+            except InterruptedError:
+                continue
+            if not self._socket_is_ours():
+                self.log("the socket was removed or replaced: exiting")
+                break
+            if not ready:
+                continue
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            last_request = time.monotonic()
+            if code_stamp() != self.stamp:
+                # Closed before any answer: the client runs the command itself, with the new code.
+                conn.close()
+                self.log("engram's code or packages changed: exiting")
+                break
+            try:
+                pid = os.fork()
+            except OSError as exc:
+                conn.close()
+                self.log(f"fork failed: {exc!r}")
+                continue
+            if pid == 0:
+                try:
+                    listener.close()
+                    run_child(conn, self.key)
+                finally:
+                    os._exit(70)  # a child never unwinds into the server's loop
+            conn.close()
+            served += 1
+        listener.close()
+
+    def _socket_is_ours(self) -> bool:
+        try:
+            return os.stat(self.socket_path).st_ino == self.socket_inode
+        except OSError:
+            return False
+
+    def _unlink_own_socket(self) -> None:
+        if getattr(self, "listener", None) is not None and self._socket_is_ours():
+            with contextlib.suppress(OSError):
+                os.unlink(self.socket_path)
+
+
+def _reap_children() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def warm_up() -> None:
+    """Import what the commands import, and compile the patterns they compile on first use:
+    every child starts from here."""
+    import importlib
+    import pkgutil
+
+    import memory_core
+    from memory_core.lazy_pattern import _PatternCompiledOnFirstUse
+
+    for name in WARM_MODULES:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    modules = []
+    for info in pkgutil.walk_packages(memory_core.__path__, "memory_core."):
+        if info.name in COLD_ONLY:
+            continue
+        try:
+            modules.append(importlib.import_module(info.name))
+        except Exception:
+            continue
+    for module in modules:
+        for value in list(vars(module).values()):
+            if isinstance(value, _PatternCompiledOnFirstUse):
+                try:
+                    value.search  # noqa: B018 - compiles and keeps the pattern
+                except Exception:
+                    continue
+    import gc
+
+    # Objects of the imports never die: moved out of the collector's view, so a child does not
+    # copy their pages by touching their reference counts in its first collections.
+    gc.collect()
+    gc.freeze()
+
+
+def code_stamp() -> tuple[tuple[str, int, int], ...]:
+    """engram's source files and the import path's folders, with their times and sizes: an
+    upgrade, an uninstall or an edit of an editable install changes it."""
+    import memory_core
+
+    entries = []
+    for top in memory_core.__path__:
+        for folder, dirs, files in os.walk(top):
+            dirs[:] = [d for d in dirs if d != "__pycache__"]
+            for name in files:
+                if name.endswith((".py", ".sql")):
+                    path = os.path.join(folder, name)
+                    try:
+                        st = os.stat(path)
+                    except OSError:
+                        continue
+                    entries.append((path, st.st_mtime_ns, st.st_size))
+    for folder in sys.path:
+        try:
+            st = os.stat(folder)
+        except OSError:
+            continue
+        entries.append((folder, st.st_mtime_ns, 0))
+    return tuple(entries)
+
+
+# -- the child -------------------------------------------------------------------------------
+
+
+class _Request:
+    def __init__(self, fields: list[bytes]) -> None:
+        self.protocol = fields[0].decode()
+        self.key = fields[1].decode("utf-8", "surrogateescape")
+        self.umask = int(fields[2])
+        self.streams = [
+            (
+                fields[3 + 4 * i].decode(),
+                fields[4 + 4 * i].decode(),
+                fields[5 + 4 * i] == b"1",
+                fields[6 + 4 * i] == b"1",
+            )
+            for i in range(3)
+        ]
+        count = int(fields[15])
+        self.argv = [os.fsdecode(word) for word in fields[16 : 16 + count]]
+        self.environ = [entry.partition(b"=") for entry in fields[16 + count :]]
+
+
+def _receive(conn: object) -> tuple[_Request, list[int]]:
+    import socket
+
+    assert isinstance(conn, socket.socket)
+    fds: list[int] = []
+    data, ancillary, _, _ = conn.recvmsg(1 << 16, socket.CMSG_SPACE(8 * 4))
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            usable = len(payload) - len(payload) % 4
+            fds += [int.from_bytes(payload[i : i + 4], sys.byteorder) for i in range(0, usable, 4)]
+    header, _, body = data.partition(b"\n")
+    length = int(header)
+    chunks = [body]
+    received = len(body)
+    while received < length:
+        chunk = conn.recv(min(1 << 16, length - received))
+        if not chunk:
+            raise EOFError("the request ended early")
+        chunks.append(chunk)
+        received += len(chunk)
+    return _Request(b"".join(chunks).split(b"\0")), fds
+
+
+def run_child(conn: object, key: str) -> None:
+    """A fresh copy of the server for one request: never returns (os._exit)."""
+    import signal
+    import socket
+
+    assert isinstance(conn, socket.socket)
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+    try:
+        conn.settimeout(10.0)
+        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+        if int.from_bytes(creds[4:8], sys.byteorder) != os.getuid():
+            os._exit(0)
+        request, fds = _receive(conn)
+        if request.protocol != key.split("\n", 1)[0] or request.key != key or len(fds) != 4:
+            conn.sendall(b"R another installation\n")
+            os._exit(0)
+        conn.sendall(b"A%d\n" % os.getpid())
+        if conn.recv(1) != b"G":
+            os._exit(0)  # the client gave up waiting and runs the command itself
+        conn.settimeout(None)
+    except Exception:
+        os._exit(0)
+    try:
+        _become_the_client(request, fds)
+        _watch_client(conn)
+        code = _run_command(request.argv[1:])
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.write(
+                2, f"engram: the resident server could not run the command: {exc!r}\n".encode()
+            )
+        from memory_core.resident import command_of
+
+        code = 0 if command_of(request.argv[1:]) == "hook" else 1  # a hook never fails the agent
+    with contextlib.suppress(OSError):
+        conn.sendall(b"X%d\n" % code)
+    os._exit(code)
+
+
+def _become_the_client(request: _Request, fds: list[int]) -> None:
+    """Take the client's streams, folder, umask, environment, argv and stream settings: from
+    here the process is what a cold `engram` would be after its imports."""
+    for target, fd in zip((0, 1, 2), fds[:3], strict=True):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.fchdir(fds[3])
+    os.close(fds[3])
+    os.umask(request.umask)
+    os.environ.clear()
+    for name, _, value in request.environ:
+        os.environb[name] = value
+    import time
+
+    time.tzset()  # TZ of the client, read by localtime
+    try:
+        import locale
+
+        locale.setlocale(locale.LC_CTYPE, "")  # as Python's own start does, from the client's LC_*
+    except Exception:
+        pass
+    sys.argv = request.argv
+    sys.stdin, sys.stdout, sys.stderr = (
+        _standard_stream(fd, setting) for fd, setting in enumerate(request.streams)
+    )
+    # What Python's start sets too (the pristine streams, for code that restores them).
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr  # type: ignore[misc]
+
+
+def _standard_stream(fd: int, setting: tuple[str, str, bool, bool]) -> Any:
+    """sys.stdin/stdout/stderr over the client's descriptor, made as Python's start makes them
+    (pylifecycle.c create_stdio), with the encoding, errors and line buffering the client's own
+    start chose (from its locale, PYTHONIOENCODING, a terminal or not)."""
+    import io
+
+    encoding, errors, line_buffering, unbuffered = setting
+    if not encoding:
+        return None
+    raw = io.FileIO(fd, "rb" if fd == 0 else "wb", closefd=False)
+    raw.name = ("<stdin>", "<stdout>", "<stderr>")[fd]
+    buffer: Any = raw
+    if not unbuffered:
+        buffer = io.BufferedReader(raw) if fd == 0 else io.BufferedWriter(raw)
+    stream = io.TextIOWrapper(
+        buffer,
+        encoding=encoding,
+        errors=errors,
+        newline="\n",
+        line_buffering=line_buffering,
+        write_through=unbuffered,
+    )
+    stream.mode = "r" if fd == 0 else "w"  # type: ignore[misc]
+    return stream
+
+
+def _watch_client(conn: object) -> None:
+    """A client that dies (an agent killing its hook, a closed terminal) kills its child, as it
+    would have killed a cold process: the connection's end of stream is watched on a thread."""
+    import signal
+    import threading
+
+    def watch() -> None:
+        with contextlib.suppress(OSError):
+            conn.recv(1)  # type: ignore[attr-defined]
+        if not finished:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    finished: list[bool] = []
+    threading.Thread(target=watch, name="engram-resident-client", daemon=True).start()
+    _FINISHED.append(finished)
+
+
+_FINISHED: list[list[bool]] = []
+
+
+def _run_command(argv: list[str]) -> int:
+    """What a cold `engram` does with this argv, including its exit: the code of SystemExit,
+    a traceback for an uncaught exception, atexit handlers, the streams flushed."""
+    from memory_core.cli.entry import run_in_process
+
+    try:
+        code = _exit_code(run_in_process(argv))
+    except SystemExit as exit_:
+        code = _exit_code(exit_.code)
+    except KeyboardInterrupt:
+        import traceback
+
+        traceback.print_exc()
+        code = 130
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    import atexit
+
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        threading._shutdown()  # non-daemon threads are waited for, as at exit
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except Exception:
+            code = 120
+    for finished in _FINISHED:
+        finished.append(True)
+    return code
+
+
+def _exit_code(value: object) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, int):
+        return value & 0xFF
+    print(value, file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    main()
