@@ -130,7 +130,6 @@ class Server:
             os.close(lock)
 
     def _serve(self, lock: int) -> None:
-        import select
         import signal
         import socket
         import time
@@ -138,13 +137,12 @@ class Server:
         began = time.time()
         warm_up()
         self.stamp = code_stamp()
+        # The lock file says who holds it (`engram daemon status` reads it): pid, start, idle
+        # timeout, then the requests served, rewritten in place at each one.
+        head = f"{os.getpid()}\n{began:.3f}\n{self.idle:g}\n".encode()
+        self.lock, self.served_offset = lock, len(head)
         os.ftruncate(lock, 0)
-        os.write(
-            lock,
-            f"{os.getpid()}\n{began:.3f}\n{self.idle:g}\n{self.key}\n".encode(
-                "utf-8", "surrogateescape"
-            ),
-        )
+        os.write(lock, head + _served_line(0) + self.key.encode("utf-8", "surrogateescape"))
         with contextlib.suppress(OSError):
             os.unlink(self.socket_path)  # we hold the lock: whatever is there is stale
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -156,25 +154,34 @@ class Server:
         listener.listen(128)
         self.listener = listener
         self.socket_inode = os.stat(self.socket_path).st_ino
-        stopping = []
-        signal.signal(signal.SIGTERM, lambda signum, frame: stopping.append(signum))
-        signal.signal(signal.SIGHUP, lambda signum, frame: stopping.append(signum))
+        signal.signal(signal.SIGTERM, _stop)
+        signal.signal(signal.SIGHUP, _stop)
         self.log(f"listening on {self.socket_path} (warm in {time.time() - began:.2f} s)")
+        try:
+            self._loop(listener)
+        except _Stopped:
+            self.log("stopped (SIGTERM)")
+        listener.close()
+
+    def _loop(self, listener: Any) -> int:
+        import select
+        import time
+
         last_request = time.monotonic()
         served = 0
-        while not stopping:
+        while True:
             _reap_children()
             remaining = self.idle - (time.monotonic() - last_request)
             if remaining <= 0:
                 self.log(f"idle for {self.idle:g} s after {served} requests: exiting")
-                break
+                return served
             try:
                 ready, _, _ = select.select([listener], [], [], min(remaining, 30.0))
             except InterruptedError:
                 continue
             if not self._socket_is_ours():
                 self.log("the socket was removed or replaced: exiting")
-                break
+                return served
             if not ready:
                 continue
             try:
@@ -186,7 +193,7 @@ class Server:
                 # Closed before any answer: the client runs the command itself, with the new code.
                 conn.close()
                 self.log("engram's code or packages changed: exiting")
-                break
+                return served
             try:
                 pid = os.fork()
             except OSError as exc:
@@ -201,7 +208,7 @@ class Server:
                     os._exit(70)  # a child never unwinds into the server's loop
             conn.close()
             served += 1
-        listener.close()
+            os.pwrite(self.lock, _served_line(served), self.served_offset)
 
     def _socket_is_ours(self) -> bool:
         try:
@@ -213,6 +220,18 @@ class Server:
         if getattr(self, "listener", None) is not None and self._socket_is_ours():
             with contextlib.suppress(OSError):
                 os.unlink(self.socket_path)
+
+
+def _served_line(count: int) -> bytes:
+    return b"%12d\n" % count
+
+
+class _Stopped(Exception):
+    """SIGTERM or SIGHUP: raised out of the wait for a connection, so the server stops now."""
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise _Stopped
 
 
 def _reap_children() -> None:

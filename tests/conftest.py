@@ -17,6 +17,12 @@ import pytest
 
 from memory_core.store import Store
 
+# No test depends on whether a resident server happens to run, and none may leave one behind:
+# every `engram` the suite starts runs its command in process (tests/cli/test_resident.py turns
+# the server on with a private socket folder and stops it). Set here, not in a fixture, so
+# processes started by fixtures and helpers inherit it too.
+os.environ["ENGRAM_NO_RESIDENT"] = "1"
+
 
 @pytest.fixture(autouse=True)
 def _isolated_home(

@@ -40,6 +40,7 @@ COMMAND_MODULES = {
     "memory_core.cli.agents": ("hook", "hooks", "ingest", "mcp"),
     "memory_core.cli.evolution": ("evolution", "drift", "timeline", "snapshot"),
     "memory_core.cli.doctor": ("doctor",),
+    "memory_core.cli.daemon": ("daemon",),
 }
 _TOP_LEVEL_VALUED = frozenset({"--workspace"})  # top-level options followed by a value
 

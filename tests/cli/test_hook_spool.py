@@ -107,6 +107,7 @@ def test_a_read_only_store_is_reported_once_and_its_events_kept_until_it_is_writ
             "HOME": str(top),
             "XDG_CACHE_HOME": str(top / "cache"),
             "PYTHONPATH": str(Path(__file__).parents[2]),
+            "ENGRAM_NO_RESIDENT": "1",  # no resident server left behind (docs/resident.md)
         }
 
         def hook(n: int) -> subprocess.CompletedProcess[bytes]:

@@ -138,6 +138,7 @@ def test_a_git_checkout_appears_as_one_git_event(store: Store, workspace: Path) 
         "GIT_COMMITTER_EMAIL": "t@e",
         "PATH": "/usr/bin:/bin",
         "HOME": str(workspace),
+        "ENGRAM_NO_RESIDENT": "1",  # no resident server left behind (docs/resident.md)
     }
 
     def git(*args: str) -> None:
