@@ -116,6 +116,9 @@ class Server:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             return  # another server of this installation is running or starting
+        # Who holds the lock, at once (`engram daemon stop` of a server still warming up).
+        os.ftruncate(lock, 0)
+        os.pwrite(lock, f"{os.getpid()}\n".encode(), 0)
         try:
             self._serve(lock)
         except Exception as exc:
@@ -124,9 +127,6 @@ class Server:
             self.log(f"stopped by an error: {exc!r}\n{traceback.format_exc()}")
         finally:
             self._unlink_own_socket()
-            for path in (self.marker_path,):
-                with contextlib.suppress(OSError):
-                    os.unlink(path)
             os.close(lock)
 
     def _serve(self, lock: int) -> None:
@@ -142,7 +142,7 @@ class Server:
         head = f"{os.getpid()}\n{began:.3f}\n{self.idle:g}\n".encode()
         self.lock, self.served_offset = lock, len(head)
         os.ftruncate(lock, 0)
-        os.write(lock, head + _served_line(0) + self.key.encode("utf-8", "surrogateescape"))
+        os.pwrite(lock, head + _served_line(0) + self.key.encode("utf-8", "surrogateescape"), 0)
         with contextlib.suppress(OSError):
             os.unlink(self.socket_path)  # we hold the lock: whatever is there is stale
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -425,9 +425,12 @@ def _standard_stream(fd: int, setting: tuple[str, str, bool, bool]) -> Any:
     start chose (from its locale, PYTHONIOENCODING, a terminal or not)."""
     import io
 
-    encoding, errors, line_buffering, unbuffered = setting
+    encoding, errors, line_buffering, write_through = setting
     if not encoding:
         return None
+    # `python -u` (PYTHONUNBUFFERED) leaves stdout and stderr unbuffered; stdin stays buffered,
+    # whose read(n) waits for n bytes where a raw read returns what the pipe holds.
+    unbuffered = write_through and fd != 0
     raw = io.FileIO(fd, "rb" if fd == 0 else "wb", closefd=False)
     raw.name = ("<stdin>", "<stdout>", "<stderr>")[fd]
     buffer: Any = raw
@@ -439,7 +442,7 @@ def _standard_stream(fd: int, setting: tuple[str, str, bool, bool]) -> Any:
         errors=errors,
         newline="\n",
         line_buffering=line_buffering,
-        write_through=unbuffered,
+        write_through=write_through,
     )
     stream.mode = "r" if fd == 0 else "w"  # type: ignore[misc]
     return stream

@@ -63,8 +63,9 @@ def _server() -> dict[str, Any]:
         else:
             return info
         lines = os.read(fd, 4096).decode("utf-8", "replace").split("\n")
-        if len(lines) >= 3 and lines[0].isdigit():
+        if lines[0].isdigit():
             info["pid"] = int(lines[0])
+        if len(lines) >= 3 and lines[0].isdigit():
             info["started_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(float(lines[1])))
             info["idle_exit_seconds"] = float(lines[2])
         if len(lines) >= 4 and lines[3].strip().isdigit():

@@ -1,0 +1,356 @@
+"""The resident fork server (memory_core/resident.py, docs/resident.md) against cold processes.
+
+The suite runs every `engram` in process (ENGRAM_NO_RESIDENT=1, tests/conftest.py); these tests
+turn the server on with a private socket folder, prove that a hook of each agent, a checkpoint
+and a rollback give the same output, exit codes and store as a cold process, and cover what can
+go wrong: a stale socket, a child killed mid-request (never run twice), Ctrl-C at a terminal,
+idle exit, changed code. Every server started here is stopped before its test ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pty
+import re
+import select
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.bench.bench_hooks import SESSIONS
+
+# Each agent's session start, a prompt, a tool call and the turn's end (the other events run the
+# same way; every one is in tests/bench/bench_hooks.py), in the order a session sends them.
+EVENTS = {
+    "claude-code": ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop"),
+    "gemini": ("SessionStart", "BeforeAgent", "AfterTool", "AfterAgent"),
+    "codex": ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop"),
+}
+
+ENGRAM = [sys.executable, "-m", "memory_core"]
+
+
+def _env(folder: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "ENGRAM_NO_RESIDENT"}
+    return {**env, "ENGRAM_RESIDENT_DIR": str(folder), **extra}
+
+
+def _engram(
+    *args: str, env: dict[str, str], cwd: Path, stdin: bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [*ENGRAM, *args], input=stdin, capture_output=True, env=env, cwd=cwd, timeout=60
+    )
+
+
+def _status(env: dict[str, str]) -> dict[str, object]:
+    done = _engram("daemon", "status", "--json", env=env, cwd=Path("/"))
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+class Resident:
+    """A running server of this checkout in a private folder, and how to reach it."""
+
+    def __init__(self, folder: Path, **extra: str) -> None:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        self.env = _env(folder, **extra)
+        started = _engram("daemon", "start", "--json", env=self.env, cwd=Path("/"))
+        assert started.returncode == 0, started.stderr
+        self.pid = json.loads(started.stdout)["pid"]
+
+    def requests(self) -> int:
+        return int(_status(self.env)["requests"])  # type: ignore[call-overload]
+
+    def stop(self) -> None:
+        _engram("daemon", "stop", env=self.env, cwd=Path("/"))
+        assert not _status(self.env)["running"]
+
+
+@pytest.fixture(scope="module")
+def resident(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Resident]:
+    """One server for the tests that only use one (its warm-up is a second or two)."""
+    server = Resident(tmp_path_factory.mktemp("resident") / "sockets")
+    yield server
+    server.stop()
+
+
+def _no_restart(server: Resident) -> None:
+    """A cold run starts a server for the next command unless one was tried a moment ago."""
+    status = _status(server.env)
+    Path(str(status["socket"])).with_suffix(".spawned").touch()
+
+
+def _project(root: Path) -> Path:
+    root.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    (root / "app.py").write_text("print('hello')\n")
+    env = {**os.environ, "ENGRAM_NO_RESIDENT": "1"}
+    subprocess.run([*ENGRAM, "init"], cwd=root, env=env, capture_output=True, check=True)
+    return root
+
+
+def _store_rows(root: Path) -> dict[str, int]:
+    """Rows per table of a workspace's store: what the commands recorded."""
+    with sqlite3.connect(root / ".engram" / "engram.db") as conn:
+        tables = [
+            name
+            for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            if not name.startswith("sqlite_") and "_fts" not in name and name != "store_meta"
+        ]
+        return {
+            table: conn.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0] for table in tables
+        }
+
+
+def _same_text(root: Path, data: bytes) -> bytes:
+    """Output with what differs between two runs a few seconds apart (the folder, the times
+    of the earlier session) put in words."""
+    data = data.replace(os.fsencode(root.parent), b"<top>")
+    return re.sub(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", b"<time>", data)
+
+
+def test_hooks_of_every_agent_give_the_same_output_codes_and_store_as_cold(
+    tmp_path: Path, resident: Resident
+) -> None:
+    cold_env = {**os.environ, "ENGRAM_NO_RESIDENT": "1"}
+    runs = {}
+    before = resident.requests()
+    for label, env in (("cold", cold_env), ("resident", resident.env)):
+        root = _project(tmp_path / label / "project")
+        outputs = []
+        for agent, events in EVENTS.items():
+            session = SESSIONS[agent](root, f"s-{agent}")
+            for event in events:
+                data = json.dumps(session.payload(event)).encode()
+                done = _engram("hook", agent, event, env=env, cwd=root, stdin=data)
+                outputs.append(
+                    (agent, event, done.returncode, _same_text(root, done.stdout), done.stderr)
+                )
+        runs[label] = (outputs, _store_rows(root))
+    hooks = sum(len(events) for events in EVENTS.values())
+    assert resident.requests() == before + hooks  # every resident hook ran in the server
+    cold_outputs, cold_rows = runs["cold"]
+    resident_outputs, resident_rows = runs["resident"]
+    for cold, warm in zip(cold_outputs, resident_outputs, strict=True):
+        assert warm[:3] == cold[:3], (cold, warm)
+        assert warm[3] == cold[3], (cold, warm)  # what the agent reads on stdout
+        assert warm[4] == cold[4] == b""
+    assert resident_rows == cold_rows
+    assert resident_rows["session_tool_calls"] > 0 and resident_rows["sessions"] == 3
+
+
+def _checkpoint_flow(root: Path, env: dict[str, str]) -> list[tuple[int, object]]:
+    """create, change, create, rollback, list: each (exit code, JSON without ids and times)."""
+
+    def run(*args: str) -> tuple[int, object]:
+        done = _engram(*args, "--json", env=env, cwd=root)
+        value = json.loads(done.stdout)
+        if isinstance(value, dict):
+            value = {
+                k: v
+                for k, v in value.items()
+                if k not in ("id", "created_at", "undo_checkpoint", "checkpoint")
+            }
+        return done.returncode, value
+
+    first = json.loads(_engram("checkpoint", "create", "base", "--json", env=env, cwd=root).stdout)
+    (root / "app.py").write_text("print('changed')\n")
+    (root / "new.py").write_text("x = 1\n")
+    results = [run("checkpoint", "create", "second")]
+    results.append(run("rollback", first["id"], "--yes"))
+    assert (root / "app.py").read_text() == "print('hello')\n" and not (root / "new.py").exists()
+    results.append(run("rollback", "C-nonexistent", "--yes"))
+    listed = json.loads(_engram("checkpoint", "list", "--json", env=env, cwd=root).stdout)
+    results.append((0, [(c["name"], c["files"], c["reason"]) for c in listed["checkpoints"]]))
+    return results
+
+
+def test_checkpoint_and_rollback_resident_match_cold(tmp_path: Path, resident: Resident) -> None:
+    cold_env = {**os.environ, "ENGRAM_NO_RESIDENT": "1"}
+    cold = _checkpoint_flow(_project(tmp_path / "cold" / "project"), cold_env)
+    before = resident.requests()
+    warm = _checkpoint_flow(_project(tmp_path / "warm" / "project"), resident.env)
+    assert resident.requests() == before + 5
+    assert warm == cold
+    assert cold[2][0] != 0  # the unknown checkpoint's exit code made it through
+
+
+def test_a_stale_socket_falls_back_to_a_cold_run_once(tmp_path: Path) -> None:
+    folder = tmp_path / "stale"
+    folder.mkdir(mode=0o700)
+    env = _env(folder)
+    # A socket file nobody listens on (a server killed with SIGKILL leaves one).
+    socket_path = _status(env)["socket"]
+    dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    dead.bind(str(socket_path))
+    dead.close()
+    root = _project(tmp_path / "project")
+    try:
+        done = _engram("checkpoint", "create", "once", "--json", env=env, cwd=root)
+        assert done.returncode == 0, done.stderr
+        listed = json.loads(_engram("checkpoint", "list", "--json", env=env, cwd=root).stdout)
+        assert [c["name"] for c in listed["checkpoints"]] == ["once"]
+    finally:
+        # The cold run started a server for the next command; it must not outlive the test.
+        deadline = time.monotonic() + 15
+        while not _status(env)["running"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        _engram("daemon", "stop", env=env, cwd=Path("/"))
+    assert not _status(env)["running"]
+
+
+def _children(pid: int) -> list[int]:
+    listed = subprocess.run(
+        ["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True
+    )
+    return [int(word) for word in listed.stdout.split()]
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="reads /proc")
+def test_a_child_killed_mid_request_is_not_run_again(tmp_path: Path, resident: Resident) -> None:
+    root = _project(tmp_path / "project")
+    session = SESSIONS["claude-code"](root, "s-killed")
+    session.payload("SessionStart")
+    payload = json.dumps(session.payload("UserPromptSubmit")).encode()
+    client = subprocess.Popen(
+        [*ENGRAM, "hook", "claude-code", "UserPromptSubmit"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=resident.env,
+        cwd=root,
+    )
+    assert client.stdin is not None
+    client.stdin.write(payload[:10])  # the hook's child is now reading the rest of its payload
+    client.stdin.flush()
+    # The child has been told to go once it has taken the client's stdin (the same pipe).
+    client_stdin = os.readlink(f"/proc/{client.pid}/fd/0")
+    deadline = time.monotonic() + 15
+    child = None
+    while child is None and time.monotonic() < deadline:
+        for pid in _children(resident.pid):
+            with contextlib.suppress(OSError):
+                if os.readlink(f"/proc/{pid}/fd/0") == client_stdin:
+                    child = pid
+        time.sleep(0.02)
+    assert child is not None, (client_stdin, _children(resident.pid), client.poll(), resident.pid)
+    os.kill(child, signal.SIGKILL)
+    client.stdin.write(payload[10:])
+    client.stdin.close()
+    assert client.wait(timeout=30) == 0  # a hook never fails the agent
+    assert client.stderr is not None
+    err = client.stderr.read()
+    assert b"ended before the command finished" in err, (
+        err,
+        client.stdout.read() if client.stdout else None,
+        child,
+    )
+    with sqlite3.connect(root / ".engram" / "engram.db") as conn:
+        prompts = conn.execute("SELECT count(*) FROM agent_prompts").fetchone()[0]
+    assert prompts == 0  # the prompt was not recorded by a second, cold run
+
+
+def test_ctrl_c_at_a_terminal_reaches_the_child(tmp_path: Path, resident: Resident) -> None:
+    root = _project(tmp_path / "project")
+    created = _engram("checkpoint", "create", "--json", env=resident.env, cwd=root)
+    checkpoint = json.loads(created.stdout)["id"]
+    (root / "app.py").write_text("print('changed')\n")
+    results = {}
+    for label, env in (
+        ("cold", {**os.environ, "ENGRAM_NO_RESIDENT": "1"}),
+        ("resident", resident.env),
+    ):
+        leader, follower = pty.openpty()
+        client = subprocess.Popen(
+            [*ENGRAM, "rollback", checkpoint],
+            stdin=follower,
+            stdout=follower,
+            stderr=follower,
+            env=env,
+            cwd=root,
+        )
+        os.close(follower)
+        seen = b""
+        deadline = time.monotonic() + 30
+        while b"[y/N]" not in seen and time.monotonic() < deadline:
+            if select.select([leader], [], [], 0.5)[0]:
+                seen += os.read(leader, 4096)
+        assert b"[y/N]" in seen, seen  # it asked: the child saw a terminal
+        client.send_signal(signal.SIGINT)
+        code = client.wait(timeout=30)
+        while select.select([leader], [], [], 0.2)[0]:
+            try:
+                seen += os.read(leader, 4096)
+            except OSError:
+                break
+        os.close(leader)
+        results[label] = (code, b"interrupted" in seen)
+        assert (root / "app.py").read_text() == "print('changed')\n"  # nothing rolled back
+    assert results["resident"] == results["cold"] == (130, True)
+
+
+def test_the_server_exits_when_idle(tmp_path: Path) -> None:
+    server = Resident(tmp_path / "idle", ENGRAM_RESIDENT_IDLE="0.3")
+    deadline = time.monotonic() + 15
+    while _status(server.env)["running"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    status = _status(server.env)
+    assert not status["running"]
+    assert not Path(str(status["socket"])).exists()
+
+
+def test_changed_code_is_never_run_by_the_old_server(tmp_path: Path) -> None:
+    # A folder on the import path stands for the installed packages: installing or removing
+    # one changes it.
+    packages = tmp_path / "site"
+    packages.mkdir()
+    server = Resident(tmp_path / "stamp", PYTHONPATH=str(packages))
+    _no_restart(server)
+    try:
+        root = _project(tmp_path / "project")
+        before = server.requests()
+        (packages / "new_package.py").write_text("")
+        done = _engram("checkpoint", "create", "after", "--json", env=server.env, cwd=root)
+        assert done.returncode == 0, done.stderr
+        listed = json.loads(
+            _engram("checkpoint", "list", "--json", env=server.env, cwd=root).stdout
+        )
+        assert [c["name"] for c in listed["checkpoints"]] == ["after"]  # run once, cold
+        deadline = time.monotonic() + 15
+        while _status(server.env)["running"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _status(server.env)["running"]  # the old server left
+        assert before == 0  # and it served nothing: the request was refused before any fork
+    finally:
+        server.stop()
+
+
+def test_the_client_loads_no_socket_enum_or_signal_module(
+    resident: Resident, tmp_path: Path
+) -> None:
+    root = _project(tmp_path / "project")
+    probe = (
+        "import sys\n"
+        "before = set(sys.modules)\n"
+        "from memory_core.cli import entry\n"
+        "code = entry.main(['checkpoint', 'list', '--json'])\n"
+        "loaded = {'socket', 'enum', 'signal', 'selectors', 'argparse', 'sqlite3'} & (set(sys.modules) - before)\n"
+        "print(sorted(loaded), file=sys.stderr)\n"
+        "sys.exit(code)\n"
+    )
+    before = resident.requests()
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, env=resident.env, cwd=root, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert resident.requests() == before + 1
+    assert done.stderr.strip().splitlines()[-1] == "[]"
