@@ -165,6 +165,7 @@ class Server:
 
     def _loop(self, listener: Any) -> int:
         import select
+        import threading
         import time
 
         last_request = time.monotonic()
@@ -189,6 +190,11 @@ class Server:
             except OSError:
                 continue
             last_request = time.monotonic()
+            if threading.active_count() > 1:
+                # Some import started a thread: forking now could copy a lock it holds.
+                conn.close()
+                self.log("a thread is running in the server: exiting (it must not fork)")
+                return served
             if code_stamp() != self.stamp:
                 # Closed before any answer: the client runs the command itself, with the new code.
                 conn.close()
