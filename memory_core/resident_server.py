@@ -54,6 +54,7 @@ WARM_MODULES = (
     "pathspec",
     "regex",
     "shlex",
+    "socket",
     "sqlite3",
     "stat",
     "subprocess",
