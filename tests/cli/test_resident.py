@@ -354,3 +354,34 @@ def test_the_client_loads_no_socket_enum_or_signal_module(
     assert done.returncode == 0, done.stderr
     assert resident.requests() == before + 1
     assert done.stderr.strip().splitlines()[-1] == "[]"
+
+
+def test_only_a_private_folder_of_this_user_is_trusted(tmp_path: Path) -> None:
+    from memory_core import resident
+
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o755)
+    shared.chmod(0o755)
+    link = tmp_path / "link"
+    link.symlink_to(private)
+    assert resident.private_dir_ok(str(private))
+    assert not resident.private_dir_ok(str(shared))  # others could connect or listen there
+    assert not resident.private_dir_ok(str(link))  # a symlink can be swapped under us
+    assert not resident.private_dir_ok(str(tmp_path / "missing"))
+
+
+def test_which_commands_go_to_the_server() -> None:
+    from memory_core.resident import RESIDENT_COMMANDS, command_of
+
+    def sent(*argv: str) -> bool:
+        return command_of(argv) in RESIDENT_COMMANDS
+
+    assert sent("hook", "claude-code", "PostToolUse")
+    assert sent("--workspace", "/tmp/x", "checkpoint", "create")
+    assert sent("--json", "rollback", "C-1", "--yes")
+    assert not sent("lsp")  # a long-running server, not a short command
+    assert not sent("daemon", "status")
+    assert not sent("--help", "checkpoint")
+    assert not sent()
