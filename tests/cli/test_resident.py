@@ -215,6 +215,40 @@ def _children(pid: int) -> list[int]:
     return [int(word) for word in listed.stdout.split()]
 
 
+def test_two_agents_at_once_are_two_children(tmp_path: Path, resident: Resident) -> None:
+    root = _project(tmp_path / "project")
+    payloads = []
+    for n in range(4):
+        session = SESSIONS["claude-code"](root, f"s-at-once-{n}")
+        session.payload("SessionStart")
+        payloads.append(json.dumps(session.payload("UserPromptSubmit")).encode())
+    before = resident.requests()
+    clients = [
+        subprocess.Popen(
+            [*ENGRAM, "hook", "claude-code", "UserPromptSubmit"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=resident.env,
+            cwd=root,
+        )
+        for _ in payloads
+    ]
+    # Fed last first: a server that ran one request at a time would wait on the first child,
+    # which waits for a payload that comes last (and the clients would then run cold).
+    for client, payload in reversed(list(zip(clients, payloads, strict=True))):
+        assert client.stdin is not None
+        client.stdin.write(payload)
+        client.stdin.close()
+    results = [(client.wait(timeout=60), client.stderr.read()) for client in clients]  # type: ignore[union-attr]
+    assert [client.returncode for client in clients] == [0, 0, 0, 0]
+    assert all(err == b"" for _, err in results)
+    assert resident.requests() == before + 4
+    with sqlite3.connect(root / ".engram" / "engram.db") as conn:
+        prompts = conn.execute("SELECT count(*) FROM agent_prompts").fetchone()[0]
+    assert prompts == 4
+
+
 @pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="reads /proc")
 def test_a_child_killed_mid_request_is_not_run_again(tmp_path: Path, resident: Resident) -> None:
     root = _project(tmp_path / "project")
