@@ -367,9 +367,10 @@ def run_child(conn: object, key: str) -> None:
         signal.signal(signum, signal.SIG_DFL)
     try:
         conn.settimeout(10.0)
-        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
-        if int.from_bytes(creds[4:8], sys.byteorder) != os.getuid():
-            os._exit(0)
+        if hasattr(socket, "SO_PEERCRED"):  # Linux; elsewhere the 0700 folder alone guards it
+            creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+            if int.from_bytes(creds[4:8], sys.byteorder) != os.getuid():
+                os._exit(0)
         request, fds = _receive(conn)
         if request.protocol != key.split("\n", 1)[0] or request.key != key or len(fds) != 4:
             conn.sendall(b"R another installation\n")
