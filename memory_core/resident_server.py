@@ -209,6 +209,9 @@ class Server:
                 continue
             if pid == 0:
                 try:
+                    # The lock is the server's alone: a child still running (a rollback
+                    # waiting for its answer) must not keep the next server from starting.
+                    os.close(self.lock)
                     listener.close()
                     run_child(conn, self.key)
                 finally:

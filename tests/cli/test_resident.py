@@ -419,3 +419,38 @@ def test_which_commands_go_to_the_server() -> None:
     assert not sent("daemon", "status")
     assert not sent("--help", "checkpoint")
     assert not sent()
+
+
+def test_a_request_outlives_its_server_and_runs_once(tmp_path: Path) -> None:
+    server = Resident(tmp_path / "dies")
+    _no_restart(server)
+    root = _project(tmp_path / "project")
+    session = SESSIONS["claude-code"](root, "s-server-dies")
+    session.payload("SessionStart")
+    payload = json.dumps(session.payload("UserPromptSubmit")).encode()
+    client = subprocess.Popen(
+        [*ENGRAM, "hook", "claude-code", "UserPromptSubmit"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=server.env,
+        cwd=root,
+    )
+    try:
+        deadline = time.monotonic() + 15
+        while server.requests() == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert server.requests() == 1  # forked: the child waits for the payload
+        os.kill(server.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 15
+        while _status(server.env)["running"] and time.monotonic() < deadline:
+            time.sleep(0.02)
+        # The child still runs, but holds nothing of the server's: a new one could start.
+        assert not _status(server.env)["running"]
+        _, err = client.communicate(payload, timeout=60)
+        assert client.returncode == 0 and err == b""
+        with sqlite3.connect(root / ".engram" / "engram.db") as conn:
+            prompts = conn.execute("SELECT count(*) FROM agent_prompts").fetchone()[0]
+        assert prompts == 1  # run by the orphaned child, and only by it
+    finally:
+        server.stop()
