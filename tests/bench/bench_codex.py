@@ -61,7 +61,9 @@ def _rollout(path: Path, target: int) -> list[str]:
 def _cpu_ms(cmd: list[str], data: bytes | None, cwd: Path) -> float:
     """CPU time (user + system) of one process: barely moved by the neighbours' load."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(cmd, input=data, capture_output=True, cwd=cwd, check=False)
+    # A cold process: the resident server's child would not be counted here (docs/resident.md).
+    env = {**os.environ, "ENGRAM_NO_RESIDENT": "1"}
+    subprocess.run(cmd, input=data, capture_output=True, cwd=cwd, env=env, check=False)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return ((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)) * 1000
 
