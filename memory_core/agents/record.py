@@ -292,7 +292,7 @@ def start_session(
 ) -> None:
     from memory_core import sessions
 
-    sessions.start(
+    sessions.begin(
         store,
         session_id=session_id,
         agent=agent,

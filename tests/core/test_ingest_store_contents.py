@@ -20,6 +20,8 @@ import pytest
 
 from memory_core import clock, redact
 from memory_core.cli.main import main
+from memory_core.gotchas import tool_errors, track
+from memory_core.sessions import note
 from tests.agents_fixtures import Transcript, real_shaped_session, text, tool_use
 
 SESSIONS = ("7d0c2a9e-1111-4222-8333-444455556666", "7d0c2a9e-1111-4222-8333-777788889999")
@@ -107,25 +109,46 @@ def fixed_clock(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(clock, "now", lambda: 1_800_000_000.0)
 
 
-def _forget_redactions() -> None:
+def _forget_shortcuts() -> None:
     redact._remembered.clear()
     redact._remembered_chars = 0
+    track._analysis.cache_clear()
+    tool_errors.key_error.cache_clear()
 
 
-def test_redacting_each_text_once_stores_the_same(
+def _without_shortcuts(patch: pytest.MonkeyPatch) -> None:
+    """Every text redacted every time, every error analysed every time, every session's note
+    written at each change (its start and its end), as before the shortcuts."""
+    patch.setattr(redact, "_REMEMBERED_TEXT_CHARS", 0)
+    patch.setattr(track, "_analysis", track._Analysis)
+    patch.setattr(tool_errors, "key_error", tool_errors.key_error.__wrapped__)
+    patch.setattr(note, "notes_deferred", lambda store: contextlib.nullcontext())
+
+
+def test_the_shortcuts_of_the_ingest_store_the_same(
     tmp_path: Path, transcripts: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _forget_redactions()
+    _forget_shortcuts()
+    written: list[str] = []
     with monkeypatch.context() as patch:
-        patch.setattr(redact, "_REMEMBERED_TEXT_CHARS", 0)  # every text redacted every time
-        _ingest(tmp_path / "every-time" / "project", transcripts, monkeypatch)
-    assert not redact._remembered
-    _ingest(tmp_path / "once" / "project", transcripts, monkeypatch)
-    assert redact._remembered  # the shortcut did run
-    once, every_time = (
-        _dump(tmp_path / "once" / "project"),
-        _dump(tmp_path / "every-time" / "project"),
+        _without_shortcuts(patch)
+        real_refresh = note.refresh_note
+        patch.setattr(
+            note, "refresh_note", lambda *a, **k: (written.append(a[1]), real_refresh(*a, **k))
+        )
+        _ingest(tmp_path / "without" / "project", transcripts, monkeypatch)
+    assert not redact._remembered and not track._analysis.cache_info().currsize
+    _ingest(tmp_path / "with" / "project", transcripts, monkeypatch)
+    # The shortcuts did run: texts remembered, errors analysed once each, one note per session.
+    assert redact._remembered
+    assert track._analysis.cache_info().hits
+    assert len(written) > len(set(written)) == len(SESSIONS) + 1
+    with_them, without = (
+        _dump(tmp_path / "with" / "project"),
+        _dump(tmp_path / "without" / "project"),
     )
-    assert once["session_turns"] and once["agent_tool_uses"] and once["gotchas"]
-    assert "REDACTED" in " ".join(once["agent_tool_uses"]) + " ".join(once["session_turns"])
-    assert once == every_time
+    assert with_them["session_turns"] and with_them["agent_tool_uses"] and with_them["gotchas"]
+    stored = " ".join(with_them["agent_tool_uses"] + with_them["session_turns"])
+    assert "REDACTED" in stored and TOKEN not in stored
+    assert len([f for f in with_them["files"] if "/sessions/" in f]) == len(SESSIONS) + 1
+    assert with_them == without
