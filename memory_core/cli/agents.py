@@ -183,42 +183,38 @@ def run_ingest(ctx: Context) -> int:
     else:
         paths = transcripts.default_transcripts(ctx.root)
     from memory_core.gotchas.records import exports_deferred
-    from memory_core.sessions.note import notes_deferred
 
     results = []
     total = sum(p.stat().st_size for p in paths)
+    # The gotcha exports are rewritten once, after every file (not after each error tracked).
+    with progress("ingesting transcripts", total or None) as bar, exports_deferred(store):
+        for path in paths:
+            done = 0
+
+            def advance(position: int) -> None:
+                nonlocal done
+                bar.advance(position - done)
+                done = position
+
+            # flush: the end of an ingested transcript ends its last turn (real transcripts
+            # carry no stop reason to say so).
+            if gemini:
+                stats = gemini_chats.ingest_chat_file(store, path, settings=ctx.settings)
+                advance(stats.bytes)
+            elif codex:
+                from memory_core.agents import codex_rollouts
+
+                stats = codex_rollouts.ingest_file(
+                    store, path, settings=ctx.settings, flush=True, progress=advance
+                )
+            else:
+                stats = transcripts.ingest_file(
+                    store, path, settings=ctx.settings, flush=True, progress=advance
+                )
+            results.append(stats.as_dict())
+    ingested = list(dict.fromkeys(sid for r in results for sid in r["sessions"]))
     unanswered: list[int] = []
-    # Each session's note is written once, after its last change (its start and its end would
-    # otherwise each rewrite it).
-    with notes_deferred(store):
-        # The gotcha exports are rewritten once, after every file (not after each error tracked).
-        with progress("ingesting transcripts", total or None) as bar, exports_deferred(store):
-            for path in paths:
-                done = 0
-
-                def advance(position: int) -> None:
-                    nonlocal done
-                    bar.advance(position - done)
-                    done = position
-
-                # flush: the end of an ingested transcript ends its last turn (real transcripts
-                # carry no stop reason to say so).
-                if gemini:
-                    stats = gemini_chats.ingest_chat_file(store, path, settings=ctx.settings)
-                    advance(stats.bytes)
-                elif codex:
-                    from memory_core.agents import codex_rollouts
-
-                    stats = codex_rollouts.ingest_file(
-                        store, path, settings=ctx.settings, flush=True, progress=advance
-                    )
-                else:
-                    stats = transcripts.ingest_file(
-                        store, path, settings=ctx.settings, flush=True, progress=advance
-                    )
-                results.append(stats.as_dict())
-        ingested = list(dict.fromkeys(sid for r in results for sid in r["sessions"]))
-        transcripts.settle_sessions(store, ingested, unanswered=unanswered)
+    transcripts.settle_sessions(store, ingested, unanswered=unanswered)
     # History older than the retention: its session figures, turns and the rules the user
     # stated are kept; the per-event detail goes at the next pruning. Say so, not silently.
     max_age_days = float(ctx.settings["timeline.max_age_days"] or 0)

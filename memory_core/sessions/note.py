@@ -3,8 +3,7 @@ what it shows, never failing the change it follows."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -42,38 +41,12 @@ def write_export(store: Store, session_id: str, *, now: float | None = None) -> 
     return path
 
 
-# Stores whose notes wait for the end of a batch (`notes_deferred`): id -> {session: its time}.
-_DEFERRED: dict[int, dict[str, float | None]] = {}
-
-
-@contextlib.contextmanager
-def notes_deferred(store: Store) -> Iterator[None]:
-    """Write each session's note once, when the block ends, however often it changes inside
-    it: an ingest starts and closes hundreds of sessions, and each start and each end rewrote
-    the note. The note is a view of the store, so the last write is the only one that shows."""
-    if id(store) in _DEFERRED:  # an outer block writes them
-        yield
-        return
-    pending = _DEFERRED[id(store)] = {}
-    try:
-        yield
-    finally:
-        del _DEFERRED[id(store)]
-        for session_id, now in pending.items():
-            refresh_note(store, session_id, now)
-
-
 def refresh_note(store: Store, session_id: str, now: float | None = None) -> None:
     """Rewrite the session's vault note: its summary, decisions or status just changed.
 
     Called from the recording path (hooks too): a failure is logged, never raised, because the
     store already holds the change and the note is only a view of it.
     """
-    pending = _DEFERRED.get(id(store))
-    if pending is not None:
-        pending.pop(session_id, None)  # written in the order of their last change
-        pending[session_id] = now
-        return
     try:
         write_export(store, session_id, now=now)
     except Exception as exc:  # a view must never fail the write it follows
