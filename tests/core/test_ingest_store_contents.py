@@ -1,10 +1,10 @@
 """What an ingest stores does not depend on how fast it gets there: the store's contents, row for
-row, with every shortcut of the ingest's hot path turned off and on (issue 32 part 4).
+row, with the shortcuts of the ingest's hot path turned off and on (issue 32 part 4).
 
-The shortcuts (redacting a text once per process, gotcha tracking analysing an error once,
-batched writes) must not change a single stored value: each test ingests the same real-shaped
-transcripts into two stores, one with the shortcut disabled, and compares full dumps (random
-gotcha ids masked, the clock fixed).
+The shortcuts (redacting a text once per process, gotcha tracking analysing an error text once)
+must not change a single stored value: the same real-shaped transcripts, holding secrets and
+failing commands, are ingested into two stores, one with the shortcuts disabled, and the full
+dumps are compared (every table and every file written; random ids masked, the clock fixed).
 """
 
 from __future__ import annotations
