@@ -91,20 +91,22 @@ def _text_columns(store: Store) -> dict[str, list[str]]:
 
 def session_usage(store: Store, session_id: str) -> int:
     """Bytes the session's records take (text and blobs as stored, numbers as 8 bytes)."""
-    total = 0
-    tables = _text_columns(store)
-    for table, columns in tables.items():
-        size = " + ".join(f'coalesce(length(CAST("{c}" AS BLOB)), 0)' for c in columns)
-        row = store.query_one(
-            f'SELECT total({size}) FROM "{table}" WHERE session_id = ?', (session_id,)
-        )
-        total += int(row[0]) if row else 0
+    parts = [
+        f'(SELECT total({_size(columns)}) FROM "{table}" WHERE session_id = ?1)'
+        for table, columns in _text_columns(store).items()
+    ]
     session_columns = _all_columns(store).get("sessions")
     if session_columns:
-        size = " + ".join(f'coalesce(length(CAST("{c}" AS BLOB)), 0)' for c in session_columns)
-        row = store.query_one(f"SELECT total({size}) FROM sessions WHERE id = ?", (session_id,))
-        total += int(row[0]) if row else 0
-    return total
+        parts.append(f"(SELECT total({_size(session_columns)}) FROM sessions WHERE id = ?1)")
+    if not parts:
+        return 0
+    # One statement for every table (an ingest measures each session it read).
+    row = store.query_one(f"SELECT {', '.join(parts)}", (session_id,))
+    return sum(int(value) for value in row) if row else 0
+
+
+def _size(columns: list[str]) -> str:
+    return " + ".join(f'coalesce(length(CAST("{c}" AS BLOB)), 0)' for c in columns)
 
 
 def session_ids(store: Store) -> list[str]:

@@ -42,7 +42,6 @@ import math
 import re
 import string
 from collections.abc import Callable, Iterator
-from functools import lru_cache
 from typing import Any
 
 # What replaces the secret part of a context match (the text after its `keep` group), or
@@ -2185,24 +2184,60 @@ def _name_at(text: str, start: int, end: int) -> str:
 
 
 def redact(text: str) -> str:
-    """`text` with every detected secret replaced by a `[REDACTED:kind]` label."""
+    """`text` with every detected secret replaced by a `[REDACTED:kind]` label.
+
+    Each text is redacted once in a process: the answer is remembered, and so is the answer
+    itself as already redacted (`remember_redacted`).
+    """
     if not text:
         return text
+    known = _remembered.get(text)
+    if known is not None:
+        return known
+    redacted = _redact(text)
     if len(text) <= _REMEMBERED_TEXT_CHARS:
-        return _redact_short(text)
-    return _redact(text)
+        _remember(text, redacted)
+        remember_redacted(redacted)
+    return redacted
 
 
-# Short texts repeat: an agent runs the same commands and reads the same files again and again,
-# and one tool call's command or summary is redacted by every area that stores it (the ingest's
-# ledger, the session, gotcha tracking). Redaction is a pure function of the text, so a short
-# text is redacted once; at most 4,096 texts of 1 KiB are remembered (8 MiB of ASCII at worst).
-_REMEMBERED_TEXT_CHARS = 1024
+def remember_redacted(text: str) -> None:
+    """Take `text` as redacted already: redacting it again returns it as it is.
+
+    Texts repeat: an agent runs the same commands and reads the same files again and again, and
+    one tool call's command, error or summary is redacted by every area that stores it (the
+    ingest's ledger, the session, gotcha tracking), each handed what the previous one stored.
+    Redacting a redacted text is a full pass that finds its labels and nothing else; it is done
+    once per text instead. Only a text that came out of `redact` (or a cut of one) is given
+    here, so every stored text still went through a full pass.
+    """
+    if text and len(text) <= _REMEMBERED_TEXT_CHARS:
+        _remember(text, text)
 
 
-@lru_cache(maxsize=4096)
-def _redact_short(text: str) -> str:
-    return _redact(text)
+# Remembered texts: up to 64 kB each (an error or a command cut for storing, a turn's answer),
+# and up to _REMEMBERED_CHARS characters in all (the oldest are forgotten first).
+_REMEMBERED_TEXT_CHARS = 65536
+_REMEMBERED_CHARS = 4 * 1024 * 1024
+_remembered: dict[str, str] = {}
+_remembered_chars = 0
+
+
+def _remember(text: str, redacted: str) -> None:
+    global _remembered_chars
+    if text in _remembered:
+        return
+    _remembered[text] = redacted
+    _remembered_chars += len(text)
+    while _remembered_chars > _REMEMBERED_CHARS and _remembered:
+        # A dict keeps insertion order: the first key is the oldest. A concurrent caller
+        # (the server's threads) may have taken it already.
+        try:
+            oldest = next(iter(_remembered))
+            del _remembered[oldest]
+        except (KeyError, RuntimeError, StopIteration):
+            break
+        _remembered_chars -= len(oldest)
 
 
 def _redact(text: str, random_words: bool = True) -> str:

@@ -20,7 +20,7 @@ import os
 import re
 
 from memory_core.errors import EngramError
-from memory_core.redact import redact
+from memory_core.redact import redact, remember_redacted
 from memory_core.workspace import relative_path
 
 # Every hook imports this module: `dataclasses` (inspect, ast, dis) and `typing` would cost each
@@ -163,7 +163,13 @@ def clean(text: str | None, limit: int = MAX_TEXT) -> str:
     """
     if not text:
         return ""
-    return clip(redact(clip(text, limit + 2 * CUT_MARGIN)), limit)
+    redacted = redact(clip(text, limit + 2 * CUT_MARGIN))
+    cut = clip(redacted, limit)
+    if cut is not redacted:
+        # A cut of a redacted text (the marker between its ends holds no secret): whoever
+        # stores it next (the session, gotcha tracking) need not redact it again.
+        remember_redacted(cut)
+    return cut
 
 
 # Longer than any secret format redact knows (PEM blocks aside, which it hides to the end).
@@ -286,7 +292,7 @@ def start_session(
 ) -> None:
     from memory_core import sessions
 
-    sessions.start(
+    sessions.begin(
         store,
         session_id=session_id,
         agent=agent,

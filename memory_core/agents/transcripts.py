@@ -1130,19 +1130,24 @@ def settle_sessions(
             )
             last_event = "prompt" if open_turn is not None else "reply"
         reason = "finished" if last_event == "reply" else "stopped"
+        # One commit per session: its end, last turn, unanswered calls and closing (each of
+        # their transactions is a savepoint inside it).
         with store.transaction() as db:
             db.execute(
                 "UPDATE agent_sessions SET ended_at = ?, end_reason = ?, last_event = ? "
                 "WHERE session_id = ? AND ended_at IS NULL",
                 (last_seen, reason, last_event, sid),
             )
-        flush_session(store, sid, ended_at=None)
-        counted = count_unanswered_calls(store, sid)
+            flush_session(store, sid, ended_at=None)
+            counted = count_unanswered_calls(store, sid)
+            sessions.end(
+                store,
+                sid,
+                reason="completion" if reason == "finished" else "stopped",
+                now=last_seen,
+            )
         if unanswered is not None:
             unanswered.append(counted)
-        sessions.close(
-            store, sid, reason="completion" if reason == "finished" else "stopped", now=last_seen
-        )
         settled += 1
     return settled
 

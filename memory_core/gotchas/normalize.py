@@ -132,7 +132,11 @@ def meaningful_line(message: str) -> str:
 
 def normalize(message: str) -> str:
     """The normal form of an error: its meaningful line with variable parts as placeholders."""
-    text = meaningful_line(message)
+    return normal_form(meaningful_line(message))
+
+
+def normal_form(text: str) -> str:
+    """A meaningful line (`meaningful_line`) with its variable parts as placeholders."""
     for pattern, placeholder in _PLACEHOLDERS:
         text = pattern.sub(placeholder, text)
     return _SPACES.sub(" ", text).strip()

@@ -40,6 +40,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from memory_core.lazy_pattern import compile_later
 
@@ -752,8 +753,13 @@ def _json_report(text: str) -> ToolError | None:
     return None
 
 
+@lru_cache(maxsize=256)
 def key_error(text: str) -> ToolError | None:
-    """The error that matters in a tool's output, or None when no known shape is in it."""
+    """The error that matters in a tool's output, or None when no known shape is in it.
+
+    Remembered per text (the answer is frozen): gotcha tracking asks for an error's line and
+    for its location, and an agent meets the same errors again and again.
+    """
     if not text:
         return None
     text = unwrap(text)

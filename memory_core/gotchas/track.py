@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,26 @@ class TrackResult:
         }
 
 
+class _Analysis:
+    """What gotcha tracking reads in an error's text, whatever else goes with it."""
+
+    __slots__ = ("digest", "locations", "meaningful", "normalized")
+
+    def __init__(self, message: str) -> None:
+        line = norm.meaningful_line(message)
+        self.normalized = norm.normal_form(line)  # norm.normalize(message), the line read once
+        self.digest = norm.error_hash(self.normalized)
+        self.meaningful = line[:500]
+        self.locations = tuple(norm.error_locations(message))
+
+
+@lru_cache(maxsize=512)
+def _analysis(message: str) -> _Analysis:
+    """The analysis of an error's text, once per text: an agent meets the same errors again and
+    again (an ingest of a month of sessions tracks hundreds, few of them distinct)."""
+    return _Analysis(message)
+
+
 def _line_text(root: Path, relative: str, line: int) -> str | None:
     try:
         with (root / relative).open("r", encoding="utf-8", errors="replace") as handle:
@@ -81,7 +102,7 @@ def _location(
             relative_path(root, file)  # raises a clear UsageError for a path outside
             return None
         return spot
-    for location in norm.error_locations(message):
+    for location in _analysis(message).locations:
         spot = norm.resolve_location(root, location)
         if spot is not None:
             return spot
@@ -148,11 +169,11 @@ def track_error(
 
     # Cut after redacting (with a margin): a secret across the cut would be kept in part.
     message = redact(message[: MAX_MESSAGE_CHARS + 2048])[:MAX_MESSAGE_CHARS]
-    normalized = norm.normalize(message)
-    digest = norm.error_hash(normalized)
+    analysis = _analysis(message)
+    normalized, digest = analysis.normalized, analysis.digest
     anchor = _anchor_for(store, _location(store, message, file, line))
     sample = {
-        "message": norm.meaningful_line(message)[:500],
+        "message": analysis.meaningful,
         "ts": clock.iso(now),
         **({"file": anchor.path, "line": anchor.line + 1} if anchor else {}),
         **({"command": redact(command)[:500]} if command else {}),

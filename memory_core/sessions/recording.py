@@ -44,6 +44,23 @@ def start(
     Without `session_type` it is detected as AIOS does (`session_state.detect_type`): new after
     an hour of silence, workflow while a workflow is active, else existing.
     """
+    ts = clock.now() if now is None else now
+    sid = begin(
+        store, session_id=session_id, agent=agent, name=name, session_type=session_type, now=ts
+    )
+    return get(store, sid, now=ts)
+
+
+def begin(
+    store: Store,
+    *,
+    session_id: str | None = None,
+    agent: str = "editor",
+    name: str | None = None,
+    session_type: str | None = None,
+    now: float | None = None,
+) -> str:
+    """`start` without reading the session back (an ingest starts hundreds); returns its id."""
     from memory_core import session_state
 
     if session_type is None:
@@ -93,7 +110,7 @@ def start(
             )
     if existing is not None and existing["status"] == "closed":
         refresh_note(store, sid, ts)
-    return get(store, sid, now=ts)
+    return sid
 
 
 def record_turn(
@@ -245,6 +262,20 @@ def close(
     now: float | None = None,
 ) -> dict[str, Any]:
     """End a session (reason completion or abort); returns its metrics."""
+    ts = clock.now() if now is None else now
+    end(store, session_id, status=status, reason=reason, now=ts)
+    return metrics(store, session_id, now=ts)
+
+
+def end(
+    store: Store,
+    session_id: str,
+    *,
+    status: str = "closed",
+    reason: str = "completion",
+    now: float | None = None,
+) -> None:
+    """`close` without measuring the session afterwards (an ingest closes hundreds)."""
     if status not in STATUSES:
         raise UsageError(
             f"unknown session status {status!r}", hint=f"use one of {', '.join(STATUSES)}"
@@ -270,7 +301,6 @@ def close(
             db=db,
         )
     refresh_note(store, session_id, ts)
-    return metrics(store, session_id, now=ts)
 
 
 def set_summary(
