@@ -134,6 +134,9 @@ class EarlyDiagnostics:
             return
         try:
             message = json.loads(body)
+        except (ValueError, RecursionError):
+            return  # the server answers it as the invalid JSON it is
+        try:
             if isinstance(message, dict):
                 self._handle(message)
         except Exception:
