@@ -13,8 +13,13 @@ starts with the standard library only, in this order:
    the order it came, then the stream itself: pygls handles `initialize` again (the folders'
    stores open there, as before) and its answer, compared with the early one, is not sent.
 
+While the server loads, the front keeps reading the frames after `initialize` and sends the
+first gotcha squiggles of the documents opened meanwhile (lsp_server/early.py: published to a
+push client, a pull answered for a pull client, with memory_core only); it only watches the
+frames, every byte still goes to the server.
+
 Nothing is answered twice, nothing is lost or reordered: the server parses the same bytes it
-would have read itself. A `shutdown` or `exit` sent while the server loads is served by it,
+would have read itself (a pull the front answered is handled again, its answer not sent). A `shutdown` or `exit` sent while the server loads is served by it,
 in order, once it is up. When the load fails (a broken install), the client is told with
 `window/showMessage` and `window/logMessage`, the traceback goes to the log, and the front goes
 on answering: every request gets an error naming the failure, `shutdown` and `exit` end the

@@ -8,6 +8,8 @@ message of its own (its `workspace/configuration` request).
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -235,3 +237,26 @@ def test_the_front_and_the_server_make_the_same_diagnostics(
     )
     assert {d["data"]["kind"] for d in expected} == {"pattern", "annotation"}
     assert early_made == expected
+
+
+def test_the_early_squiggle_is_made_without_pygls_or_lsprotocol(tmp_path: Path) -> None:
+    """What makes it early: the store, the index and the formatting are memory_core's."""
+    folder, uri, gotcha_id = _project(tmp_path)
+    code = (
+        "import json, sys\n"
+        "from lsp_server.early import EarlyDiagnostics\n"
+        "sent = []\n"
+        f"params = {{'rootUri': {folder.as_uri()!r}}}\n"
+        "result = {'capabilities': {'positionEncoding': 'utf-16'}}\n"
+        "early = EarlyDiagnostics(params, result, sent.append)\n"
+        f"document = {{'uri': {uri!r}, 'version': 1, 'text': {SOURCE!r}}}\n"
+        "message = {'method': 'textDocument/didOpen', 'params': {'textDocument': document}}\n"
+        "early.handle(json.dumps(message).encode())\n"
+        "print(sent[0]['params']['diagnostics'][0]['code'])\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & "
+        "{'pygls', 'lsprotocol', 'attrs', 'attr', 'cattrs', 'asyncio'}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.split("\n")[:2] == [gotcha_id, "[]"]
