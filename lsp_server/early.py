@@ -228,8 +228,11 @@ class EarlyDiagnostics:
         if best is None:
             return None
         if best not in self.folders:
-            from memory_core.workspace import has_store
+            from memory_core.store import DB_NAME
+            from memory_core.workspace import STORE_DIRNAME
 
-            # No store yet: the server creates it (or leaves the folder alone); no gotchas.
-            self.folders[best] = _Folder(best) if has_store(best) else None
+            # No database yet (a new project, or `.engram/` holding only settings): the server
+            # creates it, or leaves the folder alone; there are no gotchas to show.
+            exists = (best / STORE_DIRNAME / DB_NAME).is_file()
+            self.folders[best] = _Folder(best) if exists else None
         return self.folders[best]

@@ -8,6 +8,7 @@ message of its own (its `workspace/configuration` request).
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -260,3 +261,22 @@ def test_the_early_squiggle_is_made_without_pygls_or_lsprotocol(tmp_path: Path) 
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stdout.split("\n")[:2] == [gotcha_id, "[]"]
+
+
+def test_a_folder_without_a_database_yet_is_no_failure(tmp_path: Path) -> None:
+    """`.engram/` holding only settings (written before the first store): nothing to show,
+    nothing logged as a failure, and the early path stays on for the other folders."""
+    folder = make_project(tmp_path / "new")
+    (folder / ".engram").mkdir()
+    (folder / ".engram" / "config.toml").write_text("[gotchas]\nthreshold = 3\n")
+    sent: list[dict[str, Any]] = []
+    watcher = early.EarlyDiagnostics(
+        {"rootUri": folder.as_uri()}, {"capabilities": {"positionEncoding": "utf-16"}}, sent.append
+    )
+    document = {"uri": (folder / "a.py").as_uri(), "version": 1, "text": SOURCE}
+    watcher.handle(
+        json.dumps(
+            {"method": "textDocument/didOpen", "params": {"textDocument": document}}
+        ).encode()
+    )
+    assert watcher.active and not sent and not (folder / ".engram" / "engram.db").exists()
