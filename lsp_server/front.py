@@ -13,8 +13,13 @@ starts with the standard library only, in this order:
    the order it came, then the stream itself: pygls handles `initialize` again (the folders'
    stores open there, as before) and its answer, compared with the early one, is not sent.
 
+While the server loads, the front keeps reading the frames after `initialize` and sends the
+first gotcha squiggles of the documents opened meanwhile (lsp_server/early.py: published to a
+push client, a pull answered for a pull client, with memory_core only); it only watches the
+frames, every byte still goes to the server.
+
 Nothing is answered twice, nothing is lost or reordered: the server parses the same bytes it
-would have read itself. A `shutdown` or `exit` sent while the server loads is served by it,
+would have read itself (a pull the front answered is handled again, its answer not sent). A `shutdown` or `exit` sent while the server loads is served by it,
 in order, once it is up. When the load fails (a broken install), the client is told with
 `window/showMessage` and `window/logMessage`, the traceback goes to the log, and the front goes
 on answering: every request gets an error naming the failure, `shutdown` and `exit` end the
@@ -29,13 +34,16 @@ from __future__ import annotations
 import gc
 import json
 import logging
+import os
 import queue
 import sys
 import threading
+import time
 import traceback
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from lsp_server import capabilities
+from lsp_server.early import ENABLE_ENV, EarlyDiagnostics
 from lsp_server.frames import FrameParser, valid_id
 from lsp_server.stdio import Handover, StdinPump, drain
 
@@ -48,6 +56,9 @@ logger = logging.getLogger("engram.lsp")
 # is answered (Python's default is 5 ms).
 FRONT_SWITCH_INTERVAL = 0.0002
 INTERNAL_ERROR = -32603
+# Tests only: the server's load waits until the file this names exists, so a test can show
+# what the front does while the server loads without relying on timing.
+TEST_LOAD_GATE_ENV = "ENGRAM_LSP_TEST_LOAD_GATE"
 CONTENT_TYPE = "application/vscode-jsonrpc; charset=utf-8"
 
 
@@ -71,6 +82,10 @@ class _Output:
 
 def _load(events: queue.SimpleQueue[tuple[str, Any]]) -> None:
     try:
+        gate = os.environ.get(TEST_LOAD_GATE_ENV)
+        if gate:  # tests only: the load waits until this file exists
+            while not os.path.exists(gate):
+                time.sleep(0.005)
         from lsp_server.setup import create_server
 
         server = create_server()
@@ -87,9 +102,9 @@ def _load(events: queue.SimpleQueue[tuple[str, Any]]) -> None:
 
 def _answer_initialize(
     data: bytes | None, output: _Output
-) -> tuple[int | str, dict[str, Any]] | None:
+) -> tuple[tuple[int | str, dict[str, Any]], dict[str, Any]] | None:
     """Answer the first frame if it is an `initialize` request the front can judge: its id
-    and the result sent, or None (left to pygls)."""
+    and the result sent, and its params; or None (left to pygls)."""
     try:
         message: Any = json.loads(data) if data is not None else None
     except (ValueError, RecursionError):
@@ -100,7 +115,19 @@ def _answer_initialize(
     if result is None:
         return None
     output.send({"id": message["id"], "jsonrpc": "2.0", "result": result})
-    return message["id"], result
+    return (message["id"], result), message["params"]
+
+
+def _early_diagnostics(
+    answered: tuple[int | str, dict[str, Any]], params: dict[str, Any], output: _Output
+) -> EarlyDiagnostics | None:
+    if os.environ.get(ENABLE_ENV, "1") == "0":
+        return None
+    try:
+        return EarlyDiagnostics(params, answered[1], output.send)
+    except Exception:
+        logger.exception("no early diagnostics; the server will send them")
+        return None
 
 
 def serve_stdio(stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
@@ -115,8 +142,10 @@ def serve_stdio(stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -
     sys.setswitchinterval(FRONT_SWITCH_INTERVAL)
     threading.Thread(target=_load, args=(events,), name="engram-load", daemon=True).start()
     read: list[bytes] = []
-    parser: FrameParser | None = FrameParser()  # None once the first frame was judged
+    # None once the first frame was judged, unless the early diagnostics follow the frames.
+    parser: FrameParser | None = FrameParser()
     answered: tuple[int | str, dict[str, Any]] | None = None
+    early: EarlyDiagnostics | None = None
     while True:
         kind, value = events.get()
         if kind == "data":
@@ -125,10 +154,18 @@ def serve_stdio(stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -
             if parser is not None and value:
                 parser.feed(value)
                 frames = parser.frames()
-                if frames:
-                    parser = None
-                    answered = _answer_initialize(frames[0].body, output)
+                if frames and answered is None and early is None:
+                    judged = _answer_initialize(frames.pop(0).body, output)
                     sys.setswitchinterval(switch_interval)
+                    if judged is not None:
+                        answered = judged[0]
+                        early = _early_diagnostics(answered, judged[1], output)
+                    if early is None:
+                        parser = None
+                if early is not None:
+                    # Only watched: every byte still goes to the server, in order.
+                    for frame in frames:
+                        early.handle(frame.body)
             continue
         sys.setswitchinterval(switch_interval)
         if kind == "failed":
@@ -143,10 +180,14 @@ def serve_stdio(stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -
 
     # Joined, the bytes read so far are one burst for the server's reader; the end of input,
     # if it came, stays last.
-    early = [b"".join(read)] if any(read) else []
+    burst = [b"".join(read)] if any(read) else []
     if read and not read[-1]:
-        early.append(b"")
-    server.start_io(stdout=output.stream, handover=Handover(pump, early, pending, answered))
+        burst.append(b"")
+    handover = Handover(pump, burst, pending, answered)
+    if early is not None:
+        handover.pulls_answered = early.pulls_answered
+        handover.gotcha_indexes = early.gotcha_indexes()
+    server.start_io(stdout=output.stream, handover=handover)
 
 
 def _serve_without_server(

@@ -23,6 +23,7 @@ This module replaces that loop (the server's `start_io` and `start_tcp` call `se
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -57,6 +58,9 @@ class EngramProtocol(LanguageServerProtocol):
         super().__init__(*args, **kwargs)
         # Requests the stdio front answered before pygls was loaded: id -> the result sent.
         self._early_answers: dict[int | str, Any] = {}
+        # `textDocument/diagnostic` requests the front answered (lsp_server/early.py): id ->
+        # the result sent. pygls' answer is not sent; when it differs, the client pulls again.
+        self._early_pulls: dict[int | str, Any] = {}
 
     def send_error(self, msg_id: Any, code: int, message: str) -> None:
         """An error response; `msg_id` None when the request's id cannot be known."""
@@ -201,16 +205,41 @@ class EngramProtocol(LanguageServerProtocol):
         pygls' own answer to it is checked against that, and not sent."""
         self._early_answers[msg_id] = json.loads(json.dumps(result))
 
+    def pull_answered_early(self, msg_id: int | str, result: Any) -> None:
+        """The stdio front answered the pull `msg_id` with its gotcha diagnostics."""
+        self._early_pulls[msg_id] = json.loads(json.dumps(result))
+
     def _send_data(self, data: Any) -> None:
-        early = self._early_answers
-        if early:
+        early, pulls = self._early_answers, self._early_pulls
+        if early or pulls:
             is_dict = isinstance(data, dict)
             msg_id = data.get("id") if is_dict else getattr(data, "id", None)
             is_answer = ("method" not in data) if is_dict else not hasattr(data, "method")
             if is_answer and valid_id(msg_id) and msg_id in early:
                 self._check_early_answer(early.pop(msg_id), data)
                 return
+            if is_answer and valid_id(msg_id) and msg_id in pulls:
+                self._drop_early_pull_answer(pulls.pop(msg_id), data)
+                return
         super()._send_data(data)
+
+    def _drop_early_pull_answer(self, sent_early: Any, data: Any) -> None:
+        answer = json.loads(json.dumps(data, default=self._serialize_message))
+        if answer.get("result") == sent_early:
+            return  # the client already has the complete set
+        # Other providers' diagnostics (drift), settings the client gave since, an error:
+        # the client is asked to pull again (a no-op until `initialized` is handled, which
+        # itself asks once documents are open).
+        logger.debug("the early pull answer %s is incomplete; asking for a new pull", data)
+        server = self._server
+
+        def refresh() -> None:  # the refresh in place when it runs, not the one now
+            getattr(server, "refresh_diagnostics", lambda: None)()
+
+        try:
+            asyncio.get_running_loop().call_soon(refresh)
+        except RuntimeError:
+            refresh()
 
     def _check_early_answer(self, sent_early: Any, data: Any) -> None:
         answer = json.loads(json.dumps(data, default=self._serialize_message))

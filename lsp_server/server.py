@@ -99,6 +99,9 @@ class EngramServer(LanguageServer):
         self.client_watches_files = False
         # Set by the diagnostics feature: how diagnostics reach the client.
         self.refresh_diagnostics: Callable[[], None] = lambda: None
+        # Gotcha indexes the stdio front built while the server loaded (lsp_server/early.py):
+        # root -> (key, index, built at), taken by the gotcha feature if still current.
+        self.early_gotcha_indexes: dict[Path, tuple[object, Any, float]] = {}
 
     # -- transport: engram's JSON-RPC reader instead of pygls' (see lsp_server/jsonrpc.py) ---
 
@@ -117,6 +120,9 @@ class EngramServer(LanguageServer):
         self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
         if handover.answered is not None:
             self._protocol.answered_early(*handover.answered)
+        for msg_id, result in handover.pulls_answered.items():
+            self._protocol.pull_answered_early(msg_id, result)
+        self.early_gotcha_indexes = dict(handover.gotcha_indexes)
 
         async def main() -> None:
             read_chunk = handover.reader(asyncio.get_running_loop())

@@ -94,8 +94,10 @@ class StdinPump:
 
 
 class Handover:
-    """What the front passes to the server: the pump, what was read so far, and the early
-    answer to `initialize` (its id and result) if there was one."""
+    """What the front passes to the server: the pump, what was read so far, the early answer
+    to `initialize` (its id and result) if there was one, and what the early diagnostics
+    (lsp_server/early.py) did: the `textDocument/diagnostic` requests answered (id -> result)
+    and the gotcha indexes built (root -> (key, index, built at))."""
 
     def __init__(
         self,
@@ -103,11 +105,15 @@ class Handover:
         read: list[bytes],
         pending: Callable[[], list[bytes]] | None = None,
         answered: tuple[int | str, dict[str, Any]] | None = None,
+        pulls_answered: dict[int | str, Any] | None = None,
+        gotcha_indexes: dict[Any, tuple[object, Any, float]] | None = None,
     ) -> None:
         self.pump = pump
         self.read = read
         self.pending = pending
         self.answered = answered
+        self.pulls_answered = pulls_answered or {}
+        self.gotcha_indexes = gotcha_indexes or {}
 
     @classmethod
     def plain(cls, fd: int) -> Handover:

@@ -26,7 +26,9 @@ from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace import TextDocument
 
+from lsp_server import gotcha_format
 from lsp_server.features.commands import engram_command
+from lsp_server.gotcha_format import split_lines
 from lsp_server.server import DocumentListener, EngramServer, FolderState
 from memory_core import clock, gotchas, views
 from memory_core.errors import UsageError
@@ -37,34 +39,23 @@ from memory_core.gotchas.scan import (
     Hit,
     ScanResult,
     annotation_gotcha,
-    build_index,
     find_annotations,
 )
 
 logger = logging.getLogger("engram.lsp")
 
-SOURCE = "engram"
 POLL_SECONDS = 0.5
 # Time-based visibility (snoozes ending, candidates decaying) is rechecked this often.
 REBUILD_EVERY_SECONDS = 600.0
-SEVERITY = {
-    "critical": types.DiagnosticSeverity.Error,
-    "high": types.DiagnosticSeverity.Warning,
-    "medium": types.DiagnosticSeverity.Information,
-    "low": types.DiagnosticSeverity.Hint,
-}
-TEAM_FILE_CODE = "team-gotchas"
-SLOW_PATTERN_CODE = "slow-pattern"
+SOURCE = gotcha_format.SOURCE
+TEAM_FILE_CODE = gotcha_format.TEAM_FILE_CODE
+SLOW_PATTERN_CODE = gotcha_format.SLOW_PATTERN_CODE
 SNOOZE_DAYS = 7
 
 
 def diagnostic_severity(gotcha: Gotcha) -> types.DiagnosticSeverity:
     """Confirmed gotchas at their severity; candidates quietly, until a person confirms them."""
-    if gotcha.status == "candidate":
-        if gotcha.severity in ("critical", "high"):
-            return types.DiagnosticSeverity.Information
-        return types.DiagnosticSeverity.Hint
-    return SEVERITY.get(gotcha.severity, types.DiagnosticSeverity.Information)
+    return types.DiagnosticSeverity(gotcha_format.severity(gotcha))
 
 
 @dataclass
@@ -75,17 +66,6 @@ class DocScan:
     lines: list[str]
     result: ScanResult
     index: GotchaIndex
-
-
-def split_lines(source: str) -> list[str]:
-    """LSP lines: split on \\n, \\r\\n and a lone \\r (old Mac files), without the line ends.
-
-    The client counts a lone \\r as a line end too, so splitting on \\n alone would put every
-    squiggle after one on the wrong line.
-    """
-    if "\r" in source:
-        source = source.replace("\r\n", "\n").replace("\r", "\n")
-    return source.split("\n")
 
 
 class GotchaFolder:
@@ -102,42 +82,30 @@ class GotchaFolder:
         self.diagnostic_cache: dict[object, Any] = {}
 
     def current_key(self) -> object:
-        path = team.team_path(self.state.root)
-        try:
-            stat = path.stat()
-            team_key: object = (stat.st_mtime_ns, stat.st_size)
-        except OSError:
-            team_key = None
-        settings = self.state.settings
-        return (
-            records.revision(self.state.store),
-            team_key,
-            settings["gotchas.candidate_decay_days"],
-            settings["gotchas.regex_timeout_ms"],
-            settings["gotchas.max_file_bytes"],
-        )
+        return gotcha_format.index_key(self.state.store, self.state.root, self.state.settings)
 
     def stale(self) -> bool:
         return self.key != self.current_key() or clock.now() - self.built_at > REBUILD_EVERY_SECONDS
 
     def rebuild(self) -> GotchaIndex:
-        key = self.current_key()
+        key = gotcha_format.index_key(self.state.store, self.state.root, self.state.settings)
         now = clock.now()
-        settings = self.state.settings
-        # Resolved ones too: the index must know an annotation was resolved to hide it.
-        found = records.list_gotchas(self.state.store, include_resolved=True)
-        index = build_index(
-            found,
-            now=now,
-            decay_days=float(settings["gotchas.candidate_decay_days"]),
-            regex_timeout_ms=float(settings["gotchas.regex_timeout_ms"]),
-            max_file_bytes=int(settings["gotchas.max_file_bytes"]),
-            revision=int(key[0]) if isinstance(key, tuple) else 0,
-        )
+        index = gotcha_format.build_folder_index(self.state.store, self.state.settings, key, now)
         with self.lock:
             self.index, self.key, self.built_at = index, key, now
             self.scans.clear()
         return index
+
+    def adopt(self, key: object, index: GotchaIndex, built_at: float) -> bool:
+        """Take the index the stdio front built while the server loaded (lsp_server/early.py)
+        if nothing it depends on changed since: no second build, and the squiggles the front
+        published are not cleared while one runs."""
+        if key != self.current_key():
+            return False
+        with self.lock:
+            self.index, self.key, self.built_at = index, key, built_at
+            self.scans.clear()
+        return True
 
     def ensure_index(self) -> GotchaIndex:
         """The index, built here if there is none yet (for worker threads only)."""
@@ -149,6 +117,13 @@ class GotchaFolder:
         Every document is refreshed once it is ready."""
         if self.index is not None:
             return self.index
+        early = server.early_gotcha_indexes.pop(self.state.root, None)
+        if early is not None:
+            try:
+                if self.adopt(*early):
+                    return self.index
+            except Exception:
+                logger.exception("cannot take the early gotcha index of %s", self.state.root)
         if self.building is None:
             self.building = asyncio.ensure_future(self._build(server))
         return None
@@ -198,12 +173,6 @@ def folder_of(state: FolderState) -> GotchaFolder:
     return folder
 
 
-def _units(document: TextDocument, line: str, column: int) -> int:
-    if line.isascii():
-        return column
-    return int(document.position_codec.client_num_units(line[:column]))
-
-
 def _column(document: TextDocument, line: str, units: int) -> int:
     """A client column (UTF-16 units by default) as a character offset in `line`."""
     if line.isascii():
@@ -216,31 +185,26 @@ def _column(document: TextDocument, line: str, units: int) -> int:
     return len(line)
 
 
-def _range(document: TextDocument, lines: list[str], hit: Hit) -> types.Range:
-    text = lines[hit.line] if hit.line < len(lines) else ""
-    return types.Range(
-        start=types.Position(line=hit.line, character=_units(document, text, hit.start)),
-        end=types.Position(line=hit.line, character=_units(document, text, hit.end)),
-    )
-
-
 def _gotcha_for_hit(index: GotchaIndex, scan: DocScan, hit: Hit) -> Gotcha | None:
-    if hit.kind == "annotation":
-        for annotation in scan.result.annotations:
-            if annotation.id == hit.gotcha_id:
-                if hit.gotcha_id in index.by_id:
-                    # Resolved or snoozed in the store: hidden until the comment changes.
-                    return index.visible.get(hit.gotcha_id)
-                return annotation_gotcha(scan.path, annotation, clock.now())
-        return None
-    return index.visible.get(hit.gotcha_id)
+    return gotcha_format.gotcha_for_hit(index, scan.result, scan.path, hit)
 
 
-def _message(gotcha: Gotcha, hit: Hit) -> str:
-    """The short title (what the Problems panel and the squiggle's first line show); the
-    hover adds the rest (workaround, history, provenance) without repeating it."""
-    suffix = " (the code changed since it was recorded)" if hit.stale else ""
-    return f"{gotcha.title}{suffix}"
+def _structure(diagnostic: dict[str, Any]) -> types.Diagnostic:
+    """A diagnostic of lsp_server/gotcha_format.py (plain JSON, shared with the stdio front's
+    early diagnostics) as lsprotocol's class."""
+    position = types.Position
+    start, end = diagnostic["range"]["start"], diagnostic["range"]["end"]
+    return types.Diagnostic(
+        range=types.Range(
+            start=position(line=start["line"], character=start["character"]),
+            end=position(line=end["line"], character=end["character"]),
+        ),
+        message=diagnostic["message"],
+        severity=types.DiagnosticSeverity(diagnostic["severity"]),
+        source=diagnostic["source"],
+        code=diagnostic["code"],
+        data=diagnostic.get("data"),
+    )
 
 
 def _team_file_diagnostics(state: FolderState) -> list[types.Diagnostic]:
@@ -284,32 +248,14 @@ def diagnostics(
             gotcha = _gotcha_for_hit(index, scan, hit)
             if gotcha is None:
                 continue
-            made = types.Diagnostic(
-                range=_range(document, scan.lines, hit),
-                message=_message(gotcha, hit),
-                severity=diagnostic_severity(gotcha),
-                source=SOURCE,
-                code=gotcha.id,
-                data={"gotcha_id": gotcha.id, "status": gotcha.status, "kind": hit.kind},
-            )
+            encoding = str(document.position_codec.encoding)
+            made = _structure(gotcha_format.hit_diagnostic(gotcha, hit, scan.lines, encoding))
             cache[key] = made
         found.append(made)
     for slow in scan.result.slow:
+        timeout_ms = state.settings["gotchas.regex_timeout_ms"]
         found.append(
-            types.Diagnostic(
-                range=types.Range(
-                    start=types.Position(line=0, character=0),
-                    end=types.Position(line=0, character=0),
-                ),
-                message=(
-                    f"The code pattern of gotcha {slow.gotcha_id} ({slow.pattern!r}) took longer than "
-                    f"{state.settings['gotchas.regex_timeout_ms']} ms in this file and was stopped; "
-                    "simplify it or raise gotchas.regex_timeout_ms."
-                ),
-                severity=types.DiagnosticSeverity.Warning,
-                source=SOURCE,
-                code=SLOW_PATTERN_CODE,
-            )
+            _structure(gotcha_format.slow_diagnostic(slow.gotcha_id, slow.pattern, timeout_ms))
         )
     return found
 

@@ -7,8 +7,12 @@ Real processes over stdio, as an editor starts them, each round alternating:
   answers through pygls waits for at least (pygls imports lsprotocol's types at module load);
 - `engram lsp` (what the editors run) and `python -m lsp_server`: the stdio front answers
   `initialize` while pygls and the features load behind it (lsp_server/front.py);
+- `engram lsp` with the front's early diagnostics off: the first squiggle waits for the whole
+  server (how it was before lsp_server/early.py);
 - the same server without its front, as it started before issue 32: everything imported, then
-  pygls reads stdin and answers `initialize` (the peer).
+  pygls reads stdin and answers `initialize` (the peer);
+- a python process that opens the store and reads its gotchas with memory_core only: the floor
+  of "the first diagnostics as soon as the store is open".
 
 The client sends `initialize` at once with Neovim 0.11's recorded capabilities (diagnostics
 pushed), then `initialized` and a `didOpen` of a file holding the one gotcha in the store, and
@@ -34,9 +38,21 @@ import time
 from pathlib import Path
 from typing import Any
 
+from lsp_server.early import ENABLE_ENV
 from tests.bench.harness import Figure, summarize
 
 RUNS = 10
+# `engram lsp` with the front's early diagnostics off (lsp_server/early.py): the squiggle
+# waits for the whole server, as before they were added.
+EARLY_OFF = "engram lsp, early diagnostics off"
+STORE_FLOOR = (
+    "from pathlib import Path\n"
+    "from memory_core.store import Store\n"
+    "from memory_core.gotchas import records\n"
+    "store = Store.open(Path({root!r}))\n"
+    "records.list_gotchas(store, include_resolved=True)\n"
+    "store.close()\n"
+)
 WORKSPACE_FILES = 50_000
 REPO = Path(__file__).resolve().parents[2]
 GOTCHA_PATTERN = "legacy_call("
@@ -253,8 +269,11 @@ def run() -> list[Figure]:
     commands = {
         "engram lsp": [engram or "engram", "lsp"],
         "python -m lsp_server": [sys.executable, "-m", "lsp_server"],
+        EARLY_OFF: [engram or "engram", "lsp"],
         "without the front": WITHOUT_FRONT,
     }
+    envs = {name: env for name in commands}
+    envs[EARLY_OFF] = {**env, ENABLE_ENV: "0"}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "ws"
         root.mkdir()
@@ -267,13 +286,15 @@ def run() -> list[Figure]:
         starts: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
         loads_before = _load_average()
         # One unmeasured round: the store's first open by a server, the page cache warm.
-        for command in commands.values():
-            _start_once(command, root, env, log)
+        store_floor: list[float] = []
+        for name, command in commands.items():
+            _start_once(command, root, envs[name], log)
         for _ in range(RUNS):
             floor.append(_python_ms(env, "pass"))
             pygls_import.append(_python_ms(env, "import pygls.lsp.server"))
+            store_floor.append(_python_ms(env, STORE_FLOOR.format(root=str(root))))
             for name, command in commands.items():
-                starts[name].append(_start_once(command, root, env, log))
+                starts[name].append(_start_once(command, root, envs[name], log))
         loads_after = _load_average()
         problems = [
             line
@@ -291,6 +312,17 @@ def run() -> list[Figure]:
             note=f"{note}; workspace of {WORKSPACE_FILES:,} files made in {made_s:.0f} s",
         )
     ]
+    store_median, store_p95 = summarize(store_floor)
+    figures.append(
+        Figure(
+            "python opening the store and reading its gotchas (the floor of a first squiggle)",
+            "-",
+            store_median,
+            store_p95,
+            ratio=f"{store_median / floor_median:.1f}x python -c pass",
+            note="memory_core only: Store.open and records.list_gotchas, then exit",
+        )
+    )
     pygls_median, pygls_p95 = summarize(pygls_import)
     figures.append(
         Figure(
@@ -330,6 +362,7 @@ def run() -> list[Figure]:
                 "as soon as the store is open" if front else "- (peer)",
                 *diagnostics_ms,
                 ratio=(
+                    f"{diagnostics_ms[0] / store_median:.1f}x the store floor; "
                     f"{diagnostics_ms[0] / peer_diagnostics:.2f}x without the front; "
                     f"{diagnostics_ms[0] - peer_initialize:+.0f} ms after its `initialize` answer"
                     if front
