@@ -747,6 +747,160 @@ def _random_word_at(text: str, body_start: int, body_end: int) -> Span | None:
     return (start, body_end, _label("secret"))
 
 
+# ---------------------------------------------------------------------------------------------
+# A provider's name next to a key-shaped value
+# ---------------------------------------------------------------------------------------------
+
+# Hundreds of the rule sets' kinds are one shape: the provider's name, a few characters (a
+# secret word, an operator, a quote, a line break), then a value of the provider's alphabet
+# (`adafruit ... <32 of [a-z0-9_-]>`, `wandb <40 hex>`). The names are in `secret_providers`
+# (read from the rule sets); the value must look like a key: 16 characters or more, letters and
+# digits mixed, not words, not a UUID (ids), not after a word that makes it public or an id.
+_VALUE_MASK = bytes(
+    ord("a") if (chr(i).isascii() and chr(i).isalnum()) or chr(i) in "_-+/" else ord(" ")
+    for i in range(256)
+)
+_PROVIDER_VALUE_MIN = 16
+_PROVIDER_VALUE_NEEDLE = b"a" * _PROVIDER_VALUE_MIN
+# How far before the value the provider's name may end (gitleaks allows ~30 characters of
+# name, operator and quotes; kingfisher 16 to 32 of anything, line breaks included).
+_PROVIDER_WINDOW = 40
+_PROVIDER_WORD = (r"[a-z][a-z0-9]*", 0)
+_VALUE_PARTS = (r"[\-_+/]+", 0)
+# Words between the name and the value that make the value an id, a digest or a public value.
+_NOT_KEY_WORDS = frozenset(
+    (
+        "id",
+        "ids",
+        "uuid",
+        "guid",
+        "commit",
+        "sha",
+        "hash",
+        "digest",
+        "checksum",
+        "fingerprint",
+        "etag",
+        "nonce",
+        "signature",
+        "public",
+        "pub",
+        "publishable",
+        "version",
+        "build",
+        "run",
+        "job",
+        "trace",
+        "request",
+        "event",
+        "order",
+        "user",
+        "username",
+        "account",
+        "project",
+        "org",
+        "tenant",
+        "workspace",
+        "region",
+        "host",
+        "url",
+        "image",
+        "container",
+        "release",
+        "revision",
+        "rev",
+        "tag",
+        "ref",
+        "branch",
+        "file",
+        "path",
+        "name",
+    )
+)
+
+
+_SECRET_WORDS = frozenset(("key", "token", "secret", "access", "private", "pass", "auth", "api"))
+
+
+def _case_switches(value: str) -> int:
+    letters = [c.isupper() for c in value if c.isalpha()]
+    return sum(a != b for a, b in itertools.pairwise(letters))
+
+
+def _provider_value_spans(text: str, hits: _Hits) -> list[Span]:
+    mask = hits.encoded().translate(_VALUE_MASK)
+    at = mask.find(_PROVIDER_VALUE_NEEDLE)
+    if at == -1:
+        return []
+    from memory_core.secret_providers import PROVIDER_NAMES
+
+    spans: list[Span] = []
+    size = len(text)
+    while at != -1:
+        end = mask.find(b" ", at + _PROVIDER_VALUE_MIN)
+        if end == -1:
+            end = size
+        span = _provider_value_at(text, hits.lowered, at, end, PROVIDER_NAMES)
+        if span is not None:
+            spans.append(span)
+        at = mask.find(_PROVIDER_VALUE_NEEDLE, end)
+    return spans
+
+
+def _provider_value_at(
+    text: str, lowered: str, start: int, end: int, names: frozenset[str]
+) -> Span | None:
+    while start < end and text[start] in "-_+/":
+        start += 1
+    while end > start and text[end - 1] in "-_+/":
+        end -= 1
+    value = text[start:end]
+    if not _PROVIDER_VALUE_MIN <= len(value) <= 256:
+        return None
+    before = text[start - 1 : start]
+    after = text[end : end + 2]
+    if before in (".", "@", "\\", "#") or (
+        before == "/" and "/" in text[max(0, start - 64) : start - 1]
+    ):
+        return None  # part of a dotted name, an address or a path
+    if after[:1] in (".", "@", ":") and after[1:2].isalnum():
+        return None
+    if not any(c.isdigit() for c in value) or not any(c.isalpha() for c in value):
+        return None
+    uuid = _rx(_UUID).match(value) is not None
+    if _placeholder(value) or _name_like(value):
+        return None
+    if not uuid and all(
+        part.isalpha() or part.isdigit() for part in _rx(_VALUE_PARTS).split(value) if part
+    ):
+        return None  # words and numbers joined (`deploy-2024-11-27`, `release20240315build`)
+    if _rx(_ONE_NUMBER).match(value) and _case_switches(value) * 4 < len(value):
+        return None  # one number among words (`Release20240315Build`), not random letters
+    if value[:1].isupper() and _wordy(value):
+        return None  # a class name (`MLKEM768X25519PublicKey`)
+    if "/" in value and not (any(c.isupper() for c in value) and any(c.islower() for c in value)):
+        return None  # a path of words and numbers, not base64
+    if _in_base64_block(text, start, end):
+        return None
+    window_start = max(0, start - _PROVIDER_WINDOW)
+    window = lowered[window_start:start]
+    words = _rx(_PROVIDER_WORD).findall(window)
+    provider_at = -1
+    for index, word in enumerate(words):
+        if word in names or any(word[:k] in names for k in range(4, min(len(word), 24))):
+            provider_at = index
+    if provider_at == -1:
+        return None
+    if not _NOT_KEY_WORDS.isdisjoint(words[provider_at + 1 :]):
+        return None
+    if uuid and provider_at != len(words) - 1 and _SECRET_WORDS.isdisjoint(words[provider_at:]):
+        return None  # a UUID is a key when the provider names it or a secret word comes with it
+    named = _rx(_NAME_BEFORE_VALUE).search(text, window_start, start)
+    if named is not None and _describes_only(named.group("name")):
+        return None
+    return (start, end, _label("secret"))
+
+
 # The name a value is assigned to, right before it: `"credentialId": "`, `client_id=`.
 _NAME_BEFORE_VALUE = (r"(?P<name>[A-Za-z_][A-Za-z0-9_\-]*)[\"']?\s*(?::=|=>|[:=])\s*[\"'`]?$", 0)
 
@@ -2216,6 +2370,7 @@ def _redact(text: str, random_words: bool = True) -> str:
         + _context_spans(text, lowered, hits)
         + _keyword_spans(text, lowered, hits)
         + (_random_word_spans(text, hits) if random_words else [])
+        + _provider_value_spans(text, hits)
         + (_split_spans(text, hits) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
     )
     if spans:
