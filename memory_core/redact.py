@@ -130,8 +130,19 @@ def _prefixed(*prefixes: str) -> str:
     The boundary is a lookbehind placed after the literal, so the pattern still starts with a
     literal and the regex engine can jump between occurrences of it.
     """
-    parts = [f"{re.escape(p)}(?<![A-Za-z0-9_]{re.escape(p)})" for p in prefixes]
+    parts = [
+        re.escape(p) if _gluable(p) else f"{re.escape(p)}(?<![A-Za-z0-9_]{re.escape(p)})"
+        for p in prefixes
+    ]
     return "(?:" + "|".join(parts) + ")"
+
+
+def _gluable(prefix: str) -> bool:
+    """A prefix no word ends with: a provider's name and a separator, six characters or more
+    (`tskey-`, `github_pat_`, `xkeysib-`), or SendGrid's `SG.`, whose body has a fixed shape.
+    Such a key is found glued to a word before it too (`MY_tskey-api-...`, `somSG.xxx`), as
+    secretlint's tests write them."""
+    return prefix == "SG." or (len(prefix) >= 6 and prefix[-1] in "-_.")
 
 
 # The end of a token: no further character of the same alphabet.
@@ -299,10 +310,11 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
         # Or the same three parts with an id part that is not base64 of digits (tokens as
         # scanners' tests write them): then a digit in the first and in the last part, which a
         # chain of names (`ObjectMapperConfiguration.getters.values...`) has not.
-        # The pattern starts with the class [MNO] (not a lookbehind), which the regex engine
-        # skips to: with `.` as the guard it reads every dotted run of a large text.
-        r"[MNO](?<![A-Za-z0-9_\-.][MNO])(?:"
-        r"[DTjz][AEIMQUYcgk][w-z0-5](?:[MNO][DTjz][AEIMQUYcgk][w-z0-5]){3}[A-Za-z0-9_\-]{7,10}"
+        # The pattern starts with a class (not a lookbehind), which the regex engine skips
+        # to: with `.` as the guard it reads every dotted run of a large text. Test tokens
+        # start with other capitals than M, N, O too (detect-secrets' `ATMy...`).
+        r"[A-Z](?<![A-Za-z0-9_\-.][A-Z])(?:"
+        r"(?<=[MNO])[DTjz][AEIMQUYcgk][w-z0-5](?:[MNO][DTjz][AEIMQUYcgk][w-z0-5]){3}[A-Za-z0-9_\-]{7,10}"
         r"\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}|"
         r"(?=[A-Za-z_\-]*\d)[A-Za-z0-9_\-]{23,25}"
         r"\.[A-Za-z0-9_\-]{6}\.(?=[A-Za-z_\-]*\d)[A-Za-z0-9_\-]{27,38})" + _END,
@@ -765,7 +777,7 @@ _PROVIDER_VALUE_NEEDLE = b"a" * _PROVIDER_VALUE_MIN
 # How far before the value the provider's name may end (gitleaks allows ~30 characters of
 # name, operator and quotes; kingfisher 16 to 32 of anything, line breaks included).
 _PROVIDER_WINDOW = 40
-_PROVIDER_WORD = (r"[a-z][a-z0-9]*", 0)
+_PROVIDER_WORD = (r"[A-Za-z][A-Za-z0-9]*", 0)
 _VALUE_PARTS = (r"[\-_+/]+", 0)
 # Words between the name and the value that make the value an id, a digest or a public value.
 _NOT_KEY_WORDS = frozenset(
@@ -827,6 +839,17 @@ def _case_switches(value: str) -> int:
     return sum(a != b for a, b in itertools.pairwise(letters))
 
 
+def _names_provider(word: str, names: frozenset[str]) -> bool:
+    """`adafruit`, `ADAFRUIT`, or a name glued to a capitalised word (`hiveageACCESS`,
+    `zipcodeapiPRIVATE`); not a longer lowercase word that merely starts like one."""
+    if word.lower() in names:
+        return True
+    for k in range(4, min(len(word), 24)):
+        if word[k].isupper() and word[:k].islower() and word[:k] in names:
+            return True
+    return False
+
+
 def _provider_value_spans(text: str, hits: _Hits) -> list[Span]:
     mask = hits.encoded().translate(_VALUE_MASK)
     at = mask.find(_PROVIDER_VALUE_NEEDLE)
@@ -874,6 +897,13 @@ def _provider_value_at(
         part.isalpha() or part.isdigit() for part in _rx(_VALUE_PARTS).split(value) if part
     ):
         return None  # words and numbers joined (`deploy-2024-11-27`, `release20240315build`)
+    if not uuid and not any(
+        len(part) >= 8 and not part.isalpha() and not part.isdigit()
+        for part in _rx(_VALUE_PARTS).split(value)
+    ):
+        return None  # no random part: `1st_power_series`
+    if len(value) < 32 and all(c in string.hexdigits for c in value):
+        return None  # a short hex id or hash (`"AWS::AppSync::Api": "6d38a4dc05f24601"`)
     if _rx(_ONE_NUMBER).match(value) and _case_switches(value) * 4 < len(value):
         return None  # one number among words (`Release20240315Build`), not random letters
     if value[:1].isupper() and _wordy(value):
@@ -883,12 +913,12 @@ def _provider_value_at(
     if _in_base64_block(text, start, end):
         return None
     window_start = max(0, start - _PROVIDER_WINDOW)
-    window = lowered[window_start:start]
-    words = _rx(_PROVIDER_WORD).findall(window)
+    words = _rx(_PROVIDER_WORD).findall(text, window_start, start)
     provider_at = -1
     for index, word in enumerate(words):
-        if word in names or any(word[:k] in names for k in range(4, min(len(word), 24))):
+        if _names_provider(word, names):
             provider_at = index
+    words = [word.lower() for word in words]
     if provider_at == -1:
         return None
     if not _NOT_KEY_WORDS.isdisjoint(words[provider_at + 1 :]):
@@ -1029,6 +1059,25 @@ def _named_value(match: re.Match[str]) -> str | None:
     return _label("secret")
 
 
+_KEY_WORDS_NEAR = (r"privat|secret|wallet|mnemonic|priv_?key|signer|\bpk\b|\bkey\b", 0)
+_HASH_WORDS_BEFORE = (
+    r"\b(?:tx|txn|txid|transaction|hash|block|root|slot|topic|selector|storage|salt|nonce|"
+    r"address|event|id|digest|commit)",
+    0,
+)
+
+
+def _hex_private_key(match: re.Match[str]) -> str | None:
+    text = match.string
+    start, end = match.start(), match.end()
+    near = text[max(0, start - 80) : end + 80].lower()
+    if not _rx(_KEY_WORDS_NEAR).search(near):
+        return None
+    if _rx(_HASH_WORDS_BEFORE).search(text[max(0, start - 30) : start].lower()):
+        return None
+    return _label("private-key")
+
+
 # (name, guards, case-insensitive guards, pattern, replacement or None for the label).
 _Detector = tuple[str, tuple[str, ...], bool, str | tuple[str, int], Replacement | None]
 
@@ -1084,6 +1133,27 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         r"(?P<keep>(?<![A-Za-z0-9+.\-])[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@\[\]]*:)"
         r"(?!\$?\{[^\s@/{}]*\}@|\$[A-Za-z_][A-Za-z0-9_]*@|\*+@)[^\s@/]+(?=@)",
         _labelled("password"),
+    ),
+    (
+        # A URL's user that is a key, not a name (Bundler's gem servers: `https://<8 hex>:
+        # <8 hex>@gems.contribsys.com/`; a token as user): hidden with the password.
+        "url-key-user",
+        ("://",),
+        False,
+        r"(?P<keep>(?<![A-Za-z0-9+.\-])[a-zA-Z][a-zA-Z0-9+.\-]*://)"
+        r"(?:[0-9a-fA-F]{8,}|(?=[A-Za-z_\-]*[0-9])(?=[0-9_\-]*[A-Za-z])[A-Za-z0-9_\-]{16,})"
+        r"(?=:[^\s@/]+@)",
+        _labelled("secret"),
+    ),
+    (
+        # An Ethereum-style private key (`0x` and 64 hex) in prose reads like a transaction
+        # hash; it is hidden when a word about keys or wallets is near it and none about
+        # hashes, blocks or storage stands right before it.
+        "hex-private-key",
+        ("0x",),
+        False,
+        r"(?<![A-Za-z0-9])0x[0-9a-fA-F]{64}(?![0-9a-fA-F])",
+        _hex_private_key,
     ),
     (
         # `curl -u user:password` (also on a continuation line of the same command): the
