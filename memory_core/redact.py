@@ -204,7 +204,7 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
         + _prefixed("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "xoxe-", "xoxe.")
         + r"[A-Za-z0-9\-.]{10,}|"
         + _prefixed("xapp-")
-        + r"\d-[A-Za-z0-9\-]{10,})",
+        + r"\d+-[A-Za-z0-9\-]{10,})",
     ),
     (
         "stripe-key",
@@ -259,8 +259,10 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ),
     (
         "telegram-bot-token",
-        (":AA",),
-        r"(?<![0-9])\d{8,10}:AA[A-Za-z0-9_\-]{32,35}" + _END,
+        (":A",),
+        # Bot id, colon, `A` and 34 more (gitleaks' form; real tokens start `AA`): a digit in
+        # the body, which `12345:AbstractSingletonProxyFactoryBean` has not.
+        r"(?<![0-9])\d{5,16}:A(?=[A-Za-z_\-]*\d)[A-Za-z0-9_\-]{32,35}" + _END,
     ),
     (
         "grafana-token",
@@ -371,18 +373,24 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ),
     (
         "dynatrace-token",
-        ("dt0c01.",),
-        _prefixed("dt0c01.") + r"[A-Za-z0-9]{24}\.[A-Za-z0-9]{64}",
+        ("dt0",),
+        # `dt0c01.` and the other token kinds' `dt0<letter><two digits>.`
+        _prefixed("dt0") + r"[A-Za-z]\d{2}\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{64}",
     ),
     (
         "vault-token",
         ("hvs.", "hvb.", "hvr."),
+        # Service and recovery tokens of 24 characters (older servers) to 130; batch tokens
+        # are longer.
         _prefixed("hvs.", "hvr.")
-        + r"[A-Za-z0-9_\-]{90,120}|"
+        + r"[A-Za-z0-9_\-]{24,130}"
+        + _END
+        + "|"
         + _prefixed("hvb.")
-        + r"[A-Za-z0-9_\-]{138,300}",
+        + r"[A-Za-z0-9_\-]{24,300}"
+        + _END,
     ),
-    ("postman-key", ("PMAK-",), _prefixed("PMAK-") + r"[a-fA-F0-9]{24}-[a-fA-F0-9]{34}"),
+    ("postman-key", ("PMAK-",), _prefixed("PMAK-") + r"[A-Za-z0-9]{24}-[A-Za-z0-9]{34}"),
     ("prefect-key", ("pnu_",), _prefixed("pnu_") + r"[A-Za-z0-9]{36}" + _END_ALNUM),
     ("readme-key", ("rdme_",), _prefixed("rdme_") + r"[a-z0-9]{70}" + _END_ALNUM),
     ("rubygems-key", ("rubygems_",), _prefixed("rubygems_") + r"[a-f0-9]{48}" + _END_ALNUM),
@@ -546,6 +554,36 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
         ("pub-c-", "sub-c-"),
         _prefixed("pub-c-", "sub-c-")
         + r"[a-z0-9]{8}-[a-z0-9]{4}-[a-z0-9]{4}-[a-z0-9]{4}-[a-z0-9]{12}",
+    ),
+    ("bitbucket-token", ("ATBB",), _prefixed("ATBB") + r"[A-Za-z0-9]{32}" + _END_ALNUM),
+    ("appsync-key", ("da2-",), _prefixed("da2-") + r"[a-z0-9]{26}" + _END_ALNUM),
+    (
+        "stackhawk-key",
+        ("hawk.",),
+        _prefixed("hawk.") + r"[A-Za-z0-9_\-]{20}\.[A-Za-z0-9_\-]{20}" + _END,
+    ),
+    (
+        "newrelic-pixie-key",
+        ("px-api-", "px-dep-"),
+        _prefixed("px-api-", "px-dep-")
+        + r"[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{12}",
+    ),
+    (
+        "amazon-mws-token",
+        ("amzn.mws.",),
+        _prefixed("amzn.mws.") + r"[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{12}",
+    ),
+    (
+        # TeamCity access tokens: a JWT-like header whose claims part is not JSON.
+        "teamcity-token",
+        ("eyJ0eXAiOiAiVENWMiJ9.",),
+        r"eyJ0eXAiOiAiVENWMiJ9\.[A-Za-z0-9_\-]{36}\.[A-Za-z0-9_\-]{48}",
+    ),
+    (
+        # Yandex Cloud IAM tokens.
+        "yandex-key",
+        ("t1.",),
+        _prefixed("t1.") + r"[A-Za-z0-9_\-]+={0,2}\.[A-Za-z0-9_\-]{86}={0,2}",
     ),
     ("teamwork-token", ("tkn.v1_",), _prefixed("tkn.v1_") + r"[A-Za-z0-9+/]{40,}" + _B64_END),
 )
@@ -1351,14 +1389,32 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         "okta-token",
         ("ssws",),
         True,
-        r"(?P<keep>\bSSWS\s+)[A-Za-z0-9_\-]{20,}",
+        r"(?P<keep>\b(?i:SSWS)\s+)[A-Za-z0-9_\-]{20,}",
         _labelled("okta-token"),
+    ),
+    (
+        # Jenkins prints its first administrator password in its log at the first start.
+        "jenkins-initial-password",
+        ("proceed to installation",),
+        True,
+        r"(?P<keep>(?i:password to proceed to installation):\s*)[a-f0-9]{32}(?![A-Za-z0-9])",
+        _labelled("password"),
+    ),
+    (
+        # Twitter / X app bearer tokens: 22 `A`s, then the key, `%` included (URL-encoded
+        # `=`), which is not a token run's character: so a context detector.
+        "twitter-bearer-token",
+        ("AAAAAAAAAAAAAAAAAAAAAA",),
+        False,
+        r"(?<![A-Za-z0-9])A{22}[A-Za-z0-9%]{80,100}(?![A-Za-z0-9%])",
+        None,
     ),
     (
         "authorization-header",
         ("bearer", "basic", "token"),
         True,
-        r"(?P<keep>(?:Bearer|bearer|BEARER|Basic|basic|Token|token)\s+)[A-Za-z0-9_\-.=+/~]{16,}",
+        # `%`: a URL-encoded character is part of the token (`...%3D`).
+        r"(?P<keep>(?:Bearer|bearer|BEARER|Basic|basic|Token|token)\s+)[A-Za-z0-9_\-.=+/~%]{16,}",
         _random_token,
     ),
 ]
