@@ -806,12 +806,7 @@ def _random_word_at(text: str, body_start: int, body_end: int) -> Span | None:
 # (`adafruit ... <32 of [a-z0-9_-]>`, `wandb <40 hex>`). The names are in `secret_providers`
 # (read from the rule sets); the value must look like a key: 16 characters or more, letters and
 # digits mixed, not words, not a UUID (ids), not after a word that makes it public or an id.
-_VALUE_MASK = bytes(
-    ord("a") if (chr(i).isascii() and chr(i).isalnum()) or chr(i) in "_-+/" else ord(" ")
-    for i in range(256)
-)
 _PROVIDER_VALUE_MIN = 16
-_PROVIDER_VALUE_NEEDLE = b"a" * _PROVIDER_VALUE_MIN
 # How far before the value the provider's name may end (gitleaks allows ~30 characters of
 # name, operator and quotes; kingfisher 16 to 32 of anything, line breaks included).
 _PROVIDER_WINDOW = 40
@@ -882,6 +877,8 @@ def _names_provider(word: str, names: frozenset[str]) -> bool:
     `zipcodeapiPRIVATE`); not a longer lowercase word that merely starts like one."""
     if word.lower() in names:
         return True
+    if word.islower() or not word[0].islower():
+        return False
     for k in range(4, min(len(word), 24)):
         if word[k].isupper() and word[:k].islower() and word[:k] in names:
             return True
@@ -889,28 +886,33 @@ def _names_provider(word: str, names: frozenset[str]) -> bool:
 
 
 def _provider_value_spans(text: str, hits: _Hits) -> list[Span]:
-    mask = hits.encoded().translate(_VALUE_MASK)
-    at = mask.find(_PROVIDER_VALUE_NEEDLE)
-    if at == -1:
-        return []
-    from memory_core.secret_providers import PROVIDER_NAMES
-
+    # The token runs (20 characters or more) are found for the token formats already; a value
+    # is a piece of one between `.`, `=`, `~` and `:` (`adafruit:=<value>` is one run). Most
+    # runs are names without a digit: one search each rules them out.
     spans: list[Span] = []
-    size = len(text)
-    while at != -1:
-        end = mask.find(b" ", at + _PROVIDER_VALUE_MIN)
-        if end == -1:
-            end = size
-        span = _provider_value_at(text, hits.lowered, at, end, PROVIDER_NAMES)
-        if span is not None:
-            spans.append(span)
-        at = mask.find(_PROVIDER_VALUE_NEEDLE, end)
+    for run_start, run_end in hits.runs():
+        if _rx(_DIGIT).search(text, run_start, run_end) is None:
+            continue
+        for piece in _rx(_VALUE_PIECE).finditer(text, run_start, run_end):
+            span = _provider_value_at(text, piece.start(), piece.end(), _provider_names())
+            if span is not None:
+                spans.append(span)
     return spans
 
 
-def _provider_value_at(
-    text: str, lowered: str, start: int, end: int, names: frozenset[str]
-) -> Span | None:
+_DIGIT = (r"\d", 0)
+_VALUE_PIECE = (r"[A-Za-z0-9_+/\-]{16,}", 0)
+
+
+@lru_cache(maxsize=1)
+def _provider_names() -> frozenset[str]:
+    # Imported the first time a text has a value to check, not when a hook starts.
+    from memory_core.secret_providers import PROVIDER_NAMES
+
+    return PROVIDER_NAMES
+
+
+def _provider_value_at(text: str, start: int, end: int, names: frozenset[str]) -> Span | None:
     while start < end and text[start] in "-_+/":
         start += 1
     while end > start and text[end - 1] in "-_+/":
@@ -926,7 +928,19 @@ def _provider_value_at(
         return None  # part of a dotted name, an address or a path
     if after[:1] in (".", "@", ":") and after[1:2].isalnum():
         return None
-    if not any(c.isdigit() for c in value) or not any(c.isalpha() for c in value):
+    if value.isdigit():
+        return None
+    # The provider's name first: most values with digits (hashes, ids, versions) have none.
+    window_start = max(0, start - _PROVIDER_WINDOW)
+    words = _rx(_PROVIDER_WORD).findall(text, window_start, start)
+    provider_at = -1
+    for index, word in enumerate(words):
+        if _names_provider(word, names):
+            provider_at = index
+    if provider_at == -1:
+        return None
+    words = [word.lower() for word in words]
+    if not _NOT_KEY_WORDS.isdisjoint(words[provider_at + 1 :]):
         return None
     uuid = _rx(_UUID).match(value) is not None
     if _placeholder(value) or _name_like(value):
@@ -949,17 +963,6 @@ def _provider_value_at(
     if "/" in value and not (any(c.isupper() for c in value) and any(c.islower() for c in value)):
         return None  # a path of words and numbers, not base64
     if _in_base64_block(text, start, end):
-        return None
-    window_start = max(0, start - _PROVIDER_WINDOW)
-    words = _rx(_PROVIDER_WORD).findall(text, window_start, start)
-    provider_at = -1
-    for index, word in enumerate(words):
-        if _names_provider(word, names):
-            provider_at = index
-    words = [word.lower() for word in words]
-    if provider_at == -1:
-        return None
-    if not _NOT_KEY_WORDS.isdisjoint(words[provider_at + 1 :]):
         return None
     if uuid and provider_at != len(words) - 1 and _SECRET_WORDS.isdisjoint(words[provider_at:]):
         return None  # a UUID is a key when the provider names it or a secret word comes with it
