@@ -885,6 +885,11 @@ def _names_provider(word: str, names: frozenset[str]) -> bool:
     return False
 
 
+def _names_a_provider(name: str) -> bool:
+    names = _provider_names()
+    return any(_names_provider(word, names) for word in _rx(_PROVIDER_WORD).findall(name))
+
+
 def _provider_value_spans(text: str, hits: _Hits) -> list[Span]:
     # The token runs (20 characters or more) are found for the token formats already; a value
     # is a piece of one between `.`, `=`, `~` and `:` (`adafruit:=<value>` is one run). Most
@@ -1865,6 +1870,10 @@ def _random_next_to_secret_word(name: str, value: str, word: str = "") -> bool:
         return not _name_like(value)  # `vbout KEY 1234567890123456789012345`
     if strong and _rx(_GROUPED_KEY).match(value):
         return True  # `ABCD1234-EFGH5678-IJKL9101`: groups of a key, after a secret word
+    if not strong and _made_up(value) and not _names_a_provider(bare):
+        # An alphabet under a `key` name (`keyStr = "ABC...xyz0123456789"`); after a
+        # provider's name (`sparkpost_key = abcdef...`) it is that provider's key all the same.
+        return False
     return _looks_random(value)
 
 

@@ -101,3 +101,15 @@ def test_a_telegram_token_needs_a_digit_in_its_body() -> None:
     assert token not in redact(f"bot = Bot('{token}')")
     text = "line 12345:AbstractSingletonProxyFactoryBeanXy"
     assert redact(text) == text
+
+
+def test_an_alphabet_under_a_key_name_stays_but_not_under_a_providers_key_name() -> None:
+    alphabet = string.ascii_uppercase + string.ascii_lowercase + string.digits
+    for text in (
+        f'const keyStr = "{alphabet}"',
+        f'const validKeyChars = "{string.digits}abcdefghijklmnopqrstuvwxyz_-."',
+    ):
+        assert redact(text) == text, text
+    assert alphabet not in redact(f"sparkpost_key = {alphabet}")
+    # After a strong word an alphabet is hidden as before: a password is whatever it is.
+    assert alphabet not in redact(f'password = "{alphabet}"')
