@@ -963,8 +963,8 @@ def _provider_value_at(text: str, start: int, end: int, names: frozenset[str]) -
         return None  # a short hex id or hash (`"AWS::AppSync::Api": "6d38a4dc05f24601"`)
     if _rx(_ONE_NUMBER).match(value) and _case_switches(value) * 4 < len(value):
         return None  # one number among words (`Release20240315Build`), not random letters
-    if value[:1].isupper() and _wordy(value):
-        return None  # a class name (`MLKEM768X25519PublicKey`)
+    if value[:1].isupper() and _wordy(value) and _case_switches(value) * 4 < len(value):
+        return None  # a class name (`MLKEM768X25519PublicKey`), not random capitals
     if "/" in value and not (any(c.isupper() for c in value) and any(c.islower() for c in value)):
         return None  # a path of words and numbers, not base64
     if _in_base64_block(text, start, end):
