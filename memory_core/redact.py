@@ -129,8 +129,19 @@ def _prefixed(*prefixes: str) -> str:
     The boundary is a lookbehind placed after the literal, so the pattern still starts with a
     literal and the regex engine can jump between occurrences of it.
     """
-    parts = [f"{re.escape(p)}(?<![A-Za-z0-9_]{re.escape(p)})" for p in prefixes]
+    parts = [
+        re.escape(p) if _gluable(p) else f"{re.escape(p)}(?<![A-Za-z0-9_]{re.escape(p)})"
+        for p in prefixes
+    ]
     return "(?:" + "|".join(parts) + ")"
+
+
+def _gluable(prefix: str) -> bool:
+    """A prefix no word ends with: a provider's name and a separator, six characters or more
+    (`tskey-`, `github_pat_`, `xkeysib-`), or SendGrid's `SG.`, whose body has a fixed shape.
+    Such a key is found glued to a word before it too (`MY_tskey-api-...`, `somSG.xxx`), as
+    secretlint's tests write them."""
+    return prefix == "SG." or (len(prefix) >= 6 and prefix[-1] in "-_.")
 
 
 # The end of a token: no further character of the same alphabet.
@@ -192,7 +203,7 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
         + _prefixed("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "xoxe-", "xoxe.")
         + r"[A-Za-z0-9\-.]{10,}|"
         + _prefixed("xapp-")
-        + r"\d-[A-Za-z0-9\-]{10,})",
+        + r"\d+-[A-Za-z0-9\-]{10,})",
     ),
     (
         "stripe-key",
@@ -247,8 +258,10 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ),
     (
         "telegram-bot-token",
-        (":AA",),
-        r"(?<![0-9])\d{8,10}:AA[A-Za-z0-9_\-]{32,35}" + _END,
+        (":A",),
+        # Bot id, colon, `A` and 34 more (gitleaks' form; real tokens start `AA`): a digit in
+        # the body, which `12345:AbstractSingletonProxyFactoryBean` has not.
+        r"(?<![0-9])\d{5,16}:A(?=[A-Za-z_\-]*\d)[A-Za-z0-9_\-]{32,35}" + _END,
     ),
     (
         "grafana-token",
@@ -298,10 +311,11 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
         # Or the same three parts with an id part that is not base64 of digits (tokens as
         # scanners' tests write them): then a digit in the first and in the last part, which a
         # chain of names (`ObjectMapperConfiguration.getters.values...`) has not.
-        # The pattern starts with the class [MNO] (not a lookbehind), which the regex engine
-        # skips to: with `.` as the guard it reads every dotted run of a large text.
-        r"[MNO](?<![A-Za-z0-9_\-.][MNO])(?:"
-        r"[DTjz][AEIMQUYcgk][w-z0-5](?:[MNO][DTjz][AEIMQUYcgk][w-z0-5]){3}[A-Za-z0-9_\-]{7,10}"
+        # The pattern starts with a class (not a lookbehind), which the regex engine skips
+        # to: with `.` as the guard it reads every dotted run of a large text. Test tokens
+        # start with other capitals than M, N, O too (detect-secrets' `ATMy...`).
+        r"[A-Z](?<![A-Za-z0-9_\-.][A-Z])(?:"
+        r"(?<=[MNO])[DTjz][AEIMQUYcgk][w-z0-5](?:[MNO][DTjz][AEIMQUYcgk][w-z0-5]){3}[A-Za-z0-9_\-]{7,10}"
         r"\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}|"
         r"(?=[A-Za-z_\-]*\d)[A-Za-z0-9_\-]{23,25}"
         r"\.[A-Za-z0-9_\-]{6}\.(?=[A-Za-z_\-]*\d)[A-Za-z0-9_\-]{27,38})" + _END,
@@ -358,18 +372,24 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ),
     (
         "dynatrace-token",
-        ("dt0c01.",),
-        _prefixed("dt0c01.") + r"[A-Za-z0-9]{24}\.[A-Za-z0-9]{64}",
+        ("dt0",),
+        # `dt0c01.` and the other token kinds' `dt0<letter><two digits>.`
+        _prefixed("dt0") + r"[A-Za-z]\d{2}\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{64}",
     ),
     (
         "vault-token",
         ("hvs.", "hvb.", "hvr."),
+        # Service and recovery tokens of 24 characters (older servers) to 130; batch tokens
+        # are longer.
         _prefixed("hvs.", "hvr.")
-        + r"[A-Za-z0-9_\-]{90,120}|"
+        + r"[A-Za-z0-9_\-]{24,130}"
+        + _END
+        + "|"
         + _prefixed("hvb.")
-        + r"[A-Za-z0-9_\-]{138,300}",
+        + r"[A-Za-z0-9_\-]{24,300}"
+        + _END,
     ),
-    ("postman-key", ("PMAK-",), _prefixed("PMAK-") + r"[a-fA-F0-9]{24}-[a-fA-F0-9]{34}"),
+    ("postman-key", ("PMAK-",), _prefixed("PMAK-") + r"[A-Za-z0-9]{24}-[A-Za-z0-9]{34}"),
     ("prefect-key", ("pnu_",), _prefixed("pnu_") + r"[A-Za-z0-9]{36}" + _END_ALNUM),
     ("readme-key", ("rdme_",), _prefixed("rdme_") + r"[a-z0-9]{70}" + _END_ALNUM),
     ("rubygems-key", ("rubygems_",), _prefixed("rubygems_") + r"[a-f0-9]{48}" + _END_ALNUM),
@@ -533,6 +553,36 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
         ("pub-c-", "sub-c-"),
         _prefixed("pub-c-", "sub-c-")
         + r"[a-z0-9]{8}-[a-z0-9]{4}-[a-z0-9]{4}-[a-z0-9]{4}-[a-z0-9]{12}",
+    ),
+    ("bitbucket-token", ("ATBB",), _prefixed("ATBB") + r"[A-Za-z0-9]{32}" + _END_ALNUM),
+    ("appsync-key", ("da2-",), _prefixed("da2-") + r"[a-z0-9]{26}" + _END_ALNUM),
+    (
+        "stackhawk-key",
+        ("hawk.",),
+        _prefixed("hawk.") + r"[A-Za-z0-9_\-]{20}\.[A-Za-z0-9_\-]{20}" + _END,
+    ),
+    (
+        "newrelic-pixie-key",
+        ("px-api-", "px-dep-"),
+        _prefixed("px-api-", "px-dep-")
+        + r"[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{12}",
+    ),
+    (
+        "amazon-mws-token",
+        ("amzn.mws.",),
+        _prefixed("amzn.mws.") + r"[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{12}",
+    ),
+    (
+        # TeamCity access tokens: a JWT-like header whose claims part is not JSON.
+        "teamcity-token",
+        ("eyJ0eXAiOiAiVENWMiJ9.",),
+        r"eyJ0eXAiOiAiVENWMiJ9\.[A-Za-z0-9_\-]{36}\.[A-Za-z0-9_\-]{48}",
+    ),
+    (
+        # Yandex Cloud IAM tokens.
+        "yandex-key",
+        ("t1.",),
+        _prefixed("t1.") + r"[A-Za-z0-9_\-]+={0,2}\.[A-Za-z0-9_\-]{86}={0,2}",
     ),
     ("teamwork-token", ("tkn.v1_",), _prefixed("tkn.v1_") + r"[A-Za-z0-9+/]{40,}" + _B64_END),
 )
@@ -746,6 +796,186 @@ def _random_word_at(text: str, body_start: int, body_end: int) -> Span | None:
     return (start, body_end, _label("secret"))
 
 
+# ---------------------------------------------------------------------------------------------
+# A provider's name next to a key-shaped value
+# ---------------------------------------------------------------------------------------------
+
+# Hundreds of the rule sets' kinds are one shape: the provider's name, a few characters (a
+# secret word, an operator, a quote, a line break), then a value of the provider's alphabet
+# (`adafruit ... <32 of [a-z0-9_-]>`, `wandb <40 hex>`). The names are in `secret_providers`
+# (read from the rule sets); the value must look like a key: 16 characters or more, letters and
+# digits mixed, not words, not a UUID (ids), not after a word that makes it public or an id.
+_PROVIDER_VALUE_MIN = 16
+# How far before the value the provider's name may end (gitleaks allows ~30 characters of
+# name, operator and quotes; kingfisher 16 to 32 of anything, line breaks included).
+_PROVIDER_WINDOW = 40
+_PROVIDER_WORD = (r"[A-Za-z][A-Za-z0-9]*", 0)
+_VALUE_PARTS = (r"[\-_+/]+", 0)
+# Words between the name and the value that make the value an id, a digest or a public value.
+_NOT_KEY_WORDS = frozenset(
+    (
+        "id",
+        "ids",
+        "uuid",
+        "guid",
+        "commit",
+        "sha",
+        "hash",
+        "digest",
+        "checksum",
+        "fingerprint",
+        "etag",
+        "nonce",
+        "signature",
+        "public",
+        "pub",
+        "publishable",
+        "version",
+        "build",
+        "run",
+        "job",
+        "trace",
+        "request",
+        "event",
+        "order",
+        "user",
+        "username",
+        "account",
+        "project",
+        "org",
+        "tenant",
+        "workspace",
+        "region",
+        "host",
+        "url",
+        "image",
+        "container",
+        "release",
+        "revision",
+        "rev",
+        "tag",
+        "ref",
+        "branch",
+        "file",
+        "path",
+        "name",
+    )
+)
+
+
+_SECRET_WORDS = frozenset(("key", "token", "secret", "access", "private", "pass", "auth", "api"))
+
+
+def _case_switches(value: str) -> int:
+    letters = [c.isupper() for c in value if c.isalpha()]
+    return sum(a != b for a, b in itertools.pairwise(letters))
+
+
+def _names_provider(word: str, names: frozenset[str]) -> bool:
+    """`adafruit`, `ADAFRUIT`, or a name glued to a capitalised word (`hiveageACCESS`,
+    `zipcodeapiPRIVATE`); not a longer lowercase word that merely starts like one."""
+    if word.lower() in names:
+        return True
+    if word.islower() or not word[0].islower():
+        return False
+    for k in range(4, min(len(word), 24)):
+        if word[k].isupper() and word[:k].islower() and word[:k] in names:
+            return True
+    return False
+
+
+def _names_a_provider(name: str) -> bool:
+    names = _provider_names()
+    return any(_names_provider(word, names) for word in _rx(_PROVIDER_WORD).findall(name))
+
+
+def _provider_value_spans(text: str, hits: _Hits) -> list[Span]:
+    # The token runs (20 characters or more) are found for the token formats already; a value
+    # is a piece of one between `.`, `=`, `~` and `:` (`adafruit:=<value>` is one run). Most
+    # runs are names without a digit: one search each rules them out.
+    spans: list[Span] = []
+    for run_start, run_end in hits.runs():
+        if _rx(_DIGIT).search(text, run_start, run_end) is None:
+            continue
+        for piece in _rx(_VALUE_PIECE).finditer(text, run_start, run_end):
+            span = _provider_value_at(text, piece.start(), piece.end(), _provider_names())
+            if span is not None:
+                spans.append(span)
+    return spans
+
+
+_DIGIT = (r"\d", 0)
+_VALUE_PIECE = (r"[A-Za-z0-9_+/\-]{16,}", 0)
+
+
+@lru_cache(maxsize=1)
+def _provider_names() -> frozenset[str]:
+    # Imported the first time a text has a value to check, not when a hook starts.
+    from memory_core.secret_providers import PROVIDER_NAMES
+
+    return PROVIDER_NAMES
+
+
+def _provider_value_at(text: str, start: int, end: int, names: frozenset[str]) -> Span | None:
+    while start < end and text[start] in "-_+/":
+        start += 1
+    while end > start and text[end - 1] in "-_+/":
+        end -= 1
+    value = text[start:end]
+    if not _PROVIDER_VALUE_MIN <= len(value) <= 256:
+        return None
+    before = text[start - 1 : start]
+    after = text[end : end + 2]
+    if before in (".", "@", "\\", "#") or (
+        before == "/" and "/" in text[max(0, start - 64) : start - 1]
+    ):
+        return None  # part of a dotted name, an address or a path
+    if after[:1] in (".", "@", ":") and after[1:2].isalnum():
+        return None
+    if value.isdigit():
+        return None
+    # The provider's name first: most values with digits (hashes, ids, versions) have none.
+    window_start = max(0, start - _PROVIDER_WINDOW)
+    words = _rx(_PROVIDER_WORD).findall(text, window_start, start)
+    provider_at = -1
+    for index, word in enumerate(words):
+        if _names_provider(word, names):
+            provider_at = index
+    if provider_at == -1:
+        return None
+    words = [word.lower() for word in words]
+    if not _NOT_KEY_WORDS.isdisjoint(words[provider_at + 1 :]):
+        return None
+    uuid = _rx(_UUID).match(value) is not None
+    if _placeholder(value) or _name_like(value):
+        return None
+    if not uuid and all(
+        part.isalpha() or part.isdigit() for part in _rx(_VALUE_PARTS).split(value) if part
+    ):
+        return None  # words and numbers joined (`deploy-2024-11-27`, `release20240315build`)
+    if not uuid and not any(
+        len(part) >= 8 and not part.isalpha() and not part.isdigit()
+        for part in _rx(_VALUE_PARTS).split(value)
+    ):
+        return None  # no random part: `1st_power_series`
+    if len(value) < 32 and all(c in string.hexdigits for c in value):
+        return None  # a short hex id or hash (`"AWS::AppSync::Api": "6d38a4dc05f24601"`)
+    if _rx(_ONE_NUMBER).match(value) and _case_switches(value) * 4 < len(value):
+        return None  # one number among words (`Release20240315Build`), not random letters
+    if value[:1].isupper() and _wordy(value) and _case_switches(value) * 4 < len(value):
+        return None  # a class name (`MLKEM768X25519PublicKey`), not random capitals
+    if "/" in value and not (any(c.isupper() for c in value) and any(c.islower() for c in value)):
+        return None  # a path of words and numbers, not base64
+    if _in_base64_block(text, start, end):
+        return None
+    if uuid and provider_at != len(words) - 1 and _SECRET_WORDS.isdisjoint(words[provider_at:]):
+        return None  # a UUID is a key when the provider names it or a secret word comes with it
+    named = _rx(_NAME_BEFORE_VALUE).search(text, window_start, start)
+    if named is not None and _describes_only(named.group("name")):
+        return None
+    return (start, end, _label("secret"))
+
+
 # The name a value is assigned to, right before it: `"credentialId": "`, `client_id=`.
 _NAME_BEFORE_VALUE = (r"(?P<name>[A-Za-z_][A-Za-z0-9_\-]*)[\"']?\s*(?::=|=>|[:=])\s*[\"'`]?$", 0)
 
@@ -874,6 +1104,25 @@ def _named_value(match: re.Match[str]) -> str | None:
     return _label("secret")
 
 
+_KEY_WORDS_NEAR = (r"privat|secret|wallet|mnemonic|priv_?key|signer|\bpk\b|\bkey\b", 0)
+_HASH_WORDS_BEFORE = (
+    r"\b(?:tx|txn|txid|transaction|hash|block|root|slot|topic|selector|storage|salt|nonce|"
+    r"address|event|id|digest|commit)",
+    0,
+)
+
+
+def _hex_private_key(match: re.Match[str]) -> str | None:
+    text = match.string
+    start, end = match.start(), match.end()
+    near = text[max(0, start - 80) : end + 80].lower()
+    if not _rx(_KEY_WORDS_NEAR).search(near):
+        return None
+    if _rx(_HASH_WORDS_BEFORE).search(text[max(0, start - 30) : start].lower()):
+        return None
+    return _label("private-key")
+
+
 # (name, guards, case-insensitive guards, pattern, replacement or None for the label).
 _Detector = tuple[str, tuple[str, ...], bool, str | tuple[str, int], Replacement | None]
 
@@ -929,6 +1178,27 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         r"(?P<keep>(?<![A-Za-z0-9+.\-])[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@\[\]]*:)"
         r"(?!\$?\{[^\s@/{}]*\}@|\$[A-Za-z_][A-Za-z0-9_]*@|\*+@)[^\s@/]+(?=@)",
         _labelled("password"),
+    ),
+    (
+        # A URL's user that is a key, not a name (Bundler's gem servers: `https://<8 hex>:
+        # <8 hex>@gems.contribsys.com/`; a token as user): hidden with the password.
+        "url-key-user",
+        ("://",),
+        False,
+        r"(?P<keep>(?<![A-Za-z0-9+.\-])[a-zA-Z][a-zA-Z0-9+.\-]*://)"
+        r"(?:[0-9a-fA-F]{8,}|(?=[A-Za-z_\-]*[0-9])(?=[0-9_\-]*[A-Za-z])[A-Za-z0-9_\-]{16,})"
+        r"(?=:[^\s@/]+@)",
+        _labelled("secret"),
+    ),
+    (
+        # An Ethereum-style private key (`0x` and 64 hex) in prose reads like a transaction
+        # hash; it is hidden when a word about keys or wallets is near it and none about
+        # hashes, blocks or storage stands right before it.
+        "hex-private-key",
+        ("0x",),
+        False,
+        r"(?<![A-Za-z0-9])0x[0-9a-fA-F]{64}(?![0-9a-fA-F])",
+        _hex_private_key,
     ),
     (
         # `curl -u user:password` (also on a continuation line of the same command): the
@@ -1126,14 +1396,32 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         "okta-token",
         ("ssws",),
         True,
-        r"(?P<keep>\bSSWS\s+)[A-Za-z0-9_\-]{20,}",
+        r"(?P<keep>\b(?i:SSWS)\s+)[A-Za-z0-9_\-]{20,}",
         _labelled("okta-token"),
+    ),
+    (
+        # Jenkins prints its first administrator password in its log at the first start.
+        "jenkins-initial-password",
+        ("proceed to installation",),
+        True,
+        r"(?P<keep>(?i:password to proceed to installation):\s*)[a-f0-9]{32}(?![A-Za-z0-9])",
+        _labelled("password"),
+    ),
+    (
+        # Twitter / X app bearer tokens: 22 `A`s, then the key, `%` included (URL-encoded
+        # `=`), which is not a token run's character: so a context detector.
+        "twitter-bearer-token",
+        ("AAAAAAAAAAAAAAAAAAAAAA",),
+        False,
+        r"(?<![A-Za-z0-9])A{22}[A-Za-z0-9%]{80,100}(?![A-Za-z0-9%])",
+        None,
     ),
     (
         "authorization-header",
         ("bearer", "basic", "token"),
         True,
-        r"(?P<keep>(?:Bearer|bearer|BEARER|Basic|basic|Token|token)\s+)[A-Za-z0-9_\-.=+/~]{16,}",
+        # `%`: a URL-encoded character is part of the token (`...%3D`).
+        r"(?P<keep>(?:Bearer|bearer|BEARER|Basic|basic|Token|token)\s+)[A-Za-z0-9_\-.=+/~%]{16,}",
         _random_token,
     ),
 ]
@@ -1581,6 +1869,10 @@ def _random_next_to_secret_word(name: str, value: str, word: str = "") -> bool:
         return not _name_like(value)  # `vbout KEY 1234567890123456789012345`
     if strong and _rx(_GROUPED_KEY).match(value):
         return True  # `ABCD1234-EFGH5678-IJKL9101`: groups of a key, after a secret word
+    if not strong and _made_up(value) and not _names_a_provider(bare):
+        # An alphabet under a `key` name (`keyStr = "ABC...xyz0123456789"`); after a
+        # provider's name (`sparkpost_key = abcdef...`) it is that provider's key all the same.
+        return False
     return _looks_random(value)
 
 
@@ -2251,6 +2543,7 @@ def _redact(text: str, random_words: bool = True) -> str:
         + _context_spans(text, lowered, hits)
         + _keyword_spans(text, lowered, hits)
         + (_random_word_spans(text, hits) if random_words else [])
+        + _provider_value_spans(text, hits)
         + (_split_spans(text, hits) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
     )
     if spans:

@@ -325,6 +325,72 @@ def secrets() -> list[Secret]:
     add("pubnub-publish-key", f"PUBNUB_PUBLISH={v}", v, "pubnub-key")
     v = "tkn.v1_" + r(ALNUM, 64) + "="
     add("teamwork-token", f"teamwork login {v}", v, "teamwork-token")
+    # Formats of noseyparker's and gitleaks' rules added by the 2026-11-27 kind audit.
+    v = "ATBB" + r(ALNUM, 32)
+    add(
+        "bitbucket-app-password",
+        f"git push https://dev:{v}@bitbucket.org/a/b",
+        v[4:],
+        "bitbucket-token",
+    )
+    v = "da2-" + r(LOWER_NUM, 26)
+    add("appsync-key", f'"x-api-key": "{v}"', v, "appsync-key")
+    v = "hawk." + r(URLSAFE, 20) + "." + r(URLSAFE, 20)
+    add("stackhawk-key", f"hawk init --api-key {v}", v, "stackhawk-key")
+    v = f"px-api-{r(HEX, 8)}-{r(HEX, 4)}-{r(HEX, 4)}-{r(HEX, 4)}-{r(HEX, 12)}"
+    add("newrelic-pixie-key", f"px auth login --api_key {v}", v, "newrelic-pixie-key")
+    v = f"amzn.mws.{r(HEX, 8)}-{r(HEX, 4)}-{r(HEX, 4)}-{r(HEX, 4)}-{r(HEX, 12)}"
+    add("amazon-mws-token", f"MWSAuthToken: {v}", v, "amazon-mws-token")
+    v = "eyJ0eXAiOiAiVENWMiJ9." + r(URLSAFE, 36) + "." + r(URLSAFE, 48)
+    add("teamcity-token", f"teamcity token {v}", v, "teamcity-token")
+    v = "A" * 22 + r(ALNUM, 60) + "%3D" + r(ALNUM, 30)
+    add("twitter-bearer-token", f"twitter api: {v}", v, "twitter-bearer-token")
+    v = "t1." + r(URLSAFE, 12) + "." + r(URLSAFE, 86)
+    add("yandex-iam-token", f"yc iam create-token -> {v}", v, "yandex-key")
+    v = "dt0s01." + r(UPPER_NUM, 24) + "." + r(UPPER_NUM, 64)
+    add("dynatrace-platform-token", f"export DT_PLATFORM={v}", v, "dynatrace-token")
+    v = "hvs." + r(ALNUM, 24)
+    add("vault-token-short", f"vault login {v}", v, "vault-token")
+    v = "SG." + r(URLSAFE, 22) + "." + r(URLSAFE, 43)
+    add("sendgrid-key-glued", f"oops\nsom{v}", v, "sendgrid-key")
+    v = "tskey-api-" + r(ALNUM, 12) + "-" + r(ALNUM, 24)
+    add("tailscale-key-glued", f"MY_{v}", v, "tailscale-key")
+    v = str(_rng.randrange(10**8, 10**9)) + ":A" + r(URLSAFE, 34)
+    add("telegram-bot-token-one-a", f"bot = Bot({v!r})", v, "telegram-bot-token")
+    v = "xapp-1-A0" + r(UPPER_NUM, 9) + "-" + r(string.digits, 13) + "-" + r(HEX, 64)
+    add("slack-app-token", f"SLACK_APP={v}", v, "slack-token")
+    v = "ATMy" + r(URLSAFE, 22) + "." + r(URLSAFE, 6) + "." + r(URLSAFE, 38)
+    add("discord-bot-token-any-capital", f"client.run('{v}')", v, "discord-bot-token")
+    # A provider's name near a key-shaped value (the shape most rule-set kinds share).
+    v = r(LOWER_NUM, 32)
+    add("provider-name-lowercase-key", f"adafruit io: {v}", v, "secret")
+    v = r(HEX, 40)
+    add("provider-name-hex-key", f"wandb login {v}", v, "secret")
+    v = f"{r(HEX, 8)}-{r(HEX, 4)}-{r(HEX, 4)}-{r(HEX, 4)}-{r(HEX, 12)}"
+    add("provider-name-uuid-key", f"heroku: {v}", v, "secret")
+    v = r(ALNUM, 28)
+    add("provider-name-newline-key", f"visualcrossing\nKEY\n{v}\n", v, "secret")
+    v = r(ALNUM, 30)
+    add("provider-name-glued-key", f"zipcodeapiPRIVATE {v}", v, "secret")
+    # Context: a URL's user that is a key, a 0x private key near a key word, Jenkins, Okta.
+    user, pw = r(HEX, 8), r(HEX, 8)
+    add("url-key-user", f"https://{user}:{pw}@gems.contribsys.com/", user, "secret")
+    v = "0x" + r(HEX, 64)
+    add(
+        "hex-private-key",
+        f"forgot this here {v}! don't send money to this wallet",
+        v,
+        "private-key",
+    )
+    v = r(HEX, 32)
+    add(
+        "jenkins-initial-password",
+        f"Please use the following password to proceed to installation:\n\n{v}\n",
+        v,
+        "password",
+    )
+    v = "00" + r(URLSAFE, 40)
+    add("okta-ssws-lowercase", f"ssws {v}", v, "okta-token")
     v = "$2b$12$" + r(ALNUM + "./", 53)
     add("bcrypt-password-hash", f"deploy:{v}:19000:0:99999:7:::", v, "password-hash")
     v = "sk.eyJ1" + r(URLSAFE, 60) + "." + r(URLSAFE, 22)
@@ -595,4 +661,14 @@ ORDINARY: list[str] = [
     "The tokenizer splits the word into three tokens before the secret sauce.",
     "ssh-keygen -t ed25519 -C dev@example.com",
     "mysql -u root -p app",
+    # Near a provider's name but not a key: digests, ids, words, hex ids under a name.
+    "stripe listen: commit 3f9c2b8e1d4a5f6b7c8d9e0f1a2b3c4d5e6f7a8b",
+    'heroku releases: "id": "5f2c1d4e-9a3b-4c7d-8e6f-123456789abc"',
+    '    "AWS::AppSync::Api": "6d38a4dc05f24601",',
+    "'1st_linear', 'Bernoulli', '1st_power_series',",
+    '"sonarqube-reporter-1.2.4.tgz#3b335d612137949d2f21fcc6c8c8164db7603227"',
+    "slack notification sent for release-2024-11-27-build",
+    # `0x` and 64 hex: a transaction hash, a storage slot.
+    "tx hash 0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060 (see wallet)",
+    "bytes32 constant SLOT = 0x360894a13ba1a3210667c828492db98dca3e2076cc3735a920a3ca505d382bbc;",
 ]
