@@ -43,7 +43,8 @@ holding `xxxxxx` (corpus B's rule), holding `EXAMPLE`, written `<...>`, `${...}`
 starting with `your`, or a bare word naming itself (`PASSWORD`, `USERNAME:PASSWORD`) is a
 placeholder: neither a secret nor an ordinary string (`"type": "negative"`).
 
-Every case is held out (`"split": "holdout"`).
+Every case is held out (`"split": "holdout"`). A rebuild writes the same file except for the
+private keys, which `openssl` makes anew each time: the committed file is the corpus.
 """
 
 from __future__ import annotations
