@@ -22,6 +22,11 @@ PATH = Path(__file__).with_name("public_secret_corpus.jsonl")
 # `scripts/build_public_secret_corpus_b.py`. Its `negative` lines (the scanners' own negative
 # examples, mostly keys with one thing wrong) are reported apart from ordinary strings.
 PATH_B = Path(__file__).with_name("public_secret_corpus_b.jsonl")
+# The third, all of it held out: new public examples (whispers' fixtures, Apache-2.0; ripsecrets'
+# and ggshield's tests, MIT) and tokens of documented formats and passwords made here, in the
+# contexts an agent shows them in, with ordinary strings from real material; built by
+# `scripts/build_public_secret_corpus_c.py`. Measured, never read case by case.
+PATH_C = Path(__file__).with_name("public_secret_corpus_c.jsonl")
 
 
 class Case(NamedTuple):
