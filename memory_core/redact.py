@@ -42,6 +42,7 @@ import math
 import re
 import string
 from collections.abc import Callable, Iterator
+from functools import lru_cache
 from typing import Any
 
 # What replaces the secret part of a context match (the text after its `keep` group), or
