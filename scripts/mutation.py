@@ -228,6 +228,16 @@ MODULES: dict[str, Module] = {
     ),
     # Top-level modules of memory_core whose imports reach dozens of test files: a focused list,
     # the tests written for what each module itself does (issue 31).
+    "clock": Module(
+        "memory_core/clock.py",
+        ("tests/core/test_clock.py", "tests/core/test_log.py"),
+        sample=60,
+    ),
+    "text": Module(
+        "memory_core/text.py",
+        ("tests/core/test_query_words.py", "tests/core/test_gotcha_context_ranking.py"),
+        sample=60,
+    ),
     "errors": Module(
         "memory_core/errors.py",
         ("tests/core/test_errors.py", "tests/core/test_error_codes.py"),
