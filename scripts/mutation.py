@@ -238,6 +238,11 @@ MODULES: dict[str, Module] = {
         ("tests/core/test_query_words.py", "tests/core/test_gotcha_context_ranking.py"),
         sample=60,
     ),
+    "events": Module(
+        "memory_core/events.py",
+        ("tests/core/test_event_log.py", "tests/core/test_limits.py"),
+        sample=60,
+    ),
     "errors": Module(
         "memory_core/errors.py",
         ("tests/core/test_errors.py", "tests/core/test_error_codes.py"),
