@@ -243,6 +243,21 @@ MODULES: dict[str, Module] = {
         ("tests/core/test_event_log.py", "tests/core/test_limits.py"),
         sample=60,
     ),
+    "memory": Module(
+        "memory_core/memory.py",
+        ("tests/core/test_memory.py", "tests/core/test_memory_rules.py"),
+        sample=60,
+    ),
+    "search": Module(
+        "memory_core/search.py",
+        (
+            "tests/core/test_memory.py",
+            "tests/core/test_memory_rules.py",
+            "tests/core/test_query_words.py",
+        ),
+        sample=60,
+    ),
+    "config": Module("memory_core/config.py", ("tests/core/test_config.py",), sample=60),
     "errors": Module(
         "memory_core/errors.py",
         ("tests/core/test_errors.py", "tests/core/test_error_codes.py"),
