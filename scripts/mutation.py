@@ -257,7 +257,11 @@ MODULES: dict[str, Module] = {
         ),
         sample=60,
     ),
-    "config": Module("memory_core/config.py", ("tests/core/test_config.py",), sample=60),
+    "config": Module(
+        "memory_core/config.py",
+        ("tests/core/test_config.py", "tests/core/test_config_edges.py"),
+        sample=60,
+    ),
     "errors": Module(
         "memory_core/errors.py",
         ("tests/core/test_errors.py", "tests/core/test_error_codes.py"),
