@@ -262,6 +262,12 @@ MODULES: dict[str, Module] = {
         ("tests/core/test_config.py", "tests/core/test_config_edges.py"),
         sample=60,
     ),
+    "limits": Module("memory_core/limits.py", ("tests/core/test_limits.py",), sample=60),
+    "snapshots": Module(
+        "memory_core/snapshots.py",
+        ("tests/core/test_snapshots.py", "tests/core/test_snapshot_edges.py"),
+        sample=60,
+    ),
     "errors": Module(
         "memory_core/errors.py",
         ("tests/core/test_errors.py", "tests/core/test_error_codes.py"),

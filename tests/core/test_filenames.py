@@ -75,3 +75,9 @@ def test_child_path_refuses_a_name_that_is_not_plain(tmp_path: Path, name: str) 
 def test_child_path_refuses_an_absolute_name_that_would_leave_the_folder(tmp_path: Path) -> None:
     with pytest.raises(UsageError):
         child_path(tmp_path / "store", "/etc")
+
+
+def test_a_one_character_name_and_a_name_starting_with_a_capital_are_kept() -> None:
+    assert safe_filename("a") == "a"
+    assert safe_filename("X") == "X"
+    assert safe_filename("XX.Xcode") == "XX.Xcode"
