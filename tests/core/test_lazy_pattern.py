@@ -45,10 +45,15 @@ def test_an_invalid_pattern_fails_when_used_not_when_defined() -> None:
 def test_dunder_lookups_are_not_forwarded_to_the_compiled_pattern() -> None:
     pattern = compile_later("x")
     # copy/pickle probe such attributes; answering them would compile for nothing
-    with pytest.raises(AttributeError):
+    with pytest.raises(AttributeError, match="^__deepcopy__$"):
         pattern.__deepcopy__  # noqa: B018
     assert vars(pattern) == {"_source": ("x", 0)}
 
 
 def test_its_repr_names_the_pattern_and_flags() -> None:
     assert repr(compile_later("a.b", re.S)) == f"compile_later('a.b', {int(re.S)})"
+
+
+def test_without_flags_a_bytes_pattern_has_the_flags_re_compile_gives_it() -> None:
+    assert compile_bytes_later(rb"x+").flags == re.compile(rb"x+").flags
+    assert compile_later("x+").flags == re.compile("x+").flags
