@@ -45,7 +45,7 @@ def test_an_invalid_pattern_fails_when_used_not_when_defined() -> None:
 def test_dunder_lookups_are_not_forwarded_to_the_compiled_pattern() -> None:
     pattern = compile_later("x")
     # copy/pickle probe such attributes; answering them would compile for nothing
-    with pytest.raises(AttributeError, match="^__deepcopy__$"):
+    with pytest.raises(AttributeError, match=r"^__deepcopy__$"):
         pattern.__deepcopy__  # noqa: B018
     assert vars(pattern) == {"_source": ("x", 0)}
 
