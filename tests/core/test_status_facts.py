@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memory_core import config
+from memory_core import config, limits
 from memory_core.events import Event, append
 from memory_core.status import status_facts
 from memory_core.store import Store, latest_schema_version
@@ -67,3 +67,15 @@ def test_status_passes_on_the_settings_problems(store: Store, workspace: Path) -
     facts = status_facts(store, settings)
     assert facts["settings_problems"] == settings.problems
     assert any("timeline.max_entries" in problem for problem in facts["settings_problems"])
+
+
+def test_a_rule_limited_by_count_only_reports_no_age(store: Store, workspace: Path) -> None:
+    rule = limits.Retention("events", "ts", "timeline.max_entries")
+    saved = limits._RULES["events"]
+    limits.register(rule)
+    try:
+        facts = status_facts(store, _settings(workspace))
+    finally:
+        limits.register(saved)
+    events_rule = next(r for r in facts["limits"]["retention"] if r["table"] == "events")
+    assert events_rule["max_age_days"] is None and events_rule["max_rows"] == 5000
