@@ -245,7 +245,11 @@ MODULES: dict[str, Module] = {
     ),
     "memory": Module(
         "memory_core/memory.py",
-        ("tests/core/test_memory.py", "tests/core/test_memory_rules.py"),
+        (
+            "tests/core/test_memory.py",
+            "tests/core/test_memory_rules.py",
+            "tests/core/test_memory_edges.py",
+        ),
         sample=60,
     ),
     "search": Module(
