@@ -212,3 +212,36 @@ def test_a_file_named_like_a_pattern_is_asked_about_as_that_file_only(repo: Path
     _git(repo, "add", "--", ":(literal)*.py")
     _git(repo, "commit", "-qm", "star")
     assert git.head_blob_ids(repo, ["*.py"]) == {"*.py": git.blob_id(b"star\n")}
+
+
+def test_statuses_differ_when_any_fact_differs_and_read_as_their_fields() -> None:
+    assert git.Status(is_repo=True) != git.Status(is_repo=False)
+    assert git.Status(is_repo=True, branch="a") != git.Status(is_repo=True, branch="b")
+    assert git.Status(is_repo=False) != "Status(is_repo=False)"
+    assert repr(git.Status(is_repo=True, branch="main", dirty_files=["a"], stash_count=1)) == (
+        "Status(is_repo=True, branch='main', head=None, dirty_files=['a'], stash_count=1)"
+    )
+
+
+def test_a_branch_among_other_packed_branches_resolves_to_its_own_commit(repo: Path) -> None:
+    first = _git(repo, "rev-parse", "HEAD")
+    _git(repo, "branch", "aaa")  # sorts before trunk in packed-refs
+    (repo / "a.py").write_text("a = 9\n")
+    _git(repo, "commit", "-qam", "later")
+    _git(repo, "pack-refs", "--all")
+    assert git.read_head(repo) == git.Head(branch="trunk", commit=_git(repo, "rev-parse", "HEAD"))
+    _git(repo, "checkout", "-q", "aaa")
+    assert git.read_head(repo) == git.Head(branch="aaa", commit=first)
+
+
+def test_a_repository_git_cannot_read_is_no_repository(tmp_path: Path) -> None:
+    (tmp_path / ".git").write_text("gitdir: /nonexistent/elsewhere/.git\n")
+    assert git.git_dir(tmp_path) == Path("/nonexistent/elsewhere/.git")
+    assert git.status(tmp_path) == git.Status(is_repo=False)
+
+
+def test_git_is_given_file_names_never_patterns(repo: Path) -> None:
+    (repo / "*.py").write_text("star\n")
+    _git(repo, "add", "--", ":(literal)*.py")
+    listed = git.run(repo, "ls-files", "--", "*.py")
+    assert listed is not None and listed.stdout.splitlines() == ["*.py"]
