@@ -227,3 +227,73 @@ def test_a_table_without_an_id_column_gives_no_docs(store: Store) -> None:
     conn: sqlite3.Connection
     with store.transaction() as conn:
         assert reader(conn, columns, "1", ()) == []
+
+
+def test_a_reader_built_for_a_table_fills_every_field_of_its_docs(store: Store) -> None:
+    with store.transaction() as db:
+        db.execute(
+            "CREATE TABLE cards (id INTEGER PRIMARY KEY, heading TEXT, text TEXT, notes TEXT,"
+            " tags TEXT, session_id TEXT, agent TEXT, status TEXT, made REAL)"
+        )
+        db.execute(
+            "INSERT INTO cards VALUES (7, 'the heading', 'first part', '[\"a\", \"b\"]',"
+            " 'x y', 's1', 'claude', 'resolved', ?)",
+            (T0,),
+        )
+        db.execute("INSERT INTO cards VALUES (8, NULL, NULL, '  ', NULL, NULL, NULL, 'open', NULL)")
+    reader = search_index._generic_reader(("id",), ("heading",), ("text", "notes"), ("made",))
+    columns = {**search_index._columns(store, "cards"), search_index._TABLE_KEY: "cards"}
+    with store.transaction() as db:
+        docs = reader(db, columns, "1", ())
+    assert docs == [
+        search_index.Doc(
+            ref_id="7",
+            title="the heading",
+            body="first part\na b",
+            tags=["x", "y"],
+            session_id="s1",
+            agent="claude",
+            created_at=T0,
+            resolved=True,
+        ),
+        search_index.Doc(ref_id="8", body="  "),
+    ]
+    skipping = search_index._generic_reader(
+        ("id",), ("heading",), ("text", "notes"), ("made",), skip_empty_body=True
+    )
+    with store.transaction() as db:
+        assert [d.ref_id for d in skipping(db, columns, "id = ?", (8,))] == []
+        assert [d.ref_id for d in skipping(db, columns, "id = ?", (7,))] == ["7"]
+    bare = search_index._generic_reader(("id",), ("nope",), ("text",), ("nope",))
+    with store.transaction() as db:
+        (first, _second) = bare(db, columns, "1", ())
+    assert (first.title, first.created_at, first.tags) == ("", None, ["x", "y"])
+
+
+def test_a_source_table_without_any_time_column_is_still_indexed(store: Store) -> None:
+    with store.transaction() as db:
+        db.execute("CREATE TABLE plain_notes (id TEXT, title TEXT, body TEXT)")
+        db.execute("INSERT INTO plain_notes VALUES ('p1', 'a title', 'a body')")
+    reader = search_index._generic_reader(("id",), ("title",), ("body",), ())
+    before = list(search_index.SOURCES)
+    try:
+        search_index.register_source(search_index.Source("plain", "plain_notes", reader))
+        assert search_index.sync(store, now=T0)["plain"] == 1
+        assert "plain" not in search_index.sync(store, now=T0 + 1)
+    finally:
+        search_index.SOURCES[:] = before
+    assert _docs(store, "plain")["p1"]["created_at"] == T0
+
+
+def test_a_touched_row_is_read_again_alone_when_the_count_is_unchanged(store: Store) -> None:
+    _gotcha(store, "g1", "one", ts=T0)
+    _gotcha(store, "g2", "two", ts=T0 + 5)
+    _gotcha(store, "g3", "three", ts=T0 + 10)
+    search_index.sync(store, now=T0 + 15)
+    with store.transaction() as db:
+        db.execute(
+            "UPDATE gotchas SET title = 'one again', updated_at = ? WHERE id = 'g1'", (T0 + 20,)
+        )
+    # from the previous newest time on: g3 (unchanged, at it) and g1 (touched after it)
+    assert search_index.sync(store, now=T0 + 25) == {"gotcha": 2}
+    assert _docs(store, "gotcha")["g1"]["title"] == "one again"
