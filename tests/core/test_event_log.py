@@ -115,6 +115,7 @@ def test_recent_filters_by_exact_kind_or_kind_prefix(store: Store) -> None:
         "file.changed",
     ]
     assert len(events.recent(store, kind="file*")) == 4
+    assert [e.path for e in events.recent(store, kind="file")] == ["c.py"]  # exactly that kind
 
 
 def test_recent_filters_by_path_and_from_a_time_on_and_limits(store: Store) -> None:
@@ -129,3 +130,17 @@ def test_recent_filters_by_path_and_from_a_time_on_and_limits(store: Store) -> N
     assert [e.kind for e in events.recent(store, kind="file.*", path="a.py", since=T0 + 1)] == [
         "file.changed"
     ]
+
+
+def test_plain_data_joining_a_transaction_is_stored_as_given(store: Store) -> None:
+    with store.transaction() as db:
+        events.append(
+            store, Event("x", data={"id": "AKIAIOSFODNN7EXAMPLE"}, ts=T0), db=db, plain=True
+        )
+    assert events.recent(store)[0].data == {"id": "AKIAIOSFODNN7EXAMPLE"}
+
+
+def test_a_name_that_is_not_utf8_is_stored_as_compact_as_any_other(store: Store) -> None:
+    events.append(store, Event("f", data={"path": "caf\udce9.txt", "n": 1}, ts=T0), plain=True)
+    (raw,) = store.query("SELECT data FROM events")
+    assert raw[0] == '{"path":"caf\\udce9.txt","n":1}'
