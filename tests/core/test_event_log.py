@@ -52,9 +52,10 @@ def test_an_event_without_a_time_takes_now(store: Store) -> None:
 
 def test_an_event_joins_a_transaction_it_is_given(store: Store) -> None:
     with store.transaction() as db:
-        events.append(store, Event("a", ts=T0), db=db)
+        first = events.append(store, Event("a", ts=T0), db=db)
         db.execute("INSERT INTO events (ts, kind, data) VALUES (?, 'b', '{}')", (T0 + 1,))
     assert [e.kind for e in events.recent(store)] == ["b", "a"]
+    assert events.recent(store, kind="a")[0].id == first > 0
 
 
 def test_a_burst_is_stored_at_once_and_counted(store: Store) -> None:
