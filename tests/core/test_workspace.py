@@ -51,8 +51,9 @@ def test_the_home_folder_is_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: P
 
 
 def test_the_filesystem_root_is_refused() -> None:
-    with pytest.raises(UsageError, match="filesystem root"):
+    with pytest.raises(UsageError, match="filesystem root") as caught:
         find_root("/")
+    assert caught.value.message == "refusing to use the filesystem root (/) as a workspace"
 
 
 def test_a_missing_path_is_a_usage_error(tmp_path: Path) -> None:
@@ -150,3 +151,36 @@ def test_refusing_home_says_how_to_go_on(monkeypatch: pytest.MonkeyPatch, tmp_pa
         caught.value.message == f"refusing to use the home folder ({home.resolve()}) as a workspace"
     )
     assert caught.value.hint == "run engram inside a project folder or pass --workspace PATH"
+
+
+def test_an_empty_home_variable_does_not_refuse_the_current_folder(
+    monkeypatch: pytest.MonkeyPatch, workspace: Path
+) -> None:
+    monkeypatch.chdir(workspace)
+    monkeypatch.setenv("HOME", "")
+    assert find_root(workspace) == workspace
+
+
+def test_a_missing_or_unreadable_path_is_named_in_the_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError) as caught:
+        find_root(tmp_path / "nope")
+    assert caught.value.message == f"workspace path {str(tmp_path / 'nope')!r} does not exist"
+    too_long = tmp_path / ("x" * 300)
+    with pytest.raises(UsageError) as caught:
+        find_root(too_long)
+    assert caught.value.message.startswith(f"cannot read the workspace path {str(too_long)!r}: ")
+    assert "File name too long" in caught.value.message
+
+
+def test_a_symbolic_link_loop_is_a_clear_error_not_a_crash(tmp_path: Path) -> None:
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    with pytest.raises(UsageError, match="cannot read the workspace path") as caught:
+        find_root(loop)
+    assert str(loop) in caught.value.message
+
+
+def test_a_path_outside_is_named_in_the_error(workspace: Path) -> None:
+    with pytest.raises(UsageError) as caught:
+        relative_path(workspace, "/etc/passwd")
+    assert caught.value.message == f"'/etc/passwd' is outside the workspace {workspace}"
