@@ -125,3 +125,19 @@ def test_enforce_without_a_time_uses_now(store: Store) -> None:
     events.append(store, Event("e", ts=time.time() - 400 * DAY))
     events.append(store, Event("e", ts=time.time()))
     assert limits.enforce(store, _settings(**{"timeline.max_age_days": 90.0})) == {"events": 1}
+
+
+def test_a_rule_after_one_for_a_missing_table_is_still_applied(store: Store) -> None:
+    with store.transaction() as db:
+        db.execute("CREATE TABLE limits_after (ts REAL)")
+        db.executemany("INSERT INTO limits_after VALUES (?)", [(NOW - i,) for i in range(4)])
+    limits.register(limits.Retention("limits_missing", "ts", "timeline.max_entries"))
+    limits.register(limits.Retention("limits_after", "ts", "timeline.max_entries"))
+    try:
+        removed = limits.enforce(store, _settings(**{"timeline.max_entries": 3}), now=NOW)
+    finally:
+        limits._RULES.pop("limits_missing")
+        limits._RULES.pop("limits_after")
+    assert removed["limits_after"] == 1
+    kept = [row[0] for row in store.query("SELECT ts FROM limits_after ORDER BY ts")]
+    assert kept == [NOW - 2, NOW - 1, NOW]
