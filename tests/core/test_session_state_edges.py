@@ -136,3 +136,31 @@ def test_a_plain_previous_session_is_told_in_one_short_line(store: Store) -> Non
     assert session_state.context_message(store, now=T0 + 60) == (
         "Continuing (existing session) from gemini."
     )
+
+
+def test_an_unknown_session_says_where_to_look(store: Store) -> None:
+    for call in (
+        lambda: session_state.update(store, "nope", agent="@dev"),
+        lambda: session_state.state(store, "nope"),
+    ):
+        with pytest.raises(NotFoundError) as caught:
+            call()
+        assert caught.value.hint == "see `engram session list`"
+
+
+def test_the_state_returned_by_an_update_is_as_of_the_updates_time(store: Store) -> None:
+    sessions.start(store, session_id="a", now=T0)
+    found = session_state.update(store, "a", agent="@dev", now=T0 + 10)
+    assert found["id"] == "a" and found["expired"] is False
+
+
+def test_a_word_that_only_ends_like_a_workflow_command_is_not_one() -> None:
+    assert session_state.infer_workflow("Xdevelop") is None
+    assert session_state.infer_workflow("XX*draft") is None
+
+
+def test_a_tasks_result_is_cut_to_200_characters(store: Store) -> None:
+    sessions.start(store, session_id="a", now=T0)
+    found = session_state.update(store, "a", task_done="t" * 250, task_result="r" * 250, now=T0)
+    assert found["task_history"][-1]["task"] == "t" * 200
+    assert found["task_history"][-1]["result"] == "r" * 200
