@@ -54,6 +54,8 @@ def test_a_checkpoint_in_a_session_records_its_turn_and_every_state_field(
     assert turn == 3
     assert state is not None and set(state) == set(STATE_FIELDS)
     assert state["overview"] == "caché rework"
+    raw = store.query_one("SELECT session_state FROM checkpoints WHERE id = ?", (made["id"],))
+    assert raw is not None and "caché rework" in raw[0]  # stored readable, not as \u escapes
     assert json.loads(str(state["open_items"])) == ["wire the cache"]
     assert state["status"] == "active"
 
