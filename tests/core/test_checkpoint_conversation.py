@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from memory_core import checkpoints, conversation, sessions
+from memory_core import checkpoints, clock, conversation, sessions
 from memory_core.errors import NotFoundError, UsageError
 from memory_core.session_turns import STATE_FIELDS, record_checkpoint
 from memory_core.store import Store
@@ -222,3 +223,70 @@ def test_resume_the_latest_session_carries_its_workspace_changes(
     assert loaded["workspace_changes"]["modified"] == ["fresh.py"]
     by_ref = conversation.resume(store, sid)
     assert by_ref["session"]["id"] == sid
+
+
+def test_rewind_to_a_later_checkpoint_brings_the_removed_turns_back(
+    store: Store, workspace: Path
+) -> None:
+    sid = _session_with_turns(store, 1)
+    (workspace / "a.py").write_text("x = 1\n")
+    early = checkpoints.create(store, "at one", session_id=sid, now=T0 + 100)
+    for n in (2, 3):
+        sessions.record_turn(store, sid, user_message=f"step {n}", started_at=T0 + n * 60)
+    (workspace / "a.py").write_text("x = 3\n")
+    late = checkpoints.create(store, "at three", session_id=sid, now=T0 + 300)
+    first = conversation.rewind(store, early["id"], now=T0 + 400)
+    assert first["turns_removed"] == 2
+    assert first["detached_id"] == f"{sid}@rewound-{clock.iso(T0 + 400)}"
+    event = store.query_one(
+        "SELECT data FROM events WHERE kind = 'session.rewound' AND session_id = ?", (sid,)
+    )
+    assert event is not None
+    assert json.loads(event[0]) == {"checkpoint": early["id"], "turn": 1, "turns_removed": 2}
+    again = conversation.rewind(store, late["id"], now=T0 + 500)
+    assert again["turn"] == 3 and again["turns_removed"] == 0
+    turns = store.query("SELECT seq FROM session_turns WHERE session_id = ? ORDER BY seq", (sid,))
+    assert [t[0] for t in turns] == [1, 2, 3]
+
+
+def test_rewind_and_resume_say_what_to_do_instead(store: Store, workspace: Path) -> None:
+    (workspace / "a.py").write_text("x = 1\n")
+    plain = checkpoints.create(store, "plain", now=T0)
+    with pytest.raises(UsageError) as caught:
+        conversation.rewind(store, plain["id"])
+    assert caught.value.hint == "roll back its files without rewinding"
+    with pytest.raises(NotFoundError) as missing:
+        conversation.resume(store)
+    assert missing.value.hint == "start one, or import one"
+
+
+def _agent_branch(store: Store, sid: str, branch: str) -> None:
+    with store.transaction() as db:
+        db.execute(
+            "INSERT INTO agent_sessions (session_id, agent, git_branch, started_at, last_seen)"
+            " VALUES (?, 'claude-code', ?, ?, ?)",
+            (sid, branch, T0, T0),
+        )
+
+
+def test_workspace_changes_name_a_branch_switched_since_the_session(
+    store: Store, workspace: Path
+) -> None:
+    subprocess.run(["git", "init", "-q", "-b", "feature", str(workspace)], check=True)
+    sid = _session_with_turns(store, 1)
+    _agent_branch(store, sid, "main")
+    changes = conversation.workspace_changes(store, sid)
+    assert changes["branch"] == {"then": "main", "now": "feature"}
+    assert "branch switched from main to feature" in conversation.changes_text(changes)
+    other = _session_with_turns(store, 1, sid="s-2")
+    _agent_branch(store, other, "feature")
+    assert conversation.workspace_changes(store, other)["branch"] is None
+
+
+def test_resume_by_id_carries_the_workspace_changes_too(store: Store, workspace: Path) -> None:
+    sid = _session_with_turns(store, 1)
+    _session_with_turns(store, 1, sid="s-newer")
+    (workspace / "fresh.py").write_text("b\n")
+    loaded = conversation.resume(store, sid)
+    assert loaded["session"]["id"] == sid
+    assert loaded["workspace_changes"]["modified"] == ["fresh.py"]
