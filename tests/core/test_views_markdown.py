@@ -403,3 +403,14 @@ def test_status_lists_what_the_store_holds_its_limits_and_problems() -> None:
     bare = views.status({"root": "/p", "store": "/s", "limits": {"retention": []}})
     assert bare.endswith("|---|---|\n\n## Limits\n\n")
     assert "## Limits" not in views.status({"root": "/p"})
+
+
+def test_exactly_eight_changed_paths_are_all_shown_with_no_more() -> None:
+    eight = [f"f{n}.py" for n in range(8)]
+    text = views.resumed({"session": {"id": "s"}, "workspace_changes": {"deleted": eight}}, [])
+    assert "- deleted: " + ", ".join(f"`{p}`" for p in eight) + "\n" in text
+    assert "more" not in text
+
+
+def test_a_duration_is_shown_to_a_tenth_of_a_minute() -> None:
+    assert "| Duration | 10.7 min |" in views.metrics({"id": "s", "duration_seconds": 640})
