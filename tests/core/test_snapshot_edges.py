@@ -203,3 +203,20 @@ def test_snapshots_are_listed_newest_first_and_by_limit(store: Store) -> None:
     assert [s["id"] for s in snapshots.list_snapshots(store, limit=1)] == [second["id"]]
     assert snapshots.latest(store) == second
     assert first["id"].startswith("SN-") and len(first["id"]) == 11
+
+
+def test_a_story_given_keeps_the_sessions_subtask_and_overrides_its_story(store: Store) -> None:
+    from memory_core import session_state
+
+    sessions.start(store, session_id="s1", now=NOW)
+    session_state.update(store, "s1", story="MIS-1", subtask="3", now=NOW)
+    snap = snapshots.capture(store, session_id="s1", story_id="MIS-9", now=NOW + 1)
+    assert (snap["story_id"], snap["subtask"]) == ("MIS-9", "3")
+
+
+def test_an_unknown_snapshot_says_where_the_ids_are(store: Store) -> None:
+    from memory_core.errors import NotFoundError
+
+    with pytest.raises(NotFoundError) as caught:
+        snapshots.get(store, "SN-nope")
+    assert caught.value.hint == "see `engram snapshot list` for the ids"
