@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_core import sessions, snapshots
-from memory_core.errors import UsageError
+from memory_core import session_state, sessions, snapshots
+from memory_core.errors import NotFoundError, UsageError
 from memory_core.store import Store
 from tests.conftest import git
 
@@ -206,8 +206,6 @@ def test_snapshots_are_listed_newest_first_and_by_limit(store: Store) -> None:
 
 
 def test_a_story_given_keeps_the_sessions_subtask_and_overrides_its_story(store: Store) -> None:
-    from memory_core import session_state
-
     sessions.start(store, session_id="s1", now=NOW)
     session_state.update(store, "s1", story="MIS-1", subtask="3", now=NOW)
     snap = snapshots.capture(store, session_id="s1", story_id="MIS-9", now=NOW + 1)
@@ -215,8 +213,6 @@ def test_a_story_given_keeps_the_sessions_subtask_and_overrides_its_story(store:
 
 
 def test_an_unknown_snapshot_says_where_the_ids_are(store: Store) -> None:
-    from memory_core.errors import NotFoundError
-
     with pytest.raises(NotFoundError) as caught:
         snapshots.get(store, "SN-nope")
     assert caught.value.hint == "see `engram snapshot list` for the ids"
