@@ -204,3 +204,123 @@ def test_sessions_older_than_thirty_days_are_no_longer_reminded(store: Store) ->
     assert session_vault.reminder(store, now=T0 + 30 * DAY) != ""
     assert session_vault.reminder(store, now=T0 + 30 * DAY + 1) == ""
     assert [r["id"] for r in session_vault.unsummarised(store, now=T0 + 30 * DAY)] == ["old"]
+
+
+def _note_session(**summary: object) -> dict[str, object]:
+    base = {"overview": None, "decisions": [], "outcomes": [], "open_items": [], "tags": []}
+    base.update(summary)
+    return {
+        "id": "s1",
+        "name": "cache work",
+        "label": "cache work",
+        "agent": "claude-code",
+        "status": "closed",
+        "session_type": "new",
+        "started_at": "2026-09-21T14:13:20Z",
+        "ended_at": "2026-09-21T15:00:00Z",
+        "saved_at": None,
+        "rolling_summary": "",
+        "search_footprint": ["cache ttl"],
+        "summary": base,
+    }
+
+
+NUMBERS = {
+    "turns": 4,
+    "total_tokens": 900,
+    "files_modified": 2,
+    "files_touched": 3,
+    "success_rate": 0.75,
+}
+
+
+def test_a_note_has_the_frontmatter_the_seeds_sections_then_the_facts(store: Store) -> None:
+    session = _note_session(
+        overview="moved the cache",
+        decisions=["use LRU"],
+        outcomes=[],
+        open_items=["tests"],
+        tags=["perf work", "cache"],
+    )
+    facts = "# Summary\n\nignored\n\n## Metrics\n\n- turns: 4\n"
+    text = session_vault.note_markdown(store, session, NUMBERS, facts, format_version=2)
+    assert text == "\n".join(
+        [
+            "---",
+            'session_id: "s1"',
+            'name: "cache work"',
+            f"project_dir: {json.dumps(str(store.root))}",
+            'agent: "claude-code"',
+            'status: "closed"',
+            'session_type: "new"',
+            'started_at: "2026-09-21T14:13:20Z"',
+            'ended_at: "2026-09-21T15:00:00Z"',
+            "saved_at: null",
+            "turns: 4",
+            "turn_count: 4",
+            "total_tokens: 900",
+            "files_modified: 2",
+            "files_touched: 3",
+            "success_rate: 0.75",
+            "has_summary: true",
+            "format_version: 2",
+            'tags: ["perf work", "cache"]',
+            "---",
+            "",
+            "# Session cache work",
+            "",
+            "## Summary",
+            "",
+            "### Overview",
+            "",
+            "moved the cache",
+            "",
+            "### Key Decisions",
+            "",
+            "- use LRU",
+            "",
+            "### Outcomes",
+            "",
+            "- none recorded",
+            "",
+            "### Open Items",
+            "",
+            "- tests",
+            "",
+            "### Tags",
+            "",
+            "#perf-work #cache",
+            "",
+            "## Rolling Summary",
+            "",
+            "_empty_",
+            "",
+            "## Decisions",
+            "",
+            "- use LRU",
+            "",
+            "## Search Footprint",
+            "",
+            "- `cache ttl`",
+            "",
+            "## Metrics",
+            "",
+            "- turns: 4",
+            "",
+        ]
+    )
+
+
+def test_a_note_without_a_summary_has_only_engrams_sections(store: Store) -> None:
+    session = {**_note_session(), "search_footprint": [], "rolling_summary": "rolling text"}
+    text = session_vault.note_markdown(
+        store, session, NUMBERS, "no metrics here", format_version=2, decisions=["said in chat"]
+    )
+    assert "has_summary: false" in text and "tags: []" in text
+    assert "## Summary" not in text
+    assert "## Rolling Summary\n\nrolling text\n" in text
+    assert "## Decisions\n\n- said in chat\n" in text
+    assert text.endswith("## Search Footprint\n\n- none recorded\n")
+    only_open = _note_session(open_items=["x"])
+    written = session_vault.note_markdown(store, only_open, NUMBERS, "", format_version=2)
+    assert "### Overview\n\n_not written_\n" in written and "### Tags\n\nnone\n" in written
