@@ -324,3 +324,30 @@ def test_a_note_without_a_summary_has_only_engrams_sections(store: Store) -> Non
     only_open = _note_session(open_items=["x"])
     written = session_vault.note_markdown(store, only_open, NUMBERS, "", format_version=2)
     assert "### Overview\n\n_not written_\n" in written and "### Tags\n\nnone\n" in written
+
+
+def test_a_backup_goes_to_the_configured_vault_and_reads_the_settings_itself(
+    store: Store, tmp_path: Path
+) -> None:
+    sessions.start(store, session_id="s1", now=T0)
+    transcript = _transcript(tmp_path, ["{}"])
+    vault = tmp_path / "vault"
+    done = session_vault.backup_transcript(
+        store, "s1", transcript, settings={"sessions.vault_dir": str(vault)}
+    )
+    assert Path(done["path"]) == vault / ".projecthub" / "transcripts" / "s1.jsonl.zst"
+    (store.dir / "config.toml").write_text(f'[sessions]\nvault_dir = "{tmp_path / "v2"}"\n')
+    read = session_vault.backup_transcript(store, "s1", transcript)
+    assert Path(read["path"]).parent == tmp_path / "v2" / ".projecthub" / "transcripts"
+
+
+def test_at_most_five_sessions_without_a_summary_are_listed_by_default(store: Store) -> None:
+    for n in range(6):
+        _turned(store, f"s{n}", T0 + n)
+    assert [r["id"] for r in session_vault.unsummarised(store, now=T0 + 10)] == [
+        "s5",
+        "s4",
+        "s3",
+        "s2",
+        "s1",
+    ]
