@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import traceback
 from pathlib import Path
 
 from memory_core import log
@@ -42,7 +43,9 @@ def test_an_exception_is_logged_with_its_traceback(workspace: Path) -> None:
         raise ValueError("bad payload")
     except ValueError as exc:
         log.write(root, "error", "ingest failed", exc=exc)
+        expected = "".join(traceback.format_exception(exc))
     text = log.log_path(root).read_text(encoding="utf-8")
+    assert text.endswith("ingest failed\n" + expected)
     assert "ERROR" in text and "ingest failed\nTraceback (most recent call last):" in text
     assert text.rstrip().endswith("ValueError: bad payload")
 
