@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -67,3 +68,21 @@ def test_parse_iso_round_trips_iso() -> None:
 def test_parse_iso_refuses_what_is_not_a_date() -> None:
     with pytest.raises(ValueError):
         clock.parse_iso("yesterday")
+
+
+@pytest.fixture
+def _another_time_zone(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    # A machine five hours behind UTC (a POSIX zone string: no time-zone database needed).
+    monkeypatch.setenv("TZ", "XST+5")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+@pytest.mark.usefixtures("_another_time_zone")
+def test_times_are_utc_whatever_the_machines_time_zone() -> None:
+    assert time.localtime(0).tm_hour == 19  # the zone is in effect
+    assert clock.iso(0) == "1970-01-01T00:00:00Z"
+    assert clock.parse_iso("2027-01-15T08:00:00") == NOW  # a naive time is UTC
+    assert clock.parse_iso("2027-01-15") == NOW - 8 * 3600
