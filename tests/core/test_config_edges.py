@@ -170,3 +170,19 @@ def test_settings_compare_by_their_values_and_problems() -> None:
     assert (
         repr(config.SETTINGS["gotchas.threshold"]) == "Setting('gotchas.threshold', int, default=3)"
     )
+
+
+def test_a_known_setting_after_an_unknown_one_still_applies_and_deep_client_keys_pass() -> None:
+    settings, problems = _problems_of(
+        {"aaa": 1, "gotchas": {"threshold": 6}, "trace": {"server": {"verbose": True}}}
+    )
+    assert settings["gotchas.threshold"] == 6
+    assert problems == ["test: unknown setting 'aaa' ignored"]
+
+
+def test_a_bad_value_in_pyproject_names_its_table(workspace: Path) -> None:
+    (workspace / "pyproject.toml").write_text("[tool.engram.gotchas]\nthreshold = 0\n")
+    assert config.load(workspace).problems == [
+        "pyproject.toml [tool.engram]: setting 'gotchas.threshold' must be at least 1, got 0; "
+        "using the default 3"
+    ]
