@@ -275,3 +275,26 @@ def test_the_export_lists_live_memories_newest_first_with_their_lines(store: Sto
     assert lines[8].startswith(f"## {a} (learning, ") and lines[8].endswith(" [t1, t2]")
     assert lines[10:12] == ["first", "second line"]
     assert archived not in positions
+
+
+def test_what_the_mutation_run_of_memory_showed(store: Store, workspace: Path) -> None:
+    # the missing id named on both not-found paths
+    with pytest.raises(NotFoundError, match="no memory 'M-gone'"):
+        memory.get(store, "M-gone", record_access=False)
+    # an unknown relation kind named as a relation
+    target = memory.add(store, "t", now=T0)["id"]
+    with pytest.raises(UsageError, match="unknown relation 'causes'"):
+        memory.add(store, "x", relations=[("causes", target)])
+    # provenance stored with sorted keys
+    mid = memory.add(store, "p", provenance={"b": 1, "a": 2}, now=T0)["id"]
+    raw = store.query_one("SELECT provenance FROM memories WHERE id = ?", (mid,))
+    assert raw is not None and raw[0] == '{"a": 2, "b": 1}'
+    # a file-only citation recited at a line cites that line alone
+    (workspace / "app.py").write_text("one\ntwo\n")
+    cited = memory.add(store, "c", file="app.py", now=T0)["id"]
+    entry = memory.recite(store, cited, line=2)
+    assert (entry["line"], entry["end_line"]) == (2, 2)
+    # an entry without tags has no tag list in the export
+    path, positions = memory.write_export(store, now=T0 + 1)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert lines[positions[mid]].endswith(")")
