@@ -45,7 +45,9 @@ def find_root(path: str | os.PathLike[str] | None = None) -> Path:
         raise UsageError(
             f"workspace path {str(start)!r} does not exist", hint="pass an existing folder"
         ) from None
-    except OSError as exc:
+    except (OSError, RuntimeError) as exc:
+        # RuntimeError: a symbolic link that points back at itself (Python 3.11's pathlib
+        # reports the loop so; later versions raise OSError).
         raise UsageError(f"cannot read the workspace path {str(start)!r}: {exc}") from None
     if start.is_file():
         start = start.parent

@@ -1,0 +1,292 @@
+"""A checkpoint taken in a session remembers its turn and state; rewinding and resuming read it
+back (issue 31: direct, in-process tests of `session_turns` and `conversation`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from memory_core import checkpoints, clock, conversation, sessions
+from memory_core.errors import NotFoundError, UsageError
+from memory_core.session_turns import STATE_FIELDS, record_checkpoint
+from memory_core.store import Store
+
+T0 = time.time() - 3600
+
+
+def _session_with_turns(store: Store, turns: int, sid: str = "s-1") -> str:
+    sessions.start(store, session_id=sid, agent="claude-code", now=T0)
+    for n in range(1, turns + 1):
+        sessions.record_turn(
+            store,
+            sid,
+            user_message=f"step {n}",
+            assistant_response=f"done {n}",
+            input_tokens=10 * n,
+            output_tokens=n,
+            started_at=T0 + n * 60,
+            ended_at=T0 + n * 60 + 5,
+        )
+    return sid
+
+
+def _saved(store: Store, checkpoint_id: str) -> tuple[int | None, dict[str, object] | None]:
+    row = store.query_one(
+        "SELECT turn_number, session_state FROM checkpoints WHERE id = ?", (checkpoint_id,)
+    )
+    assert row is not None
+    state = json.loads(row["session_state"]) if row["session_state"] else None
+    return row["turn_number"], state
+
+
+def test_a_checkpoint_in_a_session_records_its_turn_and_every_state_field(
+    store: Store, workspace: Path
+) -> None:
+    sid = _session_with_turns(store, 3)
+    sessions.set_summary(store, sid, overview="caché rework", open_items=["wire the cache"])
+    (workspace / "a.py").write_text("x = 1\n")
+    made = checkpoints.create(store, "at three", session_id=sid, now=T0 + 300)
+    turn, state = _saved(store, made["id"])
+    assert turn == 3
+    assert state is not None and set(state) == set(STATE_FIELDS)
+    assert state["overview"] == "caché rework"
+    raw = store.query_one("SELECT session_state FROM checkpoints WHERE id = ?", (made["id"],))
+    assert raw is not None and "caché rework" in raw[0]  # stored readable, not as \u escapes
+    assert json.loads(str(state["open_items"])) == ["wire the cache"]
+    assert state["status"] == "active"
+
+
+def test_record_checkpoint_without_a_session_or_for_an_unknown_one_records_nothing(
+    store: Store, workspace: Path
+) -> None:
+    (workspace / "a.py").write_text("x = 1\n")
+    plain = checkpoints.create(store, "plain", now=T0)
+    assert _saved(store, plain["id"]) == (None, None)
+    with store.transaction() as db:
+        record_checkpoint(db, plain["id"], "no-such-session")
+        record_checkpoint(db, plain["id"], "")
+    assert _saved(store, plain["id"]) == (None, None)
+
+
+def test_rewind_returns_the_session_to_the_checkpoints_turn_and_keeps_what_it_removed(
+    store: Store, workspace: Path
+) -> None:
+    sid = _session_with_turns(store, 2)
+    sessions.set_summary(store, sid, open_items=["first item"])
+    (workspace / "a.py").write_text("x = 1\n")
+    made = checkpoints.create(store, "at two", session_id=sid, now=T0 + 200)
+    for n in (3, 4, 5):
+        sessions.record_turn(
+            store, sid, user_message=f"later {n}", input_tokens=1000, started_at=T0 + n * 60
+        )
+    sessions.set_summary(store, sid, open_items=["second item"])
+    rewound = conversation.rewind(store, made["id"], now=T0 + 900)
+    assert rewound["session_id"] == sid
+    assert rewound["turn"] == 2
+    assert rewound["turns_removed"] == 3
+    assert rewound["detached_id"].startswith(f"{sid}@rewound-")
+    session = sessions.get(store, sid)
+    assert list(session["summary"]["open_items"]) == ["first item"]
+    row = store.query_one(
+        "SELECT turn_count, input_tokens, output_tokens, status FROM sessions WHERE id = ?",
+        (sid,),
+    )
+    assert row is not None and tuple(row) == (2, 30, 3, "active")  # turns 1 and 2 only
+    turns = store.query("SELECT seq FROM session_turns WHERE session_id = ? ORDER BY seq", (sid,))
+    assert [t[0] for t in turns] == [1, 2]
+    kinds = [r[0] for r in store.query("SELECT kind FROM events WHERE session_id = ?", (sid,))]
+    assert "session.rewound" in kinds
+    saved = store.query("SELECT saved_at FROM saved_sessions WHERE session_id = ?", (sid,))
+    assert len(saved) >= 1  # the session as it was, kept before trimming
+
+
+def test_rewind_refuses_a_checkpoint_taken_outside_a_session(store: Store, workspace: Path) -> None:
+    (workspace / "a.py").write_text("x = 1\n")
+    plain = checkpoints.create(store, "plain", now=T0)
+    with pytest.raises(UsageError, match="not taken during a session"):
+        conversation.rewind(store, plain["id"])
+
+
+def test_rewind_says_when_the_checkpoints_session_is_gone(store: Store, workspace: Path) -> None:
+    sid = _session_with_turns(store, 1)
+    (workspace / "a.py").write_text("x = 1\n")
+    made = checkpoints.create(store, "one", session_id=sid, now=T0 + 100)
+    with store.transaction() as db:
+        db.execute("DELETE FROM sessions WHERE id = ?", (sid,))
+    with pytest.raises(NotFoundError, match="no longer exists"):
+        conversation.rewind(store, made["id"])
+
+
+def _changes(**fields: object) -> dict[str, object]:
+    base: dict[str, object] = {
+        "branch": None,
+        "added": [],
+        "modified": [],
+        "deleted": [],
+        "checkpoint": None,
+    }
+    base.update(fields)
+    return base
+
+
+def test_changes_text_says_when_nothing_changed() -> None:
+    assert conversation.changes_text(_changes()) == "workspace: unchanged since the session"
+    assert (
+        conversation.changes_text(_changes(checkpoint="c1"))
+        == "workspace: unchanged since the session (against checkpoint c1)"
+    )
+
+
+def test_changes_text_lists_each_kind_and_the_branch_switch() -> None:
+    text = conversation.changes_text(
+        _changes(
+            branch={"then": "main", "now": "feature"},
+            added=["new.py"],
+            deleted=["old.py"],
+            checkpoint="c9",
+        )
+    )
+    assert text == (
+        "workspace changes since the session (against checkpoint c9):\n"
+        "  branch switched from main to feature\n"
+        "  added: new.py\n"
+        "  deleted: old.py"
+    )
+
+
+def test_changes_text_shows_eight_paths_then_counts_the_rest() -> None:
+    eight = [f"f{n}.py" for n in range(8)]
+    assert conversation.changes_text(_changes(modified=eight)).endswith(
+        "modified: " + ", ".join(eight)
+    )
+    nine = [*eight, "f8.py"]
+    assert conversation.changes_text(_changes(modified=nine)).endswith(
+        "modified: " + ", ".join(eight) + " and 1 more"
+    )
+
+
+def test_workspace_changes_against_the_sessions_newest_checkpoint(
+    store: Store, workspace: Path
+) -> None:
+    sid = _session_with_turns(store, 1)
+    (workspace / "kept.py").write_text("a\n")
+    (workspace / "edited.py").write_text("a\n")
+    (workspace / "gone.py").write_text("a\n")
+    made = checkpoints.create(store, "s", session_id=sid, now=T0 + 100)
+    (workspace / "edited.py").write_text("b\n")
+    (workspace / "gone.py").unlink()
+    (workspace / "new.py").write_text("n\n")
+    changes = conversation.workspace_changes(store, sid)
+    assert changes["checkpoint"] == made["id"]
+    assert changes["added"] == ["new.py"]
+    assert changes["modified"] == ["edited.py"]
+    assert changes["deleted"] == ["gone.py"]
+    assert changes["branch"] is None
+
+
+def test_workspace_changes_without_a_checkpoint_finds_files_written_since(
+    store: Store, workspace: Path
+) -> None:
+    sid = _session_with_turns(store, 1)
+    old = workspace / "old.py"
+    old.write_text("a\n")
+    os.utime(old, (T0 - 100, T0 - 100))  # written before the session's last activity
+    (workspace / "fresh.py").write_text("b\n")  # written now, after it
+    changes = conversation.workspace_changes(store, sid)
+    assert changes["checkpoint"] is None
+    assert changes["modified"] == ["fresh.py"]
+    assert changes["deleted"] == []
+
+
+def test_workspace_changes_of_an_unknown_session_is_a_clear_error(store: Store) -> None:
+    with pytest.raises(NotFoundError, match="no session"):
+        conversation.workspace_changes(store, "nope")
+
+
+def test_resume_without_a_session_says_there_is_none(store: Store) -> None:
+    with pytest.raises(NotFoundError, match="no session to resume"):
+        conversation.resume(store)
+
+
+def test_resume_the_latest_session_carries_its_workspace_changes(
+    store: Store, workspace: Path
+) -> None:
+    sid = _session_with_turns(store, 1)
+    (workspace / "fresh.py").write_text("b\n")
+    loaded = conversation.resume(store)
+    assert loaded["session"]["id"] == sid
+    assert loaded["workspace_changes"]["modified"] == ["fresh.py"]
+    by_ref = conversation.resume(store, sid)
+    assert by_ref["session"]["id"] == sid
+
+
+def test_rewind_to_a_later_checkpoint_brings_the_removed_turns_back(
+    store: Store, workspace: Path
+) -> None:
+    sid = _session_with_turns(store, 1)
+    (workspace / "a.py").write_text("x = 1\n")
+    early = checkpoints.create(store, "at one", session_id=sid, now=T0 + 100)
+    for n in (2, 3):
+        sessions.record_turn(store, sid, user_message=f"step {n}", started_at=T0 + n * 60)
+    (workspace / "a.py").write_text("x = 3\n")
+    late = checkpoints.create(store, "at three", session_id=sid, now=T0 + 300)
+    first = conversation.rewind(store, early["id"], now=T0 + 400)
+    assert first["turns_removed"] == 2
+    assert first["detached_id"] == f"{sid}@rewound-{clock.iso(T0 + 400)}"
+    event = store.query_one(
+        "SELECT data FROM events WHERE kind = 'session.rewound' AND session_id = ?", (sid,)
+    )
+    assert event is not None
+    assert json.loads(event[0]) == {"checkpoint": early["id"], "turn": 1, "turns_removed": 2}
+    again = conversation.rewind(store, late["id"], now=T0 + 500)
+    assert again["turn"] == 3 and again["turns_removed"] == 0
+    turns = store.query("SELECT seq FROM session_turns WHERE session_id = ? ORDER BY seq", (sid,))
+    assert [t[0] for t in turns] == [1, 2, 3]
+
+
+def test_rewind_and_resume_say_what_to_do_instead(store: Store, workspace: Path) -> None:
+    (workspace / "a.py").write_text("x = 1\n")
+    plain = checkpoints.create(store, "plain", now=T0)
+    with pytest.raises(UsageError) as caught:
+        conversation.rewind(store, plain["id"])
+    assert caught.value.hint == "roll back its files without rewinding"
+    with pytest.raises(NotFoundError) as missing:
+        conversation.resume(store)
+    assert missing.value.hint == "start one, or import one"
+
+
+def _agent_branch(store: Store, sid: str, branch: str) -> None:
+    with store.transaction() as db:
+        db.execute(
+            "INSERT INTO agent_sessions (session_id, agent, git_branch, started_at, last_seen)"
+            " VALUES (?, 'claude-code', ?, ?, ?)",
+            (sid, branch, T0, T0),
+        )
+
+
+def test_workspace_changes_name_a_branch_switched_since_the_session(
+    store: Store, workspace: Path
+) -> None:
+    subprocess.run(["git", "init", "-q", "-b", "feature", str(workspace)], check=True)
+    sid = _session_with_turns(store, 1)
+    _agent_branch(store, sid, "main")
+    changes = conversation.workspace_changes(store, sid)
+    assert changes["branch"] == {"then": "main", "now": "feature"}
+    assert "branch switched from main to feature" in conversation.changes_text(changes)
+    other = _session_with_turns(store, 1, sid="s-2")
+    _agent_branch(store, other, "feature")
+    assert conversation.workspace_changes(store, other)["branch"] is None
+
+
+def test_resume_by_id_carries_the_workspace_changes_too(store: Store, workspace: Path) -> None:
+    sid = _session_with_turns(store, 1)
+    _session_with_turns(store, 1, sid="s-newer")
+    (workspace / "fresh.py").write_text("b\n")
+    loaded = conversation.resume(store, sid)
+    assert loaded["session"]["id"] == sid
+    assert loaded["workspace_changes"]["modified"] == ["fresh.py"]
