@@ -63,6 +63,9 @@ class Module:
 SUBPROCESS_TESTS = (
     "tests/core/test_verify_before_telling.py::test_mcp_memory_search_says_when_the_cited_code_changed",
     "tests/core/test_verify_before_telling.py::test_the_session_start_hook_tells_a_stale_decision_as_needing_checking",
+    "tests/lsp/test_fast_initialize.py::test_the_front_answers_without_importing_pygls_or_lsprotocol",
+    "tests/lsp/test_fast_initialize.py::test_requests_sent_while_the_server_loads_are_answered_once_in_order",
+    "tests/lsp/test_fast_initialize.py::test_a_server_that_cannot_load_says_so_and_still_answers",
 )
 
 
@@ -224,6 +227,21 @@ MODULES: dict[str, Module] = {
         ),
         sample=60,
         deselect=SUBPROCESS_TESTS,
+    ),
+    # The frame reader and the stdin pump are tested below the server (test_jsonrpc_frames.py,
+    # test_stdin_pump.py) and through the stdio front's hand-over (test_fast_initialize.py),
+    # which import them through `lsp_server.jsonrpc` and `lsp_server.front`.
+    "lsp.frames": Module(
+        "lsp_server/frames.py",
+        ("tests/lsp/test_jsonrpc_frames.py", "tests/lsp/test_fast_initialize.py"),
+        sample=60,
+        deselect=SUBPROCESS_TESTS[2:],
+    ),
+    "lsp.stdio": Module(
+        "lsp_server/stdio.py",
+        ("tests/lsp/test_stdin_pump.py", "tests/lsp/test_fast_initialize.py"),
+        sample=60,
+        deselect=SUBPROCESS_TESTS[2:],
     ),
     "agents.install": Module(
         "memory_core/agents/install.py",
