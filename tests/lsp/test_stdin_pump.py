@@ -20,7 +20,7 @@ import pytest
 from lsp_server import stdio
 from lsp_server.frames import CHUNK_BYTES
 
-WAIT = 10.0  # seconds: only reached when the pump is broken
+WAIT = 5.0  # seconds: only reached when the pump is broken
 
 
 @pytest.fixture
