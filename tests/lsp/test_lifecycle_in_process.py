@@ -117,7 +117,7 @@ def test_initialize_without_any_folder_opens_none(server: EngramServer) -> None:
 
 
 async def test_initialized_layers_the_editors_settings_and_shows_what_is_wrong(
-    server: EngramServer, tmp_path: Path
+    server: EngramServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     root = _project(tmp_path / "ws")
     asked = _configuration(server, [{"log": {"level": "warning"}, "gotchas": {"nonsense": 1}}])
@@ -138,6 +138,10 @@ async def test_initialized_layers_the_editors_settings_and_shows_what_is_wrong(
         )
     ]
     assert ready == [root]
+    # The log (what a bug report carries) says it too.
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
+        "editor settings: unknown setting 'gotchas.nonsense' ignored"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -177,7 +181,10 @@ async def test_a_client_that_cannot_answer_settings_is_not_asked(
 
 
 async def test_a_failing_listener_never_stops_the_others_at_initialized(
-    server: EngramServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    server: EngramServer,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     root = _project(tmp_path / "ws")
     _initialize(server, root_uri=_uri(root))
@@ -192,6 +199,10 @@ async def test_a_failing_listener_never_stops_the_others_at_initialized(
     async def recording(ls: EngramServer) -> None:
         called.append("initialized")
 
+    def broken_retention(*_args: object) -> None:
+        raise RuntimeError("retention bug")
+
+    monkeypatch.setattr(lifecycle.limits, "enforce", broken_retention)
     server.folder_ready_listeners[:0] = [broken_ready]
     server.folder_ready_listeners.append(lambda ls, state: called.append("ready"))
     server.initialized_listeners[:] = [broken_initialized, recording]
@@ -199,6 +210,7 @@ async def test_a_failing_listener_never_stops_the_others_at_initialized(
     assert called == ["ready", "initialized"]
     failures = [r.getMessage() for r in caplog.records if r.exc_info and r.module == "lifecycle"]
     assert failures == [
+        f"retention failed for {root}",
         f"folder-ready listener failed for {root}",
         f"initialized listener {broken_initialized} failed",
     ]
@@ -275,17 +287,21 @@ class Recording(DocumentListener):
         self.heard: list[tuple[Any, ...]] = []
 
     def did_open(self, server: EngramServer, state: FolderState, document: Any) -> None:
+        assert isinstance(server, EngramServer)  # features reach the client through it
         self.heard.append(("open", state.root, document.uri, document.source))
 
     def did_change(
         self, server: EngramServer, state: FolderState, document: Any, changes: list[Any]
     ) -> None:
+        assert isinstance(server, EngramServer)
         self.heard.append(("change", state.root, document.source, len(changes)))
 
     def did_save(self, server: EngramServer, state: FolderState, document: Any) -> None:
+        assert isinstance(server, EngramServer)
         self.heard.append(("save", state.root, document.uri))
 
     def did_close(self, server: EngramServer, state: FolderState, uri: str) -> None:
+        assert isinstance(server, EngramServer)
         self.heard.append(("close", state.root, uri))
 
 
