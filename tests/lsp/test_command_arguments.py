@@ -38,6 +38,8 @@ async def run(server: EngramServer, name: str, *arguments: Any) -> Any:
         ({"since": [2026]}, "`since` must be a time, got [2026]"),
         ({"range": [0, 1]}, "`range` must be an object, got [0, 1]"),
         ({"documents": {}}, "`documents` must be a list, got {}"),
+        # Right arguments before a wrong one do not hide it.
+        ({"id": "G-1", "uri": None, "limit": "5"}, '`limit` must be a whole number, got "5"'),
     ],
 )
 def test_a_wrong_argument_is_named_with_what_it_must_be(args: dict[str, Any], problem: str) -> None:
