@@ -234,7 +234,11 @@ MODULES: dict[str, Module] = {
     # `lsp_server.front`; the stdin pump directly.
     "lsp.frames": Module(
         "lsp_server/frames.py",
-        ("tests/lsp/test_jsonrpc_frames.py", "tests/lsp/test_fast_initialize.py"),
+        (
+            "tests/lsp/test_frame_reader.py",
+            "tests/lsp/test_jsonrpc_frames.py",
+            "tests/lsp/test_fast_initialize.py",
+        ),
         sample=60,
         deselect=SUBPROCESS_TESTS[2:],
     ),
