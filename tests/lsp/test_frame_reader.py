@@ -152,7 +152,8 @@ def test_a_huge_length_is_refused_and_the_next_frame_read_however_it_arrives(
     frames = _read(stream, pieces, max_frame=1_000)
     assert frames[0].oversize == 5000 and frames[0].body is None
     assert _bodies(frames[1:]) == [REQUEST]
-    assert _warnings(caplog)[0] == "refused a message of 5000 bytes (the limit is 1000)"
+    # The refused body is skipped unread: none of it is taken for junk before a header.
+    assert _warnings(caplog) == ["refused a message of 5000 bytes (the limit is 1000)"]
 
 
 def test_a_refused_frame_without_body_is_followed_by_the_next(pieces: bool) -> None:
@@ -173,3 +174,24 @@ def test_a_length_of_thirty_one_digits_is_refused_not_read() -> None:
     frames = _read(b"Content-Length: " + b"1" * 31 + b"\r\n\r\n{}" + _frame(REQUEST), False)
     assert frames[0].oversize == 10**30
     assert _bodies(frames[1:]) == [REQUEST]
+    # Thirty digits are still read as the number they are (and refused as too large).
+    frames = _read(b"Content-Length: " + b"1" * 30 + b"\r\n\r\n{}" + _frame(REQUEST), False)
+    assert frames[0].oversize == int("1" * 30)
+
+
+def test_a_long_line_ending_in_a_header_not_yet_finished_drops_only_the_junk(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    parser = FrameParser()
+    parser.feed(b"x" * (MAX_HEADER_BYTES + 7) + b"Content-Length: 2")
+    assert parser.frames() == []
+    assert _warnings(caplog) == [f"dropped {MAX_HEADER_BYTES + 7} bytes before a header"]
+    parser.feed(b"\r\n\r\n{}")
+    assert [f.body for f in parser.frames()] == [b"{}"]
+
+
+def test_a_bad_length_is_shown_in_the_log_cut_to_forty_characters(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    _read(b"Content-Length: " + b"a" * 50 + b"\r\n\r\n", pieces=False)
+    assert _warnings(caplog) == [f"ignored a Content-Length header of b'{'a' * 40}'"]
