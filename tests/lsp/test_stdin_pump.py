@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import queue
+import struct
+import termios
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterator
 
 import pytest
@@ -177,3 +181,54 @@ def test_drain_takes_everything_waiting_in_order() -> None:
         items.put(n)
     assert stdio.drain(items) == [3, 1, 2]
     assert items.empty()
+
+
+def _until_read(fd: int) -> None:
+    """Wait until the pump has taken every byte out of the pipe (bounded: 5 s)."""
+    for _ in range(5000):
+        if struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0] == 0:
+            return
+        time.sleep(0.001)
+    raise AssertionError("the pump never read the pipe")
+
+
+def test_bytes_read_before_the_server_took_over_are_not_lost(pipe: tuple[int, int]) -> None:
+    read_end, write_end = pipe
+    handover = stdio.Handover.plain(read_end)
+    os.write(write_end, b"early;")
+    _until_read(read_end)  # delivered to the hand-over's own queue, not yet to a loop
+    os.write(write_end, b"later;")
+    os.close(write_end)
+
+    async def serve() -> list[bytes]:
+        return await _read_until_end(handover.reader(asyncio.get_running_loop()))
+
+    assert b"".join(asyncio.run(serve())) == b"early;later;"
+
+
+def test_the_hand_over_passes_what_the_front_read_and_what_waits(pipe: tuple[int, int]) -> None:
+    read_end, write_end = pipe
+    front = Front()
+    pump = stdio.StdinPump(read_end, front.deliver)
+    os.write(write_end, b"waiting;")
+    front.wait()
+    handover = stdio.Handover(pump, [b"taken;"], lambda: stdio.drain(front.chunks))
+    os.close(write_end)
+
+    async def serve() -> list[bytes]:
+        return await _read_until_end(handover.reader(asyncio.get_running_loop()))
+
+    assert asyncio.run(serve()) == [b"taken;", b"waiting;", b""]
+
+
+def test_a_hand_over_with_nothing_waiting_reads_on(pipe: tuple[int, int]) -> None:
+    read_end, write_end = pipe
+    pump = stdio.StdinPump(read_end, Front().deliver)
+
+    async def serve() -> list[bytes]:
+        read_chunk = pump.to_loop(asyncio.get_running_loop())
+        os.write(write_end, b"after;")
+        os.close(write_end)
+        return await _read_until_end(read_chunk)
+
+    assert b"".join(asyncio.run(serve())) == b"after;"
