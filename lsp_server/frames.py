@@ -32,6 +32,8 @@ _HEADER = b"content-length:"
 # second only in JSON padded with blank lines, which no client sends. Either means a frame was
 # cut short and ran on into the next one: the two must never be read as one request.
 _HEADER_INSIDE = re.compile(rb"content-length:[ \t]*\d*[ \t]*\r?\n|\r\n\r\n", re.IGNORECASE)
+# How far past a body a header begun inside it is looked for (a header line is shorter).
+_LOOKAHEAD = 64
 _ID_HINT = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")')
 
 
@@ -96,13 +98,15 @@ class FrameParser:
                 if len(buffer) < self._length:
                     return None
                 body = bytes(buffer[: self._length])
+                # A header that starts inside the body, whole or finished by the bytes after
+                # it: a frame cut short that ran on into the next one.
+                joined = _HEADER_INSIDE.search(bytes(buffer[: self._length + _LOOKAHEAD]))
                 self._length = None
-                joined = _HEADER_INSIDE.search(body)
-                if joined is not None:
-                    # Two frames run together: the short one is answered as the invalid JSON
-                    # it is, and reading goes on at the header inside it.
+                if joined is not None and joined.start() < len(body):
+                    # The short one is answered as the invalid JSON it is, and reading goes on
+                    # at the header inside it: the next message is read whole, not lost.
                     logger.warning("a message ran into the next message's header; cut there")
-                    del buffer[: joined.start() + 1]
+                    del buffer[: joined.start()]
                     return Frame(body=body[: joined.start()])
                 del buffer[: len(body)]
                 return Frame(body=body)

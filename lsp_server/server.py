@@ -83,6 +83,9 @@ class EngramServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("engram", __version__, protocol_cls=EngramProtocol)
         self.folders: dict[Path, FolderState] = {}
+        # Each folder the client opened, and the project root serving it: two folders of one
+        # project (a repository and a subfolder of it) share one store, closed with the last.
+        self._opened: dict[Path, Path] = {}
         self.diagnostic_providers: list[DiagnosticProvider] = []
         self.hover_providers: list[HoverProvider] = []
         self.code_action_providers: list[CodeActionProvider] = []
@@ -180,6 +183,7 @@ class EngramServer(LanguageServer):
             self.show_message(f"engram: {getattr(exc, 'message', exc)}", types.MessageType.Warning)
             return None
         if root in self.folders:
+            self._opened[path] = root
             return self.folders[root]
         if not has_store(root) and not is_git_repository(root):
             # A store is made only in a project (a git repository) or where `.engram/` already
@@ -206,6 +210,7 @@ class EngramServer(LanguageServer):
         store.fold_log_when_idle()
         state = FolderState(root=root, store=store, settings=config.load(root))
         self.folders[root] = state
+        self._opened[path] = root
         return state
 
     def _tell_store_notices(self, store: Store) -> None:
@@ -232,10 +237,16 @@ class EngramServer(LanguageServer):
         store.notice_listeners.append(tell)
 
     def remove_folder(self, path: Path) -> None:
-        for root in [
-            r for r in self.folders if r == path or path in r.parents or r in path.parents
-        ]:
-            self.folders.pop(root).store.close()
+        """Close the stores the client's folder `path` used, those no other open folder uses
+        (removing a nested project must not turn engram off in the one around it)."""
+        served = self._opened.pop(path, None)
+        if served is None:
+            # A folder never opened as such: every project at or inside it goes.
+            inside = [r for r in self.folders if r == path or path in r.parents]
+            self._opened = {p: r for p, r in self._opened.items() if r not in inside}
+        for root in [served] if served else inside:
+            if root in self.folders and root not in self._opened.values():
+                self.folders.pop(root).store.close()
 
     def state_for_path(self, path: Path) -> FolderState | None:
         """The folder holding `path` (the innermost one when folders nest)."""
@@ -295,3 +306,4 @@ class EngramServer(LanguageServer):
         for state in self.folders.values():
             state.store.close()
         self.folders.clear()
+        self._opened.clear()

@@ -64,6 +64,9 @@ class Module:
 SUBPROCESS_TESTS = (
     "tests/core/test_verify_before_telling.py::test_mcp_memory_search_says_when_the_cited_code_changed",
     "tests/core/test_verify_before_telling.py::test_the_session_start_hook_tells_a_stale_decision_as_needing_checking",
+    "tests/lsp/test_fast_initialize.py::test_the_front_answers_without_importing_pygls_or_lsprotocol",
+    "tests/lsp/test_fast_initialize.py::test_requests_sent_while_the_server_loads_are_answered_once_in_order",
+    "tests/lsp/test_fast_initialize.py::test_a_server_that_cannot_load_says_so_and_still_answers",
 )
 
 
@@ -285,6 +288,21 @@ MODULES: dict[str, Module] = {
         ("tests/core/test_errors.py",),
         sample=60,
     ),
+    # The frame reader is tested below the server (test_jsonrpc_frames.py) and through the stdio
+    # front (test_fast_initialize.py), which import it through `lsp_server.jsonrpc` and
+    # `lsp_server.front`; the stdin pump directly.
+    "lsp.frames": Module(
+        "lsp_server/frames.py",
+        (
+            "tests/lsp/test_frame_reader.py",
+            "tests/lsp/test_jsonrpc_frames.py",
+            "tests/lsp/test_fast_initialize.py",
+        ),
+        sample=60,
+        deselect=SUBPROCESS_TESTS[2:],
+    ),
+    # Not test_fast_initialize.py: a broken pump makes its hand-over test wait 30 s per mutant.
+    "lsp.stdio": Module("lsp_server/stdio.py", ("tests/lsp/test_stdin_pump.py",), sample=60),
     "agents.install": Module(
         "memory_core/agents/install.py",
         ("tests/core/test_agents_install.py", "tests/core/test_install_over_user_settings.py"),

@@ -12,33 +12,36 @@ from lsp_server.server import EngramServer
 logger = logging.getLogger("engram.lsp")
 
 
-def register(server: EngramServer) -> None:
-    @server.feature(types.TEXT_DOCUMENT_HOVER)
-    def hover(ls: EngramServer, params: types.HoverParams) -> types.Hover | None:
-        uri = params.text_document.uri
-        state = ls.state_for_uri(uri)
-        if state is None:
-            return None
-        document = ls.workspace.get_text_document(uri)
-        parts: list[str] = []
-        for provider in ls.hover_providers:
-            try:
-                text = provider(ls, state, document, params.position)
-            except Exception:
-                logger.exception("hover provider %s failed for %s", provider, uri)
-                continue
-            if text:
-                parts.append(text)
-        if not parts:
-            return None
-        text = "\n\n---\n\n".join(parts)
-        if not _accepts_markdown(ls):
-            return types.Hover(
-                contents=types.MarkupContent(
-                    kind=types.MarkupKind.PlainText, value=markdown_to_plaintext(text)
-                )
+# A module-level handler (not a closure in `register`), so mutation testing reaches it.
+def hover(ls: EngramServer, params: types.HoverParams) -> types.Hover | None:
+    uri = params.text_document.uri
+    state = ls.state_for_uri(uri)
+    if state is None:
+        return None
+    document = ls.workspace.get_text_document(uri)
+    parts: list[str] = []
+    for provider in ls.hover_providers:
+        try:
+            text = provider(ls, state, document, params.position)
+        except Exception:
+            logger.exception("hover provider %s failed for %s", provider, uri)
+            continue
+        if text:
+            parts.append(text)
+    if not parts:
+        return None
+    text = "\n\n---\n\n".join(parts)
+    if not _accepts_markdown(ls):
+        return types.Hover(
+            contents=types.MarkupContent(
+                kind=types.MarkupKind.PlainText, value=markdown_to_plaintext(text)
             )
-        return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text))
+        )
+    return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text))
+
+
+def register(server: EngramServer) -> None:
+    server.feature(types.TEXT_DOCUMENT_HOVER)(hover)
 
 
 def _accepts_markdown(ls: EngramServer) -> bool:

@@ -68,45 +68,52 @@ def _folder_ready(server: EngramServer, state: FolderState) -> None:
             logger.exception("folder-ready listener failed for %s", state.root)
 
 
-def register(server: EngramServer) -> None:
-    @server.feature(types.INITIALIZE)
-    def initialize(ls: EngramServer, params: types.InitializeParams) -> None:
-        for path in _folder_paths(params):
-            ls.add_folder(path)
-        for listener in ls.initialize_listeners:
-            listener(ls, params)
+# Module-level handlers (not closures in `register`), so mutation testing reaches them.
+def initialize(ls: EngramServer, params: types.InitializeParams) -> None:
+    for path in _folder_paths(params):
+        ls.add_folder(path)
+    for listener in ls.initialize_listeners:
+        listener(ls, params)
 
-    @server.feature(types.INITIALIZED)
-    async def initialized(ls: EngramServer, params: types.InitializedParams) -> None:
-        for state in list(ls.folders.values()):
+
+async def initialized(ls: EngramServer, params: types.InitializedParams) -> None:
+    for state in list(ls.folders.values()):
+        await refresh_settings(ls, state)
+        _folder_ready(ls, state)
+    for listener in ls.initialized_listeners:
+        try:
+            await listener(ls)
+        except Exception:
+            logger.exception("initialized listener %s failed", listener)
+
+
+async def did_change_configuration(
+    ls: EngramServer, params: types.DidChangeConfigurationParams
+) -> None:
+    for state in list(ls.folders.values()):
+        await refresh_settings(ls, state)
+    ls.refresh_diagnostics()
+
+
+async def did_change_folders(
+    ls: EngramServer, params: types.DidChangeWorkspaceFoldersParams
+) -> None:
+    for removed in params.event.removed:
+        ls.remove_folder(Path(to_fs_path(removed.uri) or removed.uri))
+    for added in params.event.added:
+        state = ls.add_folder(Path(to_fs_path(added.uri) or added.uri))
+        if state is not None:
             await refresh_settings(ls, state)
             _folder_ready(ls, state)
-        for listener in ls.initialized_listeners:
-            try:
-                await listener(ls)
-            except Exception:
-                logger.exception("initialized listener %s failed", listener)
 
-    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
-    async def did_change_configuration(
-        ls: EngramServer, params: types.DidChangeConfigurationParams
-    ) -> None:
-        for state in list(ls.folders.values()):
-            await refresh_settings(ls, state)
-        ls.refresh_diagnostics()
 
-    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
-    async def did_change_folders(
-        ls: EngramServer, params: types.DidChangeWorkspaceFoldersParams
-    ) -> None:
-        for removed in params.event.removed:
-            ls.remove_folder(Path(to_fs_path(removed.uri) or removed.uri))
-        for added in params.event.added:
-            state = ls.add_folder(Path(to_fs_path(added.uri) or added.uri))
-            if state is not None:
-                await refresh_settings(ls, state)
-                _folder_ready(ls, state)
+def shutdown(ls: EngramServer, params: None) -> None:
+    ls.close_all()
 
-    @server.feature(types.SHUTDOWN)
-    def shutdown(ls: EngramServer, params: None) -> None:
-        ls.close_all()
+
+def register(server: EngramServer) -> None:
+    server.feature(types.INITIALIZE)(initialize)
+    server.feature(types.INITIALIZED)(initialized)
+    server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)(did_change_configuration)
+    server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)(did_change_folders)
+    server.feature(types.SHUTDOWN)(shutdown)

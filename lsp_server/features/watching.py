@@ -17,44 +17,45 @@ logger = logging.getLogger("engram.lsp")
 REGISTRATION_ID = "engram-watched-files"
 
 
-def register(server: EngramServer) -> None:
-    async def register_watcher(ls: EngramServer) -> None:
-        if not ls.client_supports("workspace", "did_change_watched_files", "dynamic_registration"):
-            return
-        options = types.DidChangeWatchedFilesRegistrationOptions(
-            watchers=[types.FileSystemWatcher(glob_pattern="**/*")]
-        )
-        try:
-            await ls.client_register_capability_async(
-                types.RegistrationParams(
-                    registrations=[
-                        types.Registration(
-                            id=REGISTRATION_ID,
-                            method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
-                            register_options=ls.protocol._converter.unstructure(options),
-                        )
-                    ]
-                )
+# Module-level handlers (not closures in `register`), so mutation testing reaches them.
+async def register_watcher(ls: EngramServer) -> None:
+    if not ls.client_supports("workspace", "did_change_watched_files", "dynamic_registration"):
+        return
+    options = types.DidChangeWatchedFilesRegistrationOptions(
+        watchers=[types.FileSystemWatcher(glob_pattern="**/*")]
+    )
+    try:
+        await ls.client_register_capability_async(
+            types.RegistrationParams(
+                registrations=[
+                    types.Registration(
+                        id=REGISTRATION_ID,
+                        method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                        register_options=ls.protocol._converter.unstructure(options),
+                    )
+                ]
             )
-            ls.client_watches_files = True
-        except Exception:
-            logger.exception("the client refused the file watcher registration")
+        )
+        ls.client_watches_files = True
+    except Exception:
+        logger.exception("the client refused the file watcher registration")
 
+
+def did_change_watched_files(ls: EngramServer, params: types.DidChangeWatchedFilesParams) -> None:
+    by_folder: dict[object, list[types.FileEvent]] = {}
+    for change in params.changes:
+        state = ls.state_for_uri(change.uri)
+        if state is not None:
+            by_folder.setdefault(state.root, []).append(change)
+    for root, changes in by_folder.items():
+        state = ls.folders[root]  # type: ignore[index]
+        for listener in ls.watched_files_listeners:
+            try:
+                listener(ls, state, changes)
+            except Exception:
+                logger.exception("watched-files listener failed for %s", root)
+
+
+def register(server: EngramServer) -> None:
     server.initialized_listeners.append(register_watcher)
-
-    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
-    def did_change_watched_files(
-        ls: EngramServer, params: types.DidChangeWatchedFilesParams
-    ) -> None:
-        by_folder: dict[object, list[types.FileEvent]] = {}
-        for change in params.changes:
-            state = ls.state_for_uri(change.uri)
-            if state is not None:
-                by_folder.setdefault(state.root, []).append(change)
-        for root, changes in by_folder.items():
-            state = ls.folders[root]  # type: ignore[index]
-            for listener in ls.watched_files_listeners:
-                try:
-                    listener(ls, state, changes)
-                except Exception:
-                    logger.exception("watched-files listener failed for %s", root)
+    server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)(did_change_watched_files)
