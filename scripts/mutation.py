@@ -230,6 +230,21 @@ MODULES: dict[str, Module] = {
         ("tests/core/test_agents_install.py", "tests/core/test_install_over_user_settings.py"),
         sample=60,
     ),
+    # The command line, with its own tests: they run `engram` in the test process
+    # (tests/engram_in_process.py), so mutmut sees which of them reach each mutant. Not
+    # test_in_process.py: it compares the in-process command with a process, which runs the
+    # unmutated code, so it would "catch" every mutant it reaches without saying anything.
+    "cli": Module(
+        "memory_core/cli",
+        tuple(
+            sorted(
+                p.relative_to(REPO).as_posix()
+                for p in (REPO / "tests/cli").glob("test_*.py")
+                if p.name != "test_in_process.py"
+            )
+        ),
+        sample=60,
+    ),
 }
 
 # Every other module of memory_core and lsp_server, each with the in-process tests that import
@@ -246,7 +261,6 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "lsp_server/main.py",
         "lsp_server/setup.py",
     ),
-    "cli": ("memory_core/cli",),
 }
 TEST_FOLDERS = ("tests/core", "tests/lsp", "tests")
 DEFAULT_SAMPLE = 60
@@ -425,6 +439,9 @@ def run_module(name: str, sample: int | None, jobs: int, scratch: Path) -> Score
     # Tests that start engram in a subprocess run the unmutated code (mutmut's switch only
     # works inside its own processes); they pass and cost time, but cannot catch a mutant.
     env.pop("MUTANT_UNDER_TEST", None)
+    # The CLI tests run engram in the test process (their default; said again in case the
+    # caller's environment asks for processes), where mutmut can follow it.
+    env["ENGRAM_TESTS_CLI"] = "in-process"
     _generate(work, env)
     names = sorted(_results(work, module))
     limit = module.sample if sample is None else sample
