@@ -245,23 +245,29 @@ MODULES: dict[str, Module] = {
         ),
         sample=60,
     ),
+    # The package files and the language server's start. Only `lsp_server/main.py` (`run`) and
+    # `lsp_server/setup.py` (`create_server`) have functions to mutate; the tests run both in
+    # the test process (the server's own tests start it as another process).
+    "entry-points": Module(
+        "lsp_server/main.py",
+        ("tests/lsp/test_server_start.py", "tests/lsp/test_fast_initialize.py"),
+        sample=60,
+        also=(
+            "lsp_server/setup.py",
+            "memory_core/__init__.py",
+            "memory_core/__main__.py",
+            "memory_core/agents/__init__.py",
+            "lsp_server/__init__.py",
+            "lsp_server/__main__.py",
+            "lsp_server/features/__init__.py",
+        ),
+    ),
 }
 
 # Every other module of memory_core and lsp_server, each with the in-process tests that import
 # it (found by reading the tests' imports, so a new test joins its module's run by itself).
 # Files of a few lines with nothing to get wrong are grouped with a neighbour.
-GROUPS: dict[str, tuple[str, ...]] = {
-    "entry-points": (
-        "memory_core/__init__.py",
-        "memory_core/__main__.py",
-        "memory_core/agents/__init__.py",
-        "lsp_server/__init__.py",
-        "lsp_server/__main__.py",
-        "lsp_server/features/__init__.py",
-        "lsp_server/main.py",
-        "lsp_server/setup.py",
-    ),
-}
+GROUPS: dict[str, tuple[str, ...]] = {}
 TEST_FOLDERS = ("tests/core", "tests/lsp", "tests")
 DEFAULT_SAMPLE = 60
 
