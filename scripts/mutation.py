@@ -63,6 +63,7 @@ class Module:
 SUBPROCESS_TESTS = (
     "tests/core/test_verify_before_telling.py::test_mcp_memory_search_says_when_the_cited_code_changed",
     "tests/core/test_verify_before_telling.py::test_the_session_start_hook_tells_a_stale_decision_as_needing_checking",
+    "tests/cli/test_archived_sessions.py::test_the_mcp_transcript_of_an_archived_session_has_its_turns",
 )
 
 
@@ -244,6 +245,7 @@ MODULES: dict[str, Module] = {
             )
         ),
         sample=60,
+        deselect=SUBPROCESS_TESTS,
     ),
     # The package files and the language server's start. Only `lsp_server/main.py` (`run`) and
     # `lsp_server/setup.py` (`create_server`) have functions to mutate; the tests run both in
