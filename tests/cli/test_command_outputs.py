@@ -154,3 +154,19 @@ def test_an_internal_error_is_one_line_and_its_traceback_goes_to_the_log(
         "code": "internal",
         "exit_code": 1,
     }
+
+
+def test_evolution_since_a_time_includes_a_change_made_at_that_very_second(
+    cli: Any, workspace: Path
+) -> None:
+    from memory_core import evolution
+    from memory_core.store import Store
+
+    at = clock.parse_iso("2026-01-05T10:00:00Z")
+    with Store.init(workspace) as store:
+        evolution.record_change(store, "a.py", actor="editor", before="", after="x\n", now=at - 60)
+        evolution.record_change(store, "a.py", actor="agent", before="x\n", after="y\n", now=at)
+    shown = cli(
+        "evolution", "a.py", "--since", "2026-01-05T10:00:00Z", "--json", cwd=workspace
+    ).json()
+    assert [row["actor"] for row in shown["history"]] == ["agent"]
