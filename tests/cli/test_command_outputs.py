@@ -29,6 +29,11 @@ def test_rollback_with_json_says_it_was_done_and_what_it_restored(
     assert result["done"] is True
     assert result["restored"] == ["a.txt"] and result["removed"] == []
     assert (workspace / "a.txt").read_text() == "one\n"
+    # Again, with the workspace already as the checkpoint has it: done, nothing restored.
+    again = cli("rollback", checkpoint["id"], "--yes", "--json", cwd=workspace).json()
+    assert (again["done"], again["restored"], again["removed"]) == (True, [], [])
+    plain = cli("rollback", checkpoint["id"], "--yes", cwd=workspace)
+    assert plain.stdout == f"Nothing to do: the workspace already matches {checkpoint['id']}.\n"
 
 
 def test_gotcha_export_names_both_files_it_wrote(cli: Any, workspace: Path) -> None:
@@ -58,7 +63,8 @@ def test_the_timeline_prints_one_entry_a_line_oldest_first(cli: Any, workspace: 
     assert shown.code == 0, shown.stderr
     lines = shown.stdout.splitlines()
     assert len(lines) == 2
-    assert "Checkpoint “first” made" in lines[0] and "Checkpoint “second” made" in lines[1]
+    assert lines[0].endswith("  Checkpoint “first” made, 1 file(s)")
+    assert lines[1].endswith("  Checkpoint “second” made, 1 file(s)")
 
 
 def test_a_deleted_session_is_recoverable_for_the_days_the_user_set(
