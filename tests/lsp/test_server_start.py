@@ -75,6 +75,8 @@ async def test_a_loopback_host_is_served_on_the_port_asked(host: str, workspace:
 
     port = _free_port()
     exit_codes: list[object] = []
+    # As a fresh process has it: an earlier run() in this process set it already.
+    logging.getLogger("pygls").setLevel(logging.NOTSET)
 
     def serve() -> None:
         try:
