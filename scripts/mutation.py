@@ -67,6 +67,7 @@ SUBPROCESS_TESTS = (
     "tests/lsp/test_fast_initialize.py::test_the_front_answers_without_importing_pygls_or_lsprotocol",
     "tests/lsp/test_fast_initialize.py::test_requests_sent_while_the_server_loads_are_answered_once_in_order",
     "tests/lsp/test_fast_initialize.py::test_a_server_that_cannot_load_says_so_and_still_answers",
+    "tests/cli/test_archived_sessions.py::test_the_mcp_transcript_of_an_archived_session_has_its_turns",
 )
 
 
@@ -308,24 +309,45 @@ MODULES: dict[str, Module] = {
         ("tests/core/test_agents_install.py", "tests/core/test_install_over_user_settings.py"),
         sample=60,
     ),
+    # The command line, with its own tests: they run `engram` in the test process
+    # (tests/engram_in_process.py), so mutmut sees which of them reach each mutant. Not
+    # test_in_process.py: it compares the in-process command with a process, which runs the
+    # unmutated code, so it would "catch" every mutant it reaches without saying anything.
+    "cli": Module(
+        "memory_core/cli",
+        tuple(
+            sorted(
+                p.relative_to(REPO).as_posix()
+                for p in (REPO / "tests/cli").glob("test_*.py")
+                if p.name != "test_in_process.py"
+            )
+        ),
+        sample=60,
+        deselect=SUBPROCESS_TESTS,
+    ),
+    # The package files and the language server's start. Only `lsp_server/main.py` (`run`) and
+    # `lsp_server/setup.py` (`create_server`) have functions to mutate; the tests run both in
+    # the test process (the server's own tests start it as another process).
+    "entry-points": Module(
+        "lsp_server/main.py",
+        ("tests/lsp/test_server_start.py", "tests/lsp/test_fast_initialize.py"),
+        sample=60,
+        also=(
+            "lsp_server/setup.py",
+            "memory_core/__init__.py",
+            "memory_core/__main__.py",
+            "memory_core/agents/__init__.py",
+            "lsp_server/__init__.py",
+            "lsp_server/__main__.py",
+            "lsp_server/features/__init__.py",
+        ),
+    ),
 }
 
 # Every other module of memory_core and lsp_server, each with the in-process tests that import
 # it (found by reading the tests' imports, so a new test joins its module's run by itself).
 # Files of a few lines with nothing to get wrong are grouped with a neighbour.
-GROUPS: dict[str, tuple[str, ...]] = {
-    "entry-points": (
-        "memory_core/__init__.py",
-        "memory_core/__main__.py",
-        "memory_core/agents/__init__.py",
-        "lsp_server/__init__.py",
-        "lsp_server/__main__.py",
-        "lsp_server/features/__init__.py",
-        "lsp_server/main.py",
-        "lsp_server/setup.py",
-    ),
-    "cli": ("memory_core/cli",),
-}
+GROUPS: dict[str, tuple[str, ...]] = {}
 TEST_FOLDERS = ("tests/core", "tests/lsp", "tests")
 DEFAULT_SAMPLE = 60
 
@@ -507,6 +529,9 @@ def run_module(name: str, sample: int | None, jobs: int, scratch: Path) -> Score
     # Tests that start engram in a subprocess run the unmutated code (mutmut's switch only
     # works inside its own processes); they pass and cost time, but cannot catch a mutant.
     env.pop("MUTANT_UNDER_TEST", None)
+    # The CLI tests run engram in the test process (their default; said again in case the
+    # caller's environment asks for processes), where mutmut can follow it.
+    env["ENGRAM_TESTS_CLI"] = "in-process"
     _generate(work, env)
     names = sorted(_results(work, module))
     if not names:

@@ -74,10 +74,31 @@ class CliResult:
         return json.loads(self.stdout)
 
 
+# How run_cli runs engram: "in-process" (the default, tests/engram_in_process.py) or
+# "process" (every command in a process of its own, as before: a check that both agree).
+CLI_MODE_VARIABLE = "ENGRAM_TESTS_CLI"
+
+
 def run_cli(
     *args: str, cwd: Path | None = None, stdin: str | None = None, env: dict[str, str] | None = None
 ) -> CliResult:
-    """Run the real `engram` command in a fresh process, as a user would."""
+    """Run the `engram` command as a user would: its exit status, stdout and stderr.
+
+    In this process, the way a process of its own would run it (tests/engram_in_process.py),
+    which is faster and lets mutation testing see the code run; in a real process where only
+    one is faithful (the stdio servers, an environment that changes Python's start) or when
+    ENGRAM_TESTS_CLI=process."""
+    from tests.engram_in_process import needs_a_process, run_in_process
+
+    if os.environ.get(CLI_MODE_VARIABLE) == "process" or needs_a_process(args, env):
+        return run_cli_process(*args, cwd=cwd, stdin=stdin, env=env)
+    return CliResult(*run_in_process(args, cwd=cwd, stdin=stdin, env=env))
+
+
+def run_cli_process(
+    *args: str, cwd: Path | None = None, stdin: str | None = None, env: dict[str, str] | None = None
+) -> CliResult:
+    """Run the real `engram` command in a fresh process: for what only a process shows."""
     completed = subprocess.run(
         [sys.executable, "-m", "memory_core", *args],
         cwd=cwd,

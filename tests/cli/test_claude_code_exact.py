@@ -23,6 +23,7 @@ import pytest
 from memory_core import clock
 from tests.agents_fixtures import Transcript, text, tool_use
 from tests.claude_reference import KINDS, count
+from tests.conftest import run_cli_process
 
 SID = "5e1d0c2b-aaaa-4bbb-8ccc-ddddeeeeffff"
 
@@ -131,10 +132,16 @@ def test_naming_the_folder_reads_every_transcript_in_it(
 
 @pytest.mark.parametrize("days_ago", [1, 200])
 def test_the_same_bytes_from_another_path_change_nothing(
-    cli: Any, workspace: Path, tmp_path: Path, days_ago: int
+    workspace: Path, tmp_path: Path, days_ago: int
 ) -> None:
     """A copy, a backup, a resumed session starting with its parent's lines; also once the
     session is older than the retention (its ledgers' text is pruned, their keys are not)."""
+    # In processes of their own: which retention rules `engram ingest` applies depends on the
+    # modules its process has imported (each registers its table's rule on import), and with
+    # the file changes' rule loaded, as in a process that imported memory_core.evolution
+    # before, the old session's `files_modified` changes from 0 to 1 on the second ingest
+    # (docs/testing.md, "How the CLI tests run engram").
+    cli = run_cli_process
     (workspace / ".git").mkdir()
     folder = tmp_path / "projects" / "p"
     main = _session(workspace, folder, days_ago=days_ago)

@@ -1,4 +1,5 @@
-"""`engram hook ...`, `engram hooks install`, `engram ingest claude-code` as real processes."""
+"""`engram hook ...`, `engram hooks install`, `engram ingest claude-code` as a user runs them
+(through `run_cli`: docs/testing.md, "How the CLI tests run engram")."""
 
 from __future__ import annotations
 

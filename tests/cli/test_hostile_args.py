@@ -1,5 +1,5 @@
 """Command-line arguments of any bytes or size: one-line errors, valid JSON under `--json`,
-never an internal error; and a full disk named as such. Real `engram` processes."""
+never an internal error; and a full disk named as such. Through `run_cli` (docs/testing.md)."""
 
 from __future__ import annotations
 

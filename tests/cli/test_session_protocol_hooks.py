@@ -1,4 +1,4 @@
-"""Seed 002 on the agent side, as real processes: the transcript backup at SessionEnd (redacted,
+"""Seed 002 on the agent side, through the `engram` command: the transcript backup at SessionEnd (redacted,
 compressed, within the quota), the start-of-session reminder of unsummarised sessions, and the
 `/session-summarize` command `engram hooks install claude-code` adds."""
 

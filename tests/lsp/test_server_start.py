@@ -2,8 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
+import logging
+import socket
 import subprocess
 import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from lsp_server.main import run
 
 _REPORT_INSTEAD_OF_SERVING = """
 import gc
@@ -32,3 +43,73 @@ def test_the_startup_heap_is_out_of_the_cyclic_collectors_reach_when_serving_sta
     frozen, still_walked = map(int, done.stdout.split())
     assert frozen > 20_000, done.stdout
     assert still_walked < frozen / 10, done.stdout
+
+
+# In this process (where mutation testing sees it), what `engram lsp --tcp` does before and
+# while it serves.
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_a_host_other_than_loopback_is_refused_before_anything_listens() -> None:
+    from memory_core.errors import UsageError
+
+    for host in ("0.0.0.0", "192.168.1.20", "example.com"):
+        port = _free_port()
+        with pytest.raises(UsageError) as refused:
+            run(tcp=True, host=host, port=port)
+        assert refused.value.message == f"refusing to listen on {host!r}"
+        assert refused.value.hint == "engram lsp --tcp listens on loopback only"
+        with socket.socket() as probe:  # nothing was left listening there
+            assert probe.connect_ex(("127.0.0.1", port)) != 0
+
+
+@pytest.mark.parametrize("host", ["localhost", "127.0.0.1"])
+async def test_a_loopback_host_is_served_on_the_port_asked(host: str, workspace: Path) -> None:
+    from lsprotocol import types
+    from pygls.lsp.client import LanguageClient
+
+    port = _free_port()
+    exit_codes: list[object] = []
+    # As a fresh process has it: an earlier run() in this process set it already.
+    logging.getLogger("pygls").setLevel(logging.NOTSET)
+
+    def serve() -> None:
+        try:
+            run(tcp=True, host=host, port=port)
+        except SystemExit as exc:  # `exit` after `shutdown` ends the process, with status 0
+            exit_codes.append(exc.code)
+
+    serving = threading.Thread(target=serve, daemon=True)
+    serving.start()
+    client = LanguageClient("tcp-test", "1")
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                await client.start_tcp("127.0.0.1", port)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.05)
+        result = await client.initialize_async(
+            types.InitializeParams(
+                capabilities=types.ClientCapabilities(),
+                workspace_folders=[types.WorkspaceFolder(uri=workspace.as_uri(), name="ws")],
+            )
+        )
+        assert result.server_info is not None and result.server_info.name == "engram"
+        # pygls' own chatter stays out of the editor's log.
+        assert logging.getLogger("pygls").level == logging.WARNING
+        await client.shutdown_async(None)
+        client.exit(None)
+        await client.stop()
+        serving.join(timeout=10)
+        assert not serving.is_alive() and exit_codes == [0]
+    finally:
+        gc.unfreeze()  # run() freezes the heap it serves with: give the test process its own
