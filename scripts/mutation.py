@@ -238,6 +238,25 @@ MODULES: dict[str, Module] = {
         ("tests/core/test_spool_in_process.py",),
         sample=60,
     ),
+    # The discovery finds tests/lsp/test_gotcha_commands.py by its name, which is the editor's
+    # commands, not Claude Code's.
+    "agents.commands": Module(
+        "memory_core/agents/commands.py",
+        ("tests/core/test_claude_commands.py",),
+        sample=60,
+    ),
+    # Named here: the hooks and the transcript reader reach it (record is what both store).
+    "agents.record": Module(
+        "memory_core/agents/record.py",
+        (
+            "tests/core/test_hook_step_failures.py",
+            "tests/core/test_hook_events.py",
+            "tests/core/test_transcript_turns.py",
+            "tests/core/test_transcript_ingest_effects.py",
+            "tests/core/test_agents_transcripts.py",
+        ),
+        sample=60,
+    ),
     "agents.install": Module(
         "memory_core/agents/install.py",
         ("tests/core/test_agents_install.py", "tests/core/test_install_over_user_settings.py"),

@@ -217,3 +217,55 @@ def test_a_successful_fold_lets_the_next_spooling_be_reported_again(
     assert len(_folded(root)) == 1
     spool.report_once(root, "engram: read-only again")
     assert capsys.readouterr().err == "engram: read-only again\n"
+
+
+def test_the_report_is_said_once_when_events_already_wait_in_the_cache(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (root / STORE_DIRNAME / "spool").write_text("in the way")
+    assert spool.keep(root, "codex", "Stop", b"{}", 1.0, "read-only") is not None
+    spool.report_once(root, "engram: read-only store")
+    spool.report_once(root, "engram: read-only store")
+    assert capsys.readouterr().err == "engram: read-only store\n"
+    # The cache folder is the user's alone, like the events in it.
+    assert stat.S_IMODE(spool.cache_spool(root).stat().st_mode) == 0o700
+
+
+def test_the_first_report_creates_a_private_cache_folder(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spool.report_once(root, "engram: busy")
+    assert stat.S_IMODE(spool.cache_spool(root).stat().st_mode) == 0o700
+    assert (spool.cache_spool(root) / "reported").read_text() == "engram: busy\n"
+
+
+def test_a_failed_spooled_event_is_logged_as_an_error(root: Path) -> None:
+    spool.keep(root, "claude-code", "Bad", b"{}", 1.0, "busy")
+
+    def run(agent: str, event: str, data: bytes, ts: float) -> None:
+        raise ValueError("bad payload")
+
+    assert spool.fold(root, run) == 0
+    line = (root / STORE_DIRNAME / "engram.log").read_text().splitlines()[0]
+    assert " ERROR " in line and "failed: bad payload" in line
+
+
+def test_a_claim_gone_before_it_is_looked_at_is_not_brought_back(root: Path) -> None:
+    folder = root / STORE_DIRNAME / "spool"
+    folder.mkdir(mode=0o700)
+    # A claim whose file is gone by the time its age is read (its hook finished with it).
+    (folder / "00000000000000000001-1-aaaaaa.event.77.claimed").symlink_to(folder / "gone")
+    assert spool.pending(root) == []
+    assert not (folder / "00000000000000000001-1-aaaaaa.event").exists()
+
+
+def test_a_stale_claim_that_cannot_be_put_back_does_not_stop_the_others(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    claimed = _claim(root, 0)
+    # Its event's name taken by a folder: putting the claim back fails.
+    (claimed.parent / (claimed.name.split(".event.", 1)[0] + ".event") / "x").mkdir(parents=True)
+    later = spool.keep(root, "claude-code", "Later", b"{}", 2.0, "busy")
+    monkeypatch.setattr(spool.time, "time", lambda: claimed.stat().st_ctime + 301.0)
+    assert later in spool.pending(root)
+    assert claimed.exists()
