@@ -257,6 +257,17 @@ MODULES: dict[str, Module] = {
         ),
         sample=60,
     ),
+    # The package's own functions (team gotchas and exports wired into `records`, `promote`,
+    # `track_error` loaded lazily): 18 test files import the package, these three exercise them.
+    "gotchas": Module(
+        "memory_core/gotchas/__init__.py",
+        (
+            "tests/core/test_gotchas_files.py",
+            "tests/core/test_gotchas_capture.py",
+            "tests/core/test_gotcha_tracking.py",
+        ),
+        sample=60,
+    ),
     "agents.install": Module(
         "memory_core/agents/install.py",
         ("tests/core/test_agents_install.py", "tests/core/test_install_over_user_settings.py"),

@@ -42,7 +42,7 @@ def test_a_project_install_puts_the_command_beside_the_settings_and_uninstall_ta
         "written": [],
         "kept": [],
     }
-    install.uninstall("claude-code", root=workspace)
+    assert commands.uninstall(workspace / ".claude" / "settings.json") == [str(target)]
     assert not target.exists()
 
 
@@ -97,3 +97,41 @@ def test_a_user_install_writes_the_command_under_the_users_claude_folder(
     result = install.install("claude-code", root=workspace, user=True)
     assert result["commands"]["written"] == [str(config / "commands" / NAME)]
     assert not (workspace / ".claude").exists()
+
+
+def test_a_commands_folder_with_the_persons_own_commands_gets_engrams_beside_them(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / ".claude" / "commands"
+    folder.mkdir(parents=True)
+    (folder / "review.md").write_text("review my diff\n")
+    settings = tmp_path / ".claude" / "settings.json"
+    assert commands.install(settings)["written"] == [str(folder / NAME)]
+    assert commands.uninstall(settings) == [str(folder / NAME)]
+    assert [p.name for p in folder.iterdir()] == ["review.md"]
+
+
+def test_the_settings_folder_is_created_when_it_is_not_there_yet(tmp_path: Path) -> None:
+    settings = tmp_path / "home" / ".claude" / "settings.json"
+    written = commands.install(settings)["written"]
+    assert written == [str(tmp_path / "home" / ".claude" / "commands" / NAME)]
+
+
+def test_every_shipped_command_is_written_past_one_the_person_already_has(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shipped = tmp_path / "shipped"
+    shipped.mkdir()
+    (shipped / "a-first.md").write_text("first\n")
+    (shipped / "b-second.md").write_text("second\n")
+    monkeypatch.setattr(commands, "COMMANDS_DIR", shipped)
+    settings = tmp_path / ".claude" / "settings.json"
+    folder = tmp_path / ".claude" / "commands"
+    folder.mkdir(parents=True)
+    (folder / "a-first.md").write_text("first\n")  # already there, as engram wrote it
+    result = commands.install(settings)
+    assert result == {"written": [str(folder / "b-second.md")], "kept": []}
+    assert sorted(commands.uninstall(settings)) == [
+        str(folder / "a-first.md"),
+        str(folder / "b-second.md"),
+    ]
