@@ -268,6 +268,17 @@ MODULES: dict[str, Module] = {
         ),
         sample=60,
     ),
+    # Named here: the hooks' tests parse payloads through `hooks.run`, not `payload` itself.
+    "agents.payload": Module(
+        "memory_core/agents/payload.py",
+        (
+            "tests/core/test_hook_payload_shapes.py",
+            "tests/core/test_quota_hook_steps.py",
+            "tests/core/test_hook_events.py",
+            "tests/core/test_agents_hooks_fuzz.py",
+        ),
+        sample=60,
+    ),
     "agents.install": Module(
         "memory_core/agents/install.py",
         ("tests/core/test_agents_install.py", "tests/core/test_install_over_user_settings.py"),
