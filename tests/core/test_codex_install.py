@@ -303,3 +303,22 @@ def test_the_user_layer_is_codex_home_and_the_project_layer_is_dot_codex(
     assert codex_install.layer_dir(user=False, root=workspace) == workspace / ".codex"
     monkeypatch.delenv("CODEX_HOME")
     assert codex_install.layer_dir(user=True, root=workspace) == Path.home() / ".codex"
+
+
+def test_every_engram_entry_of_an_event_is_counted_and_a_group_without_hooks_is_kept(
+    workspace: Path,
+) -> None:
+    config = workspace / "config.toml"
+    config.write_text(
+        "[[hooks.Stop]]\n"
+        'matcher = "half written by hand"\n'
+        "[[hooks.Stop]]\n"
+        'hooks = [{ command = "/old/bin/engram hook codex Stop" }]\n'
+        "[[hooks.Stop]]\n"
+        'hooks = [{ command = "engram hook codex Stop" }, { command = "./mine" }]\n'
+    )
+    assert codex_install.remove_toml_hooks(config, install.is_engram_handler) == 2
+    assert tomllib.loads(config.read_text())["hooks"]["Stop"] == [
+        {"matcher": "half written by hand"},
+        {"hooks": [{"command": "./mine"}]},
+    ]
