@@ -156,8 +156,8 @@ def test_a_pattern_is_refused_when_written_with_a_reason_and_a_hint() -> None:
     assert str(raised.value).endswith("missing ) at position 3")
     assert raised.value.hint == "fix the pattern, or pass it as a literal"
     with pytest.raises(UsageError) as raised:
-        patterns.validate_regex(r"(\w+\s?)+$")
+        patterns.validate_regex(r"(a|aa)+$")
     assert "takes pathological time" in str(raised.value)
-    assert "character input" in str(raised.value)
+    assert str(raised.value).endswith("on a 41-character input")
     assert raised.value.hint == "remove nested repetition like (a+)+ or (a|aa)+"
     patterns.validate_regex(r"os\.system\(")  # a plain one passes
