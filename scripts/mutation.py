@@ -249,6 +249,7 @@ MODULES: dict[str, Module] = {
     "agents.record": Module(
         "memory_core/agents/record.py",
         (
+            "tests/core/test_record_helpers.py",
             "tests/core/test_hook_step_failures.py",
             "tests/core/test_hook_events.py",
             "tests/core/test_transcript_turns.py",
