@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from memory_core.agents import record
-from memory_core.agents.record import ToolCall
+from memory_core.agents.record import ToolCall, ToolOutcome
+from memory_core.store import Store
 
 
 def test_a_text_at_its_limit_is_kept_and_one_character_more_is_cut_in_the_middle() -> None:
@@ -148,3 +149,74 @@ def test_a_calls_summary_says_what_it_did() -> None:
     task = ToolCall("t", "s", "Task", {"description": "", "prompt": "review it"}, 1.0)
     assert record.tool_summary(task, None) == "prompt: review it"
     assert record.tool_summary(ToolCall("t", "s", "TodoWrite", {}, 1.0), None) == "TodoWrite"
+
+
+def test_calls_are_equal_field_by_field() -> None:
+    call = ToolCall("t1", "s", "Bash", {"command": "ls"}, 1.0)
+    assert call == ToolCall("t1", "s", "Bash", {"command": "ls"}, 1.0)
+    assert call != ToolCall("t1", "s", "Bash", {"command": "ls -a"}, 1.0)
+    assert call != ToolCall("t2", "s", "Bash", {"command": "ls"}, 1.0)
+    assert call != "t1"
+    assert repr(call).startswith("ToolCall(input={'command': 'ls'}, session_id='s'")
+
+
+def test_the_exit_code_an_error_reports() -> None:
+    assert record.exit_code_of("Exit code 3\nboom") == 3
+    assert record.exit_code_of(None) is None
+
+
+ORIGINAL = "a = 1\nb = 1\nc = 2\n"
+
+
+def test_a_past_edit_is_rebuilt_from_the_call_and_its_result() -> None:
+    def edit(**given: object) -> ToolCall:
+        return ToolCall("t", "s", "Edit", dict(given), 1.0)
+
+    result = {"originalFile": ORIGINAL}
+    once = edit(old_string="= 1", new_string="= 9")
+    assert record.reconstructed_after(once, result) == "a = 9\nb = 1\nc = 2\n"
+    every = edit(old_string="= 1", new_string="= 9", replace_all=True)
+    assert record.reconstructed_after(every, result) == "a = 9\nb = 9\nc = 2\n"
+    truthy = edit(old_string="= 1", new_string="= 9", replace_all="yes")
+    assert record.reconstructed_after(truthy, result) == "a = 9\nb = 1\nc = 2\n"
+    assert record.reconstructed_after(once, {"originalFileContents": ORIGINAL}) == (
+        "a = 9\nb = 1\nc = 2\n"
+    )
+    assert record.reconstructed_after(edit(old_string="zzz", new_string="y"), result) is None
+    assert record.reconstructed_after(edit(old_string=1, new_string="y"), result) is None
+    assert record.reconstructed_after(once, "not a dict") is None
+    assert record.reconstructed_after(once, {"originalFile": None}) is None
+    multi = ToolCall(
+        "t",
+        "s",
+        "MultiEdit",
+        {
+            "edits": [
+                {"old_string": "c = 2", "new_string": "c = 3"},
+                "junk",
+                {"old_string": "a", "new_string": "A"},
+            ]
+        },
+        1.0,
+    )
+    assert record.reconstructed_after(multi, result) == "A = 1\nb = 1\nc = 3\n"
+    write = ToolCall("t", "s", "Write", {"content": "new\n"}, 1.0)
+    assert record.reconstructed_after(write, None) == "new\n"
+    assert record.reconstructed_after(ToolCall("t", "s", "Read", {}, 1.0), result) is None
+
+
+def test_a_failed_command_is_stored_cut_to_a_thousand_characters_with_its_exit_code(
+    store: Store,
+) -> None:
+
+    command = "echo " + "x" * 1200
+    call = ToolCall("toolu_1", "S-cmd", "Bash", {"command": command}, 100.0)
+    outcome = ToolOutcome(ok=False, error="Exit code 7\nno such thing")
+    record.apply_outcome(store, call, outcome)
+    [row] = store.query("SELECT command, exit_code FROM session_commands")
+    assert row["exit_code"] == 7
+    assert row["command"].startswith("echo xxx") and 900 < len(row["command"]) <= 1000
+    short = ToolCall("toolu_2", "S-cmd", "Bash", {"command": "echo " + "y" * 995}, 101.0)
+    record.apply_outcome(store, short, ToolOutcome(ok=True))
+    rows = store.query("SELECT command, exit_code FROM session_commands ORDER BY ts")
+    assert rows[1]["command"] == "echo " + "y" * 995 and rows[1]["exit_code"] == 0
