@@ -220,3 +220,39 @@ def test_no_error_line_without_an_error(error: str | None) -> None:
 def test_the_error_line_skips_the_exit_code_and_joins_its_spaces() -> None:
     error = "Exit code 1\nTraceback (most recent call last):\n  File \"x.py\", line 1\nKeyError:   'user'\n"
     assert lessons.error_line(error) == "KeyError: 'user'"
+
+
+def test_a_failure_again_drops_the_steps_before_it_even_when_they_were_real(store: Store) -> None:
+    _calls(
+        store,
+        (1, "Bash", 0, "make"),
+        (2, "Bash", 1, "./configure"),
+        (3, "Bash", 0, "make"),
+        (4, "Bash", 1, "ls"),
+        (5, "Edit", 1, "Makefile"),
+        (6, "Bash", 1, "make"),
+    )
+    assert lessons.fix_after(store, SID, "make", 1) == "editing `Makefile`"
+
+
+def test_a_file_the_session_put_back_as_it_was_is_not_the_fix(store: Store) -> None:
+    _calls(
+        store,
+        (1, "Bash", 0, "pytest"),
+        (2, "Edit", 1, "src/app.py"),
+        (3, "Edit", 1, "src/app.py"),
+        (4, "Edit", 1, "src/other.py"),
+        (5, "Bash", 1, "pytest"),
+    )
+    with store.transaction() as db:
+        for ts, path, before, after in (
+            (2, "src/app.py", "h0", "h1"),
+            (3, "src/app.py", "h1", "h0"),  # the second edit undid the first
+            (4, "src/other.py", "h2", "h3"),
+        ):
+            db.execute(
+                "INSERT INTO file_changes (ts, path, actor, session_id, change, hash_before, "
+                "hash_after) VALUES (?, ?, 'agent', ?, 'modified', ?, ?)",
+                (ts, path, SID, before, after),
+            )
+    assert lessons.fix_after(store, SID, "pytest", 1) == "editing `src/other.py`"
