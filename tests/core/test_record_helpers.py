@@ -128,7 +128,9 @@ def test_a_transcript_from_another_folder_names_files_of_this_workspace(tmp_path
     assert record.workspace_path(root, "src/a.py", cwd=old) == "src/a.py"
     assert record.workspace_path(root, old, cwd=old) == "."
     assert record.workspace_path(root, old + "/", cwd=old + "/") == "."
-    # Another folder that only starts like the old one is not the project.
+    # Another folder that only starts like the old one is not the project, nor one whose
+    # name only adds a space.
+    assert record.workspace_path(root, old + " ", cwd=old) is None
     assert record.workspace_path(root, f"{old}-backup/a.py", cwd=old) is None
     # A cwd inside the workspace is taken as it is.
     sub = str(root / "pkg")
@@ -215,8 +217,26 @@ def test_a_failed_command_is_stored_cut_to_a_thousand_characters_with_its_exit_c
     record.apply_outcome(store, call, outcome)
     [row] = store.query("SELECT command, exit_code FROM session_commands")
     assert row["exit_code"] == 7
-    assert row["command"].startswith("echo xxx") and 900 < len(row["command"]) <= 1000
+    assert row["command"] == record.clip(command, 1000)
     short = ToolCall("toolu_2", "S-cmd", "Bash", {"command": "echo " + "y" * 995}, 101.0)
     record.apply_outcome(store, short, ToolOutcome(ok=True))
     rows = store.query("SELECT command, exit_code FROM session_commands ORDER BY ts")
     assert rows[1]["command"] == "echo " + "y" * 995 and rows[1]["exit_code"] == 0
+
+
+def test_files_an_agent_wrote_are_listed_in_the_workspace_or_apart_outside_it(
+    store: Store, tmp_path: Path
+) -> None:
+    inside = ToolCall("t1", "S-f", "Write", {"file_path": str(store.root / "a.py")}, 1.0)
+    plan = str(tmp_path / "plans" / "plan.md")
+    outside = ToolCall("t2", "S-f", "Write", {"file_path": plan}, 2.0)
+    read = ToolCall("t3", "S-f", "Read", {"file_path": str(tmp_path / "notes.md")}, 3.0)
+    for call in (inside, outside, read):
+        record.apply_outcome(store, call, ToolOutcome(ok=True))
+    record.apply_outcome(
+        store,
+        ToolCall("t4", "S-f", "Write", {"file_path": "/elsewhere/x"}, 4.0),
+        ToolOutcome(ok=False),
+    )
+    rows = store.query("SELECT path, outside FROM session_files ORDER BY first_ts")
+    assert [(r["path"], r["outside"]) for r in rows] == [("a.py", 0), (plan, 1)]
