@@ -246,3 +246,22 @@ def test_a_file_that_cannot_be_read_is_a_clear_error(store: Store, tmp_path: Pat
     deep.write_text("[" * 100000 + "]" * 100000)
     with pytest.raises(UsageError, match="nested too deeply"):
         exports.import_file(store, deep)
+
+
+def test_an_engram_id_is_kept_as_the_id_and_no_id_is_not_an_imported_one(
+    store: Store, tmp_path: Path
+) -> None:
+    _import(store, tmp_path, [{"id": "G-0000beef", "title": "ours"}, {"title": "no id"}])
+    by_title = {g.title: g for g in gotchas.list_gotchas(store)}
+    assert by_title["ours"].id == "G-0000beef" and by_title["ours"].extra == {}
+    assert by_title["no id"].extra == {}
+
+
+def test_the_markdown_of_a_chosen_list_or_of_every_gotcha(store: Store) -> None:
+    kept = gotchas.add(store, "Kept", category="build")
+    gotchas.add(store, "Other", category="build")
+    chosen = exports.to_markdown(store, [kept])
+    assert "### [medium] Kept" in chosen and "Other" not in chosen
+    assert chosen.splitlines()[3] == "> 1 gotcha, 1 open."
+    every = exports.to_markdown(store)
+    assert "### [medium] Kept" in every and "### [medium] Other" in every
