@@ -161,3 +161,14 @@ def test_a_pattern_is_refused_when_written_with_a_reason_and_a_hint() -> None:
     assert str(raised.value).endswith("on a 41-character input")
     assert raised.value.hint == "remove nested repetition like (a+)+ or (a|aa)+"
     patterns.validate_regex(r"os\.system\(")  # a plain one passes
+
+
+def test_each_match_is_reported_once_when_the_needle_occurs_twice() -> None:
+    matcher = Matcher([PatternSpec("G-todo", r"TODO\(\w+\)", "regex")])
+    found = matcher.match_line("TODO(ann) and TODO(bob)")
+    assert sorted((m.start, m.end) for m in found) == [(0, 9), (14, 23)]
+
+
+def test_overlapping_literal_matches_are_each_found() -> None:
+    matcher = Matcher([PatternSpec("G-eq", "==", "literal")])
+    assert [(m.start, m.end) for m in matcher.match_line("a === b")] == [(2, 4), (3, 5)]
