@@ -274,6 +274,7 @@ MODULES: dict[str, Module] = {
     "agents.payload": Module(
         "memory_core/agents/payload.py",
         (
+            "tests/core/test_payload_cut_in_process.py",
             "tests/core/test_hook_payload_shapes.py",
             "tests/core/test_quota_hook_steps.py",
             "tests/core/test_hook_events.py",
