@@ -15,8 +15,10 @@ COMMANDS_DIR = Path(__file__).with_name("claude_commands")
 
 
 def shipped() -> dict[str, str]:
-    """Command file name -> its text, as packaged."""
-    return {path.name: path.read_text(encoding="utf-8") for path in COMMANDS_DIR.glob("*.md")}
+    """Command file name -> its text, as packaged (by name: installs report them in order)."""
+    return {
+        path.name: path.read_text(encoding="utf-8") for path in sorted(COMMANDS_DIR.glob("*.md"))
+    }
 
 
 def commands_dir(settings_file: Path) -> Path:
