@@ -277,6 +277,14 @@ async def editor_view(root: Path) -> None:
 
     gotcha_id = await show()
 
+    async def pulled_severity() -> int | None:
+        report = await client.text_document_diagnostic_async(
+            types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri=uri))
+        )
+        return next((d.severity for d in report.items if d.code == gotcha_id), None)
+
+    first_severity = await pulled_severity()
+
     print(f"\n  {DIM}(a person confirms it from a terminal; the editor updates by itself){RESET}")
     refreshed.clear()
     engram(
@@ -289,7 +297,14 @@ async def editor_view(root: Path) -> None:
         "Use datetime.now(timezone.utc): datetime.utcnow() returns a naive datetime.",
         cwd=root,
     )
-    await asyncio.wait_for(refreshed.wait(), timeout=10)
+    # A refresh asks the client to pull again; one may come for another reason first (the
+    # server completing what its stdio front answered while it loaded), so, as an editor does,
+    # every refresh is answered with a pull until the confirmed gotcha shows.
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 10
+    while (await pulled_severity()) == first_severity:
+        await asyncio.wait_for(refreshed.wait(), timeout=max(0.1, deadline - loop.time()))
+        refreshed.clear()
     await show()
     await client.shutdown_async(None)
     client.exit(None)

@@ -120,7 +120,12 @@ PROCESS_CACHES: dict[tuple[str, str], Callable[[], None]] = {
 # lives only inside one call.
 PURE_CACHES: dict[tuple[str, str], str] = {
     ("memory_core.redact", "_COMPILED"): "compiled regular expressions by their source",
-    ("memory_core.redact", "_redact_short"): "redaction of a text, a pure function of it",
+    ("memory_core.redact", "_remembered"): "redaction of a text, a pure function of it",
+    ("memory_core.redact", "_remembered_chars"): "the size of `_remembered`",
+    ("memory_core.redact", "_provider_names"): "the provider names, loaded on first use",
+    ("memory_core.gotchas.track", "_analysis"): "an error text's analysis, a pure function of it",
+    ("memory_core.gotchas.tool_errors", "key_error"): "a tool output's key error, pure",
+    ("memory_core.resident_server", "_FINISHED"): "the resident server's own children (no command)",
     ("memory_core.journal", "_MATCHERS"): "compiled ignore rules by their lines",
     ("memory_core.journal", "_pathspec_version"): "the installed pathspec's version",
     ("memory_core.gotchas.scan", "_glob_regex"): "a glob's compiled pattern",
