@@ -2,6 +2,7 @@
 
     .venv/bin/python scripts/measure_redaction.py [--show] [--show-holdout]
     .venv/bin/python scripts/measure_redaction.py --corpus-c
+    .venv/bin/python scripts/measure_redaction.py --corpus-d
 
 Per corpus and split (the held-out thirds count). `--show` lists what the tuned parts miss and
 change; the held-out parts' cases are listed only with `--show-holdout`, so that they can be
@@ -9,7 +10,8 @@ measured without being looked at.
 
 `--corpus-c` measures corpus C alone (new public examples, all of it held out) and prints its
 figures by family (the case's kind) and by context, never its cases: it stays unseen by whoever
-changes the detector.
+changes the detector. `--corpus-d` does the same for corpus D (built while the detector changed,
+by someone who never read it).
 """
 
 from __future__ import annotations
@@ -22,21 +24,21 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from memory_core.redact import redact
-from tests.core.public_secret_corpus import PATH, PATH_B, PATH_C, Case, load, measure
+from tests.core.public_secret_corpus import PATH, PATH_B, PATH_C, PATH_D, Case, load, measure
 
 
 def _percent(part: int, whole: int) -> str:
     return f"{100 * part / max(1, whole):.1f} %"
 
 
-def measure_corpus_c() -> None:
-    cases = load(PATH_C)
+def measure_held_out_corpus(name: str, path: Path) -> None:
+    cases = load(path)
     f = measure(cases, redact)
     secrets = [c for c in cases if c.type == "secret"]
     negatives = [c for c in cases if c.type == "negative"]
     kinds = len({c.kind for c in secrets})
     print(
-        f"C all (held out) secrets caught {f.caught}/{f.secrets} ({_percent(f.caught, f.secrets)}, "
+        f"{name} all (held out) secrets caught {f.caught}/{f.secrets} ({_percent(f.caught, f.secrets)}, "
         f"{kinds} kinds); ordinary changed {f.changed}/{f.ordinary} "
         f"({_percent(f.changed, f.ordinary)})"
     )
@@ -60,7 +62,10 @@ def measure_corpus_c() -> None:
 
 def main() -> None:
     if "--corpus-c" in sys.argv:
-        measure_corpus_c()
+        measure_held_out_corpus("C", PATH_C)
+        return
+    if "--corpus-d" in sys.argv:
+        measure_held_out_corpus("D", PATH_D)
         return
     show = "--show" in sys.argv
     show_holdout = "--show-holdout" in sys.argv

@@ -27,6 +27,12 @@ PATH_B = Path(__file__).with_name("public_secret_corpus_b.jsonl")
 # contexts an agent shows them in, with ordinary strings from real material; built by
 # `scripts/build_public_secret_corpus_c.py`. Measured, never read case by case.
 PATH_C = Path(__file__).with_name("public_secret_corpus_c.jsonl")
+# The fourth, all of it held out, built while the detector changed by someone who never read it:
+# trivy's secret-scanner tests and 2ms' rule tests (Apache-2.0), passwords and tokens made here in
+# 180 agents' contexts, ordinary strings from real material (lock files, digests, routes, tool
+# output) and placeholders; built by `scripts/build_public_secret_corpus_d.py`. Each line has a
+# `license` field. Measured by family only (`scripts/measure_redaction.py --corpus-d`).
+PATH_D = Path(__file__).with_name("public_secret_corpus_d.jsonl")
 
 
 class Case(NamedTuple):
