@@ -194,6 +194,25 @@ def from_trivy(repo: Repo) -> list[dict]:
             for line in text.splitlines():
                 rows.append(row("negative", kind, repo.source(path), repo.license, "file", line))
             continue
+        for block in re.finditer(
+            r"-----BEGIN [A-Z ]*PRIVATE KEY-----\n(.*?)\n-----END [A-Z ]*PRIVATE KEY-----",
+            text,
+            re.S,
+        ):
+            body = [ln for ln in block.group(1).splitlines() if len(ln) >= 40]
+            if len(body) >= 3:
+                # A line of the key's body, whole: the block is what a tool prints.
+                rows.append(
+                    row(
+                        "secret",
+                        kind,
+                        repo.source(path),
+                        repo.license,
+                        "file",
+                        block.group(),
+                        body[2],
+                    )
+                )
         if name in TRIVY_ONE_TOKEN:
             for line in text.splitlines():
                 if line.strip():
@@ -214,7 +233,7 @@ def from_trivy(repo: Repo) -> list[dict]:
                         i == 0 and re.search(r"user: \"$", pattern.split("*")[0])
                     ):
                         continue  # a user name, not a secret
-                    secret = secret.strip("\"' ")
+                    secret = secret.strip("\"' ").removeprefix("\\n").removesuffix("\\n")
                     if not secret or (path, secret) in seen:
                         continue
                     seen.add((path, secret))
@@ -1137,6 +1156,69 @@ FILES: list[Template] = [
     ("code-kotlin-const", "code", 'private const val API_TOKEN = "{tok}"'),
     ("code-shell-export", "code", "export GITLAB_TOKEN='{tok}'"),
     ("code-powershell-env", "code", "$env:AZURE_CLIENT_SECRET = '{pw}'"),
+    (
+        "out-ecr-login-password",
+        "tool output",
+        "$ aws ecr get-login-password --region eu-west-1\n{tok}",
+    ),
+    ("out-gcloud-access-token", "tool output", "$ gcloud auth print-access-token\n{tok}"),
+    (
+        "out-az-access-token",
+        "tool output",
+        '{{\n  "accessToken": "{tok}",\n  "expiresOn": "2026-11-27 19:41:07.000000",\n  "tokenType": "Bearer"\n}}',
+    ),
+    (
+        "out-kubectl-create-token",
+        "tool output",
+        "$ kubectl create token ci-deployer -n build\n{tok}",
+    ),
+    (
+        "out-aws-configure-prompt",
+        "tool output",
+        "AWS Access Key ID [None]: AKIAR3WQ5TZ7N2KX8B4M\nAWS Secret Access Key [None]: {tok}\nDefault region name [None]: eu-west-1",
+    ),
+    (
+        "out-netsh-wlan-key",
+        "tool output",
+        "Security settings\n-----------------\n    Authentication         : WPA2-Personal\n    Security key           : Present\n    Key Content            : {pw}",
+    ),
+    (
+        "out-shell-xtrace",
+        "tool output",
+        "+ curl -sf -u {user}:{pw} https://artifacts.{host}/api/v1/upload\n+ echo done",
+    ),
+    (
+        "out-compose-config",
+        "tool output",
+        "    environment:\n      POSTGRES_DB: app\n      POSTGRES_PASSWORD: {pw}\n    image: postgres:16",
+    ),
+    ("out-op-read", "tool output", "$ op read op://Private/prod-db/password\n{pw}"),
+    (
+        "out-vault-token-create",
+        "tool output",
+        "Key                  Value\n---                  -----\ntoken                {tok}\ntoken_duration       768h\ntoken_renewable      true",
+    ),
+    (
+        "out-gh-auth-status",
+        "tool output",
+        "github.com\n  \u2713 Logged in to github.com account {user} (keyring)\n  - Token: {tok}",
+    ),
+    (
+        "out-windows-set",
+        "tool output",
+        "C:\\Users\\dev> set\nAPPDATA=C:\\Users\\dev\\AppData\\Roaming\nDB_PASSWORD={pw}\nOS=Windows_NT",
+    ),
+    ("out-ansible-debug", "tool output", 'ok: [web1] => {{\n    "db_password": "{pw}"\n}}'),
+    (
+        "out-requests-error",
+        "tool output",
+        "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='api.{host}', port=443): Max retries exceeded with url: /v1/items?api_key={tok} (Caused by NewConnectionError('<urllib3.connection.HTTPSConnection object at 0x7f3a2c1d5e50>: Failed to establish a new connection'))",
+    ),
+    (
+        "out-git-auth-failed",
+        "tool output",
+        "remote: Invalid username or password.\nfatal: Authentication failed for 'https://{user}:{tok}@github.com/acme/app.git/'",
+    ),
     ("split-wrapped-80", "split", "{wrap_tok}"),
     ("split-python-implicit", "split", 'API_KEY = (\n    "{tok_a}"\n    "{tok_b}"\n)'),
     ("split-js-concat", "split", "const key = '{tok_a}' +\n  '{tok_b}';"),
@@ -1186,6 +1268,89 @@ def placeholders() -> list[dict]:
     return rows
 
 
+# Where the value has a known format, the token is of that format (a `vault login` gets a
+# Vault token); elsewhere any of the formats above.
+TOKEN_FOR: dict[str, str | Callable[[], str]] = {
+    "cmd-aws-configure-set": lambda: rand(B64, 40),
+    "cfg-terraform-provider": lambda: rand(B64, 40),
+    "cfg-s3cfg": lambda: rand(B64, 40),
+    "cmd-s3cmd": lambda: rand(B64, 40),
+    "out-aws-sts": lambda: rand(B64, 40),
+    "out-aws-configure-prompt": lambda: rand(B64, 40),
+    "cmd-mc-alias": lambda: rand(ALNUM, 40),
+    "cmd-rclone-config": lambda: rand(HEX, 64),
+    "cfg-rclone-conf": lambda: "K005" + rand(B64, 27),
+    "conn-azure-servicebus": lambda: rand(B64, 43) + "=",
+    "conn-azure-storage": lambda: rand(B64, 86) + "==",
+    "out-http-log": lambda: rand(HEX, 32),
+    "out-requests-error": lambda: rand(ALNUM, 32),
+    "json-nested-token": lambda: rand(HEX, 32),
+    "cmd-jenkins-cli": lambda: "11" + rand(HEX, 32),
+    "cmd-sonar-scanner": lambda: "squ_" + rand(HEX, 40),
+    "cfg-composer-auth": lambda: rand(ALNUM, 40),
+    "out-ecr-login-password": lambda: base64.b64encode(
+        json.dumps(
+            {
+                "payload": rand(B64, 600),
+                "datakey": rand(B64, 300),
+                "version": "2",
+                "type": "DATA_KEY",
+                "expiration": 1764312000,
+            }
+        ).encode()
+    ).decode(),
+    "cmd-kubectl-set-credentials": "jwt-bearer",
+    "cfg-kubeconfig-token": "jwt-bearer",
+    "out-kubectl-create-token": "jwt-bearer",
+    "out-az-access-token": "jwt-bearer",
+    "out-gcloud-access-token": "google-oauth-access",
+    "url-query-token": "google-oauth-access",
+    "cmd-vault-login": "hashicorp-vault-service",
+    "out-vault-token-create": "hashicorp-vault-service",
+    "cmd-npm-config-set": "npm-token",
+    "cmd-yarn-config": "npm-token",
+    "cfg-npmrc": "npm-token",
+    "cmd-twine-upload": "pypi-token",
+    "cfg-pypirc": "pypi-token",
+    "cmd-cargo-login": "cargo-token",
+    "cfg-cargo-credentials-toml": "cargo-token",
+    "cmd-gem-push-key": "rubygems",
+    "cfg-gem-credentials": "rubygems",
+    "cmd-nuget-push": "nuget-api-key",
+    "cmd-git-clone-token": "gitlab-pat",
+    "cmd-glab-auth": "gitlab-pat",
+    "code-shell-export": "gitlab-pat",
+    "cmd-git-extraheader": "github-fine-grained",
+    "cfg-git-credentials": "github-fine-grained",
+    "cmd-gh-auth-token": "github-pat-classic",
+    "cfg-netrc-one-line": "github-pat-classic",
+    "out-git-config-list": "github-pat-classic",
+    "out-git-auth-failed": "github-pat-classic",
+    "code-python-header": "github-pat-classic",
+    "cfg-gh-hosts-yml": "github-oauth",
+    "out-gh-auth-status": "github-oauth",
+    "cmd-heroku-config": "stripe-live-secret",
+    "cfg-dotenv-export": "stripe-live-secret",
+    "out-printenv": "openai-project",
+    "cfg-github-actions-env": "sentry-user",
+    "json-client-secret": "google-oauth-client-secret",
+    "prompt-api-key": "anthropic-api",
+}
+# Values that sit in a URL, a connection string or a Windows command: no `@ : / ; % # ?`.
+URL_LIKE = (
+    "url-",
+    "conn-",
+    "cfg-netrc",
+    "cfg-pgpass",
+    "cfg-web-config",
+    "cfg-appsettings-json",
+    "cmd-net-",
+    "cmd-cmdkey",
+    "cmd-schtasks",
+    "cmd-psexec",
+    "cmd-wmic",
+)
+
 HOSTS = ("db.internal.acme.io", "pg-prod-01.corp.local", "corp-sql.contoso.local", "acme.dev")
 USERS = ("deploy", "svc_backup", "jmartin", "admin_ro", "ci-bot", "analytics")
 
@@ -1212,45 +1377,24 @@ def made_here() -> list[dict]:
     style = 0
     for kind, context, template in COMMANDS + FILES:
         for _ in range(2 if kind.startswith(("cmd-", "cfg-")) else 1):
+            # A command's unquoted argument cannot hold `$`, a backtick, `&` or `;`; a quoted
+            # one and a file's value can.
             shell_safe = kind.startswith("cmd-") and "'{pw}'" not in template
-            pw = password(
-                style,
-                shell_safe=shell_safe
-                or "{pw}" not in template
-                or kind.startswith(("cmd-", "url-", "conn-")),
-            )
-            if "{pw}@" in template or kind.startswith(
-                (
-                    "url-",
-                    "conn-",
-                    "cfg-netrc",
-                    "cfg-pgpass",
-                    "cmd-net-",
-                    "cmd-cmdkey",
-                    "cmd-schtasks",
-                    "cmd-psexec",
-                    "cmd-wmic",
-                )
-            ):
-                pw = re.sub(r"[@:/;%#? ^$`&|]", "", pw) or "Kt7vQm2x"
+            pw = password(style, shell_safe=shell_safe)
             style += 1
+            if "{pw}@" in template or kind.startswith(URL_LIKE):
+                pw = re.sub(r"[@:/;%#? ^$`&|]", "", pw) or "Kt7vQm2x"
+            if "</" in template or "/>" in template:
+                pw = pw.replace("&", "")  # XML would escape it
             user = RNG.choice(USERS)
             host = RNG.choice(HOSTS)
-            tok = RNG.choice(plain_tokens)
-            if kind in (
-                "cmd-aws-configure-set",
-                "cfg-terraform-provider",
-                "cfg-s3cfg",
-                "cmd-s3cmd",
-                "cmd-mc-alias",
-            ):
-                tok = rand(B64, 40)
-            if kind in ("conn-azure-servicebus",):
-                tok = rand(B64, 43) + "="
-            if kind in ("conn-azure-storage",):
-                tok = rand(B64, 86) + "=="
-            if kind == "out-http-log":
-                tok = rand(HEX, 32)
+            made = TOKEN_FOR.get(kind)
+            if made is None:
+                tok = RNG.choice(plain_tokens)
+            elif isinstance(made, str):
+                tok = dict(token_formats())[made]  # a new token of that format each time
+            else:
+                tok = made()
             values = {
                 "pw": pw,
                 "user": user,
@@ -1618,6 +1762,99 @@ def ordinary_from_tools(trivy: Repo) -> list[dict]:
     return rows
 
 
+STDLIB_MODULES = (
+    "getpass.py",
+    "netrc.py",
+    "smtplib.py",
+    "imaplib.py",
+    "ftplib.py",
+    "poplib.py",
+    "hmac.py",
+    "secrets.py",
+    "ssl.py",
+    "urllib/request.py",
+    "http/cookiejar.py",
+    "http/client.py",
+    "hashlib.py",
+    "base64.py",
+    "uuid.py",
+    "email/utils.py",
+)
+
+
+def ordinary_from_python_stdlib() -> list[dict]:
+    """Lines of CPython's standard library naming passwords, keys, tokens and hashes."""
+    import sysconfig
+
+    root = Path(sysconfig.get_paths()["stdlib"])
+    version = sysconfig.get_python_version()
+    picks: dict[str, str] = {}
+    for module in STDLIB_MODULES:
+        path = root / module
+        if not path.exists():
+            continue
+        for line in path.read_text(encoding="utf-8").splitlines():
+            code = line.strip()
+            if code.startswith("#") or not re.search(
+                r"(?i)passw|token|secret|\bkey|digest|hash", code
+            ):
+                continue
+            picks.setdefault(code, module)
+    return [
+        row(
+            "ordinary",
+            "python-identifier",
+            f"CPython {version} Lib/{picks[ln]}",
+            "PSF-2.0",
+            "Python code",
+            ln,
+        )
+        for ln in sample(list(picks), 20)
+    ]
+
+
+def ordinary_from_logs() -> list[dict]:
+    """Log lines of this machine that mention keys, certificates, hashes or authentication."""
+    rows = []
+    for log in (
+        "/var/log/dpkg.log",
+        "/var/log/apt/history.log",
+        "/var/log/apt/term.log",
+        "/var/log/alternatives.log",
+        "/var/log/postgresql/postgresql-15-main.log",
+    ):
+        try:
+            text = Path(log).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        lines = [
+            ln
+            for ln in text.splitlines()
+            if re.search(r"(?i)key|cert|ssl|gpg|hash|auth|token|passw|crypt", ln)
+        ]
+        rows += [
+            row("ordinary", "log-line", f"{log} here", REAL_LICENSE, "log", ln)
+            for ln in sample(lines, 4)
+        ]
+    wheels = sorted(Path("/root/.pyenv").glob("versions/*/lib/python*/ensurepip/_bundled/*.whl"))[
+        :3
+    ]
+    for wheel in wheels:
+        out = run("pip", "hash", str(wheel)).strip().replace(str(wheel.parent) + "/", "")
+        if out:
+            rows.append(
+                row(
+                    "ordinary",
+                    "pip-hash",
+                    "output of `pip hash` here",
+                    REAL_LICENSE,
+                    "tool output",
+                    out,
+                )
+            )
+    return rows
+
+
 def ordinary_routes_from_botocore() -> list[dict]:
     """HTTP routes of AWS APIs that name keys, tokens and secrets (botocore's models)."""
     try:
@@ -1661,7 +1898,7 @@ def main() -> None:
     twoms = Repo(args.twoms, "Checkmarx/2ms", "Apache-2.0")
     rows = from_trivy(trivy) + from_twoms(twoms) + made_here()
     rows += ordinary_from_trivy(trivy) + ordinary_from_tools(trivy) + placeholders()
-    rows += ordinary_routes_from_botocore()
+    rows += ordinary_routes_from_botocore() + ordinary_from_python_stdlib() + ordinary_from_logs()
     if args.code_server:
         rows += ordinary_from_code_server(args.code_server)
     seen: set[tuple[str, str, str]] = set()
