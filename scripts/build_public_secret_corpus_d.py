@@ -22,30 +22,33 @@ Sources none of corpora A, B and C used (each line names its source and has a `l
   secret the value they all share; its false positives are negative examples.
 - made here, in the contexts an agent shows a secret in (issue 29, item 2): passwords from ten
   generators (word lists, season+year, names and dates, KeePass-like, pronounceable as pwgen,
-  hex and base64 from `openssl rand`, passphrases, leetspeak, digits; with `$`, `^`, `%`, a
-  backtick) and tokens of 60 documented formats, given to 75 command lines whose flag syntax
-  is taken from the tools' man pages and --help (database clients, cloud CLIs, container and
-  package tools, Windows commands, ssh/smb/ldap tools), tool output, config files, connection
-  strings, URLs, prompts, JSON, code in nine languages, and split across lines.
+  hex and base64 from `openssl rand`, leetspeak, digits; with `$`, `^`, `%`, a backtick) and
+  tokens of 60 documented formats, in 89 command lines whose flag syntax is taken from the
+  tools' man pages and --help (database clients, cloud CLIs, container and package tools,
+  Windows commands, ssh/smb/ldap tools), 25 tool outputs, 39 config files, connection strings,
+  URLs, prompts, JSON, code in nine languages, and split across lines.
 
 Ordinary strings, from real material: aquasecurity/trivy's test data and docs (lock files'
 integrity hashes, go.sum, Cargo.lock checksums, poetry hashes, image digests, SBOM UUIDs, IAM
 ARNs, Go code naming passwords/tokens/keys, documentation URLs, placeholders in its docs'
-commands), code-server's CSS and minified JavaScript (MIT; the copy engram's editor tests
-install), and output of tools run here (`ssh-keygen` public keys, fingerprints and hashed
-known_hosts, `keytool -list -cacerts`, `sha256sum`, `git log`, `npm config ls -l`, `pip hash`,
-`openssl dgst`, `kubectl config view`, `base64` of an image).
+commands); AWS API routes naming keys and tokens (botocore's models, Apache-2.0, when the AWS
+CLI's library is installed); lines of CPython's standard library (PSF-2.0) naming passwords,
+keys and digests; code-server's CSS and minified JavaScript (MIT; the copy engram's editor tests
+install); output of tools run here (`ssh-keygen` public keys, fingerprints and hashed
+known_hosts, `keytool -list -cacerts`, `sha256sum`, `md5sum`, `git log`, `npm config ls -l`,
+`pip hash`, `openssl dgst`, `kubectl config view`, `base64` of an image) and `/var/log` lines;
+and the placeholders below written into the same contexts as the secrets.
 
 Placeholders (decided before the first measurement): a value written `<...>`, `${...}`,
-`$VAR`, `{{ ... }}`, `***`, `xxxx`, `REDACTED`, `YOUR_...` holds no secret: a line holding one
+`$VAR`, `%VAR%`, `$(command)`, `{{ ... }}`, `***`, `xxxx`, `YOUR_...` holds no secret: a line holding one
 is an **ordinary string** (family `placeholder-*`), because a redactor that rewrites
 `--token <your-token>` changes documentation for nothing. Default and sample passwords
 (`changeme`, `admin`, `password123`) are real passwords on many systems and placeholders in
-many docs: they are neither (`"type": "negative"`, reported apart). A value that is one short
-unit repeated (`KEYKEYKEY...`) is a negative as well.
+many docs: they are neither (`"type": "negative"`, reported apart). A value that is wholly one short
+unit repeated six times or more (`abcabcabcabcabcabc`) is a negative as well.
 
 Every case is held out (`"split": "holdout"`). A rebuild writes the same file except for what
-the machine's tools make anew (the ssh keys, `keytool`'s list): the committed file is the
+the machine gives anew (ssh keys, UUIDs, logs, installed versions): the committed file is the
 corpus.
 """
 

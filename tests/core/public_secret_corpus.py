@@ -29,7 +29,7 @@ PATH_B = Path(__file__).with_name("public_secret_corpus_b.jsonl")
 PATH_C = Path(__file__).with_name("public_secret_corpus_c.jsonl")
 # The fourth, all of it held out, built while the detector changed by someone who never read it:
 # trivy's secret-scanner tests and 2ms' rule tests (Apache-2.0), passwords and tokens made here in
-# 180 agents' contexts, ordinary strings from real material (lock files, digests, routes, tool
+# 193 agents' contexts, ordinary strings from real material (lock files, digests, routes, tool
 # output) and placeholders; built by `scripts/build_public_secret_corpus_d.py`. Each line has a
 # `license` field. Measured by family only (`scripts/measure_redaction.py --corpus-d`).
 PATH_D = Path(__file__).with_name("public_secret_corpus_d.jsonl")
