@@ -37,25 +37,31 @@ def rank_for_task(
     scored: list[tuple[float, Gotcha]] = []
     for gotcha in list_gotchas(store):
         score = 0.0
-        text_words = words(
-            " ".join(
-                [gotcha.title, gotcha.description, gotcha.workaround, gotcha.error_pattern or ""]
+        # Each kind of evidence is looked for only when the task can give it: a file about to
+        # change (PreToolUse) brings no words, a prompt no files. That work is done for every
+        # open gotcha on every hook, so it is what grows with the store.
+        if task_words:
+            text_words = words(
+                " ".join(
+                    [
+                        gotcha.title,
+                        gotcha.description,
+                        gotcha.workaround,
+                        gotcha.error_pattern or "",
+                    ]
+                )
             )
-        )
-        score += 2.0 * len(task_words & text_words)
+            score += 2.0 * len(task_words & text_words)
         if gotcha.category in task_words or (
             task_category != "general" and gotcha.category == task_category
         ):
             score += 3.0
         # The task quotes the gotcha's error ("fix: TypeError: can't compare ..."): the strongest sign.
-        trigger = normalize(gotcha.error_pattern).lower() if gotcha.error_pattern else ""
-        if (
-            trigger
-            and task_normalized
-            and (trigger in task_normalized or task_normalized in trigger)
-        ):
-            score += 8.0
-        if any(_file_matches(gotcha, path) for path in normalized_files):
+        if task_normalized and gotcha.error_pattern:
+            trigger = normalize(gotcha.error_pattern).lower()
+            if trigger and (trigger in task_normalized or task_normalized in trigger):
+                score += 8.0
+        if normalized_files and any(_file_matches(gotcha, path) for path in normalized_files):
             score += 5.0
         if score <= 0:
             continue
