@@ -118,6 +118,18 @@ def _same_text(root: Path, data: bytes) -> bytes:
     return re.sub(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", b"<time>", data)
 
 
+def _log_folded(root: Path, within: float = 10.0) -> bool:
+    """Whether the store's write-ahead log is gone (its last connection closed), waiting up to
+    `within` seconds for children that answered their client and are closing."""
+    wal = root / ".engram" / "engram.db-wal"
+    deadline = time.monotonic() + within
+    while wal.exists():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 def test_hooks_of_every_agent_give_the_same_output_codes_and_store_as_cold(
     tmp_path: Path, resident: Resident
 ) -> None:
@@ -135,6 +147,10 @@ def test_hooks_of_every_agent_give_the_same_output_codes_and_store_as_cold(
                 outputs.append(
                     (agent, event, done.returncode, _same_text(root, done.stdout), done.stderr)
                 )
+        # The resident child answers first and closes the store after (its write-ahead log
+        # folded then, as a cold process folds it at its exit): once every child is gone,
+        # the log is folded and removed either way.
+        assert _log_folded(root), label
         runs[label] = (outputs, _store_rows(root))
     hooks = sum(len(events) for events in EVENTS.values())
     assert resident.requests() == before + hooks  # every resident hook ran in the server
