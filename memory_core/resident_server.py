@@ -281,6 +281,12 @@ def warm_up() -> None:
                     value.search  # noqa: B018 - compiles and keeps the pattern
                 except Exception:
                     continue
+    with contextlib.suppress(Exception):
+        from memory_core.cli import main as command_line
+        from memory_core.resident import RESIDENT_COMMANDS
+
+        # `hook` runs before the command line's parser; the others parse with one built here.
+        command_line.prebuild_parsers(sorted(RESIDENT_COMMANDS - {"hook"}))
     import gc
 
     # Objects of the imports never die: moved out of the collector's view, so a child does not

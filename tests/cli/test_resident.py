@@ -187,6 +187,11 @@ def _checkpoint_flow(root: Path, env: dict[str, str]) -> list[tuple[int, object]
     results.append(run("rollback", "C-nonexistent", "--yes"))
     listed = json.loads(_engram("checkpoint", "list", "--json", env=env, cwd=root).stdout)
     results.append((0, [(c["name"], c["files"], c["reason"]) for c in listed["checkpoints"]]))
+    # The server's children parse with a parser built before they forked: a mistake and a
+    # request for help read as from a parser built for them.
+    for words in (("checkpoint", "create", "--no-such-option"), ("rollback", "--help")):
+        done = _engram(*words, env={**env, "COLUMNS": "60"}, cwd=root)
+        results.append((done.returncode, (done.stdout.decode(), done.stderr.decode())))
     return results
 
 
@@ -195,9 +200,11 @@ def test_checkpoint_and_rollback_resident_match_cold(tmp_path: Path, resident: R
     cold = _checkpoint_flow(_project(tmp_path / "cold" / "project"), cold_env)
     before = resident.requests()
     warm = _checkpoint_flow(_project(tmp_path / "warm" / "project"), resident.env)
-    assert resident.requests() == before + 5
+    assert resident.requests() == before + 7
     assert warm == cold
     assert cold[2][0] != 0  # the unknown checkpoint's exit code made it through
+    assert cold[-2][0] == 2 and "--no-such-option" in str(cold[-2][1])
+    assert cold[-1][0] == 0 and "usage: engram rollback" in str(cold[-1][1])
 
 
 def test_a_stale_socket_falls_back_to_a_cold_run_once(tmp_path: Path) -> None:
