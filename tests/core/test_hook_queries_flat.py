@@ -55,3 +55,26 @@ def test_measuring_a_session_against_its_quota_reads_only_its_rows(store: Store)
     assert len(measures) == 1
     assert "agent_compactions" in measures[0]
     assert _table_scans(store, measures[0]) == []
+
+
+def test_the_count_sweep_walks_a_table_only_when_it_may_hold_more_than_its_limit(
+    store: Store,
+) -> None:
+    from memory_core import events
+    from memory_core.events import Event
+
+    events.append_many(store, [Event("e", ts=1e9 - i, data={"n": i}) for i in range(8)])
+    settings = config.Settings()
+    settings.values["timeline.max_entries"] = 8
+    sent = _statements(store, lambda: limits.enforce(store, settings, now=1e9))
+    assert not [s for s in sent if "OFFSET" in s and '"events"' in s]  # 8 rowids: nothing to walk
+    settings.values["timeline.max_entries"] = 5
+    assert limits.enforce(store, settings, now=1e9) == {"events": 3}
+    # Rows removed from the middle leave a span wider than the rows: the sweep runs, and keeps
+    # every row while there are no more of them than the limit.
+    with store.transaction() as db:
+        db.execute("DELETE FROM events WHERE id = (SELECT min(id) + 1 FROM events)")
+    settings.values["timeline.max_entries"] = 4
+    sent = _statements(store, lambda: limits.enforce(store, settings, now=1e9))
+    assert [s for s in sent if "OFFSET" in s and '"events"' in s]
+    assert len(events.recent(store, limit=100)) == 4
