@@ -118,5 +118,9 @@ def _may_hold_more_than(db: sqlite3.Connection, table: str, limit: int) -> bool:
     `limit` values (two reads at the ends of its b-tree). The count sweep walks the newest
     `limit` rows to find older ones; with a limit raised far above the default, that walk was
     the whole table at every session's end."""
-    span = db.execute(f'SELECT max(rowid) - min(rowid) + 1 FROM "{table}"').fetchone()[0]
+    # Two subqueries: SQLite reads max() or min() at the b-tree's end only when a query asks
+    # for one of them alone; `max(rowid) - min(rowid)` in one query scans the table.
+    span = db.execute(
+        f'SELECT (SELECT max(rowid) FROM "{table}") - (SELECT min(rowid) FROM "{table}") + 1'
+    ).fetchone()[0]
     return span is not None and span > limit
