@@ -321,13 +321,21 @@ class Store:
         if self._log_folder is not None:
             self._log_folder.stop()
         with self._lock:
-            if _deferred_closes is not None and not self._db.in_transaction:
-                # Closed for this store's users (a use after this raises, as after a close);
-                # the connection itself is closed by `close_deferred`.
-                _deferred_closes.append(self._db)
-                self._db = _closed_connection()
-            else:
+            pending = _deferred_closes
+            if pending is None:
                 self._db.close()
+                return
+            try:
+                busy = self._db.in_transaction
+            except sqlite3.ProgrammingError:
+                return  # closed already (closing twice is no error, as for a connection)
+            if busy:
+                self._db.close()  # rolled back now, as a close does
+                return
+            # Closed for this store's users (a use after this raises, as after a close); the
+            # connection itself is closed by `close_deferred`.
+            pending.append(self._db)
+            self._db = _closed_connection()
 
     # -- the write-ahead log ---------------------------------------------------------------
 
