@@ -8,6 +8,8 @@ end), never on a timer that keeps a process alive.
 
 from __future__ import annotations
 
+import sqlite3
+
 from memory_core import clock
 from memory_core.config import Settings
 from memory_core.store import Store
@@ -96,8 +98,9 @@ def enforce(store: Store, settings: Settings, *, now: float | None = None) -> di
                         (cutoff,),
                     )
                 count += cursor.rowcount
-            if rule.count_setting:
-                limit = int(settings[rule.count_setting])
+            if rule.count_setting and _may_hold_more_than(
+                db, rule.table, limit := int(settings[rule.count_setting])
+            ):
                 cursor = db.execute(
                     f'DELETE FROM "{rule.table}" WHERE {keep}rowid IN ('
                     f'SELECT rowid FROM "{rule.table}" ORDER BY "{rule.ts_column}" DESC, rowid DESC '
@@ -108,3 +111,16 @@ def enforce(store: Store, settings: Settings, *, now: float | None = None) -> di
             if count:
                 removed[rule.table] = count
     return removed
+
+
+def _may_hold_more_than(db: sqlite3.Connection, table: str, limit: int) -> bool:
+    """False when `table` cannot hold more than `limit` rows: its rowids span no more than
+    `limit` values (two reads at the ends of its b-tree). The count sweep walks the newest
+    `limit` rows to find older ones; with a limit raised far above the default, that walk was
+    the whole table at every session's end."""
+    # Two subqueries: SQLite reads max() or min() at the b-tree's end only when a query asks
+    # for one of them alone; `max(rowid) - min(rowid)` in one query scans the table.
+    span = db.execute(
+        f'SELECT (SELECT max(rowid) FROM "{table}") - (SELECT min(rowid) FROM "{table}") + 1'
+    ).fetchone()[0]
+    return span is not None and span > limit

@@ -183,6 +183,18 @@ def list_memories(
     return [to_dict(row, now) for row in rows]
 
 
+def newest_rows(store: Store, limit: int) -> list[sqlite3.Row]:
+    """The rows of what `list_memories(store, limit=limit)` lists (the newest entries not
+    archived), for a caller that reads a few fields of each: `to_dict` (a label, two times,
+    provenance) for each of 200 entries was most of a session start's memory section."""
+    where, params = filter_sql("m")
+    return store.query(
+        f"SELECT m.* FROM memories m WHERE {where} ORDER BY m.created_at DESC, m.seq DESC"
+        " LIMIT ? OFFSET ?",
+        (*params, max(1, int(limit)), 0),
+    )
+
+
 def forget(
     store: Store, memory_id: str, *, reason: str | None = None, now: float | None = None
 ) -> dict[str, Any]:

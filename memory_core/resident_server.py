@@ -281,6 +281,12 @@ def warm_up() -> None:
                     value.search  # noqa: B018 - compiles and keeps the pattern
                 except Exception:
                     continue
+    with contextlib.suppress(Exception):
+        from memory_core.cli import main as command_line
+        from memory_core.resident import RESIDENT_COMMANDS
+
+        # `hook` runs before the command line's parser; the others parse with one built here.
+        command_line.prebuild_parsers(sorted(RESIDENT_COMMANDS - {"hook"}))
     import gc
 
     # Objects of the imports never die: moved out of the collector's view, so a child does not
@@ -387,6 +393,11 @@ def run_child(conn: object, key: str) -> None:
     try:
         _become_the_client(request, fds)
         _watch_client(conn)
+        from memory_core import store
+
+        # The store's close (the write-ahead log folded, with its fsyncs) comes after the
+        # client has its answer: see _answered below.
+        store.defer_closing()
         code = _run_command(request.argv[1:])
     except BaseException as exc:
         with contextlib.suppress(OSError):
@@ -396,9 +407,37 @@ def run_child(conn: object, key: str) -> None:
         from memory_core.resident import command_of
 
         code = 0 if command_of(request.argv[1:]) == "hook" else 1  # a hook never fails the agent
+    for finished in _FINISHED:
+        finished.append(True)  # the client leaving after its answer is no reason to stop
+    _let_go_of_the_client()
     with contextlib.suppress(OSError):
         conn.sendall(b"X%d\n" % code)
+    _answered()
     os._exit(code)
+
+
+def _let_go_of_the_client() -> None:
+    """Stop holding the client's stdin, stdout and stderr: what reads the hook's output (an
+    agent) waits for their end, which must come when the client exits, not when this child
+    has finished closing its stores."""
+    with contextlib.suppress(OSError):
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.close(null)
+
+
+def _answered() -> None:
+    """What the command left to do once its client has the exit code: close the stores it
+    opened (the last connection folds the write-ahead log into the database, with fsyncs, as
+    a cold process does at its exit). A failure here is the server's log's business only:
+    the command's outcome is told already."""
+    try:
+        from memory_core import store
+
+        store.close_deferred()
+    except BaseException:
+        pass
 
 
 def _become_the_client(request: _Request, fds: list[int]) -> None:

@@ -321,7 +321,21 @@ class Store:
         if self._log_folder is not None:
             self._log_folder.stop()
         with self._lock:
-            self._db.close()
+            pending = _deferred_closes
+            if pending is None:
+                self._db.close()
+                return
+            try:
+                busy = self._db.in_transaction
+            except sqlite3.ProgrammingError:
+                return  # closed already (closing twice is no error, as for a connection)
+            if busy:
+                self._db.close()  # rolled back now, as a close does
+                return
+            # Closed for this store's users (a use after this raises, as after a close); the
+            # connection itself is closed by `close_deferred`.
+            pending.append(self._db)
+            self._db = _closed_connection()
 
     # -- the write-ahead log ---------------------------------------------------------------
 
@@ -486,6 +500,36 @@ class Store:
                 with contextlib.suppress(OSError):
                     total += os.lstat(os.path.join(dirpath, name)).st_size
         return total
+
+
+# The last connection to a store to close folds the write-ahead log into the database, with
+# its fsyncs: 2 to 60 ms on a busy machine, paid by whoever waits for the command. A process
+# that can answer first and close after (the resident server's child, memory_core/
+# resident_server.py, which replies to its client and then exits) calls `defer_closing`:
+# every `Store.close` from then on leaves the connection open for `close_deferred`.
+_deferred_closes: list[sqlite3.Connection] | None = None
+
+
+def defer_closing() -> None:
+    """From now on, `Store.close` hands its connection to `close_deferred` (this process)."""
+    global _deferred_closes
+    if _deferred_closes is None:
+        _deferred_closes = []
+
+
+def close_deferred() -> None:
+    """Close the connections `Store.close` left open since `defer_closing` (the last of a
+    store's connections to close folds its log, as it would have then)."""
+    global _deferred_closes
+    pending, _deferred_closes = _deferred_closes or [], None
+    for connection in pending:
+        _close_quietly(connection)
+
+
+def _closed_connection() -> sqlite3.Connection:
+    connection = sqlite3.connect(":memory:")
+    connection.close()
+    return connection
 
 
 class _LogFolder:

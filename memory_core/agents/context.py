@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from memory_core import clock, verify
 from memory_core.agents.digest import axioms_in, is_correction, own_words
@@ -378,18 +379,30 @@ _REMEMBERED_TYPES = ("decision", "preference", "learning", "finding", "project")
 def remembered(store: Store, now: float, limit: int = 8) -> Section:
     """Long-term memories still hot or warm: pinned first, then by current priority."""
     section = Section("Decisions and knowledge to keep")
-    from memory_core.memory import list_memories
+    from memory_core.memory import current_priority, newest_rows
 
-    entries = list_memories(store, limit=200, now=now)
-    kept = [
-        entry
-        for entry in entries
-        if entry.get("type") in _REMEMBERED_TYPES
-        and "user-rule" not in (entry.get("tags") or [])  # shown as corrections and rules
-        and entry.get("status") != "resolved"
-        and (entry.get("pinned") or float(entry.get("priority") or 0) >= 0.3)
-    ]
-    kept.sort(key=lambda e: (not e.get("pinned"), -float(e.get("priority") or 0)))
+    # The 200 newest entries, each read for what the choice needs (its priority rounded as
+    # `memory.to_dict` gives it, so ties fall as they did on the listed entries).
+    kept: list[dict[str, Any]] = []
+    for row in newest_rows(store, 200):
+        if (
+            row["type"] not in _REMEMBERED_TYPES
+            or "user-rule" in (row["tags"].split() if row["tags"] else [])  # told as rules
+            or row["status"] == "resolved"
+        ):
+            continue
+        priority = round(current_priority(row, now), 4)
+        if row["pinned"] or priority >= 0.3:
+            kept.append(
+                {
+                    "id": row["id"],
+                    "type": row["type"],
+                    "content": row["content"],
+                    "pinned": bool(row["pinned"]),
+                    "priority": priority,
+                }
+            )
+    kept.sort(key=lambda e: (not e["pinned"], -e["priority"]))
     kept = kept[:limit]
     # Checked against the code as it is now: a memory whose cited code changed or is gone is
     # told last, marked, never as current.

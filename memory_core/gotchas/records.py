@@ -243,6 +243,29 @@ def list_gotchas(
     return found
 
 
+def by_ids(store: Store, ids: Sequence[str]) -> dict[str, Gotcha]:
+    """The stored gotchas of `ids` (with their anchors), by id: what `list_gotchas` gives
+    for them, read for those alone."""
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    rows = store.query(f"SELECT * FROM gotchas WHERE id IN ({marks})", tuple(ids))
+    anchors = _anchors_by_gotcha(store, ids)
+    return {row["id"]: _from_row(row, anchors.get(row["id"])) for row in rows}
+
+
+def team_only(store: Store) -> list[Gotcha]:
+    """The team file's gotchas that the store does not hold (under any status): those
+    `list_gotchas` adds to the stored ones."""
+    if team_gotchas is None:
+        return []
+    team = team_gotchas(store.root)
+    if not team:
+        return []
+    known = {str(row[0]) for row in store.query("SELECT id FROM gotchas")}
+    return [gotcha for gotcha in team if gotcha.id not in known]
+
+
 def get(store: Store, gotcha_id: str) -> Gotcha:
     """One gotcha by id (case-insensitive; a unique prefix will do); NotFoundError otherwise."""
     wanted = gotcha_id.strip()

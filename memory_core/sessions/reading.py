@@ -142,12 +142,20 @@ def list_sessions(
         "SELECT * FROM sessions ORDER BY last_activity_at DESC, rowid DESC LIMIT ?",
         (limit if limit is not None else -1,),
     )
-    agent_ids = {
-        str(r[0])
-        for r in store.query(
-            "SELECT session_id FROM agent_sessions WHERE main_messages + sub_messages > 0"
+    # Only the listed sessions are asked about: a hook lists the last few, and every agent
+    # session the store ever kept would make it slower with each one.
+    ids = [str(row["id"]) for row in rows]
+    agent_ids: set[str] = set()
+    for start in range(0, len(ids), 500):  # within SQLite's limit on bound parameters
+        chunk = ids[start : start + 500]
+        agent_ids.update(
+            str(r[0])
+            for r in store.query(
+                "SELECT session_id FROM agent_sessions WHERE session_id IN "
+                f"({', '.join('?' * len(chunk))}) AND main_messages + sub_messages > 0",
+                tuple(chunk),
+            )
         )
-    }
     return [
         _with_agent_tokens(store, _session_dict(row, ts))
         if row["id"] in agent_ids

@@ -21,10 +21,15 @@ with a prompt, an edit, a failing and a passing command and its end, recorded th
 hook handlers in process), as many memories, and a tenth as many gotchas.
 
 `python -m tests.bench hooks`; ENGRAM_BENCH_HOOK_RUNS sessions measured per store (default 12).
+ENGRAM_BENCH_HOOK_STORES=empty,large measures only the stores named. ENGRAM_BENCH_HOOK_LARGE=PATH
+takes the large store from PATH (a folder whose `project` a run of `fill` made, e.g. one kept
+from an earlier run with ENGRAM_BENCH_HOOK_KEEP=PATH): a copy is measured, so stores of
+thousands of sessions, which take many minutes to build, can be measured again and again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
@@ -41,6 +46,9 @@ from typing import Any
 from tests.bench.harness import Figure, summarize
 
 HOOK_RUNS = int(os.environ.get("ENGRAM_BENCH_HOOK_RUNS", "12"))
+STORES = os.environ.get("ENGRAM_BENCH_HOOK_STORES", "empty,large").split(",")
+LARGE_FROM = os.environ.get("ENGRAM_BENCH_HOOK_LARGE")
+KEEP_LARGE = os.environ.get("ENGRAM_BENCH_HOOK_KEEP")
 LARGE_SESSIONS = int(os.environ.get("ENGRAM_BENCH_HOOK_SESSIONS", "2000"))
 TARGET_RATIO = 2.5
 REPO = Path(__file__).resolve().parents[2]
@@ -486,6 +494,22 @@ def fill(root: Path, sessions: int) -> str:
     )
 
 
+def _described(root: Path, how: str) -> str:
+    """What a store holds, in words (for a store this run did not build)."""
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(root / ".engram" / "engram.db")) as db:
+        count = {
+            table: db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            for table in ("agent_sessions", "memories", "gotchas", "events")
+        }
+    size = (root / ".engram" / "engram.db").stat().st_size / 1e6
+    return (
+        f"{count['agent_sessions']:,} sessions, {count['memories']:,} memories, "
+        f"{count['gotchas']:,} gotchas, {count['events']:,} events, store {size:.0f} MB, {how}"
+    )
+
+
 # -- measuring -----------------------------------------------------------------------------------
 
 
@@ -546,10 +570,21 @@ def hook_latency() -> list[Figure]:
     figures: list[Figure] = []
     with tempfile.TemporaryDirectory(prefix="engram-bench-hooks-") as tmp:
         python, engram = installed_engram(Path(tmp) / "venv")
-        stores = {"empty store": _project(Path(tmp) / "empty", engram)}
-        large = _project(Path(tmp) / "large", engram)
-        described = fill(large, LARGE_SESSIONS)
-        stores["large store"] = large
+        stores: dict[str, Path] = {}
+        described = ""
+        if "empty" in STORES:
+            stores["empty store"] = _project(Path(tmp) / "empty", engram)
+        if "large" in STORES:
+            if LARGE_FROM:
+                large = Path(tmp) / "large" / "project"
+                shutil.copytree(Path(LARGE_FROM) / "project", large, symlinks=True)
+                described = _described(large, f"copied from {LARGE_FROM}")
+            else:
+                large = _project(Path(tmp) / "large", engram)
+                described = fill(large, LARGE_SESSIONS)
+                if KEEP_LARGE:
+                    shutil.copytree(large, Path(KEEP_LARGE) / "project", symlinks=True)
+            stores["large store"] = large
         server = ResidentServer(engram, Path(tmp) / "resident")
         try:
             for label, root in stores.items():

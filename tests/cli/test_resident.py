@@ -118,6 +118,18 @@ def _same_text(root: Path, data: bytes) -> bytes:
     return re.sub(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", b"<time>", data)
 
 
+def _log_folded(root: Path, within: float = 10.0) -> bool:
+    """Whether the store's write-ahead log is gone (its last connection closed), waiting up to
+    `within` seconds for children that answered their client and are closing."""
+    wal = root / ".engram" / "engram.db-wal"
+    deadline = time.monotonic() + within
+    while wal.exists():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 def test_hooks_of_every_agent_give_the_same_output_codes_and_store_as_cold(
     tmp_path: Path, resident: Resident
 ) -> None:
@@ -135,6 +147,10 @@ def test_hooks_of_every_agent_give_the_same_output_codes_and_store_as_cold(
                 outputs.append(
                     (agent, event, done.returncode, _same_text(root, done.stdout), done.stderr)
                 )
+        # The resident child answers first and closes the store after (its write-ahead log
+        # folded then, as a cold process folds it at its exit): once every child is gone,
+        # the log is folded and removed either way.
+        assert _log_folded(root), label
         runs[label] = (outputs, _store_rows(root))
     hooks = sum(len(events) for events in EVENTS.values())
     assert resident.requests() == before + hooks  # every resident hook ran in the server
@@ -171,6 +187,11 @@ def _checkpoint_flow(root: Path, env: dict[str, str]) -> list[tuple[int, object]
     results.append(run("rollback", "C-nonexistent", "--yes"))
     listed = json.loads(_engram("checkpoint", "list", "--json", env=env, cwd=root).stdout)
     results.append((0, [(c["name"], c["files"], c["reason"]) for c in listed["checkpoints"]]))
+    # The server's children parse with a parser built before they forked: a mistake and a
+    # request for help read as from a parser built for them.
+    for words in (("checkpoint", "create", "--no-such-option"), ("rollback", "--help")):
+        done = _engram(*words, env={**env, "COLUMNS": "60"}, cwd=root)
+        results.append((done.returncode, (done.stdout.decode(), done.stderr.decode())))
     return results
 
 
@@ -179,9 +200,11 @@ def test_checkpoint_and_rollback_resident_match_cold(tmp_path: Path, resident: R
     cold = _checkpoint_flow(_project(tmp_path / "cold" / "project"), cold_env)
     before = resident.requests()
     warm = _checkpoint_flow(_project(tmp_path / "warm" / "project"), resident.env)
-    assert resident.requests() == before + 5
+    assert resident.requests() == before + 7
     assert warm == cold
     assert cold[2][0] != 0  # the unknown checkpoint's exit code made it through
+    assert cold[-2][0] == 2 and "--no-such-option" in str(cold[-2][1])
+    assert cold[-1][0] == 0 and "usage: engram rollback" in str(cold[-1][1])
 
 
 def test_a_stale_socket_falls_back_to_a_cold_run_once(tmp_path: Path) -> None:

@@ -139,3 +139,43 @@ def test_the_context_names_the_branch_and_the_task_in_progress(
     out = context.session_start_text(store, current_session="next", now=1_900_000_000.0)
     assert "Git branch: feature/parser" in out
     assert "Task in progress (not finished): \u201cAdd error recovery to the parser\u201d" in out
+
+
+def test_the_memories_kept_are_those_of_the_newest_listed_entries_by_priority(
+    store: Store,
+) -> None:
+    """More entries than the 200 read, of every type, pinned or not, tagged as rules,
+    resolved, fresh and decayed: the section tells the same entries in the same order as
+    choosing among `list_memories`' entries did."""
+    import random
+
+    from memory_core import memory
+
+    day = 86400.0
+    now = 1_800_000_000.0
+    chooser = random.Random(32)
+    types = ("decision", "preference", "learning", "finding", "project", "todo")
+    for index in range(230):
+        kind = chooser.choice([t for t in types if t in memory.TYPES])
+        memory.add(
+            store,
+            f"Entry {index}: the cache of module {index % 17} is cleared at start",
+            type=kind,
+            pinned=chooser.random() < 0.1,
+            tags=["user-rule"] if chooser.random() < 0.1 else [],
+            status="resolved" if kind == "finding" and chooser.random() < 0.3 else "open",
+            now=now - chooser.choice([1, 5, 40, 200, 600]) * day - index,
+        )
+    entries = memory.list_memories(store, limit=200, now=now)
+    chosen = [
+        e
+        for e in entries
+        if e["type"] in ("decision", "preference", "learning", "finding", "project")
+        and "user-rule" not in e["tags"]
+        and e["status"] != "resolved"
+        and (e["pinned"] or float(e["priority"]) >= 0.3)
+    ]
+    chosen.sort(key=lambda e: (not e["pinned"], -float(e["priority"])))
+    told = context.remembered(store, now).items
+    assert len(told) == min(8, len(chosen)) > 0
+    assert [item.split(": ", 1)[1][:10] for item in told] == [e["content"][:10] for e in chosen[:8]]

@@ -143,3 +143,109 @@ def test_the_task_for_an_agent_lists_five_gotchas_at_most(store: Store) -> None:
     text = context_for_task(store, "deploy")
     assert text.count("\n- **[") == 5
     assert context_for_task(store, "deploy", limit=2).count("\n- **[") == 2
+
+
+def _ranked_as_listed(store: Store, task: str, files: tuple[str, ...], limit: int) -> list:  # type: ignore[type-arg]
+    """The ranking as it was first written, over every gotcha `list_gotchas` gives: what
+    `rank_for_task` (which reads only what ranking needs of each gotcha) must equal."""
+    from fnmatch import fnmatch
+
+    from memory_core.gotchas.normalize import infer_category, normalize, words
+    from memory_core.gotchas.records import list_gotchas
+    from memory_core.text import STOPWORDS
+
+    task_words = words(task) - (STOPWORDS | {"add", "fix", "make", "use"})
+    category = infer_category(task)
+    normalized = normalize(task).lower() if task.strip() else ""
+    paths = [f.replace("\\", "/").lstrip("./") for f in files]
+    scored = []
+    for gotcha in list_gotchas(store):
+        text = " ".join(
+            [gotcha.title, gotcha.description, gotcha.workaround, gotcha.error_pattern or ""]
+        )
+        score = 2.0 * len(task_words & words(text))
+        if gotcha.category in task_words or (category != "general" and gotcha.category == category):
+            score += 3.0
+        trigger = normalize(gotcha.error_pattern).lower() if gotcha.error_pattern else ""
+        if trigger and normalized and (trigger in normalized or normalized in trigger):
+            score += 8.0
+        if any(
+            any(fnmatch(p, g) or fnmatch(p, f"**/{g}") for g in gotcha.related_files)
+            or any(a.path == p for a in gotcha.anchors)
+            for p in paths
+        ):
+            score += 5.0
+        if score <= 0:
+            continue
+        score += (3 - min(gotcha.severity_rank, 3)) * 0.5 + (
+            0.5 if gotcha.status == "confirmed" else 0.0
+        )
+        scored.append((score, gotcha))
+    scored.sort(key=lambda item: (-item[0], item[1].severity_rank, item[1].id))
+    return scored[:limit]
+
+
+def test_the_ranking_is_the_same_as_over_every_listed_gotcha(store: Store) -> None:
+    """Many gotchas of every kind of evidence, stored (open, candidate, resolved, anchored) and
+    from the team file (one of them also stored): the same gotchas, scores and order, and
+    the same Gotcha objects, for tasks with words, a quoted error, files, or nothing."""
+    import random
+
+    from memory_core.gotchas import records
+
+    chooser = random.Random(32)
+    topics = ["cookie", "pool", "migration", "timeout", "import", "cache", "login", "upload"]
+    files = ["app.py", "src/db.py", "settings.py", "web/views.py", "docs/index.md"]
+    with records.exports_deferred(store):  # the exports written once, not per gotcha
+        for index in range(25):
+            topic = chooser.choice(topics)
+            add(
+                store,
+                f"The {topic} breaks when {chooser.choice(topics)} runs ({index})",
+                description=f"Seen with the {chooser.choice(topics)} under load.",
+                workaround=chooser.choice(["", f"Restart the {topic} worker."]),
+                severity=chooser.choice(["critical", "high", "medium", "low"]),
+                status=chooser.choice(["candidate", "confirmed", "resolved"]),
+                related_files=chooser.sample(
+                    ["*.py", "settings.py", "src/*", "views.py"], k=index % 3
+                ),
+                error_pattern=(f"TimeoutError: {topic} took {index} s" if index % 4 == 0 else None),
+                anchors=(
+                    [Anchor(chooser.choice(files), index, index, None, "x = 1")]
+                    if index % 5 == 0
+                    else []
+                ),
+            )
+    shared = add(store, "The team's cookie rule", related_files=["web/*"])
+    team = store.root / ".engram" / "team"
+    team.mkdir()
+    (team / "gotchas.toml").write_text(
+        "[[gotchas]]\n"
+        'id = "G-0000aaaa"\n'
+        'title = "Uploads over 10 MB time out behind the proxy"\n'
+        'related_files = ["web/*.py"]\n'
+        'error_pattern = "TimeoutError: upload took 30 s"\n'
+        "[[gotchas]]\n"
+        f'id = "{shared.id}"\n'
+        'title = "The team file says this cookie rule differently"\n'
+        'severity = "critical"\n'
+    )
+    assert any(g.id == "G-0000aaaa" for g in records.team_only(store))
+    tasks = [
+        "",
+        "fix the cookie in the login view",
+        "TimeoutError: upload took 30 s",
+        "the pool and the migration",
+        "rename a variable",
+    ]
+    file_sets: list[tuple[str, ...]] = [(), ("app.py",), ("src/db.py", "web/views.py")]
+    for task in tasks:
+        for chosen in file_sets:
+            for limit in (3, 100):
+                expected = _ranked_as_listed(store, task, chosen, limit)
+                got = rank_for_task(store, task, chosen, limit)
+                assert [(s, g.id) for s, g in got] == [(s, g.id) for s, g in expected]
+                assert [g for _s, g in got] == [g for _s, g in expected], (task, chosen)
+    ranked = dict((g.id, g) for _s, g in rank_for_task(store, "the upload", ("web/v.py",), 100))
+    assert "G-0000aaaa" in ranked  # from the team file
+    assert ranked[shared.id].title == "The team's cookie rule"  # the stored one, not the file's

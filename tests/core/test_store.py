@@ -205,3 +205,29 @@ def test_closing_a_store_stops_its_log_folder(store: Store) -> None:
     _write_pages(store, 3)
     store.close()
     assert not [t for t in mine if t.is_alive()]
+
+
+def test_a_deferred_close_closes_for_its_users_at_once_and_folds_the_log_later(
+    workspace: Path,
+) -> None:
+    """The resident server's child (docs/resident.md) answers before its stores' connections
+    close: `Store.close` then leaves the connection to `close_deferred`, which folds the log."""
+    from memory_core import store as store_module
+
+    wal = workspace / ".engram" / "engram.db-wal"
+    store_module.defer_closing()
+    try:
+        store = Store.init(workspace)
+        with store.transaction() as db:
+            db.execute("INSERT INTO store_meta (key, value) VALUES ('k', 'v')")
+        store.close()
+        store.close()  # twice, as a connection may be
+        with pytest.raises(sqlite3.ProgrammingError):
+            store.query("SELECT 1")
+        assert wal.exists()  # not folded yet: the connection is still open
+    finally:
+        store_module.close_deferred()
+    assert not wal.exists()  # the last connection closed: the log folded into the database
+    with Store.open(workspace) as reopened:
+        assert reopened.query_one("SELECT value FROM store_meta WHERE key = 'k'")[0] == "v"
+    store_module.close_deferred()  # nothing pending: no error
