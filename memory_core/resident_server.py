@@ -266,6 +266,10 @@ def warm_up() -> None:
     for name in WARM_MODULES:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
+    with contextlib.suppress(Exception):
+        from memory_core import journal
+
+        journal.compile_default_rules()  # the ignore rules every checkpoint with defaults uses
     modules = []
     for info in pkgutil.walk_packages(memory_core.__path__, "memory_core."):
         if info.name in COLD_ONLY:

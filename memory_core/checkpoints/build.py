@@ -19,6 +19,7 @@ from memory_core.checkpoints.storage import (
     stat_cache_of,
 )
 from memory_core.checkpoints.trees import Entry, Listing, Tree, sha, valid_name
+from memory_core.journal import IgnoreRules
 from memory_core.store import Store
 
 # A file modified this close to when it was hashed may change again within the same mtime tick;
@@ -87,9 +88,13 @@ def _build_trees(files: dict[str, Entry], writer: Writer) -> tuple[str, int, int
 
 
 def build_full(
-    store: Store, settings: config.Settings, writer: Writer, now: float
+    store: Store,
+    settings: config.Settings,
+    writer: Writer,
+    now: float,
+    rules: IgnoreRules | None = None,
 ) -> tuple[str, int, int, int, list[str]]:
-    rules = rules_for(store, settings)
+    rules = rules if rules is not None else rules_for(store, settings)
     found = scan(store.root, rules, int(settings["checkpoints.max_file_bytes"]))
     for folder in found.unreadable:
         writer.unreadable[folder or "."] = "the folder cannot be listed"
@@ -164,10 +169,12 @@ def build_incremental(
     changed_paths: set[str],
     now: float,
     tree_cache: dict[str, Tree] | None = None,
+    rules: IgnoreRules | None = None,
 ) -> tuple[str, int, int, int, list[str]]:
-    """A new root tree: the base with only `changed_paths` looked at again."""
+    """A new root tree: the base with only `changed_paths` looked at again (`rules`: the
+    workspace's ignore rules, when the caller built them already)."""
     root = store.root
-    rules = rules_for(store, settings)
+    rules = rules if rules is not None else rules_for(store, settings)
     cap = int(settings["checkpoints.max_file_bytes"])
     trees: dict[str, Listing] = {}
     dirty: set[str] = set()

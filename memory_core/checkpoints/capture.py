@@ -14,7 +14,7 @@ from typing import Any
 from memory_core import clock, config, cyclic_gc, events, journal
 from memory_core import git as git_module
 from memory_core.checkpoints.build import build_full, build_incremental
-from memory_core.checkpoints.disk import settings_for
+from memory_core.checkpoints.disk import rules_for, settings_for
 from memory_core.checkpoints.history import get
 from memory_core.checkpoints.retention import enforce_retention
 from memory_core.checkpoints.storage import Writer, loaded_path
@@ -156,7 +156,10 @@ def capture_workspace(
 
     # git: `git status` now, against what it said at the previous checkpoint.
     previous_git = journal.GitState.from_json(before.get("git")) if usable else None
+    rules = None
     if paths is None:
+        # The ignore rules are read while git works (git runs in its own process).
+        rules = rules_for(store, settings) if git is not None else None
         looked = git.started if git is not None else time.time()
         now_git = git.result() if git is not None else journal.git_state(root, own_index=True)
         if now_git is not None:
@@ -196,10 +199,13 @@ def capture_workspace(
             paths,
             ts,
             tree_cache,
+            rules,
         )
     else:
         mode, source = "scan", "scan"
-        root_hash, count, size, changed_count, skipped = build_full(store, settings, writer, ts)
+        root_hash, count, size, changed_count, skipped = build_full(
+            store, settings, writer, ts, rules
+        )
     token["source"] = source
     unreadable = set(writer.unreadable)
     if mode == "incremental" and paths is not None:

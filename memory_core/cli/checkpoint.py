@@ -98,8 +98,8 @@ def _git_status_ahead(ctx: Context) -> Any:
 
 
 def run_checkpoint_create(ctx: Context) -> int:
+    git = _git_status_ahead(ctx)  # first: the store opens while git works
     session_id = _active_session(ctx)
-    git = _git_status_ahead(ctx)
     made = checkpoints.create(
         ctx.store(),
         ctx.args.name,
@@ -205,8 +205,8 @@ def run_checkpoint_delete(ctx: Context) -> int:
 
 
 def run_rollback(ctx: Context) -> int:
+    git = _git_status_ahead(ctx)  # first: the store opens while git works
     store = ctx.store()
-    git = _git_status_ahead(ctx)
     plan = checkpoints.plan_rollback(store, ctx.args.checkpoint, settings=ctx.settings, git=git)
     target = plan.checkpoint
     if ctx.args.rewind and target.get("turn_number") is None:

@@ -157,3 +157,45 @@ def test_rules_rebuilt_from_the_store_decide_as_pathspec_does() -> None:
                 lines,
                 path,
             )
+
+
+def test_comments_and_blank_lines_decide_nothing_and_share_the_rules_alone() -> None:
+    """An ignore file's comments and blank lines are no rules (git's reading): the file is
+    compiled as its rules alone, and decides as git does; a line with a space before its `#`
+    is a pattern, not a comment."""
+    import pathspec
+
+    lines = ("# build output", "", "*.log", "   ", " #kept", "\\#literal#")
+    matcher = journal._compiled(lines)
+    assert matcher is journal._compiled(("*.log", " #kept", "\\#literal#"))
+    spec = pathspec.GitIgnoreSpec.from_lines(lines)
+    for path in ("a.log", "src/b.log", " #kept", "#literal#", "# build output", "app.py"):
+        assert matcher.check(path) == (True if spec.check_file(path).include else None), path
+
+
+def test_a_process_that_compiled_the_defaults_needs_nothing_for_a_default_workspace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The resident server compiles the default rules once before it forks: a workspace with
+    default settings and git's comment-only `.git/info/exclude` then needs no compiling (not
+    even pathspec), and its rules decide as they always did."""
+    info = tmp_path / ".git" / "info"
+    info.mkdir(parents=True)
+    (info / "exclude").write_text(
+        "# git ls-files --others --exclude-from=.git/info/exclude\n"
+        "# Lines that start with '#' are comments.\n# *.[oa]\n# *~\n"
+    )
+    journal.compile_default_rules()
+    monkeypatch.setitem(sys.modules, "pathspec", None)  # compiling anything now fails
+    rules = journal.checkpoint_rules(tmp_path, [])
+    for path, ignored in (
+        (".env", True),
+        ("config/.env.example", False),
+        ("keys/id_rsa", True),
+        ("keys/id_rsa.pub", False),
+        ("notes.txt~", True),
+        (".main.py.swp", True),
+        ("main.py", False),
+        ("lib.o", False),  # (a commented-out pattern of the template)
+    ):
+        assert rules.path_ignored(path) is ignored, path
