@@ -129,6 +129,7 @@ MODULES: dict[str, Module] = {
             "tests/core/test_agents_hooks_fuzz.py",
             "tests/core/test_hook_step_failures.py",
             "tests/core/test_hook_events.py",
+            "tests/core/test_hook_mixed_inputs.py",
         ),
         sample=60,
     ),
@@ -354,6 +355,7 @@ MODULES: dict[str, Module] = {
         "memory_core/agents/payload.py",
         (
             "tests/core/test_payload_cut_in_process.py",
+            "tests/core/test_payload_agents_mixed.py",
             "tests/core/test_hook_payload_shapes.py",
             "tests/core/test_quota_hook_steps.py",
             "tests/core/test_hook_events.py",
