@@ -172,7 +172,11 @@ MODULES: dict[str, Module] = {
     ),
     "agents.context": Module(
         "memory_core/agents/context.py",
-        ("tests/core/test_agents_context.py", "tests/core/test_session_start_boundaries.py"),
+        (
+            "tests/core/test_agents_context.py",
+            "tests/core/test_session_start_boundaries.py",
+            "tests/core/test_session_start_includes.py",
+        ),
         sample=60,
     ),
     "agents.digest": Module(
