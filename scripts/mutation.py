@@ -340,6 +340,7 @@ MODULES: dict[str, Module] = {
             "tests/core/test_transcript_ingest_effects.py",
             "tests/core/test_agents_transcripts.py",
             "tests/core/test_codex_rollouts.py",  # Codex's apply_patch: `_patched_files`
+            "tests/core/test_record_turns_edges.py",
         ),
         sample=60,
     ),

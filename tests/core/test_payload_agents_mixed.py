@@ -343,6 +343,8 @@ def test_gemini_prompts_lose_engrams_context_block_and_claude_prompts_keep_their
         ({"is_error": True}, True, '{"is_error": true}', False),
         ({"interrupted": True, "output": "stopped"}, False, None, True),
         ("aborted by user", False, None, True),
+        # A non-zero exit without any output: the error says the tool failed.
+        ({"exit_code": 2}, True, "tool failed", False),
     ],
 )
 def test_a_codex_tool_output_is_judged_by_its_exit_code(
@@ -407,6 +409,21 @@ def test_nesting_up_to_the_limit_is_read_and_one_deeper_refused() -> None:
 def test_many_brackets_in_strings_beside_shallow_data_are_not_nesting() -> None:
     text = json.dumps({"a": "[" * 300, "b": [[{"c": [1]}]]}).encode()
     assert parse("claude-code", "Stop", text).raw["b"] == [[{"c": [1]}]]
+
+
+@pytest.mark.parametrize(
+    ("depth", "refused"), [(payload.MAX_DEPTH, False), (payload.MAX_DEPTH + 1, True)]
+)
+def test_nesting_is_measured_exactly_when_brackets_in_strings_hide_it(
+    depth: int, refused: bool
+) -> None:
+    # Brackets inside a string make the quick bound pass the limit: the real depth is counted.
+    text = b'{"s": "' + b"[" * 300 + b'", "a": ' + b"[" * (depth - 1) + b"]" * (depth - 1) + b"}"
+    if refused:
+        with pytest.raises(UsageError, match="nested too deeply"):
+            parse("claude-code", "Stop", text)
+    else:
+        assert parse("claude-code", "Stop", text).raw["s"] == "[" * 300
 
 
 def test_a_deeply_nested_branch_beside_shallow_ones_is_found() -> None:
@@ -508,3 +525,20 @@ def test_a_long_str_payload_is_cut_as_its_bytes_would_be() -> None:
     parsed = parse("claude-code", "UserPromptSubmit", text)
     assert parsed.session_id == "s" and parsed.prompt
     assert " bytes cut ...]" in parsed.prompt and len(parsed.prompt) < 2 * KEEP_BYTES
+
+
+def test_a_long_string_of_invalid_utf8_at_a_cut_is_refused_as_not_json() -> None:
+    # Bytes no UTF-8 text holds (a tool's binary output passed on raw): the cut cannot find a
+    # character boundary near the cut point, and the parser then says what is wrong.
+    body = b"a" * (KEEP_BYTES - 50) + b"\x80" * 100 + b"b" * (CUT_ABOVE_BYTES + 10)
+    with pytest.raises(UsageError, match="not JSON"):
+        parse("claude-code", "Stop", _field(body))
+    tail = b"b" * (CUT_ABOVE_BYTES + 10) + b"\x80" * 100 + b"c" * (KEEP_BYTES - 50)
+    with pytest.raises(UsageError, match="not JSON"):
+        parse("claude-code", "Stop", _field(tail))
+
+
+def test_a_long_json_string_on_its_own_is_cut_too() -> None:
+    raw = b'"' + b"x" * (CUT_ABOVE_BYTES + 100) + b'"'
+    cut = json.loads(cut_long_strings(raw))
+    assert cut.startswith("x" * KEEP_BYTES + "\n[... ") and len(cut) < 3 * KEEP_BYTES
