@@ -416,3 +416,32 @@ def test_the_whole_text_keeps_to_a_small_token_budget(store: Store) -> None:
         memory.add(store, f"decision number {n} " + "y" * 60, type="decision", now=NOW)
     text = context.session_start_text(store, token_budget=100, now=NOW)
     assert 0 < len(text) <= 400 and text.startswith(context.HEADER)
+
+
+def test_a_correction_naming_a_file_that_is_gone_is_marked_for_checking(store: Store) -> None:
+    (store.root / "src").mkdir()
+    (store.root / "src" / "kept.py").write_text("x = 1\n")
+    _agent_session(store, "S-c", last_seen=NOW)
+    _prompt(store, "S-c", NOW - 20, "No, the bug is in src/removed.py, not in the router.")
+    _prompt(store, "S-c", NOW - 10, "No, edit src/kept.py instead of the tests.")
+    corrections, _rules = context.corrections_and_rules(store, ["S-c"])
+    assert sorted(corrections.items) == [
+        "No, edit src/kept.py instead of the tests.",
+        "No, the bug is in src/removed.py, not in the router."
+        " [needs checking: src/removed.py does not exist now]",
+    ]
+
+
+def test_an_open_item_is_cut_at_300_characters(store: Store) -> None:
+    _session_with_turns(store, "S-o", [("plan", "Planned.")], NOW - 600)
+    sessions.set_summary(store, "S-o", open_items=["a" * 300, "b" * 301])
+    opened = [i for i in context.last_summary(store, "S-new").items if i.startswith("Open: ")]
+    assert opened == ["Open: " + "a" * 300, "Open: " + "b" * 299 + "…"]
+
+
+def test_the_branch_is_told_under_now(store: Store) -> None:
+    from tests.conftest import git
+
+    git(store.root, "init", "-q", "-b", "trunk")
+    text = context.session_start_text(store, now=NOW)
+    assert text == f"{context.HEADER}\n\n## Now\n- Git branch: trunk"
