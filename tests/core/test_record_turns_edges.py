@@ -123,7 +123,9 @@ def test_a_turn_is_closed_once_and_its_subagents_tokens_are_not_its_own(store: S
 
 
 def test_an_open_turn_is_carried_over_with_its_answer_so_far(store: Store) -> None:
-    turn = record.Turn(uuid="u-2", session_id="S", started_at=NOW, user_message="build it")
+    turn = record.Turn(
+        uuid="u-2", session_id="S", started_at=NOW, user_message="build it", ended_at=NOW + 9
+    )
     turn.assistant_parts = ["working on it"]
     turn.tool_calls = [{"tool": "Bash", "summary": "make"}]
     with store.transaction() as db:
@@ -136,6 +138,7 @@ def test_an_open_turn_is_carried_over_with_its_answer_so_far(store: Store) -> No
         session_id="S",
         started_at=NOW,
         user_message="build it",
+        ended_at=NOW + 9,
         assistant_parts=["working on it"],
         tool_calls=[{"tool": "Bash", "summary": "make"}],
     )
@@ -162,3 +165,26 @@ def test_a_file_edit_keeps_the_text_before_it_only_when_the_result_gives_it_as_t
     assert a["hash_before"] == evolution.content_hash("x = 1\n")
     # A result that gives something else is no text before: the change is kept without it.
     assert (b["session_id"], b["lines"], b["hash_before"]) == ("S", None, None)
+
+
+def test_the_files_a_codex_patch_changed_reach_file_evolution_as_the_sessions(
+    store: Store,
+) -> None:
+    from memory_core import evolution
+
+    (store.root / "shop").mkdir()
+    (store.root / "shop" / "cart.py").write_text("total = 2\n")
+    (store.root / "shop" / "new.py").write_text("x = 1\n")
+    patch = (
+        "*** Begin Patch\n*** Update File: shop/cart.py\n@@\n-total = 1\n+total = 2\n"
+        "*** Add File: shop/new.py\n+x = 1\n*** End Patch\n"
+    )
+    call = record.ToolCall("call_1", "S", "apply_patch", {"input": patch}, NOW)
+    record.apply_outcome(store, call, record.ToolOutcome(True, exit_code=0), cwd=str(store.root))
+    for name in ("shop/cart.py", "shop/new.py"):
+        [change] = evolution.history(store, name)
+        assert (change["actor"], change["session_id"], change["ts"]) == ("agent", "S", NOW)
+    # A patch that failed changed nothing.
+    failed = record.ToolCall("call_2", "S", "apply_patch", {"input": patch}, NOW + 1)
+    record.apply_outcome(store, failed, record.ToolOutcome(False, error="patch rejected"))
+    assert len(evolution.history(store, "shop/cart.py")) == 1
