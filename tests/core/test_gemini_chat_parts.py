@@ -157,3 +157,89 @@ def test_gemini_token_counts_map_onto_engrams_four_kinds(
         got.cache_creation_tokens,
         got.cache_read_tokens,
     ) == usage
+
+
+def _entries(metadata: dict[str, object], *messages: dict[str, object]) -> list[object]:
+    return list(g.entries(metadata, list(messages)))
+
+
+def test_each_kind_of_message_becomes_an_entry_of_its_session_and_folder() -> None:
+    meta = {"sessionId": "s", "directories": ["/work/app", "/other"]}
+    found = _entries(
+        meta,
+        {"id": "1", "type": "user", "timestamp": "2026-11-27T12:00:00Z", "content": "fix it"},
+        {"id": "2", "type": "user", "content": [{"functionResponse": {"id": "c", "response": {}}}]},
+        {"id": "3", "type": "error", "timestamp": "2026-11-27T12:00:05Z", "content": "quota"},
+        {"id": "4", "type": "info", "content": "x"},
+        {"id": "5", "type": "warning", "content": "y"},
+        {"id": "6", "type": "something_new", "content": "z"},
+    )
+    assert [(e.kind, e.uuid, e.cwd) for e in found] == [  # type: ignore[attr-defined]
+        ("prompt", "gemini:s:1", "/work/app"),
+        ("user_other", "gemini:s:2", "/work/app"),
+        ("user_other", "gemini:s:3", "/work/app"),
+        ("user_other", "gemini:s:4", "/work/app"),
+        ("user_other", "gemini:s:5", "/work/app"),
+    ]
+    assert found[2].ts == found[0].ts + 5  # type: ignore[attr-defined]
+    assert not any(e.sidechain for e in found)  # type: ignore[attr-defined]
+
+
+def test_a_subagents_messages_are_sidechain_and_never_prompts() -> None:
+    found = _entries(
+        {"sessionId": "sub", "kind": "subagent"},
+        {"id": "1", "type": "user", "content": "look for callers"},
+        {"id": "2", "type": "user", "content": [{"functionResponse": {"response": {}}}]},
+        {"id": "3", "type": "info", "content": "x"},
+    )
+    assert [(e.kind, e.sidechain) for e in found] == [  # type: ignore[attr-defined]
+        ("user_other", True),
+        ("user_other", True),
+        ("user_other", True),
+    ]
+    assert _entries({"sessionId": ""}, {"id": "1", "type": "user", "content": "x"}) == []
+
+
+def test_the_prompt_is_what_the_person_typed_before_gemini_expanded_it() -> None:
+    [entry] = _entries(
+        {"sessionId": "s"},
+        {
+            "id": "1",
+            "type": "user",
+            "content": "Explain this file:\n--- a.py ---\nx = 1",
+            "displayContent": [{"text": "Explain @a.py"}],
+        },
+    )
+    assert (entry.kind, entry.text) == ("prompt", "Explain @a.py")  # type: ignore[attr-defined]
+
+
+def test_the_projects_gemini_folders_are_found_by_each_naming(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hashlib
+
+    home = tmp_path / "home"
+    root = tmp_path / "project"
+    tmp = home / ".gemini" / "tmp"
+    by_hash = tmp / hashlib.sha256(str(root).encode("utf-8")).hexdigest()
+    by_name = tmp / "project-1"
+    by_marker = tmp / "project-2"
+    for folder in (by_hash, by_name, by_marker, tmp / "someone-else"):
+        folder.mkdir(parents=True)
+    (home / ".gemini" / "projects.json").write_text(
+        json.dumps({"projects": {str(root): "project-1", "/elsewhere": "someone-else"}})
+    )
+    (by_marker / ".project_root").write_text(f"{root}\n")
+    (tmp / "someone-else" / ".project_root").write_text("/elsewhere\n")
+    monkeypatch.setenv("GEMINI_CLI_HOME", str(home))
+    assert sorted(g.project_dirs(root)) == sorted([by_hash, by_name, by_marker])
+    chats = by_name / "chats"
+    chats.mkdir()
+    for name in ("session-a.jsonl", "session-b.json", "notes.json.bak", "sub/session-c.jsonl"):
+        (chats / name).parent.mkdir(exist_ok=True)
+        (chats / name).write_text("{}\n")
+    assert [p.name for p in g.chat_files(chats)] == [
+        "session-a.jsonl",
+        "session-b.json",
+        "session-c.jsonl",
+    ]
