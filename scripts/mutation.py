@@ -129,6 +129,7 @@ MODULES: dict[str, Module] = {
             "tests/core/test_agents_hooks_fuzz.py",
             "tests/core/test_hook_step_failures.py",
             "tests/core/test_hook_events.py",
+            "tests/core/test_hook_mixed_inputs.py",
         ),
         sample=60,
     ),
@@ -171,7 +172,11 @@ MODULES: dict[str, Module] = {
     ),
     "agents.context": Module(
         "memory_core/agents/context.py",
-        ("tests/core/test_agents_context.py", "tests/core/test_session_start_boundaries.py"),
+        (
+            "tests/core/test_agents_context.py",
+            "tests/core/test_session_start_boundaries.py",
+            "tests/core/test_session_start_includes.py",
+        ),
         sample=60,
     ),
     "agents.digest": Module(
@@ -335,6 +340,7 @@ MODULES: dict[str, Module] = {
             "tests/core/test_transcript_ingest_effects.py",
             "tests/core/test_agents_transcripts.py",
             "tests/core/test_codex_rollouts.py",  # Codex's apply_patch: `_patched_files`
+            "tests/core/test_record_turns_edges.py",
         ),
         sample=60,
     ),
@@ -354,6 +360,7 @@ MODULES: dict[str, Module] = {
         "memory_core/agents/payload.py",
         (
             "tests/core/test_payload_cut_in_process.py",
+            "tests/core/test_payload_agents_mixed.py",
             "tests/core/test_hook_payload_shapes.py",
             "tests/core/test_quota_hook_steps.py",
             "tests/core/test_hook_events.py",
