@@ -133,12 +133,8 @@ def _active_session(state: FolderState) -> str | None:
 def _create(
     ls: EngramServer, state: FolderState, args: dict[str, Any], reason: str = "manual"
 ) -> dict[str, Any]:
-    name = args.get("name")
-    description = args.get("description")
-    if name is not None and not isinstance(name, str):
-        raise UsageError("`name` must be text")
-    if description is not None and not isinstance(description, str):
-        raise UsageError("`description` must be text")
+    # (`name` and `description` are text or absent: engram_command checks every command's.)
+    name, description = args.get("name"), args.get("description")
     extra = _extra(state)
     hints, extra.hints = extra.hints, set()
     watcher = journal_for(ls, state)

@@ -105,6 +105,8 @@ class Client:
     edits: list[types.ApplyWorkspaceEditParams] = field(default_factory=list)
     refreshes: int = 0
     lens_refreshes: int = 0
+    # Work-done progress: ("create" | "begin" | "end", token, title or None), in order.
+    progress: list[tuple[str, str, str | None]] = field(default_factory=list)
     # The button pressed when asked (None: the question dismissed).
     answer: str | None = None
     # Whether `window/showDocument` and `workspace/applyEdit` succeed.
@@ -115,14 +117,39 @@ class Client:
         return [m.message for m in self.messages]
 
 
+class _Progress:
+    """The client's side of work-done progress (pygls' `server.work_done_progress`)."""
+
+    def __init__(self, seen: Client, refuse: bool) -> None:
+        self.seen, self.refuse = seen, refuse
+
+    async def create_async(self, token: str) -> None:
+        self.seen.progress.append(("create", token, None))
+        if self.refuse:
+            raise RuntimeError("the client refused the progress token")
+
+    def begin(self, token: str, value: types.WorkDoneProgressBegin) -> None:
+        self.seen.progress.append(("begin", token, value.title))
+
+    def end(self, token: str, value: types.WorkDoneProgressEnd) -> None:
+        self.seen.progress.append(("end", token, None))
+
+
 def client(
-    server: EngramServer, *, show_document: bool = True, lens_refresh: bool = False
+    server: EngramServer,
+    *,
+    show_document: bool = True,
+    lens_refresh: bool = False,
+    progress: bool = False,
+    refuse_progress: bool = False,
 ) -> Client:
-    """A client with (or without) `window/showDocument` support, recording what it is sent."""
+    """A client with (or without) `window/showDocument` support, code lens refreshes and
+    work-done progress, recording what it is sent."""
     seen = Client()
     server.protocol.client_capabilities = types.ClientCapabilities(
         window=types.WindowClientCapabilities(
-            show_document=types.ShowDocumentClientCapabilities(support=show_document)
+            show_document=types.ShowDocumentClientCapabilities(support=show_document),
+            work_done_progress=progress,
         ),
         workspace=types.WorkspaceClientCapabilities(
             code_lens=types.CodeLensWorkspaceClientCapabilities(refresh_support=lens_refresh)
@@ -162,4 +189,5 @@ def client(
     server.workspace_apply_edit_async = apply_edit  # type: ignore[method-assign]
     server.workspace_code_lens_refresh = lens_refresh_sent  # type: ignore[method-assign]
     server.refresh_diagnostics = refresh
+    server.protocol.progress = _Progress(seen, refuse_progress)  # type: ignore[assignment]
     return seen
