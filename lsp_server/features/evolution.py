@@ -157,7 +157,6 @@ class DocState:
     selection: types.Range | None = None
     # Set when the file changed on disk while the buffer had unsaved edits.
     conflict: drift.DriftItem | None = None
-    conflict_disk_text: str | None = None
 
 
 # The watchers' ignore rules live in the core (shared with checkpoints and the CLI).
@@ -379,7 +378,6 @@ class Evolution(DocumentListener):
         doc.dirty = False
         doc.unsaved.clear()
         doc.conflict = None
-        doc.conflict_disk_text = None
         self.remember(state.root, doc.rel, document.source)
         if had_conflict:
             self.changed()
@@ -525,7 +523,6 @@ class Evolution(DocumentListener):
                 new_disk_text = conflict_text
             if item is not None:
                 doc.conflict = item
-                doc.conflict_disk_text = conflict_text
             elif new_disk_text is not None:
                 # A clean buffer: the editor reloads it; what is on disk is known again.
                 doc.disk_text = new_disk_text

@@ -359,6 +359,10 @@ async def test_renames_and_deletes_made_in_the_editor_are_recorded(
     handler(server, types.WORKSPACE_DID_RENAME_FILES)(
         types.RenameFilesParams(
             files=[
+                # Into git's folder: not anyone's file (and the others are still recorded).
+                types.FileRename(
+                    old_uri=uri_of(state.root / "x.py"), new_uri=uri_of(state.root / ".git/x.py")
+                ),
                 types.FileRename(old_uri=uri_of(a_py), new_uri=uri_of(state.root / "c.py")),
                 # From outside every folder: a new file, not a rename.
                 types.FileRename(
@@ -377,8 +381,8 @@ async def test_renames_and_deletes_made_in_the_editor_are_recorded(
     handler(server, types.WORKSPACE_DID_DELETE_FILES)(
         types.DeleteFilesParams(
             files=[
-                types.FileDelete(uri=uri_of(state.root / "b.py")),
                 types.FileDelete(uri=uri_of(tmp_path / "outside.py")),
+                types.FileDelete(uri=uri_of(state.root / "b.py")),
             ]
         )
     )
@@ -597,3 +601,132 @@ def test_the_content_cache_keeps_recent_files_within_its_limits(
     assert feature.recalled(root, "f1.py") == "1\n"
     assert len(feature.cache) == lsp_evolution.CACHE_FILES
     assert feature.cache_bytes == sum(len(text) for text in feature.cache.values())
+
+
+async def test_a_file_the_editor_deleted_is_recorded_deleted_even_if_already_back(
+    server: EngramServer, state: FolderState, seen: Client
+) -> None:
+    """The editor says it deleted the file; a tool wrote it again before the record was made:
+    the deletion is still recorded as one (the new file is a change of its own)."""
+    path = state.root / "regenerated.py"
+    path.write_text("v1\n")
+    evolution.record_change(state.store, "regenerated.py", actor="agent", after="v1\n")
+    path.write_text("v2\n")
+    handler(server, types.WORKSPACE_DID_DELETE_FILES)(
+        types.DeleteFilesParams(files=[types.FileDelete(uri=uri_of(path))])
+    )
+    await run(server, "engram.evolution.flush")
+    assert evolution.history(state.store, "regenerated.py")[0]["change"] == "deleted"
+
+
+async def test_a_disk_change_on_the_lines_of_unsaved_edits_is_the_more_severe_drift(
+    server: EngramServer, state: FolderState, seen: Client, a_py: Path
+) -> None:
+    server.client_watches_files = True
+    uri = open_document(server, a_py)
+    on_disk(server, a_py, TEXT, types.FileChangeType.Changed)  # its content known from here
+    await history(server, a_py)
+    edit(server, uri, span(2, 0, 3, 0), "my line 3\n")  # unsaved, on line 3
+    theirs = TEXT.replace("line 2\n", "two\n").replace("line 3\n", "three\n")
+    on_disk(server, a_py, theirs.replace("line 4\n", "four\n"), types.FileChangeType.Changed)
+    await history(server, a_py)
+    await settled()
+    [item] = [i for i in (await run(server, "engram.drift"))["drift"] if i["kind"] == "unsaved"]
+    assert item["severity"] == "high"
+    assert item["summary"].endswith("to the same lines")
+
+
+async def test_the_editors_own_save_reported_back_is_no_conflict(
+    server: EngramServer, state: FolderState, seen: Client, a_py: Path
+) -> None:
+    server.client_watches_files = True
+    uri = open_document(server, a_py)
+    edit(server, uri, span(0, 0, 0, 0), "saved ")
+    save(server, uri)
+    # The client (or the watcher) reports the write the save made.
+    on_disk(server, a_py, a_py.read_text(), types.FileChangeType.Changed)
+    await history(server, a_py)
+    await settled()
+    assert [i for i in (await run(server, "engram.drift"))["drift"] if i["kind"] == "unsaved"] == []
+    [document] = lsp_snapshots.open_documents(server, state, None)
+    assert document["dirty"] is False
+
+
+async def test_disk_changes_are_recorded_by_themselves_after_a_quarter_second(
+    server: EngramServer, state: FolderState, seen: Client, a_py: Path
+) -> None:
+    server.client_watches_files = True
+    on_disk(server, a_py, "changed\n", types.FileChangeType.Changed)
+    await asyncio.sleep(lsp_evolution.DISK_DEBOUNCE_SECONDS + 0.1)
+    lsp_evolution.get_feature(server).writer.submit(lambda: None).result(timeout=10)
+    assert [r["actor"] for r in evolution.history(state.store, "a.py")] == ["external"]
+
+
+async def test_a_failing_record_is_logged_by_name_and_the_next_one_still_made(
+    server: EngramServer,
+    state: FolderState,
+    seen: Client,
+    a_py: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    uri = open_document(server, a_py)
+    real = evolution.record_change
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        raise OSError("database is locked")
+
+    monkeypatch.setattr(lsp_evolution.evolution, "record_change", failing)
+    edit(server, uri, span(0, 0, 0, 0), "x")
+    await run(server, "engram.evolution.flush")
+    assert "evolution: record_edits failed" in caplog.messages
+    monkeypatch.setattr(lsp_evolution.evolution, "record_change", real)
+    edit(server, uri, span(1, 0, 1, 0), "y")
+    await run(server, "engram.evolution.flush")
+    assert len(evolution.history(state.store, "a.py")) == 1
+
+
+async def test_the_servers_own_watcher_records_disk_changes_when_the_client_does_not(
+    server: EngramServer, state: FolderState, seen: Client
+) -> None:
+    feature = lsp_evolution.get_feature(server)
+    await feature.after_initialized(server)
+    try:
+        watcher = feature.watches[state.root]
+        assert feature.start_watcher(state) is watcher  # one per folder
+        for _ in range(200):
+            status = await run(server, "engram.evolution.status")
+            if status["ready"]:
+                break
+            await asyncio.sleep(0.05)
+        assert (status["watching"], status["server_watcher"]) == ("server", True)
+        assert status["journal_epoch"] is not None
+        assert feature.journal_for(state) is watcher.journal
+        path = state.root / "w.py"
+        path.write_text("written by another program\n")
+        for _ in range(200):
+            await run(server, "engram.evolution.flush")
+            if evolution.history(state.store, "w.py"):
+                break
+            await asyncio.sleep(0.05)
+        assert [r["actor"] for r in evolution.history(state.store, "w.py")] == ["external"]
+    finally:
+        feature.stop_watchers()
+
+
+def test_edited_ranges_past_the_limit_are_joined_by_the_smallest_gaps_of_all_edits() -> None:
+    """Edits are joined into fewer ranges only when read (or past twice the limit): joining
+    as they come would join a gap that later edits show is not among the smallest."""
+    ranges = lsp_evolution.LineRanges()
+    lines = [0]
+    for gap in [10] * 61 + [5, 10, 6]:  # 65 one-line ranges: gaps of 10, one 5, one 6
+        lines.append(lines[-1] + gap)
+    for line in lines:
+        ranges.edit(line, line, 1, "x")
+    ranges.edit(lines[-2] + 3, lines[-2] + 3, 1, "x")  # splits the gap of 6 into 3 and 3
+    kept = ranges.one_based()
+    assert len(kept) == lsp_evolution.MAX_RANGES
+    # The two gaps of 3 are joined (one range of 7 lines); the gap of 5 is not.
+    assert kept[-1] == (lines[-2] + 1, lines[-1] + 1)
+    five = lines.index(lines[-4])
+    assert (lines[five] + 1, lines[five] + 1) in kept
