@@ -115,12 +115,12 @@ def _export(state: FolderState) -> tuple[Path, dict[str, int]]:
     return written, positions
 
 
-def _file_arg(state: FolderState, args: dict[str, Any]) -> str | None:
-    value = args.get("file") or args.get("uri")
-    if value is None:
+def _file_arg(args: dict[str, Any]) -> str | None:
+    # `file` and `uri` are text when given (engram_command checks every command's arguments
+    # by name before it runs, so the checks here are only those the shared table cannot make).
+    value: str | None = args.get("file") or args.get("uri")
+    if not value:
         return None
-    if not isinstance(value, str):
-        raise UsageError("file must be a path or a file URI")
     return to_fs_path(value) if "://" in value else value
 
 
@@ -139,12 +139,7 @@ def _add(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
     tags = args.get("tags") or []
     if isinstance(tags, str):
         tags = [tags]
-    if not isinstance(tags, list):
-        raise UsageError("tags must be a list of strings")
-    line = args.get("line")
-    if line is not None and not isinstance(line, int):
-        raise UsageError("line must be a number (1-based)")
-    session_id = args.get("session_id") if isinstance(args.get("session_id"), str) else None
+    session_id = args.get("session_id")
     # The session quota: a full session, or one this entry would take past its quota,
     # refuses the write (MEM_E001) and nothing is stored.
     quota.before_write(
@@ -155,15 +150,15 @@ def _add(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
             state.store,
             content,
             type=str(args.get("type", "learning")),
-            tags=[str(t) for t in tags],
+            tags=tags,
             pinned=bool(args.get("pinned", False)),
             explicit=bool(args.get("explicit", False)),
             impact=_impact_arg(args),
             session_id=session_id,
             agent="editor",
             provenance={"recorded_by": "editor"},
-            file=_file_arg(state, args),
-            line=line,
+            file=_file_arg(args),
+            line=args.get("line"),
         )
     notice = quota.after_write(state.store, session_id, state.settings)
     if notice is not None:
@@ -176,7 +171,7 @@ def list_command(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
     """The newest memories (VS Code's Memory view); `limit` (default 100)."""
     state = ls.state_for_command(args)
     limit = args.get("limit", 100)
-    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+    if not isinstance(limit, int) or limit < 1:
         raise UsageError("limit must be a positive number")
     return {"memories": memory.list_memories(state.store, limit=limit)}
 
@@ -189,15 +184,14 @@ def search_command(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
     limit = args.get("limit", 10)
     if not isinstance(limit, int) or limit < 1:
         raise UsageError("limit must be a positive number")
-    kinds = args.get("kinds")
     tags = args.get("tags") or []
     results = search.search(
         state.store,
         query,
         limit=limit,
-        type=args.get("type") if isinstance(args.get("type"), str) else None,
-        tags=[str(t) for t in tags] if isinstance(tags, list) else [str(tags)],
-        kinds=kinds if isinstance(kinds, list) else None,
+        type=args.get("type"),
+        tags=[tags] if isinstance(tags, str) else tags,
+        kinds=args.get("kinds"),
         **query_options(args),
     )
     return {"query": query, "results": results, "markdown": views.memories(query, results)}
@@ -209,7 +203,7 @@ async def workspace_symbol(
     found: list[types.SymbolInformation] = []
     for state in list(ls.folders.values()):
         try:
-            found.extend(await ls.run_blocking(_symbols, state, params.query or ""))
+            found.extend(await ls.run_blocking(_symbols, state, params.query))
         except Exception:
             # A broken store in one folder must not take the others' symbols away.
             logger.exception("workspace/symbol failed in %s", state.root)
