@@ -35,8 +35,7 @@ def _position(value: Any) -> dict[str, int]:
 def open_documents(ls: EngramServer, state: FolderState, given: Any) -> list[dict[str, Any]]:
     """The open documents of `state` with cursor and selection."""
     if given is not None:
-        if not isinstance(given, list):
-            raise UsageError("documents must be a list of {uri, selection}")
+        # (A list: engram_command checks `documents` before the command runs.)
         documents = []
         for item in given:
             if not isinstance(item, dict) or not isinstance(
@@ -106,8 +105,6 @@ def _within(lines: list[str], position: types.Position) -> types.Position:
 def capture(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
     state = ls.state_for_command(args)
     note = args.get("note")
-    if note is not None and not isinstance(note, str):
-        raise UsageError("note must be text")
     # The task in progress (AIOS storyId / subtask); default: the session's.
     story, subtask = args.get("story"), args.get("subtask")
     for name, value in (("story", story), ("subtask", subtask)):
@@ -171,28 +168,18 @@ async def restore(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _when(args: dict[str, Any], key: str) -> float | None:
-    """A time argument as Unix seconds: a number as is, text as `engram timeline` reads it."""
+    """A time argument as Unix seconds: a number as is, text as `engram timeline` reads it
+    (30m, 2h, 3d, an ISO date). engram_command has checked it is one or the other."""
     value = args.get(key)
-    if value is None:
-        return None
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
     if isinstance(value, str):
         return timeline.parse_since(value)
-    raise UsageError(f"{key} must be a time (30m, 2h, 3d, an ISO date or Unix seconds)")
+    return None if value is None else float(value)
 
 
 def timeline_command(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
     state = ls.state_for_command(args)
-    limit = args.get("limit")
-    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)):
-        raise UsageError(f"limit must be a whole number, got {limit!r}")
     source = args.get("source")
     sources = [source] if isinstance(source, str) else source
-    if sources is not None and not (
-        isinstance(sources, list) and all(isinstance(s, str) for s in sources)
-    ):
-        raise UsageError("source must be a source name or a list of them")
     file = args.get("file")
     rel = None
     if isinstance(file, str) and file:
@@ -206,7 +193,7 @@ def timeline_command(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
         until=_when(args, "until"),
         sources=sources,
         file=rel,
-        limit=limit,
+        limit=args.get("limit"),
     )
     return {"entries": found, "markdown": timeline.markdown(found)}
 
