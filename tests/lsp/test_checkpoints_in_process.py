@@ -628,3 +628,55 @@ async def test_file_events_outside_the_folder_are_left_out(
         )
     )
     assert await bursts(server) == []
+
+
+async def test_a_rollback_of_unsaved_buffers_only_counts_them_as_restored(
+    server: EngramServer, state: FolderState, seen: Client
+) -> None:
+    write(state, {"typed.py": "answer = 42\n"})
+    made = await run(server, "engram.checkpoint.create")
+    uri = open_document(server, state.root / "typed.py")
+    replace_all(server, uri, "answer = 0  # unsaved\n")
+    result = await run(server, "engram.checkpoint.rollback", {"id": made["id"], "confirm": True})
+    assert (result["restored"], result["buffers"], result["reload"]) == (
+        ["typed.py"],
+        ["typed.py"],
+        [uri],
+    )
+    # The timeline says what the editor said: one file restored (the buffer's), not none.
+    found = await run(server, "engram.timeline", {"limit": 20})
+    assert "1 file restored, 0 removed" in found["markdown"]
+
+
+async def test_a_new_folder_counts_the_files_of_its_subfolders(
+    server: EngramServer, state: FolderState, seen: Client
+) -> None:
+    write(state, {f"pkg/sub/deep/m{n}.py": "x\n" for n in range(10)})
+    report(server, state, ["pkg"])
+    assert len(await bursts(server)) == 1
+
+
+async def test_with_the_servers_watcher_a_checkpoint_looks_only_at_what_changed(
+    server: EngramServer, state: FolderState, seen: Client
+) -> None:
+    feature = lsp_evolution.get_feature(server)
+    write(state, {"app.py": "value = 1\n", "lib.py": "lib\n"})
+    await feature.after_initialized(server)
+    try:
+        for _ in range(200):
+            status = await run(server, "engram.evolution.status")
+            if status["server_watcher"] and status["journal_epoch"]:
+                break
+            await asyncio.sleep(0.05)
+        first = await run(server, "engram.checkpoint.create", {"name": "before"})
+        await asyncio.sleep(1.2)  # past the journal's slack around the first checkpoint
+        write(state, {"generated/deep/new.py": "made by an agent\n", "app.py": "value = 2\n"})
+        second = await run(server, "engram.checkpoint.create", {"name": "after"})
+        # Made from the watcher's journal (waited for until it caught up with the writes).
+        assert (second["source"], second["files"], second["changed"]) == ("watcher", 3, 2)
+        diff = await run(
+            server, "engram.checkpoint.diff", {"id": first["id"], "against": second["id"]}
+        )
+        assert diff["added"] == ["generated/deep/new.py"] and diff["modified"] == ["app.py"]
+    finally:
+        feature.stop_watchers()
