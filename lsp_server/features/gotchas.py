@@ -575,10 +575,9 @@ async def confirm(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
 
 
 async def snooze(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-    days = args.get("days", SNOOZE_DAYS)
-    if isinstance(days, bool) or not isinstance(days, int | float):
-        raise UsageError(f"`days` must be a number, got {days!r}")
-    return await change(ls, args, gotchas.snooze, float(days))
+    # A number when given (engram_command checks it); null, like every argument, is left out.
+    days = args.get("days")
+    return await change(ls, args, gotchas.snooze, float(SNOOZE_DAYS if days is None else days))
 
 
 async def promote(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
@@ -636,9 +635,7 @@ async def track(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
     message = args.get("message")
     if not isinstance(message, str) or not message.strip():
         raise UsageError("engram.error.track needs the error `message`")
-    line = args.get("line")
-    if line is not None and (isinstance(line, bool) or not isinstance(line, int)):
-        raise UsageError(f"`line` must be a whole number, got {line!r}")
+    line = args.get("line")  # a whole number when given (checked by engram_command)
     at = args.get("at")
     when: float | None = None
     if at is not None:

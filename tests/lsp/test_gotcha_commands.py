@@ -170,6 +170,11 @@ async def test_resolve_confirm_snooze_and_promote_change_what_the_editor_shows(
         await run(server, "engram.gotcha.snooze", {"id": gotcha_id, "days": True})
     snoozed = await run(server, "engram.gotcha.snooze", {"id": gotcha_id})
     assert snoozed["gotcha"]["snoozed_until"] is not None
+    # `days: null` is `days` left out (as for every command's arguments): the default week,
+    # not an error nor no time at all.
+    a_day = await run(server, "engram.gotcha.snooze", {"id": gotcha_id, "days": 1})
+    week = await run(server, "engram.gotcha.snooze", {"id": gotcha_id, "days": None})
+    assert week["gotcha"]["snoozed_until"] > a_day["gotcha"]["snoozed_until"]
     assert _diagnostics(server, state, uri) == []
 
     promoted = await run(server, "engram.gotcha.promote", {"id": gotcha_id})
