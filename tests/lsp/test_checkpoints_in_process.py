@@ -136,24 +136,24 @@ async def test_a_files_content_in_a_checkpoint_by_path_or_uri(
     assert missing == {"id": made["id"], "path": "nope.py", "exists": False, "content": ""}
 
 
-@pytest.mark.parametrize(
-    ("command", "args", "message"),
-    [
-        ("engram.checkpoint.diff", {}, "engram.checkpoint.diff needs `id`"),
-        ("engram.checkpoint.diff", {"id": ""}, "engram.checkpoint.diff needs `id`"),
-        ("engram.checkpoint.file", {"path": "a.py"}, "needs `id` and `path`"),
-        ("engram.checkpoint.file", {"id": "C-1"}, "needs `id` and `path`"),
-        ("engram.checkpoint.file", {"id": "C-1", "path": ""}, "needs `id` and `path`"),
-        ("engram.checkpoint.rollback", {}, "needs `id`: the checkpoint to roll back to"),
-        ("engram.checkpoint.rollback", {"id": ""}, "needs `id`: the checkpoint to roll back to"),
-    ],
-)
+WITHOUT_A_CHECKPOINT = [
+    ("engram.checkpoint.diff", {}, "engram.checkpoint.diff needs `id`"),
+    ("engram.checkpoint.diff", {"id": ""}, "engram.checkpoint.diff needs `id`"),
+    ("engram.checkpoint.file", {"path": "a.py"}, "needs `id` and `path`"),
+    ("engram.checkpoint.file", {"id": "C-1"}, "needs `id` and `path`"),
+    ("engram.checkpoint.file", {"id": "C-1", "path": ""}, "needs `id` and `path`"),
+    ("engram.checkpoint.rollback", {}, "needs `id`: the checkpoint to roll back to"),
+    ("engram.checkpoint.rollback", {"id": ""}, "needs `id`: the checkpoint to roll back to"),
+]
+
+
 async def test_a_command_missing_its_checkpoint_says_what_it_needs(
-    server: EngramServer, state: FolderState, seen: Client, command: str, args: Any, message: str
+    server: EngramServer, state: FolderState, seen: Client
 ) -> None:
-    with pytest.raises(JsonRpcInvalidParams) as raised:
-        await run(server, command, args)
-    assert message in raised.value.message
+    for command, args, message in WITHOUT_A_CHECKPOINT:
+        with pytest.raises(JsonRpcInvalidParams) as raised:
+            await run(server, command, args)
+        assert message in raised.value.message, args
 
 
 async def test_a_client_showing_progress_sees_it_begin_and_end(

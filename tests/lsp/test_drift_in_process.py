@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from lsprotocol import types
@@ -291,20 +290,20 @@ async def test_a_lone_surrogate_in_the_buffer_is_shown_as_a_replacement_characte
     assert "+x\ufffd\n" in result["diff"]
 
 
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        ({}, "give the document as `uri`"),
-        ({"uri": ""}, "give the document as `uri`"),
-        ({"uri": "file:///nowhere/x.py"}, "file:///nowhere/x.py is not open in the editor"),
-    ],
-)
+NOT_OPEN = [
+    ({}, "give the document as `uri`"),
+    ({"uri": ""}, "give the document as `uri`"),
+    ({"uri": "file:///nowhere/x.py"}, "file:///nowhere/x.py is not open in the editor"),
+]
+
+
 async def test_a_diff_of_a_document_not_open_is_refused(
-    server: EngramServer, state: FolderState, seen: Client, args: dict[str, Any], message: str
+    server: EngramServer, state: FolderState, seen: Client
 ) -> None:
-    with pytest.raises(JsonRpcInvalidParams) as raised:
-        await run(server, "engram.drift.diff", args)
-    assert message in raised.value.message
+    for args, message in NOT_OPEN:
+        with pytest.raises(JsonRpcInvalidParams) as raised:
+            await run(server, "engram.drift.diff", args)
+        assert message in raised.value.message, args
 
 
 async def test_a_document_known_to_the_editor_but_not_followed_has_no_diff(
@@ -465,18 +464,18 @@ async def test_the_report_lists_every_kind_most_severe_first(
     assert uri
 
 
-@pytest.mark.parametrize(
-    ("command", "args", "message"),
-    [
-        ("engram.memory.recite", {}, "give the memory as `id`"),
-        ("engram.memory.recite", {"id": ""}, "give the memory as `id`"),
-        ("engram.memory.forget", {}, "give the memory as `id`"),
-    ],
-)
+WITHOUT_A_MEMORY = [
+    ("engram.memory.recite", {}, "give the memory as `id`"),
+    ("engram.memory.recite", {"id": ""}, "give the memory as `id`"),
+    ("engram.memory.forget", {}, "give the memory as `id`"),
+]
+
+
 async def test_the_quick_fix_commands_need_the_memory(
-    server: EngramServer, state: FolderState, seen: Client, command: str, args: Any, message: str
+    server: EngramServer, state: FolderState, seen: Client
 ) -> None:
-    with pytest.raises(JsonRpcInvalidParams) as raised:
-        await run(server, command, args)
-    assert message in raised.value.message
-    assert seen.refreshes == 0
+    for command, args, message in WITHOUT_A_MEMORY:
+        with pytest.raises(JsonRpcInvalidParams) as raised:
+            await run(server, command, args)
+        assert message in raised.value.message, args
+        assert seen.refreshes == 0

@@ -464,22 +464,22 @@ async def test_a_client_that_cannot_show_documents_still_gets_the_history_file(
     assert result["view"] is not None and seen.shown == []
 
 
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        ({}, "give the file as `uri` or `path`"),
-        ({"path": ""}, "give the file as `uri` or `path`"),
-        ({"path": "a.py", "limit": 0}, "limit must be a whole number of at least 1, got 0"),
-        ({"path": "/elsewhere/x.py"}, "'/elsewhere/x.py' is not in any workspace folder"),
-    ],
-)
+WRONG_HISTORY_ARGUMENTS = [
+    ({}, "give the file as `uri` or `path`"),
+    ({"path": ""}, "give the file as `uri` or `path`"),
+    ({"path": "a.py", "limit": 0}, "limit must be a whole number of at least 1, got 0"),
+    ({"path": "/elsewhere/x.py"}, "'/elsewhere/x.py' is not in any workspace folder"),
+]
+
+
 async def test_the_history_command_says_what_is_wrong_with_its_arguments(
-    server: EngramServer, state: FolderState, seen: Client, args: dict[str, Any], message: str
+    server: EngramServer, state: FolderState, seen: Client
 ) -> None:
-    with pytest.raises(JsonRpcInvalidParams) as raised:
-        await run(server, "engram.evolution.history", args)
-    assert raised.value.message.startswith("engram.evolution.history: ")
-    assert message in raised.value.message
+    for args, message in WRONG_HISTORY_ARGUMENTS:
+        with pytest.raises(JsonRpcInvalidParams) as raised:
+            await run(server, "engram.evolution.history", args)
+        assert raised.value.message.startswith("engram.evolution.history: ")
+        assert message in raised.value.message, args
 
 
 def test_the_history_table_shows_spans_moves_sessions_and_cuts_long_span_lists() -> None:

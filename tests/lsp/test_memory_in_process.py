@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 from lsprotocol import types
@@ -66,22 +65,22 @@ async def test_a_memory_is_added_with_what_the_editor_gives(
     assert seen.messages == []
 
 
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        ({}, "engram.memory.add needs `content` (text)"),
-        ({"content": "x", "impact": 3}, "impact must be one of critical, high, medium, low"),
-        ({"content": "x", "impact": "severe"}, "impact"),
-        ({"content": "x", "type": "rumour"}, "unknown type"),
-    ],
-)
+WRONG_MEMORIES = [
+    ({}, "engram.memory.add needs `content` (text)"),
+    ({"content": "x", "impact": 3}, "impact must be one of critical, high, medium, low"),
+    ({"content": "x", "impact": "severe"}, "impact"),
+    ({"content": "x", "type": "rumour"}, "unknown type"),
+]
+
+
 async def test_a_memory_without_what_it_needs_is_refused_and_nothing_stored(
-    server: EngramServer, state: FolderState, seen: Client, args: dict[str, Any], message: str
+    server: EngramServer, state: FolderState, seen: Client
 ) -> None:
-    with pytest.raises(JsonRpcInvalidParams) as raised:
-        await run(server, "engram.memory.add", args)
-    assert message in raised.value.message
-    assert memory.list_memories(state.store) == []
+    for args, message in WRONG_MEMORIES:
+        with pytest.raises(JsonRpcInvalidParams) as raised:
+            await run(server, "engram.memory.add", args)
+        assert message in raised.value.message, args
+        assert memory.list_memories(state.store) == []
 
 
 async def test_a_session_near_its_quota_warns_and_one_past_it_refuses(
@@ -160,27 +159,27 @@ async def test_a_decayed_memory_is_found_only_when_asked_for(
         assert [r["id"] for r in found["results"]] == [old["id"]]
 
 
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        ({}, "engram.memory.search needs `query` (text)"),
-        ({"query": "x", "limit": 0}, "limit must be a positive number"),
-        ({"query": "x", "min_priority": 2}, "min_priority must be a number between 0 and 1"),
-        ({"query": "x", "min_priority": -0.1}, "min_priority must be a number between 0 and 1"),
-        ({"query": "x", "minPriority": True}, "min_priority must be a number between 0 and 1"),
-        ({"query": "x", "minPriority": "high"}, "min_priority must be a number between 0 and 1"),
-        ({"query": "x", "include_decayed": "yes"}, "include_decayed must be true or false"),
-        ({"query": "x", "offset": -1}, "offset must be a whole number, 0 or more"),
-        ({"query": "x", "offset": True}, "offset must be a whole number, 0 or more"),
-        ({"query": "x", "offset": 1.5}, "offset must be a whole number, 0 or more"),
-    ],
-)
+WRONG_SEARCH_OPTIONS = [
+    ({}, "engram.memory.search needs `query` (text)"),
+    ({"query": "x", "limit": 0}, "limit must be a positive number"),
+    ({"query": "x", "min_priority": 2}, "min_priority must be a number between 0 and 1"),
+    ({"query": "x", "min_priority": -0.1}, "min_priority must be a number between 0 and 1"),
+    ({"query": "x", "minPriority": True}, "min_priority must be a number between 0 and 1"),
+    ({"query": "x", "minPriority": "high"}, "min_priority must be a number between 0 and 1"),
+    ({"query": "x", "include_decayed": "yes"}, "include_decayed must be true or false"),
+    ({"query": "x", "offset": -1}, "offset must be a whole number, 0 or more"),
+    ({"query": "x", "offset": True}, "offset must be a whole number, 0 or more"),
+    ({"query": "x", "offset": 1.5}, "offset must be a whole number, 0 or more"),
+]
+
+
 async def test_search_options_out_of_range_are_clear_errors(
-    server: EngramServer, state: FolderState, seen: Client, args: dict[str, Any], message: str
+    server: EngramServer, state: FolderState, seen: Client
 ) -> None:
-    with pytest.raises(JsonRpcInvalidParams) as raised:
-        await run(server, "engram.memory.search", args)
-    assert message in raised.value.message
+    for args, message in WRONG_SEARCH_OPTIONS:
+        with pytest.raises(JsonRpcInvalidParams) as raised:
+            await run(server, "engram.memory.search", args)
+        assert message in raised.value.message, args
 
 
 def test_the_query_options_at_their_edges() -> None:

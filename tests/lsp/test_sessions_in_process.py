@@ -67,22 +67,22 @@ async def test_sessions_are_listed_with_their_history_and_metrics(
     assert latest["turns"] == 2
 
 
-@pytest.mark.parametrize(
-    ("command", "args", "message"),
-    [
-        ("engram.session.history", {"last": -1}, "`last` must be"),
-        ("engram.session.save", {"name": "  "}, "`name` must be non-empty text"),
-        ("engram.session.delete", {}, "engram.session.delete needs `id`"),
-        ("engram.session.metrics", {"id": "nope"}, "no session 'nope'"),
-    ],
-)
+WRONG_SESSION_ARGUMENTS = [
+    ("engram.session.history", {"last": -1}, "`last` must be"),
+    ("engram.session.save", {"name": "  "}, "`name` must be non-empty text"),
+    ("engram.session.delete", {}, "engram.session.delete needs `id`"),
+    ("engram.session.metrics", {"id": "nope"}, "no session 'nope'"),
+]
+
+
 async def test_wrong_arguments_and_unknown_sessions_are_clear_errors(
-    server: EngramServer, state: FolderState, seen: Client, command: str, args: Any, message: str
+    server: EngramServer, state: FolderState, seen: Client
 ) -> None:
-    record(state)
-    with pytest.raises(JsonRpcInvalidParams) as raised:
-        await run(server, command, args)
-    assert message in raised.value.message
+    for command, args, message in WRONG_SESSION_ARGUMENTS:
+        record(state)
+        with pytest.raises(JsonRpcInvalidParams) as raised:
+            await run(server, command, args)
+        assert message in raised.value.message, args
 
 
 async def test_no_session_yet_is_an_empty_state(

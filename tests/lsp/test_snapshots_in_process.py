@@ -103,23 +103,23 @@ async def test_the_documents_the_client_names_are_taken_as_given(
     assert odd["cursor"] == position(0, 0)  # none given: the top of the file
 
 
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        ({"documents": [5]}, "each document needs a uri, got 5"),
-        ({"documents": [{"selection": {}}]}, "each document needs a uri, got {'selection': {}}"),
-        ({"documents": [{"uri": 3}]}, "each document needs a uri"),
-        ({"story": 7}, "story must be text"),
-        ({"subtask": ["a"]}, "subtask must be text"),
-    ],
-)
+WRONG_CAPTURES = [
+    ({"documents": [5]}, "each document needs a uri, got 5"),
+    ({"documents": [{"selection": {}}]}, "each document needs a uri, got {'selection': {}}"),
+    ({"documents": [{"uri": 3}]}, "each document needs a uri"),
+    ({"story": 7}, "story must be text"),
+    ({"subtask": ["a"]}, "subtask must be text"),
+]
+
+
 async def test_a_capture_with_wrong_arguments_says_which(
-    server: EngramServer, state: FolderState, seen: Client, args: dict[str, Any], message: str
+    server: EngramServer, state: FolderState, seen: Client
 ) -> None:
-    with pytest.raises(JsonRpcInvalidParams) as raised:
-        await run(server, "engram.snapshot.capture", args)
-    assert message in raised.value.message
-    assert snapshots.list_snapshots(state.store) == []
+    for args, message in WRONG_CAPTURES:
+        with pytest.raises(JsonRpcInvalidParams) as raised:
+            await run(server, "engram.snapshot.capture", args)
+        assert message in raised.value.message, args
+        assert snapshots.list_snapshots(state.store) == []
 
 
 async def test_restore_reopens_each_document_at_its_selection_the_last_one_focused(
