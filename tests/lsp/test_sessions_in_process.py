@@ -146,7 +146,24 @@ async def test_restore_reopens_the_sessions_files_without_taking_focus(
     gone = {"src/m0.py", "src/m11.py"}
     assert restored["opened"] == [f for f in restored["files"][:10] if f not in gone]
     assert len(seen.shown) == 9 and not any(s.take_focus for s in seen.shown)
-    assert restored["markdown"].startswith("# Session agent-1")
+    shown = restored["markdown"]
+    assert shown.startswith("# Session agent-1")
+    # Where the session stood and what changed since, then its turns.
+    assert "## Turns" in shown and "**You:** add logging" in shown
+    assert shown.index("## Since the session") < shown.index("## Turns")
+
+
+async def test_restore_takes_the_session_named_not_the_latest(
+    server: EngramServer, state: FolderState
+) -> None:
+    seen = client(server, progress=True)
+    record(state, "older")
+    record(state, "newer")
+    latest = await run(server, "engram.session.restore")
+    assert latest["session"]["id"] == "newer"
+    assert ("begin", seen.progress[0][1], "engram: restoring the session") in seen.progress
+    restored = await run(server, "engram.session.restore", {"id": "older"})
+    assert restored["session"]["id"] == "older"
 
 
 async def test_restore_in_an_editor_that_cannot_open_documents_opens_none(
@@ -160,7 +177,7 @@ async def test_restore_in_an_editor_that_cannot_open_documents_opens_none(
 
 
 async def test_a_document_the_editor_refuses_or_fails_to_open_is_not_said_opened(
-    server: EngramServer, state: FolderState, seen: Client
+    server: EngramServer, state: FolderState, seen: Client, caplog: pytest.LogCaptureFixture
 ) -> None:
     record(state)
     seen.shows = False
@@ -171,6 +188,7 @@ async def test_a_document_the_editor_refuses_or_fails_to_open_is_not_said_opened
 
     server.window_show_document_async = failing  # type: ignore[method-assign]
     assert (await run(server, "engram.session.restore", {"id": "agent-1"}))["opened"] == []
+    assert f"window/showDocument failed for {state.root / 'src' / 'm0.py'}" in caplog.messages
 
 
 async def test_delete_asks_unless_confirmed(
@@ -322,6 +340,12 @@ async def test_the_autosave_loop_saves_each_folder_and_survives_a_failure(
         slept.append(seconds)
         await real_sleep(0)
 
+    folded: list[Path] = []
+
+    def fold_spool(store: Any) -> None:
+        folded.append(store.root)
+
+    monkeypatch.setattr("memory_core.agents.hooks.fold_spool", fold_spool)
     monkeypatch.setattr(lsp_sessions.sessions, "autosave", autosave)
     monkeypatch.setattr(lsp_sessions.asyncio, "sleep", sleep)
     task = asyncio.ensure_future(lsp_sessions._autosave_loop(server))
@@ -336,3 +360,5 @@ async def test_the_autosave_loop_saves_each_folder_and_survives_a_failure(
         int(state.settings["sessions.quota_bytes"]),
     )
     assert "autosave failed in" in caplog.text
+    # Hook events spooled while the store was busy are recorded too, even after a failure.
+    assert folded[:2] == [state.root, state.root]
