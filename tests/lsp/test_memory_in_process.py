@@ -302,3 +302,54 @@ async def test_at_most_a_hundred_symbols(
         for n in range(60):
             memory.add(store, f"bulk note {n}")
     assert len(await symbols(server, "bulk")) == lsp_memory.SYMBOL_LIMIT == 100
+
+
+async def test_a_symbol_lookup_is_not_an_access_of_the_memory(
+    server: EngramServer, state: FolderState, seen: Client
+) -> None:
+    """Typing in a symbol picker must not make a memory look used (its priority decays by
+    how recently people and agents used it)."""
+    added = memory.add(state.store, "the cache key includes the tenant")
+
+    def accesses() -> int:
+        row = state.store.query_one(
+            "SELECT access_count FROM memories WHERE id = ?", (added["id"],)
+        )
+        assert row is not None
+        return int(row[0])
+
+    before = accesses()
+    assert len(await symbols(server, "tenant")) == 1
+    assert accesses() == before
+    await run(server, "engram.memory.search", {"query": "tenant"})  # a search is a use
+    assert accesses() == before + 1
+
+
+async def test_a_memory_can_cite_the_document_by_its_uri(
+    server: EngramServer, state: FolderState, seen: Client
+) -> None:
+    (state.root / "app.py").write_text("x = 1\n")
+    added = await run(
+        server,
+        "engram.memory.add",
+        {"content": "x is one", "uri": uri_of(state.root / "app.py"), "line": 1},
+    )
+    assert memory.get(state.store, added["id"])["file"] == "app.py"
+
+
+async def test_search_of_other_kinds_leaves_memories_out(
+    server: EngramServer, state: FolderState, seen: Client
+) -> None:
+    memory.add(state.store, "upload retries")
+    found = await run(server, "engram.memory.search", {"query": "upload", "kinds": ["gotcha"]})
+    assert found["results"] == []
+
+
+async def test_a_session_already_full_is_said_full_before_anything_is_tried(
+    server: EngramServer, state: FolderState, seen: Client
+) -> None:
+    await run(server, "engram.memory.add", {"content": NOTE, "session_id": SESSION})
+    state.settings = config.load(state.root, overrides={"sessions.quota_bytes": 1000})
+    with pytest.raises(JsonRpcInvalidParams) as raised:
+        await run(server, "engram.memory.add", {"content": "tiny", "session_id": SESSION})
+    assert f"session {SESSION} is full (MEM_E001)" in raised.value.message
