@@ -7,6 +7,7 @@ of their count and window (test_checkpoints.py drives the same over stdio with r
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -680,3 +681,23 @@ async def test_with_the_servers_watcher_a_checkpoint_looks_only_at_what_changed(
         assert diff["added"] == ["generated/deep/new.py"] and diff["modified"] == ["app.py"]
     finally:
         feature.stop_watchers()
+
+
+async def test_the_listings_are_read_ahead_once_after_the_first_checkpoint_without_failing(
+    server: EngramServer,
+    state: FolderState,
+    seen: Client,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    failures: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: failures.append(args.exc_value))
+    write(state, {"a.py": "a\n", "lib/b.py": "b\n"})
+    await run(server, "engram.checkpoint.create")
+    warming = lsp_checkpoints._extra(state).warming
+    assert warming is not None
+    warming.join(10)
+    write(state, {"a.py": "changed\n"})
+    await run(server, "engram.checkpoint.create")
+    assert lsp_checkpoints._extra(state).warming is warming  # once per folder
+    assert failures == [] and "reading ahead the listings" not in caplog.text
