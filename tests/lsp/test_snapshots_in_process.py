@@ -256,25 +256,31 @@ async def test_the_timeline_filters_by_time_source_and_file(
     server: EngramServer, state: FolderState, seen: Client
 ) -> None:
     (state.root / "a.py").write_text("a\n")
+    # Ten minutes ago (by the core: the command takes a snapshot now).
+    first = snapshots.capture(state.store, note="the first one", now=time.time() - 600)
     snap = await run(server, "engram.snapshot.capture", {"documents": [{"path": "a.py"}]})
     everything = await run(server, "engram.timeline")
-    assert f"snapshot:{snap['id']}" in [e["id"] for e in everything["entries"]]
-    assert everything["markdown"]
+    ids = [e["id"] for e in everything["entries"]]
+    assert f"snapshot:{snap['id']}" in ids and f"snapshot:{first['id']}" in ids
+    assert "the first one" in everything["markdown"]
     by_source = await run(server, "engram.timeline", {"source": "snapshot"})
-    assert [e["id"] for e in by_source["entries"]] == [f"snapshot:{snap['id']}"]
+    assert [e["id"] for e in by_source["entries"]] == [
+        f"snapshot:{snap['id']}",
+        f"snapshot:{first['id']}",
+    ]
     as_list = await run(server, "engram.timeline", {"source": ["snapshot"]})
     assert as_list["entries"] == by_source["entries"]
     assert (await run(server, "engram.timeline", {"source": "session"}))["entries"] == []
     recent = await run(server, "engram.timeline", {"since": "1h", "source": "snapshot"})
-    assert len(recent["entries"]) == 1
+    assert len(recent["entries"]) == 2
     hour_ago = time.time() - 3600
     assert len((await run(server, "engram.timeline", {"since": hour_ago}))["entries"]) >= 1
     before = await run(server, "engram.timeline", {"until": hour_ago, "source": "snapshot"})
     assert before["entries"] == []
     later = await run(server, "engram.timeline", {"since": time.time() + 60})
     assert later["entries"] == []
-    limited = await run(server, "engram.timeline", {"limit": 1})
-    assert len(limited["entries"]) == 1
+    limited = await run(server, "engram.timeline", {"limit": 1, "source": "snapshot"})
+    assert [e["id"] for e in limited["entries"]] == [f"snapshot:{snap['id']}"]  # the newest
 
 
 async def test_the_timeline_of_one_file_by_path_or_uri(
