@@ -256,8 +256,9 @@ class Evolution(DocumentListener):
         with self.cache_lock:
             return self.cache.get((root, rel))
 
-    def rel_of(self, state: FolderState, uri_or_path: str) -> str | None:
-        fs_path = to_fs_path(uri_or_path) if "://" in uri_or_path else uri_or_path
+    def rel_of(self, state: FolderState, uri: str) -> str | None:
+        """The workspace-relative path of a document or file URI, if it is one to record."""
+        fs_path = to_fs_path(uri)
         if not fs_path:
             return None
         try:

@@ -19,6 +19,7 @@ from lsp_server.features import evolution as lsp_evolution
 from lsp_server.features import snapshots as lsp_snapshots
 from lsp_server.server import EngramServer, FolderState
 from memory_core import evolution
+from tests.conftest import git
 from tests.lsp.in_process import (
     Client,
     client,
@@ -566,13 +567,16 @@ async def test_the_watcher_reports_disk_changes_only_when_the_client_does_not(
 
 
 async def test_a_watcher_that_stops_says_so_to_the_user(
-    server: EngramServer, state: FolderState, seen: Client
+    server: EngramServer, state: FolderState, seen: Client, caplog: pytest.LogCaptureFixture
 ) -> None:
     feature = lsp_evolution.get_feature(server)
     feature.loop()
     feature.watcher_failed(state, "inotify watch limit reached")
     await settled()
     [message] = seen.messages
+    assert f"the file watcher for {state.root} stopped: inotify watch limit reached" in (
+        caplog.messages
+    )
     assert message.type == types.MessageType.Warning
     assert message.message == (
         f"engram: cannot watch {state.root} for changes on disk (inotify watch limit reached); "
@@ -730,3 +734,111 @@ def test_edited_ranges_past_the_limit_are_joined_by_the_smallest_gaps_of_all_edi
     assert kept[-1] == (lines[-2] + 1, lines[-1] + 1)
     five = lines.index(lines[-4])
     assert (lines[five] + 1, lines[five] + 1) in kept
+
+
+async def test_an_external_change_after_a_save_and_close_is_compared_with_what_was_saved(
+    server: EngramServer, state: FolderState, seen: Client, a_py: Path
+) -> None:
+    server.client_watches_files = True
+    uri = open_document(server, a_py)
+    edit(server, uri, span(0, 0, 1, 0), "saved line 1\n")
+    save(server, uri)
+    close(server, uri)
+    on_disk(
+        server,
+        a_py,
+        a_py.read_text().replace("line 5\n", "five\n"),
+        types.FileChangeType.Changed,
+    )
+    newest = (await history(server, a_py))[0]
+    assert (newest["actor"], newest["lines"]) == ("external", [[5, 5]])
+
+
+async def test_closing_a_document_that_is_not_followed_is_no_error(
+    server: EngramServer, state: FolderState, seen: Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    inside_store = state.root / ".engram" / "notes.md"
+    inside_store.write_text("engram's own\n")
+    close(server, open_document(server, inside_store))
+    assert [r for r in caplog.records if r.levelname == "ERROR"] == []
+
+
+async def test_a_lens_for_a_file_the_editor_never_opened_still_counts_its_edits(
+    server: EngramServer, state: FolderState, seen: Client, a_py: Path
+) -> None:
+    evolution.record_change(state.store, "a.py", actor="agent", after="x\n")
+    uri = uri_of(a_py)
+    server.workspace.put_text_document(  # known to the workspace, never announced as opened
+        types.TextDocumentItem(uri=uri, language_id="python", version=1, text=TEXT)
+    )
+    assert lens_title(server, uri) == "1 edit today · last by the agent just now"
+
+
+async def test_a_file_that_is_not_utf8_is_still_recorded(
+    server: EngramServer, state: FolderState, seen: Client
+) -> None:
+    server.client_watches_files = True
+    path = state.root / "latin1.txt"
+    path.write_bytes("café\n".encode("latin-1"))
+    handler(server, types.WORKSPACE_DID_CHANGE_WATCHED_FILES)(
+        types.DidChangeWatchedFilesParams(
+            changes=[types.FileEvent(uri=uri_of(path), type=types.FileChangeType.Created)]
+        )
+    )
+    assert [r["actor"] for r in await history(server, path)] == ["external"]
+
+
+async def test_two_gitignores_changed_in_one_batch_lose_nothing(
+    server: EngramServer, state: FolderState, seen: Client
+) -> None:
+    server.client_watches_files = True
+    (state.root / "sub").mkdir()
+    changed = {".gitignore": "*.log\n", "sub/.gitignore": "*.tmp\n", "kept.py": "k\n"}
+    for rel, text in changed.items():
+        (state.root / rel).write_text(text)
+    handler(server, types.WORKSPACE_DID_CHANGE_WATCHED_FILES)(
+        types.DidChangeWatchedFilesParams(
+            changes=[
+                types.FileEvent(uri=uri_of(state.root / rel), type=types.FileChangeType.Changed)
+                for rel in changed
+            ]
+        )
+    )
+    await run(server, "engram.evolution.flush")
+    recorded = {row["path"] for row in evolution.most_active(state.store)}
+    assert recorded == set(changed)
+
+
+async def test_edits_are_recorded_at_the_time_they_were_typed(
+    server: EngramServer,
+    state: FolderState,
+    seen: Client,
+    a_py: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    uri = open_document(server, a_py)
+    typed_at = time.time() - 120
+    monkeypatch.setattr(lsp_evolution.time, "time", lambda: typed_at)
+    edit(server, uri, span(0, 0, 0, 0), "x")
+    monkeypatch.undo()
+    [row] = await history(server, a_py)
+    assert row["ts"] == pytest.approx(typed_at, abs=1)
+
+
+async def test_a_branch_switched_while_no_engram_ran_is_recorded_when_the_folder_opens(
+    server: EngramServer, state: FolderState
+) -> None:
+    client(server)
+    root = state.root
+    git(root, "init", "-q", "-b", "main")
+    (root / "a.py").write_text("a\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "first")
+    evolution.observe_git(state.store)  # what the last engram process saw
+    git(root, "checkout", "-q", "-b", "feature")
+    feature = lsp_evolution.get_feature(server)
+    feature.folder_ready(server, state)
+    feature.writer.submit(lambda: None).result(timeout=30)
+    assert feature.counters["git"] == 1
+    found = await run(server, "engram.timeline", {"source": "evolution"})
+    assert "git checkout main -> feature" in found["markdown"]
