@@ -333,10 +333,8 @@ def _recite(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
     from memory_core import memory
 
     state = ls.state_for_command(args)
-    line = args.get("line")
-    if line is not None and not isinstance(line, int):
-        raise UsageError("line must be a number (1-based)")
-    entry: dict[str, Any] = memory.recite(state.store, _memory_id(args), line=line)
+    # `line` (1-based) is a whole number when given: engram_command checks it.
+    entry: dict[str, Any] = memory.recite(state.store, _memory_id(args), line=args.get("line"))
     state.extras.pop("drift.citations", None)
     return entry
 

@@ -144,7 +144,8 @@ async def test_an_overlap_hover_says_who_changed_the_lines_and_the_quick_fix_sho
     assert action.title == "Show who changed this file"
     assert action.kind == types.CodeActionKind.QuickFix
     assert action.command is not None
-    assert (action.command.command, action.command.arguments) == (
+    assert (action.command.title, action.command.command, action.command.arguments) == (
+        "Show who changed this file",
         "engram.evolution.history",
         [{"uri": uri}],
     )
@@ -360,7 +361,7 @@ async def test_a_memory_whose_cited_line_changed_offers_to_update_or_forget_it(
     assert recite.command is not None and recite.command.arguments == [
         {"id": memory_id, "uri": uri}
     ]
-    assert forget.title == lsp_drift.FORGET_TITLE
+    assert (forget.title, forget.kind) == (lsp_drift.FORGET_TITLE, types.CodeActionKind.QuickFix)
     assert forget.command is not None
     assert forget.command.arguments == [{"id": memory_id, "uri": uri}]
     # Updating the memory to the code as it is: the diagnostic goes, at once.
@@ -384,6 +385,11 @@ async def test_code_that_moved_offers_to_follow_it_first(
     assert recite.is_preferred is True
     assert recite.command is not None
     assert recite.command.arguments == [{"id": memory_id, "uri": uri, "line": 4}]
+    # Following the code: the memory now cites line 4, and the diagnostic goes.
+    (state.root / "limits.py").write_text(server.workspace.get_text_document(uri).source)
+    await run(server, "engram.memory.recite", recite.command.arguments[0])
+    assert memory.get(state.store, memory_id)["line"] == 4
+    assert stale(server, state, uri) == []
 
 
 async def test_forgetting_the_memory_takes_its_diagnostic_away(
@@ -394,7 +400,11 @@ async def test_forgetting_the_memory_takes_its_diagnostic_away(
     assert len(stale(server, state, uri)) == 1
     refreshes = seen.refreshes
     deleted = await run(server, "engram.memory.forget", {"id": memory_id, "uri": uri})
-    assert memory_id in str(deleted)
+    # Recoverable, and the deletion says why.
+    assert (deleted["selector"], deleted["reason"]) == (
+        {"memory_ids": [memory_id]},
+        "stale citation",
+    )
     assert seen.refreshes == refreshes + 1
     assert stale(server, state, uri) == []
     assert memory_id not in [m["id"] for m in memory.list_memories(state.store)]
@@ -479,3 +489,20 @@ async def test_the_quick_fix_commands_need_the_memory(
             await run(server, command, args)
         assert message in raised.value.message, args
         assert seen.refreshes == 0
+
+
+async def test_quick_fixes_and_hovers_are_found_whatever_comes_before_them(
+    server: EngramServer, state: FolderState, seen: Client
+) -> None:
+    (state.root / "a.py").write_text(TEXT)
+    now = time.time()
+    two_hands(state, "a.py", (3, 5), 0.0, now)
+    two_hands(state, "a.py", (12, 12), 0.0, now)
+    uri = open_document(server, state.root / "a.py")
+    # Line 12 is after the first overlap (lines 3-5), which says nothing about it.
+    text = hover_text(server, uri, 11)
+    assert text is not None and "line" in text and "12-12" in text
+    other = types.Diagnostic(range=span(0, 0, 0, 1), message="x", code="E1", source="pyright")
+    [first, *_] = drift_diagnostics(server, state, uri)
+    titles = [a.title for a in actions(server, uri, [other, first])]
+    assert titles == ["Show who changed this file"]
