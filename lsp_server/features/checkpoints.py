@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
-from pygls.uris import from_fs_path, to_fs_path
+from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
 from lsp_server.features import evolution as evolution_feature
@@ -610,7 +610,3 @@ async def _burst_checkpoint(
         logger.exception("automatic checkpoint failed in %s", state.root)
     finally:
         extra.burst_running = False
-
-
-def file_uri(state: FolderState, rel: str) -> str:
-    return from_fs_path(str(state.root / rel)) or (state.root / rel).as_uri()
