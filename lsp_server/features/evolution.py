@@ -87,8 +87,9 @@ class LineRanges:
         newlines = text.count("\n")
         delta = newlines - (end - start)
         # A range ending at column 0 leaves its last line untouched (it only moves), and a text
-        # ending in a newline does not touch the line after it.
-        old_end = end - 1 if end_character == 0 and end > start else end
+        # ending in a newline does not touch the line after it. That holds for an insertion at
+        # column 0 too: a line typed above an edited line pushes that line down, it stays edited.
+        old_end = end - 1 if end_character == 0 else end
         trailing = 1 if newlines and text.endswith("\n") and end_character == 0 else 0
         touched_end = max(start, start + newlines - trailing)
         starts, ends = self.starts, self.ends

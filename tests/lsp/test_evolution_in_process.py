@@ -842,3 +842,33 @@ async def test_a_branch_switched_while_no_engram_ran_is_recorded_when_the_folder
     assert feature.counters["git"] == 1
     found = await run(server, "engram.timeline", {"source": "evolution"})
     assert "git checkout main -> feature" in found["markdown"]
+
+
+def test_a_line_inserted_above_an_edited_line_keeps_both_edited() -> None:
+    ranges = lsp_evolution.LineRanges()
+    ranges.edit(5, 5, 3, "abc")  # typed on line 6
+    ranges.edit(5, 5, 0, "a new line\n")  # a line inserted above it, at column 0
+    assert ranges.one_based() == [(6, 7)]  # the new line 6 and the typed line, now line 7
+    ranges.edit(9, 9, 0, "x")  # typed at the start of line 10: that line is touched
+    assert ranges.one_based() == [(6, 7), (10, 10)]
+    ranges.edit(0, 0, 0, "\n")  # an empty line at the very top moves both down
+    assert ranges.one_based() == [(1, 1), (7, 8), (11, 11)]
+
+
+async def test_five_seconds_after_the_first_key_typing_is_recorded_at_once(
+    server: EngramServer,
+    state: FolderState,
+    seen: Client,
+    a_py: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    uri = open_document(server, a_py)
+    started = time.time()
+    now = [started]
+    monkeypatch.setattr(lsp_evolution.time, "time", lambda: now[0])
+    edit(server, uri, span(0, 0, 0, 0), "x")
+    now[0] = started + lsp_evolution.EDIT_MAX_DELAY_SECONDS  # exactly five seconds on
+    edit(server, uri, span(0, 1, 0, 1), "y")
+    doc = lsp_evolution.get_feature(server).docs[uri]
+    loop = asyncio.get_running_loop()
+    assert doc.timer is not None and doc.timer.when() - loop.time() <= 0.01
