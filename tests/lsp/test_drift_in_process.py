@@ -362,6 +362,7 @@ async def test_a_memory_whose_cited_line_changed_offers_to_update_or_forget_it(
         {"id": memory_id, "uri": uri}
     ]
     assert (forget.title, forget.kind) == (lsp_drift.FORGET_TITLE, types.CodeActionKind.QuickFix)
+    assert forget.diagnostics == [diagnostic] and recite.diagnostics == [diagnostic]
     assert forget.command is not None
     assert forget.command.arguments == [{"id": memory_id, "uri": uri}]
     # Updating the memory to the code as it is: the diagnostic goes, at once.
@@ -440,6 +441,10 @@ async def test_a_memory_whose_code_is_gone_can_only_be_forgotten(
         ),
     ]
     assert [a.title for a in actions(server, uri, others)] == []
+    # None of them keeps a real one after them from its quick fix.
+    assert [a.title for a in actions(server, uri, [*others, diagnostic])] == [
+        lsp_drift.FORGET_TITLE
+    ]
 
 
 async def test_citations_are_read_again_after_their_time_or_at_once_after_a_command(
@@ -506,3 +511,34 @@ async def test_quick_fixes_and_hovers_are_found_whatever_comes_before_them(
     [first, *_] = drift_diagnostics(server, state, uri)
     titles = [a.title for a in actions(server, uri, [other, first])]
     assert titles == ["Show who changed this file"]
+
+
+async def test_two_memories_citing_the_same_line_are_both_in_its_hover(
+    server: EngramServer, state: FolderState, seen: Client
+) -> None:
+    first, uri = await cited(server, state)
+    second = memory.add(state.store, "RETRY_LIMIT is read at start", file="limits.py", line=2)
+    state.extras.pop("drift.citations", None)
+    edit(server, uri, span(1, 0, 2, 0), "RETRY_LIMIT = 5\n")
+    text = hover_text(server, uri, 1)
+    assert text is not None
+    assert f"**engram**: {first}" in text and f"**engram**: {second['id']}" in text
+
+
+async def test_the_report_since_a_snapshot_names_what_moved_since_that_one(
+    server: EngramServer, state: FolderState, seen: Client
+) -> None:
+    from tests.conftest import git
+
+    root = state.root
+    git(root, "init", "-q", "-b", "main")
+    (root / "a.py").write_text("a\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "first")
+    on_main = await run(server, "engram.snapshot.capture")
+    git(root, "checkout", "-q", "-b", "feature")
+    await run(server, "engram.snapshot.capture")  # the latest: on the branch as it is now
+    since_main = await run(server, "engram.drift", {"snapshot": on_main["id"]})
+    assert any(item["kind"] == "workspace" for item in since_main["drift"])
+    since_latest = await run(server, "engram.drift")
+    assert not any(item["kind"] == "workspace" for item in since_latest["drift"])
