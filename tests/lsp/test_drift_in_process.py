@@ -120,6 +120,9 @@ async def test_lines_two_hands_changed_are_a_diagnostic_of_the_right_severity(
     assert diagnostic.source == "engram"
     assert isinstance(diagnostic.data, dict)
     assert diagnostic.data["kind"] == "overlap" and diagnostic.data["uri"] == uri
+    window = float(state.settings["drift.window_minutes"])
+    [item] = drift.overlaps(state.store, "a.py", window_minutes=window)
+    assert diagnostic.data["id"] == item.id  # the id `engram.drift` reports it under
     assert "memory" not in diagnostic.data
     assert drift.SEVERITIES.index(diagnostic.data["severity"]) == 4 - severity
 
@@ -248,6 +251,7 @@ async def test_an_unsaved_buffer_changed_on_disk_has_a_diagnostic_hover_and_diff
     )
     [action] = actions(server, uri, [diagnostic])
     assert action.title == lsp_drift.DIFF_TITLE and action.diagnostics == [diagnostic]
+    assert action.kind == types.CodeActionKind.QuickFix
     assert action.command is not None
     assert action.command.command == "engram.drift.diff"
     assert action.command.arguments is not None
@@ -364,6 +368,7 @@ async def test_a_memory_whose_cited_line_changed_offers_to_update_or_forget_it(
     assert (forget.title, forget.kind) == (lsp_drift.FORGET_TITLE, types.CodeActionKind.QuickFix)
     assert forget.diagnostics == [diagnostic] and recite.diagnostics == [diagnostic]
     assert forget.command is not None
+    assert forget.command.command == "engram.memory.forget"
     assert forget.command.arguments == [{"id": memory_id, "uri": uri}]
     # Updating the memory to the code as it is: the diagnostic goes, at once.
     refreshes = seen.refreshes
@@ -427,7 +432,13 @@ async def test_a_memory_whose_code_is_gone_can_only_be_forgotten(
     assert only.title == lsp_drift.FORGET_TITLE
     # Diagnostics of another kind or source, or without a memory, offer nothing here.
     others = [
-        types.Diagnostic(range=span(0, 0, 0, 0), message="m", code="drift", source="pyright"),
+        types.Diagnostic(
+            range=span(0, 0, 0, 0),
+            message="m",
+            code="drift",
+            source="pyright",
+            data={"kind": "unsaved"},
+        ),
         types.Diagnostic(range=span(0, 0, 0, 0), message="m", code="G-1", source="engram", data={}),
         types.Diagnostic(
             range=span(0, 0, 0, 0),
