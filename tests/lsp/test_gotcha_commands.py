@@ -144,6 +144,10 @@ async def test_add_with_every_field_and_a_regex(server: EngramServer, state: Fol
         server, "engram.gotcha.add", {"title": "dots", "pattern": "a.b", "literal": True}
     )
     assert literal["gotcha"]["pattern_kind"] == "literal"
+    named = await run(
+        server, "engram.gotcha.add", {"title": "dots", "pattern": "a.c", "pattern_kind": "literal"}
+    )
+    assert named["gotcha"]["pattern_kind"] == "literal"
     # The new gotcha shows at once in an open document.
     uri = _open(server, state, "src/t.py", "t = datetime.utcnow()\n")
     assert [d.code for d in _diagnostics(server, state, uri)] == [result["id"]]
@@ -471,6 +475,21 @@ async def test_an_edited_team_file_is_noticed_and_its_gotchas_shown(
     assert not folder.stale()
     [shown] = _diagnostics(server, state, uri)
     assert (shown.code, shown.message) == ("G-0000abcd", "Never call os.system")
+    # A team gotcha is the team's already: no quick fix promotes it.
+    titles = [
+        a.title
+        for a in lsp_gotchas.code_actions(
+            server,
+            state,
+            server.workspace.get_text_document(uri),
+            types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri=uri),
+                range=shown.range,
+                context=types.CodeActionContext(diagnostics=[shown]),
+            ),
+        )
+    ]
+    assert titles and not any(t.startswith("Promote") for t in titles)
     # Edited again (same store revision): noticed again.
     team_file.write_text(TEAM_GOTCHA.replace('"high"', '"critical"'), encoding="utf-8")
     assert folder.stale()
