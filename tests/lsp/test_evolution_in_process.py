@@ -872,3 +872,15 @@ async def test_five_seconds_after_the_first_key_typing_is_recorded_at_once(
     doc = lsp_evolution.get_feature(server).docs[uri]
     loop = asyncio.get_running_loop()
     assert doc.timer is not None and doc.timer.when() - loop.time() <= 0.01
+
+
+def test_lines_replaced_by_more_lines_and_edits_next_to_each_other_are_one_range() -> None:
+    ranges = lsp_evolution.LineRanges()
+    ranges.edit(4, 5, 0, "a\nb\n")  # line 5 replaced by two lines: 5 and 6
+    assert ranges.one_based() == [(5, 6)]
+    ranges.edit(6, 6, 1, "x")  # typed on line 7, right below them
+    assert ranges.one_based() == [(5, 7)]
+    apart = lsp_evolution.LineRanges()
+    apart.edit(3, 3, 1, "x")
+    apart.edit(4, 4, 1, "y")  # the next line: one range, not two
+    assert apart.one_based() == [(4, 5)]
