@@ -406,6 +406,47 @@ MODULES: dict[str, Module] = {
             "lsp_server/features/__init__.py",
         ),
     ),
+    # The language server's features, through the server `create_server()` builds, in this
+    # process (`*_in_process.py`); their stdio tests run the unmutated code in a process of
+    # their own, so they are not listed (test_evolution.py's line-range tests are in-process).
+    "lsp.evolution": Module(
+        "lsp_server/features/evolution.py",
+        (
+            "tests/lsp/test_evolution_in_process.py",
+            "tests/lsp/test_evolution.py",
+            "tests/lsp/test_watch_ignore.py",
+        ),
+        sample=60,
+        deselect=tuple(
+            f"tests/lsp/test_evolution.py::{name}"
+            for name in (
+                "test_editor_edits_and_disk_writes_are_recorded_with_their_actors",
+                "test_a_save_seen_on_disk_is_the_editor_not_an_external_change",
+                "test_renames_and_deletes_made_in_the_editor",
+                "test_the_code_lens_counts_todays_edits_and_opens_the_history",
+                "test_a_git_checkout_is_one_git_event",
+            )
+        ),
+    ),
+    "lsp.checkpoints": Module(
+        "lsp_server/features/checkpoints.py",
+        ("tests/lsp/test_checkpoints_in_process.py",),
+        sample=60,
+    ),
+    "lsp.drift": Module(
+        "lsp_server/features/drift.py", ("tests/lsp/test_drift_in_process.py",), sample=60
+    ),
+    "lsp.memory": Module(
+        "lsp_server/features/memory.py", ("tests/lsp/test_memory_in_process.py",), sample=60
+    ),
+    "lsp.sessions": Module(
+        "lsp_server/features/sessions.py", ("tests/lsp/test_sessions_in_process.py",), sample=60
+    ),
+    "lsp.snapshots": Module(
+        "lsp_server/features/snapshots.py",
+        ("tests/lsp/test_snapshots_in_process.py",),
+        sample=60,
+    ),
 }
 
 # Every other module of memory_core and lsp_server, each with the in-process tests that import

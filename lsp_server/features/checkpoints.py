@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
-from pygls.uris import from_fs_path, to_fs_path
+from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
 from lsp_server.features import evolution as evolution_feature
@@ -133,12 +133,8 @@ def _active_session(state: FolderState) -> str | None:
 def _create(
     ls: EngramServer, state: FolderState, args: dict[str, Any], reason: str = "manual"
 ) -> dict[str, Any]:
-    name = args.get("name")
-    description = args.get("description")
-    if name is not None and not isinstance(name, str):
-        raise UsageError("`name` must be text")
-    if description is not None and not isinstance(description, str):
-        raise UsageError("`description` must be text")
+    # (`name` and `description` are text or absent: engram_command checks every command's.)
+    name, description = args.get("name"), args.get("description")
     extra = _extra(state)
     hints, extra.hints = extra.hints, set()
     watcher = journal_for(ls, state)
@@ -391,79 +387,84 @@ async def rollback(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def register(server: EngramServer) -> None:
-    @engram_command(server, "engram.checkpoint.create")
-    async def create(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        state = ls.state_for_command(args)
-        async with progress(ls, "engram: creating a checkpoint"):
-            return await ls.run_blocking(_create, ls, state, args)
+async def create(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    state = ls.state_for_command(args)
+    async with progress(ls, "engram: creating a checkpoint"):
+        made: dict[str, Any] = await ls.run_blocking(_create, ls, state, args)
+        return made
 
-    @engram_command(server, "engram.checkpoint.list")
-    def list_(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        state = ls.state_for_command(args)
-        found = checkpoints.list_checkpoints(state.store)
-        return {"checkpoints": found, "markdown": views.checkpoints(found)}
 
-    @engram_command(server, "engram.checkpoint.diff")
-    def diff(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        state = ls.state_for_command(args)
-        ref = args.get("id")
-        if not isinstance(ref, str) or not ref:
-            raise UsageError("engram.checkpoint.diff needs `id`")
-        against = args.get("against")
-        return checkpoints.diff(
-            state.store, ref, against if isinstance(against, str) else None, settings=state.settings
-        )
+def list_(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    state = ls.state_for_command(args)
+    found = checkpoints.list_checkpoints(state.store)
+    return {"checkpoints": found, "markdown": views.checkpoints(found)}
 
-    engram_command(server, "engram.checkpoint.rollback")(rollback)
 
-    @engram_command(server, "engram.checkpoint.file")
-    def file_content(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        """One file's content in a checkpoint (for a diff view): `{id, path}`, the path
-        workspace-relative or a file URI. `exists: false` when the checkpoint lacks it."""
-        state = ls.state_for_command(args)
-        ref, path = args.get("id"), args.get("path")
-        if not isinstance(ref, str) or not ref or not isinstance(path, str) or not path:
-            raise UsageError("engram.checkpoint.file needs `id` and `path`")
-        rel = path
-        if "://" in path:
-            rel = relative_path(state.root, Path(to_fs_path(path) or path))
-        data = checkpoints.file_content(state.store, ref, rel)
-        if data is None:
-            return {"id": ref, "path": rel, "exists": False, "content": ""}
-        return {
-            "id": ref,
-            "path": rel,
-            "exists": True,
-            "content": data.decode("utf-8", errors="replace"),
-        }
+def diff(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    state = ls.state_for_command(args)
+    ref = args.get("id")
+    if not isinstance(ref, str) or not ref:
+        raise UsageError("engram.checkpoint.diff needs `id`")
+    against = args.get("against")
+    return checkpoints.diff(
+        state.store, ref, against if isinstance(against, str) else None, settings=state.settings
+    )
 
-    def changed(ls: EngramServer, state: FolderState, paths: list[str]) -> None:
-        _extra(state).hints.update(paths)
-        _maybe_burst(ls, state, len(_work(ls, state, paths)))
 
-    def watched(ls: EngramServer, state: FolderState, events: list[types.FileEvent]) -> None:
-        paths = []
-        for event in events:
-            path = to_fs_path(event.uri)
-            if not path:
-                continue
+def file_content(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    """One file's content in a checkpoint (for a diff view): `{id, path}`, the path
+    workspace-relative or a file URI. `exists: false` when the checkpoint lacks it."""
+    state = ls.state_for_command(args)
+    ref, path = args.get("id"), args.get("path")
+    if not isinstance(ref, str) or not ref or not isinstance(path, str) or not path:
+        raise UsageError("engram.checkpoint.file needs `id` and `path`")
+    rel = path
+    if "://" in path:
+        rel = relative_path(state.root, Path(to_fs_path(path) or path))
+    data = checkpoints.file_content(state.store, ref, rel)
+    if data is None:
+        return {"id": ref, "path": rel, "exists": False, "content": ""}
+    return {
+        "id": ref,
+        "path": rel,
+        "exists": True,
+        "content": data.decode("utf-8", errors="replace"),
+    }
+
+
+def changed(ls: EngramServer, state: FolderState, paths: list[str]) -> None:
+    """Files the client reported changed: hints for the next checkpoint, and maybe a burst."""
+    _extra(state).hints.update(paths)
+    _maybe_burst(ls, state, len(_work(ls, state, paths)))
+
+
+def watched(ls: EngramServer, state: FolderState, events: list[types.FileEvent]) -> None:
+    paths = []
+    for event in events:
+        path = to_fs_path(event.uri)
+        if not path:
+            continue
+        with contextlib.suppress(UsageError):
+            paths.append(relative_path(state.root, path))
+    if paths:
+        changed(ls, state, paths)
+
+
+class SaveListener(DocumentListener):
+    def did_save(self, server: EngramServer, state: FolderState, document: TextDocument) -> None:
+        path = to_fs_path(document.uri)
+        if path:
             with contextlib.suppress(UsageError):
-                paths.append(relative_path(state.root, path))
-        if paths:
-            changed(ls, state, paths)
+                changed(server, state, [relative_path(state.root, path)])
 
+
+def register(server: EngramServer) -> None:
+    engram_command(server, "engram.checkpoint.create")(create)
+    engram_command(server, "engram.checkpoint.list")(list_)
+    engram_command(server, "engram.checkpoint.diff")(diff)
+    engram_command(server, "engram.checkpoint.rollback")(rollback)
+    engram_command(server, "engram.checkpoint.file")(file_content)
     server.watched_files_listeners.append(watched)
-
-    class SaveListener(DocumentListener):
-        def did_save(
-            self, server: EngramServer, state: FolderState, document: TextDocument
-        ) -> None:
-            path = to_fs_path(document.uri)
-            if path:
-                with contextlib.suppress(UsageError):
-                    changed(server, state, [relative_path(state.root, path)])
-
     server.document_listeners.append(SaveListener())
 
 
@@ -595,19 +596,17 @@ def _maybe_burst(ls: EngramServer, state: FolderState, count: int) -> None:
         return
     extra.recent.clear()
     extra.burst_running = True
-
-    async def capture() -> None:
-        try:
-            await ls.run_blocking(
-                _create, ls, state, {"description": "automatic: burst of file changes"}, "burst"
-            )
-        except Exception:
-            logger.exception("automatic checkpoint failed in %s", state.root)
-        finally:
-            extra.burst_running = False
-
-    spawn(capture())
+    spawn(_burst_checkpoint(ls, state, extra))
 
 
-def file_uri(state: FolderState, rel: str) -> str:
-    return from_fs_path(str(state.root / rel)) or (state.root / rel).as_uri()
+async def _burst_checkpoint(
+    ls: EngramServer, state: FolderState, extra: _FolderCheckpoints
+) -> None:
+    try:
+        await ls.run_blocking(
+            _create, ls, state, {"description": "automatic: burst of file changes"}, "burst"
+        )
+    except Exception:
+        logger.exception("automatic checkpoint failed in %s", state.root)
+    finally:
+        extra.burst_running = False

@@ -281,86 +281,89 @@ def _memory_id(args: dict[str, Any]) -> str:
     return memory_id
 
 
+def diff(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    """`engram.drift.diff {uri}`: the unsaved buffer against the file on disk, as a unified diff
+    written to .engram/exports/views/ and shown."""
+    uri = args.get("uri")
+    if not isinstance(uri, str) or not uri:
+        raise UsageError("give the document as `uri`")
+    doc = get_feature(ls).docs.get(uri)
+    document = ls.workspace.text_documents.get(uri)
+    state = ls.state_for_uri(uri)
+    if doc is None or document is None or state is None:
+        raise UsageError(f"{uri} is not open in the editor")
+    try:
+        disk = (state.root / doc.rel).read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        disk = ""
+    # A lone surrogate (a client may send "\ud800" in an edit) cannot be written as UTF-8
+    # nor sent back: it is shown as U+FFFD, as the disk side's undecodable bytes are.
+    buffer = _LONE_SURROGATE.sub("\ufffd", document.source)
+    text = "".join(
+        difflib.unified_diff(
+            disk.splitlines(keepends=True),
+            buffer.splitlines(keepends=True),
+            fromfile=f"{doc.rel} (on disk)",
+            tofile=f"{doc.rel} (unsaved buffer)",
+        )
+    )
+    shown = show_view(ls, state, f"diff-{doc.rel}.diff", text or "no difference\n")
+    return {"path": doc.rel, "diff": text, "view": shown}
+
+
+def report(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    """`engram.drift {snapshot?}`: every kind of drift, the most severe first."""
+    state = ls.state_for_command(args)
+    evolution.observe_git(state.store)
+    # `snapshot` is text when given (engram_command checks it).
+    items = drift.detect(state.store, state.settings, snapshot_id=args.get("snapshot"))
+    feature = get_feature(ls)
+    for doc in list(feature.docs.values()):
+        if doc.conflict is not None and ls.state_for_uri(doc.uri) is state:
+            items.insert(0, doc.conflict)
+    items.sort(key=lambda item: -drift.severity_rank(item.severity))
+    found = [item.as_dict() for item in items]
+    return {"drift": found, "markdown": drift.markdown(found)}
+
+
+# The quick fixes of a stale memory citation: after either, the diagnostic goes away.
+def _recite(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    from memory_core import memory
+
+    state = ls.state_for_command(args)
+    # `line` (1-based) is a whole number when given: engram_command checks it.
+    entry: dict[str, Any] = memory.recite(state.store, _memory_id(args), line=args.get("line"))
+    state.extras.pop("drift.citations", None)
+    return entry
+
+
+def _forget(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    from memory_core import memory
+
+    state = ls.state_for_command(args)
+    deleted: dict[str, Any] = memory.forget(state.store, _memory_id(args), reason="stale citation")
+    state.extras.pop("drift.citations", None)
+    return deleted
+
+
+async def recite(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    entry: dict[str, Any] = await ls.run_blocking(_recite, ls, args)
+    ls.refresh_diagnostics()
+    return entry
+
+
+async def forget(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    deleted: dict[str, Any] = await ls.run_blocking(_forget, ls, args)
+    ls.refresh_diagnostics()
+    return deleted
+
+
 def register(server: EngramServer) -> None:
     view = DriftView(server)
     server.diagnostic_providers.append(view.diagnostics)
     server.hover_providers.append(view.hover)
     server.code_action_providers.append(view.code_actions)
-
-    @engram_command(server, "engram.drift.diff")
-    def diff(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        uri = args.get("uri")
-        if not isinstance(uri, str) or not uri:
-            raise UsageError("give the document as `uri`")
-        doc = get_feature(ls).docs.get(uri)
-        document = ls.workspace.text_documents.get(uri)
-        state = ls.state_for_uri(uri)
-        if doc is None or document is None or state is None:
-            raise UsageError(f"{uri} is not open in the editor")
-        try:
-            disk = (state.root / doc.rel).read_text(encoding="utf-8", errors="replace")
-        except FileNotFoundError:
-            disk = ""
-        # A lone surrogate (a client may send "\ud800" in an edit) cannot be written as UTF-8
-        # nor sent back: it is shown as U+FFFD, as the disk side's undecodable bytes are.
-        buffer = _LONE_SURROGATE.sub("\ufffd", document.source)
-        text = "".join(
-            difflib.unified_diff(
-                disk.splitlines(keepends=True),
-                buffer.splitlines(keepends=True),
-                fromfile=f"{doc.rel} (on disk)",
-                tofile=f"{doc.rel} (unsaved buffer)",
-            )
-        )
-        shown = show_view(ls, state, f"diff-{doc.rel}.diff", text or "no difference\n")
-        return {"path": doc.rel, "diff": text, "view": shown}
-
-    @engram_command(server, "engram.drift")
-    def report(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        state = ls.state_for_command(args)
-        snapshot = args.get("snapshot")
-        if snapshot is not None and not isinstance(snapshot, str):
-            raise UsageError("snapshot must be a snapshot id")
-        evolution.observe_git(state.store)
-        items = drift.detect(state.store, state.settings, snapshot_id=snapshot)
-        feature = get_feature(ls)
-        for doc in list(feature.docs.values()):
-            if doc.conflict is not None and ls.state_for_uri(doc.uri) is state:
-                items.insert(0, doc.conflict)
-        items.sort(key=lambda item: -drift.severity_rank(item.severity))
-        found = [item.as_dict() for item in items]
-        return {"drift": found, "markdown": drift.markdown(found)}
-
-    # The quick fixes of a stale memory citation: after either, the diagnostic goes away.
-    def _recite(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        from memory_core import memory
-
-        state = ls.state_for_command(args)
-        line = args.get("line")
-        if line is not None and not isinstance(line, int):
-            raise UsageError("line must be a number (1-based)")
-        entry: dict[str, Any] = memory.recite(state.store, _memory_id(args), line=line)
-        state.extras.pop("drift.citations", None)
-        return entry
-
-    def _forget(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        from memory_core import memory
-
-        state = ls.state_for_command(args)
-        deleted: dict[str, Any] = memory.forget(
-            state.store, _memory_id(args), reason="stale citation"
-        )
-        state.extras.pop("drift.citations", None)
-        return deleted
-
-    @engram_command(server, "engram.memory.recite")
-    async def recite(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        entry: dict[str, Any] = await ls.run_blocking(_recite, ls, args)
-        ls.refresh_diagnostics()
-        return entry
-
-    @engram_command(server, "engram.memory.forget")
-    async def forget(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        deleted: dict[str, Any] = await ls.run_blocking(_forget, ls, args)
-        ls.refresh_diagnostics()
-        return deleted
+    engram_command(server, "engram.drift.diff")(diff)
+    engram_command(server, "engram.drift")(report)
+    engram_command(server, "engram.memory.recite")(recite)
+    engram_command(server, "engram.memory.forget")(forget)

@@ -87,8 +87,9 @@ class LineRanges:
         newlines = text.count("\n")
         delta = newlines - (end - start)
         # A range ending at column 0 leaves its last line untouched (it only moves), and a text
-        # ending in a newline does not touch the line after it.
-        old_end = end - 1 if end_character == 0 and end > start else end
+        # ending in a newline does not touch the line after it. That holds for an insertion at
+        # column 0 too: a line typed above an edited line pushes that line down, it stays edited.
+        old_end = end - 1 if end_character == 0 else end
         trailing = 1 if newlines and text.endswith("\n") and end_character == 0 else 0
         touched_end = max(start, start + newlines - trailing)
         starts, ends = self.starts, self.ends
@@ -157,7 +158,6 @@ class DocState:
     selection: types.Range | None = None
     # Set when the file changed on disk while the buffer had unsaved edits.
     conflict: drift.DriftItem | None = None
-    conflict_disk_text: str | None = None
 
 
 # The watchers' ignore rules live in the core (shared with checkpoints and the CLI).
@@ -257,8 +257,9 @@ class Evolution(DocumentListener):
         with self.cache_lock:
             return self.cache.get((root, rel))
 
-    def rel_of(self, state: FolderState, uri_or_path: str) -> str | None:
-        fs_path = to_fs_path(uri_or_path) if "://" in uri_or_path else uri_or_path
+    def rel_of(self, state: FolderState, uri: str) -> str | None:
+        """The workspace-relative path of a document or file URI, if it is one to record."""
+        fs_path = to_fs_path(uri)
         if not fs_path:
             return None
         try:
@@ -343,21 +344,29 @@ class Evolution(DocumentListener):
         doc.base_source = after
         doc.edits.clear()
         doc.first_change = None
-        store, rel = state.store, doc.rel
+        return self.submit(self.record_edits, state.store, doc.rel, before, after, lines, ts)
 
-        def record() -> None:
-            clamped = None
-            if lines is not None:
-                last = max(1, after.count("\n") + (0 if after.endswith("\n") else 1))
-                clamped = [(min(a, last), min(b, last)) for a, b in lines]
-            row = evolution.record_change(
-                store, rel, actor="editor", before=before, after=after, lines=clamped, now=ts
-            )
-            if row is not None:
-                self.counters["editor"] += 1
-                self.notify_changed()
-
-        return self.submit(record)
+    def record_edits(
+        self,
+        store: store_module.Store,
+        rel: str,
+        before: str,
+        after: str,
+        lines: list[tuple[int, int]] | None,
+        ts: float | None,
+    ) -> None:
+        """On the writer thread: record a document's edits (line ranges past the end of the
+        text as saved are clamped to its last line)."""
+        clamped = None
+        if lines is not None:
+            last = max(1, after.count("\n") + (0 if after.endswith("\n") else 1))
+            clamped = [(min(a, last), min(b, last)) for a, b in lines]
+        row = evolution.record_change(
+            store, rel, actor="editor", before=before, after=after, lines=clamped, now=ts
+        )
+        if row is not None:
+            self.counters["editor"] += 1
+            self.notify_changed()
 
     def did_save(self, server: EngramServer, state: FolderState, document: TextDocument) -> None:
         doc = self.docs.get(document.uri)
@@ -371,7 +380,6 @@ class Evolution(DocumentListener):
         doc.dirty = False
         doc.unsaved.clear()
         doc.conflict = None
-        doc.conflict_disk_text = None
         self.remember(state.root, doc.rel, document.source)
         if had_conflict:
             self.changed()
@@ -517,7 +525,6 @@ class Evolution(DocumentListener):
                 new_disk_text = conflict_text
             if item is not None:
                 doc.conflict = item
-                doc.conflict_disk_text = conflict_text
             elif new_disk_text is not None:
                 # A clean buffer: the editor reloads it; what is on disk is known again.
                 doc.disk_text = new_disk_text
@@ -535,25 +542,35 @@ class Evolution(DocumentListener):
             return existing
 
         def on_events(items: list[tuple[str, int]]) -> None:
-            if self.server.folders.get(state.root) is not state:
-                watcher.stop()  # the folder was closed
-                return
-            if not self.server.client_watches_files:
-                self.call_on_loop(self.enqueue_disk, state, items)
+            self.watcher_events(state, watcher, items)
 
-        def on_error(error: str) -> None:
-            logger.error("the file watcher for %s stopped: %s", state.root, error)
-            # Typically the inotify watch limit (fs.inotify.max_user_watches) on a huge tree.
-            self.call_on_loop(
-                self.server.show_message,
-                f"engram: cannot watch {state.root} for changes on disk ({error}); "
-                "edits made outside the editor are not recorded",
-                types.MessageType.Warning,
-            )
-
-        watcher = journal.Watcher(state.root, on_events=on_events, on_error=on_error)
+        watcher = journal.Watcher(
+            state.root,
+            on_events=on_events,
+            on_error=lambda error: self.watcher_failed(state, error),
+        )
         self.watches[state.root] = watcher
         return watcher.start()
+
+    def watcher_events(
+        self, state: FolderState, watcher: journal.Watcher, items: list[tuple[str, int]]
+    ) -> None:
+        """From the server's watcher: disk changes, recorded when the client reports none."""
+        if self.server.folders.get(state.root) is not state:
+            watcher.stop()  # the folder was closed
+            return
+        if not self.server.client_watches_files:
+            self.call_on_loop(self.enqueue_disk, state, items)
+
+    def watcher_failed(self, state: FolderState, error: str) -> None:
+        logger.error("the file watcher for %s stopped: %s", state.root, error)
+        # Typically the inotify watch limit (fs.inotify.max_user_watches) on a huge tree.
+        self.call_on_loop(
+            self.server.show_message,
+            f"engram: cannot watch {state.root} for changes on disk ({error}); "
+            "edits made outside the editor are not recorded",
+            types.MessageType.Warning,
+        )
 
     def journal_for(self, state: FolderState) -> journal.ChangeJournal | None:
         """The server watcher's journal of a folder (None until its watches are in place)."""
@@ -622,16 +639,11 @@ class Evolution(DocumentListener):
             rel = self.rel_of(state, item.uri) if state else None
             if state is None or rel is None:
                 continue
-            store = state.store
+            self.submit(self.record_delete, state.store, rel)
 
-            def record(store: store_module.Store = store, rel: str = rel) -> None:
-                if (
-                    evolution.record_change(store, rel, actor="editor", change="deleted")
-                    is not None
-                ):
-                    self.notify_changed()
-
-            self.submit(record)
+    def record_delete(self, store: store_module.Store, rel: str) -> None:
+        if evolution.record_change(store, rel, actor="editor", change="deleted") is not None:
+            self.notify_changed()
 
     # -- the code lens -----------------------------------------------------------------------
 
@@ -699,6 +711,120 @@ def get_feature(server: EngramServer) -> Evolution:
     return feature
 
 
+def cursor_tracker(
+    ls: EngramServer, state: FolderState, document: TextDocument, params: types.CodeActionParams
+) -> list[types.CodeAction]:
+    """A code-action provider that offers nothing: editors ask for code actions at the cursor
+    or selection as it moves, the best knowledge of where the user is that a language server
+    gets (used by snapshots)."""
+    doc = get_feature(ls).docs.get(document.uri)
+    if doc is not None:
+        doc.selection = params.range
+        doc.cursor = params.range.end
+    return []
+
+
+def did_rename_files(ls: EngramServer, params: types.RenameFilesParams) -> None:
+    get_feature(ls).renamed(ls, list(params.files))
+
+
+def did_delete_files(ls: EngramServer, params: types.DeleteFilesParams) -> None:
+    get_feature(ls).deleted(ls, list(params.files))
+
+
+def target(ls: EngramServer, args: dict[str, Any]) -> tuple[FolderState, str]:
+    """The folder and workspace-relative path of a command's `uri` or `path` (a relative path
+    is taken in the command's folder)."""
+    value = args.get("uri") or args.get("path")
+    if not isinstance(value, str) or not value:
+        raise UsageError("give the file as `uri` or `path`")
+    if "://" not in value and not os.path.isabs(value):
+        state = ls.state_for_command(args)
+        value = str(state.root / value)
+    path = Path(to_fs_path(value) or value) if "://" in value else Path(value)
+    found = ls.state_for_path(path)
+    if found is None:
+        raise UsageError(f"{value!r} is not in any workspace folder engram serves")
+    return found, relative_path(found.root, path)
+
+
+def history(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    """`engram.evolution.history {uri|path, limit?, show?}`: a file's recorded changes."""
+    state, rel = target(ls, args)
+    limit = args.get("limit", 100)
+    if not isinstance(limit, int) or limit < 1:
+        raise UsageError(f"limit must be a whole number of at least 1, got {limit!r}")
+    rows = evolution.history(state.store, rel, limit=limit)
+    shown = None
+    if args.get("show", True):
+        shown = show_view(ls, state, f"history-{rel}.md", history_markdown(rel, rows))
+    return {"path": rel, "history": rows, "view": shown}
+
+
+def active(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    state = ls.state_for_command(args)
+    return {"files": evolution.most_active(state.store)}
+
+
+def status(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    state = ls.state_for_command(args)
+    feature = get_feature(ls)
+    watch = feature.watches.get(state.root)
+    mode = "client" if ls.client_watches_files else ("server" if watch else "off")
+    journal_ = watch.journal if watch else None
+    return {
+        "watching": mode,
+        "ready": bool(
+            ls.client_watches_files or (watch and watch.ready.is_set() and not watch.error)
+        ),
+        "watcher_start_seconds": watch.started_in if watch else None,
+        "error": watch.error if watch else None,
+        # The server's own watcher runs either way; checkpoints trust its journal.
+        "server_watcher": bool(watch and watch.alive),
+        "journal_epoch": journal_.epoch if journal_ and journal_.alive else None,
+        "recorded": dict(feature.counters),
+    }
+
+
+def flush_pending(feature: Evolution) -> list[concurrent.futures.Future[Any]]:
+    """On the loop: hand every document's pending edits and every folder's pending disk
+    changes to the writer now."""
+    futures: list[concurrent.futures.Future[Any]] = []
+    for uri in list(feature.docs):
+        future = feature.flush(uri)
+        if future is not None:
+            futures.append(future)
+    for root in list(feature.pending_disk):
+        timer = feature.disk_timers.pop(root, None)
+        if timer is not None:
+            timer.cancel()
+        future = feature.flush_disk(root)
+        if future is not None:
+            futures.append(future)
+    return futures
+
+
+def flush_all(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    """Record pending edits now and wait for the writer (tests, and before a snapshot)."""
+    feature = get_feature(ls)
+    futures: list[concurrent.futures.Future[Any]] = []
+    event = threading.Event()
+
+    def on_loop() -> None:
+        futures.extend(flush_pending(feature))
+        event.set()
+
+    feature.call_on_loop(on_loop)
+    event.wait(10)
+    feature.writer.submit(lambda: None).result(timeout=30)
+    return {"flushed": len(futures)}
+
+
+_ALL_FILES = types.FileOperationRegistrationOptions(
+    filters=[types.FileOperationFilter(pattern=types.FileOperationPattern(glob="**/*"))]
+)
+
+
 def register(server: EngramServer) -> None:
     feature = Evolution(server)
     server._engram_evolution = feature  # type: ignore[attr-defined]
@@ -707,103 +833,10 @@ def register(server: EngramServer) -> None:
     server.folder_ready_listeners.append(feature.folder_ready)
     server.initialized_listeners.append(feature.after_initialized)
     server.code_lens_providers.append(feature.code_lens)
-
-    def cursor_tracker(
-        ls: EngramServer, state: FolderState, document: TextDocument, params: types.CodeActionParams
-    ) -> list[types.CodeAction]:
-        # Editors ask for code actions at the cursor or selection as it moves: the best
-        # knowledge of where the user is that a language server gets (used by snapshots).
-        doc = feature.docs.get(document.uri)
-        if doc is not None:
-            doc.selection = params.range
-            doc.cursor = params.range.end
-        return []
-
     server.code_action_providers.append(cursor_tracker)
-
-    all_files = types.FileOperationRegistrationOptions(
-        filters=[types.FileOperationFilter(pattern=types.FileOperationPattern(glob="**/*"))]
-    )
-
-    @server.feature(types.WORKSPACE_DID_RENAME_FILES, all_files)
-    def did_rename_files(ls: EngramServer, params: types.RenameFilesParams) -> None:
-        feature.renamed(ls, list(params.files))
-
-    @server.feature(types.WORKSPACE_DID_DELETE_FILES, all_files)
-    def did_delete_files(ls: EngramServer, params: types.DeleteFilesParams) -> None:
-        feature.deleted(ls, list(params.files))
-
-    def target(ls: EngramServer, args: dict[str, Any]) -> tuple[FolderState, str]:
-        value = args.get("uri") or args.get("path")
-        if not isinstance(value, str) or not value:
-            raise UsageError("give the file as `uri` or `path`")
-        if "://" not in value and not os.path.isabs(value):
-            state = ls.state_for_command(args)
-            value = str(state.root / value)
-        path = Path(to_fs_path(value) or value) if "://" in value else Path(value)
-        found = ls.state_for_path(path)
-        if found is None:
-            raise UsageError(f"{value!r} is not in any workspace folder engram serves")
-        return found, relative_path(found.root, path)
-
-    @engram_command(server, "engram.evolution.history")
-    def history(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        state, rel = target(ls, args)
-        limit = args.get("limit", 100)
-        if not isinstance(limit, int) or limit < 1:
-            raise UsageError(f"limit must be a whole number of at least 1, got {limit!r}")
-        rows = evolution.history(state.store, rel, limit=limit)
-        shown = None
-        if args.get("show", True):
-            shown = show_view(ls, state, f"history-{rel}.md", history_markdown(rel, rows))
-        return {"path": rel, "history": rows, "view": shown}
-
-    @engram_command(server, "engram.evolution.active")
-    def active(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        state = ls.state_for_command(args)
-        return {"files": evolution.most_active(state.store)}
-
-    @engram_command(server, "engram.evolution.status")
-    def status(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        state = ls.state_for_command(args)
-        watch = feature.watches.get(state.root)
-        mode = "client" if ls.client_watches_files else ("server" if watch else "off")
-        journal_ = watch.journal if watch else None
-        return {
-            "watching": mode,
-            "ready": bool(
-                ls.client_watches_files or (watch and watch.ready.is_set() and not watch.error)
-            ),
-            "watcher_start_seconds": watch.started_in if watch else None,
-            "error": watch.error if watch else None,
-            # The server's own watcher runs either way; checkpoints trust its journal.
-            "server_watcher": bool(watch and watch.alive),
-            "journal_epoch": journal_.epoch if journal_ and journal_.alive else None,
-            "recorded": dict(feature.counters),
-        }
-
-    @engram_command(server, "engram.evolution.flush")
-    def flush_all(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        # Record pending edits now and wait for the writer (tests, and before a snapshot).
-        done = feature.call_on_loop
-        futures: list[concurrent.futures.Future[Any]] = []
-        event = threading.Event()
-
-        def on_loop() -> None:
-            for uri in list(feature.docs):
-                future = feature.flush(uri)
-                if future is not None:
-                    futures.append(future)
-            for root in list(feature.pending_disk):
-                timer = feature.disk_timers.pop(root, None)
-                if timer is not None:
-                    timer.cancel()
-                future = feature.flush_disk(root)
-                if future is not None:
-                    futures.append(future)
-            event.set()
-
-        done(on_loop)
-        event.wait(10)
-        feature.writer.submit(lambda: None).result(timeout=30)
-        return {"flushed": len(futures)}
+    server.feature(types.WORKSPACE_DID_RENAME_FILES, _ALL_FILES)(did_rename_files)
+    server.feature(types.WORKSPACE_DID_DELETE_FILES, _ALL_FILES)(did_delete_files)
+    engram_command(server, "engram.evolution.history")(history)
+    engram_command(server, "engram.evolution.active")(active)
+    engram_command(server, "engram.evolution.status")(status)
+    engram_command(server, "engram.evolution.flush")(flush_all)

@@ -493,182 +493,190 @@ def _selection_text(server: EngramServer, args: dict[str, Any]) -> tuple[str, st
     return text, f"*{suffix}" if suffix else None
 
 
+async def start_watch(ls: EngramServer) -> None:
+    ls.extras_gotcha_watch = asyncio.ensure_future(_watch(ls))  # type: ignore[attr-defined]
+    # Documents opened while `initialized` was still being handled (before the server knew
+    # whether to push or be pulled) get their gotchas now.
+    if ls.workspace.text_documents:
+        ls.refresh_diagnostics()
+
+
+def load_early(ls: EngramServer, state: FolderState) -> None:
+    folder_of(state).index_or_build(ls)
+
+
+def after(ls: EngramServer, state: FolderState) -> Any:
+    return refresh(ls, state)
+
+
+async def add(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    state = ls.state_for_command(args)
+    title = args.get("title")
+    pattern = args.get("pattern")
+    kind = args.get("pattern_kind") or ("literal" if args.get("literal") else "regex")
+    files = args.get("related_files", args.get("files", [])) or []
+    if isinstance(files, str):
+        files = [files]
+    if "range" in args:
+        text, glob = _selection_text(ls, args)
+        pattern, kind = text, "literal"
+        if not files and glob:
+            files = [glob]
+        if not title:
+            shown = text if len(text) <= 60 else text[:59] + "…"
+            title = f"Careful with `{shown}`"
+    if not isinstance(title, str) or not title.strip():
+        raise UsageError("engram.gotcha.add needs a `title`")
+    gotcha = await ls.run_blocking(
+        gotchas.add,
+        state.store,
+        title,
+        description=str(args.get("description") or ""),
+        workaround=str(args.get("workaround") or ""),
+        category=args.get("category") or None,
+        severity=str(args.get("severity") or "medium"),
+        related_files=[str(f) for f in files],
+        pattern=pattern if isinstance(pattern, str) and pattern else None,
+        pattern_kind=str(kind),
+        error_pattern=args.get("error_pattern") or None,
+    )
+    await after(ls, state)
+    return {"id": gotcha.id, "gotcha": gotcha.to_dict()}
+
+
+def _id(args: dict[str, Any]) -> str:
+    value = args.get("id")
+    if not isinstance(value, str) or not value:
+        raise UsageError("the command needs the gotcha `id`")
+    return value
+
+
+async def change(ls: EngramServer, args: dict[str, Any], fn: Any, *extra: Any) -> dict[str, Any]:
+    state = ls.state_for_command(args)
+    gotcha = await ls.run_blocking(fn, state.store, _id(args), *extra)
+    await after(ls, state)
+    return {"id": gotcha.id, "gotcha": gotcha.to_dict()}
+
+
+async def resolve(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    result = await change(ls, args, gotchas.resolve)
+    if args.get("uri"):
+        # From a quick fix (which carries the document): say what happened, and where.
+        ls.show_message(
+            f"engram: gotcha “{result['gotcha']['title']}” resolved for the whole project; "
+            "it comes back if its error happens again.",
+            types.MessageType.Info,
+        )
+    return result
+
+
+async def confirm(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    return await change(ls, args, gotchas.confirm)
+
+
+async def snooze(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    # A number when given (engram_command checks it); null, like every argument, is left out.
+    days = args.get("days")
+    return await change(ls, args, gotchas.snooze, float(SNOOZE_DAYS if days is None else days))
+
+
+async def promote(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    state = ls.state_for_command(args)
+    result = await change(ls, args, team.promote)
+    result["team_file"] = str(team.team_path(state.root))
+    return result
+
+
+def list_command(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    state = ls.state_for_command(args)
+    found = records.list_gotchas(state.store, include_resolved=bool(args.get("all")))
+    listed = [g.to_dict() for g in found]
+    return {"gotchas": listed, "markdown": views.gotchas(listed)}
+
+
+def show(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    state = ls.state_for_command(args)
+    return records.get(state.store, _id(args)).to_dict()
+
+
+def context(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    state = ls.state_for_command(args)
+    task = str(args.get("task") or "")
+    files = [str(f) for f in args.get("files", []) or []]
+    limit = int(args.get("limit") or state.settings["gotchas.context_limit"])
+    ranked = gotchas.rank_for_task(state.store, task, files, limit)
+    return {
+        "gotchas": [{**g.to_dict(), "score": score} for score, g in ranked],
+        "markdown": gotchas.context_for_task(state.store, task, files, limit),
+    }
+
+
+async def show_all(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    state = ls.state_for_command(args)
+    from memory_core.gotchas import exports
+
+    md_path, _json_path = await ls.run_blocking(exports.write_exports, state.store)
+    found = await ls.run_blocking(records.list_gotchas, state.store)
+    uri = from_fs_path(str(md_path)) or md_path.as_uri()
+    shown = False
+    if ls.client_supports("window", "show_document", "support"):
+        with contextlib.suppress(Exception):
+            result = await ls.window_show_document_async(
+                types.ShowDocumentParams(uri=uri, take_focus=True)
+            )
+            shown = bool(result and result.success)
+    if not shown:
+        ls.show_message(f"engram: {len(found)} open gotchas; see {md_path}")
+    return {"uri": uri, "shown": shown, "gotchas": [g.to_dict() for g in found]}
+
+
+async def track(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    state = ls.state_for_command(args)
+    message = args.get("message")
+    if not isinstance(message, str) or not message.strip():
+        raise UsageError("engram.error.track needs the error `message`")
+    line = args.get("line")  # a whole number when given (checked by engram_command)
+    at = args.get("at")
+    when: float | None = None
+    if at is not None:
+        # When the error happened (ISO-8601), for clients replaying errors from a log.
+        try:
+            when = clock.parse_iso(str(at))
+        except ValueError:
+            raise UsageError(f"`at` must be an ISO-8601 time, got {at!r}") from None
+    file = args.get("file")
+    if isinstance(file, str) and "://" in file:
+        file = to_fs_path(file)
+    result = await ls.run_blocking(
+        gotchas.track_error,
+        state.store,
+        message,
+        settings=state.settings,
+        file=file if isinstance(file, str) else None,
+        line=line,
+        command=args.get("command") if isinstance(args.get("command"), str) else None,
+        tool=args.get("tool") if isinstance(args.get("tool"), str) else "editor",
+        now=when,
+    )
+    if result.gotcha_id is not None:
+        await after(ls, state)
+    return result.to_dict()
+
+
 def register(server: EngramServer) -> None:
     server.diagnostic_providers.append(diagnostics)
     server.hover_providers.append(hover)
     server.code_action_providers.append(code_actions)
     server.document_listeners.append(AnnotationSync())
-
-    async def start_watch(ls: EngramServer) -> None:
-        ls.extras_gotcha_watch = asyncio.ensure_future(_watch(ls))  # type: ignore[attr-defined]
-        # Documents opened while `initialized` was still being handled (before the server knew
-        # whether to push or be pulled) get their gotchas now.
-        if ls.workspace.text_documents:
-            ls.refresh_diagnostics()
-
     server.initialized_listeners.append(start_watch)
-
-    def load_early(ls: EngramServer, state: FolderState) -> None:
-        folder_of(state).index_or_build(ls)
-
     server.folder_ready_listeners.append(load_early)
-
-    def after(ls: EngramServer, state: FolderState) -> Any:
-        return refresh(ls, state)
-
-    @engram_command(server, "engram.gotcha.add")
-    async def add(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        state = ls.state_for_command(args)
-        title = args.get("title")
-        pattern = args.get("pattern")
-        kind = args.get("pattern_kind") or ("literal" if args.get("literal") else "regex")
-        files = args.get("related_files", args.get("files", [])) or []
-        if isinstance(files, str):
-            files = [files]
-        if "range" in args:
-            text, glob = _selection_text(ls, args)
-            pattern, kind = text, "literal"
-            if not files and glob:
-                files = [glob]
-            if not title:
-                shown = text if len(text) <= 60 else text[:59] + "…"
-                title = f"Careful with `{shown}`"
-        if not isinstance(title, str) or not title.strip():
-            raise UsageError("engram.gotcha.add needs a `title`")
-        gotcha = await ls.run_blocking(
-            gotchas.add,
-            state.store,
-            title,
-            description=str(args.get("description") or ""),
-            workaround=str(args.get("workaround") or ""),
-            category=args.get("category") or None,
-            severity=str(args.get("severity") or "medium"),
-            related_files=[str(f) for f in files],
-            pattern=pattern if isinstance(pattern, str) and pattern else None,
-            pattern_kind=str(kind),
-            error_pattern=args.get("error_pattern") or None,
-        )
-        await after(ls, state)
-        return {"id": gotcha.id, "gotcha": gotcha.to_dict()}
-
-    def _id(args: dict[str, Any]) -> str:
-        value = args.get("id")
-        if not isinstance(value, str) or not value:
-            raise UsageError("the command needs the gotcha `id`")
-        return value
-
-    async def change(
-        ls: EngramServer, args: dict[str, Any], fn: Any, *extra: Any
-    ) -> dict[str, Any]:
-        state = ls.state_for_command(args)
-        gotcha = await ls.run_blocking(fn, state.store, _id(args), *extra)
-        await after(ls, state)
-        return {"id": gotcha.id, "gotcha": gotcha.to_dict()}
-
-    @engram_command(server, "engram.gotcha.resolve")
-    async def resolve(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        result = await change(ls, args, gotchas.resolve)
-        if args.get("uri"):
-            # From a quick fix (which carries the document): say what happened, and where.
-            ls.show_message(
-                f"engram: gotcha “{result['gotcha']['title']}” resolved for the whole project; "
-                "it comes back if its error happens again.",
-                types.MessageType.Info,
-            )
-        return result
-
-    @engram_command(server, "engram.gotcha.confirm")
-    async def confirm(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        return await change(ls, args, gotchas.confirm)
-
-    @engram_command(server, "engram.gotcha.snooze")
-    async def snooze(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        days = args.get("days", SNOOZE_DAYS)
-        if isinstance(days, bool) or not isinstance(days, int | float):
-            raise UsageError(f"`days` must be a number, got {days!r}")
-        return await change(ls, args, gotchas.snooze, float(days))
-
-    @engram_command(server, "engram.gotcha.promote")
-    async def promote(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        state = ls.state_for_command(args)
-        result = await change(ls, args, team.promote)
-        result["team_file"] = str(team.team_path(state.root))
-        return result
-
-    @engram_command(server, "engram.gotcha.list")
-    def list_command(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        state = ls.state_for_command(args)
-        found = records.list_gotchas(state.store, include_resolved=bool(args.get("all")))
-        listed = [g.to_dict() for g in found]
-        return {"gotchas": listed, "markdown": views.gotchas(listed)}
-
-    @engram_command(server, "engram.gotcha.show")
-    def show(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        state = ls.state_for_command(args)
-        return records.get(state.store, _id(args)).to_dict()
-
-    @engram_command(server, "engram.gotcha.context")
-    def context(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        state = ls.state_for_command(args)
-        task = str(args.get("task") or "")
-        files = [str(f) for f in args.get("files", []) or []]
-        limit = int(args.get("limit") or state.settings["gotchas.context_limit"])
-        ranked = gotchas.rank_for_task(state.store, task, files, limit)
-        return {
-            "gotchas": [{**g.to_dict(), "score": score} for score, g in ranked],
-            "markdown": gotchas.context_for_task(state.store, task, files, limit),
-        }
-
-    @engram_command(server, "engram.gotcha.showAll")
-    async def show_all(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        state = ls.state_for_command(args)
-        from memory_core.gotchas import exports
-
-        md_path, _json_path = await ls.run_blocking(exports.write_exports, state.store)
-        found = await ls.run_blocking(records.list_gotchas, state.store)
-        uri = from_fs_path(str(md_path)) or md_path.as_uri()
-        shown = False
-        if ls.client_supports("window", "show_document", "support"):
-            with contextlib.suppress(Exception):
-                result = await ls.window_show_document_async(
-                    types.ShowDocumentParams(uri=uri, take_focus=True)
-                )
-                shown = bool(result and result.success)
-        if not shown:
-            ls.show_message(f"engram: {len(found)} open gotchas; see {md_path}")
-        return {"uri": uri, "shown": shown, "gotchas": [g.to_dict() for g in found]}
-
-    @engram_command(server, "engram.error.track")
-    async def track(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        state = ls.state_for_command(args)
-        message = args.get("message")
-        if not isinstance(message, str) or not message.strip():
-            raise UsageError("engram.error.track needs the error `message`")
-        line = args.get("line")
-        if line is not None and (isinstance(line, bool) or not isinstance(line, int)):
-            raise UsageError(f"`line` must be a whole number, got {line!r}")
-        at = args.get("at")
-        when: float | None = None
-        if at is not None:
-            # When the error happened (ISO-8601), for clients replaying errors from a log.
-            try:
-                when = clock.parse_iso(str(at))
-            except ValueError:
-                raise UsageError(f"`at` must be an ISO-8601 time, got {at!r}") from None
-        file = args.get("file")
-        if isinstance(file, str) and "://" in file:
-            file = to_fs_path(file)
-        result = await ls.run_blocking(
-            gotchas.track_error,
-            state.store,
-            message,
-            settings=state.settings,
-            file=file if isinstance(file, str) else None,
-            line=line,
-            command=args.get("command") if isinstance(args.get("command"), str) else None,
-            tool=args.get("tool") if isinstance(args.get("tool"), str) else "editor",
-            now=when,
-        )
-        if result.gotcha_id is not None:
-            await after(ls, state)
-        return result.to_dict()
+    engram_command(server, "engram.gotcha.add")(add)
+    engram_command(server, "engram.gotcha.resolve")(resolve)
+    engram_command(server, "engram.gotcha.confirm")(confirm)
+    engram_command(server, "engram.gotcha.snooze")(snooze)
+    engram_command(server, "engram.gotcha.promote")(promote)
+    engram_command(server, "engram.gotcha.list")(list_command)
+    engram_command(server, "engram.gotcha.show")(show)
+    engram_command(server, "engram.gotcha.context")(context)
+    engram_command(server, "engram.gotcha.showAll")(show_all)
+    engram_command(server, "engram.error.track")(track)

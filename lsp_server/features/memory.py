@@ -33,24 +33,25 @@ def _impact_arg(args: dict[str, Any]) -> str | None:
     return impact
 
 
+def _pick(args: dict[str, Any], *names: str) -> Any:
+    """The value of the first of `names` given (one option, two spellings)."""
+    return next((args[name] for name in names if name in args), None)
+
+
 def query_options(args: dict[str, Any]) -> dict[str, Any]:
     """Seed 003's query options from a command's arguments (snake_case or the seed's camelCase).
 
     Decayed entries (priority below 0.3) are left out unless `include_decayed` is true.
     """
-
-    def pick(*names: str) -> Any:
-        return next((args[name] for name in names if name in args), None)
-
-    minimum = pick("min_priority", "minPriority")
+    minimum = _pick(args, "min_priority", "minPriority")
     if minimum is not None and (
         isinstance(minimum, bool) or not isinstance(minimum, int | float) or not 0 <= minimum <= 1
     ):
         raise UsageError("min_priority must be a number between 0 and 1")
-    decayed = pick("include_decayed", "includeDecayed")
+    decayed = _pick(args, "include_decayed", "includeDecayed")
     if decayed is not None and not isinstance(decayed, bool):
         raise UsageError("include_decayed must be true or false")
-    offset = pick("offset")
+    offset = _pick(args, "offset")
     if offset is None:
         offset = 0
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
@@ -114,103 +115,103 @@ def _export(state: FolderState) -> tuple[Path, dict[str, int]]:
     return written, positions
 
 
-def _file_arg(state: FolderState, args: dict[str, Any]) -> str | None:
-    value = args.get("file") or args.get("uri")
-    if value is None:
+def _file_arg(args: dict[str, Any]) -> str | None:
+    # `file` and `uri` are text when given (engram_command checks every command's arguments
+    # by name before it runs, so the checks here are only those the shared table cannot make).
+    value: str | None = args.get("file") or args.get("uri")
+    if not value:
         return None
-    if not isinstance(value, str):
-        raise UsageError("file must be a path or a file URI")
     return to_fs_path(value) if "://" in value else value
 
 
-def register(server: EngramServer) -> None:
-    @engram_command(server, "engram.memory.add")
-    async def add(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        entry = await ls.run_blocking(_add, ls, args)
-        if "quota_warning" in entry:
-            ls.show_message(entry["quota_warning"], types.MessageType.Warning)
-        return entry
+async def add(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    entry = await ls.run_blocking(_add, ls, args)
+    if "quota_warning" in entry:
+        ls.show_message(entry["quota_warning"], types.MessageType.Warning)
+    return entry
 
-    def _add(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        state = ls.state_for_command(args)
-        content = args.get("content", args.get("text"))
-        if not isinstance(content, str):
-            raise UsageError("engram.memory.add needs `content` (text)")
-        tags = args.get("tags") or []
-        if isinstance(tags, str):
-            tags = [tags]
-        if not isinstance(tags, list):
-            raise UsageError("tags must be a list of strings")
-        line = args.get("line")
-        if line is not None and not isinstance(line, int):
-            raise UsageError("line must be a number (1-based)")
-        session_id = args.get("session_id") if isinstance(args.get("session_id"), str) else None
-        # The session quota: a full session, or one this entry would take past its quota,
-        # refuses the write (MEM_E001) and nothing is stored.
-        quota.before_write(
-            state.store, session_id, state.settings, incoming=len(content.encode("utf-8"))
-        )
-        with quota.guarded_write(state.store, session_id, state.settings):
-            entry: dict[str, Any] = memory.add(
-                state.store,
-                content,
-                type=str(args.get("type", "learning")),
-                tags=[str(t) for t in tags],
-                pinned=bool(args.get("pinned", False)),
-                explicit=bool(args.get("explicit", False)),
-                impact=_impact_arg(args),
-                session_id=session_id,
-                agent="editor",
-                provenance={"recorded_by": "editor"},
-                file=_file_arg(state, args),
-                line=line,
-            )
-        notice = quota.after_write(state.store, session_id, state.settings)
-        if notice is not None:
-            # Shown in a window message by `add` (on the event loop) and returned as well.
-            entry = {**entry, "quota_warning": notice["message"]}
-        return entry
 
-    @engram_command(server, "engram.memory.list")
-    def list_command(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        """The newest memories (VS Code's Memory view); `limit` (default 100)."""
-        state = ls.state_for_command(args)
-        limit = args.get("limit", 100)
-        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
-            raise UsageError("limit must be a positive number")
-        return {"memories": memory.list_memories(state.store, limit=limit)}
-
-    @engram_command(server, "engram.memory.search")
-    def search_command(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        state = ls.state_for_command(args)
-        query = args.get("query")
-        if not isinstance(query, str):
-            raise UsageError("engram.memory.search needs `query` (text)")
-        limit = args.get("limit", 10)
-        if not isinstance(limit, int) or limit < 1:
-            raise UsageError("limit must be a positive number")
-        kinds = args.get("kinds")
-        tags = args.get("tags") or []
-        results = search.search(
+def _add(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    state = ls.state_for_command(args)
+    content = args.get("content", args.get("text"))
+    if not isinstance(content, str):
+        raise UsageError("engram.memory.add needs `content` (text)")
+    tags = args.get("tags") or []
+    if isinstance(tags, str):
+        tags = [tags]
+    session_id = args.get("session_id")
+    # The session quota: a full session, or one this entry would take past its quota,
+    # refuses the write (MEM_E001) and nothing is stored.
+    quota.before_write(
+        state.store, session_id, state.settings, incoming=len(content.encode("utf-8"))
+    )
+    with quota.guarded_write(state.store, session_id, state.settings):
+        entry: dict[str, Any] = memory.add(
             state.store,
-            query,
-            limit=limit,
-            type=args.get("type") if isinstance(args.get("type"), str) else None,
-            tags=[str(t) for t in tags] if isinstance(tags, list) else [str(tags)],
-            kinds=kinds if isinstance(kinds, list) else None,
-            **query_options(args),
+            content,
+            type=str(args.get("type", "learning")),
+            tags=tags,
+            pinned=bool(args.get("pinned", False)),
+            explicit=bool(args.get("explicit", False)),
+            impact=_impact_arg(args),
+            session_id=session_id,
+            agent="editor",
+            provenance={"recorded_by": "editor"},
+            file=_file_arg(args),
+            line=args.get("line"),
         )
-        return {"query": query, "results": results, "markdown": views.memories(query, results)}
+    notice = quota.after_write(state.store, session_id, state.settings)
+    if notice is not None:
+        # Shown in a window message by `add` (on the event loop) and returned as well.
+        entry = {**entry, "quota_warning": notice["message"]}
+    return entry
 
-    @server.feature(types.WORKSPACE_SYMBOL)
-    async def workspace_symbol(
-        ls: EngramServer, params: types.WorkspaceSymbolParams
-    ) -> list[types.SymbolInformation]:
-        found: list[types.SymbolInformation] = []
-        for state in list(ls.folders.values()):
-            try:
-                found.extend(await ls.run_blocking(_symbols, state, params.query or ""))
-            except Exception:
-                # A broken store in one folder must not take the others' symbols away.
-                logger.exception("workspace/symbol failed in %s", state.root)
-        return found[:SYMBOL_LIMIT]
+
+def list_command(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    """The newest memories (VS Code's Memory view); `limit` (default 100)."""
+    state = ls.state_for_command(args)
+    limit = args.get("limit", 100)
+    if not isinstance(limit, int) or limit < 1:
+        raise UsageError("limit must be a positive number")
+    return {"memories": memory.list_memories(state.store, limit=limit)}
+
+
+def search_command(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    state = ls.state_for_command(args)
+    query = args.get("query")
+    if not isinstance(query, str):
+        raise UsageError("engram.memory.search needs `query` (text)")
+    limit = args.get("limit", 10)
+    if not isinstance(limit, int) or limit < 1:
+        raise UsageError("limit must be a positive number")
+    tags = args.get("tags") or []
+    results = search.search(
+        state.store,
+        query,
+        limit=limit,
+        type=args.get("type"),
+        tags=[tags] if isinstance(tags, str) else tags,
+        kinds=args.get("kinds"),
+        **query_options(args),
+    )
+    return {"query": query, "results": results, "markdown": views.memories(query, results)}
+
+
+async def workspace_symbol(
+    ls: EngramServer, params: types.WorkspaceSymbolParams
+) -> list[types.SymbolInformation]:
+    found: list[types.SymbolInformation] = []
+    for state in list(ls.folders.values()):
+        try:
+            found.extend(await ls.run_blocking(_symbols, state, params.query))
+        except Exception:
+            # A broken store in one folder must not take the others' symbols away.
+            logger.exception("workspace/symbol failed in %s", state.root)
+    return found[:SYMBOL_LIMIT]
+
+
+def register(server: EngramServer) -> None:
+    engram_command(server, "engram.memory.add")(add)
+    engram_command(server, "engram.memory.list")(list_command)
+    engram_command(server, "engram.memory.search")(search_command)
+    server.feature(types.WORKSPACE_SYMBOL)(workspace_symbol)

@@ -68,122 +68,130 @@ async def _show(ls: EngramServer, path: str, *, focus: bool) -> bool:
     return bool(result and result.success)
 
 
-def register(server: EngramServer) -> None:
-    @engram_command(server, "engram.session.list")
-    def list_(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        state = ls.state_for_command(args)
-        found = sessions.list_sessions(state.store)
-        return {"sessions": found, "markdown": views.sessions(found)}
+def list_(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    state = ls.state_for_command(args)
+    found = sessions.list_sessions(state.store)
+    return {"sessions": found, "markdown": views.sessions(found)}
 
-    @engram_command(server, "engram.session.save")
-    async def save(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        state = ls.state_for_command(args)
-        name = _text(args, "name")
-        ref = _text(args, "id")
-        overwrite = args.get("overwrite") is True
-        try:
-            saved = await ls.run_blocking(
-                sessions.save, state.store, ref, name=name, overwrite=overwrite
-            )
-        except sessions.NameTakenError as taken:
-            question = (
-                f"The session name '{taken.name}' belongs to session {taken.holder}. Overwrite it?"
-            )
-            if not await ask(ls, question, OVERWRITE):
-                return {"done": False, "reason": "cancelled"}
-            saved = await ls.run_blocking(
-                sessions.save, state.store, ref, name=name, overwrite=True
-            )
-        # A saved copy counts against the session's quota: compaction and a warning at 80 / 95 %.
-        notice = await ls.run_blocking(quota.after_write, state.store, saved["id"], state.settings)
-        if notice is not None:
-            ls.show_message(notice["message"], types.MessageType.Warning)
-            saved = {**saved, "quota_warning": notice["message"]}
-        return saved
 
-    @engram_command(server, "engram.session.restore")
-    async def restore(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        state = ls.state_for_command(args)
-        ref = _text(args, "id")
-        async with progress(ls, "engram: restoring the session"):
-            from memory_core import conversation  # resume with the workspace changes since
-
-            loaded = await ls.run_blocking(
-                conversation.resume, state.store, ref, settings=state.settings
-            )
-        opened = []
-        for rel in loaded["files"][:REOPENED_DOCUMENTS]:
-            path = state.root / rel
-            if path.is_file() and await _show(ls, str(path), focus=False):
-                opened.append(rel)
-        found_turns = loaded.get("turns")
-        turns: list[dict[str, Any]] = found_turns if isinstance(found_turns, list) else []
-        return {
-            **loaded,
-            "opened": opened,
-            "markdown": views.resumed({**loaded, "turns": turns}, opened),
-        }
-
-    @engram_command(server, "engram.session.delete")
-    async def delete(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        state = ls.state_for_command(args)
-        ref = _text(args, "id")
-        if not ref:
-            raise UsageError("engram.session.delete needs `id`: the session's id or name")
-        session = await ls.run_blocking(sessions.get, state.store, ref)
-        if args.get("confirm") is not True:
-            question = f"Delete session {session['label']} ({session['turns']} turns) and its saved copies?"
-            if not await ask(ls, question, DELETE):
-                return {"done": False, "reason": "cancelled", "id": session["id"]}
-        result = await ls.run_blocking(
-            sessions.delete, state.store, session["id"], actor="editor", settings=state.settings
+async def save(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    state = ls.state_for_command(args)
+    name = _text(args, "name")
+    ref = _text(args, "id")
+    overwrite = args.get("overwrite") is True
+    try:
+        saved = await ls.run_blocking(
+            sessions.save, state.store, ref, name=name, overwrite=overwrite
         )
-        return {"done": True, **result}
+    except sessions.NameTakenError as taken:
+        question = (
+            f"The session name '{taken.name}' belongs to session {taken.holder}. Overwrite it?"
+        )
+        if not await ask(ls, question, OVERWRITE):
+            return {"done": False, "reason": "cancelled"}
+        saved = await ls.run_blocking(sessions.save, state.store, ref, name=name, overwrite=True)
+    # A saved copy counts against the session's quota: compaction and a warning at 80 / 95 %.
+    notice = await ls.run_blocking(quota.after_write, state.store, saved["id"], state.settings)
+    if notice is not None:
+        ls.show_message(notice["message"], types.MessageType.Warning)
+        saved = {**saved, "quota_warning": notice["message"]}
+    return saved
 
-    @engram_command(server, "engram.session.summary")
-    async def summary(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        state = ls.state_for_command(args)
-        ref = await ls.run_blocking(_session_ref, state, args)
-        path = await ls.run_blocking(sessions.write_export, state.store, ref)
-        markdown = await ls.run_blocking(sessions.summary_markdown, state.store, ref)
-        # `show: false`: the client renders `markdown` itself (VS Code's preview, Neovim's
-        # scratch window) instead of opening the exported file as an editable buffer.
-        shown = await _show(ls, str(path), focus=True) if args.get("show", True) else False
-        return {
-            "id": sessions.get(state.store, ref)["id"],
-            "markdown": markdown,
-            "path": str(path),
-            "shown": shown,
-        }
 
-    @engram_command(server, "engram.session.history")
-    def history(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        state = ls.state_for_command(args)
-        last = args.get("last")
-        if last is not None and (not isinstance(last, int) or isinstance(last, bool) or last < 0):
-            raise UsageError("`last` must be a whole number of turns")
-        ref = _session_ref(state, args)
-        sid = sessions.get(state.store, ref)["id"]
-        turns = sessions.history(state.store, sid, last=last)
-        return {"id": sid, "turns": turns, "markdown": views.history(sid, turns)}
+async def restore(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    state = ls.state_for_command(args)
+    ref = _text(args, "id")
+    async with progress(ls, "engram: restoring the session"):
+        from memory_core import conversation  # resume with the workspace changes since
 
-    @engram_command(server, "engram.session.metrics")
-    def metrics(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        state = ls.state_for_command(args)
-        found = sessions.metrics(state.store, _session_ref(state, args))
-        return {**found, "markdown": views.metrics(found)}
+        loaded = await ls.run_blocking(
+            conversation.resume, state.store, ref, settings=state.settings
+        )
+    opened = []
+    for rel in loaded["files"][:REOPENED_DOCUMENTS]:
+        path = state.root / rel
+        if path.is_file() and await _show(ls, str(path), focus=False):
+            opened.append(rel)
+    found_turns = loaded.get("turns")
+    turns: list[dict[str, Any]] = found_turns if isinstance(found_turns, list) else []
+    return {
+        **loaded,
+        "opened": opened,
+        "markdown": views.resumed({**loaded, "turns": turns}, opened),
+    }
 
-    async def started(ls: EngramServer) -> None:
-        for state in list(ls.folders.values()):
-            try:
-                crashed = await ls.run_blocking(sessions.crashed, state.store)
-            except Exception:
-                logger.exception("crash detection failed in %s", state.root)
-                continue
-            if crashed:
-                spawn(_offer_recovery(ls, state, crashed[0]))
-        spawn(_autosave_loop(ls))
 
+async def delete(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    state = ls.state_for_command(args)
+    ref = _text(args, "id")
+    if not ref:
+        raise UsageError("engram.session.delete needs `id`: the session's id or name")
+    session = await ls.run_blocking(sessions.get, state.store, ref)
+    if args.get("confirm") is not True:
+        question = (
+            f"Delete session {session['label']} ({session['turns']} turns) and its saved copies?"
+        )
+        if not await ask(ls, question, DELETE):
+            return {"done": False, "reason": "cancelled", "id": session["id"]}
+    result = await ls.run_blocking(
+        sessions.delete, state.store, session["id"], actor="editor", settings=state.settings
+    )
+    return {"done": True, **result}
+
+
+async def summary(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    state = ls.state_for_command(args)
+    ref = await ls.run_blocking(_session_ref, state, args)
+    path = await ls.run_blocking(sessions.write_export, state.store, ref)
+    markdown = await ls.run_blocking(sessions.summary_markdown, state.store, ref)
+    # `show: false`: the client renders `markdown` itself (VS Code's preview, Neovim's
+    # scratch window) instead of opening the exported file as an editable buffer.
+    shown = await _show(ls, str(path), focus=True) if args.get("show", True) else False
+    return {
+        "id": sessions.get(state.store, ref)["id"],
+        "markdown": markdown,
+        "path": str(path),
+        "shown": shown,
+    }
+
+
+def history(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    state = ls.state_for_command(args)
+    last = args.get("last")
+    if last is not None and (not isinstance(last, int) or isinstance(last, bool) or last < 0):
+        raise UsageError("`last` must be a whole number of turns")
+    ref = _session_ref(state, args)
+    sid = sessions.get(state.store, ref)["id"]
+    turns = sessions.history(state.store, sid, last=last)
+    return {"id": sid, "turns": turns, "markdown": views.history(sid, turns)}
+
+
+def metrics(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    state = ls.state_for_command(args)
+    found = sessions.metrics(state.store, _session_ref(state, args))
+    return {**found, "markdown": views.metrics(found)}
+
+
+async def started(ls: EngramServer) -> None:
+    for state in list(ls.folders.values()):
+        try:
+            crashed = await ls.run_blocking(sessions.crashed, state.store)
+        except Exception:
+            logger.exception("crash detection failed in %s", state.root)
+            continue
+        if crashed:
+            spawn(_offer_recovery(ls, state, crashed[0]))
+    spawn(_autosave_loop(ls))
+
+
+def register(server: EngramServer) -> None:
+    engram_command(server, "engram.session.list")(list_)
+    engram_command(server, "engram.session.save")(save)
+    engram_command(server, "engram.session.restore")(restore)
+    engram_command(server, "engram.session.delete")(delete)
+    engram_command(server, "engram.session.summary")(summary)
+    engram_command(server, "engram.session.history")(history)
+    engram_command(server, "engram.session.metrics")(metrics)
     server.initialized_listeners.append(started)
 
 

@@ -35,8 +35,7 @@ def _position(value: Any) -> dict[str, int]:
 def open_documents(ls: EngramServer, state: FolderState, given: Any) -> list[dict[str, Any]]:
     """The open documents of `state` with cursor and selection."""
     if given is not None:
-        if not isinstance(given, list):
-            raise UsageError("documents must be a list of {uri, selection}")
+        # (A list: engram_command checks `documents` before the command runs.)
         documents = []
         for item in given:
             if not isinstance(item, dict) or not isinstance(
@@ -103,110 +102,104 @@ def _within(lines: list[str], position: types.Position) -> types.Position:
     return types.Position(line=line, character=min(position.character, width))
 
 
+def capture(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    state = ls.state_for_command(args)
+    note = args.get("note")
+    # The task in progress (AIOS storyId / subtask); default: the session's.
+    story, subtask = args.get("story"), args.get("subtask")
+    for name, value in (("story", story), ("subtask", subtask)):
+        if value is not None and not isinstance(value, str):
+            raise UsageError(f"{name} must be text")
+    documents = open_documents(ls, state, args.get("documents"))
+    evolution.observe_git(state.store)
+    return snapshots.capture(
+        state.store,
+        note=note,
+        open_documents=documents,
+        story_id=story,
+        subtask=subtask,
+        settings=state.settings,
+    )
+
+
+def listing(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    state = ls.state_for_command(args)
+    return {"snapshots": snapshots.list_snapshots(state.store)}
+
+
+async def restore(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    state = ls.state_for_command(args)
+    snapshot_id = args.get("id")
+    if not isinstance(snapshot_id, str) or not snapshot_id:
+        raise UsageError("give the snapshot as `id` (see engram.snapshot.list)")
+    plan = await ls.run_blocking(snapshots.restore_plan, state.store, snapshot_id)
+    reopened = []
+    can_show = ls.client_supports("window", "show_document", "support")
+    documents = [d for d in plan["documents"] if d["exists"]]
+    for index, document in enumerate(documents):
+        uri = from_fs_path(document["absolute_path"])
+        if not uri or not can_show:
+            continue
+        selection = document["selection"]
+        # The file may have shrunk since: a position past its end is put at its end (an
+        # editor refuses to place the cursor outside the buffer, and Neovim fails on it).
+        lines = _current_lines(ls, uri, Path(document["absolute_path"]))
+        result = await ls.window_show_document_async(
+            types.ShowDocumentParams(
+                uri=uri,
+                take_focus=index == len(documents) - 1,
+                selection=types.Range(
+                    start=_within(lines, types.Position(**selection["start"])),
+                    end=_within(lines, types.Position(**selection["end"])),
+                ),
+            )
+        )
+        if result is not None and result.success:
+            reopened.append(document["path"])
+        else:
+            plan["warnings"].append(f"the editor did not reopen {document['path']}")
+    if not can_show and documents:
+        plan["warnings"].append(
+            "this editor cannot be asked to open documents (window/showDocument)"
+        )
+    for warning in plan["warnings"]:
+        ls.show_message(f"engram: snapshot {snapshot_id}: {warning}", types.MessageType.Warning)
+    return {**plan, "reopened": reopened}
+
+
+def _when(args: dict[str, Any], key: str) -> float | None:
+    """A time argument as Unix seconds: a number as is, text as `engram timeline` reads it
+    (30m, 2h, 3d, an ISO date). engram_command has checked it is one or the other."""
+    value = args.get(key)
+    if isinstance(value, str):
+        return timeline.parse_since(value)
+    return None if value is None else float(value)
+
+
+def timeline_command(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
+    state = ls.state_for_command(args)
+    source = args.get("source")
+    sources = [source] if isinstance(source, str) else source
+    file = args.get("file")
+    rel = None
+    if isinstance(file, str) and file:
+        path = Path(to_fs_path(file) or file) if "://" in file else state.root / file
+        rel = relative_path(state.root, path)
+    evolution.observe_git(state.store)
+    found = timeline.entries(
+        state.store,
+        state.settings,
+        since=_when(args, "since"),
+        until=_when(args, "until"),
+        sources=sources,
+        file=rel,
+        limit=args.get("limit"),
+    )
+    return {"entries": found, "markdown": timeline.markdown(found)}
+
+
 def register(server: EngramServer) -> None:
-    @engram_command(server, "engram.snapshot.capture")
-    def capture(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        state = ls.state_for_command(args)
-        note = args.get("note")
-        if note is not None and not isinstance(note, str):
-            raise UsageError("note must be text")
-        # The task in progress (AIOS storyId / subtask); default: the session's.
-        story, subtask = args.get("story"), args.get("subtask")
-        for name, value in (("story", story), ("subtask", subtask)):
-            if value is not None and not isinstance(value, str):
-                raise UsageError(f"{name} must be text")
-        documents = open_documents(ls, state, args.get("documents"))
-        evolution.observe_git(state.store)
-        return snapshots.capture(
-            state.store,
-            note=note,
-            open_documents=documents,
-            story_id=story,
-            subtask=subtask,
-            settings=state.settings,
-        )
-
-    @engram_command(server, "engram.snapshot.list")
-    def listing(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        state = ls.state_for_command(args)
-        return {"snapshots": snapshots.list_snapshots(state.store)}
-
-    @engram_command(server, "engram.snapshot.restore")
-    async def restore(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        state = ls.state_for_command(args)
-        snapshot_id = args.get("id")
-        if not isinstance(snapshot_id, str) or not snapshot_id:
-            raise UsageError("give the snapshot as `id` (see engram.snapshot.list)")
-        plan = await ls.run_blocking(snapshots.restore_plan, state.store, snapshot_id)
-        reopened = []
-        can_show = ls.client_supports("window", "show_document", "support")
-        documents = [d for d in plan["documents"] if d["exists"]]
-        for index, document in enumerate(documents):
-            uri = from_fs_path(document["absolute_path"])
-            if not uri or not can_show:
-                continue
-            selection = document["selection"]
-            # The file may have shrunk since: a position past its end is put at its end (an
-            # editor refuses to place the cursor outside the buffer, and Neovim fails on it).
-            lines = _current_lines(ls, uri, Path(document["absolute_path"]))
-            result = await ls.window_show_document_async(
-                types.ShowDocumentParams(
-                    uri=uri,
-                    take_focus=index == len(documents) - 1,
-                    selection=types.Range(
-                        start=_within(lines, types.Position(**selection["start"])),
-                        end=_within(lines, types.Position(**selection["end"])),
-                    ),
-                )
-            )
-            if result is not None and result.success:
-                reopened.append(document["path"])
-            else:
-                plan["warnings"].append(f"the editor did not reopen {document['path']}")
-        if not can_show and documents:
-            plan["warnings"].append(
-                "this editor cannot be asked to open documents (window/showDocument)"
-            )
-        for warning in plan["warnings"]:
-            ls.show_message(f"engram: snapshot {snapshot_id}: {warning}", types.MessageType.Warning)
-        return {**plan, "reopened": reopened}
-
-    @engram_command(server, "engram.timeline")
-    def timeline_command(ls: EngramServer, args: dict[str, Any]) -> dict[str, Any]:
-        state = ls.state_for_command(args)
-
-        def when(key: str) -> float | None:
-            value = args.get(key)
-            if value is None:
-                return None
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                return float(value)
-            if isinstance(value, str):
-                return timeline.parse_since(value)
-            raise UsageError(f"{key} must be a time (30m, 2h, 3d, an ISO date or Unix seconds)")
-
-        limit = args.get("limit")
-        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)):
-            raise UsageError(f"limit must be a whole number, got {limit!r}")
-        source = args.get("source")
-        sources = [source] if isinstance(source, str) else source
-        if sources is not None and not (
-            isinstance(sources, list) and all(isinstance(s, str) for s in sources)
-        ):
-            raise UsageError("source must be a source name or a list of them")
-        file = args.get("file")
-        rel = None
-        if isinstance(file, str) and file:
-            path = Path(to_fs_path(file) or file) if "://" in file else state.root / file
-            rel = relative_path(state.root, path)
-        evolution.observe_git(state.store)
-        found = timeline.entries(
-            state.store,
-            state.settings,
-            since=when("since"),
-            until=when("until"),
-            sources=sources,
-            file=rel,
-            limit=limit,
-        )
-        return {"entries": found, "markdown": timeline.markdown(found)}
+    engram_command(server, "engram.snapshot.capture")(capture)
+    engram_command(server, "engram.snapshot.list")(listing)
+    engram_command(server, "engram.snapshot.restore")(restore)
+    engram_command(server, "engram.timeline")(timeline_command)

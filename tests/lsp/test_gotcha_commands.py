@@ -144,6 +144,10 @@ async def test_add_with_every_field_and_a_regex(server: EngramServer, state: Fol
         server, "engram.gotcha.add", {"title": "dots", "pattern": "a.b", "literal": True}
     )
     assert literal["gotcha"]["pattern_kind"] == "literal"
+    named = await run(
+        server, "engram.gotcha.add", {"title": "dots", "pattern": "a.c", "pattern_kind": "literal"}
+    )
+    assert named["gotcha"]["pattern_kind"] == "literal"
     # The new gotcha shows at once in an open document.
     uri = _open(server, state, "src/t.py", "t = datetime.utcnow()\n")
     assert [d.code for d in _diagnostics(server, state, uri)] == [result["id"]]
@@ -170,6 +174,11 @@ async def test_resolve_confirm_snooze_and_promote_change_what_the_editor_shows(
         await run(server, "engram.gotcha.snooze", {"id": gotcha_id, "days": True})
     snoozed = await run(server, "engram.gotcha.snooze", {"id": gotcha_id})
     assert snoozed["gotcha"]["snoozed_until"] is not None
+    # `days: null` is `days` left out (as for every command's arguments): the default week,
+    # not an error nor no time at all.
+    a_day = await run(server, "engram.gotcha.snooze", {"id": gotcha_id, "days": 1})
+    week = await run(server, "engram.gotcha.snooze", {"id": gotcha_id, "days": None})
+    assert week["gotcha"]["snoozed_until"] > a_day["gotcha"]["snoozed_until"]
     assert _diagnostics(server, state, uri) == []
 
     promoted = await run(server, "engram.gotcha.promote", {"id": gotcha_id})
@@ -466,6 +475,21 @@ async def test_an_edited_team_file_is_noticed_and_its_gotchas_shown(
     assert not folder.stale()
     [shown] = _diagnostics(server, state, uri)
     assert (shown.code, shown.message) == ("G-0000abcd", "Never call os.system")
+    # A team gotcha is the team's already: no quick fix promotes it.
+    titles = [
+        a.title
+        for a in lsp_gotchas.code_actions(
+            server,
+            state,
+            server.workspace.get_text_document(uri),
+            types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri=uri),
+                range=shown.range,
+                context=types.CodeActionContext(diagnostics=[shown]),
+            ),
+        )
+    ]
+    assert titles and not any(t.startswith("Promote") for t in titles)
     # Edited again (same store revision): noticed again.
     team_file.write_text(TEAM_GOTCHA.replace('"high"', '"critical"'), encoding="utf-8")
     assert folder.stale()
