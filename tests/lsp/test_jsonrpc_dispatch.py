@@ -26,6 +26,7 @@ from lsp_server.server import EngramServer
 from lsp_server.setup import create_server
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
+ONLY_2_0 = 'only JSON-RPC "2.0" messages are served'
 
 
 def frame(message: Any) -> bytes:
@@ -194,8 +195,8 @@ def test_a_frame_of_exactly_the_limit_is_read() -> None:
     [
         ([request(1, "shutdown")], (None, INVALID_REQUEST), "no batches"),
         (5, (None, INVALID_REQUEST), "JSON object"),
-        ({"jsonrpc": "1.0", "id": 3, "method": "shutdown"}, (3, INVALID_REQUEST), '"2.0"'),
-        ({"id": 3, "method": "shutdown"}, (3, INVALID_REQUEST), '"2.0"'),
+        ({"jsonrpc": "1.0", "id": 3, "method": "shutdown"}, (3, INVALID_REQUEST), ONLY_2_0),
+        ({"id": 3, "method": "shutdown"}, (3, INVALID_REQUEST), ONLY_2_0),
         ({"jsonrpc": "2.0", "id": 4}, (4, INVALID_REQUEST), "method name"),
         (request(5, ""), (5, INVALID_REQUEST), "method name"),
         ({"jsonrpc": "2.0", "id": 6, "method": 12}, (6, INVALID_REQUEST), "method name"),
@@ -241,8 +242,9 @@ def test_what_needs_no_answer_gets_none(client: Client, message: Any) -> None:
 
 
 def test_params_that_do_not_fit_the_method_are_invalid_params_naming_the_field(
-    client: Client,
+    client: Client, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, logger="engram.lsp")
     hover = {"textDocument": {"uri": "file:///w/a.py"}, "position": {"line": -1, "character": 0}}
     sent = client.feed(frame(request(1, "textDocument/hover", hover)))
     assert client.errors() == [(1, INVALID_PARAMS)]
@@ -265,6 +267,7 @@ def test_a_command_refusing_its_arguments_is_invalid_params_in_one_log_line(
     assert "engram.status takes one JSON object" in sent[0]["error"]["message"]
     refused = [r for r in caplog.records if "request 1:" in r.getMessage()]
     assert len(refused) == 1 and refused[0].exc_info is None
+    assert refused[0].getMessage() == f"request 1: {sent[0]['error']['message']}"
 
 
 def test_a_command_that_fails_unexpectedly_is_an_internal_error(client: Client) -> None:
@@ -527,3 +530,84 @@ def test_an_unknown_method_without_params_is_method_not_found_not_a_traceback(
     assert client.errors() == [(1, METHOD_NOT_FOUND)]
     assert "$/engramUnknown" in sent[0]["error"]["message"]
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_params_pygls_cannot_convert_are_invalid_params_and_the_next_is_answered(
+    client: Client,
+) -> None:
+    """pygls turns the params of a method it does not know into named tuples; a key it cannot
+    use (`type_name` names the tuple) is answered, never left without an answer."""
+    sent = client.feed(
+        frame(request(1, "engram/x", {"type_name": 5})), frame(request(2, "engram/x", {}))
+    )
+    assert client.errors() == [(1, INVALID_PARAMS), (2, METHOD_NOT_FOUND)]
+    assert sent[0]["error"]["message"].startswith("cannot read the params: ")
+
+
+def test_a_notification_with_params_that_are_no_object_is_ignored_with_a_warning(
+    client: Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="engram.lsp"):
+        assert client.feed(frame(notification("engram/x", 5))) == []
+    assert "ignored engram/x: params must be an object" in caplog.text
+
+
+def test_a_cancelled_request_is_answered_as_cancelled(
+    client: Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    params = {"command": "engram.status", "arguments": [{}]}
+    with caplog.at_level(logging.WARNING, logger="engram.lsp"):
+        sent = client.feed(
+            frame(request(1, "workspace/executeCommand", params))
+            + frame(notification("$/cancelRequest", {"id": 1})),
+            answers=1,
+        )
+    assert client.errors() == [(1, -32800)]
+    assert "ignored $/cancelRequest" not in caplog.text
+    assert len(sent) == 1
+
+
+def _initialize(params: dict[str, Any], msg_id: int = 7) -> bytes:
+    return frame(request(msg_id, "initialize", params))
+
+
+def test_pygls_answer_to_an_initialize_the_front_answered_is_not_sent(
+    client: Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    from lsp_server import capabilities
+
+    params = {"capabilities": {}}
+    early = capabilities.initialize_result(params)
+    assert early is not None
+    client.protocol.answered_early(7, early)
+    with caplog.at_level(logging.WARNING, logger="engram.lsp"):
+        sent = client.feed(_initialize(params), frame(request(8, "engram/x")))
+    assert [m["id"] for m in sent] == [8]  # the early answer was the answer
+    assert "differs" not in caplog.text
+
+
+def test_an_early_answer_that_differs_from_pygls_is_logged_with_both(
+    client: Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    client.protocol.answered_early(7, {"capabilities": {"hoverProvider": False}})
+    with caplog.at_level(logging.WARNING, logger="engram.lsp"):
+        assert client.feed(_initialize({"capabilities": {}})) == []
+    [logged] = [r.getMessage() for r in caplog.records if "differs" in r.getMessage()]
+    assert logged.startswith(
+        "the early answer to initialize differs from pygls': "
+        'sent {"capabilities": {"hoverProvider": false}}, pygls {"capabilities": {'
+    )
+    assert '"serverInfo": {"name": "engram"' in logged
+
+
+def test_an_initialize_pygls_refuses_after_the_early_answer_is_shown_to_the_user(
+    client: Client,
+) -> None:
+    client.protocol.answered_early(7, {"capabilities": {}})
+    params = {"capabilities": {"textDocument": {"hover": {"contentFormat": 5}}}}
+    [shown] = client.feed(_initialize(params))
+    assert shown["method"] == "window/showMessage"
+    assert shown["params"]["type"] == 1
+    message = shown["params"]["message"]
+    assert message.startswith("engram could not initialize: invalid params for initialize: ")
+    assert message.endswith("@ $.params.capabilities.text_document.hover.content_format")
