@@ -304,6 +304,33 @@ MODULES: dict[str, Module] = {
     ),
     # Not test_fast_initialize.py: a broken pump makes its hand-over test wait 30 s per mutant.
     "lsp.stdio": Module("lsp_server/stdio.py", ("tests/lsp/test_stdin_pump.py",), sample=60),
+    # The stdio front and what it sends while the server loads: their in-process tests (the
+    # stdio ones run the front in another process, out of mutmut's reach, at seconds a test).
+    "lsp.front": Module(
+        "lsp_server/front.py",
+        ("tests/lsp/test_front_in_process.py", "tests/lsp/test_fast_initialize.py"),
+        sample=60,
+        deselect=_subprocess_tests_in(("tests/lsp/test_fast_initialize.py",)),
+    ),
+    "lsp.early": Module(
+        "lsp_server/early.py",
+        ("tests/lsp/test_early_in_process.py", "tests/lsp/test_front_in_process.py"),
+        sample=60,
+    ),
+    "lsp.gotcha_format": Module(
+        "lsp_server/gotcha_format.py",
+        (
+            "tests/lsp/test_early_in_process.py",
+            "tests/lsp/test_gotcha_squiggles.py",
+            "tests/lsp/test_gotcha_line_ends.py",
+        ),
+        sample=60,
+    ),
+    "lsp.jsonrpc": Module(
+        "lsp_server/jsonrpc.py",
+        ("tests/lsp/test_jsonrpc_dispatch.py", "tests/lsp/test_jsonrpc_frames.py"),
+        sample=60,
+    ),
     # Named here: nothing imports codex_install but install.py, and its tests drive it through
     # `install.install("codex", ...)`.
     "agents.codex_install": Module(
