@@ -326,6 +326,13 @@ MODULES: dict[str, Module] = {
         ),
         sample=60,
     ),
+    # The server class: its own tests, not every in-process LSP test (each of which opens a
+    # folder, so a mutant of `add_folder` ran about a hundred of them).
+    "lsp.server": Module(
+        "lsp_server/server.py",
+        ("tests/lsp/test_server_folders.py", "tests/lsp/test_server_transport.py"),
+        sample=60,
+    ),
     "lsp.jsonrpc": Module(
         "lsp_server/jsonrpc.py",
         ("tests/lsp/test_jsonrpc_dispatch.py", "tests/lsp/test_jsonrpc_frames.py"),
