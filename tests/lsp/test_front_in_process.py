@@ -263,10 +263,14 @@ def test_without_a_server_each_request_gets_an_error_naming_the_failure() -> Non
     assert logged["method"] == "window/logMessage" and logged["params"]["type"] == 1
     assert "Traceback" in logged["params"]["message"]
     assert [first["id"], second["id"]] == [1, "h"]
-    assert first["error"] == {
-        "code": -32603,
-        "message": "engram's language server could not start: "
-        "ModuleNotFoundError: No module named 'pygls'",
+    assert first == {
+        "id": 1,
+        "jsonrpc": "2.0",
+        "error": {
+            "code": -32603,
+            "message": "engram's language server could not start: "
+            "ModuleNotFoundError: No module named 'pygls'",
+        },
     }
 
 
@@ -362,7 +366,7 @@ def _serve(
 
 
 def test_a_server_that_cannot_load_answers_what_was_sent_before_and_exits_as_asked(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     stream = b"".join(
         frame(m)
@@ -383,6 +387,53 @@ def test_a_server_that_cannot_load_answers_what_was_sent_before_and_exits_as_ask
         3,
     ]
     assert "ImportError: pygls is broken" in sent[3]["error"]["message"]
+    [logged] = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert logged.startswith("the language server could not start:\nImportError: pygls is broken")
+
+
+def test_a_server_that_fails_before_anything_was_read_answers_what_comes_after(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    stdin_read, stdin_write = os.pipe()
+    stdout_read, stdout_write = os.pipe()
+    failed = threading.Event()
+    stream = (
+        frame(INITIALIZE)
+        + frame(_request(2, "shutdown"))
+        + frame({"jsonrpc": "2.0", "method": "exit"})
+    )
+
+    def load(events: Any) -> None:
+        events.put(("failed", ImportError("x")))
+        failed.set()
+
+    def write() -> None:
+        failed.wait(10)  # the failure is taken first, then every chunk as it is read
+        with open(stdin_write, "wb") as pipe:
+            for chunk in pieces(stream, 50):
+                pipe.write(chunk)
+                pipe.flush()
+
+    monkeypatch.setattr(front, "_load", load)
+    writer = threading.Thread(target=write)
+    writer.start()
+    with (
+        open(stdin_read, "rb") as stdin,
+        open(stdout_write, "wb") as stdout,
+        pytest.raises(SystemExit) as ended,
+    ):
+        front.serve_stdio(stdin, stdout)
+    writer.join(10)
+    with open(stdout_read, "rb") as answers:
+        sent = read_frames(answers.read())
+    assert ended.value.code == 0
+    assert [m.get("id", m.get("method")) for m in sent] == [
+        "window/showMessage",
+        "window/logMessage",
+        1,
+        2,
+    ]
+    assert sent[2]["error"]["code"] == -32603
 
 
 def test_a_server_that_cannot_load_before_any_request_says_so_at_the_first(
@@ -463,4 +514,4 @@ def test_a_client_gone_does_not_stop_the_front(caplog: pytest.LogCaptureFixture)
             return None
 
     front._Output(Gone()).send({"jsonrpc": "2.0", "id": 1, "result": None})  # type: ignore[arg-type]
-    assert "cannot write to the client" in caplog.text
+    assert [r.getMessage() for r in caplog.records] == ["cannot write to the client"]
