@@ -320,6 +320,7 @@ MODULES: dict[str, Module] = {
     "lsp.gotcha_format": Module(
         "lsp_server/gotcha_format.py",
         (
+            "tests/lsp/test_gotcha_format.py",
             "tests/lsp/test_early_in_process.py",
             "tests/lsp/test_gotcha_squiggles.py",
             "tests/lsp/test_gotcha_line_ends.py",
