@@ -334,6 +334,16 @@ MODULES: dict[str, Module] = {
         ("tests/lsp/test_server_folders.py", "tests/lsp/test_server_transport.py"),
         sample=60,
     ),
+    "lsp.fast_documents": Module(
+        "lsp_server/features/fast_documents.py",
+        ("tests/lsp/test_fast_documents.py",),
+        sample=60,
+        # A timed comparison with pygls: mutmut's instrumented code fails it whatever the mutant.
+        deselect=(
+            "tests/lsp/test_fast_documents.py::"
+            "test_an_edit_to_a_big_document_does_not_cost_the_whole_document",
+        ),
+    ),
     "lsp.jsonrpc": Module(
         "lsp_server/jsonrpc.py",
         ("tests/lsp/test_jsonrpc_dispatch.py", "tests/lsp/test_jsonrpc_frames.py"),
