@@ -393,3 +393,70 @@ def test_the_folders_settings_are_used(tmp_path: Path) -> None:
 )
 def test_only_plain_file_uris_are_local_paths(uri: Any, expected: Path | None) -> None:
     assert fs_path(uri) == expected
+
+
+def test_a_change_to_one_document_keeps_the_early_answer_of_another(
+    project: tuple[Path, str],
+) -> None:
+    folder, gotcha_id = project
+    watcher = _watcher(folder, PULL)
+    first, second = (folder / "app.py").as_uri(), (folder / "lib.py").as_uri()
+    watcher.handle(_open(first))
+    watcher.handle(_open(second))
+    watcher.handle(_change(first))
+    watcher.handle(_pull(first, msg_id=1))
+    watcher.handle(_pull(second, msg_id=2))
+    assert [m["id"] for m in _sent(watcher)] == [2]
+    assert _sent(watcher)[0]["result"]["items"][0]["code"] == gotcha_id
+    assert watcher.active
+
+
+def test_a_gotcha_scoped_to_some_files_shows_only_in_them(tmp_path: Path) -> None:
+    folder = make_project(tmp_path / "ws")
+    with Store.init(folder) as store:
+        scoped = gotchas.add(
+            store, "src eval", pattern="eval(", pattern_kind="literal", related_files=["src/*.py"]
+        )
+    watcher = _watcher(folder)
+    watcher.handle(_open((folder / "src" / "a.py").as_uri()))
+    watcher.handle(_open((folder / "tools" / "a.py").as_uri()))
+    assert [m["params"]["uri"] for m in _sent(watcher)] == [(folder / "src" / "a.py").as_uri()]
+    assert _sent(watcher)[0]["params"]["diagnostics"][0]["code"] == scoped.id
+
+
+def test_a_learned_gotcha_shows_early_while_it_is_fresh(tmp_path: Path) -> None:
+    """Gotchas engram learned fade after `gotchas.candidate_decay_days` unused: the early
+    index judges that at the time it is built, as the server's does."""
+    folder = make_project(tmp_path / "ws")
+    with Store.init(folder) as store:
+        learned = gotchas.add(
+            store,
+            "learned eval",
+            pattern="eval(",
+            pattern_kind="literal",
+            source_type="auto_detected",
+        )
+    watcher = _watcher(folder)
+    watcher.handle(_open((folder / "a.py").as_uri()))
+    assert [d["code"] for m in _sent(watcher) for d in m["params"]["diagnostics"]] == [learned.id]
+
+
+def test_a_folder_whose_root_cannot_be_found_is_logged_and_skipped(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder, _ = _project_with_gotcha(tmp_path)
+    missing = tmp_path / "gone"
+    watcher = EarlyDiagnostics(
+        {"workspaceFolders": [{"uri": missing.as_uri()}, {"uri": folder.as_uri()}]},
+        PUSH,
+        (sent := []).append,
+    )
+    with caplog.at_level(logging.DEBUG, logger="engram.lsp"):
+        watcher.handle(_open((folder / "app.py").as_uri()))
+    assert len(sent) == 1
+    assert f"no workspace root for {missing}" in caplog.text
+
+
+def _project_with_gotcha(tmp_path: Path) -> tuple[Path, str]:
+    folder = make_project(tmp_path / "ws")
+    return folder, _with_gotcha(folder)
