@@ -193,19 +193,55 @@ def test_a_frame_of_exactly_the_limit_is_read() -> None:
 @pytest.mark.parametrize(
     ("message", "expected", "says"),
     [
-        ([request(1, "shutdown")], (None, INVALID_REQUEST), "no batches"),
-        (5, (None, INVALID_REQUEST), "JSON object"),
+        (
+            [request(1, "shutdown")],
+            (None, INVALID_REQUEST),
+            "a message must be a JSON object (no batches)",
+        ),
+        (5, (None, INVALID_REQUEST), "a message must be a JSON object (no batches)"),
         ({"jsonrpc": "1.0", "id": 3, "method": "shutdown"}, (3, INVALID_REQUEST), ONLY_2_0),
         ({"id": 3, "method": "shutdown"}, (3, INVALID_REQUEST), ONLY_2_0),
-        ({"jsonrpc": "2.0", "id": 4}, (4, INVALID_REQUEST), "method name"),
-        (request(5, ""), (5, INVALID_REQUEST), "method name"),
-        ({"jsonrpc": "2.0", "id": 6, "method": 12}, (6, INVALID_REQUEST), "method name"),
-        (request(True, "shutdown"), (None, INVALID_REQUEST), "string or an integer"),
-        (request(1.5, "shutdown"), (None, INVALID_REQUEST), "string or an integer"),
-        (request(None, "shutdown"), (None, INVALID_REQUEST), "string or an integer"),
-        (request({"n": 1}, "shutdown"), (None, INVALID_REQUEST), "string or an integer"),
-        (request(8, "textDocument/hover", "x"), (8, INVALID_PARAMS), "must be an object"),
-        (request(9, "textDocument/hover", 3), (9, INVALID_PARAMS), "must be an object"),
+        (
+            {"jsonrpc": "2.0", "id": 4},
+            (4, INVALID_REQUEST),
+            "a request needs a method name (a string)",
+        ),
+        (request(5, ""), (5, INVALID_REQUEST), "a request needs a method name (a string)"),
+        (
+            {"jsonrpc": "2.0", "id": 6, "method": 12},
+            (6, INVALID_REQUEST),
+            "a request needs a method name (a string)",
+        ),
+        (
+            request(True, "shutdown"),
+            (None, INVALID_REQUEST),
+            "a request id is a string or an integer",
+        ),
+        (
+            request(1.5, "shutdown"),
+            (None, INVALID_REQUEST),
+            "a request id is a string or an integer",
+        ),
+        (
+            request(None, "shutdown"),
+            (None, INVALID_REQUEST),
+            "a request id is a string or an integer",
+        ),
+        (
+            request({"n": 1}, "shutdown"),
+            (None, INVALID_REQUEST),
+            "a request id is a string or an integer",
+        ),
+        (
+            request(8, "textDocument/hover", "x"),
+            (8, INVALID_PARAMS),
+            "textDocument/hover: params must be an object",
+        ),
+        (
+            request(9, "textDocument/hover", 3),
+            (9, INVALID_PARAMS),
+            "textDocument/hover: params must be an object",
+        ),
     ],
 )
 def test_a_message_that_is_no_request_gets_the_error_json_rpc_names(
@@ -213,7 +249,7 @@ def test_a_message_that_is_no_request_gets_the_error_json_rpc_names(
 ) -> None:
     sent = client.feed(frame(message), frame(request(100, "shutdown")))
     assert client.errors() == [expected]
-    assert says in sent[0]["error"]["message"]
+    assert sent[0]["error"]["message"] == says
     assert sent[-1] == {"jsonrpc": "2.0", "id": 100, "result": None}
 
 
@@ -549,7 +585,9 @@ def test_a_notification_with_params_that_are_no_object_is_ignored_with_a_warning
 ) -> None:
     with caplog.at_level(logging.WARNING, logger="engram.lsp"):
         assert client.feed(frame(notification("engram/x", 5))) == []
-    assert "ignored engram/x: params must be an object" in caplog.text
+    assert [r.getMessage() for r in caplog.records] == [
+        "ignored engram/x: params must be an object"
+    ]
 
 
 def test_a_cancelled_request_is_answered_as_cancelled(
