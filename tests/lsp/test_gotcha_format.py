@@ -169,3 +169,30 @@ def test_the_index_key_changes_with_what_the_index_is_built_from(store: Store) -
         changed = config.load(root)
         changed.values[f"gotchas.{name}"] = value
         assert gotcha_format.index_key(store, root, changed) != with_team, name
+
+
+@pytest.mark.parametrize(
+    ("before", "utf16_column"),
+    [("\uffff", 1), ("\U00010000", 2), ("\ud7ff", 1), ("\U0010ffff", 2)],
+    ids=["last of the BMP", "first astral", "below the surrogates", "last astral"],
+)
+def test_utf_16_counts_two_units_exactly_from_the_first_character_past_the_bmp(
+    store: Store, before: str, utf16_column: int
+) -> None:
+    gotchas.add(store, "eval is unsafe", pattern="eval(", pattern_kind="literal")
+    [squiggle] = _diagnostics(store, f"{before}eval(y)\n", "utf-16")
+    assert squiggle["range"]["start"]["character"] == utf16_column  # type: ignore[index]
+
+
+def test_a_gotcha_anchored_past_the_end_of_a_shorter_document_still_shows(store: Store) -> None:
+    """An anchor without a content hash (written by hand, or by an old engram) on a line the
+    document no longer has: the squiggle sits on that line, empty, and nothing fails."""
+    anchored = gotchas.add(
+        store, "was here", anchors=[records.Anchor("a.py", 10, 10, content_hash=None)]
+    )
+    [squiggle] = _diagnostics(store, "one\ntwo\n")
+    assert squiggle["code"] == anchored.id
+    assert squiggle["range"] == {
+        "start": {"line": 10, "character": 0},
+        "end": {"line": 10, "character": 0},
+    }
