@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import queue
 import sqlite3
@@ -176,9 +177,9 @@ def test_a_store_notice_from_a_worker_thread_is_sent_from_the_loop(
 ) -> None:
     root = tmp_path / "ws"
     (root / ".git").mkdir(parents=True)
-    senders: list[tuple[str, str]] = []
+    senders: list[tuple[str, Any, str]] = []
     server.show_message = lambda message, kind=types.MessageType.Info: senders.append(  # type: ignore[method-assign]
-        (message, threading.current_thread().name)
+        (message, kind, threading.current_thread().name)
     )
 
     async def run() -> str:
@@ -195,7 +196,7 @@ def test_a_store_notice_from_a_worker_thread_is_sent_from_the_loop(
         return threading.current_thread().name
 
     loop_thread = asyncio.run(run())
-    assert senders == [("engram: recreated", loop_thread)]
+    assert senders == [("engram: recreated", types.MessageType.Warning, loop_thread)]
 
 
 def test_closing_everything_closes_every_store(server: EngramServer, tmp_path: Path) -> None:
@@ -215,3 +216,44 @@ def test_closing_everything_closes_every_store(server: EngramServer, tmp_path: P
             records.revision(store)
     for root in roots:  # opened again as new
         assert server.add_folder(root) is not None
+
+
+def test_a_tcp_client_is_served_and_its_goodbye_stops_the_server(
+    server: EngramServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    import socket
+
+    with socket.socket() as probe:  # a free port
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    ended: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            server.start_tcp("127.0.0.1", port)
+        except BaseException as exc:
+            ended.append(exc)
+
+    caplog.set_level(logging.INFO, logger="engram.lsp")
+    serving = threading.Thread(target=run)
+    serving.start()
+    for _ in range(1000):
+        try:
+            client = socket.create_connection(("127.0.0.1", port), timeout=5)
+            break
+        except ConnectionRefusedError:
+            serving.join(0.005)
+    # Only on the interface asked for, never on every one.
+    assert {sock.getsockname()[0] for sock in server._server.sockets} == {"127.0.0.1"}
+    with client:
+        client.sendall(frame(request(1, "shutdown")) + frame(EXIT))
+        received = b""
+        while chunk := client.recv(65536):
+            received += chunk
+    serving.join(10)
+    # `exit` after `shutdown` ends the process with 0, as over stdio.
+    assert not serving.is_alive()
+    assert [type(exc) for exc in ended] == [SystemExit] and ended[0].args == (0,)
+    assert read_frames(received) == [{"jsonrpc": "2.0", "id": 1, "result": None}]
+    assert server._stopping()
+    assert f"serving on 127.0.0.1:{port}" in [r.getMessage() for r in caplog.records]
