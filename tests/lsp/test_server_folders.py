@@ -216,3 +216,31 @@ def test_a_plain_path_with_a_percent_sign_names_that_folder(
     assert server.state_for_command({"workspace": str(odd)}).root == odd
     with pytest.raises(UsageError):
         server.state_for_command({"workspace": str(tmp_path / "a b")})
+
+
+@pytest.mark.parametrize("failing", ["find_root", "open_or_init"])
+def test_an_unexpected_failure_opening_a_folder_is_told_in_its_own_words(
+    server: EngramServer,
+    tmp_path: Path,
+    shown: list[types.ShowMessageParams],
+    monkeypatch: pytest.MonkeyPatch,
+    failing: str,
+) -> None:
+    """Not only engram's own errors: an OSError from the file system is shown as it reads,
+    and the folder is left alone."""
+    import lsp_server.server as server_module
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied", "/ws/.engram")
+
+    if failing == "find_root":
+        monkeypatch.setattr(server_module, "find_root", broken)
+    else:
+        monkeypatch.setattr(server_module.Store, "open_or_init", broken)
+    root = _project(tmp_path / "ws")
+    assert server.add_folder(root) is None
+    [message] = shown
+    assert message.message.endswith(": [Errno 13] Permission denied: '/ws/.engram'")
+    assert message.message.startswith(
+        "engram: " if failing == "find_root" else f"engram: cannot open the store in {root}: "
+    )
