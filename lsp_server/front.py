@@ -40,6 +40,8 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from lsp_server import capabilities
@@ -130,6 +132,60 @@ def _early_diagnostics(
         return None
 
 
+class _Front:
+    """What the front does with each chunk read before the server is built: keep it for the
+    server, answer the first frame if it is an `initialize` it can judge, and show the early
+    diagnostics of the frames after it (lsp_server/early.py)."""
+
+    def __init__(self, output: _Output) -> None:
+        self.output = output
+        self.read: list[bytes] = []
+        # None once the first frame was judged, unless the early diagnostics follow the frames.
+        self.parser: FrameParser | None = FrameParser()
+        self.answered: tuple[int | str, dict[str, Any]] | None = None
+        self.early: EarlyDiagnostics | None = None
+
+    def take(self, data: bytes) -> bool:
+        """One chunk read (empty: the end of input); True when the first frame was judged
+        with it."""
+        self.read.append(data)
+        if self.parser is None or not data:
+            return False
+        self.parser.feed(data)
+        frames = self.parser.frames()
+        judged_now = False
+        if frames and self.answered is None and self.early is None:
+            judged_now = True
+            judged = _answer_initialize(frames.pop(0).body, self.output)
+            if judged is not None:
+                self.answered = judged[0]
+                self.early = _early_diagnostics(self.answered, judged[1], self.output)
+            if self.early is None:
+                self.parser = None
+        if self.early is not None:
+            # Only watched: every byte still goes to the server, in order.
+            for frame in frames:
+                self.early.handle(frame.body)
+        return judged_now
+
+    def handover(self, pump: StdinPump, pending: Callable[[], list[bytes]]) -> Handover:
+        """What the server takes over: the bytes read so far joined as one burst for its
+        reader (the end of input, if it came, stays last), the early answers and indexes."""
+        burst = [b"".join(self.read)] if any(self.read) else []
+        if self.read and not self.read[-1]:
+            burst.append(b"")
+        handover = Handover(pump, burst, pending, self.answered)
+        if self.early is not None:
+            handover.pulls_answered = self.early.pulls_answered
+            handover.gotcha_indexes = self.early.gotcha_indexes()
+        return handover
+
+
+def _pending(events: queue.SimpleQueue[tuple[str, Any]]) -> list[bytes]:
+    """The chunks delivered to the front but not taken (the loader's one event was taken)."""
+    return [data for _, data in drain(events)]
+
+
 def serve_stdio(stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
     """Serve LSP on stdio: answer `initialize` early, then hand the stream to the server."""
     output = _Output(stdout or sys.stdout.buffer)
@@ -141,53 +197,85 @@ def serve_stdio(stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -
     switch_interval = sys.getswitchinterval()
     sys.setswitchinterval(FRONT_SWITCH_INTERVAL)
     threading.Thread(target=_load, args=(events,), name="engram-load", daemon=True).start()
-    read: list[bytes] = []
-    # None once the first frame was judged, unless the early diagnostics follow the frames.
-    parser: FrameParser | None = FrameParser()
-    answered: tuple[int | str, dict[str, Any]] | None = None
-    early: EarlyDiagnostics | None = None
+    front = _Front(output)
     while True:
         kind, value = events.get()
         if kind == "data":
             pump.taken()
-            read.append(value)
-            if parser is not None and value:
-                parser.feed(value)
-                frames = parser.frames()
-                if frames and answered is None and early is None:
-                    judged = _answer_initialize(frames.pop(0).body, output)
-                    sys.setswitchinterval(switch_interval)
-                    if judged is not None:
-                        answered = judged[0]
-                        early = _early_diagnostics(answered, judged[1], output)
-                    if early is None:
-                        parser = None
-                if early is not None:
-                    # Only watched: every byte still goes to the server, in order.
-                    for frame in frames:
-                        early.handle(frame.body)
+            if front.take(value):
+                sys.setswitchinterval(switch_interval)
             continue
         sys.setswitchinterval(switch_interval)
         if kind == "failed":
-            _serve_without_server(value, events, pump, read, answered, output)
+            _serve_without_server(value, events, pump, front.read, front.answered, output)
             return
         server: EngramServer = value
         break
+    server.start_io(stdout=output.stream, handover=front.handover(pump, partial(_pending, events)))
 
-    def pending() -> list[bytes]:
-        waiting = drain(events)  # only chunks: the loader's one event was taken
-        return [data for _, data in waiting]
 
-    # Joined, the bytes read so far are one burst for the server's reader; the end of input,
-    # if it came, stays last.
-    burst = [b"".join(read)] if any(read) else []
-    if read and not read[-1]:
-        burst.append(b"")
-    handover = Handover(pump, burst, pending, answered)
-    if early is not None:
-        handover.pulls_answered = early.pulls_answered
-        handover.gotcha_indexes = early.gotcha_indexes()
-    server.start_io(stdout=output.stream, handover=handover)
+class _WithoutServer:
+    """The server could not be built: the client is told, and answered until it says goodbye."""
+
+    def __init__(self, failure: BaseException, answered: bool, output: _Output) -> None:
+        summary = f"{type(failure).__name__}: {failure}"
+        self.details = "".join(traceback.format_exception(failure))
+        self.reason = f"engram's language server could not start: {summary}"
+        self.output = output
+        self.reported = False
+        self.shutdown = False
+        self.skip = 1 if answered else 0  # the initialize request already answered
+        self.parser = FrameParser()
+
+    def report(self) -> None:
+        if self.reported:
+            return
+        self.reported = True
+        self.output.send(
+            {
+                "jsonrpc": "2.0",
+                "method": "window/showMessage",
+                "params": {"type": 1, "message": f"{self.reason} (details in its log)"},
+            }
+        )
+        self.output.send(
+            {
+                "jsonrpc": "2.0",
+                "method": "window/logMessage",
+                "params": {"type": 1, "message": f"{self.reason}\n{self.details}"},
+            }
+        )
+
+    def take(self, data: bytes) -> None:
+        """One chunk read; raises SystemExit at `exit` or the end of input (empty)."""
+        if not data:
+            raise SystemExit(0 if self.shutdown else 1)  # the end of input: the client is gone
+        self.parser.feed(data)
+        for frame in self.parser.frames():
+            if self.skip:
+                self.skip -= 1
+                continue
+            self.handle(frame.body)
+
+    def handle(self, body: bytes | None) -> None:
+        try:
+            message = json.loads(body or b"")
+        except (ValueError, RecursionError):
+            return
+        if not isinstance(message, dict) or not isinstance(message.get("method"), str):
+            return  # a response, or no JSON-RPC: nothing to answer
+        method, msg_id = message["method"], message.get("id")
+        if method == "exit":
+            raise SystemExit(0 if self.shutdown else 1)
+        if not valid_id(msg_id):
+            return  # a notification
+        if method == "shutdown":
+            self.shutdown = True
+            self.output.send({"id": msg_id, "jsonrpc": "2.0", "result": None})
+            return
+        self.report()
+        error = {"code": INTERNAL_ERROR, "message": self.reason}
+        self.output.send({"id": msg_id, "jsonrpc": "2.0", "error": error})
 
 
 def _serve_without_server(
@@ -199,70 +287,14 @@ def _serve_without_server(
     output: _Output,
 ) -> None:
     """The server could not be built: say so, and answer until the client says goodbye."""
-    summary = f"{type(failure).__name__}: {failure}"
-    details = "".join(traceback.format_exception(failure))
-    logger.error("the language server could not start:\n%s", details)
-    reason = f"engram's language server could not start: {summary}"
-    reported = False
-
-    def report() -> None:
-        nonlocal reported
-        if reported:
-            return
-        reported = True
-        output.send(
-            {
-                "jsonrpc": "2.0",
-                "method": "window/showMessage",
-                "params": {"type": 1, "message": f"{reason} (details in its log)"},
-            }
-        )
-        output.send(
-            {
-                "jsonrpc": "2.0",
-                "method": "window/logMessage",
-                "params": {"type": 1, "message": f"{reason}\n{details}"},
-            }
-        )
-
+    unloaded = _WithoutServer(failure, answered is not None, output)
+    logger.error("the language server could not start:\n%s", unloaded.details)
     if answered is not None:
-        report()
-    shutdown = False
-    skip = 1 if answered is not None else 0  # the initialize request already answered
-
-    def handle(body: bytes | None) -> None:
-        nonlocal shutdown
-        try:
-            message = json.loads(body or b"")
-        except (ValueError, RecursionError):
-            return
-        if not isinstance(message, dict) or not isinstance(message.get("method"), str):
-            return  # a response, or no JSON-RPC: nothing to answer
-        method, msg_id = message["method"], message.get("id")
-        if method == "exit":
-            raise SystemExit(0 if shutdown else 1)
-        if not valid_id(msg_id):
-            return  # a notification
-        if method == "shutdown":
-            shutdown = True
-            output.send({"id": msg_id, "jsonrpc": "2.0", "result": None})
-            return
-        report()
-        error = {"code": INTERNAL_ERROR, "message": reason}
-        output.send({"id": msg_id, "jsonrpc": "2.0", "error": error})
-
-    parser = FrameParser()
+        unloaded.report()
     chunks = iter(read)
     while True:
         data = next(chunks, None)
         if data is None:
             _, data = events.get()  # only chunks now: the loader's one event was taken
             pump.taken()
-        if not data:
-            raise SystemExit(0 if shutdown else 1)  # the end of input: the client is gone
-        parser.feed(data)
-        for frame in parser.frames():
-            if skip:
-                skip -= 1
-                continue
-            handle(frame.body)
+        unloaded.take(data)

@@ -166,8 +166,14 @@ class EngramProtocol(LanguageServerProtocol):
                 message: Any = fast
             elif is_request or "method" in data:
                 method = data["method"]
+                known = self.get_message_type(method)
+                if known is None and "params" not in data:
+                    # JSON-RPC lets params out; pygls' classes for a method it does not know
+                    # require the field, which turned "method not found" into "cannot read
+                    # the params" (and a notification into a logged traceback).
+                    data = {**data, "params": None}
                 fallback = JsonRPCRequestMessage if is_request else JsonRPCNotification
-                message = self._converter.structure(data, self.get_message_type(method) or fallback)
+                message = self._converter.structure(data, known or fallback)
             else:
                 message = self.structure_message(data)
         except (cattrs.ClassValidationError, cattrs.IterableValidationError) as exc:

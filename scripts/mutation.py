@@ -309,6 +309,51 @@ MODULES: dict[str, Module] = {
     ),
     # Not test_fast_initialize.py: a broken pump makes its hand-over test wait 30 s per mutant.
     "lsp.stdio": Module("lsp_server/stdio.py", ("tests/lsp/test_stdin_pump.py",), sample=60),
+    # The stdio front and what it sends while the server loads: their in-process tests (the
+    # stdio ones run the front in another process, out of mutmut's reach, at seconds a test).
+    "lsp.front": Module(
+        "lsp_server/front.py",
+        ("tests/lsp/test_front_in_process.py", "tests/lsp/test_fast_initialize.py"),
+        sample=60,
+        deselect=_subprocess_tests_in(("tests/lsp/test_fast_initialize.py",)),
+    ),
+    "lsp.early": Module(
+        "lsp_server/early.py",
+        ("tests/lsp/test_early_in_process.py", "tests/lsp/test_front_in_process.py"),
+        sample=60,
+    ),
+    "lsp.gotcha_format": Module(
+        "lsp_server/gotcha_format.py",
+        (
+            "tests/lsp/test_gotcha_format.py",
+            "tests/lsp/test_early_in_process.py",
+            "tests/lsp/test_gotcha_squiggles.py",
+            "tests/lsp/test_gotcha_line_ends.py",
+        ),
+        sample=60,
+    ),
+    # The server class: its own tests, not every in-process LSP test (each of which opens a
+    # folder, so a mutant of `add_folder` ran about a hundred of them).
+    "lsp.server": Module(
+        "lsp_server/server.py",
+        ("tests/lsp/test_server_folders.py", "tests/lsp/test_server_transport.py"),
+        sample=60,
+    ),
+    "lsp.fast_documents": Module(
+        "lsp_server/features/fast_documents.py",
+        ("tests/lsp/test_fast_documents.py",),
+        sample=60,
+        # A timed comparison with pygls: mutmut's instrumented code fails it whatever the mutant.
+        deselect=(
+            "tests/lsp/test_fast_documents.py::"
+            "test_an_edit_to_a_big_document_does_not_cost_the_whole_document",
+        ),
+    ),
+    "lsp.jsonrpc": Module(
+        "lsp_server/jsonrpc.py",
+        ("tests/lsp/test_jsonrpc_dispatch.py", "tests/lsp/test_jsonrpc_frames.py"),
+        sample=60,
+    ),
     # Named here: nothing imports codex_install but install.py, and its tests drive it through
     # `install.install("codex", ...)`.
     "agents.codex_install": Module(

@@ -14,10 +14,11 @@ Installed on the workspace during `initialize` (pygls creates the workspace just
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import Any
 
 from lsprotocol import types
-from pygls.workspace import TextDocument
+from pygls.workspace import TextDocument, Workspace
 
 from lsp_server.server import EngramServer
 
@@ -109,37 +110,41 @@ def _ascii_position(lines: list[str], position: types.Position) -> tuple[int, in
     return (position.line, character)
 
 
+def _create_document(
+    workspace: Workspace,
+    doc_uri: str,
+    source: str | None = None,
+    version: int | None = None,
+    language_id: str | None = None,
+) -> TextDocument:
+    """The workspace's `_create_text_document`, making a `FastTextDocument` with the sync kind
+    and position encoding the workspace was made with."""
+    return FastTextDocument(
+        doc_uri,
+        source=source,
+        version=version,
+        language_id=language_id,
+        sync_kind=workspace._sync_kind,
+        position_codec=workspace._position_codec,
+    )
+
+
 def install(server: EngramServer) -> None:
     """Make the server's workspace create `FastTextDocument`s for the documents opened from now."""
     workspace = server.workspace
+    workspace._create_text_document = partial(_create_document, workspace)  # type: ignore[method-assign]
 
-    def create(
-        doc_uri: str,
-        source: str | None = None,
-        version: int | None = None,
-        language_id: str | None = None,
-    ) -> TextDocument:
-        return FastTextDocument(
-            doc_uri,
-            source=source,
-            version=version,
-            language_id=language_id,
-            sync_kind=workspace._sync_kind,
-            position_codec=workspace._position_codec,
-        )
 
-    workspace._create_text_document = create  # type: ignore[method-assign]
+def _install_at_initialize(ls: EngramServer, params: types.InitializeParams) -> None:
+    try:
+        install(ls)
+    except Exception:
+        # pygls changed its workspace internals: fall back to its own documents.
+        logger.exception("fast documents not installed; using pygls' TextDocument")
 
 
 def register(server: EngramServer) -> None:
     # At `initialize` (pygls creates the workspace just before the handler), not `initialized`:
     # that handler first waits for the client's settings, and a client opens documents
     # meanwhile, which then stayed pygls' slow documents for the whole session.
-    def at_initialize(ls: EngramServer, params: types.InitializeParams) -> None:
-        try:
-            install(ls)
-        except Exception:
-            # pygls changed its workspace internals: fall back to its own documents.
-            logger.exception("fast documents not installed; using pygls' TextDocument")
-
-    server.initialize_listeners.insert(0, at_initialize)
+    server.initialize_listeners.insert(0, _install_at_initialize)

@@ -180,3 +180,67 @@ def test_a_capability_is_supported_only_where_the_client_says_true(
 ) -> None:
     server.protocol.client_capabilities = capabilities
     assert server.client_supports("workspace", "configuration") is supported
+
+
+def test_a_folder_that_does_not_exist_is_a_warning_naming_it(
+    server: EngramServer, tmp_path: Path, shown: list[types.ShowMessageParams]
+) -> None:
+    gone = tmp_path / "gone"
+    assert server.add_folder(gone) is None
+    assert [(m.type, m.message) for m in shown] == [
+        (types.MessageType.Warning, f"engram: workspace path {str(gone)!r} does not exist")
+    ]
+
+
+def test_a_store_that_cannot_be_opened_is_an_error_naming_the_folder(
+    server: EngramServer, tmp_path: Path, shown: list[types.ShowMessageParams]
+) -> None:
+    root = _project(tmp_path / "ws")
+    (root / ".engram").mkdir()
+    (root / ".engram" / "engram.db").write_bytes(b"this is no SQLite database" * 100)
+    assert server.add_folder(root) is None
+    assert server.folders == {}
+    [message] = shown
+    assert message.type == types.MessageType.Error
+    assert message.message.startswith(f"engram: cannot open the store in {root}: ")
+    # The store's own words, not the exception's repr.
+    assert "StoreError" not in message.message and "DatabaseError(" not in message.message
+
+
+def test_a_plain_path_with_a_percent_sign_names_that_folder(
+    server: EngramServer, tmp_path: Path
+) -> None:
+    """Only a URI is percent-decoded: a folder really named `a%20b` is that folder."""
+    odd = _project(tmp_path / "a%20b")
+    server.add_folder(odd)
+    assert server.state_for_command({"workspace": str(odd)}).root == odd
+    with pytest.raises(UsageError):
+        server.state_for_command({"workspace": str(tmp_path / "a b")})
+
+
+@pytest.mark.parametrize("failing", ["find_root", "open_or_init"])
+def test_an_unexpected_failure_opening_a_folder_is_told_in_its_own_words(
+    server: EngramServer,
+    tmp_path: Path,
+    shown: list[types.ShowMessageParams],
+    monkeypatch: pytest.MonkeyPatch,
+    failing: str,
+) -> None:
+    """Not only engram's own errors: an OSError from the file system is shown as it reads,
+    and the folder is left alone."""
+    import lsp_server.server as server_module
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied", "/ws/.engram")
+
+    if failing == "find_root":
+        monkeypatch.setattr(server_module, "find_root", broken)
+    else:
+        monkeypatch.setattr(server_module.Store, "open_or_init", broken)
+    root = _project(tmp_path / "ws")
+    assert server.add_folder(root) is None
+    [message] = shown
+    assert message.message.endswith(": [Errno 13] Permission denied: '/ws/.engram'")
+    assert message.message.startswith(
+        "engram: " if failing == "find_root" else f"engram: cannot open the store in {root}: "
+    )
