@@ -556,9 +556,11 @@ _JAVAC_SYMBOL = compile_later(r"^(?:\[ERROR\])?\s+symbol:\s+(?P<symbol>.+)$", re
 
 
 # GNU ld: "main.c:(.text+0x11): undefined reference to `compute_tax'" (collect2's summary
-# after it only says that ld failed).
+# after it only says that ld failed). Without a source file (a stripped object, the C runtime's
+# `_start` missing `main`) the line starts at the section, or at "<stdin>" or "<artificial>"
+# (code piped to gcc, LTO): no file to point at; older ld prints its own path there.
 _LD_UNDEFINED = compile_later(
-    r"^(?:(?P<path>[^\s:]+?)(?::\([.\w]+(?:\+0x[0-9a-f]+)?\))?: )?"
+    r"^(?:(?:<\w+>|(?P<path>[^\s:(<][^\s:]*?))?(?::?\([.\w]+(?:\+0x[0-9a-f]+)?\))?: )?"
     r"(?P<msg>undefined reference to .+)$",
     re.MULTILINE,
 )
