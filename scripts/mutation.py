@@ -345,8 +345,55 @@ MODULES: dict[str, Module] = {
         (
             "tests/core/test_gotchas_files.py",
             "tests/core/test_gotchas_capture.py",
-            "tests/core/test_gotcha_tracking.py",
+            "tests/core/test_gotcha_team.py",
         ),
+        sample=60,
+    ),
+    # The gotcha modules with their fast in-process tests (the tests importing them include
+    # the language server's and the tracking tests, a minute or more per mutant reaching them).
+    "gotchas.tool_errors": Module(
+        "memory_core/gotchas/tool_errors.py",
+        ("tests/core/test_tool_errors.py", "tests/core/test_tool_errors_table.py"),
+        sample=60,
+    ),
+    "gotchas.normalize": Module(
+        "memory_core/gotchas/normalize.py",
+        (
+            "tests/core/test_gotcha_normalize.py",
+            "tests/core/test_tool_errors.py",
+            "tests/core/test_tool_errors_table.py",
+            "tests/core/test_gotchas_capture.py",
+        ),
+        sample=60,
+    ),
+    "gotchas.records": Module(
+        "memory_core/gotchas/records.py",
+        (
+            "tests/core/test_gotcha_records.py",
+            "tests/core/test_annotation_gotchas.py",
+            "tests/core/test_gotchas_anchoring.py",
+            "tests/core/test_gotchas_files.py",
+        ),
+        sample=60,
+    ),
+    "gotchas.scan": Module(
+        "memory_core/gotchas/scan.py",
+        (
+            "tests/core/test_gotcha_scan.py",
+            "tests/core/test_annotation_gotchas.py",
+            "tests/core/test_gotchas_anchoring.py",
+            "tests/core/test_doctor.py",
+        ),
+        sample=60,
+    ),
+    "gotchas.team": Module(
+        "memory_core/gotchas/team.py",
+        ("tests/core/test_gotcha_team.py", "tests/core/test_gotchas_files.py"),
+        sample=60,
+    ),
+    "agents.failures": Module(
+        "memory_core/agents/failures.py",
+        ("tests/core/test_failures.py", "tests/core/test_noisy_sessions.py"),
         sample=60,
     ),
     # Named here: the hooks' tests parse payloads through `hooks.run`, not `payload` itself.
