@@ -266,3 +266,15 @@ def test_promote_refuses_a_broken_file_and_says_how_to_go_on(store: Store) -> No
     assert refused.value.hint == "fix the file, then promote again"
     assert team.team_path(store.root).read_text(encoding="utf-8") == "[[gotchas]\n"
     assert gotchas.get(store, added.id).promoted is False
+
+
+def test_the_package_reaches_tracking_lazily_and_names_what_it_lacks() -> None:
+    from memory_core.gotchas import track
+
+    assert gotchas.track_error is track.track_error
+    assert gotchas.TrackResult is track.TrackResult
+    with pytest.raises(
+        AttributeError, match=r"module 'memory_core\.gotchas' has no attribute 'nope'"
+    ):
+        gotchas.nope  # noqa: B018
+    assert set(gotchas.__all__) >= {"promote", "track_error", "list_gotchas", "visible_in_editor"}
