@@ -396,6 +396,20 @@ MODULES: dict[str, Module] = {
         ("tests/core/test_failures.py", "tests/core/test_noisy_sessions.py"),
         sample=60,
     ),
+    # Without test_checkpoint_hostile_fs.py (47 s, the file system's odd cases through
+    # checkpoints: `journal` is reached there only through the rules every checkpoint reads).
+    "journal": Module(
+        "memory_core/journal.py",
+        (
+            "tests/core/test_change_journal.py",
+            "tests/core/test_journal_rules.py",
+            "tests/core/test_checkpoint_editor_files.py",
+            "tests/core/test_checkpoint_listing.py",
+            "tests/core/test_checkpoint_rule_cache.py",
+            "tests/core/test_checkpoint_tree_cache.py",
+        ),
+        sample=60,
+    ),
     # Named here: the hooks' tests parse payloads through `hooks.run`, not `payload` itself.
     "agents.payload": Module(
         "memory_core/agents/payload.py",
