@@ -8,6 +8,13 @@ from memory_core.agents import failures
 from tests.agents_fixtures import HOOK_BLOCK, NPM_BUILD_FAILURE, gemini_shell_output
 
 
+@pytest.fixture(autouse=True)
+def _commands_read_afresh() -> None:
+    """`tests_run_by` remembers its answers; each test reads its commands afresh (a mutation
+    run forks every test from a process that already ran them)."""
+    failures.tests_run_by.cache_clear()
+
+
 @pytest.mark.parametrize(
     ("kwargs", "kind", "code"),
     [

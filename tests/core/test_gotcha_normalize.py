@@ -8,8 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from memory_core.gotchas import normalize
+from memory_core.gotchas import normalize, tool_errors
 from memory_core.gotchas.normalize import ErrorLocation
+
+
+@pytest.fixture(autouse=True)
+def _errors_found_afresh() -> None:
+    """`key_error` remembers its answers; each test finds its errors afresh (a mutation run
+    forks every test from a process that already ran them, and a remembered answer would
+    hide a change to the rules)."""
+    tool_errors.key_error.cache_clear()
 
 
 @pytest.mark.parametrize(

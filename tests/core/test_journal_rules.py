@@ -13,6 +13,13 @@ import pytest
 from memory_core import journal
 
 
+@pytest.fixture(autouse=True)
+def _rules_compiled_afresh() -> None:
+    """Compiled ignore files are kept per process; each test compiles its own (a mutation run
+    forks every test from a process that already ran them)."""
+    journal._MATCHERS.clear()
+
+
 def _workspace(tmp_path: Path, files: dict[str, str]) -> Path:
     root = tmp_path / "w"
     for rel, text in files.items():

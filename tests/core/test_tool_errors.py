@@ -16,6 +16,14 @@ CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "tool_output"
 CAPTURED_IN = "/tmp/engram-broken"
 
 
+@pytest.fixture(autouse=True)
+def _errors_found_afresh() -> None:
+    """`key_error` remembers its answers; each test finds its errors afresh (a mutation run
+    forks every test from a process that already ran them, and a remembered answer would
+    hide a change to the rules)."""
+    tool_errors.key_error.cache_clear()
+
+
 def output(name: str) -> str:
     return (CORPUS / name).read_text(encoding="utf-8")
 
