@@ -285,3 +285,39 @@ def test_a_failure_stays_open_until_a_run_that_covers_it_passes() -> None:
 def test_flags_that_only_change_what_a_test_run_prints(command: str, key: str) -> None:
     assert failures.output_key(command) == key
     assert failures.command_key("  a   b\tc ") == "a b c"
+
+
+@pytest.mark.parametrize("length", [3000, 4000])
+def test_an_output_read_whole_up_to_its_window_finds_no_line_start_mid_line(length: int) -> None:
+    """Up to 4,000 characters an output is read whole: an "Exit code" in the middle of a line
+    (quoted in a log) is not a reported exit, wherever the head and tail of a longer output
+    would have been cut."""
+    cut = 2000 if length == 4000 else length - 2000  # where a cut window would start a line
+    text = "a" * (cut - 6) + "ran: " + " Exit code 7 of the old runner"
+    text += "b" * (length - len(text))
+    assert len(text) == length and text[cut:].startswith("Exit code 7")
+    assert failures.exit_code_in(text) is None
+    assert failures.exit_code_in(text + "\nExit code 2") == 2  # a line of its own, at the end
+
+
+def test_a_blocked_or_timed_out_call_keeps_the_exit_code_it_reported() -> None:
+    blocked = failures.classify(is_error=True, text="Exit code 0\nBlocked by the PreToolUse hook")
+    assert blocked == failures.Failure("blocked", 0)
+    timed_out = failures.classify(is_error=True, text="Exit code 0\nCommand timed out after 2m")
+    assert timed_out == failures.Failure("timeout", 0)
+
+
+def test_only_the_first_600_characters_say_how_a_call_failed() -> None:
+    """A result's first lines say why it failed ("Command timed out", "blocked by a hook");
+    the same words further down are the command's own output."""
+    ends_at_600 = " " * 250 + "x" * 341 + " timed out"  # the "t" of "out" is the 601st
+    assert len(ends_at_600) == 601
+    assert failures.classify(is_error=True, text=ends_at_600) == failures.Failure("error")
+    within = " " * 250 + "x" * 340 + " timed out"
+    assert failures.classify(is_error=True, text=within) == failures.Failure("timeout")
+
+
+def test_a_folder_covers_only_its_own_contents() -> None:
+    assert failures.covers("jest src/UX", "jest src/U/button.test.js") is False
+    assert failures.covers("jest src/U/", "jest src/U/button.test.js") is True
+    assert failures.covers("go test ./pkg/...", "go test ./pkg") is True
