@@ -383,3 +383,55 @@ def test_workspace_changes_follow_the_settings_given(store: Store, workspace: Pa
     settings = config.load(workspace, overrides={"watch.exclude": ["*.log"]})
     assert conversation.workspace_changes(store, sid, settings=settings)["modified"] == ["app.py"]
     assert conversation.workspace_changes(store, sid)["modified"] == ["app.py", "debug.log"]
+
+
+def test_rewinding_to_a_checkpoint_of_a_closed_session_opens_it_again(
+    store: Store, workspace: Path
+) -> None:
+    sid = _session_with_turns(store, 2)
+    sessions.close(store, sid, now=T0 + 200)
+    (workspace / "a.py").write_text("x = 1\n")
+    closed = checkpoints.create(store, "after the session", session_id=sid, now=T0 + 300)
+    assert _saved(store, closed["id"])[1]["status"] == "closed"  # type: ignore[index]
+    conversation.rewind(store, closed["id"], now=T0 + 400)
+    row = store.query_one("SELECT status, ended_at FROM sessions WHERE id = ?", (sid,))
+    assert tuple(row) == ("active", None)  # work goes on from the checkpoint
+
+
+def test_the_version_saved_before_a_rewind_is_the_rewound_sessions(
+    store: Store, workspace: Path
+) -> None:
+    sid = _session_with_turns(store, 2)
+    (workspace / "a.py").write_text("x = 1\n")
+    early = checkpoints.create(store, "at two", session_id=sid, now=T0 + 200)
+    _session_with_turns(store, 1, sid="s-newer")  # the latest session is another one
+    result = conversation.rewind(store, early["id"], now=T0 + 400)
+    saved = store.query("SELECT session_id, saved_at FROM saved_sessions")
+    assert [(r[0], clock.iso(r[1])) for r in saved] == [(sid, result["saved_before_rewind"])]
+
+
+def test_what_rewind_and_workspace_changes_say_when_they_cannot(
+    store: Store, workspace: Path
+) -> None:
+    (workspace / "a.py").write_text("x = 1\n")
+    plain = checkpoints.create(store, "plain", now=T0)
+    with pytest.raises(UsageError) as refused:
+        conversation.rewind(store, plain["id"])
+    assert refused.value.message == (
+        f"checkpoint {plain['id']} was not taken during a session, so there is no conversation"
+        " to rewind"
+    )
+    with pytest.raises(NotFoundError) as unknown:
+        conversation.workspace_changes(store, "nope")
+    assert unknown.value.hint == "see `engram session list`"
+
+
+def test_resume_measures_the_changes_with_the_settings_given(store: Store, workspace: Path) -> None:
+    from memory_core import config
+
+    sid = _session_with_turns(store, 1)
+    (workspace / "app.py").write_text("a\n")
+    (workspace / "debug.log").write_text("b\n")
+    settings = config.load(workspace, overrides={"watch.exclude": ["*.log"]})
+    loaded = conversation.resume(store, sid, settings=settings)
+    assert loaded["workspace_changes"]["modified"] == ["app.py"]
