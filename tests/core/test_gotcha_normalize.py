@@ -245,3 +245,55 @@ def test_a_location_resolves_only_to_a_file_in_the_workspace(tmp_path: Path) -> 
     assert resolve(root, ErrorLocation(str(tmp_path / "outside.py"), 1)) is None
     assert resolve(root, ErrorLocation(".git/config", 1)) is None
     assert resolve(root, ErrorLocation(".engram/x.py", 1)) is None
+
+
+@pytest.mark.parametrize(
+    ("limit", "short"),
+    [
+        # The kind stays whole rather than keeping half of the next word ("OperationalError: co").
+        (60, 'OperationalError: … database "engram_test" does not exist'),
+        (80, 'OperationalError: … 5433 failed: FATAL: database "engram_test" does not exist'),
+    ],
+)
+def test_a_long_error_keeps_its_kind_and_its_last_words_whole(limit: int, short: str) -> None:
+    line = (
+        'OperationalError: connection to server at "127.0.0.1", port 5433 failed: FATAL:  '
+        'database "engram_test" does not exist'
+    )
+    assert normalize.shorten(line, limit) == short
+
+
+@pytest.mark.parametrize(
+    ("limit", "short"),
+    [
+        (30, "alpha … pi rho sigma tau"),
+        (45, "alpha beta … nu xi omicron pi rho sigma tau"),
+        (61, "alpha beta gamma … lambda mu nu xi omicron pi rho sigma tau"),
+    ],
+)
+def test_words_without_a_kind_give_way_in_the_middle(limit: int, short: str) -> None:
+    line = (
+        "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho"
+        " sigma tau"
+    )
+    assert normalize.shorten(line, limit) == short
+
+
+def test_a_traceback_no_rule_reads_is_told_by_its_last_exception() -> None:
+    output = (
+        "Traceback (most recent call last):\n"
+        '  File "worker.py", line 3, in <module>\n'
+        "starting worker\n"
+        "KeyboardInterrupt received\n"
+    )
+    assert normalize.meaningful_line(output) == "KeyboardInterrupt received"
+
+
+def test_web_addresses_are_not_code_locations_but_files_named_http_are() -> None:
+    assert normalize.error_locations("see https://example.com/a.js:5 and //cdn.x/lib.js:3") == []
+    assert normalize.error_locations("http_client.py:10: ConnectionError") == [
+        ErrorLocation("http_client.py", 10)
+    ]
+    assert normalize.error_locations("see http://x.io/a.py:80, then b.py:2") == [
+        ErrorLocation("b.py", 2)
+    ]
