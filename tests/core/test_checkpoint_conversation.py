@@ -404,7 +404,10 @@ def test_the_version_saved_before_a_rewind_is_the_rewound_sessions(
     sid = _session_with_turns(store, 2)
     (workspace / "a.py").write_text("x = 1\n")
     early = checkpoints.create(store, "at two", session_id=sid, now=T0 + 200)
-    _session_with_turns(store, 1, sid="s-newer")  # the latest session is another one
+    # The latest session is another one, active after the checkpoint.
+    newer = _session_with_turns(store, 1, sid="s-newer")
+    sessions.record_turn(store, newer, user_message="later", started_at=T0 + 350)
+    assert sessions.latest(store)["id"] == newer  # type: ignore[index]
     result = conversation.rewind(store, early["id"], now=T0 + 400)
     saved = store.query("SELECT session_id, saved_at FROM saved_sessions")
     assert [(r[0], clock.iso(r[1])) for r in saved] == [(sid, result["saved_before_rewind"])]
