@@ -174,7 +174,7 @@ def shorten(line: str, limit: int) -> str:
     head = line[: limit // 3]
     if " " in head[max(0, kind) + 2 :]:
         head = head[: head.rindex(" ")]
-    elif 0 <= kind < len(head) - 2:
+    elif 0 <= kind < len(head):
         head = head[: kind + 1]  # the first word after the kind would be cut: the kind alone
     room = max(1, limit - len(head) - 3)
     tail = line[-room:]

@@ -253,6 +253,9 @@ def test_a_location_resolves_only_to_a_file_in_the_workspace(tmp_path: Path) -> 
         # The kind stays whole rather than keeping half of the next word ("OperationalError: co").
         (60, 'OperationalError: … database "engram_test" does not exist'),
         (80, 'OperationalError: … 5433 failed: FATAL: database "engram_test" does not exist'),
+        # A third of the room ends just after the kind's colon, or before it.
+        (54, 'OperationalError: … "engram_test" does not exist'),
+        (48, 'OperationalError … "engram_test" does not exist'),
     ],
 )
 def test_a_long_error_keeps_its_kind_and_its_last_words_whole(limit: int, short: str) -> None:
