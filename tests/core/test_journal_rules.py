@@ -298,3 +298,35 @@ def test_git_between_two_commits(tmp_path: Path) -> None:
     carried = journal.carry_git_state(root, before, {"z.py"})
     assert carried == journal.GitState(second, {"x.py", "z.py", "b.py"}, 1)
     assert journal.git_head(tmp_path) is None
+
+
+def test_git_lists_modified_staged_and_untracked_paths_and_new_folders_whole(
+    tmp_path: Path,
+) -> None:
+    root = _workspace(tmp_path, {"a.py": "1\n", "b.py": "1\n", "gone.py": "1\n"})
+    run = {"cwd": root, "check": True, "capture_output": True}
+    env = ["-c", "user.email=t@example.com", "-c", "user.name=t"]
+    subprocess.run(["git", "init", "-q"], **run)  # type: ignore[call-overload]
+    subprocess.run(["git", *env, "add", "."], **run)  # type: ignore[call-overload]
+    subprocess.run(["git", *env, "commit", "-qm", "one"], **run)  # type: ignore[call-overload]
+    assert journal.git_state(root) == journal.GitState(journal.git_head(root), set())
+    (root / "a.py").write_text("2\n", encoding="utf-8")  # modified
+    (root / "c.py").write_text("1\n", encoding="utf-8")
+    subprocess.run(["git", "add", "c.py"], **run)  # type: ignore[call-overload]
+    (root / "gone.py").unlink()
+    (root / "new" / "deep").mkdir(parents=True)
+    (root / "new" / "deep" / "x.py").write_text("1\n", encoding="utf-8")
+    state = journal.git_state(root)
+    assert state is not None and state.head == journal.git_head(root)
+    assert state.dirty == {"a.py", "c.py", "gone.py", "new"}  # the new folder as one path
+    background = journal.GitInBackground(root)
+    assert background.result() == journal.GitState(state.head, state.dirty)
+    assert journal.git_state(tmp_path) is None  # not a repository
+
+
+def test_a_watcher_that_is_not_running_vouches_for_nothing(tmp_path: Path) -> None:
+    root = _workspace(tmp_path, {})
+    idle = journal.Watcher(root, journal=journal.ChangeJournal(started_at=0.0))
+    assert idle.alive is False and idle.sync(0.01) is False
+    idle.stop()
+    assert idle.journal is not None and idle.journal.alive is False
