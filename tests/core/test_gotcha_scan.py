@@ -37,6 +37,8 @@ def hits_of(index: GotchaIndex, path: str, lines: list[str]) -> list[tuple[objec
         ("src/app/models.py", ["src/*.py"], True),  # '*' crosses folders
         ("lib/app/models.py", ["src/*.py"], False),
         ("src/app/models.py", ["./src/app/models.py"], True),  # "./" is the root
+        (".github/workflows/ci.yml", ["./.github/workflows/*.yml"], True),
+        ("Xcode/App.swift", ["./Xcode/*.swift"], True),
         ("src/app/models.py", ["**/app/models.py"], True),
         ("app/models.py", ["**/app/models.py"], True),  # "**/" also matches at the root
         ("app/views.py", ["**/app/models.py"], False),
@@ -170,7 +172,8 @@ def test_an_anchor_without_a_hash_stays_on_its_line() -> None:
 def test_a_file_note_shows_once_on_line_one_unless_anchored_there() -> None:
     note = Gotcha(id="G-n", title="t", related_files=["*.py"])
     anchored = Gotcha(id="G-m", title="t", related_files=["*.py"], anchors=[Anchor("a.py", 2, 2)])
-    index = GotchaIndex([note, anchored], now=NOW)
+    # The anchored one first: the notes after it still show.
+    index = GotchaIndex([anchored, note], now=NOW)
     lines = ["import os   ", "", "x = 1"]
     assert hits_of(index, "a.py", lines) == [
         ("G-m", 2, 0, 5, "anchor", False),
@@ -178,8 +181,8 @@ def test_a_file_note_shows_once_on_line_one_unless_anchored_there() -> None:
     ]
     # In another file both are notes (an empty file: an empty range on line 1).
     assert hits_of(index, "b.py", []) == [
-        ("G-n", 0, 0, 0, "file", False),
         ("G-m", 0, 0, 0, "file", False),
+        ("G-n", 0, 0, 0, "file", False),
     ]
     assert hits_of(index, "b.js", lines) == []
 
