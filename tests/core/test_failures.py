@@ -321,3 +321,7 @@ def test_a_folder_covers_only_its_own_contents() -> None:
     assert failures.covers("jest src/UX", "jest src/U/button.test.js") is False
     assert failures.covers("jest src/U/", "jest src/U/button.test.js") is True
     assert failures.covers("go test ./pkg/...", "go test ./pkg") is True
+
+
+def test_an_exit_code_in_capitals_is_a_failure_too() -> None:
+    assert failures.classify(text="EXIT CODE 3\nmake: stop") == failures.Failure("exit", 3)
