@@ -247,3 +247,43 @@ def test_a_long_new_file_is_scanned_in_one_pass_with_the_same_hits() -> None:
     assert hits_of(index, "big.txt", lines) == expected
     # Seen again (an edit): line by line from the cache, the same answer.
     assert hits_of(index, "big.txt", lines) == expected
+
+
+def test_a_long_new_file_with_a_pattern_no_literal_narrows_is_read_line_by_line() -> None:
+    secret = Gotcha(id="G-s", title="t", code_pattern=r"(?i)secret\s*=", pattern_kind="regex")
+    lines = [f"x{n} = {n}" for n in range(300)]
+    lines[250] = "SECRET = load()"
+    index = GotchaIndex([secret], now=NOW)
+    assert hits_of(index, "conf.py", lines) == [("G-s", 250, 0, 8, "pattern", False)]
+
+
+def test_learned_gotchas_fade_after_thirty_days_by_default() -> None:
+    learned = Gotcha(
+        id="G-l",
+        title="t",
+        code_pattern="x",
+        pattern_kind="literal",
+        source_type="auto_detected",
+        last_seen=NOW - 30.5 * 86400,
+    )
+    assert len(GotchaIndex([learned], now=NOW)) == 0
+    learned.last_seen = NOW - 29.5 * 86400
+    assert len(GotchaIndex([learned], now=NOW)) == 1
+
+
+def test_a_file_on_disk_is_scanned_with_its_own_paths_gotchas(tmp_path: Path) -> None:
+    scoped = Gotcha(
+        id="G-py",
+        title="t",
+        code_pattern="eval(",
+        pattern_kind="literal",
+        related_files=["*.py"],
+    )
+    index = GotchaIndex([scoped], now=NOW)
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.py").write_text("y = eval(x)\n")
+    (tmp_path / "src" / "a.js").write_text("y = eval(x)\n")
+    assert [(h.gotcha_id, h.start) for h in index.scan_file(tmp_path, "src/a.py").hits] == [
+        ("G-py", 4)
+    ]
+    assert index.scan_file(tmp_path, "src/a.js").hits == []
