@@ -330,3 +330,100 @@ def test_a_watcher_that_is_not_running_vouches_for_nothing(tmp_path: Path) -> No
     assert idle.alive is False and idle.sync(0.01) is False
     idle.stop()
     assert idle.journal is not None and idle.journal.alive is False
+
+
+class _FakeWatchman:
+    """A watchman socket answering each request (BSER, one connection per request) from a
+    table by the request's first word; what it was asked is kept."""
+
+    def __init__(self, path: str, answers: dict[str, dict[str, object]]) -> None:
+        import socket
+        import threading
+
+        from memory_core import bser
+
+        self.asked: list[list[object]] = []
+        self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._server.bind(path)
+        self._server.listen(4)
+        self._server.settimeout(5)
+
+        def serve() -> None:
+            while True:
+                try:
+                    conn, _ = self._server.accept()
+                except OSError:
+                    return
+                with conn:
+                    data = b""
+                    while True:
+                        chunk = conn.recv(1 << 16)
+                        if not chunk:
+                            break
+                        data += chunk
+                        total = bser.pdu_length(data)
+                        if total is not None and len(data) >= total:
+                            break
+                    request = bser.loads(data)
+                    self.asked.append(request)
+                    conn.sendall(bser.dumps(answers[str(request[0])]))
+
+        self._thread = threading.Thread(target=serve, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._server.close()
+
+
+@pytest.fixture
+def fake_watchman(tmp_path: Path):  # type: ignore[no-untyped-def]
+    made: list[_FakeWatchman] = []
+
+    def make(answers: dict[str, dict[str, object]]) -> _FakeWatchman:
+        fake = _FakeWatchman(str(tmp_path / "sock"), answers)
+        made.append(fake)
+        journal._SOCKET[0] = str(tmp_path / "sock")
+        return fake
+
+    saved = journal._SOCKET[0]
+    yield make
+    journal._SOCKET[0] = saved
+    journal._UNANSWERED[0] = False
+    for fake in made:
+        fake.close()
+
+
+def test_watchman_says_what_changed_since_its_clock(fake_watchman, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    fake = fake_watchman({"query": {"clock": "c:2", "files": ["a.py", "b/c.py"]}})
+    root = tmp_path / "w"
+    answer = journal.watchman_since(root, "c:1")
+    assert answer == journal.WatchmanAnswer("c:2", {"a.py", "b/c.py"})
+    [asked] = fake.asked
+    assert asked[:2] == ["query", str(root)] and asked[2]["since"] == "c:1"  # type: ignore[index]
+
+
+def test_watchman_watches_the_project_when_the_folder_is_not_a_root(
+    fake_watchman, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    fake = fake_watchman(
+        {
+            "watch-project": {"watch": "/top", "relative_path": "sub"},
+            "query": {"clock": "c:3", "files": ["x.py"]},
+        }
+    )
+    # The first query, on the folder itself, is refused as watchman refuses an unwatched root.
+    answers = iter([{"error": "not watched"}, {"clock": "c:3", "files": ["x.py"]}])
+    original = journal._watchman_socket_call
+
+    def once_refused(path: str, command: list[object]):  # type: ignore[no-untyped-def]
+        answer = original(path, command)
+        return next(answers) if command[0] == "query" else answer
+
+    journal._watchman_socket_call = once_refused  # type: ignore[assignment]
+    try:
+        answer = journal.watchman_since(tmp_path / "w" / "sub", "c:1")
+    finally:
+        journal._watchman_socket_call = original  # type: ignore[assignment]
+    assert answer == journal.WatchmanAnswer("c:3", {"x.py"})
+    assert [a[0] for a in fake.asked] == ["query", "watch-project", "query"]
+    assert fake.asked[2][1] == "/top" and fake.asked[2][2]["relative_root"] == "sub"  # type: ignore[index]
