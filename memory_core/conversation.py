@@ -256,11 +256,10 @@ def resume(store: Store, ref: str | None = None, *, settings: Any = None) -> dic
         try:
             sid = str(sessions.get(store, ref)["id"])
         except NotFoundError:
-            # Only a saved copy is left (deleted, or saved elsewhere): resume restores it first.
-            loaded = sessions.resume(store, ref)
-            sid = str(loaded["session"]["id"])
-            loaded["workspace_changes"] = workspace_changes(store, sid, settings=settings)
-            return loaded
+            # Only a saved copy is left (deleted, or saved elsewhere): restored first, as it
+            # stood, so the changes are measured from its own last activity (resuming it first
+            # made that "now", and every change since the session was lost).
+            sid = str(sessions.load(store, ref)["session"]["id"])
     changes = workspace_changes(store, sid, settings=settings)
     loaded = sessions.resume(store, sid)
     loaded["workspace_changes"] = changes

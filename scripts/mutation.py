@@ -75,6 +75,14 @@ def _subprocess_tests_in(tests: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(t for t in SUBPROCESS_TESTS if t.split("::", 1)[0] in tests)
 
 
+# Reads the editor grammar in syntax/, which the scratch copy does not hold (it copies the
+# packages and the tests): it would fail every run whatever the mutant.
+GRAMMAR_TEST = (
+    "tests/core/test_annotation_gotchas.py::"
+    "test_the_textmate_grammar_highlights_exactly_the_annotations_the_server_reads"
+)
+
+
 # Each module with only its own tests. Tests that drive the code through a subprocess (the CLI,
 # the language server over stdio) are left out: mutmut only knows which tests reach a mutant
 # from the test process itself, so they would cost time and could not be selected.
@@ -396,7 +404,70 @@ MODULES: dict[str, Module] = {
         (
             "tests/core/test_gotchas_files.py",
             "tests/core/test_gotchas_capture.py",
-            "tests/core/test_gotcha_tracking.py",
+            "tests/core/test_gotcha_team.py",
+        ),
+        sample=60,
+    ),
+    # The gotcha modules with their fast in-process tests (the tests importing them include
+    # the language server's and the tracking tests, a minute or more per mutant reaching them).
+    "gotchas.tool_errors": Module(
+        "memory_core/gotchas/tool_errors.py",
+        ("tests/core/test_tool_errors.py", "tests/core/test_tool_errors_table.py"),
+        sample=60,
+    ),
+    "gotchas.normalize": Module(
+        "memory_core/gotchas/normalize.py",
+        (
+            "tests/core/test_gotcha_normalize.py",
+            "tests/core/test_tool_errors.py",
+            "tests/core/test_tool_errors_table.py",
+            "tests/core/test_gotchas_capture.py",
+        ),
+        sample=60,
+    ),
+    "gotchas.records": Module(
+        "memory_core/gotchas/records.py",
+        (
+            "tests/core/test_gotcha_records.py",
+            "tests/core/test_annotation_gotchas.py",
+            "tests/core/test_gotchas_anchoring.py",
+            "tests/core/test_gotchas_files.py",
+        ),
+        sample=60,
+        deselect=(GRAMMAR_TEST,),
+    ),
+    "gotchas.scan": Module(
+        "memory_core/gotchas/scan.py",
+        (
+            "tests/core/test_gotcha_scan.py",
+            "tests/core/test_annotation_gotchas.py",
+            "tests/core/test_gotchas_anchoring.py",
+            "tests/core/test_doctor.py",
+        ),
+        sample=60,
+        deselect=(GRAMMAR_TEST,),
+    ),
+    "gotchas.team": Module(
+        "memory_core/gotchas/team.py",
+        ("tests/core/test_gotcha_team.py", "tests/core/test_gotchas_files.py"),
+        sample=60,
+    ),
+    "agents.failures": Module(
+        "memory_core/agents/failures.py",
+        ("tests/core/test_failures.py", "tests/core/test_noisy_sessions.py"),
+        sample=60,
+    ),
+    # Without test_checkpoint_hostile_fs.py (47 s, the file system's odd cases through
+    # checkpoints: `journal` is reached there only through the rules every checkpoint reads).
+    "journal": Module(
+        "memory_core/journal.py",
+        (
+            "tests/core/test_change_journal.py",
+            "tests/core/test_journal_rules.py",
+            "tests/core/test_checkpoint_editor_files.py",
+            "tests/core/test_checkpoint_listing.py",
+            "tests/core/test_checkpoint_rule_cache.py",
+            "tests/core/test_checkpoint_tree_cache.py",
         ),
         sample=60,
     ),

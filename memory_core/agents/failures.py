@@ -335,7 +335,8 @@ def _target_covers(wide: str, narrow: str) -> bool:
     if wide in (".", "...", "") or wide == narrow:
         return True
     base = wide.removesuffix("/...").rstrip("/")
-    return narrow.startswith((base + "/", base + "::", base + ":"))
+    # `go test ./pkg/...` runs ./pkg itself too; `pytest tests/` the folder `tests`.
+    return narrow == base or narrow.startswith((base + "/", base + "::", base + ":"))
 
 
 def covers(success: str, failed: str) -> bool:

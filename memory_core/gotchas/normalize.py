@@ -174,6 +174,8 @@ def shorten(line: str, limit: int) -> str:
     head = line[: limit // 3]
     if " " in head[max(0, kind) + 2 :]:
         head = head[: head.rindex(" ")]
+    elif 0 <= kind < len(head):
+        head = head[: kind + 1]  # the first word after the kind would be cut: the kind alone
     room = max(1, limit - len(head) - 3)
     tail = line[-room:]
     space = tail.find(" ")
@@ -276,6 +278,8 @@ _FILE_LINE = compile_later(
 )
 
 
+# What `_FILE_LINE` reads of a URL: its scheme's last letter taken for a drive, then "//".
+_URL_PATH = compile_later(r"(?:[A-Za-z]:)?//")
 _PYTEST_FRAME = compile_later(r"^E {2,}\S|^\S+\.py:\d+: in \w+", re.MULTILINE)
 
 
@@ -299,8 +303,8 @@ def error_locations(message: str) -> list[ErrorLocation]:
     located = []
     for match in _FILE_LINE.finditer(message):
         path = match.group("path")
-        if path.startswith(("http", "//")):
-            continue
+        if _URL_PATH.match(path):
+            continue  # a web address (`https://x.io/a.js:5` is read as "s://x.io/a.js")
         col = match.group("col")
         located.append(ErrorLocation(path, int(match.group("line")), int(col) if col else None))
     # pytest prints a failure's frames outermost first ("tests/test_x.py:7:", then

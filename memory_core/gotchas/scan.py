@@ -130,7 +130,8 @@ def path_matches(path: str, globs: Sequence[str]) -> bool:
     name = path.rsplit("/", 1)[-1]
     for glob in globs:
         target = path if "/" in glob else name
-        if _glob_regex(glob.lstrip("./") if glob.startswith("./") else glob).match(target):
+        # "./" is the workspace's root ("./.github/*.yml": only those two characters go).
+        if _glob_regex(glob.removeprefix("./")).match(target):
             return True
         if glob.startswith("**/") and _glob_regex(glob[3:]).match(path):
             return True

@@ -264,7 +264,11 @@ def _mypy(text: str) -> ToolError | None:
 # jest: "● suite › test name", a blank line, then the message (indented), then the source.
 _JEST_TEST = compile_later(r"^  ● (?!Test suite failed to run)(.+)$", re.MULTILINE)
 _JEST_SUITE = compile_later(r"^  ● Test suite failed to run\s*$", re.MULTILINE)
-_JEST_AT = compile_later(r"^\s*at .*\(?(?P<path>[^\s():]+\.[cm]?[jt]sx?):(?P<line>\d+):\d+\)?$")
+# "at fn (cart.js:2:21)" or "at cart.js:2:21": the path is all of the file's name (a greedy
+# "at .*" left only its last letter), and a frame inside node_modules is jest's or a library's.
+_JEST_AT = compile_later(
+    r"^\s*at (?:.*? \()?(?P<path>[^\s():]+\.[cm]?[jt]sx?):(?P<line>\d+):\d+\)?$"
+)
 _JEST_DETAIL = compile_later(r"^(?:Expected|Received|Snapshot)(?: [\w ]+)?: .*")
 
 
@@ -303,7 +307,7 @@ def _jest(text: str) -> ToolError | None:
                 details.append(stripped)
             continue
         at = _JEST_AT.match(line)
-        if at and path is None:
+        if at and "node_modules/" not in at.group("path"):
             path, line_no = at.group("path"), int(at.group("line"))
             break
     if message is None:
@@ -538,23 +542,25 @@ def _minitest(text: str) -> ToolError | None:
 
 
 # Compilers: gcc/clang (`main.c:4:20: error: ...`), javac (`Stock.java:4: error: ...`, glued
-# to gradle's task name), javac under maven (`[ERROR] /x/Stock.java:[4,33] cannot find
+# to gradle's task name: `:compileJava/tmp/x/Stock.java:4:`, the task is not the path), javac under maven (`[ERROR] /x/Stock.java:[4,33] cannot find
 # symbol`). javac names what it cannot find on a `symbol:` line after: it is the identifying part.
 _CC = compile_later(
     r"^(?P<path>[^\s:]+\.(?:c|cc|cpp|cxx|h|hpp|m)):(?P<line>\d+):\d+: (?P<msg>(?:fatal )?error: .+)$",
     re.MULTILINE,
 )
 _JAVAC = compile_later(
-    r"(?P<path>[\w./-]+\.java):(?:(?P<line>\d+): error: |\[(?P<mline>\d+),\d+\] )(?P<msg>.+)$",
+    r"(?::[a-z]\w*(?=/))?(?P<path>[\w./-]+\.java):(?:(?P<line>\d+): error: |\[(?P<mline>\d+),\d+\] )(?P<msg>.+)$",
     re.MULTILINE,
 )
 _JAVAC_SYMBOL = compile_later(r"^(?:\[ERROR\])?\s+symbol:\s+(?P<symbol>.+)$", re.MULTILINE)
 
 
 # GNU ld: "main.c:(.text+0x11): undefined reference to `compute_tax'" (collect2's summary
-# after it only says that ld failed).
+# after it only says that ld failed). Without a source file (a stripped object, the C runtime's
+# `_start` missing `main`) the line starts at the section, or at "<stdin>" or "<artificial>"
+# (code piped to gcc, LTO): no file to point at; older ld prints its own path there.
 _LD_UNDEFINED = compile_later(
-    r"^(?:(?P<path>[^\s:]+?)(?::\([.\w]+(?:\+0x[0-9a-f]+)?\))?: )?"
+    r"^(?:(?:<\w+>|(?P<path>[^\s:(<][^\s:]*?))?(?::?\([.\w]+(?:\+0x[0-9a-f]+)?\))?: )?"
     r"(?P<msg>undefined reference to .+)$",
     re.MULTILINE,
 )

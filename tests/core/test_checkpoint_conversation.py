@@ -290,3 +290,151 @@ def test_resume_by_id_carries_the_workspace_changes_too(store: Store, workspace:
     loaded = conversation.resume(store, sid)
     assert loaded["session"]["id"] == sid
     assert loaded["workspace_changes"]["modified"] == ["fresh.py"]
+
+
+def test_a_rewound_session_is_marked_resumed_with_its_tokens_recounted(
+    store: Store, workspace: Path
+) -> None:
+    sid = _session_with_turns(store, 3)
+    (workspace / "a.py").write_text("x = 1\n")
+    early = checkpoints.create(store, "at three", session_id=sid, now=T0 + 200)
+    sessions.record_turn(
+        store, sid, user_message="step 4", input_tokens=999, output_tokens=99, started_at=T0 + 300
+    )
+    conversation.rewind(store, early["id"], now=T0 + 400)
+    row = store.query_one(
+        "SELECT last_action, turn_count, input_tokens, output_tokens, last_activity_at"
+        " FROM sessions WHERE id = ?",
+        (sid,),
+    )
+    assert row is not None
+    # The three turns kept: 10 + 20 + 30 input tokens, 1 + 2 + 3 output tokens.
+    assert tuple(row) == ("resume", 3, 60, 6, T0 + 400)
+
+
+def test_rewind_removes_the_commands_run_after_the_checkpoint(
+    store: Store, workspace: Path
+) -> None:
+    sid = _session_with_turns(store, 1)
+    with store.transaction() as db:
+        for ts, command in ((T0 + 50, "pytest -q"), (T0 + 250, "make deploy")):
+            db.execute(
+                "INSERT INTO session_commands (session_id, command, exit_code, ts, failed)"
+                " VALUES (?, ?, 1, ?, 1)",
+                (sid, command, ts),
+            )
+    (workspace / "a.py").write_text("x = 1\n")
+    early = checkpoints.create(store, "before deploy", session_id=sid, now=T0 + 100)
+    conversation.rewind(store, early["id"], now=T0 + 400)
+    kept = store.query("SELECT command FROM session_commands WHERE session_id = ?", (sid,))
+    assert [r[0] for r in kept] == ["pytest -q"]
+
+
+def test_rewinding_past_turns_no_saved_version_has_says_nothing_changed(
+    store: Store, workspace: Path
+) -> None:
+    sid = _session_with_turns(store, 3)
+    (workspace / "a.py").write_text("x = 1\n")
+    late = checkpoints.create(store, "at three", session_id=sid, now=T0 + 300)
+    with store.transaction() as db:  # the turns trimmed by hand, and never saved
+        db.execute("DELETE FROM session_turns WHERE session_id = ? AND seq > 1", (sid,))
+        db.execute("UPDATE sessions SET turn_count = 1 WHERE id = ?", (sid,))
+    with pytest.raises(UsageError, match="has fewer than 3 turns") as refused:
+        conversation.rewind(store, late["id"], now=T0 + 400)
+    assert refused.value.hint == "nothing was changed in the conversation"
+    assert store.query_one("SELECT turn_count FROM sessions WHERE id = ?", (sid,))[0] == 1
+
+
+def test_resume_of_a_session_only_a_saved_copy_has_restores_it_with_its_changes(
+    store: Store, workspace: Path
+) -> None:
+    sid = _session_with_turns(store, 2)
+    sessions.save(store, sid, name="before-refactor", now=T0 + 500)
+    with store.transaction() as db:  # its live records gone (deleted, or saved elsewhere)
+        db.execute("DELETE FROM session_turns WHERE session_id = ?", (sid,))
+        db.execute("DELETE FROM sessions WHERE id = ?", (sid,))
+    (workspace / "fresh.py").write_text("b\n")
+    loaded = conversation.resume(store, "before-refactor")
+    assert loaded["session"]["id"] == sid
+    assert [t["user_message"] for t in loaded["turns"]] == ["step 1", "step 2"]
+    assert loaded["workspace_changes"]["modified"] == ["fresh.py"]
+
+
+def test_files_written_a_second_after_the_session_count_as_changed(
+    store: Store, workspace: Path
+) -> None:
+    sid = _session_with_turns(store, 1)
+    last = store.query_one("SELECT last_activity_at FROM sessions WHERE id = ?", (sid,))[0]
+    just_after = workspace / "just_after.py"
+    just_after.write_text("a\n")
+    os.utime(just_after, (last + 1, last + 1))
+    at_the_time = workspace / "at_the_time.py"
+    at_the_time.write_text("b\n")
+    os.utime(at_the_time, ns=(int(last * 1e9), int(last * 1e9)))
+    assert conversation.workspace_changes(store, sid)["modified"] == ["just_after.py"]
+
+
+def test_workspace_changes_follow_the_settings_given(store: Store, workspace: Path) -> None:
+    from memory_core import config
+
+    sid = _session_with_turns(store, 1)
+    (workspace / "app.py").write_text("a\n")
+    (workspace / "debug.log").write_text("b\n")
+    settings = config.load(workspace, overrides={"watch.exclude": ["*.log"]})
+    assert conversation.workspace_changes(store, sid, settings=settings)["modified"] == ["app.py"]
+    assert conversation.workspace_changes(store, sid)["modified"] == ["app.py", "debug.log"]
+
+
+def test_rewinding_to_a_checkpoint_of_a_closed_session_opens_it_again(
+    store: Store, workspace: Path
+) -> None:
+    sid = _session_with_turns(store, 2)
+    sessions.close(store, sid, now=T0 + 200)
+    (workspace / "a.py").write_text("x = 1\n")
+    closed = checkpoints.create(store, "after the session", session_id=sid, now=T0 + 300)
+    assert _saved(store, closed["id"])[1]["status"] == "closed"  # type: ignore[index]
+    conversation.rewind(store, closed["id"], now=T0 + 400)
+    row = store.query_one("SELECT status, ended_at FROM sessions WHERE id = ?", (sid,))
+    assert tuple(row) == ("active", None)  # work goes on from the checkpoint
+
+
+def test_the_version_saved_before_a_rewind_is_the_rewound_sessions(
+    store: Store, workspace: Path
+) -> None:
+    sid = _session_with_turns(store, 2)
+    (workspace / "a.py").write_text("x = 1\n")
+    early = checkpoints.create(store, "at two", session_id=sid, now=T0 + 200)
+    # The latest session is another one, active after the checkpoint.
+    newer = _session_with_turns(store, 1, sid="s-newer")
+    sessions.record_turn(store, newer, user_message="later", started_at=T0 + 350)
+    assert sessions.latest(store)["id"] == newer  # type: ignore[index]
+    result = conversation.rewind(store, early["id"], now=T0 + 400)
+    saved = store.query("SELECT session_id, saved_at FROM saved_sessions")
+    assert [(r[0], clock.iso(r[1])) for r in saved] == [(sid, result["saved_before_rewind"])]
+
+
+def test_what_rewind_and_workspace_changes_say_when_they_cannot(
+    store: Store, workspace: Path
+) -> None:
+    (workspace / "a.py").write_text("x = 1\n")
+    plain = checkpoints.create(store, "plain", now=T0)
+    with pytest.raises(UsageError) as refused:
+        conversation.rewind(store, plain["id"])
+    assert refused.value.message == (
+        f"checkpoint {plain['id']} was not taken during a session, so there is no conversation"
+        " to rewind"
+    )
+    with pytest.raises(NotFoundError) as unknown:
+        conversation.workspace_changes(store, "nope")
+    assert unknown.value.hint == "see `engram session list`"
+
+
+def test_resume_measures_the_changes_with_the_settings_given(store: Store, workspace: Path) -> None:
+    from memory_core import config
+
+    sid = _session_with_turns(store, 1)
+    (workspace / "app.py").write_text("a\n")
+    (workspace / "debug.log").write_text("b\n")
+    settings = config.load(workspace, overrides={"watch.exclude": ["*.log"]})
+    loaded = conversation.resume(store, sid, settings=settings)
+    assert loaded["workspace_changes"]["modified"] == ["app.py"]

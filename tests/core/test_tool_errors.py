@@ -16,6 +16,14 @@ CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "tool_output"
 CAPTURED_IN = "/tmp/engram-broken"
 
 
+@pytest.fixture(autouse=True)
+def _errors_found_afresh() -> None:
+    """`key_error` remembers its answers; each test finds its errors afresh (a mutation run
+    forks every test from a process that already ran them, and a remembered answer would
+    hide a change to the rules)."""
+    tool_errors.key_error.cache_clear()
+
+
 def output(name: str) -> str:
     return (CORPUS / name).read_text(encoding="utf-8")
 
@@ -164,3 +172,98 @@ def test_where_the_dotnet_and_deno_errors_point() -> None:
     deno = tool_errors.key_error(output("deno_test/third_type_error.txt"))
     assert deno is not None and deno.message.startswith("TS2322 [ERROR]: Type 'string'")
     assert (deno.path, deno.line) == (f"{CAPTURED_IN}/deno_test-third_type_error/limit_test.ts", 1)
+
+
+# `node --test --test-reporter=spec test/` (node 20.20, run here on a broken cart.js): the
+# reporter people see in a terminal, and node's default from version 23 on. Stack cut after
+# the test's own frame.
+NODE_SPEC_STRICT_EQUAL = """\
+Exit code 1
+✖ total of two items (19.296426ms)
+  AssertionError [ERR_ASSERTION]: Expected values to be strictly equal:
+
+  5 !== 6
+
+      at TestContext.<anonymous> (/tmp/h31/nodespec/test/cart.test.js:9:10)
+      at Test.runInAsyncScope (node:async_hooks:206:9)
+      at Test.run (node:internal/test_runner/test:796:25)
+"""
+NODE_SPEC_MESSAGE = """\
+Exit code 1
+✖ tax of a refund (2.07042ms)
+  AssertionError [ERR_ASSERTION]: a refund has no tax
+      at TestContext.<anonymous> (/tmp/h31/nodespec/test/one.test.js:5:10)
+      at Test.runInAsyncScope (node:async_hooks:206:9)
+
+ℹ tests 1
+ℹ fail 1
+"""
+
+
+def test_node_spec_reporter_names_the_test_the_error_and_its_values() -> None:
+    """An assertion's message ends with ':' and its values follow after a blank line: both
+    are the lesson; a message of its own stands alone. Each at the test file's line."""
+    equal = tool_errors.key_error(NODE_SPEC_STRICT_EQUAL)
+    assert equal == tool_errors.ToolError(
+        "total of two items: AssertionError [ERR_ASSERTION]: Expected values to be strictly"
+        " equal: 5 !== 6",
+        "/tmp/h31/nodespec/test/cart.test.js",
+        9,
+    )
+    own = tool_errors.key_error(NODE_SPEC_MESSAGE)
+    assert own == tool_errors.ToolError(
+        "tax of a refund: AssertionError [ERR_ASSERTION]: a refund has no tax",
+        "/tmp/h31/nodespec/test/one.test.js",
+        5,
+    )
+
+
+def test_a_spec_report_cut_after_its_message_still_names_it() -> None:
+    """Output an agent's tool cut short right after the assertion's first line (no values, no
+    stack): the message alone, no location, and no crash."""
+    cut = "✖ total of two items (19.3ms)\n  AssertionError: Expected values to be strictly equal:\n"
+    found = tool_errors.key_error(cut)
+    assert found == tool_errors.ToolError(
+        "total of two items: AssertionError: Expected values to be strictly equal:"
+    )
+
+
+# gcc 12 / GNU ld 2.40 (Debian bookworm), run here: a program calling a function nothing
+# defines, and a file without `main` linked as a program (the C runtime's `_start` calls it).
+LINK_MISSING_FUNCTION = """\
+/usr/bin/ld: /tmp/ccqYn59G.o: in function `main':
+main.c:(.text+0xa): undefined reference to `compute_tax'
+collect2: error: ld returned 1 exit status
+"""
+LINK_MISSING_MAIN = """\
+/usr/bin/ld: /usr/lib/gcc/x86_64-linux-gnu/12/../../../x86_64-linux-gnu/Scrt1.o: in function `_start':
+(.text+0x17): undefined reference to `main'
+collect2: error: ld returned 1 exit status
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (LINK_MISSING_FUNCTION, ("undefined reference to `compute_tax'", "main.c")),
+        # No source file to point at: the section is not a path.
+        (LINK_MISSING_MAIN, ("undefined reference to `main'", None)),
+        # Code piped to gcc (`gcc -x c -`), and a link-time-optimised build.
+        ("<stdin>:(.text+0xa): undefined reference to `f'\n", ("undefined reference to `f'", None)),
+        (
+            "<artificial>:(.text+0xa): undefined reference to `f'\n",
+            ("undefined reference to `f'", None),
+        ),
+        # Older binutils name the linker itself, as published in many build logs.
+        (
+            "/usr/bin/ld: undefined reference to `main'\ncollect2: error: ld returned 1 exit status\n",
+            ("undefined reference to `main'", None),
+        ),
+    ],
+)
+def test_a_link_error_names_the_symbol_and_only_a_real_source_file(
+    text: str, expected: tuple[str, str | None]
+) -> None:
+    found = tool_errors.key_error(text)
+    assert found is not None
+    assert (found.message, found.path, found.line) == (*expected, None)
