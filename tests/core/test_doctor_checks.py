@@ -15,6 +15,13 @@ from memory_core.store import Store
 
 NOW = 1_800_000_000.0
 DAY = 86400.0
+# What `engram doctor --json` says of checkpoint content when there is none to speak of.
+NO_CHECKPOINT_CONTENT = {
+    "orphaned": 0,
+    "orphaned_bytes": 0,
+    "awaiting_collection": {"items": 0, "bytes": 0, "collected_after_removals": None},
+    "freed_bytes": 0,
+}
 
 
 def _raw(store: Store) -> sqlite3.Connection:
@@ -41,7 +48,7 @@ def test_a_damaged_file_is_reported_and_not_written_even_when_repair_is_asked(
     assert report["integrity"]["ok"] is False and report["integrity"]["messages"]
     assert report["indexes"] == {}
     assert report["orphaned_rows"] == {"rows": 0, "by_table": {}, "moved_to": None}
-    assert report["checkpoint_content"]["orphaned"] == 0
+    assert report["checkpoint_content"] == NO_CHECKPOINT_CONTENT
     assert report["files"] == {"orphaned_exports": [], "stale_temp_files": [], "removed": []}
     assert report["annotations"] == {"stale": [], "resynced": []}
     assert report["wrong_types"] == {}
@@ -167,8 +174,15 @@ def test_checkpoint_content_awaiting_clean_up_is_counted_to_the_byte_repair_free
 def test_a_store_without_checkpoint_tables_has_no_checkpoint_content(store: Store) -> None:
     with store.transaction() as db:
         db.execute("DROP TABLE checkpoint_trees")
-    content = doctor.run(store, now=NOW)["checkpoint_content"]
-    assert content["orphaned"] == 0 and content["awaiting_collection"]["items"] == 0
+    assert doctor.run(store, now=NOW)["checkpoint_content"] == NO_CHECKPOINT_CONTENT
+
+
+def test_a_store_with_checkpoints_and_nothing_left_over_reports_no_content(
+    store: Store, workspace: Path
+) -> None:
+    (workspace / "app.py").write_text("print('hello')\n")
+    checkpoints.create(store, name="first", settings=config.load(workspace))
+    assert doctor.run(store, now=NOW)["checkpoint_content"] == NO_CHECKPOINT_CONTENT
 
 
 def _age(path: Path, seconds: float) -> None:
