@@ -420,3 +420,185 @@ def test_a_request_after_engram_changed_is_refused_and_the_server_leaves(
     assert _result(result, client)["code"] is None  # refused: the client runs it itself
     assert "engram's code or packages changed: exiting" in _log(folder, digest)
     assert Path(lock_path).read_bytes().split(b"\n")[3] == b"           0"
+
+
+# -- the child: agreeing to run a request, then becoming the client ------------------------------
+
+
+KEY = f"{resident.PROTOCOL}\nthis installation"
+
+
+def _handshake_with(data: bytes, fds: list[int], answer: bytes) -> tuple[object, bytes]:
+    """The child's side of a handshake over a socket pair: what `handshake` returned and what
+    it said to the client, who answers `answer` (or goes away without a word)."""
+    left, right = socket.socketpair()
+    with left, right:
+        _send(left, data, fds)
+        result: list[object] = []
+        child = threading.Thread(
+            target=lambda: result.append(resident_server.handshake(right, KEY))
+        )
+        child.start()
+        said = left.recv(100)
+        if answer:
+            left.sendall(answer)
+        else:
+            left.shutdown(socket.SHUT_WR)
+        child.join(timeout=30)
+        if result[0] is not None:
+            assert right.gettimeout() is None  # the command may take as long as it takes
+    return result[0], said
+
+
+def test_a_request_of_this_installation_is_accepted_once_the_client_says_go(
+    tmp_path: Path,
+) -> None:
+    data = resident._request(KEY, ["engram", "checkpoint", "list"])
+    accepted, said = _handshake_with(data, [0, 1, 2, 0], b"G")
+    assert said == b"A%d\n" % os.getpid()
+    assert accepted is not None
+    request, fds = accepted  # type: ignore[misc]
+    assert request.argv == ["engram", "checkpoint", "list"] and len(fds) == 4
+    for fd in fds:
+        os.close(fd)
+
+
+@pytest.mark.parametrize(
+    ("key", "protocol_ok", "count"),
+    [(f"{resident.PROTOCOL}\nanother installation", True, 4), (KEY, False, 4), (KEY, True, 3)],
+)
+def test_a_request_of_another_installation_is_refused(
+    key: str, protocol_ok: bool, count: int
+) -> None:
+    data = resident._request(key, ["engram", "hook", "x"])
+    if not protocol_ok:
+        data = data.replace(resident.PROTOCOL.encode(), b"engram-resident/0", 1)
+    before = len(os.listdir("/proc/self/fd"))
+    accepted, said = _handshake_with(data, [0, 1, 2, 0][:count], b"G")
+    assert accepted is None and said == b"R another installation\n"
+    assert len(os.listdir("/proc/self/fd")) == before  # the descriptors sent were closed
+
+
+def test_a_client_that_gives_up_before_go_is_not_run_for() -> None:
+    data = resident._request(KEY, ["engram", "checkpoint", "create"])
+    accepted, said = _handshake_with(data, [0, 1, 2, 0], b"")
+    assert said.startswith(b"A") and accepted is None
+
+
+@contextlib.contextmanager
+def _process_state_kept() -> Iterator[None]:
+    """What becoming the client changes in this process, put back afterwards: descriptors 0-2,
+    the working folder, umask, environment, time zone, argv and the standard streams."""
+    saved_fds = [os.dup(fd) for fd in (0, 1, 2)]
+    cwd = os.open(".", os.O_RDONLY)
+    mask = os.umask(0)
+    os.umask(mask)
+    environ = dict(os.environb)
+    argv = sys.argv
+    streams = (sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__, sys.__stderr__)
+    try:
+        yield
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        for target, fd in zip((0, 1, 2), saved_fds, strict=True):
+            os.dup2(fd, target)
+            os.close(fd)
+        os.fchdir(cwd)
+        os.close(cwd)
+        os.umask(mask)
+        os.environb.clear()
+        os.environb.update(environ)
+        time.tzset()
+        sys.argv = argv
+        (sys.stdin, sys.stdout, sys.stderr) = streams[:3]
+        (sys.__stdin__, sys.__stdout__, sys.__stderr__) = streams[3:]  # type: ignore[misc]
+
+
+def test_the_child_becomes_the_client(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    client_folder = tmp_path / "client"
+    client_folder.mkdir()
+    stdin_r, stdin_w = os.pipe()
+    stdout_r, stdout_w = os.pipe()
+    stderr_r, stderr_w = os.pipe()
+    os.write(stdin_w, "the payload é".encode())
+    os.close(stdin_w)
+    folder = os.open(client_folder, os.O_RDONLY)
+    monkeypatch.setenv("ENGRAM_CLIENT_ONLY", "yes")
+    monkeypatch.setenv("TZ", "EST+5")
+    monkeypatch.setattr(
+        sys, "stdout", io.TextIOWrapper(io.BytesIO(), encoding="latin-1", line_buffering=True)
+    )
+    previous = os.umask(0o077)
+    try:
+        request = resident_server._Request(
+            resident._request("k", ["engram", "hook", "x"]).partition(b"\n")[2].split(b"\0")
+        )
+    finally:
+        os.umask(previous)
+    monkeypatch.undo()  # the server's own environment and streams again
+    fds = [stdin_r, stdout_w, stderr_w, folder]
+    seen: dict[str, object] = {}
+    with _process_state_kept():
+        resident_server._become_the_client(request, fds)
+        seen["cwd"] = os.getcwd()
+        seen["umask"] = os.umask(0o077)
+        seen["environ"] = os.environ.get("ENGRAM_CLIENT_ONLY")
+        seen["hour"] = time.localtime(0).tm_hour  # 1970-01-01 00:00 UTC is 19:00 at EST+5
+        seen["argv"] = list(sys.argv)
+        seen["stdin"] = sys.stdin.read()
+        seen["pristine"] = sys.__stdout__ is sys.stdout and sys.__stdin__ is sys.stdin
+        print("café")
+        print("to stderr", file=sys.stderr)
+        seen["closed"] = [_is_open(fd) for fd in fds]
+    for fd in (stdout_w, stderr_w):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    with open(stdout_r, "rb") as out, open(stderr_r, "rb") as err:
+        assert out.read() == "café\n".encode("latin-1")
+        assert err.read() == b"to stderr\n"
+    assert seen == {
+        "cwd": str(client_folder),
+        "umask": 0o077,
+        "environ": "yes",
+        "hour": 19,
+        "argv": ["engram", "hook", "x"],
+        "stdin": "the payload é",
+        "pristine": True,
+        "closed": [False, False, False, False],
+    }
+    assert "ENGRAM_CLIENT_ONLY" not in os.environ  # this process's own environment is back
+
+
+def _is_open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
+
+
+def test_a_client_that_goes_away_ends_its_child() -> None:
+    got: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: got.append(signum))
+    left, right = socket.socketpair()
+    try:
+        with left, right:
+            resident_server._watch_client(right)
+            left.close()  # the agent killed its hook
+            deadline = time.monotonic() + 10
+            while not got and time.monotonic() < deadline:
+                time.sleep(0.01)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert got == [signal.SIGTERM]
+
+
+def test_the_command_s_exit_code_is_what_a_cold_process_ends_with(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert resident_server._command_code(["--version"]) == 0
+    assert capsys.readouterr().out.strip()
+    assert resident_server._command_code(["no-such-command"]) == 2  # argparse's usage error
+    assert "invalid choice" in capsys.readouterr().err
