@@ -16,7 +16,7 @@ from memory_core.store import Store
 T0 = 1_790_000_000.0
 MINUTE = 60.0
 COUNT = 520  # more than CANDIDATE_CAP (500)
-LATER = T0 + (COUNT + 10) * MINUTE
+LATER = T0 + (COUNT + 40) * MINUTE
 
 
 def _content(index: int) -> str:
@@ -32,8 +32,8 @@ def _content(index: int) -> str:
 
 @pytest.fixture(scope="module")
 def crowded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
-    """520 memories, one a minute, all of them about deploying the service: `M-00000` the
-    oldest is a decision, `M-00100` is pinned; the rest are findings."""
+    """520 memories, one a minute, all of them about deploying the service (`M-00000` the
+    oldest is a decision, `M-00100` is pinned, the rest are findings), then 1,600 others."""
     root: Path = tmp_path_factory.mktemp("crowded")
     store = Store.init(root)
     rows = [
@@ -47,7 +47,21 @@ def crowded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
         )
         for index in range(COUNT)
     ]
-    with store.transaction() as db:  # one transaction: 520 `memory.add` calls take seconds
+    # Then 1,600 pages of notes, each holding one of four rare words (400 entries each), so a
+    # query of the four matches more than SCORED_CAP (1,500); the oldest is a decision.
+    start = T0 + COUNT * MINUTE
+    rows += [
+        (
+            f"P-{index:05d}",
+            "decision" if index == 0 else "finding",
+            f"pager rota{index % 4} entry{index}",
+            start + index,
+            start + index,
+            0,
+        )
+        for index in range(1600)
+    ]
+    with store.transaction() as db:  # one transaction: 2,120 `memory.add` calls take seconds
         db.executemany(
             "INSERT INTO memories (id, type, content, created_at, last_accessed, pinned)"
             " VALUES (?, ?, ?, ?, ?, ?)",
@@ -133,3 +147,9 @@ def test_an_entry_without_a_title_is_labelled_by_its_first_80_characters(store: 
     assert found["label"] == overview[:80]
     assert found["content"].startswith(overview)
     assert found["tags"] == []
+
+
+def test_a_filter_reaches_past_the_newest_1500_matches_of_rare_words(crowded: Store) -> None:
+    query = "rota0 rota1 rota2 rota3"  # four rare words, 1,600 entries between them
+    assert [r["id"] for r in _found(crowded, query, type="decision")] == ["P-00000"]
+    assert len(_found(crowded, query, limit=20)) == 20

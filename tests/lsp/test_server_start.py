@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
+import re
 import socket
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -113,3 +116,76 @@ async def test_a_loopback_host_is_served_on_the_port_asked(host: str, workspace:
         assert not serving.is_alive() and exit_codes == [0]
     finally:
         gc.unfreeze()  # run() freezes the heap it serves with: give the test process its own
+
+
+@contextlib.contextmanager
+def _fresh_logging() -> Iterator[None]:
+    """Logging as a fresh process has it (no handler on the root logger, pygls' level unset);
+    pytest's own handlers (added for each phase of a test) and levels are put back after."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    pygls_level = logging.getLogger("pygls").level
+    for handler in handlers:
+        root.removeHandler(handler)
+    root.setLevel(logging.WARNING)
+    logging.getLogger("pygls").setLevel(logging.NOTSET)
+    try:
+        yield
+    finally:
+        for handler in root.handlers[:]:
+            root.removeHandler(handler)
+        for handler in handlers:
+            root.addHandler(handler)
+        root.setLevel(level)
+        logging.getLogger("pygls").setLevel(pygls_level)
+
+
+def test_the_server_logs_engram_s_messages_to_stderr_and_only_pygls_warnings(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from memory_core.errors import UsageError
+
+    with _fresh_logging():
+        with pytest.raises(UsageError):  # logging is set up before the host is judged
+            run(tcp=True, host="0.0.0.0", port=_free_port())
+        logging.getLogger("lsp_server.features.test").info("workspace opened")
+        logging.getLogger("lsp_server.features.test").debug("not shown")
+        logging.getLogger("pygls.protocol").info("sent 200 bytes")  # pygls' chatter
+        logging.getLogger("pygls.protocol").warning("a client sent garbage")
+    err = capsys.readouterr().err.splitlines()
+    stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}"
+    assert len(err) == 2, err
+    assert re.fullmatch(rf"{stamp} INFO lsp_server\.features\.test: workspace opened", err[0])
+    assert re.fullmatch(rf"{stamp} WARNING pygls\.protocol: a client sent garbage", err[1])
+
+
+def test_ctrl_c_while_the_server_loads_on_stdio_ends_it_quietly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import io
+    import os
+    import signal
+
+    stdin_read, stdin_write = os.pipe()
+    stdout_read, stdout_write = os.pipe()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(open(stdin_read, "rb")))  # noqa: SIM115
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(open(stdout_write, "wb")))  # noqa: SIM115
+
+    def press_ctrl_c() -> None:
+        deadline = time.monotonic() + 30
+        while not any(t.name == "engram-load" for t in threading.enumerate()):
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.005)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    presser = threading.Thread(target=press_ctrl_c)
+    presser.start()
+    try:
+        run()  # returns: no KeyboardInterrupt, no traceback
+    except KeyboardInterrupt:
+        pytest.fail("Ctrl-C while the server loads escaped run()")
+    finally:
+        presser.join()
+        os.close(stdin_write)
+        os.close(stdout_read)
