@@ -157,35 +157,3 @@ def test_the_server_logs_engram_s_messages_to_stderr_and_only_pygls_warnings(
     assert len(err) == 2, err
     assert re.fullmatch(rf"{stamp} INFO lsp_server\.features\.test: workspace opened", err[0])
     assert re.fullmatch(rf"{stamp} WARNING pygls\.protocol: a client sent garbage", err[1])
-
-
-def test_ctrl_c_while_the_server_loads_on_stdio_ends_it_quietly(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    import io
-    import os
-    import signal
-
-    stdin_read, stdin_write = os.pipe()
-    stdout_read, stdout_write = os.pipe()
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(open(stdin_read, "rb")))  # noqa: SIM115
-    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(open(stdout_write, "wb")))  # noqa: SIM115
-
-    def press_ctrl_c() -> None:
-        deadline = time.monotonic() + 30
-        while not any(t.name == "engram-load" for t in threading.enumerate()):
-            if time.monotonic() > deadline:
-                return
-            time.sleep(0.005)
-        os.kill(os.getpid(), signal.SIGINT)
-
-    presser = threading.Thread(target=press_ctrl_c)
-    presser.start()
-    try:
-        run()  # returns: no KeyboardInterrupt, no traceback
-    except KeyboardInterrupt:
-        pytest.fail("Ctrl-C while the server loads escaped run()")
-    finally:
-        presser.join()
-        os.close(stdin_write)
-        os.close(stdout_read)
