@@ -399,7 +399,8 @@ def server(socket_folder: Path) -> Iterator[int]:
             os._exit(0)
     try:
         deadline = time.monotonic() + 30
-        while not os.path.exists(_socket_path(socket_folder)):
+        log = socket_folder / f"{digest}.log"  # it says so once it listens
+        while "listening on" not in (log.read_text() if log.exists() else ""):
             assert time.monotonic() < deadline, "the server did not start"
             assert os.waitpid(pid, os.WNOHANG) == (0, 0), "the server exited"
             time.sleep(0.02)

@@ -17,6 +17,7 @@ import gc
 import io
 import json
 import os
+import re
 import signal
 import socket
 import stat
@@ -212,6 +213,17 @@ def _as_a_server() -> Iterator[None]:
         gc.unfreeze()
 
 
+def _wait_until_listening(socket_path: str) -> None:
+    """Until the server says it listens (its socket exists a moment before it does: a client
+    connecting in between is refused)."""
+    log = Path(socket_path.removesuffix(".sock") + ".log")
+    deadline = time.monotonic() + 30
+    while "listening on" not in (log.read_text() if log.exists() else ""):
+        if time.monotonic() > deadline:
+            return
+        time.sleep(0.01)
+
+
 def _log(folder: Path, digest: str) -> str:
     path = folder / f"{digest}.log"
     return path.read_text() if path.exists() else ""
@@ -257,9 +269,7 @@ def test_an_idle_server_says_who_it_is_then_leaves(
     seen: dict[str, object] = {}
 
     def look() -> None:
-        deadline = time.monotonic() + 30
-        while not os.path.exists(socket_path) and time.monotonic() < deadline:
-            time.sleep(0.01)
+        _wait_until_listening(socket_path)
         seen["mode"] = stat.S_IMODE(os.stat(socket_path).st_mode)
         seen["lock"] = Path(lock_path).read_bytes()
 
@@ -277,6 +287,8 @@ def test_an_idle_server_says_who_it_is_then_leaves(
     assert not os.path.exists(socket_path)  # its own socket removed
     log = _log(folder, digest)
     assert f"listening on {socket_path} (warm in " in log
+    for line in log.splitlines():  # each line: when, which process, what
+        assert re.match(rf"\d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\d \[{os.getpid()}\] \S", line), line
     assert "idle for 0.4 s after 0 requests: exiting" in log
     lock = os.open(lock_path, os.O_RDWR)
     try:
@@ -293,9 +305,7 @@ def test_a_server_whose_socket_is_replaced_leaves_and_keeps_the_new_one(
     socket_path = resident.paths(str(folder), digest)[0]
 
     def replace() -> None:
-        deadline = time.monotonic() + 30
-        while not os.path.exists(socket_path) and time.monotonic() < deadline:
-            time.sleep(0.01)
+        _wait_until_listening(socket_path)
         os.unlink(socket_path)
         newer = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         newer.bind(socket_path)  # another server's
@@ -319,9 +329,7 @@ def test_a_server_with_a_thread_running_refuses_to_fork(
     answers: list[bytes] = []
 
     def client() -> None:  # a thread: the server cannot fork safely while it runs
-        deadline = time.monotonic() + 30
-        while not os.path.exists(socket_path) and time.monotonic() < deadline:
-            time.sleep(0.01)
+        _wait_until_listening(socket_path)
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
             conn.connect(socket_path)
             answers.append(conn.recv(100))
@@ -346,9 +354,7 @@ def _forked_client(
     if pid:
         return pid
     try:  # pragma: no cover - the client's process
-        deadline = time.monotonic() + 30
-        while not os.path.exists(socket_path) and time.monotonic() < deadline:
-            time.sleep(0.01)
+        _wait_until_listening(socket_path)
         if touch is not None:
             touch.write_text("")  # a package installed while the server runs
         out = result.with_suffix(".out")
@@ -489,6 +495,9 @@ def test_a_client_that_gives_up_before_go_is_not_run_for() -> None:
 def _process_state_kept() -> Iterator[None]:
     """What becoming the client changes in this process, put back afterwards: descriptors 0-2,
     the working folder, umask, environment, time zone, argv and the standard streams."""
+    import locale
+
+    ctype = locale.setlocale(locale.LC_CTYPE)
     saved_fds = [os.dup(fd) for fd in (0, 1, 2)]
     cwd = os.open(".", os.O_RDONLY)
     mask = os.umask(0)
@@ -511,12 +520,17 @@ def _process_state_kept() -> Iterator[None]:
         os.environb.clear()
         os.environb.update(environ)
         time.tzset()
+        locale.setlocale(locale.LC_CTYPE, ctype)
         sys.argv = argv
         (sys.stdin, sys.stdout, sys.stderr) = streams[:3]
         (sys.__stdin__, sys.__stdout__, sys.__stderr__) = streams[3:]  # type: ignore[misc]
 
 
 def test_the_child_becomes_the_client(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import locale
+
+    if locale.setlocale(locale.LC_CTYPE) == "C":
+        pytest.skip("this process runs in the C locale: the client's would not differ")
     client_folder = tmp_path / "client"
     client_folder.mkdir()
     stdin_r, stdin_w = os.pipe()
@@ -527,6 +541,7 @@ def test_the_child_becomes_the_client(monkeypatch: pytest.MonkeyPatch, tmp_path:
     folder = os.open(client_folder, os.O_RDONLY)
     monkeypatch.setenv("ENGRAM_CLIENT_ONLY", "yes")
     monkeypatch.setenv("TZ", "EST+5")
+    monkeypatch.setenv("LC_ALL", "C")  # this process runs under C.UTF-8 or another locale
     monkeypatch.setattr(
         sys, "stdout", io.TextIOWrapper(io.BytesIO(), encoding="latin-1", line_buffering=True)
     )
@@ -547,6 +562,7 @@ def test_the_child_becomes_the_client(monkeypatch: pytest.MonkeyPatch, tmp_path:
         seen["environ"] = os.environ.get("ENGRAM_CLIENT_ONLY")
         seen["hour"] = time.localtime(0).tm_hour  # 1970-01-01 00:00 UTC is 19:00 at EST+5
         seen["argv"] = list(sys.argv)
+        seen["locale"] = locale.setlocale(locale.LC_CTYPE)
         seen["stdin"] = sys.stdin.read()
         seen["pristine"] = sys.__stdout__ is sys.stdout and sys.__stdin__ is sys.stdin
         print("café")
@@ -564,6 +580,7 @@ def test_the_child_becomes_the_client(monkeypatch: pytest.MonkeyPatch, tmp_path:
         "environ": "yes",
         "hour": 19,
         "argv": ["engram", "hook", "x"],
+        "locale": "C",
         "stdin": "the payload é",
         "pristine": True,
         "closed": [False, False, False, False],
@@ -602,3 +619,62 @@ def test_the_command_s_exit_code_is_what_a_cold_process_ends_with(
     assert capsys.readouterr().out.strip()
     assert resident_server._command_code(["no-such-command"]) == 2  # argparse's usage error
     assert "invalid choice" in capsys.readouterr().err
+
+
+def test_a_log_past_a_mebibyte_starts_again(folder: Path) -> None:
+    digest = resident.key_digest("another interpreter")
+    log = folder / f"{digest}.log"
+    log.write_bytes(b"x" * ((1 << 20) + 1))
+    resident_server.Server(str(folder), digest).run()  # refuses, and says so in its log
+    lines = log.read_text().splitlines()
+    assert len(lines) == 1 and lines[0].endswith(
+        "not started: this interpreter is not the installation that asked for it"
+    )
+    log.write_bytes(b"y" * (1 << 20))  # at the limit: kept
+    resident_server.Server(str(folder), digest).run()
+    assert log.read_bytes().startswith(b"y" * (1 << 20) + b"20")
+
+
+def test_the_watch_on_the_client_never_holds_the_child_at_its_exit() -> None:
+    # The child waits for its non-daemon threads before it answers (as a process's exit does);
+    # the watch blocks until the client goes, and the client waits for that answer.
+    left, right = socket.socketpair()
+    with left, right:
+        before = set(threading.enumerate())
+        resident_server._watch_client(right)
+        (watch,) = set(threading.enumerate()) - before
+        assert watch.name == "engram-resident-client" and watch.daemon
+        resident_server._FINISHED[-1].append(True)  # the command finished: closing is no kill
+        left.close()
+        watch.join(timeout=10)
+        assert not watch.is_alive()
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="only root can connect as another user")
+def test_a_connection_from_another_user_is_not_answered() -> None:
+    address = f"\0engram-test-{os.getpid()}"  # abstract: no folder permission in the way
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(address)
+    listener.listen(1)
+    data = resident._request(KEY, ["engram", "checkpoint", "list"])
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - another user's process
+        try:
+            os.setuid(4321)
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+                conn.connect(address)
+                conn.settimeout(10)
+                try:
+                    _send(conn, data, [0, 1, 2, 0])
+                    answer = conn.recv(100)
+                except OSError:  # closed with the request unread
+                    answer = b""
+            os._exit(0 if answer == b"" else 1)
+        finally:
+            os._exit(2)
+    with listener:
+        conn, _ = listener.accept()
+        with conn:
+            assert resident_server.handshake(conn, KEY) is None
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0  # closed without a word
