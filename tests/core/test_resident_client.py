@@ -50,6 +50,8 @@ def test_the_command_is_the_first_word_past_the_options() -> None:
     assert resident.command_of(["--workspace"]) is None  # its value missing
     assert resident.command_of(["--json", "--version"]) is None
     assert resident.command_of(["-h", "hook"]) is None
+    assert resident.command_of(["--help", "checkpoint"]) is None  # help, not a checkpoint
+    assert resident.command_of(["--version", "hook"]) is None
 
 
 def test_the_socket_folder_follows_the_environment(
@@ -171,6 +173,18 @@ def test_the_request_carries_the_command_environment_umask_and_streams(
     environ = {bytes(name): bytes(value) for name, _, value in request.environ}
     assert environ == dict(os.environb)
     assert environ[b"ENGRAM_TEST_VALUE"] == b"a=b=c"
+
+
+def test_a_stream_without_buffering_settings_is_sent_as_unbuffered_by_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class Plain:  # a stream a host program put in place: an encoding, nothing more
+        encoding = "utf-8"
+        errors = "strict"
+
+    monkeypatch.setattr(sys, "stdout", Plain())
+    request = _parsed(resident._request("the key", ["engram", "hook", "x"]))
+    assert request.streams[1] == ("utf-8", "strict", False, False)
 
 
 def test_a_line_is_read_whole_however_the_socket_cuts_it() -> None:
@@ -435,7 +449,9 @@ def test_starting_a_server_in_the_background_is_tried_once_in_30_seconds(
     digest = resident.key_digest(resident.installation_key())
     marker = resident.paths(str(folder), digest)[2]
     log = folder / f"{digest}.log"
+    descriptors = len(os.listdir("/proc/self/fd"))
     resident.start_in_background()
+    assert len(os.listdir("/proc/self/fd")) == descriptors  # /dev/null opened and closed
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700  # made private
     first = os.stat(marker).st_mtime_ns
     # The process started runs this interpreter on the folder and key given; its import path
