@@ -678,3 +678,20 @@ def test_a_connection_from_another_user_is_not_answered() -> None:
             assert resident_server.handshake(conn, KEY) is None
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0  # closed without a word
+
+
+def test_a_server_that_cannot_listen_says_why_and_releases_its_lock(tmp_path: Path) -> None:
+    # A socket's path is limited to about 108 bytes: a deep temporary folder cannot hold one.
+    deep = tmp_path / ("d" * 100) / ("e" * 100)
+    deep.mkdir(parents=True, mode=0o700)
+    deep.chmod(0o700)
+    digest = _digest()
+    lock_path = resident.paths(str(deep), digest)[1]
+    with _as_a_server():
+        resident_server.Server(str(deep), digest).run()  # no exception escapes
+    assert "stopped by an error" in _log(deep, digest)
+    lock = os.open(lock_path, os.O_RDWR)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    finally:
+        os.close(lock)
