@@ -385,7 +385,11 @@ def _decode(values: dict[str, Any]) -> dict[str, Any]:
 # -- anonymize -------------------------------------------------------------------------------
 
 _EMAIL = re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b")
-_HOME_PATH = re.compile(r"(?:/home|/Users|C:\\Users|/root)[/\\]([A-Za-z0-9._\-]+)")
+# A user's name is the folder under /home, /Users or C:\Users (not under /root: that is root's own
+# home, and the folder in it, such as `src`, is no one's name; hiding it replaced every `src`).
+_HOME_PATH = re.compile(r"(?:/home|/Users|C:\\Users)[/\\]([A-Za-z0-9._\-]+)")
+# Folders of those that belong to no one (macOS's /Users/Shared, Windows' Public and Default).
+_SHARED_HOME_FOLDERS = frozenset({"Shared", "Public", "Default"})
 # Columns that hold identities or fixed vocabularies, never people's names: left as they are
 # so ids keep pointing at each other and types stay valid.
 _STRUCTURAL = frozenset(
@@ -522,7 +526,12 @@ class Anonymizer:
                 self._placeholder(email, "email")
                 changed = True
         for user in _HOME_PATH.findall(text):
-            if user not in self.mapping and not user.startswith("USER_") and len(user) >= 2:
+            if (
+                user not in self.mapping
+                and not user.startswith("USER_")
+                and len(user) >= 2
+                and user not in _SHARED_HOME_FOLDERS
+            ):
                 self._placeholder(user, "user")
                 changed = True
         if changed:

@@ -379,21 +379,12 @@ def run_child(conn: object, key: str) -> None:
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, signal.SIG_DFL)
     try:
-        conn.settimeout(10.0)
-        if hasattr(socket, "SO_PEERCRED"):  # Linux; elsewhere the 0700 folder alone guards it
-            creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
-            if int.from_bytes(creds[4:8], sys.byteorder) != os.getuid():
-                os._exit(0)
-        request, fds = _receive(conn)
-        if request.protocol != key.split("\n", 1)[0] or request.key != key or len(fds) != 4:
-            conn.sendall(b"R another installation\n")
-            os._exit(0)
-        conn.sendall(b"A%d\n" % os.getpid())
-        if conn.recv(1) != b"G":
-            os._exit(0)  # the client gave up waiting and runs the command itself
-        conn.settimeout(None)
+        accepted = handshake(conn, key)
     except Exception:
+        accepted = None
+    if accepted is None:
         os._exit(0)
+    request, fds = accepted
     try:
         _become_the_client(request, fds)
         _watch_client(conn)
@@ -442,6 +433,38 @@ def _answered() -> None:
         store.close_deferred()
     except BaseException:
         pass
+
+
+def handshake(conn: object, key: str) -> tuple[_Request, list[int]] | None:
+    """Read the request and agree to run it: "accepted, pid N", then wait for the client's
+    "go". The request and its descriptors once the client said go; None when this child must
+    not run it (another user, another installation, a client that gave up waiting), and the
+    client then runs the command itself."""
+    import socket
+
+    assert isinstance(conn, socket.socket)
+    conn.settimeout(10.0)
+    if hasattr(socket, "SO_PEERCRED"):  # Linux; elsewhere the 0700 folder alone guards it
+        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+        if int.from_bytes(creds[4:8], sys.byteorder) != os.getuid():
+            return None
+    request, fds = _receive(conn)
+    if request.protocol != key.split("\n", 1)[0] or request.key != key or len(fds) != 4:
+        conn.sendall(b"R another installation\n")
+        _close_all(fds)
+        return None
+    conn.sendall(b"A%d\n" % os.getpid())
+    if conn.recv(1) != b"G":
+        _close_all(fds)
+        return None  # the client gave up waiting and runs the command itself
+    conn.settimeout(None)
+    return request, fds
+
+
+def _close_all(fds: list[int]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 def _become_the_client(request: _Request, fds: list[int]) -> None:
@@ -525,22 +548,7 @@ _FINISHED: list[list[bool]] = []
 def _run_command(argv: list[str]) -> int:
     """What a cold `engram` does with this argv, including its exit: the code of SystemExit,
     a traceback for an uncaught exception, atexit handlers, the streams flushed."""
-    from memory_core.cli.entry import run_in_process
-
-    try:
-        code = _exit_code(run_in_process(argv))
-    except SystemExit as exit_:
-        code = _exit_code(exit_.code)
-    except KeyboardInterrupt:
-        import traceback
-
-        traceback.print_exc()
-        code = 130
-    except BaseException:
-        import traceback
-
-        traceback.print_exc()
-        code = 1
+    code = _command_code(argv)
     import atexit
 
     threading = sys.modules.get("threading")
@@ -556,6 +564,27 @@ def _run_command(argv: list[str]) -> int:
     for finished in _FINISHED:
         finished.append(True)
     return code
+
+
+def _command_code(argv: list[str]) -> int:
+    """The exit code of the command, as a cold process would end: the code of SystemExit, a
+    traceback and 1 for an uncaught exception (130 for Ctrl-C)."""
+    from memory_core.cli.entry import run_in_process
+
+    try:
+        return _exit_code(run_in_process(argv))
+    except SystemExit as exit_:
+        return _exit_code(exit_.code)
+    except KeyboardInterrupt:
+        import traceback
+
+        traceback.print_exc()
+        return 130
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        return 1
 
 
 def _exit_code(value: object) -> int:

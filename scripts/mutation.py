@@ -276,6 +276,7 @@ MODULES: dict[str, Module] = {
             "tests/core/test_memory_rules.py",
             "tests/core/test_query_words.py",
             "tests/core/test_search_edges.py",
+            "tests/core/test_search_ranking.py",
         ),
         sample=60,
     ),
