@@ -1002,10 +1002,12 @@ def _looks_generated(body: str, prefix: list[str]) -> bool:
         return False
     if any(part.lower() in _DIGEST_PREFIXES for part in prefix):
         return False  # `sha384-<base64>`: a digest
-    if _name_like(body) or _wordy(body):
+    if _name_like(body):
         return False
-    if len(body) >= 16 and prefix and prefix[-1].lower() in _LIVE_OR_TEST:
-        return True  # `ak_live_...`, `flb_test_...`: a key's mode in its prefix
+    if _key_after_its_mode(body, prefix):
+        return True
+    if _wordy(body):
+        return False
     if all(c in "0123456789abcdef" for c in body) or all(c in "0123456789ABCDEF" for c in body):
         # A digest, unless a provider's prefix stands before it (`slk_<64 hex>`).
         return bool(prefix) and len(body) >= 32 and prefix[-1].lower() not in _DIGEST_PREFIXES
@@ -1054,6 +1056,19 @@ def _encodes_text(body: str) -> bool:
 
 
 _LIVE_OR_TEST = frozenset(("live", "test", "prod", "sandbox"))
+
+
+def _key_after_its_mode(body: str, prefix: list[str]) -> bool:
+    """`ak_live_...`, `flb_test_...`: a key's mode in its prefix (`prefix` is read backwards
+    from the body: its first segment is the one next to it). Random letters may form runs a
+    name has (`acme_live_5pgenhvnkRfPwzpm...`), but with digits spread through them or case
+    switching often, which a name with its one number has not
+    (`ask_live_previewEnabledFlag2024x`)."""
+    if len(body) < 16 or not prefix or prefix[0].lower() not in _LIVE_OR_TEST:
+        return False
+    if not any(c.isdigit() for c in body):
+        return False
+    return _case_switches(body) * 4 >= len(body) or not _rx(_ONE_NUMBER).match(body)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1984,23 +1999,37 @@ def _windowed_matches(
 
 def _apply(text: str, spans: list[Span]) -> str:
     """`text` with every span replaced by its label. Overlapping spans are merged (no matched
-    character survives) and keep the label of the longer one; on a tie the first listed."""
+    character survives) and named by the most specific kind among them (see `_merged`)."""
     return _replace(text, _merged(spans))
 
 
+# Labels that say only that something secret was there: a span found by a shape any key has
+# (a generated-looking word, a value after a secret word or a provider's name, a random
+# `Authorization` value). A span of a named kind overlapping one of them names the merged span.
+_GENERIC_LABELS = frozenset((_label("secret"), _label("token")))
+
+
 def _merged(spans: list[Span]) -> list[Span]:
-    """The spans in order, overlapping ones merged into one."""
+    """The spans in order, overlapping ones merged into one, named by the most specific kind:
+    a named kind (`tailscale-key`) over a generic label (`secret`) whatever their lengths
+    (`MY_tskey-api-...` is a generated-looking word one character longer than the key), then
+    the longer span, then the first listed."""
     order = sorted(range(len(spans)), key=lambda i: (spans[i][0], -spans[i][1], i))
     merged: list[list[Any]] = []
+    # The rank of the span that named each merged span: (named kind, length).
+    ranks: list[tuple[bool, int]] = []
     for index in order:
         start, end, label = spans[index]
+        rank = (label not in _GENERIC_LABELS, end - start)
         if merged and start < merged[-1][1]:
             current = merged[-1]
-            if end - start > current[1] - current[0]:
+            if rank > ranks[-1]:
                 current[2] = label
+                ranks[-1] = rank
             current[1] = max(current[1], end)
         else:
             merged.append([start, end, label])
+            ranks.append(rank)
     return [(start, end, label) for start, end, label in merged]
 
 
@@ -2608,7 +2637,9 @@ def _split_spans(text: str, hits: _Hits) -> list[Span]:
             else:
                 chains.append([first, second])
         for chain in chains:
-            spans += _pieces_of_a_secret(text, chain, random_words=True)
+            # The language makes the pieces one string: a first piece that is a token by
+            # itself (`"sk-ant-api03-<17>"` then `"<23>"`) still goes on in the next.
+            spans += _pieces_of_a_secret(text, chain, random_words=True, one_string=True)
     if any(len(line) >= 60 for line in text.split("\n")):
         for match in _rx(_WRAPPED).finditer(text):
             spans += _pieces_of_a_secret(text, [match.span(1), match.span(2)], random_words=False)
@@ -2659,16 +2690,24 @@ def _second_half(text: str, first: tuple[int, int], second: tuple[int, int]) -> 
     return _pieces_of_a_secret(text, [first, second], random_words=True)
 
 
-def _pieces_of_a_secret(text: str, pieces: list[tuple[int, int]], random_words: bool) -> list[Span]:
+def _pieces_of_a_secret(
+    text: str, pieces: list[tuple[int, int]], random_words: bool, one_string: bool = False
+) -> list[Span]:
     joined = "".join(text[start:end] for start, end in pieces)
     if len(joined) < _TOKEN_RUN_MIN:
         return []
     first_start, first_end = pieces[0]
-    if any(
-        end == first_end - first_start for _s, end, _l in _token_spans(text[first_start:first_end])
+    if (
+        not one_string
+        and any(
+            end == first_end - first_start
+            for _s, end, _l in _token_spans(text[first_start:first_end])
+        )
+        and not _continues_a_key(text[pieces[1][0] : pieces[1][1]])
     ):
-        # The first piece is a whole token already: what starts the next line is something
-        # else (`ghs_...` at the end of a line, `def handler` on the next).
+        # The first piece is a whole token already, and what starts the next line reads as
+        # something else (`ghs_...` at the end of a line, `def handler` on the next), not as
+        # the rest of a key cut at the line's width (`sk-ant-api03-4zbE9Y` then `0fekn...`).
         return []
     found = _token_spans(joined) + (_random_word_spans(joined) if random_words else [])
     bounds = list(itertools.accumulate(end - start for start, end in pieces))
@@ -2684,6 +2723,16 @@ def _pieces_of_a_secret(text: str, pieces: list[tuple[int, int]], random_words: 
                 out.append((piece_start + low - offset, piece_start + high - offset, label))
             offset = bound
     return out
+
+
+def _continues_a_key(piece: str) -> bool:
+    """The start of a line that reads as the rest of a key: the case switching the way a
+    generator switches it (often, or with digits among the letters), not a word or a name
+    (`def`, `handler`, `ObjectMapperConfiguration`, `X509Certificate`)."""
+    if len(piece) < 4:
+        return False
+    switches = _case_switches(piece)
+    return switches * 4 >= len(piece) or (switches >= 3 and any(c.isdigit() for c in piece))
 
 
 def _secret_key(key: str) -> bool:
