@@ -13,6 +13,8 @@ import random
 import re
 import string
 
+import pytest
+
 from memory_core.redact import redact
 
 _rng = random.Random(29)
@@ -137,3 +139,222 @@ def test_an_alphabet_under_a_key_name_stays_but_not_under_a_providers_key_name()
     assert alphabet not in redact(f"sparkpost_key = {alphabet}")
     # After a strong word an alphabet is hidden as before: a password is whatever it is.
     assert alphabet not in redact(f'password = "{alphabet}"')
+
+
+# Passwords given to commands, where each tool's documentation (man page or --help) puts them.
+# What a user sees: the password gone, the command still readable.
+PW = "Zq7!vR%2mLx"
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        (
+            f'ldapsearch -x -H ldap://dc01 -D "cn=admin" -w {PW} -b dc=corp',
+            'ldapsearch -x -H ldap://dc01 -D "cn=admin" -w [REDACTED:password] -b dc=corp',
+        ),
+        (
+            f"ldappasswd -x -D cn=me -s {PW} uid=bob",
+            "ldappasswd -x -D cn=me -s [REDACTED:password] uid=bob",
+        ),
+        (f"redis-cli -h cache -a '{PW}' INFO", "redis-cli -h cache -a '[REDACTED:password]' INFO"),
+        (
+            f"sqlcmd -S sql01 -U sa -P {PW} -Q 'SELECT 1'",
+            "sqlcmd -S sql01 -U sa -P [REDACTED:password] -Q 'SELECT 1'",
+        ),
+        (
+            f"ipmitool -I lanplus -H bmc -U root -P {PW} power status",
+            "ipmitool -I lanplus -H bmc -U root -P [REDACTED:password] power status",
+        ),
+        (f"zip -P {PW} out.zip a.txt", "zip -P [REDACTED:password] out.zip a.txt"),
+        (f"plink -ssh admin@host -pw {PW}", "plink -ssh admin@host -pw [REDACTED:password]"),
+        (
+            f"mongosh --host db -u admin -p {PW}",
+            "mongosh --host db -u admin -p [REDACTED:password]",
+        ),
+        (
+            f"az login -u me@contoso.com -p '{PW}'",
+            "az login -u me@contoso.com -p '[REDACTED:password]'",
+        ),
+        (
+            f"cf login -a api.sys -u admin -p {PW}",
+            "cf login -a api.sys -u admin -p [REDACTED:password]",
+        ),
+        (f"7z a -p{PW} backup.7z dir", "7z a -p[REDACTED:password] backup.7z dir"),
+        (f"xfreerdp /v:host /u:admin /p:{PW}", "xfreerdp /v:host /u:admin /p:[REDACTED:password]"),
+        (
+            f"cmdkey /add:srv /user:me /pass:{PW}",
+            "cmdkey /add:srv /user:me /pass:[REDACTED:password]",
+        ),
+        (f"openssl enc -aes256 -k {PW} -in a", "openssl enc -aes256 -k [REDACTED:password] -in a"),
+        (
+            f"smbclient //fs01/share -U deploy%{PW}",
+            "smbclient //fs01/share -U deploy%[REDACTED:password]",
+        ),
+        (
+            f"lftp -u deploy,{PW} ftp.example.com",
+            "lftp -u deploy,[REDACTED:password] ftp.example.com",
+        ),
+        (
+            f"java -jar jenkins-cli.jar -auth admin:{PW} who-am-i",
+            "java -jar jenkins-cli.jar -auth admin:[REDACTED:password] who-am-i",
+        ),
+        (f"net user svc_backup {PW} /add", "net user svc_backup [REDACTED:password] /add"),
+        (
+            f"net use \\\\srv\\share {PW} /user:corp\\me",
+            "net use \\\\srv\\share [REDACTED:password] /user:corp\\me",
+        ),
+        (
+            f"rabbitmqctl add_user deploy '{PW}'",
+            "rabbitmqctl add_user deploy '[REDACTED:password]'",
+        ),
+        (
+            f"htpasswd -bc /etc/nginx/.htpasswd admin {PW}",
+            "htpasswd -bc /etc/nginx/.htpasswd admin [REDACTED:password]",
+        ),
+        (f"htpasswd -nbB admin {PW}", "htpasswd -nbB admin [REDACTED:password]"),
+        (
+            f"mysqladmin -u root password '{PW}'",
+            "mysqladmin -u root password '[REDACTED:password]'",
+        ),
+        (
+            f"mysqldump -uroot -p'{PW}' --all-databases",
+            "mysqldump -uroot -p[REDACTED:password] --all-databases",
+        ),
+        ("vault login s.Xk29aLmQp0rT7vWz", "vault login [REDACTED:password]"),
+        (f"sqlplus scott/{PW}@orcl", "sqlplus scott/[REDACTED:password]@orcl"),
+        (
+            f"echo '{PW}' | docker login -u me --password-stdin",
+            "echo '[REDACTED:password]' | docker login -u me --password-stdin",
+        ),
+        (
+            f"echo {PW} | gh auth login --with-token",
+            "echo [REDACTED:password] | gh auth login --with-token",
+        ),
+        (f"echo 'bob:{PW}' | chpasswd", "echo '[REDACTED:password]' | chpasswd"),
+        (
+            f'$pw = ConvertTo-SecureString "{PW}" -AsPlainText -Force',
+            '$pw = ConvertTo-SecureString "[REDACTED:password]" -AsPlainText -Force',
+        ),
+        (f"REDISCLI_AUTH={PW} redis-cli", "REDISCLI_AUTH=[REDACTED:password] redis-cli"),
+        (
+            f"keytool -importkeystore -srcstorepass {PW} -deststorepass {PW}",
+            "keytool -importkeystore -srcstorepass [REDACTED:secret] -deststorepass [REDACTED:secret]",
+        ),
+        (
+            f"openssl pkcs12 -export -passout pass:{PW} -out a.p12",
+            "openssl pkcs12 -export -passout [REDACTED:secret] -out a.p12",
+        ),
+        (
+            f"wget --http-password={PW} https://x",
+            "wget --http-password=[REDACTED:secret] https://x",
+        ),
+        (f"curl --proxy-user me:{PW} https://x", "curl --proxy-user [REDACTED:password] https://x"),
+        (f"curl --tlspassword {PW} https://x", "curl --tlspassword [REDACTED:secret] https://x"),
+        (f"deploy --password \\\n    {PW}", "deploy --password \\\n    [REDACTED:secret]"),
+        (
+            f"url=jdbc:mysql://db/app?user=me&userpass={PW}",
+            "url=jdbc:mysql://db/app?user=me&userpass=[REDACTED:password]",
+        ),
+        (
+            f"my sudo password is {PW} if it asks",
+            "my sudo password is [REDACTED:password] if it asks",
+        ),
+    ],
+)
+def test_a_password_given_to_a_command_is_hidden_where_its_documentation_puts_it(
+    command: str, expected: str
+) -> None:
+    assert redact(command) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # The same letters mean something else for other tools, or no password is given.
+        "ssh -p 2222 deploy@host",
+        "redis-cli -p 6379 -h cache PING",
+        "sqlcmd -S sql01 -E -p -Q 'SELECT 1'",
+        "ldapsearch -x -s sub -b dc=corp '(uid=bob)'",
+        "zip -r out.zip src",
+        "net user bob /add /domain",
+        "net user",
+        "vault login -method=github",
+        "echo $GH_TOKEN | gh auth login --with-token",
+        'echo "$PASS" | docker login -u me --password-stdin',
+        "mysql --no-password -u root",
+        "deploy --password-file /run/secrets/db",
+        "openssl pkcs12 -export -passout env:P12_PASS -out a.p12",
+        "the password is stored in vault",
+        "Your password is Required",
+        "  --token\n      Use the given token",
+        "htpasswd -c /etc/nginx/.htpasswd admin",
+        "7z x archive.7z -o/tmp/out",
+    ],
+)
+def test_commands_without_a_password_stay_as_they_are(text: str) -> None:
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # The name in another field of the same entry.
+        (
+            '{"key": "db_password", "value": "Tr0ub4dor3"}',
+            '{"key": "db_password", "value": "[REDACTED:secret]"}',
+        ),
+        (
+            '{"name": "API_TOKEN", "value": "x9Kq2mP4"}',
+            '{"name": "API_TOKEN", "value": "[REDACTED:secret]"}',
+        ),
+        (
+            "<key>smtp.password</key>\n<value>Tr0ub4dor3</value>",
+            "<key>smtp.password</key>\n<value>[REDACTED:secret]</value>",
+        ),
+        ("- key: password\n  value: Tr0ub4dor3", "- key: password\n  value: [REDACTED:secret]"),
+        # The name on the line before: a list under a password's name.
+        (
+            'passwords:\n  - Tr0ub4dor3\n  - "hunter22"\n',
+            'passwords:\n  - [REDACTED:secret]\n  - "[REDACTED:secret]"\n',
+        ),
+        (
+            '"admin_passwords": [\n  "Tr0ub4dor3",\n  "hunter22"\n]',
+            '"admin_passwords": [\n  "[REDACTED:secret]",\n  "[REDACTED:secret]"\n]',
+        ),
+        # A value split into string pieces under a secret's name.
+        (
+            'API_KEY = (\n    "FnQS2M+AB4YLg4xF"\n    "NA4dG2SMjpRhF/rH"\n)',
+            'API_KEY = (\n    "[REDACTED:secret]"\n    "[REDACTED:secret]"\n)',
+        ),
+        # Other syntaxes of a name and its value.
+        ("$config['db_password'] = 'Tr0ub4dor3';", "$config['db_password'] = '[REDACTED:secret]';"),
+        ('define("DB_PASSWORD", "Tr0ub4dor3");', 'define("DB_PASSWORD", "[REDACTED:secret]");'),
+        ("ENV DRONE_TOKEN Tr0ub4dor3x", "ENV DRONE_TOKEN [REDACTED:secret]"),
+        ("admin:$apr1$l0cpzs5a$vQK3lmgMGvcXcRP8bxyz12", "admin:[REDACTED:password-hash]"),
+        (
+            "<master>{vki9JTFmEYlTlCZixjz0jr5QxEXlZfWg}</master>",
+            "<master>[REDACTED:password]</master>",
+        ),
+    ],
+)
+def test_a_secret_named_in_another_field_or_on_the_line_before_is_hidden(
+    text: str, expected: str
+) -> None:
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"key": "username", "value": "deploy"}',
+        '{"name": "DB_PASSWORD", "value": "${DB_PASSWORD}"}',
+        "secrets:\n  - db_root_password\n  - server-certificate\n",
+        "tokens:\n  - lexer\n  - parser\n",
+        "password_rules:\n  min_length: 12\n",
+        "MACOS_P12_FILE=$SECRETS_DIR/cert.p12",
+        'greeting = (\n    "Hello there, "\n    "how are you"\n)',
+    ],
+)
+def test_names_and_values_that_are_not_secrets_stay(text: str) -> None:
+    assert redact(text) == text
