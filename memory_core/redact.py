@@ -1089,14 +1089,20 @@ def _flag_value(match: re.Match[str]) -> str | None:
     value = raw.strip("\"'")
     if _rx(_PLACEHOLDER_VALUE).match(value) or _is_reference(value):
         return None
-    if value.startswith(("env:", "file:", "fd:")):
-        return None  # openssl's `-passin env:VAR`: where the password is, not the password
+    if value.startswith(("env:", "file:", "fd:", "\\")) or value.rstrip(",;") in _SYNOPSIS_WORDS:
+        # openssl's `-passin env:VAR`: where the password is, not the password; a synopsis's
+        # `-passin arg,`; a manual page's font escape (`\fIpassword\fR`).
+        return None
     quoted = match.group("keep")[-1:] in "\"'"
     if not quoted and value.isalpha() and value.islower():
         return None  # `the --password option`: prose about the flag
     if "\n" in match.group("keep") and value.isalpha():
         return None  # a flag ending a help line, its description on the next
     return _label("secret")
+
+
+# What a synopsis writes for a flag's value.
+_SYNOPSIS_WORDS = frozenset(("arg", "val", "value", "string", "phrase", "str", "pass", "pw"))
 
 
 # Flags that name a password without taking one: `--no-password`, `--ask-password`,
@@ -1130,7 +1136,7 @@ def _plain_password(match: re.Match[str]) -> str | None:
     """A word after `password is` that no word is: digits among letters, or the case switching
     the way a generator switches it (`OoAR_w_PGLiqxbEl`); `stored`, `Required` stay."""
     value = match.group(0)[len(match.group("keep")) :]
-    if _is_reference(value) or _rx(_PLACEHOLDER_VALUE).match(value):
+    if _is_reference(value) or _rx(_PLACEHOLDER_VALUE).match(value) or value.startswith("\\"):
         return None
     if any(c.isdigit() for c in value) or _case_switches(value) >= 3:
         return _label("password")
@@ -1894,6 +1900,28 @@ _NEAR_RUNS = frozenset(
 _SHORT_TEXT_REQUIRES = {"env-default": "env"}
 
 
+# Detectors of a secret given to a command or named in another field, searched in texts up to
+# SPLIT_SEARCHED_UP_TO (a prompt, a command, a tool's output, a file read), as secrets in two
+# pieces are: their fifty-odd guards cost a pass each over a large text (a whole session's
+# transcript), which would halve redaction's speed there.
+_UP_TO_64K = frozenset(
+    (
+        "command-flag-password",
+        "command-glued-password",
+        "command-user-password",
+        "command-positional-password",
+        "stdin-password",
+        "powershell-securestring",
+        "env-password",
+        "dockerfile-env",
+        "name-value-pair",
+        "url-query-password",
+        "maven-master",
+        "prose-password-plain",
+    )
+)
+
+
 # Each detector with its guard filter and its way to find guards near runs, looked up once.
 _CONTEXT_TABLE = [
     (
@@ -1910,7 +1938,10 @@ def _context_spans(text: str, lowered: str, hits: _Hits | None = None) -> list[S
     spans: list[Span] = []
     windowed = len(text) > WINDOWED_ABOVE and len(lowered) == len(text)
     hits = hits or _Hits(text, lowered)
+    large = len(text) > SPLIT_SEARCHED_UP_TO
     for name, guards, fold, spec, replacement, keep, near_runs, required in _CONTEXT_TABLE:
+        if large and name in _UP_TO_64K:
+            continue
         haystack = lowered if fold else text
         positions: list[tuple[int, int]] = []
         if windowed and near_runs:

@@ -36,7 +36,7 @@ def measure_corpus_c() -> None:
     negatives = [c for c in cases if c.type == "negative"]
     kinds = len({c.kind for c in secrets})
     print(
-        f"C all (held out) secrets caught {f.caught}/{f.secrets} ({_percent(f.caught, f.secrets)}, "
+        f"C all (worked from, no longer held out) secrets caught {f.caught}/{f.secrets} ({_percent(f.caught, f.secrets)}, "
         f"{kinds} kinds); ordinary changed {f.changed}/{f.ordinary} "
         f"({_percent(f.changed, f.ordinary)})"
     )
