@@ -1934,12 +1934,29 @@ _CONTEXT_TABLE = [
 ]
 
 
+# Every distinct guard once, with the detectors it guards: a short text asks each guard once,
+# then looks only at the detectors one of its guards is in (most texts: a few of fifty).
+_GUARDS_ONCE: dict[tuple[str, bool], list[int]] = {}
+for _index, _row in enumerate(_CONTEXT_TABLE):
+    for _guard in _row[1]:
+        _GUARDS_ONCE.setdefault((_guard, _row[2]), []).append(_index)
+
+
+def _detectors_for(text: str, lowered: str) -> list[tuple[Any, ...]]:
+    found: set[int] = set()
+    for (guard, fold), indexes in _GUARDS_ONCE.items():
+        if guard in (lowered if fold else text):
+            found.update(indexes)
+    return [_CONTEXT_TABLE[index] for index in sorted(found)]
+
+
 def _context_spans(text: str, lowered: str, hits: _Hits | None = None) -> list[Span]:
     spans: list[Span] = []
     windowed = len(text) > WINDOWED_ABOVE and len(lowered) == len(text)
     hits = hits or _Hits(text, lowered)
     large = len(text) > SPLIT_SEARCHED_UP_TO
-    for name, guards, fold, spec, replacement, keep, near_runs, required in _CONTEXT_TABLE:
+    table = _CONTEXT_TABLE if windowed else _detectors_for(text, lowered)
+    for name, guards, fold, spec, replacement, keep, near_runs, required in table:
         if large and name in _UP_TO_64K:
             continue
         haystack = lowered if fold else text
