@@ -289,6 +289,8 @@ def test_a_password_given_to_a_command_is_hidden_where_its_documentation_puts_it
         "Your password is Required",
         "  --token\n      Use the given token",
         "htpasswd -c /etc/nginx/.htpasswd admin",
+        "deploy --ask-password db.example.com",
+        "openssl req -new -passin arg -out req.pem",
         "7z x archive.7z -o/tmp/out",
     ],
 )
@@ -358,3 +360,18 @@ def test_a_secret_named_in_another_field_or_on_the_line_before_is_hidden(
 )
 def test_names_and_values_that_are_not_secrets_stay(text: str) -> None:
     assert redact(text) == text
+
+
+def test_a_key_wrapped_at_a_lines_width_is_joined_but_the_next_line_of_code_is_not() -> None:
+    # The first line ends with a whole token by itself (`sk-ant-` and 23 characters).
+    head = "INFO worker: configured the upstream connection with key sk-ant-api03-4zbE9YjbDdah0fek"
+    # The next line reads as generated characters: the rest of the key.
+    assert redact(f"{head}\nnmHmFOpfgMZGW1KNP3Z1Qwh4 ok") == (
+        "INFO worker: configured the upstream connection with key [REDACTED:anthropic-key]"
+        "\n[REDACTED:anthropic-key] ok"
+    )
+    # The next line is code: it stays.
+    assert redact(f"{head}\ndef handler(): pass") == (
+        "INFO worker: configured the upstream connection with key [REDACTED:anthropic-key]"
+        "\ndef handler(): pass"
+    )
