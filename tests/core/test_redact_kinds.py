@@ -375,3 +375,36 @@ def test_a_key_wrapped_at_a_lines_width_is_joined_but_the_next_line_of_code_is_n
         "INFO worker: configured the upstream connection with key [REDACTED:anthropic-key]"
         "\ndef handler(): pass"
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # 70 % of one character is a placeholder even under a secret's name.
+        ('password: "aaaaaaa1b2"', 'password: "aaaaaaa1b2"'),
+        # The second half of a key printed in two halves may be as short as four characters.
+        (
+            "Your new key (copy it now):\n  k7Qm2xW9pL4vT8nR3bY6\n  hZcD\n",
+            "Your new key (copy it now):\n  [REDACTED:secret]\n  [REDACTED:secret]\n",
+        ),
+        # A quoted value with a bracket in a name/value pair is a literal, not a call.
+        (
+            '{"key": "db_password", "value": "Tr0ub(4dor"}',
+            '{"key": "db_password", "value": "[REDACTED:secret]"}',
+        ),
+        # Pieces under a weak name (`key`) are hidden when, joined, they look random.
+        (
+            'signing_key = (\n    "k7Qm2xW9pL4vT8nR"\n    "3bY6hZcDfGjKsMqV"\n)',
+            'signing_key = (\n    "[REDACTED:secret]"\n    "[REDACTED:secret]"\n)',
+        ),
+        # An unquoted name with spaces around `=` is a variable; a value before `@host` is an
+        # address's user, not a key after a provider's name.
+        ("self.token = next_char", "self.token = next_char"),
+        (
+            "adafruit k7qm2xw9pl4vt8nr3by6hzcd@example.com",
+            "adafruit k7qm2xw9pl4vt8nr3by6hzcd@example.com",
+        ),
+    ],
+)
+def test_the_edges_of_what_counts_as_a_secret(text: str, expected: str) -> None:
+    assert redact(text) == expected
