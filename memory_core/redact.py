@@ -1002,10 +1002,12 @@ def _looks_generated(body: str, prefix: list[str]) -> bool:
         return False
     if any(part.lower() in _DIGEST_PREFIXES for part in prefix):
         return False  # `sha384-<base64>`: a digest
-    if _name_like(body) or _wordy(body):
+    if _name_like(body):
         return False
-    if len(body) >= 16 and prefix and prefix[-1].lower() in _LIVE_OR_TEST:
-        return True  # `ak_live_...`, `flb_test_...`: a key's mode in its prefix
+    if _key_after_its_mode(body, prefix):
+        return True
+    if _wordy(body):
+        return False
     if all(c in "0123456789abcdef" for c in body) or all(c in "0123456789ABCDEF" for c in body):
         # A digest, unless a provider's prefix stands before it (`slk_<64 hex>`).
         return bool(prefix) and len(body) >= 32 and prefix[-1].lower() not in _DIGEST_PREFIXES
@@ -1056,6 +1058,19 @@ def _encodes_text(body: str) -> bool:
 _LIVE_OR_TEST = frozenset(("live", "test", "prod", "sandbox"))
 
 
+def _key_after_its_mode(body: str, prefix: list[str]) -> bool:
+    """`ak_live_...`, `flb_test_...`: a key's mode in its prefix (`prefix` is read backwards
+    from the body: its first segment is the one next to it). Random letters may form runs a
+    name has (`acme_live_5pgenhvnkRfPwzpm...`), but with digits spread through them or case
+    switching often, which a name with its one number has not
+    (`ask_live_previewEnabledFlag2024x`)."""
+    if len(body) < 16 or not prefix or prefix[0].lower() not in _LIVE_OR_TEST:
+        return False
+    if not any(c.isdigit() for c in body):
+        return False
+    return _case_switches(body) * 4 >= len(body) or not _rx(_ONE_NUMBER).match(body)
+
+
 # ---------------------------------------------------------------------------------------------
 # 2. Context formats
 # ---------------------------------------------------------------------------------------------
@@ -1074,10 +1089,28 @@ def _flag_value(match: re.Match[str]) -> str | None:
     value = raw.strip("\"'")
     if _rx(_PLACEHOLDER_VALUE).match(value) or _is_reference(value):
         return None
+    if value.startswith(("env:", "file:", "fd:", "\\")) or value.rstrip(",;") in _SYNOPSIS_WORDS:
+        # openssl's `-passin env:VAR`: where the password is, not the password; a synopsis's
+        # `-passin arg,`; a manual page's font escape (`\fIpassword\fR`).
+        return None
     quoted = match.group("keep")[-1:] in "\"'"
     if not quoted and value.isalpha() and value.islower():
         return None  # `the --password option`: prose about the flag
+    if "\n" in match.group("keep") and value.isalpha():
+        return None  # a flag ending a help line, its description on the next
     return _label("secret")
+
+
+# What a synopsis writes for a flag's value.
+_SYNOPSIS_WORDS = frozenset(("arg", "val", "value", "string", "phrase", "str", "pass", "pw"))
+
+
+# Flags that name a password without taking one: `--no-password`, `--ask-password`,
+# `--password-file` (a path: the name does not end in the secret word).
+_NOT_VALUE_FLAGS = (
+    r"(?:no|ask|prompt|skip|use|with|without|read|show|print|reset|change|forgot|min|max|"
+    r"require|allow|disable|enable|generate|random|empty|save|store-in|keep)-"
+)
 
 
 def _command_password(match: re.Match[str]) -> str | None:
@@ -1093,6 +1126,32 @@ _PLACEHOLDER_VALUE = (
     r"^(?:[a-z_]*(?:password|passwd|secret|token|username)[a-z_]*|stdin|x+|\*+|#+|\.\.\.)$",
     re.IGNORECASE,
 )
+
+
+# What stays within one command: not across a line (unless continued), a pipe or a `;`.
+_SAME_COMMAND = r"(?:[^\n|;&]|\\\r?\n){0,300}?"
+
+
+def _plain_password(match: re.Match[str]) -> str | None:
+    """A word after `password is` that no word is: digits among letters, or the case switching
+    the way a generator switches it (`OoAR_w_PGLiqxbEl`); `stored`, `Required` stay."""
+    value = match.group(0)[len(match.group("keep")) :]
+    if _is_reference(value) or _rx(_PLACEHOLDER_VALUE).match(value) or value.startswith("\\"):
+        return None
+    if any(c.isdigit() for c in value) or _case_switches(value) >= 3:
+        return _label("password")
+    return None
+
+
+def _paired_value(match: re.Match[str]) -> str | None:
+    """The value of a name/value pair whose name is a secret's (`pro_password`)."""
+    name = match.group("name") or match.group("name2") or match.group("name3")
+    value = match.group(0)[len(match.group("keep")) :].strip()
+    if not value or not _strong_name(name) or _is_reference(value, quoted=True):
+        return None
+    if _placeholder(value):
+        return None
+    return _label("secret")
 
 
 def _named_value(match: re.Match[str]) -> str | None:
@@ -1207,7 +1266,7 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         "curl-user",
         ("curl",),
         False,
-        r"(?P<keep>\bcurl\b(?:[^\n]|\\\r?\n){0,400}?\s(?:-u|--user)(?:=|[ \t]+))"
+        r"(?P<keep>\bcurl\b(?:[^\n]|\\\r?\n){0,400}?\s(?:-u|--user|-U|--proxy-user)(?:=|[ \t]+))"
         r"(?:\"[^\"\n]*:[^\"\n]*\"|'[^'\n]*:[^'\n]*'|[^\s\"':]*:[^\s\"']+|"
         # Each half quoted apart: `--user "id":"pw"`, `--user kevin:'pw'`.
         r"(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"':]*):(?:\"[^\"\n]*\"|'[^'\n]*'))",
@@ -1218,7 +1277,8 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         "mysql-password",
         ("mysql",),
         False,
-        r"(?P<keep>\bmysql(?:dump|admin|sh|import)?\b[^\n]{0,300}?\s-p)[^\s\"'\-][^\s\"']*",
+        r"(?P<keep>\bmysql(?:dump|admin|sh|import|check|show|slap)?\b[^\n]{0,300}?\s-p)"
+        r"(?:'[^'\n]+'|\"[^\"\n]+\"|[^\s\"'\-][^\s\"']*)",
         _labelled("password"),
     ),
     (
@@ -1235,9 +1295,11 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         ("pass", "pwd", "token", "key", "secret"),
         True,
         (
-            r"(?P<keep>(?<![\w\-])--?(?:password|passwd|pass|pwd|token|api-?key|secret|"
-            r"client-secret|access-token|auth-token)(?:=|[ \t]+)[\"']?)"
-            r"(?![\-$%<{(])[^\s\"'|;&)]+",
+            r"(?P<keep>(?<![\w\-])--?(?!" + _NOT_VALUE_FLAGS + r")(?:[a-z0-9]+-){0,3}"
+            r"(?:tls|store|key|srcstore|deststore|srckey|destkey)?"
+            r"(?:password|passwd|passphrase|pass(?:in|out)?|pwd|token|api-?key|secret)"
+            r"(?:=|[ \t]*\\?\r?\n[ \t]*|[ \t]+)[\"']?)"
+            r"(?![\-$%<{(\\])[^\s\"'|;&)]+",
             re.IGNORECASE,
         ),
         _flag_value,
@@ -1254,6 +1316,211 @@ _CONTEXT_DETECTORS: list[_Detector] = [
             re.IGNORECASE,
         ),
         _command_password,
+    ),
+    (
+        # A password given to a command by the flag its documentation names for it (the
+        # flag's letter means something else elsewhere: `-P` is a port for ssh, `-p` prints
+        # statistics for sqlcmd): OpenLDAP's tools `-w`, ldappasswd `-s`/`-a`, redis-cli
+        # `-a`, sqlcmd/bcp/osql/isql, ipmitool and zip/unzip `-P`, PuTTY's `-pw`, rdesktop,
+        # mongosh and the MongoDB tools, twine, `az`/`cf`/`oc`/`oras` login `-p`, doctl `-t`.
+        "command-flag-password",
+        (
+            "ldap",
+            "redis-cli",
+            "sqlcmd",
+            "bcp",
+            "osql",
+            "isql",
+            "ipmitool",
+            "zip",
+            "plink",
+            "pscp",
+            "psftp",
+            "rdesktop",
+            "mongo",
+            "twine",
+            "login",
+            "doctl",
+        ),
+        True,
+        r"(?P<keep>(?:"
+        r"\bldap(?:search|modify|add|delete|passwd|whoami|compare|modrdn|exop)\b"
+        + _SAME_COMMAND
+        + r"\s-w|"
+        r"\bldappasswd\b" + _SAME_COMMAND + r"\s-[sa]|"
+        r"\bredis-cli\b" + _SAME_COMMAND + r"\s-a|"
+        r"\b(?:sqlcmd|bcp|osql|isql|ipmitool|zip|unzip)(?:\.exe)?\b" + _SAME_COMMAND + r"\s-P|"
+        r"\b(?:plink|pscp|psftp)(?:\.exe)?\b" + _SAME_COMMAND + r"\s-pw|"
+        r"\b(?:rdesktop|twine\s+upload|mongo(?:sh|dump|restore|export|import|stat|top|files)?)\b"
+        + _SAME_COMMAND
+        + r"\s-p|"
+        r"\b(?:az(?:\s+acr)?|cf|oc|oras|helm\s+registry|crane\s+auth)\s+login\b"
+        + _SAME_COMMAND
+        + r"\s-p|"
+        r"\bdoctl\b" + _SAME_COMMAND + r"\s-t"
+        r")[ \t]+[\"']?)(?![\-$%<{])[^\s\"']+",
+        _command_password,
+    ),
+    (
+        # The password glued to its flag: 7-Zip and RAR `-pSECRET`, FreeRDP `/p:`, Windows'
+        # cmdkey `/pass:`, wmic `/password:`, winrs `-p:`, openssl enc `-k`, schtasks `/RP`,
+        # sc's `password= `.
+        "command-glued-password",
+        (
+            "7z",
+            "rar ",
+            "freerdp",
+            "cmdkey",
+            "wmic",
+            "winrs",
+            "openssl",
+            "schtasks",
+            "sc config",
+            "sc create",
+            "sc.exe",
+        ),
+        True,
+        r"(?P<keep>(?:"
+        r"\b(?:7z|7za|7zr|rar|unrar)(?:\.exe)?\b" + _SAME_COMMAND + r"\s-p(?=[^\s-])|"
+        r"\b(?:xfreerdp|wlfreerdp|sdl-freerdp|wfreerdp)\b" + _SAME_COMMAND + r"\s/p:|"
+        r"\bcmdkey(?:\.exe)?\b" + _SAME_COMMAND + r"\s/pass:|"
+        r"\bwmic(?:\.exe)?\b" + _SAME_COMMAND + r"\s/password:|"
+        r"\bwinrs(?:\.exe)?\b" + _SAME_COMMAND + r"\s-p(?:assword)?:|"
+        r"\bopenssl\b" + _SAME_COMMAND + r"\s-k[ \t]+|"
+        r"\bschtasks(?:\.exe)?\b" + _SAME_COMMAND + r"\s/rp[ \t]+|"
+        r"\bsc(?:\.exe)?\s+(?:config|create)\b" + _SAME_COMMAND + r"\spassword=[ \t]*"
+        r")[\"']?)(?![$%<{*])[^\s\"']+",
+        _command_password,
+    ),
+    (
+        # A user and password in one argument: Samba's tools `-U user%password`
+        # (`--user=user%password`), lftp `-u user,password`, Jenkins' CLI `-auth user:token`.
+        "command-user-password",
+        ("smb", "rpcclient", "winexe", "net ", "lftp", "-auth"),
+        True,
+        r"(?P<keep>(?:"
+        r"\b(?:smbclient|rpcclient|smbget|smbcacls|smbmap|smbtree|winexe|net\s+(?:rpc|ads|sam))\b"
+        + _SAME_COMMAND
+        + r"\s(?:-U[ \t]*|--user[= ])[\"']?[^\s%\"']+%|"
+        r"\blftp\b" + _SAME_COMMAND + r"\s-u[ \t]+[\"']?[^\s,\"']+,|"
+        r"\s-auth[ \t]+[\"']?(?!@)[^\s:\"']+:"
+        r"))[^\s\"']+",
+        _command_password,
+    ),
+    (
+        # Positional passwords, where the documented synopsis puts them: `net user NAME PW`,
+        # `net use \\srv\share PW`, `rabbitmqctl add_user|change_password USER PW`, htpasswd's
+        # batch mode (`-b FILE USER PW`, `-nb USER PW`), `mysqladmin password PW`, `vault login
+        # TOKEN`, `cargo login TOKEN`, `cf auth USER PW`, Oracle's `sqlplus user/PW@db`,
+        # `smbclient //srv/share PW`, `wpa_passphrase SSID PW`, nmcli's `password PW`.
+        "command-positional-password",
+        (
+            "net ",
+            "rabbitmqctl",
+            "htpasswd",
+            "mysqladmin",
+            "login",
+            "cf ",
+            "sqlplus",
+            "rman",
+            "expdp",
+            "impdp",
+            "sqlldr",
+            "smbclient",
+            "wpa_passphrase",
+            "nmcli",
+        ),
+        True,
+        r"(?P<keep>(?:"
+        r"\bnet\s+user\s+(?:\"[^\"\n]+\"|[^\s/\"]+)[ \t]+|"
+        r"\bnet\s+use\s+(?:[a-z*]:[ \t]+)?\\\\\S+[ \t]+|"
+        r"\brabbitmqctl\s+(?:add_user|change_password|authenticate_user)\s+[\"']?[^\s\"']+[\"']?[ \t]+|"
+        r"\bhtpasswd\s+(?:-(?=[A-Za-z]*b)(?=[A-Za-z]*n)[A-Za-z0-9]+\s+(?:-C\s+\d+\s+)?[^\s\-]\S*"
+        r"|-(?=[A-Za-z]*b)(?![A-Za-z]*n)[A-Za-z0-9]+\s+(?:-C\s+\d+\s+)?[^\s\-]\S*\s+\S+)[ \t]+|"
+        r"\bmysqladmin\b" + _SAME_COMMAND + r"\spassword[ \t]+|"
+        r"\b(?:vault|cargo)\s+login\s+(?:-\S+\s+)*|"
+        r"\bcf\s+auth\s+[\"']?[^\s\"']+[\"']?[ \t]+|"
+        r"\b(?:sqlplus|rman|expdp|impdp|sqlldr)\b[^\n]{0,100}?[\s=][\"']?[a-z_][\w$#]*/|"
+        r"\bsmbclient\s+//\S+[ \t]+|"
+        r"\bwpa_passphrase\s+[\"']?[^\s\"']+[\"']?[ \t]+|"
+        r"\bnmcli\b" + _SAME_COMMAND + r"\s(?:password|wifi-sec\.psk|802-1x\.password)[ \t]+"
+        r")[\"']?)(?![\-/$%<{*])[^\s\"'@]+(?![=\w])",
+        _command_password,
+    ),
+    (
+        # A password piped to a command that reads it from its input: `echo PW | docker login
+        # --password-stdin`, `| gh auth login --with-token`, `| chpasswd`, `| passwd --stdin`,
+        # `| sudo -S`.
+        "stdin-password",
+        ("stdin", "with-token", "chpasswd", "sudo"),
+        True,
+        r"(?P<keep>\b(?:echo|printf)\s+(?:-[neE]+\s+)?(?P<q>[\"']?))(?![$%<{])[^\s\"'|]+"
+        r"(?=(?P=q)\s*\|[^\n|]{0,200}?(?:-password-stdin|--with-token|--token-stdin|"
+        r"\bchpasswd\b|\bpasswd\s+--stdin|\bsudo\s+(?:-\w+\s+)*-S\b))",
+        _command_password,
+    ),
+    (
+        # PowerShell: ConvertTo-SecureString "PW" -AsPlainText -Force.
+        "powershell-securestring",
+        ("convertto-securestring",),
+        True,
+        r"(?P<keep>\bConvertTo-SecureString\s+(?:-String\s+)?(?P<q>[\"']))[^\"'\n]+(?=(?P=q))",
+        _command_password,
+    ),
+    (
+        # The environment variables that tools read their password from, under names no
+        # secret word is part of: redis-cli's REDISCLI_AUTH, sshpass's SSHPASS.
+        "env-password",
+        ("rediscli_auth", "sshpass="),
+        True,
+        r"(?P<keep>\b(?:REDISCLI_AUTH|SSHPASS)=[\"']?)(?![$%<{])[^\s\"']+",
+        _command_password,
+    ),
+    (
+        # Dockerfile's old `ENV NAME VALUE` form (no `=`).
+        "dockerfile-env",
+        ("ENV ",),
+        False,
+        (r"(?m)(?P<keep>^[ \t]*ENV[ \t]+(?P<name>[A-Za-z_][A-Za-z0-9_]*)[ \t]+)[^\s=][^\n]*", 0),
+        _named_value,
+    ),
+    (
+        # A secret whose name is in another field: `{"key": "db_password", "value": "..."}`,
+        # `{"name": "API_TOKEN", "value": "..."}` (Kubernetes env lists, Postman), XML
+        # `<key>password</key> <value>...</value>`, YAML `- key: password` / `value: ...`.
+        "name-value-pair",
+        ("value",),
+        True,
+        (
+            r"(?P<keep>(?:"
+            r"[\"'](?:key|name)[\"']\s*:\s*[\"'](?P<name>[^\"'\n]{1,80})[\"']\s*,\s*"
+            r"[\"']value[\"']\s*:\s*[\"']|"
+            r"<(?P<tag>key|name)>(?P<name2>[^<\n]{1,80})</(?P=tag)>\s*<value>|"
+            r"\b(?:key|name):[ \t]*[\"']?(?P<name3>[^\s\"'\n]{1,80})[\"']?[ \t]*\r?\n"
+            r"[ \t]*-?[ \t]*value:[ \t]*[\"']?"
+            r"))[^\"'<\n]+?(?=[\"'<]|[ \t]*$)",
+            re.IGNORECASE | re.MULTILINE,
+        ),
+        _paired_value,
+    ),
+    (
+        # A password as a URL's query parameter under a glued name: JDBC's `&userpass=...`.
+        "url-query-password",
+        ("pass=", "pwd="),
+        True,
+        (
+            r"(?P<keep>[?&;](?:amp;)?[a-z_]*(?:pass|passwd|password|pwd)=)(?![$%<{])[^&\s\"'#<]+",
+            re.IGNORECASE,
+        ),
+        _command_password,
+    ),
+    (
+        # Maven's settings-security.xml: the encrypted master password.
+        "maven-master",
+        ("<master>",),
+        False,
+        r"(?P<keep><master>)\{[^}\n]{16,}\}(?=</master>)",
+        _labelled("password"),
     ),
     (
         "aws-configure",
@@ -1313,7 +1580,9 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         "dictionary-pair",
         ("pass", "pwd", "secret", "token", "key"),
         True,
-        r"(?P<keep>\{\s*\"(?P<name>[^\"\n]{1,80})\"\s*,\s*\")[^\"\n]+(?=\")",
+        # PHP: define("DB_PASSWORD", "...").
+        r"(?P<keep>(?:\{|\bdefine\()\s*[\"'](?P<name>[^\"'\n]{1,80})[\"']\s*,\s*(?P<q>[\"']))"
+        r"[^\"'\n]+(?=(?P=q))",
         _named_value,
     ),
     (
@@ -1347,6 +1616,19 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         _labelled("password"),
     ),
     (
+        # Unquoted: `my sudo password is OoAR_w_PGLiqxbEl if ...`, a value no word is (letters
+        # and digits); `the password is stored in vault` stays.
+        "prose-password-plain",
+        ("pass",),
+        True,
+        (
+            r"(?P<keep>\b(?:password|passphrase)\b[^\n.]{0,40}?\bis\s*:?[ \t]+)"
+            r"(?=[^\s\"'`]*[A-Za-z])[^\s\"'`]{6,64}?(?=[,.;:!?)]?(?:\s|$))",
+            re.IGNORECASE,
+        ),
+        _plain_password,
+    ),
+    (
         # SonarQube's login token: -Dsonar.login=<40 hex>, sonarLogin = "..."
         "sonar-login",
         ("sonar",),
@@ -1372,7 +1654,7 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         # looked for next to the token runs (see _NEAR_RUNS).
         ("$",),
         False,
-        r"(?<![A-Za-z0-9$])\$(?:1|2[abxy]|5|6|7|8|9|y|argon2(?:id|i|d)|pbkdf2(?:-sha\d+)?|"
+        r"(?<![A-Za-z0-9$])\$(?:1|apr1|2[abxy]|5|6|7|8|9|y|argon2(?:id|i|d)|pbkdf2(?:-sha\d+)?|"
         r"scrypt|krb5asrep|krb5tgs)\$[A-Za-z0-9./+=$,:@*\-]{20,}",
         _labelled("password-hash"),
     ),
@@ -1534,13 +1816,13 @@ _DERIVED_GUARDS: dict[tuple[str, bool], tuple[str, int]] = {
 }
 
 
-_CRYPT_IDS = ("argon2", "pbkdf2", "scrypt", "krb5")
+_CRYPT_IDS = ("argon2", "pbkdf2", "scrypt", "krb5", "apr1")
 
 
 # Detectors whose guard counts only in a certain place: a secret word is a flag's name only
 # after a dash (`--password`, `-Password`, `--api-key`).
 _GUARD_FILTERS: dict[str, Callable[[str, int, int], bool]] = {
-    "flag-password": lambda lowered, at, _size: "-" in lowered[max(0, at - 8) : at],
+    "flag-password": lambda lowered, at, _size: "-" in lowered[max(0, at - 12) : at],
     # `aws...`, or `secret` of `SecretAccessKey` / `secret_access_key`.
     "aws-secret-key": lambda lowered, at, size: (
         size == 3 or lowered.startswith(("accesskey", "_access_key"), at + 6)
@@ -1553,7 +1835,9 @@ _GUARD_FILTERS: dict[str, Callable[[str, int, int], bool]] = {
     # lookup the pattern knows has `env` in it.
     "env-default": lambda lowered, at, _size: "env" in lowered[max(0, at - 60) : at],
     # A secret word as a key of a pair: `{ "DbPassword", "` follows it closely.
-    "dictionary-pair": lambda lowered, at, _size: '",' in lowered[at : at + 40],
+    "dictionary-pair": lambda lowered, at, _size: (
+        '",' in lowered[at : at + 40] or "'," in lowered[at : at + 40]
+    ),
     # `$2b$`, `$6$`, `$argon2id$`: a crypt id between two `$` (a shell prompt's `$ ` is not).
     "password-hash": lambda lowered, at, _size: (
         "$" in lowered[at + 2 : at + 5] or lowered.startswith(_CRYPT_IDS, at + 1)
@@ -1616,6 +1900,28 @@ _NEAR_RUNS = frozenset(
 _SHORT_TEXT_REQUIRES = {"env-default": "env"}
 
 
+# Detectors of a secret given to a command or named in another field, searched in texts up to
+# SPLIT_SEARCHED_UP_TO (a prompt, a command, a tool's output, a file read), as secrets in two
+# pieces are: their fifty-odd guards cost a pass each over a large text (a whole session's
+# transcript), which would halve redaction's speed there.
+_UP_TO_64K = frozenset(
+    (
+        "command-flag-password",
+        "command-glued-password",
+        "command-user-password",
+        "command-positional-password",
+        "stdin-password",
+        "powershell-securestring",
+        "env-password",
+        "dockerfile-env",
+        "name-value-pair",
+        "url-query-password",
+        "maven-master",
+        "prose-password-plain",
+    )
+)
+
+
 # Each detector with its guard filter and its way to find guards near runs, looked up once.
 _CONTEXT_TABLE = [
     (
@@ -1628,11 +1934,31 @@ _CONTEXT_TABLE = [
 ]
 
 
+# Every distinct guard once, with the detectors it guards: a short text asks each guard once,
+# then looks only at the detectors one of its guards is in (most texts: a few of fifty).
+_GUARDS_ONCE: dict[tuple[str, bool], list[int]] = {}
+for _index, _row in enumerate(_CONTEXT_TABLE):
+    for _guard in _row[1]:
+        _GUARDS_ONCE.setdefault((_guard, _row[2]), []).append(_index)
+
+
+def _detectors_for(text: str, lowered: str) -> list[tuple[Any, ...]]:
+    found: set[int] = set()
+    for (guard, fold), indexes in _GUARDS_ONCE.items():
+        if guard in (lowered if fold else text):
+            found.update(indexes)
+    return [_CONTEXT_TABLE[index] for index in sorted(found)]
+
+
 def _context_spans(text: str, lowered: str, hits: _Hits | None = None) -> list[Span]:
     spans: list[Span] = []
     windowed = len(text) > WINDOWED_ABOVE and len(lowered) == len(text)
     hits = hits or _Hits(text, lowered)
-    for name, guards, fold, spec, replacement, keep, near_runs, required in _CONTEXT_TABLE:
+    large = len(text) > SPLIT_SEARCHED_UP_TO
+    table = _CONTEXT_TABLE if windowed else _detectors_for(text, lowered)
+    for name, guards, fold, spec, replacement, keep, near_runs, required in table:
+        if large and name in _UP_TO_64K:
+            continue
         haystack = lowered if fold else text
         positions: list[tuple[int, int]] = []
         if windowed and near_runs:
@@ -1756,6 +2082,8 @@ def _keyword_spans(text: str, lowered: str, hits: _Hits | None = None) -> list[S
         if match.group("word") in _WEAK_KEYWORDS and len(value) < 16:
             continue
         name = _name_at(text, word_start, start)
+        if text[max(0, start - len(name) - 2) : start - len(name)].endswith(("$", "${")):
+            continue  # `$SECRETS_DIR/cert.p12`: a shell variable, not a value
         if _in_url_path(lowered, word_start) or _after_public_word(lowered, word_start, value):
             continue
         if _in_arn(text, word_start) or _placeholder(value):
@@ -1938,6 +2266,18 @@ _NAME_WITH_NUMBERS = (
 # (`", "`, `machine`, `-token`) are frequent in code.
 _SHORT_WINDOW = {
     "flag-password": 300,
+    "command-flag-password": 400,
+    "command-glued-password": 400,
+    "command-user-password": 400,
+    "command-positional-password": 400,
+    "stdin-password": 300,
+    "powershell-securestring": 300,
+    "env-password": 200,
+    "dockerfile-env": 300,
+    "name-value-pair": 300,
+    "maven-master": 300,
+    "url-query-password": 200,
+    "prose-password-plain": 200,
     "command-password": 400,
     "aws-configure": 200,
     "vault-unseal-key": 300,
@@ -1984,23 +2324,37 @@ def _windowed_matches(
 
 def _apply(text: str, spans: list[Span]) -> str:
     """`text` with every span replaced by its label. Overlapping spans are merged (no matched
-    character survives) and keep the label of the longer one; on a tie the first listed."""
+    character survives) and named by the most specific kind among them (see `_merged`)."""
     return _replace(text, _merged(spans))
 
 
+# Labels that say only that something secret was there: a span found by a shape any key has
+# (a generated-looking word, a value after a secret word or a provider's name, a random
+# `Authorization` value). A span of a named kind overlapping one of them names the merged span.
+_GENERIC_LABELS = frozenset((_label("secret"), _label("token")))
+
+
 def _merged(spans: list[Span]) -> list[Span]:
-    """The spans in order, overlapping ones merged into one."""
+    """The spans in order, overlapping ones merged into one, named by the most specific kind:
+    a named kind (`tailscale-key`) over a generic label (`secret`) whatever their lengths
+    (`MY_tskey-api-...` is a generated-looking word one character longer than the key), then
+    the longer span, then the first listed."""
     order = sorted(range(len(spans)), key=lambda i: (spans[i][0], -spans[i][1], i))
     merged: list[list[Any]] = []
+    # The rank of the span that named each merged span: (named kind, length).
+    ranks: list[tuple[bool, int]] = []
     for index in order:
         start, end, label = spans[index]
+        rank = (label not in _GENERIC_LABELS, end - start)
         if merged and start < merged[-1][1]:
             current = merged[-1]
-            if end - start > current[1] - current[0]:
+            if rank > ranks[-1]:
                 current[2] = label
+                ranks[-1] = rank
             current[1] = max(current[1], end)
         else:
             merged.append([start, end, label])
+            ranks.append(rank)
     return [(start, end, label) for start, end, label in merged]
 
 
@@ -2066,10 +2420,10 @@ _NAME_TRIE = (
     r"ookie)|key|dsn|hmac)"
 )
 # `==` and `!=`: a hard-coded password compared (`if password == "logmein"`), quoted only.
-_ASSIGNMENT_LOWER = (_NAME_TRIE + r"[a-z0-9_\-]*[\"']?\s*(?::=|=>|[!=]==?|[:=])", 0)
+_ASSIGNMENT_LOWER = (_NAME_TRIE + r"[a-z0-9_\-]*(?:[\"']\]|[\"'])?\s*(?::=|=>|[!=]==?|[:=])", 0)
 _ASSIGNMENT = (
     r"(?P<name>(?:" + _STRONG_NAME + "|" + _WEAK_NAME + r")[A-Za-z0-9_\-]*)"
-    r"[\"']?\s*(?::=|=>|[!=]==?|[:=])",
+    r"(?:[\"']\]|[\"'])?\s*(?::=|=>|[!=]==?|[:=])",
     re.IGNORECASE,
 )
 # An Authorization value's scheme word is skipped: the credential follows it.
@@ -2546,6 +2900,7 @@ def _redact(text: str, random_words: bool = True) -> str:
         + (_random_word_spans(text, hits) if random_words else [])
         + _provider_value_spans(text, hits)
         + (_split_spans(text, hits) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
+        + (_listed_secret_spans(text, lowered) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
     )
     if spans:
         merged = _merged(spans)
@@ -2608,13 +2963,83 @@ def _split_spans(text: str, hits: _Hits) -> list[Span]:
             else:
                 chains.append([first, second])
         for chain in chains:
-            spans += _pieces_of_a_secret(text, chain, random_words=True)
+            named = _assigned_pieces(text, chain)
+            if named:
+                spans += named
+                continue
+            # The language makes the pieces one string: a first piece that is a token by
+            # itself (`"sk-ant-api03-<17>"` then `"<23>"`) still goes on in the next.
+            spans += _pieces_of_a_secret(text, chain, random_words=True, one_string=True)
     if any(len(line) >= 60 for line in text.split("\n")):
         for match in _rx(_WRAPPED).finditer(text):
             spans += _pieces_of_a_secret(text, [match.span(1), match.span(2)], random_words=False)
     for first, second in _bare_lines(text, hits.run_mask()):
         spans += _second_half(text, first, second)
     return spans
+
+
+def _assigned_pieces(text: str, chain: list[tuple[int, int]]) -> list[Span]:
+    """The pieces of a string joined across lines and assigned to a secret's name
+    (`API_KEY = (\n "FnQS2M+AB4YL"\n "NA4dG2SMjpRh"\n)`): each piece is the value's."""
+    quote_at = chain[0][0] - 1
+    named = _rx(_NAME_BEFORE_PIECES).search(text, max(0, quote_at - 200), quote_at)
+    if named is None:
+        return []
+    name = named.group("name")
+    joined = "".join(text[start:end] for start, end in chain)
+    if _is_reference(joined, quoted=True) or not (
+        _strong_name(name) or (_weak_name(name) and _weak_secret(name, joined))
+    ):
+        return []
+    return [(start, end, _label("secret")) for start, end in chain]
+
+
+# A name assigned to what follows, maybe an opening bracket and a line break between.
+_NAME_BEFORE_PIECES = (
+    r"(?P<name>[A-Za-z_][A-Za-z0-9_\-]*)[\"']?\s*(?::=|=|:)\s*\(?\s*$",
+    0,
+)
+
+
+def _listed_secret_spans(text: str, lowered: str) -> list[Span]:
+    """Values listed under a password's name on the lines after it: YAML's `passwords:` then
+    `- "..."` items, JSON's `"passwords": [` then `"...",` items."""
+    if ":" not in text or "\n" not in text:
+        return []
+    if not any(word in lowered for word in ("pass", "pwd")):
+        return []
+    spans: list[Span] = []
+    for head in _rx(_LIST_HEAD).finditer(text):
+        name = head.group("name")
+        lowered_name = name.lower()
+        if not _strong_name(name) or ("pass" not in lowered_name and "pwd" not in lowered_name):
+            continue
+        json_list = head.group("bracket") == "["
+        at = head.end()
+        for _ in range(_LISTED_MAX):
+            item = _rx(_LIST_ITEM).match(text, at)
+            if item is None or (json_list and not item.group("q")):
+                break
+            if not json_list and not item.group("dash"):
+                break
+            value = item.group("value")
+            if not _is_reference(value, quoted=True) and not _placeholder(value):
+                spans.append((item.start("value"), item.end("value"), _label("secret")))
+            at = item.end()
+    return spans
+
+
+_LISTED_MAX = 20
+_LIST_HEAD = (
+    r"(?m)^[ \t]*-?[ \t]*[\"']?(?P<name>[A-Za-z0-9_.\-]{1,80})[\"']?[ \t]*:[ \t]*"
+    r"(?P<bracket>\[?)[ \t]*\r?\n",
+    0,
+)
+_LIST_ITEM = (
+    r"[ \t]*(?P<dash>-[ \t]+)?(?P<q>[\"']?)(?P<value>[^\s\"',\[\]{}#]+)(?P=q)[ \t]*,?[ \t]*"
+    r"(?:\r?\n|$)",
+    0,
+)
 
 
 def _bare_lines(text: str, mask: bytes) -> Iterator[tuple[tuple[int, int], tuple[int, int]]]:
@@ -2659,16 +3084,24 @@ def _second_half(text: str, first: tuple[int, int], second: tuple[int, int]) -> 
     return _pieces_of_a_secret(text, [first, second], random_words=True)
 
 
-def _pieces_of_a_secret(text: str, pieces: list[tuple[int, int]], random_words: bool) -> list[Span]:
+def _pieces_of_a_secret(
+    text: str, pieces: list[tuple[int, int]], random_words: bool, one_string: bool = False
+) -> list[Span]:
     joined = "".join(text[start:end] for start, end in pieces)
     if len(joined) < _TOKEN_RUN_MIN:
         return []
     first_start, first_end = pieces[0]
-    if any(
-        end == first_end - first_start for _s, end, _l in _token_spans(text[first_start:first_end])
+    if (
+        not one_string
+        and any(
+            end == first_end - first_start
+            for _s, end, _l in _token_spans(text[first_start:first_end])
+        )
+        and not _continues_a_key(text[pieces[1][0] : pieces[1][1]])
     ):
-        # The first piece is a whole token already: what starts the next line is something
-        # else (`ghs_...` at the end of a line, `def handler` on the next).
+        # The first piece is a whole token already, and what starts the next line reads as
+        # something else (`ghs_...` at the end of a line, `def handler` on the next), not as
+        # the rest of a key cut at the line's width (`sk-ant-api03-4zbE9Y` then `0fekn...`).
         return []
     found = _token_spans(joined) + (_random_word_spans(joined) if random_words else [])
     bounds = list(itertools.accumulate(end - start for start, end in pieces))
@@ -2684,6 +3117,16 @@ def _pieces_of_a_secret(text: str, pieces: list[tuple[int, int]], random_words: 
                 out.append((piece_start + low - offset, piece_start + high - offset, label))
             offset = bound
     return out
+
+
+def _continues_a_key(piece: str) -> bool:
+    """The start of a line that reads as the rest of a key: the case switching the way a
+    generator switches it (often, or with digits among the letters), not a word or a name
+    (`def`, `handler`, `ObjectMapperConfiguration`, `X509Certificate`)."""
+    if len(piece) < 4:
+        return False
+    switches = _case_switches(piece)
+    return switches * 4 >= len(piece) or (switches >= 3 and any(c.isdigit() for c in piece))
 
 
 def _secret_key(key: str) -> bool:

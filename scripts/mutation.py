@@ -116,7 +116,11 @@ MODULES: dict[str, Module] = {
     ),
     "redact": Module(
         "memory_core/redact.py",
-        ("tests/core/test_redact.py",),
+        (
+            "tests/core/test_redact.py",
+            "tests/core/test_redact_kinds.py",
+            "tests/core/test_redact_public_corpus.py",
+        ),
         sample=60,
         deselect=(
             "tests/core/test_redact.py::test_redaction_is_cheap_to_import_in_a_cold_process",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import random
+import re
 import string
 
 import pytest
@@ -347,3 +348,32 @@ def test_the_fourth_corpus_is_independent_sourced_licensed_and_wholly_held_out()
         "ripsecrets",
     )
     assert not any(name in r["source"].lower() for r in rows for name in used)
+
+
+def spread_digits(n: int) -> str:
+    while True:
+        value = r(ALNUM, n)
+        if len(re.findall(r"\d+", value)) >= 2:
+            return value
+
+
+def test_the_generated_cases_above_hold_for_many_values_not_only_their_seed() -> None:
+    # The cases above are generated once, at import; these shapes held for one value and missed
+    # others (a first piece that was a token by itself, random letters read as words).
+    for _ in range(200):
+        key = "sk-ant-api03-" + r(ALNUM, 40)
+        # A key of an unknown provider is told from a name by its digits spread through it
+        # (docs/secrets.md): letters alone, or one number among them, read as a name.
+        live = "acme_live_" + spread_digits(32)
+        for text, secret in (
+            (f'client = Client(\n    "{key[:30]}"\n    "{key[30:]}"\n)', key),
+            (
+                f"INFO 2026-01-02 worker: configured the upstream with {key[:25]}\n"
+                f"{key[25:]} and retries 3",
+                key,
+            ),
+            (f"the deploy fails with {live}", live),
+        ):
+            out = redact(text)
+            for piece in (secret[:12], secret[12:24], secret[-12:]):
+                assert piece not in out, (text, out)
