@@ -120,6 +120,7 @@ MODULES: dict[str, Module] = {
             "tests/core/test_agents_transcripts.py",
             "tests/core/test_transcript_turns.py",
             "tests/core/test_transcript_ingest_effects.py",
+            "tests/core/test_transcript_ingest_order.py",
         ),
         sample=60,
     ),
