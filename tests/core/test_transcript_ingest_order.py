@@ -146,3 +146,21 @@ def test_a_resumed_session_longer_than_one_read_starts_at_its_own_first_line(
     started = datetime.fromisoformat(sessions.get(store, "S-resumed")["started_at"])
     parent_started = datetime.fromisoformat(sessions.get(store, SESSION)["started_at"])
     assert (started - parent_started).total_seconds() >= 3 * 3600 - 60
+
+
+def test_a_sessions_task_is_not_a_correction_but_the_same_words_later_are(
+    store: Store, tmp_path: Path
+) -> None:
+    """The first prompt states the task ("... instead of ..." reports a bug, nothing the agent
+    did yet); the same words later in the session correct the agent and are remembered."""
+    talk = Transcript(SESSION, store.root)
+    talk.prompt("The invoices show 19% instead of 20% VAT, fix the rounding")
+    talk.response([text("Fixed the rounding.")])
+    talk.prompt("The total should use 20% instead of 19% on every line")
+    talk.response([text("Changed.")])
+    ingest_file(store, talk.save(tmp_path / f"{SESSION}.jsonl"))
+    remembered = [
+        row["content"]
+        for row in store.query("SELECT content FROM memories WHERE type = 'preference'")
+    ]
+    assert remembered == ["The total should use 20% instead of 19% on every line"]
