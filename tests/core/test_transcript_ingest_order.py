@@ -164,3 +164,34 @@ def test_a_sessions_task_is_not_a_correction_but_the_same_words_later_are(
         for row in store.query("SELECT content FROM memories WHERE type = 'preference'")
     ]
     assert remembered == ["The total should use 20% instead of 19% on every line"]
+
+
+def test_a_line_written_while_a_hook_reads_is_read_once_by_the_next_hook(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code appends while a hook reads: a line written after the hook took the file's
+    size is left to the next hook, which reads it once; every line is read exactly once."""
+    talk = Transcript(SESSION, store.root)
+    for n in range(3):
+        talk.prompt(f"Step {n}")
+        talk.response([text(f"Done {n}.")])
+    path = talk.save(tmp_path / f"{SESSION}.jsonl")
+    assert ingest_file(store, path, flush=False).lines == 6
+    more = Transcript(SESSION, store.root, start=talk.start)
+    more._clock, more._uuid, more._message = 100, 100, 50
+    more.prompt("Step 3")
+    _append(path, more)
+    late = Transcript(SESSION, store.root, start=talk.start)
+    late._clock, late._uuid, late._message = 200, 200, 60
+    late.response([text("Done 3.")])
+    real = transcripts.fast_decoder_for
+
+    def agent_writes(unread: int) -> None:  # between the hook's look at the size and its read
+        monkeypatch.setattr(transcripts, "fast_decoder_for", real)
+        _append(path, late)
+        real(unread)
+
+    monkeypatch.setattr(transcripts, "fast_decoder_for", agent_writes)
+    assert ingest_file(store, path, flush=False).lines == 1
+    assert ingest_file(store, path).lines == 1
+    assert sessions.get(store, SESSION)["turns"] == 4
