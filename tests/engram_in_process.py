@@ -71,6 +71,12 @@ def _clear(module: str, name: str) -> Callable[[], None]:
     return clear
 
 
+def _close_deferred_stores() -> None:
+    loaded = sys.modules.get("memory_core.store")
+    if loaded is not None:
+        loaded.close_deferred()
+
+
 # State `memory_core` keeps for the life of a process, which a new `engram` process starts
 # without. Each entry: (module, attribute) and how it is emptied. tests/cli/test_in_process.py
 # checks that every module-level cache of memory_core is either here or in PURE_CACHES, so a
@@ -113,6 +119,11 @@ PROCESS_CACHES: dict[tuple[str, str], Callable[[], None]] = {
     ("memory_core.cli.main", "_JSON_ERRORS"): _reset_attribute(
         "memory_core.cli.main", "_JSON_ERRORS", lambda: False
     ),
+    # Argument parsers the resident server builds before it forks; a cold process builds its own.
+    ("memory_core.cli.main", "_PREBUILT"): _clear("memory_core.cli.main", "_PREBUILT"),
+    # Closes a resident child leaves until its client has its answer: a cold process closes
+    # each store when the command is done with it.
+    ("memory_core.store", "_deferred_closes"): _close_deferred_stores,
 }
 
 # Module-level state that is the same whatever ran before: compiled patterns and pure
@@ -123,6 +134,7 @@ PURE_CACHES: dict[tuple[str, str], str] = {
     ("memory_core.redact", "_remembered"): "redaction of a text, a pure function of it",
     ("memory_core.redact", "_remembered_chars"): "the size of `_remembered`",
     ("memory_core.redact", "_provider_names"): "the provider names, loaded on first use",
+    ("memory_core.redact", "_GUARDS_ONCE"): "the context rules' guard words, built at import",
     ("memory_core.gotchas.track", "_analysis"): "an error text's analysis, a pure function of it",
     ("memory_core.gotchas.tool_errors", "key_error"): "a tool output's key error, pure",
     ("memory_core.resident_server", "_FINISHED"): "the resident server's own children (no command)",
