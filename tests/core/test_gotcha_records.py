@@ -168,8 +168,9 @@ def test_get_by_any_case_prefix_and_what_it_says_otherwise(store: Store) -> None
     assert gotchas.get(store, "g-1A2B3C4D").id == one.id
     assert gotchas.get(store, " 1a2b3c4d ").id == one.id  # without the G-
     assert gotchas.get(store, "G-1a2b3").id == one.id  # a unique prefix
-    with pytest.raises(UsageError, match="matches several gotchas"):
+    with pytest.raises(UsageError, match="matches several gotchas") as several:
         gotchas.get(store, "G-1a2b")
+    assert several.value.hint == "give more of the id"  # what the CLI prints under it
     with pytest.raises(UsageError, match="a gotcha id is required"):
         gotchas.get(store, "  ")
     with pytest.raises(NotFoundError, match="no gotcha 'G-ffff'") as missing:
@@ -235,6 +236,29 @@ def test_team_gotchas_join_the_list_unless_the_store_overrides_or_resolved_them(
         "G-aaaa1111",
         "G-bbbb2222",
     }
+
+
+def test_the_task_context_reads_chosen_gotchas_and_the_team_files_own(store: Store) -> None:
+    # What SessionStart's ranking reads (memory_core/gotchas/context.py): the chosen gotchas
+    # by id with their anchors, and the team file's gotchas the store does not hold.
+    anchored = gotchas.add(
+        store, "anchored", anchors=[Anchor("src/a.py", 2, 3, "h", "x = 1")], now=NOW
+    )
+    plain = gotchas.add(store, "plain", now=NOW)
+    chosen = records.by_ids(store, [anchored.id, "G-00000000"])
+    assert list(chosen) == [anchored.id]  # an unknown id is left out, not an error
+    assert [a.path for a in chosen[anchored.id].anchors] == ["src/a.py"]
+    assert records.by_ids(store, []) == {}
+    assert set(records.by_ids(store, [plain.id, anchored.id])) == {plain.id, anchored.id}
+    assert records.team_only(store) == []  # no team file
+    _team_file(
+        store,
+        '[[gotchas]]\nid = "G-aaaa1111"\ntitle = "team one"\n\n'
+        '[[gotchas]]\nid = "G-bbbb2222"\ntitle = "team two"\n',
+    )
+    assert [g.id for g in records.team_only(store)] == ["G-aaaa1111", "G-bbbb2222"]
+    gotchas.update(store, "G-aaaa1111", workaround="pin it", now=NOW)  # a local copy now
+    assert [g.id for g in records.team_only(store)] == ["G-bbbb2222"]
 
 
 def test_every_change_bumps_the_revision_and_rewrites_the_exports(store: Store) -> None:
