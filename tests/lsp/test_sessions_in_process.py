@@ -325,12 +325,12 @@ async def test_the_autosave_loop_saves_each_folder_and_survives_a_failure(
 ) -> None:
     saved: list[tuple[Path, float, int]] = []
     rounds = asyncio.Event()
+    loop = asyncio.get_running_loop()
 
     def autosave(store: Any, *, interval_minutes: float, quota_bytes: int) -> list[str]:
         saved.append((store.root, interval_minutes, quota_bytes))
         if len(saved) == 1:
             raise RuntimeError("disk full")
-        rounds.set()
         return []
 
     slept: list[float] = []
@@ -343,7 +343,11 @@ async def test_the_autosave_loop_saves_each_folder_and_survives_a_failure(
     folded: list[Path] = []
 
     def fold_spool(store: Any) -> None:
+        # Runs on the server's worker thread, after each round's autosave: the second round is
+        # over when its fold is (an event set by the autosave let the test look before it).
         folded.append(store.root)
+        if len(folded) == 2:
+            loop.call_soon_threadsafe(rounds.set)
 
     monkeypatch.setattr("memory_core.agents.hooks.fold_spool", fold_spool)
     monkeypatch.setattr(lsp_sessions.sessions, "autosave", autosave)
