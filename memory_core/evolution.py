@@ -34,7 +34,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from memory_core import clock, limits
+from memory_core import clock
 from memory_core.errors import UsageError
 from memory_core.redact import redact_obj
 from memory_core.store import Store
@@ -53,10 +53,6 @@ GIT_SETTLE_AFTER_SECONDS = 3.0
 DIFF_MAX_BYTES = 2 * 1024 * 1024
 GIT_META_KEY = "evolution.git_head"
 NEVER_RECORDED = (STORE_DIRNAME, ".git")
-
-limits.register(
-    limits.Retention("file_changes", "ts", "timeline.max_entries", "timeline.max_age_days")
-)
 
 LineRange = tuple[int, int]
 

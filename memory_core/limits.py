@@ -67,10 +67,41 @@ def rules() -> list[Retention]:
     return list(_RULES.values())
 
 
+# Every table engram bounds, declared here and nowhere else: a rule registered by the module
+# that owns the table applied only in processes that had imported that module, so a resident
+# server's child (which imports everything) pruned rows a cold hook or command kept.
 register(Retention("events", "ts", "timeline.max_entries", "timeline.max_age_days"))
-# Deleted items (memory_core.lifecycle) keep their content for the recovery period, then go;
-# registered here so every front end that enforces limits applies it without importing lifecycle.
+# Deleted items (memory_core.lifecycle) keep their content for the recovery period, then go.
 register(Retention("deleted_rows", "deleted_at", None, "memory.recovery_days"))
+# Line-level history of each file (memory_core.evolution).
+register(Retention("file_changes", "ts", "timeline.max_entries", "timeline.max_age_days"))
+register(Retention("snapshots", "created_at", "snapshots.max_count", "snapshots.max_age_days"))
+# Checkpoint rows only: their listings and contents are collected by
+# `checkpoints.retention.gc`, which notices rows removed here (its removal count is not kept).
+register(
+    Retention("checkpoints", "created_at", "checkpoints.max_count", "checkpoints.max_age_days")
+)
+# What agents did (tool calls, usage, prompts, compactions, digests, finished turns) is kept as
+# long as the timeline is. The ledgers that make a message, a prompt, a tool call or a
+# compaction count once keep their keys past that age (their text goes): without them, the same
+# transcript read again from another path, or a resumed session replaying its parent's lines,
+# would count everything a second time. agent_messages holds numbers only (the usage ledger):
+# its rows are its keys, kept.
+register(Retention("digests", "ts", None, "timeline.max_age_days"))
+for _table, _strip, _stripped in (
+    (
+        "agent_tool_uses",
+        "path = NULL, command = NULL, error = NULL",
+        "path IS NULL AND command IS NULL AND error IS NULL",
+    ),
+    ("agent_prompts", "text = ''", "text = ''"),
+    ("agent_compactions", "summary = NULL", "summary IS NULL"),
+):
+    register(
+        Retention(_table, "ts", None, "timeline.max_age_days", strip=_strip, stripped=_stripped)
+    )
+# A turn still open (recorded = 0) is carried by the next ingest run: never dropped by age alone.
+register(Retention("agent_turns", "started_at", None, "timeline.max_age_days", "recorded = 0"))
 
 
 def enforce(store: Store, settings: Settings, *, now: float | None = None) -> dict[str, int]:

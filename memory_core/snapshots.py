@@ -29,10 +29,6 @@ from memory_core.redact import redact
 from memory_core.store import Store
 from memory_core.workspace import relative_path
 
-limits.register(
-    limits.Retention("snapshots", "created_at", "snapshots.max_count", "snapshots.max_age_days")
-)
-
 
 def _position(value: Any, what: str) -> dict[str, int]:
     if not isinstance(value, dict):

@@ -530,10 +530,7 @@ class HookRun:
         import contextlib
 
         from memory_core import limits, quota, sessions
-        from memory_core.agents import (
-            retention,  # noqa: F401 - registers the agent tables' rules
-            transcripts,
-        )
+        from memory_core.agents import transcripts
 
         self.touch()
         self.ingest(flush=True)

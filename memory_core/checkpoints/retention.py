@@ -5,17 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from memory_core import clock, config, limits
+from memory_core import clock, config
 from memory_core.checkpoints.history import find_row
 from memory_core.checkpoints.storage import count_stored, forget_packs, load_tree, stored_bytes
 from memory_core.checkpoints.trees import CorruptCheckpointError, compress, decompress
 from memory_core.store import Store
-
-limits.register(
-    limits.Retention(
-        "checkpoints", "created_at", "checkpoints.max_count", "checkpoints.max_age_days"
-    )
-)
 
 # -- retention and garbage collection -----------------------------------------------------------
 

@@ -142,11 +142,7 @@ def run_hooks_uninstall(ctx: Context) -> int:
 
 def run_ingest(ctx: Context) -> int:
     from memory_core import limits
-    from memory_core.agents import (
-        gemini_chats,
-        retention,  # noqa: F401 - registers the agent tables' rules
-        transcripts,
-    )
+    from memory_core.agents import gemini_chats, transcripts
     from memory_core.cli.progress import progress
     from memory_core.errors import UsageError
 

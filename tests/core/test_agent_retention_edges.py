@@ -1,12 +1,11 @@
-"""How long what agents did is kept (memory_core/agents/retention.py), on both sides of the age
-limit: a row exactly `timeline.max_age_days` old keeps its text, one a second older loses it but
-keeps the key that stops a transcript read again from counting it twice; a turn still open is
-never dropped by age; a digest past the limit goes."""
+"""How long what agents did is kept (the agent tables' rules in memory_core/limits.py), on both
+sides of the age limit: a row exactly `timeline.max_age_days` old keeps its text, one a second
+older loses it but keeps the key that stops a transcript read again from counting it twice; a
+turn still open is never dropped by age; a digest past the limit goes."""
 
 from __future__ import annotations
 
 from memory_core import config, limits
-from memory_core.agents import retention  # noqa: F401 - registers the agent tables' rules
 from memory_core.store import Store
 
 DAY = 86400.0

@@ -249,7 +249,6 @@ def test_agent_records_are_bounded_by_the_timeline_age(
     import time
 
     from memory_core import config, limits
-    from memory_core.agents import retention  # noqa: F401
 
     with_detail = store.query_one(
         "SELECT COUNT(*) FROM agent_tool_uses WHERE path IS NOT NULL OR command IS NOT NULL "

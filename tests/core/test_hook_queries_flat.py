@@ -6,14 +6,8 @@ from __future__ import annotations
 
 import sqlite3
 
-# evolution, snapshots and the two retention modules register retention rules: imported so
-# that `limits.enforce` runs every rule there is.
-from memory_core import config, evolution, limits, quota, snapshots
-from memory_core.agents import retention as agent_rules
-from memory_core.checkpoints import retention as checkpoint_rules
+from memory_core import config, limits, quota
 from memory_core.store import Store
-
-RULE_MODULES = (evolution, snapshots, agent_rules, checkpoint_rules)
 
 
 def _statements(store: Store, run: object) -> list[str]:

@@ -86,7 +86,6 @@ def test_a_decision_the_user_stated_is_kept_as_a_long_term_memory(
     store: Store, tmp_path: Path
 ) -> None:
     from memory_core import limits, memory
-    from memory_core.agents import retention  # noqa: F401 - registers the agent tables' rules
     from memory_core.config import load
 
     t = Transcript("S-decide", store.root)

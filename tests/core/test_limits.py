@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 from memory_core import config, events, limits
@@ -141,3 +143,27 @@ def test_a_rule_after_one_for_a_missing_table_is_still_applied(store: Store) -> 
     assert removed["limits_after"] == 1
     kept = [row[0] for row in store.query("SELECT ts FROM limits_after ORDER BY ts")]
     assert kept == [NOW - 2, NOW - 1, NOW]
+
+
+def test_a_process_that_loaded_only_the_retention_module_bounds_every_table(
+    store: Store,
+) -> None:
+    """A hook at session end or a resident server's child must prune the same rows: each rule
+    used to be registered by the module owning its table, so a cold process that had not
+    imported evolution, snapshots or checkpoints kept rows a process that had would remove."""
+    cold = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from memory_core import limits; print(' '.join(r.table for r in limits.rules()))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    bounded = {
+        "events", "deleted_rows", "file_changes", "snapshots", "checkpoints", "digests",
+        "agent_tool_uses", "agent_prompts", "agent_compactions", "agent_turns",
+    }  # fmt: skip
+    assert set(cold) == bounded
+    assert bounded <= set(store.tables())
