@@ -2,7 +2,8 @@
 
     .venv/bin/python scripts/measure_redaction.py [--show] [--show-holdout]
     .venv/bin/python scripts/measure_redaction.py --corpus-c [--show]
-    .venv/bin/python scripts/measure_redaction.py --corpus-d
+    .venv/bin/python scripts/measure_redaction.py --corpus-d [--show-holdout]
+    .venv/bin/python scripts/measure_redaction.py --corpus-e [--show-holdout]
 
 Per corpus and split (the held-out thirds count). `--show` lists what the tuned parts miss and
 change; the held-out parts' cases are listed only with `--show-holdout`, so that they can be
@@ -12,7 +13,8 @@ measured without being looked at.
 case's kind) and by source. Corpus C was held out until its second measurement (docs/secrets.md);
 it is now worked from, and `--corpus-c --show` lists what it misses and changes. `--corpus-d`
 does the same for corpus D (built while the detector changed, by someone who never read it),
-which is held out: its cases are listed only with `--show-holdout`.
+which is held out: its cases are listed only with `--show-holdout`. `--corpus-e` measures corpus
+E (built apart from the detector from other public sources), held out the same way.
 """
 
 from __future__ import annotations
@@ -25,7 +27,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from memory_core.redact import redact
-from tests.core.public_secret_corpus import PATH, PATH_B, PATH_C, PATH_D, Case, load, measure
+from tests.core.public_secret_corpus import (
+    PATH,
+    PATH_B,
+    PATH_C,
+    PATH_D,
+    PATH_E,
+    Case,
+    load,
+    measure,
+)
 
 
 def _percent(part: int, whole: int) -> str:
@@ -72,6 +83,9 @@ def main() -> None:
         return
     if "--corpus-d" in sys.argv:
         measure_one_corpus("D (held out)", PATH_D, show="--show-holdout" in sys.argv)
+        return
+    if "--corpus-e" in sys.argv:
+        measure_one_corpus("E (held out)", PATH_E, show="--show-holdout" in sys.argv)
         return
     show = "--show" in sys.argv
     show_holdout = "--show-holdout" in sys.argv

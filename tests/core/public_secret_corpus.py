@@ -33,6 +33,13 @@ PATH_C = Path(__file__).with_name("public_secret_corpus_c.jsonl")
 # output) and placeholders; built by `scripts/build_public_secret_corpus_d.py`. Each line has a
 # `license` field. Measured by family only (`scripts/measure_redaction.py --corpus-d`).
 PATH_D = Path(__file__).with_name("public_secret_corpus_d.jsonl")
+# The fifth, all of it held out, built apart from the detector like D but from other sources:
+# Microsoft's security-utilities key formats (MIT), git-secrets' AWS patterns (Apache-2.0),
+# talisman's tests (MIT), earlybird's rule examples (Apache-2.0), deepfence's test keys (MIT),
+# and secrets made here in ~300 agents' contexts, with ordinary strings from real tool output;
+# built by `scripts/build_public_secret_corpus_e.py`. Measured by family only
+# (`scripts/measure_redaction.py --corpus-e`).
+PATH_E = Path(__file__).with_name("public_secret_corpus_e.jsonl")
 
 
 class Case(NamedTuple):
