@@ -815,6 +815,60 @@ def run_module(name: str, sample: int | None, jobs: int, scratch: Path) -> Score
     )
 
 
+# The every-module table of docs/testing.md: a row's last `(commit)` is the code it measured.
+_TABLE_HEADER = "| module | files | tests | score"
+_MEASURED_AT = re.compile(r"\(([0-9a-f]{7,40})\)")
+_SCORE = re.compile(r"(\d+\.\d) %")
+
+
+def stale_modules(table: str) -> dict[str, str]:
+    """Module -> why its recorded score does not describe the code of the working tree: no
+    commit recorded, a source file changed since that commit, or a score below the target."""
+    rows: dict[str, str] = {}
+    in_table = False
+    for line in table.splitlines():
+        if line.startswith(_TABLE_HEADER):
+            in_table = True
+            continue
+        if in_table and not line.startswith("|"):
+            break
+        if in_table and not line.startswith("|---"):
+            rows[line.split("|")[1].strip()] = line
+    why: dict[str, str] = {}
+    for name, module in MODULES.items():
+        row = rows.get(name)
+        if row is None:
+            why[name] = "no row"
+            continue
+        if "no mutants" in row or "not measured" in row:
+            continue
+        commits = _MEASURED_AT.findall(row)
+        if not commits:
+            why[name] = "no commit recorded"
+            continue
+        changed = subprocess.run(
+            ["git", "diff", "--quiet", commits[-1], "--", *module.files()],
+            cwd=REPO,
+            stderr=subprocess.DEVNULL,
+        )
+        if changed.returncode == 1:
+            why[name] = f"code changed since {commits[-1]}"
+        elif changed.returncode:
+            why[name] = f"commit {commits[-1]} unknown here"
+        elif (score := _SCORE.search(row)) and float(score.group(1)) < TARGET_SCORE:
+            why[name] = f"{score.group(1)} % at {commits[-1]}"
+    return why
+
+
+def _print_stale() -> int:
+    """One module per line on stdout (to hand back to this command), the reason on stderr."""
+    why = stale_modules((REPO / "docs" / "testing.md").read_text(encoding="utf-8"))
+    for name, reason in why.items():
+        print(name)
+        print(f"{name}: {reason}", file=sys.stderr)
+    return 1 if why else 0
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="scripts/mutation.sh", description=__doc__)
     parser.add_argument("modules", nargs="*", help=f"default: all of {', '.join(MODULES)}")
@@ -828,7 +882,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--table", action="store_true", help="print every module as a Markdown table row"
     )
+    parser.add_argument(
+        "--stale",
+        action="store_true",
+        help="name the modules whose row in docs/testing.md no longer scores the code as it is",
+    )
     args = parser.parse_args(argv)
+    if args.stale:
+        return _print_stale()
     if args.table:
         print("| module | files | tests | mutants run |")
         print("|---|---|---|---|")
