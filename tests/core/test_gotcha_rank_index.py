@@ -196,3 +196,22 @@ def test_ranking_reads_no_whole_table_but_the_errors_quoted(store: Store) -> Non
         stale,
         "SCAN gotcha_triggers",
     ]
+
+
+def test_every_gotcha_write_indexes_what_it_changed_in_its_own_transaction(
+    store: Store, writer_holding_the_store: sqlite3.Connection
+) -> None:
+    """A prompt right after a gotcha change trusts the index even while another process holds
+    the store: the change indexed itself (no ranking had to)."""
+    ids = _fill(store)
+    records.update(store, ids[2], title="Fixtures leak the tenant", related_files=["conftest.py"])
+    from memory_core.gotchas.track import track_error
+
+    for _ in range(3):
+        track_error(store, "PermissionError: [Errno 13] Permission denied: '/var/run/app.sock'")
+    writer_holding_the_store.execute("BEGIN IMMEDIATE")
+    assert rank_index.untrusted(store) == set()
+    ranked = rank_for_task(store, "the tenant leak", ("conftest.py",))
+    assert [g.title for _s, g in ranked][:1] == ["Fixtures leak the tenant"]
+    learned = rank_for_task(store, "PermissionError: [Errno 13] Permission denied: '/tmp/x'")
+    assert [g.source_type for _s, g in learned][:1] == ["auto_detected"]
