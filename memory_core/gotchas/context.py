@@ -87,24 +87,31 @@ def rank_for_task(
 
     # (score, severity rank, id) of every gotcha with evidence; its Gotcha if from the team file.
     scored: list[tuple[float, int, str, Gotcha | None]] = []
-    evidence = rank_index.evidence(
-        store,
-        task_words,
-        task_trigger,
-        normalized_files,
-        anchored,
-        rank_index.untrusted(store),
-    )
     categories = task_words | ({task_category} if task_category != "general" else set())
-    candidates = set(evidence) | set(rank_index.by_category(store, categories))
-    nothing = rank_index.Evidence()
-    for row in rank_index.rows_of(store, candidates):
-        gotcha_id, severity = str(row["id"]), str(row["severity"])
-        found = evidence.get(gotcha_id, nothing)
-        score = score_of(str(row["category"]), found, severity, str(row["status"]))
-        if score > 0:
-            rank = SEVERITY_RANK.get(severity, len(SEVERITIES))
-            scored.append((score, rank, gotcha_id, None))
+    untrusted = rank_index.untrusted(store)
+    if untrusted == set():
+        # The index is current: SQLite scores the gotchas sharing something with the task and
+        # returns the best `limit` (a prompt's common word may be in thousands of gotchas).
+        filed = anchored | rank_index.filed(store, normalized_files)
+        best = rank_index.best_stored(
+            store, task_words, categories, task_trigger, filed, max(0, limit)
+        )
+        scored.extend((score, rank, gotcha_id, None) for score, rank, gotcha_id in best)
+    else:
+        # Gotchas changed since they were indexed, and the store cannot be written now: those
+        # are scored from their text (all of them when the index is another version's).
+        evidence = rank_index.evidence(
+            store, task_words, task_trigger, normalized_files, anchored, untrusted
+        )
+        candidates = set(evidence) | set(rank_index.by_category(store, categories))
+        nothing = rank_index.Evidence()
+        for row in rank_index.rows_of(store, candidates):
+            gotcha_id, severity = str(row["id"]), str(row["severity"])
+            found = evidence.get(gotcha_id, nothing)
+            score = score_of(str(row["category"]), found, severity, str(row["status"]))
+            if score > 0:
+                rank = SEVERITY_RANK.get(severity, len(SEVERITIES))
+                scored.append((score, rank, gotcha_id, None))
     for gotcha in records.team_only(store):
         found = _team_evidence(gotcha, task_words, task_trigger, normalized_files)
         score = score_of(gotcha.category, found, gotcha.severity, gotcha.status)

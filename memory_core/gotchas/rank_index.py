@@ -229,17 +229,8 @@ def evidence(
                 (task_trigger,),
             ):
                 of(str(row[0])).quoted = True
-        if files:
-            keys = {key for path in files for key in literal_keys(path)}
-            for row in store.query(
-                "SELECT DISTINCT gotcha_id FROM gotcha_globs "
-                "WHERE wild = 0 AND glob IN (SELECT value FROM json_each(?))",
-                (_json(keys),),
-            ):
-                of(str(row[0])).filed = True
-            for row in store.query("SELECT gotcha_id, glob FROM gotcha_globs WHERE wild = 1"):
-                if any(glob_matches(str(row[1]), path) for path in files):
-                    of(str(row[0])).filed = True
+        for gotcha_id in filed(store, files):
+            of(gotcha_id).filed = True
         if not untrusted_ids:
             return found
         marks = ",".join("?" * len(untrusted_ids))
@@ -268,6 +259,88 @@ def evidence(
             glob_matches(glob, path) for glob in text.globs for path in files
         )
     return found
+
+
+def filed(store: Store, files: Sequence[str]) -> set[str]:
+    """The stored gotchas whose related-file globs name one of `files` (by key for a glob
+    without wildcards, one by one for the others)."""
+    if not files:
+        return set()
+    keys = {key for path in files for key in literal_keys(path)}
+    found = {
+        str(row[0])
+        for row in store.query(
+            "SELECT gotcha_id FROM gotcha_globs "
+            "WHERE wild = 0 AND glob IN (SELECT value FROM json_each(?))",
+            (_json(keys),),
+        )
+    }
+    for row in store.query("SELECT gotcha_id, glob FROM gotcha_globs WHERE wild = 1"):
+        if any(glob_matches(str(row[1]), path) for path in files):
+            found.add(str(row[0]))
+    return found
+
+
+# The score of `context.rank_for_task` in SQL, over the gotchas that share something with the
+# task: a word (2 each), the category (3), the quoted error (8), a file (5); then 0.5 a step of
+# severity above low and 0.5 when confirmed. Each sum is of halves, exact in floating point, so
+# the order is the one Python computes.
+_SEVERITY_RANK_SQL = (
+    "CASE g.severity WHEN 'critical' THEN 0 WHEN 'high' THEN 1 WHEN 'medium' THEN 2 "
+    "WHEN 'low' THEN 3 ELSE 4 END"
+)
+_SCORED = f"""
+WITH shared(id, n) AS (
+    SELECT gotcha_id, count(*) FROM gotcha_words
+    WHERE word IN (SELECT value FROM json_each(:words)) GROUP BY gotcha_id),
+quoted(id) AS (
+    SELECT gotcha_id FROM gotcha_triggers
+    WHERE :trigger != '' AND (instr(:trigger, trigger) > 0 OR instr(trigger, :trigger) > 0)),
+filed(id) AS (SELECT value FROM json_each(:filed)),
+categorized(id) AS (
+    SELECT id FROM gotchas WHERE category IN (SELECT value FROM json_each(:categories))),
+candidates(id) AS (
+    SELECT id FROM shared UNION SELECT id FROM quoted UNION SELECT id FROM filed
+    UNION SELECT id FROM categorized),
+evidence(id, severity, status, rank, score) AS (
+    SELECT g.id, g.severity, g.status, {_SEVERITY_RANK_SQL},
+        2.0 * coalesce(s.n, 0)
+        + (CASE WHEN g.category IN (SELECT value FROM json_each(:categories)) THEN 3.0 ELSE 0.0 END)
+        + (CASE WHEN g.id IN (SELECT id FROM quoted) THEN 8.0 ELSE 0.0 END)
+        + (CASE WHEN g.id IN (SELECT id FROM filed) THEN 5.0 ELSE 0.0 END)
+    FROM candidates c JOIN gotchas g ON g.id = c.id LEFT JOIN shared s ON s.id = c.id
+    WHERE g.status != 'resolved')
+SELECT id, rank,
+    score + (3 - min(rank, 3)) * 0.5 + (CASE status WHEN 'confirmed' THEN 0.5 ELSE 0.0 END)
+    AS score
+FROM evidence WHERE score > 0 ORDER BY score DESC, rank, id LIMIT :limit
+"""
+
+
+def best_stored(
+    store: Store,
+    task_words: Iterable[str],
+    categories: Iterable[str],
+    task_trigger: str,
+    filed_ids: Iterable[str],
+    limit: int,
+) -> list[tuple[float, int, str]]:
+    """(score, severity rank, id) of the `limit` stored gotchas with the most evidence for a
+    task, best first, scored inside SQLite from the index (it must be current: `untrusted`).
+    `categories`: the task's words and the category inferred from it (unless "general")."""
+    if limit <= 0:
+        return []
+    rows = store.query(
+        _SCORED,
+        {
+            "words": _json(task_words),
+            "categories": _json(categories),
+            "trigger": task_trigger,
+            "filed": _json(filed_ids),
+            "limit": limit,
+        },
+    )
+    return [(float(row["score"]), int(row["rank"]), str(row["id"])) for row in rows]
 
 
 def by_category(store: Store, categories: Iterable[str]) -> list[str]:
