@@ -327,9 +327,8 @@ def best_stored(
 ) -> list[tuple[float, int, str]]:
     """(score, severity rank, id) of the `limit` stored gotchas with the most evidence for a
     task, best first, scored inside SQLite from the index (it must be current: `untrusted`).
-    `categories`: the task's words and the category inferred from it (unless "general")."""
-    if limit <= 0:
-        return []
+    `categories`: the task's words and the category inferred from it (unless "general");
+    `limit` 0 or more (SQLite reads a negative one as no limit)."""
     rows = store.query(
         _SCORED,
         {

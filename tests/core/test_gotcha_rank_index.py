@@ -12,6 +12,7 @@ import pytest
 from memory_core.gotchas import rank_index, records
 from memory_core.gotchas.context import rank_for_task
 from memory_core.gotchas.records import Anchor, add
+from memory_core.log import log_path
 from memory_core.store import Store
 from tests.core.test_gotcha_context_ranking import _ranked_as_listed
 
@@ -146,6 +147,7 @@ def test_a_ranking_that_cannot_index_scores_the_changed_gotchas_from_their_text(
     other.execute("UPDATE gotchas SET error_pattern = 'OSError: disk full' WHERE id = ?", (ids[6],))
     other.execute("BEGIN IMMEDIATE")
     assert rank_index.untrusted(store) == {ids[1], ids[4], ids[6]}
+    assert "cannot index the gotchas for ranking" in log_path(store.root).read_text()
     _assert_same_ranking(store)
     assert any(g.id == ids[4] for _s, g in rank_for_task(store, "the xss filter"))
     assert all(g.id != ids[1] for _s, g in rank_for_task(store, "rename", ("settings.py",)))
