@@ -37,8 +37,15 @@ def _project(folder: Path) -> Path:
     root.mkdir(parents=True)
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     (root / "app.py").write_text("print('hello')\n")
-    engram = Path(sys.executable).with_name("engram")
-    subprocess.run([str(engram), "init"], cwd=root, capture_output=True, check=True)
+    # This checkout's engram (not whichever the `engram` script beside the interpreter runs).
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    subprocess.run(
+        [sys.executable, "-m", "memory_core", "init"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        check=True,
+    )
     return root
 
 
