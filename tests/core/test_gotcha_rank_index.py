@@ -74,6 +74,15 @@ def _fill(store: Store) -> list[str]:
             "Guide has a stale example",
             anchors=[Anchor("docs/guide.md", 3, 3, None, "example()")],
         ),
+        # The same evidence and the same score (a low confirmed, a medium unconfirmed): severity
+        # orders them, not their ids, which sort the other way.
+        add(store, "Cache warms twice per tenant", severity="low", gotcha_id="G-00000001"),
+        add(
+            store,
+            "Cache tenant prefix is optional",
+            status="candidate",
+            gotcha_id="G-ffff0001",
+        ),
     ]
     return [gotcha.id for gotcha in made]
 
@@ -151,6 +160,8 @@ def test_a_ranking_that_cannot_index_scores_the_changed_gotchas_from_their_text(
     _assert_same_ranking(store)
     assert any(g.id == ids[4] for _s, g in rank_for_task(store, "the xss filter"))
     assert all(g.id != ids[1] for _s, g in rank_for_task(store, "rename", ("settings.py",)))
+    # A severity written by hand that engram does not know ranks below low, on every path.
+    other.execute("UPDATE gotchas SET severity = 'urgent' WHERE id = ?", (ids[0],))
     # Rows of another version that cannot be rebuilt now: every gotcha scored from its text.
     other.execute("UPDATE store_meta SET value = '0' WHERE key = ?", (rank_index.VERSION_KEY,))
     other.execute("COMMIT")
@@ -159,6 +170,7 @@ def test_a_ranking_that_cannot_index_scores_the_changed_gotchas_from_their_text(
     _assert_same_ranking(store)
     other.execute("ROLLBACK")
     assert rank_index.untrusted(store) == set()  # indexed again once it can write
+    _assert_same_ranking(store)
 
 
 def _whole_table_reads(store: Store, run: object) -> list[str]:
