@@ -30,6 +30,7 @@ TASKS = (
     "review the test fixtures",
     "a general question about the cache",
     "xss in the upload form",
+    "BrokenPipeError: [Errno 32] Broken pipe while streaming",
 )
 # Task files: at the root, in folders, with Windows separators and "./", matching literal globs
 # at the root or in a folder, wildcard globs, an anchor, or nothing.
@@ -40,6 +41,7 @@ FILES: tuple[tuple[str, ...], ...] = (
     ("src\\db.py", "./web/views.py"),
     ("b.py",),
     ("docs/guide.md",),
+    ("lib//pool.py",),  # a doubled separator: the glob "pool.py" still names it
 )
 
 
@@ -73,6 +75,12 @@ def _fill(store: Store) -> list[str]:
             store,
             "Guide has a stale example",
             anchors=[Anchor("docs/guide.md", 3, 3, None, "example()")],
+        ),
+        add(store, "The pool size is read once", related_files=["pool.py"]),
+        add(
+            store,
+            "Streams break on slow clients",
+            error_pattern="BrokenPipeError: [Errno 32] Broken pipe",
         ),
         # The same evidence and the same score (a low confirmed, a medium unconfirmed): severity
         # orders them, not their ids, which sort the other way.
@@ -224,6 +232,10 @@ def test_every_gotcha_write_indexes_what_it_changed_in_its_own_transaction(
         track_error(store, "PermissionError: [Errno 13] Permission denied: '/var/run/app.sock'")
     writer_holding_the_store.execute("BEGIN IMMEDIATE")
     assert rank_index.untrusted(store) == set()
+    # Nothing to index, so nothing was tried: no warning in the log for a store another holds.
+    assert (
+        not log_path(store.root).exists() or "cannot index" not in log_path(store.root).read_text()
+    )
     ranked = rank_for_task(store, "the tenant leak", ("conftest.py",))
     assert [g.title for _s, g in ranked][:1] == ["Fixtures leak the tenant"]
     learned = rank_for_task(store, "PermissionError: [Errno 13] Permission denied: '/tmp/x'")
