@@ -254,6 +254,7 @@ MODULES: dict[str, Module] = {
         "memory_core/gotchas/context.py",
         (
             "tests/core/test_gotcha_context_ranking.py",
+            "tests/core/test_gotcha_rank_index.py",
             "tests/core/test_gotchas_capture.py",
             "tests/core/test_verify_before_telling.py",
         ),
@@ -443,10 +444,16 @@ MODULES: dict[str, Module] = {
         ),
         sample=60,
     ),
+    "gotchas.rank_index": Module(
+        "memory_core/gotchas/rank_index.py",
+        ("tests/core/test_gotcha_rank_index.py", "tests/core/test_gotcha_context_ranking.py"),
+        sample=60,
+    ),
     "gotchas.records": Module(
         "memory_core/gotchas/records.py",
         (
             "tests/core/test_gotcha_records.py",
+            "tests/core/test_gotcha_rank_index.py",
             "tests/core/test_annotation_gotchas.py",
             "tests/core/test_gotchas_anchoring.py",
             "tests/core/test_gotchas_files.py",

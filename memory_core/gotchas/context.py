@@ -8,12 +8,9 @@ candidate with the same evidence. Gotchas with no evidence at all are left out.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping, Sequence
-from fnmatch import fnmatch
-from typing import Any
+from collections.abc import Mapping, Sequence
 
-from memory_core.gotchas import records
+from memory_core.gotchas import rank_index, records
 from memory_core.gotchas.normalize import (
     SEVERITIES,
     SEVERITY_RANK,
@@ -30,29 +27,38 @@ from memory_core.verify import Check, gotcha_checks, mark
 _TASK_STOPWORDS = STOPWORDS | {"add", "fix", "make", "use"}
 
 
-def _file_matches(gotcha: Gotcha, path: str) -> bool:
-    return any(
-        fnmatch(path, glob) or fnmatch(path, f"**/{glob}") for glob in gotcha.related_files
-    ) or any(anchor.path == path for anchor in gotcha.anchors)
-
-
-def _glob_matches(globs: Sequence[str], path: str) -> bool:
-    return any(fnmatch(path, glob) or fnmatch(path, f"**/{glob}") for glob in globs)
-
-
-# What ranking reads of each open gotcha: every hook with a task or a file ranks them all, so
-# the rest of a gotcha (its samples, provenance, anchors' texts) is read for the chosen ones only.
-_RANKED_COLUMNS = (
-    "id, title, description, workaround, error_pattern, category, severity, status, related_files"
-)
+def _team_evidence(
+    gotcha: Gotcha, task_words: set[str], task_trigger: str, files: Sequence[str]
+) -> rank_index.Evidence:
+    """What a team file's gotcha (not in the store, so not indexed) shares with the task."""
+    text = rank_index.entry(
+        gotcha.title, gotcha.description, gotcha.workaround, gotcha.error_pattern, "[]"
+    )
+    found = rank_index.Evidence()
+    found.shared = len(task_words & text.words)
+    found.quoted = bool(
+        task_trigger
+        and text.trigger
+        and (text.trigger in task_trigger or task_trigger in text.trigger)
+    )
+    found.filed = any(
+        any(rank_index.glob_matches(glob, path) for glob in gotcha.related_files)
+        or any(anchor.path == path for anchor in gotcha.anchors)
+        for path in files
+    )
+    return found
 
 
 def rank_for_task(
     store: Store, task: str, files: Sequence[str] = (), limit: int = 5
 ) -> list[tuple[float, Gotcha]]:
+    """The `limit` gotchas with the most evidence for `task` (and the files it is about), with
+    their scores, best first. The stored gotchas are found through their index
+    (`rank_index`): only those sharing a word, the quoted error, a file or the category with
+    the task are read, whatever the number of gotchas."""
     task_words = words(task) - _TASK_STOPWORDS
     task_category = infer_category(task)
-    task_normalized = normalize(task).lower() if task.strip() else ""
+    task_trigger = normalize(task).lower() if task.strip() else ""
     normalized_files = [f.replace("\\", "/").lstrip("./") for f in files]
     anchored: set[str] = set()
     if normalized_files:
@@ -65,79 +71,52 @@ def rank_for_task(
             )
         }
 
-    def score_of(
-        title: str,
-        description: str,
-        workaround: str,
-        error_pattern: str | None,
-        category: str,
-        files_match: Callable[[], bool],
-    ) -> float:
-        score = 0.0
-        # Each kind of evidence is looked for only when the task can give it: a file about to
-        # change (PreToolUse) brings no words, a prompt no files. This runs for every open
-        # gotcha on every hook that ranks them.
-        if task_words:
-            text_words = words(" ".join([title, description, workaround, error_pattern or ""]))
-            score += 2.0 * len(task_words & text_words)
+    def score_of(category: str, found: rank_index.Evidence, severity: str, status: str) -> float:
+        score = 2.0 * found.shared
         if category in task_words or (task_category != "general" and category == task_category):
             score += 3.0
         # The task quotes the gotcha's error ("fix: TypeError: can't compare ..."): the strongest sign.
-        if task_normalized and error_pattern:
-            trigger = normalize(error_pattern).lower()
-            if trigger and (trigger in task_normalized or task_normalized in trigger):
-                score += 8.0
-        if normalized_files and files_match():
+        if found.quoted:
+            score += 8.0
+        if normalized_files and found.filed:
             score += 5.0
-        return score
-
-    def finish(score: float, severity: str, status: str) -> float:
+        if score <= 0:
+            return 0.0  # no evidence at all: left out, whatever its severity
         score += (3 - min(SEVERITY_RANK.get(severity, len(SEVERITIES)), 3)) * 0.5
         return score + (0.5 if status == "confirmed" else 0.0)
 
     # (score, severity rank, id) of every gotcha with evidence; its Gotcha if from the team file.
     scored: list[tuple[float, int, str, Gotcha | None]] = []
-    for row in store.query(f"SELECT {_RANKED_COLUMNS} FROM gotchas WHERE status != 'resolved'"):
-        gotcha_id = str(row["id"])
-
-        def row_files(row: Any = row, gotcha_id: str = gotcha_id) -> bool:
-            globs = json.loads(row["related_files"])
-            return gotcha_id in anchored or any(_glob_matches(globs, p) for p in normalized_files)
-
-        score = score_of(
-            row["title"],
-            row["description"],
-            row["workaround"],
-            row["error_pattern"],
-            row["category"],
-            row_files,
+    categories = task_words | ({task_category} if task_category != "general" else set())
+    untrusted = rank_index.untrusted(store)
+    if untrusted == set():
+        # The index is current: SQLite scores the gotchas sharing something with the task and
+        # returns the best `limit` (a prompt's common word may be in thousands of gotchas).
+        filed = anchored | rank_index.filed(store, normalized_files)
+        best = rank_index.best_stored(
+            store, task_words, categories, task_trigger, filed, max(0, limit)
         )
-        if score > 0:
-            severity = str(row["severity"])
-            rank = SEVERITY_RANK.get(severity, len(SEVERITIES))
-            scored.append((finish(score, severity, str(row["status"])), rank, gotcha_id, None))
+        scored.extend((score, rank, gotcha_id, None) for score, rank, gotcha_id in best)
+    else:
+        # Gotchas changed since they were indexed, and the store cannot be written now: those
+        # are scored from their text (all of them when the index is another version's).
+        evidence = rank_index.evidence(
+            store, task_words, task_trigger, normalized_files, anchored, untrusted
+        )
+        candidates = set(evidence) | set(rank_index.by_category(store, categories))
+        nothing = rank_index.Evidence()
+        for row in rank_index.rows_of(store, candidates):
+            gotcha_id, severity = str(row["id"]), str(row["severity"])
+            found = evidence.get(gotcha_id, nothing)
+            score = score_of(str(row["category"]), found, severity, str(row["status"]))
+            if score > 0:
+                rank = SEVERITY_RANK.get(severity, len(SEVERITIES))
+                scored.append((score, rank, gotcha_id, None))
     for gotcha in records.team_only(store):
-
-        def team_files(gotcha: Gotcha = gotcha) -> bool:
-            return any(_file_matches(gotcha, p) for p in normalized_files)
-
-        score = score_of(
-            gotcha.title,
-            gotcha.description,
-            gotcha.workaround,
-            gotcha.error_pattern,
-            gotcha.category,
-            team_files,
-        )
+        found = _team_evidence(gotcha, task_words, task_trigger, normalized_files)
+        score = score_of(gotcha.category, found, gotcha.severity, gotcha.status)
         if score > 0:
-            scored.append(
-                (
-                    finish(score, gotcha.severity, gotcha.status),
-                    gotcha.severity_rank,
-                    gotcha.id,
-                    gotcha,
-                )
-            )
+            scored.append((score, gotcha.severity_rank, gotcha.id, gotcha))
     scored.sort(key=lambda item: (-item[0], item[1], item[2]))
     chosen = scored[: max(0, limit)]
     stored = records.by_ids(

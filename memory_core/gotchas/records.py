@@ -19,6 +19,7 @@ from typing import Any
 
 from memory_core import clock
 from memory_core.errors import NotFoundError, UsageError
+from memory_core.gotchas import rank_index
 from memory_core.gotchas.normalize import (
     CATEGORIES,
     SEVERITIES,
@@ -301,11 +302,14 @@ def revision(store: Store) -> int:
 
 
 def bump_revision(db: sqlite3.Connection) -> None:
+    """Count a change of the gotchas (inside its transaction), and index the gotchas it
+    changed for ranking (`rank_index`: the store's triggers marked them)."""
     db.execute(
         "INSERT INTO store_meta (key, value) VALUES (?, '1') "
         "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1",
         (REVISION_KEY,),
     )
+    rank_index.refresh(db)
 
 
 # -- writing ------------------------------------------------------------------------------
