@@ -16,6 +16,7 @@ import string
 import pytest
 
 from memory_core.redact import redact
+from tests.core.redaction_state import redaction_computed_afresh  # noqa: F401
 
 _rng = random.Random(29)
 HEX = "0123456789abcdef"
