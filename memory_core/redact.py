@@ -1137,6 +1137,17 @@ def _command_password(match: re.Match[str]) -> str | None:
     return _label("password")
 
 
+def _ssh_keygen_passphrase(match: re.Match[str]) -> str | None:
+    text = match.string
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    if not _rx(_SSH_KEYGEN).search(text, line_start, match.start()):
+        return None
+    return _command_password(match)
+
+
+_SSH_KEYGEN = (r"\bssh-keygen\b[^|;&]*$", 0)
+
+
 # A whole value that is a variable's reference: `$PASS`, `${PASS}`, `$(cat f)`, `${{ x }}`.
 _WHOLE_REFERENCE = (r"^\$(?:\{.*\}|\(.*\)|[A-Za-z_][A-Za-z0-9_]*)$", re.DOTALL)
 
@@ -1191,7 +1202,8 @@ def _table_value(match: re.Match[str]) -> str | None:
     if not any(_rx(_TABLE_HEADER).match(line) for line in above):
         return None
     value = match.group(0)[len(match.group("keep")) :]
-    if _is_reference(value) or _placeholder(value):
+    # A tool prints values, not code: `$...` is literal unless it is all a reference.
+    if _rx(_WHOLE_REFERENCE).match(value) or _placeholder(value):
         return None
     return _label("secret")
 
@@ -1422,7 +1434,6 @@ _CONTEXT_DETECTORS: list[_Detector] = [
             "doctl",
             "cqlsh",
             "mosquitto_",
-            "ssh-keygen",
             "nuget",
         ),
         True,
@@ -1443,7 +1454,6 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         r"\bdoctl\b" + _SAME_COMMAND + r"\s-t|"
         r"\bcqlsh\b" + _SAME_COMMAND + r"\s-p|"
         r"\bmosquitto_(?:pub|sub|rr)\b" + _SAME_COMMAND + r"\s-P|"
-        r"\bssh-keygen\b" + _SAME_COMMAND + r"\s-[NP]|"
         r"\bnuget\s+(?:add|update)\s+source\b" + _SAME_COMMAND + r"\s-p"
         r")[ \t]+[\"']?)(?![\-$%<{])[^\s\"']+",
         _command_password,
@@ -1622,10 +1632,19 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         True,
         (
             r"(?P<keep>(?<![\w\-])--(?:src-|dest-)?creds(?:=|[ \t]+)[\"']?[^\s:\"']+:[\"']?)"
-            r"(?![$%<{])[^\s\"']+",
+            r"(?:(?<=')[^'\n]+(?=')|(?![$%<{])[^\s\"']+)",
             re.IGNORECASE,
         ),
         _command_password,
+    ),
+    (
+        # ssh-keygen's `-N new_passphrase` and `-P old_passphrase`, each of them (a command
+        # changing a passphrase gives both).
+        "ssh-keygen-passphrase",
+        ("ssh-keygen",),
+        True,
+        r"(?P<keep>\s-[NP][ \t]+[\"']?)(?:(?<=')[^'\n]+(?=')|(?![\-$%<{])[^\s\"']+)",
+        _ssh_keygen_passphrase,
     ),
     (
         # Poetry's credentials: `poetry config http-basic.REPO USER PASSWORD`,
@@ -2167,6 +2186,7 @@ _UP_TO_64K = frozenset(
         "maven-master",
         "prose-password-plain",
         "command-creds",
+        "ssh-keygen-passphrase",
         "poetry-credentials",
         "pgpass-line",
         "wpa-psk",
