@@ -1688,7 +1688,18 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         # `HTTPBasicAuth(user, PW)`, aiohttp's `BasicAuth(user, PW)`, reqwest's
         # `.basic_auth(user, Some(PW))`, Ruby's `Net::SMTP.start(addr, port, helo, user, PW)`.
         "code-credential-call",
-        ("getconnection(", "pdo(", "mysqli", "auth", "smtp.start("),
+        (
+            "getconnection(",
+            "pdo(",
+            "mysqli",
+            "auth=(",
+            "auth = (",
+            "basicauth(",
+            "digestauth(",
+            "proxyauth(",
+            "basic_auth(",
+            "smtp.start(",
+        ),
         True,
         r"(?P<keep>(?:"
         r"\bgetConnection\(" + _CALL_ARG + "," + _CALL_ARG + ",|"
@@ -2164,7 +2175,14 @@ _NEAR_RUNS = frozenset(
 
 # A word every match of the detector holds (lowercased): a short text without it is skipped
 # before its guards, which are frequent words, are looked for.
-_SHORT_TEXT_REQUIRES = {"env-default": "env"}
+_SHORT_TEXT_REQUIRES = {
+    "env-default": "env",
+    # A value on the line after its label, under a header or a command: two lines at least.
+    "label-next-line": "\n",
+    "table-row-value": "\n",
+    "secret-printing-command": "\n",
+    "netsh-key-content": "key content",
+}
 
 
 # Detectors of a secret given to a command or named in another field, searched in texts up to
@@ -2221,11 +2239,32 @@ for _index, _row in enumerate(_CONTEXT_TABLE):
         _GUARDS_ONCE.setdefault((_guard, _row[2]), []).append(_index)
 
 
+def _gate_of(guard: str, indexes: list[int]) -> str:
+    """A string every text holding `guard` holds, whose absence rules out several guards at
+    once: a punctuation character of the guard (`(` of `getconnection(`), or the word every
+    detector of the guard requires (a line break for the rules of values on the next line)."""
+    for char in "([@:=<\n-._":
+        if char in guard:
+            return char
+    required = {_CONTEXT_TABLE[index][7] for index in indexes}
+    return next(iter(required)) if len(required) == 1 and None not in required else ""
+
+
+# The guards grouped by their gate ("" for none): a short text asks a gate once, and the
+# guards behind it only when it is there (about forty of the 130 guards have one).
+_GATED_GUARDS: dict[str, list[tuple[str, bool, list[int]]]] = {}
+for (_guard, _fold), _indexes in _GUARDS_ONCE.items():
+    _GATED_GUARDS.setdefault(_gate_of(_guard, _indexes), []).append((_guard, _fold, _indexes))
+
+
 def _detectors_for(text: str, lowered: str) -> list[tuple[Any, ...]]:
     found: set[int] = set()
-    for (guard, fold), indexes in _GUARDS_ONCE.items():
-        if guard in (lowered if fold else text):
-            found.update(indexes)
+    for gate, guards in _GATED_GUARDS.items():
+        if gate and gate not in lowered:
+            continue
+        for guard, fold, indexes in guards:
+            if guard in (lowered if fold else text):
+                found.update(indexes)
     return [_CONTEXT_TABLE[index] for index in sorted(found)]
 
 

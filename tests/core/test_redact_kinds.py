@@ -548,7 +548,7 @@ DIGITS = "0345026942"
         (f"mon mot de passe est {PW[:-1]}9, note-le", None),
         # Quoted, a value runs to its closing quote: a backtick, `$` or `;` inside it.
         (f"password: '{SYMBOLS}'", "password: '[REDACTED:secret]'"),
-        (f'MARIADB_ROOT_PASSWORD: "x`cJ`W6z"', 'MARIADB_ROOT_PASSWORD: "[REDACTED:secret]"'),
+        ('MARIADB_ROOT_PASSWORD: "x`cJ`W6z"', 'MARIADB_ROOT_PASSWORD: "[REDACTED:secret]"'),
     ],
 )
 def test_corpus_d_families_are_hidden_by_kind(text: str, expected: str | None) -> None:
