@@ -2247,7 +2247,8 @@ def _gate_of(guard: str, indexes: list[int]) -> str:
         if char in guard:
             return char
     required = {_CONTEXT_TABLE[index][7] for index in indexes}
-    return next(iter(required)) if len(required) == 1 and None not in required else ""
+    gate = next(iter(required)) if len(required) == 1 else None
+    return gate if isinstance(gate, str) else ""
 
 
 # The guards grouped by their gate ("" for none): a short text asks a gate once, and the
