@@ -599,3 +599,34 @@ def test_corpus_d_families_are_hidden_by_kind(text: str, expected: str | None) -
 )
 def test_next_to_corpus_d_families_what_is_no_password_stays(text: str) -> None:
     assert redact(text) == text
+
+
+def test_a_generated_word_behind_a_providers_prefix_of_up_to_twelve_letters_is_hidden() -> None:
+    # `acmeprovider_<key>`: a provider's prefix segment is up to 12 characters, each hidden with
+    # its key as a short one is; longer, the word before the key is a name (docs/secrets.md).
+    hidden = 0
+    for _ in range(ROUNDS):
+        value = key(ALNUM, 24)
+        short = redact(f"deploy log: acme_{value} done")
+        for segment in ("acmeprovide", "acmeprovider"):
+            out = redact(f"deploy log: {segment}_{value} done")
+            assert (out == "deploy log: [REDACTED:secret] done") == (value not in short), segment
+        hidden += value not in short
+    assert hidden >= ROUNDS * 0.9  # most generated keys read as generated
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # A secret's name in a tag, a .NET setting, a Dockerfile: the value decides.
+        "<passphrase>optional; leave empty if not used.</passphrase>",
+        '<add key="SmtpPassword" value="${SMTP_PASSWORD}" />',
+        "ENV DB_PASSWORD $DB_PASSWORD",
+        'define("DB_PASSWORD", getenv("DB_PASSWORD"));',
+        # A secret word inside an ARN quoted or assigned: the name of a resource.
+        '{"SecretId": "arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/db/pw-a1B2c3"}',
+        "SECRET_ARN=arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/db/pw-a1B2c3",
+    ],
+)
+def test_a_secrets_name_with_no_secret_value_stays(text: str) -> None:
+    assert redact(text) == text
