@@ -630,3 +630,29 @@ def test_a_generated_word_behind_a_providers_prefix_of_up_to_twelve_letters_is_h
 )
 def test_a_secrets_name_with_no_secret_value_stays(text: str) -> None:
     assert redact(text) == text
+
+
+def test_a_key_wrapped_at_a_line_of_exactly_sixty_characters_is_hidden_in_both_pieces() -> None:
+    # A terminal or a tool wraps at 60 columns or more: the line holding the first piece is
+    # exactly that long.
+    for _ in range(ROUNDS // 4):
+        secret = "sk-ant-api03-" + gen(ALNUM, 40)
+        for width in (60, 61, 80):
+            head = "INFO upstream configured with ".ljust(width - 25, ".")
+            text = f"{head}{secret[:25]}\n{secret[25:]} and retries 3"
+            assert len(text.split("\n")[0]) == width
+            out = redact(text)
+            for piece in (secret[:25], secret[25:]):
+                assert piece not in out, (width, out)
+
+
+def test_a_key_after_a_providers_name_is_hidden_to_its_last_character() -> None:
+    for _ in range(ROUNDS):
+        value = key(LOWER_NUM, 32)
+        # Separators after it are not part of it; the key's own last character is.
+        assert redact(f"adafruit {value}-") == "adafruit [REDACTED:secret]-"
+        assert redact(f"adafruit {value}__") == "adafruit [REDACTED:secret]__"
+        # After one `/` it is still a value; in a path (another `/` before) it is a file name.
+        assert redact(f"adafruit /{value}") == "adafruit /[REDACTED:secret]"
+        path = f"adafruit files: /srv/adafruit/{value}"
+        assert redact(path) == path
