@@ -656,3 +656,73 @@ def test_a_key_after_a_providers_name_is_hidden_to_its_last_character() -> None:
         assert redact(f"adafruit /{value}") == "adafruit /[REDACTED:secret]"
         path = f"adafruit files: /srv/adafruit/{value}"
         assert redact(path) == path
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # ssh-keygen's passphrase, with another command after it on the line or the next line.
+        (
+            f"ssh-keygen -t ed25519 -N '{PW}' -f k && ls ~/.ssh",
+            "ssh-keygen -t ed25519 -N '[REDACTED:password]' -f k && ls ~/.ssh",
+        ),
+        (
+            f"ssh-keygen -t ed25519 -N {PW} -f k\necho done",
+            "ssh-keygen -t ed25519 -N [REDACTED:password] -f k\necho done",
+        ),
+        # A quoted word after a password flag is the password; unquoted, prose about the flag.
+        ("deploy --password 'Swordfish' db", "deploy --password '[REDACTED:secret]' db"),
+        ("deploy --password 'swordfish' db", "deploy --password '[REDACTED:secret]' db"),
+        # A key after a provider's name with words after it.
+        ("adafruit 9aeq2mbrq7gurhws4niwunsrlnokgqbx done", "adafruit [REDACTED:secret] done"),
+        # A 32-hex key after a provider's name (a shorter hex value is an id).
+        (
+            "adafruit = '0f9e8d7c6b5a49382716f5e4d3c2b1a0'",
+            "adafruit = '[REDACTED:secret]'",
+        ),
+        # A text whose lowercase is longer, with a token replaced first: the assignment after
+        # it is still found.
+        (
+            "İİİ ghp_" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5" + " then password = hunter22x",
+            "İİİ [REDACTED:github-token] then password = [REDACTED:secret]",
+        ),
+    ],
+)
+def test_edges_of_the_context_rules(text: str, expected: str) -> None:
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "usage: docker login [-u user] [-p ...] [server]",
+        "openssl pkcs12 -passin arg, -passout arg",
+        "adafruit uses MLKEM768X25519PublicKey for the handshake",
+        # A class name after a provider's name, a hash named inside a call.
+        "const digest = { hash: Buffer.from('Zq8vT1mK4pW9xR2nL7cB5yH3fJ6dG0sA', 'base64') }",
+    ],
+)
+def test_edges_of_the_context_rules_that_stay(text: str) -> None:
+    assert redact(text) == text
+
+
+def test_an_uppercase_hex_digest_stays() -> None:
+    # PowerShell's Get-FileHash prints digests in capitals.
+    for _ in range(ROUNDS // 4):
+        digest = gen("0123456789ABCDEF", 64)
+        line = f"SHA256    {digest}       C:\\dist\\app.zip"
+        assert redact(line) == line
+        assert redact(f"{digest}  app.zip") == f"{digest}  app.zip"
+
+
+def test_context_secrets_are_found_anywhere_in_a_large_text() -> None:
+    filler = "The deploy went fine and the logs are quiet. " * 120  # above 4 KiB
+    for text in (
+        f"postgres://app:hunter22@db/app {filler}",
+        f"{filler} BUNDLE_ENTERPRISE__CONTRIBSYS__COM=cafebabe:deadbeef {filler}",
+        f"{filler} curl -u deploy:{PW} https://x {filler}",
+    ):
+        out = redact(text)
+        for secret in ("hunter22", "cafebabe:deadbeef", "deadbeef", PW):
+            assert secret not in out
+        assert out.count("The deploy went fine") == text.count("The deploy went fine")
