@@ -726,3 +726,17 @@ def test_context_secrets_are_found_anywhere_in_a_large_text() -> None:
         for secret in ("hunter22", "cafebabe:deadbeef", "deadbeef", PW):
             assert secret not in out
         assert out.count("The deploy went fine") == text.count("The deploy went fine")
+
+
+def test_the_edges_of_a_random_value_under_a_weak_name() -> None:
+    # Eight characters each used twice: entropy of exactly 3 bits, the least a random value has.
+    assert redact("signing_key = q7x2m9k4q7x2m9k4") == "signing_key = [REDACTED:secret]"
+    # A path under a weak name is where the key is, not the key; base64 of words is test data.
+    for text in (
+        "tls_key = /etc/ssl/private/server01.key",
+        "VGhpcyBpcyB0aGUgd2F5IHdlIGRvIGl0IGV2ZXJ5IGRheSEh",
+        "fixture: dGhlIHF1aWNrIGJyb3duIGZveCBqdW1wcyBvdmVyIGl0",
+        # Under 12 characters after a secret word, a value is too short to tell from a word.
+        "bitbar TOKEN a8Kq2Zm9xQ",
+    ):
+        assert redact(text) == text
