@@ -740,3 +740,10 @@ def test_the_edges_of_a_random_value_under_a_weak_name() -> None:
         "bitbar TOKEN a8Kq2Zm9xQ",
     ):
         assert redact(text) == text
+
+
+def test_a_public_value_named_on_its_line_stays_when_more_lines_follow() -> None:
+    for _ in range(ROUNDS // 4):
+        value = key(ALNUM, 40)
+        for text in (f"pubkey {value}\nnext line", f"first line\nfingerprint {value}\nlast"):
+            assert redact(text) == text
