@@ -2252,7 +2252,7 @@ def _gate_of(guard: str, indexes: list[int]) -> str:
 
 
 # The guards grouped by their gate ("" for none): a short text asks a gate once, and the
-# guards behind it only when it is there (about forty of the 130 guards have one).
+# guards behind it only when it is there (50 of the 126 guards have one).
 _GATED_GUARDS: dict[str, list[tuple[str, bool, list[int]]]] = {}
 for (_guard, _fold), _indexes in _GUARDS_ONCE.items():
     _GATED_GUARDS.setdefault(_gate_of(_guard, _indexes), []).append((_guard, _fold, _indexes))
