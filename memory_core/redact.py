@@ -821,6 +821,12 @@ _NOT_KEY_WORDS = frozenset(
         "guid",
         "commit",
         "sha",
+        # Digest algorithms' tags: go.sum's `h1:` (SHA-256 of a module's files), `sha256:`.
+        "h1",
+        "sha1",
+        "sha256",
+        "sha512",
+        "md5",
         "hash",
         "digest",
         "checksum",
@@ -1087,7 +1093,12 @@ def _random_token(match: re.Match[str]) -> str | None:
 def _flag_value(match: re.Match[str]) -> str | None:
     raw = match.group(0)[len(match.group("keep")) :]
     value = raw.strip("\"'")
-    if _rx(_PLACEHOLDER_VALUE).match(value) or _is_reference(value):
+    if _rx(_PLACEHOLDER_VALUE).match(value):
+        return None
+    if value.isdigit():
+        # `--password '6777233871'`: a number given as a password is one; `--token 0` is not.
+        return _label("secret") if len(value) >= 6 else None
+    if _is_reference(value) and not _shell_literal(match.string, match.end("keep"), value):
         return None
     if value.startswith(("env:", "file:", "fd:", "\\")) or value.rstrip(",;") in _SYNOPSIS_WORDS:
         # openssl's `-passin env:VAR`: where the password is, not the password; a synopsis's
@@ -1114,22 +1125,91 @@ _NOT_VALUE_FLAGS = (
 
 
 def _command_password(match: re.Match[str]) -> str | None:
-    """`psexec ... -p braksha`: after these commands' -p, even a plain word is the password."""
+    """`psexec ... -p braksha`: after these commands' -p, even a plain word is the password,
+    and so is a number (`-p 0345026942`: where a password goes, digits are no count)."""
     value = match.group(0)[len(match.group("keep")) :].strip("\"'")
-    if _rx(_PLACEHOLDER_VALUE).match(value) or _is_reference(value):
+    if _rx(_PLACEHOLDER_VALUE).match(value.rstrip("])")):
+        return None  # a synopsis's `[-N new_passphrase]`
+    if value.isdigit() and len(value) >= 4:
+        return _label("password")
+    if _is_reference(value) and not _shell_literal(match.string, match.end("keep"), value):
         return None
     return _label("password")
 
 
+def _ssh_keygen_passphrase(match: re.Match[str]) -> str | None:
+    text = match.string
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    if not _rx(_SSH_KEYGEN).search(text, line_start, match.start()):
+        return None
+    return _command_password(match)
+
+
+_SSH_KEYGEN = (r"\bssh-keygen\b[^|;&]*$", 0)
+
+
+# A whole value that is a variable's reference: `$PASS`, `${PASS}`, `$(cat f)`, `${{ x }}`.
+_WHOLE_REFERENCE = (r"^\$(?:\{.*\}|\(.*\)|[A-Za-z_][A-Za-z0-9_]*)$", re.DOTALL)
+
+
+def _shell_literal(text: str, value_start: int, value: str) -> bool:
+    """A single-quoted value is literal in a shell (and in PHP, Python, Ruby...): `'$v+a~kU'`
+    is a password starting with `$`, not a variable; `'$PASS'` and `'${{ secrets.X }}'` are
+    still read as references (what documentation writes for one)."""
+    return (
+        text[value_start - 1 : value_start] == "'"
+        and value.startswith("$")
+        and _rx(_WHOLE_REFERENCE).match(value) is None
+    )
+
+
 # What documentation writes where a password goes: `-p PASSWORD`, `--token <token>`.
 _PLACEHOLDER_VALUE = (
-    r"^(?:[a-z_]*(?:password|passwd|secret|token|username)[a-z_]*|stdin|x+|\*+|#+|\.\.\.)$",
+    r"^(?:[a-z_]*(?:password|passwd|passphrase|secret|token|username)[a-z_]*|stdin|x+|\*+|#+|"
+    r"\.\.\.)$",
     re.IGNORECASE,
 )
 
 
+# htpasswd's flags: letters (`-bc`, `-nbB`), `-C` with its bcrypt cost.
+_HTPASSWD_FLAGS = r"(?:\s+-(?:C\s+\d+|[A-Za-z]+))*"
+
+
 # What stays within one command: not across a line (unless continued), a pipe or a `;`.
 _SAME_COMMAND = r"(?:[^\n|;&]|\\\r?\n){0,300}?"
+
+
+def _value_on_its_line(match: re.Match[str]) -> str | None:
+    """The line after `password:` when it is one value: not a word, a reference or a
+    placeholder, and not another label (`username:`)."""
+    value = match.group(0)[len(match.group("keep")) :].strip("\"'")
+    if value.isdigit():
+        return _label("secret") if len(value) >= 6 else None  # `Your new PIN:` then digits
+    if value.endswith((":", ",", "{", "(")) or _is_reference(value) or _placeholder(value):
+        return None
+    if value.isalpha() and (value.islower() or _case_switches(value) < 3):
+        return None  # a word: `password:` then `required`
+    return _label("secret")
+
+
+def _table_value(match: re.Match[str]) -> str | None:
+    """A row of a table whose header, above, ends in `Value`: the row of a secret's name."""
+    name = match.group("name")
+    if not _strong_name(name):
+        return None
+    text = match.string
+    above = text[max(0, match.start() - 2000) : match.start()].lower().split("\n")[-12:]
+    if not any(_rx(_TABLE_HEADER).match(line) for line in above):
+        return None
+    value = match.group(0)[len(match.group("keep")) :]
+    # A tool prints values, not code: `$...` is literal unless it is all a reference.
+    if _rx(_WHOLE_REFERENCE).match(value) or _placeholder(value):
+        return None
+    return _label("secret")
+
+
+# A table's header: column names, the last one `value` (lowercased).
+_TABLE_HEADER = (r"^[ \t]*(?:key|name|field)(?:[ \t]{2,}\w+)*[ \t]{2,}value[ \t]*\r?$", 0)
 
 
 def _plain_password(match: re.Match[str]) -> str | None:
@@ -1181,6 +1261,10 @@ def _hex_private_key(match: re.Match[str]) -> str | None:
     if _rx(_HASH_WORDS_BEFORE).search(text[max(0, start - 30) : start].lower()):
         return None
     return _label("private-key")
+
+
+# One argument of a call: a string literal or an expression without commas or parentheses.
+_CALL_ARG = r"\s*(?:\"[^\"\n]*\"|'[^'\n]*'|\$?[\w.\[\]\->:]+)\s*"
 
 
 # (name, guards, case-insensitive guards, pattern, replacement or None for the label).
@@ -1236,7 +1320,10 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         # The scheme starts a word, so a match never begins in the middle of one.
         # A placeholder (`{DB_PASSWORD}`, `${PGPASS}`, `$PGPASS`) is code, not a password.
         r"(?P<keep>(?<![A-Za-z0-9+.\-])[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@\[\]]*:)"
-        r"(?!\$?\{[^\s@/{}]*\}@|\$[A-Za-z_][A-Za-z0-9_]*@|\*+@)[^\s@/]+(?=@)",
+        # A Windows `%VAR%` is a reference too. A password holding `@` unencoded
+        # (`P@ssw0rd`) runs to the last `@` before the host.
+        r"(?!\$?\{[^\s@/{}]*\}@|\$[A-Za-z_][A-Za-z0-9_]*@|%[A-Za-z_][A-Za-z0-9_]*%@|\*+@)"
+        r"[^\s@/]+(?:@[^\s@/]+)*(?=@)",
         _labelled("password"),
     ),
     (
@@ -1285,7 +1372,7 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         "sshpass-password",
         ("sshpass",),
         False,
-        r"(?P<keep>\bsshpass\s+-p\s*[\"']?)[^\s\"']+",
+        r"(?P<keep>\bsshpass\s+-p\s*[\"']?)(?!%[A-Za-z_][A-Za-z0-9_]*%)[^\s\"']+",
         _labelled("password"),
     ),
     (
@@ -1299,7 +1386,9 @@ _CONTEXT_DETECTORS: list[_Detector] = [
             r"(?:tls|store|key|srcstore|deststore|srckey|destkey)?"
             r"(?:password|passwd|passphrase|pass(?:in|out)?|pwd|token|api-?key|secret)"
             r"(?:=|[ \t]*\\?\r?\n[ \t]*|[ \t]+)[\"']?)"
-            r"(?![\-$%<{(\\])[^\s\"'|;&)]+",
+            # Quoted, the value runs to its closing quote (`--password='^zxv;RY!e'`).
+            r"(?:(?<=')[^'\n]{1,200}(?=')|(?<=\")[^\"\n]{1,200}(?=\")|"
+            r"(?![\-$%<{(\\])[^\s\"'|;&)]+)",
             re.IGNORECASE,
         ),
         _flag_value,
@@ -1322,7 +1411,9 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         # flag's letter means something else elsewhere: `-P` is a port for ssh, `-p` prints
         # statistics for sqlcmd): OpenLDAP's tools `-w`, ldappasswd `-s`/`-a`, redis-cli
         # `-a`, sqlcmd/bcp/osql/isql, ipmitool and zip/unzip `-P`, PuTTY's `-pw`, rdesktop,
-        # mongosh and the MongoDB tools, twine, `az`/`cf`/`oc`/`oras` login `-p`, doctl `-t`.
+        # mongosh and the MongoDB tools, twine, `az`/`cf`/`oc`/`oras` login `-p`, doctl `-t`,
+        # cqlsh `-p`, mosquitto's clients `-P` (`-p` is their port), ssh-keygen `-N`/`-P` (the
+        # new and the old passphrase), `dotnet nuget add|update source -p`.
         "command-flag-password",
         (
             "ldap",
@@ -1341,6 +1432,9 @@ _CONTEXT_DETECTORS: list[_Detector] = [
             "twine",
             "login",
             "doctl",
+            "cqlsh",
+            "mosquitto_",
+            "nuget",
         ),
         True,
         r"(?P<keep>(?:"
@@ -1357,7 +1451,10 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         r"\b(?:az(?:\s+acr)?|cf|oc|oras|helm\s+registry|crane\s+auth)\s+login\b"
         + _SAME_COMMAND
         + r"\s-p|"
-        r"\bdoctl\b" + _SAME_COMMAND + r"\s-t"
+        r"\bdoctl\b" + _SAME_COMMAND + r"\s-t|"
+        r"\bcqlsh\b" + _SAME_COMMAND + r"\s-p|"
+        r"\bmosquitto_(?:pub|sub|rr)\b" + _SAME_COMMAND + r"\s-P|"
+        r"\bnuget\s+(?:add|update)\s+source\b" + _SAME_COMMAND + r"\s-p"
         r")[ \t]+[\"']?)(?![\-$%<{])[^\s\"']+",
         _command_password,
     ),
@@ -1380,7 +1477,7 @@ _CONTEXT_DETECTORS: list[_Detector] = [
             "sc.exe",
         ),
         True,
-        r"(?P<keep>(?:"
+        r"(?i)(?P<keep>(?:"
         r"\b(?:7z|7za|7zr|rar|unrar)(?:\.exe)?\b" + _SAME_COMMAND + r"\s-p(?=[^\s-])|"
         r"\b(?:xfreerdp|wlfreerdp|sdl-freerdp|wfreerdp)\b" + _SAME_COMMAND + r"\s/p:|"
         r"\bcmdkey(?:\.exe)?\b" + _SAME_COMMAND + r"\s/pass:|"
@@ -1390,6 +1487,7 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         r"\bschtasks(?:\.exe)?\b" + _SAME_COMMAND + r"\s/rp[ \t]+|"
         r"\bsc(?:\.exe)?\s+(?:config|create)\b" + _SAME_COMMAND + r"\spassword=[ \t]*"
         r")[\"']?)(?![$%<{*])[^\s\"']+",
+        # Windows' switches are read in any case: `/RP`, `/rp`, `/P:`.
         _command_password,
     ),
     (
@@ -1432,15 +1530,19 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         ),
         True,
         r"(?P<keep>(?:"
-        r"\bnet\s+user\s+(?:\"[^\"\n]+\"|[^\s/\"]+)[ \t]+|"
-        r"\bnet\s+use\s+(?:[a-z*]:[ \t]+)?\\\\\S+[ \t]+|"
+        r"(?i:\bnet\s+user)\s+(?:\"[^\"\n]+\"|[^\s/\"]+)[ \t]+|"
+        r"(?i:\bnet\s+use\s+(?:[a-z*]:[ \t]+)?)\\\\\S+[ \t]+|"
         r"\brabbitmqctl\s+(?:add_user|change_password|authenticate_user)\s+[\"']?[^\s\"']+[\"']?[ \t]+|"
-        r"\bhtpasswd\s+(?:-(?=[A-Za-z]*b)(?=[A-Za-z]*n)[A-Za-z0-9]+\s+(?:-C\s+\d+\s+)?[^\s\-]\S*"
-        r"|-(?=[A-Za-z]*b)(?![A-Za-z]*n)[A-Za-z0-9]+\s+(?:-C\s+\d+\s+)?[^\s\-]\S*\s+\S+)[ \t]+|"
+        # htpasswd's flags, together or apart (`-bc`, `-b -c`, `-B -C 10`): batch mode (`b`)
+        # takes the password after FILE USER, or after USER alone with `n` (no file).
+        r"\bhtpasswd(?=" + _HTPASSWD_FLAGS + r"\s+-[A-Za-z]*b)"
+        r"(?:(?=" + _HTPASSWD_FLAGS + r"\s+-[A-Za-z]*n)" + _HTPASSWD_FLAGS + r"\s+[^\s\-]\S*"
+        r"|(?!" + _HTPASSWD_FLAGS + r"\s+-[A-Za-z]*n)" + _HTPASSWD_FLAGS + r"\s+[^\s\-]\S*\s+\S+)"
+        r"[ \t]+|"
         r"\bmysqladmin\b" + _SAME_COMMAND + r"\spassword[ \t]+|"
         r"\b(?:vault|cargo)\s+login\s+(?:-\S+\s+)*|"
         r"\bcf\s+auth\s+[\"']?[^\s\"']+[\"']?[ \t]+|"
-        r"\b(?:sqlplus|rman|expdp|impdp|sqlldr)\b[^\n]{0,100}?[\s=][\"']?[a-z_][\w$#]*/|"
+        r"\b(?:sqlplus|rman|expdp|impdp|sqlldr)\b[^\n]{0,100}?[\s=][\"']?[A-Za-z_][\w$#\-]*/|"
         r"\bsmbclient\s+//\S+[ \t]+|"
         r"\bwpa_passphrase\s+[\"']?[^\s\"']+[\"']?[ \t]+|"
         r"\bnmcli\b" + _SAME_COMMAND + r"\s(?:password|wifi-sec\.psk|802-1x\.password)[ \t]+"
@@ -1523,6 +1625,171 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         _labelled("password"),
     ),
     (
+        # A user and password in one argument of container tools: skopeo's `--creds`,
+        # `--src-creds`, `--dest-creds` USER:PASSWORD (podman, buildah: `--creds`).
+        "command-creds",
+        ("creds",),
+        True,
+        (
+            r"(?P<keep>(?<![\w\-])--(?:src-|dest-)?creds(?:=|[ \t]+)[\"']?[^\s:\"']+:[\"']?)"
+            r"(?:(?<=')[^'\n]+(?=')|(?![$%<{])[^\s\"']+)",
+            re.IGNORECASE,
+        ),
+        _command_password,
+    ),
+    (
+        # ssh-keygen's `-N new_passphrase` and `-P old_passphrase`, each of them (a command
+        # changing a passphrase gives both).
+        "ssh-keygen-passphrase",
+        ("ssh-keygen",),
+        True,
+        r"(?P<keep>\s-[NP][ \t]+[\"']?)(?:(?<=')[^'\n]+(?=')|(?![\-$%<{])[^\s\"']+)",
+        _ssh_keygen_passphrase,
+    ),
+    (
+        # Poetry's credentials: `poetry config http-basic.REPO USER PASSWORD`,
+        # `poetry config pypi-token.REPO TOKEN`.
+        "poetry-credentials",
+        ("poetry",),
+        False,
+        r"(?P<keep>\bpoetry\s+config\s+(?:--\S+\s+)*(?:http-basic\.\S+\s+[\"']?[^\s\"']+[\"']?"
+        r"|pypi-token\.\S+)[ \t]+[\"']?)(?![\-$%<{])[^\s\"']+",
+        _command_password,
+    ),
+    (
+        # PostgreSQL's password file, one `hostname:port:database:username:password` a line
+        # (each of the first four may be `*`).
+        "pgpass-line",
+        (":*:", ":5432:", "pgpass"),
+        False,
+        (
+            r"(?m)(?P<keep>^[ \t]*(?:[A-Za-z0-9.\-_\[\]]+|\*):(?:\d{1,5}|\*):[^:\s]+:[^:\s]+:)"
+            r"(?![$%<{*]|\S*\s\S)[^\s]+[ \t]*$",
+            0,
+        ),
+        _command_password,
+    ),
+    (
+        # wpa_supplicant.conf: `psk="passphrase"` or the 64-hex key derived from it, and WEP
+        # keys `wep_key0=...`.
+        "wpa-psk",
+        ("psk=", "wep_key"),
+        True,
+        (
+            r"(?P<keep>\b(?:psk|wep_key[0-3])=[ \t]*\"?)(?![$%<{*])(?:[^\"\n]+(?=\")|[0-9a-f]{10,64}\b)",
+            re.IGNORECASE,
+        ),
+        _command_password,
+    ),
+    (
+        # Passwords given to database and HTTP client calls as a literal argument, where the
+        # API puts them: JDBC `DriverManager.getConnection(url, user, PW)`, PHP `new
+        # PDO(dsn, user, PW)` and `mysqli(host, user, PW)`, requests' `auth=(user, PW)` and
+        # `HTTPBasicAuth(user, PW)`, aiohttp's `BasicAuth(user, PW)`, reqwest's
+        # `.basic_auth(user, Some(PW))`, Ruby's `Net::SMTP.start(addr, port, helo, user, PW)`.
+        "code-credential-call",
+        (
+            "getconnection(",
+            "pdo(",
+            "mysqli",
+            "auth=(",
+            "auth = (",
+            "basicauth(",
+            "digestauth(",
+            "proxyauth(",
+            "basic_auth(",
+            "smtp.start(",
+        ),
+        True,
+        r"(?P<keep>(?:"
+        r"\bgetConnection\(" + _CALL_ARG + "," + _CALL_ARG + ",|"
+        r"\bnew\s+PDO\(" + _CALL_ARG + "," + _CALL_ARG + ",|"
+        r"\b(?:new\s+mysqli|mysqli_connect)\(" + _CALL_ARG + "," + _CALL_ARG + ",|"
+        r"\bauth\s*=\s*\(" + _CALL_ARG + ",|"
+        r"\b(?:HTTPBasicAuth|HTTPDigestAuth|HTTPProxyAuth|BasicAuth|DigestAuth)\("
+        + _CALL_ARG
+        + ",|"
+        r"\.basic_auth\(" + _CALL_ARG + r",\s*(?:Some\()?|"
+        r"\bSMTP\.start\(" + _CALL_ARG + "," + _CALL_ARG + "," + _CALL_ARG + "," + _CALL_ARG + ","
+        r")\s*(?P<q>[\"']))[^\"'\n]+(?=(?P=q))",
+        _command_password,
+    ),
+    (
+        # Go's MySQL driver DSN: `user:password@tcp(host:port)/db`, `@unix(/path)/db`.
+        "go-dsn-password",
+        ("@tcp(", "@unix("),
+        False,
+        r"(?P<keep>[\"'`(=\s][^\s:@\"'`/()]+:)(?![$%<{])[^\s@\"'`]+(?=@(?:tcp6?|unix)\()",
+        _command_password,
+    ),
+    (
+        # A value alone on the line after its label, as tools and prompts print it:
+        # `Your new password:` then the password, YAML's `password: >-` then the value.
+        "label-next-line",
+        ("password", "passphrase", "passwd", "token", "secret"),
+        True,
+        (
+            r"(?im)(?P<keep>\b(?:password|passphrase|passwd|token|secret)[ \t]*:[ \t]*"
+            r"(?:[>|][+\-]?[ \t]*)?\r?\n[ \t]*)(?![\-#{\[<$%*])\S{6,200}(?=[ \t]*\r?$)",
+            0,
+        ),
+        _value_on_its_line,
+    ),
+    (
+        # What a command prints is the secret: `op read op://...`, `aws ecr
+        # get-login-password`, `gh auth token`, `gcloud auth print-access-token`, `heroku
+        # auth:token`, `vault kv get -field=...`; the line after the command is hidden.
+        "secret-printing-command",
+        (
+            "op read",
+            "get-login-password",
+            "auth token",
+            "print-access-token",
+            "print-identity-token",
+            "auth:token",
+            "-field",
+        ),
+        True,
+        (
+            r"(?im)(?P<keep>^[^\n]*?\b(?:op\s+read|aws\s+ecr(?:-public)?\s+get-login-password|"
+            r"gh\s+auth\s+token|gcloud\s+auth\s+(?:application-default\s+)?"
+            r"print-(?:access|identity)-token|heroku\s+auth:token|"
+            r"vault\s+(?:kv\s+get|read)\b[^\n]*?\s-field[= ]\S+)[^\n]*\r?\n)"
+            r"(?![\-#$%<{*])\S{6,}(?=[ \t]*\r?$)",
+            0,
+        ),
+        _command_password,
+    ),
+    (
+        # `aws configure`'s prompts with what was typed: `AWS Secret Access Key [None]: ...`.
+        "aws-configure-prompt",
+        ("aws secret access key [", "aws session token ["),
+        True,
+        r"(?P<keep>\bAWS (?:Secret Access Key|Session Token) \[[^\]\n]*\]:[ \t]*)[A-Za-z0-9/+=]{16,}",
+        _labelled("aws-secret-key"),
+    ),
+    (
+        # `netsh wlan show profile name=... key=clear`: the Wi-Fi key as `Key Content : ...`.
+        "netsh-key-content",
+        ("key content",),
+        True,
+        (r"(?im)(?P<keep>^[ \t]*Key Content[ \t]*:[ \t]*)\S[^\n]*?(?=[ \t]*\r?$)", 0),
+        _labelled("password"),
+    ),
+    (
+        # A table whose last column is the value (`vault kv get`: `Key  Value`; `NAME  TYPE
+        # VALUE`): a row whose first column is a secret's name has its value hidden.
+        "table-row-value",
+        ("value",),
+        True,
+        (
+            r"(?m)(?P<keep>^[ \t]*(?P<name>[A-Za-z_][\w.\-]*)(?:[ \t]{2,}\S+)*?[ \t]{2,})"
+            r"\S+(?=[ \t]*\r?$)",
+            0,
+        ),
+        _table_value,
+    ),
+    (
         "aws-configure",
         ("aws",),
         True,
@@ -1554,7 +1821,8 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         "netrc-password",
         ("machine",),
         False,
-        r"(?P<keep>\bmachine\s+\S+(?:\s+(?:login|account)\s+\S+)*\s+password\s+)\S+",
+        # (`password ********`: a listing that masks it)
+        r"(?P<keep>\bmachine\s+\S+(?:\s+(?:login|account)\s+\S+)*\s+password\s+)(?!\*+(?:\s|$))\S+",
         _labelled("password"),
     ),
     (
@@ -1622,7 +1890,10 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         ("pass",),
         True,
         (
-            r"(?P<keep>\b(?:password|passphrase)\b[^\n.]{0,40}?\bis\s*:?[ \t]+)"
+            r"(?P<keep>(?:\b(?:password|passphrase)\b[^\n.]{0,40}?\bis\s*:?|"
+            # `log in with password X`, French `mot de passe ... est X`
+            r"\b(?:with|using)\s+(?:the\s+)?(?:password|passphrase)|"
+            r"\bmot de passe\b[^\n.]{0,40}?\best\s*:?)[ \t]+)"
             r"(?=[^\s\"'`]*[A-Za-z])[^\s\"'`]{6,64}?(?=[,.;:!?)]?(?:\s|$))",
             re.IGNORECASE,
         ),
@@ -1842,6 +2113,13 @@ _GUARD_FILTERS: dict[str, Callable[[str, int, int], bool]] = {
     "password-hash": lambda lowered, at, _size: (
         "$" in lowered[at + 2 : at + 5] or lowered.startswith(_CRYPT_IDS, at + 1)
     ),
+    # A table's header ends in its value column: `Key   Value`, `NAME  TYPE  VALUE`.
+    "table-row-value": lambda lowered, at, size: (
+        not lowered[at + size : at + size + 4].split("\n", 1)[0].strip()
+        and lowered[at - 1 : at] in (" ", "\t")
+    ),
+    # A label ending its line: `password:` then a line break.
+    "label-next-line": lambda lowered, at, size: "\n" in lowered[at + size : at + size + 8],
     # `Bearer`, `Basic`, `Token` as a scheme: a space follows.
     "authorization-header": lambda lowered, at, size: lowered[at + size : at + size + 1].isspace(),
 }
@@ -1897,7 +2175,14 @@ _NEAR_RUNS = frozenset(
 
 # A word every match of the detector holds (lowercased): a short text without it is skipped
 # before its guards, which are frequent words, are looked for.
-_SHORT_TEXT_REQUIRES = {"env-default": "env"}
+_SHORT_TEXT_REQUIRES = {
+    "env-default": "env",
+    # A value on the line after its label, under a header or a command: two lines at least.
+    "label-next-line": "\n",
+    "table-row-value": "\n",
+    "secret-printing-command": "\n",
+    "netsh-key-content": "key content",
+}
 
 
 # Detectors of a secret given to a command or named in another field, searched in texts up to
@@ -1918,6 +2203,18 @@ _UP_TO_64K = frozenset(
         "url-query-password",
         "maven-master",
         "prose-password-plain",
+        "command-creds",
+        "ssh-keygen-passphrase",
+        "poetry-credentials",
+        "pgpass-line",
+        "wpa-psk",
+        "code-credential-call",
+        "go-dsn-password",
+        "label-next-line",
+        "secret-printing-command",
+        "aws-configure-prompt",
+        "netsh-key-content",
+        "table-row-value",
     )
 )
 
@@ -1942,11 +2239,33 @@ for _index, _row in enumerate(_CONTEXT_TABLE):
         _GUARDS_ONCE.setdefault((_guard, _row[2]), []).append(_index)
 
 
+def _gate_of(guard: str, indexes: list[int]) -> str:
+    """A string every text holding `guard` holds, whose absence rules out several guards at
+    once: a punctuation character of the guard (`(` of `getconnection(`), or the word every
+    detector of the guard requires (a line break for the rules of values on the next line)."""
+    for char in "([@:=<\n-._":
+        if char in guard:
+            return char
+    required = {_CONTEXT_TABLE[index][7] for index in indexes}
+    gate = next(iter(required)) if len(required) == 1 else None
+    return gate if isinstance(gate, str) else ""
+
+
+# The guards grouped by their gate ("" for none): a short text asks a gate once, and the
+# guards behind it only when it is there (50 of the 126 guards have one).
+_GATED_GUARDS: dict[str, list[tuple[str, bool, list[int]]]] = {}
+for (_guard, _fold), _indexes in _GUARDS_ONCE.items():
+    _GATED_GUARDS.setdefault(_gate_of(_guard, _indexes), []).append((_guard, _fold, _indexes))
+
+
 def _detectors_for(text: str, lowered: str) -> list[tuple[Any, ...]]:
     found: set[int] = set()
-    for (guard, fold), indexes in _GUARDS_ONCE.items():
-        if guard in (lowered if fold else text):
-            found.update(indexes)
+    for gate, guards in _GATED_GUARDS.items():
+        if gate and gate not in lowered:
+            continue
+        for guard, fold, indexes in guards:
+            if guard in (lowered if fold else text):
+                found.update(indexes)
     return [_CONTEXT_TABLE[index] for index in sorted(found)]
 
 
@@ -2389,7 +2708,7 @@ _WEAK = (rf"(?:^|[_\-.]|\b)(?:{_WEAK_NAME})(?:$|[_\-.]|\b)", re.IGNORECASE)
 # os.environ[...], get_token(), already redacted text; plain numbers (`input_tokens: 123456`
 # is a count, not a token) and version ranges (`"jsonwebtoken": "^9.0.0"`).
 _REFERENCE = (
-    r"^(?:\$\{?[A-Za-z_]|\$\(|%\(|<[^>]*>?$|\{|#\{|\[REDACTED|\*+$|x+$|[0-9][0-9_,.]*$|arn:|0x[0-9a-f]+$|"
+    r"^(?:\$\{?[A-Za-z_]|\$\(|%\(|%[A-Za-z_][A-Za-z0-9_]*%$|<[^>]*>?$|&lt;.*&gt;$|\{|#\{|\[REDACTED|\*+$|x+$|[0-9][0-9_,.]*$|arn:|0x[0-9a-f]+$|"
     # A CSS selector (`#add-password`, `.api-key-input`) and a route (`/passwords/:id/edit`,
     # `cms/sites/passwords#edit`): words, no digit.
     r"[#.][A-Za-z][A-Za-z_\-]*$|/?[A-Za-z_\-:{}]+(?:/[A-Za-z_\-:{}.]*)+(?:#[a-z_]+)?$|"
@@ -2432,7 +2751,9 @@ _VALUE = (
     # A shell line continuation before the value (`export TOKEN=\` then the value indented on
     # the next line) is the same assignment.
     r"(?:[ \t]*\\\r?\n)?[ \t]*[\"'`]?(?:(?:Bearer|Basic|Token|Bot|Digest)\s+)?"
-    r"(?P<value>[^\s\"'`,;]{6,})",
+    # A quoted value whose first characters stop at a quote, backtick or `;` inside it
+    # (`'IxozL`Yyk5$OIu'`): read to its closing quote (at least 6 characters in all).
+    r"(?P<value>[^\s\"'`,;]{6,}|(?<=[\"'`])[^\s\"'`,;]{1,5}(?=[\"'`;,][^\s\"'`]))",
     0,
 )
 
@@ -2567,7 +2888,7 @@ def _is_reference(value: str, quoted: bool = False) -> bool:
     )
 
 
-def _is_secret_value(name: str, value: str, quoted: bool = False) -> bool:
+def _is_secret_value(name: str, value: str, quoted: bool = False, literal: bool = False) -> bool:
     # `label: client_secret: VALUE`: what follows the first name is another name, not a value.
     # A value ending in `=` is base64 padding unless what precedes it is a secret's name.
     if value.endswith(":") or (value.endswith("=") and _names_a_secret(value.rstrip("="))):
@@ -2575,15 +2896,34 @@ def _is_secret_value(name: str, value: str, quoted: bool = False) -> bool:
     parts = {part.lower() for part in _rx(_NAME_PARTS).findall(name)}
     if not parts.isdisjoint(_NOT_SECRET_QUALIFIERS):
         return False  # `hashed_secret`, `cache_key`: derived from a secret or not one
-    if value.isdigit() and len(value) >= 10 and _strong_name(name):
-        return True  # an all-digit API key; shorter numbers are counts, ages, sizes
-    if _is_reference(value, quoted) or _placeholder(value):
+    if value.isdigit() and _strong_name(name):
+        # An all-digit API key; shorter numbers are counts, ages, sizes, except under a
+        # password's own name (`DB_PASSWORD=37750037`, `password: "123456789"`).
+        return len(value) >= 10 or (len(value) >= 6 and _names_a_password(name))
+    if (
+        quoted
+        and "/" in value
+        and not any(c in value for c in ":.")
+        and _case_switches(value) >= 4
+        and _strong_name(name)
+    ):
+        return True  # base64 with slashes (`"WdXwy/MVW/bjXvlovfGOJbhN"`), not a route
+    if (_is_reference(value, quoted) and not literal) or _placeholder(value):
         return False
     if "signature" in parts and len(value) >= 200:
         return False  # a model's thinking signature: long, public, verifiable
     if _strong_name(name):
         return True
     return _weak_name(name) and _weak_secret(name, value)
+
+
+def _names_a_password(name: str) -> bool:
+    """`DB_PASSWORD`, `spring.mail.password`, `psk`: the name's last word is a password's."""
+    parts = _rx(_NAME_PARTS).findall(name)
+    return bool(parts) and parts[-1].lower() in _PASSWORD_WORDS
+
+
+_PASSWORD_WORDS = frozenset(("password", "passwd", "passphrase", "pwd", "pass", "pw", "psk"))
 
 
 def _names_a_secret(word: str) -> bool:
@@ -2703,6 +3043,8 @@ def _redact_assignments(text: str, lowered: str, hits: _Hits | None = None) -> s
         if text[match.end() - 1] == ":" and text[match.end() : match.end() + 1] == ":":
             continue  # `.password::placeholder` (CSS), `Token::new` (a scope): no value
         value_end = _closing_quote(text, value.end("value"), quote)
+        if value_end - value.start("value") < 6:
+            continue  # `"ab", "cd"`: a short quoted word, not a value cut short
         name = _name_at(text, match.start(), match.end())
         name_start = match.end() - len(name)
         if name_start > 0 and text[name_start - 1] == "/":
@@ -2715,7 +3057,10 @@ def _redact_assignments(text: str, lowered: str, hits: _Hits | None = None) -> s
             continue
         if _code_or_prose(text, match.end(), value):
             continue
-        if not _is_secret_value(name, text[value.start("value") : value_end], bool(quote)):
+        literal = text[value.start("value") : value_end]
+        if not _is_secret_value(
+            name, literal, bool(quote), _shell_literal(text, value.start("value"), literal)
+        ):
             continue
         pieces.append(text[last : value.start("value")])
         pieces.append(_label("secret"))

@@ -2,7 +2,7 @@
 
     .venv/bin/python scripts/measure_redaction.py [--show] [--show-holdout]
     .venv/bin/python scripts/measure_redaction.py --corpus-c [--show]
-    .venv/bin/python scripts/measure_redaction.py --corpus-d [--show-holdout]
+    .venv/bin/python scripts/measure_redaction.py --corpus-d [--show]
     .venv/bin/python scripts/measure_redaction.py --corpus-e [--show-holdout]
 
 Per corpus and split (the held-out thirds count). `--show` lists what the tuned parts miss and
@@ -13,8 +13,9 @@ measured without being looked at.
 case's kind) and by source. Corpus C was held out until its second measurement (docs/secrets.md);
 it is now worked from, and `--corpus-c --show` lists what it misses and changes. `--corpus-d`
 does the same for corpus D (built while the detector changed, by someone who never read it),
-which is held out: its cases are listed only with `--show-holdout`. `--corpus-e` measures corpus
-E (built apart from the detector from other public sources), held out the same way.
+held out until its second measurement and worked from since (`--show` lists its cases).
+`--corpus-e` measures corpus E (built apart from the detector from other public sources), which
+is held out: its cases are listed only with `--show-holdout`.
 """
 
 from __future__ import annotations
@@ -82,7 +83,8 @@ def main() -> None:
         measure_one_corpus("C (worked from, no longer held out)", PATH_C, show="--show" in sys.argv)
         return
     if "--corpus-d" in sys.argv:
-        measure_one_corpus("D (held out)", PATH_D, show="--show-holdout" in sys.argv)
+        show = "--show" in sys.argv or "--show-holdout" in sys.argv
+        measure_one_corpus("D (worked from, no longer held out)", PATH_D, show=show)
         return
     if "--corpus-e" in sys.argv:
         measure_one_corpus("E (held out)", PATH_E, show="--show-holdout" in sys.argv)

@@ -16,6 +16,7 @@ import string
 import pytest
 
 from memory_core.redact import redact
+from tests.core.redaction_state import redaction_computed_afresh  # noqa: F401
 
 _rng = random.Random(29)
 HEX = "0123456789abcdef"
@@ -408,3 +409,341 @@ def test_a_key_wrapped_at_a_lines_width_is_joined_but_the_next_line_of_code_is_n
 )
 def test_the_edges_of_what_counts_as_a_secret(text: str, expected: str) -> None:
     assert redact(text) == expected
+
+
+# Corpus D's families (2026-11-27, evening), written from each tool's documentation: the
+# synopsis of `cqlsh --help`, mosquitto_pub(1), ssh-keygen(1), `dotnet nuget add source`,
+# skopeo(1) `--creds`, `poetry config`, htpasswd(1), PostgreSQL's password file, wpa_supplicant.conf(5),
+# the JDBC, PDO, mysqli, requests, aiohttp, reqwest and Net::SMTP APIs, go-sql-driver's DSN.
+# A password of symbols (`$` first, a backtick, `;`, `|`), and one of digits only.
+SYMBOLS = "$v+a~k`Us;C|k2"
+DIGITS = "0345026942"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (f"cqlsh db1 9042 -u admin -p '{PW}'", "cqlsh db1 9042 -u admin -p '[REDACTED:password]'"),
+        (
+            f"mosquitto_pub -h mq -p 1883 -u svc -P {PW} -t t -m 1",
+            "mosquitto_pub -h mq -p 1883 -u svc -P [REDACTED:password] -t t -m 1",
+        ),
+        (
+            f"ssh-keygen -t ed25519 -N '{PW}' -f ~/.ssh/k",
+            "ssh-keygen -t ed25519 -N '[REDACTED:password]' -f ~/.ssh/k",
+        ),
+        (
+            f"ssh-keygen -p -P {PW} -N {PW} -f k",
+            "ssh-keygen -p -P [REDACTED:password] -N [REDACTED:password] -f k",
+        ),
+        (
+            f"dotnet nuget add source https://n/v3/index.json -n corp -u me -p {PW}",
+            "dotnet nuget add source https://n/v3/index.json -n corp -u me -p [REDACTED:password]",
+        ),
+        (
+            f"skopeo copy --src-creds me:'{SYMBOLS}' docker://a dir:/tmp/a",
+            "skopeo copy --src-creds me:'[REDACTED:password]' docker://a dir:/tmp/a",
+        ),
+        (
+            f"podman pull --creds=me:{PW} quay.io/x/y",
+            "podman pull --creds=me:[REDACTED:password] quay.io/x/y",
+        ),
+        (
+            f"poetry config http-basic.corp me '{PW}'",
+            "poetry config http-basic.corp me '[REDACTED:password]'",
+        ),
+        (
+            "poetry config pypi-token.pypi pypi-AgEIcHlwaS5vcmc2x",
+            "poetry config pypi-token.pypi [REDACTED:password]",
+        ),
+        (
+            f"htpasswd -b -c /etc/nginx/.htpasswd me '{PW}'",
+            "htpasswd -b -c /etc/nginx/.htpasswd me '[REDACTED:password]'",
+        ),
+        (
+            f"htpasswd -B -C 10 -b f me {PW}",
+            "htpasswd -B -C 10 -b f me [REDACTED:password]",
+        ),
+        (f"htpasswd -n -b me {PW}", "htpasswd -n -b me [REDACTED:password]"),
+        (
+            f"NET USE Z: \\\\srv\\share {PW} /USER:corp\\me",
+            "NET USE Z: \\\\srv\\share [REDACTED:password] /USER:corp\\me",
+        ),
+        (f"schtasks /Create /RU me /RP {PW}", "schtasks /Create /RU me /RP [REDACTED:password]"),
+        (f"sqlplus ci-bot/'{PW}'@//db:1521/X", "sqlplus ci-bot/'[REDACTED:password]'@//db:1521/X"),
+        (f"sqlplus SCOTT/{PW}@orcl", "sqlplus SCOTT/[REDACTED:password]@orcl"),
+        # A number where the documentation puts the password is the password.
+        (f"docker login -u me -p {DIGITS} r.io", "docker login -u me -p [REDACTED:password] r.io"),
+        (f"7z a -p'{DIGITS}' s.7z d", "7z a -p'[REDACTED:password]' s.7z d"),
+        (
+            f"mongodump -u me --password '{DIGITS}' --db x",
+            "mongodump -u me --password '[REDACTED:secret]' --db x",
+        ),
+        (
+            f"mysqldump --password='{SYMBOLS}' shop",
+            "mysqldump --password='[REDACTED:secret]' shop",
+        ),
+        (f"RESTIC_PASSWORD='{SYMBOLS}' restic snapshots", None),
+        (f"terraform apply -var 'db_password={DIGITS[:8]}'", None),
+        # Files.
+        ("db.corp:5432:*:svc:Xu7buftp6cJf", "db.corp:5432:*:svc:[REDACTED:password]"),
+        ("*:*:*:svc:Xu7buftp6cJf", "*:*:*:svc:[REDACTED:password]"),
+        (
+            f'network={{\n    ssid="Home"\n    psk="{PW}"\n}}',
+            'network={\n    ssid="Home"\n    psk="[REDACTED:password]"\n}',
+        ),
+        (f"spring.mail.password={DIGITS[:8]}", "spring.mail.password=[REDACTED:secret]"),
+        # Code: the argument the API takes the password in.
+        (
+            f'DriverManager.getConnection(url, "app", "{PW}");',
+            'DriverManager.getConnection(url, "app", "[REDACTED:password]");',
+        ),
+        (
+            f"$pdo = new PDO($dsn, 'app', '{PW}');",
+            "$pdo = new PDO($dsn, 'app', '[REDACTED:password]');",
+        ),
+        (
+            f"$db = new mysqli('h', 'app', '{PW}', 'shop');",
+            "$db = new mysqli('h', 'app', '[REDACTED:password]', 'shop');",
+        ),
+        (
+            f'requests.get(url, auth=("me", "{PW}"))',
+            'requests.get(url, auth=("me", "[REDACTED:password]"))',
+        ),
+        (f'HTTPBasicAuth("me", "{PW}")', 'HTTPBasicAuth("me", "[REDACTED:password]")'),
+        (
+            f'client.get(u).basic_auth("me", Some("{PW}"))',
+            'client.get(u).basic_auth("me", Some("[REDACTED:password]"))',
+        ),
+        (
+            f"Net::SMTP.start('smtp', 587, 'localhost', 'me', '{PW}', :login)",
+            "Net::SMTP.start('smtp', 587, 'localhost', 'me', '[REDACTED:password]', :login)",
+        ),
+        (
+            f'sql.Open("mysql", "app:{PW}@tcp(db:3306)/shop")',
+            'sql.Open("mysql", "app:[REDACTED:password]@tcp(db:3306)/shop")',
+        ),
+        (f"https://me:P@ss{DIGITS}@host/x", "https://me:[REDACTED:password]@host/x"),
+        # What tools print: a value alone on the line after its label, a command's output.
+        (
+            f"Your new password:\n{DIGITS}\nKeep it.",
+            "Your new password:\n[REDACTED:secret]\nKeep it.",
+        ),
+        (f"smtp:\n  password: >-\n    {PW}", "smtp:\n  password: >-\n    [REDACTED:secret]"),
+        (f"$ op read op://Private/db/password\n{DIGITS}", None),
+        (f"$ gh auth token\ngho_{'x1' * 18}", None),
+        (
+            "AWS Secret Access Key [None]: NtsHI1UjL9OFL5K+CPQPdYfI5n8bnXA71w6akFn3",
+            "AWS Secret Access Key [None]: [REDACTED:aws-secret-key]",
+        ),
+        (
+            f"    Security key           : Present\n    Key Content            : {PW}",
+            "    Security key           : Present\n    Key Content            : [REDACTED:password]",
+        ),
+        (
+            f"Key         Value\n---         -----\npassword    {SYMBOLS}\nusername    deploy",
+            "Key         Value\n---         -----\npassword    [REDACTED:secret]\nusername    deploy",
+        ),
+        (f"log in as bob with password {PW[:-1]}9 and check out", None),
+        (f"mon mot de passe est {PW[:-1]}9, note-le", None),
+        # Quoted, a value runs to its closing quote: a backtick, `$` or `;` inside it.
+        (f"password: '{SYMBOLS}'", "password: '[REDACTED:secret]'"),
+        ('MARIADB_ROOT_PASSWORD: "x`cJ`W6z"', 'MARIADB_ROOT_PASSWORD: "[REDACTED:secret]"'),
+    ],
+)
+def test_corpus_d_families_are_hidden_by_kind(text: str, expected: str | None) -> None:
+    out = redact(text)
+    if expected is not None:
+        assert out == expected
+    for secret in (PW, SYMBOLS, DIGITS, DIGITS[:8], f"{PW[:-1]}9", "x1" * 18):
+        assert secret not in out, (text, out)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # The same tools' other flags, and the synopsis's placeholders.
+        "cqlsh db1 9042 -u admin",
+        "mosquitto_sub -h mq -p 1883 -t sensors/#",
+        "ssh-keygen -t ed25519 -N '' -f ~/.ssh/k",
+        "ssh-keygen -t rsa -b 4096 -C me@example.com -f k",
+        "ssh-keygen -p [-P old_passphrase] [-N new_passphrase] [-f keyfile]",
+        "dotnet run -p src/App/App.csproj",
+        "dotnet nuget add source https://n/v3/index.json -n corp",
+        "skopeo copy --src-creds me docker://a dir:/tmp/a",
+        "skopeo inspect --creds $REGISTRY_CREDS docker://a",
+        "poetry config virtualenvs.in-project true",
+        "htpasswd -c /etc/nginx/.htpasswd me",
+        "htpasswd -D /etc/nginx/.htpasswd me",
+        "net use Z: \\\\srv\\share * /user:corp\\me",
+        "docker login -u me -p $REGISTRY_PASSWORD r.io",
+        "sshpass -p '%DB_PASSWORD%' ssh me@db uptime",
+        "pg_dump --dbname='postgresql://me:%DB_PASSWORD%@db:5432/app'",
+        '"password": "%API_TOKEN%"',
+        "machine github.com login me password ****************",
+        '"password": "&lt;YOURPASSWORD&gt;"',
+        # Lines that only look like the files and outputs above.
+        "12:30:00:12:34",
+        "2026-11-27 20:51:03:123:456 started",
+        "auth=(user, password), timeout=10",
+        "DriverManager.getConnection(url, user, password);",
+        'sql.Open("mysql", dsn)',
+        "password:\n  required",
+        "token:\n  - name",
+        "Key         Value\n---         -----\nusername    deploy\ntoken_ttl   768h",
+        "github.com/hashicorp/golang-lru v0.5.4 h1:YDjusn29QI/Das2iO9M0BHnIbxPeyuCHsjMW+lJfyTc=",
+        'IAMUserChangePassword = "arn:aws:iam::aws:policy/IAMUserChangePassword"',
+        "password_min_length = 12345678",
+        "the password must be at least 8 characters, with password managers welcome",
+    ],
+)
+def test_next_to_corpus_d_families_what_is_no_password_stays(text: str) -> None:
+    assert redact(text) == text
+
+
+def test_a_generated_word_behind_a_providers_prefix_of_up_to_twelve_letters_is_hidden() -> None:
+    # `acmeprovider_<key>`: a provider's prefix segment is up to 12 characters, each hidden with
+    # its key as a short one is; longer, the word before the key is a name (docs/secrets.md).
+    hidden = 0
+    for _ in range(ROUNDS // 2):
+        value = key(ALNUM, 24)
+        short = redact(f"deploy log: acme_{value} done")
+        for segment in ("acmeprovide", "acmeprovider"):
+            out = redact(f"deploy log: {segment}_{value} done")
+            assert (out == "deploy log: [REDACTED:secret] done") == (value not in short), segment
+        hidden += value not in short
+    assert hidden >= ROUNDS // 2 * 0.9  # most generated keys read as generated
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # A secret's name in a tag, a .NET setting, a Dockerfile: the value decides.
+        "<passphrase>optional; leave empty if not used.</passphrase>",
+        '<add key="SmtpPassword" value="${SMTP_PASSWORD}" />',
+        "ENV DB_PASSWORD $DB_PASSWORD",
+        'define("DB_PASSWORD", getenv("DB_PASSWORD"));',
+        # A secret word inside an ARN quoted or assigned: the name of a resource.
+        '{"SecretId": "arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/db/pw-a1B2c3"}',
+        "SECRET_ARN=arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/db/pw-a1B2c3",
+    ],
+)
+def test_a_secrets_name_with_no_secret_value_stays(text: str) -> None:
+    assert redact(text) == text
+
+
+def test_a_key_wrapped_at_a_line_of_exactly_sixty_characters_is_hidden_in_both_pieces() -> None:
+    # A terminal or a tool wraps at 60 columns or more: the line holding the first piece is
+    # exactly that long.
+    for _ in range(ROUNDS // 4):
+        secret = "sk-ant-api03-" + gen(ALNUM, 40)
+        for width in (60, 61, 80):
+            head = "INFO upstream configured with ".ljust(width - 25, ".")
+            text = f"{head}{secret[:25]}\n{secret[25:]} and retries 3"
+            assert len(text.split("\n")[0]) == width
+            out = redact(text)
+            for piece in (secret[:25], secret[25:]):
+                assert piece not in out, (width, out)
+
+
+def test_a_key_after_a_providers_name_is_hidden_to_its_last_character() -> None:
+    for _ in range(ROUNDS // 4):
+        value = key(LOWER_NUM, 32)
+        # Separators after it are not part of it; the key's own last character is.
+        assert redact(f"adafruit {value}-") == "adafruit [REDACTED:secret]-"
+        assert redact(f"adafruit {value}__") == "adafruit [REDACTED:secret]__"
+        # After one `/` it is still a value; in a path (another `/` before) it is a file name.
+        assert redact(f"adafruit /{value}") == "adafruit /[REDACTED:secret]"
+        path = f"adafruit files: /srv/adafruit/{value}"
+        assert redact(path) == path
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # ssh-keygen's passphrase, with another command after it on the line or the next line.
+        (
+            f"ssh-keygen -t ed25519 -N '{PW}' -f k && ls ~/.ssh",
+            "ssh-keygen -t ed25519 -N '[REDACTED:password]' -f k && ls ~/.ssh",
+        ),
+        (
+            f"ssh-keygen -t ed25519 -N {PW} -f k\necho done",
+            "ssh-keygen -t ed25519 -N [REDACTED:password] -f k\necho done",
+        ),
+        # A quoted word after a password flag is the password; unquoted, prose about the flag.
+        ("deploy --password 'Swordfish' db", "deploy --password '[REDACTED:secret]' db"),
+        ("deploy --password 'swordfish' db", "deploy --password '[REDACTED:secret]' db"),
+        # A key after a provider's name with words after it.
+        ("adafruit 9aeq2mbrq7gurhws4niwunsrlnokgqbx done", "adafruit [REDACTED:secret] done"),
+        # A 32-hex key after a provider's name (a shorter hex value is an id).
+        (
+            "adafruit = '0f9e8d7c6b5a49382716f5e4d3c2b1a0'",
+            "adafruit = '[REDACTED:secret]'",
+        ),
+        # A text whose lowercase is longer, with a token replaced first: the assignment after
+        # it is still found.
+        (
+            "İİİ ghp_" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5" + " then password = hunter22x",
+            "İİİ [REDACTED:github-token] then password = [REDACTED:secret]",
+        ),
+    ],
+)
+def test_edges_of_the_context_rules(text: str, expected: str) -> None:
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "usage: docker login [-u user] [-p ...] [server]",
+        "openssl pkcs12 -passin arg, -passout arg",
+        "adafruit uses MLKEM768X25519PublicKey for the handshake",
+        # A class name after a provider's name, a hash named inside a call.
+        "const digest = { hash: Buffer.from('Zq8vT1mK4pW9xR2nL7cB5yH3fJ6dG0sA', 'base64') }",
+    ],
+)
+def test_edges_of_the_context_rules_that_stay(text: str) -> None:
+    assert redact(text) == text
+
+
+def test_an_uppercase_hex_digest_stays() -> None:
+    # PowerShell's Get-FileHash prints digests in capitals.
+    for _ in range(ROUNDS // 4):
+        digest = gen("0123456789ABCDEF", 64)
+        line = f"SHA256    {digest}       C:\\dist\\app.zip"
+        assert redact(line) == line
+        assert redact(f"{digest}  app.zip") == f"{digest}  app.zip"
+
+
+def test_context_secrets_are_found_anywhere_in_a_large_text() -> None:
+    filler = "The deploy went fine and the logs are quiet. " * 120  # above 4 KiB
+    for text in (
+        f"postgres://app:hunter22@db/app {filler}",
+        f"{filler} BUNDLE_ENTERPRISE__CONTRIBSYS__COM=cafebabe:deadbeef {filler}",
+        f"{filler} curl -u deploy:{PW} https://x {filler}",
+    ):
+        out = redact(text)
+        for secret in ("hunter22", "cafebabe:deadbeef", "deadbeef", PW):
+            assert secret not in out
+        assert out.count("The deploy went fine") == text.count("The deploy went fine")
+
+
+def test_the_edges_of_a_random_value_under_a_weak_name() -> None:
+    # Eight characters each used twice: entropy of exactly 3 bits, the least a random value has.
+    assert redact("signing_key = q7x2m9k4q7x2m9k4") == "signing_key = [REDACTED:secret]"
+    # A path under a weak name is where the key is, not the key; base64 of words is test data.
+    for text in (
+        "tls_key = /etc/ssl/private/server01.key",
+        "VGhpcyBpcyB0aGUgd2F5IHdlIGRvIGl0IGV2ZXJ5IGRheSEh",
+        "fixture: dGhlIHF1aWNrIGJyb3duIGZveCBqdW1wcyBvdmVyIGl0",
+        # Under 12 characters after a secret word, a value is too short to tell from a word.
+        "bitbar TOKEN a8Kq2Zm9xQ",
+    ):
+        assert redact(text) == text
+
+
+def test_a_public_value_named_on_its_line_stays_when_more_lines_follow() -> None:
+    for _ in range(ROUNDS // 4):
+        value = key(ALNUM, 40)
+        for text in (f"pubkey {value}\nnext line", f"first line\nfingerprint {value}\nlast"):
+            assert redact(text) == text

@@ -19,6 +19,7 @@ import pytest
 
 from memory_core.redact import redact
 from tests.core.public_secret_corpus import PATH_B, PATH_C, PATH_D, load, measure
+from tests.core.redaction_state import redaction_computed_afresh  # noqa: F401
 
 CASES = load()
 _rng = random.Random(20261127)
