@@ -9,13 +9,21 @@ Watchman is turned off (and the folder is not a git repository), as in test_roll
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
+from pathlib import Path
 
 import pytest
 
 from memory_core import checkpoints, config
-from memory_core.checkpoints.storage import Writer, load_listings, load_tree, read_blobs
+from memory_core.checkpoints.storage import (
+    Writer,
+    load_listings,
+    load_tree,
+    read_blobs,
+    stat_cache_of,
+)
 from memory_core.checkpoints.trees import (
     CorruptCheckpointError,
     compress,
@@ -196,3 +204,40 @@ def test_a_blob_only_the_old_table_holds_is_still_restored(project: Store) -> No
     _write(project.root, "src/app.py", "edited after\n")
     assert checkpoints.rollback(project, checkpoint["id"])["restored"] == ["src/app.py"]
     assert (project.root / "src" / "app.py").read_bytes() == original
+
+
+def test_a_folder_moved_away_while_a_file_is_removed_is_reported_with_the_file_and_why(
+    project: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = project.root
+    checkpoint = checkpoints.create(project)
+    _write(root, "src/made-after.txt", "made after the checkpoint\n")
+    plan = checkpoints.plan_rollback(project, checkpoint["id"])
+    assert plan.removes == ["src/made-after.txt"] and plan.writes == []
+    undo = checkpoints.prepare_undo(project, plan)
+    moved = tmp_path / "elsewhere"
+    real_unlink = os.unlink
+
+    def moving_unlink(*args: object, **kwargs: object) -> None:
+        if not moved.exists():
+            os.rename(root / "src", moved)
+        real_unlink(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "unlink", moving_unlink)
+    result = checkpoints.apply_plan(project, plan, undo_checkpoint=undo["id"])
+    monkeypatch.undo()
+    assert [failure["path"] for failure in result["failed"]] == ["src/made-after.txt"]
+    assert "was replaced or moved" in result["failed"][0]["error"]
+    assert (moved / "made-after.txt").exists()
+
+
+def test_the_stat_cache_of_more_paths_than_one_query_takes_is_read_whole(store: Store) -> None:
+    writer = Writer(store)
+    paths = [f"pkg/file{index:04d}.py" for index in range(1_200)]
+    for index, path in enumerate(paths):
+        writer.index[path] = (1_000 + index, 10, index, 0o100644, sha(path.encode()), 5)
+    with store.transaction() as db:
+        writer.flush(db)
+    found = stat_cache_of(store, paths)
+    assert sorted(found) == paths
+    assert found[paths[-1]] == (2_199, 10, 1_199, 0o100644, sha(paths[-1].encode()), 5)
