@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_core import checkpoints, config
+from memory_core import checkpoints, config, sessions
 from memory_core.checkpoints.storage import (
     Writer,
     load_listings,
@@ -241,3 +241,13 @@ def test_the_stat_cache_of_more_paths_than_one_query_takes_is_read_whole(store: 
     found = stat_cache_of(store, paths)
     assert sorted(found) == paths
     assert found[paths[-1]] == (2_199, 10, 1_199, 0o100644, sha(paths[-1].encode()), 5)
+
+
+def test_a_checkpoint_taken_in_a_session_says_at_which_turn(project: Store) -> None:
+    # (What `engram checkpoint list` shows as "turn N", and what `rollback --rewind` needs.)
+    sessions.start(project, session_id="s-1", agent="claude-code")
+    sessions.record_turn(project, "s-1", user_message="step", assistant_response="done")
+    made = checkpoints.create(project, session_id="s-1")
+    assert made["turn_number"] == 1
+    assert [c["turn_number"] for c in checkpoints.list_checkpoints(project)] == [1]
+    assert checkpoints.create(project)["turn_number"] is None
