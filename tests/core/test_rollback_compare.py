@@ -251,3 +251,24 @@ def test_a_checkpoint_taken_in_a_session_says_at_which_turn(project: Store) -> N
     assert made["turn_number"] == 1
     assert [c["turn_number"] for c in checkpoints.list_checkpoints(project)] == [1]
     assert checkpoints.create(project)["turn_number"] is None
+
+
+def test_a_path_unreadable_last_time_stays_reported_until_a_checkpoint_looks_at_it_again(
+    project: Store,
+) -> None:
+    # (Made unreadable by forging the latest checkpoint's record: the tests run as root, which
+    # reads every file; test_checkpoint_hostile_fs does it for real as another user.)
+    journal = checkpoints.ChangeJournal(started_at=time.time() - 3600)
+    first = checkpoints.create(project, journal=journal)
+    row = project.query_one("SELECT journal FROM checkpoints WHERE id = ?", (first["id"],))
+    assert row is not None
+    token = {**json.loads(row[0]), "unreadable": ["src/lib/util.py", "README.md"]}
+    with project.transaction() as db:
+        db.execute(
+            "UPDATE checkpoints SET journal = ? WHERE id = ?", (json.dumps(token), first["id"])
+        )
+    _write(project.root, "README.md", "# read again\n")
+    journal.mark(["README.md"])
+    second = checkpoints.create(project, journal=journal)
+    assert second["source"] == "watcher"
+    assert second["unreadable"] == ["src/lib/util.py"]
