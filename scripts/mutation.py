@@ -109,6 +109,7 @@ MODULES: dict[str, Module] = {
             "tests/core/test_checkpoint_packing.py",
             "tests/core/test_checkpoint_retention.py",
             "tests/core/test_rollback_plans.py",
+            "tests/core/test_rollback_compare.py",
             "tests/core/test_checkpoint_gc_schedule.py",
             "tests/core/test_checkpoint_tree_cache.py",
             "tests/core/test_checkpoint_listing.py",

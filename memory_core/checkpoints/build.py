@@ -170,9 +170,11 @@ def build_incremental(
     now: float,
     tree_cache: dict[str, Tree] | None = None,
     rules: IgnoreRules | None = None,
+    listing_data: dict[str, bytes] | None = None,
 ) -> tuple[str, int, int, int, list[str]]:
     """A new root tree: the base with only `changed_paths` looked at again (`rules`: the
-    workspace's ignore rules, when the caller built them already)."""
+    workspace's ignore rules, when the caller built them already; `listing_data`: listings'
+    bytes the caller read and verified already, by digest)."""
     root = store.root
     rules = rules if rules is not None else rules_for(store, settings)
     cap = int(settings["checkpoints.max_file_bytes"])
@@ -185,7 +187,10 @@ def build_incremental(
         when only rows the capture names change."""
         if tree_cache is not None:
             return Listing(load_tree(store, digest, where, validate=False, cache=tree_cache))
-        return Listing.stored(load_listing(store, digest, where), entry.files, entry.size, where)
+        data = listing_data.get(digest) if listing_data is not None else None
+        if data is None:
+            data = load_listing(store, digest, where)
+        return Listing.stored(data, entry.files, entry.size, where)
 
     # These helpers never call themselves: a closure that does is a reference cycle, which
     # kept every listing read here alive until the cyclic collector found it.

@@ -98,9 +98,11 @@ def capture_workspace(
     hints: Iterable[str] | None = None,
     tree_cache: dict[str, Tree] | None = None,
     git: GitInBackground | None = None,
+    listing_data: dict[str, bytes] | None = None,
 ) -> Capture:
     """Work out a new checkpoint, trusting a change source only for an interval it covered
-    (`git`: a `git status` already started, asked instead of running one)."""
+    (`git`: a `git status` already started, asked instead of running one; `listing_data`:
+    listings' bytes read and verified already, by digest)."""
     root = store.root
     started = clock.now()
     writer = Writer(store)
@@ -200,6 +202,7 @@ def capture_workspace(
             ts,
             tree_cache,
             rules,
+            listing_data,
         )
     else:
         mode, source = "scan", "scan"

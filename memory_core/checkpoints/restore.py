@@ -23,8 +23,25 @@ from memory_core.checkpoints.capture import (
 )
 from memory_core.checkpoints.disk import StoredRules, settings_for
 from memory_core.checkpoints.history import checkpoint_dict, find_row, unreadable_of
-from memory_core.checkpoints.storage import TreeLookup, load_tree, read_blob
-from memory_core.checkpoints.trees import CorruptCheckpointError, Entry, Tree, valid_name
+from memory_core.checkpoints.storage import (
+    TreeLookup,
+    Writer,
+    load_listing,
+    load_listings,
+    read_blob,
+    read_blobs,
+)
+from memory_core.checkpoints.trees import (
+    CorruptCheckpointError,
+    Entry,
+    Row,
+    Tree,
+    decode_tree,
+    listing_rows,
+    row_entry,
+    tree_rows,
+    valid_name,
+)
 from memory_core.errors import EngramError
 from memory_core.journal import ChangeJournal, EditorFiles, GitInBackground
 from memory_core.store import Store
@@ -124,41 +141,93 @@ def _inside(root: Path, path: Path) -> bool:
     return True
 
 
-def _tree_loader(store: Store, pending: dict[str, Tree], cache: dict[str, Tree]) -> Any:
-    """Load a tree from a capture's not yet written ones or from the store (verified)."""
+class _Listings:
+    """The listings a plan reads, each read and checked once: their verified bytes by digest
+    (which the capture then edits as any checkpoint does, without decoding them) and their
+    rows as sets to compare (`listing_rows`). `trees`: a long-running caller's decoded
+    listings (the language server's), used where they hold one; `pending`: the capture's new
+    listings, not yet in the store."""
 
-    def load(digest: str, where: str) -> Tree:
-        built = pending.get(digest)
-        return built if built is not None else load_tree(store, digest, where, cache=cache)
+    def __init__(self, store: Store, trees: dict[str, Tree] | None) -> None:
+        self.store = store
+        self.trees = trees
+        self.data: dict[str, bytes] = {}
+        self.rows: dict[str, frozenset[Row]] = {}
+        self.pending: Writer | None = None
 
-    return load
+    def _read(self, digest: str, where: str) -> bytes | Tree:
+        pending = self.pending
+        found: bytes | Tree | None = None
+        if pending is not None:
+            found = pending.decoded.get(digest) or pending.encoded.get(digest)
+        if found is None and self.trees is not None:
+            found = self.trees.get(digest)
+        if found is None:
+            found = self.data.get(digest)
+        if found is None:
+            found = self.data[digest] = load_listing(self.store, digest, where)
+        return found
 
+    def rows_of(self, digest: str, where: str) -> frozenset[Row]:
+        known = self.rows.get(digest)
+        if known is None:
+            listing = self._read(digest, where)
+            known = self.rows[digest] = (
+                tree_rows(listing) if isinstance(listing, Tree) else listing_rows(listing, where)
+            )
+        return known
 
-def _tree_changes(
-    store: Store,
-    target_tree: str,
-    current_tree: str,
-    pending: dict[str, Tree],
-    cache: dict[str, Tree],
-) -> tuple[list[tuple[str, Entry]], list[str]]:
-    """Files to write (path, target entry) and files to remove, to turn `current_tree` into
-    `target_tree`: listings are compared by digest and only folders that differ are read."""
-    changes = _Changes(_tree_loader(store, pending, cache))
-    changes.compare(target_tree, current_tree, "")
-    return changes.writes, changes.removes
+    def read_many(self, digests: list[str]) -> None:
+        """Read these listings in one query (those missing or damaged are left for `_read`
+        to report, with the folder's name)."""
+        unknown = [d for d in digests if d not in self.data and d not in self.rows]
+        if self.trees is not None:
+            unknown = [d for d in unknown if d not in self.trees]
+        if unknown:
+            self.data.update(load_listings(self.store, unknown))
+
+    def tree(self, digest: str, where: str) -> Tree:
+        listing = self._read(digest, where)
+        return listing if isinstance(listing, Tree) else decode_tree(listing, where)
 
 
 class _Changes:
-    """The comparison's state. Methods, not closures that call themselves: such a closure is a
-    reference cycle, which kept every listing read alive until the cyclic collector found it."""
+    """Files to write (path, target entry) and files to remove, to turn one tree into another:
+    listings are compared by digest and only folders that differ are read, and in those, only
+    the rows that differ become entries. Methods, not closures that call themselves: such a
+    closure is a reference cycle, which kept every listing read alive until the cyclic
+    collector found it."""
 
-    def __init__(self, load: Any) -> None:
-        self.load = load
+    def __init__(self, listings: _Listings) -> None:
+        self.listings = listings
         self.writes: list[tuple[str, Entry]] = []
         self.removes: list[str] = []
 
+    def read_ahead(self, target_root: str, latest_root: str) -> None:
+        """Read what the capture and the comparison will read (while git works), a folder
+        level at a time, each level's listings in one query: below each folder where the
+        checkpoint differs from the latest one, the checkpoint's listing (its rows) and the
+        latest's bytes, which the capture edits. A listing holding no folder is not parsed
+        on the latest's side: the capture edits its bytes, the comparison reads the new one."""
+        level = [(target_root, latest_root, "")]
+        while level:
+            self.listings.read_many([digest for pair in level for digest in pair[:2]])
+            below: list[tuple[str, str, str]] = []
+            for target_digest, latest_digest, prefix in level:
+                where = prefix + "/" if prefix else ""
+                target = self.listings.rows_of(target_digest, where)
+                if not any(row[1] == "d" for row in target):
+                    continue
+                latest = self.listings.rows_of(latest_digest, where)
+                had = {row[0]: row for row in latest - target}
+                for row in target - latest:
+                    have = had.get(row[0])
+                    if row[1] == "d" and have is not None and have[1] == "d":
+                        below.append((row[3], have[3], f"{prefix}/{row[0]}" if prefix else row[0]))
+            level = below
+
     def every_file(self, digest: str, prefix: str) -> Iterator[tuple[str, Entry]]:
-        tree = self.load(digest, prefix + "/")
+        tree = self.listings.tree(digest, prefix + "/")
         for name, entry in tree.entries.items():
             rel = f"{prefix}/{name}"
             if entry.kind == "d":
@@ -168,13 +237,16 @@ class _Changes:
 
     def compare(self, target_digest: str, current_digest: str | None, prefix: str) -> None:
         where = prefix + "/" if prefix else ""
-        target = self.load(target_digest, where)
-        current = self.load(current_digest, where) if current_digest else Tree()
-        # Only the names whose entries differ (one set operation in C; most are the same).
-        differing = target.entries.items() ^ current.entries.items()
-        for name in sorted({name for name, _ in differing}):
+        target = self.listings.rows_of(target_digest, where)
+        current = self.listings.rows_of(current_digest, where) if current_digest else frozenset()
+        # Only the rows that differ (one set operation in C; most are the same); a name is in
+        # a listing once, so a name's differing row on one side means its row on the other,
+        # if any, differs too.
+        wanted = {row[0]: row_entry(row) for row in target - current}
+        had = {row[0]: row_entry(row) for row in current - target}
+        for name in sorted(wanted.keys() | had.keys()):
             rel = f"{prefix}/{name}" if prefix else name
-            want, have = target.entries.get(name), current.entries.get(name)
+            want, have = wanted.get(name), had.get(name)
             if want is not None and have is not None:
                 if want.kind == "d" and have.kind == "d":
                     if want.hash != have.hash:
@@ -222,7 +294,7 @@ def plan_rollback(
     if journal is not None and not journal.sync():
         journal = None  # it could not show it has seen every change made until now
     # Listings read once for the capture and the comparison (and kept, given a cache).
-    trees: dict[str, Tree] = tree_cache if tree_cache is not None else {}
+    listings = _Listings(store, tree_cache)
     if journal is not None:
         git = None  # (the journal vouches; a status started by the caller goes unused)
     elif git is not None or not settings["checkpoints.watchman"] or not shutil.which("watchman"):
@@ -236,13 +308,21 @@ def plan_rollback(
         )
         if latest is not None:
             with contextlib.suppress(CorruptCheckpointError):  # the plan itself reports it
-                _tree_changes(store, row["root_tree"], latest["root_tree"], {}, trees)
+                _Changes(listings).read_ahead(row["root_tree"], latest["root_tree"])
     capture = capture_workspace(
-        store, settings, clock.now(), watcher=journal, hints=hints, tree_cache=trees, git=git
+        store,
+        settings,
+        clock.now(),
+        watcher=journal,
+        hints=hints,
+        tree_cache=tree_cache,
+        git=git,
+        listing_data=listings.data,
     )
-    planned_writes, planned_removes = _tree_changes(
-        store, row["root_tree"], capture.root_tree, capture.writer.decoded, trees
-    )
+    listings.pending = capture.writer
+    changes = _Changes(listings)
+    changes.compare(row["root_tree"], capture.root_tree, "")
+    planned_writes, planned_removes = changes.writes, changes.removes
     # An editor's swap, lock or auto-save file in a checkpoint made before engram knew its name
     # is neither written back over the live one nor removed: it holds someone's unsaved work.
     editor_files = EditorFiles(settings["watch.editor_files"], StoredRules(store))
@@ -260,9 +340,12 @@ def plan_rollback(
             with contextlib.suppress(OSError):
                 if stat.S_ISLNK(os.lstat(os.path.join(root, rel)).st_mode):
                     folders[rel] = False
+    contents = read_blobs(store, [entry.hash for _, entry in planned_writes])
     for rel, entry in planned_writes:
         _check_path(root, rel, folders)
-        content = read_blob(store, entry.hash, path=rel)
+        content = contents.get(entry.hash)
+        if content is None:
+            content = read_blob(store, entry.hash, path=rel)  # (or the reason it cannot be)
         existed = rel in removed_set or _exists(root, rel)
         writes.append(
             FileWrite(rel, content, entry.mode, "link" if entry.kind == "l" else "file", existed)
@@ -319,7 +402,7 @@ class _Prefixes:
 
 def _exists(root: Path, rel: str) -> bool:
     try:
-        os.lstat(root / rel)
+        os.lstat(os.path.join(root, rel))
     except OSError:
         return False
     return True

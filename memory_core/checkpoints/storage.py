@@ -43,6 +43,7 @@ class Writer:
         self._pending_seen: set[str] = set()
         self.trees: dict[str, bytes] = {}
         self.decoded: dict[str, Tree] = {}  # the new listings as built (a rollback compares them)
+        self.encoded: dict[str, bytes] = {}  # the same, as their bytes, when not decoded
         self.superseded: set[str] = set()  # the base's listings these replace
         self.index: dict[str, tuple[int, int, int, int, str, int]] = {}
         # Paths found but not read (permissions, a file that kept changing): path -> why.
@@ -93,6 +94,8 @@ class Writer:
             self.trees[digest] = compress(data, LISTING_LEVEL)
             if decoded is not None:
                 self.decoded[digest] = Tree(dict(decoded.entries))
+            else:
+                self.encoded[digest] = data
         return digest
 
     def flush(self, db: Any) -> None:
@@ -314,6 +317,25 @@ def load_tree(
     return decode_tree(load_listing(store, digest, where), where, validate=validate)
 
 
+def load_listings(store: Store, digests: Iterable[str]) -> dict[str, bytes]:
+    """The bytes of these listings that the store holds intact, by digest, verified, read with
+    a query per 500; one left out (missing, corrupt) is for `load_listing` to report."""
+    wanted = list(dict.fromkeys(digests))
+    found: dict[str, bytes] = {}
+    for start in range(0, len(wanted), 500):  # under SQLite's limit on bound parameters
+        chunk = wanted[start : start + 500]
+        rows = store.query(
+            f"SELECT hash, data FROM checkpoint_trees WHERE hash IN ({','.join('?' * len(chunk))})",
+            tuple(chunk),
+        )
+        for digest, packed in rows:
+            with contextlib.suppress(Exception):
+                data = decompress(packed)
+                if sha(data) == digest:
+                    found[digest] = data
+    return found
+
+
 def load_listing(store: Store, digest: str, where: str = "") -> bytes:
     """A stored listing's bytes, verified against its digest."""
     row = store.query_one("SELECT data FROM checkpoint_trees WHERE hash = ?", (digest,))
@@ -364,6 +386,45 @@ def forget_packs() -> None:
     _PACKS.clear()
 
 
+def read_blobs(store: Store, digests: Iterable[str]) -> dict[str, bytes]:
+    """The contents of these blobs that the store holds intact, by digest, verified against
+    their hashes, read with a query per 500 (a rollback of 100 files asked 100 times). A blob
+    left out (missing, corrupt, stored before packing) is for `read_blob` to read or report."""
+    wanted = list(dict.fromkeys(digests))
+    rows: list[Any] = []
+    for start in range(0, len(wanted), 500):  # under SQLite's limit on bound parameters
+        chunk = []
+        for digest in wanted[start : start + 500]:
+            with contextlib.suppress(ValueError):
+                chunk.append(bytes.fromhex(digest))
+        if chunk:
+            rows += store.query(
+                "SELECT hash, size, pack, offset, data FROM checkpoint_objects "
+                f"WHERE hash IN ({','.join('?' * len(chunk))})",
+                tuple(chunk),
+            )
+    found: dict[str, bytes] = {}
+    # A pack's members in a row: the few packs kept decompressed are each read once.
+    for row in sorted(rows, key=lambda row: -1 if row["pack"] is None else int(row["pack"])):
+        digest = bytes(row["hash"]).hex()
+        data = _object_data(store, row)
+        if data is not None and sha(data) == digest:
+            found[digest] = data
+    return found
+
+
+def _object_data(store: Store, row: Any) -> bytes | None:
+    """A checkpoint_objects row's content (None: its pack or its data cannot be read)."""
+    if row["pack"] is not None:
+        pack = _pack(store, int(row["pack"]))
+        if pack is None:
+            return None
+        return pack[int(row["offset"]) : int(row["offset"]) + int(row["size"])]
+    with contextlib.suppress(Exception):
+        return decompress(row["data"])
+    return None
+
+
 def read_blob(store: Store, digest: str, *, path: str = "") -> bytes:
     """A blob's content, verified against its hash."""
     data: bytes | None = None
@@ -377,13 +438,7 @@ def read_blob(store: Store, digest: str, *, path: str = "") -> bytes:
     )
     if row is not None:
         found = True
-        if row["pack"] is not None:
-            pack = _pack(store, int(row["pack"]))
-            if pack is not None:
-                data = pack[int(row["offset"]) : int(row["offset"]) + int(row["size"])]
-        else:
-            with contextlib.suppress(Exception):
-                data = decompress(row["data"])
+        data = _object_data(store, row)
     else:
         old = store.query_one("SELECT data FROM checkpoint_blobs WHERE hash = ?", (digest,))
         if old is not None:
