@@ -741,10 +741,12 @@ class _Client:
     the request and its descriptors, says go once accepted, reads the exit code, then waits
     for `leave` before closing its connection."""
 
-    def __init__(self, argv: list[str], fds: list[int]) -> None:
+    def __init__(self, argv: list[str], fds: list[int], *, gone_after_go: bool = False) -> None:
         self.conn, self.child_end = socket.socketpair()
         self.said: list[bytes] = []
         self.leave = threading.Event()
+        if gone_after_go:  # killed once it has said go: it never reads the exit code
+            self.leave.set()
         _send(self.conn, resident._request(KEY, argv), fds)
         self.thread = threading.Thread(target=self._talk, daemon=True)
         self.thread.start()
@@ -754,6 +756,12 @@ class _Client:
         accepted = resident._read_line(self.conn, buffer)
         self.said.append(accepted or b"")
         if accepted and accepted.startswith(b"A"):
+            if self.leave.is_set():
+                # Reads nothing more from here: the child's answer fails as to a dead client.
+                self.conn.shutdown(socket.SHUT_RD)
+                self.conn.sendall(b"G")
+                self.conn.close()
+                return
             self.conn.sendall(b"G")
             self.said.append(resident._read_line(self.conn, buffer) or b"")
         self.leave.wait(30)
@@ -864,6 +872,30 @@ def test_a_child_that_cannot_become_the_client_says_why_and_a_hook_still_succeed
     os.close(stdin_w)
     assert answered == code and said == [b"A%d" % os.getpid(), b"X%d" % code]
     assert exit_steps == []  # no command ran
+
+
+def test_a_child_whose_client_is_gone_still_ends_with_its_exit_code(
+    tmp_path: Path, exit_steps: list[str]
+) -> None:
+    # The client was killed after it said go, its stderr gone with it: the child can tell it
+    # neither why it failed nor its exit code, and still ends as it would have.
+    not_a_folder = tmp_path / "a file"
+    not_a_folder.write_text("")
+    stderr_r, stderr_w = os.pipe()
+    os.close(stderr_r)
+    passed = os.open(not_a_folder, os.O_RDONLY)
+    client = _Client(["engram", "checkpoint", "list"], [0, 1, stderr_w, passed], gone_after_go=True)
+    for fd in (stderr_w, passed):
+        os.close(fd)
+    before = set(os.listdir("/proc/self/fd"))
+    with _process_state_kept(), _server_signal_handlers():
+        answered = resident_server.serve_request(client.child_end, KEY)
+        said = client.finish()
+    for fd in set(os.listdir("/proc/self/fd")) - before:
+        with contextlib.suppress(OSError):
+            if os.path.samestat(os.fstat(int(fd)), not_a_folder.stat()):
+                os.close(int(fd))
+    assert answered == 1 and said == [b"A%d" % os.getpid()]
 
 
 def test_a_request_the_child_must_not_run_ends_it_with_nothing_run(exit_steps: list[str]) -> None:
