@@ -307,6 +307,24 @@ def test_a_refusal_before_go_lets_the_command_run_here(socket_folder: Path, answ
     assert peer_got == [b""]  # never "go": the server's child would not run it
 
 
+def test_an_import_path_folder_whose_name_is_not_utf8_is_sent_in_the_key_as_it_is(
+    socket_folder: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # A folder named in Latin-1 on the import path (PYTHONPATH, a .pth file): the key names it
+    # byte for byte, and the server of this installation can still be asked.
+    latin = os.fsdecode(str(tmp_path).encode() + b"/caf\xe9")
+    monkeypatch.setattr(sys, "path", [sys.path[0], latin, *sys.path[1:]])  # past the script's
+
+    def refuse(conn: socket.socket, request: resident_server._Request, fds: list[int]) -> None:
+        conn.sendall(b"R another installation\n")
+
+    with _peer(socket_folder, refuse) as peer:
+        assert resident.try_resident(["checkpoint", "list"]) is None
+    assert peer.request is not None
+    assert peer.request.key == resident.installation_key()
+    assert "caf\udce9" in peer.request.key
+
+
 def test_a_server_that_does_not_answer_in_time_lets_the_command_run_here(
     socket_folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
