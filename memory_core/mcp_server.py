@@ -22,11 +22,12 @@ Only `engram mcp` imports this module (the SDK is heavy; nothing on the hook pat
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -171,8 +172,22 @@ def build(root: Path) -> Any:
 
     from memory_core import __version__
 
-    server = MCPServer(name="engram", version=__version__, instructions=INSTRUCTIONS)
     state: dict[str, Store] = {}  # opened on the first call: listing tools needs no store
+
+    @contextlib.asynccontextmanager
+    async def connected(_server: Any) -> AsyncIterator[None]:
+        """One client's connection: the store it opened is closed when the client leaves (its
+        log folded and the thread that folds it ended), and opened again by the next."""
+        try:
+            yield
+        finally:
+            opened = state.pop("store", None)
+            if opened is not None:
+                opened.close()
+
+    server = MCPServer(
+        name="engram", version=__version__, instructions=INSTRUCTIONS, lifespan=connected
+    )
 
     def tool() -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Register a tool whose EngramError reaches the agent as one clear line (a tool error)."""

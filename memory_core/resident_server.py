@@ -372,10 +372,19 @@ def _receive(conn: object) -> tuple[_Request, list[int]]:
 
 def run_child(conn: object, key: str) -> None:
     """A fresh copy of the server for one request: never returns (os._exit)."""
+    os._exit(serve_request(conn, key))
+
+
+def serve_request(conn: object, key: str) -> int:
+    """The forked child's work: agree to run the request, become the client, run its command,
+    answer with the exit code, then close the stores. The code this process must end with
+    (0 when it did not run the request: the client then runs it itself)."""
     import signal
     import socket
 
     assert isinstance(conn, socket.socket)
+    # The server's handlers stop the server: a child killed (its client gone) dies as a cold
+    # process would.
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, signal.SIG_DFL)
     try:
@@ -383,7 +392,7 @@ def run_child(conn: object, key: str) -> None:
     except Exception:
         accepted = None
     if accepted is None:
-        os._exit(0)
+        return 0
     request, fds = accepted
     try:
         _become_the_client(request, fds)
@@ -408,7 +417,7 @@ def run_child(conn: object, key: str) -> None:
     with contextlib.suppress(OSError):
         conn.sendall(b"X%d\n" % code)
     _answered()
-    os._exit(code)
+    return code
 
 
 def _let_go_of_the_client() -> None:

@@ -5,6 +5,8 @@ these check, tool by tool, what an agent reads back, fast enough to run on every
 from __future__ import annotations
 
 import json
+import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -299,3 +301,26 @@ async def test_projecthub_decisions_are_the_summarys_and_the_users(
     assert decided["decisions"] == ["keep SQLite"]
     assert decided["summary"]["decisions"] == ["keep SQLite"]
     assert decided["started_at"] and decided["status"]
+
+
+def _folders_of_the_log() -> set[object]:
+    return {t for t in threading.enumerate() if t.name == "engram-log-folder"}
+
+
+async def test_a_client_that_leaves_has_the_store_closed_and_the_next_one_opens_it(
+    workspace: Path,
+) -> None:
+    # An agent's session ends: its server must not keep the database open (nor the thread that
+    # folds its log) after the connection is gone; a new session gets the store back.
+    subprocess.run(["git", "init", "-q"], cwd=workspace, check=True)
+    server = mcp_server.build(workspace)
+    before = _folders_of_the_log()
+    async with Client(server) as client:
+        added = _data(await client.call_tool("memory_add", {"content": "Deploys freeze at 17:00"}))
+        assert len(_folders_of_the_log() - before) == 1  # the store is open, folding its log
+    assert _folders_of_the_log() - before == set()
+    assert not (workspace / ".engram" / "engram.db-wal").exists()  # the last close folded it
+    async with Client(server) as client:
+        found = _data(await client.call_tool("memory_search", {"query": "deploys freeze"}))
+    assert [r["id"] for r in found["results"]] == [added["id"]]
+    assert _folders_of_the_log() - before == set()

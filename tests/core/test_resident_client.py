@@ -307,6 +307,24 @@ def test_a_refusal_before_go_lets_the_command_run_here(socket_folder: Path, answ
     assert peer_got == [b""]  # never "go": the server's child would not run it
 
 
+def test_an_import_path_folder_whose_name_is_not_utf8_is_sent_in_the_key_as_it_is(
+    socket_folder: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # A folder named in Latin-1 on the import path (PYTHONPATH, a .pth file): the key names it
+    # byte for byte, and the server of this installation can still be asked.
+    latin = os.fsdecode(str(tmp_path).encode() + b"/caf\xe9")
+    monkeypatch.setattr(sys, "path", [sys.path[0], latin, *sys.path[1:]])  # past the script's
+
+    def refuse(conn: socket.socket, request: resident_server._Request, fds: list[int]) -> None:
+        conn.sendall(b"R another installation\n")
+
+    with _peer(socket_folder, refuse) as peer:
+        assert resident.try_resident(["checkpoint", "list"]) is None
+    assert peer.request is not None
+    assert peer.request.key == resident.installation_key()
+    assert "caf\udce9" in peer.request.key
+
+
 def test_a_server_that_does_not_answer_in_time_lets_the_command_run_here(
     socket_folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -450,6 +468,7 @@ def test_starting_a_server_in_the_background_is_tried_once_in_30_seconds(
     marker = resident.paths(str(folder), digest)[2]
     log = folder / f"{digest}.log"
     descriptors = len(os.listdir("/proc/self/fd"))
+    children = _children()
     resident.start_in_background()
     assert len(os.listdir("/proc/self/fd")) == descriptors  # /dev/null opened and closed
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700  # made private
@@ -471,17 +490,21 @@ def test_starting_a_server_in_the_background_is_tried_once_in_30_seconds(
     while not log.exists():
         assert time.monotonic() < deadline, "no server was started again"
         time.sleep(0.05)
-    _reap_spawned_servers()
+    # Wait for the servers started here: left running, or exited and not yet waited for (a
+    # zombie, whose command line reads empty), they would outlive the test and be reaped by
+    # whatever adopts them (mutmut's runner, which then crashed waiting for its own workers).
+    for pid in _children() - children:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
 
 
-def _reap_spawned_servers() -> None:
-    """Wait for the servers started here: left running, they would outlive the test and be
-    reaped by whatever adopts them (a test runner waiting for its own workers)."""
-    for task in Path("/proc/self/task").iterdir():
-        for pid in (task / "children").read_text().split():
-            with contextlib.suppress(OSError):
-                if b"resident_server" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                    os.waitpid(int(pid), 0)
+def _children() -> set[int]:
+    """This process's children, running or exited and not yet waited for."""
+    return {
+        int(pid)
+        for task in Path("/proc/self/task").iterdir()
+        for pid in (task / "children").read_text().split()
+    }
 
 
 def test_no_server_is_started_in_a_folder_others_can_use(

@@ -5,12 +5,15 @@ Here the server's own loop runs in this process, with real sockets, a real lock 
 when it starts and when it refuses to, what its lock file tells `engram daemon status`, when it
 leaves (idle, its socket replaced, a thread running, engram's code changed) and a request
 served by a forked child end to end. The request's parsing and the child's standard streams
-are checked on their own. What runs only in the forked child (taking over the client's
-descriptors, environment and folder) is covered by tests/cli/test_resident.py.
+are checked on their own, and so is the child's whole work on one request (`serve_request`,
+run in this process with its process state put back). What only a process of its own can do
+(close every inherited descriptor, wait for every thread and run every atexit handler as it
+ends) is covered by tests/cli/test_resident.py's processes.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fcntl
 import gc
@@ -31,6 +34,7 @@ import pytest
 
 from memory_core import resident, resident_server
 from memory_core.store import Store
+from tests.conftest import put_initialised_store
 
 
 @pytest.mark.parametrize(
@@ -263,6 +267,9 @@ def test_an_idle_server_says_who_it_is_then_leaves(
     folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ENGRAM_RESIDENT_IDLE", "0.4")
+    # A folder on the import path whose name is not UTF-8 (Latin-1 bytes): the key holds it as
+    # it is, and the server still starts.
+    monkeypatch.syspath_prepend(os.fsdecode(str(folder).encode() + b"/caf\xe9"))
     digest = _digest()
     socket_path, lock_path, _ = resident.paths(str(folder), digest)
     server = resident_server.Server(str(folder), digest)
@@ -280,7 +287,8 @@ def test_an_idle_server_says_who_it_is_then_leaves(
         server.run()
     watcher.join()
     assert seen["mode"] == 0o600
-    pid, began, idle, served, *key = bytes(seen["lock"]).decode().split("\n")  # type: ignore[arg-type]
+    record = bytes(seen["lock"]).decode("utf-8", "surrogateescape")  # type: ignore[arg-type]
+    pid, began, idle, served, *key = record.split("\n")
     assert (int(pid), idle, served) == (os.getpid(), "0.4", "           0")
     assert started - 1 < float(began) <= time.time()
     assert "\n".join(key) == resident.installation_key(sys.path)
@@ -651,7 +659,8 @@ def test_the_watch_on_the_client_never_holds_the_child_at_its_exit() -> None:
 
 
 @pytest.mark.skipif(os.getuid() != 0, reason="only root can connect as another user")
-def test_a_connection_from_another_user_is_not_answered() -> None:
+@pytest.mark.parametrize("uid", [77, 4321])  # all of the id's bytes are compared, not some
+def test_a_connection_from_another_user_is_not_answered(uid: int) -> None:
     address = f"\0engram-test-{os.getpid()}"  # abstract: no folder permission in the way
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(address)
@@ -660,7 +669,7 @@ def test_a_connection_from_another_user_is_not_answered() -> None:
     pid = os.fork()
     if pid == 0:  # pragma: no cover - another user's process
         try:
-            os.setuid(4321)
+            os.setuid(uid)
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
                 conn.connect(address)
                 conn.settimeout(10)
@@ -693,5 +702,258 @@ def test_a_server_that_cannot_listen_says_why_and_releases_its_lock(tmp_path: Pa
     lock = os.open(lock_path, os.O_RDWR)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    finally:
+        os.close(lock)
+
+
+# -- the child's whole request, in this process ---------------------------------------------------
+#
+# What a forked child does with one connection (`serve_request`), run here so that its steps can
+# be scored: the process state it takes over is put back by `_process_state_kept`; the two steps
+# of a process's exit that cannot run in a test process (waiting for every thread as the
+# interpreter ends, running every atexit handler of pytest's own) are recorded instead.
+
+
+@pytest.fixture
+def exit_steps(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    steps: list[str] = []
+    monkeypatch.setattr(threading, "_shutdown", lambda: steps.append("threads waited for"))
+    monkeypatch.setattr(atexit, "_run_exitfuncs", lambda: steps.append("atexit handlers run"))
+    return steps
+
+
+@contextlib.contextmanager
+def _server_signal_handlers() -> Iterator[None]:
+    """The handlers a forked child inherits from its server (which stop the server), put back
+    to this process's own afterwards."""
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        for signum in handlers:
+            signal.signal(signum, resident_server._stop)
+        yield
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+
+
+class _Client:
+    """The client's side of one request, on a thread (the client is another process): it sends
+    the request and its descriptors, says go once accepted, reads the exit code, then waits
+    for `leave` before closing its connection."""
+
+    def __init__(self, argv: list[str], fds: list[int], *, gone_after_go: bool = False) -> None:
+        self.conn, self.child_end = socket.socketpair()
+        self.said: list[bytes] = []
+        self.leave = threading.Event()
+        if gone_after_go:  # killed once it has said go: it never reads the exit code
+            self.leave.set()
+        _send(self.conn, resident._request(KEY, argv), fds)
+        self.thread = threading.Thread(target=self._talk, daemon=True)
+        self.thread.start()
+
+    def _talk(self) -> None:
+        buffer = bytearray()
+        accepted = resident._read_line(self.conn, buffer)
+        self.said.append(accepted or b"")
+        if accepted and accepted.startswith(b"A"):
+            if self.leave.is_set():
+                # Reads nothing more from here: the child's answer fails as to a dead client.
+                self.conn.shutdown(socket.SHUT_RD)
+                self.conn.sendall(b"G")
+                self.conn.close()
+                return
+            self.conn.sendall(b"G")
+            self.said.append(resident._read_line(self.conn, buffer) or b"")
+        self.leave.wait(30)
+        self.conn.close()
+
+    def finish(self) -> list[bytes]:
+        """Let the client go, and the child's watch on it end (no thread is left behind: the
+        fork tests above need a process without them)."""
+        watches = [t for t in threading.enumerate() if t.name == "engram-resident-client"]
+        self.leave.set()
+        self.thread.join(timeout=30)
+        for watch in watches:
+            watch.join(timeout=30)
+        self.child_end.close()
+        return self.said
+
+
+def _drained(fd: int) -> tuple[bytes, bool]:
+    """What a pipe holds, and whether every writer has let go of it (its end of file)."""
+    os.set_blocking(fd, False)
+    data = b""
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return data, False
+        if not chunk:
+            return data, True
+        data += chunk
+
+
+def test_a_request_runs_as_the_client_then_lets_go_of_it_before_closing_the_stores(
+    workspace: Path, initialised_store: Path, exit_steps: list[str]
+) -> None:
+    put_initialised_store(initialised_store, workspace)
+    (workspace / ".git").mkdir()
+    stdin_r, stdin_w = os.pipe()
+    stdout_r, stdout_w = os.pipe()
+    stderr_r, stderr_w = os.pipe()
+    folder = os.open(workspace, os.O_RDONLY)
+    client = _Client(
+        ["engram", "checkpoint", "list", "--json"], [stdin_r, stdout_w, stderr_w, folder]
+    )
+    for fd in (stdin_r, stdout_w, stderr_w, folder):
+        os.close(fd)  # the child holds the only copies now, as after a real client's send
+    seen: dict[str, object] = {}
+    with _process_state_kept(), _server_signal_handlers():
+        code = resident_server.serve_request(client.child_end, KEY)
+        seen["handlers"] = [signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)]
+        # Still the child: its standard streams are no longer the client's.
+        seen["stdout"], seen["stdout ended"] = _drained(stdout_r)
+        seen["stderr"], seen["stderr ended"] = _drained(stderr_r)
+        try:
+            os.write(stdin_w, b"more input")
+            seen["stdin read by the child"] = True
+        except BrokenPipeError:
+            seen["stdin read by the child"] = False
+        kills: list[int] = []
+        signal.signal(signal.SIGTERM, lambda signum, frame: kills.append(signum))
+        said = client.finish()  # the client leaves once it has its answer
+    for fd in (stdin_w, stdout_r, stderr_r):
+        os.close(fd)
+    assert code == 0 and said == [b"A%d" % os.getpid(), b"X0"]
+    assert json.loads(bytes(seen.pop("stdout")))["checkpoints"] == []  # type: ignore[arg-type]
+    assert seen == {
+        "handlers": [signal.SIG_DFL, signal.SIG_DFL],  # killed as a cold process would be
+        "stdout ended": True,
+        "stderr": b"",
+        "stderr ended": True,
+        "stdin read by the child": False,
+    }
+    assert kills == []  # the client leaving after its answer does not kill the child
+    assert exit_steps == ["threads waited for", "atexit handlers run"]
+    # The store the command opened was closed after the answer: its log folded into the file.
+    assert not (workspace / ".engram" / "engram.db-wal").exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "code"),
+    [(["engram", "hook", "claude-code", "PreToolUse"], 0), (["engram", "checkpoint", "list"], 1)],
+)
+def test_a_child_that_cannot_become_the_client_says_why_and_a_hook_still_succeeds(
+    tmp_path: Path, exit_steps: list[str], argv: list[str], code: int
+) -> None:
+    not_a_folder = tmp_path / "a file"
+    not_a_folder.write_text("")
+    stdin_r, stdin_w = os.pipe()
+    stdout_r, stdout_w = os.pipe()
+    stderr_r, stderr_w = os.pipe()
+    passed = os.open(not_a_folder, os.O_RDONLY)  # the working folder a client sends: no folder
+    client = _Client(argv, [stdin_r, stdout_w, stderr_w, passed])
+    for fd in (stdin_r, stdout_w, stderr_w, passed):
+        os.close(fd)
+    before = set(os.listdir("/proc/self/fd"))
+    with _process_state_kept(), _server_signal_handlers():
+        answered = resident_server.serve_request(client.child_end, KEY)
+        said = client.finish()
+    for fd in set(os.listdir("/proc/self/fd")) - before:  # the file the child could not enter
+        with contextlib.suppress(OSError):
+            if os.path.samestat(os.fstat(int(fd)), not_a_folder.stat()):
+                os.close(int(fd))
+    with open(stderr_r, "rb") as err, open(stdout_r, "rb") as out:
+        assert err.read() == (
+            b"engram: the resident server could not run the command: "
+            b"NotADirectoryError(20, 'Not a directory')\n"
+        )
+        assert out.read() == b""
+    os.close(stdin_w)
+    assert answered == code and said == [b"A%d" % os.getpid(), b"X%d" % code]
+    assert exit_steps == []  # no command ran
+
+
+def test_a_child_whose_client_is_gone_still_ends_with_its_exit_code(
+    tmp_path: Path, exit_steps: list[str]
+) -> None:
+    # The client was killed after it said go, its stderr gone with it: the child can tell it
+    # neither why it failed nor its exit code, and still ends as it would have.
+    not_a_folder = tmp_path / "a file"
+    not_a_folder.write_text("")
+    stderr_r, stderr_w = os.pipe()
+    os.close(stderr_r)
+    passed = os.open(not_a_folder, os.O_RDONLY)
+    client = _Client(["engram", "checkpoint", "list"], [0, 1, stderr_w, passed], gone_after_go=True)
+    for fd in (stderr_w, passed):
+        os.close(fd)
+    before = set(os.listdir("/proc/self/fd"))
+    with _process_state_kept(), _server_signal_handlers():
+        answered = resident_server.serve_request(client.child_end, KEY)
+        said = client.finish()
+    for fd in set(os.listdir("/proc/self/fd")) - before:
+        with contextlib.suppress(OSError):
+            if os.path.samestat(os.fstat(int(fd)), not_a_folder.stat()):
+                os.close(int(fd))
+    assert answered == 1 and said == [b"A%d" % os.getpid()]
+
+
+def test_a_request_the_child_must_not_run_ends_it_with_nothing_run(exit_steps: list[str]) -> None:
+    client = _Client(["engram", "checkpoint", "list"], [0, 1, 2])  # three descriptors, not four
+    with _server_signal_handlers():
+        code = resident_server.serve_request(client.child_end, KEY)
+    assert code == 0 and client.finish() == [b"R another installation"]
+    assert exit_steps == []
+
+
+def test_the_command_s_output_is_flushed_and_exit_handlers_run_before_the_answer(
+    capsys: pytest.CaptureFixture[str], exit_steps: list[str]
+) -> None:
+    assert resident_server._run_command(["--version"]) == 0
+    assert capsys.readouterr().out.strip()  # written out before the exit code is sent
+    assert exit_steps == ["threads waited for", "atexit handlers run"]
+
+
+def test_the_server_process_starts_from_the_root_with_the_folder_and_digest_it_was_given(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Closing every inherited descriptor is the one step that cannot run in a test process (it
+    # would close pytest's own); tests/cli/test_resident.py starts real servers with it.
+    closed: list[bool] = []
+    monkeypatch.setattr(
+        resident_server, "_close_inherited_descriptors", lambda: closed.append(True)
+    )
+    digest = resident.key_digest("another interpreter")  # refuses at once, in its log
+    monkeypatch.setattr(sys, "argv", ["-c", str(folder), digest])
+    monkeypatch.chdir(folder.parent)
+    resident_server.main()
+    assert closed == [True]
+    assert os.getcwd() == "/"  # holds no user's folder for ten minutes
+    assert "not started: this interpreter is not the installation" in _log(folder, digest)
+
+
+def test_a_server_told_to_stop_stops_at_once_and_says_so(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ENGRAM_RESIDENT_IDLE", "20")
+    digest = _digest()
+    socket_path, lock_path, _ = resident.paths(str(folder), digest)
+
+    def stop() -> None:  # `engram daemon stop`
+        _wait_until_listening(socket_path)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    stopper = threading.Thread(target=stop)
+    stopper.start()
+    started = time.monotonic()
+    with _as_a_server():
+        resident_server.Server(str(folder), digest).run()
+    stopper.join()
+    assert time.monotonic() - started < 15
+    assert "stopped (SIGTERM)" in _log(folder, digest)
+    assert not os.path.exists(socket_path)
+    lock = os.open(lock_path, os.O_RDWR)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released: `engram` starts another
     finally:
         os.close(lock)

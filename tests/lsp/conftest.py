@@ -26,6 +26,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from lsp_server.features import gotchas as lsp_gotchas
 from lsp_server.server import EngramServer, FolderState
 from lsp_server.setup import create_server
+from tests.conftest import put_initialised_store
 
 SERVER_COMMAND = [sys.executable, "-m", "lsp_server"]
 CLIENTS = ["visual-studio-code", "neovim"]
@@ -172,9 +173,11 @@ def server() -> Iterator[EngramServer]:
 
 
 @pytest.fixture
-def state(server: EngramServer, workspace: Path) -> FolderState:
-    """The workspace (a git repository) as one of the server's folders, as `initialize` sets it."""
+def state(server: EngramServer, workspace: Path, initialised_store: Path) -> FolderState:
+    """The workspace (a git repository) as one of the server's folders, as `initialize` sets it
+    (its new store copied from one made once, rather than migrated again for every test)."""
     (workspace / ".git").mkdir()
+    put_initialised_store(initialised_store, workspace)
     server.protocol._workspace = Workspace(
         from_fs_path(str(workspace)),
         types.TextDocumentSyncKind.Incremental,
