@@ -556,3 +556,19 @@ def test_a_batch_as_large_as_the_kernel_may_drop_from_ends_what_the_journal_vouc
     assert first.alive is not lossy
     assert watch.journal is not None and (watch.journal is first) is not lossy
     assert len(watch.journal.since(watch.journal.started_at) or ()) == size
+
+
+def test_the_watcher_restarts_after_an_undecodable_name_at_most_30_times_a_minute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A name watchfiles cannot decode fails its watch: the server's watcher starts a fresh one,
+    # but a name that keeps failing must end it rather than spin.
+    watch = journal.Watcher(_workspace(tmp_path, {}))
+    now = [1000.0]
+    monkeypatch.setattr(journal.time, "monotonic", lambda: now[0])
+    assert all(watch._may_restart() for _ in range(journal.RESTARTS_PER_MINUTE))
+    assert watch._may_restart() is False
+    now[0] += 59.9  # still within the minute of the first ones
+    assert watch._may_restart() is False
+    now[0] += 0.1  # a minute after them: only the last one counts
+    assert watch._may_restart() is True
