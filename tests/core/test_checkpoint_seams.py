@@ -1,0 +1,110 @@
+"""Checkpoints where their parts meet (memory_core/checkpoints/): an incremental checkpoint
+judging a changed file's folders by the ignore files above them (a file git cannot re-include
+inside an ignored folder stays out, as a scan leaves it out), garbage collection of content an
+older engram stored unpacked, one file restored by `write_file` alone, and a rollback stopped by
+a folder replaced under it, saying which folder."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from memory_core import checkpoints, config
+from memory_core.checkpoints import trees as checkpoint_trees
+from memory_core.checkpoints.restore import Folders
+from memory_core.errors import EngramError
+from memory_core.store import Store
+from tests.conftest import write_file as _write
+
+
+@pytest.fixture
+def project(store: Store) -> Store:
+    config.set_value(store.root, "checkpoints.watchman", False)
+    _write(store.root, "README.md", "# demo\n")
+    _write(store.root, "src/app.py", "def main():\n    return 1\n")
+    return store
+
+
+def _paths(store: Store, checkpoint: dict[str, object]) -> set[str]:
+    return {item["path"] for item in checkpoints.manifest(store, str(checkpoint["id"]))}
+
+
+def test_a_file_inside_a_folder_a_nested_gitignore_ignores_stays_out_when_reported(
+    project: Store,
+) -> None:
+    # git cannot re-include a file whose folder is ignored: `!generated/keep.py` is no
+    # exception while `generated/` is out. A watcher reporting that file changes nothing.
+    _write(project.root, "src/.gitignore", "generated/\n!generated/keep.py\n")
+    _write(project.root, "src/generated/keep.py", "K = 1\n")
+    first = checkpoints.create(project)
+    assert "src/generated/keep.py" not in _paths(project, first)
+    _write(project.root, "src/generated/keep.py", "K = 2\n")
+    second = checkpoints.create(project, changed=["src/generated/keep.py"])
+    assert second["mode"] == "incremental" and second["changed"] == 0
+    assert _paths(project, second) == _paths(project, first)
+
+
+def test_collecting_keeps_the_unpacked_content_of_an_older_engram_still_in_use(
+    project: Store,
+) -> None:
+    used, unused = b"kept by an older engram\n", b"no checkpoint names this any more\n"
+    with project.transaction() as db:
+        for data in (used, unused):
+            packed = checkpoint_trees.compress(data)
+            db.execute(
+                "INSERT INTO checkpoint_blobs (hash, size, stored_size, data) VALUES (?, ?, ?, ?)",
+                (checkpoint_trees.sha(data), len(data), len(packed), packed),
+            )
+    _write(project.root, "old.txt", used.decode())
+    made = checkpoints.create(project)
+    freed = checkpoints.gc(project)
+    assert freed >= len(checkpoint_trees.compress(unused))
+    left = {row[0] for row in project.query("SELECT hash FROM checkpoint_blobs")}
+    assert left == {checkpoint_trees.sha(used)}
+    assert checkpoints.file_content(project, made["id"], "old.txt") == used
+
+
+def test_one_file_restored_on_its_own_makes_its_folders(project: Store) -> None:
+    root = project.root
+    checkpoints.write_file(
+        root, checkpoints.FileWrite("notes/2026/plan.md", b"# plan\n", 0o600, "file", False)
+    )
+    assert (root / "notes/2026/plan.md").read_bytes() == b"# plan\n"
+    assert (root / "notes/2026/plan.md").stat().st_mode & 0o777 == 0o600
+    checkpoints.write_file(
+        root, checkpoints.FileWrite("src/app.py", b"X = 2\n", 0o644, "file", True)
+    )
+    assert (root / "src/app.py").read_bytes() == b"X = 2\n"
+
+
+def test_a_rollback_stopped_by_a_replaced_folder_names_that_folder(
+    project: Store, tmp_path: Path
+) -> None:
+    root = project.root
+    _write(root, "src/lib/util.py", "X = 1\n")
+    with Folders(root) as folders:
+        folders.open("src/lib", create=False, for_path="src/lib/util.py")
+        folders.check("src/lib", "src/lib/util.py")  # nothing moved: no error
+        os.rename(root / "src", tmp_path / "moved-src")
+        (root / "src" / "lib").mkdir(parents=True)
+        with pytest.raises(EngramError) as stopped:
+            folders.check("src/lib", "src/lib/util.py")
+    assert stopped.value.one_line().startswith(
+        "stopped at src/lib/util.py: src was replaced or moved while the rollback was writing"
+    )
+
+
+def test_a_rollback_stopped_by_its_workspace_folder_replaced_says_so(
+    project: Store, tmp_path: Path
+) -> None:
+    root = project.root
+    with Folders(root) as folders:
+        os.rename(root, tmp_path / "moved-workspace")
+        root.mkdir()
+        with pytest.raises(EngramError) as stopped:
+            folders.check("", "README.md")
+    assert stopped.value.one_line().startswith(
+        "stopped at README.md: . was replaced or moved while the rollback was writing"
+    )
