@@ -108,3 +108,15 @@ def test_a_rollback_stopped_by_its_workspace_folder_replaced_says_so(
     assert stopped.value.one_line().startswith(
         "stopped at README.md: . was replaced or moved while the rollback was writing"
     )
+
+
+def test_a_patch_follows_the_settings_it_is_given_over_the_config_file(project: Store) -> None:
+    # The command line's `--set` and the editor's settings come on top of .engram/config.toml:
+    # a file they leave out is no change of the patch either.
+    made = checkpoints.create(project)
+    _write(project.root, "src/app.py", "def main():\n    return 2\n")
+    _write(project.root, "debug.log", "trace\n")
+    settings = config.load(project.root, overrides={"watch.exclude": ["*.log"]})
+    shown = checkpoints.patch(project, made["id"], settings=settings)
+    assert "+++ b/src/app.py" in shown and "debug.log" not in shown
+    assert "debug.log" in checkpoints.patch(project, made["id"])
