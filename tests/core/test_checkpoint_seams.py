@@ -7,11 +7,13 @@ a folder replaced under it, saying which folder."""
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from memory_core import checkpoints, config
+from memory_core import checkpoints, config, journal
 from memory_core.checkpoints import trees as checkpoint_trees
 from memory_core.checkpoints.restore import Folders
 from memory_core.errors import EngramError
@@ -120,3 +122,26 @@ def test_a_patch_follows_the_settings_it_is_given_over_the_config_file(project: 
     shown = checkpoints.patch(project, made["id"], settings=settings)
     assert "+++ b/src/app.py" in shown and "debug.log" not in shown
     assert "debug.log" in checkpoints.patch(project, made["id"])
+
+
+@pytest.mark.skipif(shutil.which("watchman") is None, reason="watchman is not installed")
+def test_a_cold_process_reaches_watchman_through_the_socket_the_last_checkpoint_stored(
+    project: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = project.root
+    config.set_value(root, "checkpoints.watchman", True)
+    saved = journal._SOCKET[0]
+    try:
+        checkpoints.create(project)  # watchman's clock and socket stored with it
+        # The next checkpoint runs in a new process (a hook): it knows no socket yet, and
+        # watchman's command line is not on its PATH.
+        journal._SOCKET[0] = None
+        monkeypatch.delenv("WATCHMAN_SOCK", raising=False)
+        monkeypatch.setenv("PATH", str(tmp_path / "no-programs"))
+        _write(root, "src/app.py", "def main():\n    return 3\n")
+        second = checkpoints.create(project)
+        assert (second["source"], second["changed"]) == ("watchman", 1)
+    finally:
+        journal._SOCKET[0] = saved
+        monkeypatch.undo()
+        subprocess.run(["watchman", "watch-del", str(root)], capture_output=True, check=False)
