@@ -145,3 +145,32 @@ def test_a_cold_process_reaches_watchman_through_the_socket_the_last_checkpoint_
         journal._SOCKET[0] = saved
         monkeypatch.undo()
         subprocess.run(["watchman", "watch-del", str(root)], capture_output=True, check=False)
+
+
+def test_one_file_removed_on_its_own_is_gone_and_its_neighbours_stay(project: Store) -> None:
+    root = project.root
+    _write(root, "notes/a.md", "a\n")
+    _write(root, "notes/b.md", "b\n")
+    checkpoints.remove_file(root, "notes/a.md")
+    assert not (root / "notes/a.md").exists() and (root / "notes/b.md").read_text() == "b\n"
+
+
+@pytest.mark.parametrize(
+    ("inside", "where"), [(False, "outside the workspace"), (True, "elsewhere")]
+)
+def test_a_folder_turned_into_a_link_is_refused_saying_where_it_points(
+    project: Store, tmp_path: Path, inside: bool, where: str
+) -> None:
+    root = project.root
+    target = root / "docs" if inside else tmp_path / "outside"
+    target.mkdir()
+    os.rename(root / "src", tmp_path / "old-src")
+    os.symlink(target, root / "src")
+    with pytest.raises(EngramError) as refused:
+        checkpoints.write_file(
+            root, checkpoints.FileWrite("src/app.py", b"X = 2\n", 0o644, "file", True)
+        )
+    assert refused.value.one_line().startswith(
+        f"refusing to write src/app.py: src is a symbolic link to {target} ({where})"
+    )
+    assert not (target / "app.py").exists()
