@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from memory_core import checkpoints, config, journal
+from memory_core.checkpoints import build as checkpoint_build
 from memory_core.checkpoints import trees as checkpoint_trees
 from memory_core.checkpoints.restore import Folders
 from memory_core.errors import EngramError
@@ -174,3 +175,30 @@ def test_a_folder_turned_into_a_link_is_refused_saying_where_it_points(
         f"refusing to write src/app.py: src is a symbolic link to {target} ({where})"
     )
     assert not (target / "app.py").exists()
+
+
+def test_a_file_the_previous_checkpoint_could_not_read_is_never_removed_by_the_next(
+    project: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An incremental checkpoint holds no copy of a file its base could not read and nothing
+    reported since: it still says so, and a rollback to it leaves that file alone."""
+    root = project.root
+    _write(root, "private/notes.txt", "someone else's notes\n")
+    real_read = checkpoint_build.read_file
+
+    def denied(top: Path, rel: str, kind: str) -> bytes:
+        if rel == "private/notes.txt":
+            raise PermissionError(13, "Permission denied", str(top / rel))
+        return real_read(top, rel, kind)
+
+    monkeypatch.setattr(checkpoint_build, "read_file", denied)
+    checkpoints.create(project)
+    monkeypatch.undo()
+    _write(root, "src/app.py", "def main():\n    return 2\n")
+    second = checkpoints.create(project, changed=["src/app.py"])
+    assert second["mode"] == "incremental"
+    assert second["unreadable"] == ["private/notes.txt"]
+    _write(root, "src/app.py", "def main():\n    return 3\n")
+    result = checkpoints.rollback(project, second["id"])
+    assert result["done"] and result["removed"] == []
+    assert (root / "private/notes.txt").read_text() == "someone else's notes\n"
