@@ -76,6 +76,11 @@ def test_one_file_restored_on_its_own_makes_its_folders(project: Store) -> None:
     )
     assert (root / "notes/2026/plan.md").read_bytes() == b"# plan\n"
     assert (root / "notes/2026/plan.md").stat().st_mode & 0o777 == 0o600
+    # The folders it made are ordinary ones, as `mkdir` makes them under the user's umask.
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert (root / "notes").stat().st_mode & 0o7777 == 0o777 & ~umask
+    assert (root / "notes/2026").stat().st_mode & 0o7777 == 0o777 & ~umask
     checkpoints.write_file(
         root, checkpoints.FileWrite("src/app.py", b"X = 2\n", 0o644, "file", True)
     )
