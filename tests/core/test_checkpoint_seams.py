@@ -207,3 +207,25 @@ def test_a_file_the_previous_checkpoint_could_not_read_is_never_removed_by_the_n
     result = checkpoints.rollback(project, second["id"])
     assert result["done"] and result["removed"] == []
     assert (root / "private/notes.txt").read_text() == "someone else's notes\n"
+
+
+def test_a_reported_file_whose_stat_did_not_change_is_not_read_again(
+    project: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Editors and watchers report files they only touched: one whose size, times, inode and
+    # mode are what the last checkpoint hashed costs no read (a scan of 50,000 would be slow).
+    checkpoints.create(project)
+    reads: list[str] = []
+    real_read = checkpoint_build.read_file
+
+    def counting(top: Path, rel: str, kind: str) -> bytes:
+        reads.append(rel)
+        return real_read(top, rel, kind)
+
+    monkeypatch.setattr(checkpoint_build, "read_file", counting)
+    second = checkpoints.create(project, changed=["src/app.py", "README.md"])
+    assert second["mode"] == "incremental"
+    assert (reads, second["changed"]) == ([], 0)
+    (project.root / "README.md").chmod(0o600)  # the mode is part of what a checkpoint keeps
+    third = checkpoints.create(project, changed=["README.md"])
+    assert (reads, third["changed"]) == (["README.md"], 1)
