@@ -229,3 +229,31 @@ def test_a_reported_file_whose_stat_did_not_change_is_not_read_again(
     (project.root / "README.md").chmod(0o600)  # the mode is part of what a checkpoint keeps
     third = checkpoints.create(project, changed=["README.md"])
     assert (reads, third["changed"]) == (["README.md"], 1)
+
+
+def test_a_folder_swapped_for_a_link_right_after_the_rollback_made_it_is_named(
+    project: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Another program replaces the folder between the rollback's mkdir and its open (staged
+    # here at the mkdir itself): nothing is written through the link, and the error says which.
+    root = project.root
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    real_mkdir = os.mkdir
+
+    def swapped(name: str, mode: int = 0o777, *, dir_fd: int | None = None) -> None:
+        real_mkdir(name, mode, dir_fd=dir_fd)
+        if name == "notes":
+            os.rmdir(name, dir_fd=dir_fd)
+            os.symlink(outside, name, dir_fd=dir_fd)
+
+    monkeypatch.setattr(os, "mkdir", swapped)
+    with pytest.raises(EngramError) as stopped:
+        checkpoints.write_file(
+            root, checkpoints.FileWrite("notes/plan.md", b"# plan\n", 0o644, "file", False)
+        )
+    monkeypatch.undo()
+    assert stopped.value.one_line().startswith(
+        "stopped at notes/plan.md: notes was replaced or moved while the rollback was writing"
+    )
+    assert list(outside.iterdir()) == []
