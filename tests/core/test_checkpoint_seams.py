@@ -257,3 +257,31 @@ def test_a_folder_swapped_for_a_link_right_after_the_rollback_made_it_is_named(
         "stopped at notes/plan.md: notes was replaced or moved while the rollback was writing"
     )
     assert list(outside.iterdir()) == []
+
+
+def test_a_rollback_stopped_by_a_folder_swapped_while_it_writes_says_what_it_did_not_do(
+    project: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = project.root
+    _write(root, "notes/plan.md", "# plan\n")
+    made = checkpoints.create(project)
+    (root / "notes" / "plan.md").unlink()
+    (root / "notes").rmdir()
+    plan = checkpoints.plan_rollback(project, made["id"])
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    real_mkdir = os.mkdir
+
+    def swapped(name: str, mode: int = 0o777, *, dir_fd: int | None = None) -> None:
+        real_mkdir(name, mode, dir_fd=dir_fd)
+        if name == "notes":
+            os.rmdir(name, dir_fd=dir_fd)
+            os.symlink(outside, name, dir_fd=dir_fd)
+
+    monkeypatch.setattr(os, "mkdir", swapped)
+    result = checkpoints.apply_plan(project, plan)
+    monkeypatch.undo()
+    message = "stopped at notes/plan.md: notes was replaced or moved while the rollback was writing"
+    assert not result["done"] and result["stopped"].startswith(message)
+    assert result["failed"] == [{"path": "notes/plan.md", "error": message}]
+    assert list(outside.iterdir()) == []
