@@ -115,6 +115,7 @@ MODULES: dict[str, Module] = {
             "tests/core/test_checkpoint_listing.py",
             "tests/core/test_checkpoint_hostile_fs.py",
             "tests/core/test_checkpoint_edges.py",
+            "tests/core/test_checkpoint_seams.py",
         ),
         sample=60,
         # Run as another user in a subprocess (mutmut cannot follow it; test_checkpoint_edges

@@ -5,7 +5,12 @@ watcher's journal vouches only for the time it watched, git's state survives a r
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -427,3 +432,143 @@ def test_watchman_watches_the_project_when_the_folder_is_not_a_root(
     assert answer == journal.WatchmanAnswer("c:3", {"x.py"})
     assert [a[0] for a in fake.asked] == ["query", "watch-project", "query"]
     assert fake.asked[2][1] == "/top" and fake.asked[2][2]["relative_root"] == "sub"  # type: ignore[index]
+
+
+def test_an_ignore_file_that_is_not_utf8_still_applies_its_rules(tmp_path: Path) -> None:
+    # A .gitignore saved in Latin-1 (a comment with an accent) must not stop every checkpoint.
+    root = _workspace(tmp_path, {})
+    (root / ".gitignore").write_bytes(b"# r\xe9sum\xe9 des fichiers\n*.log\nbuild/\n")
+    rules = journal.IgnoreRules(root)
+    assert rules.path_ignored("server.log") and rules.path_ignored("build/out.js")
+    assert not rules.path_ignored("main.py")
+
+
+def test_a_folder_below_the_top_of_a_repository_has_no_git_state(tmp_path: Path) -> None:
+    # git names paths from the repository's top: a workspace further down would be told
+    # `sub/a.py` where it knows `a.py`, and a checkpoint trusting that would miss the change.
+    root = _workspace(tmp_path, {"sub/a.py": "1\n"})
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True, capture_output=True)
+    assert journal.git_state(root) == journal.GitState(None, {"sub"})
+    assert journal.git_state(root / "sub") is None
+
+
+def test_a_watchman_that_gives_no_clock_vouches_for_nothing(fake_watchman, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    root = tmp_path / "w"
+    answers: dict[str, dict[str, object]] = {
+        "watch-project": {"watch": str(root)},
+        "clock": {"clock": "c:7"},
+    }
+    fake_watchman(answers)
+    assert journal.watchman_since(root, None) == journal.WatchmanAnswer("c:7", None)
+    answers["clock"] = {"version": "4.9.0"}
+    assert journal.watchman_since(root, None) is None
+
+
+@pytest.fixture
+def no_known_watchman_socket(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A process that has not talked to watchman yet: only its command line is known."""
+    monkeypatch.delenv("WATCHMAN_SOCK", raising=False)
+    saved = journal._SOCKET[0], journal._UNANSWERED[0]
+    journal._SOCKET[0], journal._UNANSWERED[0] = None, False
+    yield
+    journal._SOCKET[0], journal._UNANSWERED[0] = saved
+
+
+@pytest.mark.skipif(shutil.which("watchman") is None, reason="watchman is not installed")
+@pytest.mark.usefixtures("no_known_watchman_socket")
+def test_watchman_is_reached_through_its_command_line_then_through_its_socket(
+    tmp_path: Path,
+) -> None:
+    root = _workspace(tmp_path, {"a.py": "1\n"})
+    try:
+        first = journal.watchman_since(root, None)
+        assert first is not None and first.clock.startswith("c:") and first.paths is None
+        # The command line named watchman's socket: the next checkpoint asks it directly.
+        named = subprocess.run(
+            ["watchman", "--no-pretty", "get-sockname"], capture_output=True, text=True
+        )
+        assert journal.watchman_socket() == json.loads(named.stdout)["sockname"]
+        (root / "b.py").write_text("2\n", encoding="utf-8")
+        second = journal.watchman_since(root, first.clock)
+        assert second is not None and second.paths == {"b.py"}
+    finally:
+        subprocess.run(["watchman", "watch-del", str(root)], capture_output=True, check=False)
+
+
+@pytest.mark.usefixtures("no_known_watchman_socket")
+def test_a_watchman_command_line_that_hangs_is_given_up_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    hanging = folder / "watchman"
+    # It answers, but only after the checkpoint stopped waiting.
+    answer = {"watch": str(tmp_path), "clock": "c:1", "sockname": str(tmp_path / "sock")}
+    hanging.write_text(
+        f"#!{sys.executable}\nimport time\ntime.sleep(3)\nprint({json.dumps(answer)!r})\n",
+        encoding="utf-8",
+    )
+    hanging.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.setattr(journal, "WATCHMAN_TIMEOUT_SECONDS", 0.3)
+    assert journal.watchman_since(tmp_path, None) is None
+    assert journal.watchman_socket() is None
+
+
+def test_the_watchers_thread_never_keeps_the_server_from_exiting(tmp_path: Path) -> None:
+    # An editor that quits without a shutdown request leaves the watcher running: the server
+    # process must still end (a thread that is not a daemon would keep it alive).
+    watch = journal.Watcher(_workspace(tmp_path, {})).start()
+    try:
+        assert watch.thread is not None and watch.thread.daemon
+    finally:
+        watch.stop()
+
+
+class _Batches:
+    """watchfiles' notifier handing over the batches given, then stopping."""
+
+    def __init__(self, *batches: set[tuple[int, str]]) -> None:
+        self.batches = list(batches)
+
+    def __enter__(self) -> _Batches:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def watch(self, *args: object) -> set[tuple[int, str]] | str:
+        return self.batches.pop(0) if self.batches else "stop"
+
+
+@pytest.mark.parametrize(("size", "lossy"), [(4095, False), (4096, True)])
+def test_a_batch_as_large_as_the_kernel_may_drop_from_ends_what_the_journal_vouches_for(
+    tmp_path: Path, size: int, lossy: bool
+) -> None:
+    # (A real flood cannot be made to arrive as one batch of an exact size: the notifier is
+    # replaced by one handing over the batch, as watchfiles would.)
+    assert journal.LOSSY_BATCH == 4096
+    root = _workspace(tmp_path, {})
+    first = journal.ChangeJournal(started_at=0.0)
+    watch = journal.Watcher(root, journal=first)
+    batch = {(1, os.path.join(root, f"f{index}.txt")) for index in range(size)}
+    watch._watch(_Batches(batch), str(root / ".engram") + os.sep, str(root) + os.sep)
+    assert first.alive is not lossy
+    assert watch.journal is not None and (watch.journal is first) is not lossy
+    assert len(watch.journal.since(watch.journal.started_at) or ()) == size
+
+
+def test_the_watcher_restarts_after_an_undecodable_name_at_most_30_times_a_minute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A name watchfiles cannot decode fails its watch: the server's watcher starts a fresh one,
+    # but a name that keeps failing must end it rather than spin.
+    watch = journal.Watcher(_workspace(tmp_path, {}))
+    now = [1000.0]
+    monkeypatch.setattr(journal.time, "monotonic", lambda: now[0])
+    assert all(watch._may_restart() for _ in range(journal.RESTARTS_PER_MINUTE))
+    assert watch._may_restart() is False
+    now[0] += 59.9  # still within the minute of the first ones
+    assert watch._may_restart() is False
+    now[0] += 0.1  # a minute after them: only the last one counts
+    assert watch._may_restart() is True
