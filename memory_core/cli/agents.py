@@ -212,7 +212,10 @@ def run_ingest(ctx: Context) -> int:
     unanswered: list[int] = []
     transcripts.settle_sessions(store, ingested, unanswered=unanswered)
     # History older than the retention: its session figures, turns and the rules the user
-    # stated are kept; the per-event detail goes at the next pruning. Say so, not silently.
+    # stated are kept; the per-event detail goes now, as a session's end prunes after its
+    # hook's ingest, so that what this command reports is what the next one finds (a session's
+    # net effect reads its file history while it is kept). Say so, not silently.
+    limits.enforce(store, ctx.settings)
     max_age_days = float(ctx.settings["timeline.max_age_days"] or 0)
     old_sessions: list[str] = []
     if max_age_days > 0 and ingested:

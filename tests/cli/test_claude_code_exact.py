@@ -136,10 +136,8 @@ def test_the_same_bytes_from_another_path_change_nothing(
 ) -> None:
     """A copy, a backup, a resumed session starting with its parent's lines; also once the
     session is older than the retention (its ledgers' text is pruned, their keys are not)."""
-    # In processes of their own: which retention rules `engram ingest` applies depends on the
-    # modules its process has imported (each registers its table's rule on import), and with
-    # the file changes' rule loaded, as in a process that imported memory_core.evolution
-    # before, the old session's `files_modified` changes from 0 to 1 on the second ingest
+    # In processes of their own, as a user runs them: the first ingest prunes what is older
+    # than the retention after recording it, so the second finds the same figures
     # (docs/testing.md, "How the CLI tests run engram").
     cli = run_cli_process
     (workspace / ".git").mkdir()
