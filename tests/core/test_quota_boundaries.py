@@ -358,3 +358,63 @@ def test_an_archived_resolved_finding_keeps_its_tags_and_relations(pinned_sessio
     assert payload["memory"]["content"] == "the cache key missed the tenant"
     assert payload["tags"] == ["cache"]
     assert [r["kind"] for r in payload["relations"]] == ["resolves"]
+
+
+def test_a_refused_write_says_how_to_make_room(pinned_session: Store) -> None:
+    store = pinned_session
+    full = _settings(store.root, quota.session_usage(store, S))
+    ways = ("sessions.quota_bytes", "`engram delete --session ID --before DATE`", "new session")
+    with pytest.raises(QuotaExceededError) as before:
+        quota.before_write(store, S, full, now=NOW)
+    with pytest.raises(QuotaExceededError) as during, quota.guarded_write(store, S, full):
+        _write_prompt(store, "p-over")
+    for refused in (before.value, during.value):
+        assert refused.hint is not None and all(way in refused.hint for way in ways)
+
+
+def test_a_compaction_says_how_it_was_asked_for(pinned_session: Store) -> None:
+    settings = _settings(pinned_session.root, 10**9)
+    modes = [
+        quota.compact(pinned_session, S, settings, every_step=True, now=NOW)["mode"],
+        quota.compact(pinned_session, S, settings, forced=True, now=NOW)["mode"],
+        quota.compact(pinned_session, S, settings, now=NOW)["mode"],
+    ]
+    assert modes == ["every step", "forced", "gentle"]
+
+
+def test_status_lists_the_fullest_session_first(pinned_session: Store) -> None:
+    store = pinned_session
+    # A small session whose id sorts before the full one's: the order is by use, not by id.
+    sessions.start(store, session_id="0-small", agent="claude-code", now=NOW)
+    settings = _settings(store.root, 10**6)
+    rows = quota.status(store, settings)
+    assert [row["session_id"] for row in rows] == [S, "0-small"]
+    assert rows[0]["used_bytes"] > rows[1]["used_bytes"]
+    assert [row["session_id"] for row in quota.status(store, settings, limit=1)] == [S]
+
+
+def test_a_finding_archived_by_the_quota_is_counted_and_kept_with_its_origin(
+    pinned_session: Store,
+) -> None:
+    import zlib
+
+    store = pinned_session
+    settings = _settings(store.root, 10**9)
+    finding = memory.add(
+        store,
+        "the retry loop hid the 500s",
+        type="finding",
+        status="resolved",
+        session_id=S,
+        now=NOW - 10 * DAY,
+    )
+    before = quota.memory_status(store, settings, now=NOW)
+    quota.compact(store, S, settings, every_step=True, now=NOW)
+    after = quota.memory_status(store, settings, now=NOW)
+    # Out of the live memories, into the archive: `engram memory status` says so.
+    assert (before["memories"], before["archived"]) == (2, 0)
+    assert (after["memories"], after["archived"]) == (1, 1)
+    (row,) = store.query("SELECT * FROM archived_rows")
+    assert (row["table_name"], row["ref_id"], row["session_id"]) == ("memories", finding["id"], S)
+    assert row["reason"] == "quota compaction: resolved finding" and row["archived_at"] == NOW
+    assert json.loads(zlib.decompress(row["data"]))["memory"]["id"] == finding["id"]
