@@ -418,3 +418,23 @@ def test_a_finding_archived_by_the_quota_is_counted_and_kept_with_its_origin(
     assert (row["table_name"], row["ref_id"], row["session_id"]) == ("memories", finding["id"], S)
     assert row["reason"] == "quota compaction: resolved finding" and row["archived_at"] == NOW
     assert json.loads(zlib.decompress(row["data"]))["memory"]["id"] == finding["id"]
+
+
+def test_use_is_told_to_a_tenth_of_a_percent_and_no_quota_is_0(pinned_session: Store) -> None:
+    used = quota.session_usage(pinned_session, S)
+    assert quota.usage_of(S, 1, 3)["percent"] == 33.3
+    (row,) = quota.status(pinned_session, _settings(pinned_session.root, used * 3))
+    assert row["percent"] == 33.3 and row["level"] == "ok"
+    (free,) = quota.status(pinned_session, _settings(pinned_session.root, 0))
+    assert (free["percent"], free["level"], free["used_bytes"]) == (0.0, "ok", used)
+
+
+def test_the_warning_says_what_happens_at_100_percent(pinned_session: Store) -> None:
+    used = quota.session_usage(pinned_session, S)
+    warned = quota.after_write(
+        pinned_session, S, _settings(pinned_session.root, used * 100 // 85), now=NOW
+    )
+    assert warned is not None and warned["message"].startswith(f"engram: session {S} reached 85 %")
+    assert warned["message"].endswith(
+        "compaction found nothing it may remove. At 100 % new records for it are refused (MEM_E001)."
+    )
