@@ -500,3 +500,24 @@ def test_a_digests_facts_read_back_as_written_whatever_their_text(value: Any) ->
         width=100,
     )
     assert "\n" + expected + "---\n" in text
+
+
+def test_two_digests_in_the_same_millisecond_get_two_files(store: Store) -> None:
+    from memory_core import sessions
+
+    start = 1_772_450_000.0
+    sessions.start(store, session_id="twice", agent="claude-code", now=start)
+    sessions.observe_times(store, "twice", first_ts=start, last_ts=start + 90)
+    first = digest.write_digest(store, "twice", trigger="auto", now=start + 100)
+    second = digest.write_digest(store, "twice", trigger="manual", now=start + 100)
+    assert first.path != second.path and first.path.exists() and second.path.exists()
+    assert second.path.name == first.path.name.removesuffix(".yaml") + "-2.yaml"
+    meta = seed_reader(second.path.read_text())["meta"]
+    assert meta["compact_trigger"] == "manual" and meta["engram"]["duration_seconds"] == 90.0
+
+
+def test_a_digest_that_is_not_utf8_is_refused_by_name(tmp_path: Path) -> None:
+    bad = tmp_path / "latin1.yaml"
+    bad.write_bytes("---\nsession_id: café\n---\n".encode("latin-1"))
+    with pytest.raises(UsageError, match=r"latin1\.yaml is not UTF-8 text"):
+        digest.read_digest(bad)

@@ -438,3 +438,30 @@ def test_the_warning_says_what_happens_at_100_percent(pinned_session: Store) -> 
     assert warned["message"].endswith(
         "compaction found nothing it may remove. At 100 % new records for it are refused (MEM_E001)."
     )
+
+
+def test_each_sessions_row_names_its_quota_and_the_compaction_its_result_to_a_tenth(
+    pinned_session: Store,
+) -> None:
+    used = quota.session_usage(pinned_session, S)
+    # A quota where the use has a second decimal: told to one, not rounded to a whole percent.
+    quota_bytes = next(
+        q
+        for q in range(used * 100 // 86, used * 100 // 82)
+        if round(100 * used / q, 2) != round(100 * used / q, 1) != round(100 * used / q)
+    )
+    settings = _settings(pinned_session.root, quota_bytes)
+    (row,) = quota.status(pinned_session, settings)
+    assert row["quota_bytes"] == quota_bytes
+    warned = quota.after_write(pinned_session, S, settings, now=NOW)
+    assert warned is not None
+    expected = round(100.0 * used / quota_bytes, 1)
+    assert warned["after_percent"] == expected and expected != round(expected)
+
+
+def test_memory_status_counts_a_memory_archived_in_place_once(store: Store) -> None:
+    memory.add(store, "kept", type="learning", now=NOW)
+    memory.add(store, "old news", type="learning", status="archived", now=NOW)
+    status = quota.memory_status(store, _settings(store.root, 1000), now=NOW)
+    assert (status["memories"], status["archived"]) == (2, 1)
+    assert sum(status["tiers"].values()) == 1
