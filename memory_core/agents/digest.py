@@ -473,11 +473,9 @@ def snapshot(store: Store, session_id: str) -> dict[str, Any]:
         for sidechain, prefix in ((False, "main"), (True, "sub"))
     }
     turns = store.query_one("SELECT COUNT(*) FROM agent_turns WHERE session_id = ?", (session_id,))
+    # The agent, its model and folder are not repeated here: write_digest reads agent_sessions.
     return {
-        "agent": session["agent"] if session else None,
-        "model": session["model"] if session else None,
         "branch": session["git_branch"] if session else None,
-        "cwd": session["cwd"] if session else None,
         "turns": int(turns[0]) if turns else 0,
         # The net effect: files edited and then put back as they were are left out.
         "files_modified": _net([str(row["path"]) for row in files], store, session_id),

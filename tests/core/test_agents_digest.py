@@ -404,3 +404,119 @@ def test_a_rule_is_restated_by_its_modality() -> None:
         "Always: verify and run hooks",
         "Never: commit .env files",
     ]
+
+
+# What a digest's richer facts hold (commands, corrections, paths, counts, missing values), each
+# on an edge of YAML's plain style: a text YAML would read as something else unless quoted, a
+# quote inside a quoted text, a line near the width where YAML folds.
+FACT_VALUES: list[Any] = [
+    None,
+    True,
+    False,
+    0,
+    3,
+    -2,
+    61.5,
+    1e20,
+    "",
+    "pytest -q",
+    "?",
+    "? why is it failing",
+    "?x",
+    ":",
+    ":x",
+    "key: value",
+    "ends with a colon:",
+    "grep -n x # the count",
+    "#1 first",
+    "don't: stop the server",
+    "it's done",
+    "'quoted'",
+    '"double"',
+    " leading space",
+    "trailing space ",
+    "yes",
+    "No",
+    "null",
+    "~",
+    "123",
+    "-x",
+    "- item",
+    "[list]",
+    "{map}",
+    "&anchor",
+    "*alias",
+    "!tag",
+    "|pipe",
+    ">fold",
+    "%percent",
+    "@dev",
+    "`tick`",
+    "café au lait",
+    "tab\there",
+    "a" * 94,
+    "word " * 30,
+    [],
+    {},
+    ["src/auth.py", "src/cookie.py"],
+    {"input": 212, "output": 467},
+    [{"command": "? x", "ok": None}, {"command": "it's: here", "ok": False}],
+    {"nested": {"deep": [1, "two: 2", {"k": "v"}]}},
+]
+
+
+# Plain ids: a test id with quotes, backslashes or spaces cannot be selected by its node id.
+@pytest.mark.parametrize(
+    "value",
+    FACT_VALUES,
+    ids=[f"{n}-{re.sub(r'[^A-Za-z0-9]+', '_', repr(v))[:24]}" for n, v in enumerate(FACT_VALUES)],
+)
+def test_a_digests_facts_read_back_as_written_whatever_their_text(value: Any) -> None:
+    frontmatter = {
+        "schema_version": "1.0",
+        "session_id": SESSION,
+        "timestamp": "2026-03-02T11:13:20.000Z",
+        "duration_minutes": 3,
+        "agent_context": "@claude-code working",
+        "compact_trigger": "auto",
+        "engram": {"value": value, "turns": 3},
+    }
+    empty = {
+        "user_corrections": [],
+        "patterns_observed": [],
+        "axioms_learned": [],
+        "context_snapshot": {},
+    }
+    text = digest.render(frontmatter, empty)
+    assert digest.parse_digest(text).frontmatter == frontmatter
+    # Written as PyYAML writes it, whichever way engram took: the same facts, the same file.
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    expected = yaml.dump(
+        {"engram": frontmatter["engram"]},
+        Dumper=dumper,
+        sort_keys=False,
+        allow_unicode=True,
+        width=100,
+    )
+    assert "\n" + expected + "---\n" in text
+
+
+def test_two_digests_in_the_same_millisecond_get_two_files(store: Store) -> None:
+    from memory_core import sessions
+
+    start = 1_772_450_000.0
+    sessions.start(store, session_id="twice", agent="claude-code", now=start)
+    sessions.observe_times(store, "twice", first_ts=start, last_ts=start + 90)
+    first = digest.write_digest(store, "twice", trigger="auto", now=start + 100)
+    second = digest.write_digest(store, "twice", trigger="manual", now=start + 100)
+    assert first.path != second.path and first.path.exists() and second.path.exists()
+    assert second.path.name == first.path.name.removesuffix(".yaml") + "-2.yaml"
+    meta = seed_reader(second.path.read_text())["meta"]
+    assert meta["compact_trigger"] == "manual" and meta["engram"]["duration_seconds"] == 90.0
+
+
+def test_a_digest_that_is_not_utf8_is_refused_by_name(tmp_path: Path) -> None:
+    bad = tmp_path / "latin1.yaml"
+    bad.write_bytes("---\nsession_id: café\n---\n".encode("latin-1"))
+    with pytest.raises(UsageError, match=r"latin1\.yaml is not UTF-8 text"):
+        digest.read_digest(bad)

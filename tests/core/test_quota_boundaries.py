@@ -358,3 +358,110 @@ def test_an_archived_resolved_finding_keeps_its_tags_and_relations(pinned_sessio
     assert payload["memory"]["content"] == "the cache key missed the tenant"
     assert payload["tags"] == ["cache"]
     assert [r["kind"] for r in payload["relations"]] == ["resolves"]
+
+
+def test_a_refused_write_says_how_to_make_room(pinned_session: Store) -> None:
+    store = pinned_session
+    full = _settings(store.root, quota.session_usage(store, S))
+    ways = ("sessions.quota_bytes", "`engram delete --session ID --before DATE`", "new session")
+    with pytest.raises(QuotaExceededError) as before:
+        quota.before_write(store, S, full, now=NOW)
+    with pytest.raises(QuotaExceededError) as during, quota.guarded_write(store, S, full):
+        _write_prompt(store, "p-over")
+    for refused in (before.value, during.value):
+        assert refused.hint is not None and all(way in refused.hint for way in ways)
+
+
+def test_a_compaction_says_how_it_was_asked_for(pinned_session: Store) -> None:
+    settings = _settings(pinned_session.root, 10**9)
+    modes = [
+        quota.compact(pinned_session, S, settings, every_step=True, now=NOW)["mode"],
+        quota.compact(pinned_session, S, settings, forced=True, now=NOW)["mode"],
+        quota.compact(pinned_session, S, settings, now=NOW)["mode"],
+    ]
+    assert modes == ["every step", "forced", "gentle"]
+
+
+def test_status_lists_the_fullest_session_first(pinned_session: Store) -> None:
+    store = pinned_session
+    # A small session whose id sorts before the full one's: the order is by use, not by id.
+    sessions.start(store, session_id="0-small", agent="claude-code", now=NOW)
+    settings = _settings(store.root, 10**6)
+    rows = quota.status(store, settings)
+    assert [row["session_id"] for row in rows] == [S, "0-small"]
+    assert rows[0]["used_bytes"] > rows[1]["used_bytes"]
+    assert [row["session_id"] for row in quota.status(store, settings, limit=1)] == [S]
+
+
+def test_a_finding_archived_by_the_quota_is_counted_and_kept_with_its_origin(
+    pinned_session: Store,
+) -> None:
+    import zlib
+
+    store = pinned_session
+    settings = _settings(store.root, 10**9)
+    finding = memory.add(
+        store,
+        "the retry loop hid the 500s",
+        type="finding",
+        status="resolved",
+        session_id=S,
+        now=NOW - 10 * DAY,
+    )
+    before = quota.memory_status(store, settings, now=NOW)
+    quota.compact(store, S, settings, every_step=True, now=NOW)
+    after = quota.memory_status(store, settings, now=NOW)
+    # Out of the live memories, into the archive: `engram memory status` says so.
+    assert (before["memories"], before["archived"]) == (2, 0)
+    assert (after["memories"], after["archived"]) == (1, 1)
+    (row,) = store.query("SELECT * FROM archived_rows")
+    assert (row["table_name"], row["ref_id"], row["session_id"]) == ("memories", finding["id"], S)
+    assert row["reason"] == "quota compaction: resolved finding" and row["archived_at"] == NOW
+    assert json.loads(zlib.decompress(row["data"]))["memory"]["id"] == finding["id"]
+
+
+def test_use_is_told_to_a_tenth_of_a_percent_and_no_quota_is_0(pinned_session: Store) -> None:
+    used = quota.session_usage(pinned_session, S)
+    assert quota.usage_of(S, 1, 3)["percent"] == 33.3
+    (row,) = quota.status(pinned_session, _settings(pinned_session.root, used * 3))
+    assert row["percent"] == 33.3 and row["level"] == "ok"
+    (free,) = quota.status(pinned_session, _settings(pinned_session.root, 0))
+    assert (free["percent"], free["level"], free["used_bytes"]) == (0.0, "ok", used)
+
+
+def test_the_warning_says_what_happens_at_100_percent(pinned_session: Store) -> None:
+    used = quota.session_usage(pinned_session, S)
+    warned = quota.after_write(
+        pinned_session, S, _settings(pinned_session.root, used * 100 // 85), now=NOW
+    )
+    assert warned is not None and warned["message"].startswith(f"engram: session {S} reached 85 %")
+    assert warned["message"].endswith(
+        "compaction found nothing it may remove. At 100 % new records for it are refused (MEM_E001)."
+    )
+
+
+def test_each_sessions_row_names_its_quota_and_the_compaction_its_result_to_a_tenth(
+    pinned_session: Store,
+) -> None:
+    used = quota.session_usage(pinned_session, S)
+    # A quota where the use has a second decimal: told to one, not rounded to a whole percent.
+    quota_bytes = next(
+        q
+        for q in range(used * 100 // 86, used * 100 // 82)
+        if round(100 * used / q, 2) != round(100 * used / q, 1) != round(100 * used / q)
+    )
+    settings = _settings(pinned_session.root, quota_bytes)
+    (row,) = quota.status(pinned_session, settings)
+    assert row["quota_bytes"] == quota_bytes
+    warned = quota.after_write(pinned_session, S, settings, now=NOW)
+    assert warned is not None
+    expected = round(100.0 * used / quota_bytes, 1)
+    assert warned["after_percent"] == expected and expected != round(expected)
+
+
+def test_memory_status_counts_a_memory_archived_in_place_once(store: Store) -> None:
+    memory.add(store, "kept", type="learning", now=NOW)
+    memory.add(store, "old news", type="learning", status="archived", now=NOW)
+    status = quota.memory_status(store, _settings(store.root, 1000), now=NOW)
+    assert (status["memories"], status["archived"]) == (2, 1)
+    assert sum(status["tiers"].values()) == 1

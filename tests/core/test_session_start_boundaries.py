@@ -432,3 +432,16 @@ def test_star_bullets_and_engrams_older_yaml_digests_are_read() -> None:
     assert sections["patterns_observed"] == ["npm test failed 3 times"]
     assert sections["context_snapshot"]["active_agent"] == "@dev"
     assert sections["context_snapshot"]["files_modified"] == ["a.py"]
+
+
+def test_a_correction_of_exactly_the_limit_is_kept_whole() -> None:
+    assert digest._short("x" * digest.MAX_ITEM_CHARS) == "x" * digest.MAX_ITEM_CHARS
+    assert digest._short("x" * (digest.MAX_ITEM_CHARS + 1)) == "x" * 399 + "…"
+
+
+def test_the_agent_context_names_the_agent_its_model_and_story() -> None:
+    assert digest.agent_context(None, None, None) == "@agent working"
+    assert digest.agent_context("dev", "claude-opus-4", "MIS-3") == (
+        "@dev (claude-opus-4) implementing Story MIS-3"
+    )
+    assert digest.agent_context("@qa", None, None) == "@qa working"
