@@ -172,6 +172,7 @@ MODULES: dict[str, Module] = {
             "tests/core/test_session_documents.py",
             "tests/core/test_session_lifecycle.py",
             "tests/core/test_real_shaped_sessions.py",
+            "tests/core/test_session_net_effect.py",
         ),
         sample=60,
     ),
