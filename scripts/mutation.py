@@ -94,6 +94,7 @@ MODULES: dict[str, Module] = {
             "tests/core/test_store_safety.py",
             "tests/core/test_store_faults.py",
             "tests/core/test_store_fault_messages.py",
+            "tests/core/test_store_edges.py",
         ),
         sample=150,
     ),
