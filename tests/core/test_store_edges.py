@@ -95,17 +95,19 @@ def locked(workspace: Path) -> Iterator[threading.Event]:
     thread.join()
 
 
-@pytest.mark.parametrize("how", ["open", "init"])
+OPENERS = {"open": Store.open, "init": Store.init, "open_or_init": Store.open_or_init}
+
+
+@pytest.mark.parametrize("how", list(OPENERS))
 def test_a_write_gives_up_on_a_locked_store_after_the_wait_the_caller_set(
     workspace: Path, locked: threading.Event, how: str
 ) -> None:
     """A hook opens the store with a short wait (it must never hold the agent up): with no
     wait at all its write is refused at once, even though the lock is let go a second later."""
-    opened = Store.open(workspace, busy_timeout=0) if how == "open" else None
+    opened: Store | None = None
     try:
         with pytest.raises(StoreFaultError) as raised:
-            if opened is None:
-                opened = Store.init(workspace, busy_timeout=0)
+            opened = OPENERS[how](workspace, busy_timeout=0)
             with opened.transaction() as db:
                 db.execute("INSERT INTO store_meta (key, value) VALUES ('k', 'v')")
         assert raised.value.cause == "busy"
