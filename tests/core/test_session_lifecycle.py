@@ -666,3 +666,28 @@ def test_reviewing_a_crash_shows_the_session_as_it_was_at_the_time_given(store: 
     # A day and more of silence ages it to idle.
     later = sessions.resolve_crash(store, "S-crash", "review", now=T0 + 25 * 3600)
     assert later["session"]["age_state"] == "idle"
+
+
+def test_a_turn_is_the_sessions_last_action_and_no_pause(store: Store) -> None:
+    sessions.start(store, session_id="S-turn", now=T0)
+    sessions.record_turn(store, "S-turn", user_message="go on", started_at=T0 + 10)
+    assert sessions.get(store, "S-turn", now=T0 + 20)["last_action"] == "turn"
+    # A session whose last action was a turn and that went silent has crashed.
+    assert [s["id"] for s in sessions.crashed(store, now=T0 + 10 + 31 * 60)] == ["S-turn"]
+
+
+def test_an_archived_session_read_again_ages_from_the_reading(store: Store) -> None:
+    """Seed 003 archives after 30 days without an access: a session whose detail was brought
+    back is fresh from then on, not archived again at once."""
+    from memory_core import lifecycle
+
+    day = 86400
+    sessions.start(store, session_id="S-old", now=T0)
+    sessions.record_turn(store, "S-old", user_message="old work", started_at=T0 + 10)
+    lifecycle.archive_session(store, "S-old", now=T0 + 31 * day)
+    assert sessions.get(store, "S-old", now=T0 + 31 * day)["age_state"] == "archived"
+    lifecycle.unarchive_session(store, "S-old", now=T0 + 40 * day)
+    assert sessions.get(store, "S-old", now=T0 + 40 * day + 60)["age_state"] == "fresh"
+    assert sessions.get(store, "S-old", now=T0 + 41 * day)["age_state"] == "idle"
+    listed = sessions.list_sessions(store, now=T0 + 40 * day + 60)
+    assert [(s["id"], s["age_state"]) for s in listed] == [("S-old", "fresh")]
