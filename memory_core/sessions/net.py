@@ -36,6 +36,9 @@ def _reverted_paths(command: str) -> tuple[bool, set[str]]:
         words = shlex.split(match.group("args"))
     except ValueError:
         return False, set()
+    options = words[: words.index("--")] if "--" in words else words
+    if text.startswith("git restore") and _only_the_index(options):
+        return False, set()  # `git restore --staged`: unstages, the working tree keeps the edit
     if "--" in words:
         paths = words[words.index("--") + 1 :]
     elif text.startswith("git restore"):
@@ -46,6 +49,15 @@ def _reverted_paths(command: str) -> tuple[bool, set[str]]:
     if "." in paths or "" in paths:
         return True, set()
     return False, set(paths)
+
+
+def _only_the_index(options: list[str]) -> bool:
+    """Whether `git restore` options name the index (`--staged`, `-S`) but not the working tree
+    (`--worktree`, `-W`): git then leaves the files in the working tree as they are."""
+    short = "".join(o[1:] for o in options if o.startswith("-") and not o.startswith("--"))
+    staged = "--staged" in options or "S" in short
+    worktree = "--worktree" in options or "W" in short
+    return staged and not worktree
 
 
 _REMOVE = compile_later(r"^(?:git\s+)?rm\s+(?P<args>.+)$")

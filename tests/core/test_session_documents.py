@@ -531,3 +531,42 @@ def test_placeholders_are_read_as_empty_only_outside_strings() -> None:
         "e": [],
     }
     assert fill_placeholders('{"a": [1, 2]}') == ('{"a": [1, 2]}', 0)
+
+
+def test_a_beans_file_of_another_major_version_is_refused_naming_both(store: Store) -> None:
+    beans = json.loads(SEED_EXAMPLE.read_text(encoding="utf-8"))
+    with pytest.raises(EngramError) as newer:
+        sessions.import_document(store, {**beans, "version": "2.0"})
+    assert newer.value.one_line() == (
+        "this beans session file has version 2.0; this engram reads beans session files of"
+        " version 1.x (export it again from a beans that writes version 1.x; nothing was changed)"
+    )
+    assert sessions.list_sessions(store) == []
+    # A later minor version of the same major is read.
+    assert sessions.import_document(store, {**beans, "version": "1.4"})["session"]["id"] == (
+        "uuid-here"
+    )
+
+
+def test_an_import_from_another_workspace_says_its_files_are_read_as_this_ones(
+    store: Store, tmp_path: Path
+) -> None:
+    other_root = tmp_path / "elsewhere"
+    other_root.mkdir()
+    other = Store.init(other_root)
+    try:
+        sid = _recorded(other)
+        exported = sessions.export_document(other, sid)
+    finally:
+        other.close()
+    imported = sessions.import_document(store, exported)
+    assert imported["notes"] == [
+        f"the session was recorded in {other_root}; it is imported into this workspace"
+        f" ({store.root}), and its files are read as this workspace's"
+    ]
+    # Imported back where it was recorded: nothing to say.
+    again = Store.open(other_root)
+    try:
+        assert sessions.import_document(again, exported, replace=True)["notes"] == []
+    finally:
+        again.close()

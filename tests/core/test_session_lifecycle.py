@@ -630,3 +630,64 @@ def test_over_95_percent_a_short_turn_is_never_rewritten(store: Store) -> None:
     turns = sessions.history(store, "S-q")
     assert turns[0]["user_message"] == short
     assert len(turns[1]["user_message"]) <= 500
+
+
+def test_an_empty_overview_keeps_the_one_there(store: Store) -> None:
+    """An agent that sends its decisions with an empty overview field (`""`, as a JSON form
+    gives) does not wipe the overview it wrote before."""
+    sessions.set_summary(store, "S-sum", overview="Moved the retry logic into the client.")
+    summary = sessions.set_summary(store, "S-sum", overview="", decisions=["keep 3 retries"])
+    assert summary["overview"] == "Moved the retry logic into the client."
+    assert summary["decisions"] == ["keep 3 retries"]
+
+
+def test_resume_without_a_time_makes_the_session_active_now(store: Store) -> None:
+    from memory_core import clock
+
+    sessions.start(store, session_id="S-r", now=T0)
+    sessions.close(store, "S-r", now=T0 + 60)
+    before = clock.now()
+    resumed = sessions.resume(store)  # the latest, at the machine's time
+    session = resumed["session"]
+    assert (session["id"], session["status"], session["ended_at"]) == ("S-r", "active", None)
+    assert clock.parse_iso(session["last_activity_at"]) >= int(before)
+    assert session["age_state"] == "fresh"
+
+
+def test_reviewing_a_crash_shows_the_session_as_it_was_at_the_time_given(store: Store) -> None:
+    """`review` changes nothing and shows the session aged at the review's time: one silent
+    for 40 minutes is fresh then, whatever the machine's clock says now."""
+    sessions.start(store, session_id="S-crash", agent="gemini", now=T0)
+    review = sessions.resolve_crash(store, "S-crash", "review", now=T0 + 40 * 60)
+    assert (review["session"]["id"], review["session"]["status"]) == ("S-crash", "active")
+    assert review["session"]["age_state"] == "fresh"
+    assert review["summary"].startswith("# Session ")
+    assert [s["id"] for s in sessions.crashed(store, now=T0 + 40 * 60)] == ["S-crash"]
+    # A day and more of silence ages it to idle.
+    later = sessions.resolve_crash(store, "S-crash", "review", now=T0 + 25 * 3600)
+    assert later["session"]["age_state"] == "idle"
+
+
+def test_a_turn_is_the_sessions_last_action_and_no_pause(store: Store) -> None:
+    sessions.start(store, session_id="S-turn", now=T0)
+    sessions.record_turn(store, "S-turn", user_message="go on", started_at=T0 + 10)
+    assert sessions.get(store, "S-turn", now=T0 + 20)["last_action"] == "turn"
+    # A session whose last action was a turn and that went silent has crashed.
+    assert [s["id"] for s in sessions.crashed(store, now=T0 + 10 + 31 * 60)] == ["S-turn"]
+
+
+def test_an_archived_session_read_again_ages_from_the_reading(store: Store) -> None:
+    """Seed 003 archives after 30 days without an access: a session whose detail was brought
+    back is fresh from then on, not archived again at once."""
+    from memory_core import lifecycle
+
+    day = 86400
+    sessions.start(store, session_id="S-old", now=T0)
+    sessions.record_turn(store, "S-old", user_message="old work", started_at=T0 + 10)
+    lifecycle.archive_session(store, "S-old", now=T0 + 31 * day)
+    assert sessions.get(store, "S-old", now=T0 + 31 * day)["age_state"] == "archived"
+    lifecycle.unarchive_session(store, "S-old", now=T0 + 40 * day)
+    assert sessions.get(store, "S-old", now=T0 + 40 * day + 60)["age_state"] == "fresh"
+    assert sessions.get(store, "S-old", now=T0 + 41 * day)["age_state"] == "idle"
+    listed = sessions.list_sessions(store, now=T0 + 40 * day + 60)
+    assert [(s["id"], s["age_state"]) for s in listed] == [("S-old", "fresh")]
