@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from memory_core import sessions
+from memory_core import quota, sessions
 from memory_core.cli.main import main
 from memory_core.store import Store
 
@@ -247,3 +248,19 @@ def test_saving_under_a_taken_name_at_a_terminal_takes_it_over_on_yes(
     assert "Saved session shared (two, 1 turns)" in said
     loaded = cli("session", "load", "shared", "--json", cwd=workspace).json()
     assert loaded["session"]["id"] == "two"
+
+
+def test_saving_a_session_near_its_quota_warns_on_stderr(cli: Any, workspace: Path) -> None:
+    _session_with_turns(workspace, "S-q", 3)
+    with Store.open(workspace) as store:
+        used = quota.session_usage(store, "S-q")
+    # Room for the session as it is; its saved copy counts against the quota too.
+    limit = used + 50
+    assert cli("config", "set", "sessions.quota_bytes", str(limit), cwd=workspace).code == 0
+    saved = cli("session", "save", "near", "--session", "S-q", cwd=workspace)
+    assert saved.code == 0, saved.stderr
+    assert saved.stdout.startswith("Saved session near (S-q, 3 turns)")
+    assert re.fullmatch(
+        r"engram: session S-q reached \d+ % of its quota \([\d,]+ of [\d,]+ bytes\).*\n",
+        saved.stderr,
+    ), saved.stderr
