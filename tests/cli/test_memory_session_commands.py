@@ -92,6 +92,11 @@ def test_purge_without_all_keeps_what_can_still_be_recovered(cli: Any, workspace
     assert purged.json()["purged"] == []
     assert cli("undelete", deleted["id"], cwd=workspace).code == 0
     assert "keep me" in cli("memory", "list", cwd=workspace).stdout
+    # --all --yes purges what could still be recovered: it is gone for good.
+    again = cli("delete", "--topic", "t", "--json", cwd=workspace).json()
+    everything = cli("purge", "--all", "--yes", "--json", cwd=workspace).json()
+    assert again["id"] in json.dumps(everything["purged"])
+    assert cli("undelete", again["id"], cwd=workspace).code != 0
 
 
 @pytest.fixture
