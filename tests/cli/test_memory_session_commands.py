@@ -131,8 +131,10 @@ def test_purge_all_answered_no_at_the_terminal_says_nothing_was_removed(
     asked = capsys.readouterr()
     assert code == 2
     assert "Purge everything deleted, including what could still be recovered?" in asked.out
-    assert "purge --all not confirmed; nothing removed" in asked.err
-    assert "add --yes to confirm" in asked.err
+    assert (
+        asked.err
+        == "engram: error: purge --all not confirmed; nothing removed (add --yes to confirm)\n"
+    )
     assert cli("undelete", deleted["id"], cwd=workspace).code == 0
 
 
