@@ -44,6 +44,8 @@ DRIFT = "memory_core/drift.py"
 INSTALL = "memory_core/agents/install.py"
 VERIFY = "memory_core/verify.py"
 GOTCHA_CONTEXT = "memory_core/gotchas/context.py"
+# The ranking's index (issue 32): the literal related-file globs a task file names.
+RANK_INDEX = "memory_core/gotchas/rank_index.py"
 
 AREAS: tuple[Area, ...] = (
     Area(
@@ -110,15 +112,15 @@ AREAS: tuple[Area, ...] = (
             Bug(
                 "resolved-memory-injected",
                 CONTEXT,
-                'and entry.get("status") != "resolved"\n',
-                "\n",
+                '            or row["status"] == "resolved"\n',
+                "",
                 "a resolved memory is still injected as knowledge to keep",
             ),
             Bug(
                 "user-rules-told-twice",
                 CONTEXT,
-                'and "user-rule" not in (entry.get("tags") or [])  # shown as corrections and rules\n',
-                "\n",
+                '            or "user-rule" in (row["tags"].split() if row["tags"] else [])  # told as rules\n',
+                "",
                 "a user rule told both as a rule and as a memory",
             ),
             Bug(
@@ -503,8 +505,8 @@ AREAS: tuple[Area, ...] = (
         (
             Bug(
                 "glob-matches-only-at-root",
-                GOTCHA_CONTEXT,
-                ' or fnmatch(path, f"**/{glob}")',
+                RANK_INDEX,
+                "        keys.append(path[start + len(_SEPARATOR) :])\n",
                 "",
                 "a gotcha on `settings.py` is not found for a task on app/settings.py",
             ),
@@ -525,8 +527,8 @@ AREAS: tuple[Area, ...] = (
             Bug(
                 "severity-tiebreak-inverted",
                 GOTCHA_CONTEXT,
-                "score += (3 - min(gotcha.severity_rank, 3)) * 0.5",
-                "score += min(gotcha.severity_rank, 3) * 0.5",
+                "score += (3 - min(SEVERITY_RANK.get(severity, len(SEVERITIES)), 3)) * 0.5",
+                "score += min(SEVERITY_RANK.get(severity, len(SEVERITIES)), 3) * 0.5",
                 "a low gotcha outranks a critical one with the same evidence",
             ),
             Bug(
