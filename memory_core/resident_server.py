@@ -387,6 +387,11 @@ def serve_request(conn: object, key: str) -> int:
     # process would.
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, signal.SIG_DFL)
+    # Ctrl-C and Ctrl-\ as a cold command at a terminal has them, whatever the server was
+    # started from: a server spawned by a background job or under nohup ignores both, and its
+    # children inherited that, so a Ctrl-C forwarded by the client to a prompt was lost.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
     try:
         accepted = handshake(conn, key)
     except Exception:

@@ -316,7 +316,30 @@ def test_a_child_killed_mid_request_is_not_run_again(tmp_path: Path, resident: R
     assert prompts == 0  # the prompt was not recorded by a second, cold run
 
 
-def test_ctrl_c_at_a_terminal_reaches_the_child(tmp_path: Path, resident: Resident) -> None:
+def _as_a_terminal_starts_it() -> None:
+    """What an interactive shell gives the command it runs in the foreground: Ctrl-C and Ctrl-\\
+    as Python has them by default, even where this test runs ignoring them (a CI job started in
+    the background or under nohup, which every process it starts inherits)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
+def test_ctrl_c_at_a_terminal_reaches_the_child(tmp_path: Path) -> None:
+    # The server is started ignoring Ctrl-C, as one spawned by a background job or a hook would
+    # be: its children must not inherit that (the Ctrl-C the client forwards was lost).
+    ignored = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGQUIT)}
+    try:
+        resident = Resident(tmp_path / "sockets")
+    finally:
+        for signum, handler in ignored.items():
+            signal.signal(signum, handler)
+    try:
+        _ctrl_c_at_a_terminal(tmp_path, resident)
+    finally:
+        resident.stop()
+
+
+def _ctrl_c_at_a_terminal(tmp_path: Path, resident: Resident) -> None:
     root = _project(tmp_path / "project")
     created = _engram("checkpoint", "create", "--json", env=resident.env, cwd=root)
     checkpoint = json.loads(created.stdout)["id"]
@@ -334,6 +357,7 @@ def test_ctrl_c_at_a_terminal_reaches_the_child(tmp_path: Path, resident: Reside
             stderr=follower,
             env=env,
             cwd=root,
+            preexec_fn=_as_a_terminal_starts_it,
         )
         os.close(follower)
         seen = b""

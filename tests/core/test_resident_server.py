@@ -208,7 +208,10 @@ def _digest() -> str:
 def _as_a_server() -> Iterator[None]:
     """What running a server in this process changes, put back: the signal handlers it sets
     and the heap it freezes."""
-    handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}
+    handlers = {
+        s: signal.getsignal(s)
+        for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT)
+    }
     try:
         yield
     finally:
@@ -726,10 +729,16 @@ def exit_steps(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def _server_signal_handlers() -> Iterator[None]:
     """The handlers a forked child inherits from its server (which stop the server), put back
     to this process's own afterwards."""
-    handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}
+    handlers = {
+        s: signal.getsignal(s)
+        for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT)
+    }
     try:
-        for signum in handlers:
+        for signum in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, resident_server._stop)
+        # A server started from a background job or under nohup ignores these two.
+        for signum in (signal.SIGINT, signal.SIGQUIT):
+            signal.signal(signum, signal.SIG_IGN)
         yield
     finally:
         for signum, handler in handlers.items():
@@ -810,7 +819,10 @@ def test_a_request_runs_as_the_client_then_lets_go_of_it_before_closing_the_stor
     seen: dict[str, object] = {}
     with _process_state_kept(), _server_signal_handlers():
         code = resident_server.serve_request(client.child_end, KEY)
-        seen["handlers"] = [signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)]
+        seen["handlers"] = [
+            signal.getsignal(s)
+            for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT)
+        ]
         # Still the child: its standard streams are no longer the client's.
         seen["stdout"], seen["stdout ended"] = _drained(stdout_r)
         seen["stderr"], seen["stderr ended"] = _drained(stderr_r)
@@ -827,7 +839,14 @@ def test_a_request_runs_as_the_client_then_lets_go_of_it_before_closing_the_stor
     assert code == 0 and said == [b"A%d" % os.getpid(), b"X0"]
     assert json.loads(bytes(seen.pop("stdout")))["checkpoints"] == []  # type: ignore[arg-type]
     assert seen == {
-        "handlers": [signal.SIG_DFL, signal.SIG_DFL],  # killed as a cold process would be
+        # Killed as a cold process would be, and Ctrl-C and Ctrl-\ as at a terminal though the
+        # server ignored both.
+        "handlers": [
+            signal.SIG_DFL,
+            signal.SIG_DFL,
+            signal.default_int_handler,
+            signal.SIG_DFL,
+        ],
         "stdout ended": True,
         "stderr": b"",
         "stderr ended": True,
