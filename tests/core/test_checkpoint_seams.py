@@ -231,6 +231,20 @@ def test_a_reported_file_whose_stat_did_not_change_is_not_read_again(
     assert (reads, third["changed"]) == (["README.md"], 1)
 
 
+def _swap_for_a_link_once_made(monkeypatch: pytest.MonkeyPatch, folder: str, outside: Path) -> None:
+    """Another program replacing `folder` with a link to `outside` right after the rollback
+    makes it (between its mkdir and its open)."""
+    real_mkdir = os.mkdir
+
+    def swapped(name: str, mode: int = 0o777, *, dir_fd: int | None = None) -> None:
+        real_mkdir(name, mode, dir_fd=dir_fd)
+        if name == folder:
+            os.rmdir(name, dir_fd=dir_fd)
+            os.symlink(outside, name, dir_fd=dir_fd)
+
+    monkeypatch.setattr(os, "mkdir", swapped)
+
+
 def test_a_folder_swapped_for_a_link_right_after_the_rollback_made_it_is_named(
     project: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -239,15 +253,7 @@ def test_a_folder_swapped_for_a_link_right_after_the_rollback_made_it_is_named(
     root = project.root
     outside = tmp_path / "outside"
     outside.mkdir()
-    real_mkdir = os.mkdir
-
-    def swapped(name: str, mode: int = 0o777, *, dir_fd: int | None = None) -> None:
-        real_mkdir(name, mode, dir_fd=dir_fd)
-        if name == "notes":
-            os.rmdir(name, dir_fd=dir_fd)
-            os.symlink(outside, name, dir_fd=dir_fd)
-
-    monkeypatch.setattr(os, "mkdir", swapped)
+    _swap_for_a_link_once_made(monkeypatch, "notes", outside)
     with pytest.raises(EngramError) as stopped:
         checkpoints.write_file(
             root, checkpoints.FileWrite("notes/plan.md", b"# plan\n", 0o644, "file", False)
@@ -270,15 +276,7 @@ def test_a_rollback_stopped_by_a_folder_swapped_while_it_writes_says_what_it_did
     plan = checkpoints.plan_rollback(project, made["id"])
     outside = tmp_path / "outside"
     outside.mkdir()
-    real_mkdir = os.mkdir
-
-    def swapped(name: str, mode: int = 0o777, *, dir_fd: int | None = None) -> None:
-        real_mkdir(name, mode, dir_fd=dir_fd)
-        if name == "notes":
-            os.rmdir(name, dir_fd=dir_fd)
-            os.symlink(outside, name, dir_fd=dir_fd)
-
-    monkeypatch.setattr(os, "mkdir", swapped)
+    _swap_for_a_link_once_made(monkeypatch, "notes", outside)
     result = checkpoints.apply_plan(project, plan)
     monkeypatch.undo()
     message = "stopped at notes/plan.md: notes was replaced or moved while the rollback was writing"

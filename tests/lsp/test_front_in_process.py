@@ -23,23 +23,9 @@ from lsp_server.stdio import Handover
 from memory_core import gotchas
 from memory_core.store import Store
 from tests.lsp.conftest import make_project
+from tests.lsp.framing import frame, read_frames
 
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}
-
-
-def frame(message: Any) -> bytes:
-    body = message if isinstance(message, bytes) else json.dumps(message).encode()
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
-
-
-def read_frames(data: bytes) -> list[dict[str, Any]]:
-    found = []
-    while data:
-        head, rest = data.split(b"\r\n\r\n", 1)
-        length = int(head.split(b"Content-Length: ")[1].split(b"\r\n")[0])
-        found.append(json.loads(rest[:length]))
-        data = rest[length:]
-    return found
 
 
 class Written(io.BytesIO):

@@ -24,14 +24,10 @@ from lsp_server.frames import FrameParser
 from lsp_server.jsonrpc import MAX_FRAME_BYTES, EngramProtocol, coalesce_did_change, serve
 from lsp_server.server import EngramServer
 from lsp_server.setup import create_server
+from tests.lsp.framing import frame
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
 ONLY_2_0 = 'only JSON-RPC "2.0" messages are served'
-
-
-def frame(message: Any) -> bytes:
-    body = message if isinstance(message, bytes) else json.dumps(message).encode()
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 
 def request(msg_id: Any, method: str, params: Any = None, **extra: Any) -> dict[str, Any]:

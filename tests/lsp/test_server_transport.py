@@ -27,6 +27,7 @@ from lsp_server.server import EngramServer
 from lsp_server.setup import create_server
 from lsp_server.stdio import Handover, StdinPump, drain
 from memory_core.gotchas import records
+from tests.lsp.framing import frame, read_frames
 
 
 @pytest.fixture
@@ -34,21 +35,6 @@ def server() -> Iterator[EngramServer]:
     made = create_server()
     yield made
     made.close_all()
-
-
-def frame(message: Any) -> bytes:
-    body = json.dumps(message).encode()
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
-
-
-def read_frames(data: bytes) -> list[dict[str, Any]]:
-    found = []
-    while data:
-        head, rest = data.split(b"\r\n\r\n", 1)
-        length = int(head.split(b"Content-Length: ")[1].split(b"\r\n")[0])
-        found.append(json.loads(rest[:length]))
-        data = rest[length:]
-    return found
 
 
 def request(msg_id: Any, method: str, params: Any = None) -> dict[str, Any]:
