@@ -11,6 +11,7 @@ on the rest, and its figures are the ones docs/secrets.md reports.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -40,6 +41,24 @@ PATH_D = Path(__file__).with_name("public_secret_corpus_d.jsonl")
 # built by `scripts/build_public_secret_corpus_e.py`. Measured by family only
 # (`scripts/measure_redaction.py --corpus-e`).
 PATH_E = Path(__file__).with_name("public_secret_corpus_e.jsonl")
+
+
+def corpus_e_split(rows: list[dict[str, str]]) -> dict[tuple[str, str], str]:
+    """The split of corpus E, fixed after its second measurement and before anyone worked from
+    it: within each type and family (the kind's prefix: `cmd`, `cfg`, `token`, `msu`,
+    `placeholder`...), the kinds ordered by the SHA-256 of their name, every third one from the
+    first held out. Stratified, so that the held-out third has commands, config files, tokens
+    and placeholders in the proportions of the whole; by kind, so that no held-out kind has a
+    case among the tuned ones. Returns {(type, kind): "holdout" or "tune"}."""
+    families: dict[tuple[str, str], set[str]] = {}
+    for row in rows:
+        families.setdefault((row["type"], row["kind"].split("-")[0]), set()).add(row["kind"])
+    split = {}
+    for (type_, _), kinds in families.items():
+        ordered = sorted(kinds, key=lambda k: hashlib.sha256(k.encode()).hexdigest())
+        for index, kind in enumerate(ordered):
+            split[(type_, kind)] = "holdout" if index % 3 == 0 else "tune"
+    return split
 
 
 class Case(NamedTuple):
