@@ -4,6 +4,7 @@
     .venv/bin/python scripts/measure_redaction.py --corpus-c [--show]
     .venv/bin/python scripts/measure_redaction.py --corpus-d [--show]
     .venv/bin/python scripts/measure_redaction.py --corpus-e [--show] [--show-holdout]
+    .venv/bin/python scripts/measure_redaction.py --corpus-f [--show-holdout]
 
 Per corpus and split (the held-out thirds count). `--show` lists what the tuned parts miss and
 change; the held-out parts' cases are listed only with `--show-holdout`, so that they can be
@@ -18,6 +19,9 @@ held out until its second measurement and worked from since (`--show` lists its 
 held out whole for two measurements; since then a third of each family's kinds is held out
 (`corpus_e_split`): that third's figures are printed as totals only, its families and cases only
 with `--show-holdout`; `--show` lists the tuned two thirds' misses and changes.
+`--corpus-f` measures corpus F (built apart from the detector from sources none of A to E used,
+all of it held out): totals, and misses and changes by family (the kind's prefix: `token`,
+`cmd`, `cfg`, `gosec`, `real`, `placeholder`...); its cases only with `--show-holdout`.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from tests.core.public_secret_corpus import (
     PATH_C,
     PATH_D,
     PATH_E,
+    PATH_F,
     Case,
     load,
     measure,
@@ -50,7 +55,14 @@ def measure_one_corpus(name: str, path: Path, *, show: bool) -> None:
     measure_cases(name, load(path), show=show)
 
 
-def measure_cases(name: str, cases: list[Case], *, show: bool, by_family: bool = True) -> None:
+def measure_cases(
+    name: str,
+    cases: list[Case],
+    *,
+    show: bool,
+    by_family: bool = True,
+    family: Callable[[Case], str] = lambda c: c.kind,
+) -> None:
     f = measure(cases, redact)
     secrets = [c for c in cases if c.type == "secret"]
     negatives = [c for c in cases if c.type == "negative"]
@@ -74,10 +86,10 @@ def measure_cases(name: str, cases: list[Case], *, show: bool, by_family: bool =
 
     if not by_family:
         return
-    by("secrets missed by family", lambda c: c.kind, secrets, f.missed)
+    by("secrets missed by family", family, secrets, f.missed)
     by("secrets missed by source", lambda c: c.source.split("@")[0], secrets, f.missed)
     ordinary = [c for c in cases if c.type == "ordinary"]
-    by("ordinary strings changed by family", lambda c: c.kind, ordinary, f.mangled)
+    by("ordinary strings changed by family", family, ordinary, f.mangled)
     if show:
         for c in f.missed:
             print(f"  MISSED {c.kind}: {c.text[:200]!r} -> {redact(c.text)[:200]!r}")
@@ -101,6 +113,15 @@ def main() -> None:
             show = "--show-holdout" in sys.argv if split == "holdout" else "--show" in sys.argv
             part = [c for c in cases if c.split == split]
             measure_cases(f"E {split}", part, show=show, by_family=split == "tune" or show)
+        return
+    if "--corpus-f" in sys.argv:
+        # All of it held out: by family (the kind's prefix) only, cases with `--show-holdout`.
+        measure_cases(
+            "F (all held out)",
+            load(PATH_F),
+            show="--show-holdout" in sys.argv,
+            family=lambda c: c.kind.split("-")[0],
+        )
         return
     show = "--show" in sys.argv
     show_holdout = "--show-holdout" in sys.argv

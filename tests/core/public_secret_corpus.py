@@ -41,6 +41,13 @@ PATH_D = Path(__file__).with_name("public_secret_corpus_d.jsonl")
 # built by `scripts/build_public_secret_corpus_e.py`. Measured by family only
 # (`scripts/measure_redaction.py --corpus-e`).
 PATH_E = Path(__file__).with_name("public_secret_corpus_e.jsonl")
+# The sixth, all of it held out, built apart from the detector from sources none of A to E used:
+# gosec's G101 samples and bandit's B105-B107 examples (Apache-2.0), CodeQL's hard-coded
+# credentials tests (MIT), and tokens of 142 formats, passwords and keys made here in agents'
+# contexts (HTTP exchanges, CI, Kubernetes, Terraform, notebooks, stack traces, diffs), with
+# ordinary strings from real material; built by `scripts/build_public_secret_corpus_f.py`.
+# Measured by family only (`scripts/measure_redaction.py --corpus-f`).
+PATH_F = Path(__file__).with_name("public_secret_corpus_f.jsonl")
 
 
 def corpus_e_split(rows: list[dict[str, str]]) -> dict[tuple[str, str], str]:
