@@ -167,9 +167,72 @@ _GITLAB_PREFIXES = (
     "GR1348941",
 )
 
+# Microsoft's identifiable keys (microsoft/security-utilities' published patterns, MIT): a
+# random base64 body with a fixed signature at a fixed place, so the format holds in any
+# context, glued after `=` or `:`, in prose or a log line, whatever precedes it. A 32-byte key
+# (44 characters): 33 characters, the service's 4-character signature, one of `A`-`P`, 5
+# characters and `=`; a 64-byte key (88): 76 characters, the signature, 5 characters, one of
+# `AQgw` and `==`. The body is base64 with `+` and `/`, so the boundary is no base64 character
+# on either side (not a word boundary: a key may start or end with `+` or `/`).
+_B64 = r"[A-Za-z0-9+/]"
+_B64_START = r"(?<![A-Za-z0-9+/_\-])"
+_B64_STOP = r"(?![A-Za-z0-9+/=_\-])"
+_MICROSOFT_44_SIGNATURES = ("+AEh", "+ASb", "+ARm", "AIoT", "AzCa", "AZEG")
+_MICROSOFT_88_SIGNATURES = ("+ASt", "ACDb", "+ABa", "+AMC", "APIM")
+_MICROSOFT_KEY_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    (
+        "azure-key",
+        _MICROSOFT_44_SIGNATURES,
+        _B64_START
+        + _B64
+        + "{33}(?:"
+        + "|".join(re.escape(s) for s in _MICROSOFT_44_SIGNATURES)
+        + ")[A-P]"
+        + _B64
+        + "{5}="
+        + _B64_STOP,
+    ),
+    (
+        "azure-key",
+        _MICROSOFT_88_SIGNATURES,
+        _B64_START
+        + _B64
+        + "{76}(?:"
+        + "|".join(re.escape(s) for s in _MICROSOFT_88_SIGNATURES)
+        + ")"
+        + _B64
+        + "{5}[AQgw]=="
+        + _B64_STOP,
+    ),
+    # Azure Functions (`AzFu`, base64url), Search (`AzSe`) and Container Registry (`+ACR`).
+    (
+        "azure-key",
+        ("AzFu",),
+        r"(?<![A-Za-z0-9_\-])[A-Za-z0-9_\-]{44}AzFu[A-Za-z0-9_\-]{5}[AQgw]==" + _B64_STOP,
+    ),
+    (
+        "azure-key",
+        ("AzSe", "+ACR"),
+        _B64_START
+        + r"(?:[A-Za-z0-9]{42}AzSe|"
+        + _B64
+        + r"{42}\+ACR)[A-D][A-Za-z0-9]{5}"
+        + _B64_STOP,
+    ),
+    # The common annotated security key: 52 characters, `JQQJ9`, a version character (`9`,
+    # `D`, `H`), then the platform and provider fields (84 characters, 88 with 2 more and `==`).
+    (
+        "azure-key",
+        ("JQQJ9",),
+        r"(?<![A-Za-z0-9])[A-Za-z0-9]{52}JQQJ9[9DH][A-Za-z0-9][A-L][A-Za-z0-9]{16}[A-Za-z]"
+        r"[A-Za-z0-9]{7}(?:[A-Za-z0-9]{2}==)?(?![A-Za-z0-9])",
+    ),
+)
+
 # (label, guards, pattern): the pattern runs only when one of its literal guards occurs in a
 # token run. Most specific first: an Anthropic key is reported as one, not as an OpenAI key.
 _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    *_MICROSOFT_KEY_DETECTORS,
     ("anthropic-key", ("sk-ant-",), _prefixed("sk-ant-") + r"[A-Za-z0-9_\-]{20,}"),
     (
         "openai-key",
@@ -2910,6 +2973,8 @@ def _is_secret_value(name: str, value: str, quoted: bool = False, literal: bool 
         return True  # base64 with slashes (`"WdXwy/MVW/bjXvlovfGOJbhN"`), not a route
     if (_is_reference(value, quoted) and not literal) or _placeholder(value):
         return False
+    if not literal and _not_a_secret(value):
+        return False
     if "signature" in parts and len(value) >= 200:
         return False  # a model's thinking signature: long, public, verifiable
     if _strong_name(name):
@@ -3246,7 +3311,9 @@ def _redact(text: str, random_words: bool = True) -> str:
         + _provider_value_spans(text, hits)
         + (_split_spans(text, hits) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
         + (_listed_secret_spans(text, lowered) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
+        + _language_password_spans(text, lowered)
     )
+    spans = _precise(text, spans)
     if spans:
         merged = _merged(spans)
         redacted = _replace(text, merged)
@@ -3261,6 +3328,262 @@ def _redact(text: str, random_words: bool = True) -> str:
             hits = _Hits(redacted, lowered)
         text = redacted
     return _redact_assignments(text, lowered, hits)
+
+
+# ---------------------------------------------------------------------------------------------
+# A password given in a prompt in another language
+# ---------------------------------------------------------------------------------------------
+
+# `Das Passwort für den Server lautet X`, `A senha do admin é X`, `数据库密码是 X`, `관리자
+# 비밀번호는 X 입니다`: the word for password, passphrase, token or secret in the prompt's
+# language (memory_core/secret_words.py, from open-source programs' own translated prompts),
+# then, within a few words on the same line, a value shaped like a password. Whatever the
+# language's separator (`：`, `ist`, `est`, `é`, `là`, `は`, `是`, a particle glued to the word),
+# the value is the first password-shaped word after it: the separators need no list.
+# English is left to the other detectors. Texts up to 64 KiB (a prompt, a command, a file
+# read); a pure-ASCII text is searched for the words spelled in ASCII only.
+_WORD_VALUE_WORDS = 6  # words read after the secret word
+_WORD_VALUE_CHARS = 80  # and characters
+_ENGLISH_WORDS = frozenset(("password", "passphrase", "token", "secret"))
+# Around a value: quotes, brackets, and the punctuation of the sentence it ends.
+_VALUE_EDGES = "\"'`([{<«“‘「『（【"
+_VALUE_END_EDGES = "\"'`)]}>»”’」』）】.,;:!?。，、；：！？…"
+
+
+@lru_cache(maxsize=2)
+def _language_words(ascii_only: bool) -> re.Pattern[str]:
+    from memory_core.secret_words import WORDS
+
+    words = {
+        word
+        for kinds in WORDS.values()
+        for spelled in kinds.values()
+        for word in spelled
+        if word not in _ENGLISH_WORDS and (word.isascii() or not ascii_only)
+    }
+    # Longest first, so that `passordfrase` is read whole rather than as `passord`.
+    return re.compile("|".join(re.escape(w) for w in sorted(words, key=lambda w: (-len(w), w))))
+
+
+def _language_password_spans(text: str, lowered: str) -> list[Span]:
+    if len(text) > SPLIT_SEARCHED_UP_TO or len(lowered) != len(text):
+        return []
+    spans: list[Span] = []
+    for match in _language_words(text.isascii()).finditer(lowered):
+        start, end = match.span()
+        word = match.group()
+        if word.isascii() and (
+            lowered[end : end + 1].isalpha()
+            or (len(word) < 7 and start and lowered[start - 1].isalpha())
+        ):
+            # A word spelled in Latin letters stands alone (`secreta` is not in `secretary`,
+            # `sandi` not in `sandik`); a long one may end a compound (`Datenbankpasswort`).
+            # Other scripts' words are read with what is glued to them (`비밀번호는`, `пароля`).
+            continue
+        span = _value_after_word(text, end)
+        if span is not None:
+            spans.append((*span, _label("password")))
+    return spans
+
+
+def _value_after_word(text: str, at: int) -> tuple[int, int] | None:
+    """The first password-shaped word within a few words after `at`, on the same line."""
+    line_end = text.find("\n", at)
+    stop = min(len(text), at + _WORD_VALUE_CHARS, line_end if line_end != -1 else len(text))
+    for index, word in enumerate(_rx(_NON_SPACE).finditer(text, at, stop)):
+        if index >= _WORD_VALUE_WORDS:
+            break
+        start, end = word.span()
+        # A separator or a particle glued before the value (`：X`, `是X`, `=X`), the sentence's
+        # punctuation after it (`X，`, `X.`), quotes around it.
+        while start < end and (not text[start].isascii() or text[start] in _VALUE_EDGES + ":=-"):
+            start += 1
+        while end > start and (not text[end - 1].isascii() or text[end - 1] in _VALUE_END_EDGES):
+            end -= 1
+        if _password_shaped(text[start:end]):
+            return start, end
+    return None
+
+
+_NON_SPACE = (r"\S+", 0)
+# Words that are no password however they are spelled: an address, a path, a file name, a
+# version, a date or a time, a number with separators, an e-mail address, a host and port.
+_NOT_A_PASSWORD = (
+    r"^(?:[a-z][a-z0-9+.\-]*://.*|[/~.].*|[\w\-]+\.[A-Za-z]{1,5}|v?\d+(?:\.\d+)+[\w.\-]*|"
+    r"\d{1,4}[\-/.:]\d{1,2}(?:[\-/.:]\d{1,4})*|\d{1,3}(?:[,.]\d{3})+|[\w.+\-]+@[\w\-]+\.[\w.\-]+|"
+    r"[\w\-]+(?:\.[\w\-]+)+:\d+)$",
+    0,
+)
+
+
+def _password_shaped(value: str) -> bool:
+    """A word made the way passwords are: letters with digits or symbols, digits with symbols,
+    eight digits or more, or upper and lower case letters with symbols; not a word, a name, a
+    path, a version, a date, a placeholder or an example."""
+    if not 6 <= len(value) <= 128 or not value.isascii() or not value.isprintable():
+        return False
+    digits = sum(c.isdigit() for c in value)
+    letters = sum(c.isalpha() for c in value)
+    symbols = len(value) - digits - letters
+    upper = any(c.isupper() for c in value)
+    lower = any(c.islower() for c in value)
+    shaped = (
+        (digits and letters)
+        or (digits and symbols)
+        or (digits == len(value) and digits >= 8)
+        or (upper and lower and symbols and len(value) >= 8)
+    )
+    if not shaped or _rx(_NOT_A_PASSWORD).match(value):
+        return False
+    return not _name_like(value) and not _not_a_secret(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Precision: what a detector found that is no secret
+# ---------------------------------------------------------------------------------------------
+
+# Asked of each candidate a detector found (never of the whole text), so it costs nothing on a
+# text without one. Three kinds:
+# 1. A reference or a template stands where the secret goes: `<password>`, `${DB_PASS}`,
+#    `$TOKEN`, `%BACKUP_PASS%`, `$(pass show x)`, `{{ .Values.pw }}`, `{password}`,
+#    `%(password)s`, an SQL bind (`:password`, `@password`, `?`), `os.environ["X"]`,
+#    `process.env.X`, `env("X")`, `*****`, `xxxx`, `YOUR_API_KEY`, `your-api-key-here`,
+#    `<redacted>`, `[PASSWORD]`, and in `user:pass` or a URL's userinfo, a password that is one.
+# 2. A value of low variety or a documented example: one or two characters repeated
+#    (`0000000000`, `xoxo...`), a short unit repeated (`asdfasdfasdf`), an ascending run
+#    (`123456789`, `abcdefgh`), or a body saying it is an example (`EXAMPLE`, `sample`,
+#    `dummy`, `fake`, `placeholder`), or made of nothing but such words, `test` and a run.
+# 3. A digest printed by a tool: a hash after `sha256:`, `sha512-`, `--hash=sha256:`, an
+#    `integrity` field, a fingerprint, a hex signature of a scanner's exclusion list, base64
+#    whose bytes start with a file's header (PNG, JPEG, GIF, PDF, zip, gzip, WebP).
+
+# A name inside a placeholder's brackets: words (`db_password`, `.Values.db.password`,
+# `secrets.REGISTRY_PASSWORD`), maybe a number at the end; not a random value in braces
+# (`{ZqL5kVrX1n8tA2}`, how some documentation quotes a real credential).
+_NAME_IN = r"[A-Za-z_][A-Za-z_.\-]*\d{0,2}"
+_TEMPLATE = (
+    rf"^(?:<[\w.\-]*(?:[ \-_|:][\w.\-]+)*>|<{_NAME_IN}>|\$\{{[^{{}}]*\}}|\$\{{\{{.*\}}\}}|"
+    rf"\$\(.*\)|\${_NAME_IN}|\$\d|%{_NAME_IN}%|\{{\{{.*\}}\}}|\{{%.*%\}}|\{{{_NAME_IN}\}}|"
+    rf"%\({_NAME_IN}\)[sdr]|%[sd]|[:@]{_NAME_IN}|\?|"
+    r"(?:os\.)?(?:environ|getenv)\b.*|process\.env\b.*|(?:ENV|env)\s*[\[(].*|"
+    r"\[[A-Za-z_ \-]{1,40}\]|\*{3,}|[xX]{4,}|#{4,}|\.{3,}|…|"
+    r"(?:your|insert|enter|replace)[_\-. ]?[A-Za-z_\-. ]*|YOUR_[A-Z_]+|"
+    r"(?:my|MY)[_\-.](?:(?:api|API|secret|SECRET|access|ACCESS)[_\-.]?)?"
+    r"(?:password|PASSWORD|secret|SECRET|token|TOKEN|key|KEY)|"
+    r"(?:changeme|change_me|change-me|redacted|placeholder)s?)$",
+    re.DOTALL,
+)
+# Words an example's body is made of, with a run or nothing else (`test1234`,
+# `dummy-token-here`, `sk_test_sample_0000`), and words that fill such a body out.
+_EXAMPLE_WORD = (r"example|sample|dummy|fake|placeholder|test|demo|x{3,}", re.IGNORECASE)
+_FILLER_WORD = (r"your|here|token|key|secret|password|api|my", re.IGNORECASE)
+# `sha256:`, `sha512-`, `--hash=sha256:`, `md5=`, `"integrity": "`, `Fingerprint: `: a digest
+# or a fingerprint follows (`Authorization: Digest ...` is a scheme, with no `:` after it).
+_DIGEST_BEFORE = (
+    r"(?:(?:sha-?(?:1|224|256|384|512)|sha3-\d+|md5|blake2[bs]?|ripemd160)[\-:=]|"
+    r"(?:integrity|checksum|digest|fingerprint)[\"']?\s*[:=]\s*[\"']?)$",
+    re.IGNORECASE,
+)
+# Hex under these words is a public hash: a scanner's exclusion list, a signature file.
+_SIGNATURE_WORDS = ("signature", "exclude", "allowlist", "baseline")
+_HEX = (r"^[0-9a-fA-F]{32,128}$", 0)
+# The first characters of the base64 of files' headers: PNG, JPEG, GIF, PDF, zip, gzip, WebP
+# (RIFF), BMP, TIFF.
+_FILE_HEADERS_BASE64 = (
+    "iVBORw0KGgo",
+    "/9j/",
+    "R0lGOD",
+    "JVBERi0",
+    "UEsDB",
+    "H4sI",
+    "UklGR",
+    "Qk0",
+    "SUkqAA",
+    "TU0AKg",
+)
+_BASE64_CHARS = frozenset(string.ascii_letters + string.digits + "+/=")
+# AWS's documentation writes its example secret keys ending in `EXAMPLEKEY`
+# (`wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY`). Its example key ids end in `EXAMPLE`
+# (`AKIAIOSFODNN7EXAMPLE`), but scanners' rule tests use such ids as keys to catch, so an id
+# ending so is still redacted: a rule test is where a real key's shape is checked.
+_EXAMPLE_END = ("EXAMPLEKEY",)
+
+
+def _not_a_secret(value: str) -> bool:
+    """A reference, a template, a value of low variety or a documented example (see above)."""
+    value = value.strip("\"'`")
+    if not value:
+        return True
+    if _rx(_TEMPLATE).match(value) or _low_variety(value) or _documented_example(value):
+        return True
+    return _template_password(value)
+
+
+def _template_password(value: str) -> bool:
+    """`admin:<password>`, `$1:$2`, `{user}:{password}@{host}/{db}`, a URL whose userinfo's
+    password is a reference: the secret part is one."""
+    if "://" in value:
+        userinfo = value.split("://", 1)[1].split("@", 1)
+        if len(userinfo) < 2:
+            return False
+        value = userinfo[0]
+    if ":" not in value:
+        return False
+    password = value.split(":", 1)[1].strip("\"'`")
+    return bool(password) and (_rx(_TEMPLATE).match(password) is not None or _low_variety(password))
+
+
+def _low_variety(value: str) -> bool:
+    """One or two characters repeated (`0000000000`, `xoxoxoxo`), a short unit repeated
+    (`asdfasdfasdf`), or digits counting up (`123456789`)."""
+    body = value.replace("-", "").replace("_", "")
+    if len(body) < 4:
+        return False
+    if len(set(body)) <= 2:
+        return True
+    for size in range(3, 5):
+        if len(body) >= 3 * size and body == body[:size] * (len(body) // size):
+            return True
+    return body.isdigit() and len(body) >= 6 and _ascending_run([ord(c) for c in body]) == len(body)
+
+
+def _documented_example(value: str) -> bool:
+    """AWS's documented example secret keys, and a body made only of example words and a run
+    (`test1234`, `dummy-token-here`, `sk_test_sample_0000`): a body with random characters
+    besides such a word is a key all the same (scanners' own examples are written so)."""
+    if value.endswith(_EXAMPLE_END):
+        return True
+    rest = _rx(_EXAMPLE_WORD).sub("", value)
+    if rest == value:
+        return False
+    rest = _rx(_FILLER_WORD).sub("", rest).strip("-_.:/ ")
+    return not rest or _low_variety(rest) or (rest.isdigit() and len(rest) <= 4)
+
+
+def _printed_digest(text: str, start: int, end: int) -> bool:
+    """A hash or a fingerprint a tool printed, or base64 of a binary file (see above)."""
+    before = text[max(0, start - 40) : start]
+    if _rx(_DIGEST_BEFORE).search(before):
+        return True
+    value = text[start:end].strip("\"'`")
+    if _rx(_HEX).match(value) and any(
+        word in text[max(0, start - 120) : start].lower() for word in _SIGNATURE_WORDS
+    ):
+        return True
+    # The start of the base64 the value is part of (a detector may have found a piece of it).
+    first = start
+    while first > 0 and start - first < 4096 and text[first - 1] in _BASE64_CHARS:
+        first -= 1
+    return text.startswith(_FILE_HEADERS_BASE64, first) and end - first >= 64
+
+
+def _precise(text: str, spans: list[Span]) -> list[Span]:
+    """The spans without those whose text is no secret (see above)."""
+    return [
+        (start, end, label)
+        for start, end, label in spans
+        if not _not_a_secret(text[start:end]) and not _printed_digest(text, start, end)
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
