@@ -3311,7 +3311,7 @@ def _redact(text: str, random_words: bool = True) -> str:
         + _provider_value_spans(text, hits)
         + (_split_spans(text, hits) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
         + (_listed_secret_spans(text, lowered) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
-        + _language_password_spans(text, lowered)
+        + _language_password_spans(text, lowered, hits)
         + _base64_key_spans(text, hits)
     )
     spans = _precise(text, spans)
@@ -3345,10 +3345,15 @@ def _redact(text: str, random_words: bool = True) -> str:
 _KEY64_LENGTH = 88
 _KEY64 = (r"[A-Za-z0-9+/]{86}==", 0)
 _BASE64_ALPHABET = frozenset(string.ascii_letters + string.digits + "+/")
+# A digest or a signature of 64 bytes printed by a tool (`openssl dgst -sha512 -binary | base64`,
+# an Ed25519 signature): these words shortly before it say so.
+_NOT_KEY64_BEFORE = ("sha512", "sha-512", "dgst", "digest", "hash", "sig", "checksum")
 
 
 def _base64_key_spans(text: str, hits: _Hits) -> list[Span]:
     spans: list[Span] = []
+    if "==" not in text:
+        return spans
     for run_start, run_end in hits.runs():
         if run_end - run_start < _KEY64_LENGTH or not text.startswith("==", run_end - 2):
             continue
@@ -3360,8 +3365,9 @@ def _base64_key_spans(text: str, hits: _Hits) -> list[Span]:
         body = text[start : run_end - 2]
         if body.isalpha() or not any(c.isalpha() for c in body):
             continue
-        if "sig" in text[max(0, start - 80) : start].lower():
-            continue  # an Ed25519 signature is 64 bytes too
+        before = text[max(0, start - 200) : start].lower()
+        if any(word in before for word in _NOT_KEY64_BEFORE):
+            continue
         spans.append((start, run_end, _label("secret")))
     return spans
 
@@ -3401,25 +3407,61 @@ def _language_words(ascii_only: bool) -> re.Pattern[str]:
     return re.compile("|".join(re.escape(w) for w in sorted(words, key=lambda w: (-len(w), w))))
 
 
-def _language_password_spans(text: str, lowered: str) -> list[Span]:
+# The text's bytes with ASCII letters lowercased and everything else a space: its words, split
+# without a regex, are checked against the words spelled in ASCII in one set operation (a
+# regex of the hundred-odd words costs a sixth of a short text's redaction).
+_WORDS_OF_LETTERS = bytes(
+    (c | 0x20) if chr(c).isascii() and chr(c).isalpha() else ord(" ") for c in range(256)
+)
+
+
+@lru_cache(maxsize=1)
+def _ascii_language_words() -> frozenset[bytes]:
+    from memory_core.secret_words import WORDS
+
+    # A word of several (`mot de passe`, `kata sandi`) by its longest (`passe`, `sandi`).
+    return frozenset(
+        max(word.replace("-", " ").split(), key=len).encode()
+        for kinds in WORDS.values()
+        for spelled in kinds.values()
+        for word in spelled
+        if word.isascii() and word not in _ENGLISH_WORDS
+    )
+
+
+def _language_password_spans(text: str, lowered: str, hits: _Hits) -> list[Span]:
     if len(text) > SPLIT_SEARCHED_UP_TO or len(lowered) != len(text):
         return []
+    ascii_only = text.isascii()
+    if ascii_only and _ascii_language_words().isdisjoint(
+        hits.encoded().translate(_WORDS_OF_LETTERS).split()
+    ):
+        return []
     spans: list[Span] = []
-    for match in _language_words(text.isascii()).finditer(lowered):
+    for match in _language_words(ascii_only).finditer(lowered):
         start, end = match.span()
         word = match.group()
         if word.isascii() and (
-            lowered[end : end + 1].isalpha()
-            or (len(word) < 7 and start and lowered[start - 1].isalpha())
+            (start and lowered[start - 1].isalpha()) or not _ending(lowered, end)
         ):
             # A word spelled in Latin letters stands alone (`secreta` is not in `secretary`,
-            # `sandi` not in `sandik`); a long one may end a compound (`Datenbankpasswort`).
+            # `sandi` not in `sandik`; a compound such as `Datenbankpasswort` is not read).
             # Other scripts' words are read with what is glued to them (`비밀번호는`, `пароля`).
             continue
         span = _value_after_word(text, end)
         if span is not None:
             spans.append((*span, _label("password")))
     return spans
+
+
+def _ending(lowered: str, end: int) -> bool:
+    """Whether the word ends at `end`, or goes on with an inflection written in its language's
+    own letters (`parolası`, `hasła`): up to four letters, one of them not ASCII. An ASCII
+    suffix would make an English word of it (`secretary`, `paroled`)."""
+    suffix = end
+    while suffix < len(lowered) and suffix - end <= 4 and lowered[suffix].isalpha():
+        suffix += 1
+    return suffix == end or (suffix - end <= 4 and not lowered[end:suffix].isascii())
 
 
 def _value_after_word(text: str, at: int) -> tuple[int, int] | None:
@@ -3532,7 +3574,7 @@ _DIGEST_BEFORE = (
 _SIGNATURE_WORDS = ("signature", "exclude", "allowlist", "baseline")
 _HEX = (r"^[0-9a-fA-F]{32,128}$", 0)
 # The first characters of the base64 of files' headers: PNG, JPEG, GIF, PDF, zip, gzip, WebP
-# (RIFF), BMP, TIFF.
+# (RIFF).
 _FILE_HEADERS_BASE64 = (
     "iVBORw0KGgo",
     "/9j/",
@@ -3541,9 +3583,6 @@ _FILE_HEADERS_BASE64 = (
     "UEsDB",
     "H4sI",
     "UklGR",
-    "Qk0",
-    "SUkqAA",
-    "TU0AKg",
 )
 _BASE64_CHARS = frozenset(string.ascii_letters + string.digits + "+/=")
 # AWS's documentation writes its example secret keys ending in `EXAMPLEKEY`
@@ -3560,6 +3599,8 @@ def _not_a_secret(value: str) -> bool:
         return True
     if _rx(_TEMPLATE).match(value) or _low_variety(value) or _documented_example(value):
         return True
+    if len(value) >= 64 and value.startswith(_FILE_HEADERS_BASE64):
+        return True  # an image or an archive in base64, whatever it is assigned to
     return _template_password(value)
 
 

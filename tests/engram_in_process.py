@@ -137,6 +137,7 @@ PURE_CACHES: dict[tuple[str, str], str] = {
     ("memory_core.redact", "_GUARDS_ONCE"): "the context rules' guard words, built at import",
     ("memory_core.redact", "_GATED_GUARDS"): "the same guard words by their gate, built at import",
     ("memory_core.redact", "_language_words"): "the other languages' secret words, compiled once",
+    ("memory_core.redact", "_ascii_language_words"): "the same words spelled in ASCII, as a set",
     ("memory_core.gotchas.track", "_analysis"): "an error text's analysis, a pure function of it",
     ("memory_core.gotchas.tool_errors", "key_error"): "a tool output's key error, pure",
     ("memory_core.resident_server", "_FINISHED"): "the resident server's own children (no command)",
