@@ -2963,6 +2963,8 @@ def _is_secret_value(name: str, value: str, quoted: bool = False, literal: bool 
         # An all-digit API key; shorter numbers are counts, ages, sizes, except under a
         # password's own name (`DB_PASSWORD=37750037`, `password: "123456789"`).
         return len(value) >= 10 or (len(value) >= 6 and _names_a_password(name))
+    if not literal and _not_a_secret(value):
+        return False  # a template, a value of low variety, an example (see _precise)
     if (
         quoted
         and "/" in value
@@ -2972,8 +2974,6 @@ def _is_secret_value(name: str, value: str, quoted: bool = False, literal: bool 
     ):
         return True  # base64 with slashes (`"WdXwy/MVW/bjXvlovfGOJbhN"`), not a route
     if (_is_reference(value, quoted) and not literal) or _placeholder(value):
-        return False
-    if not literal and _not_a_secret(value):
         return False
     if "signature" in parts and len(value) >= 200:
         return False  # a model's thinking signature: long, public, verifiable
@@ -3554,7 +3554,7 @@ _TEMPLATE = (
     r"(?:your|insert|enter|replace)[_\-. ]?[A-Za-z_\-. ]*|YOUR_[A-Z_]+|"
     r"(?:my|MY)[_\-.](?:(?:api|API|secret|SECRET|access|ACCESS)[_\-.]?)?"
     r"(?:password|PASSWORD|secret|SECRET|token|TOKEN|key|KEY)|"
-    r"(?:changeme|change_me|change-me|redacted|placeholder)s?|"
+    r"(?:changeme|change_me|change-me|redacted|placeholder)s?|foo|bar|baz|foobar|qux|quux|"
     # A name in capitals where its value goes: `USERNAME:PASSWORD`, `DB_PASSWORD`, `API_KEY`.
     r"(?:[A-Z][A-Z0-9]*_)*(?:PASSWORD|PASSWD|PASSPHRASE|PASS|PWD|SECRET|TOKEN|API_?KEY|KEY))$",
     re.DOTALL,
@@ -3684,8 +3684,35 @@ def _precise(text: str, spans: list[Span]) -> list[Span]:
     return [
         (start, end, label)
         for start, end, label in spans
-        if not _not_a_secret(text[start:end]) and not _printed_digest(text, start, end)
+        if not _not_a_secret(text[start:end])
+        and not _printed_digest(text, start, end)
+        and not (label not in _OPEN_LABELS and _words_in_a_format(text[start:end]))
     ]
+
+
+# Labels of a value that may be anything (a password may be words); the others name a
+# provider's format, whose body a generator makes.
+_OPEN_LABELS = frozenset((_label("password"), _label("secret"), _label("token")))
+
+
+def _words_in_a_format(value: str) -> bool:
+    """A provider's prefix followed by words, not generated characters: `xoxb-my-bot-token`,
+    `xoxa-access-token-string`, `hf_requiredCharacteristicTypesForDisplayMetadata`,
+    `xoxe.xoxp-1-SlackAppConfigurationAccessTokenHere`: how documentation and code name
+    things. A generated body has digits among its letters, runs of capitals, or parts with no
+    vowel (`hf_TsagdRmniLTZEJhTcc...`)."""
+    body = max(_rx(_FORMAT_PARTS).split(value), key=len)
+    if len(value) < 12 or any(c.isdigit() for c in body):
+        return False
+    # The first part is the provider's prefix (`hf`, `xoxb`), a number a version (`xoxp-1`).
+    words = [part for part in _rx(_FORMAT_PARTS).split(value)[1:] if not part.isdigit()]
+    parts = [piece for word in words for piece in _rx(_NAME_PARTS).findall(word)]
+    return len(parts) >= 3 and all(_rx(_WORD_OF_A_NAME).match(part) for part in parts)
+
+
+# A word of a name: capitalised or lowercase, with a vowel, not too long for one word.
+_WORD_OF_A_NAME = (r"^[A-Z]?(?=[a-z]*[aeiouy])[a-z]{1,14}$", 0)
+_FORMAT_PARTS = (r"[\-_.]", 0)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -220,3 +220,16 @@ def test_the_same_values_under_a_secret_name_are_still_redacted() -> None:
     )
     random_base64 = _random(_B64, len(_PNG) - 2, 11) + "=="
     assert random_base64 not in redact(f'logo_key = "{random_base64}"')
+
+
+def test_a_provider_prefix_followed_by_words_is_a_name_not_a_key() -> None:
+    # Objective-C and C selectors and documentation's stand-ins with a token's prefix.
+    for text in (
+        "- (id)hf_requiredCharacteristicTypesForDisplayMetadata;",
+        "The docs write it as xoxb-xoxb-my-bot-token in every example.",
+        "<ConsumerSecret>foobar</ConsumerSecret>",
+    ):
+        assert redact(text) == text
+    generated = "hf_" + _random(string.ascii_letters, 34, 21)
+    assert generated not in redact(f"- (id){generated};")
+    assert "xoxb-" not in redact("The docs write it as xoxb-2048193746-7730284716-kq2LmZ8vT1xR7Wp")
