@@ -3389,7 +3389,7 @@ _WORD_VALUE_CHARS = 80  # and characters
 _ENGLISH_WORDS = frozenset(("password", "passphrase", "token", "secret"))
 # Around a value: quotes, brackets, and the punctuation of the sentence it ends.
 _VALUE_EDGES = "\"'`([{<«“‘「『（【"
-_VALUE_END_EDGES = "\"'`)]}>»”’」』）】.,;:!?。，、；：！？…"
+_VALUE_END_EDGES = "\"'`)]}>»”’」』）】.,;:!?。，、；：！？…-"
 
 
 @lru_cache(maxsize=2)
@@ -3465,27 +3465,70 @@ def _ending(lowered: str, end: int) -> bool:
 
 
 def _value_after_word(text: str, at: int) -> tuple[int, int] | None:
-    """The first password-shaped word within a few words after `at`, on the same line."""
+    """The password-shaped word right after the word for password (`Passwort X`, `密码是X`,
+    `비밀번호는 X`), or after a separator or a copula within a few words on the same line
+    (`Passwort für den Server lautet X`, `senha do admin é X`, `Пароль от сервера: X`). A word
+    that only follows a few others (`Passwort-Reset für user123`) is not taken."""
     line_end = text.find("\n", at)
     stop = min(len(text), at + _WORD_VALUE_CHARS, line_end if line_end != -1 else len(text))
-    for index, word in enumerate(_rx(_NON_SPACE).finditer(text, at, stop)):
+    introduced = False
+    index = 0
+    for word in _rx(_NON_SPACE).finditer(text, at, stop):
         if index >= _WORD_VALUE_WORDS:
             break
         start, end = word.span()
+        glued = start == at
         if text.startswith(_TEMPLATE_OPENERS, start):
             return None  # `est ${{ secrets.DB_PASSWORD }}`, `는 <password>`: a reference
         # A separator or a particle glued before the value (`：X`, `是X`, `=X`), the sentence's
         # punctuation after it (`X，`, `X.`), quotes around it.
+        first = start
         while start < end and (not text[start].isascii() or text[start] in _VALUE_EDGES + ":=-"):
             start += 1
         while end > start and (not text[end - 1].isascii() or text[end - 1] in _VALUE_END_EDGES):
             end -= 1
-        if _password_shaped(text[start:end]):
+        # A word with a letter of another alphabet (`ændret`) is a word of the prompt's
+        # language; a particle of another script glued before a value (`是X`) is not.
+        latin_word = start > first and "\u00c0" <= text[start - 1] <= "\u024f"
+        if (
+            not latin_word
+            and (introduced or index == 0 or start > first)
+            and _password_shaped(text[start:end])
+        ):
             return start, end
+        spelled = word.group().strip(_VALUE_END_EDGES).lower()
+        if (
+            spelled in _COPULAS
+            or word.group()[-1:] in _SEPARATORS
+            or (glued and not word.group().isascii())
+        ):
+            introduced = True  # `lautet`, `:`, a particle glued to the word (`는`, `は`)
+        if not glued:
+            index += 1
     return None
 
 
+# What introduces a value in the languages of memory_core/secret_words.py: punctuation, and
+# the copula (`is`) or its like of the most spoken of them.
+_SEPARATORS = frozenset(":：=→-–—")
+_COPULAS = frozenset(
+    (
+        "is", "ist", "lautet", "sind", "est", "es", "é", "è", "e", "è:", "är", "er", "on", "jest",
+        "je", "to", "є", "это", "—", "-", "–", "olarak", "là", "是", "为", "為", "は", "が", "는",
+        "은", "이", "가", "είναι", "คือ", "adalah", "ialah", "yaitu", "ni", "hai", "है", "ہے",
+        "هي", "هو", "است", "era", "será", "ser", "sera", "wordt", "blir", "bude", "jsou", "van",
+        "vaan", "kuin", "ay", "ng", "na", "sa", "ay:", "dır", "dir", "olan", "ki", "equals",
+    )
+)  # fmt: skip
+
+
 _NON_SPACE = (r"\S+", 0)
+# A printf format or a URL escape in a word: a message's placeholder, not a password.
+_FORMAT_OR_ESCAPE = (r"%(?:%|[0-9A-F]{2}|[\-+ #0]*\d*(?:\.\d+)?[sdifcxXFpu])", 0)
+# Letters and one digit at the end, alone or before a word (`SOCKSv5`, `SOCKSv5-Protokoll`), an
+# acronym and its number (`PKCS#12`, `SHA-256`, `UTF-8`, `X509`).
+_NAME_AND_VERSION = (r"^(?:[A-Za-z]+\d(?:-[A-Za-z]+)*|[A-Z]{1,6}[#\-v]?\d{1,3})$", 0)
+_PASSWORD_SYMBOLS = frozenset("!@#$%^&*+=?~/\\|;:<>()[]{},")
 # What starts a reference or a template where a value goes.
 _TEMPLATE_OPENERS = ("${", "$(", "{{", "{%", "<", "%(", "[")
 # Words that are no password however they are spelled: an address, a path, a file name, a
@@ -3509,14 +3552,18 @@ def _password_shaped(value: str) -> bool:
     symbols = len(value) - digits - letters
     upper = any(c.isupper() for c in value)
     lower = any(c.islower() for c in value)
+    # Without a digit, a symbol a word does not have (`-`, `'` and `.` join words).
+    marked = any(c in _PASSWORD_SYMBOLS for c in value)
     shaped = (
         (digits and letters)
         or (digits and symbols)
         or (digits == len(value) and digits >= 8)
-        or (upper and lower and symbols and len(value) >= 8)
+        or (upper and lower and marked and len(value) >= 8)
     )
     if not shaped or _rx(_NOT_A_PASSWORD).match(value) or _rx(_DOTTED_NAME).match(value):
         return False
+    if _rx(_FORMAT_OR_ESCAPE).search(value) or _rx(_NAME_AND_VERSION).match(value):
+        return False  # `%s`, `%.4s`, `%0A`: a message's format; `SOCKSv5`: a name
     # Words joined with a number (`Prairie-Beacon-Dolphin120`) are how passphrases are made:
     # after the word for password, a name-like value is one.
     return not _not_a_secret(value)

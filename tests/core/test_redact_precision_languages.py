@@ -139,6 +139,13 @@ def test_the_word_for_password_without_a_password_after_it_changes_nothing() -> 
         "La contraseña es ${DB_PASSWORD}, viene del entorno.",
         "A senha expira em 2026-12-01, troca antes.",
         "Heslo najdeš v souboru settings.py na serveru.",
+        # A word that only follows a few others is not introduced as the password.
+        "Passwort-Reset für user123 angefordert.",
+        # Names with a number, formats and escapes in messages are no passwords.
+        "Bitte das Passwort für die PKCS#12-Datei eingeben.",
+        "Benutzername oder Passwort ist zu lang für SOCKSv5.",
+        "请输入密码以解密 PKCS#12 文件。",
+        "Geben Sie das Passwort ein,%0Aum den Schlüssel zu schützen.",
         "서버 암호는 <password> 입니다.",
         # A Latin-script word inside another word is not that word.
         "secretary: hunter22x",
