@@ -3369,7 +3369,18 @@ def _base64_key_spans(text: str, hits: _Hits) -> list[Span]:
         if any(word in before for word in _NOT_KEY64_BEFORE):
             continue
         spans.append((start, run_end, _label("secret")))
+    if "\\" in text:
+        # The published alphabet has `\` too (a JSON file escapes `/` as `\/`), which ends a
+        # token run: such a key is searched for by a pattern, in the few texts holding both.
+        for match in _rx(_KEY64_ESCAPED).finditer(text):
+            start = match.start()
+            before = text[max(0, start - 200) : start].lower()
+            if "\\" in match.group() and not any(word in before for word in _NOT_KEY64_BEFORE):
+                spans.append((start, match.end(), _label("secret")))
     return spans
+
+
+_KEY64_ESCAPED = (r"(?<![A-Za-z0-9+/\\])[A-Za-z0-9+/\\]{86}==(?![A-Za-z0-9+/=])", 0)
 
 
 # ---------------------------------------------------------------------------------------------

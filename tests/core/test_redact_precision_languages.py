@@ -91,6 +91,9 @@ def test_a_64_byte_key_in_base64_is_caught_alone_but_not_as_a_printed_digest() -
     key = _random(_B64, 86, 7) + "=="
     assert key not in redact(f"2026-11-20 [INF] using {key} for storage")
     assert key not in redact(f"AZURE_STORAGE_ACCOUNT={key}")
+    # Microsoft's published alphabet for it has `\` too: a JSON file escapes `/` as `\/`.
+    escaped = _random(_B64, 40, 8) + "\\/" + _random(_B64, 44, 9) + "=="
+    assert escaped[:40] not in redact(f'{{"storage": "{escaped}"}}')
     # SHA-512 in base64, as `openssl dgst -sha512 -binary | base64` printed it here, after its
     # command, and as npm writes it after `sha512-`.
     digest = (
