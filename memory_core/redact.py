@@ -2963,8 +2963,6 @@ def _is_secret_value(name: str, value: str, quoted: bool = False, literal: bool 
         # An all-digit API key; shorter numbers are counts, ages, sizes, except under a
         # password's own name (`DB_PASSWORD=37750037`, `password: "123456789"`).
         return len(value) >= 10 or (len(value) >= 6 and _names_a_password(name))
-    if not literal and _not_a_secret(value):
-        return False  # a template, a value of low variety, an example (see _precise)
     if (
         quoted
         and "/" in value
@@ -2972,14 +2970,16 @@ def _is_secret_value(name: str, value: str, quoted: bool = False, literal: bool 
         and _case_switches(value) >= 4
         and _strong_name(name)
     ):
-        return True  # base64 with slashes (`"WdXwy/MVW/bjXvlovfGOJbhN"`), not a route
+        # Base64 with slashes (`"WdXwy/MVW/bjXvlovfGOJbhN"`), not a route, unless an example.
+        return literal or not _not_a_secret(value)
     if (_is_reference(value, quoted) and not literal) or _placeholder(value):
         return False
     if "signature" in parts and len(value) >= 200:
         return False  # a model's thinking signature: long, public, verifiable
-    if _strong_name(name):
-        return True
-    return _weak_name(name) and _weak_secret(name, value)
+    secret = _strong_name(name) or (_weak_name(name) and _weak_secret(name, value))
+    # Asked last, of a value about to be called secret: a template, a value of low variety,
+    # an example (see _precise).
+    return secret and (literal or not _not_a_secret(value))
 
 
 def _names_a_password(name: str) -> bool:
@@ -3343,44 +3343,44 @@ def _redact(text: str, random_words: bool = True) -> str:
 # SHA-512 digest in base64 has the same shape: after `sha512-` or an `integrity` field it is
 # left alone (the precision checks), as is a signature.
 _KEY64_LENGTH = 88
-_KEY64 = (r"[A-Za-z0-9+/]{86}==", 0)
-_BASE64_ALPHABET = frozenset(string.ascii_letters + string.digits + "+/")
+_KEY64 = (r"[A-Za-z0-9+/\\]{86}==", 0)
 # A digest or a signature of 64 bytes printed by a tool (`openssl dgst -sha512 -binary | base64`,
 # an Ed25519 signature): these words shortly before it say so.
 _NOT_KEY64_BEFORE = ("sha512", "sha-512", "dgst", "digest", "hash", "sig", "checksum")
 
 
 def _base64_key_spans(text: str, hits: _Hits) -> list[Span]:
+    # Found at each `==` (a string search; a text of code has a few thousand): the 86
+    # characters before it, no base64 character around. Microsoft's published alphabet has `\`
+    # too (a JSON file escapes `/` as `\/`).
     spans: list[Span] = []
-    if "==" not in text:
-        return spans
-    for run_start, run_end in hits.runs():
-        if run_end - run_start < _KEY64_LENGTH or not text.startswith("==", run_end - 2):
-            continue
-        start = run_end - _KEY64_LENGTH
-        if start > run_start and text[start - 1] in _BASE64_ALPHABET:
-            continue  # the end of longer base64, not a key of its own
-        if text[start] == "=" or not _rx(_KEY64).fullmatch(text, start, run_end):
-            continue
-        body = text[start : run_end - 2]
-        if body.isalpha() or not any(c.isalpha() for c in body):
-            continue
-        before = text[max(0, start - 200) : start].lower()
-        if any(word in before for word in _NOT_KEY64_BEFORE):
-            continue
-        spans.append((start, run_end, _label("secret")))
-    if "\\" in text:
-        # The published alphabet has `\` too (a JSON file escapes `/` as `\/`), which ends a
-        # token run: such a key is searched for by a pattern, in the few texts holding both.
-        for match in _rx(_KEY64_ESCAPED).finditer(text):
-            start = match.start()
+    # In the text's bytes (one per character, shared with the token runs): a faster search.
+    encoded = hits.encoded()
+    at = encoded.find(b"==", _KEY64_LENGTH - 2)
+    while at != -1:
+        end = at + 2
+        start = end - _KEY64_LENGTH
+        if (
+            text[at - 1] in _KEY64_ALPHABET
+            and text[end : end + 1] not in _KEY64_AFTER
+            and (start == 0 or text[start - 1] not in _KEY64_ALPHABET)
+            and _rx(_KEY64).fullmatch(text, start, end)
+        ):
+            body = text[start:at]
             before = text[max(0, start - 200) : start].lower()
-            if "\\" in match.group() and not any(word in before for word in _NOT_KEY64_BEFORE):
-                spans.append((start, match.end(), _label("secret")))
+            if (
+                not body.isalpha()
+                and any(c.isalpha() for c in body)
+                and not any(word in before for word in _NOT_KEY64_BEFORE)
+            ):
+                spans.append((start, end, _label("secret")))
+        at = encoded.find(b"==", end)
     return spans
 
 
-_KEY64_ESCAPED = (r"(?<![A-Za-z0-9+/\\])[A-Za-z0-9+/\\]{86}==(?![A-Za-z0-9+/=])", 0)
+_KEY64_ALPHABET = frozenset(string.ascii_letters + string.digits + "+/\\")
+# After the `==`: nothing, or no base64 character and no further `=`.
+_KEY64_AFTER = frozenset(string.ascii_letters + string.digits + "+/=\\")
 
 
 # ---------------------------------------------------------------------------------------------
