@@ -243,3 +243,16 @@ def test_a_provider_prefix_followed_by_words_is_a_name_not_a_key() -> None:
     generated = "hf_" + _random(string.ascii_letters, 34, 21)
     assert generated not in redact(f"- (id){generated};")
     assert "xoxb-" not in redact("The docs write it as xoxb-2048193746-7730284716-kq2LmZ8vT1xR7Wp")
+
+
+def test_the_languages_docs_list_are_the_words_table() -> None:
+    from pathlib import Path
+
+    from memory_core.secret_words import WORDS
+
+    docs = Path(__file__).resolve().parents[2].joinpath("docs", "secrets.md").read_text()
+    listed = docs.split("Languages (locale names of the catalogues): ", 1)[1].split(".", 1)[0]
+    assert listed.split() == sorted(WORDS)
+    for kinds in WORDS.values():
+        for words in kinds.values():
+            assert all(word == word.lower() and len(word) >= 2 for word in words)
