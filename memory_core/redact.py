@@ -3617,10 +3617,18 @@ _TEMPLATE = (
     r"(?:[A-Z][A-Z0-9]*_)*(?:PASSWORD|PASSWD|PASSPHRASE|PASS|PWD|SECRET|TOKEN|API_?KEY|KEY))$",
     re.DOTALL,
 )
+# A field of a template inside a value: `{name}`, `${NAME}`, `{{ name }}`, `%(name)s`.
+_TEMPLATE_FIELD = (
+    rf"(?<!\{{)\{{{_NAME_IN}\}}(?!\}})|\$\{{[A-Za-z_][^{{}}]*\}}|\{{\{{[^{{}}]*\}}\}}|%\({_NAME_IN}\)[sdr]",
+    0,
+)
 # Words an example's body is made of, with a run or nothing else (`test1234`,
 # `dummy-token-here`, `sk_test_sample_0000`), and words that fill such a body out.
 _EXAMPLE_WORD = (r"example|sample|dummy|fake|placeholder|test|demo|x{3,}", re.IGNORECASE)
-_FILLER_WORD = (r"your|here|token|key|secret|password|api|my", re.IGNORECASE)
+_FILLER_WORD = (
+    r"your|here|token|key|secret|password|api|my|put|insert|enter|replace|random|string|value|goes",
+    re.IGNORECASE,
+)
 # `sha256:`, `sha512-`, `--hash=sha256:`, `md5=`, `"integrity": "`, `Fingerprint: `: a digest
 # or a fingerprint follows (`Authorization: Digest ...` is a scheme, with no `:` after it).
 _DIGEST_BEFORE = (
@@ -3659,6 +3667,8 @@ def _not_a_secret(value: str) -> bool:
         return True
     if len(value) >= 64 and value.startswith(_FILE_HEADERS_BASE64):
         return True  # an image or an archive in base64, whatever it is assigned to
+    if ("{" in value or "%(" in value) and _rx(_TEMPLATE_FIELD).search(value):
+        return True  # `"prefix_{name}"`, `"{user}-%(suffix)s"`: a string still to be filled in
     return _template_password(value)
 
 

@@ -189,6 +189,11 @@ _PLACEHOLDERS = [
         "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCY7Hq2Lm9Zk",
     ),
     ("password = 'test1234'", "password = 'tEst-9Kq2Lm'"),
+    (
+        '--set auth.token="XXXXXXXXXX_PUT_YOUR_TOKEN_HERE_XXXXXXXXXX"',
+        '--set auth.token="Zr8kQ2vLp3Hx9kPw2zQ4Tq7vL2mZp9Wk3pQz7LmN"',
+    ),
+    ('format_password = "prefix_{hardcoded}"', 'format_password = "prefix_Zr8kQ2vLp3Hx9"'),
 ]
 
 
