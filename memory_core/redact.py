@@ -3309,10 +3309,10 @@ def _redact(text: str, random_words: bool = True) -> str:
         + _keyword_spans(text, lowered, hits)
         + (_random_word_spans(text, hits) if random_words else [])
         + _provider_value_spans(text, hits)
-        + (_split_spans(text, hits) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
-        + (_listed_secret_spans(text, lowered) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
         + _language_password_spans(text, lowered, hits)
         + _base64_key_spans(text, hits)
+        + (_split_spans(text, hits) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
+        + (_listed_secret_spans(text, lowered) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
     )
     spans = _precise(text, spans)
     if spans:
