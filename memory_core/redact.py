@@ -23,6 +23,11 @@ something was there. Three kinds of detectors, cheapest question first:
    `password_length`) and values that are references (`${VAR}`, `settings.PASSWORD`), counts
    or version ranges (`"jsonwebtoken": "^9.0.0"`) are left alone.
 
+A password in a prompt in another language is found after the word for password in that
+language (memory_core/secret_words.py). Every candidate of every detector is then asked whether
+it is no secret after all (`_precise`): a reference or a template, a value of low variety or a
+documented example, a digest or a file printed by a tool.
+
 The formats follow public secret scanners' rules (gitleaks, trufflehog, detect-secrets); the
 tests check them against values generated from those formats, and check that ordinary code,
 hashes, ids and version ranges come out unchanged.
