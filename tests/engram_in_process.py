@@ -134,6 +134,8 @@ PURE_CACHES: dict[tuple[str, str], str] = {
     ("memory_core.redact", "_remembered"): "redaction of a text, a pure function of it",
     ("memory_core.redact", "_remembered_chars"): "the size of `_remembered`",
     ("memory_core.redact", "_provider_names"): "the provider names, loaded on first use",
+    ("memory_core.redact", "_language_words"): "the other languages' secret words, compiled once",
+    ("memory_core.redact", "_ascii_language_words"): "the same words spelled in ASCII, as a set",
     ("memory_core.redact", "_GUARDS_ONCE"): "the context rules' guard words, built at import",
     ("memory_core.redact", "_GATED_GUARDS"): "the same guard words by their gate, built at import",
     ("memory_core.gotchas.track", "_analysis"): "an error text's analysis, a pure function of it",
