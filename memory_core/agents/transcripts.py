@@ -537,7 +537,7 @@ class _SessionState:
 
 
 class _Run:
-    """One ingest pass over one file: in-memory turn state, effects run after each commit."""
+    """One ingest pass over one file: in-memory turn state, effects run with each chunk."""
 
     def __init__(
         self,
@@ -1025,7 +1025,8 @@ def _input_from_row(row: sqlite3.Row) -> dict[str, Any]:
     return data
 
 
-def _sessions_of_file(store: Store, key: str) -> list[str]:
+def sessions_of_file(store: Store, key: str) -> list[str]:
+    """The sessions an ingested file was read for (its offset's row; `key`: its resolved path)."""
     rows = store.query(
         "SELECT session_id FROM agent_ingest_offsets WHERE path = ? AND session_id IS NOT NULL",
         (key,),
@@ -1047,6 +1048,45 @@ def flush_session(
     # A session said to end at `ended_at` (a hook's SessionEnd) ends now, as far as its turns go.
     record.apply_turns(store, finished, now=ended_at)
     return finished
+
+
+# Writes of an ingest that are committed together: files, or settled sessions, one after another
+# in one transaction (each one's own transactions are savepoints inside it) until it has been
+# open this long. Each commit writes the pages it changed to the write-ahead log again (the
+# session rows, the indexes), and a commit per file or per session was a tenth of an ingest's
+# time; a live session's hook waits for the lock no longer than this.
+BATCH_SECONDS = 0.25
+
+
+class WriteBatches:
+    """Transactions of at most BATCH_SECONDS around units of work: `next()` before each unit
+    commits the batch when its time is up and begins the next one. Leaving the block commits
+    the last batch, or on an error rolls it back: a unit is never half committed, and the
+    offsets of an ingested file are in the same commit as its rows."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._open: Any = None
+        self._since = 0.0
+
+    def next(self) -> None:
+        if self._open is not None and time.monotonic() - self._since < BATCH_SECONDS:
+            return
+        self._close(None, None, None)
+        self._open = self.store.transaction()
+        self._open.__enter__()
+        self._since = time.monotonic()
+
+    def _close(self, *exc: Any) -> None:
+        current, self._open = self._open, None
+        if current is not None:
+            current.__exit__(*exc)
+
+    def __enter__(self) -> WriteBatches:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._close(*exc)
 
 
 # Silence after which an ingested session that recorded no end is taken as over.
@@ -1105,51 +1145,66 @@ def settle_sessions(
     (`end_reason` "finished"); one that stops anywhere else is "stopped": it ended, but nobody
     recorded how. Neither is called a crash: there is no evidence of one. The tool calls still
     waiting for a result are counted then (`count_unanswered_calls`; how many goes into
-    `unanswered` when given).
+    `unanswered` when given). Sessions are settled in batches of one commit (`WriteBatches`).
     """
-    from memory_core import sessions
-
     ts = clock.now() if now is None else now
     settled = 0
-    for sid in dict.fromkeys(session_ids):
-        row = store.query_one(
-            "SELECT last_seen, last_event, ended_at FROM agent_sessions WHERE session_id = ?",
-            (sid,),
-        )
-        if row is None or row["ended_at"] is not None:
-            continue
-        last_seen = float(row["last_seen"])
-        if ts - last_seen < SETTLED_AFTER_SECONDS:
-            continue
-        last_event = row["last_event"]
-        if last_event is None:
-            # Fed by hooks alone: a turn UserPromptSubmit opened and no Stop closed is the
-            # evidence of a request left unanswered; without one, the last turn was answered.
-            open_turn = store.query_one(
-                "SELECT 1 FROM agent_turns WHERE session_id = ? AND recorded = 0 LIMIT 1", (sid,)
-            )
-            last_event = "prompt" if open_turn is not None else "reply"
-        reason = "finished" if last_event == "reply" else "stopped"
-        # One commit per session: its end, last turn, unanswered calls and closing (each of
-        # their transactions is a savepoint inside it).
-        with store.transaction() as db:
-            db.execute(
-                "UPDATE agent_sessions SET ended_at = ?, end_reason = ?, last_event = ? "
-                "WHERE session_id = ? AND ended_at IS NULL",
-                (last_seen, reason, last_event, sid),
-            )
-            flush_session(store, sid, ended_at=None)
-            counted = count_unanswered_calls(store, sid)
-            sessions.end(
-                store,
-                sid,
-                reason="completion" if reason == "finished" else "stopped",
-                now=last_seen,
-            )
-        if unanswered is not None:
-            unanswered.append(counted)
-        settled += 1
+    with WriteBatches(store) as batches:
+        for sid in dict.fromkeys(session_ids):
+            due = _settling(store, sid, ts)
+            if due is None:
+                continue  # a read only: a session not due takes no write lock
+            batches.next()
+            counted = _settle(store, sid, *due)
+            if unanswered is not None:
+                unanswered.append(counted)
+            settled += 1
     return settled
+
+
+def _settling(store: Store, sid: str, ts: float) -> tuple[float, str] | None:
+    """(last seen, last event) of a session to settle at `ts`; None when it is not due."""
+    row = store.query_one(
+        "SELECT last_seen, last_event, ended_at FROM agent_sessions WHERE session_id = ?",
+        (sid,),
+    )
+    if row is None or row["ended_at"] is not None:
+        return None
+    last_seen = float(row["last_seen"])
+    if ts - last_seen < SETTLED_AFTER_SECONDS:
+        return None
+    last_event = row["last_event"]
+    if last_event is None:
+        # Fed by hooks alone: a turn UserPromptSubmit opened and no Stop closed is the
+        # evidence of a request left unanswered; without one, the last turn was answered.
+        open_turn = store.query_one(
+            "SELECT 1 FROM agent_turns WHERE session_id = ? AND recorded = 0 LIMIT 1", (sid,)
+        )
+        last_event = "prompt" if open_turn is not None else "reply"
+    return last_seen, str(last_event)
+
+
+def _settle(store: Store, sid: str, last_seen: float, last_event: str) -> int:
+    """End the session: its end, last turn, unanswered calls and closing in one transaction
+    (each of theirs a savepoint inside it). Returns the unanswered calls counted."""
+    from memory_core import sessions
+
+    reason = "finished" if last_event == "reply" else "stopped"
+    with store.transaction() as db:
+        db.execute(
+            "UPDATE agent_sessions SET ended_at = ?, end_reason = ?, last_event = ? "
+            "WHERE session_id = ? AND ended_at IS NULL",
+            (last_seen, reason, last_event, sid),
+        )
+        flush_session(store, sid, ended_at=None)
+        counted = count_unanswered_calls(store, sid)
+        sessions.end(
+            store,
+            sid,
+            reason="completion" if reason == "finished" else "stopped",
+            now=last_seen,
+        )
+    return counted
 
 
 def _read_head(path: Path, size: int = HEAD_BYTES) -> str:
@@ -1225,7 +1280,7 @@ def ingest_file(
             stats.restarted = True
     if offset >= size:
         if flush:
-            for sid in _sessions_of_file(store, key):
+            for sid in sessions_of_file(store, key):
                 # A read first: nothing new and no open turn (the usual case) takes no write lock.
                 if store.query_one(
                     "SELECT 1 FROM agent_turns WHERE session_id = ? AND recorded = 0 LIMIT 1",
@@ -1295,10 +1350,12 @@ def ingest_file(
                     clock.now(),
                 ),
             )
-        # One commit for what the chunk means to the other areas (sessions, file evolution,
-        # gotchas): each of their calls becomes a savepoint inside it instead of a commit.
-        run.final = last_chunk
-        with cyclic_gc.paused(), store.transaction():
+            # What the chunk means to the other areas (sessions, file evolution, gotchas), in
+            # the chunk's own commit: each of their calls is a savepoint inside it, and an
+            # interruption leaves neither the chunk's rows nor their effects, so that a re-run
+            # reads the chunk again and records all of it once (a commit of its own let a crash
+            # between the two keep the rows, counted, without their effects).
+            run.final = last_chunk
             run.run_effects()
         if progress is not None:
             progress(position - offset)
