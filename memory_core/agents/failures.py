@@ -218,11 +218,16 @@ def still_failing(runs: Iterable[tuple[str, bool, float]]) -> list[str]:
     failing: dict[str, tuple[float, str]] = {}
     for command, ok, ts in sorted(runs, key=lambda run: run[2]):
         key = command_key(command)
-        if ok:
-            for other in [k for k in failing if covers(key, k)]:
-                del failing[other]
-        else:
+        if not ok:
             failing[key] = (ts, key)
+            continue
+        # `covers(key, k)` for every failing k, with the success read once: a session's end
+        # compares each success with each failure.
+        failing.pop(key, None)
+        wide = tests_run_by(key)
+        if wide is not None:
+            for other in [k for k in failing if _run_covers(wide, tests_run_by(k))]:
+                del failing[other]
     return [command for _, command in sorted(failing.values())]
 
 
@@ -345,8 +350,13 @@ def covers(success: str, failed: str) -> bool:
     they run or report (`pytest tests/x.py` covers `pytest -s tests/x.py::test_a`)."""
     if command_key(success) == command_key(failed):
         return True
-    wide, narrow = tests_run_by(success), tests_run_by(failed)
-    if wide is None or narrow is None or wide.runner != narrow.runner:
+    wide = tests_run_by(success)
+    return wide is not None and _run_covers(wide, tests_run_by(failed))
+
+
+def _run_covers(wide: RunOfTests, narrow: RunOfTests | None) -> bool:
+    """Whether the run of tests `wide` passing shows that `narrow` would pass (`covers`)."""
+    if narrow is None or wide.runner != narrow.runner:
         return False
     if wide.selection and wide.selection != narrow.selection:
         return False
