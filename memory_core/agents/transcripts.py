@@ -573,6 +573,21 @@ class _Run:
         self.messages: dict[str, tuple[bool, tuple[int, int, int, int]]] = {}
         # message key -> (the four token counts and sidechain flag, turn uuid) not yet written
         self.message_updates: dict[str, tuple[tuple[int, ...], str | None]] = {}
+        # The ledgers as this chunk found them (`read_ledgers`: one read for the chunk's keys),
+        # and the rows this run adds to them, written together (`write_ledger_rows`): whether
+        # this run records a response or a tool call first is decided here, not by a
+        # statement and its row count per fact. The chunk's transaction holds the write lock,
+        # so nobody else adds to them meanwhile.
+        self.stored_messages: dict[str, tuple[bool, tuple[int, int, int, int]]] = {}
+        self.new_message_rows: list[tuple[Any, ...]] = []
+        # tool_use id -> its `ok` as stored (None: the call waits for its outcome)
+        self.stored_calls: dict[str, int | None] = {}
+        # The keys read (stored or not): a reader that does not read ahead (Gemini's chats,
+        # Codex's rollouts) has each read when first met.
+        self.read_messages: set[str] = set()
+        self.read_calls: set[str] = set()
+        # tool_use id -> the row this run stores for the call
+        self.new_call_rows: dict[str, list[Any]] = {}
         self.last_known_ts = 0.0
         # Whether this is the last chunk of the input (`run_effects` then starts every session).
         self.final = True
@@ -759,12 +774,12 @@ class _Run:
             usage.cache_read_tokens,
         )
         if existing is None:
-            # A response this run has not seen: usually new, so the insert is tried first and
-            # the stored copy is read only when there is one (a resumed session's replay).
-            cursor = db.execute(
-                "INSERT INTO agent_messages (message_key, session_id, turn_uuid, ts, model, sidechain, "
-                "input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(message_key) DO NOTHING",
+            if entry.message_key not in self.read_messages:
+                self.read_stored_messages(db, {entry.message_key})
+            existing = self.stored_messages.get(entry.message_key)
+        if existing is None:
+            # A response nobody stored: this run records it (written with the chunk's others).
+            self.new_message_rows.append(
                 (
                     entry.message_key,
                     state.session_id,
@@ -773,20 +788,13 @@ class _Run:
                     entry.model,
                     int(entry.sidechain),
                     *values,
-                ),
+                )
             )
-            if cursor.rowcount == 1:
-                self.stats.assistant_messages += 1
-                self.new_messages.add(entry.message_key)
-                self.messages[entry.message_key] = (entry.sidechain, values)
-                _add(state.deltas, entry.sidechain, values, 1)
-                return
-            row = db.execute(
-                "SELECT sidechain, input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens "
-                "FROM agent_messages WHERE message_key = ?",
-                (entry.message_key,),
-            ).fetchone()
-            existing = (bool(row[0]), (int(row[1]), int(row[2]), int(row[3]), int(row[4])))
+            self.stats.assistant_messages += 1
+            self.new_messages.add(entry.message_key)
+            self.messages[entry.message_key] = (entry.sidechain, values)
+            _add(state.deltas, entry.sidechain, values, 1)
+            return
         was_sidechain, old = existing
         if entry.sidechain and not was_sidechain:
             return  # a subagent's replay of the parent's response: the parent's copy stands
@@ -802,7 +810,94 @@ class _Run:
                 turn_uuid = pending[1]  # the first turn named wins, as COALESCE keeps it
             self.message_updates[entry.message_key] = ((*values, int(entry.sidechain)), turn_uuid)
 
+    def read_ledgers(self, db: sqlite3.Connection, entries: list[Entry]) -> None:
+        """What the usage and tool-call ledgers hold of the responses and calls of `entries`."""
+        self.read_stored_messages(
+            db, {e.message_key for e in entries if e.message_key and e.usage is not None}
+        )
+        ids = {use.id for e in entries for use in e.tool_uses}
+        ids.update(result.tool_use_id for e in entries for result in e.tool_results)
+        self.read_stored_calls(db, ids)
+
+    def read_stored_messages(self, db: sqlite3.Connection, keys: set[str]) -> None:
+        keys = keys - self.read_messages - self.messages.keys()
+        self.read_messages.update(keys)
+        for part in _parts(sorted(keys)):
+            for row in db.execute(
+                "SELECT message_key, sidechain, input_tokens, output_tokens, cache_creation_tokens, "
+                f"cache_read_tokens FROM agent_messages WHERE message_key IN ({_marks(part)})",
+                part,
+            ):
+                self.stored_messages[row[0]] = (
+                    bool(row[1]),
+                    (int(row[2]), int(row[3]), int(row[4]), int(row[5])),
+                )
+
+    def read_stored_calls(self, db: sqlite3.Connection, ids: set[str]) -> None:
+        ids = ids - self.read_calls
+        self.read_calls.update(ids)
+        for part in _parts(sorted(ids)):
+            for row in db.execute(
+                f"SELECT tool_use_id, ok FROM agent_tool_uses WHERE tool_use_id IN ({_marks(part)})",
+                part,
+            ):
+                self.stored_calls.setdefault(row[0], row[1])
+
+    def claim(
+        self,
+        db: sqlite3.Connection,
+        call: ToolCall,
+        outcome: ToolOutcome | None,
+        cwd: str | None,
+        *,
+        noted: bool = False,
+    ) -> bool:
+        """`record.note_tool_use` (`outcome` None) or `record.claim_outcome` against the ledger
+        as read for the chunk: True when this run records the call, or its outcome, first."""
+        tool_use_id = call.tool_use_id
+        if tool_use_id not in self.read_calls:
+            self.read_stored_calls(db, {tool_use_id})
+        if tool_use_id not in self.stored_calls:
+            if noted:
+                return False  # (its row is gone: nothing to record the outcome on)
+            row = record.tool_use_row(call, self.store.root, cwd, outcome)
+            self.new_call_rows[tool_use_id] = row
+            self.stored_calls[tool_use_id] = row[7]
+            return True
+        if outcome is None or self.stored_calls[tool_use_id] is not None:
+            return False
+        ok, error = int(outcome.ok), record.stored_error(outcome)
+        self.stored_calls[tool_use_id] = ok
+        new_row = self.new_call_rows.get(tool_use_id)
+        if new_row is not None:
+            new_row[7], new_row[8] = ok, error
+        else:
+            db.execute(
+                "UPDATE agent_tool_uses SET ok = ?, error = ? WHERE tool_use_id = ? AND ok IS NULL",
+                (ok, error, tool_use_id),
+            )
+        return True
+
+    def write_ledger_rows(self, db: sqlite3.Connection) -> None:
+        """The responses and calls this run recorded first, in the order it met them."""
+        if self.new_message_rows:
+            db.executemany(
+                "INSERT INTO agent_messages (message_key, session_id, turn_uuid, ts, model, sidechain, "
+                "input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                self.new_message_rows,
+            )
+            self.new_message_rows.clear()
+        if self.new_call_rows:
+            db.executemany(
+                "INSERT INTO agent_tool_uses (tool_use_id, session_id, ts, tool, sidechain, "
+                "path, command, ok, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                list(self.new_call_rows.values()),
+            )
+            self.new_call_rows.clear()
+
     def write_message_updates(self, db: sqlite3.Connection) -> None:
+        self.write_ledger_rows(db)
         if not self.message_updates:
             return
         db.executemany(
@@ -818,6 +913,7 @@ class _Run:
         for result in entry.tool_results:
             call = self.calls.pop(result.tool_use_id, None)
             if call is None:
+                self.write_ledger_rows(db)  # (a call this run recorded is read back too)
                 row = record.pending_call(db, result.tool_use_id)
                 if row is None:
                     # The call comes later in the file (Claude Code sometimes writes a result
@@ -857,10 +953,10 @@ class _Run:
             # gave it (a replay of the line may follow); one of an earlier chunk was stored then.
             unnoted = self.unnoted.pop(result.tool_use_id, None)
             if unnoted is None:
-                claimed = record.claim_outcome(db, call, outcome, self.store.root, noted=True)
+                claimed = self.claim(db, call, outcome, None, noted=True)
             else:
                 noted_call, cwd = unnoted
-                claimed = record.claim_outcome(db, noted_call, outcome, self.store.root, cwd=cwd)
+                claimed = self.claim(db, noted_call, outcome, cwd)
             in_turn = False
             if state.turn is not None and not entry.sidechain:
                 for item in state.turn.tool_calls:
@@ -894,7 +990,7 @@ class _Run:
     def note_pending_calls(self, db: sqlite3.Connection) -> None:
         """Store the calls of this chunk still waiting for their result."""
         for call, cwd in self.unnoted.values():
-            record.note_tool_use(db, call, self.store.root, cwd)
+            self.claim(db, call, None, cwd)
         self.unnoted.clear()
 
     def write_figures(self, db: sqlite3.Connection) -> None:
@@ -1014,6 +1110,19 @@ def _add(deltas: list[int], sidechain: bool, values: tuple[int, int, int, int], 
     for index, value in enumerate(values):
         deltas[base + index] += sign * value
     deltas[base + 4] += sign
+
+
+# Keys per `IN (...)` read: under SQLite's oldest limit of 999 variables.
+_KEYS_PER_READ = 900
+
+
+def _parts(keys: list[str]) -> Iterable[list[str]]:
+    for start in range(0, len(keys), _KEYS_PER_READ):
+        yield keys[start : start + _KEYS_PER_READ]
+
+
+def _marks(keys: list[str]) -> str:
+    return ", ".join("?" * len(keys))
 
 
 def _input_from_row(row: sqlite3.Row) -> dict[str, Any]:
@@ -1313,6 +1422,7 @@ def ingest_file(
         last_chunk = start + CHUNK_LINES >= len(lines)
         with cyclic_gc.paused(), store.transaction() as db:
             stats.lines += len(chunk)
+            entries = []
             for line in chunk:
                 # The last line may have no newline (`_is_finished_last_line`).
                 position = min(position + len(line) + 1, size)
@@ -1327,7 +1437,10 @@ def ingest_file(
                     continue
                 entry = parse_line(obj)
                 if entry is not None:
-                    run.handle(db, entry)
+                    entries.append(entry)
+            run.read_ledgers(db, entries)
+            for entry in entries:
+                run.handle(db, entry)
             if last_chunk:
                 run.end_of_input(db, flush=flush)
             run.write_figures(db)
