@@ -218,11 +218,16 @@ def still_failing(runs: Iterable[tuple[str, bool, float]]) -> list[str]:
     failing: dict[str, tuple[float, str]] = {}
     for command, ok, ts in sorted(runs, key=lambda run: run[2]):
         key = command_key(command)
-        if ok:
-            for other in [k for k in failing if covers(key, k)]:
-                del failing[other]
-        else:
+        if not ok:
             failing[key] = (ts, key)
+            continue
+        # `covers(key, k)` for every failing k, with the success read once: a session's end
+        # compares each success with each failure.
+        failing.pop(key, None)
+        wide = tests_run_by(key)
+        if wide is not None:
+            for other in [k for k in failing if _run_covers(wide, tests_run_by(k))]:
+                del failing[other]
     return [command for _, command in sorted(failing.values())]
 
 
@@ -253,6 +258,10 @@ _TWO_WORD_RUNNERS = {
     ("./gradlew", "test"): "gradle test",
     ("make", "test"): "make test",
 }
+# What the text of a command running tests holds: a runner's name, or the `test` (`npm t`:
+# `npm`) of a two-word runner.
+_RUNNER_MARKS = (*_RUNNERS, "test", "npm")
+_NO_QUOTES = str.maketrans("", "", "'\"\\")
 _LAUNCHERS = {"npx", "pnpx", "bunx", "exec", "run", "uv", "poetry", "pipenv", "bundle", "hatch"}
 # Flags that choose which tests run (with their value): they are part of the selection.
 # Every other flag (-s, -v, -x, --tb=short, --no-cov, --silent, -count=1 ...) changes how the
@@ -290,6 +299,12 @@ def tests_run_by(command: str) -> RunOfTests | None:
 
     if any(mark in command for mark in ("&&", "||", ";", "|", "`", "$(")):
         return None  # a pipeline: its outcome is not one test run's
+    # A word shlex makes is a piece of the text once its quotes and escapes are taken out
+    # (`py"test"` is `pytest`): without a runner's name in that, no word is a runner (most
+    # commands agents run), and splitting a long command with shlex is slow.
+    unquoted = command.translate(_NO_QUOTES)
+    if not any(mark in unquoted for mark in _RUNNER_MARKS):
+        return None
     try:
         words = shlex.split(command)
     except ValueError:
@@ -345,8 +360,13 @@ def covers(success: str, failed: str) -> bool:
     they run or report (`pytest tests/x.py` covers `pytest -s tests/x.py::test_a`)."""
     if command_key(success) == command_key(failed):
         return True
-    wide, narrow = tests_run_by(success), tests_run_by(failed)
-    if wide is None or narrow is None or wide.runner != narrow.runner:
+    wide = tests_run_by(success)
+    return wide is not None and _run_covers(wide, tests_run_by(failed))
+
+
+def _run_covers(wide: RunOfTests, narrow: RunOfTests | None) -> bool:
+    """Whether the run of tests `wide` passing shows that `narrow` would pass (`covers`)."""
+    if narrow is None or wide.runner != narrow.runner:
         return False
     if wide.selection and wide.selection != narrow.selection:
         return False

@@ -314,27 +314,36 @@ def note_tool_use(
 ) -> bool:
     """Remember a tool call, with its outcome when it is known; False if it was already stored
     (by a hook, or an earlier run), in which case nothing is written."""
-    path = file_path_of(call.input)
-    command = command_of(call)
     cursor = db.execute(
         "INSERT OR IGNORE INTO agent_tool_uses (tool_use_id, session_id, ts, tool, sidechain, "
         "path, command, ok, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            call.tool_use_id,
-            call.session_id,
-            call.ts,
-            call.tool,
-            int(call.sidechain),
-            workspace_path(root, path, cwd) if path else None,
-            clean(command, 1000) if command else None,
-            None if outcome is None else int(outcome.ok),
-            _stored_error(outcome),
-        ),
+        tool_use_row(call, root, cwd, outcome),
     )
     return cursor.rowcount == 1
 
 
-def _stored_error(outcome: ToolOutcome | None) -> str | None:
+def tool_use_row(
+    call: ToolCall, root: Path, cwd: str | None, outcome: ToolOutcome | None
+) -> list[Any]:
+    """The call's row in agent_tool_uses, in the order of its columns: tool_use_id, session_id,
+    ts, tool, sidechain, path, command, ok, error."""
+    path = file_path_of(call.input)
+    command = command_of(call)
+    return [
+        call.tool_use_id,
+        call.session_id,
+        call.ts,
+        call.tool,
+        int(call.sidechain),
+        workspace_path(root, path, cwd) if path else None,
+        clean(command, 1000) if command else None,
+        None if outcome is None else int(outcome.ok),
+        stored_error(outcome),
+    ]
+
+
+def stored_error(outcome: ToolOutcome | None) -> str | None:
+    """A failed call's error as agent_tool_uses keeps it (cut and redacted)."""
     return clean(outcome.error, MAX_ERROR) if outcome is not None and outcome.error else None
 
 
@@ -356,7 +365,7 @@ def claim_outcome(
         return True
     cursor = db.execute(
         "UPDATE agent_tool_uses SET ok = ?, error = ? WHERE tool_use_id = ? AND ok IS NULL",
-        (int(outcome.ok), _stored_error(outcome), call.tool_use_id),
+        (int(outcome.ok), stored_error(outcome), call.tool_use_id),
     )
     return cursor.rowcount == 1
 

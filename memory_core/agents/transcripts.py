@@ -537,7 +537,7 @@ class _SessionState:
 
 
 class _Run:
-    """One ingest pass over one file: in-memory turn state, effects run after each commit."""
+    """One ingest pass over one file: in-memory turn state, effects run with each chunk."""
 
     def __init__(
         self,
@@ -573,6 +573,21 @@ class _Run:
         self.messages: dict[str, tuple[bool, tuple[int, int, int, int]]] = {}
         # message key -> (the four token counts and sidechain flag, turn uuid) not yet written
         self.message_updates: dict[str, tuple[tuple[int, ...], str | None]] = {}
+        # The ledgers as this chunk found them (`read_ledgers`: one read for the chunk's keys),
+        # and the rows this run adds to them, written together (`write_ledger_rows`): whether
+        # this run records a response or a tool call first is decided here, not by a
+        # statement and its row count per fact. The chunk's transaction holds the write lock,
+        # so nobody else adds to them meanwhile.
+        self.stored_messages: dict[str, tuple[bool, tuple[int, int, int, int]]] = {}
+        self.new_message_rows: list[tuple[Any, ...]] = []
+        # tool_use id -> its `ok` as stored (None: the call waits for its outcome)
+        self.stored_calls: dict[str, int | None] = {}
+        # The keys read (stored or not): a reader that does not read ahead (Gemini's chats,
+        # Codex's rollouts) has each read when first met.
+        self.read_messages: set[str] = set()
+        self.read_calls: set[str] = set()
+        # tool_use id -> the row this run stores for the call
+        self.new_call_rows: dict[str, list[Any]] = {}
         self.last_known_ts = 0.0
         # Whether this is the last chunk of the input (`run_effects` then starts every session).
         self.final = True
@@ -759,12 +774,12 @@ class _Run:
             usage.cache_read_tokens,
         )
         if existing is None:
-            # A response this run has not seen: usually new, so the insert is tried first and
-            # the stored copy is read only when there is one (a resumed session's replay).
-            cursor = db.execute(
-                "INSERT INTO agent_messages (message_key, session_id, turn_uuid, ts, model, sidechain, "
-                "input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(message_key) DO NOTHING",
+            if entry.message_key not in self.read_messages:
+                self.read_stored_messages(db, {entry.message_key})
+            existing = self.stored_messages.get(entry.message_key)
+        if existing is None:
+            # A response nobody stored: this run records it (written with the chunk's others).
+            self.new_message_rows.append(
                 (
                     entry.message_key,
                     state.session_id,
@@ -773,20 +788,13 @@ class _Run:
                     entry.model,
                     int(entry.sidechain),
                     *values,
-                ),
+                )
             )
-            if cursor.rowcount == 1:
-                self.stats.assistant_messages += 1
-                self.new_messages.add(entry.message_key)
-                self.messages[entry.message_key] = (entry.sidechain, values)
-                _add(state.deltas, entry.sidechain, values, 1)
-                return
-            row = db.execute(
-                "SELECT sidechain, input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens "
-                "FROM agent_messages WHERE message_key = ?",
-                (entry.message_key,),
-            ).fetchone()
-            existing = (bool(row[0]), (int(row[1]), int(row[2]), int(row[3]), int(row[4])))
+            self.stats.assistant_messages += 1
+            self.new_messages.add(entry.message_key)
+            self.messages[entry.message_key] = (entry.sidechain, values)
+            _add(state.deltas, entry.sidechain, values, 1)
+            return
         was_sidechain, old = existing
         if entry.sidechain and not was_sidechain:
             return  # a subagent's replay of the parent's response: the parent's copy stands
@@ -802,7 +810,94 @@ class _Run:
                 turn_uuid = pending[1]  # the first turn named wins, as COALESCE keeps it
             self.message_updates[entry.message_key] = ((*values, int(entry.sidechain)), turn_uuid)
 
+    def read_ledgers(self, db: sqlite3.Connection, entries: list[Entry]) -> None:
+        """What the usage and tool-call ledgers hold of the responses and calls of `entries`."""
+        self.read_stored_messages(
+            db, {e.message_key for e in entries if e.message_key and e.usage is not None}
+        )
+        ids = {use.id for e in entries for use in e.tool_uses}
+        ids.update(result.tool_use_id for e in entries for result in e.tool_results)
+        self.read_stored_calls(db, ids)
+
+    def read_stored_messages(self, db: sqlite3.Connection, keys: set[str]) -> None:
+        keys = keys - self.read_messages - self.messages.keys()
+        self.read_messages.update(keys)
+        for part in _parts(sorted(keys)):
+            for row in db.execute(
+                "SELECT message_key, sidechain, input_tokens, output_tokens, cache_creation_tokens, "
+                f"cache_read_tokens FROM agent_messages WHERE message_key IN ({_marks(part)})",
+                part,
+            ):
+                self.stored_messages[row[0]] = (
+                    bool(row[1]),
+                    (int(row[2]), int(row[3]), int(row[4]), int(row[5])),
+                )
+
+    def read_stored_calls(self, db: sqlite3.Connection, ids: set[str]) -> None:
+        ids = ids - self.read_calls
+        self.read_calls.update(ids)
+        for part in _parts(sorted(ids)):
+            for row in db.execute(
+                f"SELECT tool_use_id, ok FROM agent_tool_uses WHERE tool_use_id IN ({_marks(part)})",
+                part,
+            ):
+                self.stored_calls.setdefault(row[0], row[1])
+
+    def claim(
+        self,
+        db: sqlite3.Connection,
+        call: ToolCall,
+        outcome: ToolOutcome | None,
+        cwd: str | None,
+        *,
+        noted: bool = False,
+    ) -> bool:
+        """`record.note_tool_use` (`outcome` None) or `record.claim_outcome` against the ledger
+        as read for the chunk: True when this run records the call, or its outcome, first."""
+        tool_use_id = call.tool_use_id
+        if tool_use_id not in self.read_calls:
+            self.read_stored_calls(db, {tool_use_id})
+        if tool_use_id not in self.stored_calls:
+            if noted:
+                return False  # (its row is gone: nothing to record the outcome on)
+            row = record.tool_use_row(call, self.store.root, cwd, outcome)
+            self.new_call_rows[tool_use_id] = row
+            self.stored_calls[tool_use_id] = row[7]
+            return True
+        if outcome is None or self.stored_calls[tool_use_id] is not None:
+            return False
+        ok, error = int(outcome.ok), record.stored_error(outcome)
+        self.stored_calls[tool_use_id] = ok
+        new_row = self.new_call_rows.get(tool_use_id)
+        if new_row is not None:
+            new_row[7], new_row[8] = ok, error
+        else:
+            db.execute(
+                "UPDATE agent_tool_uses SET ok = ?, error = ? WHERE tool_use_id = ? AND ok IS NULL",
+                (ok, error, tool_use_id),
+            )
+        return True
+
+    def write_ledger_rows(self, db: sqlite3.Connection) -> None:
+        """The responses and calls this run recorded first, in the order it met them."""
+        if self.new_message_rows:
+            db.executemany(
+                "INSERT INTO agent_messages (message_key, session_id, turn_uuid, ts, model, sidechain, "
+                "input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                self.new_message_rows,
+            )
+            self.new_message_rows.clear()
+        if self.new_call_rows:
+            db.executemany(
+                "INSERT INTO agent_tool_uses (tool_use_id, session_id, ts, tool, sidechain, "
+                "path, command, ok, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                list(self.new_call_rows.values()),
+            )
+            self.new_call_rows.clear()
+
     def write_message_updates(self, db: sqlite3.Connection) -> None:
+        self.write_ledger_rows(db)
         if not self.message_updates:
             return
         db.executemany(
@@ -818,6 +913,7 @@ class _Run:
         for result in entry.tool_results:
             call = self.calls.pop(result.tool_use_id, None)
             if call is None:
+                self.write_ledger_rows(db)  # (a call this run recorded is read back too)
                 row = record.pending_call(db, result.tool_use_id)
                 if row is None:
                     # The call comes later in the file (Claude Code sometimes writes a result
@@ -857,10 +953,10 @@ class _Run:
             # gave it (a replay of the line may follow); one of an earlier chunk was stored then.
             unnoted = self.unnoted.pop(result.tool_use_id, None)
             if unnoted is None:
-                claimed = record.claim_outcome(db, call, outcome, self.store.root, noted=True)
+                claimed = self.claim(db, call, outcome, None, noted=True)
             else:
                 noted_call, cwd = unnoted
-                claimed = record.claim_outcome(db, noted_call, outcome, self.store.root, cwd=cwd)
+                claimed = self.claim(db, noted_call, outcome, cwd)
             in_turn = False
             if state.turn is not None and not entry.sidechain:
                 for item in state.turn.tool_calls:
@@ -894,7 +990,7 @@ class _Run:
     def note_pending_calls(self, db: sqlite3.Connection) -> None:
         """Store the calls of this chunk still waiting for their result."""
         for call, cwd in self.unnoted.values():
-            record.note_tool_use(db, call, self.store.root, cwd)
+            self.claim(db, call, None, cwd)
         self.unnoted.clear()
 
     def write_figures(self, db: sqlite3.Connection) -> None:
@@ -1016,6 +1112,19 @@ def _add(deltas: list[int], sidechain: bool, values: tuple[int, int, int, int], 
     deltas[base + 4] += sign
 
 
+# Keys per `IN (...)` read: under SQLite's oldest limit of 999 variables.
+_KEYS_PER_READ = 900
+
+
+def _parts(keys: list[str]) -> Iterable[list[str]]:
+    for start in range(0, len(keys), _KEYS_PER_READ):
+        yield keys[start : start + _KEYS_PER_READ]
+
+
+def _marks(keys: list[str]) -> str:
+    return ", ".join("?" * len(keys))
+
+
 def _input_from_row(row: sqlite3.Row) -> dict[str, Any]:
     data: dict[str, Any] = {}
     if row["command"]:
@@ -1025,7 +1134,8 @@ def _input_from_row(row: sqlite3.Row) -> dict[str, Any]:
     return data
 
 
-def _sessions_of_file(store: Store, key: str) -> list[str]:
+def sessions_of_file(store: Store, key: str) -> list[str]:
+    """The sessions an ingested file was read for (its offset's row; `key`: its resolved path)."""
     rows = store.query(
         "SELECT session_id FROM agent_ingest_offsets WHERE path = ? AND session_id IS NOT NULL",
         (key,),
@@ -1047,6 +1157,45 @@ def flush_session(
     # A session said to end at `ended_at` (a hook's SessionEnd) ends now, as far as its turns go.
     record.apply_turns(store, finished, now=ended_at)
     return finished
+
+
+# Writes of an ingest that are committed together: files, or settled sessions, one after another
+# in one transaction (each one's own transactions are savepoints inside it) until it has been
+# open this long. Each commit writes the pages it changed to the write-ahead log again (the
+# session rows, the indexes), and a commit per file or per session was a tenth of an ingest's
+# time; a live session's hook waits for the lock no longer than this.
+BATCH_SECONDS = 0.25
+
+
+class WriteBatches:
+    """Transactions of at most BATCH_SECONDS around units of work: `next()` before each unit
+    commits the batch when its time is up and begins the next one. Leaving the block commits
+    the last batch, or on an error rolls it back: a unit is never half committed, and the
+    offsets of an ingested file are in the same commit as its rows."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._open: Any = None
+        self._since = 0.0
+
+    def next(self) -> None:
+        if self._open is not None and time.monotonic() - self._since < BATCH_SECONDS:
+            return
+        self._close(None, None, None)
+        self._open = self.store.transaction()
+        self._open.__enter__()
+        self._since = time.monotonic()
+
+    def _close(self, *exc: Any) -> None:
+        current, self._open = self._open, None
+        if current is not None:
+            current.__exit__(*exc)
+
+    def __enter__(self) -> WriteBatches:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._close(*exc)
 
 
 # Silence after which an ingested session that recorded no end is taken as over.
@@ -1105,51 +1254,66 @@ def settle_sessions(
     (`end_reason` "finished"); one that stops anywhere else is "stopped": it ended, but nobody
     recorded how. Neither is called a crash: there is no evidence of one. The tool calls still
     waiting for a result are counted then (`count_unanswered_calls`; how many goes into
-    `unanswered` when given).
+    `unanswered` when given). Sessions are settled in batches of one commit (`WriteBatches`).
     """
-    from memory_core import sessions
-
     ts = clock.now() if now is None else now
     settled = 0
-    for sid in dict.fromkeys(session_ids):
-        row = store.query_one(
-            "SELECT last_seen, last_event, ended_at FROM agent_sessions WHERE session_id = ?",
-            (sid,),
-        )
-        if row is None or row["ended_at"] is not None:
-            continue
-        last_seen = float(row["last_seen"])
-        if ts - last_seen < SETTLED_AFTER_SECONDS:
-            continue
-        last_event = row["last_event"]
-        if last_event is None:
-            # Fed by hooks alone: a turn UserPromptSubmit opened and no Stop closed is the
-            # evidence of a request left unanswered; without one, the last turn was answered.
-            open_turn = store.query_one(
-                "SELECT 1 FROM agent_turns WHERE session_id = ? AND recorded = 0 LIMIT 1", (sid,)
-            )
-            last_event = "prompt" if open_turn is not None else "reply"
-        reason = "finished" if last_event == "reply" else "stopped"
-        # One commit per session: its end, last turn, unanswered calls and closing (each of
-        # their transactions is a savepoint inside it).
-        with store.transaction() as db:
-            db.execute(
-                "UPDATE agent_sessions SET ended_at = ?, end_reason = ?, last_event = ? "
-                "WHERE session_id = ? AND ended_at IS NULL",
-                (last_seen, reason, last_event, sid),
-            )
-            flush_session(store, sid, ended_at=None)
-            counted = count_unanswered_calls(store, sid)
-            sessions.end(
-                store,
-                sid,
-                reason="completion" if reason == "finished" else "stopped",
-                now=last_seen,
-            )
-        if unanswered is not None:
-            unanswered.append(counted)
-        settled += 1
+    with WriteBatches(store) as batches:
+        for sid in dict.fromkeys(session_ids):
+            due = _settling(store, sid, ts)
+            if due is None:
+                continue  # a read only: a session not due takes no write lock
+            batches.next()
+            counted = _settle(store, sid, *due)
+            if unanswered is not None:
+                unanswered.append(counted)
+            settled += 1
     return settled
+
+
+def _settling(store: Store, sid: str, ts: float) -> tuple[float, str] | None:
+    """(last seen, last event) of a session to settle at `ts`; None when it is not due."""
+    row = store.query_one(
+        "SELECT last_seen, last_event, ended_at FROM agent_sessions WHERE session_id = ?",
+        (sid,),
+    )
+    if row is None or row["ended_at"] is not None:
+        return None
+    last_seen = float(row["last_seen"])
+    if ts - last_seen < SETTLED_AFTER_SECONDS:
+        return None
+    last_event = row["last_event"]
+    if last_event is None:
+        # Fed by hooks alone: a turn UserPromptSubmit opened and no Stop closed is the
+        # evidence of a request left unanswered; without one, the last turn was answered.
+        open_turn = store.query_one(
+            "SELECT 1 FROM agent_turns WHERE session_id = ? AND recorded = 0 LIMIT 1", (sid,)
+        )
+        last_event = "prompt" if open_turn is not None else "reply"
+    return last_seen, str(last_event)
+
+
+def _settle(store: Store, sid: str, last_seen: float, last_event: str) -> int:
+    """End the session: its end, last turn, unanswered calls and closing in one transaction
+    (each of theirs a savepoint inside it). Returns the unanswered calls counted."""
+    from memory_core import sessions
+
+    reason = "finished" if last_event == "reply" else "stopped"
+    with store.transaction() as db:
+        db.execute(
+            "UPDATE agent_sessions SET ended_at = ?, end_reason = ?, last_event = ? "
+            "WHERE session_id = ? AND ended_at IS NULL",
+            (last_seen, reason, last_event, sid),
+        )
+        flush_session(store, sid, ended_at=None)
+        counted = count_unanswered_calls(store, sid)
+        sessions.end(
+            store,
+            sid,
+            reason="completion" if reason == "finished" else "stopped",
+            now=last_seen,
+        )
+    return counted
 
 
 def _read_head(path: Path, size: int = HEAD_BYTES) -> str:
@@ -1225,7 +1389,7 @@ def ingest_file(
             stats.restarted = True
     if offset >= size:
         if flush:
-            for sid in _sessions_of_file(store, key):
+            for sid in sessions_of_file(store, key):
                 # A read first: nothing new and no open turn (the usual case) takes no write lock.
                 if store.query_one(
                     "SELECT 1 FROM agent_turns WHERE session_id = ? AND recorded = 0 LIMIT 1",
@@ -1258,6 +1422,7 @@ def ingest_file(
         last_chunk = start + CHUNK_LINES >= len(lines)
         with cyclic_gc.paused(), store.transaction() as db:
             stats.lines += len(chunk)
+            entries = []
             for line in chunk:
                 # The last line may have no newline (`_is_finished_last_line`).
                 position = min(position + len(line) + 1, size)
@@ -1272,7 +1437,10 @@ def ingest_file(
                     continue
                 entry = parse_line(obj)
                 if entry is not None:
-                    run.handle(db, entry)
+                    entries.append(entry)
+            run.read_ledgers(db, entries)
+            for entry in entries:
+                run.handle(db, entry)
             if last_chunk:
                 run.end_of_input(db, flush=flush)
             run.write_figures(db)
@@ -1295,10 +1463,12 @@ def ingest_file(
                     clock.now(),
                 ),
             )
-        # One commit for what the chunk means to the other areas (sessions, file evolution,
-        # gotchas): each of their calls becomes a savepoint inside it instead of a commit.
-        run.final = last_chunk
-        with cyclic_gc.paused(), store.transaction():
+            # What the chunk means to the other areas (sessions, file evolution, gotchas), in
+            # the chunk's own commit: each of their calls is a savepoint inside it, and an
+            # interruption leaves neither the chunk's rows nor their effects, so that a re-run
+            # reads the chunk again and records all of it once (a commit of its own let a crash
+            # between the two keep the rows, counted, without their effects).
+            run.final = last_chunk
             run.run_effects()
         if progress is not None:
             progress(position - offset)

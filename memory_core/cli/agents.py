@@ -183,8 +183,12 @@ def run_ingest(ctx: Context) -> int:
     results = []
     total = sum(p.stat().st_size for p in paths)
     # The gotcha exports are rewritten once, after every file (not after each error tracked).
-    with progress("ingesting transcripts", total or None) as bar, exports_deferred(store):
+    # Several files to a commit (`WriteBatches`); a file's offset is committed with its rows.
+    batches = transcripts.WriteBatches(store)
+    with progress("ingesting transcripts", total or None) as bar, exports_deferred(store), batches:
         for path in paths:
+            if len(paths) > 1:  # (one file: its own transactions, no lock when nothing is new)
+                batches.next()
             done = 0
 
             def advance(position: int) -> None:
@@ -210,7 +214,19 @@ def run_ingest(ctx: Context) -> int:
             results.append(stats.as_dict())
     ingested = list(dict.fromkeys(sid for r in results for sid in r["sessions"]))
     unanswered: list[int] = []
-    transcripts.settle_sessions(store, ingested, unanswered=unanswered)
+    # A transcript read to its end before, with nothing new now, whose session an interrupted
+    # run never settled (it stopped after the file's commit): settled now, if it is over.
+    unsettled = (
+        [
+            sid
+            for r in results
+            if not r["sessions"]
+            for sid in transcripts.sessions_of_file(store, r["path"])
+        ]
+        if not (gemini or codex)
+        else []
+    )
+    transcripts.settle_sessions(store, [*ingested, *unsettled], unanswered=unanswered)
     # History older than the retention: its session figures, turns and the rules the user
     # stated are kept; the per-event detail goes now, as a session's end prunes after its
     # hook's ingest, so that what this command reports is what the next one finds (a session's

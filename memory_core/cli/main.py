@@ -165,9 +165,46 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=_Parser)
     subparsers.required = True
     modules = [module for module, names in COMMAND_MODULES.items() if command in names]
+    # A known command builds its own parser, not its module's other ones: argparse builds each
+    # parser as it is added (and asks gettext for a translation of every text on disk), most of
+    # the parsing of an `engram ingest` that reads one file.
+    adding: Any = _OnlyCommand(subparsers, command) if modules else subparsers
     for module_name in modules or COMMAND_MODULES:
-        importlib.import_module(module_name).register(subparsers, common)
+        importlib.import_module(module_name).register(adding, common)
     return parser
+
+
+class _Unbuilt:
+    """Stands for the parser of a subcommand the command line does not name: takes whatever
+    its module does with it (arguments, defaults, actions of its own) and builds nothing."""
+
+    def __getattr__(self, name: str) -> Any:
+        return self
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self
+
+    def __iter__(self) -> Any:
+        return iter(())
+
+
+class _OnlyCommand:
+    """A module's view of the subcommands: only `command`'s parser is built."""
+
+    def __init__(self, subparsers: Any, command: str | None) -> None:
+        object.__setattr__(self, "_subparsers", subparsers)
+        object.__setattr__(self, "_command", command)
+
+    def add_parser(self, name: str, **kwargs: Any) -> Any:
+        if self._command == name or self._command in kwargs.get("aliases", ()):
+            return self._subparsers.add_parser(name, **kwargs)
+        return _Unbuilt()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._subparsers, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._subparsers, name, value)
 
 
 # Parsers built ahead, by the command word they were built for: the resident server builds

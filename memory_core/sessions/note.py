@@ -28,11 +28,12 @@ def write_export(store: Store, session_id: str, *, now: float | None = None) -> 
 
     session = get(store, session_id, now=now)
     sid = session["id"]
+    numbers = metrics(store, sid, now=now)
     text = session_vault.note_markdown(
         store,
         session,
-        metrics(store, sid, now=now),
-        summary_markdown(store, sid, now=now),
+        numbers,
+        summary_markdown(store, sid, now=now, session=session, numbers=numbers),
         format_version=FORMAT_VERSION,
         decisions=decisions_of(store, sid, list(session["summary"]["decisions"])),
     )

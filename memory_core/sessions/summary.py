@@ -20,11 +20,23 @@ from memory_core.sessions.reading import (
 from memory_core.store import Store
 
 
-def summary_markdown(store: Store, session_id: str, *, now: float | None = None) -> str:
-    """The session as Markdown: summary (the agent's, else built from facts), metrics, files."""
-    session = get(store, session_id, now=now)
+def summary_markdown(
+    store: Store,
+    session_id: str,
+    *,
+    now: float | None = None,
+    session: dict[str, Any] | None = None,
+    numbers: dict[str, Any] | None = None,
+) -> str:
+    """The session as Markdown: summary (the agent's, else built from facts), metrics, files.
+
+    `session` and `numbers`: the session's `get` and `metrics` at `now`, when the caller has
+    just read them (the session's note shows them beside this)."""
+    if session is None:
+        session = get(store, session_id, now=now)
     sid = session["id"]
-    numbers = metrics(store, sid, now=now)
+    if numbers is None:
+        numbers = metrics(store, sid, now=now)
     touched = files_modified(store, sid)
     put_back = set(reverted_files(store, sid))
     files = [path for path in touched if path not in put_back]  # what differs in the end

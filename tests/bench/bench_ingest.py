@@ -102,6 +102,33 @@ def _turns(root: Path, transcript: Path) -> int:
         return ingest_file(store, transcript).turns
 
 
+def _statements(root: Path, files: list[Path]) -> tuple[int, int]:
+    """(SQL statements, commits) of one ingest of `files` in one call into `root` (untimed:
+    SQLite's trace callback sees every statement, each row of an `executemany` too)."""
+    import sqlite3
+
+    counts = {"statements": 0, "commits": 0}
+
+    def trace(sql: str) -> None:
+        counts["statements"] += 1
+        if sql.lstrip()[:6].upper() == "COMMIT":
+            counts["commits"] += 1
+
+    connect = sqlite3.connect
+
+    def traced(*args: Any, **kwargs: Any) -> Any:
+        connection = connect(*args, **kwargs)
+        connection.set_trace_callback(trace)
+        return connection
+
+    sqlite3.connect = traced
+    try:
+        _engram(root, "ingest", "claude-code", *map(str, files))
+    finally:
+        sqlite3.connect = connect
+    return counts["statements"], counts["commits"]
+
+
 def real_transcripts() -> list[Figure]:
     name = "transcript ingest of real transcripts"
     if not REAL or not Path(REAL).is_dir():
@@ -139,6 +166,7 @@ def real_transcripts() -> list[Figure]:
                     )
                 samples[kind].append(took)
                 shutil.rmtree(root, ignore_errors=True)
+        statements, commits = _statements(_workspace(parent, "counted"), files)
     load = os.getloadavg()[0]
     floor_wall = statistics.median(s[0] for s in samples["floor"])
     figures = [
@@ -169,7 +197,8 @@ def real_transcripts() -> list[Figure]:
                 within_budget=ratio <= FLOOR_RATIO,
                 note=f"s each: {', '.join(f'{s[0]:.2f}' for s in samples[kind])}; "
                 f"floor before each: {', '.join(f'{f[0]:.3f}' for f in floors[kind])}; "
-                f"load average {load:.1f}",
+                + (f"{statements:,} SQL statements, {commits:,} commits; " if kind == "one" else "")
+                + f"load average {load:.1f}",
             )
         )
     return figures

@@ -205,6 +205,10 @@ def test_counts_of_outcomes() -> None:
         ),
         ("mocha --reporter dot test/", "mocha", (), ("test/",)),
         ("python -m unittest tests.test_a", "unittest", (), ("tests.test_a",)),
+        # A runner's name written in quoted or escaped pieces is still that runner.
+        ("py'test' -x tests", "pytest", (), ("tests",)),
+        ('n"p"m t', "npm test", (), ()),
+        ("go te\\st ./...", "go test", (), ("...",)),
     ],
 )
 def test_what_a_test_command_runs(

@@ -155,3 +155,67 @@ def test_the_shortcuts_of_the_ingest_store_the_same(
     # Every session's note and export, closed as the ingest ends them, compared too.
     assert len([f for f in with_them["files"] if "/sessions/" in f]) == len(SESSIONS) + 1
     assert with_them == without
+
+
+def _interrupted_at(session_id: str) -> object:
+    """`record.apply_turns` as Ctrl-C hits it when the turns of `session_id` reach their session."""
+    from memory_core.agents import record
+
+    apply_turns = record.apply_turns
+
+    def interrupted(
+        store: object, turns: list[record.FinishedTurn], *a: object, **k: object
+    ) -> None:
+        if any(turn.session_id == session_id for turn in turns):
+            raise KeyboardInterrupt
+        apply_turns(store, turns, *a, **k)  # type: ignore[arg-type]
+
+    return interrupted
+
+
+def _ingest_twice(
+    workspace: Path, path: Path, session_id: str, patch: pytest.MonkeyPatch
+) -> dict[str, list[str]]:
+    """Ingest `path` interrupted at `session_id`'s turns, then again; returns the dump between."""
+    from memory_core.agents import record
+
+    workspace.mkdir(parents=True)
+    patch.chdir(workspace)
+    with patch.context() as inner:
+        inner.setattr(record, "apply_turns", _interrupted_at(session_id))
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            assert main(["ingest", "claude-code", str(path)]) == 130
+    partial = _dump(workspace)
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        assert main(["ingest", "claude-code", str(path)]) == 0
+    return partial
+
+
+def test_an_ingest_interrupted_in_a_files_effects_is_recorded_once_by_the_next_run(
+    tmp_path: Path, transcripts: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C while the file's turns reach their session undoes the file's rows and offset
+    with them, and the next run records all of it. (The rows committed apart from their
+    effects were counted: a re-run skipped them, and the turns never reached the session.)"""
+    one_file = transcripts / f"{SECRETS_SESSION}.jsonl"
+    _ingest(tmp_path / "whole" / "project", one_file, monkeypatch)
+    workspace = tmp_path / "interrupted" / "project"
+    partial = _ingest_twice(workspace, one_file, SECRETS_SESSION, monkeypatch)
+    assert not partial["agent_tool_uses"] and not partial["session_turns"]
+    assert _dump(workspace) == _dump(tmp_path / "whole" / "project")
+
+
+def test_files_ingested_in_one_call_are_committed_by_batches_each_whole(
+    tmp_path: Path, transcripts: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Interrupted at the second file: the first file's batch stands, the second's is undone,
+    and the next run records the rest once (its first file's session settled too)."""
+    from memory_core.agents import transcripts as transcripts_module
+
+    _ingest(tmp_path / "whole" / "project", transcripts, monkeypatch)
+    workspace = tmp_path / "interrupted" / "project"
+    monkeypatch.setattr(transcripts_module, "BATCH_SECONDS", 0.0)  # a commit per file
+    partial = _ingest_twice(workspace, transcripts, SESSIONS[0], monkeypatch)
+    assert any(SECRETS_SESSION in row for row in partial["session_turns"])
+    assert not any(SESSIONS[0] in row for row in partial["agent_tool_uses"])
+    assert _dump(workspace) == _dump(tmp_path / "whole" / "project")
