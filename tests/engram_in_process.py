@@ -127,6 +127,10 @@ PROCESS_CACHES: dict[tuple[str, str], Callable[[], None]] = {
     # Work a resident child leaves for after its answer (emptied by `close_deferred` above;
     # a cold process runs it at once).
     ("memory_core.store", "_after_answer"): _clear("memory_core.store", "_after_answer"),
+    # Hook events a resident child records after its answer, and the after-answer locks it
+    # holds until they are in (both emptied by `close_deferred`; a cold process has neither).
+    ("memory_core.store", "_later"): _clear("memory_core.store", "_later"),
+    ("memory_core.store", "_worked_on"): _clear("memory_core.store", "_worked_on"),
 }
 
 # Module-level state that is the same whatever ran before: compiled patterns and pure

@@ -20,9 +20,11 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,10 +32,20 @@ from tests.bench.bench_hooks import SESSIONS
 
 # Each agent's session start, a prompt, a tool call and the turn's end (the other events run the
 # same way; every one is in tests/bench/bench_hooks.py), in the order a session sends them.
+# The tool call's end, the turn's end, a compaction and the session's end are recorded after
+# the child has answered (docs/resident.md): they are here so that the store is compared too.
 EVENTS = {
-    "claude-code": ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop"),
-    "gemini": ("SessionStart", "BeforeAgent", "AfterTool", "AfterAgent"),
-    "codex": ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop"),
+    "claude-code": (
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolUse",
+        "Stop",
+        "PreCompact",
+        "SessionEnd",
+    ),
+    "gemini": ("SessionStart", "BeforeAgent", "AfterTool", "AfterAgent", "SessionEnd"),
+    "codex": ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "PostCompact"),
 }
 
 ENGRAM = [sys.executable, "-m", "memory_core"]
@@ -111,6 +123,19 @@ def _store_rows(root: Path) -> dict[str, int]:
         }
 
 
+def _what_sessions_hold(root: Path) -> list[tuple[object, ...]]:
+    """Each agent session's end and digests, and each session's status: what the events
+    recorded after the answer decide (their times differ between two runs)."""
+    with contextlib.closing(sqlite3.connect(root / ".engram" / "engram.db")) as conn:
+        return conn.execute(
+            "SELECT a.session_id, a.ended_at IS NULL, a.end_reason, a.compactions, "
+            "(SELECT group_concat(d.trigger) FROM digests d WHERE d.session_id = a.session_id), "
+            "(SELECT count(*) FROM agent_tool_uses t WHERE t.session_id = a.session_id), "
+            "s.status FROM agent_sessions a LEFT JOIN sessions s ON s.id = a.session_id "
+            "ORDER BY a.session_id"
+        ).fetchall()
+
+
 def _same_text(root: Path, data: bytes) -> bytes:
     """Output with what differs between two runs a few seconds apart (the folder, the times
     of the earlier session) put in words."""
@@ -151,17 +176,20 @@ def test_hooks_of_every_agent_give_the_same_output_codes_and_store_as_cold(
         # folded then, as a cold process folds it at its exit): once every child is gone,
         # the log is folded and removed either way.
         assert _log_folded(root), label
-        runs[label] = (outputs, _store_rows(root))
+        runs[label] = (outputs, _store_rows(root), _what_sessions_hold(root))
     hooks = sum(len(events) for events in EVENTS.values())
     assert resident.requests() == before + hooks  # every resident hook ran in the server
-    cold_outputs, cold_rows = runs["cold"]
-    resident_outputs, resident_rows = runs["resident"]
+    cold_outputs, cold_rows, cold_sessions = runs["cold"]
+    resident_outputs, resident_rows, resident_sessions = runs["resident"]
     for cold, warm in zip(cold_outputs, resident_outputs, strict=True):
         assert warm[:3] == cold[:3], (cold, warm)
         assert warm[3] == cold[3], (cold, warm)  # what the agent reads on stdout
         assert warm[4] == cold[4] == b""
     assert resident_rows == cold_rows
     assert resident_rows["session_tool_calls"] > 0 and resident_rows["sessions"] == 3
+    assert resident_sessions == cold_sessions
+    assert [row[1] for row in resident_sessions].count(0) == 2  # Claude's and Gemini's ended
+    assert not list((tmp_path / "resident" / "project" / ".engram" / "spool").glob("*"))
 
 
 def _checkpoint_flow(root: Path, env: dict[str, str]) -> list[tuple[int, object]]:
@@ -314,6 +342,111 @@ def test_a_child_killed_mid_request_is_not_run_again(tmp_path: Path, resident: R
     with sqlite3.connect(root / ".engram" / "engram.db") as conn:
         prompts = conn.execute("SELECT count(*) FROM agent_prompts").fetchone()[0]
     assert prompts == 0  # the prompt was not recorded by a second, cold run
+
+
+def _ended_at(root: Path, session_id: str) -> object:
+    # Closed at once: a connection left to the collector would keep the log from being folded.
+    with contextlib.closing(sqlite3.connect(root / ".engram" / "engram.db")) as conn:
+        row = conn.execute(
+            "SELECT ended_at FROM agent_sessions WHERE session_id = ?", (session_id,)
+        ).fetchone()
+    return row[0] if row else None
+
+
+def _child_in(server: Resident, root: Path) -> int:
+    """The server's child working in `root` (a child takes its client's folder)."""
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        for pid in _children(server.pid):
+            with contextlib.suppress(OSError):
+                if os.readlink(f"/proc/{pid}/cwd") == str(root):
+                    return pid
+        time.sleep(0.01)
+    raise AssertionError(f"no child of {server.pid} works in {root}")
+
+
+def _session_until_its_end(root: Path, name: str, env: dict[str, str]) -> bytes:
+    """A Claude Code session run through its turn; the payload of its SessionEnd."""
+    session = SESSIONS["claude-code"](root, name)
+    for event in ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop"):
+        data = json.dumps(session.payload(event)).encode()
+        assert _engram("hook", "claude-code", event, env=env, cwd=root, stdin=data).returncode == 0
+    return json.dumps(session.payload("SessionEnd")).encode()
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="reads /proc")
+def test_the_next_reader_waits_for_what_a_child_records_after_its_answer(
+    tmp_path: Path, resident: Resident
+) -> None:
+    """A session's end is recorded after the agent has its answer; whatever opens the store
+    next (the agent's next hook, the user's command) reads it recorded, not half-way."""
+    from memory_core.store import Store
+
+    root = _project(tmp_path / "project")
+    end = _session_until_its_end(root, "s-waited-for", resident.env)
+    assert _log_folded(root)
+    # Another writer holds the store: the child answers, then waits for it to record the end.
+    holder = sqlite3.connect(root / ".engram" / "engram.db", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        done = _engram("hook", "claude-code", "SessionEnd", env=resident.env, cwd=root, stdin=end)
+        assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+        assert _ended_at(root, "s-waited-for") is None  # answered before it was recorded
+        opened: list[object] = []
+        reader = threading.Thread(
+            target=lambda: opened.append(_open_and_read_end(Store, root, "s-waited-for"))
+        )
+        reader.start()
+        reader.join(0.3)
+        assert reader.is_alive(), opened  # the reader waits for the child's work...
+    finally:
+        holder.execute("COMMIT")
+        holder.close()
+    reader.join(30)
+    assert opened and opened[0] is not None  # ...and reads the session ended
+    assert not list((root / ".engram" / "spool").glob("*"))
+
+
+def _open_and_read_end(store_class: Any, root: Path, session_id: str) -> object:
+    store = store_class.open(root)
+    try:
+        row = store.query_one(
+            "SELECT ended_at FROM agent_sessions WHERE session_id = ?", (session_id,)
+        )
+        return row[0] if row else None
+    finally:
+        store.close()
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="reads /proc")
+def test_a_child_killed_after_its_answer_loses_nothing(tmp_path: Path, resident: Resident) -> None:
+    root = _project(tmp_path / "project")
+    end = _session_until_its_end(root, "s-killed-after", resident.env)
+    assert _log_folded(root)
+    holder = sqlite3.connect(root / ".engram" / "engram.db", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        done = _engram("hook", "claude-code", "SessionEnd", env=resident.env, cwd=root, stdin=end)
+        assert done.returncode == 0
+        child = _child_in(resident, root)
+        os.kill(child, signal.SIGKILL)  # answered, and gone before it recorded anything
+        with contextlib.suppress(ChildProcessError, OSError):
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and Path(f"/proc/{child}").exists():
+                time.sleep(0.01)
+    finally:
+        holder.execute("COMMIT")
+        holder.close()
+    assert _ended_at(root, "s-killed-after") is None
+    assert len(list((root / ".engram" / "spool").glob("*.claimed"))) == 1
+    # The next hook, of any session, records the acknowledged event before its own.
+    other = SESSIONS["claude-code"](root, "s-next")
+    data = json.dumps(other.payload("SessionStart")).encode()
+    done = _engram("hook", "claude-code", "SessionStart", env=resident.env, cwd=root, stdin=data)
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert _log_folded(root)
+    assert _ended_at(root, "s-killed-after") is not None
+    assert not list((root / ".engram" / "spool").glob("*"))
 
 
 def _as_a_terminal_starts_it() -> None:
