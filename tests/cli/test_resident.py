@@ -521,14 +521,57 @@ def _ctrl_c_at_a_terminal(tmp_path: Path, resident: Resident) -> None:
     assert results["resident"] == results["cold"] == (130, True)
 
 
+def _gone(pid: int, within: float = 10.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return True
+        if state == "Z":
+            return True
+        time.sleep(0.02)
+    return False
+
+
 def test_the_server_exits_when_idle(tmp_path: Path) -> None:
     server = Resident(tmp_path / "idle", ENGRAM_RESIDENT_IDLE="0.3")
+    # The child it forks ahead of the next request waits with it, and goes with it.
+    spares = _children(server.pid) if Path("/proc").is_dir() else []
     deadline = time.monotonic() + 15
     while _status(server.env)["running"] and time.monotonic() < deadline:
         time.sleep(0.05)
     status = _status(server.env)
     assert not status["running"]
     assert not Path(str(status["socket"])).exists()
+    assert all(_gone(pid) for pid in spares)
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="reads /proc")
+def test_a_child_waits_for_the_next_request_and_leaves_with_the_server(
+    tmp_path: Path,
+) -> None:
+    server = Resident(tmp_path / "sockets")
+    try:
+        deadline = time.monotonic() + 10
+        while not _children(server.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        (spare,) = _children(server.pid)
+        root = _project(tmp_path / "project")
+        session = SESSIONS["claude-code"](root, "s-spare")
+        data = json.dumps(session.payload("SessionStart")).encode()
+        done = _engram("hook", "claude-code", "SessionStart", env=server.env, cwd=root, stdin=data)
+        assert (done.returncode, done.stderr) == (0, b"")
+        assert _gone(spare)  # it took the request (a waiting child waits until it gets one)
+        assert server.requests() == 1
+        deadline = time.monotonic() + 10
+        while not _children(server.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        waiting = _children(server.pid)
+        assert waiting and spare not in waiting
+    finally:
+        server.stop()
+    assert all(_gone(pid) for pid in waiting)
 
 
 def test_changed_code_is_never_run_by_the_old_server(tmp_path: Path) -> None:
