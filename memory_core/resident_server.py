@@ -231,9 +231,10 @@ class Server:
         """Give the connection to the spare child; its pid, or None when there is none."""
         import socket
 
-        spare, self.spare = self.spare, None
-        if spare is None:
-            return None
+        spare = self.spare
+        if spare is None or not spare.ready():
+            return None  # still copying its memory: this request does not wait for that
+        self.spare = None
         try:
             spare.channel.sendmsg(
                 [b"c"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, _fd_bytes(conn.fileno()))]
@@ -279,6 +280,7 @@ class Server:
                 channel.close()
                 self._leave_the_server()
                 _copy_written_memory_now()
+                spare_end.sendall(READY)
                 conn = _await_connection(spare_end)
                 if conn is not None:
                     run_child(conn, self.key)
@@ -316,12 +318,28 @@ class Server:
 SPARE_POLL_SECONDS = 0.02
 
 
+# What the spare says on its channel once it waits for a connection.
+READY = b"r"
+
+
 class _Spare:
     """A forked child waiting for a connection, and the server's end of its channel."""
 
     def __init__(self, pid: int, channel: Any) -> None:
         self.pid = pid
         self.channel = channel
+        self.waiting = False
+
+    def ready(self) -> bool:
+        """Whether it waits for a connection now (it said so), without waiting for it."""
+        import socket
+
+        if not self.waiting:
+            try:
+                self.waiting = self.channel.recv(1, socket.MSG_DONTWAIT) == READY
+            except OSError:  # nothing said yet (BlockingIOError), or it is gone
+                return False
+        return self.waiting
 
 
 # madvise(MADV_POPULATE_WRITE) (Linux 5.14): fault a range in writable now, which for pages

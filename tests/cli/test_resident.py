@@ -534,6 +534,20 @@ def _gone(pid: int, within: float = 10.0) -> bool:
     return False
 
 
+def _until_it_waits(pid: int) -> None:
+    """Until the spare child reads its channel (it copies its memory first, and a request that
+    comes before it is done goes to a child forked for it)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        wchan = Path(f"/proc/{pid}/wchan").read_text()
+        if wchan == "0":  # a kernel that does not tell
+            time.sleep(1.0)
+            return
+        if wchan.startswith("unix_stream_read"):
+            return
+        time.sleep(0.01)
+
+
 def test_the_server_exits_when_idle(tmp_path: Path) -> None:
     server = Resident(tmp_path / "idle", ENGRAM_RESIDENT_IDLE="0.3")
     # The child it forks ahead of the next request waits with it, and goes with it.
@@ -558,6 +572,7 @@ def test_a_child_waits_for_the_next_request_and_leaves_with_the_server(
             time.sleep(0.01)
         (spare,) = _children(server.pid)
         root = _project(tmp_path / "project")
+        _until_it_waits(spare)
         session = SESSIONS["claude-code"](root, "s-spare")
         data = json.dumps(session.payload("SessionStart")).encode()
         done = _engram("hook", "claude-code", "SessionStart", env=server.env, cwd=root, stdin=data)
