@@ -137,7 +137,8 @@ class Server:
 
         began = time.time()
         warm_up()
-        self.stamp = code_stamp()
+        self.code_paths = code_paths()
+        self.stamp = code_stamp(self.code_paths)
         # The lock file says who holds it (`engram daemon status` reads it): pid, start, idle
         # timeout, then the requests served, rewritten in place at each one.
         head = f"{os.getpid()}\n{began:.3f}\n{self.idle:g}\n".encode()
@@ -210,7 +211,7 @@ class Server:
                     conn.close()
                     self.log("a thread is running in the server: exiting (it must not fork)")
                     return served
-                if code_stamp() != self.stamp:
+                if code_stamp(self.code_paths) != self.stamp:
                     # Closed before any answer: the client runs the command itself, with the
                     # new code.
                     conn.close()
@@ -479,30 +480,37 @@ def warm_up() -> None:
     gc.freeze()
 
 
-def code_stamp() -> tuple[tuple[str, int, int], ...]:
-    """engram's source files and the import path's folders, with their times and sizes: an
-    upgrade, an uninstall or an edit of an editable install changes it."""
+def code_stamp(paths: list[str] | None = None) -> tuple[tuple[str, int, int], ...]:
+    """engram's source files and folders and the import path's folders, with their times and
+    sizes: an upgrade, an uninstall or an edit of an editable install changes it (a file
+    added or removed changes its folder's time). `paths`: those found by `code_paths` once,
+    so that the check before each request is a stat of each and no walk."""
+    entries = []
+    for path in code_paths() if paths is None else paths:
+        try:
+            st = os.stat(path)
+        except OSError:
+            entries.append((path, -1, -1))  # gone: differs from what was seen
+            continue
+        entries.append((path, st.st_mtime_ns, st.st_size))
+    return tuple(entries)
+
+
+def code_paths() -> list[str]:
+    """What `code_stamp` looks at: engram's folders and its `.py` and `.sql` files, then the
+    folders of the import path."""
     import memory_core
 
-    entries = []
+    paths = []
     for top in memory_core.__path__:
         for folder, dirs, files in os.walk(top):
             dirs[:] = [d for d in dirs if d != "__pycache__"]
-            for name in files:
-                if name.endswith((".py", ".sql")):
-                    path = os.path.join(folder, name)
-                    try:
-                        st = os.stat(path)
-                    except OSError:
-                        continue
-                    entries.append((path, st.st_mtime_ns, st.st_size))
-    for folder in sys.path:
-        try:
-            st = os.stat(folder)
-        except OSError:
-            continue
-        entries.append((folder, st.st_mtime_ns, 0))
-    return tuple(entries)
+            paths.append(folder)
+            paths.extend(
+                os.path.join(folder, name) for name in files if name.endswith((".py", ".sql"))
+            )
+    paths.extend(sys.path)  # one missing now that appears later is a change too
+    return paths
 
 
 # -- the child -------------------------------------------------------------------------------
