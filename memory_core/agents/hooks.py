@@ -768,14 +768,23 @@ def _silent_where_it_can_answer_first(payload: HookPayload, root: Path) -> bool:
     not even the quota's warnings), into a store that exists already."""
     from memory_core.agents.quota_hook import CONTEXT_EVENTS, MESSAGE_EVENTS
     from memory_core.store import answers_first
-    from memory_core.workspace import has_store
+    from memory_core.workspace import STORE_DIRNAME, has_store
 
     return (
         answers_first()
         and payload.event not in CONTEXT_EVENTS
         and payload.event not in MESSAGE_EVENTS
         and has_store(root)
+        # A store that cannot be written is said on the hook's stderr (spool.report_once),
+        # which must still be the agent's then.
+        and _writable(root / STORE_DIRNAME)
     )
+
+
+def _writable(folder: Path) -> bool:
+    from memory_core.store import DB_NAME
+
+    return os.access(folder, os.W_OK) and os.access(folder / DB_NAME, os.W_OK)
 
 
 def _record_after_answer(
