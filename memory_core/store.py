@@ -529,10 +529,11 @@ def after_answer(store: Store, work: Callable[[Store], None]) -> None:
     answer, on the same store opened again: for what the answer does not depend on (the notes
     of the sessions a session start settled). `work` must be a view of what is committed: it
     may read the store and write files beside it; a failure is logged, never raised."""
-    if _deferred_closes is None:
+    if _deferred_closes is None or not hold_until_worked(store.root, wait=False):
+        # (Another process's work after its answer holds the store, and this may run inside
+        # a transaction, whose write lock that work may be waiting for: done now, as cold.)
         work(store)
         return
-    hold_until_worked(store.root)
     _after_answer.append((store.root, work))
 
 
@@ -550,10 +551,9 @@ def later(root: Path, work: Callable[[], None]) -> None:
     at once. Until it is done, every other opening of the store of `root` waits for it
     (`hold_until_worked`), so whatever comes next reads what it wrote. `work` opens what it
     needs itself and reports its own failures; one it raises is logged."""
-    if _deferred_closes is None:
-        work()
+    if _deferred_closes is None or not hold_until_worked(root):
+        work()  # (no lock to make the next reader wait: recorded before the answer)
         return
-    hold_until_worked(root)
     _later.append((root, work))
 
 
@@ -569,25 +569,29 @@ AFTER_ANSWER_WAIT_SECONDS = 30.0
 _worked_on: dict[str, int] = {}
 
 
-def hold_until_worked(root: Path) -> None:
-    """Hold the after-answer lock of the store of `root` (waiting for whoever holds it now)
-    until `close_deferred` has done this process's work after the answer."""
+def hold_until_worked(root: Path, *, wait: bool = True) -> bool:
+    """Hold the after-answer lock of the store of `root` until `close_deferred` has done this
+    process's work after the answer; with `wait`, waiting for whoever holds it now (call it
+    outside any transaction: that holder may be waiting for the store's write lock). False
+    when it is not held (another process holds it and `wait` is false, or it cannot be made:
+    no folder yet, the work creating the store, or none writable, so nothing to read)."""
     folder = root / STORE_DIRNAME
     key = os.path.realpath(folder)
     if key in _worked_on:
-        return
+        return True
     import fcntl
 
     try:
         fd = os.open(folder / AFTER_ANSWER_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     except OSError:
-        return  # no folder yet (the work creates the store) or none writable: nothing to read
+        return False
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
     except OSError:
         os.close(fd)
-        return
+        return False
     _worked_on[key] = fd
+    return True
 
 
 def wait_for_work_after_answer(folder: Path, seconds: float = AFTER_ANSWER_WAIT_SECONDS) -> None:
