@@ -344,6 +344,38 @@ def test_a_child_killed_mid_request_is_not_run_again(tmp_path: Path, resident: R
     assert prompts == 0  # the prompt was not recorded by a second, cold run
 
 
+def test_a_session_at_its_quota_is_told_so_through_the_server_as_cold(
+    tmp_path: Path, resident: Resident
+) -> None:
+    """The end of a turn is recorded after the answer only when the quota will say nothing:
+    a session at its quota still reads the refusal in the hook's answer, as cold."""
+    cold_env = {**os.environ, "ENGRAM_NO_RESIDENT": "1"}
+    answers = {}
+    for label, env in (("cold", cold_env), ("warm", resident.env)):
+        root = _project(tmp_path / label / "project")
+        _engram("config", "set", "sessions.quota_bytes", "2500", env=cold_env, cwd=root)
+        session = SESSIONS["claude-code"](root, "s-full")
+        answers[label] = [
+            _engram(
+                "hook", "claude-code", event, env=env, cwd=root, stdin=json.dumps(payload).encode()
+            ).stdout
+            for event in (
+                "SessionStart",
+                "UserPromptSubmit",
+                "PostToolUse",
+                "PostToolUseFailure",
+                "Stop",
+            )
+            for payload in [session.payload(event)]
+        ][1:]
+    # (The session's size differs by a few bytes between two runs: ids hold the time.)
+    sized = re.compile(rb"take it to [\d,]+ bytes")
+    assert [sized.sub(b"<size>", out) for out in answers["warm"]] == [
+        sized.sub(b"<size>", out) for out in answers["cold"]
+    ]
+    assert b"MEM_E001" in answers["warm"][-1]
+
+
 def _ended_at(root: Path, session_id: str) -> object:
     # Closed at once: a connection left to the collector would keep the log from being folded.
     with contextlib.closing(sqlite3.connect(root / ".engram" / "engram.db")) as conn:
