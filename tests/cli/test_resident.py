@@ -439,6 +439,45 @@ def test_the_next_reader_waits_for_what_a_child_records_after_its_answer(
     assert not list((root / ".engram" / "spool").glob("*"))
 
 
+def test_the_next_hook_arriving_while_a_child_records_sees_the_session_ended(
+    tmp_path: Path, resident: Resident
+) -> None:
+    """The agent's next session starts while the child of the last one's SessionEnd still
+    records it: the new session's context tells the last one as ended, as after a cold run.
+    (The reader test above is the one that fails deterministically without the lock; here
+    both children then wait for the same write lock, and without it either may get it first.)"""
+    root = _project(tmp_path / "project")
+    end = _session_until_its_end(root, "s-last", resident.env)
+    assert _log_folded(root)
+    holder = sqlite3.connect(root / ".engram" / "engram.db", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        done = _engram("hook", "claude-code", "SessionEnd", env=resident.env, cwd=root, stdin=end)
+        assert done.returncode == 0
+        start = json.dumps(SESSIONS["claude-code"](root, "s-new").payload("SessionStart"))
+        client = subprocess.Popen(
+            [*ENGRAM, "hook", "claude-code", "SessionStart"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=resident.env,
+            cwd=root,
+        )
+        assert client.stdin is not None
+        client.stdin.write(start.encode())
+        client.stdin.close()
+        time.sleep(0.5)  # the new session's hook is waiting by now
+        assert client.poll() is None
+    finally:
+        holder.execute("COMMIT")
+        holder.close()
+    assert client.wait(timeout=60) == 0
+    assert client.stdout is not None and client.stderr is not None
+    assert client.stderr.read() == b""
+    out = client.stdout.read()
+    assert b"s-last (claude-code, 1 turns, ended " in out, out
+
+
 def _open_and_read_end(store_class: Any, root: Path, session_id: str) -> object:
     store = store_class.open(root)
     try:
