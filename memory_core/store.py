@@ -579,8 +579,10 @@ def hold_until_worked(root: Path, *, wait: bool = True) -> bool:
     key = os.path.realpath(folder)
     if key in _worked_on:
         return True
-    import fcntl
-
+    try:
+        import fcntl
+    except ImportError:
+        return False
     try:
         fd = os.open(folder / AFTER_ANSWER_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     except OSError:
@@ -603,8 +605,11 @@ def wait_for_work_after_answer(folder: Path, seconds: float = AFTER_ANSWER_WAIT_
         fd = os.open(folder / AFTER_ANSWER_LOCK, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return
-    import fcntl
-
+    try:
+        import fcntl
+    except ImportError:  # Windows, where no resident server answers first
+        os.close(fd)
+        return
     try:
         deadline = time.monotonic() + seconds
         pause = 0.0005
