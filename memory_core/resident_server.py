@@ -174,16 +174,20 @@ class Server:
         served = 0
         # The spare: a child forked ahead of the next request, waiting for its connection, so
         # that a request does not wait for a fork (docs/resident.md). Forked once no request's
-        # child runs any more (not beside one, which it would slow down on a busy machine).
+        # child runs any more (not beside one, which it would slow down on a busy machine), or
+        # once they have run for SPARE_AFTER_SECONDS (a rollback waiting for its question).
         self.spare: _Spare | None = None
-        busy: set[int] = set()
+        busy: dict[int, float] = {}
         try:
             while True:
                 ended = _reap_children()
-                busy -= ended
+                for child in ended:
+                    busy.pop(child, None)
                 if self.spare is not None and self.spare.pid in ended:
                     self.spare.channel.close()
                     self.spare = None
+                if busy and time.monotonic() - max(busy.values()) > SPARE_AFTER_SECONDS:
+                    busy.clear()  # no longer waited for (they are still reaped when they end)
                 if self.spare is None and not busy:
                     self.spare = self._fork_spare()
                 remaining = self.idle - (time.monotonic() - last_request)
@@ -221,7 +225,7 @@ class Server:
                 conn.close()
                 if pid is None:
                     continue
-                busy.add(pid)
+                busy[pid] = time.monotonic()
                 served += 1
                 os.pwrite(self.lock, _served_line(served), self.served_offset)
         finally:
@@ -315,8 +319,10 @@ class Server:
                 os.unlink(self.socket_path)
 
 
-# How often the server looks whether the requests' children are done, while one runs.
+# How often the server looks whether the requests' children are done, while one runs, and
+# how long it waits for them before it forks the next spare anyway.
 SPARE_POLL_SECONDS = 0.02
+SPARE_AFTER_SECONDS = 2.0
 
 
 # What the spare says on its channel once it waits for a connection.
