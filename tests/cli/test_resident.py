@@ -353,7 +353,8 @@ def test_a_session_at_its_quota_is_told_so_through_the_server_as_cold(
     answers = {}
     for label, env in (("cold", cold_env), ("warm", resident.env)):
         root = _project(tmp_path / label / "project")
-        _engram("config", "set", "sessions.quota_bytes", "2500", env=cold_env, cwd=root)
+        done = _engram("config", "set", "sessions.quota_bytes", "2500", env=cold_env, cwd=root)
+        assert done.returncode == 0, done.stderr
         session = SESSIONS["claude-code"](root, "s-full")
         answers[label] = [
             _engram(
@@ -398,7 +399,12 @@ def _child_in(server: Resident, root: Path) -> int:
 
 
 def _session_until_its_end(root: Path, name: str, env: dict[str, str]) -> bytes:
-    """A Claude Code session run through its turn; the payload of its SessionEnd."""
+    """A Claude Code session run through its turn; the payload of its SessionEnd. The hooks
+    of this store wait 10 s for a busy store (not 2) before they spool: the tests below hold
+    its write lock while a child records, and a loaded machine must not make it spool."""
+    cold_env = {**os.environ, "ENGRAM_NO_RESIDENT": "1"}
+    done = _engram("config", "set", "agents.hook_wait_seconds", "10", env=cold_env, cwd=root)
+    assert done.returncode == 0, done.stderr
     session = SESSIONS["claude-code"](root, name)
     for event in ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop"):
         data = json.dumps(session.payload(event)).encode()
