@@ -137,7 +137,8 @@ class Server:
 
         began = time.time()
         warm_up()
-        self.stamp = code_stamp()
+        self.code_paths = code_paths()
+        self.stamp = code_stamp(self.code_paths)
         # The lock file says who holds it (`engram daemon status` reads it): pid, start, idle
         # timeout, then the requests served, rewritten in place at each one.
         head = f"{os.getpid()}\n{began:.3f}\n{self.idle:g}\n".encode()
@@ -171,54 +172,140 @@ class Server:
 
         last_request = time.monotonic()
         served = 0
-        while True:
-            _reap_children()
-            remaining = self.idle - (time.monotonic() - last_request)
-            if remaining <= 0:
-                self.log(f"idle for {self.idle:g} s after {served} requests: exiting")
-                return served
-            try:
-                ready, _, _ = select.select([listener], [], [], min(remaining, 30.0))
-            except InterruptedError:
-                continue
-            if not self._socket_is_ours():
-                self.log("the socket was removed or replaced: exiting")
-                return served
-            if not ready:
-                continue
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                continue
-            last_request = time.monotonic()
-            if threading.active_count() > 1:
-                # Some import started a thread: forking now could copy a lock it holds.
-                conn.close()
-                self.log("a thread is running in the server: exiting (it must not fork)")
-                return served
-            if code_stamp() != self.stamp:
-                # Closed before any answer: the client runs the command itself, with the new code.
-                conn.close()
-                self.log("engram's code or packages changed: exiting")
-                return served
-            try:
-                pid = os.fork()
-            except OSError as exc:
-                conn.close()
-                self.log(f"fork failed: {exc!r}")
-                continue
-            if pid == 0:
+        # The spare: a child forked ahead of the next request, waiting for its connection, so
+        # that a request does not wait for a fork (docs/resident.md). Forked once no request's
+        # child runs any more (not beside one, which it would slow down on a busy machine), or
+        # once they have run for SPARE_AFTER_SECONDS (a rollback waiting for its question).
+        self.spare: _Spare | None = None
+        busy: dict[int, float] = {}
+        try:
+            while True:
+                ended = _reap_children()
+                for child in ended:
+                    busy.pop(child, None)
+                if self.spare is not None and self.spare.pid in ended:
+                    self.spare.channel.close()
+                    self.spare = None
+                if busy and time.monotonic() - max(busy.values()) > SPARE_AFTER_SECONDS:
+                    busy.clear()  # no longer waited for (they are still reaped when they end)
+                if self.spare is None and not busy:
+                    self.spare = self._fork_spare()
+                remaining = self.idle - (time.monotonic() - last_request)
+                if remaining <= 0:
+                    self.log(f"idle for {self.idle:g} s after {served} requests: exiting")
+                    return served
+                # While a request's child runs, look again soon: the spare follows its end.
+                wait = min(remaining, 30.0) if not busy else min(remaining, SPARE_POLL_SECONDS)
                 try:
-                    # The lock is the server's alone: a child still running (a rollback
-                    # waiting for its answer) must not keep the next server from starting.
-                    os.close(self.lock)
-                    listener.close()
+                    ready, _, _ = select.select([listener], [], [], wait)
+                except InterruptedError:
+                    continue
+                if not self._socket_is_ours():
+                    self.log("the socket was removed or replaced: exiting")
+                    return served
+                if not ready:
+                    continue
+                try:
+                    conn, _ = listener.accept()
+                except OSError:
+                    continue
+                last_request = time.monotonic()
+                if threading.active_count() > 1:
+                    # Some import started a thread: forking now could copy a lock it holds.
+                    conn.close()
+                    self.log("a thread is running in the server: exiting (it must not fork)")
+                    return served
+                if code_stamp(self.code_paths) != self.stamp:
+                    # Closed before any answer: the client runs the command itself, with the
+                    # new code.
+                    conn.close()
+                    self.log("engram's code or packages changed: exiting")
+                    return served
+                pid = self._hand_to_spare(conn) or self._fork_for(conn)
+                conn.close()
+                if pid is None:
+                    continue
+                busy[pid] = time.monotonic()
+                served += 1
+                os.pwrite(self.lock, _served_line(served), self.served_offset)
+        finally:
+            if self.spare is not None:
+                self.spare.channel.close()  # the spare's end of file: it exits
+
+    def _hand_to_spare(self, conn: Any) -> int | None:
+        """Give the connection to the spare child; its pid, or None when there is none."""
+        import socket
+
+        spare = self.spare
+        if spare is None or not spare.ready():
+            return None  # still copying its memory: this request does not wait for that
+        self.spare = None
+        try:
+            spare.channel.sendmsg(
+                [b"c"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, _fd_bytes(conn.fileno()))]
+            )
+        except OSError:
+            return None  # it died meanwhile: a child of its own for this request
+        finally:
+            spare.channel.close()
+        return spare.pid
+
+    def _fork_for(self, conn: Any) -> int | None:
+        """A child forked now for the connection; its pid (None when the fork failed)."""
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            self.log(f"fork failed: {exc!r}")
+            return None
+        if pid == 0:
+            try:
+                self._leave_the_server()
+                run_child(conn, self.key)
+            finally:
+                os._exit(70)  # a child never unwinds into the server's loop
+        return pid
+
+    def _fork_spare(self) -> _Spare | None:
+        """A child that waits for the next request's connection (`_hand_to_spare`)."""
+        import socket
+
+        try:
+            channel, spare_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        except OSError:
+            return None
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            channel.close()
+            spare_end.close()
+            self.log(f"fork failed: {exc!r}")
+            return None
+        if pid == 0:
+            try:
+                channel.close()
+                self._leave_the_server()
+                _copy_written_memory_now()
+                spare_end.sendall(READY)
+                conn = _await_connection(spare_end)
+                if conn is not None:
                     run_child(conn, self.key)
-                finally:
-                    os._exit(70)  # a child never unwinds into the server's loop
-            conn.close()
-            served += 1
-            os.pwrite(self.lock, _served_line(served), self.served_offset)
+            finally:
+                os._exit(0)
+        spare_end.close()
+        return _Spare(pid, channel)
+
+    def _leave_the_server(self) -> None:
+        """In a child: let go of what is the server's alone. The lock: a child still running
+        (a rollback waiting for its answer) must not keep the next server from starting."""
+        import signal
+
+        os.close(self.lock)
+        self.listener.close()
+        if self.spare is not None:
+            self.spare.channel.close()
+        # The server's handlers stop the server: a child stopped dies as a cold process would.
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, signal.SIG_DFL)
 
     def _socket_is_ours(self) -> bool:
         try:
@@ -230,6 +317,102 @@ class Server:
         if getattr(self, "listener", None) is not None and self._socket_is_ours():
             with contextlib.suppress(OSError):
                 os.unlink(self.socket_path)
+
+
+# How often the server looks whether the requests' children are done, while one runs, and
+# how long it waits for them before it forks the next spare anyway.
+SPARE_POLL_SECONDS = 0.02
+SPARE_AFTER_SECONDS = 2.0
+
+
+# What the spare says on its channel once it waits for a connection.
+READY = b"r"
+
+
+class _Spare:
+    """A forked child waiting for a connection, and the server's end of its channel."""
+
+    def __init__(self, pid: int, channel: Any) -> None:
+        self.pid = pid
+        self.channel = channel
+        self.waiting = False
+
+    def ready(self) -> bool:
+        """Whether it waits for a connection now (it said so), without waiting for it."""
+        import socket
+
+        if not self.waiting:
+            try:
+                self.waiting = self.channel.recv(1, socket.MSG_DONTWAIT) == READY
+            except OSError:  # nothing said yet (BlockingIOError), or it is gone
+                return False
+        return self.waiting
+
+
+# madvise(MADV_POPULATE_WRITE) (Linux 5.14): fault a range in writable now, which for pages
+# shared with the server since the fork means copying them now.
+MADV_POPULATE_WRITE = 23
+
+
+def _copy_written_memory_now() -> None:
+    """In the spare, before it waits: take its own copy of the memory a command writes to
+    (Python's heap and arenas), so that the request does not pay a copy-on-write fault for
+    each page it touches (a thousand or more for a hook: 3 to 5 ms of CPU). Linux only; where
+    the kernel cannot, the pages are copied as they are written, as in any forked child."""
+    populate = _POPULATE[0] if _POPULATE else None
+    if populate is None:
+        return
+    try:
+        with open("/proc/self/maps", encoding="ascii") as maps:
+            ranges = [line.split() for line in maps]
+    except OSError:
+        return
+    for fields in ranges:
+        private_writable = fields[1][1] == "w" and fields[1][3] == "p"
+        anonymous = len(fields) < 6 or fields[5] == "[heap]"
+        if private_writable and anonymous:
+            low, high = (int(bound, 16) for bound in fields[0].split("-"))
+            if populate(low, high - low, MADV_POPULATE_WRITE) != 0:
+                return  # an older kernel: none of it can be done
+
+
+# The C library's madvise, found once by the server (`warm_up`) where the platform has it.
+_POPULATE: list[Any] = []
+
+
+def _find_madvise() -> None:
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        madvise = libc.madvise
+        madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        madvise.restype = ctypes.c_int
+    except (OSError, AttributeError, ImportError):
+        return
+    _POPULATE.append(madvise)
+
+
+def _fd_bytes(fd: int) -> bytes:
+    return fd.to_bytes(4, sys.byteorder, signed=True)
+
+
+def _await_connection(channel: Any) -> Any:
+    """In the spare: the connection the server hands over, or None when the server closed the
+    channel (it exits, or it gave up on this spare)."""
+    import socket
+
+    try:
+        _, ancillary, _, _ = channel.recvmsg(1, socket.CMSG_SPACE(4))
+    except OSError:
+        return None
+    channel.close()
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS and len(payload) >= 4:
+            return socket.socket(fileno=int.from_bytes(payload[:4], sys.byteorder, signed=True))
+    return None
 
 
 def _served_line(count: int) -> bytes:
@@ -244,14 +427,17 @@ def _stop(signum: int, frame: object) -> None:
     raise _Stopped
 
 
-def _reap_children() -> None:
+def _reap_children() -> set[int]:
+    """Collect the children that ended; their pids."""
+    ended: set[int] = set()
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return
+            return ended
         if pid == 0:
-            return
+            return ended
+        ended.add(pid)
 
 
 def warm_up() -> None:
@@ -291,6 +477,7 @@ def warm_up() -> None:
 
         # `hook` runs before the command line's parser; the others parse with one built here.
         command_line.prebuild_parsers(sorted(RESIDENT_COMMANDS - {"hook"}))
+    _find_madvise()
     import gc
 
     # Objects of the imports never die: moved out of the collector's view, so a child does not
@@ -299,30 +486,37 @@ def warm_up() -> None:
     gc.freeze()
 
 
-def code_stamp() -> tuple[tuple[str, int, int], ...]:
-    """engram's source files and the import path's folders, with their times and sizes: an
-    upgrade, an uninstall or an edit of an editable install changes it."""
+def code_stamp(paths: list[str] | None = None) -> tuple[tuple[str, int, int], ...]:
+    """engram's source files and folders and the import path's folders, with their times and
+    sizes: an upgrade, an uninstall or an edit of an editable install changes it (a file
+    added or removed changes its folder's time). `paths`: those found by `code_paths` once,
+    so that the check before each request is a stat of each and no walk."""
+    entries = []
+    for path in code_paths() if paths is None else paths:
+        try:
+            st = os.stat(path)
+        except OSError:
+            entries.append((path, -1, -1))  # gone: differs from what was seen
+            continue
+        entries.append((path, st.st_mtime_ns, st.st_size))
+    return tuple(entries)
+
+
+def code_paths() -> list[str]:
+    """What `code_stamp` looks at: engram's folders and its `.py` and `.sql` files, then the
+    folders of the import path."""
     import memory_core
 
-    entries = []
+    paths = []
     for top in memory_core.__path__:
         for folder, dirs, files in os.walk(top):
             dirs[:] = [d for d in dirs if d != "__pycache__"]
-            for name in files:
-                if name.endswith((".py", ".sql")):
-                    path = os.path.join(folder, name)
-                    try:
-                        st = os.stat(path)
-                    except OSError:
-                        continue
-                    entries.append((path, st.st_mtime_ns, st.st_size))
-    for folder in sys.path:
-        try:
-            st = os.stat(folder)
-        except OSError:
-            continue
-        entries.append((folder, st.st_mtime_ns, 0))
-    return tuple(entries)
+            paths.append(folder)
+            paths.extend(
+                os.path.join(folder, name) for name in files if name.endswith((".py", ".sql"))
+            )
+    paths.extend(sys.path)  # one missing now that appears later is a change too
+    return paths
 
 
 # -- the child -------------------------------------------------------------------------------

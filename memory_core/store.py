@@ -225,6 +225,7 @@ class Store:
         cls, root: Path, db_path: Path, busy_timeout: float = BUSY_TIMEOUT_SECONDS
     ) -> Store:
         refuse_linked_store(root)
+        wait_for_work_after_answer(db_path.parent)
         try:
             connection = sqlite3.connect(
                 db_path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
@@ -517,10 +518,156 @@ def defer_closing() -> None:
         _deferred_closes = []
 
 
+# Work a command may leave until its answer is out when that can come first (the same resident
+# child): each with the folder of the store it works on. Never used where closes are not
+# deferred: there `after_answer` runs the work at once.
+_after_answer: list[tuple[Path, Callable[[Store], None]]] = []
+
+
+def after_answer(store: Store, work: Callable[[Store], None]) -> None:
+    """Run `work(store)` now, or, in a process that answers first (`defer_closing`), after the
+    answer, on the same store opened again: for what the answer does not depend on (the notes
+    of the sessions a session start settled). `work` must be a view of what is committed: it
+    may read the store and write files beside it; a failure is logged, never raised."""
+    if _deferred_closes is None or not hold_until_worked(store.root, wait=False):
+        # (Another process's work after its answer holds the store, and this may run inside
+        # a transaction, whose write lock that work may be waiting for: done now, as cold.)
+        work(store)
+        return
+    _after_answer.append((store.root, work))
+
+
+# Hook events whose whole recording waits for the answer (`later`), in the order they came.
+_later: list[tuple[Path, Callable[[], None]]] = []
+
+
+def answers_first() -> bool:
+    """True in a process that answers before it closes its stores (`defer_closing`)."""
+    return _deferred_closes is not None
+
+
+def later(root: Path, work: Callable[[], None]) -> None:
+    """Run `work()` after the answer, in a process that answers first (`answers_first`), else
+    at once. Until it is done, every other opening of the store of `root` waits for it
+    (`hold_until_worked`), so whatever comes next reads what it wrote. `work` opens what it
+    needs itself and reports its own failures; one it raises is logged."""
+    if _deferred_closes is None or not hold_until_worked(root):
+        work()  # (no lock to make the next reader wait: recorded before the answer)
+        return
+    _later.append((root, work))
+
+
+# Work left for after the answer holds this lock, exclusively, on the store's folder from
+# before the answer until the work is done; every connection to the store waits for it first
+# (`wait_for_work_after_answer`): a process that answers first must not let the next command
+# (the agent's next hook, the user's `engram` command) read the store before its work is in.
+AFTER_ANSWER_LOCK = "after-answer.lock"
+# How long an opening of the store waits for such work before it goes on regardless (work that
+# hangs must not stop engram; its writes then land when they land, as any other process's).
+AFTER_ANSWER_WAIT_SECONDS = 30.0
+# The stores whose lock this process holds: {store folder's real path: the descriptor}.
+_worked_on: dict[str, int] = {}
+
+
+def hold_until_worked(root: Path, *, wait: bool = True) -> bool:
+    """Hold the after-answer lock of the store of `root` until `close_deferred` has done this
+    process's work after the answer; with `wait`, waiting for whoever holds it now (call it
+    outside any transaction: that holder may be waiting for the store's write lock). False
+    when it is not held (another process holds it and `wait` is false, or it cannot be made:
+    no folder yet, the work creating the store, or none writable, so nothing to read)."""
+    folder = root / STORE_DIRNAME
+    key = os.path.realpath(folder)
+    if key in _worked_on:
+        return True
+    try:
+        import fcntl
+    except ImportError:
+        return False
+    try:
+        fd = os.open(folder / AFTER_ANSWER_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+    except OSError:
+        os.close(fd)
+        return False
+    _worked_on[key] = fd
+    return True
+
+
+def wait_for_work_after_answer(folder: Path, seconds: float = AFTER_ANSWER_WAIT_SECONDS) -> None:
+    """Wait until no other process still does work it left for after its answer on the store
+    in `folder` (`.engram`), for at most `seconds`. Costs one failed open when none ever did."""
+    if _worked_on and os.path.realpath(folder) in _worked_on:
+        return  # this process's own work: it never waits for itself
+    try:
+        fd = os.open(folder / AFTER_ANSWER_LOCK, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        import fcntl
+    except ImportError:  # Windows, where no resident server answers first
+        os.close(fd)
+        return
+    try:
+        deadline = time.monotonic() + seconds
+        pause = 0.0005
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    return
+                time.sleep(pause)
+                pause = min(pause * 2, 0.01)
+            except OSError:
+                return
+    finally:
+        os.close(fd)  # a shared lock is released with its descriptor
+
+
+def _release_worked_on() -> None:
+    while _worked_on:
+        _, fd = _worked_on.popitem()
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
 def close_deferred() -> None:
-    """Close the connections `Store.close` left open since `defer_closing` (the last of a
-    store's connections to close folds its log, as it would have then)."""
+    """Do the work left for after the answer (`after_answer`), then close the connections
+    `Store.close` left open since `defer_closing` (the last of a store's connections to close
+    folds its log, as it would have then)."""
     global _deferred_closes
+    while _later:
+        root, call = _later.pop(0)
+        try:
+            call()
+        except Exception as exc:
+            from memory_core import log
+
+            log.write(root, "error", f"work after the answer failed: {exc}", exc=exc)
+    while _after_answer:
+        root, work = _after_answer.pop(0)
+        try:
+            store = Store.open(root)
+        except Exception as exc:
+            from memory_core import log
+
+            log.write(root, "warning", f"work after the answer not done: {exc}")
+            continue
+        try:
+            work(store)
+        except Exception as exc:
+            from memory_core import log
+
+            log.write(root, "warning", f"work after the answer failed: {exc}", exc=exc)
+        finally:
+            store.close()
+    # The next command may read the store now; the connections' closes (the log folded, with
+    # its fsyncs) are nobody's wait.
+    _release_worked_on()
     pending, _deferred_closes = _deferred_closes or [], None
     for connection in pending:
         _close_quietly(connection)

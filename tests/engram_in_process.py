@@ -124,6 +124,13 @@ PROCESS_CACHES: dict[tuple[str, str], Callable[[], None]] = {
     # Closes a resident child leaves until its client has its answer: a cold process closes
     # each store when the command is done with it.
     ("memory_core.store", "_deferred_closes"): _close_deferred_stores,
+    # Work a resident child leaves for after its answer (emptied by `close_deferred` above;
+    # a cold process runs it at once).
+    ("memory_core.store", "_after_answer"): _clear("memory_core.store", "_after_answer"),
+    # Hook events a resident child records after its answer, and the after-answer locks it
+    # holds until they are in (both emptied by `close_deferred`; a cold process has neither).
+    ("memory_core.store", "_later"): _clear("memory_core.store", "_later"),
+    ("memory_core.store", "_worked_on"): _clear("memory_core.store", "_worked_on"),
 }
 
 # Module-level state that is the same whatever ran before: compiled patterns and pure

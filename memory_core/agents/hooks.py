@@ -72,6 +72,7 @@ class HookRun:
         self.quota_guarded = False
         self.quota_refused = False
         self.quota_measured: int | None = None
+        self.quota_pending = 0  # this hook's bound, when `before_quietly` left it to add
         self._settings: Any = None
         self._finished: list[record.FinishedTurn] = []
 
@@ -328,10 +329,28 @@ class HookRun:
                 from memory_core.agents import gemini_chats
 
                 gemini_chats.ingest_chat_file(self.store, chat, settings=self.settings, flush=False)
-        if rows:
-            transcripts.settle_sessions(
-                self.store, [str(row["session_id"]) for row in rows], now=self.now
-            )
+        if not rows:
+            return
+        notes: list[tuple[str, float]] = []
+        transcripts.settle_sessions(
+            self.store, [str(row["session_id"]) for row in rows], now=self.now, notes=notes
+        )
+        if notes:
+            # Each settled session's vault note (three quarters of the settling's time) is a
+            # view of what was just committed, and nothing of the answer reads it: where the
+            # answer can go first (a resident child), the notes are written after it.
+            self.write_notes_after_answer(notes)
+
+    def write_notes_after_answer(self, notes: list[tuple[str, float]]) -> None:
+        from memory_core.store import after_answer
+
+        def write_notes(store: Store) -> None:
+            from memory_core.sessions.note import refresh_note
+
+            for session_id, at in notes:
+                refresh_note(store, session_id, at)
+
+        after_answer(self.store, write_notes)
 
     def user_prompt_submit(self) -> None:
         self.touch()
@@ -709,23 +728,94 @@ def handle(
             # A `cwd` that is no project (`/etc`, `/tmp/x`): nothing to record, nothing created.
             return 0, ""
         when = clock.now() if now is None else now
-        store = _store_within_budget(root, agent, event, data, when)
-        if store is None:
-            return 0, ""  # spooled: the next hook folds it in
-        try:
-            fold_spool(store)
-            output = _run_payload(store, payload, when, payload_bytes=len(data))
-        finally:
-            store.close()
+        if _silent_where_it_can_answer_first(payload, root) and _record_after_answer(
+            root, agent, event, data, payload, when
+        ):
+            return 0, ""
+        output = _record(root, agent, event, data, payload, when)
         return 0, (json.dumps(output, ensure_ascii=False) if output else "")
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt | SystemExit):
             return 0, ""
         # The agent must never fail because of engram: log (when there is a store) and go on.
-        log.write(
-            root, "error", f"hook {agent} {event} failed: {type(exc).__name__}: {exc}", exc=exc
-        )
+        _log_failure(root, agent, event, exc)
         return 0, ""
+
+
+def _log_failure(root: Path | None, agent: str, event: str, exc: BaseException) -> None:
+    log.write(root, "error", f"hook {agent} {event} failed: {type(exc).__name__}: {exc}", exc=exc)
+
+
+def _record(
+    root: Path, agent: str, event: str, data: bytes | str, payload: HookPayload, when: float
+) -> dict[str, Any] | None:
+    """Record one event in the store of `root`; the output for the agent, if any."""
+    store = _store_within_budget(root, agent, event, data, when)
+    if store is None:
+        return None  # spooled: the next hook folds it in
+    try:
+        fold_spool(store)
+        raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+        return _run_payload(store, payload, when, payload_bytes=len(data), raw=raw)
+    finally:
+        store.close()
+
+
+def _silent_where_it_can_answer_first(payload: HookPayload, root: Path) -> bool:
+    """Whether this process can answer before recording the event (a resident child, which
+    tells its client the exit code and then goes on) and the event's answer is known before
+    it is recorded: an event that never tells the agent anything (no context, no message,
+    not even the quota's warnings), into a store that exists already."""
+    from memory_core.agents.quota_hook import CONTEXT_EVENTS, MESSAGE_EVENTS
+    from memory_core.store import answers_first
+    from memory_core.workspace import STORE_DIRNAME, has_store
+
+    return (
+        answers_first()
+        and payload.event not in CONTEXT_EVENTS
+        and payload.event not in MESSAGE_EVENTS
+        and has_store(root)
+        # A store that cannot be written is said on the hook's stderr (spool.report_once),
+        # which must still be the agent's then.
+        and _writable(root / STORE_DIRNAME)
+    )
+
+
+def _writable(folder: Path) -> bool:
+    from memory_core.store import DB_NAME
+
+    return os.access(folder, os.W_OK) and os.access(folder / DB_NAME, os.W_OK)
+
+
+def _record_after_answer(
+    root: Path, agent: str, event: str, data: bytes | str, payload: HookPayload, when: float
+) -> bool:
+    """Record the event once the agent has its answer, exactly as `_record` would have before
+    it: the same time, the same store. Until then the event is kept in the spool, claimed by
+    this process (were it killed, the next hook records it), and the store's after-answer
+    lock makes the next hook or command wait for it. False when the event cannot be kept
+    (nothing done: the caller records it before answering)."""
+    from memory_core.agents import spool
+    from memory_core.store import later
+
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    kept = spool.keep_while_recording(root, agent, event, raw, when)
+    if kept is None:
+        return False  # it could not be kept: recorded before the answer, as by a cold process
+
+    def record() -> None:
+        import contextlib
+
+        try:
+            _record(root, agent, event, data, payload, when)
+        except Exception as exc:
+            _log_failure(root, agent, event, exc)
+        finally:
+            with contextlib.suppress(OSError):
+                kept.unlink()
+
+    later(root, record)
+    return True
 
 
 # Once a hook holds the store, a later write of the same event waits this long for another
@@ -783,10 +873,17 @@ def fold_spool(store: Store) -> int:
 
 
 def _run_payload(
-    store: Store, payload: HookPayload, now: float, *, payload_bytes: int = 0
+    store: Store,
+    payload: HookPayload,
+    now: float,
+    *,
+    payload_bytes: int = 0,
+    raw: bytes | None = None,
 ) -> dict[str, Any] | None:
     """Record one event in an open store; the output for the agent (context), if any.
-    `payload_bytes`: the size of the payload as the agent sent it (the quota's bound)."""
+    `payload_bytes`: the size of the payload as the agent sent it (the quota's bound).
+    `raw`: the payload as the agent sent it, given where the handler's work may follow the
+    answer (`_handle_after_answer`)."""
     if payload.session_id is None and payload.event != "SessionStart":
         return None
     handler = HANDLERS.get(payload.event, HookRun.other)
@@ -796,14 +893,74 @@ def _run_payload(
 
     # The session quota (seed 003): full sessions record nothing, nor does a hook whose
     # records would take its session past the quota; 80 % / 95 % warn.
-    if quota_hook.before(run):
-        with quota_hook.guard(run):
-            handler(run)
-        if not run.quota_refused:
-            run.autosave()
-        quota_hook.after(run)
+    if (
+        raw is not None
+        and payload.event in HANDLERS_WITHOUT_CONTEXT
+        and quota_hook.before_quietly(run)
+    ):
+        # Nothing for the agent, whatever the handler records: the work may follow the answer.
+        if _handle_after_answer(run, handler, raw):
+            return None
+        quota_hook.add_pending(run)
+        _handle(run, handler)
+    elif quota_hook.before(run):
+        _handle(run, handler)
     output: dict[str, Any] | None = run.output
     return output
+
+
+def _handle(run: HookRun, handler: Callable[[HookRun], None]) -> None:
+    """The event's own work, between the quota's checks."""
+    from memory_core.agents import quota_hook
+
+    with quota_hook.guard(run):
+        handler(run)
+    if not run.quota_refused:
+        run.autosave()
+    quota_hook.after(run)
+
+
+# Events that tell the agent something only when the quota warns (a message or context the
+# quota adds); their handlers themselves never do.
+HANDLERS_WITHOUT_CONTEXT = frozenset({"PostToolUse", "PostToolUseFailure", "Stop", "SubagentStop"})
+
+
+def _handle_after_answer(run: HookRun, handler: Callable[[HookRun], None], raw: bytes) -> bool:
+    """In a process that answers first: the event's work after the answer, once the quota has
+    said that it will say nothing (`quota_hook.before_quietly`: the answer, exit 0 and no
+    output, is known), the quota's note of this hook included; nothing is written before
+    the answer, so the write-ahead log's first sync is not waited for either. Kept in the
+    spool, claimed, until done, as `_record_after_answer` does; False when it cannot be (the
+    caller does the work before answering)."""
+    from memory_core.agents import quota_hook, spool
+    from memory_core.store import Store, answers_first, later
+
+    if not answers_first():
+        return False
+    root, payload = run.store.root, run.payload
+    kept = spool.keep_while_recording(root, payload.agent, payload.event, raw, run.now)
+    if kept is None:
+        return False
+
+    def finish() -> None:
+        import contextlib
+
+        try:
+            run.store = Store.open(root)
+            run.store.wait_when_busy(HOOK_WRITE_WAIT_SECONDS)
+            try:
+                quota_hook.add_pending(run)
+                _handle(run, handler)
+            finally:
+                run.store.close()
+        except Exception as exc:
+            _log_failure(root, payload.agent, payload.event, exc)
+        finally:
+            with contextlib.suppress(OSError):
+                kept.unlink()
+
+    later(root, finish)
+    return True
 
 
 def main(agent: str, event: str, *, workspace: str | None = None) -> int:

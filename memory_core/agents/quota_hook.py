@@ -78,6 +78,7 @@ if TYPE_CHECKING:
         now: float
         output: dict[str, Any] | None
         payload_bytes: int
+        quota_pending: int
         quota_guarded: bool
         quota_refused: bool
         quota_measured: int | None
@@ -248,6 +249,27 @@ def after(run: HookRun) -> None:
     log.write(run.store.root, "warning", notice["message"])
     if _tell(run, notice["message"]):
         quota.mark_warned(run.store, run.session_id, int(notice["threshold"]))
+
+
+def before_quietly(run: HookRun) -> bool:
+    """True when `before` would let this hook record unguarded and `after` would then say
+    nothing, whatever the handler records: the session was measured in the last 30 s and,
+    with the bounds of the hooks since and this one's, stays under 70 % (so under 90 % too).
+    Reads only: the caller then adds this hook's bound (`add_pending`) with its writes, as
+    `before` would have, and runs the handler and `after`. False: nothing done, ask `before`."""
+    if not run.payload.session_id or run.payload.event in READ_ONLY_EVENTS:
+        return False
+    bound = write_bound(run)
+    if not _recently_below(run, QUIET_BELOW_PERCENT, extra=bound):
+        return False
+    run.quota_guarded = False
+    run.quota_pending = bound
+    return True
+
+
+def add_pending(run: HookRun) -> None:
+    """Add the bound `before_quietly` found for this hook to the session's running total."""
+    _add_pending(run, run.quota_pending)
 
 
 def _checked(run: HookRun) -> tuple[float, float, float, float] | None:

@@ -64,17 +64,41 @@ def keep(root: Path, agent: str, event: str, data: bytes, now: float, why: str) 
                 _say(f"engram: the hook spool of {root} is full: a {event} event was dropped")
                 return None
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-            name = f"{time.time_ns():020d}-{os.getpid()}-{os.urandom(3).hex()}.event"
-            tmp = folder / f".{name}.tmp"
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(header + b"\n" + body)
-            os.replace(tmp, folder / name)
-            return folder / name
+            return _write(folder, header + b"\n" + body, claimed=False)
         except OSError:
             continue
     _say(f"engram: could not record or keep a {event} event for {root} (no writable place)")
     return None
+
+
+def keep_while_recording(
+    root: Path, agent: str, event: str, data: bytes, now: float
+) -> Path | None:
+    """Keep one event that this process records after it has answered (a resident child,
+    memory_core/store.py `later`) until it has: the file is claimed by this process, so no
+    fold takes it, unless the process dies before it is done and removes the file (then the
+    next fold records it: an acknowledged event is never lost). None when it cannot be kept."""
+    from memory_core.agents.payload import cut_long_strings
+
+    header = json.dumps({"agent": agent, "event": event, "ts": now, "why": "answered"}).encode()
+    folder = store_spool(root)
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        return _write(folder, header + b"\n" + cut_long_strings(data), claimed=True)
+    except OSError:
+        return None
+
+
+def _write(folder: Path, content: bytes, *, claimed: bool) -> Path:
+    name = f"{time.time_ns():020d}-{os.getpid()}-{os.urandom(3).hex()}.event"
+    if claimed:
+        name = f"{name}.{os.getpid()}.claimed"
+    tmp = folder / f".{name}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(content)
+    os.replace(tmp, folder / name)
+    return folder / name
 
 
 def _full(folder: Path, adding: int) -> bool:
@@ -87,7 +111,7 @@ def _full(folder: Path, adding: int) -> bool:
 
 
 # A claimed event still there this long after (its hook was killed while folding it) is
-# pending again.
+# pending again; so is one whose claiming process is gone.
 STALE_CLAIM_SECONDS = 300.0
 
 
@@ -113,9 +137,22 @@ def pending(root: Path) -> list[Path]:
 def _stale(path: Path) -> bool:
     try:
         # (The change time: a rename sets it, the modification time stays the spooling's.)
-        return time.time() - path.stat().st_ctime > STALE_CLAIM_SECONDS
+        if time.time() - path.stat().st_ctime > STALE_CLAIM_SECONDS:
+            return True
     except OSError:
         return False
+    return not _alive(path.name.rsplit(".", 2)[-2])
+
+
+def _alive(pid: str) -> bool:
+    """Whether the process `pid` (a claimed file's claimer) still runs; True when unknown."""
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, ValueError):
+        return True  # another user's process, or a name this spool never wrote
+    return True
 
 
 def fold(root: Path, run: Callable[[str, str, bytes, float], object]) -> int:

@@ -1247,6 +1247,7 @@ def settle_sessions(
     *,
     now: float | None = None,
     unanswered: list[int] | None = None,
+    notes: list[tuple[str, float]] | None = None,
 ) -> int:
     """End the ingested sessions whose transcript stopped long ago; returns how many.
 
@@ -1255,6 +1256,9 @@ def settle_sessions(
     recorded how. Neither is called a crash: there is no evidence of one. The tool calls still
     waiting for a result are counted then (`count_unanswered_calls`; how many goes into
     `unanswered` when given). Sessions are settled in batches of one commit (`WriteBatches`).
+
+    `notes`: when given, each settled session's vault note is not rewritten here; its id and
+    the time to write it with (`sessions.refresh_note(store, id, at)`) are added to the list.
     """
     ts = clock.now() if now is None else now
     settled = 0
@@ -1264,7 +1268,9 @@ def settle_sessions(
             if due is None:
                 continue  # a read only: a session not due takes no write lock
             batches.next()
-            counted = _settle(store, sid, *due)
+            counted = _settle(store, sid, *due, note=notes is None)
+            if notes is not None:
+                notes.append((sid, due[0]))
             if unanswered is not None:
                 unanswered.append(counted)
             settled += 1
@@ -1293,9 +1299,12 @@ def _settling(store: Store, sid: str, ts: float) -> tuple[float, str] | None:
     return last_seen, str(last_event)
 
 
-def _settle(store: Store, sid: str, last_seen: float, last_event: str) -> int:
+def _settle(
+    store: Store, sid: str, last_seen: float, last_event: str, *, note: bool = True
+) -> int:
     """End the session: its end, last turn, unanswered calls and closing in one transaction
-    (each of theirs a savepoint inside it). Returns the unanswered calls counted."""
+    (each of theirs a savepoint inside it); its vault note rewritten too unless `note` is
+    false (the caller writes it later). Returns the unanswered calls counted."""
     from memory_core import sessions
 
     reason = "finished" if last_event == "reply" else "stopped"
@@ -1312,6 +1321,7 @@ def _settle(store: Store, sid: str, last_seen: float, last_event: str) -> int:
             sid,
             reason="completion" if reason == "finished" else "stopped",
             now=last_seen,
+            note=note,
         )
     return counted
 

@@ -20,9 +20,11 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,10 +32,20 @@ from tests.bench.bench_hooks import SESSIONS
 
 # Each agent's session start, a prompt, a tool call and the turn's end (the other events run the
 # same way; every one is in tests/bench/bench_hooks.py), in the order a session sends them.
+# The tool call's end, the turn's end, a compaction and the session's end are recorded after
+# the child has answered (docs/resident.md): they are here so that the store is compared too.
 EVENTS = {
-    "claude-code": ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop"),
-    "gemini": ("SessionStart", "BeforeAgent", "AfterTool", "AfterAgent"),
-    "codex": ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop"),
+    "claude-code": (
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolUse",
+        "Stop",
+        "PreCompact",
+        "SessionEnd",
+    ),
+    "gemini": ("SessionStart", "BeforeAgent", "AfterTool", "AfterAgent", "SessionEnd"),
+    "codex": ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "PostCompact"),
 }
 
 ENGRAM = [sys.executable, "-m", "memory_core"]
@@ -111,6 +123,19 @@ def _store_rows(root: Path) -> dict[str, int]:
         }
 
 
+def _what_sessions_hold(root: Path) -> list[tuple[object, ...]]:
+    """Each agent session's end and digests, and each session's status: what the events
+    recorded after the answer decide (their times differ between two runs)."""
+    with contextlib.closing(sqlite3.connect(root / ".engram" / "engram.db")) as conn:
+        return conn.execute(
+            "SELECT a.session_id, a.ended_at IS NULL, a.end_reason, a.compactions, "
+            "(SELECT group_concat(d.trigger) FROM digests d WHERE d.session_id = a.session_id), "
+            "(SELECT count(*) FROM agent_tool_uses t WHERE t.session_id = a.session_id), "
+            "s.status FROM agent_sessions a LEFT JOIN sessions s ON s.id = a.session_id "
+            "ORDER BY a.session_id"
+        ).fetchall()
+
+
 def _same_text(root: Path, data: bytes) -> bytes:
     """Output with what differs between two runs a few seconds apart (the folder, the times
     of the earlier session) put in words."""
@@ -151,17 +176,20 @@ def test_hooks_of_every_agent_give_the_same_output_codes_and_store_as_cold(
         # folded then, as a cold process folds it at its exit): once every child is gone,
         # the log is folded and removed either way.
         assert _log_folded(root), label
-        runs[label] = (outputs, _store_rows(root))
+        runs[label] = (outputs, _store_rows(root), _what_sessions_hold(root))
     hooks = sum(len(events) for events in EVENTS.values())
     assert resident.requests() == before + hooks  # every resident hook ran in the server
-    cold_outputs, cold_rows = runs["cold"]
-    resident_outputs, resident_rows = runs["resident"]
+    cold_outputs, cold_rows, cold_sessions = runs["cold"]
+    resident_outputs, resident_rows, resident_sessions = runs["resident"]
     for cold, warm in zip(cold_outputs, resident_outputs, strict=True):
         assert warm[:3] == cold[:3], (cold, warm)
         assert warm[3] == cold[3], (cold, warm)  # what the agent reads on stdout
         assert warm[4] == cold[4] == b""
     assert resident_rows == cold_rows
     assert resident_rows["session_tool_calls"] > 0 and resident_rows["sessions"] == 3
+    assert resident_sessions == cold_sessions
+    assert [row[1] for row in resident_sessions].count(0) == 2  # Claude's and Gemini's ended
+    assert not list((tmp_path / "resident" / "project" / ".engram" / "spool").glob("*"))
 
 
 def _checkpoint_flow(root: Path, env: dict[str, str]) -> list[tuple[int, object]]:
@@ -316,6 +344,188 @@ def test_a_child_killed_mid_request_is_not_run_again(tmp_path: Path, resident: R
     assert prompts == 0  # the prompt was not recorded by a second, cold run
 
 
+def test_a_session_at_its_quota_is_told_so_through_the_server_as_cold(
+    tmp_path: Path, resident: Resident
+) -> None:
+    """The end of a turn is recorded after the answer only when the quota will say nothing:
+    a session at its quota still reads the refusal in the hook's answer, as cold."""
+    cold_env = {**os.environ, "ENGRAM_NO_RESIDENT": "1"}
+    answers = {}
+    for label, env in (("cold", cold_env), ("warm", resident.env)):
+        root = _project(tmp_path / label / "project")
+        done = _engram("config", "set", "sessions.quota_bytes", "2500", env=cold_env, cwd=root)
+        assert done.returncode == 0, done.stderr
+        session = SESSIONS["claude-code"](root, "s-full")
+        answers[label] = [
+            _engram(
+                "hook", "claude-code", event, env=env, cwd=root, stdin=json.dumps(payload).encode()
+            ).stdout
+            for event in (
+                "SessionStart",
+                "UserPromptSubmit",
+                "PostToolUse",
+                "PostToolUseFailure",
+                "Stop",
+            )
+            for payload in [session.payload(event)]
+        ][1:]
+    # (The session's size differs by a few bytes between two runs: ids hold the time.)
+    sized = re.compile(rb"take it to [\d,]+ bytes")
+    assert [sized.sub(b"<size>", out) for out in answers["warm"]] == [
+        sized.sub(b"<size>", out) for out in answers["cold"]
+    ]
+    assert b"MEM_E001" in answers["warm"][-1]
+
+
+def _ended_at(root: Path, session_id: str) -> object:
+    # Closed at once: a connection left to the collector would keep the log from being folded.
+    with contextlib.closing(sqlite3.connect(root / ".engram" / "engram.db")) as conn:
+        row = conn.execute(
+            "SELECT ended_at FROM agent_sessions WHERE session_id = ?", (session_id,)
+        ).fetchone()
+    return row[0] if row else None
+
+
+def _child_in(server: Resident, root: Path) -> int:
+    """The server's child working in `root` (a child takes its client's folder)."""
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        for pid in _children(server.pid):
+            with contextlib.suppress(OSError):
+                if os.readlink(f"/proc/{pid}/cwd") == str(root):
+                    return pid
+        time.sleep(0.01)
+    raise AssertionError(f"no child of {server.pid} works in {root}")
+
+
+def _session_until_its_end(root: Path, name: str, env: dict[str, str]) -> bytes:
+    """A Claude Code session run through its turn; the payload of its SessionEnd. The hooks
+    of this store wait 10 s for a busy store (not 2) before they spool: the tests below hold
+    its write lock while a child records, and a loaded machine must not make it spool."""
+    cold_env = {**os.environ, "ENGRAM_NO_RESIDENT": "1"}
+    done = _engram("config", "set", "agents.hook_wait_seconds", "10", env=cold_env, cwd=root)
+    assert done.returncode == 0, done.stderr
+    session = SESSIONS["claude-code"](root, name)
+    for event in ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop"):
+        data = json.dumps(session.payload(event)).encode()
+        assert _engram("hook", "claude-code", event, env=env, cwd=root, stdin=data).returncode == 0
+    return json.dumps(session.payload("SessionEnd")).encode()
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="reads /proc")
+def test_the_next_reader_waits_for_what_a_child_records_after_its_answer(
+    tmp_path: Path, resident: Resident
+) -> None:
+    """A session's end is recorded after the agent has its answer; whatever opens the store
+    next (the agent's next hook, the user's command) reads it recorded, not half-way."""
+    from memory_core.store import Store
+
+    root = _project(tmp_path / "project")
+    end = _session_until_its_end(root, "s-waited-for", resident.env)
+    assert _log_folded(root)
+    # Another writer holds the store: the child answers, then waits for it to record the end.
+    holder = sqlite3.connect(root / ".engram" / "engram.db", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        done = _engram("hook", "claude-code", "SessionEnd", env=resident.env, cwd=root, stdin=end)
+        assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+        assert _ended_at(root, "s-waited-for") is None  # answered before it was recorded
+        opened: list[object] = []
+        reader = threading.Thread(
+            target=lambda: opened.append(_open_and_read_end(Store, root, "s-waited-for"))
+        )
+        reader.start()
+        reader.join(0.3)
+        assert reader.is_alive(), opened  # the reader waits for the child's work...
+    finally:
+        holder.execute("COMMIT")
+        holder.close()
+    reader.join(30)
+    assert opened and opened[0] is not None  # ...and reads the session ended
+    assert not list((root / ".engram" / "spool").glob("*"))
+
+
+def test_the_next_hook_arriving_while_a_child_records_sees_the_session_ended(
+    tmp_path: Path, resident: Resident
+) -> None:
+    """The agent's next session starts while the child of the last one's SessionEnd still
+    records it: the new session's context tells the last one as ended, as after a cold run.
+    (The reader test above is the one that fails deterministically without the lock; here
+    both children then wait for the same write lock, and without it either may get it first.)"""
+    root = _project(tmp_path / "project")
+    end = _session_until_its_end(root, "s-last", resident.env)
+    assert _log_folded(root)
+    holder = sqlite3.connect(root / ".engram" / "engram.db", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        done = _engram("hook", "claude-code", "SessionEnd", env=resident.env, cwd=root, stdin=end)
+        assert done.returncode == 0
+        start = json.dumps(SESSIONS["claude-code"](root, "s-new").payload("SessionStart"))
+        client = subprocess.Popen(
+            [*ENGRAM, "hook", "claude-code", "SessionStart"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=resident.env,
+            cwd=root,
+        )
+        assert client.stdin is not None
+        client.stdin.write(start.encode())
+        client.stdin.close()
+        time.sleep(0.5)  # the new session's hook is waiting by now
+        assert client.poll() is None
+    finally:
+        holder.execute("COMMIT")
+        holder.close()
+    assert client.wait(timeout=60) == 0
+    assert client.stdout is not None and client.stderr is not None
+    assert client.stderr.read() == b""
+    out = client.stdout.read()
+    assert b"s-last (claude-code, 1 turns, ended " in out, out
+
+
+def _open_and_read_end(store_class: Any, root: Path, session_id: str) -> object:
+    store = store_class.open(root)
+    try:
+        row = store.query_one(
+            "SELECT ended_at FROM agent_sessions WHERE session_id = ?", (session_id,)
+        )
+        return row[0] if row else None
+    finally:
+        store.close()
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="reads /proc")
+def test_a_child_killed_after_its_answer_loses_nothing(tmp_path: Path, resident: Resident) -> None:
+    root = _project(tmp_path / "project")
+    end = _session_until_its_end(root, "s-killed-after", resident.env)
+    assert _log_folded(root)
+    holder = sqlite3.connect(root / ".engram" / "engram.db", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        done = _engram("hook", "claude-code", "SessionEnd", env=resident.env, cwd=root, stdin=end)
+        assert done.returncode == 0
+        child = _child_in(resident, root)
+        os.kill(child, signal.SIGKILL)  # answered, and gone before it recorded anything
+        with contextlib.suppress(ChildProcessError, OSError):
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and Path(f"/proc/{child}").exists():
+                time.sleep(0.01)
+    finally:
+        holder.execute("COMMIT")
+        holder.close()
+    assert _ended_at(root, "s-killed-after") is None
+    assert len(list((root / ".engram" / "spool").glob("*.claimed"))) == 1
+    # The next hook, of any session, records the acknowledged event before its own.
+    other = SESSIONS["claude-code"](root, "s-next")
+    data = json.dumps(other.payload("SessionStart")).encode()
+    done = _engram("hook", "claude-code", "SessionStart", env=resident.env, cwd=root, stdin=data)
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert _log_folded(root)
+    assert _ended_at(root, "s-killed-after") is not None
+    assert not list((root / ".engram" / "spool").glob("*"))
+
+
 def _as_a_terminal_starts_it() -> None:
     """What an interactive shell gives the command it runs in the foreground: Ctrl-C and Ctrl-\\
     as Python has them by default, even where this test runs ignoring them (a CI job started in
@@ -388,14 +598,72 @@ def _ctrl_c_at_a_terminal(tmp_path: Path, resident: Resident) -> None:
     assert results["resident"] == results["cold"] == (130, True)
 
 
+def _gone(pid: int, within: float = 10.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return True
+        if state == "Z":
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def _until_it_waits(pid: int) -> None:
+    """Until the spare child reads its channel (it copies its memory first, and a request that
+    comes before it is done goes to a child forked for it)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        wchan = Path(f"/proc/{pid}/wchan").read_text()
+        if wchan == "0":  # a kernel that does not tell
+            time.sleep(1.0)
+            return
+        if wchan.startswith("unix_stream_read"):
+            return
+        time.sleep(0.01)
+
+
 def test_the_server_exits_when_idle(tmp_path: Path) -> None:
     server = Resident(tmp_path / "idle", ENGRAM_RESIDENT_IDLE="0.3")
+    # The child it forks ahead of the next request waits with it, and goes with it.
+    spares = _children(server.pid) if Path("/proc").is_dir() else []
     deadline = time.monotonic() + 15
     while _status(server.env)["running"] and time.monotonic() < deadline:
         time.sleep(0.05)
     status = _status(server.env)
     assert not status["running"]
     assert not Path(str(status["socket"])).exists()
+    assert all(_gone(pid) for pid in spares)
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="reads /proc")
+def test_a_child_waits_for_the_next_request_and_leaves_with_the_server(
+    tmp_path: Path,
+) -> None:
+    server = Resident(tmp_path / "sockets")
+    try:
+        deadline = time.monotonic() + 10
+        while not _children(server.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        (spare,) = _children(server.pid)
+        root = _project(tmp_path / "project")
+        _until_it_waits(spare)
+        session = SESSIONS["claude-code"](root, "s-spare")
+        data = json.dumps(session.payload("SessionStart")).encode()
+        done = _engram("hook", "claude-code", "SessionStart", env=server.env, cwd=root, stdin=data)
+        assert (done.returncode, done.stderr) == (0, b"")
+        assert _gone(spare)  # it took the request (a waiting child waits until it gets one)
+        assert server.requests() == 1
+        deadline = time.monotonic() + 10
+        while not _children(server.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        waiting = _children(server.pid)
+        assert waiting and spare not in waiting
+    finally:
+        server.stop()
+    assert all(_gone(pid) for pid in waiting)
 
 
 def test_changed_code_is_never_run_by_the_old_server(tmp_path: Path) -> None:

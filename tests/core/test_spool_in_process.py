@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -148,10 +150,13 @@ def test_long_strings_are_cut_before_they_are_spooled(root: Path) -> None:
     assert json.loads(body)["prompt"].startswith("ppp")
 
 
-def _claim(root: Path, age: float) -> Path:
+def _claim(root: Path, age: float, claimer: int | None = None) -> Path:
+    """A spooled event claimed by `claimer` (default: a process that still runs, as far as
+    the spool can tell: this one; a killed hook's pid may be reused, or live in another pid
+    namespace sharing the store)."""
     path = spool.keep(root, "claude-code", "Stop", b"{}", 1.0, "busy")
     assert path is not None
-    claimed = path.with_name(f"{path.name}.4242.claimed")
+    claimed = path.with_name(f"{path.name}.{claimer or os.getpid()}.claimed")
     os.rename(path, claimed)
     then = time.time() - age
     os.utime(claimed, (then, then))
@@ -166,6 +171,17 @@ def test_an_event_claimed_by_a_killed_hook_comes_back_after_five_minutes(
     assert claimed.exists()
     # The claim's age is its change time (set by the rename); five minutes and more is stale.
     monkeypatch.setattr(spool.time, "time", lambda: claimed.stat().st_ctime + 301.0)
+    back = spool.pending(root)
+    assert [p.name for p in back] == [claimed.name.split(".event.", 1)[0] + ".event"]
+    assert back[0].exists() and not claimed.exists()
+
+
+def test_an_event_whose_claimer_is_gone_comes_back_at_once(root: Path) -> None:
+    # A resident child keeps the event it records after its answer as claimed by itself
+    # (spool.keep_while_recording); killed before it was done, the event is the next hook's.
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    claimed = _claim(root, 0, claimer=gone.pid)
     back = spool.pending(root)
     assert [p.name for p in back] == [claimed.name.split(".event.", 1)[0] + ".event"]
     assert back[0].exists() and not claimed.exists()
