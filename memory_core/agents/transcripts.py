@@ -1299,9 +1299,7 @@ def _settling(store: Store, sid: str, ts: float) -> tuple[float, str] | None:
     return last_seen, str(last_event)
 
 
-def _settle(
-    store: Store, sid: str, last_seen: float, last_event: str, *, note: bool = True
-) -> int:
+def _settle(store: Store, sid: str, last_seen: float, last_event: str, *, note: bool = True) -> int:
     """End the session: its end, last turn, unanswered calls and closing in one transaction
     (each of theirs a savepoint inside it); its vault note rewritten too unless `note` is
     false (the caller writes it later). Returns the unanswered calls counted."""
