@@ -517,10 +517,45 @@ def defer_closing() -> None:
         _deferred_closes = []
 
 
+# Work a command may leave until its answer is out when that can come first (the same resident
+# child): each with the folder of the store it works on. Never used where closes are not
+# deferred: there `after_answer` runs the work at once.
+_after_answer: list[tuple[Path, Callable[[Store], None]]] = []
+
+
+def after_answer(store: Store, work: Callable[[Store], None]) -> None:
+    """Run `work(store)` now, or, in a process that answers first (`defer_closing`), after the
+    answer, on the same store opened again: for what the answer does not depend on (the notes
+    of the sessions a session start settled). `work` must be a view of what is committed: it
+    may read the store and write files beside it; a failure is logged, never raised."""
+    if _deferred_closes is None:
+        work(store)
+        return
+    _after_answer.append((store.root, work))
+
+
 def close_deferred() -> None:
-    """Close the connections `Store.close` left open since `defer_closing` (the last of a
-    store's connections to close folds its log, as it would have then)."""
+    """Do the work left for after the answer (`after_answer`), then close the connections
+    `Store.close` left open since `defer_closing` (the last of a store's connections to close
+    folds its log, as it would have then)."""
     global _deferred_closes
+    while _after_answer:
+        root, work = _after_answer.pop(0)
+        try:
+            store = Store.open(root)
+        except Exception as exc:
+            from memory_core import log
+
+            log.write(root, "warning", f"work after the answer not done: {exc}")
+            continue
+        try:
+            work(store)
+        except Exception as exc:
+            from memory_core import log
+
+            log.write(root, "warning", f"work after the answer failed: {exc}", exc=exc)
+        finally:
+            store.close()
     pending, _deferred_closes = _deferred_closes or [], None
     for connection in pending:
         _close_quietly(connection)

@@ -124,6 +124,9 @@ PROCESS_CACHES: dict[tuple[str, str], Callable[[], None]] = {
     # Closes a resident child leaves until its client has its answer: a cold process closes
     # each store when the command is done with it.
     ("memory_core.store", "_deferred_closes"): _close_deferred_stores,
+    # Work a resident child leaves for after its answer (emptied by `close_deferred` above;
+    # a cold process runs it at once).
+    ("memory_core.store", "_after_answer"): _clear("memory_core.store", "_after_answer"),
 }
 
 # Module-level state that is the same whatever ran before: compiled patterns and pure

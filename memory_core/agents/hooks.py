@@ -328,10 +328,28 @@ class HookRun:
                 from memory_core.agents import gemini_chats
 
                 gemini_chats.ingest_chat_file(self.store, chat, settings=self.settings, flush=False)
-        if rows:
-            transcripts.settle_sessions(
-                self.store, [str(row["session_id"]) for row in rows], now=self.now
-            )
+        if not rows:
+            return
+        notes: list[tuple[str, float]] = []
+        transcripts.settle_sessions(
+            self.store, [str(row["session_id"]) for row in rows], now=self.now, notes=notes
+        )
+        if notes:
+            # Each settled session's vault note (three quarters of the settling's time) is a
+            # view of what was just committed, and nothing of the answer reads it: where the
+            # answer can go first (a resident child), the notes are written after it.
+            self.write_notes_after_answer(notes)
+
+    def write_notes_after_answer(self, notes: list[tuple[str, float]]) -> None:
+        from memory_core.store import after_answer
+
+        def write_notes(store: Store) -> None:
+            from memory_core.sessions.note import refresh_note
+
+            for session_id, at in notes:
+                refresh_note(store, session_id, at)
+
+        after_answer(self.store, write_notes)
 
     def user_prompt_submit(self) -> None:
         self.touch()

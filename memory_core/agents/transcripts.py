@@ -1098,6 +1098,7 @@ def settle_sessions(
     *,
     now: float | None = None,
     unanswered: list[int] | None = None,
+    notes: list[tuple[str, float]] | None = None,
 ) -> int:
     """End the ingested sessions whose transcript stopped long ago; returns how many.
 
@@ -1106,6 +1107,9 @@ def settle_sessions(
     recorded how. Neither is called a crash: there is no evidence of one. The tool calls still
     waiting for a result are counted then (`count_unanswered_calls`; how many goes into
     `unanswered` when given).
+
+    `notes`: when given, each settled session's vault note is not rewritten here; its id and
+    the time to write it with (`sessions.refresh_note(store, id, at)`) are added to the list.
     """
     from memory_core import sessions
 
@@ -1145,7 +1149,10 @@ def settle_sessions(
                 sid,
                 reason="completion" if reason == "finished" else "stopped",
                 now=last_seen,
+                note=notes is None,
             )
+        if notes is not None:
+            notes.append((sid, last_seen))
         if unanswered is not None:
             unanswered.append(counted)
         settled += 1

@@ -274,8 +274,13 @@ def end(
     status: str = "closed",
     reason: str = "completion",
     now: float | None = None,
+    note: bool = True,
 ) -> None:
-    """`close` without measuring the session afterwards (an ingest closes hundreds)."""
+    """`close` without measuring the session afterwards (an ingest closes hundreds).
+
+    `note=False`: the caller rewrites the session's vault note itself (`refresh_note` with
+    the same `now`), later: a session start writes the notes of the sessions it settled after
+    its answer."""
     if status not in STATUSES:
         raise UsageError(
             f"unknown session status {status!r}", hint=f"use one of {', '.join(STATUSES)}"
@@ -300,7 +305,8 @@ def end(
             events.Event("session.closed", session_id=session_id, data={"reason": reason}, ts=ts),
             db=db,
         )
-    refresh_note(store, session_id, ts)
+    if note:
+        refresh_note(store, session_id, ts)
 
 
 def set_summary(
