@@ -529,9 +529,18 @@ def after_answer(store: Store, work: Callable[[Store], None]) -> None:
     of the sessions a session start settled). `work` must be a view of what is committed: it
     may read the store and write files beside it; a failure is logged, never raised."""
     if _deferred_closes is None:
-        work(store)
+        _do_logged(store, work)
         return
     _after_answer.append((store.root, work))
+
+
+def _do_logged(store: Store, work: Callable[[Store], None]) -> None:
+    try:
+        work(store)
+    except Exception as exc:
+        from memory_core import log
+
+        log.write(store.root, "warning", f"work after the answer failed: {exc}", exc=exc)
 
 
 def close_deferred() -> None:
@@ -549,11 +558,7 @@ def close_deferred() -> None:
             log.write(root, "warning", f"work after the answer not done: {exc}")
             continue
         try:
-            work(store)
-        except Exception as exc:
-            from memory_core import log
-
-            log.write(root, "warning", f"work after the answer failed: {exc}", exc=exc)
+            _do_logged(store, work)
         finally:
             store.close()
     pending, _deferred_closes = _deferred_closes or [], None
