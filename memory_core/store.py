@@ -532,7 +532,7 @@ def after_answer(store: Store, work: Callable[[Store], None]) -> None:
     if _deferred_closes is None or not hold_until_worked(store.root, wait=False):
         # (Another process's work after its answer holds the store, and this may run inside
         # a transaction, whose write lock that work may be waiting for: done now, as cold.)
-        work(store)
+        _do_logged(store, work)
         return
     _after_answer.append((store.root, work))
 
@@ -635,6 +635,15 @@ def _release_worked_on() -> None:
             os.close(fd)
 
 
+def _do_logged(store: Store, work: Callable[[Store], None]) -> None:
+    try:
+        work(store)
+    except Exception as exc:
+        from memory_core import log
+
+        log.write(store.root, "warning", f"work after the answer failed: {exc}", exc=exc)
+
+
 def close_deferred() -> None:
     """Do the work left for after the answer (`after_answer`), then close the connections
     `Store.close` left open since `defer_closing` (the last of a store's connections to close
@@ -658,11 +667,7 @@ def close_deferred() -> None:
             log.write(root, "warning", f"work after the answer not done: {exc}")
             continue
         try:
-            work(store)
-        except Exception as exc:
-            from memory_core import log
-
-            log.write(root, "warning", f"work after the answer failed: {exc}", exc=exc)
+            _do_logged(store, work)
         finally:
             store.close()
     # The next command may read the store now; the connections' closes (the log folded, with

@@ -155,14 +155,31 @@ def _log_folded(root: Path, within: float = 10.0) -> bool:
     return True
 
 
+def _unfinished_codex_session(root: Path, at: float) -> None:
+    """A Codex session (Codex reports no end) left mid-task at `at`: the next session start
+    settles it and rewrites its vault note (after the answer, through the server)."""
+    from memory_core.agents import hooks
+
+    for event, fields in (("SessionStart", {}), ("UserPromptSubmit", {"prompt": "migrate it"})):
+        data = {"session_id": "s-earlier", "cwd": str(root), "hook_event_name": event, **fields}
+        assert hooks.handle("codex", event, json.dumps(data), now=at)[0] == 0
+
+
+def _notes(root: Path) -> dict[str, bytes]:
+    folder = root / ".engram" / "exports" / "sessions"
+    return {path.name: _same_text(root, path.read_bytes()) for path in folder.glob("*.md")}
+
+
 def test_hooks_of_every_agent_give_the_same_output_codes_and_store_as_cold(
     tmp_path: Path, resident: Resident
 ) -> None:
     cold_env = {**os.environ, "ENGRAM_NO_RESIDENT": "1"}
     runs = {}
     before = resident.requests()
+    earlier = float(int(time.time()) - 3 * 3600)  # the same in both workspaces
     for label, env in (("cold", cold_env), ("resident", resident.env)):
         root = _project(tmp_path / label / "project")
+        _unfinished_codex_session(root, earlier)
         outputs = []
         for agent, events in EVENTS.items():
             session = SESSIONS[agent](root, f"s-{agent}")
@@ -176,20 +193,27 @@ def test_hooks_of_every_agent_give_the_same_output_codes_and_store_as_cold(
         # folded then, as a cold process folds it at its exit): once every child is gone,
         # the log is folded and removed either way.
         assert _log_folded(root), label
-        runs[label] = (outputs, _store_rows(root), _what_sessions_hold(root))
+        runs[label] = (outputs, _store_rows(root), _what_sessions_hold(root), _notes(root))
     hooks = sum(len(events) for events in EVENTS.values())
     assert resident.requests() == before + hooks  # every resident hook ran in the server
-    cold_outputs, cold_rows, cold_sessions = runs["cold"]
-    resident_outputs, resident_rows, resident_sessions = runs["resident"]
+    cold_outputs, cold_rows, cold_sessions, cold_notes = runs["cold"]
+    resident_outputs, resident_rows, resident_sessions, resident_notes = runs["resident"]
     for cold, warm in zip(cold_outputs, resident_outputs, strict=True):
         assert warm[:3] == cold[:3], (cold, warm)
         assert warm[3] == cold[3], (cold, warm)  # what the agent reads on stdout
         assert warm[4] == cold[4] == b""
     assert resident_rows == cold_rows
-    assert resident_rows["session_tool_calls"] > 0 and resident_rows["sessions"] == 3
+    assert resident_rows["session_tool_calls"] > 0 and resident_rows["sessions"] == 4
     assert resident_sessions == cold_sessions
-    assert [row[1] for row in resident_sessions].count(0) == 2  # Claude's and Gemini's ended
+    # Claude's and Gemini's ended by their SessionEnd, the earlier Codex session settled
+    assert [row[1] for row in resident_sessions].count(0) == 3
     assert not list((tmp_path / "resident" / "project" / ".engram" / "spool").glob("*"))
+    # The earlier session, settled by the first session start: its note, written after the
+    # answer by the resident child (before its store closed), is the cold process's.
+    settled = next(name for name in cold_notes if name.endswith("_s-earlier.md"))
+    assert b'status: "closed"' in cold_notes[settled]
+    assert resident_notes[settled] == cold_notes[settled]
+    assert resident_notes.keys() == cold_notes.keys()  # (the others hold real durations)
 
 
 def _checkpoint_flow(root: Path, env: dict[str, str]) -> list[tuple[int, object]]:
