@@ -45,6 +45,8 @@ from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import Any
 
+from memory_core.guard_search import GuardSearch, usable
+
 # What replaces the secret part of a context match (the text after its `keep` group), or
 # None when the match turns out not to be a secret.
 Replacement = Callable[[re.Match[str]], str | None]
@@ -2002,6 +2004,11 @@ class _Hits:
         self._run_mask: bytes | None = None
         self._runs: list[tuple[int, int]] | None = None
         self._near_runs: dict[str, list[tuple[int, int]]] | None = None
+        # Every guard of a text above WINDOWED_ABOVE, found in one pass on the first question
+        # (guard_search); None when not searched yet, or when the text is searched guard by
+        # guard (a short text, a moved one, or one whose lowering changes offsets).
+        self._every_guard: dict[tuple[str, bool], list[int]] | None = None
+        self._one_pass = len(text) > WINDOWED_ABOVE
 
     def encoded(self) -> bytes:
         """One byte per character (others become `?`), so offsets are the text's."""
@@ -2032,6 +2039,7 @@ class _Hits:
         `[` and ends with `]`, so no word of letters spans a label's edge.
         """
         moved = _Hits(text, lowered)
+        moved._one_pass = False  # a guard not asked about before is looked for on its own
         for (guard, fold), positions in self._found.items():
             if not guard.isalpha():
                 continue
@@ -2059,6 +2067,10 @@ class _Hits:
     def of(self, guard: str, fold: bool) -> list[int]:
         key = (guard, fold)
         found = self._found.get(key)
+        if found is None and self._one_pass:
+            found = self._in_one_pass(key)
+            if found is not None:
+                self._found[key] = found
         if found is None:
             haystack = self.lowered if fold else self.text
             derived = _DERIVED_GUARDS.get(key)
@@ -2075,6 +2087,18 @@ class _Hits:
                 found = list(_find_all(haystack, guard))
             self._found[key] = found
         return found
+
+    def _in_one_pass(self, key: tuple[str, bool]) -> list[int] | None:
+        """The guard's places from the one pass that finds every guard of the rules (made on
+        the first question), or None if that pass does not cover it."""
+        if self._every_guard is None:
+            if not usable(self.text, self.lowered):
+                self._one_pass = False
+                return None
+            encoded = self.encoded()
+            search = _guard_search(len(self.text) > SPLIT_SEARCHED_UP_TO)
+            self._every_guard = search.find(encoded, encoded.lower())
+        return self._every_guard.get(key)
 
 
 # (guard, folded) -> (a shorter folded guard inside it, its offset): found from the shorter
@@ -2256,6 +2280,23 @@ def _gate_of(guard: str, indexes: list[int]) -> str:
 _GATED_GUARDS: dict[str, list[tuple[str, bool, list[int]]]] = {}
 for (_guard, _fold), _indexes in _GUARDS_ONCE.items():
     _GATED_GUARDS.setdefault(_gate_of(_guard, _indexes), []).append((_guard, _fold, _indexes))
+
+
+@lru_cache(maxsize=2)
+def _guard_search(large: bool) -> GuardSearch:
+    """How to find, in one pass, every guard a text above WINDOWED_ABOVE is asked about: the
+    context rules' (but those read at token runs, and in a text above SPLIT_SEARCHED_UP_TO those
+    of the rules not run there), the secret words and where an assignment's name starts. Built
+    from the rules' own declarations on first use, so a new rule's guards are in it."""
+    keys = [
+        (guard, fold)
+        for name, guards, fold, *_, near_runs, _required in _CONTEXT_TABLE
+        if not near_runs and not (large and name in _UP_TO_64K)
+        for guard in guards
+    ]
+    keys += [(word, True) for word in _KEYWORD_GUARDS]
+    keys += [(guard, True) for guard, _offset, _before in _NAME_STARTS]
+    return GuardSearch(keys)
 
 
 def _detectors_for(text: str, lowered: str) -> list[tuple[Any, ...]]:

@@ -136,6 +136,10 @@ PURE_CACHES: dict[tuple[str, str], str] = {
     ("memory_core.redact", "_provider_names"): "the provider names, loaded on first use",
     ("memory_core.redact", "_GUARDS_ONCE"): "the context rules' guard words, built at import",
     ("memory_core.redact", "_GATED_GUARDS"): "the same guard words by their gate, built at import",
+    (
+        "memory_core.redact",
+        "_guard_search",
+    ): "how to find every guard word in one pass, built on first use",
     ("memory_core.gotchas.track", "_analysis"): "an error text's analysis, a pure function of it",
     ("memory_core.gotchas.tool_errors", "key_error"): "a tool output's key error, pure",
     ("memory_core.resident_server", "_FINISHED"): "the resident server's own children (no command)",

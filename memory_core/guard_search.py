@@ -1,0 +1,180 @@
+"""Every occurrence of many short ASCII words in a large text, in one pass however many words.
+
+Redaction's rules each declare guard words (`token`, `password`, `getconnection(`); a rule reads
+only the text around its guards. Searching a megabyte once per guard costs about a millisecond
+each (`str.find`), so the cost of a rule grew with the text's length. Here the text is read once
+for all of them:
+
+- Each guard is given a window of three characters (its rarest three in code and prose) and one
+  of eight groups. Three translations of the lowered bytes, one per window position, set in each
+  byte the groups whose window has that character there; AND-ed together (as Python integers, a
+  byte per character), a byte is non-zero only where some group's window could start. Only those
+  places (a few per thousand characters) are read in Python, each against its groups' guards.
+- A guard holding another guard (`password` holds `pass`) is looked for only where that one was
+  found; a guard shorter than three characters is searched for on its own.
+
+The answer is exactly what `str.find` gives, guard by guard: the grouping decides only how many
+places are read. The text is searched as bytes (one per character, others `?`), which keeps the
+offsets of the text; the lowered bytes stand for `text.lower()` where that keeps every character
+one character long and no other character lowers to an ASCII one (`usable`). Measured against an
+Aho-Corasick automaton (pyahocorasick, a C extension) on 1.4 MB of code and prose: the automaton
+walks every character through its trie and took longer than 32 separate `bytes.find` calls; this
+takes about half as long as those (docs/benchmarks.md, "Redaction").
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterable
+
+Key = tuple[str, bool]  # (guard, searched in the lowered text)
+
+_WINDOW = 3
+_GROUPS = 8
+# Characters per thousand in code and prose (lowered), the commonest; any other counts 0.5. Only
+# which places are read depends on it, never what is found.
+_FREQUENCY = {
+    " ": 239, "e": 78, "t": 60, "s": 51, "o": 47, "r": 46, "n": 45, "i": 39, "a": 38, "\n": 25,
+    "d": 24, "l": 23, "c": 22, '"': 21, "f": 16, "m": 16, "h": 15, ",": 15, "u": 15, "p": 14,
+    "_": 13, "(": 13, ")": 13, ".": 12, "g": 10, ":": 10, "w": 8, "=": 8, "y": 7, "-": 6,
+    "b": 6, "k": 6, "v": 4, "[": 4, "]": 4, "x": 4, "`": 2, "'": 2, "{": 2, "}": 2, "0": 2,
+}  # fmt: skip
+_RARE = 0.5
+# Every non-zero byte to 1, so one `find` walks the places to read.
+_NONZERO = bytes([0] + [1] * 255)
+# The one character that is not ASCII and lowers to one that is (KELVIN SIGN to `k`).
+_LOWERS_TO_ASCII = "\u212a"
+
+
+def usable(text: str, lowered: str) -> bool:
+    """Whether the bytes of `text` and of `text.lower()` find what the strings would: each
+    character lowers to one, and none that is not ASCII to one that is (İ lowers to two)."""
+    return len(lowered) == len(text) and (text.isascii() or _LOWERS_TO_ASCII not in text)
+
+
+def _weight(window: bytes) -> float:
+    return math.prod(_FREQUENCY.get(chr(c), _RARE) for c in window)
+
+
+class GuardSearch:
+    """Where each of `keys` occurs: (guard, fold) searched in the lowered bytes when `fold`,
+    in the bytes as they are otherwise. Guards that are not ASCII, or hold `?` (which stands for
+    any other character in the bytes), are not covered: the caller searches for those itself."""
+
+    def __init__(self, keys: Iterable[Key]) -> None:
+        wanted = sorted(
+            {k for k in keys if k[0] and k[0].isascii() and "?" not in k[0]},
+            key=lambda k: (len(k[0]), not k[1], k[0]),
+        )
+        self.covered = frozenset(wanted)
+        # A guard holding a guard searched for already (`password`: `pass`) is looked for where
+        # that one is; the longest such holds the fewest places.
+        roots: list[Key] = []
+        self._derived: list[tuple[Key, Key, int]] = []
+        for key in wanted:
+            guard, fold = key
+            spelled = guard if fold else guard.lower()
+            bases = [
+                (len(base), base, offset)
+                for base in roots
+                if base[0] != guard or base[1] != fold
+                for offset in [(spelled if base[1] else guard).find(base[0])]
+                if offset != -1 and (base[1] or not fold)
+            ]
+            if bases:
+                _size, base, offset = max(bases)
+                self._derived.append((key, base, offset))
+            else:
+                roots.append(key)
+        self._short = [key for key in roots if len(key[0]) < _WINDOW]
+        self._plan([key for key in roots if len(key[0]) >= _WINDOW])
+
+    def _plan(self, keys: list[Key]) -> None:
+        """Each guard's window and group: the rarest windows first, each into the group whose
+        windows' characters it adds the least expected places to."""
+        placed = []
+        for key in keys:
+            spelled = key[0].lower().encode()
+            offset = min(
+                range(len(spelled) - _WINDOW + 1),
+                key=lambda at: (_weight(spelled[at : at + _WINDOW]), at),
+            )
+            placed.append((_weight(spelled[offset : offset + _WINDOW]), key, offset, spelled))
+        placed.sort(key=lambda item: (-item[0], item[1]))
+        columns: list[list[set[int]]] = [[set() for _ in range(_WINDOW)] for _ in range(_GROUPS)]
+        members: list[list[tuple[bytes, int, bool, Key]]] = [[] for _ in range(_GROUPS)]
+
+        def places(sets: list[set[int]]) -> float:
+            return math.prod(sum(_FREQUENCY.get(chr(c), _RARE) for c in s) for s in sets)
+
+        for _weight_of, key, offset, spelled in placed:
+            window = spelled[offset : offset + _WINDOW]
+
+            def added(group: int, window: bytes = window) -> float:
+                grown = [column | {window[i]} for i, column in enumerate(columns[group])]
+                return places(grown) - places(columns[group])
+
+            group = min(range(_GROUPS), key=lambda g: (added(g), g))
+            for i, column in enumerate(columns[group]):
+                column.add(window[i])
+            members[group].append((key[0].encode(), offset, key[1], key))
+        self._tables = []
+        for i in range(_WINDOW):
+            table = bytearray(256)
+            for group, group_columns in enumerate(columns):
+                for char in group_columns[i]:
+                    table[char] |= 1 << group
+            self._tables.append(bytes(table))
+        # The guards to read at a place, by the three characters there: a place where the
+        # groups' windows cross (`pat` and `key` in one group also let `pet` through) reads one
+        # dictionary entry and nothing else.
+        by_window: dict[bytes, list[tuple[bytes, int, bool, Key]]] = {}
+        for member in itertools.chain.from_iterable(members):
+            needle, offset = member[0].lower(), member[1]
+            by_window.setdefault(needle[offset : offset + _WINDOW], []).append(member)
+        self._by_window = {window: tuple(found) for window, found in by_window.items()}
+        self._long = [member[3] for member in itertools.chain.from_iterable(members)]
+
+    def find(self, encoded: bytes, lowered: bytes) -> dict[Key, list[int]]:
+        """Each covered key's occurrences, in order, in `encoded` (one byte per character of the
+        text) or `lowered` (the same, lowered): what repeated `find` calls would give."""
+        found: dict[Key, list[int]] = {key: [] for key in self._long}
+        if self._long and len(lowered) >= _WINDOW:
+            first, second, third = self._tables
+            starts = (
+                int.from_bytes(lowered.translate(first), "little")
+                & int.from_bytes(lowered[1:].translate(second), "little")
+                & int.from_bytes(lowered[2:].translate(third), "little")
+            )
+            groups = starts.to_bytes(len(lowered), "little")
+            marks = groups.translate(_NONZERO)
+            del starts
+            by_window = self._by_window
+            at = marks.find(1)
+            while at != -1:
+                for needle, offset, fold, key in by_window.get(lowered[at : at + _WINDOW], ()):
+                    start = at - offset
+                    if start >= 0 and (lowered if fold else encoded).startswith(needle, start):
+                        found[key].append(start)
+                at = marks.find(1, at + 1)
+        for key in self._short:
+            found[key] = _find_all(lowered if key[1] else encoded, key[0].encode())
+        for key, base, offset in self._derived:
+            needle = key[0].encode()
+            haystack = lowered if key[1] else encoded
+            found[key] = [
+                at - offset
+                for at in found[base]
+                if at >= offset and haystack.startswith(needle, at - offset)
+            ]
+        return found
+
+
+def _find_all(haystack: bytes, needle: bytes) -> list[int]:
+    found = []
+    at = haystack.find(needle)
+    while at != -1:
+        found.append(at)
+        at = haystack.find(needle, at + 1)
+    return found
