@@ -24,7 +24,6 @@ takes about half as long as those (docs/benchmarks.md, "Redaction").
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Iterable
 
@@ -69,26 +68,34 @@ class GuardSearch:
         )
         self.covered = frozenset(wanted)
         # A guard holding a guard searched for already (`password`: `pass`) is looked for where
-        # that one is; the longest such holds the fewest places.
+        # that one is; the longest such holds the fewest places. A folded guard can stand in
+        # for any; a guard searched as it is, only for another searched as it is.
         roots: list[Key] = []
         self._derived: list[tuple[Key, Key, int]] = []
         for key in wanted:
             guard, fold = key
             spelled = guard if fold else guard.lower()
-            bases = [
-                (len(base), base, offset)
-                for base in roots
-                if base[0] != guard or base[1] != fold
-                for offset in [(spelled if base[1] else guard).find(base[0])]
-                if offset != -1 and (base[1] or not fold)
-            ]
-            if bases:
-                _size, base, offset = max(bases)
-                self._derived.append((key, base, offset))
-            else:
+            base = max(
+                (
+                    root
+                    for root in roots
+                    if root != key and root[0] in (spelled if root[1] else guard)
+                    if root[1] or not fold
+                ),
+                key=lambda root: len(root[0]),
+                default=None,
+            )
+            if base is None:
                 roots.append(key)
+            else:
+                offset = (spelled if base[1] else guard).find(base[0])
+                self._derived.append((key, base, offset))
         self._short = [key for key in roots if len(key[0]) < _WINDOW]
         self._plan([key for key in roots if len(key[0]) >= _WINDOW])
+        # For `present`: the guards held by each, checked only when it is there.
+        self._held: dict[Key, list[tuple[bytes, bool, Key]]] = {}
+        for key, base, _offset in self._derived:
+            self._held.setdefault(base, []).append((key[0].encode(), key[1], key))
 
     def _plan(self, keys: list[Key]) -> None:
         """Each guard's window and group: the rarest windows first, each into the group whose
@@ -96,29 +103,33 @@ class GuardSearch:
         placed = []
         for key in keys:
             spelled = key[0].lower().encode()
-            offset = min(
-                range(len(spelled) - _WINDOW + 1),
-                key=lambda at: (_weight(spelled[at : at + _WINDOW]), at),
+            weight, offset = min(
+                (_weight(spelled[at : at + _WINDOW]), at)
+                for at in range(len(spelled) - _WINDOW + 1)
             )
-            placed.append((_weight(spelled[offset : offset + _WINDOW]), key, offset, spelled))
-        placed.sort(key=lambda item: (-item[0], item[1]))
-        columns: list[list[set[int]]] = [[set() for _ in range(_WINDOW)] for _ in range(_GROUPS)]
-        members: list[list[tuple[bytes, int, bool, Key]]] = [[] for _ in range(_GROUPS)]
-
-        def places(sets: list[set[int]]) -> float:
-            return math.prod(sum(_FREQUENCY.get(chr(c), _RARE) for c in s) for s in sets)
-
-        for _weight_of, key, offset, spelled in placed:
-            window = spelled[offset : offset + _WINDOW]
-
-            def added(group: int, window: bytes = window) -> float:
-                grown = [column | {window[i]} for i, column in enumerate(columns[group])]
-                return places(grown) - places(columns[group])
-
-            group = min(range(_GROUPS), key=lambda g: (added(g), g))
-            for i, column in enumerate(columns[group]):
-                column.add(window[i])
-            members[group].append((key[0].encode(), offset, key[1], key))
+            placed.append((-weight, key, spelled[offset : offset + _WINDOW], offset))
+        placed.sort()
+        # Each group's characters in each window column, and their summed frequency: the
+        # places a group lets through are about the product of its three sums.
+        columns = [[set[int]() for _ in range(_WINDOW)] for _ in range(_GROUPS)]
+        sums = [[0.0] * _WINDOW for _ in range(_GROUPS)]
+        by_window: dict[bytes, list[tuple[bytes, int, bool, Key]]] = {}
+        for _weight_of, key, window, offset in placed:
+            best = (math.inf, 0)
+            for group in range(_GROUPS):
+                before = after = 1.0
+                for i, char in enumerate(window):
+                    before *= sums[group][i]
+                    after *= sums[group][i] + (
+                        0.0 if char in columns[group][i] else _FREQUENCY.get(chr(char), _RARE)
+                    )
+                best = min(best, (after - before, group))
+            group = best[1]
+            for i, char in enumerate(window):
+                if char not in columns[group][i]:
+                    columns[group][i].add(char)
+                    sums[group][i] += _FREQUENCY.get(chr(char), _RARE)
+            by_window.setdefault(window, []).append((key[0].encode(), offset, key[1], key))
         self._tables = []
         for i in range(_WINDOW):
             table = bytearray(256)
@@ -129,27 +140,26 @@ class GuardSearch:
         # The guards to read at a place, by the three characters there: a place where the
         # groups' windows cross (`pat` and `key` in one group also let `pet` through) reads one
         # dictionary entry and nothing else.
-        by_window: dict[bytes, list[tuple[bytes, int, bool, Key]]] = {}
-        for member in itertools.chain.from_iterable(members):
-            needle, offset = member[0].lower(), member[1]
-            by_window.setdefault(needle[offset : offset + _WINDOW], []).append(member)
         self._by_window = {window: tuple(found) for window, found in by_window.items()}
-        self._long = [member[3] for member in itertools.chain.from_iterable(members)]
+        self._long = [member[3] for found in self._by_window.values() for member in found]
+
+    def _places(self, lowered: bytes) -> tuple[bytes, bytes]:
+        """Where a window may start: the groups' bits at each place, and the same as 0 or 1."""
+        first, second, third = self._tables
+        starts = (
+            int.from_bytes(lowered.translate(first), "little")
+            & int.from_bytes(lowered[1:].translate(second), "little")
+            & int.from_bytes(lowered[2:].translate(third), "little")
+        )
+        groups = starts.to_bytes(len(lowered), "little")
+        return groups, groups.translate(_NONZERO)
 
     def find(self, encoded: bytes, lowered: bytes) -> dict[Key, list[int]]:
         """Each covered key's occurrences, in order, in `encoded` (one byte per character of the
         text) or `lowered` (the same, lowered): what repeated `find` calls would give."""
         found: dict[Key, list[int]] = {key: [] for key in self._long}
         if self._long and len(lowered) >= _WINDOW:
-            first, second, third = self._tables
-            starts = (
-                int.from_bytes(lowered.translate(first), "little")
-                & int.from_bytes(lowered[1:].translate(second), "little")
-                & int.from_bytes(lowered[2:].translate(third), "little")
-            )
-            groups = starts.to_bytes(len(lowered), "little")
-            marks = groups.translate(_NONZERO)
-            del starts
+            _groups, marks = self._places(lowered)
             by_window = self._by_window
             at = marks.find(1)
             while at != -1:
@@ -169,6 +179,28 @@ class GuardSearch:
                 if at >= offset and haystack.startswith(needle, at - offset)
             ]
         return found
+
+    def present(self, encoded: bytes, lowered: bytes) -> set[Key]:
+        """The covered keys that occur at least once (a short text: which rules to run)."""
+        present: set[Key] = set()
+        if self._long and len(lowered) >= _WINDOW:
+            _groups, marks = self._places(lowered)
+            by_window = self._by_window
+            at = marks.find(1)
+            while at != -1:
+                for needle, offset, fold, key in by_window.get(lowered[at : at + _WINDOW], ()):
+                    start = at - offset
+                    if start >= 0 and (lowered if fold else encoded).startswith(needle, start):
+                        present.add(key)
+                at = marks.find(1, at + 1)
+        for key in self._short:
+            if key[0].encode() in (lowered if key[1] else encoded):
+                present.add(key)
+        for key in list(present):  # every guard held is held by a root
+            for needle, fold, held in self._held.get(key, ()):
+                if held not in present and needle in (lowered if fold else encoded):
+                    present.add(held)
+        return present
 
 
 def _find_all(haystack: bytes, needle: bytes) -> list[int]:
