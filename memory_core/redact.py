@@ -3266,6 +3266,30 @@ def _name_at(text: str, start: int, end: int) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
+def warm_up() -> None:
+    """Compile every rule's pattern and build the guard tables now rather than on first use:
+    the resident server calls this before it forks a child per hook, so no child pays for them
+    (compiling the patterns a first prompt needs costs a cold process 10 to 25 ms)."""
+    global _short_texts
+    specs: list[str | tuple[str, int]] = [
+        value
+        for value in globals().values()
+        # Every pattern `_rx` is handed by name is a (source, flags) pair at module level.
+        if isinstance(value, tuple)
+        and len(value) == 2
+        and isinstance(value[0], str)
+        and isinstance(value[1], int)
+    ]
+    specs += [spec for _name, _guards, spec in _TOKEN_DETECTORS]
+    specs += [detector[3] for detector in _CONTEXT_DETECTORS]
+    for spec in specs:
+        _rx(spec)
+    _guard_search(True)
+    _guard_search(False)
+    _context_guard_search()
+    _short_texts = _ONE_PASS_AFTER
+
+
 def redact(text: str) -> str:
     """`text` with every detected secret replaced by a `[REDACTED:kind]` label.
 
