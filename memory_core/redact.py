@@ -599,6 +599,33 @@ _TOKEN_GUARDS = tuple(
 )
 
 
+# Above this many characters of distinct runs (a large text), which token formats' guards they
+# hold is found in one pass rather than by asking each of the 170-odd guards in turn.
+_TOKEN_GUARDS_ONE_PASS_ABOVE = 4096
+
+
+def _token_detectors_in(distinct: str) -> set[int]:
+    """The token detectors one of whose guards `distinct` (runs of token characters) holds."""
+    if len(distinct) <= _TOKEN_GUARDS_ONE_PASS_ABOVE or not distinct.isascii():
+        return {index for guard, index in _TOKEN_GUARDS if guard in distinct}
+    search, by_guard = _token_guard_search()
+    encoded = distinct.encode("ascii")
+    held = {index for key in search.present(encoded, encoded.lower()) for index in by_guard[key]}
+    for key, indexes in by_guard.items():
+        if key not in search.covered and key[0] in distinct:
+            held.update(indexes)
+    return held
+
+
+@lru_cache(maxsize=1)
+def _token_guard_search() -> tuple[GuardSearch, dict[tuple[str, bool], list[int]]]:
+    """The token formats' guards (case as written) for one pass, and their detectors."""
+    by_guard: dict[tuple[str, bool], list[int]] = {}
+    for guard, index in _TOKEN_GUARDS:
+        by_guard.setdefault((guard, False), []).append(index)
+    return GuardSearch(by_guard), by_guard
+
+
 # A token with this in it is a placeholder of the format, not a token.
 _PLACEHOLDER_TOKEN = "XXXXXX"
 _PLACEHOLDER_TOKEN_LOWER = "xxxxxx"
@@ -637,7 +664,7 @@ def _token_spans(text: str, cache: _Hits | None = None) -> list[Span]:
     # Which detectors can match is asked of each distinct run once: the same names and paths
     # recur through a large text (half of the runs of a codebase are repeats).
     distinct = "\n".join(dict.fromkeys(text[start:end] for start, end in runs))
-    hits = {index for guard, index in _TOKEN_GUARDS if guard in distinct}
+    hits = _token_detectors_in(distinct)
     if not hits:
         return []
     run_starts: list[int] = []
@@ -1996,11 +2023,11 @@ class _Hits:
     """Where each guard occurs, searched once per text however many detectors share it (the
     secret words are the guards of several detectors and of the keyword search)."""
 
-    def __init__(self, text: str, lowered: str) -> None:
+    def __init__(self, text: str, lowered: str, encoded: bytes | None = None) -> None:
         self.text = text
         self.lowered = lowered
         self._found: dict[tuple[str, bool], list[int]] = {}
-        self._encoded: bytes | None = None
+        self._encoded = encoded
         self._run_mask: bytes | None = None
         self._runs: list[tuple[int, int]] | None = None
         self._near_runs: dict[str, list[tuple[int, int]]] | None = None
@@ -2009,6 +2036,9 @@ class _Hits:
         # guard (a short text, a moved one, or one whose lowering changes offsets).
         self._every_guard: dict[tuple[str, bool], list[int]] | None = None
         self._one_pass = len(text) > WINDOWED_ABOVE
+        # For a text made by replacing parts of another: that one's one-pass places, and the
+        # replaced parts (`moved`).
+        self._unmoved: tuple[dict[tuple[str, bool], list[int]], list[Span]] | None = None
 
     def encoded(self) -> bytes:
         """One byte per character (others become `?`), so offsets are the text's."""
@@ -2036,32 +2066,15 @@ class _Hits:
 
         A word of letters found here is found there shifted, unless a span covered part of it;
         labels are searched on their own (`key` of `[redacted:openai-key]`). A label starts with
-        `[` and ends with `]`, so no word of letters spans a label's edge.
+        `[` and ends with `]`, so no word of letters spans a label's edge. The guards the one
+        pass found here and nobody asked about yet are moved when asked about.
         """
         moved = _Hits(text, lowered)
-        moved._one_pass = False  # a guard not asked about before is looked for on its own
+        moved._one_pass = False  # a guard not found here is looked for on its own
+        moved._unmoved = (self._every_guard or {}, merged)
         for (guard, fold), positions in self._found.items():
-            if not guard.isalpha():
-                continue
-            size = len(guard)
-            found: list[int] = []
-            shift = 0
-            span = 0
-            for at in positions:
-                while span < len(merged) and merged[span][1] <= at:
-                    start, end, label = merged[span]
-                    spelled = label.lower() if fold else label
-                    found.extend(start + shift + i for i in _find_all(spelled, guard))
-                    shift += len(label) - (end - start)
-                    span += 1
-                if span < len(merged) and merged[span][0] < at + size:
-                    continue  # partly or wholly replaced
-                found.append(at + shift)
-            for start, end, label in merged[span:]:
-                spelled = label.lower() if fold else label
-                found.extend(start + shift + i for i in _find_all(spelled, guard))
-                shift += len(label) - (end - start)
-            moved._found[(guard, fold)] = found
+            if guard.isalpha():
+                moved._found[(guard, fold)] = _moved_places(guard, fold, positions, merged)
         return moved
 
     def of(self, guard: str, fold: bool) -> list[int]:
@@ -2071,6 +2084,10 @@ class _Hits:
             found = self._in_one_pass(key)
             if found is not None:
                 self._found[key] = found
+        if found is None and self._unmoved is not None and guard.isalpha():
+            places, merged = self._unmoved
+            if key in places:
+                found = self._found[key] = _moved_places(guard, fold, places[key], merged)
         if found is None:
             haystack = self.lowered if fold else self.text
             derived = _DERIVED_GUARDS.get(key)
@@ -2111,6 +2128,30 @@ class _Hits:
             search = _guard_search(len(self.text) > SPLIT_SEARCHED_UP_TO)
             self._every_guard = search.find(encoded, encoded.lower())
         return self._every_guard.get(key)
+
+
+def _moved_places(guard: str, fold: bool, positions: list[int], merged: list[Span]) -> list[int]:
+    """Where a word of letters found at `positions` is once the `merged` spans are replaced by
+    their labels: shifted, dropped where a span covered part of it, and found in the labels."""
+    size = len(guard)
+    found: list[int] = []
+    shift = 0
+    span = 0
+    for at in positions:
+        while span < len(merged) and merged[span][1] <= at:
+            start, end, label = merged[span]
+            spelled = label.lower() if fold else label
+            found.extend(start + shift + i for i in _find_all(spelled, guard))
+            shift += len(label) - (end - start)
+            span += 1
+        if span < len(merged) and merged[span][0] < at + size:
+            continue  # partly or wholly replaced
+        found.append(at + shift)
+    for start, end, label in merged[span:]:
+        spelled = label.lower() if fold else label
+        found.extend(start + shift + i for i in _find_all(spelled, guard))
+        shift += len(label) - (end - start)
+    return found
 
 
 # (guard, folded) -> (a shorter folded guard inside it, its offset): found from the shorter
@@ -3287,6 +3328,7 @@ def warm_up() -> None:
     _guard_search(True)
     _guard_search(False)
     _context_guard_search()
+    _token_guard_search()
     _short_texts = _ONE_PASS_AFTER
 
 
@@ -3347,12 +3389,47 @@ def _remember(text: str, redacted: str) -> None:
         _remembered_chars -= len(oldest)
 
 
+# Above this size a text that is not all ASCII is lowered by its bytes (`_lowered`).
+_LOWERED_BY_BYTES_ABOVE = 65536
+# Bytes that are not ASCII, and `?` (what a character beyond Latin-1 is encoded as).
+_NOT_ASCII_OR_REPLACED = bytes(1 if i >= 128 or i == ord("?") else 0 for i in range(256))
+
+
+def _lowered(text: str, encoded: bytes) -> str:
+    """`text.lower()` of a large text that is mostly ASCII, in a third of the time: once one
+    character is not ASCII, str.lower maps every character through the Unicode tables; here the
+    ASCII stretches are lowered as bytes and only the other characters one by one. Lowering is
+    character by character but for the final sigma (its case depends on its neighbours): a text
+    holding Σ is lowered whole."""
+    ascii_lowered = encoded.lower().decode("latin-1")
+    marks = encoded.translate(_NOT_ASCII_OR_REPLACED)
+    pieces = []
+    last = 0
+    at = marks.find(1)
+    while at != -1:
+        char = text[at]
+        if char != "?":
+            if char == "\u03a3":
+                return text.lower()
+            pieces.append(ascii_lowered[last:at])
+            pieces.append(char.lower())
+            last = at + 1
+        at = marks.find(1, at + 1)
+    pieces.append(ascii_lowered[last:])
+    return "".join(pieces)
+
+
 def _redact(text: str, random_words: bool = True) -> str:
-    lowered = text.lower()
+    encoded = None
+    if len(text) > _LOWERED_BY_BYTES_ABOVE and not text.isascii():
+        encoded = text.encode("latin-1", "replace")
+        lowered = _lowered(text, encoded)
+    else:
+        lowered = text.lower()
     # Token formats first in the list: where a header or a URL surrounds exactly a provider's
     # key, the key's own label wins the tie.
     # A generated-looking word of no known format comes last: any other label wins a tie.
-    hits = _Hits(text, lowered)
+    hits = _Hits(text, lowered, encoded)
     spans = (
         _token_spans(text, hits)
         + _context_spans(text, lowered, hits)
