@@ -48,7 +48,8 @@ _LOWERS_TO_ASCII = "\u212a"
 
 def usable(text: str, lowered: str) -> bool:
     """Whether the bytes of `text` and of `text.lower()` find what the strings would: each
-    character lowers to one, and none that is not ASCII to one that is (İ lowers to two)."""
+    character lowers to one (the dotted capital I, U+0130, lowers to two), and none that is not
+    ASCII to one that is."""
     return len(lowered) == len(text) and (text.isascii() or _LOWERS_TO_ASCII not in text)
 
 

@@ -45,6 +45,7 @@ from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
 from typing import Any
 
+from memory_core import compiled_patterns
 from memory_core.guard_search import GuardSearch, usable
 
 # What replaces the secret part of a context match (the text after its `keep` group), or
@@ -86,7 +87,9 @@ def _rx(spec: str | tuple[str, int]) -> re.Pattern[str]:
     # ~10 ms, and most texts never need most detectors.
     pattern = _COMPILED.get(spec)
     if pattern is None:
-        pattern = re.compile(spec) if isinstance(spec, str) else re.compile(*spec)
+        pattern = (
+            compiled_patterns.make(spec) if isinstance(spec, str) else compiled_patterns.make(*spec)
+        )
         _COMPILED[spec] = pattern
     return pattern
 
@@ -3325,6 +3328,8 @@ def warm_up() -> None:
     specs += [detector[3] for detector in _CONTEXT_DETECTORS]
     for spec in specs:
         _rx(spec)
+    # For the cold processes that come after (a hook when no server runs): the compiled forms.
+    compiled_patterns.save((spec, 0) if isinstance(spec, str) else spec for spec in specs)
     _guard_search(True)
     _guard_search(False)
     _context_guard_search()

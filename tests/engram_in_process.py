@@ -143,6 +143,7 @@ PURE_CACHES: dict[tuple[str, str], str] = {
     ("memory_core.redact", "_context_guard_search"): "the same for short texts' context rules",
     ("memory_core.redact", "_short_texts"): "a count of texts, deciding only when to build it",
     ("memory_core.redact", "_token_guard_search"): "the token formats' guards, for one pass",
+    ("memory_core.compiled_patterns", "_entries"): "compiled patterns read from the cache file",
     ("memory_core.gotchas.track", "_analysis"): "an error text's analysis, a pure function of it",
     ("memory_core.gotchas.tool_errors", "key_error"): "a tool output's key error, pure",
     ("memory_core.resident_server", "_FINISHED"): "the resident server's own children (no command)",

@@ -3,11 +3,14 @@ of a large text is the same whichever way its guards were found."""
 
 from __future__ import annotations
 
+import marshal
 import random
+import re
+from pathlib import Path
 
 import pytest
 
-from memory_core import redact
+from memory_core import compiled_patterns, redact
 from memory_core.guard_search import GuardSearch, usable
 
 
@@ -136,9 +139,61 @@ def test_a_large_text_is_redacted_the_same_as_when_each_guard_is_searched_alone(
     assert one_pass != text
 
 
-def test_after_the_warm_up_a_prompt_compiles_no_pattern() -> None:
+def test_after_the_warm_up_a_prompt_compiles_no_pattern(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     redact.warm_up()
     compiled = len(redact._COMPILED)
     redact._redact("deploy with export API_TOKEN=abc123def456 and curl -u me:pw https://x")
     redact._redact('conn = psycopg2.connect(password="hunter2hunter2") # ssh-keygen -N pw')
     assert len(redact._COMPILED) == compiled
+
+
+@pytest.fixture
+def pattern_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(compiled_patterns, "_entries", None)
+    return Path(compiled_patterns.path())
+
+
+def _specs() -> list[tuple[str, int]]:
+    specs = [
+        value
+        for value in vars(redact).values()
+        if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str)
+        if isinstance(value[1], int)
+    ]
+    specs += [(spec, 0) for _name, _guards, spec in redact._TOKEN_DETECTORS]
+    specs += [(d[3], 0) if isinstance(d[3], str) else d[3] for d in redact._CONTEXT_DETECTORS]
+    return specs
+
+
+def test_patterns_made_from_the_cache_match_what_re_compile_matches(pattern_cache: Path) -> None:
+    from tests.core.secret_corpus import secrets
+
+    specs = _specs()
+    compiled_patterns.save(specs)
+    assert pattern_cache.exists()
+    compiled_patterns._entries = None
+    text = "\n".join(case.text for case in secrets())
+    for source, flags in specs:
+        cached, usual = compiled_patterns.make(source, flags), re.compile(source, flags)
+        assert cached is not usual  # made from the file, not re's own cache
+        assert (cached.pattern, cached.flags, cached.groupindex) == (
+            usual.pattern,
+            usual.flags,
+            usual.groupindex,
+        )
+        found = [(m.span(), m.groups()) for m in cached.finditer(text)]
+        assert found == [(m.span(), m.groups()) for m in usual.finditer(text)], source
+    assert len(compiled_patterns._load()) == len(set(specs))
+
+
+def test_a_foreign_or_broken_cache_file_is_ignored(pattern_cache: Path) -> None:
+    pattern_cache.parent.mkdir(parents=True)
+    for content in (b"not marshal", marshal.dumps(("another python", {("a+", 0): 1}))):
+        pattern_cache.write_bytes(content)
+        compiled_patterns._entries = None
+        assert compiled_patterns.make("a+").findall("caaab") == ["aaa"]
+        assert compiled_patterns._entries == {}
