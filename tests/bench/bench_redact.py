@@ -89,6 +89,24 @@ def run() -> list[Figure]:
     with_figures[0].note += f"; secrets left after redaction: {len(leaked)}"
     figures += with_figures
 
+    # Pieces of 16 kB, one call each: an ingest's messages and tool outputs (below 64 kB the
+    # rules of commands and of secrets in two pieces run too).
+    pieces = [sample[i : i + 16_000] for i in range(0, len(sample), 16_000)]
+    for piece in pieces[:3]:
+        redact(piece)  # warm; the rest are new texts (each is remembered once redacted)
+    pieces = pieces[3:]
+    start, start_cpu = time.perf_counter(), time.process_time()
+    for piece in pieces:
+        redact(piece)
+    wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
+    figures += _figures(
+        f"redact {len(pieces)} pieces of it of 16 kB, one call each",
+        sum(len(piece) for piece in pieces),
+        wall,
+        cpu,
+        f"one run; {_load()}",
+    )
+
     # Short texts, one call each: what a hook pays per prompt or command.
     lines = [line for line in sample.splitlines() if line.strip()][:20_000]
     texts = [" ".join(lines[i : i + 3]) for i in range(0, len(lines), 3)]
