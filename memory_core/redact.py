@@ -3554,7 +3554,7 @@ def _listed_secret_spans(text: str, lowered: str) -> list[Span]:
     if not any(word in lowered for word in ("pass", "pwd")):
         return []
     spans: list[Span] = []
-    for head in _rx(_LIST_HEAD).finditer(text):
+    for head in _list_heads(text):
         name = head.group("name")
         lowered_name = name.lower()
         if not _strong_name(name) or ("pass" not in lowered_name and "pwd" not in lowered_name):
@@ -3574,12 +3574,25 @@ def _listed_secret_spans(text: str, lowered: str) -> list[Span]:
     return spans
 
 
+def _list_heads(text: str) -> Iterator[re.Match[str]]:
+    """What `finditer` of `_LIST_HEAD` yields, tried only at the start of a line that ends in a
+    colon (and maybe `[`), as every head does: a head is one whole line, and a pattern anchored
+    at line starts is otherwise tried at every character (0.7 ms per 16 kB of code)."""
+    head = _rx(_LIST_HEAD)
+    for end in _rx(_LIST_HEAD_END).finditer(text):
+        match = head.match(text, text.rfind("\n", 0, end.start()) + 1)
+        if match is not None:
+            yield match
+
+
 _LISTED_MAX = 20
 _LIST_HEAD = (
     r"(?m)^[ \t]*-?[ \t]*[\"']?(?P<name>[A-Za-z0-9_.\-]{1,80})[\"']?[ \t]*:[ \t]*"
     r"(?P<bracket>\[?)[ \t]*\r?\n",
     0,
 )
+# How every head line ends (the literal colon first, so it is searched for quickly).
+_LIST_HEAD_END = (r":[ \t]*\[?[ \t]*\r?\n", 0)
 _LIST_ITEM = (
     r"[ \t]*(?P<dash>-[ \t]+)?(?P<q>[\"']?)(?P<value>[^\s\"',\[\]{}#]+)(?P=q)[ \t]*,?[ \t]*"
     r"(?:\r?\n|$)",
