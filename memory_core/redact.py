@@ -3515,12 +3515,39 @@ def _split_spans(text: str, hits: _Hits) -> list[Span]:
             # The language makes the pieces one string: a first piece that is a token by
             # itself (`"sk-ant-api03-<17>"` then `"<23>"`) still goes on in the next.
             spans += _pieces_of_a_secret(text, chain, random_words=True, one_string=True)
-    if any(len(line) >= 60 for line in text.split("\n")):
-        for match in _rx(_WRAPPED).finditer(text):
-            spans += _pieces_of_a_secret(text, [match.span(1), match.span(2)], random_words=False)
+    for first, second in _wrapped_lines(text, hits.run_mask()):
+        spans += _pieces_of_a_secret(text, [first, second], random_words=False)
     for first, second in _bare_lines(text, hits.run_mask()):
         spans += _second_half(text, first, second)
     return spans
+
+
+def _wrapped_lines(text: str, mask: bytes) -> Iterator[tuple[tuple[int, int], tuple[int, int]]]:
+    """The spans of groups 1 and 2 of each match `finditer` of `_WRAPPED` yields, found from the
+    token mask line by line: a line of 60 characters or more whose last run of token characters
+    (4 or more) ends it, and the run that starts the next line. The pattern tried its lazy
+    prefix at every character of every long line (0.4 ms per 16 kB of code)."""
+    line_start = 0
+    while True:
+        newline = text.find("\n", line_start)
+        if newline == -1:
+            return
+        if newline - line_start >= _WRAPPED_LINE:
+            end = newline - 1 if text[newline - 1] == "\r" else newline
+            before = mask.rfind(b" ", line_start, end)
+            run_start = line_start if before == -1 else before + 1
+            next_end = mask.find(b" ", newline + 1)
+            next_end = len(text) if next_end == -1 else next_end
+            if end - run_start >= 4 and next_end > newline + 1:
+                yield (run_start, end), (newline + 1, next_end)
+                # The search goes on after the match: the next line starts no match.
+                newline = text.find("\n", next_end)
+                if newline == -1:
+                    return
+        line_start = newline + 1
+
+
+_WRAPPED_LINE = 60
 
 
 def _assigned_pieces(text: str, chain: list[tuple[int, int]]) -> list[Span]:

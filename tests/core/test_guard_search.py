@@ -197,3 +197,23 @@ def test_a_foreign_or_broken_cache_file_is_ignored(pattern_cache: Path) -> None:
         compiled_patterns._entries = None
         assert compiled_patterns.make("a+").findall("caaab") == ["aaa"]
         assert compiled_patterns._entries == {}
+
+
+def test_the_line_scans_find_what_their_patterns_found() -> None:
+    # Wrapped tokens and listed passwords are found line by line instead of by a pattern tried
+    # at every character; on random lines of token runs, colons, brackets and line ends (CR LF
+    # too) they give the pattern's matches.
+    rng = random.Random(5)
+    parts = ["abcd", "x", "AKIA1234567890ABCDEF", "\n", "\r\n", "\r", " ", "é", "中", "=", ":"]
+    parts += ["-", "\t", "a" * 30, "?", '"', "+/", "line of prose and text ", "[", "pass: ["]
+    wrapped = lists = 0
+    for _ in range(3000):
+        text = "".join(rng.choice(parts) for _ in range(rng.randrange(0, 40)))
+        expected = [(m.span(1), m.span(2)) for m in redact._rx(redact._WRAPPED).finditer(text)]
+        mask = redact._Hits(text, text.lower()).run_mask()
+        assert list(redact._wrapped_lines(text, mask)) == expected, text
+        heads = [(m.span(), m.groups()) for m in redact._rx(redact._LIST_HEAD).finditer(text)]
+        assert [(m.span(), m.groups()) for m in redact._list_heads(text)] == heads, text
+        wrapped += len(expected)
+        lists += len(heads)
+    assert wrapped > 50 and lists > 50  # both kinds of line were there to find
