@@ -3409,8 +3409,10 @@ def _lowered(text: str, encoded: bytes) -> str:
     ASCII stretches are lowered as bytes and only the other characters one by one. Lowering is
     character by character but for the final sigma (its case depends on its neighbours): a text
     holding Σ is lowered whole."""
-    ascii_lowered = encoded.lower().decode("latin-1")
     marks = encoded.translate(_NOT_ASCII_OR_REPLACED)
+    if marks.count(1) > len(text) // 100:
+        return text.lower()  # mostly not ASCII (prose in another script): one by one is slower
+    ascii_lowered = encoded.lower().decode("latin-1")
     pieces = []
     last = 0
     at = marks.find(1)

@@ -217,3 +217,10 @@ def test_the_line_scans_find_what_their_patterns_found() -> None:
         wrapped += len(expected)
         lists += len(heads)
     assert wrapped > 50 and lists > 50  # both kinds of line were there to find
+
+
+def test_a_large_text_is_lowered_exactly_as_str_lower_does() -> None:
+    code = "def Handle(Path, KEY):  # Ünïcode — naïve café ΑΣ Σ İstanbul \u212aelvin ?\n"
+    for text in (code * 2000, "中文 ÉTÉ Straße " * 8000, "plain ASCII TEXT\n" * 9000):
+        encoded = text.encode("latin-1", "replace")
+        assert redact._lowered(text, encoded) == text.lower()
