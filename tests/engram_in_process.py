@@ -142,6 +142,7 @@ PURE_CACHES: dict[tuple[str, str], str] = {
     ): "how to find every guard word in one pass, built on first use",
     ("memory_core.redact", "_context_guard_search"): "the same for short texts' context rules",
     ("memory_core.redact", "_short_texts"): "a count of texts, deciding only when to build it",
+    ("memory_core.redact", "_guard_searched_chars"): "the same, in characters of larger texts",
     ("memory_core.redact", "_token_guard_search"): "the token formats' guards, for one pass",
     ("memory_core.compiled_patterns", "_entries"): "compiled patterns read from the cache file",
     ("memory_core.gotchas.track", "_analysis"): "an error text's analysis, a pure function of it",
