@@ -100,8 +100,8 @@ class GuardSearch:
             self._held.setdefault(base, []).append((key[0].encode(), key[1], key))
 
     def _plan(self, keys: list[Key]) -> None:
-        """Each guard's window and group: the rarest windows first, each into the group whose
-        windows' characters it adds the least expected places to."""
+        """Each guard's window (its rarest three characters) and group: the commonest windows
+        placed first, each into the group whose columns it adds the fewest expected places to."""
         placed = []
         for key in keys:
             spelled = key[0].lower().encode()
