@@ -472,6 +472,10 @@ def warm_up() -> None:
                 except Exception:
                     continue
     with contextlib.suppress(Exception):
+        from memory_core import redact
+
+        redact.warm_up()  # every hook redacts: its patterns and guard tables, made once here
+    with contextlib.suppress(Exception):
         from memory_core.cli import main as command_line
         from memory_core.resident import RESIDENT_COMMANDS
 

@@ -89,6 +89,25 @@ def run() -> list[Figure]:
     with_figures[0].note += f"; secrets left after redaction: {len(leaked)}"
     figures += with_figures
 
+    # Pieces of 16 kB, one call each: an ingest's messages and tool outputs (below 64 kB the
+    # rules of commands and of secrets in two pieces run too).
+    pieces = [sample[i : i + 16_000] for i in range(0, len(sample), 16_000)]
+    for piece in pieces:
+        # Warm (the rules of texts up to 64 kB compile their patterns on first use) on texts
+        # that differ from the timed ones: a text is remembered once redacted.
+        redact(piece + "\n")
+    start, start_cpu = time.perf_counter(), time.process_time()
+    for piece in pieces:
+        redact(piece)
+    wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
+    figures += _figures(
+        f"redact {len(pieces)} pieces of it of 16 kB, one call each",
+        sum(len(piece) for piece in pieces),
+        wall,
+        cpu,
+        f"one run; {_load()}",
+    )
+
     # Short texts, one call each: what a hook pays per prompt or command.
     lines = [line for line in sample.splitlines() if line.strip()][:20_000]
     texts = [" ".join(lines[i : i + 3]) for i in range(0, len(lines), 3)]
@@ -106,12 +125,16 @@ def run() -> list[Figure]:
         cpu,
         f"{cpu / len(texts) * 1e6:.1f} us of CPU per call; {_load()}",
     )
-    figures.append(_cold_start())
+    figures += _cold_start()
     return figures
 
 
-def _cold_start() -> Figure:
-    """A hook imports redaction in a fresh process: import plus the first prompt's redaction."""
+def _cold_start() -> list[Figure]:
+    """A hook imports redaction in a fresh process: import plus the first prompt's redaction,
+    with no compiled patterns cached (no resident server has run) and with the file the
+    server's warm-up writes."""
+    import tempfile
+
     code = (
         "import time; t = time.perf_counter(); import memory_core.redact as r; "
         "r.redact('deploy with export API_TOKEN=abc123def456 and curl -u me:pw https://x'); "
@@ -120,21 +143,32 @@ def _cold_start() -> Figure:
     # As installed: from compiled bytecode (a first run writes it, even where the environment
     # says not to, or every run would measure compiling the module's source).
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    subprocess.run([sys.executable, "-c", code], capture_output=True, env=env, check=True)
-    runs = [
-        float(
-            subprocess.run(
-                [sys.executable, "-c", code], capture_output=True, text=True, env=env
-            ).stdout
+    figures = []
+    with tempfile.TemporaryDirectory() as empty, tempfile.TemporaryDirectory() as cached:
+        warm = "import memory_core.redact as r; r.warm_up()"
+        subprocess.run(
+            [sys.executable, "-c", warm], env=dict(env, XDG_CACHE_HOME=cached), check=True
         )
-        for _ in range(7)
-    ]
-    median = statistics.median(runs)
-    return Figure(
-        "cold process: import redaction + redact the first prompt",
-        "< 25 ms (a quarter of a hook's 100 ms)",
-        median=median,
-        p95=max(runs),
-        within_budget=median < 25,
-        note=f"7 fresh processes, from bytecode; includes importing re; {_load()}",
-    )
+        for label, folder in (("", empty), (", patterns cached by the server", cached)):
+            runs_env = dict(env, XDG_CACHE_HOME=folder)
+            subprocess.run([sys.executable, "-c", code], capture_output=True, env=runs_env)
+            runs = [
+                float(
+                    subprocess.run(
+                        [sys.executable, "-c", code], capture_output=True, text=True, env=runs_env
+                    ).stdout
+                )
+                for _ in range(7)
+            ]
+            median = statistics.median(runs)
+            figures.append(
+                Figure(
+                    f"cold process: import redaction + redact the first prompt{label}",
+                    "< 25 ms (a quarter of a hook's 100 ms)",
+                    median=median,
+                    p95=max(runs),
+                    within_budget=median < 25,
+                    note=f"7 fresh processes, from bytecode; includes importing re; {_load()}",
+                )
+            )
+    return figures

@@ -53,7 +53,10 @@ ENGRAM = [sys.executable, "-m", "memory_core"]
 
 def _env(folder: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "ENGRAM_NO_RESIDENT"}
-    return {**env, "ENGRAM_RESIDENT_DIR": str(folder), **extra}
+    # The server's warm-up writes compiled patterns to the user's cache: a module-scoped server
+    # starts before the test's own HOME is set, so its cache is given here.
+    cache = str(folder.parent / "cache")
+    return {**env, "ENGRAM_RESIDENT_DIR": str(folder), "XDG_CACHE_HOME": cache, **extra}
 
 
 def _engram(
