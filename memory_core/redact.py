@@ -1981,6 +1981,905 @@ _CONTEXT_DETECTORS: list[_Detector] = [
 ]
 
 
+# ---------------------------------------------------------------------------------------------
+# 2a. Secrets given by their context, by kind of context
+# ---------------------------------------------------------------------------------------------
+
+# The detectors above name commands one by one. Those below describe the kinds of context a
+# secret is given in, so that a command, a file or a call of the same kind that no rule names
+# is caught as well: a password flag after a user flag, `user:password` after a credential
+# flag, a password piped to or written for a program that keeps it, a file of secrets printed,
+# a credential line of a configuration file, a password in SQL, a password argument of a
+# library call, a value printed by a tool apart from its name.
+
+# What a command writes where a user goes: a name, an email, a `DOMAIN\user`.
+_CTX_USER = r"[\"']?[^\s\"'\-][^\s\"']*[\"']?"
+# The value of a flag: quoted to its closing quote, or one word that is not a flag, a
+# reference or a placeholder's bracket.
+_CTX_VALUE = (
+    r"(?:(?<=')[^'\n]{1,200}(?=')|(?<=\")[^\"\n]{1,200}(?=\")|(?![\-$%<{(\\])[^\s\"'|;&)]+)"
+)
+# Port mappings, process ids and lists of them (`8080:80`, `1234,5678`, `0.0.0.0:53:53/udp`):
+# what `-p` takes in the commands where it is no password.
+_PORTS_OR_PIDS = (r"^[\d.:,\-]+(?:/(?:tcp|udp|sctp))?$", re.IGNORECASE)
+# Commands where `-u` is the user to run as and `-p` then belongs to another command, or
+# where `-p` without a value asks for the password (`mysql -u root -p mydb`).
+_USER_NOT_LOGIN = (
+    r"\b(?:sudo|doas|runuser|su|mysql\w*|mariadb\w*|docker|podman|nerdctl|kubectl|crictl|"
+    r"ps|top|htop|pgrep|pkill|lsof|strace|crontab|chage|passwd|killall|psql|pg_\w+|createdb|"
+    r"dropdb|createuser|dropuser|vacuumdb|reindexdb|clusterdb|pgbench|ab)\b",
+    0,
+)
+
+
+def _login_flag_password(match: re.Match[str]) -> str | None:
+    """`-p VALUE` in a command that gave a user with `-u`/`-U`/`--user` before it: the
+    password (`rabbitmqadmin -u admin -p PW`, `ncftpput -u deploy -p PW`, `cypher-shell -u
+    neo4j -p PW`, `hdbsql -u SYSTEM -p PW`), unless `-p` is a port or a process id there."""
+    value = match.group(0)[len(match.group("keep")) :].strip("\"'")
+    text = match.string
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    if _rx(_USER_NOT_LOGIN).search(text, line_start, match.end("keep")):
+        return None
+    if _rx(_PORTS_OR_PIDS).match(value) and not (value.isdigit() and len(value) >= 8):
+        return None
+    if value.startswith(("/", "~", "./", "../")) or "://" in value or value.endswith((":", "/")):
+        return None
+    if _rx(_FILE_NAME).match(value):
+        return None  # ApacheBench's `-u put.json -p post.json`: files
+    return _command_password(match)
+
+
+_FILE_NAME = (
+    r"^[\w\-]+\.(?:json|txt|xml|csv|ya?ml|conf|cfg|ini|log|sql|sh|py|js|html?|dat|bin)$",
+    0,
+)
+
+
+# A container's user is `uid:gid` or `user:group`, a `:` that is no password's.
+_RUNS_AS = (
+    r"\b(?:docker|podman|nerdctl|kubectl|crictl|ctr|buildah|runc|lxc|systemd-run|chown|"
+    r"install|rsync|setpriv|sudo|tar)\b",
+    0,
+)
+
+
+def _credential_pair(match: re.Match[str]) -> str | None:
+    """The password half of `USER:PASSWORD` (or `USER,PASSWORD`) given to a credential flag of
+    any command: `etcdctl --user root:PW`, `http -a admin:PW`, `ab -A user:PW`, `--auth
+    user:PW`; not a container's `--user 1000:1000` or `-u www-data:www-data`, nor a host and
+    a port or a path (`-a host:8080`, `-a src:/data`)."""
+    value = match.group(0)[len(match.group("keep")) :].strip("\"'")
+    user = match.group("user").strip("\"'")
+    text = match.string
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    if value.startswith(("/", "~", ".")) or (
+        _rx(_PORTS_OR_PIDS).match(value) and not (value.isdigit() and len(value) >= 6)
+    ):
+        return None  # a port (`-a host:8080`), a path (`-a src:/data`)
+    if _rx(_RUNS_AS).search(text, line_start, match.start("user")) and (
+        value.isdigit() or (value.replace("-", "").replace("_", "").isalpha() and value.islower())
+    ):
+        return None
+    if user.lower() in ("http", "https", "ftp", "ssh", "file") or value.startswith("//"):
+        return None  # a URL, not a credential
+    return _command_password(match)
+
+
+def _named_secret_argument(match: re.Match[str]) -> str | None:
+    """A value set under a name that says it is a secret: `dotnet user-secrets set
+    "Db:Password" VALUE`, `npm config set //host/:_authToken VALUE`, `git config
+    github.token VALUE`, `rclone config create r s3 secret_access_key VALUE`."""
+    name = match.group("name").strip("\"'")
+    last = re.split(r"[.:/\\\-]", name)[-1] or name
+    value = match.group(0)[len(match.group("keep")) :].strip("\"'")
+    named = _names_a_password(last) or _strong_name(last) or _strong_name(name)
+    if not named and not (_weak_name(last) and _weak_secret(last, value)):
+        return None
+    if _describes_only(last) or _is_reference(value, quoted=True) or _placeholder(value):
+        return None
+    quoted = match.group("keep")[-1:] in "\"'"
+    if not quoted and value.isalpha() and value.islower():
+        return None  # `config token expired`: prose
+    return _command_password(match)
+
+
+def _sql_password(match: re.Match[str]) -> str | None:
+    """SQL's password literal: not a bind parameter, a variable or a placeholder."""
+    value = match.group(0)[len(match.group("keep")) :].strip("\"'")
+    if (
+        not value
+        or value.startswith((":", "?", "@", "&", "%s", "$"))
+        or value.upper()
+        in (
+            "VALUES",
+            "EXTERNALLY",
+            "GLOBALLY",
+            "NULL",
+        )
+    ):
+        return None
+    return _command_password(match)
+
+
+def _credential_line(match: re.Match[str]) -> str | None:
+    """A credential line of a configuration file: `password VALUE` (msmtp, fetchmail),
+    `requirepass VALUE` (Redis), `auth_pass VALUE` (keepalived), `remotepass = 12345678`
+    (OfflineIMAP). Without `=` the value must read as no word (`password required` is prose);
+    with it, only what the assignments leave (an all-digit password) is taken here."""
+    name = match.group("name")
+    value = match.group(0)[len(match.group("keep")) :]
+    quoted = match.group("keep")[-1:] in "\"'"
+    if match.group("op"):
+        # Labelled as the assignments label the values they find (`DB_PASSWORD=37750037`).
+        return _label("secret") if value.isdigit() and len(value) >= 6 else None
+    if _is_reference(value, quoted=quoted) or _rx(_PLACEHOLDER_VALUE).match(value):
+        return None
+    if value.startswith(("!", "|", ">", "#", ";", "/", "~")) or _placeholder(value):
+        return None
+    if _rx(_PORTS_OR_PIDS).match(value):
+        return None  # /etc/services: `kpasswd  464/tcp`
+    if not quoted and not (
+        any(c.isdigit() for c in value)
+        or _case_switches(value) >= 2
+        or any(not c.isalnum() for c in value)
+    ):
+        return None
+    if value.endswith(":") or (value.isdigit() and len(value) < 6):
+        return None
+    if name.lower().endswith(_NOT_PASSWORD_NAMES):
+        return None
+    return _label("password")
+
+
+# Words that end in `pass` and name no password.
+_NOT_PASSWORD_NAMES = ("bypass", "compass", "surpass", "trespass", "overpass", "underpass")
+
+
+def _credential_line_pair(match: re.Match[str]) -> str | None:
+    value = match.group(0)[len(match.group("keep")) :]
+    quoted = match.group("keep")[-1:] in "\"'"
+    if not quoted and value.isalpha() and value.islower():
+        return None  # `user admin password required`: prose
+    return _command_password(match)
+
+
+# The communities net-snmp's documentation and examples use.
+_SNMP_DEFAULT_COMMUNITIES = frozenset(("public", "private"))
+
+
+def _snmp_secret(match: re.Match[str]) -> str | None:
+    value = match.group(0)[len(match.group("keep")) :].strip("\"'")
+    if match.group("keep").rstrip(" \t\"'").endswith("-c") and value in _SNMP_DEFAULT_COMMUNITIES:
+        return None
+    return _command_password(match)
+
+
+# Programs that read a password or a key from their input (`echo PW | cryptsetup open ...`).
+_READS_SECRET_FROM_STDIN = (
+    r"(?:\b(?:cryptsetup|encfs|gocryptfs|veracrypt|truecrypt|ecryptfs-\w+|chpasswd|chgpasswd|"
+    r"smbpasswd|pdbedit|htpasswd\s+(?:-\w+\s+)*-\w*i|passwd|mkpasswd|openconnect|ssh-add|"
+    r"wg\s+pubkey|vault\s+login|zfs\s+(?:load-key|create)|"
+    r"(?:gh|glab)\s+(?:secret\s+set|auth\s+login)|wrangler\s+secret\s+put|vercel\s+env\s+add|"
+    r"docker\s+secret\s+create|podman\s+secret\s+create|kubectl\s+create\s+secret|"
+    r"netlify\s+env:set|fly(?:ctl)?\s+secrets\s+(?:set|import)|keyctl\s+padd|"
+    r"secret-tool\s+store|security\s+add-\w+-password|gpg\b[^\n|]*--passphrase-fd|"
+    r"age\b[^\n|]*-p\b|rclone\s+obscure|openssl\b[^\n|]*\bstdin\b|"
+    r"bw\s+(?:unlock|login)|op\s+signin)|"
+    r"--?(?:password|passwd|passphrase|pass|token|secret|key)[-_]?(?:stdin|from-stdin)\b|"
+    r"--stdin-?pass(?:word)?\b|--passwd-on-stdin\b|\bencfs\b[^\n|]*\s-S\b)",
+    re.IGNORECASE,
+)
+
+
+def _piped_secret(match: re.Match[str]) -> str | None:
+    text = match.string
+    line_end = text.find("\n", match.end())
+    rest = text[match.end() : line_end if line_end != -1 else len(text)]
+    pipe = rest.find("|")
+    if pipe == -1 or not _rx(_READS_SECRET_FROM_STDIN).search(rest, pipe):
+        return None
+    return _command_password(match)
+
+
+# A file that holds secrets, by its name: `*.secrets`, `secrets/db_password`, OpenVPN's
+# `auth.txt`, Rails' `master.key`, `.vault-token`, `.passwd-s3fs`, postfix's `sasl_passwd`,
+# Jenkins' `initialAdminPassword`, k3s's `node-token`, ppp's `chap-secrets`.
+_SECRET_FILE = (
+    r"(?:[\w.\-~/\\]*?(?:secret|passw(?:or)?d|pwd|token|credential|cred|\bauth\.txt|auth-user-pass|"
+    r"\.pass\b|master\.key|\.psk)[\w.\-]*)",
+    re.IGNORECASE,
+)
+_PRINT_FILE = (
+    r"(?im)^[^\n]*?\b(?:cat|type|more|less|head|tail|bat|batcat|gc|get-content|strings)"
+    r"(?:\s+-\S+)*\s+[\"']?(?P<path>[^\s\"'|;&<>]+)[\"']?[^\n|;&]*$",
+    0,
+)
+# A file of public user records, not of secrets.
+_PUBLIC_FILES = ("/etc/passwd", "/etc/group", "passwd.5", "sudoers")
+# Source files are read for their code: `cat token.go` prints no secret file.
+_SOURCE_FILES = (
+    ".py",
+    ".js",
+    ".ts",
+    ".go",
+    ".rb",
+    ".java",
+    ".rs",
+    ".c",
+    ".h",
+    ".cs",
+    ".php",
+    ".md",
+    ".html",
+    ".css",
+    ".sh",
+    ".kt",
+    ".swift",
+    ".tsx",
+    ".jsx",
+    ".lock",
+)
+
+
+def _printed_secret_file_spans(text: str, lowered: str) -> list[Span]:
+    """The values in what a command printed from a file of secrets: `$ cat auth.txt` then
+    `user` and `password` on two lines; `$ cat /etc/rsyncd.secrets` then `backup:PASSWORD`;
+    `$ cat config/master.key` then the key. Each line up to the next prompt or blank line
+    whose last word reads as no word (digits, symbols, mixed case) has it hidden; a
+    `name:value` line its value. Lines that are assignments are left to the assignments."""
+    if "\n" not in text or not any(word in lowered for word in _PRINT_VERBS):
+        return []
+    spans: list[Span] = []
+    for command in _rx(_PRINT_FILE).finditer(text):
+        path = command.group("path").lower()
+        if path.endswith(_PUBLIC_FILES + _SOURCE_FILES) or not _rx(_SECRET_FILE).search(path):
+            continue
+        at = command.end() + 1
+        for _ in range(40):
+            if at >= len(text):
+                break
+            end = text.find("\n", at)
+            end = len(text) if end == -1 else end
+            line = text[at:end].rstrip("\r")
+            stripped = line.strip()
+            if (
+                not stripped
+                or stripped.startswith(("$ ", "# ", "> ", "PS "))
+                or "@" in stripped[:1]
+            ):
+                break
+            span = _printed_secret_value(line, at)
+            if span is not None:
+                spans.append(span)
+            at = end + 1
+    return spans
+
+
+_PRINT_VERBS = ("cat ", "type ", "more ", "less ", "head ", "tail ", "bat ", "get-content", "gc ")
+
+
+def _printed_secret_value(line: str, at: int) -> Span | None:
+    stripped = line.strip()
+    if stripped.startswith(("#", ";", "[", "{", "}", "<", "-----")) or "=" in stripped:
+        return None
+    if ": " in stripped or stripped.endswith(":"):
+        return None  # `key: value` lines are the assignments'
+    words = stripped.split()
+    if len(words) > 5:
+        return None  # prose
+    word = next((w for w in reversed(words) if w not in ("*", "-") and not _IPV4.match(w)), "")
+    start = line.rfind(word)
+    if ":" in word and "://" not in word:
+        cut = word.rfind(":") + 1
+        word, start = word[cut:], start + cut
+    value = word.strip("\"'")
+    if len(value) < 4 or _is_reference(value, quoted=True) or _rx(_PLACEHOLDER_VALUE).match(value):
+        return None
+    if value.isalpha() and (value.islower() or _case_switches(value) < 2):
+        return None  # a user's name, a word
+    start += len(word) - len(word.lstrip("\"'"))
+    return (at + start, at + start + len(value), _label("password"))
+
+
+_IPV4 = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}(?:/\d+)?$")
+
+
+# A command that prints a secret, by what it is asked for: a secret word and a verb that
+# reads or shows it (`kubectl get secret ... | base64 -d`, `pass show`, `terraform output -raw
+# db_password`, `echo $API_TOKEN`, `argocd admin initial-password`), or a key generator
+# (`openssl rand -hex 32`, `rails secret`, `wg genkey`).
+_SHOWS_SECRET = (
+    r"(?im)(?P<keep>^[^\n]*?(?:"
+    r"\b(?:get|show|read|print|reveal|output|lookup|decode|describe|cat|echo|printenv|fetch|"
+    r"view|dump|export|find-generic-password|find-internet-password)\b[^\n]*?"
+    r"(?:secret|passw(?:or)?d|passwd|passphrase|token|api[_\-]?key|credential|master\.key)|"
+    r"(?:secret|passw(?:or)?d|passwd|passphrase|token|credential)[^\n]*?"
+    r"(?:\bbase64\s+(?:-d|--decode|-D)\b|\b(?:get|show|read|print|reveal)\b)|"
+    r"\bopenssl\s+rand\b|\b(?:rails|rake)\s+secret\b|\bwg\s+gen(?:key|psk)\b|"
+    r"\bphx\.gen\.secret\b|\bkey:generate\s+--show\b|\binitial-password\b|\bpwgen\b|"
+    r"\bsecrets\.token_(?:hex|urlsafe|bytes)\b"
+    r")[^\n]*\r?\n)"
+    r"(?![\-#$%<{*\[])\S{6,}(?=[ \t]*\r?$)",
+    0,
+)
+
+
+def _printed_secret(match: re.Match[str]) -> str | None:
+    """The one value a command printed on the line after it, when the command asks for a
+    secret: a value, not a word, a path, a name, a table header or a prompt."""
+    value = match.group(0)[len(match.group("keep")) :]
+    command = match.group("keep")
+    if not command.lstrip().startswith(("$", "#", ">", "PS", "%")) and match.start() != 0:
+        # Not a command line: the previous line must be one (a prompt) or the text's first.
+        return None
+    if value.startswith(("/", "~", "./")) or value.endswith((":", ",", "{", "(")):
+        return None
+    if _is_reference(value, quoted=True) or _placeholder(value):
+        return None
+    if value.isalpha() and (value.islower() or _case_switches(value) < 3):
+        return None
+    if _rx(_WORDS).match(value) or (value.count(".") >= 1 and _rx(_DOTTED_NAME).match(value)):
+        return None
+    return _label("secret")
+
+
+def _label_value(match: re.Match[str]) -> str | None:
+    """A tool's `Label:   value` line whose label names a secret although it ends in `ID`
+    (Consul's `SecretID`, Vault's `secret_id`): a secret, a UUID as often as not."""
+    value = match.group(0)[len(match.group("keep")) :].strip("\"'")
+    if _is_reference(value, quoted=True) or _placeholder(value) or value in ("<hidden>", "hidden"):
+        return None
+    if value.isalpha() and value.islower():
+        return None
+    if _rx(_IDENTIFIER).match(value) and not any(c.isdigit() for c in value):
+        return None  # `secret_id = get_secret_id()`: code
+    if match.string[match.end() : match.end() + 1] in ("(", "["):
+        return None
+    return _label("secret")
+
+
+def _bordered_row(match: re.Match[str]) -> str | None:
+    """`| password | VALUE |`: a row of a bordered table (OpenStack's `Field | Value`)."""
+    name = match.group("name").strip()
+    value = match.group(0)[len(match.group("keep")) :].strip()
+    if not value or not _is_secret_value(name, value):
+        return None
+    return _label("secret")
+
+
+def _json_named_value(match: re.Match[str]) -> str | None:
+    """The `"value"` of a JSON object whose name field names a key or a secret (`az storage
+    account keys list`: `"keyName": "key1", ..., "value": "..."`), when it looks like one."""
+    name = match.group("name")
+    value = match.group(0)[len(match.group("keep")) :]
+    if _is_reference(value, quoted=True) or _placeholder(value) or _rx(_WORDS).match(value):
+        return None
+    field = match.group("field").lower()
+    if field.endswith("keyname") or field in ("secretname", "passwordname"):
+        # The object is a key's: its value is the key when it looks random.
+        return _label("secret") if len(value) >= 16 and entropy(value) >= 3.5 else None
+    return _label("secret") if _is_secret_value(name, value, quoted=True) else None
+
+
+def _split_json_value(match: re.Match[str]) -> str | None:
+    """`"password":` and its value on the next line, as pretty-printers wrap a long one."""
+    name = match.group("name")
+    value = match.group(0)[len(match.group("keep")) :]
+    return _label("secret") if _is_secret_value(name, value, quoted=True) else None
+
+
+def _code_secret_argument(match: re.Match[str]) -> str | None:
+    """A literal given as a password, a secret or a token argument of a call: not a prompt's
+    message (`questionary.password("Your password?")`), a placeholder or a reference."""
+    value = match.group(0)[len(match.group("keep")) :]
+    if " " in value.strip() or value.rstrip().endswith((":", "?")) or not value.strip():
+        return None
+    return _command_password(match)
+
+
+def _encoded_credentials(match: re.Match[str]) -> str | None:
+    """`btoa('user:PW')`, `base64.b64encode(b"user:PW")`: the password of a basic
+    authorisation built in code; a plain lowercase word stays (`'hello:world'`)."""
+    value = match.group(0)[len(match.group("keep")) :]
+    if value.isalpha() and value.islower():
+        return None
+    return _command_password(match)
+
+
+# A string literal argument: `"..."`, `'...'`, Python's `b"..."`, C#'s `@"..."`.
+_CTX_LITERAL_OPEN = r"(?:[bru]|@)?(?P<q>[\"'`])"
+# One argument before the one that matters: a literal or an expression without a comma.
+_CTX_ARG = r"\s*(?:[bru@]?\"[^\"\n]*\"|[bru]?'[^'\n]*'|[$@]?[\w.\[\]\->:()]+?)\s*,"
+
+_KIND_DETECTORS: list[_Detector] = [
+    (
+        # A password flag after a user flag, in any command: `-u USER ... -p PASSWORD`
+        # (rabbitmqadmin, ncftp*, cypher-shell, hdbsql, racadm, crackmapexec, evil-winrm),
+        # `-U USER ... -P PASSWORD` (tsql, sqsh, ipmitool), vsql's `-w`.
+        "login-flag-password",
+        (" -u", " -U", "--user", "-user"),
+        False,
+        r"(?P<keep>(?<![\w\-])(?:-u|-U|--user(?:name)?|-user(?:name)?)(?:[ \t]+|=)"
+        + _CTX_USER
+        + _SAME_COMMAND
+        + r"\s(?:-p|-P|-w|-pw)[ \t]+[\"']?)"
+        + _CTX_VALUE,
+        _login_flag_password,
+    ),
+    (
+        # `USER:PASSWORD` (or `USER,PASSWORD`) given to a credential flag of any command:
+        # `--user`/`-u` (etcdctl, lftp, ncftp), `-a`/`--auth` (HTTPie, xh, hey), ApacheBench's
+        # `-A`, `--basic-auth`, `--credentials`, `--proxy-user`; each half may be quoted.
+        "credential-flag-pair",
+        (" -u", " -U", "--user", " -a", " -A", "--auth", "--basic-auth", "--cred", "-user"),
+        False,
+        r"(?P<keep>(?<![\w\-])(?:-u|-U|--user|-user|-a|-A|--auth|--basic-auth|--credentials?|"
+        r"--proxy-user|--http-auth)(?:[ \t]+|=)"
+        r"(?P<user>[\"']?[^\s\"':,%\-/][^\s\"':,%/]*?[\"']?)[:,][\"']?)" + _CTX_VALUE,
+        _credential_pair,
+    ),
+    (
+        # S3-compatible clients' positional keys: `mc alias set NAME URL ACCESS SECRET`, the
+        # older `mc config host add NAME URL ACCESS SECRET` (the MinIO client, `mcli`).
+        "s3-alias-secret",
+        ("alias set", "host add"),
+        True,
+        r"(?P<keep>\b(?:mc|mcli|mc\.exe)\s+(?:alias\s+set|config\s+host\s+add)\s+"
+        r"(?:--\S+\s+)*\S+\s+\S+\s+[\"']?[^\s\"']+[\"']?\s+[\"']?)" + _CTX_VALUE,
+        _command_password,
+    ),
+    (
+        # Passwords in SQL: `IDENTIFIED BY 'PW'` (MySQL, Oracle, ClickHouse, Vertica; Oracle's
+        # unquoted `IDENTIFIED BY tiger`), `[WITH] [ENCRYPTED] PASSWORD 'PW'` and `PASSWORD =
+        # 'PW'` (PostgreSQL, SQL Server, Snowflake, Cassandra, Neo4j's `SET PASSWORD 'PW'`),
+        # `PASSWORD('PW')`, `SECRET = 'PW'` (a SQL Server credential), DB2's `CONNECT TO db
+        # USER u USING PW`, Neo4j's `SET PASSWORD FROM 'old' TO 'new'`.
+        "sql-password",
+        ("identified", "password", "using", "secret"),
+        True,
+        (
+            r"(?P<keep>(?:"
+            r"\bIDENTIFIED\s+(?:WITH\s+[\"']?\w+[\"']?\s+)?(?:BY|AS)\s+(?:PASSWORD\s+)?|"
+            r"\bCONNECT\s+TO\s+\S+\s+USER\s+\S+\s+USING\s+|"
+            r"(?:"
+            r"\b(?:WITH|LOGIN|ENCRYPTED|UNENCRYPTED|SET|USER\s+\S+)\s+"
+            r"PASSWORD\s*(?:=\s*|\(\s*|FROM\s+'[^'\n]*'\s+TO\s+)?|"
+            r"\bSET\s+PASSWORD\s+FOR\s+\S+\s*=\s*(?:PASSWORD\s*\(\s*)?|"
+            r"\bPASSWORD\s*=\s*PASSWORD\s*\(\s*|"
+            r"\bSECRET\s*=\s*"
+            r")(?=['\"])"
+            r")(?P<q>['\"]?))"
+            r"(?:(?<=')[^'\n]{1,128}(?=')|(?<=\")[^\"\n]{1,128}(?=\")|"
+            r"(?<![\"'])(?![\-$%<{(:?@&=])[^\s\"';,)]+)",
+            re.IGNORECASE,
+        ),
+        _sql_password,
+    ),
+    (
+        # A value set under a name that says it is a secret, in the commands that keep
+        # settings: `dotnet user-secrets set "Db:Password" VALUE`, `npm|yarn|pnpm config set
+        # //host/:_authToken VALUE`, `git config github.token VALUE`, `rclone config create
+        # NAME TYPE pass VALUE`, `gh secret set NAME --body VALUE` below.
+        "named-secret-argument",
+        ("user-secrets", "config"),
+        True,
+        r"(?P<keep>(?:\buser-secrets\s+set|\bconfig(?:\s+set)?|"
+        r"\brclone\s+config\s+(?:create|update)\b"
+        + _SAME_COMMAND
+        + r"(?=\s\w*(?:pass|secret|token|key)\b))"
+        r"(?:\s+--?[\w\-]+(?:=\S+)?)*\s+[\"']?(?P<name>[^\s\"'=]{2,120})[\"']?[ \t]+[\"']?)"
+        + _CTX_VALUE,
+        _named_secret_argument,
+    ),
+    (
+        # Package managers' credentials by host: `composer config http-basic.HOST USER PW`,
+        # `composer config github-oauth.HOST TOKEN` (gitlab-token, gitlab-oauth, bearer,
+        # bitbucket-oauth's key and secret), `bundle config [set] HOST USER:PW`.
+        "package-credentials",
+        ("composer", "bundle"),
+        False,
+        r"(?P<keep>(?:"
+        r"\bcomposer\s+config\s+(?:--?\S+\s+)*(?:http-basic\.\S+\s+[\"']?[^\s\"']+[\"']?|"
+        r"bitbucket-oauth\.\S+\s+[\"']?[^\s\"']+[\"']?|"
+        r"(?:github-oauth|gitlab-oauth|gitlab-token|bearer)\.\S+)[ \t]+|"
+        r"\bbundle\s+config\s+(?:set\s+)?(?:--\S+\s+)*(?:https?://)?[\w\-]+\.[\w.\-/:]+[ \t]+"
+        r"[\"']?[^\s\"':]+:"
+        r")[\"']?)" + _CTX_VALUE,
+        _command_password,
+    ),
+    (
+        # Every value of a Kubernetes secret made from literals:
+        # `kubectl create secret generic NAME --from-literal=KEY=VALUE` (OpenShift's `oc` too).
+        "secret-from-literal",
+        ("from-literal",),
+        True,
+        r"(?P<keep>--from-literal[= ][\"']?[^\s=\"']+=[\"']?)" + _CTX_VALUE,
+        _command_password,
+    ),
+    (
+        # A value given whole to a command that stores it as a secret: `gh secret set NAME
+        # --body VALUE`, `bw unlock PW`, `bw login EMAIL PW`, `neo4j-admin set-initial-password
+        # PW`, `snyk auth TOKEN`, `ngrok authtoken TOKEN`, `nuget setapikey KEY`, `hdbuserstore
+        # SET KEY HOST USER PW`, unixODBC's `isql DSN USER PW`, `vsce|ovsx publish -p TOKEN`,
+        # `dotnet nuget push -k KEY`, `choco apikey -k KEY`, `codecov -t TOKEN`.
+        "secret-storing-command",
+        (
+            "secret set",
+            "bw ",
+            "set-initial-password",
+            "snyk",
+            "authtoken",
+            "setapikey",
+            "hdbuserstore",
+            "isql",
+            "vsce",
+            "ovsx",
+            "nuget",
+            "choco",
+            "codecov",
+        ),
+        True,
+        r"(?P<keep>(?:"
+        r"\bgh\s+secret\s+set\b" + _SAME_COMMAND + r"\s(?:-b|--body)(?:[ \t]+|=)|"
+        r"\bbw\s+(?:unlock|login\s+(?:--\S+\s+)*\S+)[ \t]+|"
+        r"\bneo4j-admin\s+(?:dbms\s+)?set-initial-password[ \t]+|"
+        r"\bsnyk\s+auth[ \t]+|"
+        r"\bngrok\s+(?:config\s+add-)?authtoken[ \t]+|"
+        r"\bnuget(?:\.exe)?\s+setapikey[ \t]+|"
+        r"\bhdbuserstore\s+(?:-\S+\s+)*set\s+\S+\s+\S+\s+\S+[ \t]+|"
+        r"\bisql(?:\s+-[A-Za-z]\S*)*\s+(?!-)[^\s\"']+\s+(?!-)[^\s\"']+[ \t]+|"
+        r"\b(?:vsce|ovsx)\s+publish\b" + _SAME_COMMAND + r"\s(?:-p|--pat)[ \t]+|"
+        r"\bdotnet\s+nuget\s+push\b" + _SAME_COMMAND + r"\s-k[ \t]+|"
+        r"\bchoco\s+(?:apikey|setapikey)\b" + _SAME_COMMAND + r"\s(?:-k|--key|--api-key)[ \t=]+|"
+        r"\bcodecov\b" + _SAME_COMMAND + r"\s-t[ \t]+"
+        r")[\"']?)" + _CTX_VALUE,
+        _command_password,
+    ),
+    (
+        # A password piped to a program that reads one from its input: `echo PW | cryptsetup
+        # open ...`, `| encfs -S`, `| smbpasswd -s`, `| wg pubkey`, `| gh secret set NAME`,
+        # `| docker secret create NAME -`, any `--password-stdin`/`--passwd-on-stdin`.
+        "piped-secret",
+        ("echo", "printf"),
+        True,
+        r"(?P<keep>\b(?:echo|printf)\s+(?:-[neE]+\s+)?(?:'%s(?:\\n)?'\s+)?[\"']?)"
+        r"(?:(?<=')[^'\n]{1,200}(?=')|(?<=\")[^\"\n]{1,200}(?=\")|(?![\-$%<{(\\])[^\s\"'|;&)]+)",
+        _piped_secret,
+    ),
+    (
+        # A secret written into a file that holds secrets: `echo PW > ~/.vault-token`,
+        # `echo ACCESS:SECRET > ~/.passwd-s3fs`, `echo 'u:PW' | sudo tee -a /etc/rsyncd.secrets`.
+        "secret-file-write",
+        ("echo", "printf"),
+        True,
+        r"(?P<keep>\b(?:echo|printf)\s+(?:-[neE]+\s+)?[\"']?)"
+        r"(?:(?<=')[^'\n]{1,200}(?=')|(?<=\")[^\"\n]{1,200}(?=\")|(?![\-$%<{(\\])[^\s\"'|;&>)]+)"
+        r"(?=[\"']?\s*(?:>>?|\|\s*(?:sudo\s+)?tee(?:\s+-a)?)\s*[\"']?[\w.\-~/\\]*?"
+        r"(?:secret|passw(?:or)?d|pwd|token|credential|auth\.txt|master\.key|\.psk)"
+        r"(?<!/etc/passwd))",
+        _command_password,
+    ),
+    (
+        # Credential lines of configuration files read by keyword: msmtp's and fetchmail's
+        # `password VALUE`, Redis' `requirepass`/`masterauth`, keepalived's `auth_pass`,
+        # mutt's `set imap_pass`, OfflineIMAP's `remotepass = ...`, `psk`/`secret` lines.
+        "credential-line",
+        ("pass", "pwd", "secret", "psk", "masterauth"),
+        True,
+        (
+            r"(?im)(?P<keep>^[ \t]*(?:set[ \t]+)?"
+            r"(?P<name>[a-z_][\w.\-]*?(?:pass|passwd|password|pwd|passphrase|psk|secret|"
+            r"masterauth|requirepass))"
+            r"(?:(?P<op>[ \t]*[=:][ \t]*)|[ \t]+)(?P<q>[\"']?))"
+            r"(?:(?<=')[^'\n]{1,200}(?=')|(?<=\")[^\"\n]{1,200}(?=\")|[^\s\"'#;]{1,200})"
+            r"(?=[\"']?[ \t]*;?[ \t]*\r?$)",
+            0,
+        ),
+        _credential_line,
+    ),
+    (
+        # A password after its keyword inside a line of mail and network config files:
+        # fetchmail's `user "me" there with password "PW"`, `login USER password PW`.
+        "keyword-pair-password",
+        ("pass",),
+        True,
+        (
+            r"(?P<keep>\b(?:user(?:name)?|login)\s+\S+\s+(?:there\s+)?(?:with\s+)?"
+            r"(?:password|passwd|pass)\s+[\"']?)"
+            r"(?:(?<=')[^'\n]{1,200}(?=')|(?<=\")[^\"\n]{1,200}(?=\")|(?![\-$%<{(\\])[^\s\"']+)",
+            re.IGNORECASE,
+        ),
+        _credential_line_pair,
+    ),
+    (
+        # strongSwan's and Libreswan's ipsec.secrets: `[IDs] : PSK "secret"`, `: XAUTH`, `: EAP`,
+        # `: NTLM`, `: PIN`, and the passphrase of a private key file (`: RSA key.pem "PW"`).
+        "ipsec-secret",
+        ("psk", "xauth", "eap", "ntlm", ": rsa", ": ecdsa", ": pin", "p12"),
+        True,
+        r"(?P<keep>(?:^|\s):[ \t]*(?:PSK|XAUTH|EAP|NTLM|PIN|(?:RSA|ECDSA|BLISS|PKCS8|PKCS12|P12)"
+        r"[ \t]+\S+)[ \t]+[\"']?)(?:(?<=\")[^\"\n]+(?=\")|(?<=')[^'\n]+(?=')|(?![\"'])\S+)",
+        _command_password,
+    ),
+    (
+        # An XML element named by an attribute: Hibernate's `<property
+        # name="hibernate.connection.password">PW</property>`, Spring's `<property
+        # name="password" value="PW"/>`, `<entry key="db.password">PW</entry>`, .NET's
+        # `<setting name="ApiKey" serializeAs="String"><value>KEY</value></setting>`.
+        "xml-named-element",
+        ("name=", "key="),
+        True,
+        r"(?P<keep><(?P<tag>[\w:.\-]+)\s+(?:name|key|id)\s*=\s*[\"'](?P<name>[^\"'\n]{1,120})[\"']"
+        r"(?:[^<>]*?\svalue\s*=\s*[\"']|[^<>/]*>\s*(?:<value>)?))"
+        r"[^\"'<>\n]{1,300}?(?=[\"']|\s*</)",
+        _named_value,
+    ),
+    (
+        # A secret's name and its value on the next line, the way pretty-printers wrap a long
+        # value: `"password":` then `"VALUE"` (JSON), `password =` then `"VALUE"` (HCL, TOML).
+        "split-named-value",
+        ("pass", "pwd", "secret", "token", "key", "auth", "cred"),
+        True,
+        (
+            r"(?P<keep>[\"']?(?P<name>[A-Za-z_][\w.\-]{0,80})[\"']?[ \t]*[:=][ \t]*\r?\n[ \t]*"
+            r"(?P<q>[\"']))[^\"'\n]{1,500}(?=(?P=q))",
+            0,
+        ),
+        _split_json_value,
+    ),
+    (
+        # The `value` of a JSON object whose other field names it (`az storage account keys
+        # list`: `"keyName": "key1"` ... `"value": "KEY"`; `{"name": "db-password", "type":
+        # "...", "value": "PW"}`), fields between them.
+        "json-object-value",
+        ('"value"',),
+        True,
+        (
+            r"(?P<keep>\"(?P<field>key_?name|name|key|secret_?name|password_?name)\"\s*:\s*"
+            r"\"(?P<name>[^\"\n]{1,80})\"(?:\s*,\s*\"[^\"\n]{1,40}\"\s*:\s*"
+            r"(?:\"[^\"\n]{0,200}\"|[\w.\-]+))*\s*,\s*\"value\"\s*:\s*\")[^\"\n]{1,4096}(?=\")",
+            re.IGNORECASE,
+        ),
+        _json_named_value,
+    ),
+    (
+        # Labels that name a secret although they end in `ID`: Consul's `SecretID:  VALUE`,
+        # Vault's `secret_id   VALUE`, `Secret ID: VALUE`; `SecretAccessKey`-style labels in a
+        # `Label:   value` block.
+        "secret-id-label",
+        ("secretid", "secret_id", "secret id", "secret-id"),
+        True,
+        (
+            r"(?P<keep>\b(?:SecretID|SecretId|secret_id|Secret[ \t]ID|secret-id)[\"']?"
+            r"(?:[ \t]*[:=][ \t]*|[ \t]{2,})[\"']?)(?!accessor)[A-Za-z0-9][A-Za-z0-9\-_.+/=]{7,}",
+            re.IGNORECASE,
+        ),
+        _label_value,
+    ),
+    (
+        # A bordered table's row: `| password | VALUE |` (OpenStack's `Field | Value` tables,
+        # MySQL's and psql's boxes).
+        "bordered-table-row",
+        ("|",),
+        False,
+        (
+            r"(?m)(?P<keep>^[ \t]*\|[ \t]*(?P<name>[A-Za-z_][\w.\- ]{0,60}?)[ \t]*\|[ \t]*)"
+            r"[^\s|]{1,300}(?=[ \t]*\|[ \t]*\r?$)",
+            0,
+        ),
+        _bordered_row,
+    ),
+    (
+        # Basic authorisation built in code: `btoa('user:PW')`, `Buffer.from('user:PW')`,
+        # `base64.b64encode(b'user:PW')`, Ruby's `Base64.strict_encode64("user:PW")`, PHP's
+        # `base64_encode("user:PW")`, Go's `EncodeToString([]byte("user:PW"))`, C#'s
+        # `GetBytes("user:PW")`.
+        "encoded-credentials",
+        (
+            "btoa(",
+            "buffer.from(",
+            "b64encode(",
+            "encode64(",
+            "base64_encode(",
+            "getbytes(",
+            "[]byte(",
+        ),
+        True,
+        r"(?P<keep>\b(?:btoa|Buffer\.from|b64encode|(?:strict_|urlsafe_)?encode64|"
+        r"base64_encode|GetBytes|getBytes|\[\]byte)\(\s*"
+        + _CTX_LITERAL_OPEN
+        + r"[^\s\"'`:/@]{1,80}:)(?!//)[^\s\"'`]{1,200}(?=(?P=q))",
+        _encoded_credentials,
+    ),
+    (
+        # A password, secret or token given to a call by the library's documented signature:
+        # `.login(user, PW)` (smtplib, imaplib, ftplib, Apache Commons Net, PHP's `ftp_login($c,
+        # $u, PW)`), `.auth(PW)`/`.auth(user, PW)` (Redis clients), `.bind(dn, PW)` and
+        # `simple_bind_s` (LDAP), `SetBasicAuth(u, PW)` (Go), `smtp.PlainAuth("", u, PW, h)`,
+        # `ssh.Password(PW)`, setters and builders named for a secret (`setPassword(PW)`,
+        # `.password(PW)`, `withToken(PW)`), `DBI->connect(dsn, u, PW)` and drivers'
+        # `connect(host, user, PW)`, Oracle's `connect(user, PW, dsn)`, `FTP(host, user, PW)`,
+        # `new UsernamePasswordCredentials(u, PW)`, `keyring.set_password(svc, u, PW)`,
+        # `jwt.sign(payload, SECRET)`, `createHmac(alg, SECRET)`, `add_password(realm, uri,
+        # u, PW)`, PHP's `ssh2_auth_password`, `ldap_bind`, `imap_open`, `oci_connect`.
+        "code-secret-argument",
+        (
+            "login(",
+            "auth(",
+            "bind(",
+            "bind_s(",
+            "password(",
+            "passwd(",
+            "secret(",
+            "token(",
+            "apikey(",
+            "connect(",
+            "ftp(",
+            "ftp_tls(",
+            "credentials(",
+            "sign(",
+            "hmac(",
+            "encode(",
+            "_open(",
+        ),
+        True,
+        (
+            r"(?P<keep>(?:"
+            r"(?:\.|\b(?:ftp|ssh2|imap)_)login\(" + _CTX_ARG + r"|"
+            r"\bftp_login\(" + _CTX_ARG + _CTX_ARG + r"|"
+            r"\.auth\((?:" + _CTX_ARG + r")?|"
+            r"\.(?:simple_bind_s|simple_bind|bind_s)\(" + _CTX_ARG + r"|"
+            r"\.bind\(\s*(?:[\"'][^\"'\n]*=[^\"'\n]*[\"']|[\w.]*(?i:dn|user)\w*)\s*,|"
+            r"\bldap_bind\(" + _CTX_ARG + _CTX_ARG + r"|"
+            r"\bSetBasicAuth\(" + _CTX_ARG + r"|"
+            r"\bPlainAuth\(" + _CTX_ARG + _CTX_ARG + r"|"
+            r"\bssh\.Password\(|"
+            r"(?:\.|\b)(?:set|with|Set|With)_?(?:Password|Passwd|Passphrase|Secret|SecretKey|"
+            r"ClientSecret|Token|AuthToken|AccessToken|ApiKey|APIKey)\(|"
+            r"\.(?:password|passphrase|clientSecret|apiKey|authToken)\(|"
+            r"\bDBI->connect\(" + _CTX_ARG + _CTX_ARG + r"|"
+            r"\b(?:MySQLdb|pymysql|mysql|pymssql|_mysql|mssql|ibm_db)\.connect\("
+            + _CTX_ARG
+            + _CTX_ARG
+            + r"|"
+            r"\b(?:mysql_connect|mssql_connect|sybase_connect)\(" + _CTX_ARG + _CTX_ARG + r"|"
+            r"\b(?:cx_Oracle|oracledb)\.connect\(" + _CTX_ARG + r"|"
+            r"\boci_(?:p?connect|new_connect)\(" + _CTX_ARG + r"|"
+            r"\bimap_open\(" + _CTX_ARG + _CTX_ARG + r"|"
+            r"\bssh2_auth_password\(" + _CTX_ARG + _CTX_ARG + r"|"
+            r"\b(?:FTP|FTP_TLS)\(" + _CTX_ARG + _CTX_ARG + r"|"
+            r"\bNet::FTP\.(?:new|open)\(" + _CTX_ARG + _CTX_ARG + r"|"
+            r"\btransport\.connect\(" + _CTX_ARG + _CTX_ARG + r"|"
+            r"\b(?:UsernamePasswordCredentials|PasswordAuthentication|"
+            r"UsernamePasswordAuthenticationToken|BasicAWSCredentials|BasicCredentials)\("
+            + _CTX_ARG
+            + r"|"
+            r"\bset_password\(" + _CTX_ARG + _CTX_ARG + r"|"
+            r"\badd_password\(" + _CTX_ARG + _CTX_ARG + _CTX_ARG + r"|"
+            r"\bjwt\.(?:sign|encode)\(" + _CTX_ARG + r"|"
+            r"\bcreateHmac\("
+            + _CTX_ARG
+            + r")\s*"
+            + _CTX_LITERAL_OPEN
+            + r")[^\"'`\n]{1,200}(?=(?P=q))",
+            0,
+        ),
+        _code_secret_argument,
+    ),
+    (
+        # Redis: `AUTH PW` at its prompt or to redis-cli (valkey, keydb), `CONFIG SET
+        # requirepass PW`, an ACL user's `>PW`.
+        "redis-auth",
+        ("auth", "requirepass", "setuser"),
+        True,
+        (
+            r"(?P<keep>(?:"
+            r"(?:^|\n)[^\n]*?(?:\d+>|\b(?:redis|valkey|keydb)-cli\b[^\n|;&]*?)\s*(?i:AUTH)\s+"
+            r"(?:\S+\s+)?(?=\S+[ \t]*(?:\r?\n|$))|"
+            r"(?i:CONFIG\s+SET\s+(?:requirepass|masterauth))\s+|"
+            r"(?i:ACL\s+SETUSER)\s+\S+[^\n>]*?\s>"
+            r")[\"']?)(?![\-$%<{])[^\s\"']+",
+            0,
+        ),
+        _command_password,
+    ),
+    (
+        # Snmp tools of net-snmp: `-A AUTHPASS`, `-X PRIVPASS` (SNMPv3), `-c COMMUNITY` (a
+        # community other than the documented `public`/`private`).
+        "snmp-credentials",
+        ("snmp",),
+        True,
+        r"(?P<keep>\bsnmp(?:walk|bulkwalk|get|getnext|bulkget|set|trap|inform|table|delta|"
+        r"status|df|netstat|usm|vacm|test)\b"
+        + _SAME_COMMAND
+        + r"\s-(?:A|X|c)[ \t]+[\"']?)"
+        + _CTX_VALUE,
+        _snmp_secret,
+    ),
+    (
+        # RAR's `-hp[PW]` (encrypts the headers too), glued like `-p[PW]`.
+        "rar-header-password",
+        ("rar",),
+        True,
+        r"(?P<keep>\b(?:rar|winrar|unrar)(?:\.exe)?\b" + _SAME_COMMAND + r"\s-hp[\"']?)"
+        r"(?:(?<=')[^'\n]{1,200}(?=')|(?<=\")[^\"\n]{1,200}(?=\")|[^\s\"']+)",
+        _command_password,
+    ),
+    (
+        # A password flag of any command whose name joins words with `.` or `_`, or ends in a
+        # secret key's name: ArangoDB's `--server.password`, s3cmd's `--secret_key`, `--db_pass`,
+        # `--secret-access-key`, `--auth-key`, `--oauth2-bearer`.
+        "dotted-flag-password",
+        ("pass", "pwd", "secret", "key", "token", "bearer"),
+        True,
+        (
+            r"(?P<keep>(?<![\w\-])--?(?!" + _NOT_VALUE_FLAGS + r")(?:[a-z0-9]+[._\-]){0,4}"
+            r"(?:password|passwd|passphrase|pass|pwd|secret|token|"
+            r"secret[_\-]?(?:access[_\-]?)?key|auth[_\-]?key|access[_\-]?token|oauth2?-bearer)"
+            r"(?:=|[ \t]+)[\"']?)" + _CTX_VALUE,
+            re.IGNORECASE,
+        ),
+        _flag_value,
+    ),
+    (
+        # What a command printed when it was asked for a secret: the one value on the line
+        # after it (`kubectl get secret NAME -o jsonpath='{.data.password}' | base64 -d`, `pass
+        # show db`, `terraform output -raw db_password`, `echo $API_TOKEN`, `openssl rand
+        # -hex 32`, `rails secret`, `argocd admin initial-password`).
+        "printed-secret",
+        ("secret", "pass", "token", "key", "credential", "rand", "genkey", "genpsk", "pwgen"),
+        True,
+        _SHOWS_SECRET,
+        _printed_secret,
+    ),
+]
+
+
+# The detectors of kinds above, by name: all read texts up to SPLIT_SEARCHED_UP_TO only.
+_KIND_DETECTOR_NAMES = frozenset(detector[0] for detector in _KIND_DETECTORS)
+# Their guards' filters (see _GUARD_FILTERS): a secret word counts as a flag's only after a
+# dash, as a label ending its line only before a line break.
+_KIND_GUARD_FILTERS: dict[str, Callable[[str, int, int], bool]] = {
+    "dotted-flag-password": lambda lowered, at, _size: "-" in lowered[max(0, at - 24) : at],
+    "split-named-value": lambda lowered, at, size: "\n" in lowered[at + size : at + size + 24],
+    # The secret word in a name that starts its line: `remotepass = `, `password VALUE`.
+    "credential-line": lambda lowered, at, _size: _starts_its_line(lowered, at),
+    # `IDENTIFIED BY`, `USER u USING`, a quoted `PASSWORD 'x'` or `SECRET = 'x'`.
+    "sql-password": lambda lowered, at, size: (
+        lowered.startswith("identified", at)
+        or (lowered.startswith("using", at) and "user" in lowered[max(0, at - 80) : at])
+        or "'" in lowered[at + size : at + size + 60]
+        or '"' in lowered[at + size : at + size + 60]
+    ),
+    # `config` followed by a secret's name; `echo` with a pipe or a redirection after it.
+    "named-secret-argument": lambda lowered, at, _size: any(
+        word in lowered[at : at + 240] for word in ("pass", "secret", "token", "key", "pwd")
+    ),
+    "piped-secret": lambda lowered, at, _size: "|" in lowered[at : at + 300].split("\n", 1)[0],
+    "secret-file-write": lambda lowered, at, _size: (
+        ">" in lowered[at : at + 300].split("\n", 1)[0]
+        or "tee" in lowered[at : at + 300].split("\n", 1)[0]
+    ),
+}
+
+
+def _starts_its_line(lowered: str, at: int) -> bool:
+    """Whether only indentation, `set ` and a name's first letters precede `at` on its line."""
+    before = lowered[lowered.rfind("\n", 0, at) + 1 : at].lstrip(" \t")
+    before = before.removeprefix("set ").lstrip(" \t")
+    return all(c.isalnum() or c in "_.-" for c in before)
+
+
+_KIND_SHORT_TEXT_REQUIRES = {
+    "printed-secret": "\n",
+    "split-named-value": "\n",
+    "xml-named-element": "<",
+    "json-object-value": "{",
+    "bordered-table-row": "\n",
+}
+
+
 # Texts longer than this are not scanned whole by a context detector: only windows around each
 # occurrence of its guard are (a match starts at most WINDOW_BEFORE characters before the guard
 # and is at most WINDOW_AFTER long), so a large text with a few hits costs a few substring
@@ -2223,11 +3122,11 @@ _UP_TO_64K = frozenset(
 _CONTEXT_TABLE = [
     (
         *detector,
-        _GUARD_FILTERS.get(detector[0]),
+        _GUARD_FILTERS.get(detector[0]) or _KIND_GUARD_FILTERS.get(detector[0]),
         detector[0] in _NEAR_RUNS,
-        _SHORT_TEXT_REQUIRES.get(detector[0]),
+        _SHORT_TEXT_REQUIRES.get(detector[0]) or _KIND_SHORT_TEXT_REQUIRES.get(detector[0]),
     )
-    for detector in _CONTEXT_DETECTORS
+    for detector in [*_CONTEXT_DETECTORS, *_KIND_DETECTORS]
 ]
 
 
@@ -2276,7 +3175,7 @@ def _context_spans(text: str, lowered: str, hits: _Hits | None = None) -> list[S
     large = len(text) > SPLIT_SEARCHED_UP_TO
     table = _CONTEXT_TABLE if windowed else _detectors_for(text, lowered)
     for name, guards, fold, spec, replacement, keep, near_runs, required in table:
-        if large and name in _UP_TO_64K:
+        if large and (name in _UP_TO_64K or name in _KIND_DETECTOR_NAMES):
             continue
         haystack = lowered if fold else text
         positions: list[tuple[int, int]] = []
@@ -3246,6 +4145,7 @@ def _redact(text: str, random_words: bool = True) -> str:
         + _provider_value_spans(text, hits)
         + (_split_spans(text, hits) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
         + (_listed_secret_spans(text, lowered) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
+        + (_printed_secret_file_spans(text, lowered) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
     )
     if spans:
         merged = _merged(spans)
