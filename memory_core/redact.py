@@ -1992,6 +1992,40 @@ _CONTEXT_DETECTORS: list[_Detector] = [
 # a credential line of a configuration file, a password in SQL, a password argument of a
 # library call, a value printed by a tool apart from its name.
 
+
+def _doc_placeholder(value: str) -> bool:
+    """What documentation writes where a secret goes, in prose and synopses: `PW`, `TOKEN`,
+    `MY_API_KEY`, `pw`, `passwd`, `<password>`, `...`; trailing markup (a backtick) aside."""
+    core = value.strip("\"'`").rstrip(",.;:)]`'\"")
+    core = core[core.rfind(":") + 1 :] or core  # `u:PW`: the password's half
+    if not any(c.isalnum() for c in core):
+        return True
+    if core.lower() in _SYNOPSIS_WORDS or core.lower() in _DOC_WORDS:
+        return True
+    if core.isupper() and not any(c.isdigit() for c in core) and len(core) <= 24:
+        return True  # `PW`, `ACCESS_KEY`: a name for the value, not the value
+    if "_" in core and core.replace("_", "").isalpha() and core.islower():
+        return True  # `database_name`, `your_token`: a synopsis's name for an argument
+    return _rx(_PLACEHOLDER_VALUE).match(core) is not None
+
+
+_DOC_WORDS = frozenset(("pwd", "passwd", "secret", "key", "token", "user", "username", "name"))
+
+
+def _kind_named_value(match: re.Match[str]) -> str | None:
+    if _doc_placeholder(match.group(0)[len(match.group("keep")) :]):
+        return None
+    return _named_value(match)
+
+
+def _kind_password(match: re.Match[str]) -> str | None:
+    """`_command_password` for the rules of kinds: they name no command, so a value that
+    documentation writes for a secret is not taken for one."""
+    if _doc_placeholder(match.group(0)[len(match.group("keep")) :]):
+        return None
+    return _command_password(match)
+
+
 # What a command writes where a user goes: a name, an email, a `DOMAIN\user`.
 _CTX_USER = r"[\"']?[^\s\"'\-][^\s\"']*[\"']?"
 # The value of a flag: quoted to its closing quote, or one word that is not a flag, a
@@ -2027,7 +2061,7 @@ def _login_flag_password(match: re.Match[str]) -> str | None:
         return None
     if _rx(_FILE_NAME).match(value):
         return None  # ApacheBench's `-u put.json -p post.json`: files
-    return _command_password(match)
+    return _kind_password(match)
 
 
 _FILE_NAME = (
@@ -2049,7 +2083,7 @@ def _credential_pair(match: re.Match[str]) -> str | None:
     any command: `etcdctl --user root:PW`, `http -a admin:PW`, `ab -A user:PW`, `--auth
     user:PW`; not a container's `--user 1000:1000` or `-u www-data:www-data`, nor a host and
     a port or a path (`-a host:8080`, `-a src:/data`)."""
-    value = match.group(0)[len(match.group("keep")) :].strip("\"'")
+    value = match.group(0)[len(match.group("keep")) :].strip("\"'").rstrip("`,.;)")
     user = match.group("user").strip("\"'")
     text = match.string
     line_start = text.rfind("\n", 0, match.start()) + 1
@@ -2061,9 +2095,17 @@ def _credential_pair(match: re.Match[str]) -> str | None:
         value.isdigit() or (value.replace("-", "").replace("_", "").isalpha() and value.islower())
     ):
         return None
+    separator = match.group("keep").rstrip("\"'")[-1:]
+    raw = match.group(0)[len(match.group("keep")) :]
+    if ":" in value or (separator == "," and ("," in raw or value.isalpha())):
+        return None  # `-U flash:w:file.hex`, `-u a,b,c`: a spec or a list, not a credential
+    if user.startswith(("{", "<", "[", "(")):
+        return None
+    if value == user and value.replace("-", "").replace("_", "").isalpha():
+        return None  # `-u www-data:www-data`: a user and its group
     if user.lower() in ("http", "https", "ftp", "ssh", "file") or value.startswith("//"):
         return None  # a URL, not a credential
-    return _command_password(match)
+    return _kind_password(match)
 
 
 def _named_secret_argument(match: re.Match[str]) -> str | None:
@@ -2079,9 +2121,9 @@ def _named_secret_argument(match: re.Match[str]) -> str | None:
     if _describes_only(last) or _is_reference(value, quoted=True) or _placeholder(value):
         return None
     quoted = match.group("keep")[-1:] in "\"'"
-    if not quoted and value.isalpha() and value.islower():
+    if not quoted and value.rstrip("`,.;:!?)").isalpha() and value.islower():
         return None  # `config token expired`: prose
-    return _command_password(match)
+    return _kind_password(match)
 
 
 def _sql_password(match: re.Match[str]) -> str | None:
@@ -2099,7 +2141,7 @@ def _sql_password(match: re.Match[str]) -> str | None:
         )
     ):
         return None
-    return _command_password(match)
+    return _kind_password(match)
 
 
 def _credential_line(match: re.Match[str]) -> str | None:
@@ -2110,49 +2152,85 @@ def _credential_line(match: re.Match[str]) -> str | None:
     name = match.group("name")
     value = match.group(0)[len(match.group("keep")) :]
     quoted = match.group("keep")[-1:] in "\"'"
-    if match.group("op"):
-        # Labelled as the assignments label the values they find (`DB_PASSWORD=37750037`).
-        return _label("secret") if value.isdigit() and len(value) >= 6 else None
+    # With `=` labelled as the assignments label the values they find (`DB_PASSWORD=37750037`).
+    label = _label("secret") if match.group("op") else _label("password")
+    if match.group("op") and value.isdigit():
+        return label if len(value) >= 6 else None
     if _is_reference(value, quoted=quoted) or _rx(_PLACEHOLDER_VALUE).match(value):
         return None
     if value.startswith(("!", "|", ">", "#", ";", "/", "~")) or _placeholder(value):
         return None
     if _rx(_PORTS_OR_PIDS).match(value):
         return None  # /etc/services: `kpasswd  464/tcp`
+    core = value.rstrip(".,;:!?)")  # a word ending a sentence: `password combination.`
     if not quoted and not (
-        any(c.isdigit() for c in value)
-        or _case_switches(value) >= 2
-        or any(not c.isalnum() for c in value)
+        any(c.isdigit() for c in core)
+        or _case_switches(core) >= 2
+        or any(not c.isalnum() for c in core)
     ):
         return None
     if value.endswith(":") or (value.isdigit() and len(value) < 6):
         return None
     if name.lower().endswith(_NOT_PASSWORD_NAMES):
         return None
-    return _label("password")
+    if not match.group("op") and (
+        "-" in name
+        or name.lower() in _PASSWORD_COMMANDS
+        or value.startswith("-")
+        or (value.isalpha() and value.islower())
+    ):
+        return None  # a command and its argument (`wifi-password -q`, `passwd alice2`)
+    return label
 
 
 # Words that end in `pass` and name no password.
 _NOT_PASSWORD_NAMES = ("bypass", "compass", "surpass", "trespass", "overpass", "underpass")
+# Commands named for passwords: `passwd alice2` changes alice2's password, `pwd --help`.
+_PASSWORD_COMMANDS = frozenset(
+    (
+        "passwd",
+        "smbpasswd",
+        "htpasswd",
+        "kpasswd",
+        "yppasswd",
+        "gpasswd",
+        "chpasswd",
+        "pwd",
+        "pass",
+        "gopass",
+        "lpass",
+        "keepass",
+        "keepassxc",
+        "sshpass",
+        "mkpasswd",
+        "grub-mkpasswd",
+        "vncpasswd",
+        "ldappasswd",
+        "rdesktop",
+        "pwgen",
+        "secret",
+        "secret-tool",
+    )
+)
 
 
 def _credential_line_pair(match: re.Match[str]) -> str | None:
     value = match.group(0)[len(match.group("keep")) :]
     quoted = match.group("keep")[-1:] in "\"'"
-    if not quoted and value.isalpha() and value.islower():
+    if not quoted and value.rstrip("`,.;:!?)").isalpha() and value.islower():
         return None  # `user admin password required`: prose
-    return _command_password(match)
+    return _sql_password(match)  # not `USER app WITH PASSWORD :pw` (a bind parameter)
 
 
 # The communities net-snmp's documentation and examples use.
-_SNMP_DEFAULT_COMMUNITIES = frozenset(("public", "private"))
+_SNMP_DEFAULT_COMMUNITIES = frozenset(("public", "private", "community"))
 
 
 def _snmp_secret(match: re.Match[str]) -> str | None:
     value = match.group(0)[len(match.group("keep")) :].strip("\"'")
     if match.group("keep").rstrip(" \t\"'").endswith("-c") and value in _SNMP_DEFAULT_COMMUNITIES:
         return None
-    return _command_password(match)
+    return _kind_password(match)
 
 
 # Programs that read a password or a key from their input (`echo PW | cryptsetup open ...`).
@@ -2179,7 +2257,7 @@ def _piped_secret(match: re.Match[str]) -> str | None:
     pipe = rest.find("|")
     if pipe == -1 or not _rx(_READS_SECRET_FROM_STDIN).search(rest, pipe):
         return None
-    return _command_password(match)
+    return _kind_password(match)
 
 
 # A file that holds secrets, by its name: `*.secrets`, `secrets/db_password`, OpenVPN's
@@ -2191,7 +2269,9 @@ _SECRET_FILE = (
     re.IGNORECASE,
 )
 _PRINT_FILE = (
-    r"(?im)^[^\n]*?\b(?:cat|type|more|less|head|tail|bat|batcat|gc|get-content|strings)"
+    # At a line's start, after a prompt (`$ `, `# `, `PS C:\\> `) or `sudo`: a command.
+    r"(?im)^[ \t]*(?:[$#>%][ \t]*|PS[^>\n]{0,80}>[ \t]*)?(?:sudo\s+)?"
+    r"(?:cat|type|more|less|head|tail|bat|batcat|gc|get-content|strings)\b"
     r"(?:\s+-\S+)*\s+[\"']?(?P<path>[^\s\"'|;&<>]+)[\"']?[^\n|;&]*$",
     0,
 )
@@ -2232,7 +2312,7 @@ def _printed_secret_file_spans(text: str, lowered: str) -> list[Span]:
         return []
     spans: list[Span] = []
     for command in _rx(_PRINT_FILE).finditer(text):
-        path = command.group("path").lower()
+        path = command.group("path").lower().rstrip("`")
         if path.endswith(_PUBLIC_FILES + _SOURCE_FILES) or not _rx(_SECRET_FILE).search(path):
             continue
         at = command.end() + 1
@@ -2243,12 +2323,8 @@ def _printed_secret_file_spans(text: str, lowered: str) -> list[Span]:
             end = len(text) if end == -1 else end
             line = text[at:end].rstrip("\r")
             stripped = line.strip()
-            if (
-                not stripped
-                or stripped.startswith(("$ ", "# ", "> ", "PS "))
-                or "@" in stripped[:1]
-            ):
-                break
+            if not stripped or stripped.startswith(("$ ", "> ", "PS ")):
+                break  # the next prompt
             span = _printed_secret_value(line, at)
             if span is not None:
                 spans.append(span)
@@ -2261,8 +2337,10 @@ _PRINT_VERBS = ("cat ", "type ", "more ", "less ", "head ", "tail ", "bat ", "ge
 
 def _printed_secret_value(line: str, at: int) -> Span | None:
     stripped = line.strip()
-    if stripped.startswith(("#", ";", "[", "{", "}", "<", "-----")) or "=" in stripped:
-        return None
+    if stripped.startswith(("#", ";", "{", "}", "<", "-----")) or "=" in stripped:
+        return None  # a comment, a block, an assignment
+    if stripped.startswith("[") and stripped.endswith("]"):
+        return None  # an INI section
     if ": " in stripped or stripped.endswith(":"):
         return None  # `key: value` lines are the assignments'
     words = stripped.split()
@@ -2274,6 +2352,8 @@ def _printed_secret_value(line: str, at: int) -> Span | None:
         cut = word.rfind(":") + 1
         word, start = word[cut:], start + cut
     value = word.strip("\"'")
+    if any(c in value for c in "\"'`(),"):
+        return None  # code, not a file's value
     if len(value) < 4 or _is_reference(value, quoted=True) or _rx(_PLACEHOLDER_VALUE).match(value):
         return None
     if value.isalpha() and (value.islower() or _case_switches(value) < 2):
@@ -2298,7 +2378,11 @@ _SHOWS_SECRET = (
     r"(?:\bbase64\s+(?:-d|--decode|-D)\b|\b(?:get|show|read|print|reveal)\b)|"
     r"\bopenssl\s+rand\b|\b(?:rails|rake)\s+secret\b|\bwg\s+gen(?:key|psk)\b|"
     r"\bphx\.gen\.secret\b|\bkey:generate\s+--show\b|\binitial-password\b|\bpwgen\b|"
-    r"\bsecrets\.token_(?:hex|urlsafe|bytes)\b"
+    r"\bsecrets\.token_(?:hex|urlsafe|bytes)\b|"
+    # Password managers' reading commands: `pass show NAME`, `gopass show`, `op item get`,
+    # `lpass show`, `secret-tool lookup`, `keyring get`.
+    r"\b(?:pass|gopass|lpass)\s+show\b|\bop\s+item\s+get\b|\bsecret-tool\s+lookup\b|"
+    r"\bkeyring\s+get\b"
     r")[^\n]*\r?\n)"
     r"(?![\-#$%<{*\[])\S{6,}(?=[ \t]*\r?$)",
     0,
@@ -2310,6 +2394,8 @@ def _printed_secret(match: re.Match[str]) -> str | None:
     secret: a value, not a word, a path, a name, a table header or a prompt."""
     value = match.group(0)[len(match.group("keep")) :]
     command = match.group("keep")
+    if any(public in command for public in _PUBLIC_FILES):
+        return None
     if not command.lstrip().startswith(("$", "#", ">", "PS", "%")) and match.start() != 0:
         # Not a command line: the previous line must be one (a prompt) or the text's first.
         return None
@@ -2355,11 +2441,14 @@ def _json_named_value(match: re.Match[str]) -> str | None:
     value = match.group(0)[len(match.group("keep")) :]
     if _is_reference(value, quoted=True) or _placeholder(value) or _rx(_WORDS).match(value):
         return None
-    field = match.group("field").lower()
-    if field.endswith("keyname") or field in ("secretname", "passwordname"):
+    if _rx(_KEY_NAME_FIELD).search(match.group("keep")):
         # The object is a key's: its value is the key when it looks random.
         return _label("secret") if len(value) >= 16 and entropy(value) >= 3.5 else None
     return _label("secret") if _is_secret_value(name, value, quoted=True) else None
+
+
+# A field that names the key an object holds: `"keyName"`, `"key_name"`, `"secretName"`.
+_KEY_NAME_FIELD = (r"\"(?:key_?name|secret_?name|password_?name)\"\s*:", re.IGNORECASE)
 
 
 def _split_json_value(match: re.Match[str]) -> str | None:
@@ -2375,7 +2464,7 @@ def _code_secret_argument(match: re.Match[str]) -> str | None:
     value = match.group(0)[len(match.group("keep")) :]
     if " " in value.strip() or value.rstrip().endswith((":", "?")) or not value.strip():
         return None
-    return _command_password(match)
+    return _kind_password(match)
 
 
 def _encoded_credentials(match: re.Match[str]) -> str | None:
@@ -2384,13 +2473,13 @@ def _encoded_credentials(match: re.Match[str]) -> str | None:
     value = match.group(0)[len(match.group("keep")) :]
     if value.isalpha() and value.islower():
         return None
-    return _command_password(match)
+    return _kind_password(match)
 
 
 # A string literal argument: `"..."`, `'...'`, Python's `b"..."`, C#'s `@"..."`.
 _CTX_LITERAL_OPEN = r"(?:[bru]|@)?(?P<q>[\"'`])"
 # One argument before the one that matters: a literal or an expression without a comma.
-_CTX_ARG = r"\s*(?:[bru@]?\"[^\"\n]*\"|[bru]?'[^'\n]*'|[$@]?[\w.\[\]\->:()]+?)\s*,"
+_CTX_ARG = r"\s*(?:[bru@]?\"[^\"\n]*\"|[bru]?'[^'\n]*'|\{[^{}\n]*\}|[$@]?[\w.\[\]\->:()]+?)\s*,"
 
 _KIND_DETECTORS: list[_Detector] = [
     (
@@ -2427,7 +2516,7 @@ _KIND_DETECTORS: list[_Detector] = [
         True,
         r"(?P<keep>\b(?:mc|mcli|mc\.exe)\s+(?:alias\s+set|config\s+host\s+add)\s+"
         r"(?:--\S+\s+)*\S+\s+\S+\s+[\"']?[^\s\"']+[\"']?\s+[\"']?)" + _CTX_VALUE,
-        _command_password,
+        _kind_password,
     ),
     (
         # Passwords in SQL: `IDENTIFIED BY 'PW'` (MySQL, Oracle, ClickHouse, Vertica; Oracle's
@@ -2451,7 +2540,7 @@ _KIND_DETECTORS: list[_Detector] = [
             r")(?=['\"])"
             r")(?P<q>['\"]?))"
             r"(?:(?<=')[^'\n]{1,128}(?=')|(?<=\")[^\"\n]{1,128}(?=\")|"
-            r"(?<![\"'])(?![\-$%<{(:?@&=])[^\s\"';,)]+)",
+            r"(?<![\"'])(?![\-$%<{(:?@&=])[^\s\"';,)`]+)",
             re.IGNORECASE,
         ),
         _sql_password,
@@ -2486,7 +2575,7 @@ _KIND_DETECTORS: list[_Detector] = [
         r"\bbundle\s+config\s+(?:set\s+)?(?:--\S+\s+)*(?:https?://)?[\w\-]+\.[\w.\-/:]+[ \t]+"
         r"[\"']?[^\s\"':]+:"
         r")[\"']?)" + _CTX_VALUE,
-        _command_password,
+        _kind_password,
     ),
     (
         # Every value of a Kubernetes secret made from literals:
@@ -2495,7 +2584,7 @@ _KIND_DETECTORS: list[_Detector] = [
         ("from-literal",),
         True,
         r"(?P<keep>--from-literal[= ][\"']?[^\s=\"']+=[\"']?)" + _CTX_VALUE,
-        _command_password,
+        _kind_password,
     ),
     (
         # A value given whole to a command that stores it as a secret: `gh secret set NAME
@@ -2534,7 +2623,7 @@ _KIND_DETECTORS: list[_Detector] = [
         r"\bchoco\s+(?:apikey|setapikey)\b" + _SAME_COMMAND + r"\s(?:-k|--key|--api-key)[ \t=]+|"
         r"\bcodecov\b" + _SAME_COMMAND + r"\s-t[ \t]+"
         r")[\"']?)" + _CTX_VALUE,
-        _command_password,
+        _kind_password,
     ),
     (
         # A password piped to a program that reads one from its input: `echo PW | cryptsetup
@@ -2558,19 +2647,19 @@ _KIND_DETECTORS: list[_Detector] = [
         r"(?=[\"']?\s*(?:>>?|\|\s*(?:sudo\s+)?tee(?:\s+-a)?)\s*[\"']?[\w.\-~/\\]*?"
         r"(?:secret|passw(?:or)?d|pwd|token|credential|auth\.txt|master\.key|\.psk)"
         r"(?<!/etc/passwd))",
-        _command_password,
+        _kind_password,
     ),
     (
         # Credential lines of configuration files read by keyword: msmtp's and fetchmail's
         # `password VALUE`, Redis' `requirepass`/`masterauth`, keepalived's `auth_pass`,
         # mutt's `set imap_pass`, OfflineIMAP's `remotepass = ...`, `psk`/`secret` lines.
         "credential-line",
-        ("pass", "pwd", "secret", "psk", "masterauth"),
+        ("pass", "pwd", "pw", "secret", "psk", "masterauth", "authtok"),
         True,
         (
             r"(?im)(?P<keep>^[ \t]*(?:set[ \t]+)?"
-            r"(?P<name>[a-z_][\w.\-]*?(?:pass|passwd|password|pwd|passphrase|psk|secret|"
-            r"masterauth|requirepass))"
+            r"(?P<name>(?:[a-z_][\w.\-]*?)?(?:pass|passwd|password|pwd|pw|passphrase|psk|secret|"
+            r"masterauth|authtok))"
             r"(?:(?P<op>[ \t]*[=:][ \t]*)|[ \t]+)(?P<q>[\"']?))"
             r"(?:(?<=')[^'\n]{1,200}(?=')|(?<=\")[^\"\n]{1,200}(?=\")|[^\s\"'#;]{1,200})"
             r"(?=[\"']?[ \t]*;?[ \t]*\r?$)",
@@ -2582,12 +2671,17 @@ _KIND_DETECTORS: list[_Detector] = [
         # A password after its keyword inside a line of mail and network config files:
         # fetchmail's `user "me" there with password "PW"`, `login USER password PW`.
         "keyword-pair-password",
-        ("pass",),
+        ("pass", "stats", "login=", "socks", "http"),
         True,
         (
-            r"(?P<keep>\b(?:user(?:name)?|login)\s+\S+\s+(?:there\s+)?(?:with\s+)?"
-            r"(?:password|passwd|pass)\s+[\"']?)"
-            r"(?:(?<=')[^'\n]{1,200}(?=')|(?<=\")[^\"\n]{1,200}(?=\")|(?![\-$%<{(\\])[^\s\"']+)",
+            r"(?P<keep>(?:\b(?:user(?:name)?|login)\s+(?![\[\-|<{/])[^\s\[\]|]+\s+"
+            r"(?:there\s+)?(?:with\s+)?(?:[a-z][\w\-]*?)?(?:password|passwd|pass)\s+|"
+            # HAProxy's `stats auth USER:PW`, Squid's `cache_peer ... login=USER:PW`,
+            # proxychains' `socks5 HOST PORT USER PW`.
+            r"\bstats\s+auth\s+[^\s:]+:|\blogin=[^\s:=]+:|"
+            r"(?m:^[ \t]*(?:socks[45]|http)[ \t]+\S+[ \t]+\d+[ \t]+\S+[ \t]+(?=\S+[ \t]*$))"
+            r")[\"']?)"
+            r"(?:(?<=')[^'\n]{1,200}(?=')|(?<=\")[^\"\n]{1,200}(?=\")|(?![\-$%<{(\\/])[^\s\"']+)",
             re.IGNORECASE,
         ),
         _credential_line_pair,
@@ -2600,7 +2694,7 @@ _KIND_DETECTORS: list[_Detector] = [
         True,
         r"(?P<keep>(?:^|\s):[ \t]*(?:PSK|XAUTH|EAP|NTLM|PIN|(?:RSA|ECDSA|BLISS|PKCS8|PKCS12|P12)"
         r"[ \t]+\S+)[ \t]+[\"']?)(?:(?<=\")[^\"\n]+(?=\")|(?<=')[^'\n]+(?=')|(?![\"'])\S+)",
-        _command_password,
+        _kind_password,
     ),
     (
         # An XML element named by an attribute: Hibernate's `<property
@@ -2613,7 +2707,7 @@ _KIND_DETECTORS: list[_Detector] = [
         r"(?P<keep><(?P<tag>[\w:.\-]+)\s+(?:name|key|id)\s*=\s*[\"'](?P<name>[^\"'\n]{1,120})[\"']"
         r"(?:[^<>]*?\svalue\s*=\s*[\"']|[^<>/]*>\s*(?:<value>)?))"
         r"[^\"'<>\n]{1,300}?(?=[\"']|\s*</)",
-        _named_value,
+        _kind_named_value,
     ),
     (
         # A secret's name and its value on the next line, the way pretty-printers wrap a long
@@ -2782,7 +2876,7 @@ _KIND_DETECTORS: list[_Detector] = [
             r")[\"']?)(?![\-$%<{])[^\s\"']+",
             0,
         ),
-        _command_password,
+        _kind_password,
     ),
     (
         # Snmp tools of net-snmp: `-A AUTHPASS`, `-X PRIVPASS` (SNMPv3), `-c COMMUNITY` (a
@@ -2804,7 +2898,7 @@ _KIND_DETECTORS: list[_Detector] = [
         True,
         r"(?P<keep>\b(?:rar|winrar|unrar)(?:\.exe)?\b" + _SAME_COMMAND + r"\s-hp[\"']?)"
         r"(?:(?<=')[^'\n]{1,200}(?=')|(?<=\")[^\"\n]{1,200}(?=\")|[^\s\"']+)",
-        _command_password,
+        _kind_password,
     ),
     (
         # A password flag of any command whose name joins words with `.` or `_`, or ends in a
@@ -2876,7 +2970,6 @@ _KIND_SHORT_TEXT_REQUIRES = {
     "split-named-value": "\n",
     "xml-named-element": "<",
     "json-object-value": "{",
-    "bordered-table-row": "\n",
 }
 
 
