@@ -2018,6 +2018,11 @@ def _kind_named_value(match: re.Match[str]) -> str | None:
     return _named_value(match)
 
 
+def _user_pass_value(match: re.Match[str]) -> str | None:
+    # Labelled as the assignments label `password='...'`, which they find too.
+    return _label("secret") if _kind_password(match) else None
+
+
 def _kind_password(match: re.Match[str]) -> str | None:
     """`_command_password` for the rules of kinds: they name no command, so a value that
     documentation writes for a secret is not taken for one."""
@@ -2332,6 +2337,62 @@ def _printed_secret_file_spans(text: str, lowered: str) -> list[Span]:
     return spans
 
 
+def _context_kind_spans(text: str, lowered: str) -> list[Span]:
+    """The kinds of context read by a function rather than a pattern: a file of secrets
+    printed, the data of a Kubernetes secret."""
+    return _printed_secret_file_spans(text, lowered) + _kubernetes_secret_spans(text)
+
+
+# A Kubernetes Secret's data block, YAML (`data:`/`stringData:` on its own line) or JSON.
+_SECRET_DATA_BLOCK = (r"(?m)^([ \t]*)(?:data|stringData):[ \t]*\r?$", 0)
+_SECRET_DATA_JSON = (r"\"(?:data|stringData)\"\s*:\s*\{([^{}]*)\}", 0)
+_JSON_STRING_VALUE = (r"\"[^\"\n]{1,253}\"\s*:\s*\"([^\"\n]+)\"", 0)
+_YAML_ENTRY = (
+    r"([ \t]*)[\"']?[\w.\-]{1,253}[\"']?:[ \t]*(?:[\"']?([^\s\"'#][^\n\"']*?)[\"']?|\"\"|'')"
+    r"[ \t]*\r?$",
+    0,
+)
+
+
+def _kubernetes_secret_spans(text: str) -> list[Span]:
+    """Every value under a Kubernetes Secret's `data` or `stringData`, whatever its key is
+    named (`DATABASE_URL`, `config`, `.dockerconfigjson`): the object is a secret's."""
+    if "Secret" not in text or not (
+        "kind: Secret" in text or _rx(_SECRET_KIND_JSON).search(text) is not None
+    ):
+        return []
+    spans: list[Span] = []
+    for block in _rx(_SECRET_DATA_BLOCK).finditer(text):
+        indent = len(block.group(1).expandtabs())
+        scalar_indent = None  # the indentation of a block scalar's key (`key: |`)
+        at = block.end() + 1
+        while at < len(text):
+            end = text.find("\n", at)
+            end = len(text) if end == -1 else end
+            line = text[at:end]
+            depth = len(line.expandtabs()) - len(line.expandtabs().lstrip())
+            if line.strip() and scalar_indent is not None and depth > scalar_indent:
+                start = at + len(line) - len(line.lstrip())
+                spans.append((start, at + len(line.rstrip()), _label("secret")))
+            elif line.strip():
+                entry = _rx(_YAML_ENTRY).match(line)
+                if entry is None or depth <= indent:
+                    break
+                value = entry.group(2) or ""
+                scalar_indent = depth if value in ("|", ">", "|-", ">-") else None
+                if value and scalar_indent is None and not _is_reference(value, quoted=True):
+                    spans.append((at + entry.start(2), at + entry.end(2), _label("secret")))
+            at = end + 1
+    for block in _rx(_SECRET_DATA_JSON).finditer(text):
+        for value in _rx(_JSON_STRING_VALUE).finditer(block.group(1)):
+            start = block.start(1) + value.start(1)
+            spans.append((start, start + len(value.group(1)), _label("secret")))
+    return spans
+
+
+_SECRET_KIND_JSON = (r"\"kind\"\s*:\s*\"Secret\"", 0)
+
+
 _PRINT_VERBS = ("cat ", "type ", "more ", "less ", "head ", "tail ", "bat ", "get-content", "gc ")
 
 
@@ -2435,20 +2496,56 @@ def _bordered_row(match: re.Match[str]) -> str | None:
 
 
 def _json_named_value(match: re.Match[str]) -> str | None:
-    """The `"value"` of a JSON object whose name field names a key or a secret (`az storage
-    account keys list`: `"keyName": "key1", ..., "value": "..."`), when it looks like one."""
-    name = match.group("name")
+    """The `"value"` of a JSON object that another of its fields says is a secret's: `az
+    storage account keys list` (`"keyName": "key1"`), `az keyvault secret show` (`"name":
+    "db-password"`), `aws ssm get-parameter` (`"Name": "/prod/db/password"`, `"Type":
+    "SecureString"`), Kubernetes' and Postman's `{"name": "API_TOKEN", "value": ...}`."""
     value = match.group(0)[len(match.group("keep")) :]
     if _is_reference(value, quoted=True) or _placeholder(value) or _rx(_WORDS).match(value):
         return None
-    if _rx(_KEY_NAME_FIELD).search(match.group("keep")):
+    if _doc_placeholder(value):
+        return None
+    fields = _object_fields(match.string, match.start())
+    if "securestring" in fields.get("type", "").lower():
+        return _label("secret")
+    if any(field in fields for field in _KEY_NAME_FIELDS):
         # The object is a key's: its value is the key when it looks random.
         return _label("secret") if len(value) >= 16 and entropy(value) >= 3.5 else None
-    return _label("secret") if _is_secret_value(name, value, quoted=True) else None
+    for field in ("name", "key", "secretname"):
+        name = re.split(r"[/.:]", fields.get(field, ""))[-1]
+        if name and (_names_a_password(name) or _strong_name(name)):
+            return _label("secret") if _is_secret_value(name, value, quoted=True) else None
+    return None
 
 
-# A field that names the key an object holds: `"keyName"`, `"key_name"`, `"secretName"`.
-_KEY_NAME_FIELD = (r"\"(?:key_?name|secret_?name|password_?name)\"\s*:", re.IGNORECASE)
+_KEY_NAME_FIELDS = ("keyname", "key_name", "secret_name", "password_name")
+_OBJECT_FIELD = (r"\"([A-Za-z_]{1,40})\"\s*:\s*\"([^\"\n]{0,300})\"", 0)
+
+
+def _object_fields(text: str, at: int) -> dict[str, str]:
+    """The string fields (lowercased names) of the JSON object around `at`, its nested
+    objects left out: from its `{` (up to 3000 characters back) to its `}`."""
+    depth = 0
+    start = at
+    while start > max(0, at - 3000):
+        start -= 1
+        char = text[start]
+        if char == "}":
+            depth += 1
+        elif char == "{":
+            if depth == 0:
+                break
+            depth -= 1
+    end = text.find("}", at)
+    end = len(text) if end == -1 else end
+    body = text[start:end]
+    # Nested objects before `at` (`"attributes": {...}`) are cut out.
+    while True:
+        inner = re.sub(r"\{[^{}]*\}", "", body[1:])
+        if inner == body[1:]:
+            break
+        body = body[:1] + inner
+    return {name.lower(): value for name, value in _rx(_OBJECT_FIELD).findall(body)}
 
 
 def _split_json_value(match: re.Match[str]) -> str | None:
@@ -2729,12 +2826,7 @@ _KIND_DETECTORS: list[_Detector] = [
         "json-object-value",
         ('"value"',),
         True,
-        (
-            r"(?P<keep>\"(?P<field>key_?name|name|key|secret_?name|password_?name)\"\s*:\s*"
-            r"\"(?P<name>[^\"\n]{1,80})\"(?:\s*,\s*\"[^\"\n]{1,40}\"\s*:\s*"
-            r"(?:\"[^\"\n]{0,200}\"|[\w.\-]+))*\s*,\s*\"value\"\s*:\s*\")[^\"\n]{1,4096}(?=\")",
-            re.IGNORECASE,
-        ),
+        (r"(?P<keep>\"value\"\s*:\s*\")[^\"\n]{1,4096}(?=\")", re.IGNORECASE),
         _json_named_value,
     ),
     (
@@ -2778,10 +2870,11 @@ _KIND_DETECTORS: list[_Detector] = [
             "base64_encode(",
             "getbytes(",
             "[]byte(",
+            "encodetostring(",
         ),
         True,
         r"(?P<keep>\b(?:btoa|Buffer\.from|b64encode|(?:strict_|urlsafe_)?encode64|"
-        r"base64_encode|GetBytes|getBytes|\[\]byte)\(\s*"
+        r"base64_encode|GetBytes|getBytes|\[\]byte|encodeToString|EncodeToString)\(\s*"
         + _CTX_LITERAL_OPEN
         + r"[^\s\"'`:/@]{1,80}:)(?!//)[^\s\"'`]{1,200}(?=(?P=q))",
         _encoded_credentials,
@@ -2816,6 +2909,13 @@ _KIND_DETECTORS: list[_Detector] = [
             "hmac(",
             "encode(",
             "_open(",
+            "authenticate(",
+            "auth_password(",
+            "transport.send(",
+            "basic_auth ",
+            "cookieparser(",
+            "hmac.new(",
+            "fernet(",
         ),
         True,
         (
@@ -2852,11 +2952,16 @@ _KIND_DETECTORS: list[_Detector] = [
             r"\bset_password\(" + _CTX_ARG + _CTX_ARG + r"|"
             r"\badd_password\(" + _CTX_ARG + _CTX_ARG + _CTX_ARG + r"|"
             r"\bjwt\.(?:sign|encode)\(" + _CTX_ARG + r"|"
-            r"\bcreateHmac\("
-            + _CTX_ARG
-            + r")\s*"
-            + _CTX_LITERAL_OPEN
-            + r")[^\"'`\n]{1,200}(?=(?P=q))",
+            r"\bcreateHmac\(" + _CTX_ARG + r"|"
+            # MailKit's `Authenticate(user, PW)`, paramiko's `auth_password(user, PW)`,
+            # JavaMail's `Transport.send(msg, user, PW)`, Ruby's `req.basic_auth 'u', 'PW'`.
+            r"\.(?:Authenticate|authenticate|auth_password)\(" + _CTX_ARG + r"|"
+            r"\bTransport\.send\(" + _CTX_ARG + _CTX_ARG + r"|"
+            r"\.basic_auth[ \t]+" + _CTX_ARG + r"|"
+            # A key as the first argument: `cookieParser(SECRET)`, `hmac.new(KEY, ...)`,
+            # `Fernet(KEY)`.
+            r"\b(?:cookieParser|hmac\.new|HMAC\.new|Fernet)\("
+            r")\s*" + _CTX_LITERAL_OPEN + r")[^\"'`\n]{1,200}(?=(?P=q))",
             0,
         ),
         _code_secret_argument,
@@ -2865,14 +2970,16 @@ _KIND_DETECTORS: list[_Detector] = [
         # Redis: `AUTH PW` at its prompt or to redis-cli (valkey, keydb), `CONFIG SET
         # requirepass PW`, an ACL user's `>PW`.
         "redis-auth",
-        ("auth", "requirepass", "setuser"),
+        ("auth", "requirepass", "setuser", "-cli"),
         True,
         (
             r"(?P<keep>(?:"
             r"(?:^|\n)[^\n]*?(?:\d+>|\b(?:redis|valkey|keydb)-cli\b[^\n|;&]*?)\s*(?i:AUTH)\s+"
             r"(?:\S+\s+)?(?=\S+[ \t]*(?:\r?\n|$))|"
             r"(?i:CONFIG\s+SET\s+(?:requirepass|masterauth))\s+|"
-            r"(?i:ACL\s+SETUSER)\s+\S+[^\n>]*?\s>"
+            r"(?i:ACL\s+SETUSER)\s+\S+[^\n>]*?\s>|"
+            # redis-cli's forks and relatives take `-a PW` as it does.
+            r"\b(?:valkey|keydb|dragonfly|kvrocks|memurai)-cli\b" + _SAME_COMMAND + r"\s-a[ \t]+"
             r")[\"']?)(?![\-$%<{])[^\s\"']+",
             0,
         ),
@@ -2926,6 +3033,69 @@ _KIND_DETECTORS: list[_Detector] = [
         True,
         _SHOWS_SECRET,
         _printed_secret,
+    ),
+    (
+        # A key block of any kind but a public one: OpenVPN's `-----BEGIN OpenVPN Static key
+        # V1-----`, `-----BEGIN RSA KEY-----`, a `SECRET KEY` block; certificates, public keys,
+        # parameters, requests, messages and signatures stay.
+        "key-block",
+        ("-----BEGIN ",),
+        False,
+        (
+            r"-----BEGIN (?![^\n-]*(?:PUBLIC|CERTIFICATE|PARAMETERS|REQUEST|MESSAGE|SIGNATURE|"
+            r"PRIVATE KEY))[A-Za-z0-9 ]*(?:KEY|[Kk]ey|SECRET)[A-Za-z0-9 ]*-----"
+            # Key material or a header on the next line: not a block named in prose.
+            r"(?=[ \t]*\r?\n[ \t]*(?:[A-Za-z0-9+/=]{16,}|[A-Za-z\-]+:))(?:.*?"
+            r"(?:-----END [A-Za-z0-9 ]*-----|\Z))",
+            re.DOTALL,
+        ),
+        _labelled("private-key"),
+    ),
+    (
+        # PuTTY's key files: the private part's base64 lines after `Private-Lines: N`.
+        "putty-private-lines",
+        ("Private-Lines:",),
+        False,
+        r"(?P<keep>Private-Lines:[ \t]*\d+[ \t]*\r?\n)(?:[A-Za-z0-9+/=]{4,}[ \t]*(?:\r?\n|$))+",
+        _labelled("private-key"),
+    ),
+    (
+        # A target with its credentials and no scheme: Impacket's `DOMAIN/USER:PW@HOST`
+        # (secretsdump, psexec, wmiexec, GetUserSPNs...), MySQL Shell's `USER:PW@HOST`.
+        "target-credentials",
+        ("impacket", ".py", "mysqlsh", "mysqlx"),
+        True,
+        r"(?P<keep>(?:\bimpacket-\w+|\b\w+exec\.py|\b(?:secretsdump|GetUserSPNs|GetNPUsers|getTGT|"
+        r"getST|mssqlclient|smbclient|lookupsid|reg|services|ticketer|rbcd|addcomputer|"
+        r"dacledit|owneredit)\.py|\bmysqlsh|\bmysqlx)\b" + _SAME_COMMAND + r"\s[\"']?"
+        r"(?:[\w.\-]+/)?[\w.\-$]+:)(?![$%<{])[^\s\"'@]+(?=@[\w.\-\[])",
+        _kind_password,
+    ),
+    (
+        # A user and password side by side in code's objects: nodemailer's `auth: { user: 'me',
+        # pass: 'PW' }`, `{ username: 'u', password: 'PW' }` (the `pass` key alone says too
+        # little, next to `user` it is the password).
+        "user-pass-object",
+        ("pass",),
+        True,
+        (
+            r"(?P<keep>\buser(?:name)?[\"']?\s*[:=]\s*(?P<q1>[\"'`])[^\"'`\n]*(?P=q1)\s*,\s*"
+            r"[\"']?pass(?:word|wd)?[\"']?\s*[:=]\s*(?P<q>[\"'`]))[^\"'`\n]{1,200}(?=(?P=q))",
+            re.IGNORECASE,
+        ),
+        _user_pass_value,
+    ),
+    (
+        # SMTP relay credentials a line: postfix's sasl_passwd `[smtp.host]:587 USER:PW`.
+        "relay-credentials-line",
+        ("]:",),
+        False,
+        (
+            r"(?m)(?P<keep>^[ \t]*\[[\w.\-]+\](?::\d+)?[ \t]+[^\s:]+:)"
+            r"(?![$%<{])[^\s]+(?=[ \t]*\r?$)",
+            0,
+        ),
+        _kind_password,
     ),
 ]
 
@@ -4238,7 +4408,7 @@ def _redact(text: str, random_words: bool = True) -> str:
         + _provider_value_spans(text, hits)
         + (_split_spans(text, hits) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
         + (_listed_secret_spans(text, lowered) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
-        + (_printed_secret_file_spans(text, lowered) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
+        + (_context_kind_spans(text, lowered) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
     )
     if spans:
         merged = _merged(spans)
