@@ -2340,7 +2340,35 @@ def _printed_secret_file_spans(text: str, lowered: str) -> list[Span]:
 def _context_kind_spans(text: str, lowered: str) -> list[Span]:
     """The kinds of context read by a function rather than a pattern: a file of secrets
     printed, the data of a Kubernetes secret."""
-    return _printed_secret_file_spans(text, lowered) + _kubernetes_secret_spans(text)
+    if "\n" not in text:
+        return []
+    return (
+        _printed_secret_file_spans(text, lowered)
+        + _kubernetes_secret_spans(text)
+        + _printed_secret_spans(text)
+    )
+
+
+# Where a command line can start: the text's start, or a line starting with a prompt.
+_PROMPTS = ("\n$", "\n#", "\n>", "\n%", "\nPS", "\n $", "\n #")
+
+
+def _printed_secret_spans(text: str) -> list[Span]:
+    """What a command printed when it was asked for a secret: the one value on the line
+    after it (`kubectl get secret NAME -o jsonpath='{.data.password}' | base64 -d`, `pass
+    show db`, `terraform output -raw db_password`, `echo $API_TOKEN`, `openssl rand -hex 32`,
+    `rails secret`, `argocd admin initial-password`). Only command lines are tried: the
+    text's first line and lines after a prompt."""
+    starts = {0}
+    for prompt in _PROMPTS:
+        starts.update(at + 1 for at in _find_all(text, prompt))
+    pattern = _rx(_SHOWS_SECRET)
+    spans: list[Span] = []
+    for start in sorted(starts):
+        match = pattern.match(text, start)
+        if match is not None and _printed_secret(match) is not None:
+            spans.append((match.end("keep"), match.end(), _label("secret")))
+    return spans
 
 
 # A Kubernetes Secret's data block, YAML (`data:`/`stringData:` on its own line) or JSON.
@@ -2431,8 +2459,10 @@ _IPV4 = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}(?:/\d+)?$")
 # db_password`, `echo $API_TOKEN`, `argocd admin initial-password`), or a key generator
 # (`openssl rand -hex 32`, `rails secret`, `wg genkey`).
 _SHOWS_SECRET = (
-    r"(?im)(?P<keep>^[^\n]*?(?:"
+    # A command line: the text's first line or one after a prompt (tried at line starts only).
+    r"(?i)(?P<keep>[^\n]*?(?:"
     r"\b(?:get|show|read|print|reveal|output|lookup|decode|describe|cat|echo|printenv|fetch|"
+    r"access|decrypt|retrieve|"
     r"view|dump|export|find-generic-password|find-internet-password)\b[^\n]*?"
     r"(?:secret|passw(?:or)?d|passwd|passphrase|token|api[_\-]?key|credential|master\.key)|"
     r"(?:secret|passw(?:or)?d|passwd|passphrase|token|credential)[^\n]*?"
@@ -2456,9 +2486,6 @@ def _printed_secret(match: re.Match[str]) -> str | None:
     value = match.group(0)[len(match.group("keep")) :]
     command = match.group("keep")
     if any(public in command for public in _PUBLIC_FILES):
-        return None
-    if not command.lstrip().startswith(("$", "#", ">", "PS", "%")) and match.start() != 0:
-        # Not a command line: the previous line must be one (a prompt) or the text's first.
         return None
     if value.startswith(("/", "~", "./")) or value.endswith((":", ",", "{", "(")):
         return None
@@ -2548,9 +2575,16 @@ def _object_fields(text: str, at: int) -> dict[str, str]:
     return {name.lower(): value for name, value in _rx(_OBJECT_FIELD).findall(body)}
 
 
+_NAME_BEFORE_OPERATOR = (r"(?P<name>[A-Za-z_][\w.\-]{0,80})[\"']?[ \t]*\Z", 0)
+
+
 def _split_json_value(match: re.Match[str]) -> str | None:
     """`"password":` and its value on the next line, as pretty-printers wrap a long one."""
-    name = match.group("name")
+    text = match.string
+    before = _rx(_NAME_BEFORE_OPERATOR).search(text, max(0, match.start() - 90), match.start())
+    if before is None:
+        return None
+    name = before.group("name")
     value = match.group(0)[len(match.group("keep")) :]
     return _label("secret") if _is_secret_value(name, value, quoted=True) else None
 
@@ -2768,7 +2802,7 @@ _KIND_DETECTORS: list[_Detector] = [
         # A password after its keyword inside a line of mail and network config files:
         # fetchmail's `user "me" there with password "PW"`, `login USER password PW`.
         "keyword-pair-password",
-        ("pass", "stats", "login=", "socks", "http"),
+        ("pass", "stats", "login=", "socks"),
         True,
         (
             r"(?P<keep>(?:\b(?:user(?:name)?|login)\s+(?![\[\-|<{/])[^\s\[\]|]+\s+"
@@ -2776,7 +2810,7 @@ _KIND_DETECTORS: list[_Detector] = [
             # HAProxy's `stats auth USER:PW`, Squid's `cache_peer ... login=USER:PW`,
             # proxychains' `socks5 HOST PORT USER PW`.
             r"\bstats\s+auth\s+[^\s:]+:|\blogin=[^\s:=]+:|"
-            r"(?m:^[ \t]*(?:socks[45]|http)[ \t]+\S+[ \t]+\d+[ \t]+\S+[ \t]+(?=\S+[ \t]*$))"
+            r"(?m:^[ \t]*socks[45][ \t]+\S+[ \t]+\d+[ \t]+\S+[ \t]+(?=\S+[ \t]*$))"
             r")[\"']?)"
             r"(?:(?<=')[^'\n]{1,200}(?=')|(?<=\")[^\"\n]{1,200}(?=\")|(?![\-$%<{(\\/])[^\s\"']+)",
             re.IGNORECASE,
@@ -2787,7 +2821,7 @@ _KIND_DETECTORS: list[_Detector] = [
         # strongSwan's and Libreswan's ipsec.secrets: `[IDs] : PSK "secret"`, `: XAUTH`, `: EAP`,
         # `: NTLM`, `: PIN`, and the passphrase of a private key file (`: RSA key.pem "PW"`).
         "ipsec-secret",
-        ("psk", "xauth", "eap", "ntlm", ": rsa", ": ecdsa", ": pin", "p12"),
+        (": psk", ": xauth", ": eap", ": ntlm", ": rsa", ": ecdsa", ": pin", ": p12"),
         True,
         r"(?P<keep>(?:^|\s):[ \t]*(?:PSK|XAUTH|EAP|NTLM|PIN|(?:RSA|ECDSA|BLISS|PKCS8|PKCS12|P12)"
         r"[ \t]+\S+)[ \t]+[\"']?)(?:(?<=\")[^\"\n]+(?=\")|(?<=')[^'\n]+(?=')|(?![\"'])\S+)",
@@ -2813,8 +2847,8 @@ _KIND_DETECTORS: list[_Detector] = [
         ("pass", "pwd", "secret", "token", "key", "auth", "cred"),
         True,
         (
-            r"(?P<keep>[\"']?(?P<name>[A-Za-z_][\w.\-]{0,80})[\"']?[ \t]*[:=][ \t]*\r?\n[ \t]*"
-            r"(?P<q>[\"']))[^\"'\n]{1,500}(?=(?P=q))",
+            # From the operator: a pattern starting at a name would be tried at every letter.
+            r"(?P<keep>[:=][ \t]*\r?\n[ \t]*(?P<q>[\"']))[^\"'\n]{1,500}(?=(?P=q))",
             0,
         ),
         _split_json_value,
@@ -2894,27 +2928,23 @@ _KIND_DETECTORS: list[_Detector] = [
         (
             "login(",
             "auth(",
-            "bind(",
-            "bind_s(",
+            "authenticate(",
+            "authentication(",
+            "bind",
             "password(",
             "passwd(",
             "secret(",
             "token(",
             "apikey(",
             "connect(",
-            "ftp(",
-            "ftp_tls(",
+            "ftp",
             "credentials(",
-            "sign(",
-            "hmac(",
-            "encode(",
+            "jwt.",
+            "hmac",
             "_open(",
-            "authenticate(",
-            "auth_password(",
             "transport.send(",
             "basic_auth ",
             "cookieparser(",
-            "hmac.new(",
             "fernet(",
         ),
         True,
@@ -2970,7 +3000,7 @@ _KIND_DETECTORS: list[_Detector] = [
         # Redis: `AUTH PW` at its prompt or to redis-cli (valkey, keydb), `CONFIG SET
         # requirepass PW`, an ACL user's `>PW`.
         "redis-auth",
-        ("auth", "requirepass", "setuser", "-cli"),
+        ("> auth", "requirepass", "setuser", "-cli"),
         True,
         (
             r"(?P<keep>(?:"
@@ -3024,17 +3054,6 @@ _KIND_DETECTORS: list[_Detector] = [
         _flag_value,
     ),
     (
-        # What a command printed when it was asked for a secret: the one value on the line
-        # after it (`kubectl get secret NAME -o jsonpath='{.data.password}' | base64 -d`, `pass
-        # show db`, `terraform output -raw db_password`, `echo $API_TOKEN`, `openssl rand
-        # -hex 32`, `rails secret`, `argocd admin initial-password`).
-        "printed-secret",
-        ("secret", "pass", "token", "key", "credential", "rand", "genkey", "genpsk", "pwgen"),
-        True,
-        _SHOWS_SECRET,
-        _printed_secret,
-    ),
-    (
         # A key block of any kind but a public one: OpenVPN's `-----BEGIN OpenVPN Static key
         # V1-----`, `-----BEGIN RSA KEY-----`, a `SECRET KEY` block; certificates, public keys,
         # parameters, requests, messages and signatures stay.
@@ -3045,7 +3064,7 @@ _KIND_DETECTORS: list[_Detector] = [
             r"-----BEGIN (?![^\n-]*(?:PUBLIC|CERTIFICATE|PARAMETERS|REQUEST|MESSAGE|SIGNATURE|"
             r"PRIVATE KEY))[A-Za-z0-9 ]*(?:KEY|[Kk]ey|SECRET)[A-Za-z0-9 ]*-----"
             # Key material or a header on the next line: not a block named in prose.
-            r"(?=[ \t]*\r?\n[ \t]*(?:[A-Za-z0-9+/=]{16,}|[A-Za-z\-]+:))(?:.*?"
+            r"(?=[ \t]*\\?\r?\n[ \t]*(?:[A-Za-z0-9+/=]{16,}|[A-Za-z\-]+:))(?:.*?"
             r"(?:-----END [A-Za-z0-9 ]*-----|\Z))",
             re.DOTALL,
         ),
@@ -3105,7 +3124,15 @@ _KIND_DETECTOR_NAMES = frozenset(detector[0] for detector in _KIND_DETECTORS)
 # Their guards' filters (see _GUARD_FILTERS): a secret word counts as a flag's only after a
 # dash, as a label ending its line only before a line break.
 _KIND_GUARD_FILTERS: dict[str, Callable[[str, int, int], bool]] = {
-    "dotted-flag-password": lambda lowered, at, _size: "-" in lowered[max(0, at - 24) : at],
+    # The secret word inside a flag: the word it ends starts with a dash (`--server.password`).
+    "dotted-flag-password": lambda lowered, at, _size: _in_a_flag(lowered, at),
+    # A bordered row starts its line with `|`; a relay line with `[host]:port`.
+    "bordered-table-row": lambda lowered, at, _size: (
+        not lowered[lowered.rfind("\n", 0, at) + 1 : at].strip(" \t")
+    ),
+    "relay-credentials-line": lambda lowered, at, _size: (
+        lowered[lowered.rfind("\n", 0, at) + 1 : at].lstrip(" \t").startswith("[")
+    ),
     "split-named-value": lambda lowered, at, size: "\n" in lowered[at + size : at + size + 24],
     # The secret word in a name that starts its line: `remotepass = `, `password VALUE`.
     "credential-line": lambda lowered, at, _size: _starts_its_line(lowered, at),
@@ -3128,6 +3155,13 @@ _KIND_GUARD_FILTERS: dict[str, Callable[[str, int, int], bool]] = {
 }
 
 
+def _in_a_flag(lowered: str, at: int) -> bool:
+    """Whether the word holding `at` starts with a dash (`--db_password`, `-Secret`)."""
+    before = lowered[max(0, at - 24) : at]
+    cut = max(before.rfind(" "), before.rfind("\t"), before.rfind("\n"), before.rfind("="))
+    return before[cut + 1 : cut + 2] == "-"
+
+
 def _starts_its_line(lowered: str, at: int) -> bool:
     """Whether only indentation, `set ` and a name's first letters precede `at` on its line."""
     before = lowered[lowered.rfind("\n", 0, at) + 1 : at].lstrip(" \t")
@@ -3135,8 +3169,31 @@ def _starts_its_line(lowered: str, at: int) -> bool:
     return all(c.isalnum() or c in "_.-" for c in before)
 
 
+# Detectors whose match ends shortly after their guard (the secret word is the flag's,
+# the key's or the keyword's right before the value): a shorter window.
+_KIND_WINDOW_AFTER = {
+    "json-object-value": 6000,
+    "keyword-pair-password": 250,
+    "dotted-flag-password": 250,
+    "user-pass-object": 250,
+    "credential-line": 250,
+    "split-named-value": 560,
+    "relay-credentials-line": 300,
+    "bordered-table-row": 350,
+    "code-secret-argument": 450,
+    "encoded-credentials": 300,
+    "secret-id-label": 200,
+}
+# The kinds' detectors whose match starts at most WINDOW_BEFORE characters before a guard,
+# with how far after it the match may end: in a short text above _KIND_WINDOWED_ABOVE
+# characters they read those windows only.
+_KIND_WINDOWED_ABOVE = 512
+_KIND_WINDOWS = {
+    name: _KIND_WINDOW_AFTER.get(name, 700)
+    for name in _KIND_DETECTOR_NAMES
+    if name not in ("key-block", "putty-private-lines")
+}
 _KIND_SHORT_TEXT_REQUIRES = {
-    "printed-secret": "\n",
     "split-named-value": "\n",
     "xml-named-element": "<",
     "json-object-value": "{",
@@ -3471,12 +3528,22 @@ def _context_spans(text: str, lowered: str, hits: _Hits | None = None) -> list[S
                 for at in _find_all(haystack, guard)
             ):
                 continue
+            if name in _KIND_WINDOWS and len(text) > _KIND_WINDOWED_ABOVE:
+                # The kinds' guards are frequent words: their patterns read windows around them.
+                positions = [
+                    (at, len(guard))
+                    for guard in guards
+                    for at in _find_all(haystack, guard)
+                    if keep is None or keep(lowered, at, len(guard))
+                ]
         pattern = _rx(spec)
-        matches = (
-            _windowed_matches(pattern, text, positions, _SHORT_WINDOW.get(name, WINDOW_AFTER))
-            if windowed and name != "private-key"
-            else pattern.finditer(text)
-        )
+        if windowed and name != "private-key":
+            window = _SHORT_WINDOW.get(name, WINDOW_AFTER)
+            matches = _windowed_matches(pattern, text, positions, window)
+        elif not windowed and positions:
+            matches = _windowed_matches(pattern, text, positions, _KIND_WINDOWS[name])
+        else:
+            matches = pattern.finditer(text)
         for match in matches:
             label = replacement(match) if replacement else _label(name)
             if label is not None:
