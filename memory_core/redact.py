@@ -2106,6 +2106,8 @@ def _credential_pair(match: re.Match[str]) -> str | None:
         return None  # `-U flash:w:file.hex`, `-u a,b,c`: a spec or a list, not a credential
     if user.startswith(("{", "<", "[", "(")):
         return None
+    if separator == "," and user[:4].isalpha() and value.startswith(user[:4]):
+        return None  # `-u abstraction1,abstraction2`: items of a list
     if value == user and value.replace("-", "").replace("_", "").isalpha():
         return None  # `-u www-data:www-data`: a user and its group
     if user.lower() in ("http", "https", "ftp", "ssh", "file") or value.startswith("//"):
@@ -2231,7 +2233,18 @@ def _credential_line_pair(match: re.Match[str]) -> str | None:
 _SNMP_DEFAULT_COMMUNITIES = frozenset(("public", "private", "community"))
 
 
+_SNMP_COMMAND = (
+    r"\bsnmp(?:walk|bulkwalk|get|getnext|bulkget|set|trap|inform|table|delta|status|df|"
+    r"netstat|usm|vacm|test)\b(?:[^\n|;&]|\\\r?\n)*$",
+    0,
+)
+
+
 def _snmp_secret(match: re.Match[str]) -> str | None:
+    text = match.string
+    line_start = text.rfind("\n", 0, max(0, match.start() - 300)) + 1
+    if not _rx(_SNMP_COMMAND).search(text, line_start, match.start()):
+        return None
     value = match.group(0)[len(match.group("keep")) :].strip("\"'")
     if match.group("keep").rstrip(" \t\"'").endswith("-c") and value in _SNMP_DEFAULT_COMMUNITIES:
         return None
@@ -3021,11 +3034,8 @@ _KIND_DETECTORS: list[_Detector] = [
         "snmp-credentials",
         ("snmp",),
         True,
-        r"(?P<keep>\bsnmp(?:walk|bulkwalk|get|getnext|bulkget|set|trap|inform|table|delta|"
-        r"status|df|netstat|usm|vacm|test)\b"
-        + _SAME_COMMAND
-        + r"\s-(?:A|X|c)[ \t]+[\"']?)"
-        + _CTX_VALUE,
+        # Each flag of the command (`-A` and `-X` both): the command is checked behind it.
+        r"(?P<keep>\s-[AXc][ \t]+[\"']?)" + _CTX_VALUE,
         _snmp_secret,
     ),
     (
