@@ -2018,6 +2018,16 @@ def _kind_named_value(match: re.Match[str]) -> str | None:
     return _named_value(match)
 
 
+def _userlist_password(match: re.Match[str]) -> str | None:
+    """A line of two quoted words is PgBouncer's user and password when the second reads as
+    a password (letters and digits, or a stored `md5...`/`SCRAM-SHA-256$...` hash)."""
+    value = match.group(0)[len(match.group("keep")) :]
+    letters = any(c.isalpha() for c in value)
+    if " " in value or not (letters and any(c.isdigit() for c in value)):
+        return None
+    return _kind_password(match)
+
+
 def _user_pass_value(match: re.Match[str]) -> str | None:
     # Labelled as the assignments label `password='...'`, which they find too.
     return _label("secret") if _kind_password(match) else None
@@ -2546,12 +2556,12 @@ def _json_named_value(match: re.Match[str]) -> str | None:
     if _doc_placeholder(value):
         return None
     fields = _object_fields(match.string, match.start())
-    if "securestring" in fields.get("type", "").lower():
-        return _label("secret")
+    if "securestring" in fields.get("type", "").lower() or " sensitive" in fields:
+        return _label("secret")  # an SSM SecureString, a Terraform sensitive output
     if any(field in fields for field in _KEY_NAME_FIELDS):
         # The object is a key's: its value is the key when it looks random.
         return _label("secret") if len(value) >= 16 and entropy(value) >= 3.5 else None
-    for field in ("name", "key", "secretname"):
+    for field in ("name", "key", "secretname", " parent"):
         name = re.split(r"[/.:]", fields.get(field, ""))[-1]
         if name and (_names_a_password(name) or _strong_name(name)):
             return _label("secret") if _is_secret_value(name, value, quoted=True) else None
@@ -2585,7 +2595,18 @@ def _object_fields(text: str, at: int) -> dict[str, str]:
         if inner == body[1:]:
             break
         body = body[:1] + inner
-    return {name.lower(): value for name, value in _rx(_OBJECT_FIELD).findall(body)}
+    fields = {name.lower(): value for name, value in _rx(_OBJECT_FIELD).findall(body)}
+    # The key the object is under (`"db_password": {...}`) and Terraform's `"sensitive": true`.
+    parent = _rx(_KEY_BEFORE_OBJECT).search(text, max(0, start - 200), start)
+    if parent is not None:
+        fields[" parent"] = parent.group(1)
+    if _rx(_SENSITIVE_TRUE).search(body):
+        fields[" sensitive"] = "true"
+    return fields
+
+
+_KEY_BEFORE_OBJECT = (r"\"([^\"\n]{1,120})\"\s*:\s*\Z", 0)
+_SENSITIVE_TRUE = (r"\"sensitive\"\s*:\s*true", 0)
 
 
 _NAME_BEFORE_OPERATOR = (r"(?P<name>[A-Za-z_][\w.\-]{0,80})[\"']?[ \t]*\Z", 0)
@@ -2751,6 +2772,7 @@ _KIND_DETECTORS: list[_Detector] = [
             "nuget",
             "choco",
             "codecov",
+            "openssl passwd",
         ),
         True,
         r"(?P<keep>(?:"
@@ -2765,7 +2787,9 @@ _KIND_DETECTORS: list[_Detector] = [
         r"\b(?:vsce|ovsx)\s+publish\b" + _SAME_COMMAND + r"\s(?:-p|--pat)[ \t]+|"
         r"\bdotnet\s+nuget\s+push\b" + _SAME_COMMAND + r"\s-k[ \t]+|"
         r"\bchoco\s+(?:apikey|setapikey)\b" + _SAME_COMMAND + r"\s(?:-k|--key|--api-key)[ \t=]+|"
-        r"\bcodecov\b" + _SAME_COMMAND + r"\s-t[ \t]+"
+        r"\bcodecov\b" + _SAME_COMMAND + r"\s-t[ \t]+|"
+        # `openssl passwd [-6] [-salt S] PW`: the password to hash.
+        r"\bopenssl\s+passwd(?:\s+-(?:salt|in)\s+\S+|\s+-\S+)*[ \t]+"
         r")[\"']?)" + _CTX_VALUE,
         _kind_password,
     ),
@@ -3113,6 +3137,23 @@ _KIND_DETECTORS: list[_Detector] = [
             re.IGNORECASE,
         ),
         _user_pass_value,
+    ),
+    (
+        # MariaDB's clients and mycli glue the password to `-p` as mysql does: `-p'PW'`.
+        "mariadb-glued-password",
+        ("mariadb", "mycli"),
+        True,
+        r"(?P<keep>\b(?:mariadb(?:-?dump|-?admin|-?import|-?check|-?show|-?slap)?|mycli)\b"
+        r"[^\n]{0,300}?\s-p)(?:'[^'\n]+'|\"[^\"\n]+\"|[^\s\"'\-][^\s\"']*)",
+        _kind_password,
+    ),
+    (
+        # PgBouncer's auth_file (userlist.txt): `"user" "password"` a line, nothing else.
+        "quoted-user-password-line",
+        ('" "',),
+        False,
+        (r"(?m)(?P<keep>^[ \t]*\"[^\"\s]{1,64}\"[ \t]+\")[^\"\n]{4,200}(?=\"[ \t]*\r?$)", 0),
+        _userlist_password,
     ),
     (
         # SMTP relay credentials a line: postfix's sasl_passwd `[smtp.host]:587 USER:PW`.
