@@ -2173,6 +2173,8 @@ def _credential_line(match: re.Match[str]) -> str | None:
     label = _label("secret") if match.group("op") else _label("password")
     if match.group("op") and value.isdigit():
         return label if len(value) >= 6 else None
+    if match.group("op") and value.isalpha():
+        return None  # `MYSQL_ALLOW_EMPTY_PASSWORD: 'yes'`: a word is left to the assignments
     if _is_reference(value, quoted=quoted) or _rx(_PLACEHOLDER_VALUE).match(value):
         return None
     if value.startswith(("!", "|", ">", "#", ";", "/", "~")) or _placeholder(value):
@@ -2234,7 +2236,8 @@ _PASSWORD_COMMANDS = frozenset(
 def _credential_line_pair(match: re.Match[str]) -> str | None:
     value = match.group(0)[len(match.group("keep")) :]
     quoted = match.group("keep")[-1:] in "\"'"
-    if not quoted and value.rstrip("`,.;:!?)").isalpha() and value.islower():
+    word = value.rstrip("`,.;:!?)")
+    if not quoted and word.isalpha() and (word.islower() or _case_switches(word) < 2):
         return None  # `user admin password required`: prose
     return _sql_password(match)  # not `USER app WITH PASSWORD :pw` (a bind parameter)
 
@@ -2842,8 +2845,9 @@ _KIND_DETECTORS: list[_Detector] = [
         ("pass", "stats", "login=", "socks"),
         True,
         (
-            r"(?P<keep>(?:\b(?:user(?:name)?|login)\s+(?![\[\-|<{/])[^\s\[\]|]+\s+"
-            r"(?:there\s+)?(?:with\s+)?(?:[a-z][\w\-]*?)?(?:password|passwd|pass)\s+|"
+            # On one line: `user and password\n\nIf you...` is a heading and prose.
+            r"(?P<keep>(?:\b(?:user(?:name)?|login)[ \t]+(?![\[\-|<{/])[^\s\[\]|]+[ \t]+"
+            r"(?:there[ \t]+)?(?:with[ \t]+)?(?:[a-z][\w\-]*?)?(?:password|passwd|pass)[ \t]+|"
             # HAProxy's `stats auth USER:PW`, Squid's `cache_peer ... login=USER:PW`,
             # proxychains' `socks5 HOST PORT USER PW`.
             r"\bstats\s+auth\s+[^\s:]+:|\blogin=[^\s:=]+:|"
