@@ -2274,11 +2274,20 @@ _READS_SECRET_FROM_STDIN = (
     r"netlify\s+env:set|fly(?:ctl)?\s+secrets\s+(?:set|import)|keyctl\s+padd|"
     r"secret-tool\s+store|security\s+add-\w+-password|gpg\b[^\n|]*--passphrase-fd|"
     r"age\b[^\n|]*-p\b|rclone\s+obscure|openssl\b[^\n|]*\bstdin\b|"
+    r"gpg\b[^\n|]*--passphrase-fd\s+0|"
     r"bw\s+(?:unlock|login)|op\s+signin)|"
     r"--?(?:password|passwd|passphrase|pass|token|secret|key)[-_]?(?:stdin|from-stdin)\b|"
     r"--stdin-?pass(?:word)?\b|--passwd-on-stdin\b|\bencfs\b[^\n|]*\s-S\b)",
     re.IGNORECASE,
 )
+
+
+def _herestring_secret(match: re.Match[str]) -> str | None:
+    text = match.string
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    if not _rx(_READS_SECRET_FROM_STDIN).search(text, line_start, match.start()):
+        return None
+    return _kind_password(match)
 
 
 def _piped_secret(match: re.Match[str]) -> str | None:
@@ -3141,6 +3150,39 @@ _KIND_DETECTORS: list[_Detector] = [
             re.IGNORECASE,
         ),
         _user_pass_value,
+    ),
+    (
+        # mount's option list: `mount -t cifs ... -o user=bob,pass=PW` (`password=`, `passwd=`).
+        "mount-option-password",
+        ("mount",),
+        True,
+        r"(?P<keep>\bmount(?:\.cifs|\.smb3|\.davfs)?\b" + _SAME_COMMAND + r"\s-o[ \t]+[\"']?"
+        r"(?:[^\s\"',]+,)*(?:pass|passwd|password)=)(?![$%<{])[^\s\"',]+",
+        _kind_password,
+    ),
+    (
+        # A password typed at a prompt by a script: Tcl expect's `expect "password:"` then
+        # `send "PW\r"`, pexpect's `expect('Password:')` then `sendline('PW')`.
+        "expect-send-password",
+        ("send",),
+        True,
+        (
+            r"(?P<keep>\bexpect(?:_exact)?\s*\(?\s*(?:-\S+\s+)*[\"'][^\"'\n]*"
+            r"(?:assword|assphrase|ASSWORD|PIN)[^\"'\n]*[\"']\s*\)?\s*(?:[;\n]\s*)+"
+            r"(?:[\w.]+\.)?send(?:line)?\s*\(?\s*(?:--\s+)?[\"'])(?![$%<{\[])[^\"'\n\\]+",
+            0,
+        ),
+        _kind_password,
+    ),
+    (
+        # A here-string given to a program that reads a secret from its input: `gpg
+        # --passphrase-fd 0 ... <<< 'PW'`, `cryptsetup open ... <<< 'PW'`.
+        "herestring-secret",
+        ("<<<",),
+        False,
+        r"(?P<keep><<<[ \t]*[\"']?)(?:(?<=')[^'\n]{1,200}(?=')|(?<=\")[^\"\n]{1,200}(?=\")|"
+        r"(?![\-$%<{(\\])[^\s\"'|;&)]+)",
+        _herestring_secret,
     ),
     (
         # MariaDB's clients and mycli glue the password to `-p` as mysql does: `-p'PW'`.

@@ -1046,6 +1046,44 @@ CONTEXT_KINDS = [
         "[smtp.example.com]:587 me@example.com:[REDACTED:password]",
         "[smtp.example.com]:587",
     ),
+    # Terraform's sensitive output, named by its parent key
+    (
+        '{\n  "db_password": {\n    "sensitive": true,\n    "type": "string",\n    "value": "Tf-0ut-Pw-42"\n  }\n}',
+        '{\n  "db_password": {\n    "sensitive": true,\n    "type": "string",\n    "value": "[REDACTED:secret]"\n  }\n}',
+        '{\n  "db_host": {\n    "sensitive": false,\n    "type": "string",\n    "value": "db.example.com"\n  }\n}',
+    ),
+    # openssl passwd's argument
+    (
+        "openssl passwd -6 -salt xyz 'Hash-Me-Pw9'",
+        "openssl passwd -6 -salt xyz '[REDACTED:password]'",
+        "openssl passwd -help",
+    ),
+    # MariaDB's glued -p
+    (
+        "mariadb -u root -p'M4ria-Pw-66' -e 'SHOW DATABASES'",
+        "mariadb -u root -p[REDACTED:password] -e 'SHOW DATABASES'",
+        "mariadb -u root -p shop",
+    ),
+    # PgBouncer's userlist
+    ('"app" "Pgb0uncer-Us3r-Pw"', '"app" "[REDACTED:password]"', '"app" "readonly"'),
+    # mount's option list
+    (
+        "mount -t cifs //nas/share /mnt -o user=bob,pass=Cifs-Pass-5",
+        "mount -t cifs //nas/share /mnt -o user=bob,pass=[REDACTED:password]",
+        "mount -o remount,rw /",
+    ),
+    # a password sent at a prompt
+    (
+        'child.expect("Password:")\nchild.sendline("Pexp-Pw-99")',
+        'child.expect("Password:")\nchild.sendline("[REDACTED:password]")',
+        'child.expect("Username:")\nchild.sendline("deploy")',
+    ),
+    # a here-string to a program reading a secret
+    (
+        "gpg --batch --passphrase-fd 0 -c notes.txt <<< 'Gpg-Fd-Pw-5'",
+        "gpg --batch --passphrase-fd 0 -c notes.txt <<< '[REDACTED:password]'",
+        "grep -c error <<< 'Gpg-Fd-Pw-5'",
+    ),
 ]
 
 
