@@ -2295,7 +2295,12 @@ def _piped_secret(match: re.Match[str]) -> str | None:
     line_end = text.find("\n", match.end())
     rest = text[match.end() : line_end if line_end != -1 else len(text)]
     pipe = rest.find("|")
-    if pipe == -1 or not _rx(_READS_SECRET_FROM_STDIN).search(rest, pipe):
+    if pipe == -1:
+        return None
+    # The command the pipe feeds, up to the next pipe, `;`, `&` or backtick.
+    cut = [at for at in (rest.find(c, pipe + 1) for c in "|;&`") if at != -1]
+    command = rest[pipe : min(cut)] if cut else rest[pipe:]
+    if not _rx(_READS_SECRET_FROM_STDIN).search(command):
         return None
     return _kind_password(match)
 
@@ -2664,8 +2669,8 @@ _KIND_DETECTORS: list[_Detector] = [
         # (rabbitmqadmin, ncftp*, cypher-shell, hdbsql, racadm, crackmapexec, evil-winrm),
         # `-U USER ... -P PASSWORD` (tsql, sqsh, ipmitool), vsql's `-w`.
         "login-flag-password",
-        (" -u", " -U", "--user", "-user"),
-        False,
+        (" -u", "-user"),
+        True,
         r"(?P<keep>(?<![\w\-])(?:-u|-U|--user(?:name)?|-user(?:name)?)(?:[ \t]+|=)"
         + _CTX_USER
         + _SAME_COMMAND
@@ -2678,8 +2683,8 @@ _KIND_DETECTORS: list[_Detector] = [
         # `--user`/`-u` (etcdctl, lftp, ncftp), `-a`/`--auth` (HTTPie, xh, hey), ApacheBench's
         # `-A`, `--basic-auth`, `--credentials`, `--proxy-user`; each half may be quoted.
         "credential-flag-pair",
-        (" -u", " -U", "--user", " -a", " -A", "--auth", "--basic-auth", "--cred", "-user"),
-        False,
+        (" -u", "-user", " -a", "-auth", "cred"),
+        True,
         r"(?P<keep>(?<![\w\-])(?:-u|-U|--user|-user|-a|-A|--auth|--basic-auth|--credentials?|"
         r"--proxy-user|--http-auth)(?:[ \t]+|=)"
         r"(?P<user>[\"']?[^\s\"':,%\-/][^\s\"':,%/]*?[\"']?)[:,][\"']?)" + _CTX_VALUE,
@@ -2702,7 +2707,7 @@ _KIND_DETECTORS: list[_Detector] = [
         # `PASSWORD('PW')`, `SECRET = 'PW'` (a SQL Server credential), DB2's `CONNECT TO db
         # USER u USING PW`, Neo4j's `SET PASSWORD FROM 'old' TO 'new'`.
         "sql-password",
-        ("identified", "password", "using", "secret"),
+        ("identified", "pass", "using", "secret"),
         True,
         (
             r"(?P<keep>(?:"
@@ -2728,7 +2733,7 @@ _KIND_DETECTORS: list[_Detector] = [
         # //host/:_authToken VALUE`, `git config github.token VALUE`, `rclone config create
         # NAME TYPE pass VALUE`, `gh secret set NAME --body VALUE` below.
         "named-secret-argument",
-        ("user-secrets", "config"),
+        ("secret", "config"),
         True,
         r"(?P<keep>(?:\buser-secrets\s+set|\bconfig(?:\s+set)?|"
         r"\brclone\s+config\s+(?:create|update)\b"
@@ -2744,7 +2749,7 @@ _KIND_DETECTORS: list[_Detector] = [
         # bitbucket-oauth's key and secret), `bundle config [set] HOST USER:PW`.
         "package-credentials",
         ("composer", "bundle"),
-        False,
+        True,
         r"(?P<keep>(?:"
         r"\bcomposer\s+config\s+(?:--?\S+\s+)*(?:http-basic\.\S+\s+[\"']?[^\s\"']+[\"']?|"
         r"bitbucket-oauth\.\S+\s+[\"']?[^\s\"']+[\"']?|"
@@ -2771,12 +2776,12 @@ _KIND_DETECTORS: list[_Detector] = [
         # `dotnet nuget push -k KEY`, `choco apikey -k KEY`, `codecov -t TOKEN`.
         "secret-storing-command",
         (
-            "secret set",
+            "secret",
             "bw ",
-            "set-initial-password",
+            "pass",
             "snyk",
-            "authtoken",
-            "setapikey",
+            "auth",
+            "key",
             "hdbuserstore",
             "isql",
             "vsce",
@@ -2784,7 +2789,7 @@ _KIND_DETECTORS: list[_Detector] = [
             "nuget",
             "choco",
             "codecov",
-            "openssl passwd",
+            "openssl",
         ),
         True,
         r"(?P<keep>(?:"
@@ -2834,7 +2839,7 @@ _KIND_DETECTORS: list[_Detector] = [
         # `password VALUE`, Redis' `requirepass`/`masterauth`, keepalived's `auth_pass`,
         # mutt's `set imap_pass`, OfflineIMAP's `remotepass = ...`, `psk`/`secret` lines.
         "credential-line",
-        ("pass", "pwd", "pw", "secret", "psk", "masterauth", "authtok"),
+        ("pass", "pw", "secret", "psk", "auth"),
         True,
         (
             r"(?im)(?P<keep>^[ \t]*(?:set[ \t]+)?"
@@ -2871,7 +2876,7 @@ _KIND_DETECTORS: list[_Detector] = [
         # strongSwan's and Libreswan's ipsec.secrets: `[IDs] : PSK "secret"`, `: XAUTH`, `: EAP`,
         # `: NTLM`, `: PIN`, and the passphrase of a private key file (`: RSA key.pem "PW"`).
         "ipsec-secret",
-        (": psk", ": xauth", ": eap", ": ntlm", ": rsa", ": ecdsa", ": pin", ": p12"),
+        ("psk", ": rsa", ": eap", ": xauth"),
         True,
         r"(?P<keep>(?:^|\s):[ \t]*(?:PSK|XAUTH|EAP|NTLM|PIN|(?:RSA|ECDSA|BLISS|PKCS8|PKCS12|P12)"
         r"[ \t]+\S+)[ \t]+[\"']?)(?:(?<=\")[^\"\n]+(?=\")|(?<=')[^'\n]+(?=')|(?![\"'])\S+)",
@@ -2886,8 +2891,9 @@ _KIND_DETECTORS: list[_Detector] = [
         ("name=", "key="),
         True,
         r"(?P<keep><(?P<tag>[\w:.\-]+)\s+(?:name|key|id)\s*=\s*[\"'](?P<name>[^\"'\n]{1,120})[\"']"
-        r"(?:[^<>]*?\svalue\s*=\s*[\"']|[^<>/]*>\s*(?:<value>)?))"
-        r"[^\"'<>\n]{1,300}?(?=[\"']|\s*</)",
+        r"(?:[^<>]*?\svalue\s*=\s*(?P<q>[\"'])|[^<>/]*>\s*(?:<value>)?))"
+        # An attribute's value to its quote, an element's text to its closing tag.
+        r"(?:(?<=[\"'])[^\"'<>\n]{1,300}?(?=(?P=q))|(?<=>)[^\"'<>\n]{1,300}?(?=\s*</))",
         _kind_named_value,
     ),
     (
@@ -2908,7 +2914,7 @@ _KIND_DETECTORS: list[_Detector] = [
         # list`: `"keyName": "key1"` ... `"value": "KEY"`; `{"name": "db-password", "type":
         # "...", "value": "PW"}`), fields between them.
         "json-object-value",
-        ('"value"',),
+        ("value",),
         True,
         (r"(?P<keep>\"value\"\s*:\s*\")[^\"\n]{1,4096}(?=\")", re.IGNORECASE),
         _json_named_value,
@@ -2918,7 +2924,7 @@ _KIND_DETECTORS: list[_Detector] = [
         # Vault's `secret_id   VALUE`, `Secret ID: VALUE`; `SecretAccessKey`-style labels in a
         # `Label:   value` block.
         "secret-id-label",
-        ("secretid", "secret_id", "secret id", "secret-id"),
+        ("secret",),
         True,
         (
             r"(?P<keep>\b(?:SecretID|SecretId|secret_id|Secret[ \t]ID|secret-id)[\"']?"
@@ -2946,16 +2952,7 @@ _KIND_DETECTORS: list[_Detector] = [
         # `base64_encode("user:PW")`, Go's `EncodeToString([]byte("user:PW"))`, C#'s
         # `GetBytes("user:PW")`.
         "encoded-credentials",
-        (
-            "btoa(",
-            "buffer.from(",
-            "b64encode(",
-            "encode64(",
-            "base64_encode(",
-            "getbytes(",
-            "[]byte(",
-            "encodetostring(",
-        ),
+        ("btoa(", "buffer.from(", "encode", "getbytes(", "byte("),
         True,
         r"(?P<keep>\b(?:btoa|Buffer\.from|b64encode|(?:strict_|urlsafe_)?encode64|"
         r"base64_encode|GetBytes|getBytes|\[\]byte|encodeToString|EncodeToString)\(\s*"
@@ -2976,26 +2973,22 @@ _KIND_DETECTORS: list[_Detector] = [
         # u, PW)`, PHP's `ssh2_auth_password`, `ldap_bind`, `imap_open`, `oci_connect`.
         "code-secret-argument",
         (
-            "login(",
-            "auth(",
-            "authenticate(",
-            "authentication(",
+            "login",
+            "auth",
             "bind",
-            "password(",
-            "passwd(",
-            "secret(",
-            "token(",
-            "apikey(",
+            "pass",
+            "secret",
+            "token",
+            "key",
             "connect(",
             "ftp",
-            "credentials(",
+            "cred",
             "jwt.",
             "hmac",
             "_open(",
-            "transport.send(",
-            "basic_auth ",
             "cookieparser(",
             "fernet(",
+            "transport",
         ),
         True,
         (
@@ -3050,7 +3043,7 @@ _KIND_DETECTORS: list[_Detector] = [
         # Redis: `AUTH PW` at its prompt or to redis-cli (valkey, keydb), `CONFIG SET
         # requirepass PW`, an ACL user's `>PW`.
         "redis-auth",
-        ("> auth", "requirepass", "setuser", "-cli"),
+        ("> auth", "pass", "setuser", "-cli"),
         True,
         (
             r"(?P<keep>(?:"
@@ -3078,7 +3071,7 @@ _KIND_DETECTORS: list[_Detector] = [
     (
         # RAR's `-hp[PW]` (encrypts the headers too), glued like `-p[PW]`.
         "rar-header-password",
-        ("rar",),
+        ("rar ",),
         True,
         r"(?P<keep>\b(?:rar|winrar|unrar)(?:\.exe)?\b" + _SAME_COMMAND + r"\s-hp[\"']?)"
         r"(?:(?<=')[^'\n]{1,200}(?=')|(?<=\")[^\"\n]{1,200}(?=\")|[^\s\"']+)",
@@ -3129,7 +3122,7 @@ _KIND_DETECTORS: list[_Detector] = [
         # A target with its credentials and no scheme: Impacket's `DOMAIN/USER:PW@HOST`
         # (secretsdump, psexec, wmiexec, GetUserSPNs...), MySQL Shell's `USER:PW@HOST`.
         "target-credentials",
-        ("impacket", ".py", "mysqlsh", "mysqlx"),
+        ("impacket", ".py", "mysqlsh"),
         True,
         r"(?P<keep>(?:\bimpacket-\w+|\b\w+exec\.py|\b(?:secretsdump|GetUserSPNs|GetNPUsers|getTGT|"
         r"getST|mssqlclient|smbclient|lookupsid|reg|services|ticketer|rbcd|addcomputer|"
@@ -3221,6 +3214,23 @@ _KIND_DETECTOR_NAMES = frozenset(detector[0] for detector in _KIND_DETECTORS)
 # Their guards' filters (see _GUARD_FILTERS): a secret word counts as a flag's only after a
 # dash, as a label ending its line only before a line break.
 _KIND_GUARD_FILTERS: dict[str, Callable[[str, int, int], bool]] = {
+    # A secret word inside a call's name (`setPassword(`, `apiKey(`, `simple_bind_s(`).
+    "code-secret-argument": lambda lowered, at, size: _in_a_call_name(lowered, at, size),
+    # A command that keeps a secret named near the guard (`gh secret set`, `snyk auth`).
+    "secret-storing-command": lambda lowered, at, size: any(
+        anchor in lowered[max(0, at - 30) : at + size + 30] for anchor in _STORING_COMMANDS
+    ),
+    "redis-auth": lambda lowered, at, _size: (
+        not lowered.startswith("pass", at) or lowered[at - 7 : at] == "require"
+    ),
+    # `SecretID`, `secret_id`, `Secret ID`, `secret-id`.
+    "secret-id-label": lambda lowered, at, _size: (
+        lowered[at + 6 : at + 10].lstrip("_ -").startswith("id")
+    ),
+    # The `"value"` field of a JSON object.
+    "json-object-value": lambda lowered, at, _size: (
+        lowered[at - 1 : at] == '"' and lowered[at + 5 : at + 6] == '"'
+    ),
     # The secret word inside a flag: the word it ends starts with a dash (`--server.password`).
     "dotted-flag-password": lambda lowered, at, _size: _in_a_flag(lowered, at),
     # A bordered row starts its line with `|`; a relay line with `[host]:port`.
@@ -3241,8 +3251,13 @@ _KIND_GUARD_FILTERS: dict[str, Callable[[str, int, int], bool]] = {
         or '"' in lowered[at + size : at + size + 60]
     ),
     # `config` followed by a secret's name; `echo` with a pipe or a redirection after it.
-    "named-secret-argument": lambda lowered, at, _size: any(
-        word in lowered[at : at + 240] for word in ("pass", "secret", "token", "key", "pwd")
+    # `user-secrets set`, or `config` with a secret's name after it.
+    "named-secret-argument": lambda lowered, at, _size: (
+        lowered[at - 5 : at] == "user-"
+        if lowered.startswith("secret", at)
+        else any(
+            word in lowered[at : at + 240] for word in ("pass", "secret", "token", "key", "pwd")
+        )
     ),
     "piped-secret": lambda lowered, at, _size: "|" in lowered[at : at + 300].split("\n", 1)[0],
     "secret-file-write": lambda lowered, at, _size: (
@@ -3250,6 +3265,131 @@ _KIND_GUARD_FILTERS: dict[str, Callable[[str, int, int], bool]] = {
         or "tee" in lowered[at : at + 300].split("\n", 1)[0]
     ),
 }
+
+
+_STORING_COMMANDS: tuple[str, ...] = (
+    "gh secret",
+    "bw ",
+    "set-initial-password",
+    "snyk",
+    "authtoken",
+    "setapikey",
+    "hdbuserstore",
+    "isql",
+    "vsce",
+    "ovsx",
+    "nuget",
+    "choco",
+    "codecov",
+    "openssl passwd",
+)
+
+
+def _in_a_call_name(lowered: str, at: int, size: int) -> bool:
+    """Whether the guard at `at` is in the name of a call the pattern knows (`setpassword(`,
+    `server.login(`, `ldap.simple_bind_s(`, `mysqldb.connect(`), or Ruby's `basic_auth 'u',
+    'PW'` without brackets: the pattern, with its many calls, runs only then."""
+    start = at
+    while start > 0 and (lowered[start - 1].isalnum() or lowered[start - 1] in "_.:>$-"):
+        start -= 1
+    end = at + size - (lowered[at + size - 1 : at + size] == "(")  # `connect(`: its name
+    while end < len(lowered) and (lowered[end].isalnum() or lowered[end] in "_.:>-"):
+        end += 1
+    name = lowered[start:end].replace("->", ".").replace("::", ".")
+    if lowered[end : end + 1] != "(":
+        return name.endswith("basic_auth") and lowered[end : end + 1] == " "
+    parts = name.rsplit(".", 2)
+    last = parts[-1].replace("_", "")
+    if last in _SECRET_CALLS:
+        return True
+    owner = parts[-2] if len(parts) >= 2 else ""
+    return (last, owner) in _SECRET_METHODS or (last == "connect" and owner in _DB_MODULES)
+
+
+# Calls whose name alone says an argument is a secret (underscores dropped).
+_SECRET_CALLS = frozenset(
+    (
+        "login",
+        "ftplogin",
+        "ssh2login",
+        "imaplogin",
+        "auth",
+        "authenticate",
+        "authpassword",
+        "simplebinds",
+        "simplebind",
+        "binds",
+        "bind",
+        "ldapbind",
+        "setbasicauth",
+        "plainauth",
+        "setpassword",
+        "withpassword",
+        "setpasswd",
+        "setpassphrase",
+        "withpassphrase",
+        "setsecret",
+        "setsecretkey",
+        "setclientsecret",
+        "withclientsecret",
+        "settoken",
+        "withtoken",
+        "setauthtoken",
+        "setaccesstoken",
+        "withaccesstoken",
+        "setapikey",
+        "withapikey",
+        "password",
+        "passphrase",
+        "clientsecret",
+        "apikey",
+        "authtoken",
+        "mysqlconnect",
+        "mssqlconnect",
+        "sybaseconnect",
+        "ociconnect",
+        "ocipconnect",
+        "ocinewconnect",
+        "imapopen",
+        "ssh2authpassword",
+        "ftp",
+        "ftptls",
+        "usernamepasswordcredentials",
+        "passwordauthentication",
+        "usernamepasswordauthenticationtoken",
+        "basicawscredentials",
+        "basiccredentials",
+        "addpassword",
+        "createhmac",
+        "cookieparser",
+        "fernet",
+    )
+)
+_SECRET_METHODS = frozenset(
+    (
+        ("sign", "jwt"),
+        ("encode", "jwt"),
+        ("new", "hmac"),
+        ("new", "ftp"),
+        ("open", "ftp"),
+        ("send", "transport"),
+    )
+)
+_DB_MODULES = frozenset(
+    (
+        "dbi",
+        "mysqldb",
+        "pymysql",
+        "mysql",
+        "pymssql",
+        "_mysql",
+        "mssql",
+        "ibm_db",
+        "cx_oracle",
+        "oracledb",
+        "transport",
+    )
+)
 
 
 def _in_a_flag(lowered: str, at: int) -> bool:
