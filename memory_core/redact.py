@@ -2022,6 +2022,8 @@ def _userlist_password(match: re.Match[str]) -> str | None:
     """A line of two quoted words is PgBouncer's user and password when the second reads as
     a password (letters and digits, or a stored `md5...`/`SCRAM-SHA-256$...` hash)."""
     value = match.group(0)[len(match.group("keep")) :]
+    if any(c in match.group("keep") for c in "/=:") or "=" in value:
+        return None  # `"123/environment=production" "123/costCenter=marketing"`: labels
     letters = any(c.isalpha() for c in value)
     if " " in value or not (letters and any(c.isdigit() for c in value)):
         return None
@@ -2112,6 +2114,9 @@ def _credential_pair(match: re.Match[str]) -> str | None:
         return None
     separator = match.group("keep").rstrip("\"'")[-1:]
     raw = match.group(0)[len(match.group("keep")) :]
+    flag = match.group("keep").lstrip()[:8].lower()
+    if separator == "," and not flag.startswith(("-u", "--user", "-user")):
+        return None  # `ss -A 'all,!tcp'`: a list; only lftp's `-u user,PW` joins with a comma
     if ":" in value or (separator == "," and ("," in raw or value.isalpha())):
         return None  # `-U flash:w:file.hex`, `-u a,b,c`: a spec or a list, not a credential
     if user.startswith(("{", "<", "[", "(")):
@@ -2158,7 +2163,20 @@ def _sql_password(match: re.Match[str]) -> str | None:
         )
     ):
         return None
+    if "identified" in match.group("keep").lower():
+        # `IDENTIFIED BY`, quoted or not (`IDENTIFIED BY tiger`): only in a statement that
+        # creates or changes a user, a role or a login; `identified by its alias` is prose.
+        text = match.string
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        if not _rx(_SQL_USER_STATEMENT).search(text, line_start, match.start()):
+            return None
     return _kind_password(match)
+
+
+_SQL_USER_STATEMENT = (
+    r"\b(?:CREATE|ALTER)\s+(?:USER|ROLE|LOGIN)\b|\bGRANT\b|\bCONNECT\s+TO\b",
+    re.IGNORECASE,
+)
 
 
 def _credential_line(match: re.Match[str]) -> str | None:
@@ -2711,14 +2729,15 @@ _KIND_DETECTORS: list[_Detector] = [
         True,
         (
             r"(?P<keep>(?:"
-            r"\bIDENTIFIED\s+(?:WITH\s+[\"']?\w+[\"']?\s+)?(?:BY|AS)\s+(?:PASSWORD\s+)?|"
+            r"\bIDENTIFIED[ \t]+(?:WITH[ \t]+[\"']?\w+[\"']?[ \t]+)?(?:BY|AS)[ \t]+(?:PASSWORD[ \t]+)?|"
             r"\bCONNECT\s+TO\s+\S+\s+USER\s+\S+\s+USING\s+|"
             r"(?:"
             r"\b(?:WITH|LOGIN|ENCRYPTED|UNENCRYPTED|SET|USER\s+\S+)\s+"
             r"PASSWORD\s*(?:=\s*|\(\s*|FROM\s+'[^'\n]*'\s+TO\s+)?|"
             r"\bSET\s+PASSWORD\s+FOR\s+\S+\s*=\s*(?:PASSWORD\s*\(\s*)?|"
             r"\bPASSWORD\s*=\s*PASSWORD\s*\(\s*|"
-            r"\bSECRET\s*=\s*"
+            # A SQL Server credential: `WITH IDENTITY = 'u', SECRET = 'PW'`.
+            r"\bIDENTITY\s*=\s*'[^'\n]*'\s*,\s*SECRET\s*=\s*"
             r")(?=['\"])"
             r")(?P<q>['\"]?))"
             r"(?:(?<=')[^'\n]{1,128}(?=')|(?<=\")[^\"\n]{1,128}(?=\")|"
@@ -3431,6 +3450,17 @@ _KIND_WINDOWS = {
     if name not in ("key-block", "putty-private-lines")
 }
 _KIND_SHORT_TEXT_REQUIRES = {
+    # What every match holds besides its guard: a short text without it skips the detector,
+    # and its guards stand behind that gate (see _gate_of), not asked of every text.
+    "s3-alias-secret": "://",
+    "package-credentials": ".",
+    "encoded-credentials": "(",
+    "code-secret-argument": "(",
+    "snmp-credentials": "-",
+    "target-credentials": "@",
+    "mount-option-password": "-o",
+    "expect-send-password": "ass",
+    "mariadb-glued-password": "-p",
     "split-named-value": "\n",
     "xml-named-element": "<",
     "json-object-value": "{",

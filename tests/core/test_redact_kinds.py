@@ -1084,6 +1084,18 @@ CONTEXT_KINDS = [
         "gpg --batch --passphrase-fd 0 -c notes.txt <<< '[REDACTED:password]'",
         "grep -c error <<< 'Gpg-Fd-Pw-5'",
     ),
+    # Oracle's unquoted IDENTIFIED BY; prose's 'identified by' stays
+    (
+        "CREATE USER scott IDENTIFIED BY tiger99;",
+        "CREATE USER scott IDENTIFIED BY [REDACTED:password];",
+        "Hosts are identified by their host keys",
+    ),
+    # ApacheBench's -A user:password; ss's -A list stays
+    (
+        "ab -A bob:Pa55word9 -n 100 http://localhost/",
+        "ab -A bob:[REDACTED:password] -n 100 http://localhost/",
+        "ss -a -A 'all,!tcp'",
+    ),
 ]
 
 
