@@ -3198,11 +3198,13 @@ _KIND_DETECTORS: list[_Detector] = [
     ),
     (
         # MariaDB's clients and mycli glue the password to `-p` as mysql does: `-p'PW'`.
+        # The mysql family too when the command goes on over continued lines.
         "mariadb-glued-password",
-        ("mariadb", "mycli"),
+        ("mariadb", "mycli", "mysql"),
         True,
-        r"(?P<keep>\b(?:mariadb(?:-?dump|-?admin|-?import|-?check|-?show|-?slap)?|mycli)\b"
-        r"[^\n]{0,300}?\s-p)(?:'[^'\n]+'|\"[^\"\n]+\"|[^\s\"'\-][^\s\"']*)",
+        r"(?P<keep>\b(?:mariadb(?:-?dump|-?admin|-?import|-?check|-?show|-?slap)?|mycli|"
+        r"mysql(?:dump|admin|sh|import|check|show|slap)?)\b"
+        r"(?:[^\n]|\\\r?\n){0,300}?\s-p)(?:'[^'\n]+'|\"[^\"\n]+\"|[^\s\"'\-\\][^\s\"']*)",
         _kind_password,
     ),
     (
