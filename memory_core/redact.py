@@ -2004,11 +2004,14 @@ def _doc_placeholder(value: str) -> bool:
         return True
     if core.isupper() and not any(c.isdigit() for c in core) and len(core) <= 24:
         return True  # `PW`, `ACCESS_KEY`: a name for the value, not the value
+    if _rx(_EXAMPLE_VALUE).match(core):
+        return True  # `--from-literal=key1=value1`, `foo`: a synopsis's example
     if "_" in core and core.replace("_", "").isalpha() and core.islower():
         return True  # `database_name`, `your_token`: a synopsis's name for an argument
     return _rx(_PLACEHOLDER_VALUE).match(core) is not None
 
 
+_EXAMPLE_VALUE = (r"^(?:value|val|key|secret|pass|token|foo|bar|baz|example|sample)\d{0,2}$", 0)
 _DOC_WORDS = frozenset(("pwd", "passwd", "secret", "key", "token", "user", "username", "name"))
 
 
@@ -2031,7 +2034,10 @@ def _userlist_password(match: re.Match[str]) -> str | None:
 
 
 def _user_pass_value(match: re.Match[str]) -> str | None:
-    # Labelled as the assignments label `password='...'`, which they find too.
+    # Labelled as the assignments label `password='...'`, which they find too; words with a
+    # space between them are an example's prose (`password="a secret"`), as there.
+    if any(c.isspace() for c in match.group(0)[len(match.group("keep")) :]):
+        return None
     return _label("secret") if _kind_password(match) else None
 
 
@@ -2130,11 +2136,17 @@ def _credential_pair(match: re.Match[str]) -> str | None:
     return _kind_password(match)
 
 
+# A subcommand (`set-credentials`, `get-contexts`): lowercase words joined by dashes.
+_SUBCOMMAND = (r"^[a-z]+(?:-[a-z]+)+$", 0)
+
+
 def _named_secret_argument(match: re.Match[str]) -> str | None:
     """A value set under a name that says it is a secret: `dotnet user-secrets set
     "Db:Password" VALUE`, `npm config set //host/:_authToken VALUE`, `git config
     github.token VALUE`, `rclone config create r s3 secret_access_key VALUE`."""
     name = match.group("name").strip("\"'")
+    if _rx(_SUBCOMMAND).match(name):
+        return None  # `kubectl config set-credentials NAME`: a subcommand, then a name
     last = re.split(r"[.:/\\\-]", name)[-1] or name
     value = match.group(0)[len(match.group("keep")) :].strip("\"'")
     named = _names_a_password(last) or _strong_name(last) or _strong_name(name)
@@ -2193,6 +2205,12 @@ def _credential_line(match: re.Match[str]) -> str | None:
         return label if len(value) >= 6 else None
     if match.group("op") and value.isalpha():
         return None  # `MYSQL_ALLOW_EMPTY_PASSWORD: 'yes'`: a word is left to the assignments
+    if match.group("op"):
+        bare = value.rstrip(",;")
+        if _rx(_DOTTED_OR_IDENTIFIER).match(bare) and not any(c.isdigit() for c in bare):
+            return None  # `key_password=self.key_password,`: code naming a variable
+        if bare.startswith(":") or bare.count("*") * 2 >= len(bare):
+            return None  # `password = ":****"`: a mask
     if _is_reference(value, quoted=quoted) or _rx(_PLACEHOLDER_VALUE).match(value):
         return None
     if value.startswith(("!", "|", ">", "#", ";", "/", "~")) or _placeholder(value):
@@ -2220,6 +2238,7 @@ def _credential_line(match: re.Match[str]) -> str | None:
     return label
 
 
+_DOTTED_OR_IDENTIFIER = (r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$", 0)
 # Words that end in `pass` and name no password.
 _NOT_PASSWORD_NAMES = ("bypass", "compass", "surpass", "trespass", "overpass", "underpass")
 # Commands named for passwords: `passwd alice2` changes alice2's password, `pwd --help`.

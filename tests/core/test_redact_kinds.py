@@ -1096,6 +1096,20 @@ CONTEXT_KINDS = [
         "ab -A bob:[REDACTED:password] -n 100 http://localhost/",
         "ss -a -A 'all,!tcp'",
     ),
+    # a secret's name after config set; kubectl's subcommand and a synopsis's example stay
+    (
+        "git config --global github.token 9f8e7d6c5b4a39281706f5e4d3c2b1a0",
+        "git config --global github.token [REDACTED:password]",
+        "kubectl config set-credentials cluster-admin --client-key=~/.kube/admin.key",
+    ),
+    # --from-literal's value; a synopsis's example value stays
+    (
+        "kubectl create secret generic api --from-literal=token=Tk9-Lit-77x",
+        "kubectl create secret generic api --from-literal=token=[REDACTED:password]",
+        "kubectl create secret generic NAME [--from-literal=key1=value1]",
+    ),
+    # a credential line with '='; code naming a variable stays
+    ("remotepass = Rem0te!Pw", "remotepass = [REDACTED:secret]", "key_password=self.key_password,"),
 ]
 
 
