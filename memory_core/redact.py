@@ -2512,7 +2512,7 @@ def _printed_secret_value(line: str, at: int) -> Span | None:
     words = stripped.split()
     if len(words) > 5:
         return None  # prose
-    word = next((w for w in reversed(words) if w not in ("*", "-") and not _IPV4.match(w)), "")
+    word = next((w for w in reversed(words) if w not in ("*", "-") and not _rx(_IPV4).match(w)), "")
     start = line.rfind(word)
     if ":" in word and "://" not in word:
         cut = word.rfind(":") + 1
@@ -2528,7 +2528,7 @@ def _printed_secret_value(line: str, at: int) -> Span | None:
     return (at + start, at + start + len(value), _label("password"))
 
 
-_IPV4 = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}(?:/\d+)?$")
+_IPV4 = (r"^\d{1,3}(?:\.\d{1,3}){3}(?:/\d+)?$", 0)
 
 
 # A command that prints a secret, by what it is asked for: a secret word and a verb that
