@@ -2081,6 +2081,1513 @@ _CONTEXT_DETECTORS: list[_Detector] = [
 ]
 
 
+# ---------------------------------------------------------------------------------------------
+# 2a. Secrets given by their context, by kind of context
+# ---------------------------------------------------------------------------------------------
+
+# The detectors above name commands one by one. Those below describe the kinds of context a
+# secret is given in, so that a command, a file or a call of the same kind that no rule names
+# is caught as well: a password flag after a user flag, `user:password` after a credential
+# flag, a password piped to or written for a program that keeps it, a file of secrets printed,
+# a credential line of a configuration file, a password in SQL, a password argument of a
+# library call, a value printed by a tool apart from its name.
+
+
+def _doc_placeholder(value: str) -> bool:
+    """What documentation writes where a secret goes, in prose and synopses: `PW`, `TOKEN`,
+    `MY_API_KEY`, `pw`, `passwd`, `<password>`, `...`; trailing markup (a backtick) aside."""
+    core = value.strip("\"'`").rstrip(",.;:)]`'\"")
+    core = core[core.rfind(":") + 1 :] or core  # `u:PW`: the password's half
+    if not any(c.isalnum() for c in core):
+        return True
+    if core.lower() in _SYNOPSIS_WORDS or core.lower() in _DOC_WORDS:
+        return True
+    if core.isupper() and not any(c.isdigit() for c in core) and len(core) <= 24:
+        return True  # `PW`, `ACCESS_KEY`: a name for the value, not the value
+    if _rx(_EXAMPLE_VALUE).match(core):
+        return True  # `--from-literal=key1=value1`, `foo`: a synopsis's example
+    if "_" in core and core.replace("_", "").isalpha() and core.islower():
+        return True  # `database_name`, `your_token`: a synopsis's name for an argument
+    return _rx(_PLACEHOLDER_VALUE).match(core) is not None
+
+
+_EXAMPLE_VALUE = (r"^(?:value|val|key|secret|pass|token|foo|bar|baz|example|sample)\d{0,2}$", 0)
+_DOC_WORDS = frozenset(("pwd", "passwd", "secret", "key", "token", "user", "username", "name"))
+
+
+def _kind_named_value(match: re.Match[str]) -> str | None:
+    if _doc_placeholder(match.group(0)[len(match.group("keep")) :]):
+        return None
+    return _named_value(match)
+
+
+def _userlist_password(match: re.Match[str]) -> str | None:
+    """A line of two quoted words is PgBouncer's user and password when the second reads as
+    a password (letters and digits, or a stored `md5...`/`SCRAM-SHA-256$...` hash)."""
+    value = match.group(0)[len(match.group("keep")) :]
+    if any(c in match.group("keep") for c in "/=:") or "=" in value:
+        return None  # `"123/environment=production" "123/costCenter=marketing"`: labels
+    letters = any(c.isalpha() for c in value)
+    if " " in value or not (letters and any(c.isdigit() for c in value)):
+        return None
+    return _kind_password(match)
+
+
+def _user_pass_value(match: re.Match[str]) -> str | None:
+    # Labelled as the assignments label `password='...'`, which they find too; words with a
+    # space between them are an example's prose (`password="a secret"`), as there.
+    if any(c.isspace() for c in match.group(0)[len(match.group("keep")) :]):
+        return None
+    return _label("secret") if _kind_password(match) else None
+
+
+def _kind_password(match: re.Match[str]) -> str | None:
+    """`_command_password` for the rules of kinds: they name no command, so a value that
+    documentation writes for a secret is not taken for one."""
+    if _doc_placeholder(match.group(0)[len(match.group("keep")) :]):
+        return None
+    return _command_password(match)
+
+
+# What a command writes where a user goes: a name, an email, a `DOMAIN\user`.
+_CTX_USER = r"[\"']?[^\s\"'\-][^\s\"']*[\"']?"
+# The value of a flag: quoted to its closing quote, or one word that is not a flag, a
+# reference or a placeholder's bracket.
+_CTX_VALUE = (
+    r"(?:(?<=')[^'\n]{1,200}(?=')|(?<=\")[^\"\n]{1,200}(?=\")|(?![\-$%<{(\\])[^\s\"'|;&)]+)"
+)
+# Port mappings, process ids and lists of them (`8080:80`, `1234,5678`, `0.0.0.0:53:53/udp`):
+# what `-p` takes in the commands where it is no password.
+_PORTS_OR_PIDS = (r"^[\d.:,\-]+(?:/(?:tcp|udp|sctp))?$", re.IGNORECASE)
+# Commands where `-u` is the user to run as and `-p` then belongs to another command, or
+# where `-p` without a value asks for the password (`mysql -u root -p mydb`).
+_USER_NOT_LOGIN = (
+    r"\b(?:sudo|doas|runuser|su|mysql\w*|mariadb\w*|docker|podman|nerdctl|kubectl|crictl|"
+    r"ps|top|htop|pgrep|pkill|lsof|strace|crontab|chage|passwd|killall|psql|pg_\w+|createdb|"
+    r"dropdb|createuser|dropuser|vacuumdb|reindexdb|clusterdb|pgbench|ab)\b",
+    0,
+)
+
+
+def _login_flag_password(match: re.Match[str]) -> str | None:
+    """`-p VALUE` in a command that gave a user with `-u`/`-U`/`--user` before it: the
+    password (`rabbitmqadmin -u admin -p PW`, `ncftpput -u deploy -p PW`, `cypher-shell -u
+    neo4j -p PW`, `hdbsql -u SYSTEM -p PW`), unless `-p` is a port or a process id there."""
+    value = match.group(0)[len(match.group("keep")) :].strip("\"'")
+    text = match.string
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    if _rx(_USER_NOT_LOGIN).search(text, line_start, match.end("keep")):
+        return None
+    if _rx(_PORTS_OR_PIDS).match(value) and not (value.isdigit() and len(value) >= 8):
+        return None
+    if value.startswith(("/", "~", "./", "../")) or "://" in value or value.endswith((":", "/")):
+        return None
+    if _rx(_FILE_NAME).match(value):
+        return None  # ApacheBench's `-u put.json -p post.json`: files
+    return _kind_password(match)
+
+
+_FILE_NAME = (
+    r"^[\w\-]+\.(?:json|txt|xml|csv|ya?ml|conf|cfg|ini|log|sql|sh|py|js|html?|dat|bin)$",
+    0,
+)
+
+
+# A container's user is `uid:gid` or `user:group`, a `:` that is no password's.
+_RUNS_AS = (
+    r"\b(?:docker|podman|nerdctl|kubectl|crictl|ctr|buildah|runc|lxc|systemd-run|chown|"
+    r"install|rsync|setpriv|sudo|tar)\b",
+    0,
+)
+
+
+def _credential_pair(match: re.Match[str]) -> str | None:
+    """The password half of `USER:PASSWORD` (or `USER,PASSWORD`) given to a credential flag of
+    any command: `etcdctl --user root:PW`, `http -a admin:PW`, `ab -A user:PW`, `--auth
+    user:PW`; not a container's `--user 1000:1000` or `-u www-data:www-data`, nor a host and
+    a port or a path (`-a host:8080`, `-a src:/data`)."""
+    value = match.group(0)[len(match.group("keep")) :].strip("\"'").rstrip("`,.;)")
+    user = match.group("user").strip("\"'")
+    text = match.string
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    if value.startswith(("/", "~", ".")) or (
+        _rx(_PORTS_OR_PIDS).match(value) and not (value.isdigit() and len(value) >= 6)
+    ):
+        return None  # a port (`-a host:8080`), a path (`-a src:/data`)
+    if _rx(_RUNS_AS).search(text, line_start, match.start("user")) and (
+        value.isdigit() or (value.replace("-", "").replace("_", "").isalpha() and value.islower())
+    ):
+        return None
+    separator = match.group("keep").rstrip("\"'")[-1:]
+    raw = match.group(0)[len(match.group("keep")) :]
+    flag = match.group("keep").lstrip()[:8].lower()
+    if separator == "," and not flag.startswith(("-u", "--user", "-user")):
+        return None  # `ss -A 'all,!tcp'`: a list; only lftp's `-u user,PW` joins with a comma
+    if ":" in value or (separator == "," and ("," in raw or value.isalpha())):
+        return None  # `-U flash:w:file.hex`, `-u a,b,c`: a spec or a list, not a credential
+    if user.startswith(("{", "<", "[", "(")):
+        return None
+    if separator == "," and user[:4].isalpha() and value.startswith(user[:4]):
+        return None  # `-u abstraction1,abstraction2`: items of a list
+    if value == user and value.replace("-", "").replace("_", "").isalpha():
+        return None  # `-u www-data:www-data`: a user and its group
+    if user.lower() in ("http", "https", "ftp", "ssh", "file") or value.startswith("//"):
+        return None  # a URL, not a credential
+    return _kind_password(match)
+
+
+# A subcommand (`set-credentials`, `get-contexts`): lowercase words joined by dashes.
+_SUBCOMMAND = (r"^[a-z]+(?:-[a-z]+)+$", 0)
+
+
+def _named_secret_argument(match: re.Match[str]) -> str | None:
+    """A value set under a name that says it is a secret: `dotnet user-secrets set
+    "Db:Password" VALUE`, `npm config set //host/:_authToken VALUE`, `git config
+    github.token VALUE`, `rclone config create r s3 secret_access_key VALUE`."""
+    name = match.group("name").strip("\"'")
+    if _rx(_SUBCOMMAND).match(name):
+        return None  # `kubectl config set-credentials NAME`: a subcommand, then a name
+    last = re.split(r"[.:/\\\-]", name)[-1] or name
+    value = match.group(0)[len(match.group("keep")) :].strip("\"'")
+    named = _names_a_password(last) or _strong_name(last) or _strong_name(name)
+    if not named and not (_weak_name(last) and _weak_secret(last, value)):
+        return None
+    if _describes_only(last) or _is_reference(value, quoted=True) or _placeholder(value):
+        return None
+    quoted = match.group("keep")[-1:] in "\"'"
+    if not quoted and value.rstrip("`,.;:!?)").isalpha() and value.islower():
+        return None  # `config token expired`: prose
+    return _kind_password(match)
+
+
+def _sql_password(match: re.Match[str]) -> str | None:
+    """SQL's password literal: not a bind parameter, a variable or a placeholder."""
+    value = match.group(0)[len(match.group("keep")) :].strip("\"'")
+    if (
+        not value
+        or value.startswith((":", "?", "@", "&", "%s", "$"))
+        or value.upper()
+        in (
+            "VALUES",
+            "EXTERNALLY",
+            "GLOBALLY",
+            "NULL",
+        )
+    ):
+        return None
+    if "identified" in match.group("keep").lower():
+        # `IDENTIFIED BY`, quoted or not (`IDENTIFIED BY tiger`): only in a statement that
+        # creates or changes a user, a role or a login; `identified by its alias` is prose.
+        text = match.string
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        if not _rx(_SQL_USER_STATEMENT).search(text, line_start, match.start()):
+            return None
+    return _kind_password(match)
+
+
+_SQL_USER_STATEMENT = (
+    r"\b(?:CREATE|ALTER)\s+(?:USER|ROLE|LOGIN)\b|\bGRANT\b|\bCONNECT\s+TO\b",
+    re.IGNORECASE,
+)
+
+
+def _credential_line(match: re.Match[str]) -> str | None:
+    """A credential line of a configuration file: `password VALUE` (msmtp, fetchmail),
+    `requirepass VALUE` (Redis), `auth_pass VALUE` (keepalived), `remotepass = 12345678`
+    (OfflineIMAP). Without `=` the value must read as no word (`password required` is prose);
+    with it, only what the assignments leave (an all-digit password) is taken here."""
+    name = match.group("name")
+    value = match.group(0)[len(match.group("keep")) :]
+    quoted = match.group("keep")[-1:] in "\"'"
+    # With `=` labelled as the assignments label the values they find (`DB_PASSWORD=37750037`).
+    label = _label("secret") if match.group("op") else _label("password")
+    if match.group("op") and value.isdigit():
+        return label if len(value) >= 6 else None
+    if match.group("op") and value.isalpha():
+        return None  # `MYSQL_ALLOW_EMPTY_PASSWORD: 'yes'`: a word is left to the assignments
+    if match.group("op"):
+        bare = value.rstrip(",;")
+        if _rx(_DOTTED_OR_IDENTIFIER).match(bare) and not any(c.isdigit() for c in bare):
+            return None  # `key_password=self.key_password,`: code naming a variable
+        if bare.startswith(":") or bare.count("*") * 2 >= len(bare):
+            return None  # `password = ":****"`: a mask
+    if _is_reference(value, quoted=quoted) or _rx(_PLACEHOLDER_VALUE).match(value):
+        return None
+    if value.startswith(("!", "|", ">", "#", ";", "/", "~")) or _placeholder(value):
+        return None
+    if _rx(_PORTS_OR_PIDS).match(value):
+        return None  # /etc/services: `kpasswd  464/tcp`
+    core = value.rstrip(".,;:!?)")  # a word ending a sentence: `password combination.`
+    if not quoted and not (
+        any(c.isdigit() for c in core)
+        or _case_switches(core) >= 2
+        or any(not c.isalnum() for c in core)
+    ):
+        return None
+    if value.endswith(":") or (value.isdigit() and len(value) < 6):
+        return None
+    if name.lower().endswith(_NOT_PASSWORD_NAMES):
+        return None
+    if not match.group("op") and (
+        "-" in name
+        or name.lower() in _PASSWORD_COMMANDS
+        or value.startswith("-")
+        or (value.isalpha() and value.islower())
+    ):
+        return None  # a command and its argument (`wifi-password -q`, `passwd alice2`)
+    return label
+
+
+_DOTTED_OR_IDENTIFIER = (r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$", 0)
+# Words that end in `pass` and name no password.
+_NOT_PASSWORD_NAMES = ("bypass", "compass", "surpass", "trespass", "overpass", "underpass")
+# Commands named for passwords: `passwd alice2` changes alice2's password, `pwd --help`.
+_PASSWORD_COMMANDS = frozenset(
+    (
+        "passwd",
+        "smbpasswd",
+        "htpasswd",
+        "kpasswd",
+        "yppasswd",
+        "gpasswd",
+        "chpasswd",
+        "pwd",
+        "pass",
+        "gopass",
+        "lpass",
+        "keepass",
+        "keepassxc",
+        "sshpass",
+        "mkpasswd",
+        "grub-mkpasswd",
+        "vncpasswd",
+        "ldappasswd",
+        "rdesktop",
+        "pwgen",
+        "secret",
+        "secret-tool",
+    )
+)
+
+
+def _credential_line_pair(match: re.Match[str]) -> str | None:
+    value = match.group(0)[len(match.group("keep")) :]
+    quoted = match.group("keep")[-1:] in "\"'"
+    word = value.rstrip("`,.;:!?)")
+    if not quoted and word.isalpha() and (word.islower() or _case_switches(word) < 2):
+        return None  # `user admin password required`: prose
+    return _sql_password(match)  # not `USER app WITH PASSWORD :pw` (a bind parameter)
+
+
+# The communities net-snmp's documentation and examples use.
+_SNMP_DEFAULT_COMMUNITIES = frozenset(("public", "private", "community"))
+
+
+_SNMP_COMMAND = (
+    r"\bsnmp(?:walk|bulkwalk|get|getnext|bulkget|set|trap|inform|table|delta|status|df|"
+    r"netstat|usm|vacm|test)\b(?:[^\n|;&]|\\\r?\n)*$",
+    0,
+)
+
+
+def _snmp_secret(match: re.Match[str]) -> str | None:
+    text = match.string
+    line_start = text.rfind("\n", 0, max(0, match.start() - 300)) + 1
+    if not _rx(_SNMP_COMMAND).search(text, line_start, match.start()):
+        return None
+    value = match.group(0)[len(match.group("keep")) :].strip("\"'")
+    if match.group("keep").rstrip(" \t\"'").endswith("-c") and value in _SNMP_DEFAULT_COMMUNITIES:
+        return None
+    return _kind_password(match)
+
+
+# Programs that read a password or a key from their input (`echo PW | cryptsetup open ...`).
+_READS_SECRET_FROM_STDIN = (
+    r"(?:\b(?:cryptsetup|encfs|gocryptfs|veracrypt|truecrypt|ecryptfs-\w+|chpasswd|chgpasswd|"
+    r"smbpasswd|pdbedit|htpasswd\s+(?:-\w+\s+)*-\w*i|passwd|mkpasswd|openconnect|ssh-add|"
+    r"wg\s+pubkey|vault\s+login|zfs\s+(?:load-key|create)|"
+    r"(?:gh|glab)\s+(?:secret\s+set|auth\s+login)|wrangler\s+secret\s+put|vercel\s+env\s+add|"
+    r"docker\s+secret\s+create|podman\s+secret\s+create|kubectl\s+create\s+secret|"
+    r"netlify\s+env:set|fly(?:ctl)?\s+secrets\s+(?:set|import)|keyctl\s+padd|"
+    r"secret-tool\s+store|security\s+add-\w+-password|gpg\b[^\n|]*--passphrase-fd|"
+    r"age\b[^\n|]*-p\b|rclone\s+obscure|openssl\b[^\n|]*\bstdin\b|"
+    r"gpg\b[^\n|]*--passphrase-fd\s+0|"
+    r"bw\s+(?:unlock|login)|op\s+signin)|"
+    r"--?(?:password|passwd|passphrase|pass|token|secret|key)[-_]?(?:stdin|from-stdin)\b|"
+    r"--stdin-?pass(?:word)?\b|--passwd-on-stdin\b|\bencfs\b[^\n|]*\s-S\b)",
+    re.IGNORECASE,
+)
+
+
+def _herestring_secret(match: re.Match[str]) -> str | None:
+    text = match.string
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    if not _rx(_READS_SECRET_FROM_STDIN).search(text, line_start, match.start()):
+        return None
+    return _kind_password(match)
+
+
+def _piped_secret(match: re.Match[str]) -> str | None:
+    text = match.string
+    line_end = text.find("\n", match.end())
+    rest = text[match.end() : line_end if line_end != -1 else len(text)]
+    pipe = rest.find("|")
+    if pipe == -1:
+        return None
+    # The command the pipe feeds, up to the next pipe, `;`, `&` or backtick.
+    cut = [at for at in (rest.find(c, pipe + 1) for c in "|;&`") if at != -1]
+    command = rest[pipe : min(cut)] if cut else rest[pipe:]
+    if not _rx(_READS_SECRET_FROM_STDIN).search(command):
+        return None
+    return _kind_password(match)
+
+
+# A file that holds secrets, by its name: `*.secrets`, `secrets/db_password`, OpenVPN's
+# `auth.txt`, Rails' `master.key`, `.vault-token`, `.passwd-s3fs`, postfix's `sasl_passwd`,
+# Jenkins' `initialAdminPassword`, k3s's `node-token`, ppp's `chap-secrets`.
+_SECRET_FILE = (
+    r"(?:[\w.\-~/\\]*?(?:secret|passw(?:or)?d|pwd|token|credential|cred|\bauth\.txt|auth-user-pass|"
+    r"\.pass\b|master\.key|\.psk)[\w.\-]*)",
+    re.IGNORECASE,
+)
+_PRINT_FILE = (
+    # At a line's start, after a prompt (`$ `, `# `, `PS C:\\> `) or `sudo`: a command.
+    r"(?im)^[ \t]*(?:[$#>%][ \t]*|PS[^>\n]{0,80}>[ \t]*)?(?:sudo\s+)?"
+    r"(?:cat|type|more|less|head|tail|bat|batcat|gc|get-content|strings)\b"
+    r"(?:\s+-\S+)*\s+[\"']?(?P<path>[^\s\"'|;&<>]+)[\"']?[^\n|;&]*$",
+    0,
+)
+# A file of public user records, not of secrets.
+_PUBLIC_FILES = ("/etc/passwd", "/etc/group", "passwd.5", "sudoers")
+# Source files are read for their code: `cat token.go` prints no secret file.
+_SOURCE_FILES = (
+    ".py",
+    ".js",
+    ".ts",
+    ".go",
+    ".rb",
+    ".java",
+    ".rs",
+    ".c",
+    ".h",
+    ".cs",
+    ".php",
+    ".md",
+    ".html",
+    ".css",
+    ".sh",
+    ".kt",
+    ".swift",
+    ".tsx",
+    ".jsx",
+    ".lock",
+)
+
+
+def _printed_secret_file_spans(text: str, lowered: str) -> list[Span]:
+    """The values in what a command printed from a file of secrets: `$ cat auth.txt` then
+    `user` and `password` on two lines; `$ cat /etc/rsyncd.secrets` then `backup:PASSWORD`;
+    `$ cat config/master.key` then the key. Each line up to the next prompt or blank line
+    whose last word reads as no word (digits, symbols, mixed case) has it hidden; a
+    `name:value` line its value. Lines that are assignments are left to the assignments."""
+    if "\n" not in text or not any(word in lowered for word in _PRINT_VERBS):
+        return []
+    spans: list[Span] = []
+    for command in _rx(_PRINT_FILE).finditer(text):
+        path = command.group("path").lower().rstrip("`")
+        if path.endswith(_PUBLIC_FILES + _SOURCE_FILES) or not _rx(_SECRET_FILE).search(path):
+            continue
+        at = command.end() + 1
+        for _ in range(40):
+            if at >= len(text):
+                break
+            end = text.find("\n", at)
+            end = len(text) if end == -1 else end
+            line = text[at:end].rstrip("\r")
+            stripped = line.strip()
+            if not stripped or stripped.startswith(("$ ", "> ", "PS ")):
+                break  # the next prompt
+            span = _printed_secret_value(line, at)
+            if span is not None:
+                spans.append(span)
+            at = end + 1
+    return spans
+
+
+def _context_kind_spans(text: str, lowered: str) -> list[Span]:
+    """The kinds of context read by a function rather than a pattern: a file of secrets
+    printed, the data of a Kubernetes secret."""
+    if "\n" not in text:
+        return []
+    return (
+        _printed_secret_file_spans(text, lowered)
+        + _kubernetes_secret_spans(text)
+        + _printed_secret_spans(text)
+    )
+
+
+# Where a command line can start: the text's start, or a line starting with a prompt.
+_PROMPTS = ("\n$", "\n#", "\n>", "\n%", "\nPS", "\n $", "\n #")
+
+
+def _printed_secret_spans(text: str) -> list[Span]:
+    """What a command printed when it was asked for a secret: the one value on the line
+    after it (`kubectl get secret NAME -o jsonpath='{.data.password}' | base64 -d`, `pass
+    show db`, `terraform output -raw db_password`, `echo $API_TOKEN`, `openssl rand -hex 32`,
+    `rails secret`, `argocd admin initial-password`). Only command lines are tried: the
+    text's first line and lines after a prompt."""
+    starts = {0}
+    for prompt in _PROMPTS:
+        starts.update(at + 1 for at in _find_all(text, prompt))
+    pattern = _rx(_SHOWS_SECRET)
+    spans: list[Span] = []
+    for start in sorted(starts):
+        match = pattern.match(text, start)
+        if match is not None and _printed_secret(match) is not None:
+            spans.append((match.end("keep"), match.end(), _label("secret")))
+    return spans
+
+
+# A Kubernetes Secret's data block, YAML (`data:`/`stringData:` on its own line) or JSON.
+_SECRET_DATA_BLOCK = (r"(?m)^([ \t]*)(?:data|stringData):[ \t]*\r?$", 0)
+_SECRET_DATA_JSON = (r"\"(?:data|stringData)\"\s*:\s*\{([^{}]*)\}", 0)
+_JSON_STRING_VALUE = (r"\"[^\"\n]{1,253}\"\s*:\s*\"([^\"\n]+)\"", 0)
+_YAML_ENTRY = (
+    r"([ \t]*)[\"']?[\w.\-]{1,253}[\"']?:[ \t]*(?:[\"']?([^\s\"'#][^\n\"']*?)[\"']?|\"\"|'')"
+    r"[ \t]*\r?$",
+    0,
+)
+
+
+def _kubernetes_secret_spans(text: str) -> list[Span]:
+    """Every value under a Kubernetes Secret's `data` or `stringData`, whatever its key is
+    named (`DATABASE_URL`, `config`, `.dockerconfigjson`): the object is a secret's."""
+    if "Secret" not in text or not (
+        "kind: Secret" in text or _rx(_SECRET_KIND_JSON).search(text) is not None
+    ):
+        return []
+    spans: list[Span] = []
+    for block in _rx(_SECRET_DATA_BLOCK).finditer(text):
+        indent = len(block.group(1).expandtabs())
+        scalar_indent = None  # the indentation of a block scalar's key (`key: |`)
+        at = block.end() + 1
+        while at < len(text):
+            end = text.find("\n", at)
+            end = len(text) if end == -1 else end
+            line = text[at:end]
+            depth = len(line.expandtabs()) - len(line.expandtabs().lstrip())
+            if line.strip() and scalar_indent is not None and depth > scalar_indent:
+                start = at + len(line) - len(line.lstrip())
+                spans.append((start, at + len(line.rstrip()), _label("secret")))
+            elif line.strip():
+                entry = _rx(_YAML_ENTRY).match(line)
+                if entry is None or depth <= indent:
+                    break
+                value = entry.group(2) or ""
+                scalar_indent = depth if value in ("|", ">", "|-", ">-") else None
+                if value and scalar_indent is None and not _is_reference(value, quoted=True):
+                    spans.append((at + entry.start(2), at + entry.end(2), _label("secret")))
+            at = end + 1
+    for block in _rx(_SECRET_DATA_JSON).finditer(text):
+        for value in _rx(_JSON_STRING_VALUE).finditer(block.group(1)):
+            start = block.start(1) + value.start(1)
+            spans.append((start, start + len(value.group(1)), _label("secret")))
+    return spans
+
+
+_SECRET_KIND_JSON = (r"\"kind\"\s*:\s*\"Secret\"", 0)
+
+
+_PRINT_VERBS = ("cat ", "type ", "more ", "less ", "head ", "tail ", "bat ", "get-content", "gc ")
+
+
+def _printed_secret_value(line: str, at: int) -> Span | None:
+    stripped = line.strip()
+    if stripped.startswith(("#", ";", "{", "}", "<", "-----")) or "=" in stripped:
+        return None  # a comment, a block, an assignment
+    if stripped.startswith("[") and stripped.endswith("]"):
+        return None  # an INI section
+    if ": " in stripped or stripped.endswith(":"):
+        return None  # `key: value` lines are the assignments'
+    words = stripped.split()
+    if len(words) > 5:
+        return None  # prose
+    word = next((w for w in reversed(words) if w not in ("*", "-") and not _rx(_IPV4).match(w)), "")
+    start = line.rfind(word)
+    if ":" in word and "://" not in word:
+        cut = word.rfind(":") + 1
+        word, start = word[cut:], start + cut
+    value = word.strip("\"'")
+    if any(c in value for c in "\"'`(),"):
+        return None  # code, not a file's value
+    if len(value) < 4 or _is_reference(value, quoted=True) or _rx(_PLACEHOLDER_VALUE).match(value):
+        return None
+    if value.isalpha() and (value.islower() or _case_switches(value) < 2):
+        return None  # a user's name, a word
+    start += len(word) - len(word.lstrip("\"'"))
+    return (at + start, at + start + len(value), _label("password"))
+
+
+_IPV4 = (r"^\d{1,3}(?:\.\d{1,3}){3}(?:/\d+)?$", 0)
+
+
+# A command that prints a secret, by what it is asked for: a secret word and a verb that
+# reads or shows it (`kubectl get secret ... | base64 -d`, `pass show`, `terraform output -raw
+# db_password`, `echo $API_TOKEN`, `argocd admin initial-password`), or a key generator
+# (`openssl rand -hex 32`, `rails secret`, `wg genkey`).
+_SHOWS_SECRET = (
+    # A command line: the text's first line or one after a prompt (tried at line starts only).
+    r"(?i)(?P<keep>[^\n]*?(?:"
+    r"\b(?:get|show|read|print|reveal|output|lookup|decode|describe|cat|echo|printenv|fetch|"
+    r"access|decrypt|retrieve|"
+    r"view|dump|export|find-generic-password|find-internet-password)\b[^\n]*?"
+    r"(?:secret|passw(?:or)?d|passwd|passphrase|token|api[_\-]?key|credential|master\.key)|"
+    r"(?:secret|passw(?:or)?d|passwd|passphrase|token|credential)[^\n]*?"
+    r"(?:\bbase64\s+(?:-d|--decode|-D)\b|\b(?:get|show|read|print|reveal)\b)|"
+    r"\bopenssl\s+rand\b|\b(?:rails|rake)\s+secret\b|\bwg\s+gen(?:key|psk)\b|"
+    r"\bphx\.gen\.secret\b|\bkey:generate\s+--show\b|\binitial-password\b|\bpwgen\b|"
+    r"\bsecrets\.token_(?:hex|urlsafe|bytes)\b|"
+    # Password managers' reading commands: `pass show NAME`, `gopass show`, `op item get`,
+    # `lpass show`, `secret-tool lookup`, `keyring get`.
+    r"\b(?:pass|gopass|lpass)\s+show\b|\bop\s+item\s+get\b|\bsecret-tool\s+lookup\b|"
+    r"\bkeyring\s+get\b"
+    r")[^\n]*\r?\n)"
+    r"(?![\-#$%<{*\[])\S{6,}(?=[ \t]*\r?$)",
+    0,
+)
+
+
+def _printed_secret(match: re.Match[str]) -> str | None:
+    """The one value a command printed on the line after it, when the command asks for a
+    secret: a value, not a word, a path, a name, a table header or a prompt."""
+    value = match.group(0)[len(match.group("keep")) :]
+    command = match.group("keep")
+    if any(public in command for public in _PUBLIC_FILES):
+        return None
+    if value.startswith(("/", "~", "./")) or value.endswith((":", ",", "{", "(")):
+        return None
+    if _is_reference(value, quoted=True) or _placeholder(value):
+        return None
+    if value.isalpha() and (value.islower() or _case_switches(value) < 3):
+        return None
+    if _rx(_WORDS).match(value) or (value.count(".") >= 1 and _rx(_DOTTED_NAME).match(value)):
+        return None
+    return _label("secret")
+
+
+def _label_value(match: re.Match[str]) -> str | None:
+    """A tool's `Label:   value` line whose label names a secret although it ends in `ID`
+    (Consul's `SecretID`, Vault's `secret_id`): a secret, a UUID as often as not."""
+    value = match.group(0)[len(match.group("keep")) :].strip("\"'")
+    if _is_reference(value, quoted=True) or _placeholder(value) or value in ("<hidden>", "hidden"):
+        return None
+    if value.isalpha() and value.islower():
+        return None
+    if _rx(_IDENTIFIER).match(value) and not any(c.isdigit() for c in value):
+        return None  # `secret_id = get_secret_id()`: code
+    if match.string[match.end() : match.end() + 1] in ("(", "["):
+        return None
+    return _label("secret")
+
+
+def _bordered_row(match: re.Match[str]) -> str | None:
+    """`| password | VALUE |`: a row of a bordered table (OpenStack's `Field | Value`)."""
+    name = match.group("name").strip()
+    value = match.group(0)[len(match.group("keep")) :].strip()
+    if not value or not _is_secret_value(name, value):
+        return None
+    return _label("secret")
+
+
+def _json_named_value(match: re.Match[str]) -> str | None:
+    """The `"value"` of a JSON object that another of its fields says is a secret's: `az
+    storage account keys list` (`"keyName": "key1"`), `az keyvault secret show` (`"name":
+    "db-password"`), `aws ssm get-parameter` (`"Name": "/prod/db/password"`, `"Type":
+    "SecureString"`), Kubernetes' and Postman's `{"name": "API_TOKEN", "value": ...}`."""
+    value = match.group(0)[len(match.group("keep")) :]
+    if _is_reference(value, quoted=True) or _placeholder(value) or _rx(_WORDS).match(value):
+        return None
+    if _doc_placeholder(value):
+        return None
+    fields = _object_fields(match.string, match.start())
+    if "securestring" in fields.get("type", "").lower() or " sensitive" in fields:
+        return _label("secret")  # an SSM SecureString, a Terraform sensitive output
+    if any(field in fields for field in _KEY_NAME_FIELDS):
+        # The object is a key's: its value is the key when it looks random.
+        return _label("secret") if len(value) >= 16 and entropy(value) >= 3.5 else None
+    for field in ("name", "key", "secretname", " parent"):
+        name = re.split(r"[/.:]", fields.get(field, ""))[-1]
+        if name and (_names_a_password(name) or _strong_name(name)):
+            return _label("secret") if _is_secret_value(name, value, quoted=True) else None
+    return None
+
+
+_KEY_NAME_FIELDS = ("keyname", "key_name", "secret_name", "password_name")
+_OBJECT_FIELD = (r"\"([A-Za-z_]{1,40})\"\s*:\s*\"([^\"\n]{0,300})\"", 0)
+
+
+def _object_fields(text: str, at: int) -> dict[str, str]:
+    """The string fields (lowercased names) of the JSON object around `at`, its nested
+    objects left out: from its `{` (up to 3000 characters back) to its `}`."""
+    depth = 0
+    start = at
+    while start > max(0, at - 3000):
+        start -= 1
+        char = text[start]
+        if char == "}":
+            depth += 1
+        elif char == "{":
+            if depth == 0:
+                break
+            depth -= 1
+    end = text.find("}", at)
+    end = len(text) if end == -1 else end
+    body = text[start:end]
+    # Nested objects before `at` (`"attributes": {...}`) are cut out.
+    while True:
+        inner = re.sub(r"\{[^{}]*\}", "", body[1:])
+        if inner == body[1:]:
+            break
+        body = body[:1] + inner
+    fields = {name.lower(): value for name, value in _rx(_OBJECT_FIELD).findall(body)}
+    # The key the object is under (`"db_password": {...}`) and Terraform's `"sensitive": true`.
+    parent = _rx(_KEY_BEFORE_OBJECT).search(text, max(0, start - 200), start)
+    if parent is not None:
+        fields[" parent"] = parent.group(1)
+    if _rx(_SENSITIVE_TRUE).search(body):
+        fields[" sensitive"] = "true"
+    return fields
+
+
+_KEY_BEFORE_OBJECT = (r"\"([^\"\n]{1,120})\"\s*:\s*\Z", 0)
+_SENSITIVE_TRUE = (r"\"sensitive\"\s*:\s*true", 0)
+
+
+_NAME_BEFORE_OPERATOR = (r"(?P<name>[A-Za-z_][\w.\-]{0,80})[\"']?[ \t]*\Z", 0)
+
+
+def _split_json_value(match: re.Match[str]) -> str | None:
+    """`"password":` and its value on the next line, as pretty-printers wrap a long one."""
+    text = match.string
+    before = _rx(_NAME_BEFORE_OPERATOR).search(text, max(0, match.start() - 90), match.start())
+    if before is None:
+        return None
+    name = before.group("name")
+    value = match.group(0)[len(match.group("keep")) :]
+    return _label("secret") if _is_secret_value(name, value, quoted=True) else None
+
+
+def _code_secret_argument(match: re.Match[str]) -> str | None:
+    """A literal given as a password, a secret or a token argument of a call: not a prompt's
+    message (`questionary.password("Your password?")`), a placeholder or a reference."""
+    value = match.group(0)[len(match.group("keep")) :]
+    if " " in value.strip() or value.rstrip().endswith((":", "?")) or not value.strip():
+        return None
+    return _kind_password(match)
+
+
+def _encoded_credentials(match: re.Match[str]) -> str | None:
+    """`btoa('user:PW')`, `base64.b64encode(b"user:PW")`: the password of a basic
+    authorisation built in code; a plain lowercase word stays (`'hello:world'`)."""
+    value = match.group(0)[len(match.group("keep")) :]
+    if value.isalpha() and value.islower():
+        return None
+    return _kind_password(match)
+
+
+# A string literal argument: `"..."`, `'...'`, Python's `b"..."`, C#'s `@"..."`.
+_CTX_LITERAL_OPEN = r"(?:[bru]|@)?(?P<q>[\"'`])"
+# One argument before the one that matters: a literal or an expression without a comma.
+_CTX_ARG = r"\s*(?:[bru@]?\"[^\"\n]*\"|[bru]?'[^'\n]*'|\{[^{}\n]*\}|[$@]?[\w.\[\]\->:()]+?)\s*,"
+
+_KIND_DETECTORS: list[_Detector] = [
+    (
+        # A password flag after a user flag, in any command: `-u USER ... -p PASSWORD`
+        # (rabbitmqadmin, ncftp*, cypher-shell, hdbsql, racadm, crackmapexec, evil-winrm),
+        # `-U USER ... -P PASSWORD` (tsql, sqsh, ipmitool), vsql's `-w`.
+        "login-flag-password",
+        (" -u", "-user"),
+        True,
+        r"(?P<keep>(?<![\w\-])(?:-u|-U|--user(?:name)?|-user(?:name)?)(?:[ \t]+|=)"
+        + _CTX_USER
+        + _SAME_COMMAND
+        + r"\s(?:-p|-P|-w|-pw)[ \t]+[\"']?)"
+        + _CTX_VALUE,
+        _login_flag_password,
+    ),
+    (
+        # `USER:PASSWORD` (or `USER,PASSWORD`) given to a credential flag of any command:
+        # `--user`/`-u` (etcdctl, lftp, ncftp), `-a`/`--auth` (HTTPie, xh, hey), ApacheBench's
+        # `-A`, `--basic-auth`, `--credentials`, `--proxy-user`; each half may be quoted.
+        "credential-flag-pair",
+        (" -u", "-user", " -a", "-auth", "cred"),
+        True,
+        r"(?P<keep>(?<![\w\-])(?:-u|-U|--user|-user|-a|-A|--auth|--basic-auth|--credentials?|"
+        r"--proxy-user|--http-auth)(?:[ \t]+|=)"
+        r"(?P<user>[\"']?[^\s\"':,%\-/][^\s\"':,%/]*?[\"']?)[:,][\"']?)" + _CTX_VALUE,
+        _credential_pair,
+    ),
+    (
+        # S3-compatible clients' positional keys: `mc alias set NAME URL ACCESS SECRET`, the
+        # older `mc config host add NAME URL ACCESS SECRET` (the MinIO client, `mcli`).
+        "s3-alias-secret",
+        ("alias set", "host add"),
+        True,
+        r"(?P<keep>\b(?:mc|mcli|mc\.exe)\s+(?:alias\s+set|config\s+host\s+add)\s+"
+        r"(?:--\S+\s+)*\S+\s+\S+\s+[\"']?[^\s\"']+[\"']?\s+[\"']?)" + _CTX_VALUE,
+        _kind_password,
+    ),
+    (
+        # Passwords in SQL: `IDENTIFIED BY 'PW'` (MySQL, Oracle, ClickHouse, Vertica; Oracle's
+        # unquoted `IDENTIFIED BY tiger`), `[WITH] [ENCRYPTED] PASSWORD 'PW'` and `PASSWORD =
+        # 'PW'` (PostgreSQL, SQL Server, Snowflake, Cassandra, Neo4j's `SET PASSWORD 'PW'`),
+        # `PASSWORD('PW')`, `SECRET = 'PW'` (a SQL Server credential), DB2's `CONNECT TO db
+        # USER u USING PW`, Neo4j's `SET PASSWORD FROM 'old' TO 'new'`.
+        "sql-password",
+        ("identified", "pass", "using", "secret"),
+        True,
+        (
+            r"(?P<keep>(?:"
+            r"\bIDENTIFIED[ \t]+(?:WITH[ \t]+[\"']?\w+[\"']?[ \t]+)?(?:BY|AS)[ \t]+(?:PASSWORD[ \t]+)?|"
+            r"\bCONNECT\s+TO\s+\S+\s+USER\s+\S+\s+USING\s+|"
+            r"(?:"
+            r"\b(?:WITH|LOGIN|ENCRYPTED|UNENCRYPTED|SET|USER\s+\S+)\s+"
+            r"PASSWORD\s*(?:=\s*|\(\s*|FROM\s+'[^'\n]*'\s+TO\s+)?|"
+            r"\bSET\s+PASSWORD\s+FOR\s+\S+\s*=\s*(?:PASSWORD\s*\(\s*)?|"
+            r"\bPASSWORD\s*=\s*PASSWORD\s*\(\s*|"
+            # A SQL Server credential: `WITH IDENTITY = 'u', SECRET = 'PW'`.
+            r"\bIDENTITY\s*=\s*'[^'\n]*'\s*,\s*SECRET\s*=\s*"
+            r")(?=['\"])"
+            r")(?P<q>['\"]?))"
+            r"(?:(?<=')[^'\n]{1,128}(?=')|(?<=\")[^\"\n]{1,128}(?=\")|"
+            r"(?<![\"'])(?![\-$%<{(:?@&=])[^\s\"';,)`]+)",
+            re.IGNORECASE,
+        ),
+        _sql_password,
+    ),
+    (
+        # A value set under a name that says it is a secret, in the commands that keep
+        # settings: `dotnet user-secrets set "Db:Password" VALUE`, `npm|yarn|pnpm config set
+        # //host/:_authToken VALUE`, `git config github.token VALUE`, `rclone config create
+        # NAME TYPE pass VALUE`, `gh secret set NAME --body VALUE` below.
+        "named-secret-argument",
+        ("secret", "config"),
+        True,
+        r"(?P<keep>(?:\buser-secrets\s+set|\bconfig(?:\s+set)?|"
+        r"\brclone\s+config\s+(?:create|update)\b"
+        + _SAME_COMMAND
+        + r"(?=\s\w*(?:pass|secret|token|key)\b))"
+        r"(?:\s+--?[\w\-]+(?:=\S+)?)*\s+[\"']?(?P<name>[^\s\"'=]{2,120})[\"']?[ \t]+[\"']?)"
+        + _CTX_VALUE,
+        _named_secret_argument,
+    ),
+    (
+        # Package managers' credentials by host: `composer config http-basic.HOST USER PW`,
+        # `composer config github-oauth.HOST TOKEN` (gitlab-token, gitlab-oauth, bearer,
+        # bitbucket-oauth's key and secret), `bundle config [set] HOST USER:PW`.
+        "package-credentials",
+        ("composer", "bundle"),
+        True,
+        r"(?P<keep>(?:"
+        r"\bcomposer\s+config\s+(?:--?\S+\s+)*(?:http-basic\.\S+\s+[\"']?[^\s\"']+[\"']?|"
+        r"bitbucket-oauth\.\S+\s+[\"']?[^\s\"']+[\"']?|"
+        r"(?:github-oauth|gitlab-oauth|gitlab-token|bearer)\.\S+)[ \t]+|"
+        r"\bbundle\s+config\s+(?:set\s+)?(?:--\S+\s+)*(?:https?://)?[\w\-]+\.[\w.\-/:]+[ \t]+"
+        r"[\"']?[^\s\"':]+:"
+        r")[\"']?)" + _CTX_VALUE,
+        _kind_password,
+    ),
+    (
+        # Every value of a Kubernetes secret made from literals:
+        # `kubectl create secret generic NAME --from-literal=KEY=VALUE` (OpenShift's `oc` too).
+        "secret-from-literal",
+        ("from-literal",),
+        True,
+        r"(?P<keep>--from-literal[= ][\"']?[^\s=\"']+=[\"']?)" + _CTX_VALUE,
+        _kind_password,
+    ),
+    (
+        # A value given whole to a command that stores it as a secret: `gh secret set NAME
+        # --body VALUE`, `bw unlock PW`, `bw login EMAIL PW`, `neo4j-admin set-initial-password
+        # PW`, `snyk auth TOKEN`, `ngrok authtoken TOKEN`, `nuget setapikey KEY`, `hdbuserstore
+        # SET KEY HOST USER PW`, unixODBC's `isql DSN USER PW`, `vsce|ovsx publish -p TOKEN`,
+        # `dotnet nuget push -k KEY`, `choco apikey -k KEY`, `codecov -t TOKEN`.
+        "secret-storing-command",
+        (
+            "secret",
+            "bw ",
+            "pass",
+            "snyk",
+            "auth",
+            "key",
+            "hdbuserstore",
+            "isql",
+            "vsce",
+            "ovsx",
+            "nuget",
+            "choco",
+            "codecov",
+            "openssl",
+        ),
+        True,
+        r"(?P<keep>(?:"
+        r"\bgh\s+secret\s+set\b" + _SAME_COMMAND + r"\s(?:-b|--body)(?:[ \t]+|=)|"
+        r"\bbw\s+(?:unlock|login\s+(?:--\S+\s+)*\S+)[ \t]+|"
+        r"\bneo4j-admin\s+(?:dbms\s+)?set-initial-password[ \t]+|"
+        r"\bsnyk\s+auth[ \t]+|"
+        r"\bngrok\s+(?:config\s+add-)?authtoken[ \t]+|"
+        r"\bnuget(?:\.exe)?\s+setapikey[ \t]+|"
+        r"\bhdbuserstore\s+(?:-\S+\s+)*set\s+\S+\s+\S+\s+\S+[ \t]+|"
+        r"\bisql(?:\s+-[A-Za-z]\S*)*\s+(?!-)[^\s\"']+\s+(?!-)[^\s\"']+[ \t]+|"
+        r"\b(?:vsce|ovsx)\s+publish\b" + _SAME_COMMAND + r"\s(?:-p|--pat)[ \t]+|"
+        r"\bdotnet\s+nuget\s+push\b" + _SAME_COMMAND + r"\s-k[ \t]+|"
+        r"\bchoco\s+(?:apikey|setapikey)\b" + _SAME_COMMAND + r"\s(?:-k|--key|--api-key)[ \t=]+|"
+        r"\bcodecov\b" + _SAME_COMMAND + r"\s-t[ \t]+|"
+        # `openssl passwd [-6] [-salt S] PW`: the password to hash.
+        r"\bopenssl\s+passwd(?:\s+-(?:salt|in)\s+\S+|\s+-\S+)*[ \t]+"
+        r")[\"']?)" + _CTX_VALUE,
+        _kind_password,
+    ),
+    (
+        # A password piped to a program that reads one from its input: `echo PW | cryptsetup
+        # open ...`, `| encfs -S`, `| smbpasswd -s`, `| wg pubkey`, `| gh secret set NAME`,
+        # `| docker secret create NAME -`, any `--password-stdin`/`--passwd-on-stdin`.
+        "piped-secret",
+        ("echo", "printf"),
+        True,
+        r"(?P<keep>\b(?:echo|printf)\s+(?:-[neE]+\s+)?(?:'%s(?:\\n)?'\s+)?[\"']?)"
+        r"(?:(?<=')[^'\n]{1,200}(?=')|(?<=\")[^\"\n]{1,200}(?=\")|(?![\-$%<{(\\])[^\s\"'|;&)]+)",
+        _piped_secret,
+    ),
+    (
+        # A secret written into a file that holds secrets: `echo PW > ~/.vault-token`,
+        # `echo ACCESS:SECRET > ~/.passwd-s3fs`, `echo 'u:PW' | sudo tee -a /etc/rsyncd.secrets`.
+        "secret-file-write",
+        ("echo", "printf"),
+        True,
+        r"(?P<keep>\b(?:echo|printf)\s+(?:-[neE]+\s+)?[\"']?)"
+        r"(?:(?<=')[^'\n]{1,200}(?=')|(?<=\")[^\"\n]{1,200}(?=\")|(?![\-$%<{(\\])[^\s\"'|;&>)]+)"
+        r"(?=[\"']?\s*(?:>>?|\|\s*(?:sudo\s+)?tee(?:\s+-a)?)\s*[\"']?[\w.\-~/\\]*?"
+        r"(?:secret|passw(?:or)?d|pwd|token|credential|auth\.txt|master\.key|\.psk)"
+        r"(?<!/etc/passwd))",
+        _kind_password,
+    ),
+    (
+        # Credential lines of configuration files read by keyword: msmtp's and fetchmail's
+        # `password VALUE`, Redis' `requirepass`/`masterauth`, keepalived's `auth_pass`,
+        # mutt's `set imap_pass`, OfflineIMAP's `remotepass = ...`, `psk`/`secret` lines.
+        "credential-line",
+        ("pass", "pw", "secret", "psk", "auth"),
+        True,
+        (
+            r"(?im)(?P<keep>^[ \t]*(?:set[ \t]+)?"
+            r"(?P<name>(?:[a-z_][\w.\-]*?)?(?:pass|passwd|password|pwd|pw|passphrase|psk|secret|"
+            r"masterauth|authtok))"
+            r"(?:(?P<op>[ \t]*[=:][ \t]*)|[ \t]+)(?P<q>[\"']?))"
+            r"(?:(?<=')[^'\n]{1,200}(?=')|(?<=\")[^\"\n]{1,200}(?=\")|[^\s\"'#;]{1,200})"
+            r"(?=[\"']?[ \t]*;?[ \t]*\r?$)",
+            0,
+        ),
+        _credential_line,
+    ),
+    (
+        # A password after its keyword inside a line of mail and network config files:
+        # fetchmail's `user "me" there with password "PW"`, `login USER password PW`.
+        "keyword-pair-password",
+        ("pass", "stats", "login=", "socks"),
+        True,
+        (
+            # On one line: `user and password\n\nIf you...` is a heading and prose.
+            r"(?P<keep>(?:\b(?:user(?:name)?|login)[ \t]+(?![\[\-|<{/])[^\s\[\]|]+[ \t]+"
+            r"(?:there[ \t]+)?(?:with[ \t]+)?(?:[a-z][\w\-]*?)?(?:password|passwd|pass)[ \t]+|"
+            # HAProxy's `stats auth USER:PW`, Squid's `cache_peer ... login=USER:PW`,
+            # proxychains' `socks5 HOST PORT USER PW`.
+            r"\bstats\s+auth\s+[^\s:]+:|\blogin=[^\s:=]+:|"
+            r"(?m:^[ \t]*socks[45][ \t]+\S+[ \t]+\d+[ \t]+\S+[ \t]+(?=\S+[ \t]*$))"
+            r")[\"']?)"
+            r"(?:(?<=')[^'\n]{1,200}(?=')|(?<=\")[^\"\n]{1,200}(?=\")|(?![\-$%<{(\\/])[^\s\"']+)",
+            re.IGNORECASE,
+        ),
+        _credential_line_pair,
+    ),
+    (
+        # strongSwan's and Libreswan's ipsec.secrets: `[IDs] : PSK "secret"`, `: XAUTH`, `: EAP`,
+        # `: NTLM`, `: PIN`, and the passphrase of a private key file (`: RSA key.pem "PW"`).
+        "ipsec-secret",
+        ("psk", ": rsa", ": eap", ": xauth"),
+        True,
+        r"(?P<keep>(?:^|\s):[ \t]*(?:PSK|XAUTH|EAP|NTLM|PIN|(?:RSA|ECDSA|BLISS|PKCS8|PKCS12|P12)"
+        r"[ \t]+\S+)[ \t]+[\"']?)(?:(?<=\")[^\"\n]+(?=\")|(?<=')[^'\n]+(?=')|(?![\"'])\S+)",
+        _kind_password,
+    ),
+    (
+        # An XML element named by an attribute: Hibernate's `<property
+        # name="hibernate.connection.password">PW</property>`, Spring's `<property
+        # name="password" value="PW"/>`, `<entry key="db.password">PW</entry>`, .NET's
+        # `<setting name="ApiKey" serializeAs="String"><value>KEY</value></setting>`.
+        "xml-named-element",
+        ("name=", "key="),
+        True,
+        r"(?P<keep><(?P<tag>[\w:.\-]+)\s+(?:name|key|id)\s*=\s*[\"'](?P<name>[^\"'\n]{1,120})[\"']"
+        r"(?:[^<>]*?\svalue\s*=\s*(?P<q>[\"'])|[^<>/]*>\s*(?:<value>)?))"
+        # An attribute's value to its quote, an element's text to its closing tag.
+        r"(?:(?<=[\"'])[^\"'<>\n]{1,300}?(?=(?P=q))|(?<=>)[^\"'<>\n]{1,300}?(?=\s*</))",
+        _kind_named_value,
+    ),
+    (
+        # A secret's name and its value on the next line, the way pretty-printers wrap a long
+        # value: `"password":` then `"VALUE"` (JSON), `password =` then `"VALUE"` (HCL, TOML).
+        "split-named-value",
+        ("pass", "pwd", "secret", "token", "key", "auth", "cred"),
+        True,
+        (
+            # From the operator: a pattern starting at a name would be tried at every letter.
+            r"(?P<keep>[:=][ \t]*\r?\n[ \t]*(?P<q>[\"']))[^\"'\n]{1,500}(?=(?P=q))",
+            0,
+        ),
+        _split_json_value,
+    ),
+    (
+        # The `value` of a JSON object whose other field names it (`az storage account keys
+        # list`: `"keyName": "key1"` ... `"value": "KEY"`; `{"name": "db-password", "type":
+        # "...", "value": "PW"}`), fields between them.
+        "json-object-value",
+        ("value",),
+        True,
+        (r"(?P<keep>\"value\"\s*:\s*\")[^\"\n]{1,4096}(?=\")", re.IGNORECASE),
+        _json_named_value,
+    ),
+    (
+        # Labels that name a secret although they end in `ID`: Consul's `SecretID:  VALUE`,
+        # Vault's `secret_id   VALUE`, `Secret ID: VALUE`; `SecretAccessKey`-style labels in a
+        # `Label:   value` block.
+        "secret-id-label",
+        ("secret",),
+        True,
+        (
+            r"(?P<keep>\b(?:SecretID|SecretId|secret_id|Secret[ \t]ID|secret-id)[\"']?"
+            r"(?:[ \t]*[:=][ \t]*|[ \t]{2,})[\"']?)(?!accessor)[A-Za-z0-9][A-Za-z0-9\-_.+/=]{7,}",
+            re.IGNORECASE,
+        ),
+        _label_value,
+    ),
+    (
+        # A bordered table's row: `| password | VALUE |` (OpenStack's `Field | Value` tables,
+        # MySQL's and psql's boxes).
+        "bordered-table-row",
+        ("|",),
+        False,
+        (
+            r"(?m)(?P<keep>^[ \t]*\|[ \t]*(?P<name>[A-Za-z_][\w.\- ]{0,60}?)[ \t]*\|[ \t]*)"
+            r"[^\s|]{1,300}(?=[ \t]*\|[ \t]*\r?$)",
+            0,
+        ),
+        _bordered_row,
+    ),
+    (
+        # Basic authorisation built in code: `btoa('user:PW')`, `Buffer.from('user:PW')`,
+        # `base64.b64encode(b'user:PW')`, Ruby's `Base64.strict_encode64("user:PW")`, PHP's
+        # `base64_encode("user:PW")`, Go's `EncodeToString([]byte("user:PW"))`, C#'s
+        # `GetBytes("user:PW")`.
+        "encoded-credentials",
+        ("btoa(", "buffer.from(", "encode", "getbytes(", "byte("),
+        True,
+        r"(?P<keep>\b(?:btoa|Buffer\.from|b64encode|(?:strict_|urlsafe_)?encode64|"
+        r"base64_encode|GetBytes|getBytes|\[\]byte|encodeToString|EncodeToString)\(\s*"
+        + _CTX_LITERAL_OPEN
+        + r"[^\s\"'`:/@]{1,80}:)(?!//)[^\s\"'`]{1,200}(?=(?P=q))",
+        _encoded_credentials,
+    ),
+    (
+        # A password, secret or token given to a call by the library's documented signature:
+        # `.login(user, PW)` (smtplib, imaplib, ftplib, Apache Commons Net, PHP's `ftp_login($c,
+        # $u, PW)`), `.auth(PW)`/`.auth(user, PW)` (Redis clients), `.bind(dn, PW)` and
+        # `simple_bind_s` (LDAP), `SetBasicAuth(u, PW)` (Go), `smtp.PlainAuth("", u, PW, h)`,
+        # `ssh.Password(PW)`, setters and builders named for a secret (`setPassword(PW)`,
+        # `.password(PW)`, `withToken(PW)`), `DBI->connect(dsn, u, PW)` and drivers'
+        # `connect(host, user, PW)`, Oracle's `connect(user, PW, dsn)`, `FTP(host, user, PW)`,
+        # `new UsernamePasswordCredentials(u, PW)`, `keyring.set_password(svc, u, PW)`,
+        # `jwt.sign(payload, SECRET)`, `createHmac(alg, SECRET)`, `add_password(realm, uri,
+        # u, PW)`, PHP's `ssh2_auth_password`, `ldap_bind`, `imap_open`, `oci_connect`.
+        "code-secret-argument",
+        (
+            "login",
+            "auth",
+            "bind",
+            "pass",
+            "secret",
+            "token",
+            "key",
+            "connect(",
+            "ftp",
+            "cred",
+            "jwt.",
+            "hmac",
+            "_open(",
+            "cookieparser(",
+            "fernet(",
+            "transport",
+        ),
+        True,
+        (
+            r"(?P<keep>(?:"
+            r"(?:\.|\b(?:ftp|ssh2|imap)_)login\(" + _CTX_ARG + r"|"
+            r"\bftp_login\(" + _CTX_ARG + _CTX_ARG + r"|"
+            r"\.auth\((?:" + _CTX_ARG + r")?|"
+            r"\.(?:simple_bind_s|simple_bind|bind_s)\(" + _CTX_ARG + r"|"
+            r"\.bind\(\s*(?:[\"'][^\"'\n]*=[^\"'\n]*[\"']|[\w.]*(?i:dn|user)\w*)\s*,|"
+            r"\bldap_bind\(" + _CTX_ARG + _CTX_ARG + r"|"
+            r"\bSetBasicAuth\(" + _CTX_ARG + r"|"
+            r"\bPlainAuth\(" + _CTX_ARG + _CTX_ARG + r"|"
+            r"\bssh\.Password\(|"
+            r"(?:\.|\b)(?:set|with|Set|With)_?(?:Password|Passwd|Passphrase|Secret|SecretKey|"
+            r"ClientSecret|Token|AuthToken|AccessToken|ApiKey|APIKey)\(|"
+            r"\.(?:password|passphrase|clientSecret|apiKey|authToken)\(|"
+            r"\bDBI->connect\(" + _CTX_ARG + _CTX_ARG + r"|"
+            r"\b(?:MySQLdb|pymysql|mysql|pymssql|_mysql|mssql|ibm_db)\.connect\("
+            + _CTX_ARG
+            + _CTX_ARG
+            + r"|"
+            r"\b(?:mysql_connect|mssql_connect|sybase_connect)\(" + _CTX_ARG + _CTX_ARG + r"|"
+            r"\b(?:cx_Oracle|oracledb)\.connect\(" + _CTX_ARG + r"|"
+            r"\boci_(?:p?connect|new_connect)\(" + _CTX_ARG + r"|"
+            r"\bimap_open\(" + _CTX_ARG + _CTX_ARG + r"|"
+            r"\bssh2_auth_password\(" + _CTX_ARG + _CTX_ARG + r"|"
+            r"\b(?:FTP|FTP_TLS)\(" + _CTX_ARG + _CTX_ARG + r"|"
+            r"\bNet::FTP\.(?:new|open)\(" + _CTX_ARG + _CTX_ARG + r"|"
+            r"\btransport\.connect\(" + _CTX_ARG + _CTX_ARG + r"|"
+            r"\b(?:UsernamePasswordCredentials|PasswordAuthentication|"
+            r"UsernamePasswordAuthenticationToken|BasicAWSCredentials|BasicCredentials)\("
+            + _CTX_ARG
+            + r"|"
+            r"\bset_password\(" + _CTX_ARG + _CTX_ARG + r"|"
+            r"\badd_password\(" + _CTX_ARG + _CTX_ARG + _CTX_ARG + r"|"
+            r"\bjwt\.(?:sign|encode)\(" + _CTX_ARG + r"|"
+            r"\bcreateHmac\(" + _CTX_ARG + r"|"
+            # MailKit's `Authenticate(user, PW)`, paramiko's `auth_password(user, PW)`,
+            # JavaMail's `Transport.send(msg, user, PW)`, Ruby's `req.basic_auth 'u', 'PW'`.
+            r"\.(?:Authenticate|authenticate|auth_password)\(" + _CTX_ARG + r"|"
+            r"\bTransport\.send\(" + _CTX_ARG + _CTX_ARG + r"|"
+            r"\.basic_auth[ \t]+" + _CTX_ARG + r"|"
+            # A key as the first argument: `cookieParser(SECRET)`, `hmac.new(KEY, ...)`,
+            # `Fernet(KEY)`.
+            r"\b(?:cookieParser|hmac\.new|HMAC\.new|Fernet)\("
+            r")\s*" + _CTX_LITERAL_OPEN + r")[^\"'`\n]{1,200}(?=(?P=q))",
+            0,
+        ),
+        _code_secret_argument,
+    ),
+    (
+        # Redis: `AUTH PW` at its prompt or to redis-cli (valkey, keydb), `CONFIG SET
+        # requirepass PW`, an ACL user's `>PW`.
+        "redis-auth",
+        ("> auth", "pass", "setuser", "-cli"),
+        True,
+        (
+            r"(?P<keep>(?:"
+            r"(?:^|\n)[^\n]*?(?:\d+>|\b(?:redis|valkey|keydb)-cli\b[^\n|;&]*?)\s*(?i:AUTH)\s+"
+            r"(?:\S+\s+)?(?=\S+[ \t]*(?:\r?\n|$))|"
+            r"(?i:CONFIG\s+SET\s+(?:requirepass|masterauth))\s+|"
+            r"(?i:ACL\s+SETUSER)\s+\S+[^\n>]*?\s>|"
+            # redis-cli's forks and relatives take `-a PW` as it does.
+            r"\b(?:valkey|keydb|dragonfly|kvrocks|memurai)-cli\b" + _SAME_COMMAND + r"\s-a[ \t]+"
+            r")[\"']?)(?![\-$%<{])[^\s\"']+",
+            0,
+        ),
+        _kind_password,
+    ),
+    (
+        # Snmp tools of net-snmp: `-A AUTHPASS`, `-X PRIVPASS` (SNMPv3), `-c COMMUNITY` (a
+        # community other than the documented `public`/`private`).
+        "snmp-credentials",
+        ("snmp",),
+        True,
+        # Each flag of the command (`-A` and `-X` both): the command is checked behind it.
+        r"(?P<keep>\s-[AXc][ \t]+[\"']?)" + _CTX_VALUE,
+        _snmp_secret,
+    ),
+    (
+        # RAR's `-hp[PW]` (encrypts the headers too), glued like `-p[PW]`.
+        "rar-header-password",
+        ("rar ",),
+        True,
+        r"(?P<keep>\b(?:rar|winrar|unrar)(?:\.exe)?\b" + _SAME_COMMAND + r"\s-hp[\"']?)"
+        r"(?:(?<=')[^'\n]{1,200}(?=')|(?<=\")[^\"\n]{1,200}(?=\")|[^\s\"']+)",
+        _kind_password,
+    ),
+    (
+        # A password flag of any command whose name joins words with `.` or `_`, or ends in a
+        # secret key's name: ArangoDB's `--server.password`, s3cmd's `--secret_key`, `--db_pass`,
+        # `--secret-access-key`, `--auth-key`, `--oauth2-bearer`.
+        "dotted-flag-password",
+        ("pass", "pwd", "secret", "key", "token", "bearer"),
+        True,
+        (
+            r"(?P<keep>(?<![\w\-])--?(?!" + _NOT_VALUE_FLAGS + r")(?:[a-z0-9]+[._\-]){0,4}"
+            r"(?:password|passwd|passphrase|pass|pwd|secret|token|"
+            r"secret[_\-]?(?:access[_\-]?)?key|auth[_\-]?key|access[_\-]?token|oauth2?-bearer)"
+            r"(?:=|[ \t]+)[\"']?)" + _CTX_VALUE,
+            re.IGNORECASE,
+        ),
+        _flag_value,
+    ),
+    (
+        # A key block of any kind but a public one: OpenVPN's `-----BEGIN OpenVPN Static key
+        # V1-----`, `-----BEGIN RSA KEY-----`, a `SECRET KEY` block; certificates, public keys,
+        # parameters, requests, messages and signatures stay.
+        "key-block",
+        ("-----BEGIN ",),
+        False,
+        (
+            r"-----BEGIN (?![^\n-]*(?:PUBLIC|CERTIFICATE|PARAMETERS|REQUEST|MESSAGE|SIGNATURE|"
+            r"PRIVATE KEY))[A-Za-z0-9 ]*(?:KEY|[Kk]ey|SECRET)[A-Za-z0-9 ]*-----"
+            # Key material or a header on the next line: not a block named in prose.
+            r"(?=[ \t]*\\?\r?\n[ \t]*(?:[A-Za-z0-9+/=]{16,}|[A-Za-z\-]+:))(?:.*?"
+            r"(?:-----END [A-Za-z0-9 ]*-----|\Z))",
+            re.DOTALL,
+        ),
+        _labelled("private-key"),
+    ),
+    (
+        # PuTTY's key files: the private part's base64 lines after `Private-Lines: N`.
+        "putty-private-lines",
+        ("Private-Lines:",),
+        False,
+        r"(?P<keep>Private-Lines:[ \t]*\d+[ \t]*\r?\n)(?:[A-Za-z0-9+/=]{4,}[ \t]*(?:\r?\n|$))+",
+        _labelled("private-key"),
+    ),
+    (
+        # A target with its credentials and no scheme: Impacket's `DOMAIN/USER:PW@HOST`
+        # (secretsdump, psexec, wmiexec, GetUserSPNs...), MySQL Shell's `USER:PW@HOST`.
+        "target-credentials",
+        ("impacket", ".py", "mysqlsh"),
+        True,
+        r"(?P<keep>(?:\bimpacket-\w+|\b\w+exec\.py|\b(?:secretsdump|GetUserSPNs|GetNPUsers|getTGT|"
+        r"getST|mssqlclient|smbclient|lookupsid|reg|services|ticketer|rbcd|addcomputer|"
+        r"dacledit|owneredit)\.py|\bmysqlsh|\bmysqlx)\b" + _SAME_COMMAND + r"\s[\"']?"
+        r"(?:[\w.\-]+/)?[\w.\-$]+:)(?![$%<{])[^\s\"'@]+(?=@[\w.\-\[])",
+        _kind_password,
+    ),
+    (
+        # A user and password side by side in code's objects: nodemailer's `auth: { user: 'me',
+        # pass: 'PW' }`, `{ username: 'u', password: 'PW' }` (the `pass` key alone says too
+        # little, next to `user` it is the password).
+        "user-pass-object",
+        ("pass",),
+        True,
+        (
+            r"(?P<keep>\buser(?:name)?[\"']?\s*[:=]\s*(?P<q1>[\"'`])[^\"'`\n]*(?P=q1)\s*,\s*"
+            r"[\"']?pass(?:word|wd)?[\"']?\s*[:=]\s*(?P<q>[\"'`]))[^\"'`\n]{1,200}(?=(?P=q))",
+            re.IGNORECASE,
+        ),
+        _user_pass_value,
+    ),
+    (
+        # mount's option list: `mount -t cifs ... -o user=bob,pass=PW` (`password=`, `passwd=`).
+        "mount-option-password",
+        ("mount",),
+        True,
+        r"(?P<keep>\bmount(?:\.cifs|\.smb3|\.davfs)?\b" + _SAME_COMMAND + r"\s-o[ \t]+[\"']?"
+        r"(?:[^\s\"',]+,)*(?:pass|passwd|password)=)(?![$%<{])[^\s\"',]+",
+        _kind_password,
+    ),
+    (
+        # A password typed at a prompt by a script: Tcl expect's `expect "password:"` then
+        # `send "PW\r"`, pexpect's `expect('Password:')` then `sendline('PW')`.
+        "expect-send-password",
+        ("send",),
+        True,
+        (
+            r"(?P<keep>\bexpect(?:_exact)?\s*\(?\s*(?:-\S+\s+)*[\"'][^\"'\n]*"
+            r"(?:assword|assphrase|ASSWORD|PIN)[^\"'\n]*[\"']\s*\)?\s*(?:[;\n]\s*)+"
+            r"(?:[\w.]+\.)?send(?:line)?\s*\(?\s*(?:--\s+)?[\"'])(?![$%<{\[])[^\"'\n\\]+",
+            0,
+        ),
+        _kind_password,
+    ),
+    (
+        # A here-string given to a program that reads a secret from its input: `gpg
+        # --passphrase-fd 0 ... <<< 'PW'`, `cryptsetup open ... <<< 'PW'`.
+        "herestring-secret",
+        ("<<<",),
+        False,
+        r"(?P<keep><<<[ \t]*[\"']?)(?:(?<=')[^'\n]{1,200}(?=')|(?<=\")[^\"\n]{1,200}(?=\")|"
+        r"(?![\-$%<{(\\])[^\s\"'|;&)]+)",
+        _herestring_secret,
+    ),
+    (
+        # MariaDB's clients and mycli glue the password to `-p` as mysql does: `-p'PW'`.
+        # The mysql family too when the command goes on over continued lines.
+        "mariadb-glued-password",
+        ("mariadb", "mycli", "mysql"),
+        True,
+        r"(?P<keep>\b(?:mariadb(?:-?dump|-?admin|-?import|-?check|-?show|-?slap)?|mycli|"
+        r"mysql(?:dump|admin|sh|import|check|show|slap)?)\b"
+        r"(?:[^\n]|\\\r?\n){0,300}?\s-p)(?:'[^'\n]+'|\"[^\"\n]+\"|[^\s\"'\-\\][^\s\"']*)",
+        _kind_password,
+    ),
+    (
+        # PgBouncer's auth_file (userlist.txt): `"user" "password"` a line, nothing else.
+        "quoted-user-password-line",
+        ('" "',),
+        False,
+        (r"(?m)(?P<keep>^[ \t]*\"[^\"\s]{1,64}\"[ \t]+\")[^\"\n]{4,200}(?=\"[ \t]*\r?$)", 0),
+        _userlist_password,
+    ),
+    (
+        # SMTP relay credentials a line: postfix's sasl_passwd `[smtp.host]:587 USER:PW`.
+        "relay-credentials-line",
+        ("]:",),
+        False,
+        (
+            r"(?m)(?P<keep>^[ \t]*\[[\w.\-]+\](?::\d+)?[ \t]+[^\s:]+:)"
+            r"(?![$%<{])[^\s]+(?=[ \t]*\r?$)",
+            0,
+        ),
+        _kind_password,
+    ),
+]
+
+
+# The detectors of kinds above, by name: all read texts up to SPLIT_SEARCHED_UP_TO only.
+_KIND_DETECTOR_NAMES = frozenset(detector[0] for detector in _KIND_DETECTORS)
+# Their guards' filters (see _GUARD_FILTERS): a secret word counts as a flag's only after a
+# dash, as a label ending its line only before a line break.
+_KIND_GUARD_FILTERS: dict[str, Callable[[str, int, int], bool]] = {
+    # A secret word inside a call's name (`setPassword(`, `apiKey(`, `simple_bind_s(`).
+    "code-secret-argument": lambda lowered, at, size: _in_a_call_name(lowered, at, size),
+    # A command that keeps a secret named near the guard (`gh secret set`, `snyk auth`).
+    "secret-storing-command": lambda lowered, at, size: any(
+        anchor in lowered[max(0, at - 30) : at + size + 30] for anchor in _STORING_COMMANDS
+    ),
+    "redis-auth": lambda lowered, at, _size: (
+        not lowered.startswith("pass", at) or lowered[at - 7 : at] == "require"
+    ),
+    # `SecretID`, `secret_id`, `Secret ID`, `secret-id`.
+    "secret-id-label": lambda lowered, at, _size: (
+        lowered[at + 6 : at + 10].lstrip("_ -").startswith("id")
+    ),
+    # The `"value"` field of a JSON object.
+    "json-object-value": lambda lowered, at, _size: (
+        lowered[at - 1 : at] == '"' and lowered[at + 5 : at + 6] == '"'
+    ),
+    # The secret word inside a flag: the word it ends starts with a dash (`--server.password`).
+    "dotted-flag-password": lambda lowered, at, _size: _in_a_flag(lowered, at),
+    # A bordered row starts its line with `|`; a relay line with `[host]:port`.
+    "bordered-table-row": lambda lowered, at, _size: (
+        not lowered[lowered.rfind("\n", 0, at) + 1 : at].strip(" \t")
+    ),
+    "relay-credentials-line": lambda lowered, at, _size: (
+        lowered[lowered.rfind("\n", 0, at) + 1 : at].lstrip(" \t").startswith("[")
+    ),
+    "split-named-value": lambda lowered, at, size: "\n" in lowered[at + size : at + size + 24],
+    # The secret word in a name that starts its line: `remotepass = `, `password VALUE`.
+    "credential-line": lambda lowered, at, _size: _starts_its_line(lowered, at),
+    # `IDENTIFIED BY`, `USER u USING`, a quoted `PASSWORD 'x'` or `SECRET = 'x'`.
+    "sql-password": lambda lowered, at, size: (
+        lowered.startswith("identified", at)
+        or (lowered.startswith("using", at) and "user" in lowered[max(0, at - 80) : at])
+        or "'" in lowered[at + size : at + size + 60]
+        or '"' in lowered[at + size : at + size + 60]
+    ),
+    # `config` followed by a secret's name; `echo` with a pipe or a redirection after it.
+    # `user-secrets set`, or `config` with a secret's name after it.
+    "named-secret-argument": lambda lowered, at, _size: (
+        lowered[at - 5 : at] == "user-"
+        if lowered.startswith("secret", at)
+        else any(
+            word in lowered[at : at + 240] for word in ("pass", "secret", "token", "key", "pwd")
+        )
+    ),
+    "piped-secret": lambda lowered, at, _size: "|" in lowered[at : at + 300].split("\n", 1)[0],
+    "secret-file-write": lambda lowered, at, _size: (
+        ">" in lowered[at : at + 300].split("\n", 1)[0]
+        or "tee" in lowered[at : at + 300].split("\n", 1)[0]
+    ),
+}
+
+
+_STORING_COMMANDS: tuple[str, ...] = (
+    "gh secret",
+    "bw ",
+    "set-initial-password",
+    "snyk",
+    "authtoken",
+    "setapikey",
+    "hdbuserstore",
+    "isql",
+    "vsce",
+    "ovsx",
+    "nuget",
+    "choco",
+    "codecov",
+    "openssl passwd",
+)
+
+
+def _in_a_call_name(lowered: str, at: int, size: int) -> bool:
+    """Whether the guard at `at` is in the name of a call the pattern knows (`setpassword(`,
+    `server.login(`, `ldap.simple_bind_s(`, `mysqldb.connect(`), or Ruby's `basic_auth 'u',
+    'PW'` without brackets: the pattern, with its many calls, runs only then."""
+    start = at
+    while start > 0 and (lowered[start - 1].isalnum() or lowered[start - 1] in "_.:>$-"):
+        start -= 1
+    end = at + size - (lowered[at + size - 1 : at + size] == "(")  # `connect(`: its name
+    while end < len(lowered) and (lowered[end].isalnum() or lowered[end] in "_.:>-"):
+        end += 1
+    name = lowered[start:end].replace("->", ".").replace("::", ".")
+    if lowered[end : end + 1] != "(":
+        return name.endswith("basic_auth") and lowered[end : end + 1] == " "
+    parts = name.rsplit(".", 2)
+    last = parts[-1].replace("_", "")
+    if last in _SECRET_CALLS:
+        return True
+    owner = parts[-2] if len(parts) >= 2 else ""
+    return (last, owner) in _SECRET_METHODS or (last == "connect" and owner in _DB_MODULES)
+
+
+# Calls whose name alone says an argument is a secret (underscores dropped).
+_SECRET_CALLS = frozenset(
+    (
+        "login",
+        "ftplogin",
+        "ssh2login",
+        "imaplogin",
+        "auth",
+        "authenticate",
+        "authpassword",
+        "simplebinds",
+        "simplebind",
+        "binds",
+        "bind",
+        "ldapbind",
+        "setbasicauth",
+        "plainauth",
+        "setpassword",
+        "withpassword",
+        "setpasswd",
+        "setpassphrase",
+        "withpassphrase",
+        "setsecret",
+        "setsecretkey",
+        "setclientsecret",
+        "withclientsecret",
+        "settoken",
+        "withtoken",
+        "setauthtoken",
+        "setaccesstoken",
+        "withaccesstoken",
+        "setapikey",
+        "withapikey",
+        "password",
+        "passphrase",
+        "clientsecret",
+        "apikey",
+        "authtoken",
+        "mysqlconnect",
+        "mssqlconnect",
+        "sybaseconnect",
+        "ociconnect",
+        "ocipconnect",
+        "ocinewconnect",
+        "imapopen",
+        "ssh2authpassword",
+        "ftp",
+        "ftptls",
+        "usernamepasswordcredentials",
+        "passwordauthentication",
+        "usernamepasswordauthenticationtoken",
+        "basicawscredentials",
+        "basiccredentials",
+        "addpassword",
+        "createhmac",
+        "cookieparser",
+        "fernet",
+    )
+)
+_SECRET_METHODS = frozenset(
+    (
+        ("sign", "jwt"),
+        ("encode", "jwt"),
+        ("new", "hmac"),
+        ("new", "ftp"),
+        ("open", "ftp"),
+        ("send", "transport"),
+    )
+)
+_DB_MODULES = frozenset(
+    (
+        "dbi",
+        "mysqldb",
+        "pymysql",
+        "mysql",
+        "pymssql",
+        "_mysql",
+        "mssql",
+        "ibm_db",
+        "cx_oracle",
+        "oracledb",
+        "transport",
+    )
+)
+
+
+def _in_a_flag(lowered: str, at: int) -> bool:
+    """Whether the word holding `at` starts with a dash (`--db_password`, `-Secret`)."""
+    before = lowered[max(0, at - 24) : at]
+    cut = max(before.rfind(" "), before.rfind("\t"), before.rfind("\n"), before.rfind("="))
+    return before[cut + 1 : cut + 2] == "-"
+
+
+def _starts_its_line(lowered: str, at: int) -> bool:
+    """Whether only indentation, `set ` and a name's first letters precede `at` on its line."""
+    before = lowered[lowered.rfind("\n", 0, at) + 1 : at].lstrip(" \t")
+    before = before.removeprefix("set ").lstrip(" \t")
+    return all(c.isalnum() or c in "_.-" for c in before)
+
+
+# Detectors whose match ends shortly after their guard (the secret word is the flag's,
+# the key's or the keyword's right before the value): a shorter window.
+_KIND_WINDOW_AFTER = {
+    "json-object-value": 6000,
+    "keyword-pair-password": 250,
+    "dotted-flag-password": 250,
+    "user-pass-object": 250,
+    "credential-line": 250,
+    "split-named-value": 560,
+    "relay-credentials-line": 300,
+    "bordered-table-row": 350,
+    "code-secret-argument": 450,
+    "encoded-credentials": 300,
+    "secret-id-label": 200,
+}
+# The kinds' detectors whose match starts at most WINDOW_BEFORE characters before a guard,
+# with how far after it the match may end: in a short text above _KIND_WINDOWED_ABOVE
+# characters they read those windows only.
+_KIND_WINDOWED_ABOVE = 512
+_KIND_WINDOWS = {
+    name: _KIND_WINDOW_AFTER.get(name, 700)
+    for name in _KIND_DETECTOR_NAMES
+    if name not in ("key-block", "putty-private-lines")
+}
+_KIND_SHORT_TEXT_REQUIRES = {
+    # What every match holds besides its guard: a short text without it skips the detector,
+    # and its guards stand behind that gate (see _gate_of), not asked of every text.
+    "s3-alias-secret": "://",
+    "package-credentials": ".",
+    "encoded-credentials": "(",
+    "code-secret-argument": "(",
+    "snmp-credentials": "-",
+    "target-credentials": "@",
+    "mount-option-password": "-o",
+    "expect-send-password": "ass",
+    "mariadb-glued-password": "-p",
+    "split-named-value": "\n",
+    "xml-named-element": "<",
+    "json-object-value": "{",
+}
+
+
 # Texts longer than this are not scanned whole by a context detector: only windows around each
 # occurrence of its guard are (a match starts at most WINDOW_BEFORE characters before the guard
 # and is at most WINDOW_AFTER long), so a large text with a few hits costs a few substring
@@ -2371,11 +3878,11 @@ _UP_TO_64K = frozenset(
 _CONTEXT_TABLE = [
     (
         *detector,
-        _GUARD_FILTERS.get(detector[0]),
+        _GUARD_FILTERS.get(detector[0]) or _KIND_GUARD_FILTERS.get(detector[0]),
         detector[0] in _NEAR_RUNS,
-        _SHORT_TEXT_REQUIRES.get(detector[0]),
+        _SHORT_TEXT_REQUIRES.get(detector[0]) or _KIND_SHORT_TEXT_REQUIRES.get(detector[0]),
     )
-    for detector in _CONTEXT_DETECTORS
+    for detector in [*_CONTEXT_DETECTORS, *_KIND_DETECTORS]
 ]
 
 
@@ -2495,7 +4002,7 @@ def _context_spans(text: str, lowered: str, hits: _Hits | None = None) -> list[S
     large = len(text) > SPLIT_SEARCHED_UP_TO
     table = _CONTEXT_TABLE if windowed else _detectors_for(text, lowered, hits)
     for name, guards, fold, spec, replacement, keep, near_runs, required in table:
-        if large and name in _UP_TO_64K:
+        if large and (name in _UP_TO_64K or name in _KIND_DETECTOR_NAMES):
             continue
         haystack = lowered if fold else text
         positions: list[tuple[int, int]] = []
@@ -2528,12 +4035,22 @@ def _context_spans(text: str, lowered: str, hits: _Hits | None = None) -> list[S
                 for at in _find_all(haystack, guard)
             ):
                 continue
+            if name in _KIND_WINDOWS and len(text) > _KIND_WINDOWED_ABOVE:
+                # The kinds' guards are frequent words: their patterns read windows around them.
+                positions = [
+                    (at, len(guard))
+                    for guard in guards
+                    for at in _find_all(haystack, guard)
+                    if keep is None or keep(lowered, at, len(guard))
+                ]
         pattern = _rx(spec)
-        matches = (
-            _windowed_matches(pattern, text, positions, _SHORT_WINDOW.get(name, WINDOW_AFTER))
-            if windowed and name != "private-key"
-            else pattern.finditer(text)
-        )
+        if windowed and name != "private-key":
+            window = _SHORT_WINDOW.get(name, WINDOW_AFTER)
+            matches = _windowed_matches(pattern, text, positions, window)
+        elif not windowed and positions:
+            matches = _windowed_matches(pattern, text, positions, _KIND_WINDOWS[name])
+        else:
+            matches = pattern.finditer(text)
         for match in matches:
             label = replacement(match) if replacement else _label(name)
             if label is not None:
@@ -3536,6 +5053,7 @@ def _redact(text: str, random_words: bool = True) -> str:
         + _base64_key_spans(text, hits)
         + (_split_spans(text, hits) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
         + (_listed_secret_spans(text, lowered) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
+        + (_context_kind_spans(text, lowered) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
     )
     spans = _precise(text, spans)
     if spans:

@@ -747,3 +747,379 @@ def test_a_public_value_named_on_its_line_stays_when_more_lines_follow() -> None
         value = key(ALNUM, 40)
         for text in (f"pubkey {value}\nnext line", f"first line\nfingerprint {value}\nlast"):
             assert redact(text) == text
+
+
+# ---------------------------------------------------------------------------------------------
+# Secrets given by their context, by kind of context (docs/secrets.md, "Context kinds"): each
+# kind with a case of real tool syntax that is a secret, and a near miss that stays. The values
+# are made up here, not taken from the corpora.
+# ---------------------------------------------------------------------------------------------
+
+CONTEXT_KINDS = [
+    # a password flag after a user flag, any command
+    (
+        "rabbitmqadmin -H mq.local -u ops -p 'Kq7!vT2m' list vhosts",
+        "rabbitmqadmin -H mq.local -u ops -p '[REDACTED:password]' list vhosts",
+        "docker run -u 1000:1000 -p 8080:80 nginx",
+    ),
+    # ... not mysql's prompting -p, a port, a process id
+    (
+        "hdbsql -n hana:30015 -u SYSTEM -p Hana2024x",
+        "hdbsql -n hana:30015 -u SYSTEM -p [REDACTED:password]",
+        "mysql -u root -p shop < dump.sql",
+    ),
+    # ... pids
+    (
+        "vsql -h vertica -U dbadmin -w Vp4ss!2021",
+        "vsql -h vertica -U dbadmin -w [REDACTED:password]",
+        "top -u bob -p 4321",
+    ),
+    # user:password after a credential flag
+    (
+        "etcdctl --user root:Et3d-R00t! endpoint health",
+        "etcdctl --user root:[REDACTED:password] endpoint health",
+        "docker exec -u www-data:www-data app php artisan migrate",
+    ),
+    # ... httpie, a host and port stays
+    (
+        "http -a admin:Ht7p-Pw99 GET https://api.example.com/me",
+        "http -a admin:[REDACTED:password] GET https://api.example.com/me",
+        "ssh -a backup:2222",
+    ),
+    # ... lftp's user,password with the password quoted
+    (
+        "lftp -u deploy,'Lf7p~Pw!' sftp://files.example.com",
+        "lftp -u deploy,'[REDACTED:password]' sftp://files.example.com",
+        "sudo aa-update-browser -u abstraction1,abstraction2 profile",
+    ),
+    # S3-compatible alias
+    (
+        "mc alias set store https://s3.example.com AKIAEXAMPLE 'Mn9/Secret+Key77'",
+        "mc alias set store https://s3.example.com AKIAEXAMPLE '[REDACTED:password]'",
+        "mc alias set store https://s3.example.com ACCESS_KEY SECRET_KEY",
+    ),
+    # SQL IDENTIFIED BY
+    (
+        "CREATE USER 'app'@'%' IDENTIFIED BY 'Sq1-Pw#2025';",
+        "CREATE USER 'app'@'%' IDENTIFIED BY '[REDACTED:password]';",
+        "ALTER USER app WITH PASSWORD :new_password;",
+    ),
+    # SQL PASSWORD literal, CONNECT ... USING
+    (
+        "CREATE ROLE reporter LOGIN PASSWORD 'R3port-Pw9';",
+        "CREATE ROLE reporter LOGIN PASSWORD '[REDACTED:password]';",
+        'cursor.execute("CREATE ROLE %s LOGIN PASSWORD %s", (name, pw))',
+    ),
+    # db2 connect
+    (
+        "db2 connect to SALES user db2inst1 using Db2-Pw-77",
+        "db2 connect to SALES user db2inst1 using [REDACTED:password]",
+        "db2 connect to SALES user db2inst1",
+    ),
+    # a value set under a secret's name
+    (
+        'dotnet user-secrets set "Smtp:Password" "Sm7p-Pw-2025"',
+        'dotnet user-secrets set "Smtp:Password" "[REDACTED:password]"',
+        'dotnet user-secrets set "Smtp:Host" "smtp.example.com"',
+    ),
+    # ... npm's auth token
+    (
+        "npm config set //npm.example.com/:_authToken 0a1b2c3d-4e5f-6789-abcd-ef0123456789",
+        "npm config set //npm.example.com/:_authToken [REDACTED:password]",
+        "npm config set registry https://registry.npmjs.org/",
+    ),
+    # composer http-basic, bundle config
+    (
+        "composer config --global http-basic.repo.example.com ci 'C0mp0ser#Pw'",
+        "composer config --global http-basic.repo.example.com ci '[REDACTED:password]'",
+        "composer config --global repo.packagist composer https://packagist.org",
+    ),
+    # bundle config host user:password
+    (
+        "bundle config set --global gems.example.com ci:Bund1e-Pw-9",
+        "bundle config set --global gems.example.com ci:[REDACTED:password]",
+        "bundle config set --local path vendor/bundle",
+    ),
+    # kubectl --from-literal
+    (
+        "kubectl create secret generic db --from-literal=pw=Q9w8E7r6t5",
+        "kubectl create secret generic db --from-literal=pw=[REDACTED:password]",
+        "kubectl create secret generic db --from-literal=password=<password>",
+    ),
+    # secret-storing commands
+    (
+        "gh secret set DEPLOY_TOKEN --body 'Gh-S3cret-77'",
+        "gh secret set DEPLOY_TOKEN --body '[REDACTED:password]'",
+        "gh secret set DEPLOY_TOKEN < token.txt",
+    ),
+    # ... positional
+    (
+        "neo4j-admin dbms set-initial-password N30j-Init-99",
+        "neo4j-admin dbms set-initial-password [REDACTED:password]",
+        "neo4j-admin dbms set-initial-password --help",
+    ),
+    # a password piped to a program that keeps it
+    (
+        "echo -n 'Lu7s-Pass-99' | cryptsetup luksOpen /dev/sdb1 vault -d -",
+        "echo -n '[REDACTED:password]' | cryptsetup luksOpen /dev/sdb1 vault -d -",
+        "echo 'hello world' | grep password",
+    ),
+    # ... encfs -S
+    (
+        "echo 'Enc-Fs-Pw-42' | encfs -S ~/.crypt ~/private",
+        "echo '[REDACTED:password]' | encfs -S ~/.crypt ~/private",
+        "echo $ENCFS_PASSWORD | encfs -S ~/.crypt ~/private",
+    ),
+    # a secret written into a file of secrets
+    (
+        "echo 'AKIAX:Zx9Yw8Vu7Ts6Rq5' > ~/.passwd-s3fs",
+        "echo '[REDACTED:password]' > ~/.passwd-s3fs",
+        "echo 'done' > build.log",
+    ),
+    # a file of secrets printed
+    (
+        "$ cat /etc/openvpn/client/auth.txt\nvpnuser\nOv9n-Pass-77",
+        "$ cat /etc/openvpn/client/auth.txt\nvpnuser\n[REDACTED:password]",
+        "$ cat /etc/passwd\nroot:x:0:0:root:/root:/bin/bash",
+    ),
+    # ... user:password lines
+    (
+        "$ sudo cat /etc/rsyncd.secrets\nbackup:Rsy9c-Pw!",
+        "$ sudo cat /etc/rsyncd.secrets\n[REDACTED:password]",
+        "$ cat notes.txt\nbackup:Rsy9c-Pw!",
+    ),
+    # credential lines of config files (no =)
+    (
+        "account work\nhost smtp.example.com\nuser me@example.com\npassword Msm7p-Pw!\nfrom me@example.com",
+        "account work\nhost smtp.example.com\nuser me@example.com\npassword [REDACTED:password]\nfrom me@example.com",
+        "password required",
+    ),
+    # ... Redis, OpenLDAP
+    (
+        "requirepass R3dis-C0nf-9\nbindpw Ld4p-Bind-9",
+        "requirepass [REDACTED:password]\nbindpw [REDACTED:password]",
+        "passwd alice2",
+    ),
+    # ... all-digit password after =
+    ("remotepass = 48213379065", "remotepass = [REDACTED:secret]", "kpasswd\t\t464/tcp"),
+    # fetchmail's user ... password
+    (
+        'poll imap.example.com proto IMAP user "me" there with password "F3tch-M4il"',
+        'poll imap.example.com proto IMAP user "me" there with password "[REDACTED:password]"',
+        "user admin password required",
+    ),
+    # ipsec.secrets
+    (
+        '203.0.113.5 198.51.100.7 : PSK "Ips3c-Pr3shared!"',
+        '203.0.113.5 198.51.100.7 : PSK "[REDACTED:password]"',
+        "the PSK is configured in ipsec.secrets",
+    ),
+    # an XML element named by an attribute
+    (
+        '<property name="hibernate.connection.password">Hb9-Pw!x</property>',
+        '<property name="hibernate.connection.password">[REDACTED:secret]</property>',
+        '<property name="hibernate.connection.url">jdbc:mysql://db/app</property>',
+    ),
+    # ... Spring's value attribute
+    (
+        '<property name="password" value="Spr1ng-Db-Pw"/>',
+        '<property name="password" value="[REDACTED:secret]"/>',
+        '<property name="username" value="app"/>',
+    ),
+    # a name and its value on the next line
+    (
+        '{\n  "database": {\n    "password":\n      "Js0n-Spl1t-Pw"\n  }\n}',
+        '{\n  "database": {\n    "password":\n      "[REDACTED:secret]"\n  }\n}',
+        '{\n  "database": {\n    "host":\n      "db.example.com"\n  }\n}',
+    ),
+    # a JSON object's value by its sibling fields
+    (
+        '{\n  "keyName": "key1",\n  "permissions": "FULL",\n  "value": "q8Zr3mK1vT7wP4nX9bL2cJ6hF0dS5gA8eU1yW3iO7tR="\n}',
+        '{\n  "keyName": "key1",\n  "permissions": "FULL",\n  "value": "[REDACTED:secret]"\n}',
+        '{\n  "keyName": "key1",\n  "permissions": "FULL",\n  "value": "primary"\n}',
+    ),
+    # ... SSM SecureString
+    (
+        '{"Parameter": {"Name": "/prod/api/url", "Type": "SecureString", "Value": "Ssm-Param-Pw7"}}',
+        '{"Parameter": {"Name": "/prod/api/url", "Type": "SecureString", "Value": "[REDACTED:secret]"}}',
+        '{"Parameter": {"Name": "/prod/api/url", "Type": "String", "Value": "https://api.example.com"}}',
+    ),
+    # a Kubernetes Secret's data
+    (
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: app\nstringData:\n  config: K8s-Str1ng-Data\n",
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: app\nstringData:\n  config: [REDACTED:secret]\n",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  config: K8s-Str1ng-Data\n",
+    ),
+    # labels that name a secret although they end in ID
+    (
+        "AccessorID:       6f1e2d3c-4b5a-4978-8a9b-0c1d2e3f4a5b\nSecretID:         1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+        "AccessorID:       6f1e2d3c-4b5a-4978-8a9b-0c1d2e3f4a5b\nSecretID:         [REDACTED:secret]",
+        "secret_id = get_secret_id()",
+    ),
+    # a bordered table's row
+    (
+        "| Field  | Value            |\n| secret | 9c8b7a6f5e4d3c2b |",
+        "| Field  | Value            |\n| secret | [REDACTED:secret] |",
+        "| password | string |",
+    ),
+    # basic authorisation built in code
+    (
+        "headers: { Authorization: 'Basic ' + btoa('svc:B4sic-Pw!9') }",
+        "headers: { Authorization: 'Basic ' + btoa('svc:[REDACTED:password]') }",
+        "btoa('hello:world')",
+    ),
+    # library calls by their signature
+    (
+        "server.login('me@example.com', 'Smtp-L0gin-9')",
+        "server.login('me@example.com', '[REDACTED:password]')",
+        "server.login(user, password)",
+    ),
+    # ... setters named for a secret; a prompt's message stays
+    (
+        'dataSource.setPassword("Jdbc-DS-Pw9");',
+        'dataSource.setPassword("[REDACTED:password]");',
+        "questionary.password('Your password?').ask()",
+    ),
+    # ... Go
+    (
+        'req.SetBasicAuth("svc", "G0-Basic-Pw")',
+        'req.SetBasicAuth("svc", "[REDACTED:password]")',
+        "fn.bind(this, 'submit')",
+    ),
+    # a user and password side by side in an object
+    (
+        "auth: { user: 'me', pass: 'Nm-Pass-9x' }",
+        "auth: { user: 'me', pass: '[REDACTED:secret]' }",
+        "auth: { user: 'me', pass: process.env.SMTP_PASS }",
+    ),
+    # Redis AUTH at its prompt
+    (
+        "127.0.0.1:6379> AUTH R3dis-Pr0mpt-9",
+        "127.0.0.1:6379> AUTH [REDACTED:password]",
+        "127.0.0.1:6379> GET session",
+    ),
+    # net-snmp's -A/-X; the documented community stays
+    (
+        "snmpwalk -v3 -l authPriv -u mon -a SHA -A Auth-Pass-99 -x AES -X Priv-Pass-77 10.0.0.1",
+        "snmpwalk -v3 -l authPriv -u mon -a SHA -A [REDACTED:password] -x AES -X [REDACTED:password] 10.0.0.1",
+        "snmpwalk -v2c -c public 10.0.0.1",
+    ),
+    # RAR's -hp
+    (
+        "rar a -hpHdr-Pw-55 backup.rar docs/",
+        "rar a -hp[REDACTED:password] backup.rar docs/",
+        "rar a -hp backup.rar docs/",
+    ),
+    # a flag whose name joins words with . or _
+    (
+        "arangosh --server.username root --server.password 'Ar4ngo-Pw!'",
+        "arangosh --server.username root --server.password '[REDACTED:secret]'",
+        "arangosh --server.password-file /run/secrets/arango",
+    ),
+    # what a command printed when asked for a secret
+    (
+        "$ kubectl get secret db -o jsonpath='{.data.password}' | base64 -d\nKu8e-Dec0ded-Pw",
+        "$ kubectl get secret db -o jsonpath='{.data.password}' | base64 -d\n[REDACTED:secret]",
+        "$ kubectl get secrets\ndb-credentials",
+    ),
+    # ... a key generator
+    (
+        "$ openssl rand -hex 16\n3b1f9e0c7a5d4e2f8a6c4b2e0d9f7a5c",
+        "$ openssl rand -hex 16\n[REDACTED:secret]",
+        "$ openssl version\nOpenSSL 3.0.13",
+    ),
+    # a key block other than PRIVATE KEY
+    (
+        "-----BEGIN OpenVPN Static key V1-----\n6acef03f62675b4b1bbd03e53b187727\n-----END OpenVPN Static key V1-----",
+        "[REDACTED:private-key]",
+        "the block starts with `-----BEGIN OpenVPN Static key V1-----` and ends with its END line",
+    ),
+    # Impacket's target
+    (
+        "impacket-secretsdump corp.local/administrator:Imp4ck3t-Pw@10.0.0.10",
+        "impacket-secretsdump corp.local/administrator:[REDACTED:password]@10.0.0.10",
+        "impacket-secretsdump -k -no-pass corp.local/administrator@dc01.corp.local",
+    ),
+    # postfix relay credentials
+    (
+        "[smtp.example.com]:587 me@example.com:Sasl-Pw-99",
+        "[smtp.example.com]:587 me@example.com:[REDACTED:password]",
+        "[smtp.example.com]:587",
+    ),
+    # Terraform's sensitive output, named by its parent key
+    (
+        '{\n  "db_password": {\n    "sensitive": true,\n    "type": "string",\n    "value": "Tf-0ut-Pw-42"\n  }\n}',
+        '{\n  "db_password": {\n    "sensitive": true,\n    "type": "string",\n    "value": "[REDACTED:secret]"\n  }\n}',
+        '{\n  "db_host": {\n    "sensitive": false,\n    "type": "string",\n    "value": "db.example.com"\n  }\n}',
+    ),
+    # openssl passwd's argument
+    (
+        "openssl passwd -6 -salt xyz 'Hash-Me-Pw9'",
+        "openssl passwd -6 -salt xyz '[REDACTED:password]'",
+        "openssl passwd -help",
+    ),
+    # MariaDB's glued -p
+    (
+        "mariadb -u root -p'M4ria-Pw-66' -e 'SHOW DATABASES'",
+        "mariadb -u root -p[REDACTED:password] -e 'SHOW DATABASES'",
+        "mariadb -u root -p shop",
+    ),
+    # PgBouncer's userlist
+    ('"app" "Pgb0uncer-Us3r-Pw"', '"app" "[REDACTED:password]"', '"app" "readonly"'),
+    # mount's option list
+    (
+        "mount -t cifs //nas/share /mnt -o user=bob,pass=Cifs-Pass-5",
+        "mount -t cifs //nas/share /mnt -o user=bob,pass=[REDACTED:password]",
+        "mount -o remount,rw /",
+    ),
+    # a password sent at a prompt
+    (
+        'child.expect("Password:")\nchild.sendline("Pexp-Pw-99")',
+        'child.expect("Password:")\nchild.sendline("[REDACTED:password]")',
+        'child.expect("Username:")\nchild.sendline("deploy")',
+    ),
+    # a here-string to a program reading a secret
+    (
+        "gpg --batch --passphrase-fd 0 -c notes.txt <<< 'Gpg-Fd-Pw-5'",
+        "gpg --batch --passphrase-fd 0 -c notes.txt <<< '[REDACTED:password]'",
+        "grep -c error <<< 'Gpg-Fd-Pw-5'",
+    ),
+    # Oracle's unquoted IDENTIFIED BY; prose's 'identified by' stays
+    (
+        "CREATE USER scott IDENTIFIED BY tiger99;",
+        "CREATE USER scott IDENTIFIED BY [REDACTED:password];",
+        "Hosts are identified by their host keys",
+    ),
+    # ApacheBench's -A user:password; ss's -A list stays
+    (
+        "ab -A bob:Pa55word9 -n 100 http://localhost/",
+        "ab -A bob:[REDACTED:password] -n 100 http://localhost/",
+        "ss -a -A 'all,!tcp'",
+    ),
+    # a secret's name after config set; kubectl's subcommand and a synopsis's example stay
+    (
+        "git config --global github.token 9f8e7d6c5b4a39281706f5e4d3c2b1a0",
+        "git config --global github.token [REDACTED:password]",
+        "kubectl config set-credentials cluster-admin --client-key=~/.kube/admin.key",
+    ),
+    # --from-literal's value; a synopsis's example value stays
+    (
+        "kubectl create secret generic api --from-literal=token=Tk9-Lit-77x",
+        "kubectl create secret generic api --from-literal=token=[REDACTED:password]",
+        "kubectl create secret generic NAME [--from-literal=key1=value1]",
+    ),
+    # a credential line with '='; code naming a variable stays
+    ("remotepass = Rem0te!Pw", "remotepass = [REDACTED:secret]", "key_password=self.key_password,"),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"), [(text, expected) for text, expected, _ in CONTEXT_KINDS]
+)
+def test_a_secret_given_by_its_context_is_hidden(text: str, expected: str) -> None:
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize("text", [near_miss for _, _, near_miss in CONTEXT_KINDS])
+def test_the_near_miss_of_a_context_kind_stays(text: str) -> None:
+    assert redact(text) == text
