@@ -4,7 +4,7 @@
     .venv/bin/python scripts/measure_redaction.py --corpus-c [--show]
     .venv/bin/python scripts/measure_redaction.py --corpus-d [--show]
     .venv/bin/python scripts/measure_redaction.py --corpus-e [--show] [--show-holdout]
-    .venv/bin/python scripts/measure_redaction.py --corpus-f [--show-holdout]
+    .venv/bin/python scripts/measure_redaction.py --corpus-f [--show] [--show-holdout]
 
 Per corpus and split (the held-out thirds count). `--show` lists what the tuned parts miss and
 change; the held-out parts' cases are listed only with `--show-holdout`, so that they can be
@@ -19,9 +19,9 @@ held out until its second measurement and worked from since (`--show` lists its 
 held out whole for two measurements; since then a third of each family's kinds is held out
 (`corpus_e_split`): that third's figures are printed as totals only, its families and cases only
 with `--show-holdout`; `--show` lists the tuned two thirds' misses and changes.
-`--corpus-f` measures corpus F (built apart from the detector from sources none of A to E used,
-all of it held out): totals, and misses and changes by family (the kind's prefix: `token`,
-`cmd`, `cfg`, `gosec`, `real`, `placeholder`...); its cases only with `--show-holdout`.
+`--corpus-f` measures corpus F (built apart from the detector from sources none of A to E used)
+the same way: held out whole for two measurements (on the detector before and after the
+2026-11-28 night's rules), then split as E was.
 """
 
 from __future__ import annotations
@@ -105,23 +105,16 @@ def main() -> None:
         show = "--show" in sys.argv or "--show-holdout" in sys.argv
         measure_one_corpus("D (worked from, no longer held out)", PATH_D, show=show)
         return
-    if "--corpus-e" in sys.argv:
-        # Its tuned two thirds may be read case by case (`--show`); its held-out third only by
-        # family, unless `--show-holdout` is given.
-        cases = load(PATH_E)
+    for flag, label, path in (("--corpus-e", "E", PATH_E), ("--corpus-f", "F", PATH_F)):
+        if flag not in sys.argv:
+            continue
+        # Its tuned two thirds may be read case by case (`--show`); its held-out third is
+        # printed as totals only, by family and case only with `--show-holdout`.
+        cases = load(path)
         for split in ("holdout", "tune"):
             show = "--show-holdout" in sys.argv if split == "holdout" else "--show" in sys.argv
             part = [c for c in cases if c.split == split]
-            measure_cases(f"E {split}", part, show=show, by_family=split == "tune" or show)
-        return
-    if "--corpus-f" in sys.argv:
-        # All of it held out: by family (the kind's prefix) only, cases with `--show-holdout`.
-        measure_cases(
-            "F (all held out)",
-            load(PATH_F),
-            show="--show-holdout" in sys.argv,
-            family=lambda c: c.kind.split("-")[0],
-        )
+            measure_cases(f"{label} {split}", part, show=show, by_family=split == "tune" or show)
         return
     show = "--show" in sys.argv
     show_holdout = "--show-holdout" in sys.argv

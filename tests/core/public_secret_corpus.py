@@ -51,8 +51,8 @@ PATH_F = Path(__file__).with_name("public_secret_corpus_f.jsonl")
 
 
 def corpus_e_split(rows: list[dict[str, str]]) -> dict[tuple[str, str], str]:
-    """The split of corpus E, fixed after its second measurement and before anyone worked from
-    it: within each type and family (the kind's prefix: `cmd`, `cfg`, `token`, `msu`,
+    """The split of corpus E (and, the same way, of corpus F), fixed after its second
+    measurement and before anyone worked from it: within each type and family (the kind's prefix: `cmd`, `cfg`, `token`, `msu`,
     `placeholder`...), the kinds ordered by the SHA-256 of their name, every third one from the
     first held out. Stratified, so that the held-out third has commands, config files, tokens
     and placeholders in the proportions of the whole; by kind, so that no held-out kind has a
