@@ -118,8 +118,7 @@ class Server:
         except OSError:
             return  # another server of this installation is running or starting
         # Who holds the lock, at once (`engram daemon stop` of a server still warming up).
-        os.ftruncate(lock, 0)
-        os.pwrite(lock, f"{os.getpid()}\n".encode(), 0)
+        _rewrite(lock, f"{os.getpid()}\n".encode())
         try:
             self._serve(lock)
         except Exception as exc:
@@ -143,8 +142,7 @@ class Server:
         # timeout, then the requests served, rewritten in place at each one.
         head = f"{os.getpid()}\n{began:.3f}\n{self.idle:g}\n".encode()
         self.lock, self.served_offset = lock, len(head)
-        os.ftruncate(lock, 0)
-        os.pwrite(lock, head + _served_line(0) + self.key.encode("utf-8", "surrogateescape"), 0)
+        _rewrite(lock, head + _served_line(0) + self.key.encode("utf-8", "surrogateescape"))
         with contextlib.suppress(OSError):
             os.unlink(self.socket_path)  # we hold the lock: whatever is there is stale
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -156,13 +154,21 @@ class Server:
         listener.listen(128)
         self.listener = listener
         self.socket_inode = os.stat(self.socket_path).st_ino
+        # A stop signal is heard through a pipe the loop waits on, never as an exception: one
+        # raised by the handler is lost where Python code runs inside a fork (the after-fork
+        # hooks, e.g. logging's, print it and go on), and one handled just before the wait
+        # would not end the wait; either way `engram daemon stop` waited for nothing.
+        self.wakeup = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        previous_wakeup = signal.set_wakeup_fd(self.wakeup[1], warn_on_full_buffer=False)
         signal.signal(signal.SIGTERM, _stop)
         signal.signal(signal.SIGHUP, _stop)
         self.log(f"listening on {self.socket_path} (warm in {time.time() - began:.2f} s)")
         try:
             self._loop(listener)
-        except _Stopped:
-            self.log("stopped (SIGTERM)")
+        finally:
+            signal.set_wakeup_fd(previous_wakeup)
+            for fd in self.wakeup:
+                os.close(fd)
         listener.close()
 
     def _loop(self, listener: Any) -> int:
@@ -188,7 +194,13 @@ class Server:
                     self.spare = None
                 if busy and time.monotonic() - max(busy.values()) > SPARE_AFTER_SECONDS:
                     busy.clear()  # no longer waited for (they are still reaped when they end)
-                if self.spare is None and not busy:
+                stop = self._stop_signal()
+                if stop is not None:
+                    self.log(f"stopped ({stop})")
+                    return served
+                # Never forked beside another thread (it may hold a lock the child would find
+                # taken); the next request finds the thread too, and the server leaves.
+                if self.spare is None and not busy and threading.active_count() == 1:
                     self.spare = self._fork_spare()
                 remaining = self.idle - (time.monotonic() - last_request)
                 if remaining <= 0:
@@ -196,14 +208,11 @@ class Server:
                     return served
                 # While a request's child runs, look again soon: the spare follows its end.
                 wait = min(remaining, 30.0) if not busy else min(remaining, SPARE_POLL_SECONDS)
-                try:
-                    ready, _, _ = select.select([listener], [], [], wait)
-                except InterruptedError:
-                    continue
+                ready, _, _ = select.select([listener, self.wakeup[0]], [], [], wait)
                 if not self._socket_is_ours():
                     self.log("the socket was removed or replaced: exiting")
                     return served
-                if not ready:
+                if listener not in ready:
                     continue
                 try:
                     conn, _ = listener.accept()
@@ -230,7 +239,7 @@ class Server:
                 os.pwrite(self.lock, _served_line(served), self.served_offset)
         finally:
             if self.spare is not None:
-                self.spare.channel.close()  # the spare's end of file: it exits
+                self._end_spare(self.spare)
 
     def _hand_to_spare(self, conn: Any) -> int | None:
         """Give the connection to the spare child; its pid, or None when there is none."""
@@ -294,6 +303,33 @@ class Server:
         spare_end.close()
         return _Spare(pid, channel)
 
+    def _end_spare(self, spare: _Spare) -> None:
+        """The server leaves: its spare, which has no request, is killed and waited for, so
+        that once the server is gone so is every copy of its lock (`engram daemon stop` waits
+        for the lock, a new server takes it) even when the spare is still copying its memory
+        on a busy machine."""
+        import signal
+
+        spare.channel.close()
+        self.spare = None
+        with contextlib.suppress(OSError):
+            os.kill(spare.pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(spare.pid, 0)
+
+    def _stop_signal(self) -> str | None:
+        """The stop signal received since the last look (SIGTERM or SIGHUP), if any."""
+        import signal
+
+        try:
+            received = os.read(self.wakeup[0], 512)
+        except BlockingIOError:
+            return None
+        for number in received:
+            if number in (signal.SIGTERM, signal.SIGHUP):
+                return signal.Signals(number).name
+        return None
+
     def _leave_the_server(self) -> None:
         """In a child: let go of what is the server's alone. The lock: a child still running
         (a rollback waiting for its answer) must not keep the next server from starting."""
@@ -306,6 +342,9 @@ class Server:
         # The server's handlers stop the server: a child stopped dies as a cold process would.
         for signum in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, signal.SIG_DFL)
+        signal.set_wakeup_fd(-1)
+        for fd in self.wakeup:
+            os.close(fd)
 
     def _socket_is_ours(self) -> bool:
         try:
@@ -419,12 +458,14 @@ def _served_line(count: int) -> bytes:
     return b"%12d\n" % count
 
 
-class _Stopped(Exception):
-    """SIGTERM or SIGHUP: raised out of the wait for a connection, so the server stops now."""
-
-
 def _stop(signum: int, frame: object) -> None:
-    raise _Stopped
+    """SIGTERM or SIGHUP: the server's loop hears it through its wakeup descriptor and stops."""
+
+
+def _rewrite(fd: int, data: bytes) -> None:
+    """The file's whole content replaced, never empty in between (a reader may look at once)."""
+    os.pwrite(fd, data, 0)
+    os.ftruncate(fd, len(data))
 
 
 def _reap_children() -> set[int]:

@@ -189,6 +189,35 @@ def _zombie(pid: int) -> bool:
 # -- the server's life ----------------------------------------------------------------------------
 
 
+# This process's forks, seen from the parent's side, where Python code runs inside the fork
+# (after-fork hooks, logging's among them): counted, and a test can have a stop signal arrive
+# just then, as `engram daemon stop` can while the server forks its spare.
+_FORKS_SEEN: list[int] = []
+_SIGNAL_IN_NEXT_SERVER_FORK: list[int] = []
+
+
+def _after_a_fork_in_the_parent() -> None:
+    _FORKS_SEEN.append(os.getpid())
+    # Only in a server's loop (its handler set): this process's own would end the test run.
+    if _SIGNAL_IN_NEXT_SERVER_FORK and signal.getsignal(signal.SIGTERM) is resident_server._stop:
+        os.kill(os.getpid(), _SIGNAL_IN_NEXT_SERVER_FORK.pop())
+
+
+os.register_at_fork(after_in_parent=_after_a_fork_in_the_parent)
+
+
+def _own_children() -> list[int]:
+    """The processes this one started that still exist (zombies included)."""
+    children = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(") ", 1)[1].split()
+                if int(fields[1]) == os.getpid():
+                    children.append(int(entry))
+    return children
+
+
 @pytest.fixture
 def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     sockets = tmp_path / "sockets"
@@ -347,10 +376,12 @@ def test_a_server_with_a_thread_running_refuses_to_fork(
 
     thread = threading.Thread(target=client)
     thread.start()
+    forks = len(_FORKS_SEEN)
     started = time.monotonic()
     with _as_a_server():
         resident_server.Server(str(folder), digest).run()
     thread.join()
+    assert len(_FORKS_SEEN) == forks  # not even a spare ahead of the request
     assert time.monotonic() - started < 15  # left at once, not after its idle time
     assert answers == [b""]  # closed without an answer: the client runs the command itself
     assert "a thread is running in the server: exiting (it must not fork)" in _log(folder, digest)
@@ -970,6 +1001,37 @@ def test_a_server_told_to_stop_stops_at_once_and_says_so(
     stopper.join()
     assert time.monotonic() - started < 15
     assert "stopped (SIGTERM)" in _log(folder, digest)
+    assert not os.path.exists(socket_path)
+    lock = os.open(lock_path, os.O_RDWR)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released: `engram` starts another
+    finally:
+        os.close(lock)
+
+
+def test_a_stop_that_comes_as_the_spare_is_forked_ends_the_server_and_its_spare_at_once(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _no_other_threads()  # (the spare is forked only when no other thread runs)
+    monkeypatch.setenv("ENGRAM_RESIDENT_IDLE", "20")
+    # A spare still copying its memory when the server stops (a busy machine).
+    monkeypatch.setattr(resident_server, "_copy_written_memory_now", lambda: time.sleep(60))
+    digest = _digest()
+    socket_path, lock_path, _ = resident.paths(str(folder), digest)
+    _SIGNAL_IN_NEXT_SERVER_FORK.append(signal.SIGTERM)  # `engram daemon stop`
+    started = time.monotonic()
+    try:
+        with _as_a_server():
+            resident_server.Server(str(folder), digest).run()
+        left_behind = _own_children()
+    finally:
+        _SIGNAL_IN_NEXT_SERVER_FORK.clear()
+        for pid in _own_children():
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+    assert time.monotonic() - started < 15  # not after its idle time
+    assert "stopped (SIGTERM)" in _log(folder, digest)
+    assert left_behind == []  # its spare is gone with it
     assert not os.path.exists(socket_path)
     lock = os.open(lock_path, os.O_RDWR)
     try:
