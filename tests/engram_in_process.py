@@ -137,6 +137,7 @@ PROCESS_CACHES: dict[tuple[str, str], Callable[[], None]] = {
 # functions' results keyed by their whole input, registrations made at import, and state that
 # lives only inside one call.
 PURE_CACHES: dict[tuple[str, str], str] = {
+    ("memory_core.resident_server", "_POPULATE"): "the C library's madvise, looked up once",
     ("memory_core.redact", "_COMPILED"): "compiled regular expressions by their source",
     ("memory_core.redact", "_remembered"): "redaction of a text, a pure function of it",
     ("memory_core.redact", "_remembered_chars"): "the size of `_remembered`",
