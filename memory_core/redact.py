@@ -877,6 +877,8 @@ def _random_word_at(text: str, body_start: int, body_end: int) -> Span | None:
         return None
     if _in_base64_block(text, start, body_end):
         return None  # a line of a certificate or of MIME data, wrapped at 64 or 76
+    if _public_encoding(body):
+        return None  # a line of a certificate or a public key, a bech32 public key
     line_start = text.rfind("\n", 0, start) + 1
     # What names the value: the two words before it on its line (`public_key = `,
     # `ssh-ed25519 `, `"signature": "`, `hash: Buffer.from('`), not a word further back.
@@ -1103,6 +1105,111 @@ def _in_base64_block(text: str, start: int, end: int) -> bool:
     return len(before.rsplit("\n", 1)[-1]) == len(line) or len(after) == len(line)
 
 
+# Public data that reads as random: what it decodes to says what it is. Each test costs a
+# decode of one candidate (a value the random-word rule would redact), never a scan of a text.
+#
+# Bech32 strings (BIP 173) whose human-readable part names a public kind: Nostr's public key,
+# profile, event and note ids (NIP-19; the secret key is `nsec1`), an age recipient (its
+# identity is `AGE-SECRET-KEY-1`), Bitcoin's and Litecoin's segwit addresses. The checksum
+# must hold, so a made-up secret that starts `npub1` is still redacted.
+_PUBLIC_BECH32_PARTS = frozenset(
+    ("npub", "nprofile", "nevent", "note", "naddr", "age", "bc", "tb", "ltc")
+)
+_BECH32_CHARSET = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
+_BECH32_GENERATOR = (0x3B6A57B2, 0x26508E6D, 0x1EA119FA, 0x3D4233DD, 0x2A1462B3)
+# Bytes only a certificate (X.509 DER) holds: an attribute of a name (`06 03 55 04`: C, O, CN),
+# an extension (`06 03 55 1D`), a validity time (`17 0D` and `YYMMDDhhmmssZ`). A private
+# key's DER (PKCS#1, PKCS#8, SEC1) has none of them.
+_X509_MARKERS = (b"\x06\x03\x55\x04", b"\x06\x03\x55\x1d")
+# OpenPGP public key and public subkey packets (RFC 4880/9580, tags 6 and 14), old format with
+# a one- or two-byte length and new format; a secret key packet (tag 5, 7) is not among them.
+_PGP_PUBLIC_OLD_ONE = frozenset((0x98, 0xB8))
+_PGP_PUBLIC_OLD_TWO = frozenset((0x99, 0xB9))
+_PGP_PUBLIC_NEW = frozenset((0xC6, 0xCE))
+_PGP_ALGORITHMS = frozenset((1, 2, 3, 16, 17, 18, 19, 22, 25, 27))
+
+
+def _public_encoding(body: str) -> bool:
+    """`body` is a bech32 public key or address, or base64 of a certificate's or an OpenPGP
+    public key's bytes (one line of its armored block)."""
+    if "1" in body and body.islower() and _public_bech32(body):
+        return True
+    if len(body) % 4 or len(body) < 24:
+        return False
+    try:
+        data = base64.b64decode(body, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    if any(marker in data for marker in _X509_MARKERS):
+        return not _holds_a_private_key(data)
+    if _utc_time_in(data):
+        return not _holds_a_private_key(data)
+    return _pgp_public_key_packet(data)
+
+
+# A whole key container in one line also holds certificates: a PKCS#12 bundle (its OID,
+# `1.2.840.113549.1.12`), a key encrypted with PKCS#5, a private key's own DER (a SEQUENCE
+# whose first field is its version, `02 01 00` or `02 01 01`; a certificate's is a SEQUENCE).
+_KEY_CONTAINER_OIDS = (b"\x2a\x86\x48\x86\xf7\x0d\x01\x0c", b"\x2a\x86\x48\x86\xf7\x0d\x01\x05")
+
+
+def _holds_a_private_key(data: bytes) -> bool:
+    if any(oid in data for oid in _KEY_CONTAINER_OIDS):
+        return True
+    if data[:1] != b"\x30" or len(data) < 8:
+        return False
+    length = data[1]
+    first_field = 2 + (length - 0x80 if length > 0x80 else 0)
+    return data[first_field : first_field + 3] in (b"\x02\x01\x00", b"\x02\x01\x01")
+
+
+def _utc_time_in(data: bytes) -> bool:
+    at = data.find(b"\x17\x0d")
+    while at != -1:
+        stamp = data[at + 2 : at + 15]
+        if len(stamp) == 13 and stamp[:12].isdigit() and stamp[12:] == b"Z":
+            return True
+        at = data.find(b"\x17\x0d", at + 2)
+    return False
+
+
+def _public_bech32(body: str) -> bool:
+    part, _, data = body.rpartition("1")
+    if part not in _PUBLIC_BECH32_PARTS or len(data) < 6:
+        return False
+    values = [_BECH32_CHARSET.find(c) for c in data]
+    if -1 in values:
+        return False
+    checksum = 1
+    for value in [ord(c) >> 5 for c in part] + [0] + [ord(c) & 31 for c in part] + values:
+        top = checksum >> 25
+        checksum = (checksum & 0x1FFFFFF) << 5 ^ value
+        for bit, generator in enumerate(_BECH32_GENERATOR):
+            if (top >> bit) & 1:
+                checksum ^= generator
+    return checksum in (1, 0x2BC830A3)  # bech32, bech32m
+
+
+def _pgp_public_key_packet(data: bytes) -> bool:
+    if len(data) < 8:
+        return False
+    head = data[0]
+    if head in _PGP_PUBLIC_OLD_ONE:
+        body_at = 2
+    elif head in _PGP_PUBLIC_OLD_TWO:
+        body_at = 3
+    elif head in _PGP_PUBLIC_NEW:
+        body_at = 2 if data[1] < 192 else 3
+    else:
+        return False
+    version = data[body_at]
+    if version not in (4, 5, 6):
+        return False
+    # Version, four bytes of creation time, then the algorithm.
+    algorithm_at = body_at + 5
+    return len(data) > algorithm_at and data[algorithm_at] in _PGP_ALGORITHMS
+
+
 def _looks_generated(body: str, prefix: list[str]) -> bool:
     if not any(c.isdigit() for c in body) or not any(c.isalpha() for c in body):
         return False
@@ -1187,7 +1294,21 @@ def _random_token(match: re.Match[str]) -> str | None:
     value = match.group(0)[len(match.group("keep")) :]
     if entropy(value) < 3.0 and not any(ch.isdigit() for ch in value):
         return None
+    if _names_in_code(value):
+        return None  # `self.auth_token = auth_token` then `self.auth_username` on the next line
     return _label("token")
+
+
+def _names_in_code(value: str) -> bool:
+    """An attribute path of words (`self.auth_username`, `request.headers.token`), which code
+    puts after the word `token` or `basic`: no key is spelled in words and dots. (A single
+    word may be a password: `Basic` is followed by one in some configurations.)"""
+    return (
+        "." in value
+        and _rx(_DOTTED_OR_IDENTIFIER).match(value) is not None
+        and not any(c.isdigit() for c in value)
+        and _name_like(value)
+    )
 
 
 def _flag_value(match: re.Match[str]) -> str | None:
@@ -1230,11 +1351,24 @@ def _command_password(match: re.Match[str]) -> str | None:
     value = match.group(0)[len(match.group("keep")) :].strip("\"'")
     if _rx(_PLACEHOLDER_VALUE).match(value.rstrip("])")):
         return None  # a synopsis's `[-N new_passphrase]`
+    if _login_parameter(match.group("keep"), value):
+        return None
     if value.isdigit() and len(value) >= 4:
         return _label("password")
     if _is_reference(value) and not _shell_literal(match.string, match.end("keep"), value):
         return None
     return _label("password")
+
+
+# `vault login -method=userpass username=ops password=...`: with an auth method, vault's
+# positional arguments are its `key=value` parameters, not a token; a token of vault's or
+# cargo's holds no `=`. Each parameter is judged by its name (`password=` by the rules for
+# named values).
+_LOGIN_PARAMETER = (r"^[A-Za-z_][A-Za-z0-9_\-]*=", 0)
+
+
+def _login_parameter(keep: str, value: str) -> bool:
+    return "login" in keep and _rx(_LOGIN_PARAMETER).match(value) is not None
 
 
 def _ssh_keygen_passphrase(match: re.Match[str]) -> str | None:
@@ -4199,12 +4333,26 @@ def _in_arn(text: str, at: int) -> bool:
 
 
 def _placeholder(value: str) -> bool:
-    """A value made mostly of one character: `000000000000000000000000aa`, `XXXX-XXXX`."""
+    """A value made mostly of one character: `000000000000000000000000aa`, `XXXX-XXXX`; a
+    provider's prefix and an ellipsis (`whsec_...`)."""
+    if _elided_prefix(value):
+        return True
     body = value.strip("-_.=").replace("-", "")
     if len(body) < 8:
         return False
     most = max(body.count(c) for c in set(body))
     return most >= 0.7 * len(body)
+
+
+# What an `.env.example` or a README writes for a key of a known format: its prefix, up to its
+# last separator, then an ellipsis (`whsec_...`, `sk_live_...`, `xoxb-…`). A cut key keeps
+# characters after the prefix (`sk_live_4eC39Hq...`), and those stay redacted.
+_ELIDED_PREFIX = (r"^[A-Za-z]{2,10}(?:[_\-][A-Za-z]{2,10}){0,2}[_\-](?:\.{3}|\u2026)$", 0)
+
+
+def _elided_prefix(value: str) -> bool:
+    core = value.strip("\"'`")
+    return core.endswith(("...", "\u2026")) and _rx(_ELIDED_PREFIX).match(core) is not None
 
 
 def _made_up(value: str) -> bool:
@@ -5399,12 +5547,27 @@ _BASE64_CHARS = frozenset(string.ascii_letters + string.digits + "+/=")
 _EXAMPLE_END = ("EXAMPLEKEY",)
 
 
+# Sentry's DSN of today holds its public key alone (32 hex characters, no `:secret` after it):
+# Sentry documents it as safe to ship in a web page. The legacy DSN, `https://<public>:<secret>@`,
+# does not match and stays redacted.
+_SENTRY_PUBLIC_DSN = (
+    r"^https?://[0-9a-f]{32}@(?:[A-Za-z0-9\-]+\.)*[A-Za-z0-9\-]*sentry[A-Za-z0-9.\-]*(?::\d+)?/\d+/?$",
+    0,
+)
+
+
+def _sentry_public_dsn(value: str) -> bool:
+    return "sentry" in value and _rx(_SENTRY_PUBLIC_DSN).match(value) is not None
+
+
 def _not_a_secret(value: str) -> bool:
     """A reference, a template, a value of low variety or a documented example (see above)."""
     value = value.strip("\"'`")
     if not value:
         return True
     if _rx(_TEMPLATE).match(value) or _low_variety(value) or _documented_example(value):
+        return True
+    if _sentry_public_dsn(value):
         return True
     if len(value) >= 64 and value.startswith(_FILE_HEADERS_BASE64):
         return True  # an image or an archive in base64, whatever it is assigned to
