@@ -26,7 +26,7 @@ here; on short texts the automaton and this are alike (docs/benchmarks.md, "Reda
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 Key = tuple[str, bool]  # (guard, searched in the lowered text)
 
@@ -156,20 +156,27 @@ class GuardSearch:
         groups = starts.to_bytes(len(lowered), "little")
         return groups, groups.translate(_NONZERO)
 
+    def _long_hits(self, encoded: bytes, lowered: bytes) -> Iterator[tuple[Key, int]]:
+        """(key, start) of every occurrence of the long keys, in order of their windows: the
+        places the byte masks mark, each checked against the keys whose window it is."""
+        if not self._long or len(lowered) < _WINDOW:
+            return
+        _groups, marks = self._places(lowered)
+        by_window = self._by_window
+        at = marks.find(1)
+        while at != -1:
+            for needle, offset, fold, key in by_window.get(lowered[at : at + _WINDOW], ()):
+                start = at - offset
+                if start >= 0 and (lowered if fold else encoded).startswith(needle, start):
+                    yield key, start
+            at = marks.find(1, at + 1)
+
     def find(self, encoded: bytes, lowered: bytes) -> dict[Key, list[int]]:
         """Each covered key's occurrences, in order, in `encoded` (one byte per character of the
         text) or `lowered` (the same, lowered): what repeated `find` calls would give."""
         found: dict[Key, list[int]] = {key: [] for key in self._long}
-        if self._long and len(lowered) >= _WINDOW:
-            _groups, marks = self._places(lowered)
-            by_window = self._by_window
-            at = marks.find(1)
-            while at != -1:
-                for needle, offset, fold, key in by_window.get(lowered[at : at + _WINDOW], ()):
-                    start = at - offset
-                    if start >= 0 and (lowered if fold else encoded).startswith(needle, start):
-                        found[key].append(start)
-                at = marks.find(1, at + 1)
+        for key, start in self._long_hits(encoded, lowered):
+            found[key].append(start)
         for key in self._short:
             found[key] = _find_all(lowered if key[1] else encoded, key[0].encode())
         for key, base, offset in self._derived:
@@ -184,17 +191,7 @@ class GuardSearch:
 
     def present(self, encoded: bytes, lowered: bytes) -> set[Key]:
         """The covered keys that occur at least once (a short text: which rules to run)."""
-        present: set[Key] = set()
-        if self._long and len(lowered) >= _WINDOW:
-            _groups, marks = self._places(lowered)
-            by_window = self._by_window
-            at = marks.find(1)
-            while at != -1:
-                for needle, offset, fold, key in by_window.get(lowered[at : at + _WINDOW], ()):
-                    start = at - offset
-                    if start >= 0 and (lowered if fold else encoded).startswith(needle, start):
-                        present.add(key)
-                at = marks.find(1, at + 1)
+        present = {key for key, _ in self._long_hits(encoded, lowered)}
         for key in self._short:
             if key[0].encode() in (lowered if key[1] else encoded):
                 present.add(key)
