@@ -5076,7 +5076,7 @@ def warm_up() -> None:
         and isinstance(value[1], int)
     ]
     specs += [spec for _name, _guards, spec in _TOKEN_DETECTORS]
-    specs += [detector[3] for detector in _CONTEXT_DETECTORS]
+    specs += [detector[3] for detector in [*_CONTEXT_DETECTORS, *_KIND_DETECTORS]]
     for spec in specs:
         _rx(spec)
     # For the cold processes that come after (a hook when no server runs): the compiled forms.
