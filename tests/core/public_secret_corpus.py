@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
@@ -122,3 +123,45 @@ def measure(cases: list[Case], redact: Callable[[str], str]) -> Figures:
     n_secrets = sum(1 for c in cases if c.type == "secret")
     n_ordinary = sum(1 for c in cases if c.type == "ordinary")
     return Figures(n_secrets, n_secrets - len(missed), n_ordinary, len(mangled), missed, mangled)
+
+
+# The well-formedness checks corpora E and F share (tests/core/test_public_corpus_{e,f}.py): a
+# held-out corpus is only worth its figure if every line says what it is, where it comes from
+# and under which license, and if its secrets are really in its texts.
+CORPUS_LICENSES = {"MIT", "Apache-2.0", "made here", "real output", "real text", "MIT (engram)"}
+
+
+def check_lines_say_what_they_are(rows: list[dict[str, str]], public: tuple[str, ...]) -> None:
+    for row in rows:
+        assert row["type"] in {"secret", "ordinary", "negative"}, row
+        assert row["split"] in {"holdout", "tune"}, row
+        assert row["kind"] and row["source"] and row["context"] and row["text"], row
+        assert row["license"] in CORPUS_LICENSES, row
+        if row["source"].startswith(public):
+            # a public source is named with its commit and the file the line comes from
+            assert re.match(r"^[\w.-]+/[\w.-]+@[0-9a-f]{12}:\S", row["source"]), row
+            assert row["license"] in {"MIT", "Apache-2.0"}, row
+
+
+def check_secrets_are_in_their_texts(cases: list[Case]) -> None:
+    secrets = [c for c in cases if c.type == "secret"]
+    for case in secrets:
+        assert case.secret and case.secret in case.text, case
+    assert all(not c.secret for c in cases if c.type != "secret")
+    # No ordinary string carries one of the corpus' own secrets: a case counted as a change
+    # must be one where nothing needed hiding.
+    long_secrets = {c.secret for c in secrets if len(c.secret) >= 12}
+    for case in cases:
+        if case.type == "ordinary":
+            assert not any(s in case.text for s in long_secrets), case
+
+
+def check_split_follows_the_rule(rows: list[dict[str, str]]) -> None:
+    # The split was fixed once, by kind, before the detector was worked on from the rest: a
+    # line whose split no longer follows the rule would move a case between the figures.
+    split = corpus_e_split(rows)
+    assert all(row["split"] == split[(row["type"], row["kind"])] for row in rows)
+    held = {r["kind"] for r in rows if r["type"] == "secret" and r["split"] == "holdout"}
+    tuned = {r["kind"] for r in rows if r["type"] == "secret" and r["split"] == "tune"}
+    assert held and not held & tuned
+    assert len(held) * 3 >= len(held | tuned) - 12  # a third of each family
