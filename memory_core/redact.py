@@ -1799,6 +1799,7 @@ _CONTEXT_DETECTORS: list[_Detector] = [
             "proxyauth(",
             "basic_auth(",
             "smtp.start(",
+            "sql.newinstance(",
         ),
         True,
         r"(?P<keep>(?:"
@@ -1811,6 +1812,8 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         + ",|"
         r"\.basic_auth\(" + _CALL_ARG + r",\s*(?:Some\()?|"
         r"\bSMTP\.start\(" + _CALL_ARG + "," + _CALL_ARG + "," + _CALL_ARG + "," + _CALL_ARG + ","
+        # Groovy's `Sql.newInstance(url, user, PW, driver)`.
+        r"|\bSql\.newInstance\(" + _CALL_ARG + "," + _CALL_ARG + ","
         r")\s*(?P<q>[\"']))[^\"'\n]+(?=(?P=q))",
         _command_password,
     ),
@@ -2800,6 +2803,22 @@ _CTX_LITERAL_OPEN = r"(?:[bru]|@)?(?P<q>[\"'`])"
 # One argument before the one that matters: a literal or an expression without a comma.
 _CTX_ARG = r"\s*(?:[bru@]?\"[^\"\n]*\"|[bru]?'[^'\n]*'|\{[^{}\n]*\}|[$@]?[\w.\[\]\->:()]+?)\s*,"
 
+
+def _secret_store_value(match: re.Match[str]) -> str | None:
+    text = match.string
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    command = text[line_start : match.end("keep")]
+    if "put-parameter" in command.lower() and not _rx(_SECRET_PARAMETER).search(command):
+        return None  # `--type String --name /app/region --value eu-west-1`: a setting
+    return _kind_password(match)
+
+
+_SECRET_PARAMETER = (
+    r"SecureString|--name[ \t=]+[\"']?[^\s\"']*(?:pass|secret|token|key|cred|sas)",
+    re.IGNORECASE,
+)
+
+
 _KIND_DETECTORS: list[_Detector] = [
     (
         # A password flag after a user flag, in any command: `-u USER ... -p PASSWORD`
@@ -3344,6 +3363,37 @@ _KIND_DETECTORS: list[_Detector] = [
             r"(?![$%<{])[^\s]+(?=[ \t]*\r?$)",
             0,
         ),
+        _kind_password,
+    ),
+    (
+        # A value stored in a cloud's secret store by its command line: `aws ssm put-parameter
+        # --name N --type SecureString --value V`, `az keyvault secret set --name N --value V`.
+        # A parameter's value is a secret when its type says so or its name names one.
+        "secret-store-value",
+        ("put-parameter", "keyvault"),
+        True,
+        r"(?P<keep>\b(?:put-parameter|keyvault\s+secret\s+set)\b"
+        + _SAME_COMMAND
+        + r"\s--value(?:[ \t]+|=)[\"']?)"
+        + _CTX_VALUE,
+        _secret_store_value,
+    ),
+    (
+        # libcurl's credential options, in C, C++ and PHP: `curl_easy_setopt(curl,
+        # CURLOPT_USERPWD, "user:PW")` (the password's half), `CURLOPT_PASSWORD`,
+        # `CURLOPT_PROXYPASSWORD`, `CURLOPT_KEYPASSWD`, `CURLOPT_XOAUTH2_BEARER`.
+        "curl-option-user-password",
+        ("curlopt_",),
+        True,
+        r"(?P<keep>\bCURLOPT_(?:PROXY)?USERPWD\s*,\s*(?P<q>[\"'])[^\"':\n]*:)[^\"'\n]+(?=(?P=q))",
+        _kind_password,
+    ),
+    (
+        "curl-option-password",
+        ("curlopt_",),
+        True,
+        r"(?P<keep>\bCURLOPT_(?:PROXY)?(?:PASSWORD|KEYPASSWD|SSLKEYPASSWD|TLSAUTH_PASSWORD|"
+        r"XOAUTH2_BEARER)\s*,\s*(?P<q>[\"']))[^\"'\n]+(?=(?P=q))",
         _kind_password,
     ),
 ]
@@ -5224,11 +5274,15 @@ def _value_after_word(text: str, at: int) -> tuple[int, int] | None:
     line_end = text.find("\n", at)
     stop = min(len(text), at + _WORD_VALUE_CHARS, line_end if line_end != -1 else len(text))
     introduced = False
-    index = 0
+    index = 0  # words read, articles and prepositions aside
+    first_word = True  # no word read yet
     for word in _rx(_NON_SPACE).finditer(text, at, stop):
         if index >= _WORD_VALUE_WORDS:
             break
         start, end = word.span()
+        if end == stop and stop < len(text) and not text[stop].isspace():
+            # A long value the window cuts is read whole (a 100-character token).
+            end = _rx(_NON_SPACE).match(text, start).end()  # type: ignore[union-attr]
         glued = start == at
         if text.startswith(_TEMPLATE_OPENERS, start):
             return None  # `est ${{ secrets.DB_PASSWORD }}`, `는 <password>`: a reference
@@ -5244,7 +5298,7 @@ def _value_after_word(text: str, at: int) -> tuple[int, int] | None:
         latin_word = start > first and "\u00c0" <= text[start - 1] <= "\u024f"
         if (
             not latin_word
-            and (introduced or index == 0 or start > first)
+            and (introduced or first_word or start > first)
             and _password_shaped(text[start:end])
         ):
             return start, end
@@ -5255,8 +5309,12 @@ def _value_after_word(text: str, at: int) -> tuple[int, int] | None:
             or (glued and not word.group().isascii())
         ):
             introduced = True  # `lautet`, `:`, a particle glued to the word (`는`, `は`)
-        if not glued:
+        if not glued and not (len(spelled) <= 3 and spelled.isalpha()):
+            # Articles and prepositions (`de la`, `für den`, `của`) do not count as words
+            # between the word for password and its value.
             index += 1
+        if not glued:
+            first_word = False
     return None
 
 

@@ -1110,6 +1110,45 @@ CONTEXT_KINDS = [
     ),
     # a credential line with '='; code naming a variable stays
     ("remotepass = Rem0te!Pw", "remotepass = [REDACTED:secret]", "key_password=self.key_password,"),
+    # a cloud secret store's value; a plain parameter's value stays
+    (
+        "aws ssm put-parameter --name /prod/db --type SecureString --value 'Qx7-vT2pLm9w'",
+        "aws ssm put-parameter --name /prod/db --type SecureString --value '[REDACTED:password]'",
+        "aws ssm put-parameter --name /app/region --type String --value eu-west-1",
+    ),
+    (
+        "az keyvault secret set --vault-name kv --name db --value 'Qx7-vT2pLm9w'",
+        "az keyvault secret set --vault-name kv --name db --value '[REDACTED:password]'",
+        'az keyvault secret set --vault-name kv --name db --value "$DB_PASS"',
+    ),
+    # libcurl's credential options; a variable given to them stays
+    (
+        'curl_easy_setopt(curl, CURLOPT_USERPWD, "deploy:Qx7-vT2pLm9w");',
+        'curl_easy_setopt(curl, CURLOPT_USERPWD, "deploy:[REDACTED:password]");',
+        "curl_easy_setopt(curl, CURLOPT_USERPWD, userpwd);",
+    ),
+    (
+        "curl_setopt($ch, CURLOPT_PROXYPASSWORD, 'Qx7-vT2pLm9w');",
+        "curl_setopt($ch, CURLOPT_PROXYPASSWORD, '[REDACTED:password]');",
+        "curl_setopt($ch, CURLOPT_PROXYUSERNAME, 'deploy');",
+    ),
+    # Groovy's Sql.newInstance(url, user, password, driver); a call without a password stays
+    (
+        "Sql.newInstance('jdbc:mysql://db/app', 'app', 'Qx7vT2pLm9w', 'org.Driver')",
+        "Sql.newInstance('jdbc:mysql://db/app', 'app', '[REDACTED:password]', 'org.Driver')",
+        "Sql.newInstance(dataSource)",
+    ),
+    # the word for password, articles and a long value in another language; a reset link stays
+    (
+        "voici le mot de passe de la base de recette : H-jvvcH6XhUbnaGYSrx, merci",
+        "voici le mot de passe de la base de recette : [REDACTED:password], merci",
+        "le mot de passe de la base de recette a été changé par admin2",
+    ),
+    (
+        f"Das Passwort für den Server lautet st.{'a1b2c3d4' * 10}, bitte",
+        "Das Passwort für den Server lautet [REDACTED:password], bitte",
+        "Das Passwort für den Server wurde gestern von user123 geändert",
+    ),
 ]
 
 
