@@ -4817,19 +4817,27 @@ def _redact_assignments(text: str, lowered: str, hits: _Hits | None = None) -> s
     for match in matches:
         if match.start() < last:
             continue
-        value = _rx(_VALUE).match(text, match.end())
+        op_end = match.end()
+        if text[op_end - 1] == ":" and text[op_end : op_end + 1] == ":":
+            continue  # `.password::placeholder` (CSS), `Token::new` (a scope): no value
+        if text[op_end - 1] == ":":
+            # A declaration with its type: `api_key: str = "..."` (Python, TypeScript),
+            # `const API_KEY: &str = "..."` (Rust), `val apiKey: String = "..."` (Kotlin,
+            # Swift), `const api_key: []const u8 = "..."` (Zig): the value follows the `=`.
+            typed = _rx(_TYPE_ANNOTATION).match(text, op_end)
+            if typed is not None:
+                op_end = typed.end()
+        value = _rx(_VALUE).match(text, op_end)
         if value is None:
             continue
-        comparison = text[match.end() - 2 : match.end()] in ("==", "!=")
-        quote = text[value.start("value") - 1] if value.start("value") > match.end() else ""
+        comparison = text[op_end - 2 : op_end] in ("==", "!=")
+        quote = text[value.start("value") - 1] if value.start("value") > op_end else ""
         if quote not in ("'", '"', "`"):
             quote = ""
         if comparison and (
-            not quote or not _rx(_COMPARED_NAME).search(text, match.start(), match.end())
+            not quote or not _rx(_COMPARED_NAME).search(text, match.start(), op_end)
         ):
             continue  # `password == hashed`: two variables; `token == "lambda"`: a parser
-        if text[match.end() - 1] == ":" and text[match.end() : match.end() + 1] == ":":
-            continue  # `.password::placeholder` (CSS), `Token::new` (a scope): no value
         value_end = _closing_quote(text, value.end("value"), quote)
         if value_end - value.start("value") < 6:
             continue  # `"ab", "cd"`: a short quoted word, not a value cut short
@@ -4839,11 +4847,11 @@ def _redact_assignments(text: str, lowered: str, hits: _Hits | None = None) -> s
             continue  # `/creating-a-strong-password": "/en/...`: a path, not a name
         if _in_arn(text, name_start):
             continue
-        if _coordinate(text, name_start, match.end(), value.group("value")):
+        if _coordinate(text, name_start, op_end, value.group("value")):
             continue
-        if _key_path(text, name_start, match.end()):
+        if _key_path(text, name_start, op_end):
             continue
-        if _code_or_prose(text, match.end(), value):
+        if _code_or_prose(text, op_end, value):
             continue
         literal = text[value.start("value") : value_end]
         if not _is_secret_value(
@@ -4857,6 +4865,16 @@ def _redact_assignments(text: str, lowered: str, hits: _Hits | None = None) -> s
         return text
     pieces.append(text[last:])
     return "".join(pieces)
+
+
+# A type between a name's `:` and the `=` of its value, up to three words of a type's
+# characters (`str`, `&'static str`, `[]const u8`, `Optional[str]`), then a quoted value.
+# The `=` stands apart, as declarations write it (`Basic dXNlcjo=` ends in base64's `=`).
+_TYPE_ANNOTATION = (
+    r"[ \t]*(?!(?:Bearer|Basic|Token|Digest)\b)[\w.\[\]<>&*?,']+(?:[ \t]+[\w.\[\]<>&*?,']+){0,2}"
+    r"[ \t]+=(?=[ \t]*[\"'`])",
+    0,
+)
 
 
 # Names whose comparison with a literal is a hard-coded credential (`password == "logmein"`);

@@ -1138,6 +1138,18 @@ CONTEXT_KINDS = [
         "Sql.newInstance('jdbc:mysql://db/app', 'app', '[REDACTED:password]', 'org.Driver')",
         "Sql.newInstance(dataSource)",
     ),
+    # a declaration with its type before the value (Zig, Rust, Python, TypeScript, Kotlin);
+    # a typed default that is no literal stays
+    (
+        'const api_key: []const u8 = "Qx7vT2pLm9wKd4Rz";',
+        'const api_key: []const u8 = "[REDACTED:secret]";',
+        "password: Optional[str] = None",
+    ),
+    (
+        'const API_TOKEN: &\'static str = "Qx7vT2pLm9wKd4Rz";',
+        'const API_TOKEN: &\'static str = "[REDACTED:secret]";',
+        'token: str = Field(default="")',
+    ),
     # the word for password, articles and a long value in another language; a reset link stays
     (
         "voici le mot de passe de la base de recette : H-jvvcH6XhUbnaGYSrx, merci",
