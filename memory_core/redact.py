@@ -3389,6 +3389,33 @@ _KIND_DETECTORS: list[_Detector] = [
         _kind_password,
     ),
     (
+        # A literal compared with a password variable, the literal first (Yoda order): `if
+        # "f62e5b..." == password`, `"s3cret" !== userPassword`, as gosec's G101 flags.
+        "literal-compared-with-password",
+        ("passw", "pwd", "passphrase"),
+        True,
+        r"(?P<keep>(?P<q>[\"'`]))[^\"'`\s\\]{6,128}(?=(?P=q)[ \t]*[!=]==?[ \t]*"
+        r"[\w.]*(?:passw(?:or)?d|passphrase|pwd)\w*\b)",
+        _kind_password,
+    ),
+    (
+        # `Bearer:` with a colon, a common slip for the scheme (`"Bearer: " + token`), and
+        # `Authorization: Basic user:password` not base64-encoded: the credential all the same.
+        "bearer-colon-token",
+        ("bearer:",),
+        True,
+        r"(?P<keep>\b[Bb]earer:[ \t]*)[A-Za-z0-9_\-.=+/~%]{16,}",
+        _random_token,
+    ),
+    (
+        "authorization-basic-plain",
+        ("basic",),
+        True,
+        r"(?P<keep>\bAuthorization[\"'`]?\s*[:,=]\s*[\"'`]?Basic[ \t]+[^\s:\"'`]{1,64}:)"
+        r"[^\s\"'`]{4,200}",
+        _kind_password,
+    ),
+    (
         "curl-option-password",
         ("curlopt_",),
         True,

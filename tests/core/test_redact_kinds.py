@@ -1150,6 +1150,24 @@ CONTEXT_KINDS = [
         'const API_TOKEN: &\'static str = "[REDACTED:secret]";',
         'token: str = Field(default="")',
     ),
+    # a literal compared with a password, the literal first; a comparison of names stays
+    (
+        'if "f62e5bcda4fae4f8" == password {',
+        'if "[REDACTED:password]" == password {',
+        'if "password" == key {',
+    ),
+    # `Bearer:` with a colon; a message about a missing token stays
+    (
+        'bearer = "Bearer: 2lkjdfoiuwer092834kjdwf09"',
+        'bearer = "Bearer: [REDACTED:token]"',
+        'log.info("Bearer: token missing for user")',
+    ),
+    # Basic authorization with a plain user:password; base64 is read by the header rule
+    (
+        'headers.append("Authorization", `Basic deploy:Qx7vT2pLm9w`);',
+        'headers.append("Authorization", `Basic deploy:[REDACTED:password]`);',
+        "the Authorization header: Basic, then user:password in base64",
+    ),
     # the word for password, articles and a long value in another language; a reset link stays
     (
         "voici le mot de passe de la base de recette : H-jvvcH6XhUbnaGYSrx, merci",
