@@ -245,6 +245,14 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     *_MICROSOFT_KEY_DETECTORS,
     ("anthropic-key", ("sk-ant-",), _prefixed("sk-ant-") + r"[A-Za-z0-9_\-]{20,}"),
     (
+        # Bitwarden Secrets Manager's machine account access token: a version, the client's
+        # id (a UUID), a 30-character client secret and the 16-byte key in base64 after `:`.
+        "bitwarden-access-token",
+        ("0.",),
+        r"(?<![\w.])0\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\."
+        r"[A-Za-z0-9]{30}:[A-Za-z0-9+/]{22}==",
+    ),
+    (
         "openai-key",
         ("sk-",),
         _prefixed("sk-") + r"(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}",
@@ -1851,13 +1859,28 @@ _CONTEXT_DETECTORS: list[_Detector] = [
             "print-identity-token",
             "auth:token",
             "-field",
+            "--plain",
+            "versions access",
+            "bw get",
+            "find-generic-password",
+            "find-internet-password",
+            "get-secret-value",
         ),
         True,
         (
             r"(?im)(?P<keep>^[^\n]*?\b(?:op\s+read|aws\s+ecr(?:-public)?\s+get-login-password|"
             r"gh\s+auth\s+token|gcloud\s+auth\s+(?:application-default\s+)?"
             r"print-(?:access|identity)-token|heroku\s+auth:token|"
-            r"vault\s+(?:kv\s+get|read)\b[^\n]*?\s-field[= ]\S+)[^\n]*\r?\n)"
+            r"vault\s+(?:kv\s+get|read)\b[^\n]*?\s-field[= ]\S+|"
+            # Secret managers printing one value: Doppler's and Infisical's `secrets get NAME
+            # --plain`, `gcloud secrets versions access`, Bitwarden's `bw get password`,
+            # macOS `security find-generic-password -w`, `aws secretsmanager
+            # get-secret-value ... --output text`.
+            r"(?:doppler|infisical)\s+secrets\s+get\b[^\n]*?\s--plain\b|"
+            r"gcloud\s+secrets\s+versions\s+access\b|bw\s+get\s+(?:password|totp|notes)\b|"
+            r"security\s+find-(?:generic|internet)-password\b[^\n]*?\s-w\b|"
+            r"aws\s+secretsmanager\s+get-secret-value\b[^\n]*?--output[= ]text\b"
+            r")[^\n]*\r?\n)"
             r"(?![\-#$%<{*])\S{6,}(?=[ \t]*\r?$)",
             0,
         ),

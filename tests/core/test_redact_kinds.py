@@ -1168,6 +1168,24 @@ CONTEXT_KINDS = [
         'headers.append("Authorization", `Basic deploy:[REDACTED:password]`);',
         "the Authorization header: Basic, then user:password in base64",
     ),
+    # a secret manager printing one value with --plain; its table without --plain is no value
+    (
+        "$ doppler secrets get DB_PASSWORD --plain\ncobalt-meadow-ember-ribbon-walnut",
+        "$ doppler secrets get DB_PASSWORD --plain\n[REDACTED:password]",
+        "$ doppler secrets get --help\nUsage: doppler secrets get [secrets] [flags]",
+    ),
+    (
+        "$ security find-generic-password -s github -w\nQx7vT2pLm9w",
+        "$ security find-generic-password -s github -w\n[REDACTED:password]",
+        "$ security find-generic-password -s github\nkeychain: login.keychain-db",
+    ),
+    # Bitwarden's access token; a version and a UUID alone stay
+    (
+        "BWS_ACCESS_TOKEN=0.74fd61a9-4a12-4670-ba77-5a04ca16208e.ucKPuIojyuKpeSnUxtlLfUMOBcQZcE"
+        ":77UPiLW0/IPEoP07jJ+dni==",
+        "BWS_ACCESS_TOKEN=[REDACTED:bitwarden-access-token]",
+        "release 0.74fd61a9-4a12-4670-ba77-5a04ca16208e.tar.gz",
+    ),
     # the word for password, articles and a long value in another language; a reset link stays
     (
         "voici le mot de passe de la base de recette : H-jvvcH6XhUbnaGYSrx, merci",
