@@ -5370,6 +5370,8 @@ def _value_after_word(text: str, at: int) -> tuple[int, int] | None:
             and _password_shaped(text[start:end])
         ):
             return start, end
+        if introduced and _rx(_DICEWARE).match(text, start, end):
+            return start, end  # `wachtwoord ... is falcon-orbit-ember-canyon`: a passphrase
         spelled = word.group().strip(_VALUE_END_EDGES).lower()
         if (
             spelled in _COPULAS
@@ -5384,6 +5386,11 @@ def _value_after_word(text: str, at: int) -> tuple[int, int] | None:
         if not glued:
             first_word = False
     return None
+
+
+# Four words or more joined by hyphens, as passphrase generators make them (diceware,
+# Bitwarden's and 1Password's word lists): read only after a copula or a separator.
+_DICEWARE = (r"[a-z]{3,9}(?:-[a-z]{3,9}){3,7}$", 0)
 
 
 # What introduces a value in the languages of memory_core/secret_words.py: punctuation, and

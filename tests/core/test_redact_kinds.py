@@ -1186,6 +1186,12 @@ CONTEXT_KINDS = [
         "BWS_ACCESS_TOKEN=[REDACTED:bitwarden-access-token]",
         "release 0.74fd61a9-4a12-4670-ba77-5a04ca16208e.tar.gz",
     ),
+    # a passphrase of words after the word for password and its copula; words without it stay
+    (
+        "het wachtwoord van de testomgeving is falcon-orbit-ember-canyon, kun je kijken?",
+        "het wachtwoord van de testomgeving is [REDACTED:password], kun je kijken?",
+        "het wachtwoord voor single-sign-on-test-omgeving werkt niet",
+    ),
     # the word for password, articles and a long value in another language; a reset link stays
     (
         "voici le mot de passe de la base de recette : H-jvvcH6XhUbnaGYSrx, merci",
