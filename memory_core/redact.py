@@ -2827,6 +2827,23 @@ _CTX_LITERAL_OPEN = r"(?:[bru]|@)?(?P<q>[\"'`])"
 _CTX_ARG = r"\s*(?:[bru@]?\"[^\"\n]*\"|[bru]?'[^'\n]*'|\{[^{}\n]*\}|[$@]?[\w.\[\]\->:()]+?)\s*,"
 
 
+def _url_base64_password(match: re.Match[str]) -> str | None:
+    value = match.group(0)[len(match.group("keep")) :]
+    mixed = any(c.isupper() for c in value) and any(c.islower() for c in value)
+    if not (mixed and any(c.isdigit() for c in value)) or entropy(value) < 3.5:
+        return None
+    if "+" not in value and "=" not in value:
+        # No base64 sign: a path (`host:8443/Project2/Repo@v1`) unless long and no segment
+        # reads as a name or a number.
+        segments = value.split("/")
+        if len(value) < 24 or any(_rx(_NAME_SEGMENT).match(seg) for seg in segments):
+            return None
+    return _label("password")
+
+
+_NAME_SEGMENT = (r"^(?:[A-Za-z]+\d*|\d*|[A-Z]?[a-z]+(?:[A-Z][a-z]+)*\d*)$", 0)
+
+
 def _secret_store_value(match: re.Match[str]) -> str | None:
     text = match.string
     line_start = text.rfind("\n", 0, match.start()) + 1
@@ -3437,6 +3454,17 @@ _KIND_DETECTORS: list[_Detector] = [
         r"(?P<keep>\bAuthorization[\"'`]?\s*[:,=]\s*[\"'`]?Basic[ \t]+[^\s:\"'`]{1,64}:)"
         r"[^\s\"'`]{4,200}",
         _kind_password,
+    ),
+    (
+        # A URL password in base64 with its `/` not percent-encoded (`postgresql://u:Ab3/+x...
+        # @db/app`), which RFC 3986 forbids and generated passwords hold all the same: read
+        # when it is long and random, so that a host's port and path (`host:443/@scope`) stay.
+        "url-base64-password",
+        ("://",),
+        False,
+        r"(?P<keep>(?<![A-Za-z0-9+.\-])[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@\[\]]+:)"
+        r"(?=[A-Za-z0-9+=]*/)[A-Za-z0-9+/=]{16,128}(?=@[A-Za-z0-9\-])",
+        _url_base64_password,
     ),
     (
         "curl-option-password",

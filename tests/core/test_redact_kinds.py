@@ -1192,6 +1192,12 @@ CONTEXT_KINDS = [
         "het wachtwoord van de testomgeving is [REDACTED:password], kun je kijken?",
         "het wachtwoord voor single-sign-on-test-omgeving werkt niet",
     ),
+    # a URL password in base64 with an unencoded `/`; a port and a path before `@` stay
+    (
+        'psql "postgresql://migrator:TCUTtmZNAqE1R/+w4C12f33aEXpTPOqs@db:5432/app"',
+        'psql "postgresql://migrator:[REDACTED:password]@db:5432/app"',
+        "git+ssh://github.com:Org2/SomeRepo3Name@v1.0",
+    ),
     # the word for password, articles and a long value in another language; a reset link stays
     (
         "voici le mot de passe de la base de recette : H-jvvcH6XhUbnaGYSrx, merci",
