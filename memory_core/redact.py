@@ -245,6 +245,14 @@ _TOKEN_DETECTORS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     *_MICROSOFT_KEY_DETECTORS,
     ("anthropic-key", ("sk-ant-",), _prefixed("sk-ant-") + r"[A-Za-z0-9_\-]{20,}"),
     (
+        # Bitwarden Secrets Manager's machine account access token: a version, the client's
+        # id (a UUID), a 30-character client secret and the 16-byte key in base64 after `:`.
+        "bitwarden-access-token",
+        ("0.",),
+        r"(?<![\w.])0\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\."
+        r"[A-Za-z0-9]{30}:[A-Za-z0-9+/]{22}==",
+    ),
+    (
         "openai-key",
         ("sk-",),
         _prefixed("sk-") + r"(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}",
@@ -1933,6 +1941,7 @@ _CONTEXT_DETECTORS: list[_Detector] = [
             "proxyauth(",
             "basic_auth(",
             "smtp.start(",
+            "sql.newinstance(",
         ),
         True,
         r"(?P<keep>(?:"
@@ -1945,6 +1954,8 @@ _CONTEXT_DETECTORS: list[_Detector] = [
         + ",|"
         r"\.basic_auth\(" + _CALL_ARG + r",\s*(?:Some\()?|"
         r"\bSMTP\.start\(" + _CALL_ARG + "," + _CALL_ARG + "," + _CALL_ARG + "," + _CALL_ARG + ","
+        # Groovy's `Sql.newInstance(url, user, PW, driver)`.
+        r"|\bSql\.newInstance\(" + _CALL_ARG + "," + _CALL_ARG + ","
         r")\s*(?P<q>[\"']))[^\"'\n]+(?=(?P=q))",
         _command_password,
     ),
@@ -1982,13 +1993,28 @@ _CONTEXT_DETECTORS: list[_Detector] = [
             "print-identity-token",
             "auth:token",
             "-field",
+            "--plain",
+            "versions access",
+            "bw get",
+            "find-generic-password",
+            "find-internet-password",
+            "get-secret-value",
         ),
         True,
         (
             r"(?im)(?P<keep>^[^\n]*?\b(?:op\s+read|aws\s+ecr(?:-public)?\s+get-login-password|"
             r"gh\s+auth\s+token|gcloud\s+auth\s+(?:application-default\s+)?"
             r"print-(?:access|identity)-token|heroku\s+auth:token|"
-            r"vault\s+(?:kv\s+get|read)\b[^\n]*?\s-field[= ]\S+)[^\n]*\r?\n)"
+            r"vault\s+(?:kv\s+get|read)\b[^\n]*?\s-field[= ]\S+|"
+            # Secret managers printing one value: Doppler's and Infisical's `secrets get NAME
+            # --plain`, `gcloud secrets versions access`, Bitwarden's `bw get password`,
+            # macOS `security find-generic-password -w`, `aws secretsmanager
+            # get-secret-value ... --output text`.
+            r"(?:doppler|infisical)\s+secrets\s+get\b[^\n]*?\s--plain\b|"
+            r"gcloud\s+secrets\s+versions\s+access\b|bw\s+get\s+(?:password|totp|notes)\b|"
+            r"security\s+find-(?:generic|internet)-password\b[^\n]*?\s-w\b|"
+            r"aws\s+secretsmanager\s+get-secret-value\b[^\n]*?--output[= ]text\b"
+            r")[^\n]*\r?\n)"
             r"(?![\-#$%<{*])\S{6,}(?=[ \t]*\r?$)",
             0,
         ),
@@ -2934,6 +2960,39 @@ _CTX_LITERAL_OPEN = r"(?:[bru]|@)?(?P<q>[\"'`])"
 # One argument before the one that matters: a literal or an expression without a comma.
 _CTX_ARG = r"\s*(?:[bru@]?\"[^\"\n]*\"|[bru]?'[^'\n]*'|\{[^{}\n]*\}|[$@]?[\w.\[\]\->:()]+?)\s*,"
 
+
+def _url_base64_password(match: re.Match[str]) -> str | None:
+    value = match.group(0)[len(match.group("keep")) :]
+    mixed = any(c.isupper() for c in value) and any(c.islower() for c in value)
+    if not (mixed and any(c.isdigit() for c in value)) or entropy(value) < 3.5:
+        return None
+    if "+" not in value and "=" not in value:
+        # No base64 sign: a path (`host:8443/Project2/Repo@v1`) unless long and no segment
+        # reads as a name or a number.
+        segments = value.split("/")
+        if len(value) < 24 or any(_rx(_NAME_SEGMENT).match(seg) for seg in segments):
+            return None
+    return _label("password")
+
+
+_NAME_SEGMENT = (r"^(?:[A-Za-z]+\d*|\d*|[A-Z]?[a-z]+(?:[A-Z][a-z]+)*\d*)$", 0)
+
+
+def _secret_store_value(match: re.Match[str]) -> str | None:
+    text = match.string
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    command = text[line_start : match.end("keep")]
+    if "put-parameter" in command.lower() and not _rx(_SECRET_PARAMETER).search(command):
+        return None  # `--type String --name /app/region --value eu-west-1`: a setting
+    return _kind_password(match)
+
+
+_SECRET_PARAMETER = (
+    r"SecureString|--name[ \t=]+[\"']?[^\s\"']*(?:pass|secret|token|key|cred|sas)",
+    re.IGNORECASE,
+)
+
+
 _KIND_DETECTORS: list[_Detector] = [
     (
         # A password flag after a user flag, in any command: `-u USER ... -p PASSWORD`
@@ -3478,6 +3537,75 @@ _KIND_DETECTORS: list[_Detector] = [
             r"(?![$%<{])[^\s]+(?=[ \t]*\r?$)",
             0,
         ),
+        _kind_password,
+    ),
+    (
+        # A value stored in a cloud's secret store by its command line: `aws ssm put-parameter
+        # --name N --type SecureString --value V`, `az keyvault secret set --name N --value V`.
+        # A parameter's value is a secret when its type says so or its name names one.
+        "secret-store-value",
+        ("put-parameter", "keyvault"),
+        True,
+        r"(?P<keep>\b(?:put-parameter|keyvault\s+secret\s+set)\b"
+        + _SAME_COMMAND
+        + r"\s--value(?:[ \t]+|=)[\"']?)"
+        + _CTX_VALUE,
+        _secret_store_value,
+    ),
+    (
+        # libcurl's credential options, in C, C++ and PHP: `curl_easy_setopt(curl,
+        # CURLOPT_USERPWD, "user:PW")` (the password's half), `CURLOPT_PASSWORD`,
+        # `CURLOPT_PROXYPASSWORD`, `CURLOPT_KEYPASSWD`, `CURLOPT_XOAUTH2_BEARER`.
+        "curl-option-user-password",
+        ("curlopt_",),
+        True,
+        r"(?P<keep>\bCURLOPT_(?:PROXY)?USERPWD\s*,\s*(?P<q>[\"'])[^\"':\n]*:)[^\"'\n]+(?=(?P=q))",
+        _kind_password,
+    ),
+    (
+        # A literal compared with a password variable, the literal first (Yoda order): `if
+        # "f62e5b..." == password`, `"s3cret" !== userPassword`, as gosec's G101 flags.
+        "literal-compared-with-password",
+        ("passw", "pwd", "passphrase"),
+        True,
+        r"(?P<keep>(?P<q>[\"'`]))[^\"'`\s\\]{6,128}(?=(?P=q)[ \t]*[!=]==?[ \t]*"
+        r"[\w.]*(?:passw(?:or)?d|passphrase|pwd)\w*\b)",
+        _kind_password,
+    ),
+    (
+        # `Bearer:` with a colon, a common slip for the scheme (`"Bearer: " + token`), and
+        # `Authorization: Basic user:password` not base64-encoded: the credential all the same.
+        "bearer-colon-token",
+        ("bearer:",),
+        True,
+        r"(?P<keep>\b[Bb]earer:[ \t]*)[A-Za-z0-9_\-.=+/~%]{16,}",
+        _random_token,
+    ),
+    (
+        "authorization-basic-plain",
+        ("basic",),
+        True,
+        r"(?P<keep>\bAuthorization[\"'`]?\s*[:,=]\s*[\"'`]?Basic[ \t]+[^\s:\"'`]{1,64}:)"
+        r"[^\s\"'`]{4,200}",
+        _kind_password,
+    ),
+    (
+        # A URL password in base64 with its `/` not percent-encoded (`postgresql://u:Ab3/+x...
+        # @db/app`), which RFC 3986 forbids and generated passwords hold all the same: read
+        # when it is long and random, so that a host's port and path (`host:443/@scope`) stay.
+        "url-base64-password",
+        ("://",),
+        False,
+        r"(?P<keep>(?<![A-Za-z0-9+.\-])[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@\[\]]+:)"
+        r"(?=[A-Za-z0-9+=]*/)[A-Za-z0-9+/=]{16,128}(?=@[A-Za-z0-9\-])",
+        _url_base64_password,
+    ),
+    (
+        "curl-option-password",
+        ("curlopt_",),
+        True,
+        r"(?P<keep>\bCURLOPT_(?:PROXY)?(?:PASSWORD|KEYPASSWD|SSLKEYPASSWD|TLSAUTH_PASSWORD|"
+        r"XOAUTH2_BEARER)\s*,\s*(?P<q>[\"']))[^\"'\n]+(?=(?P=q))",
         _kind_password,
     ),
 ]
@@ -4915,19 +5043,27 @@ def _redact_assignments(text: str, lowered: str, hits: _Hits | None = None) -> s
     for match in matches:
         if match.start() < last:
             continue
-        value = _rx(_VALUE).match(text, match.end())
+        op_end = match.end()
+        if text[op_end - 1] == ":" and text[op_end : op_end + 1] == ":":
+            continue  # `.password::placeholder` (CSS), `Token::new` (a scope): no value
+        if text[op_end - 1] == ":":
+            # A declaration with its type: `api_key: str = "..."` (Python, TypeScript),
+            # `const API_KEY: &str = "..."` (Rust), `val apiKey: String = "..."` (Kotlin,
+            # Swift), `const api_key: []const u8 = "..."` (Zig): the value follows the `=`.
+            typed = _rx(_TYPE_ANNOTATION).match(text, op_end)
+            if typed is not None:
+                op_end = typed.end()
+        value = _rx(_VALUE).match(text, op_end)
         if value is None:
             continue
-        comparison = text[match.end() - 2 : match.end()] in ("==", "!=")
-        quote = text[value.start("value") - 1] if value.start("value") > match.end() else ""
+        comparison = text[op_end - 2 : op_end] in ("==", "!=")
+        quote = text[value.start("value") - 1] if value.start("value") > op_end else ""
         if quote not in ("'", '"', "`"):
             quote = ""
         if comparison and (
-            not quote or not _rx(_COMPARED_NAME).search(text, match.start(), match.end())
+            not quote or not _rx(_COMPARED_NAME).search(text, match.start(), op_end)
         ):
             continue  # `password == hashed`: two variables; `token == "lambda"`: a parser
-        if text[match.end() - 1] == ":" and text[match.end() : match.end() + 1] == ":":
-            continue  # `.password::placeholder` (CSS), `Token::new` (a scope): no value
         value_end = _closing_quote(text, value.end("value"), quote)
         if value_end - value.start("value") < 6:
             continue  # `"ab", "cd"`: a short quoted word, not a value cut short
@@ -4937,11 +5073,11 @@ def _redact_assignments(text: str, lowered: str, hits: _Hits | None = None) -> s
             continue  # `/creating-a-strong-password": "/en/...`: a path, not a name
         if _in_arn(text, name_start):
             continue
-        if _coordinate(text, name_start, match.end(), value.group("value")):
+        if _coordinate(text, name_start, op_end, value.group("value")):
             continue
-        if _key_path(text, name_start, match.end()):
+        if _key_path(text, name_start, op_end):
             continue
-        if _code_or_prose(text, match.end(), value):
+        if _code_or_prose(text, op_end, value):
             continue
         literal = text[value.start("value") : value_end]
         if not _is_secret_value(
@@ -4955,6 +5091,16 @@ def _redact_assignments(text: str, lowered: str, hits: _Hits | None = None) -> s
         return text
     pieces.append(text[last:])
     return "".join(pieces)
+
+
+# A type between a name's `:` and the `=` of its value, up to three words of a type's
+# characters (`str`, `&'static str`, `[]const u8`, `Optional[str]`), then a quoted value.
+# The `=` stands apart, as declarations write it (`Basic dXNlcjo=` ends in base64's `=`).
+_TYPE_ANNOTATION = (
+    r"[ \t]*(?!(?:Bearer|Basic|Token|Digest)\b)[\w.\[\]<>&*?,']+(?:[ \t]+[\w.\[\]<>&*?,']+){0,2}"
+    r"[ \t]+=(?=[ \t]*[\"'`])",
+    0,
+)
 
 
 # Names whose comparison with a literal is a hard-coded credential (`password == "logmein"`);
@@ -5372,11 +5518,15 @@ def _value_after_word(text: str, at: int) -> tuple[int, int] | None:
     line_end = text.find("\n", at)
     stop = min(len(text), at + _WORD_VALUE_CHARS, line_end if line_end != -1 else len(text))
     introduced = False
-    index = 0
+    index = 0  # words read, articles and prepositions aside
+    first_word = True  # no word read yet
     for word in _rx(_NON_SPACE).finditer(text, at, stop):
         if index >= _WORD_VALUE_WORDS:
             break
         start, end = word.span()
+        if end == stop and stop < len(text) and not text[stop].isspace():
+            # A long value the window cuts is read whole (a 100-character token).
+            end = _rx(_NON_SPACE).match(text, start).end()  # type: ignore[union-attr]
         glued = start == at
         if text.startswith(_TEMPLATE_OPENERS, start):
             return None  # `est ${{ secrets.DB_PASSWORD }}`, `는 <password>`: a reference
@@ -5392,10 +5542,12 @@ def _value_after_word(text: str, at: int) -> tuple[int, int] | None:
         latin_word = start > first and "\u00c0" <= text[start - 1] <= "\u024f"
         if (
             not latin_word
-            and (introduced or index == 0 or start > first)
+            and (introduced or first_word or start > first)
             and _password_shaped(text[start:end])
         ):
             return start, end
+        if introduced and _rx(_DICEWARE).match(text, start, end):
+            return start, end  # `wachtwoord ... is falcon-orbit-ember-canyon`: a passphrase
         spelled = word.group().strip(_VALUE_END_EDGES).lower()
         if (
             spelled in _COPULAS
@@ -5403,9 +5555,18 @@ def _value_after_word(text: str, at: int) -> tuple[int, int] | None:
             or (glued and not word.group().isascii())
         ):
             introduced = True  # `lautet`, `:`, a particle glued to the word (`는`, `は`)
-        if not glued:
+        if not glued and not (len(spelled) <= 3 and spelled.isalpha()):
+            # Articles and prepositions (`de la`, `für den`, `của`) do not count as words
+            # between the word for password and its value.
             index += 1
+        if not glued:
+            first_word = False
     return None
+
+
+# Four words or more joined by hyphens, as passphrase generators make them (diceware,
+# Bitwarden's and 1Password's word lists): read only after a copula or a separator.
+_DICEWARE = (r"[a-z]{3,9}(?:-[a-z]{3,9}){3,7}$", 0)
 
 
 # What introduces a value in the languages of memory_core/secret_words.py: punctuation, and

@@ -573,6 +573,9 @@ def secrets() -> list[Secret]:
     add("ubidots-token", f"X-Auth-Token: {v}", v, "ubidots-token")
     v = "NF-" + r(ALNUM, 32)
     add("nightfall-key", f"NIGHTFALL_API_KEY {v}", v, "nightfall-key")
+    uuid = "-".join(r(HEX, n) for n in (8, 4, 4, 4, 12))
+    v = f"0.{uuid}.{r(ALNUM, 30)}:{r(B64, 22)}=="
+    add("bitwarden-access-token", f"export BWS_ACCESS_TOKEN={v}", v, "bitwarden-access-token")
     return out
 
 

@@ -1110,6 +1110,105 @@ CONTEXT_KINDS = [
     ),
     # a credential line with '='; code naming a variable stays
     ("remotepass = Rem0te!Pw", "remotepass = [REDACTED:secret]", "key_password=self.key_password,"),
+    # a cloud secret store's value; a plain parameter's value stays
+    (
+        "aws ssm put-parameter --name /prod/db --type SecureString --value 'Qx7-vT2pLm9w'",
+        "aws ssm put-parameter --name /prod/db --type SecureString --value '[REDACTED:password]'",
+        "aws ssm put-parameter --name /app/region --type String --value eu-west-1",
+    ),
+    (
+        "az keyvault secret set --vault-name kv --name db --value 'Qx7-vT2pLm9w'",
+        "az keyvault secret set --vault-name kv --name db --value '[REDACTED:password]'",
+        'az keyvault secret set --vault-name kv --name db --value "$DB_PASS"',
+    ),
+    # libcurl's credential options; a variable given to them stays
+    (
+        'curl_easy_setopt(curl, CURLOPT_USERPWD, "deploy:Qx7-vT2pLm9w");',
+        'curl_easy_setopt(curl, CURLOPT_USERPWD, "deploy:[REDACTED:password]");',
+        "curl_easy_setopt(curl, CURLOPT_USERPWD, userpwd);",
+    ),
+    (
+        "curl_setopt($ch, CURLOPT_PROXYPASSWORD, 'Qx7-vT2pLm9w');",
+        "curl_setopt($ch, CURLOPT_PROXYPASSWORD, '[REDACTED:password]');",
+        "curl_setopt($ch, CURLOPT_PROXYUSERNAME, 'deploy');",
+    ),
+    # Groovy's Sql.newInstance(url, user, password, driver); a call without a password stays
+    (
+        "Sql.newInstance('jdbc:mysql://db/app', 'app', 'Qx7vT2pLm9w', 'org.Driver')",
+        "Sql.newInstance('jdbc:mysql://db/app', 'app', '[REDACTED:password]', 'org.Driver')",
+        "Sql.newInstance(dataSource)",
+    ),
+    # a declaration with its type before the value (Zig, Rust, Python, TypeScript, Kotlin);
+    # a typed default that is no literal stays
+    (
+        'const api_key: []const u8 = "Qx7vT2pLm9wKd4Rz";',
+        'const api_key: []const u8 = "[REDACTED:secret]";',
+        "password: Optional[str] = None",
+    ),
+    (
+        'const API_TOKEN: &\'static str = "Qx7vT2pLm9wKd4Rz";',
+        'const API_TOKEN: &\'static str = "[REDACTED:secret]";',
+        'token: str = Field(default="")',
+    ),
+    # a literal compared with a password, the literal first; a comparison of names stays
+    (
+        'if "f62e5bcda4fae4f8" == password {',
+        'if "[REDACTED:password]" == password {',
+        'if "password" == key {',
+    ),
+    # `Bearer:` with a colon; a message about a missing token stays
+    (
+        'bearer = "Bearer: 2lkjdfoiuwer092834kjdwf09"',
+        'bearer = "Bearer: [REDACTED:token]"',
+        'log.info("Bearer: token missing for user")',
+    ),
+    # Basic authorization with a plain user:password; base64 is read by the header rule
+    (
+        'headers.append("Authorization", `Basic deploy:Qx7vT2pLm9w`);',
+        'headers.append("Authorization", `Basic deploy:[REDACTED:password]`);',
+        "the Authorization header: Basic, then user:password in base64",
+    ),
+    # a secret manager printing one value with --plain; its table without --plain is no value
+    (
+        "$ doppler secrets get DB_PASSWORD --plain\ncobalt-meadow-ember-ribbon-walnut",
+        "$ doppler secrets get DB_PASSWORD --plain\n[REDACTED:password]",
+        "$ doppler secrets get --help\nUsage: doppler secrets get [secrets] [flags]",
+    ),
+    (
+        "$ security find-generic-password -s github -w\nQx7vT2pLm9w",
+        "$ security find-generic-password -s github -w\n[REDACTED:password]",
+        "$ security find-generic-password -s github\nkeychain: login.keychain-db",
+    ),
+    # Bitwarden's access token; a version and a UUID alone stay
+    (
+        "BWS_ACCESS_TOKEN=0.74fd61a9-4a12-4670-ba77-5a04ca16208e.ucKPuIojyuKpeSnUxtlLfUMOBcQZcE"
+        ":77UPiLW0/IPEoP07jJ+dni==",
+        "BWS_ACCESS_TOKEN=[REDACTED:bitwarden-access-token]",
+        "release 0.74fd61a9-4a12-4670-ba77-5a04ca16208e.tar.gz",
+    ),
+    # a passphrase of words after the word for password and its copula; words without it stay
+    (
+        "het wachtwoord van de testomgeving is falcon-orbit-ember-canyon, kun je kijken?",
+        "het wachtwoord van de testomgeving is [REDACTED:password], kun je kijken?",
+        "het wachtwoord voor single-sign-on-test-omgeving werkt niet",
+    ),
+    # a URL password in base64 with an unencoded `/`; a port and a path before `@` stay
+    (
+        'psql "postgresql://migrator:TCUTtmZNAqE1R/+w4C12f33aEXpTPOqs@db:5432/app"',
+        'psql "postgresql://migrator:[REDACTED:password]@db:5432/app"',
+        "git+ssh://github.com:Org2/SomeRepo3Name@v1.0",
+    ),
+    # the word for password, articles and a long value in another language; a reset link stays
+    (
+        "voici le mot de passe de la base de recette : H-jvvcH6XhUbnaGYSrx, merci",
+        "voici le mot de passe de la base de recette : [REDACTED:password], merci",
+        "le mot de passe de la base de recette a été changé par admin2",
+    ),
+    (
+        f"Das Passwort für den Server lautet st.{'a1b2c3d4' * 10}, bitte",
+        "Das Passwort für den Server lautet [REDACTED:password], bitte",
+        "Das Passwort für den Server wurde gestern von user123 geändert",
+    ),
 ]
 
 
