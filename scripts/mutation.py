@@ -95,6 +95,7 @@ MODULES: dict[str, Module] = {
             "tests/core/test_store_faults.py",
             "tests/core/test_store_fault_messages.py",
             "tests/core/test_store_edges.py",
+            "tests/core/test_store_after_answer.py",
         ),
         sample=150,
     ),
