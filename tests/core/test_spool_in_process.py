@@ -285,3 +285,63 @@ def test_a_stale_claim_that_cannot_be_put_back_does_not_stop_the_others(
     monkeypatch.setattr(spool.time, "time", lambda: claimed.stat().st_ctime + 301.0)
     assert later in spool.pending(root)
     assert claimed.exists()
+
+
+# -- events a resident child records after its answer (spool.keep_while_recording) ------------
+
+
+def test_an_event_recorded_after_the_answer_is_kept_claimed_by_its_recorder(root: Path) -> None:
+    from memory_core.agents.payload import CUT_ABOVE_BYTES
+
+    payload = json.dumps({"session_id": "s1", "prompt": "p" * (CUT_ABOVE_BYTES + 5000)}).encode()
+    path = spool.keep_while_recording(root, "claude-code", "UserPromptSubmit", payload, 17.5)
+    assert path is not None and path.parent == root / STORE_DIRNAME / "spool"
+    assert path.name.endswith(f".event.{os.getpid()}.claimed")
+    assert not path.name.startswith(".")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    header, body = path.read_bytes().split(b"\n", 1)
+    assert json.loads(header) == {
+        "agent": "claude-code",
+        "event": "UserPromptSubmit",
+        "ts": 17.5,
+        "why": "answered",
+    }
+    assert len(body) < len(payload)  # long strings cut, as for any kept event
+    assert json.loads(body)["session_id"] == "s1"
+    # Its recorder still runs: no fold takes it (it would be recorded twice).
+    assert spool.pending(root) == [] and _folded(root) == []
+    assert path.exists()
+    # A second one beside it (the spool folder there already).
+    second = spool.keep_while_recording(root, "gemini", "AfterAgent", b"{}", 18.0)
+    assert second is not None and second.parent == path.parent and second != path
+
+
+def test_an_event_whose_recorder_died_before_it_was_done_is_the_next_folds(
+    root: Path,
+) -> None:
+    # The recorder answered, kept the event, and was killed before it recorded it.
+    code = (
+        "import sys; from pathlib import Path; from memory_core.agents import spool; "
+        "spool.keep_while_recording(Path(sys.argv[1]), 'claude-code', 'Stop', b'{\"a\": 1}', 9.0)"
+    )
+    subprocess.run([sys.executable, "-c", code, str(root)], check=True, timeout=30)
+    assert [p.name.endswith(".event") for p in spool.pending(root)] == [True]
+    assert _folded(root) == [("claude-code", "Stop", b'{"a": 1}', 9.0)]
+    assert spool.pending(root) == []
+
+
+def test_an_event_is_not_kept_for_after_the_answer_without_a_store_folder(
+    tmp_path: Path,
+) -> None:
+    # (Nothing to read it from: the recorder records it before it answers instead.)
+    assert spool.keep_while_recording(tmp_path, "claude-code", "Stop", b"{}", 1.0) is None
+    assert not (tmp_path / STORE_DIRNAME).exists()
+
+
+def test_an_event_is_not_kept_for_after_the_answer_where_the_spool_cannot_be_written(
+    root: Path,
+) -> None:
+    (root / STORE_DIRNAME / "spool").write_text("in the way")
+    assert spool.keep_while_recording(root, "claude-code", "Stop", b"{}", 1.0) is None
+    assert not spool.cache_spool(root).exists()  # never the user's cache: no one would fold it
