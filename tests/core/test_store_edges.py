@@ -224,3 +224,22 @@ def test_a_store_folding_its_log_never_keeps_the_process_alive(store: Store) -> 
     started = set(threading.enumerate()) - before
     assert started
     assert [t.name for t in started if not t.daemon] == []
+
+
+def _busy_timeout_ms(store: Store) -> int:
+    row = store.query_one("PRAGMA busy_timeout")
+    assert row is not None
+    return int(row[0])
+
+
+def test_how_long_a_write_waits_for_another_process_is_what_the_caller_set(
+    workspace: Path,
+) -> None:
+    # A new store and an existing one both take the wait the caller asked for...
+    with Store.open_or_init(workspace, busy_timeout=2.5) as created:
+        assert _busy_timeout_ms(created) == 2500
+    with Store.open_or_init(workspace, busy_timeout=0.25) as opened:
+        assert _busy_timeout_ms(opened) == 250
+        # ...and a command that must not wait long changes it later (`wait_when_busy`).
+        opened.wait_when_busy(1.5)
+        assert _busy_timeout_ms(opened) == 1500
