@@ -345,3 +345,15 @@ def test_an_event_is_not_kept_for_after_the_answer_where_the_spool_cannot_be_wri
     (root / STORE_DIRNAME / "spool").write_text("in the way")
     assert spool.keep_while_recording(root, "claude-code", "Stop", b"{}", 1.0) is None
     assert not spool.cache_spool(root).exists()  # never the user's cache: no one would fold it
+
+
+def test_a_report_to_a_closed_stderr_does_not_break_the_hook(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # (An agent may close the hook's stderr: the report is then in the log alone.)
+    closed = open(os.devnull, "w")  # noqa: SIM115 - closed on purpose
+    closed.close()
+    monkeypatch.setattr(sys, "stderr", closed)
+    spool.report_once(root, "engram: busy, events kept")
+    assert "engram: busy, events kept" in (root / STORE_DIRNAME / "engram.log").read_text()
+    assert (spool.cache_spool(root) / "reported").exists()
