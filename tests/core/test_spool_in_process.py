@@ -73,6 +73,7 @@ def test_a_failing_event_is_logged_removed_and_does_not_stop_the_others(root: Pa
     assert ran == ["Good"] and spool.pending(root) == []
     logged = (root / STORE_DIRNAME / "engram.log").read_text()
     assert "spooled hook event" in logged and "failed: cannot parse it" in logged
+    assert "Traceback" in logged and "RuntimeError: cannot parse it" in logged  # for a report
 
 
 def test_a_store_folder_that_cannot_be_written_spools_into_the_users_cache(
@@ -121,7 +122,8 @@ def test_the_spool_takes_up_to_max_entries_then_refuses_and_says_so(
     assert spool.keep(root, "claude-code", "Stop", b"{}", 9.0, "busy") is None
     said = capsys.readouterr().err
     assert "spool of" in said and "is full: a Stop event was dropped" in said
-    assert "the spool is full; event dropped" in (root / STORE_DIRNAME / "engram.log").read_text()
+    logged = (root / STORE_DIRNAME / "engram.log").read_text()
+    assert " ERROR [" in logged and "the spool is full; event dropped" in logged
     assert len(spool.pending(root)) == 3
     # The cache is not used as an overflow: a full spool refuses.
     assert not spool.cache_spool(root).exists()
@@ -226,6 +228,7 @@ def test_a_successful_fold_lets_the_next_spooling_be_reported_again(
     assert capsys.readouterr().err == "engram: the store is read-only; events kept\n"
     log_text = (root / STORE_DIRNAME / "engram.log").read_text()
     assert log_text.count("the store is read-only") == 1 and "WARNING" in log_text
+    assert " WARNING [" in log_text
     assert _folded(root) == []  # nothing folded: still reported
     spool.report_once(root, "again")
     assert capsys.readouterr().err == ""
@@ -357,3 +360,16 @@ def test_a_report_to_a_closed_stderr_does_not_break_the_hook(
     spool.report_once(root, "engram: busy, events kept")
     assert "engram: busy, events kept" in (root / STORE_DIRNAME / "engram.log").read_text()
     assert (spool.cache_spool(root) / "reported").exists()
+
+
+def test_events_from_the_store_and_the_cache_come_back_oldest_first_together(
+    root: Path,
+) -> None:
+    # The older event in the store's folder, the newer one in the cache (the store's folder
+    # became read-only in between): the order is the events', not the folders'.
+    older = spool.keep(root, "claude-code", "Older", b"{}", 1.0, "busy")
+    newer = spool.keep(root, "claude-code", "Newer", b"{}", 2.0, "busy")
+    assert older is not None and newer is not None
+    spool.cache_spool(root).mkdir(mode=0o700, parents=True)
+    os.rename(newer, spool.cache_spool(root) / newer.name)
+    assert [event for _, event, _, _ in _folded(root)] == ["Older", "Newer"]
