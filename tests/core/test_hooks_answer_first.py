@@ -1,0 +1,160 @@
+"""Hooks in a process that answers first (a resident child: memory_core/resident_server.py's
+`run_child`, docs/resident.md "Events recorded after the answer"), in this process: the agent
+has its answer (exit 0, no output) before a silent event is recorded, and once the work after
+the answer is done the store holds what a cold hook records. tests/cli/test_resident.py checks
+the same through processes."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_core import store as store_module
+from memory_core.agents import hooks
+from memory_core.workspace import STORE_DIRNAME
+from tests.conftest import put_initialised_store
+
+T0 = 1_800_000_000.0
+
+# Each agent's events in a session, as tests/cli/test_resident.py sends them.
+EVENTS = {
+    "claude-code": (
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolUse",
+        "Stop",
+        "PreCompact",
+        "SessionEnd",
+    ),
+    "gemini": ("SessionStart", "BeforeAgent", "AfterTool", "AfterAgent", "SessionEnd"),
+    "codex": ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "PostCompact"),
+}
+# The events that tell the agent something (context, a message): recorded before the answer.
+TELLING = {"SessionStart", "UserPromptSubmit", "PreToolUse", "BeforeAgent"}
+
+
+@pytest.fixture
+def project(tmp_path: Path, initialised_store: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    root = tmp_path / "project"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    put_initialised_store(initialised_store, root)
+    return root.resolve()
+
+
+@pytest.fixture(autouse=True)
+def _no_work_left_behind() -> Iterator[None]:
+    yield
+    if store_module.answers_first():
+        store_module.close_deferred()
+
+
+def _payload(agent: str, event: str, root: Path, session: str) -> str:
+    data: dict[str, Any] = {
+        "session_id": session,
+        "cwd": str(root),
+        "hook_event_name": event,
+        "transcript_path": f"/nonexistent/{session}.jsonl",
+    }
+    if event in ("UserPromptSubmit", "BeforeAgent"):
+        data["prompt"] = "make the tests pass"
+    if event in ("PreToolUse", "PostToolUse", "AfterTool"):
+        data["tool_name"] = "Bash" if agent != "gemini" else "run_shell_command"
+        data["tool_input"] = {"command": "pytest -q"}
+        data["tool_use_id"] = f"{session}-call-1"
+    if event in ("PostToolUse", "AfterTool"):
+        data["tool_response"] = {"stdout": "3 passed", "stderr": "", "interrupted": False}
+    if event == "AfterAgent":
+        data["prompt"] = "make the tests pass"
+        data["prompt_response"] = "They pass now."
+    if event == "SessionEnd":
+        data["reason"] = "exit"
+    if event in ("PreCompact", "PostCompact"):
+        data["trigger"] = "manual"
+    return json.dumps(data)
+
+
+def _store_rows(root: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every table (search indexes aside): what the hooks recorded."""
+    with contextlib.closing(sqlite3.connect(root / STORE_DIRNAME / "engram.db")) as conn:
+        tables = [
+            name
+            for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            if not name.startswith("sqlite_") and "_fts" not in name
+        ]
+        return {
+            table: sorted(
+                (tuple(row) for row in conn.execute(f'SELECT * FROM "{table}"')), key=repr
+            )
+            for table in tables
+        }
+
+
+def _spooled(root: Path) -> list[str]:
+    folder = root / STORE_DIRNAME / "spool"
+    return sorted(os.listdir(folder)) if folder.is_dir() else []
+
+
+def _answer_first(agent: str, event: str, data: str, at: float) -> tuple[int, str]:
+    """One hook as the resident child runs it: closes deferred, the command, the answer."""
+    store_module.defer_closing()
+    return hooks.handle(agent, event, data, now=at)
+
+
+def _fresh_store(root: Path, initialised_store: Path) -> None:
+    import shutil
+
+    shutil.rmtree(root / STORE_DIRNAME)
+    put_initialised_store(initialised_store, root)
+
+
+@pytest.mark.parametrize("agent", sorted(EVENTS))
+def test_silent_events_are_answered_before_they_are_recorded_and_then_as_cold(
+    project: Path, initialised_store: Path, agent: str
+) -> None:
+    session = f"s-{agent}"
+    events = [
+        (e, _payload(agent, e, project, session), T0 + n) for n, e in enumerate(EVENTS[agent])
+    ]
+    cold_answers = []
+    for event, data, at in events:
+        cold_answers.append(hooks.handle(agent, event, data, now=at))
+    cold = _store_rows(project)
+    _fresh_store(project, initialised_store)
+
+    silent = 0
+    for (event, data, at), cold_answer in zip(events, cold_answers, strict=True):
+        before = _store_rows(project)
+        answer = _answer_first(agent, event, data, at)
+        assert answer == cold_answer, event
+        answered = _store_rows(project)
+        if event in TELLING:
+            if event != "PreToolUse":  # (which records nothing: it only tells the gotchas)
+                assert answered != before, f"{event} is recorded before its answer"
+            assert _spooled(project) == [], event
+        else:
+            silent += 1
+            assert answer == (0, ""), event
+            assert answered == before, f"{event} recorded nothing before the answer"
+            kept = _spooled(project)
+            assert len(kept) == 1 and kept[0].endswith(f".{os.getpid()}.claimed"), event
+        store_module.close_deferred()
+        assert not store_module.answers_first()
+        assert _spooled(project) == [], f"{event}'s spooled copy is gone once recorded"
+        if event in TELLING:
+            # Recorded before its answer: nothing of it was left for after.
+            assert _store_rows(project) == answered, event
+        else:
+            assert _store_rows(project) != before, f"{event} is recorded after the answer"
+    assert silent >= 2
+    assert _store_rows(project) == cold
