@@ -158,3 +158,78 @@ def test_silent_events_are_answered_before_they_are_recorded_and_then_as_cold(
             assert _store_rows(project) != before, f"{event} is recorded after the answer"
     assert silent >= 2
     assert _store_rows(project) == cold
+
+
+def test_a_quota_warning_is_recorded_before_the_answer_that_carries_it(
+    project: Path, initialised_store: Path
+) -> None:
+    events = [
+        ("SessionStart", {}),
+        ("UserPromptSubmit", {"prompt": "make the tests pass " * 20}),
+        ("PostToolUse", {}),
+        ("PostToolUseFailure", {"error": "exit status 1: " + "E" * 400}),
+        ("Stop", {}),
+    ]
+
+    def payload(event: str, extra: dict[str, Any]) -> str:
+        data = json.loads(_payload("claude-code", event, project, "s-full"))
+        if event == "PostToolUseFailure":
+            data["tool_name"], data["tool_input"] = "Bash", {"command": "pytest -q"}
+        return json.dumps({**data, **extra})
+
+    def run(answer_first: bool) -> tuple[list[tuple[int, str]], dict[str, Any]]:
+        _fresh_store(project, initialised_store)
+        (project / STORE_DIRNAME / "config.toml").write_text("[sessions]\nquota_bytes = 2500\n")
+        answers = []
+        for n, (event, extra) in enumerate(events):
+            if not answer_first:
+                answers.append(
+                    hooks.handle("claude-code", event, payload(event, extra), now=T0 + n)
+                )
+                continue
+            answer = _answer_first("claude-code", event, payload(event, extra), T0 + n)
+            if answer[1]:
+                # Told something: recorded before, nothing of it left in the spool for after.
+                assert _spooled(project) == [], event
+            answered = _store_rows(project)
+            store_module.close_deferred()
+            if answer[1]:
+                assert _store_rows(project) == answered, event
+            answers.append(answer)
+        return answers, _store_rows(project)
+
+    cold_answers, cold_rows = run(answer_first=False)
+    warm_answers, warm_rows = run(answer_first=True)
+    assert warm_answers == cold_answers
+    told = [text for _, text in warm_answers[1:] if text]
+    assert told and any("MEM_E001" in text or "quota" in text for text in told)
+    assert warm_rows == cold_rows
+
+
+def test_the_notes_of_sessions_a_start_settles_are_written_after_the_answer(
+    project: Path,
+) -> None:
+    earlier = T0 - 3 * 3600
+    for n, event in enumerate(("SessionStart", "UserPromptSubmit")):
+        data = json.loads(_payload("codex", event, project, "s-earlier"))
+        assert hooks.handle("codex", event, json.dumps(data), now=earlier + n)[0] == 0
+    notes = project / STORE_DIRNAME / "exports" / "sessions"
+
+    def settled_note() -> str:
+        found = [p.read_text() for p in notes.glob("*_s-earlier.md")] if notes.is_dir() else []
+        return found[0] if found else ""
+
+    before = settled_note()
+    assert 'status: "closed"' not in before
+    answer = _answer_first(
+        "codex", "SessionStart", _payload("codex", "SessionStart", project, "s-now"), T0
+    )
+    assert answer[0] == 0
+    with contextlib.closing(sqlite3.connect(project / STORE_DIRNAME / "engram.db")) as conn:
+        ended = conn.execute(
+            "SELECT ended_at FROM agent_sessions WHERE session_id = 's-earlier'"
+        ).fetchone()
+    assert ended is not None and ended[0] is not None, "settled before the answer"
+    assert settled_note() == before, "its note waits for the answer"
+    store_module.close_deferred()
+    assert 'status: "closed"' in settled_note()
