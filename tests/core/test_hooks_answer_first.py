@@ -233,3 +233,24 @@ def test_the_notes_of_sessions_a_start_settles_are_written_after_the_answer(
     assert settled_note() == before, "its note waits for the answer"
     store_module.close_deferred()
     assert 'status: "closed"' in settled_note()
+
+
+@pytest.mark.parametrize("event", ["PostToolUse", "PreCompact"])
+def test_an_event_that_cannot_be_kept_for_after_the_answer_is_recorded_before_it(
+    project: Path, tmp_path: Path, event: str
+) -> None:
+    """Nowhere to keep it while it waits (the spool folder and the cache both blocked): were
+    this process killed after its answer, the event would be lost, so it is recorded first."""
+    start = _payload("claude-code", "SessionStart", project, "s-kept")
+    assert hooks.handle("claude-code", "SessionStart", start, now=T0)[0] == 0
+    (project / STORE_DIRNAME / "spool").write_text("in the way")
+    (tmp_path / "cache").write_text("not a folder either")
+    before = _store_rows(project)
+    answer = _answer_first(
+        "claude-code", event, _payload("claude-code", event, project, "s-kept"), T0 + 1
+    )
+    assert answer == (0, "")
+    answered = _store_rows(project)
+    assert answered != before, f"{event} recorded before the answer"
+    store_module.close_deferred()
+    assert _store_rows(project) == answered
