@@ -254,3 +254,27 @@ def test_an_event_that_cannot_be_kept_for_after_the_answer_is_recorded_before_it
     assert answered != before, f"{event} recorded before the answer"
     store_module.close_deferred()
     assert _store_rows(project) == answered
+
+
+def test_gemini_automatic_precompress_makes_no_digest_and_a_manual_one_does(
+    project: Path,
+) -> None:
+    """Gemini CLI sends PreCompress "auto" before every model request, compressing or not: a
+    digest each time would bury the session's real ones; a /compress (manual) is a real one."""
+
+    def precompress(trigger: str, at: float) -> None:
+        data = json.loads(_payload("gemini", "PreCompress", project, "s-gem"))
+        data["trigger"] = trigger
+        assert hooks.handle("gemini", "PreCompress", json.dumps(data), now=at) == (0, "")
+
+    def digests() -> list[tuple[Any, ...]]:
+        with contextlib.closing(sqlite3.connect(project / STORE_DIRNAME / "engram.db")) as conn:
+            return conn.execute("SELECT trigger FROM digests WHERE session_id = 's-gem'").fetchall()
+
+    start = _payload("gemini", "SessionStart", project, "s-gem")
+    assert hooks.handle("gemini", "SessionStart", start, now=T0)[0] == 0
+    for n in range(3):
+        precompress("auto", T0 + 1 + n)
+    assert digests() == []
+    precompress("manual", T0 + 10)
+    assert digests() == [("manual",)]
