@@ -278,3 +278,48 @@ def test_gemini_automatic_precompress_makes_no_digest_and_a_manual_one_does(
     assert digests() == []
     precompress("manual", T0 + 10)
     assert digests() == [("manual",)]
+
+
+def test_codex_post_compact_says_what_started_each_compaction(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Codex's rollout records a compaction without its trigger; the PostCompact hook names it,
+    each on its own compaction."""
+    from datetime import UTC, datetime
+
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex-home"))
+    session = "019e4a3b-7c2d-7e10-9f00-0123456789ab"
+    rollout = tmp_path / "codex-home" / "sessions" / f"rollout-2026-05-20T08-00-00-{session}.jsonl"
+    rollout.parent.mkdir(parents=True)
+
+    def line(kind: str, payload: dict[str, Any]) -> None:
+        stamp = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        with rollout.open("a") as handle:
+            handle.write(json.dumps({"timestamp": stamp, "type": kind, "payload": payload}) + "\n")
+
+    def post_compact(trigger: str) -> None:
+        data = {
+            "session_id": session,
+            "transcript_path": str(rollout),
+            "cwd": str(project),
+            "hook_event_name": "PostCompact",
+            "trigger": trigger,
+        }
+        assert hooks.handle("codex", "PostCompact", json.dumps(data)) == (0, "")
+
+    line("session_meta", {"id": session, "cwd": str(project), "cli_version": "0.125.0"})
+    line("event_msg", {"type": "user_message", "message": "Summarise the design", "images": []})
+    line("compacted", {"message": "First: one store per workspace."})
+    post_compact("manual")
+    line("event_msg", {"type": "user_message", "message": "Go on", "images": []})
+    line("compacted", {"message": "Second: the hooks never fail the agent."})
+    post_compact("auto")
+    with contextlib.closing(sqlite3.connect(project / STORE_DIRNAME / "engram.db")) as conn:
+        rows = conn.execute(
+            "SELECT trigger, summary FROM agent_compactions WHERE session_id = ? ORDER BY ts",
+            (session,),
+        ).fetchall()
+    assert rows == [
+        ("manual", "First: one store per workspace."),
+        ("auto", "Second: the hooks never fail the agent."),
+    ]
