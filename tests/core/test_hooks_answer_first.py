@@ -323,3 +323,30 @@ def test_codex_post_compact_says_what_started_each_compaction(
         ("manual", "First: one store per workspace."),
         ("auto", "Second: the hooks never fail the agent."),
     ]
+
+
+def test_a_store_the_user_cannot_write_is_dealt_with_before_the_answer(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What becomes of an event on a store this user cannot write (spooled aside, said on the
+    hook's stderr) must happen while the hook's stderr is still the agent's: before the answer.
+    (The tests run as root, whom every mode lets write: the access check is told otherwise.)"""
+    start = _payload("claude-code", "SessionStart", project, "s-ro")
+    assert hooks.handle("claude-code", "SessionStart", start, now=T0)[0] == 0
+    folder = str(project / STORE_DIRNAME)
+    real_access = os.access
+
+    def access(path: Any, mode: int, **kwargs: Any) -> bool:
+        if mode & os.W_OK and str(path).startswith(folder):
+            return False
+        return real_access(path, mode, **kwargs)
+
+    monkeypatch.setattr(os, "access", access)
+    before = _store_rows(project)
+    compact = _payload("claude-code", "PreCompact", project, "s-ro")
+    assert _answer_first("claude-code", "PreCompact", compact, T0 + 1) == (0, "")
+    answered = _store_rows(project)
+    assert answered != before, "dealt with before the answer"
+    assert not [name for name in _spooled(project) if name.endswith(".claimed")]
+    store_module.close_deferred()
+    assert _store_rows(project) == answered
