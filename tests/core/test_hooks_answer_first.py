@@ -350,3 +350,18 @@ def test_a_store_the_user_cannot_write_is_dealt_with_before_the_answer(
     assert not [name for name in _spooled(project) if name.endswith(".claimed")]
     store_module.close_deferred()
     assert _store_rows(project) == answered
+
+
+@pytest.mark.parametrize("event", ["PostToolUse", "PreCompact"])
+def test_a_failure_after_the_answer_is_logged_in_the_workspace(project: Path, event: str) -> None:
+    """Nobody reads the hook's stderr once it has answered: the workspace's log says why the
+    event is not in the store."""
+    start = _payload("claude-code", "SessionStart", project, "s-fail")
+    assert hooks.handle("claude-code", "SessionStart", start, now=T0)[0] == 0
+    data = _payload("claude-code", event, project, "s-fail")
+    assert _answer_first("claude-code", event, data, T0 + 1) == (0, "")
+    database = project / STORE_DIRNAME / "engram.db"
+    database.write_bytes(b"this is no longer a database" * 200)
+    store_module.close_deferred()
+    logged = (project / STORE_DIRNAME / "engram.log").read_text(encoding="utf-8")
+    assert f"hook claude-code {event} failed" in logged
