@@ -159,6 +159,7 @@ MODULES: dict[str, Module] = {
             "tests/core/test_hook_step_failures.py",
             "tests/core/test_hook_events.py",
             "tests/core/test_hook_mixed_inputs.py",
+            "tests/core/test_hooks_answer_first.py",
         ),
         sample=60,
     ),
