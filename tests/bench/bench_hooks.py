@@ -53,6 +53,23 @@ LARGE_SESSIONS = int(os.environ.get("ENGRAM_BENCH_HOOK_SESSIONS", "2000"))
 TARGET_RATIO = 2.5
 REPO = Path(__file__).resolve().parents[2]
 
+# One session of each agent as the tests send it (tests/cli/test_resident.py,
+# tests/core/test_hooks_answer_first.py): its start, a prompt, a tool call, the turn's end, a
+# compaction or the session's end. The other events run the same way (`EVENTS` below).
+A_SESSION = {
+    "claude-code": (
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolUse",
+        "Stop",
+        "PreCompact",
+        "SessionEnd",
+    ),
+    "gemini": ("SessionStart", "BeforeAgent", "AfterTool", "AfterAgent", "SessionEnd"),
+    "codex": ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "PostCompact"),
+}
+
 # The events `engram hooks install` registers for each agent, in the order a session sends them.
 EVENTS = {
     "claude-code": (

@@ -28,25 +28,13 @@ from typing import Any
 
 import pytest
 
-from tests.bench.bench_hooks import SESSIONS
+from tests.bench.bench_hooks import A_SESSION, SESSIONS
 
-# Each agent's session start, a prompt, a tool call and the turn's end (the other events run the
-# same way; every one is in tests/bench/bench_hooks.py), in the order a session sends them.
-# The tool call's end, the turn's end, a compaction and the session's end are recorded after
-# the child has answered (docs/resident.md): they are here so that the store is compared too.
-EVENTS = {
-    "claude-code": (
-        "SessionStart",
-        "UserPromptSubmit",
-        "PreToolUse",
-        "PostToolUse",
-        "Stop",
-        "PreCompact",
-        "SessionEnd",
-    ),
-    "gemini": ("SessionStart", "BeforeAgent", "AfterTool", "AfterAgent", "SessionEnd"),
-    "codex": ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "PostCompact"),
-}
+# Each agent's session in the order it sends its events (tests/bench/bench_hooks.py's
+# `A_SESSION`). The tool call's end, the turn's end, a compaction and the session's end are
+# recorded after the child has answered (docs/resident.md): they are here so that the store is
+# compared too.
+EVENTS = A_SESSION
 
 ENGRAM = [sys.executable, "-m", "memory_core"]
 

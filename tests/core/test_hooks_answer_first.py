@@ -20,24 +20,13 @@ import pytest
 from memory_core import store as store_module
 from memory_core.agents import hooks
 from memory_core.workspace import STORE_DIRNAME
+from tests.bench.bench_hooks import A_SESSION
 from tests.conftest import put_initialised_store
 
 T0 = 1_800_000_000.0
 
 # Each agent's events in a session, as tests/cli/test_resident.py sends them.
-EVENTS = {
-    "claude-code": (
-        "SessionStart",
-        "UserPromptSubmit",
-        "PreToolUse",
-        "PostToolUse",
-        "Stop",
-        "PreCompact",
-        "SessionEnd",
-    ),
-    "gemini": ("SessionStart", "BeforeAgent", "AfterTool", "AfterAgent", "SessionEnd"),
-    "codex": ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "PostCompact"),
-}
+EVENTS = A_SESSION
 # The events that tell the agent something (context, a message): recorded before the answer.
 TELLING = {"SessionStart", "UserPromptSubmit", "PreToolUse", "BeforeAgent"}
 
