@@ -154,6 +154,22 @@ def write_file(
     return path
 
 
+def count_file_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The workspace files a checkpoint reads from now on, in order (relative paths): a file
+    whose stat says it is unchanged must cost no read, and that is checked by counting."""
+    from memory_core.checkpoints import build
+
+    reads: list[str] = []
+    real_read = build.read_file
+
+    def counting(top: Path, rel: str, kind: str) -> bytes:
+        reads.append(rel)
+        return real_read(top, rel, kind)
+
+    monkeypatch.setattr(build, "read_file", counting)
+    return reads
+
+
 def git(root: Path, *args: str) -> str:
     """Run git in `root` with a fixed identity (tests never read the user's git config)."""
     return subprocess.run(

@@ -17,7 +17,7 @@ import pytest
 
 from memory_core import checkpoints, config, journal
 from memory_core.store import Store
-from tests.conftest import git
+from tests.conftest import count_file_reads, git
 from tests.conftest import write_file as _write
 
 
@@ -348,8 +348,6 @@ def test_a_file_rewritten_with_the_same_content_in_the_racy_window_is_not_change
 def test_a_racy_file_named_again_is_read_and_kept_only_when_its_content_is_the_same(
     project: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memory_core.checkpoints import build
-
     root = project.root
     checkpoints.create(project)
     live = journal.ChangeJournal(started_at=time.time() - 3600)
@@ -363,14 +361,7 @@ def test_a_racy_file_named_again_is_read_and_kept_only_when_its_content_is_the_s
     tick = app.stat().st_mtime_ns
     app.write_text("src/app.py RACY\n")
     os.utime(app, ns=(tick, tick))
-    reads: list[str] = []
-    real_read = build.read_file
-
-    def counting_read(where: Path, rel: str, kind: str) -> bytes:
-        reads.append(rel)
-        return real_read(where, rel, kind)
-
-    monkeypatch.setattr(build, "read_file", counting_read)
+    reads = count_file_reads(monkeypatch)
     live.mark(["src/app.py", "src/util.py"])  # a journal names both again (its slack)
     second = checkpoints.create(project, journal=live, now=time.time() + 5)
     assert second["changed"] == 1

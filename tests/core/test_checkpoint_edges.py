@@ -17,7 +17,7 @@ from memory_core import checkpoints, config
 from memory_core.checkpoints import build as checkpoint_build
 from memory_core.checkpoints.disk import StoredRules
 from memory_core.store import Store
-from tests.conftest import git
+from tests.conftest import count_file_reads, git
 from tests.conftest import write_file as _write
 
 
@@ -122,14 +122,7 @@ def test_a_file_git_lists_as_modified_is_not_read_again_while_unchanged(
     git(root, "commit", "-qm", "start")
     _write(root, "app.py", "print('edited, not committed')\n")
     checkpoints.create(project)
-    reads: list[str] = []
-    real_read = checkpoint_build.read_file
-
-    def counting(top: Path, rel: str, kind: str) -> bytes:
-        reads.append(rel)
-        return real_read(top, rel, kind)
-
-    monkeypatch.setattr(checkpoint_build, "read_file", counting)
+    reads = count_file_reads(monkeypatch)
     second = checkpoints.create(project)
     assert second["source"] == "git", second
     assert (reads, second["changed"]) == ([], 0)

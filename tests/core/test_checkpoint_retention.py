@@ -9,13 +9,12 @@ Watchman is turned off: the checkpoints here are full scans through the stat cac
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
 from memory_core import checkpoints, config
-from memory_core.checkpoints import build as checkpoint_build
 from memory_core.store import Store
+from tests.conftest import count_file_reads
 from tests.conftest import write_file as _write
 
 DAY = 86400.0
@@ -121,14 +120,7 @@ def test_unchanged_files_are_not_read_again_and_changed_ones_are(
     project: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     checkpoints.create(project)
-    reads: list[str] = []
-    real_read = checkpoint_build.read_file
-
-    def counting_read(root: Path, rel: str, kind: str) -> bytes:
-        reads.append(rel)
-        return real_read(root, rel, kind)
-
-    monkeypatch.setattr(checkpoint_build, "read_file", counting_read)
+    reads = count_file_reads(monkeypatch)
     same = checkpoints.create(project)
     assert (same["mode"], same["changed"], reads) == ("scan", 0, [])
     os.chmod(project.root / "README.md", 0o600)

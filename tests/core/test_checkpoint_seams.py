@@ -19,6 +19,7 @@ from memory_core.checkpoints import trees as checkpoint_trees
 from memory_core.checkpoints.restore import Folders
 from memory_core.errors import EngramError
 from memory_core.store import Store
+from tests.conftest import count_file_reads
 from tests.conftest import write_file as _write
 
 
@@ -215,14 +216,7 @@ def test_a_reported_file_whose_stat_did_not_change_is_not_read_again(
     # Editors and watchers report files they only touched: one whose size, times, inode and
     # mode are what the last checkpoint hashed costs no read (a scan of 50,000 would be slow).
     checkpoints.create(project)
-    reads: list[str] = []
-    real_read = checkpoint_build.read_file
-
-    def counting(top: Path, rel: str, kind: str) -> bytes:
-        reads.append(rel)
-        return real_read(top, rel, kind)
-
-    monkeypatch.setattr(checkpoint_build, "read_file", counting)
+    reads = count_file_reads(monkeypatch)
     second = checkpoints.create(project, changed=["src/app.py", "README.md"])
     assert second["mode"] == "incremental"
     assert (reads, second["changed"]) == ([], 0)

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from memory_core import checkpoints, config
-from memory_core.checkpoints import build as checkpoint_build
 from memory_core.checkpoints import storage as checkpoint_storage
 from memory_core.checkpoints import trees as checkpoint_trees
 from memory_core.errors import EngramError
 from memory_core.store import Store
+from tests.conftest import count_file_reads
 
 
 def _write(
@@ -169,14 +169,7 @@ def test_unchanged_files_are_not_read_again_thanks_to_the_stat_cache(
 ) -> None:
     checkpoints.create(project)
     _write(project.root, "src/app.py", "changed\n")
-    reads: list[str] = []
-    real_read = checkpoint_build.read_file
-
-    def counting_read(root: Path, rel: str, kind: str) -> bytes:
-        reads.append(rel)
-        return real_read(root, rel, kind)
-
-    monkeypatch.setattr(checkpoint_build, "read_file", counting_read)
+    reads = count_file_reads(monkeypatch)
     second = checkpoints.create(project)
     assert reads == ["src/app.py"]
     assert second["changed"] == 1
