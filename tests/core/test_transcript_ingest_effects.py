@@ -801,3 +801,48 @@ def test_a_call_whose_structured_result_carries_an_exit_code_failed(
         "SELECT command, exit_code FROM session_commands WHERE session_id = ?", (SID,)
     )
     assert [(c["command"], c["exit_code"]) for c in commands] == [("make build", 2)]
+
+
+def test_a_command_that_never_got_its_result_is_kept_as_run_with_no_exit_code(
+    store: Store, tmp_path: Path
+) -> None:
+    """The session ended while the command ran: `engram session` lists it, neither passed nor
+    failed, and the call is not counted as a failure."""
+    t = Transcript(SID, store.root)
+    t.prompt("run the slow suite")
+    t.response([tool_use("toolu_slow", "Bash", command="pytest -x tests/slow")])
+    ingest(store, t, tmp_path)
+    assert transcripts.settle_sessions(store, [SID], now=_last_seen(store) + 3600) == 1
+    commands = store.query(
+        "SELECT command, exit_code, failed FROM session_commands WHERE session_id = ?", (SID,)
+    )
+    assert [tuple(c) for c in commands] == [("pytest -x tests/slow", None, None)]
+    calls = store.query(
+        "SELECT tool, ok, summary FROM session_tool_calls WHERE session_id = ?", (SID,)
+    )
+    assert [tuple(c) for c in calls] == [("Bash", 1, "pytest -x tests/slow")]
+
+
+def test_an_unanswered_edit_from_another_checkout_is_summarised_by_its_workspace_path(
+    store: Store, tmp_path: Path
+) -> None:
+    """A teammate's transcript, written in their own checkout, stops before an edit's result:
+    the call is kept under the file's path in this workspace, not as a bare `Edit`."""
+    elsewhere = tmp_path / "teammate" / "checkout"
+    t = Transcript(SID, elsewhere)
+    t.prompt("fix the parser")
+    t.response(
+        [
+            tool_use(
+                "toolu_edit",
+                "Edit",
+                file_path=str(elsewhere / "src" / "parser.py"),
+                old_string="a",
+                new_string="b",
+            )
+        ]
+    )
+    ingest(store, t, tmp_path)
+    assert transcripts.settle_sessions(store, [SID], now=_last_seen(store) + 3600) == 1
+    calls = store.query("SELECT tool, summary FROM session_tool_calls WHERE session_id = ?", (SID,))
+    assert [tuple(c) for c in calls] == [("Edit", "src/parser.py")]
