@@ -57,12 +57,16 @@ taken):
   a placeholder (`<...>`, `${...}`, `{{...}}`, `$VAR`, `xxxx`, `***`, `...`), a value naming its
   role or nature (it contains `password`, `passwd`, `secret`, `token`, `key`, `example`,
   `sample`, `test`, `dummy`, `fake`, `changeme`, `change_me`), an alphabet or digit run, or a
-  common password. Otherwise it is a `negative` (reported apart, never counted). A documented
+  common password. In a short value (at most 48 characters after a token prefix, no base64
+  JSON) the role's name counts in leetspeak too (`SqLpa5sW0rD`, `g1re0g1T0keN`) and so does a
+  made-up word said twice (`gireogigireogi`); a run counts at the start of a value
+  (`1234567890123...`), and twelve zeros make a dummy. Otherwise it is a `negative` (reported apart, never
+  counted). Keys public by design (`pk_live_`, `pk_test_`, `phc_`, `pk.ey`) are negatives. A documented
   token prefix holding one of those words (`AGE-SECRET-KEY-1`, `dnkey-`, `SWMKEY-1-`, `key-`,
   `xkeysib-`, `secret_`, `tskey-`) is not a name: the rest of the value is judged.
 - Identifiers that grant nothing alone are `negative` whatever the scanner says: UUIDs, bucket
   names, domains, app and client IDs, access key IDs (`AKIA...`, Alibaba `LTAI...`, Google client
-  IDs), salts, nonces. In a scanner's pair (ID then key) the key is the secret.
+  IDs, Twilio `AC...` and `SK...` SIDs, Salesforce `00D...` org IDs), salts, nonces. In a scanner's pair (ID then key) the key is the secret.
 - A line its source marks as a false positive (a trailing `FP` / `fp` / `false` comment) is a
   `negative` even when the scanner flags it.
 - At most eight CredSweeper findings per kind (rule, and sample file for generic rules), the
@@ -177,17 +181,35 @@ FORMAT_PREFIXES = (
 )  # fmt: skip
 
 
+LEET = str.maketrans("013457$@", "oieastsa")
+# Keys public by design (Stripe and Clerk publishable keys, PostHog project keys, Mapbox public
+# tokens): whatever a scanner says, they are negatives.
+PUBLIC_BY_DESIGN = re.compile(r"^(pk_(live|test)_|phc_|pk\.ey)")
+
+
 def value_class(value: str) -> str:
     """The rule for a value a public source flags: `secret` or `negative` (see the docstring)."""
     low = value.lower().strip("\"'`")
+    if PUBLIC_BY_DESIGN.match(low):
+        return "negative"
     for prefix in FORMAT_PREFIXES:  # a documented format's prefix does not name a dummy
         low = low.removeprefix(prefix)
     if len(low) < 8 or low in COMMON_PASSWORDS or any(w in low for w in NAMES_ITSELF):
         return "negative"
-    if re.search(r"x{4,}|\*{3,}|^<.*>$|\$\{|\{\{|\.\.\.|^\$[a-z_]+$", low):
+    # Short values only (not base64 or JWT payloads, where any letters occur by chance):
+    # `SqLpa5sW0rD` and `g1re0g1T0keN` name themselves too, and a made-up word said twice
+    # (`gireogigireogi`) is filler.
+    body = re.sub(r"^[a-z0-9]{2,12}[-_.]", "", low)
+    if len(body) <= 48 and "eyj" not in body:
+        if any(w in body.translate(LEET) for w in NAMES_ITSELF):
+            return "negative"
+        words = re.findall(r"(?=([a-z]{6}))", body)
+        if any(len(set(w)) >= 4 and words.count(w) > 1 for w in words):
+            return "negative"
+    if re.search(r"x{4,}|0{12,}|\*{3,}|^<.*>$|\$\{|\{\{|\.\.\.|^\$[a-z_]+$", low):
         return "negative"
     runs = ("abcdefghijklmnopqrstuvwxyz", "0123456789")
-    if any(low in run or low[::-1] in run for run in runs):
+    if any(low in run or low[::-1] in run or low[:8] in run for run in runs):
         return "negative"
     return "secret"
 
@@ -239,7 +261,7 @@ FP_MARK = re.compile(r"(#|//|--|-|/\*|\s)\s*(fp|false)\b\s*(\*/)?\s*$", re.IGNOR
 
 ID_VALUE = re.compile(
     r"^(AKIA|ASIA|AIDA|LTAI)[A-Z0-9]{12,}$|^\d{6,}-[a-z0-9]{20,}(\.apps\.googleusercontent\.com)?$"
-    r"|^3MVG9[\w.]{40,}$"
+    r"|^3MVG9[\w.]{40,}$|^(AC|SK)[0-9a-fA-F]{32}$|^00D[0-9A-Za-z]{12,15}$"
 )
 
 
