@@ -14,11 +14,17 @@ Run with copies of the sources under one folder (any Python 3.11 with `openssl`,
     # /tmp/g_src/credsweeper  `git archive` of Samsung/CredSweeper: tests/samples, tests/data,
     #                         LICENSE (its commit in credsweeper/.commit)
     # /tmp/g_src/checkov      `git archive` of bridgecrewio/checkov: tests/secrets, LICENSE,
-    #                         docs/ (its commit in checkov/.commit)
-    # /tmp/g_src/real         real files copied from this machine (see `real_cases`): Go's go.sum
-    #                         files (BSD-3-Clause), npm packages' minified JS and source maps (MIT),
-    #                         engram's client-vscode/package-lock.json (MIT), public CA
-    #                         certificates (/etc/ssl/certs), checkov's Pipfile.lock (Apache-2.0)
+    #                         the two secrets docs, Pipfile.lock, tests/sca_package_2/examples/
+    #                         go.sum and package-lock.json (its commit in checkov/.commit)
+    # /tmp/g_src/betterleaks  `git archive` of betterleaks/betterleaks: cmd/generate/config/rules,
+    #                         LICENSE (its commit in betterleaks/.commit)
+    # /tmp/g_src/gitleaks     `git archive` of gitleaks/gitleaks: cmd/generate/config/rules, read
+    #                         only to leave out what betterleaks shares with it
+    # /tmp/g_src/real         real files copied from this machine (see `real_cases`): Go 1.19's
+    #                         go.sum files (BSD-3-Clause), source-map's minified JS and source map
+    #                         (BSD-3-Clause), opentype.js's minified JS (MIT), xterm.css (MIT),
+    #                         engram's client-vscode/package-lock.json and icon.png (MIT), four
+    #                         public CA certificates (/etc/ssl/certs)
 
 Public sources none of corpora A to F used (each line names its source, commit and file, and has
 a `license`):
@@ -30,10 +36,16 @@ a `license`):
   (`secrets/true_positive.json`), true negatives (`non_secrets/true_negative.json`, Norwegian UI
   strings naming passwords) and its false-positive regression files (`iac_fp/`, `non_iac_fp/`);
   lines of its secrets documentation give ordinary strings.
+- betterleaks/betterleaks (MIT), `cmd/generate/config/rules/*.go`: the positive (`tps`) and
+  negative (`fps`) examples of the 125 rule files gitleaks does not have (gitleaks' rule tests
+  were corpus B's); an example found anywhere in gitleaks' rule files is left out, and examples
+  drawn at random by the rule generator are not used. The credential of a positive example is
+  its URL password, else its longest token-like run that is not a name being assigned.
 - Samsung/CredData (real lines from open-source repositories, labelled) was NOT used: its data
   must be downloaded from thousands of repositories under their own licenses, and its values are
   obfuscated per line; nothing of it is copied or derived here.
-- Checkmarx/kics was NOT used (its repository is too large to fetch here).
+- Checkmarx/kics was NOT used (its repository is too large to fetch here); microsoft/DevSkim's
+  secrets rule tests were not used either (two dummies such as `121212...`).
 
 Made here, in contexts an agent shows and corpus F did not emphasise: tokens of 113 documented
 formats (real prefixes, lengths and alphabets; GitHub's CRC32 checksum computed), each in two of
@@ -59,7 +71,8 @@ taken):
   `sample`, `test`, `dummy`, `fake`, `changeme`, `change_me`), an alphabet or digit run, or a
   common password. In a short value (at most 48 characters after a token prefix, no base64
   JSON) the role's name counts in leetspeak too (`SqLpa5sW0rD`, `g1re0g1T0keN`) and so does a
-  made-up word said twice (`gireogigireogi`); a run counts at the start of a value
+  made-up word said twice (`gireogigireogi`) and so do six letters or digits of a run
+  interleaved with the other (`a1b2c3d4e5f6`); a run counts at the start of a value
   (`1234567890123...`), and twelve zeros make a dummy. Otherwise it is a `negative` (reported apart, never
   counted). Keys public by design (`pk_live_`, `pk_test_`, `phc_`, `pk.ey`) are negatives. A documented
   token prefix holding one of those words (`AGE-SECRET-KEY-1`, `dnkey-`, `SWMKEY-1-`, `key-`,
@@ -71,6 +84,9 @@ taken):
   `negative` even when the scanner flags it.
 - At most eight CredSweeper findings per kind (rule, and sample file for generic rules), the
   first in its report order: a file repeating one value in forty phrasings is not forty formats.
+- betterleaks: a rule's negative examples are `negative`; a rule reported only with its pair
+  (`SkipReport`) is an ID, a name or a host, so its examples are `negative` unless the rule's
+  name says it is the secret half.
 - CredSweeper's candidates that its full run drops (in `no_filters_no_ml.json`, not in
   `output.json`) are `negative`. Lines of its negative sample files (`*_n`, `*_FALSE`,
   `false_positive`, `pass_filtered`, `*_fp`, `*_f`) that no stage flags are ordinary strings when
@@ -190,6 +206,7 @@ PUBLIC_BY_DESIGN = re.compile(r"^(pk_(live|test)_|phc_|pk\.ey)")
 def value_class(value: str) -> str:
     """The rule for a value a public source flags: `secret` or `negative` (see the docstring)."""
     low = value.lower().strip("\"'`")
+    runs = ("abcdefghijklmnopqrstuvwxyz", "0123456789")
     if PUBLIC_BY_DESIGN.match(low):
         return "negative"
     for prefix in FORMAT_PREFIXES:  # a documented format's prefix does not name a dummy
@@ -206,9 +223,15 @@ def value_class(value: str) -> str:
         words = re.findall(r"(?=([a-z]{6}))", body)
         if any(len(set(w)) >= 4 and words.count(w) > 1 for w in words):
             return "negative"
+        # an alphabet or digit run interleaved with the other (`a1b2c3d4e5f6`, `k9l8m7n6o5`)
+        letters, digits = re.sub(r"[^a-z]", "", body), re.sub(r"[^0-9]", "", body)
+        if any(letters[i : i + 6] in runs[0] for i in range(len(letters) - 5)) or any(
+            digits[i : i + 6] in runs[1] or digits[i : i + 6] in runs[1][::-1]
+            for i in range(len(digits) - 5)
+        ):
+            return "negative"
     if re.search(r"x{4,}|0{12,}|\*{3,}|^<.*>$|\$\{|\{\{|\.\.\.|^\$[a-z_]+$", low):
         return "negative"
-    runs = ("abcdefghijklmnopqrstuvwxyz", "0123456789")
     if any(low in run or low[::-1] in run or low[:8] in run for run in runs):
         return "negative"
     return "secret"
@@ -403,6 +426,133 @@ def checkov_cases(root: Path) -> None:
         for rel, text in rng.sample(picked, min(25, len(picked))):
             add("ordinary", "checkov-docs", f"bridgecrewio/checkov@{commit}:{rel}",
                 "Apache-2.0", "documentation", text)  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------
+# betterleaks: the rule tests of the formats gitleaks does not have
+
+
+def _go_literal(src: str, i: int) -> tuple[str, int]:
+    """The Go string literal starting at src[i] (raw or interpreted) and the index after it."""
+    if src[i] == "`":
+        end = src.index("`", i + 1)
+        return src[i + 1 : end], end + 1
+    j = i + 1
+    while src[j] != '"':
+        j += 2 if src[j] == "\\" else 1
+    raw = src[i + 1 : j]
+    return raw.encode().decode("unicode_escape").encode("latin-1").decode("utf-8"), j + 1
+
+
+def _go_string_list(src: str, i: int) -> list[str]:
+    """The plain literals of a Go `[]string{...}` whose body starts at src[i]; elements built by
+    a call or a concatenation (random samples) are skipped."""
+    out: list[str] = []
+    while True:
+        while src[i] in " \t\r\n":
+            i += 1
+        if src.startswith("//", i):
+            i = src.index("\n", i)
+            continue
+        if src[i] == "}":
+            return out
+        plain = None
+        if src[i] in '`"':
+            literal, i = _go_literal(src, i)
+            k = i
+            while src[k] in " \t":
+                k += 1
+            if src[k] in ",}\n":
+                plain = literal
+        depth = 0
+        while True:  # to the next top-level comma, or the list's closing brace
+            c = src[i]
+            if c in '`"':
+                _, i = _go_literal(src, i)
+                continue
+            if c in "([{":
+                depth += 1
+            elif c in ")]}":
+                if depth == 0:
+                    if plain is not None:
+                        out.append(plain)
+                    return out
+                depth -= 1
+            elif c == "," and depth == 0:
+                i += 1
+                break
+            i += 1
+        if plain is not None:
+            out.append(plain)
+
+
+def _rule_examples(body: str) -> tuple[list[str], list[str]]:
+    tps: list[str] = []
+    fps: list[str] = []
+    for name, found in (("tps", tps), ("fps", fps)):
+        for m in re.finditer(r"\b" + name + r"\s*:?=\s*\[\]string\{", body):
+            found += _go_string_list(body, m.end())
+    inline = re.search(r"Validate\(\s*r\s*,\s*\[\]string\{", body)
+    if inline:
+        tps += _go_string_list(body, inline.end())
+        second = re.compile(r"\},\s*\[\]string\{").search(body, inline.end())
+        if second:
+            fps += _go_string_list(body, second.end())
+    return tps, fps
+
+
+def example_value(example: str) -> str:
+    """The credential in a rule's positive example: a URL's password, else the longest
+    token-like run that is not a name being assigned (`NAME=`, `"name":`) nor an env name."""
+    url = re.search(r"://[^/\s:@]+:([^@\s/]+)@", example)
+    if url:
+        return url.group(1)
+    runs = []
+    for m in re.finditer(r"[A-Za-z0-9+/_\-.~]{12,}(?:={1,2}(?![A-Za-z0-9+/_\-.~]))?", example):
+        run = m.group()
+        if re.match(r"\s*[\"']?\s*[:=]", example[m.end() :]):
+            continue  # a name being assigned
+        if re.fullmatch(r"[A-Za-z][A-Za-z0-9]*([_.-][A-Za-z0-9]+)*", run) and run.upper() == run:
+            continue  # an environment variable's name
+        runs.append(run)
+    return max(runs, key=len) if runs else ""
+
+
+def betterleaks_cases(root: Path, gitleaks: Path) -> None:
+    """Rule tests of betterleaks (MIT) for the formats whose rule file gitleaks does not have;
+    any example found anywhere in gitleaks' rule files is left out (corpus B used those)."""
+    commit = _commit(root)
+    rules = root / "cmd/generate/config/rules"
+    theirs = gitleaks / "cmd/generate/config/rules"
+    shared_files = {p.name for p in theirs.iterdir()}
+    shared_text = "\n".join(p.read_text(encoding="utf-8") for p in theirs.glob("*.go"))
+    for path in sorted(rules.glob("*.go")):
+        if path.name in shared_files or path.name.endswith("_test.go"):
+            continue
+        source = f"betterleaks/betterleaks@{commit}:cmd/generate/config/rules/{path.name}"
+        for body in path.read_text(encoding="utf-8").split("\nfunc ")[1:]:
+            rule_id = re.search(r'RuleID:\s*"([^"]+)"', body)
+            if not rule_id:
+                continue
+            rule = rule_id.group(1)
+            kind = "betterleaks-" + slug(rule.split(".")[0])
+            # A component reported only with its pair (`SkipReport`) is an ID, a name or a host
+            # unless its name says it is the secret half.
+            component = re.search(r"SkipReport:\s*true", body) and not re.search(
+                r"secret|passphrase|token$|password", rule
+            )
+            tps, fps = _rule_examples(body)
+            for example in tps:
+                if example in shared_text or not example.strip():
+                    continue
+                value = example_value(example)
+                if not value:
+                    continue
+                type_ = "negative" if component else value_class(value)
+                add(type_, kind, source, "MIT", "rule example", example, value, rule)
+            for example in fps:
+                if example.strip() and example not in shared_text:
+                    add("negative", kind, source, "MIT", "rule's negative example", example)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1443,6 +1593,7 @@ def main() -> None:
     args = parser.parse_args()
     credsweeper_cases(args.sources / "credsweeper")
     checkov_cases(args.sources / "checkov")
+    betterleaks_cases(args.sources / "betterleaks", args.sources / "gitleaks")
     token_cases()
     password_cases()
     code_and_prompt_cases()

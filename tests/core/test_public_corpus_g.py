@@ -19,7 +19,7 @@ from tests.core.public_secret_corpus import (
 
 ROWS = [json.loads(line) for line in PATH_G.read_text(encoding="utf-8").splitlines()]
 CASES = load(PATH_G)
-PUBLIC_SOURCES = ("Samsung/CredSweeper@", "bridgecrewio/checkov@")
+PUBLIC_SOURCES = ("Samsung/CredSweeper@", "bridgecrewio/checkov@", "betterleaks/betterleaks@")
 
 
 def test_every_line_says_what_it_is_where_it_comes_from_and_its_license() -> None:
@@ -41,7 +41,8 @@ def test_the_corpus_is_large_and_varied_enough_to_say_something() -> None:
     secret_kinds = {c.kind for c in CASES if c.type == "secret"}
     assert len(secret_kinds) >= 250
     prefixes = Counter(k.split("-")[0] for k in secret_kinds)
-    for family in ("credsweeper", "checkov", "token", "cmd", "cfg", "out", "code", "prompt"):
+    families = ("credsweeper", "checkov", "betterleaks", "token", "cmd", "cfg", "out", "code")
+    for family in (*families, "prompt"):
         assert prefixes[family] >= 1, family
     assert prefixes["code"] >= 10  # fixtures in more than ten languages
     assert prefixes["prompt"] >= 10  # prompts in more than ten languages
@@ -53,7 +54,8 @@ def test_the_corpus_is_large_and_varied_enough_to_say_something() -> None:
     ordinary = Counter(c.kind.split("-")[0] for c in CASES if c.type == "ordinary")
     assert ordinary["real"] >= 200 and ordinary["placeholder"] >= 30, ordinary
     # the public sources' dropped candidates and dummies are reported apart, not dropped
-    assert Counter(c.kind.split("-")[0] for c in CASES if c.type == "negative")["credsweeper"] >= 50
+    negatives = Counter(c.kind.split("-")[0] for c in CASES if c.type == "negative")
+    assert negatives["credsweeper"] >= 50 and negatives["betterleaks"] >= 50, negatives
 
 
 def test_no_text_is_counted_twice() -> None:
