@@ -24,7 +24,8 @@ Run with copies of the sources under one folder (any Python 3.11 with `openssl`,
     #                         go.sum files (BSD-3-Clause), source-map's minified JS and source map
     #                         (BSD-3-Clause), opentype.js's minified JS (MIT), xterm.css (MIT),
     #                         engram's client-vscode/package-lock.json and icon.png (MIT), four
-    #                         public CA certificates (/etc/ssl/certs)
+    #                         public CA certificates (/etc/ssl/certs), `npm ls --depth=2` and the
+    #                         npm install log of code-server installed on this machine
 
 Public sources none of corpora A to F used (each line names its source, commit and file, and has
 a `license`):
@@ -1460,6 +1461,14 @@ def real_cases(sources: Path) -> None:
     show = _run(["git", "log", "--format=fuller", "-n", "30"], cwd=ROOT).splitlines()
     for line in sample([ln for ln in show if ln.startswith("commit ")], 6):
         o("git-log", "engram git log --format=fuller", "MIT (engram)", "git log", line)
+    for name, context, n in (
+        ("npm-ls.txt", "npm ls --depth=2", 10),
+        ("npm-install.log", "npm install log", 10),
+    ):
+        text = (real / name).read_text(encoding="utf-8", errors="replace")
+        for line in sample(text.splitlines(), n):
+            o("npm-output", f"{context} of code-server 4.100 installed on this machine", "real output",
+              context, line)  # fmt: skip
     freeze = _run(
         [str(ROOT / ".venv/bin/python"), "-m", "pip", "list", "--format=freeze"]
     ).splitlines()
