@@ -51,7 +51,8 @@ PATH_E = Path(__file__).with_name("public_secret_corpus_e.jsonl")
 PATH_F = Path(__file__).with_name("public_secret_corpus_f.jsonl")
 # The seventh, all of it held out and measured once (on the merged detector of 2026-11-28), built
 # apart from the detector from sources none of A to F used: CredSweeper's samples with its
-# expected findings (MIT), checkov's labelled secrets sanity files (Apache-2.0), and tokens and
+# expected findings (MIT), betterleaks' examples for the formats gitleaks has no rule for (MIT),
+# checkov's labelled secrets sanity files (Apache-2.0), and tokens and
 # passwords made here in database shells, cloud CLIs, package managers' config, IDE run configs,
 # systemd, SQL dumps, framework logs, fixtures and prompts in 18 languages, with ordinary strings
 # from real material; built by `scripts/build_public_secret_corpus_g.py`. Measured by family only
@@ -133,7 +134,7 @@ def measure(cases: list[Case], redact: Callable[[str], str]) -> Figures:
     return Figures(n_secrets, n_secrets - len(missed), n_ordinary, len(mangled), missed, mangled)
 
 
-# The well-formedness checks corpora E and F share (tests/core/test_public_corpus_{e,f}.py): a
+# The well-formedness checks corpora E to G share (tests/core/test_public_corpus_{e,f,g}.py): a
 # held-out corpus is only worth its figure if every line says what it is, where it comes from
 # and under which license, and if its secrets are really in its texts.
 CORPUS_LICENSES = {
