@@ -52,10 +52,10 @@ PATH_F = Path(__file__).with_name("public_secret_corpus_f.jsonl")
 # The seventh, all of it held out and measured once (on the merged detector of 2026-11-28), built
 # apart from the detector from sources none of A to F used: CredSweeper's samples with its
 # expected findings (MIT), betterleaks' examples for the formats gitleaks has no rule for (MIT),
-# checkov's labelled secrets sanity files (Apache-2.0), and tokens and
-# passwords made here in database shells, cloud CLIs, package managers' config, IDE run configs,
-# systemd, SQL dumps, framework logs, fixtures and prompts in 18 languages, with ordinary strings
-# from real material; built by `scripts/build_public_secret_corpus_g.py`. Measured by family only
+# checkov's labelled secrets sanity files (Apache-2.0), and tokens and passwords made here in
+# database shells, cloud CLIs, package managers' config, IDE run configs, systemd, SQL dumps,
+# framework logs, fixtures and prompts in 18 languages, with ordinary strings from real material;
+# built by `scripts/build_public_secret_corpus_g.py`. Measured by family only
 # (`scripts/measure_redaction.py --corpus-g`).
 PATH_G = Path(__file__).with_name("public_secret_corpus_g.jsonl")
 
