@@ -5,6 +5,7 @@
     .venv/bin/python scripts/measure_redaction.py --corpus-d [--show]
     .venv/bin/python scripts/measure_redaction.py --corpus-e [--show] [--show-holdout]
     .venv/bin/python scripts/measure_redaction.py --corpus-f [--show] [--show-holdout]
+    .venv/bin/python scripts/measure_redaction.py --corpus-g [--show-holdout]
 
 Per corpus and split (the held-out thirds count). `--show` lists what the tuned parts miss and
 change; the held-out parts' cases are listed only with `--show-holdout`, so that they can be
@@ -22,6 +23,9 @@ with `--show-holdout`; `--show` lists the tuned two thirds' misses and changes.
 `--corpus-f` measures corpus F (built apart from the detector from sources none of A to E used)
 the same way: held out whole for two measurements (on the detector before and after the
 2026-11-28 night's rules), then split as E was.
+`--corpus-g` measures corpus G (built apart from the detector from sources none of A to F used),
+held out whole and meant to be measured once: totals and figures by family and by source; its
+cases are listed only with `--show-holdout`.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from tests.core.public_secret_corpus import (
     PATH_D,
     PATH_E,
     PATH_F,
+    PATH_G,
     Case,
     load,
     measure,
@@ -104,6 +109,10 @@ def main() -> None:
     if "--corpus-d" in sys.argv:
         show = "--show" in sys.argv or "--show-holdout" in sys.argv
         measure_one_corpus("D (worked from, no longer held out)", PATH_D, show=show)
+        return
+    if "--corpus-g" in sys.argv:
+        # All of it held out: totals and families; cases only when asked for by name.
+        measure_one_corpus("G (all held out)", PATH_G, show="--show-holdout" in sys.argv)
         return
     for flag, label, path in (("--corpus-e", "E", PATH_E), ("--corpus-f", "F", PATH_F)):
         if flag not in sys.argv:
