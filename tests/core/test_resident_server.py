@@ -1038,3 +1038,39 @@ def test_a_stop_that_comes_as_the_spare_is_forked_ends_the_server_and_its_spare_
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released: `engram` starts another
     finally:
         os.close(lock)
+
+
+def test_after_the_warm_up_a_child_has_no_pattern_of_engram_left_to_compile(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Every child is forked from the warmed server: a pattern compiled on first use that the
+    warm-up missed would be compiled again in every hook and checkpoint."""
+    from memory_core.lazy_pattern import _PatternCompiledOnFirstUse
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+    def lazy_patterns() -> list[tuple[str, str, _PatternCompiledOnFirstUse]]:
+        return [
+            (module_name, name, value)
+            for module_name, module in list(sys.modules.items())
+            if module_name.startswith("memory_core.")
+            and module_name not in resident_server.COLD_ONLY
+            for name, value in list(vars(module).items())
+            if isinstance(value, _PatternCompiledOnFirstUse)
+        ]
+
+    # As a fresh process has them: none compiled yet (whatever earlier tests used).
+    for _module, _name, pattern in lazy_patterns():
+        source = pattern.__dict__["_source"]
+        pattern.__dict__.clear()
+        pattern.__dict__["_source"] = source
+    try:
+        resident_server.warm_up()
+    finally:
+        gc.unfreeze()
+    patterns = lazy_patterns()
+    assert len(patterns) > 20  # (the hooks', the journal's, the CLI's...)
+    left = [
+        f"{module}.{name}" for module, name, pattern in patterns if "search" not in vars(pattern)
+    ]
+    assert left == []
