@@ -347,6 +347,22 @@ def stored_error(outcome: ToolOutcome | None) -> str | None:
     return clean(outcome.error, MAX_ERROR) if outcome is not None and outcome.error else None
 
 
+def tracked_error(error: str) -> str:
+    """A failed call's error as gotcha tracking keeps it: `error_message` of it, cut and redacted.
+
+    An error short enough to be stored whole is redacted once, for the ledger (`stored_error`),
+    and its message is taken from that redacted text: stripping a header line and the
+    `<tool_use_error>` wrapper from a redacted text leaves only redacted text. A longer error is
+    cut, and its message is cut on its own (the cut falls elsewhere once the header is out).
+    """
+    if len(error) > MAX_ERROR:
+        return clean(error_message(error), MAX_ERROR)
+    message = error_message(clean(error, MAX_ERROR))
+    # Part of a redacted text: whoever stores it next need not redact it again.
+    remember_redacted(message)
+    return message
+
+
 def claim_outcome(
     db: sqlite3.Connection,
     call: ToolCall,
@@ -537,10 +553,9 @@ def apply_outcome(
     if not outcome.ok and not outcome.interrupted and outcome.error:
         from memory_core.gotchas.track import track_error
 
-        message = error_message(outcome.error)
         track_error(
             store,
-            clean(message, MAX_ERROR),
+            tracked_error(outcome.error),
             settings=settings,
             file=rel,
             command=clean(command, 1000) if command else None,
