@@ -73,10 +73,31 @@ def _workspace(parent: Path, name: str) -> Path:
     return root
 
 
+def _as_a_new_process() -> None:
+    """Forget what earlier ingests left in this process, as a new `engram` process starts: the
+    per-process state (tests/engram_in_process.py) and the remembered answers of pure functions
+    (each text's redaction, each error's analysis). Left in, a second ingest of the same files
+    found every text redacted already (the 4 M characters remembered hold the whole corpus's
+    stored texts) and measured an ingest no user runs."""
+    from memory_core import redact
+    from memory_core.agents import failures
+    from memory_core.gotchas import tool_errors, track
+    from tests.engram_in_process import forget_process_state
+
+    forget_process_state()
+    redact._remembered.clear()
+    redact._remembered_chars = 0
+    track._analysis.cache_clear()
+    tool_errors.key_error.cache_clear()
+    failures.tests_run_by.cache_clear()
+
+
 def _engram(root: Path, *args: str) -> None:
-    """One `engram ...` command in this process, in `root`, its output dropped."""
+    """One `engram ...` command in this process, in `root`, its output dropped, as a new process
+    would run it (imports and compiled patterns aside)."""
     from memory_core.cli.main import main
 
+    _as_a_new_process()
     here = Path.cwd()
     os.chdir(root)
     try:
