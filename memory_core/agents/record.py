@@ -672,9 +672,12 @@ class FinishedTurn(_Plain):
 
 
 def close_turn(db: sqlite3.Connection, turn: Turn, ended_at: float | None) -> FinishedTurn | None:
-    """Mark a turn recorded (once) with its de-duplicated tokens; None if it already was."""
+    """Mark a turn recorded (once) with its de-duplicated tokens; None if it already was.
+
+    One statement writes the turn whole, whether it was saved open before or not (it was
+    saved open, then marked recorded: two writes of the same row).
+    """
     response = turn.assistant_response
-    save_open_turn(db, turn, response)
     tokens = db.execute(
         "SELECT COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0) FROM agent_messages "
         "WHERE turn_uuid = ? AND sidechain = 0",
@@ -682,9 +685,24 @@ def close_turn(db: sqlite3.Connection, turn: Turn, ended_at: float | None) -> Fi
     ).fetchone()
     end = ended_at if ended_at is not None else turn.ended_at
     cursor = db.execute(
-        "UPDATE agent_turns SET recorded = 1, ended_at = ?, input_tokens = ?, output_tokens = ? "
-        "WHERE uuid = ? AND recorded = 0",
-        (end, int(tokens[0]), int(tokens[1]), turn.uuid),
+        "INSERT INTO agent_turns (uuid, session_id, started_at, ended_at, user_message, "
+        "assistant_response, tool_calls, recorded, input_tokens, output_tokens) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?) "
+        "ON CONFLICT(uuid) DO UPDATE SET ended_at = excluded.ended_at, "
+        "assistant_response = excluded.assistant_response, tool_calls = excluded.tool_calls, "
+        "recorded = 1, input_tokens = excluded.input_tokens, "
+        "output_tokens = excluded.output_tokens WHERE recorded = 0",
+        (
+            turn.uuid,
+            turn.session_id,
+            turn.started_at,
+            end,
+            turn.user_message,
+            response,
+            json.dumps(turn.tool_calls),
+            int(tokens[0]),
+            int(tokens[1]),
+        ),
     )
     if cursor.rowcount != 1:
         return None
