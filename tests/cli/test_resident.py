@@ -1,9 +1,9 @@
 """The resident fork server (memory_core/resident.py, docs/resident.md) against cold processes.
 
 The suite runs every `engram` in process (ENGRAM_NO_RESIDENT=1, tests/conftest.py); these tests
-turn the server on with a private socket folder, prove that a hook of each agent, a checkpoint,
-a rollback and an ingest give the same output, exit codes and store as a cold process, and cover what can
-go wrong: a stale socket, a child killed mid-request (never run twice), Ctrl-C at a terminal,
+turn the server on with a private socket folder, prove that a hook of each agent, a checkpoint, a
+rollback and an ingest give the same output, exit codes and store as a cold process, and cover what
+can go wrong: a stale socket, a child killed mid-request (never run twice), Ctrl-C at a terminal,
 idle exit, changed code. Every server started here is stopped before its test ends.
 """
 
