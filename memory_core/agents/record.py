@@ -350,17 +350,20 @@ def stored_error(outcome: ToolOutcome | None) -> str | None:
 def tracked_error(error: str) -> str:
     """A failed call's error as gotcha tracking keeps it: `error_message` of it, cut and redacted.
 
-    An error short enough to be stored whole is redacted once, for the ledger (`stored_error`),
-    and its message is taken from that redacted text: stripping a header line and the
-    `<tool_use_error>` wrapper from a redacted text leaves only redacted text. A longer error is
-    cut, and its message is cut on its own (the cut falls elsewhere once the header is out).
+    An error the ledger stores whole is redacted once, for the ledger (`stored_error`), and its
+    message is taken from that redacted text: stripping a header line and the
+    `<tool_use_error>` wrapper from a redacted text leaves only redacted text. An error the
+    ledger cuts (longer than MAX_ERROR, before or after redaction) has its message cut on its
+    own (the cut falls elsewhere once the header is out).
     """
-    if len(error) > MAX_ERROR:
-        return clean(error_message(error), MAX_ERROR)
-    message = error_message(clean(error, MAX_ERROR))
-    # Part of a redacted text: whoever stores it next need not redact it again.
-    remember_redacted(message)
-    return message
+    if len(error) <= MAX_ERROR:
+        redacted = redact(error)  # the ledger's text, redacted once in a process
+        if len(redacted) <= MAX_ERROR:
+            message = error_message(redacted)
+            # Part of a redacted text: whoever stores it next need not redact it again.
+            remember_redacted(message)
+            return message
+    return clean(error_message(error), MAX_ERROR)
 
 
 def claim_outcome(
