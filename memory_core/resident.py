@@ -1,9 +1,10 @@
 """The client side of engram's resident fork server (docs/resident.md).
 
-A hook, `engram checkpoint ...` or `engram rollback ...` first asks a per-user server that has
-imported engram once: it forks a child per request, and the child takes this process's argv,
-environment, working folder, umask and its stdin/stdout/stderr themselves (passed as file
-descriptors), runs exactly what this process would have run, and sends back the exit code.
+A hook, `engram checkpoint ...`, `engram rollback ...` or `engram ingest ...` first asks a
+per-user server that has imported engram once: it forks a child per request, and the child
+takes this process's argv, environment, working folder, umask and its stdin/stdout/stderr
+themselves (passed as file descriptors), runs exactly what this process would have run, and
+sends back the exit code.
 Python's start plus engram's imports (sqlite3, zstandard, OpenSSL for hashlib, argparse...)
 cost more than a hook's whole budget; a fork of a process that has them costs a millisecond.
 
@@ -26,8 +27,10 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 PROTOCOL = "engram-resident/1"
-# The commands worth sending: what runs often and where someone waits.
-RESIDENT_COMMANDS = frozenset({"hook", "checkpoint", "rollback"})
+# The commands worth sending: what runs often and where someone waits (`ingest`: a person or
+# a script ingesting transcripts one file at a time pays Python's start and engram's imports for
+# each, many times the reading of a file).
+RESIDENT_COMMANDS = frozenset({"hook", "checkpoint", "rollback", "ingest"})
 OFF_SWITCH = "ENGRAM_NO_RESIDENT"  # set to anything but "" or "0": never use the server
 DIR_VARIABLE = "ENGRAM_RESIDENT_DIR"  # where the sockets live (tests point it at a temp folder)
 # How long the client waits for the child's "accepted" before running the command itself.

@@ -347,6 +347,25 @@ def stored_error(outcome: ToolOutcome | None) -> str | None:
     return clean(outcome.error, MAX_ERROR) if outcome is not None and outcome.error else None
 
 
+def tracked_error(error: str) -> str:
+    """A failed call's error as gotcha tracking keeps it: `error_message` of it, cut and redacted.
+
+    An error the ledger stores whole is redacted once, for the ledger (`stored_error`), and its
+    message is taken from that redacted text: stripping a header line and the
+    `<tool_use_error>` wrapper from a redacted text leaves only redacted text. An error the
+    ledger cuts (longer than MAX_ERROR, before or after redaction) has its message cut on its
+    own (the cut falls elsewhere once the header is out).
+    """
+    if len(error) <= MAX_ERROR:
+        redacted = redact(error)  # the ledger's text, redacted once in a process
+        if len(redacted) <= MAX_ERROR:
+            message = error_message(redacted)
+            # Part of a redacted text: whoever stores it next need not redact it again.
+            remember_redacted(message)
+            return message
+    return clean(error_message(error), MAX_ERROR)
+
+
 def claim_outcome(
     db: sqlite3.Connection,
     call: ToolCall,
@@ -537,10 +556,9 @@ def apply_outcome(
     if not outcome.ok and not outcome.interrupted and outcome.error:
         from memory_core.gotchas.track import track_error
 
-        message = error_message(outcome.error)
         track_error(
             store,
-            clean(message, MAX_ERROR),
+            tracked_error(outcome.error),
             settings=settings,
             file=rel,
             command=clean(command, 1000) if command else None,
@@ -657,9 +675,12 @@ class FinishedTurn(_Plain):
 
 
 def close_turn(db: sqlite3.Connection, turn: Turn, ended_at: float | None) -> FinishedTurn | None:
-    """Mark a turn recorded (once) with its de-duplicated tokens; None if it already was."""
+    """Mark a turn recorded (once) with its de-duplicated tokens; None if it already was.
+
+    One statement writes the turn whole, whether it was saved open before or not (it was
+    saved open, then marked recorded: two writes of the same row).
+    """
     response = turn.assistant_response
-    save_open_turn(db, turn, response)
     tokens = db.execute(
         "SELECT COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0) FROM agent_messages "
         "WHERE turn_uuid = ? AND sidechain = 0",
@@ -667,9 +688,24 @@ def close_turn(db: sqlite3.Connection, turn: Turn, ended_at: float | None) -> Fi
     ).fetchone()
     end = ended_at if ended_at is not None else turn.ended_at
     cursor = db.execute(
-        "UPDATE agent_turns SET recorded = 1, ended_at = ?, input_tokens = ?, output_tokens = ? "
-        "WHERE uuid = ? AND recorded = 0",
-        (end, int(tokens[0]), int(tokens[1]), turn.uuid),
+        "INSERT INTO agent_turns (uuid, session_id, started_at, ended_at, user_message, "
+        "assistant_response, tool_calls, recorded, input_tokens, output_tokens) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?) "
+        "ON CONFLICT(uuid) DO UPDATE SET ended_at = excluded.ended_at, "
+        "assistant_response = excluded.assistant_response, tool_calls = excluded.tool_calls, "
+        "recorded = 1, input_tokens = excluded.input_tokens, "
+        "output_tokens = excluded.output_tokens WHERE recorded = 0",
+        (
+            turn.uuid,
+            turn.session_id,
+            turn.started_at,
+            end,
+            turn.user_message,
+            response,
+            json.dumps(turn.tool_calls),
+            int(tokens[0]),
+            int(tokens[1]),
+        ),
     )
     if cursor.rowcount != 1:
         return None

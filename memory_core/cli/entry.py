@@ -5,10 +5,10 @@ sent to the hook runner before anything else is imported: the full command line 
 JSON errors, every area's commands) cost a hook about as much as Python's own start. Every
 other command goes on to `memory_core.cli.main`.
 
-Before either, a hook, `engram checkpoint ...` or `engram rollback ...` is offered to the
-resident fork server (memory_core/resident.py, docs/resident.md), which runs the same code in a
-process that has already imported it; when none is running the command runs here, and a server
-is started in the background for the next one.
+Before either, a hook, `engram checkpoint ...`, `engram rollback ...` or `engram ingest ...` is
+offered to the resident fork server (memory_core/resident.py, docs/resident.md), which runs the
+same code in a process that has already imported it; when none is running the command runs here,
+and a server is started in the background for the next one.
 """
 
 from __future__ import annotations

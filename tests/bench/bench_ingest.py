@@ -11,6 +11,9 @@ both alike; CPU time is reported beside wall time (on a shared machine it moves 
   a fresh store in one call (`engram ingest claude-code FILE...`, as a person runs it) and file
   by file (one `engram ingest claude-code FILE` per file, into one store), both in this process
   (Python's start is not the ingest's cost).
+- The same files as a person or a script ingests them one at a time: one `engram ingest`
+  process per file (the first ENGRAM_BENCH_INGEST_COMMAND_FILES, default 60), cold and through
+  the resident server, installed as users run it (tests/bench/bench_hooks.py).
 - An old transcript replayed in a 50,000-file git workspace against the same in a small one: a
   turn of a months-old session takes no checkpoint of today's files, so the workspace's size
   does not matter (it took a full checkpoint before).
@@ -36,6 +39,8 @@ REAL = os.environ.get("ENGRAM_REAL_CLAUDE_TRANSCRIPTS")
 ROUNDS = int(os.environ.get("ENGRAM_BENCH_INGEST_ROUNDS", "3"))
 # The budget of docs/design.md section 7: the ingest within 3x the parse floor.
 FLOOR_RATIO = 3.0
+# The files ingested by one `engram ingest` process each (cold, and through the resident server).
+COMMAND_FILES = int(os.environ.get("ENGRAM_BENCH_INGEST_COMMAND_FILES", "60"))
 # The old transcript replayed in the large workspace (issue 32 measured one of 3.5 MB).
 REPLAY_MB = 3.5
 
@@ -68,10 +73,31 @@ def _workspace(parent: Path, name: str) -> Path:
     return root
 
 
+def _as_a_new_process() -> None:
+    """Forget what earlier ingests left in this process, as a new `engram` process starts: the
+    per-process state (tests/engram_in_process.py) and the remembered answers of pure functions
+    (each text's redaction, each error's analysis). Left in, a second ingest of the same files
+    found every text redacted already (the 4 M characters remembered hold the whole corpus's
+    stored texts) and measured an ingest no user runs."""
+    from memory_core import redact
+    from memory_core.agents import failures
+    from memory_core.gotchas import tool_errors, track
+    from tests.engram_in_process import forget_process_state
+
+    forget_process_state()
+    redact._remembered.clear()
+    redact._remembered_chars = 0
+    track._analysis.cache_clear()
+    tool_errors.key_error.cache_clear()
+    failures.tests_run_by.cache_clear()
+
+
 def _engram(root: Path, *args: str) -> None:
-    """One `engram ...` command in this process, in `root`, its output dropped."""
+    """One `engram ...` command in this process, in `root`, its output dropped, as a new process
+    would run it (imports and compiled patterns aside)."""
     from memory_core.cli.main import main
 
+    _as_a_new_process()
     here = Path.cwd()
     os.chdir(root)
     try:
@@ -204,6 +230,81 @@ def real_transcripts() -> list[Figure]:
     return figures
 
 
+def _commands(engram: Path, root: Path, files: list[Path], env: dict[str, str]) -> None:
+    """One `engram ingest claude-code FILE` process per file, in `root`, as a person runs it."""
+    for path in files:
+        done = subprocess.run(
+            [str(engram), "ingest", "claude-code", str(path)],
+            cwd=root,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(
+                f"engram ingest {path.name} exited {done.returncode}: {done.stderr!r}"
+            )
+
+
+def file_by_file_as_commands() -> list[Figure]:
+    """The first COMMAND_FILES real transcripts, one `engram ingest` process per file, the way a
+    person or a script runs it: cold processes, and through the resident server (each command
+    handed to a fork of a process that has imported engram; the store's close after the answer),
+    against the floor of the same files and `python -c pass`, alternately in each round."""
+    from tests.bench.bench_hooks import ResidentServer, _env, installed_engram
+
+    name = "transcript ingest, one `engram ingest` process per file"
+    if not REAL or not Path(REAL).is_dir():
+        return [Figure(name, "-", note="not measured: set ENGRAM_REAL_CLAUDE_TRANSCRIPTS")]
+    files = sorted(Path(REAL).rglob("*.jsonl"))[:COMMAND_FILES]
+    mb = sum(f.stat().st_size for f in files) / 1e6
+    with tempfile.TemporaryDirectory() as tmp:
+        parent = Path(tmp)
+        python, engram = installed_engram(parent / "venv")
+        cold_env = _env()
+        server = ResidentServer(engram, parent / "sockets")
+        try:
+            _commands(engram, _workspace(parent, "warm"), files[:2], server.env)
+            served_before = server.requests()
+            took: dict[str, list[float]] = {"floor": [], "pass": [], "cold": [], "resident": []}
+            for n in range(ROUNDS):
+                took["floor"].append(_timed(lambda: _parse_floor(files))[0])
+                took["pass"].append(
+                    _timed(lambda: subprocess.run([str(python), "-c", "pass"], env=cold_env))[0]
+                )
+                for kind, env in (("cold", cold_env), ("resident", server.env)):
+                    root = _workspace(parent, f"{kind}-{n}")
+                    took[kind].append(
+                        _timed(lambda root=root, env=env: _commands(engram, root, files, env))[0]
+                    )
+                    shutil.rmtree(root, ignore_errors=True)
+            served = server.requests() - served_before
+        finally:
+            server.stop()
+    floor = statistics.median(took["floor"])
+    python_start = statistics.median(took["pass"]) * 1000
+    figures = []
+    for kind, label in (("cold", "cold processes"), ("resident", "through the resident server")):
+        wall = statistics.median(took[kind])
+        figures.append(
+            Figure(
+                f"{name} ({len(files)} files, {mb:.1f} MB), {label}",
+                f"<= {FLOOR_RATIO:.0f}x the orjson parse floor",
+                wall / len(files) * 1000,
+                None,
+                unit="ms per file",
+                ratio=f"{wall / floor:.1f}x the floor ({floor / len(files) * 1000:.2f} ms per "
+                f"file); {wall / len(files) * 1000 / python_start:.1f}x `python -c pass`",
+                within_budget=wall <= FLOOR_RATIO * floor,
+                note=f"s each: {', '.join(f'{s:.2f}' for s in took[kind])}; `python -c pass` "
+                f"{python_start:.0f} ms; "
+                + (f"{served} commands served by the server; " if kind == "resident" else "")
+                + f"load average {os.getloadavg()[0]:.1f}",
+            )
+        )
+    return figures
+
+
 def _old_transcript(path: Path, cwd: Path) -> Path:
     """A transcript of REPLAY_MB dated 2026-03-02 with about 60 turns (real files of that size
     in the development corpus hold fewer than `checkpoints.every_n_turns`, 20, and never made
@@ -289,7 +390,7 @@ def replay_in_a_large_workspace() -> list[Figure]:
 
 
 def run() -> list[Figure]:
-    return real_transcripts() + replay_in_a_large_workspace()
+    return real_transcripts() + file_by_file_as_commands() + replay_in_a_large_workspace()
 
 
 if __name__ == "__main__":  # (the replay alone: `python -m tests.bench.bench_ingest`)

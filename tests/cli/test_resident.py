@@ -1,9 +1,9 @@
 """The resident fork server (memory_core/resident.py, docs/resident.md) against cold processes.
 
 The suite runs every `engram` in process (ENGRAM_NO_RESIDENT=1, tests/conftest.py); these tests
-turn the server on with a private socket folder, prove that a hook of each agent, a checkpoint
-and a rollback give the same output, exit codes and store as a cold process, and cover what can
-go wrong: a stale socket, a child killed mid-request (never run twice), Ctrl-C at a terminal,
+turn the server on with a private socket folder, prove that a hook of each agent, a checkpoint, a
+rollback and an ingest give the same output, exit codes and store as a cold process, and cover what
+can go wrong: a stale socket, a child killed mid-request (never run twice), Ctrl-C at a terminal,
 idle exit, changed code. Every server started here is stopped before its test ends.
 """
 
@@ -248,6 +248,34 @@ def test_checkpoint_and_rollback_resident_match_cold(tmp_path: Path, resident: R
     assert cold[2][0] != 0  # the unknown checkpoint's exit code made it through
     assert cold[-2][0] == 2 and "--no-such-option" in str(cold[-2][1])
     assert cold[-1][0] == 0 and "usage: engram rollback" in str(cold[-1][1])
+
+
+def _ingest_file_by_file(root: Path, files: list[Path], env: dict[str, str]) -> list[object]:
+    """`engram ingest claude-code FILE --json` per file, then a mistake: each (exit code, output
+    without its times), and what the store holds."""
+    results: list[object] = []
+    for path in files:
+        done = _engram("ingest", "claude-code", str(path), "--json", env=env, cwd=root)
+        results.append((done.returncode, done.stderr, json.loads(done.stdout)))
+    wrong = _engram("ingest", "claude-code", str(root / "missing.jsonl"), env=env, cwd=root)
+    results.append((wrong.returncode, wrong.stdout, wrong.stderr.replace(str(root).encode(), b"")))
+    return [*results, _store_rows(root), _what_sessions_hold(root)]
+
+
+def test_ingest_file_by_file_resident_matches_cold(tmp_path: Path, resident: Resident) -> None:
+    from tests.agents_fixtures import real_shaped_session
+
+    transcripts = tmp_path / "transcripts"
+    files = real_shaped_session(tmp_path / "elsewhere", tmp_path / "elsewhere", transcripts)
+    assert len(files) == 3  # the session and its two subagents' files
+    cold_env = {**os.environ, "ENGRAM_NO_RESIDENT": "1"}
+    cold = _ingest_file_by_file(_project(tmp_path / "cold" / "project"), files, cold_env)
+    before = resident.requests()
+    warm = _ingest_file_by_file(_project(tmp_path / "warm" / "project"), files, resident.env)
+    assert resident.requests() == before + len(files) + 1
+    assert warm == cold
+    assert cold[0][0] == 0 and cold[0][2]["turns"] > 0  # type: ignore[index]
+    assert cold[len(files)][0] != 0 and b"missing.jsonl" in cold[len(files)][2]  # type: ignore[index]
 
 
 def test_a_stale_socket_falls_back_to_a_cold_run_once(tmp_path: Path) -> None:
@@ -754,6 +782,7 @@ def test_which_commands_go_to_the_server() -> None:
     assert sent("hook", "claude-code", "PostToolUse")
     assert sent("--workspace", "/tmp/x", "checkpoint", "create")
     assert sent("--json", "rollback", "C-1", "--yes")
+    assert sent("ingest", "claude-code", "session.jsonl")
     assert not sent("lsp")  # a long-running server, not a short command
     assert not sent("daemon", "status")
     assert not sent("--help", "checkpoint")

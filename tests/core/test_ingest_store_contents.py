@@ -1,7 +1,8 @@
 """What an ingest stores does not depend on how fast it gets there: the store's contents, row for
 row, with the shortcuts of the ingest's hot path turned off and on (issue 32 part 4).
 
-The shortcuts (redacting a text once per process, gotcha tracking analysing an error text once)
+The shortcuts (redacting a text once per process, gotcha tracking analysing an error text once
+and taking a failed call's message from the error the ledger stored, redacted)
 must not change a single stored value: the same real-shaped transcripts, holding secrets and
 failing commands, are ingested into two stores, one with the shortcuts disabled, and the full
 dumps are compared (every table and every file written; random ids masked, the clock fixed).
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from memory_core import clock, redact
+from memory_core.agents import record
 from memory_core.cli.main import main
 from memory_core.gotchas import normalize, tool_errors, track
 from tests.agents_fixtures import Transcript, real_shaped_session, text, tool_use
@@ -131,6 +133,13 @@ def _without_shortcuts(patch: pytest.MonkeyPatch) -> None:
     patch.setattr(redact, "_REMEMBERED_TEXT_CHARS", 0)
     patch.setattr(track, "_analysis", _AnalysedEveryTime)
     patch.setattr(tool_errors, "key_error", tool_errors.key_error.__wrapped__)
+    patch.setattr(record, "tracked_error", _tracked_error_redacted_apart)
+
+
+def _tracked_error_redacted_apart(error: str) -> str:
+    """Gotcha tracking's error as it was made before it was taken from the ledger's redacted
+    text: the raw error's message, redacted on its own."""
+    return record.clean(record.error_message(error), record.MAX_ERROR)
 
 
 def test_the_shortcuts_of_the_ingest_store_the_same(
@@ -159,8 +168,6 @@ def test_the_shortcuts_of_the_ingest_store_the_same(
 
 def _interrupted_at(session_id: str) -> object:
     """`record.apply_turns` as Ctrl-C hits it when the turns of `session_id` reach their session."""
-    from memory_core.agents import record
-
     apply_turns = record.apply_turns
 
     def interrupted(
@@ -177,8 +184,6 @@ def _ingest_twice(
     workspace: Path, path: Path, session_id: str, patch: pytest.MonkeyPatch
 ) -> dict[str, list[str]]:
     """Ingest `path` interrupted at `session_id`'s turns, then again; returns the dump between."""
-    from memory_core.agents import record
-
     workspace.mkdir(parents=True)
     patch.chdir(workspace)
     with patch.context() as inner:
