@@ -1304,7 +1304,16 @@ def _random_token(match: re.Match[str]) -> str | None:
         return None
     if _names_in_code(value):
         return None  # `self.auth_token = auth_token` then `self.auth_username` on the next line
+    if _hyphenated_words(value):
+        return None  # `the most basic three-dimensional plot`: prose
     return _label("token")
+
+
+def _hyphenated_words(value: str) -> bool:
+    """Words joined by hyphens (`three-dimensional`, `token-based-auth`): prose, where a
+    token or base64 credential has digits, capitals or no vowel in its parts."""
+    parts = value.split("-")
+    return len(parts) >= 2 and all(_rx(_WORD_OF_A_NAME).match(part) for part in parts)
 
 
 def _names_in_code(value: str) -> bool:
@@ -4403,6 +4412,8 @@ def _keyword_spans(text: str, lowered: str, hits: _Hits | None = None) -> list[S
             continue  # `$SECRETS_DIR/cert.p12`: a shell variable, not a value
         if _in_url_path(lowered, word_start) or _after_public_word(lowered, word_start, value):
             continue
+        if _in_file_path(text, word_start, value):
+            continue
         if _in_arn(text, word_start) or _placeholder(value):
             continue
         if _random_next_to_secret_word(name, value, match.group("word")):
@@ -4424,6 +4435,23 @@ def _longer_word(text: str, lowered: str, word_end: int) -> bool:
         and not (after[:1] == "s" and not after[1:2].isalpha())
         and not lowered.startswith(_GLUED_WORDS, word_end)
     )
+
+
+def _in_file_path(text: str, at: int, value: str) -> bool:
+    """A secret word in a file's name (`pool/main/m/mariadb/mariadb-plugin-cracklib-password-
+    check_10.11.19_amd64.deb`, `usr/share/doc/gir1.2-secret-1/changelog.Debian.gz`): a `/`
+    before it in the same word, and the value going on as a path or ending in an extension."""
+    word_start = at
+    while (
+        word_start > 0 and not text[word_start - 1].isspace() and text[word_start - 1] not in "\"'="
+    ):
+        word_start -= 1
+    if "/" not in text[word_start:at]:
+        return False
+    return "/" in value or _rx(_FILE_EXTENSION).search(value) is not None
+
+
+_FILE_EXTENSION = (r"\.[A-Za-z][A-Za-z0-9]{0,4}$", 0)
 
 
 def _in_url_path(lowered: str, at: int) -> bool:
@@ -5075,7 +5103,7 @@ def _redact_assignments(text: str, lowered: str, hits: _Hits | None = None) -> s
             continue
         if _coordinate(text, name_start, op_end, value.group("value")):
             continue
-        if _key_path(text, name_start, op_end):
+        if _key_path(text, name_start, op_end) or _namespaced_key(name, value.group("value")):
             continue
         if _code_or_prose(text, op_end, value):
             continue
@@ -5177,6 +5205,16 @@ def _key_path(text: str, name_start: int, end: int) -> bool:
         and text[end - 1] == ":"
         and not text[end : end + 1].isspace()
     )
+
+
+def _namespaced_key(name: str, value: str) -> bool:
+    """A bare `key` whose value is a namespaced path of words (`make-fetch-happen:request-cache:
+    https://registry.npmjs.org/glob`, npm's cache index; `session:user:4821`): a cache's or a
+    store's key, named by what it holds."""
+    return name.strip("\"'`:= \t").lower() == "key" and _rx(_NAMESPACED).match(value) is not None
+
+
+_NAMESPACED = (r"^[a-z][a-z\-]*:[a-z][a-z\-]*:", 0)
 
 
 def _coordinate(text: str, name_start: int, end: int, value: str) -> bool:
@@ -5805,11 +5843,30 @@ def _printed_digest(text: str, start: int, end: int) -> bool:
         word in text[max(0, start - 120) : start].lower() for word in _SIGNATURE_WORDS
     ):
         return True
+    if _rx(_HEX).match(value) and _rx(_CHECKSUM_LISTING).match(text, start):
+        return _first_on_its_line(text, start)  # `sha256sum`'s, `md5sum`'s output, `*.md5sums`
     # The start of the base64 the value is part of (a detector may have found a piece of it).
     first = start
     while first > 0 and start - first < 4096 and text[first - 1] in _BASE64_CHARS:
         first -= 1
-    return text.startswith(_FILE_HEADERS_BASE64, first) and end - first >= 64
+    if text.startswith(_FILE_HEADERS_BASE64, first) and end - first >= 64:
+        return True
+    # The start of the base64url digest the value is part of: `sha256=V8_-TfG1...-zVodn4...`,
+    # where a word inside the digest (`Pwd-`) read as a name before a value.
+    first = start
+    while first > 0 and start - first < 256 and text[first - 1] in _BASE64URL_CHARS:
+        first -= 1
+    return first < start and _rx(_DIGEST_BEFORE).search(text, max(0, first - 40), first) is not None
+
+
+# A checksum tool's line: the digest, two spaces (or a space and `*`, binary mode), a path.
+_CHECKSUM_LISTING = (r"(?:[0-9a-f]{32}|[0-9a-f]{40}|[0-9a-f]{64}|[0-9a-f]{128}) [ *]\S", 0)
+_BASE64URL_CHARS = frozenset(string.ascii_letters + string.digits + "+/-_")
+
+
+def _first_on_its_line(text: str, at: int) -> bool:
+    line_start = text.rfind("\n", 0, at) + 1
+    return not text[line_start:at].strip()
 
 
 def _precise(text: str, spans: list[Span]) -> list[Span]:
@@ -5820,7 +5877,124 @@ def _precise(text: str, spans: list[Span]) -> list[Span]:
         if not _not_a_secret(text[start:end])
         and not _printed_digest(text, start, end)
         and not (label not in _OPEN_LABELS and _words_in_a_format(text[start:end]))
+        and not (label in _OPEN_LABELS and _public_material(text, start, end))
     ]
+
+
+def _public_material(text: str, start: int, end: int) -> bool:
+    """Public data that reads as random, told by what it is: a line of an armored public block
+    (a certificate, a public key, a signature), a line of a wrapped base64 block, the base64 of
+    a public PEM block, a JWK's public member, a site's verification tag (see above). Asked of
+    a candidate only: each test reads its line or a few hundred characters around it."""
+    return (
+        _in_public_armor(text, start, end)
+        or _in_base64_block(text, start, end)
+        or _ends_a_base64_block(text, start, end)
+        or _encoded_public_pem(text, start)
+        or _public_jwk_member(text, start)
+        or _rx(_VERIFICATION_META).search(text, max(0, start - 160), start) is not None
+    )
+
+
+# Armored blocks whose every line is public (RFC 7468's labels, OpenPGP's armor headers, RFC
+# 4716's SSH2 keys): certificates, CRLs, requests, public keys, signatures. A private key's
+# block, an encrypted message or a signed message's text (which may hold anything) is not one.
+_PUBLIC_ARMOR = frozenset(
+    (
+        "CERTIFICATE",
+        "TRUSTED CERTIFICATE",
+        "X509 CERTIFICATE",
+        "X509 CRL",
+        "CERTIFICATE REQUEST",
+        "NEW CERTIFICATE REQUEST",
+        "PUBLIC KEY",
+        "RSA PUBLIC KEY",
+        "DSA PUBLIC KEY",
+        "EC PUBLIC KEY",
+        "PKCS7",
+        "CMS",
+        "ATTRIBUTE CERTIFICATE",
+        "PGP PUBLIC KEY BLOCK",
+        "PGP SIGNATURE",
+        "SSH SIGNATURE",
+        "SSH2 PUBLIC KEY",
+    )
+)
+# How far back a block's BEGIN line is looked for (a keyring's armored export runs to tens of
+# kilobytes; past this, a line is still told by the wrapped block's shape).
+_ARMOR_REACH = 65536
+# A line of the block: base64, or its checksum (`=Xxba`, OpenPGP's CRC-24).
+_ARMOR_LINE = (r"[ \t]*=?[A-Za-z0-9+/]+={0,2}[ \t]*(?:\r?\n|$)", 0)
+
+
+def _in_public_armor(text: str, start: int, end: int) -> bool:
+    """The candidate's line is base64 inside a `-----BEGIN <public kind>-----` block not yet
+    ended (also a git object's `gpgsig` block, indented by one space)."""
+    begin = text.rfind("-----BEGIN ", max(0, start - _ARMOR_REACH), start)
+    if begin == -1:
+        return False
+    label_end = text.find("-----", begin + 11, begin + 60)
+    if label_end == -1 or text[begin + 11 : label_end] not in _PUBLIC_ARMOR:
+        return False
+    if text.find("-----END ", label_end, end) != -1:
+        return False
+    line_start = text.rfind("\n", 0, start) + 1
+    return line_start > label_end and _rx(_ARMOR_LINE).match(text, line_start) is not None
+
+
+def _ends_a_base64_block(text: str, start: int, end: int) -> bool:
+    """The last, shorter line of a wrapped base64 block: the line before is a full line of 64
+    or 76 base64 characters, and so is the one before that."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    line = text[line_start : len(text) if line_end == -1 else line_end].strip()
+    if not line or len(line) >= 76 or not _rx(_ARMOR_LINE).fullmatch(line):
+        return False
+    previous_end = line_start - 1
+    if previous_end <= 0:
+        return False
+    previous_start = text.rfind("\n", 0, previous_end) + 1
+    previous = text[previous_start:previous_end].strip()
+    return len(previous) in (64, 76) and _in_base64_block(text, previous_start, previous_end)
+
+
+# The base64 of `-----BEGIN `: a PEM block encoded whole (Kubernetes' `caBundle`, a
+# kubeconfig's `certificate-authority-data`, a Helm value).
+_PEM_IN_BASE64 = "LS0tLS1CRUdJTi"
+
+
+def _encoded_public_pem(text: str, start: int) -> bool:
+    first = start
+    while first > 0 and start - first < 8192 and text[first - 1] in _BASE64_CHARS:
+        first -= 1
+    if not text.startswith(_PEM_IN_BASE64, first):
+        return False
+    try:
+        head = base64.b64decode(text[first : first + 80], validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    label = head[11:].split(b"-----", 1)[0].decode("ascii", "replace")
+    return label in _PUBLIC_ARMOR
+
+
+# A JSON Web Key's public members (RFC 7517, 7518): the modulus and exponent, the curve point,
+# the key id, the certificate chain and its thumbprints. `d`, `p`, `q`, `dp`, `dq`, `qi` and
+# an octet key's `k` are private and stay redacted.
+_JWK_PUBLIC_MEMBER = (r"\\?[\"'](?:n|e|x|y|kid|x5t|x5t#S256|x5c)\\?[\"']\s*:\s*\[?\s*\\?[\"']$", 0)
+
+
+def _public_jwk_member(text: str, start: int) -> bool:
+    if _rx(_JWK_PUBLIC_MEMBER).search(text, max(0, start - 24), start) is None:
+        return False
+    return "kty" in text[max(0, start - 1200) : start + 1200]
+
+
+# `<meta name="google-site-verification" content="...">` (Bing's `msvalidate.01`, Yandex's,
+# Facebook's `facebook-domain-verification`): a token the site publishes to prove it owns it.
+_VERIFICATION_META = (
+    r"<meta\s[^<>]*name=[\"'][\w.\-]*(?:verification|validate)[\w.\-]*[\"'][^<>]*content=[\"']$",
+    re.IGNORECASE,
+)
 
 
 # Labels of a value that may be anything (a password may be words); the others name a

@@ -1,0 +1,170 @@
+"""Public data that reads as random stays as it is, told by what it is; the secrets that look like
+it are still redacted next to it.
+
+Real material (tests/fixtures/public_material/README.md gives sources and licenses): Let's
+Encrypt's ISRG Root X1 as Mozilla's CA list ships it, a PGP-signed tag of ripgrep. Lines of a
+Python wheel's RECORD, a Debian `*.md5sums` file, an apt `Packages` record, npm's cache index, a
+notebook's prose and a site's verification tag are copied from files of this machine's packages
+(one line each, facts rather than works). Keys, certificates and JWKs are made here with
+`cryptography`, so that the look-alike private material is no one's.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+from pathlib import Path
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from memory_core.redact import redact
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "public_material"
+CERTIFICATE = (FIXTURES / "isrg-root-x1.pem").read_text()
+SIGNED_TAG = (FIXTURES / "ripgrep-tag-grep-0.3.1.txt").read_text()
+# A generated-looking value, as a key of no known format is: it must go wherever it stands.
+RANDOM_KEY = "Zq8vT1mK3pW9xR2nB7cL4fJ6hD0sY5gA"
+
+
+def _made_key_and_certificate() -> tuple[str, str]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "webhook.default.svc")])
+    now = datetime.datetime(2026, 11, 28, tzinfo=datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(now + datetime.timedelta(days=365))
+        .sign(key, hashes.SHA256())
+    )
+    private = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+    return private, certificate.public_bytes(serialization.Encoding.PEM).decode()
+
+
+PRIVATE_KEY, MADE_CERTIFICATE = _made_key_and_certificate()
+
+
+def _lines(pem: str) -> list[str]:
+    return [line for line in pem.splitlines() if line and not line.startswith("-----")]
+
+
+def test_a_certificate_stays_whole_and_the_key_after_it_in_a_chain_file_does_not() -> None:
+    assert redact(CERTIFICATE) == CERTIFICATE
+    chain = CERTIFICATE + PRIVATE_KEY
+    redacted = redact(chain)
+    assert redacted.startswith(CERTIFICATE)
+    assert all(line not in redacted for line in _lines(PRIVATE_KEY))
+
+
+def test_a_certificate_cut_before_its_begin_line_stays() -> None:
+    # A tool's output or a file read from its middle: the block's shape says what it is.
+    middle = "\n".join(CERTIFICATE.splitlines()[8:]) + "\n"
+    assert redact(middle) == middle
+
+
+def test_a_signed_tag_and_a_commit_signature_stay() -> None:
+    assert redact(SIGNED_TAG) == SIGNED_TAG
+    signature = SIGNED_TAG[SIGNED_TAG.index("-----BEGIN") :].rstrip("\n").split("\n")
+    commit = (
+        "tree 9d7b6eb09a471cdf1eac981b5800f126a7dff92e\n"
+        "author Andrew Gallant <jamslam@gmail.com> 1701139014 -0500\n"
+        "gpgsig " + "\n ".join(signature) + "\n\nRelease grep 0.3.1\n"
+    )
+    assert redact(commit) == commit
+
+
+def test_a_secret_after_a_public_block_ends_or_inside_it_on_a_line_of_its_own_is_redacted() -> None:
+    after_end = f"{SIGNED_TAG}API_KEY={RANDOM_KEY}\n"
+    assert RANDOM_KEY not in redact(after_end)
+    unfinished = "-----BEGIN PGP SIGNATURE-----\n\niQFGBAABCAAwFiEELYER4UE\n"
+    text = f"{unfinished}export SERVICE_TOKEN={RANDOM_KEY}\n"
+    assert RANDOM_KEY not in redact(text)
+
+
+def test_a_private_key_block_is_no_public_block() -> None:
+    body = "\n".join(_lines(PRIVATE_KEY))
+    for label in ("PRIVATE KEY", "EC PRIVATE KEY", "ENCRYPTED PRIVATE KEY"):
+        block = f"-----BEGIN {label}-----\n{body}\n-----END {label}-----\n"
+        assert all(line not in redact(block) for line in _lines(PRIVATE_KEY))
+
+
+def test_a_certificate_in_base64_stays_and_a_private_key_in_base64_does_not() -> None:
+    bundle = base64.b64encode(MADE_CERTIFICATE.encode()).decode()
+    key_data = base64.b64encode(PRIVATE_KEY.encode()).decode()
+    webhook = f"  clientConfig:\n    caBundle: {bundle}\n"
+    assert redact(webhook) == webhook
+    kubeconfig = (
+        f"    certificate-authority-data: {bundle}\n"
+        f"users:\n- name: dev\n  user:\n    client-key-data: {key_data}\n"
+    )
+    redacted = redact(kubeconfig)
+    assert bundle in redacted
+    assert key_data not in redacted
+
+
+def test_a_jwks_public_members_stay_and_a_key_beside_them_does_not() -> None:
+    numbers = ec.generate_private_key(ec.SECP256R1()).public_key().public_numbers()
+
+    def b64url(number: int) -> str:
+        return base64.urlsafe_b64encode(number.to_bytes(32, "big")).rstrip(b"=").decode()
+
+    jwks = (
+        '{"keys": [{"kty": "EC", "crv": "P-256", "use": "sig", '
+        '"kid": "Pf01LuHu_tNTllWTMvSXv1bVwtps07iPgBdLRInyzGY", '
+        f'"x": "{b64url(numbers.x)}", "y": "{b64url(numbers.y)}"}}]}}'
+    )
+    assert redact(jwks) == jwks
+    assert RANDOM_KEY not in redact(jwks[:-2] + f', "api_key": "{RANDOM_KEY}"}}]}}')
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # `md5sum`'s and `sha256sum`'s listing (`/var/lib/dpkg/info/adduser.md5sums`).
+        "0091c90861f50e7be138d37764779d22  usr/share/doc/adduser/NEWS.Debian.gz\n"
+        "30b17d2e2e9c784208f01d130f196864  usr/share/doc/adduser/README.gz\n"
+        "a4537699e4951748913a3d3e212be34e  usr/share/doc/adduser/TODO\n"
+        "30bb154dfdc69a2c0ff31ec465681b39  usr/share/doc/adduser/changelog.gz\n",
+        # A wheel's RECORD, where `Pwd-` inside the base64url digest read as a name.
+        "pydantic/_internal/_docs_extraction.py,"
+        "sha256=V8_-TfG1oUHpEThCvNtZjJaPwd-zVodn4EqkAGv17hY,4708",
+        # apt's `Packages`: a secret word in a package's file name.
+        "Filename: pool/updates/main/m/mariadb/"
+        "mariadb-plugin-cracklib-password-check_10.11.19-0+deb12u1_amd64.deb",
+        "9eea46ee2ea2318336963e5901548f6a  usr/share/doc/gir1.2-secret-1/changelog.Debian.gz",
+        # npm's cache index: a bare `key` naming a cache entry.
+        '{"key":"pacote:tarball:fastq@1.20.3","integrity":"sha512-XKv5nnLs6nLF71NgiKJLIZFLkPyIEu'
+        'OselLG7ujZnGrRfQK8HpvY+WqKhAJUAdLomwVHErVS4LfxFlPq0/FTAw==","size":10427}',
+        # A site's ownership tag, published in its pages.
+        '<meta name="google-site-verification" content="Apib7-x98H0j5cPqHWwSMm6dNU4GmODRoqxLiDzdx9I">',
+        # A notebook's prose: `basic` before words joined by a hyphen.
+        "The most basic three-dimensional plot is a line or collection of scatter plots",
+    ],
+)
+def test_public_lines_of_real_files_stay(line: str) -> None:
+    assert redact(line) == line
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"api_secret: a4537699e4951748913a3d3e212be34e  # {RANDOM_KEY}",
+        f"mariadb-password-{RANDOM_KEY}",
+        f'{{"key":"{RANDOM_KEY}"}}',
+        f"Authorization: Basic {base64.b64encode(b'deploy:' + RANDOM_KEY.encode()).decode()}",
+        '<meta name="google-site-verification" content="AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY">',
+    ],
+)
+def test_secrets_shaped_like_that_public_material_are_still_redacted(text: str) -> None:
+    assert redact(text) != text
