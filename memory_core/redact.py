@@ -1152,7 +1152,46 @@ def _public_encoding(body: str) -> bool:
         return not _holds_a_private_key(data)
     if _utc_time_in(data):
         return not _holds_a_private_key(data)
-    return _pgp_public_key_packet(data)
+    return _pgp_public_key_packet(data) or _public_key_info(data) or _ssh_public_blob(data)
+
+
+def _der_length(data: bytes, at: int) -> tuple[int, int] | None:
+    """The length of the DER element whose length starts at `at`, and where its content starts."""
+    if at >= len(data):
+        return None
+    first = data[at]
+    if first < 0x80:
+        return first, at + 1
+    count = first - 0x80
+    if not 1 <= count <= 3 or at + 1 + count > len(data):
+        return None
+    return int.from_bytes(data[at + 1 : at + 1 + count], "big"), at + 1 + count
+
+
+def _public_key_info(data: bytes) -> bool:
+    """A DER SubjectPublicKeyInfo (RFC 5280; `MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8A...`,
+    `MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE...`): a SEQUENCE holding the algorithm's SEQUENCE, then
+    the key as a BIT STRING. A private key's PKCS#8 starts with its version, an INTEGER, and
+    holds the key in an OCTET STRING."""
+    if data[:1] != b"\x30":
+        return False
+    outer = _der_length(data, 1)
+    if outer is None or data[outer[1] : outer[1] + 1] != b"\x30":
+        return False
+    algorithm = _der_length(data, outer[1] + 1)
+    if algorithm is None:
+        return False
+    key_at = algorithm[1] + algorithm[0]
+    return data[algorithm[1] : algorithm[1] + 1] == b"\x06" and data[key_at : key_at + 1] == b"\x03"
+
+
+# An SSH public key's blob (RFC 4253): a length, then its type's name.
+_SSH_PUBLIC_TYPES = (b"ssh-", b"ecdsa-sha2-", b"sk-ssh-", b"sk-ecdsa-", b"rsa-sha2-")
+
+
+def _ssh_public_blob(data: bytes) -> bool:
+    size = int.from_bytes(data[:4], "big")
+    return 7 <= size <= 48 and data[4 : 4 + size].startswith(_SSH_PUBLIC_TYPES)
 
 
 # A whole key container in one line also holds certificates: a PKCS#12 bundle (its OID,
@@ -4953,10 +4992,16 @@ def _is_secret_value(name: str, value: str, quoted: bool = False, literal: bool 
         return False
     if "signature" in parts and len(value) >= 200:
         return False  # a model's thinking signature: long, public, verifiable
+    if "credentials" in parts and value.strip("\"'`") in _FETCH_CREDENTIALS_MODES:
+        return False  # `fetch(url, {credentials: "include"})`: the Fetch standard's mode
     secret = _strong_name(name) or (_weak_name(name) and _weak_secret(name, value))
     # Asked last, of a value about to be called secret: a template, a value of low variety,
     # an example (see _precise).
     return secret and (literal or not _not_a_secret(value))
+
+
+# The Fetch standard's `RequestCredentials` values: whether a request sends cookies.
+_FETCH_CREDENTIALS_MODES = frozenset(("include", "omit", "same-origin"))
 
 
 def _names_a_password(name: str) -> bool:
@@ -5770,6 +5815,8 @@ def _not_a_secret(value: str) -> bool:
         return True
     if len(value) >= 64 and value.startswith(_FILE_HEADERS_BASE64):
         return True  # an image or an archive in base64, whatever it is assigned to
+    if len(value) >= 24 and value[-1:] in _BASE64_CHARS and _public_encoding(value):
+        return True  # a certificate, a public key (DER, OpenPGP, SSH), whatever its name
     if ("{" in value or "%(" in value) and _rx(_TEMPLATE_FIELD).search(value):
         return True  # `"prefix_{name}"`, `"{user}-%(suffix)s"`: a string still to be filled in
     return _template_password(value)
@@ -5888,12 +5935,25 @@ def _public_material(text: str, start: int, end: int) -> bool:
     a candidate only: each test reads its line or a few hundred characters around it."""
     return (
         _in_public_armor(text, start, end)
+        or _public_encoding(_base64_around(text, start, end))
         or _in_base64_block(text, start, end)
         or _ends_a_base64_block(text, start, end)
         or _encoded_public_pem(text, start)
         or _public_jwk_member(text, start)
         or _rx(_VERIFICATION_META).search(text, max(0, start - 160), start) is not None
     )
+
+
+def _base64_around(text: str, start: int, end: int) -> str:
+    """The whole run of base64 characters a candidate is part of (a detector may have found a
+    piece of it), up to 8 kB each way."""
+    first = start
+    while first > 0 and start - first < 8192 and text[first - 1] in _BASE64_CHARS:
+        first -= 1
+    last = end
+    while last < len(text) and last - end < 8192 and text[last] in _BASE64_CHARS:
+        last += 1
+    return text[first:last]
 
 
 # Armored blocks whose every line is public (RFC 7468's labels, OpenPGP's armor headers, RFC

@@ -106,6 +106,22 @@ def ca_certificates() -> Iterator[Entry]:
         dump = _run("openssl", "x509", "-in", path, "-noout", "-text")
         if dump:
             yield f"ca-certificates/{stem}#text", "MPL-2.0", dump
+        fingerprints = "".join(
+            _run(
+                "openssl",
+                "x509",
+                "-in",
+                path,
+                "-noout",
+                "-subject",
+                "-serial",
+                "-fingerprint",
+                f"-{digest}",
+            )
+            for digest in ("sha1", "sha256")
+        )
+        if fingerprints:
+            yield f"ca-certificates/{stem}#fingerprints", "MPL-2.0", fingerprints
 
 
 def certifi_comments() -> Iterator[Entry]:
@@ -467,6 +483,7 @@ def _ssh_public_keys() -> Iterator[Entry]:
             lines.append(f"host{index}.example.org,10.1.0.{index} {fields[0]} {fields[1]}\n")
             lines.append(_run("ssh-keygen", "-l", "-f", str(key.with_suffix(".pub"))))
             lines.append(_run("ssh-keygen", "-l", "-E", "md5", "-f", str(key.with_suffix(".pub"))))
+            lines.append(_run("ssh-keygen", "-lv", "-f", str(key.with_suffix(".pub"))))
         yield "ssh/known_hosts_and_fingerprints", "made here (public keys)", "".join(lines)
 
 
@@ -510,6 +527,28 @@ def _oci_manifests() -> Iterator[Entry]:
         )
 
 
+def workflows_and_bundles() -> Iterator[Entry]:
+    repo = _repo("google-gemini/gemini-cli")
+    if repo is not None:
+        files = _git(repo, "ls-tree", "-r", "--name-only", "HEAD").split("\n")
+        actions = [f for f in files if f.startswith(".github/") and f.endswith((".yml", ".yaml"))]
+        for path in _spread(actions, 30):
+            yield f"workflows/gemini-cli/{path}", "Apache-2.0", _git(repo, "show", f"HEAD:{path}")
+        lines = _git(repo, "show", "HEAD:package-lock.json").splitlines(True)[:4000]
+        for part in range(0, len(lines), 400):
+            chunk = "".join(lines[part : part + 400])
+            yield f"npm-lock/gemini-cli/package-lock-{part // 400:02d}.json", "Apache-2.0", chunk
+    modules = ROOT / ".cache" / "precision-node" / "node_modules"
+    for path in sorted(modules.rglob("yarn.lock")):
+        yield f"yarn-lock/{path.relative_to(modules)}", "the package's", path.read_text()
+    bundles = [str(p) for p in (modules / "playwright-core" / "lib").rglob("*.js")]
+    for path in _spread(bundles, 20):
+        text = Path(path).read_text(errors="replace")[:16384]
+        yield f"bundles/{Path(path).relative_to(modules)}", "Apache-2.0", text
+    for path in sorted(glob.glob("/usr/share/go-*/src/**/vendor/modules.txt", recursive=True)):
+        yield f"go-vendor{path}", "BSD-3-Clause", Path(path).read_text()
+
+
 SOURCES = (
     ca_certificates,
     certifi_comments,
@@ -522,6 +561,7 @@ SOURCES = (
     apt_lists,
     notebooks_and_svg,
     made_from_real_material,
+    workflows_and_bundles,
 )
 
 

@@ -2,57 +2,42 @@
 it are still redacted next to it.
 
 Real material (tests/fixtures/public_material/README.md gives sources and licenses): Let's
-Encrypt's ISRG Root X1 as Mozilla's CA list ships it, a PGP-signed tag of ripgrep. Lines of a
+Encrypt's ISRG Root X1 and ACCV's root as Mozilla's CA list ships them, a PGP-signed tag of ripgrep. Lines of a
 Python wheel's RECORD, a Debian `*.md5sums` file, an apt `Packages` record, npm's cache index, a
 notebook's prose and a site's verification tag are copied from files of this machine's packages
-(one line each, facts rather than works). Keys, certificates and JWKs are made here with
+(one line each, facts rather than works). Keys and JWKs are made here with
 `cryptography`, so that the look-alike private material is no one's.
 """
 
 from __future__ import annotations
 
 import base64
-import datetime
 from pathlib import Path
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from memory_core.redact import redact
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "public_material"
 CERTIFICATE = (FIXTURES / "isrg-root-x1.pem").read_text()
+ANOTHER_CERTIFICATE = (FIXTURES / "accvraiz1.pem").read_text()
 SIGNED_TAG = (FIXTURES / "ripgrep-tag-grep-0.3.1.txt").read_text()
 # A generated-looking value, as a key of no known format is: it must go wherever it stands.
 RANDOM_KEY = "Zq8vT1mK3pW9xR2nB7cL4fJ6hD0sY5gA"
 
 
-def _made_key_and_certificate() -> tuple[str, str]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "webhook.default.svc")])
-    now = datetime.datetime(2026, 11, 28, tzinfo=datetime.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now)
-        .not_valid_after(now + datetime.timedelta(days=365))
-        .sign(key, hashes.SHA256())
-    )
-    private = key.private_bytes(
+# A private key made here, for the look-alikes that must still be redacted.
+PRIVATE_KEY = (
+    ec.generate_private_key(ec.SECP256R1())
+    .private_bytes(
         serialization.Encoding.PEM,
         serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption(),
-    ).decode()
-    return private, certificate.public_bytes(serialization.Encoding.PEM).decode()
-
-
-PRIVATE_KEY, MADE_CERTIFICATE = _made_key_and_certificate()
+    )
+    .decode()
+)
 
 
 def _lines(pem: str) -> list[str]:
@@ -100,7 +85,7 @@ def test_a_private_key_block_is_no_public_block() -> None:
 
 
 def test_a_certificate_in_base64_stays_and_a_private_key_in_base64_does_not() -> None:
-    bundle = base64.b64encode(MADE_CERTIFICATE.encode()).decode()
+    bundle = base64.b64encode(ANOTHER_CERTIFICATE.encode()).decode()
     key_data = base64.b64encode(PRIVATE_KEY.encode()).decode()
     webhook = f"  clientConfig:\n    caBundle: {bundle}\n"
     assert redact(webhook) == webhook
@@ -111,6 +96,28 @@ def test_a_certificate_in_base64_stays_and_a_private_key_in_base64_does_not() ->
     redacted = redact(kubeconfig)
     assert bundle in redacted
     assert key_data not in redacted
+
+
+def test_a_public_key_stays_under_any_name_and_its_private_key_does_not() -> None:
+    key = ec.generate_private_key(ec.SECP256R1())
+    spki = key.public_key().public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    pkcs8 = key.private_bytes(
+        serialization.Encoding.DER,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    ssh = key.public_key().public_bytes(
+        serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
+    )
+    public, private = base64.b64encode(spki).decode(), base64.b64encode(pkcs8).decode()
+    blob = ssh.decode().split()[1]
+    text = f"jwt:\n  signing_key: {public}\n  private_key: {private}\nauthorized: {blob}\n"
+    redacted = redact(text)
+    assert public in redacted
+    assert blob in redacted
+    assert private not in redacted
 
 
 def test_a_jwks_public_members_stay_and_a_key_beside_them_does_not() -> None:
@@ -150,6 +157,9 @@ def test_a_jwks_public_members_stay_and_a_key_beside_them_does_not() -> None:
         '<meta name="google-site-verification" content="Apib7-x98H0j5cPqHWwSMm6dNU4GmODRoqxLiDzdx9I">',
         # A notebook's prose: `basic` before words joined by a hyphen.
         "The most basic three-dimensional plot is a line or collection of scatter plots",
+        # A bundle's Fetch call (playwright-core's report.js): the credentials mode.
+        "e.crossOrigin===`use-credentials`?t.credentials=`include`:t.credentials=`same-origin`",
+        'fetch(url, {credentials: "include"})',
     ],
 )
 def test_public_lines_of_real_files_stay(line: str) -> None:
