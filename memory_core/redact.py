@@ -5150,7 +5150,7 @@ def _redact_assignments(text: str, lowered: str, hits: _Hits | None = None) -> s
             continue
         if _key_path(text, name_start, op_end) or _namespaced_key(name, value.group("value")):
             continue
-        if _code_or_prose(text, op_end, value):
+        if _code_or_prose(text, op_end, value) or _code_expression(text, op_end, value):
             continue
         literal = text[value.start("value") : value_end]
         if not _is_secret_value(
@@ -5214,9 +5214,37 @@ def _code_or_prose(text: str, op_end: int, value: re.Match[str]) -> bool:
     ):
         return True
     after = text[value.end("value") : value.end("value") + 2]
+    # More of the sentence after it: a word, or a format's field (`PrivateKey: wanted %s`).
     return (
-        op == ":" and word.isalpha() and word.islower() and after[:1] == " " and after[1:].isalpha()
+        op == ":"
+        and word.isalpha()
+        and word.islower()
+        and after[:1] == " "
+        and (after[1:].isalpha() or after[1:] in ("%", "{", "$"))
     )
+
+
+def _code_expression(text: str, op_end: int, value: re.Match[str]) -> bool:
+    """An expression of code, not a secret: a composite literal's address or a call
+    (`c.Spec.PrivateKey = &cmapi.CertificatePrivateKey{`, `key := x509.New(`), or a package's
+    constant given with spaces around `:=` or `=` (`privateKeyEncoding := cmapi.PKCS1`). Each
+    part is a word with maybe a number at its end; a literal secret in code is quoted."""
+    word = value.group("value")
+    if "." not in word or text[value.start("value") - 1] in "\"'`":
+        return False
+    expression = _rx(_QUALIFIED_NAME).match(word)
+    if expression is None:
+        return False
+    if not all(_rx(_WORD_PART).match(part) for part in expression.group("path").split(".")):
+        return False
+    if expression.group("address") or expression.group("open"):
+        return True
+    operator = text[op_end - 2 : op_end]
+    spaced = text[op_end : op_end + 1] == " "
+    return spaced and (operator == ":=" or (operator == " =" and text[op_end - 1] == "="))
+
+
+_QUALIFIED_NAME = (r"^(?P<address>[&*]?)(?P<path>[A-Za-z]\w*(?:\.[A-Za-z]\w*)+)(?P<open>[{(]?)$", 0)
 
 
 _IDENTIFIER_NO_DIGIT = (r"^[A-Za-z_]+$", 0)
@@ -6044,6 +6072,9 @@ _JWK_PUBLIC_MEMBER = (r"\\?[\"'](?:n|e|x|y|kid|x5t|x5t#S256|x5c)\\?[\"']\s*:\s*\
 
 
 def _public_jwk_member(text: str, start: int) -> bool:
+    # From the start of the base64url value a detector may have found a piece of.
+    while start > 0 and text[start - 1] in _BASE64URL_CHARS and text[start - 1] not in "+/":
+        start -= 1
     if _rx(_JWK_PUBLIC_MEMBER).search(text, max(0, start - 24), start) is None:
         return False
     return "kty" in text[max(0, start - 1200) : start + 1200]

@@ -28,6 +28,11 @@ public repositories (the files are recreated, not committed, as their licenses d
 | `/etc/apt/trusted.gpg.d/*.asc`, `/usr/share/keyrings/*.gpg` (`gpg --export --armor`) | public keys of the Debian archive | armored PGP public keys |
 | `/var/lib/apt/lists/*InRelease` and `Packages` | Debian archive metadata | clear-signed releases: MD5/SHA256 lines, a PGP signature; package records with `SHA256:` |
 | `/var/lib/dpkg/info/*.md5sums` | Debian | md5 and path lines |
+| google-gemini/gemini-cli `.github/` workflows and actions, its `package-lock.json` | Apache-2.0 | actions pinned to commit ids, `integrity` lines |
+| docker-library/official-images `library/*` | Apache-2.0 | image tags and `GitCommit:` ids |
+| cli/cli `go.sum` and its merge commits signed by GitHub | MIT | `h1:` hashes, PGP signatures |
+| cert-manager/cert-manager files holding certificates and no private key | Apache-2.0 | PEM certificates in Go tests, YAML and docs |
+| playwright-core's bundled JS, `yarn.lock` files of `node_modules`, Go's `vendor/modules.txt` | Apache-2.0, MIT, BSD-3-Clause | minified code, hashes |
 | Jupyter notebooks with image outputs (jupyter/notebook, jakevdp/PythonDataScienceHandbook) | BSD-3-Clause; MIT (code) | base64 PNG outputs in JSON |
 | SVG with embedded images (jupyter/notebook, docker-library/docs) | BSD-3-Clause; per logo | base64 in `href` |
 | made here from the real material above | | Kubernetes `caBundle` and kubeconfig `certificate-authority-data` of a real CA certificate, SAML metadata with its `X509Certificate`, a JWKS of public keys made by `openssl` with a real `x5c`, OpenSSH public keys and `known_hosts` lines made by `ssh-keygen`, OCI manifests with the digests of real files |
@@ -549,6 +554,38 @@ def workflows_and_bundles() -> Iterator[Entry]:
         yield f"go-vendor{path}", "BSD-3-Clause", Path(path).read_text()
 
 
+def more_repositories() -> Iterator[Entry]:
+    repo = _repo("docker-library/official-images")
+    if repo is not None:
+        names = _git(repo, "ls-tree", "--name-only", "HEAD:library").split()
+        for name in _spread(names, 40):
+            yield (
+                f"official-images/{name}",
+                "Apache-2.0",
+                _git(repo, "show", f"HEAD:library/{name}"),
+            )
+    repo = _repo("cli/cli")
+    if repo is not None:
+        lines = _git(repo, "show", "HEAD:go.sum").splitlines(True)
+        for part in range(0, len(lines), 300):
+            yield (
+                f"locks/cli/cli/go.sum-{part // 300:02d}",
+                "MIT",
+                "".join(lines[part : part + 300]),
+            )
+        merges = _git(repo, "log", "--merges", "--format=%H", "-n", "2000").split()
+        for commit in merges[::100]:
+            yield f"signed-commits/cli/{commit}", "MIT", _git(repo, "cat-file", "-p", commit)
+    repo = _repo("cert-manager/cert-manager")
+    if repo is not None:
+        # Files holding certificates and no private key (test keys are secrets by their shape).
+        with_certificates = set(_git(repo, "grep", "-l", "BEGIN CERTIFICATE", "HEAD").split())
+        with_keys = set(_git(repo, "grep", "-l", "PRIVATE KEY", "HEAD").split())
+        for head_path in _spread(sorted(with_certificates - with_keys), 30):
+            path = head_path.split(":", 1)[1]
+            yield f"cert-manager/{path}", "Apache-2.0", _git(repo, "show", head_path)
+
+
 SOURCES = (
     ca_certificates,
     certifi_comments,
@@ -562,6 +599,7 @@ SOURCES = (
     notebooks_and_svg,
     made_from_real_material,
     workflows_and_bundles,
+    more_repositories,
 )
 
 

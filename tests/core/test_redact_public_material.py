@@ -15,6 +15,7 @@ import base64
 from pathlib import Path
 
 import pytest
+from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
@@ -132,6 +133,12 @@ def test_a_jwks_public_members_stay_and_a_key_beside_them_does_not() -> None:
         f'"x": "{b64url(numbers.x)}", "y": "{b64url(numbers.y)}"}}]}}'
     )
     assert redact(jwks) == jwks
+    # ISRG Root X1's RSA modulus: 683 characters of base64url, where a detector may find a
+    # piece inside.
+    modulus = x509.load_pem_x509_certificate(CERTIFICATE.encode()).public_key().public_numbers().n  # type: ignore[union-attr]
+    encoded = base64.urlsafe_b64encode(modulus.to_bytes(512, "big")).rstrip(b"=").decode()
+    rsa_jwk = f'{{"keys": [{{"kty": "RSA", "e": "AQAB", "n": "{encoded}", "use": "sig"}}]}}'
+    assert redact(rsa_jwk) == rsa_jwk
     assert RANDOM_KEY not in redact(jwks[:-2] + f', "api_key": "{RANDOM_KEY}"}}]}}')
 
 
@@ -160,6 +167,11 @@ def test_a_jwks_public_members_stay_and_a_key_beside_them_does_not() -> None:
         # A bundle's Fetch call (playwright-core's report.js): the credentials mode.
         "e.crossOrigin===`use-credentials`?t.credentials=`include`:t.credentials=`same-origin`",
         'fetch(url, {credentials: "include"})',
+        # Go in cert-manager's tests: a literal's address, a package's constant, a message.
+        "\t\t\t\t\t\tc.Spec.PrivateKey = &cmapi.CertificatePrivateKey{",
+        "\ttestACMEAuthorizationPending := &acmeapi.Authorization{",
+        "\t\t\tprivateKeyEncoding := cmapi.PKCS1",
+        '\t\tt.Errorf("SafeDecodePrivateKey: wanted %s but got %v", expPrivateKeyError, err)',
     ],
 )
 def test_public_lines_of_real_files_stay(line: str) -> None:
@@ -174,6 +186,8 @@ def test_public_lines_of_real_files_stay(line: str) -> None:
         f'{{"key":"{RANDOM_KEY}"}}',
         f"Authorization: Basic {base64.b64encode(b'deploy:' + RANDOM_KEY.encode()).decode()}",
         '<meta name="google-site-verification" content="AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY">',
+        f"API_TOKEN := xK9vLm2.{RANDOM_KEY}",
+        f"SECRET_KEY=xK9.{RANDOM_KEY}",
     ],
 )
 def test_secrets_shaped_like_that_public_material_are_still_redacted(text: str) -> None:
