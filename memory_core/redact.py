@@ -5928,15 +5928,14 @@ def _printed_digest(text: str, start: int, end: int) -> bool:
         return True
     # The start of the base64url digest the value is part of: `sha256=V8_-TfG1...-zVodn4...`,
     # where a word inside the digest (`Pwd-`) read as a name before a value.
-    first = start
-    while first > 0 and start - first < 256 and text[first - 1] in _BASE64URL_CHARS:
-        first -= 1
+    before = text[max(0, start - 256) : start]
+    first = start - (len(before) - len(before.rstrip(_BASE64URL_CHARS_AND_SIGNS)))
     return first < start and _rx(_DIGEST_BEFORE).search(text, max(0, first - 40), first) is not None
 
 
 # A checksum tool's line: the digest, two spaces (or a space and `*`, binary mode), a path.
 _CHECKSUM_LISTING = (r"(?:[0-9a-f]{32}|[0-9a-f]{40}|[0-9a-f]{64}|[0-9a-f]{128}) [ *]\S", 0)
-_BASE64URL_CHARS = frozenset(string.ascii_letters + string.digits + "+/-_")
+_BASE64URL_CHARS_AND_SIGNS = string.ascii_letters + string.digits + "+/-_"
 
 
 def _first_on_its_line(text: str, at: int) -> bool:
@@ -5946,42 +5945,63 @@ def _first_on_its_line(text: str, at: int) -> bool:
 
 def _precise(text: str, spans: list[Span]) -> list[Span]:
     """The spans without those whose text is no secret (see above)."""
-    return [
-        (start, end, label)
-        for start, end, label in spans
-        if not _not_a_secret(text[start:end])
-        and not _printed_digest(text, start, end)
-        and not (label not in _OPEN_LABELS and _words_in_a_format(text[start:end]))
-        and not (label in _OPEN_LABELS and _public_material(text, start, end))
-    ]
+    kept: list[Span] = []
+    armor: _Armor | None = None
+    for start, end, label in spans:
+        value = text[start:end]
+        if _not_a_secret(value) or _printed_digest(text, start, end):
+            continue
+        if label not in _OPEN_LABELS:
+            if not _words_in_a_format(value):
+                kept.append((start, end, label))
+            continue
+        if armor is None:
+            armor = _armor_of(text)
+        if not _public_material(text, start, end, armor):
+            kept.append((start, end, label))
+    return kept
 
 
-def _public_material(text: str, start: int, end: int) -> bool:
-    """Public data that reads as random, told by what it is: a line of an armored public block
-    (a certificate, a public key, a signature), a line of a wrapped base64 block, the base64 of
-    a public PEM block, a JWK's public member, a site's verification tag (see above). Asked of
-    a candidate only: each test reads its line or a few hundred characters around it."""
+def _public_material(text: str, start: int, end: int, armor: _Armor) -> bool:
+    """Public data that reads as random, told by what it is: a line of a wrapped base64 block,
+    of an armored public block (a certificate, a public key, a signature), base64 of public
+    structure, a JWK's public member, a site's verification tag (see above). Asked of a
+    candidate only: each test reads its line or the base64 run around it."""
     return (
-        _in_public_armor(text, start, end)
-        or _public_encoding(_base64_around(text, start, end))
-        or _in_base64_block(text, start, end)
+        _in_base64_block(text, start, end)
         or _ends_a_base64_block(text, start, end)
-        or _encoded_public_pem(text, start)
+        or _in_public_armor(text, start, armor)
+        or _public_run(_base64_around(text, start, end))
         or _public_jwk_member(text, start)
         or _rx(_VERIFICATION_META).search(text, max(0, start - 160), start) is not None
     )
 
 
+# Where armored blocks begin and end in a text: found once per text that has a generic
+# candidate (a substring search, nothing when the text has no `-----BEGIN `), so that each
+# candidate finds its block by bisection instead of searching back through the text.
+_Armor = tuple[list[int], list[int]]
+
+
+def _armor_of(text: str) -> _Armor:
+    if "-----BEGIN " not in text:
+        return [], []
+    return list(_find_all(text, "-----BEGIN ")), list(_find_all(text, "-----END "))
+
+
 def _base64_around(text: str, start: int, end: int) -> str:
     """The whole run of base64 characters a candidate is part of (a detector may have found a
     piece of it), up to 8 kB each way."""
-    first = start
-    while first > 0 and start - first < 8192 and text[first - 1] in _BASE64_CHARS:
-        first -= 1
-    last = end
-    while last < len(text) and last - end < 8192 and text[last] in _BASE64_CHARS:
-        last += 1
+    # `rstrip` and `lstrip` with the alphabet walk the run in C, not character by character.
+    before = text[max(0, start - 8192) : start]
+    after = text[end : end + 8192]
+    first = start - (len(before) - len(before.rstrip(_BASE64_ALPHABET)))
+    last = end + (len(after) - len(after.lstrip(_BASE64_ALPHABET)))
     return text[first:last]
+
+
+_BASE64_ALPHABET = string.ascii_letters + string.digits + "+/="
+_BASE64URL_ALPHABET = string.ascii_letters + string.digits + "-_"
 
 
 # Armored blocks whose every line is public (RFC 7468's labels, OpenPGP's armor headers, RFC
@@ -6015,17 +6035,20 @@ _ARMOR_REACH = 65536
 _ARMOR_LINE = (r"[ \t]*=?[A-Za-z0-9+/]+={0,2}[ \t]*(?:\r?\n|$)", 0)
 
 
-def _in_public_armor(text: str, start: int, end: int) -> bool:
+def _in_public_armor(text: str, start: int, armor: _Armor) -> bool:
     """The candidate's line is base64 inside a `-----BEGIN <public kind>-----` block not yet
     ended (also a git object's `gpgsig` block, indented by one space)."""
-    begin = text.rfind("-----BEGIN ", max(0, start - _ARMOR_REACH), start)
-    if begin == -1:
+    begins, ends = armor
+    at = bisect.bisect_right(begins, start) - 1
+    if at < 0 or start - begins[at] > _ARMOR_REACH:
         return False
+    begin = begins[at]
     label_end = text.find("-----", begin + 11, begin + 60)
     if label_end == -1 or text[begin + 11 : label_end] not in _PUBLIC_ARMOR:
         return False
-    if text.find("-----END ", label_end, end) != -1:
-        return False
+    after = bisect.bisect_left(ends, begin)
+    if after < len(ends) and ends[after] < start:
+        return False  # the block ended before the candidate
     line_start = text.rfind("\n", 0, start) + 1
     return line_start > label_end and _rx(_ARMOR_LINE).match(text, line_start) is not None
 
@@ -6051,14 +6074,13 @@ def _ends_a_base64_block(text: str, start: int, end: int) -> bool:
 _PEM_IN_BASE64 = "LS0tLS1CRUdJTi"
 
 
-def _encoded_public_pem(text: str, start: int) -> bool:
-    first = start
-    while first > 0 and start - first < 8192 and text[first - 1] in _BASE64_CHARS:
-        first -= 1
-    if not text.startswith(_PEM_IN_BASE64, first):
-        return False
+def _public_run(run: str) -> bool:
+    """The base64 run a candidate is part of decodes to public structure, or is a whole PEM
+    block of a public kind in base64."""
+    if not run.startswith(_PEM_IN_BASE64):
+        return len(run) >= 24 and _public_encoding(run)
     try:
-        head = base64.b64decode(text[first : first + 80], validate=True)
+        head = base64.b64decode(run[:80], validate=True)
     except (binascii.Error, ValueError):
         return False
     label = head[11:].split(b"-----", 1)[0].decode("ascii", "replace")
@@ -6073,8 +6095,8 @@ _JWK_PUBLIC_MEMBER = (r"\\?[\"'](?:n|e|x|y|kid|x5t|x5t#S256|x5c)\\?[\"']\s*:\s*\
 
 def _public_jwk_member(text: str, start: int) -> bool:
     # From the start of the base64url value a detector may have found a piece of.
-    while start > 0 and text[start - 1] in _BASE64URL_CHARS and text[start - 1] not in "+/":
-        start -= 1
+    before = text[max(0, start - 8192) : start]
+    start -= len(before) - len(before.rstrip(_BASE64URL_ALPHABET))
     if _rx(_JWK_PUBLIC_MEMBER).search(text, max(0, start - 24), start) is None:
         return False
     return "kty" in text[max(0, start - 1200) : start + 1200]
