@@ -32,6 +32,7 @@ public repositories (the files are recreated, not committed, as their licenses d
 | docker-library/official-images `library/*` | Apache-2.0 | image tags and `GitCommit:` ids |
 | cli/cli `go.sum` and its merge commits signed by GitHub | MIT | `h1:` hashes, PGP signatures |
 | cert-manager/cert-manager files holding certificates and no private key | Apache-2.0 | PEM certificates in Go tests, YAML and docs |
+| npm's debug logs (`~/.npm/_logs`), `pip install --dry-run --report`, `pip download -v` and `pip hash` | the tools' output | registry URLs, sha256 and sha512 hashes |
 | playwright-core's bundled JS, `yarn.lock` files of `node_modules`, Go's `vendor/modules.txt` | Apache-2.0, MIT, BSD-3-Clause | minified code, hashes |
 | Jupyter notebooks with image outputs (jupyter/notebook, jakevdp/PythonDataScienceHandbook) | BSD-3-Clause; MIT (code) | base64 PNG outputs in JSON |
 | SVG with embedded images (jupyter/notebook, docker-library/docs) | BSD-3-Clause; per logo | base64 in `href` |
@@ -586,6 +587,36 @@ def more_repositories() -> Iterator[Entry]:
             yield f"cert-manager/{path}", "Apache-2.0", _git(repo, "show", head_path)
 
 
+def tool_logs() -> Iterator[Entry]:
+    """What package managers print: npm's debug logs, pip's installation report."""
+    for path in _spread(glob.glob(str(Path.home() / ".npm" / "_logs" / "*.log")), 10):
+        yield f"npm-logs/{Path(path).name}", "npm's output", Path(path).read_text(errors="replace")
+    with tempfile.TemporaryDirectory() as work:
+        report = Path(work) / "report.json"
+        packages = ("six", "attrs", "cattrs", "lsprotocol", "pygls")
+        _run(
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--no-deps",
+            "--ignore-installed",
+            "--quiet",
+            "--report",
+            str(report),
+            *packages,
+        )
+        if report.exists():
+            yield "pip-report/report.json", "pip's output", report.read_text()
+        for package in packages[:3]:
+            log = _run(
+                sys.executable, "-m", "pip", "download", "--no-deps", "-v", "-d", work, package
+            )
+            hashes = _run(sys.executable, "-m", "pip", "hash", *glob.glob(f"{work}/{package}-*"))
+            yield f"pip-download/{package}.log", "pip's output", log + hashes
+
+
 SOURCES = (
     ca_certificates,
     certifi_comments,
@@ -600,6 +631,7 @@ SOURCES = (
     made_from_real_material,
     workflows_and_bundles,
     more_repositories,
+    tool_logs,
 )
 
 
