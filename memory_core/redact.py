@@ -5973,7 +5973,10 @@ def _public_material(text: str, start: int, end: int, armor: _Armor) -> bool:
         or _in_public_armor(text, start, armor)
         or _public_run(_base64_around(text, start, end))
         or _public_jwk_member(text, start)
-        or _rx(_VERIFICATION_META).search(text, max(0, start - 160), start) is not None
+        or (
+            text[max(0, start - 9) : start].lower() in ('content="', "content='")
+            and _rx(_VERIFICATION_META).search(text, max(0, start - 160), start) is not None
+        )
     )
 
 
@@ -6057,16 +6060,17 @@ def _ends_a_base64_block(text: str, start: int, end: int) -> bool:
     """The last, shorter line of a wrapped base64 block: the line before is a full line of 64
     or 76 base64 characters, and so is the one before that."""
     line_start = text.rfind("\n", 0, start) + 1
-    line_end = text.find("\n", end)
-    line = text[line_start : len(text) if line_end == -1 else line_end].strip()
-    if not line or len(line) >= 76 or not _rx(_ARMOR_LINE).fullmatch(line):
-        return False
     previous_end = line_start - 1
     if previous_end <= 0:
         return False
     previous_start = text.rfind("\n", 0, previous_end) + 1
-    previous = text[previous_start:previous_end].strip()
-    return len(previous) in (64, 76) and _in_base64_block(text, previous_start, previous_end)
+    if len(text[previous_start:previous_end].strip()) not in (64, 76):
+        return False
+    line_end = text.find("\n", end)
+    line = text[line_start : len(text) if line_end == -1 else line_end].strip()
+    if not line or len(line) >= 76 or not _rx(_ARMOR_LINE).fullmatch(line):
+        return False
+    return _in_base64_block(text, previous_start, previous_end)
 
 
 # The base64 of `-----BEGIN `: a PEM block encoded whole (Kubernetes' `caBundle`, a
@@ -6094,6 +6098,8 @@ _JWK_PUBLIC_MEMBER = (r"\\?[\"'](?:n|e|x|y|kid|x5t|x5t#S256|x5c)\\?[\"']\s*:\s*\
 
 
 def _public_jwk_member(text: str, start: int) -> bool:
+    if text.find("kty", max(0, start - 2400), start + 1200) == -1:
+        return False
     # From the start of the base64url value a detector may have found a piece of.
     before = text[max(0, start - 8192) : start]
     start -= len(before) - len(before.rstrip(_BASE64URL_ALPHABET))
