@@ -1,6 +1,6 @@
 """Build the precision set: real public text that reads as random and holds no secret.
 
-    .venv/bin/python scripts/build_precision_set.py [--out DIR]
+    .venv/bin/python scripts/build_precision_set.py [--out DIR] [--mirrors DIR]
 
 Writes every file under `DIR` (default `.cache/precision-set/`, not committed) and a
 `manifest.jsonl` naming each file's source, license and split. `scripts/measure_redaction.py
@@ -8,9 +8,13 @@ Writes every file under `DIR` (default `.cache/precision-set/`, not committed) a
 should change, as nothing in the set is a secret.
 
 **The split is fixed before any rule is written**: a file is held out when the first byte of the
-SHA-256 of its name in the set (`<source>/<path>`) is divisible by 3 (about a third of the files).
-The rule depends on nothing but the name, so a rebuild on another machine holds out the same
-files where the same sources are found.
+SHA-256 of its name in the set (`<source>/<path>`) is divisible by 3 (about a third of the files;
+a view of a file, `<name>#text`, goes with it). The rule depends on nothing but the name, so a
+rebuild on another machine holds out the same files where the same sources are found (npm's
+logs and cache differ from machine to machine).
+
+Public repositories are read from bare clones under `--mirrors` (default `/work/.mirror`, one
+`<owner>+<name>/repo` each, as `git clone --bare` makes them); a missing one is skipped.
 
 The sources, all public, all found on a Debian machine with Python, Node and Go, or fetched from
 public repositories (the files are recreated, not committed, as their licenses differ):
@@ -36,7 +40,7 @@ public repositories (the files are recreated, not committed, as their licenses d
 | playwright-core's bundled JS, `yarn.lock` files of `node_modules`, Go's `vendor/modules.txt` | Apache-2.0, MIT, BSD-3-Clause | minified code, hashes |
 | Jupyter notebooks with image outputs (jupyter/notebook, jakevdp/PythonDataScienceHandbook) | BSD-3-Clause; MIT (code) | base64 PNG outputs in JSON |
 | SVG with embedded images (jupyter/notebook, docker-library/docs) | BSD-3-Clause; per logo | base64 in `href` |
-| made here from the real material above | | Kubernetes `caBundle` and kubeconfig `certificate-authority-data` of a real CA certificate, SAML metadata with its `X509Certificate`, a JWKS of public keys made by `openssl` with a real `x5c`, OpenSSH public keys and `known_hosts` lines made by `ssh-keygen`, OCI manifests with the digests of real files |
+| made here from the real material above | | Kubernetes `caBundle` and kubeconfig `certificate-authority-data` of a real CA certificate, SAML metadata with its `X509Certificate`, JWKS documents of public keys made with `cryptography` and a real certificate as `x5c`, OpenSSH public keys and `known_hosts` lines made by `ssh-keygen`, OCI manifests with the digests of real files |
 
 Each file is cut to its first 64 KiB (a text an agent reads, not a whole archive).
 """
@@ -57,7 +61,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / ".cache" / "precision-set"
-MIRRORS = Path("/work/.mirror")
+# Where public repositories' bare clones are looked for (`--mirrors`).
+MIRRORS = [Path("/work/.mirror")]
 LIMIT = 64 * 1024
 PER_SOURCE = 40
 
@@ -85,7 +90,7 @@ def _run(*args: str, cwd: Path | None = None) -> str:
 
 
 def _repo(name: str) -> Path | None:
-    git_dir = MIRRORS / name.replace("/", "+") / "repo"
+    git_dir = MIRRORS[0] / name.replace("/", "+") / "repo"
     return git_dir if git_dir.is_dir() else None
 
 
@@ -423,7 +428,7 @@ def _jwks(certificates: list[str]) -> Iterator[Entry]:
         return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
     for index in range(8):
-        keys = []
+        keys: list[dict[str, object]] = []
         for k in range(2):
             rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048).public_key()
             numbers = rsa_key.public_numbers()
@@ -528,7 +533,7 @@ def _oci_manifests() -> Iterator[Entry]:
         yield (
             f"oci/pull-{index // 4:02d}.log",
             "made here (digests of Debian files)",
-            "".join(f"{layer['digest'][7:19]}: Pull complete\n" for layer in layers)
+            "".join(f"{str(layer['digest'])[7:19]}: Pull complete\n" for layer in layers)
             + f"Digest: sha256:{config}\nStatus: Downloaded newer image for python:3.13-slim\n",
         )
 
@@ -545,8 +550,8 @@ def workflows_and_bundles() -> Iterator[Entry]:
             chunk = "".join(lines[part : part + 400])
             yield f"npm-lock/gemini-cli/package-lock-{part // 400:02d}.json", "Apache-2.0", chunk
     modules = ROOT / ".cache" / "precision-node" / "node_modules"
-    for path in sorted(modules.rglob("yarn.lock")):
-        yield f"yarn-lock/{path.relative_to(modules)}", "the package's", path.read_text()
+    for lock in sorted(modules.rglob("yarn.lock")):
+        yield f"yarn-lock/{lock.relative_to(modules)}", "the package's", lock.read_text()
     bundles = [str(p) for p in (modules / "playwright-core" / "lib").rglob("*.js")]
     for path in _spread(bundles, 20):
         text = Path(path).read_text(errors="replace")[:16384]
@@ -667,7 +672,9 @@ def build(out: Path) -> list[dict[str, str | int]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--mirrors", type=Path, default=MIRRORS[0])
     args = parser.parse_args()
+    MIRRORS[0] = args.mirrors
     manifest = build(args.out)
     for split in ("tune", "holdout"):
         rows = [row for row in manifest if row["split"] == split]
