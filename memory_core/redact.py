@@ -5152,6 +5152,8 @@ def _redact_assignments(text: str, lowered: str, hits: _Hits | None = None) -> s
             continue
         if _code_or_prose(text, op_end, value) or _code_expression(text, op_end, value):
             continue
+        if _signature_entry(name, text, name_start, value.end("value")):
+            continue
         literal = text[value.start("value") : value_end]
         if not _is_secret_value(
             name, literal, bool(quote), _shell_literal(text, value.start("value"), literal)
@@ -5222,6 +5224,15 @@ def _code_or_prose(text: str, op_end: int, value: re.Match[str]) -> bool:
         and after[:1] == " "
         and (after[1:].isalpha() or after[1:] in ("%", "{", "$"))
     )
+
+
+def _signature_entry(name: str, text: str, name_start: int, value_end: int) -> bool:
+    """A signature published with what it signs: the `sig` or `signature` of an entry that names
+    its key by id (`{"keyid": "...", "sig": "..."}` in TUF, in-toto and DSSE envelopes). A
+    signing key or secret is named for what it is (`signing_key`, `sig_secret`)."""
+    if name.strip("\"'`:= \t").lower() not in ("sig", "signature"):
+        return False
+    return text.find("keyid", max(0, name_start - 300), value_end + 300) != -1
 
 
 def _code_expression(text: str, op_end: int, value: re.Match[str]) -> bool:

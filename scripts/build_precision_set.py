@@ -37,6 +37,7 @@ public repositories (the files are recreated, not committed, as their licenses d
 | cli/cli `go.sum` and its merge commits signed by GitHub | MIT | `h1:` hashes, PGP signatures |
 | cert-manager/cert-manager files holding certificates and no private key | Apache-2.0 | PEM certificates in Go tests, YAML and docs |
 | npm's debug logs (`~/.npm/_logs`), `pip install --dry-run --report`, `pip download -v` and `pip hash` | the tools' output | registry URLs, sha256 and sha512 hashes |
+| theupdateframework/python-tuf's metadata (no file naming a private key); sigstore/cosign's `go.sum`, public keys, certificates, signatures, workflows and merges (no file holding a private key) | Apache-2.0 | added after the rules, measured once before any line was looked at (`--source fresh_repositories`) |
 | playwright-core's bundled JS, `yarn.lock` files of `node_modules`, Go's `vendor/modules.txt` | Apache-2.0, MIT, BSD-3-Clause | minified code, hashes |
 | Jupyter notebooks with image outputs (jupyter/notebook, jakevdp/PythonDataScienceHandbook) | BSD-3-Clause; MIT (code) | base64 PNG outputs in JSON |
 | SVG with embedded images (jupyter/notebook, docker-library/docs) | BSD-3-Clause; per logo | base64 in `href` |
@@ -622,6 +623,44 @@ def tool_logs() -> Iterator[Entry]:
             yield f"pip-download/{package}.log", "pip's output", log + hashes
 
 
+def fresh_repositories() -> Iterator[Entry]:
+    """Added after the rules were written, and measured once before any was looked at: TUF
+    metadata (hex signatures and key ids, public keys) and cosign's sums, keys and workflows."""
+    repo = _repo("theupdateframework/python-tuf")
+    if repo is not None:
+        documents = _git(repo, "ls-tree", "-r", "--name-only", "HEAD").split("\n")
+        private = set(_git(repo, "grep", "-il", "private", "HEAD").split())
+        metadata = [p for p in documents if p.endswith(".json") and f"HEAD:{p}" not in private]
+        for path in _spread(metadata, 40):
+            yield f"fresh/python-tuf/{path}", "Apache-2.0", _git(repo, "show", f"HEAD:{path}")
+    repo = _repo("sigstore/cosign")
+    if repo is not None:
+        lines = _git(repo, "show", "HEAD:go.sum").splitlines(True)[:3000]
+        for part in range(0, len(lines), 300):
+            yield (
+                f"fresh/cosign/go.sum-{part // 300:02d}",
+                "Apache-2.0",
+                "".join(lines[part : part + 300]),
+            )
+        files = _git(repo, "ls-tree", "-r", "--name-only", "HEAD").split("\n")
+        private = set(_git(repo, "grep", "-l", "PRIVATE KEY", "HEAD").split())
+        chosen = [
+            p
+            for p in files
+            if (p.endswith((".pub", ".pem", ".crt", ".sig")) or p.startswith(".github/workflows/"))
+            and f"HEAD:{p}" not in private
+        ]
+        for path in _spread(chosen, 30):
+            yield f"fresh/cosign/{path}", "Apache-2.0", _git(repo, "show", f"HEAD:{path}")
+        merges = _git(repo, "log", "--merges", "--format=%H", "-n", "1000").split()
+        for commit in merges[::100]:
+            yield (
+                f"fresh/cosign-commits/{commit}",
+                "Apache-2.0",
+                _git(repo, "cat-file", "-p", commit),
+            )
+
+
 SOURCES = (
     ca_certificates,
     certifi_comments,
@@ -637,6 +676,7 @@ SOURCES = (
     workflows_and_bundles,
     more_repositories,
     tool_logs,
+    fresh_repositories,
 )
 
 

@@ -26,7 +26,8 @@ the same way: held out whole for two measurements (on the detector before and af
 `--precision-set` redacts the precision set (real public text holding no secret, built by
 `scripts/build_precision_set.py` under `.cache/precision-set/`) in pieces of 200 lines, as an
 agent reads a file, and counts the lines and strings changed; `--show` lists the tuned part's
-changes; `--holdout` adds the held-out third's totals (measured once, at the end of a round).
+changes; `--holdout` adds the held-out third's totals (measured once, at the end of a round);
+`--source NAME` measures one source's files alone.
 """
 
 from __future__ import annotations
@@ -127,6 +128,10 @@ def measure_precision_set(show: bool, holdout: bool, show_holdout: bool) -> None
     if not manifest.exists():
         sys.exit("no precision set: run scripts/build_precision_set.py first")
     rows = [json.loads(line) for line in manifest.read_text().splitlines()]
+    if "--source" in sys.argv:
+        # One source's files alone (`--source fresh_repositories`), both splits when asked.
+        source = sys.argv[sys.argv.index("--source") + 1]
+        rows = [row for row in rows if row["source"] == source]
     # The held-out third is measured once, at the end of a round (`--holdout`), with the
     # figure of the detector the round started from; its lines only with `--show-holdout`.
     splits = ("holdout", "tune") if holdout or show_holdout else ("tune",)

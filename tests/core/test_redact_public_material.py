@@ -2,7 +2,8 @@
 it are still redacted next to it.
 
 Real material (tests/fixtures/public_material/README.md gives sources and licenses): Let's
-Encrypt's ISRG Root X1 and ACCV's root as Mozilla's CA list ships them, a PGP-signed tag of ripgrep. Lines of a
+Encrypt's ISRG Root X1 and ACCV's root as Mozilla's CA list ships them, a PGP-signed tag of
+ripgrep, a signature entry of python-tuf's test metadata (Apache-2.0). Lines of a
 Python wheel's RECORD, a Debian `*.md5sums` file, an apt `Packages` record, npm's cache index, a
 notebook's prose and a site's verification tag are copied from files of this machine's packages
 (one line each, facts rather than works). Keys and JWKs are made here with
@@ -97,6 +98,26 @@ def test_a_certificate_in_base64_stays_and_a_private_key_in_base64_does_not() ->
     redacted = redact(kubeconfig)
     assert bundle in redacted
     assert key_data not in redacted
+
+
+# python-tuf's `tests/generated_data/ed25519_metadata/snapshot_with_ed25519.json` (Apache-2.0).
+TUF_SIGNATURES = """{
+ "signatures": [
+  {
+   "keyid": "3458204ed467519c19a5316eb278b5608472a1bbf15850ebfb462d5315e4f86d",
+   "sig": "bab356be0a82b85b9529aa4625cbd7b8e03b71d1a0fb5d3242f6e8377f102bcf60cc1b8c2a566fd5618c5f5ee3fc07745e84920d26e5514ad455868d7899ae03"
+  }
+ ],
+"""
+
+
+def test_a_signature_entry_naming_its_key_stays_and_a_signing_secret_beside_it_does_not() -> None:
+    assert redact(TUF_SIGNATURES) == TUF_SIGNATURES
+    secret = TUF_SIGNATURES.replace('"sig"', '"sig_secret"')
+    assert "bab356be0a82b85b" not in redact(secret)
+    # Without a key's id, a `sig` could be anything: it is read as before.
+    alone = '{"sig": "' + RANDOM_KEY + '"}'
+    assert RANDOM_KEY not in redact(alone)
 
 
 def test_a_public_key_stays_under_any_name_and_its_private_key_does_not() -> None:
