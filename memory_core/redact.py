@@ -1137,9 +1137,12 @@ _PGP_PUBLIC_NEW = frozenset((0xC6, 0xCE))
 _PGP_ALGORITHMS = frozenset((1, 2, 3, 16, 17, 18, 19, 22, 25, 27))
 
 
-def _public_encoding(body: str) -> bool:
+def _public_encoding(body: str, pgp: bool = True) -> bool:
     """`body` is a bech32 public key or address, or base64 of a certificate's or an OpenPGP
-    public key's bytes (one line of its armored block)."""
+    public key's bytes (one line of its armored block), of a public key's or a signature's DER,
+    an SSH key blob, an in-toto statement. The OpenPGP packet's test (three bytes: a tag, a
+    version, an algorithm) passes one random value in about 70,000; `pgp=False` leaves it out
+    where a whole value under any name is asked, and armored lines are found by their block."""
     if "1" in body and body.islower() and _public_bech32(body):
         return True
     if len(body) % 4 or len(body) < 24:
@@ -1152,7 +1155,41 @@ def _public_encoding(body: str) -> bool:
         return not _holds_a_private_key(data)
     if _utc_time_in(data):
         return not _holds_a_private_key(data)
-    return _pgp_public_key_packet(data) or _public_key_info(data) or _ssh_public_blob(data)
+    return (
+        (pgp and _pgp_public_key_packet(data))
+        or _public_key_info(data)
+        or _ssh_public_blob(data)
+        or _der_signature(data)
+        or data.startswith(_IN_TOTO_STATEMENTS)
+    )
+
+
+# An in-toto attestation's statement (SLSA provenance, a DSSE envelope's `payload`): JSON
+# naming its type first, as the specification's serialisation writes it.
+_IN_TOTO_STATEMENTS = (
+    b'{"_type":"https://in-toto.io/Statement',
+    b'{"_type": "https://in-toto.io/Statement',
+)
+
+
+def _der_signature(data: bytes) -> bool:
+    """An ECDSA or DSA signature in DER (RFC 3279): a SEQUENCE of exactly two INTEGERs, `r`
+    and `s`, filling it to its last byte (`MEUCIQ...`, `MGYCMQ...`: Sigstore's and in-toto's
+    signatures). A random key of the same length has that shape by chance once in billions."""
+    if data[:1] != b"\x30":
+        return False
+    outer = _der_length(data, 1)
+    if outer is None or outer[1] + outer[0] != len(data):
+        return False
+    at = outer[1]
+    for _integer in range(2):
+        if data[at : at + 1] != b"\x02":
+            return False
+        inner = _der_length(data, at + 1)
+        if inner is None or not 16 <= inner[0] <= 70:
+            return False
+        at = inner[1] + inner[0]
+    return at == len(data)
 
 
 def _der_length(data: bytes, at: int) -> tuple[int, int] | None:
@@ -4846,6 +4883,7 @@ _DESCRIPTORS = frozenset(
         *_NOT_SECRET_SUFFIXES,
         *[
             "names",
+            "details",
             "paths",
             "files",
             "counts",
@@ -5854,7 +5892,7 @@ def _not_a_secret(value: str) -> bool:
         return True
     if len(value) >= 64 and value.startswith(_FILE_HEADERS_BASE64):
         return True  # an image or an archive in base64, whatever it is assigned to
-    if len(value) >= 24 and value[-1:] in _BASE64_CHARS and _public_encoding(value):
+    if len(value) >= 24 and value[-1:] in _BASE64_CHARS and _public_encoding(value, pgp=False):
         return True  # a certificate, a public key (DER, OpenPGP, SSH), whatever its name
     if ("{" in value or "%(" in value) and _rx(_TEMPLATE_FIELD).search(value):
         return True  # `"prefix_{name}"`, `"{user}-%(suffix)s"`: a string still to be filled in
@@ -6093,7 +6131,7 @@ def _public_run(run: str) -> bool:
     """The base64 run a candidate is part of decodes to public structure, or is a whole PEM
     block of a public kind in base64."""
     if not run.startswith(_PEM_IN_BASE64):
-        return len(run) >= 24 and _public_encoding(run)
+        return len(run) >= 24 and _public_encoding(run, pgp=False)
     try:
         head = base64.b64decode(run[:80], validate=True)
     except (binascii.Error, ValueError):

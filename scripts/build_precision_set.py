@@ -38,6 +38,7 @@ public repositories (the files are recreated, not committed, as their licenses d
 | cert-manager/cert-manager files holding certificates and no private key | Apache-2.0 | PEM certificates in Go tests, YAML and docs |
 | npm's debug logs (`~/.npm/_logs`), `pip install --dry-run --report`, `pip download -v` and `pip hash` | the tools' output | registry URLs, sha256 and sha512 hashes |
 | theupdateframework/python-tuf's metadata (no file naming a private key); sigstore/cosign's `go.sum`, public keys, certificates, signatures, workflows and merges (no file holding a private key) | Apache-2.0 | added after the rules, measured once before any line was looked at (`--source fresh_repositories`) |
+| in-toto/in-toto's and sigstore/sigstore-python's test assets (no file naming a private key) | Apache-2.0 | added after the signature entry rule, measured once before any line was looked at (`--source fresh_test_assets`) |
 | playwright-core's bundled JS, `yarn.lock` files of `node_modules`, Go's `vendor/modules.txt` | Apache-2.0, MIT, BSD-3-Clause | minified code, hashes |
 | Jupyter notebooks with image outputs (jupyter/notebook, jakevdp/PythonDataScienceHandbook) | BSD-3-Clause; MIT (code) | base64 PNG outputs in JSON |
 | SVG with embedded images (jupyter/notebook, docker-library/docs) | BSD-3-Clause; per logo | base64 in `href` |
@@ -84,7 +85,9 @@ def _cut(text: str) -> str:
 
 def _run(*args: str, cwd: Path | None = None) -> str:
     try:
-        done = subprocess.run(args, capture_output=True, text=True, timeout=120, cwd=cwd)
+        done = subprocess.run(
+            args, capture_output=True, encoding="utf-8", errors="replace", timeout=120, cwd=cwd
+        )
     except (OSError, subprocess.TimeoutExpired):
         return ""
     return done.stdout if done.returncode == 0 else ""
@@ -661,6 +664,32 @@ def fresh_repositories() -> Iterator[Entry]:
             )
 
 
+def fresh_test_assets() -> Iterator[Entry]:
+    """Added after the signature entry rule, and measured once before any was looked at:
+    in-toto's and sigstore-python's test assets (layouts and links with signatures and key ids,
+    Sigstore bundles, certificates, public keys, detached signatures), no file naming a
+    private key."""
+    for repo_name in ("in-toto/in-toto", "sigstore/sigstore-python"):
+        repo = _repo(repo_name)
+        if repo is None:
+            continue
+        files = _git(repo, "ls-tree", "-r", "--name-only", "HEAD").split("\n")
+        private = set(_git(repo, "grep", "-il", "private", "HEAD").split())
+        assets = [
+            p
+            for p in files
+            if p.startswith("test")
+            and not p.endswith((".py", ".whl", ".gz"))
+            and f"HEAD:{p}" not in private
+        ]
+        for path in _spread(assets, 60):
+            yield (
+                f"fresh-assets/{repo_name}/{path}",
+                "Apache-2.0",
+                _git(repo, "show", f"HEAD:{path}"),
+            )
+
+
 SOURCES = (
     ca_certificates,
     certifi_comments,
@@ -677,6 +706,7 @@ SOURCES = (
     more_repositories,
     tool_logs,
     fresh_repositories,
+    fresh_test_assets,
 )
 
 

@@ -3,7 +3,8 @@ it are still redacted next to it.
 
 Real material (tests/fixtures/public_material/README.md gives sources and licenses): Let's
 Encrypt's ISRG Root X1 and ACCV's root as Mozilla's CA list ships them, a PGP-signed tag of
-ripgrep, a signature entry of python-tuf's test metadata (Apache-2.0). Lines of a
+ripgrep, a signature entry of python-tuf's test metadata and a DSSE envelope of sigstore-python's
+test assets (both Apache-2.0). Lines of a
 Python wheel's RECORD, a Debian `*.md5sums` file, an apt `Packages` record, npm's cache index, a
 notebook's prose and a site's verification tag are copied from files of this machine's packages
 (one line each, facts rather than works). Keys and JWKs are made here with
@@ -118,6 +119,37 @@ def test_a_signature_entry_naming_its_key_stays_and_a_signing_secret_beside_it_d
     # Without a key's id, a `sig` could be anything: it is read as before.
     alone = '{"sig": "' + RANDOM_KEY + '"}'
     assert RANDOM_KEY not in redact(alone)
+
+
+# sigstore/sigstore-python's `test/assets/a.dsse.staging-rekor-v2.txt.sigstore.json` (Apache-2.0):
+# a DSSE envelope, its payload an in-toto statement, its signature ECDSA in DER.
+DSSE_ENVELOPE = """  "dsseEnvelope": {
+    "payload": "eyJfdHlwZSI6Imh0dHBzOi8vaW4tdG90by5pby9TdGF0ZW1lbnQvdjEiLCJzdWJqZWN0IjpbeyJuYW1lIjoiYS50eHQiLCJkaWdlc3QiOnsic2hhMjU2IjoiYTBjZmM3MTI3MWQ2ZTI3OGU1N2NkMzMyZmY5NTdjM2Y3MDQzZmRkYTM1NGM0Y2JiMTkwYTMwZDU2ZWZhMDFiZiJ9fV0sInByZWRpY2F0ZVR5cGUiOiJodHRwczovL3Nsc2EuZGV2L3Byb3ZlbmFuY2UvdjEiLCJwcmVkaWNhdGUiOnsiYnVpbGREZWZpbml0aW9uIjp7ImJ1aWxkVHlwZSI6Imh0dHBzOi8vZ2l0aHViLmNvbS9zaWdzdG9yZS1jb25mb3JtYW5jZS9yZWtvcjItZHNzZS1oYXNoZWRyZWtvcmQtcmVnZW4ifSwicnVuRGV0YWlscyI6eyJidWlsZGVyIjp7ImlkIjoiaHR0cHM6Ly9naXRodWIuY29tL3NpZ3N0b3JlLWNvbmZvcm1hbmNlL3Jla29yMi1kc3NlLWhhc2hlZHJla29yZC1yZWdlbiJ9fX19",
+    "payloadType": "application/vnd.in-toto+json",
+    "signatures": [
+      {
+        "sig": "MEUCIQCQQ11nsoTaO52/MC48g07mjATdxD86ywdu3NxJUjH7yAIgWGc+MR3eIAoWu8JE1QM2YDslpoFAzMVWpN115fCKuqg="
+      }
+    ]
+  }
+"""
+
+
+def test_an_attestation_its_signature_and_a_key_s_details_stay() -> None:
+    assert redact(DSSE_ENVELOPE) == DSSE_ENVELOPE
+    details = '          "keyDetails": "PKIX_ECDSA_P256_SHA_256",'
+    assert redact(details) == details
+
+
+def test_base64_of_other_json_or_a_random_value_under_a_signature_s_name_is_still_redacted() -> (
+    None
+):
+    # A service account's JSON in base64 is a credential; so is a random value of a DER
+    # signature's length that is not one.
+    account = base64.b64encode(b'{"type": "service_account", "private_key_id": "k"}').decode()
+    assert account not in redact(f"GOOGLE_CREDENTIALS={account}")
+    random_value = base64.b64encode(bytes(range(40, 111))).decode()
+    assert random_value not in redact(f'SIGNING_SECRET="{random_value}"')
 
 
 def test_a_public_key_stays_under_any_name_and_its_private_key_does_not() -> None:
