@@ -5892,7 +5892,11 @@ def _not_a_secret(value: str) -> bool:
         return True
     if len(value) >= 64 and value.startswith(_FILE_HEADERS_BASE64):
         return True  # an image or an archive in base64, whatever it is assigned to
-    if len(value) >= 24 and value[-1:] in _BASE64_CHARS and _public_encoding(value, pgp=False):
+    if (
+        len(value) >= 24
+        and value.startswith(_PUBLIC_STRUCTURE_STARTS)
+        and _public_encoding(value, pgp=False)
+    ):
         return True  # a certificate, a public key (DER, OpenPGP, SSH), whatever its name
     if ("{" in value or "%(" in value) and _rx(_TEMPLATE_FIELD).search(value):
         return True  # `"prefix_{name}"`, `"{user}-%(suffix)s"`: a string still to be filled in
@@ -6021,7 +6025,7 @@ def _public_material(text: str, start: int, end: int, armor: _Armor) -> bool:
         or _ends_a_base64_block(text, start, end)
         or _in_public_armor(text, start, armor)
         or _public_run(_base64_around(text, start, end))
-        or _public_jwk_member(text, start)
+        or (armor[2] and _public_jwk_member(text, start))
         or (
             text[max(0, start - 9) : start].lower() in ('content="', "content='")
             and _rx(_VERIFICATION_META).search(text, max(0, start - 160), start) is not None
@@ -6029,16 +6033,23 @@ def _public_material(text: str, start: int, end: int, armor: _Armor) -> bool:
     )
 
 
-# Where armored blocks begin and end in a text: found once per text that has a generic
-# candidate (a substring search, nothing when the text has no `-----BEGIN `), so that each
-# candidate finds its block by bisection instead of searching back through the text.
-_Armor = tuple[list[int], list[int]]
+# Where armored blocks begin and end in a text, and whether it holds a JWK: found once per text
+# that has a generic candidate (substring searches), so that each candidate finds its block by
+# bisection instead of searching back through the text.
+_Armor = tuple[list[int], list[int], bool]
 
 
 def _armor_of(text: str) -> _Armor:
+    """The text's BEGIN and END lines, and whether it names a JWK's key type anywhere."""
+    jwk = '"kty"' in text or "'kty'" in text or '\\"kty\\"' in text
     if "-----BEGIN " not in text:
-        return [], []
-    return list(_find_all(text, "-----BEGIN ")), list(_find_all(text, "-----END "))
+        return [], [], jwk
+    begins = [match.start() for match in _rx(_ARMOR_BEGIN).finditer(text)]
+    return begins, [match.start() for match in _rx(_ARMOR_END).finditer(text)], jwk
+
+
+_ARMOR_BEGIN = (r"-----BEGIN ", 0)
+_ARMOR_END = (r"-----END ", 0)
 
 
 def _base64_around(text: str, start: int, end: int) -> str:
@@ -6090,7 +6101,7 @@ _ARMOR_LINE = (r"[ \t]*=?[A-Za-z0-9+/]+={0,2}[ \t]*(?:\r?\n|$)", 0)
 def _in_public_armor(text: str, start: int, armor: _Armor) -> bool:
     """The candidate's line is base64 inside a `-----BEGIN <public kind>-----` block not yet
     ended (also a git object's `gpgsig` block, indented by one space)."""
-    begins, ends = armor
+    begins, ends, _jwk = armor
     at = bisect.bisect_right(begins, start) - 1
     if at < 0 or start - begins[at] > _ARMOR_REACH:
         return False
@@ -6122,6 +6133,12 @@ def _ends_a_base64_block(text: str, start: int, end: int) -> bool:
     return _in_base64_block(text, previous_start, previous_end)
 
 
+# How a whole value of public structure starts in base64: DER (a SEQUENCE, `0x30`: a
+# certificate, a public key, a signature) is `M`; an SSH key blob's length `AAAA`; an in-toto
+# statement `eyJfdHlw`; a bech32 public key or address its human-readable part.
+_PUBLIC_STRUCTURE_STARTS = ("M", "AAAA", "eyJfdHlw", *(f"{part}1" for part in _PUBLIC_BECH32_PARTS))
+
+
 # The base64 of `-----BEGIN `: a PEM block encoded whole (Kubernetes' `caBundle`, a
 # kubeconfig's `certificate-authority-data`, a Helm value).
 _PEM_IN_BASE64 = "LS0tLS1CRUdJTi"
@@ -6131,7 +6148,11 @@ def _public_run(run: str) -> bool:
     """The base64 run a candidate is part of decodes to public structure, or is a whole PEM
     block of a public kind in base64."""
     if not run.startswith(_PEM_IN_BASE64):
-        return len(run) >= 24 and _public_encoding(run, pgp=False)
+        return (
+            len(run) >= 24
+            and run.startswith(_PUBLIC_STRUCTURE_STARTS)
+            and _public_encoding(run, pgp=False)
+        )
     try:
         head = base64.b64decode(run[:80], validate=True)
     except (binascii.Error, ValueError):
