@@ -6168,14 +6168,16 @@ _JWK_PUBLIC_MEMBER = (r"\\?[\"'](?:n|e|x|y|kid|x5t|x5t#S256|x5c)\\?[\"']\s*:\s*\
 
 
 def _public_jwk_member(text: str, start: int) -> bool:
-    if text.find("kty", max(0, start - 2400), start + 1200) == -1:
-        return False
     # From the start of the base64url value a detector may have found a piece of.
     before = text[max(0, start - 8192) : start]
     start -= len(before) - len(before.rstrip(_BASE64URL_ALPHABET))
     if _rx(_JWK_PUBLIC_MEMBER).search(text, max(0, start - 24), start) is None:
         return False
-    return "kty" in text[max(0, start - 1200) : start + 1200]
+    # The key's type in the same object: a certificate chain (`x5c`) may stand between.
+    return text.find("kty", max(0, start - _JWK_REACH), start + _JWK_REACH) != -1
+
+
+_JWK_REACH = 8192
 
 
 # `<meta name="google-site-verification" content="...">` (Bing's `msvalidate.01`, Yandex's,

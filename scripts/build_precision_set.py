@@ -39,6 +39,7 @@ public repositories (the files are recreated, not committed, as their licenses d
 | npm's debug logs (`~/.npm/_logs`), `pip install --dry-run --report`, `pip download -v` and `pip hash` | the tools' output | registry URLs, sha256 and sha512 hashes |
 | theupdateframework/python-tuf's metadata (no file naming a private key); sigstore/cosign's `go.sum`, public keys, certificates, signatures, workflows and merges (no file holding a private key) | Apache-2.0 | added after the rules, measured once before any line was looked at (`--source fresh_repositories`) |
 | in-toto/in-toto's and sigstore/sigstore-python's test assets (no file naming a private key) | Apache-2.0 | added after the signature entry rule, measured once before any line was looked at (`--source fresh_test_assets`) |
+| jpadilla/pyjwt's and smallstep/certificates' test keys, certificates, JWKs and configurations (no private key, private JWK member or encrypted key) | MIT, Apache-2.0 | added after the DER signature rule, measured once before any line was looked at (`--source fresh_key_material`) |
 | playwright-core's bundled JS, `yarn.lock` files of `node_modules`, Go's `vendor/modules.txt` | Apache-2.0, MIT, BSD-3-Clause | minified code, hashes |
 | Jupyter notebooks with image outputs (jupyter/notebook, jakevdp/PythonDataScienceHandbook) | BSD-3-Clause; MIT (code) | base64 PNG outputs in JSON |
 | SVG with embedded images (jupyter/notebook, docker-library/docs) | BSD-3-Clause; per logo | base64 in `href` |
@@ -690,6 +691,35 @@ def fresh_test_assets() -> Iterator[Entry]:
             )
 
 
+def fresh_key_material() -> Iterator[Entry]:
+    """Added after the DER signature rule, and measured once before any was looked at: pyjwt's
+    and smallstep/certificates' test keys, certificates, JWKs and configurations, no file
+    holding a private key, a JWK's private member or an encrypted key."""
+    for repo_name, license_name in (
+        ("jpadilla/pyjwt", "MIT"),
+        ("smallstep/certificates", "Apache-2.0"),
+    ):
+        repo = _repo(repo_name)
+        if repo is None:
+            continue
+        files = _git(repo, "ls-tree", "-r", "--name-only", "HEAD").split("\n")
+        private = set(
+            _git(
+                repo, "grep", "-l", "-E", 'PRIVATE|"d"|"k"|encrypted_?[kK]ey|"password"', "HEAD"
+            ).split()
+        )
+        material = [
+            p
+            for p in files
+            if ("test" in p.lower())
+            and not p.endswith((".py", ".go", ".key", ".priv", ".md", ".mod", ".sum"))
+            and f"HEAD:{p}" not in private
+            and "priv" not in p.lower()
+        ]
+        for path in _spread(material, 60):
+            yield f"fresh-keys/{repo_name}/{path}", license_name, _git(repo, "show", f"HEAD:{path}")
+
+
 SOURCES = (
     ca_certificates,
     certifi_comments,
@@ -707,6 +737,7 @@ SOURCES = (
     tool_logs,
     fresh_repositories,
     fresh_test_assets,
+    fresh_key_material,
 )
 
 

@@ -192,6 +192,14 @@ def test_a_jwks_public_members_stay_and_a_key_beside_them_does_not() -> None:
     encoded = base64.urlsafe_b64encode(modulus.to_bytes(512, "big")).rstrip(b"=").decode()
     rsa_jwk = f'{{"keys": [{{"kty": "RSA", "e": "AQAB", "n": "{encoded}", "use": "sig"}}]}}'
     assert redact(rsa_jwk) == rsa_jwk
+    # pyjwt's test key sets write the key type first, then the modulus and a certificate chain:
+    # the thumbprint after them is thousands of characters from `kty`.
+    chain = "".join(_lines(CERTIFICATE))
+    with_chain = (
+        f'{{"keys":[{{"kty":"RSA","n":"{encoded}","e":"AQAB","x5c":["{chain}"],'
+        '"x5t":"FaWinuPZQiDMljn3x9DMAuepBYQ"}]}'
+    )
+    assert redact(with_chain) == with_chain
     assert RANDOM_KEY not in redact(jwks[:-2] + f', "api_key": "{RANDOM_KEY}"}}]}}')
 
 
