@@ -1137,9 +1137,12 @@ _PGP_PUBLIC_NEW = frozenset((0xC6, 0xCE))
 _PGP_ALGORITHMS = frozenset((1, 2, 3, 16, 17, 18, 19, 22, 25, 27))
 
 
-def _public_encoding(body: str) -> bool:
+def _public_encoding(body: str, pgp: bool = True) -> bool:
     """`body` is a bech32 public key or address, or base64 of a certificate's or an OpenPGP
-    public key's bytes (one line of its armored block)."""
+    public key's bytes (one line of its armored block), of a public key's or a signature's DER,
+    an SSH key blob, an in-toto statement. The OpenPGP packet's test (three bytes: a tag, a
+    version, an algorithm) passes one random value in about 70,000; `pgp=False` leaves it out
+    where a whole value under any name is asked, and armored lines are found by their block."""
     if "1" in body and body.islower() and _public_bech32(body):
         return True
     if len(body) % 4 or len(body) < 24:
@@ -1152,7 +1155,80 @@ def _public_encoding(body: str) -> bool:
         return not _holds_a_private_key(data)
     if _utc_time_in(data):
         return not _holds_a_private_key(data)
-    return _pgp_public_key_packet(data)
+    return (
+        (pgp and _pgp_public_key_packet(data))
+        or _public_key_info(data)
+        or _ssh_public_blob(data)
+        or _der_signature(data)
+        or data.startswith(_IN_TOTO_STATEMENTS)
+    )
+
+
+# An in-toto attestation's statement (SLSA provenance, a DSSE envelope's `payload`): JSON
+# naming its type first, as the specification's serialisation writes it.
+_IN_TOTO_STATEMENTS = (
+    b'{"_type":"https://in-toto.io/Statement',
+    b'{"_type": "https://in-toto.io/Statement',
+)
+
+
+def _der_signature(data: bytes) -> bool:
+    """An ECDSA or DSA signature in DER (RFC 3279): a SEQUENCE of exactly two INTEGERs, `r`
+    and `s`, filling it to its last byte (`MEUCIQ...`, `MGYCMQ...`: Sigstore's and in-toto's
+    signatures). A random key of the same length has that shape by chance once in billions."""
+    if data[:1] != b"\x30":
+        return False
+    outer = _der_length(data, 1)
+    if outer is None or outer[1] + outer[0] != len(data):
+        return False
+    at = outer[1]
+    for _integer in range(2):
+        if data[at : at + 1] != b"\x02":
+            return False
+        inner = _der_length(data, at + 1)
+        if inner is None or not 16 <= inner[0] <= 70:
+            return False
+        at = inner[1] + inner[0]
+    return at == len(data)
+
+
+def _der_length(data: bytes, at: int) -> tuple[int, int] | None:
+    """The length of the DER element whose length starts at `at`, and where its content starts."""
+    if at >= len(data):
+        return None
+    first = data[at]
+    if first < 0x80:
+        return first, at + 1
+    count = first - 0x80
+    if not 1 <= count <= 3 or at + 1 + count > len(data):
+        return None
+    return int.from_bytes(data[at + 1 : at + 1 + count], "big"), at + 1 + count
+
+
+def _public_key_info(data: bytes) -> bool:
+    """A DER SubjectPublicKeyInfo (RFC 5280; `MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8A...`,
+    `MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE...`): a SEQUENCE holding the algorithm's SEQUENCE, then
+    the key as a BIT STRING. A private key's PKCS#8 starts with its version, an INTEGER, and
+    holds the key in an OCTET STRING."""
+    if data[:1] != b"\x30":
+        return False
+    outer = _der_length(data, 1)
+    if outer is None or data[outer[1] : outer[1] + 1] != b"\x30":
+        return False
+    algorithm = _der_length(data, outer[1] + 1)
+    if algorithm is None:
+        return False
+    key_at = algorithm[1] + algorithm[0]
+    return data[algorithm[1] : algorithm[1] + 1] == b"\x06" and data[key_at : key_at + 1] == b"\x03"
+
+
+# An SSH public key's blob (RFC 4253): a length, then its type's name.
+_SSH_PUBLIC_TYPES = (b"ssh-", b"ecdsa-sha2-", b"sk-ssh-", b"sk-ecdsa-", b"rsa-sha2-")
+
+
+def _ssh_public_blob(data: bytes) -> bool:
+    size = int.from_bytes(data[:4], "big")
+    return 7 <= size <= 48 and data[4 : 4 + size].startswith(_SSH_PUBLIC_TYPES)
 
 
 # A whole key container in one line also holds certificates: a PKCS#12 bundle (its OID,
@@ -1304,7 +1380,16 @@ def _random_token(match: re.Match[str]) -> str | None:
         return None
     if _names_in_code(value):
         return None  # `self.auth_token = auth_token` then `self.auth_username` on the next line
+    if _hyphenated_words(value):
+        return None  # `the most basic three-dimensional plot`: prose
     return _label("token")
+
+
+def _hyphenated_words(value: str) -> bool:
+    """Words joined by hyphens (`three-dimensional`, `token-based-auth`): prose, where a
+    token or base64 credential has digits, capitals or no vowel in its parts."""
+    parts = value.split("-")
+    return len(parts) >= 2 and all(_rx(_WORD_OF_A_NAME).match(part) for part in parts)
 
 
 def _names_in_code(value: str) -> bool:
@@ -4403,6 +4488,8 @@ def _keyword_spans(text: str, lowered: str, hits: _Hits | None = None) -> list[S
             continue  # `$SECRETS_DIR/cert.p12`: a shell variable, not a value
         if _in_url_path(lowered, word_start) or _after_public_word(lowered, word_start, value):
             continue
+        if _in_file_path(text, word_start, value):
+            continue
         if _in_arn(text, word_start) or _placeholder(value):
             continue
         if _random_next_to_secret_word(name, value, match.group("word")):
@@ -4424,6 +4511,23 @@ def _longer_word(text: str, lowered: str, word_end: int) -> bool:
         and not (after[:1] == "s" and not after[1:2].isalpha())
         and not lowered.startswith(_GLUED_WORDS, word_end)
     )
+
+
+def _in_file_path(text: str, at: int, value: str) -> bool:
+    """A secret word in a file's name (`pool/main/m/mariadb/mariadb-plugin-cracklib-password-
+    check_10.11.19_amd64.deb`, `usr/share/doc/gir1.2-secret-1/changelog.Debian.gz`): a `/`
+    before it in the same word, and the value going on as a path or ending in an extension."""
+    word_start = at
+    while (
+        word_start > 0 and not text[word_start - 1].isspace() and text[word_start - 1] not in "\"'="
+    ):
+        word_start -= 1
+    if "/" not in text[word_start:at]:
+        return False
+    return "/" in value or _rx(_FILE_EXTENSION).search(value) is not None
+
+
+_FILE_EXTENSION = (r"\.[A-Za-z][A-Za-z0-9]{0,4}$", 0)
 
 
 def _in_url_path(lowered: str, at: int) -> bool:
@@ -4779,6 +4883,7 @@ _DESCRIPTORS = frozenset(
         *_NOT_SECRET_SUFFIXES,
         *[
             "names",
+            "details",
             "paths",
             "files",
             "counts",
@@ -4925,10 +5030,16 @@ def _is_secret_value(name: str, value: str, quoted: bool = False, literal: bool 
         return False
     if "signature" in parts and len(value) >= 200:
         return False  # a model's thinking signature: long, public, verifiable
+    if "credentials" in parts and value.strip("\"'`") in _FETCH_CREDENTIALS_MODES:
+        return False  # `fetch(url, {credentials: "include"})`: the Fetch standard's mode
     secret = _strong_name(name) or (_weak_name(name) and _weak_secret(name, value))
     # Asked last, of a value about to be called secret: a template, a value of low variety,
     # an example (see _precise).
     return secret and (literal or not _not_a_secret(value))
+
+
+# The Fetch standard's `RequestCredentials` values: whether a request sends cookies.
+_FETCH_CREDENTIALS_MODES = frozenset(("include", "omit", "same-origin"))
 
 
 def _names_a_password(name: str) -> bool:
@@ -5075,9 +5186,11 @@ def _redact_assignments(text: str, lowered: str, hits: _Hits | None = None) -> s
             continue
         if _coordinate(text, name_start, op_end, value.group("value")):
             continue
-        if _key_path(text, name_start, op_end):
+        if _key_path(text, name_start, op_end) or _namespaced_key(name, value.group("value")):
             continue
-        if _code_or_prose(text, op_end, value):
+        if _code_or_prose(text, op_end, value) or _code_expression(text, op_end, value):
+            continue
+        if _signature_entry(name, text, name_start, value.end("value")):
             continue
         literal = text[value.start("value") : value_end]
         if not _is_secret_value(
@@ -5141,9 +5254,46 @@ def _code_or_prose(text: str, op_end: int, value: re.Match[str]) -> bool:
     ):
         return True
     after = text[value.end("value") : value.end("value") + 2]
+    # More of the sentence after it: a word, or a format's field (`PrivateKey: wanted %s`).
     return (
-        op == ":" and word.isalpha() and word.islower() and after[:1] == " " and after[1:].isalpha()
+        op == ":"
+        and word.isalpha()
+        and word.islower()
+        and after[:1] == " "
+        and (after[1:].isalpha() or after[1:] in ("%", "{", "$"))
     )
+
+
+def _signature_entry(name: str, text: str, name_start: int, value_end: int) -> bool:
+    """A signature published with what it signs: the `sig` or `signature` of an entry that names
+    its key by id (`{"keyid": "...", "sig": "..."}` in TUF, in-toto and DSSE envelopes). A
+    signing key or secret is named for what it is (`signing_key`, `sig_secret`)."""
+    if name.strip("\"'`:= \t").lower() not in ("sig", "signature"):
+        return False
+    return text.find("keyid", max(0, name_start - 300), value_end + 300) != -1
+
+
+def _code_expression(text: str, op_end: int, value: re.Match[str]) -> bool:
+    """An expression of code, not a secret: a composite literal's address or a call
+    (`c.Spec.PrivateKey = &cmapi.CertificatePrivateKey{`, `key := x509.New(`), or a package's
+    constant given with spaces around `:=` or `=` (`privateKeyEncoding := cmapi.PKCS1`). Each
+    part is a word with maybe a number at its end; a literal secret in code is quoted."""
+    word = value.group("value")
+    if "." not in word or text[value.start("value") - 1] in "\"'`":
+        return False
+    expression = _rx(_QUALIFIED_NAME).match(word)
+    if expression is None:
+        return False
+    if not all(_rx(_WORD_PART).match(part) for part in expression.group("path").split(".")):
+        return False
+    if expression.group("address") or expression.group("open"):
+        return True
+    operator = text[op_end - 2 : op_end]
+    spaced = text[op_end : op_end + 1] == " "
+    return spaced and (operator == ":=" or (operator == " =" and text[op_end - 1] == "="))
+
+
+_QUALIFIED_NAME = (r"^(?P<address>[&*]?)(?P<path>[A-Za-z]\w*(?:\.[A-Za-z]\w*)+)(?P<open>[{(]?)$", 0)
 
 
 _IDENTIFIER_NO_DIGIT = (r"^[A-Za-z_]+$", 0)
@@ -5177,6 +5327,16 @@ def _key_path(text: str, name_start: int, end: int) -> bool:
         and text[end - 1] == ":"
         and not text[end : end + 1].isspace()
     )
+
+
+def _namespaced_key(name: str, value: str) -> bool:
+    """A bare `key` whose value is a namespaced path of words (`make-fetch-happen:request-cache:
+    https://registry.npmjs.org/glob`, npm's cache index; `session:user:4821`): a cache's or a
+    store's key, named by what it holds."""
+    return name.strip("\"'`:= \t").lower() == "key" and _rx(_NAMESPACED).match(value) is not None
+
+
+_NAMESPACED = (r"^[a-z][a-z\-]*:[a-z][a-z\-]*:", 0)
 
 
 def _coordinate(text: str, name_start: int, end: int, value: str) -> bool:
@@ -5732,6 +5892,12 @@ def _not_a_secret(value: str) -> bool:
         return True
     if len(value) >= 64 and value.startswith(_FILE_HEADERS_BASE64):
         return True  # an image or an archive in base64, whatever it is assigned to
+    if (
+        len(value) >= 24
+        and value.startswith(_PUBLIC_STRUCTURE_STARTS)
+        and _public_encoding(value, pgp=False)
+    ):
+        return True  # a certificate, a public key (DER, OpenPGP, SSH), whatever its name
     if ("{" in value or "%(" in value) and _rx(_TEMPLATE_FIELD).search(value):
         return True  # `"prefix_{name}"`, `"{user}-%(suffix)s"`: a string still to be filled in
     return _template_password(value)
@@ -5805,22 +5971,221 @@ def _printed_digest(text: str, start: int, end: int) -> bool:
         word in text[max(0, start - 120) : start].lower() for word in _SIGNATURE_WORDS
     ):
         return True
+    if _rx(_HEX).match(value) and _rx(_CHECKSUM_LISTING).match(text, start):
+        return _first_on_its_line(text, start)  # `sha256sum`'s, `md5sum`'s output, `*.md5sums`
     # The start of the base64 the value is part of (a detector may have found a piece of it).
     first = start
     while first > 0 and start - first < 4096 and text[first - 1] in _BASE64_CHARS:
         first -= 1
-    return text.startswith(_FILE_HEADERS_BASE64, first) and end - first >= 64
+    if text.startswith(_FILE_HEADERS_BASE64, first) and end - first >= 64:
+        return True
+    # The start of the base64url digest the value is part of: `sha256=V8_-TfG1...-zVodn4...`,
+    # where a word inside the digest (`Pwd-`) read as a name before a value.
+    before = text[max(0, start - 256) : start]
+    first = start - (len(before) - len(before.rstrip(_BASE64URL_CHARS_AND_SIGNS)))
+    return first < start and _rx(_DIGEST_BEFORE).search(text, max(0, first - 40), first) is not None
+
+
+# A checksum tool's line: the digest, two spaces (or a space and `*`, binary mode), a path.
+_CHECKSUM_LISTING = (r"(?:[0-9a-f]{32}|[0-9a-f]{40}|[0-9a-f]{64}|[0-9a-f]{128}) [ *]\S", 0)
+_BASE64URL_CHARS_AND_SIGNS = string.ascii_letters + string.digits + "+/-_"
+
+
+def _first_on_its_line(text: str, at: int) -> bool:
+    line_start = text.rfind("\n", 0, at) + 1
+    return not text[line_start:at].strip()
 
 
 def _precise(text: str, spans: list[Span]) -> list[Span]:
     """The spans without those whose text is no secret (see above)."""
-    return [
-        (start, end, label)
-        for start, end, label in spans
-        if not _not_a_secret(text[start:end])
-        and not _printed_digest(text, start, end)
-        and not (label not in _OPEN_LABELS and _words_in_a_format(text[start:end]))
-    ]
+    kept: list[Span] = []
+    armor: _Armor | None = None
+    for start, end, label in spans:
+        value = text[start:end]
+        if _not_a_secret(value) or _printed_digest(text, start, end):
+            continue
+        if label not in _OPEN_LABELS:
+            if not _words_in_a_format(value):
+                kept.append((start, end, label))
+            continue
+        if armor is None:
+            armor = _armor_of(text)
+        if not _public_material(text, start, end, armor):
+            kept.append((start, end, label))
+    return kept
+
+
+def _public_material(text: str, start: int, end: int, armor: _Armor) -> bool:
+    """Public data that reads as random, told by what it is: a line of a wrapped base64 block,
+    of an armored public block (a certificate, a public key, a signature), base64 of public
+    structure, a JWK's public member, a site's verification tag (see above). Asked of a
+    candidate only: each test reads its line or the base64 run around it."""
+    return (
+        _in_base64_block(text, start, end)
+        or _ends_a_base64_block(text, start, end)
+        or _in_public_armor(text, start, armor)
+        or _public_run(_base64_around(text, start, end))
+        or (armor[2] and _public_jwk_member(text, start))
+        or (
+            text[max(0, start - 9) : start].lower() in ('content="', "content='")
+            and _rx(_VERIFICATION_META).search(text, max(0, start - 160), start) is not None
+        )
+    )
+
+
+# Where armored blocks begin and end in a text, and whether it holds a JWK: found once per text
+# that has a generic candidate (substring searches), so that each candidate finds its block by
+# bisection instead of searching back through the text.
+_Armor = tuple[list[int], list[int], bool]
+
+
+def _armor_of(text: str) -> _Armor:
+    """The text's BEGIN and END lines, and whether it names a JWK's key type anywhere."""
+    jwk = '"kty"' in text or "'kty'" in text or '\\"kty\\"' in text
+    if "-----BEGIN " not in text:
+        return [], [], jwk
+    begins = [match.start() for match in _rx(_ARMOR_BEGIN).finditer(text)]
+    return begins, [match.start() for match in _rx(_ARMOR_END).finditer(text)], jwk
+
+
+_ARMOR_BEGIN = (r"-----BEGIN ", 0)
+_ARMOR_END = (r"-----END ", 0)
+
+
+def _base64_around(text: str, start: int, end: int) -> str:
+    """The whole run of base64 characters a candidate is part of (a detector may have found a
+    piece of it), up to 8 kB each way."""
+    # `rstrip` and `lstrip` with the alphabet walk the run in C, not character by character.
+    before = text[max(0, start - 8192) : start]
+    after = text[end : end + 8192]
+    first = start - (len(before) - len(before.rstrip(_BASE64_ALPHABET)))
+    last = end + (len(after) - len(after.lstrip(_BASE64_ALPHABET)))
+    return text[first:last]
+
+
+_BASE64_ALPHABET = string.ascii_letters + string.digits + "+/="
+_BASE64URL_ALPHABET = string.ascii_letters + string.digits + "-_"
+
+
+# Armored blocks whose every line is public (RFC 7468's labels, OpenPGP's armor headers, RFC
+# 4716's SSH2 keys): certificates, CRLs, requests, public keys, signatures. A private key's
+# block, an encrypted message or a signed message's text (which may hold anything) is not one.
+_PUBLIC_ARMOR = frozenset(
+    (
+        "CERTIFICATE",
+        "TRUSTED CERTIFICATE",
+        "X509 CERTIFICATE",
+        "X509 CRL",
+        "CERTIFICATE REQUEST",
+        "NEW CERTIFICATE REQUEST",
+        "PUBLIC KEY",
+        "RSA PUBLIC KEY",
+        "DSA PUBLIC KEY",
+        "EC PUBLIC KEY",
+        "PKCS7",
+        "CMS",
+        "ATTRIBUTE CERTIFICATE",
+        "PGP PUBLIC KEY BLOCK",
+        "PGP SIGNATURE",
+        "SSH SIGNATURE",
+        "SSH2 PUBLIC KEY",
+    )
+)
+# How far back a block's BEGIN line is looked for (a keyring's armored export runs to tens of
+# kilobytes; past this, a line is still told by the wrapped block's shape).
+_ARMOR_REACH = 65536
+# A line of the block: base64, or its checksum (`=Xxba`, OpenPGP's CRC-24).
+_ARMOR_LINE = (r"[ \t]*=?[A-Za-z0-9+/]+={0,2}[ \t]*(?:\r?\n|$)", 0)
+
+
+def _in_public_armor(text: str, start: int, armor: _Armor) -> bool:
+    """The candidate's line is base64 inside a `-----BEGIN <public kind>-----` block not yet
+    ended (also a git object's `gpgsig` block, indented by one space)."""
+    begins, ends, _jwk = armor
+    at = bisect.bisect_right(begins, start) - 1
+    if at < 0 or start - begins[at] > _ARMOR_REACH:
+        return False
+    begin = begins[at]
+    label_end = text.find("-----", begin + 11, begin + 60)
+    if label_end == -1 or text[begin + 11 : label_end] not in _PUBLIC_ARMOR:
+        return False
+    after = bisect.bisect_left(ends, begin)
+    if after < len(ends) and ends[after] < start:
+        return False  # the block ended before the candidate
+    line_start = text.rfind("\n", 0, start) + 1
+    return line_start > label_end and _rx(_ARMOR_LINE).match(text, line_start) is not None
+
+
+def _ends_a_base64_block(text: str, start: int, end: int) -> bool:
+    """The last, shorter line of a wrapped base64 block: the line before is a full line of 64
+    or 76 base64 characters, and so is the one before that."""
+    line_start = text.rfind("\n", 0, start) + 1
+    previous_end = line_start - 1
+    if previous_end <= 0:
+        return False
+    previous_start = text.rfind("\n", 0, previous_end) + 1
+    if len(text[previous_start:previous_end].strip()) not in (64, 76):
+        return False
+    line_end = text.find("\n", end)
+    line = text[line_start : len(text) if line_end == -1 else line_end].strip()
+    if not line or len(line) >= 76 or not _rx(_ARMOR_LINE).fullmatch(line):
+        return False
+    return _in_base64_block(text, previous_start, previous_end)
+
+
+# How a whole value of public structure starts in base64: DER (a SEQUENCE, `0x30`: a
+# certificate, a public key, a signature) is `M`; an SSH key blob's length `AAAA`; an in-toto
+# statement `eyJfdHlw`; a bech32 public key or address its human-readable part.
+_PUBLIC_STRUCTURE_STARTS = ("M", "AAAA", "eyJfdHlw", *(f"{part}1" for part in _PUBLIC_BECH32_PARTS))
+
+
+# The base64 of `-----BEGIN `: a PEM block encoded whole (Kubernetes' `caBundle`, a
+# kubeconfig's `certificate-authority-data`, a Helm value).
+_PEM_IN_BASE64 = "LS0tLS1CRUdJTi"
+
+
+def _public_run(run: str) -> bool:
+    """The base64 run a candidate is part of decodes to public structure, or is a whole PEM
+    block of a public kind in base64."""
+    if not run.startswith(_PEM_IN_BASE64):
+        return (
+            len(run) >= 24
+            and run.startswith(_PUBLIC_STRUCTURE_STARTS)
+            and _public_encoding(run, pgp=False)
+        )
+    try:
+        head = base64.b64decode(run[:80], validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    label = head[11:].split(b"-----", 1)[0].decode("ascii", "replace")
+    return label in _PUBLIC_ARMOR
+
+
+# A JSON Web Key's public members (RFC 7517, 7518): the modulus and exponent, the curve point,
+# the key id, the certificate chain and its thumbprints. `d`, `p`, `q`, `dp`, `dq`, `qi` and
+# an octet key's `k` are private and stay redacted.
+_JWK_PUBLIC_MEMBER = (r"\\?[\"'](?:n|e|x|y|kid|x5t|x5t#S256|x5c)\\?[\"']\s*:\s*\[?\s*\\?[\"']$", 0)
+
+
+def _public_jwk_member(text: str, start: int) -> bool:
+    # From the start of the base64url value a detector may have found a piece of.
+    before = text[max(0, start - 8192) : start]
+    start -= len(before) - len(before.rstrip(_BASE64URL_ALPHABET))
+    if _rx(_JWK_PUBLIC_MEMBER).search(text, max(0, start - 24), start) is None:
+        return False
+    # The key's type in the same object: a certificate chain (`x5c`) may stand between.
+    return text.find("kty", max(0, start - _JWK_REACH), start + _JWK_REACH) != -1
+
+
+_JWK_REACH = 8192
+
+
+# `<meta name="google-site-verification" content="...">` (Bing's `msvalidate.01`, Yandex's,
+# Facebook's `facebook-domain-verification`): a token the site publishes to prove it owns it.
+_VERIFICATION_META = (
+    r"<meta\s[^<>]*name=[\"'][\w.\-]*(?:verification|validate)[\w.\-]*[\"'][^<>]*content=[\"']$",
+    re.IGNORECASE,
+)
 
 
 # Labels of a value that may be anything (a password may be words); the others name a

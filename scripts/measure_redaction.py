@@ -6,6 +6,7 @@
     .venv/bin/python scripts/measure_redaction.py --corpus-e [--show] [--show-holdout]
     .venv/bin/python scripts/measure_redaction.py --corpus-f [--show] [--show-holdout]
     .venv/bin/python scripts/measure_redaction.py --corpus-g [--show-holdout]
+    .venv/bin/python scripts/measure_redaction.py --precision-set [--show] [--holdout]
 
 Per corpus and split (the held-out thirds count). `--show` lists what the tuned parts miss and
 change; the held-out parts' cases are listed only with `--show-holdout`, so that they can be
@@ -26,10 +27,17 @@ the same way: held out whole for two measurements (on the detector before and af
 `--corpus-g` measures corpus G (built apart from the detector from sources none of A to F used),
 held out whole and meant to be measured once: totals and figures by family and by source; its
 cases are listed only with `--show-holdout`.
+`--precision-set` redacts the precision set (real public text holding no secret, built by
+`scripts/build_precision_set.py` under `.cache/precision-set/`) in pieces of 200 lines, as an
+agent reads a file, and counts the lines and strings changed; `--show` lists the tuned part's
+changes; `--holdout` adds the held-out third's totals (measured once, at the end of a round);
+`--source NAME` measures one source's files alone.
 """
 
 from __future__ import annotations
 
+import difflib
+import json
 import sys
 from collections import Counter
 from collections.abc import Callable
@@ -102,7 +110,74 @@ def measure_cases(
             print(f"  CHANGED {c.kind}: {c.text[:200]!r} -> {redact(c.text)[:200]!r}")
 
 
+PRECISION_SET = Path(__file__).resolve().parents[1] / ".cache" / "precision-set"
+PIECE_LINES = 200
+_LABEL = "[REDACTED:"
+
+
+def changed_lines(before: str, after: str) -> list[tuple[str, str]]:
+    """The lines of `before` redaction changed, each with what it became."""
+    old, new = before.splitlines(), after.splitlines()
+    if len(old) == len(new):
+        return [(a, b) for a, b in zip(old, new, strict=True) if a != b]
+    changed: list[tuple[str, str]] = []
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag != "equal":
+            changed += [(line, "\n".join(new[j1:j2])) for line in old[i1:i2]]
+    return changed
+
+
+def measure_precision_set(show: bool, holdout: bool, show_holdout: bool) -> None:
+    manifest = PRECISION_SET / "manifest.jsonl"
+    if not manifest.exists():
+        sys.exit("no precision set: run scripts/build_precision_set.py first")
+    rows = [json.loads(line) for line in manifest.read_text().splitlines()]
+    if "--source" in sys.argv:
+        # One source's files alone (`--source fresh_repositories`), both splits when asked.
+        source = sys.argv[sys.argv.index("--source") + 1]
+        rows = [row for row in rows if row["source"] == source]
+    # The held-out third is measured once, at the end of a round (`--holdout`), with the
+    # figure of the detector the round started from; its lines only with `--show-holdout`.
+    splits = ("holdout", "tune") if holdout or show_holdout else ("tune",)
+    for split in splits:
+        listing = show_holdout if split == "holdout" else show
+        lines = changed = strings = files_changed = 0
+        by_source: Counter[str] = Counter()
+        for row in (r for r in rows if r["split"] == split):
+            text = (PRECISION_SET / "files" / row["name"].lstrip("/")).read_text()
+            pieces = text.splitlines(True)
+            file_changed = 0
+            for at in range(0, len(pieces), PIECE_LINES):
+                piece = "".join(pieces[at : at + PIECE_LINES])
+                redacted = redact(piece)
+                lines += len(piece.splitlines())
+                if redacted == piece:
+                    continue
+                strings += redacted.count(_LABEL) - piece.count(_LABEL)
+                for old, new in changed_lines(piece, redacted):
+                    file_changed += 1
+                    if listing:
+                        print(f"  CHANGED {split} {row['name']}: {old[:160]!r} -> {new[:160]!r}")
+            changed += file_changed
+            files_changed += bool(file_changed)
+            by_source[row["source"]] += file_changed
+        print(
+            f"precision set {split}: lines changed {changed}/{lines} ({_percent(changed, lines)}); "
+            f"strings changed {strings}; files changed {files_changed}/"
+            f"{sum(1 for r in rows if r['split'] == split)}"
+        )
+        if listing:
+            for source, count in by_source.most_common():
+                print(f"    {source:28} {count} lines")
+
+
 def main() -> None:
+    if "--precision-set" in sys.argv:
+        measure_precision_set(
+            "--show" in sys.argv, "--holdout" in sys.argv, "--show-holdout" in sys.argv
+        )
+        return
     if "--corpus-c" in sys.argv:
         measure_one_corpus("C (worked from, no longer held out)", PATH_C, show="--show" in sys.argv)
         return
