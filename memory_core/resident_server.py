@@ -506,6 +506,10 @@ def warm_up() -> None:
             continue
     compile_module_patterns(modules)
     with contextlib.suppress(Exception):
+        from memory_core import quota
+
+        quota.learn_latest_columns()  # every hook measures its session's use: which columns
+    with contextlib.suppress(Exception):
         from memory_core import redact
 
         redact.warm_up()  # every hook redacts: its patterns and guard tables, made once here
