@@ -23,10 +23,15 @@ class _PatternCompiledOnFirstUse:
 
     def __getattr__(self, name: str) -> Any:
         # Called only for what is not yet in the instance's dict: compile, then keep it there.
-        if name.startswith("__"):
+        if name.startswith("__") or name == "_compiled":
             raise AttributeError(name)
-        pattern, flags = self._source
-        compiled = re.compile(pattern, flags)
+        # The compiled pattern is kept too: a second method (`.sub` after `.search`) must not
+        # compile again, which it would once `re`'s own cache (512 patterns) has let it go, as
+        # in the resident server's children, whose server compiles more than that.
+        compiled = self.__dict__.get("_compiled")
+        if compiled is None:
+            pattern, flags = self._source
+            compiled = self.__dict__["_compiled"] = re.compile(pattern, flags)
         value = getattr(compiled, name)
         self.__dict__[name] = value
         return value

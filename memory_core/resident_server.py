@@ -488,7 +488,6 @@ def warm_up() -> None:
     import pkgutil
 
     import memory_core
-    from memory_core.lazy_pattern import _PatternCompiledOnFirstUse
 
     for name in WARM_MODULES:
         with contextlib.suppress(ImportError):
@@ -505,13 +504,11 @@ def warm_up() -> None:
             modules.append(importlib.import_module(info.name))
         except Exception:
             continue
-    for module in modules:
-        for value in list(vars(module).values()):
-            if isinstance(value, _PatternCompiledOnFirstUse):
-                try:
-                    value.search  # noqa: B018 - compiles and keeps the pattern
-                except Exception:
-                    continue
+    compile_module_patterns(modules)
+    with contextlib.suppress(Exception):
+        from memory_core import quota
+
+        quota.learn_latest_columns()  # every hook measures its session's use: which columns
     with contextlib.suppress(Exception):
         from memory_core import redact
 
@@ -529,6 +526,35 @@ def warm_up() -> None:
     # copy their pages by touching their reference counts in its first collections.
     gc.collect()
     gc.freeze()
+
+
+def compile_module_patterns(modules: list[Any]) -> None:
+    """Compile now the patterns the modules compile on first use (`lazy_pattern`): those of
+    their module-level names, and those in their module-level tables."""
+    from memory_core.lazy_pattern import _PatternCompiledOnFirstUse
+
+    for module in modules:
+        for value in list(vars(module).values()):
+            for pattern in _lazy_patterns_in(value, _PatternCompiledOnFirstUse):
+                try:
+                    pattern.search  # noqa: B018 - compiles and keeps the pattern
+                except Exception:
+                    continue
+
+
+def _lazy_patterns_in(value: object, kind: type, depth: int = 2) -> list[Any]:
+    """The patterns compiled on first use in a module-level value: the value itself, or those
+    in its lists, tuples and dictionaries (a table of patterns and their placeholders, as
+    `gotchas.normalize` keeps), `depth` levels down."""
+    if isinstance(value, kind):
+        return [value]
+    if depth <= 0:
+        return []
+    if isinstance(value, dict):
+        value = list(value.values())
+    if not isinstance(value, list | tuple):
+        return []
+    return [found for item in value for found in _lazy_patterns_in(item, kind, depth - 1)]
 
 
 def code_stamp(paths: list[str] | None = None) -> tuple[tuple[str, int, int], ...]:

@@ -723,6 +723,17 @@ class _LogFolder:
             self._store._fold_log()
 
 
+def migrated_in_memory() -> Store:
+    """A store in memory at the latest schema, every migration applied as on a real store: for
+    what depends on the schema alone (the quota's table columns, learnt by the resident server)."""
+    connection = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    connection.row_factory = sqlite3.Row
+    _ensure_math_functions(connection)
+    store = Store(Path(os.devnull), connection)
+    store._migrate()
+    return store
+
+
 def _ensure_math_functions(connection: sqlite3.Connection) -> None:
     """Decay is computed in SQL with exp(); SQLite builds without math functions get Python's."""
     try:

@@ -155,6 +155,7 @@ PURE_CACHES: dict[tuple[str, str], str] = {
     ("memory_core.redact", "_guard_searched_chars"): "the same, in characters of larger texts",
     ("memory_core.redact", "_token_guard_search"): "the token formats' guards, for one pass",
     ("memory_core.compiled_patterns", "_entries"): "compiled patterns read from the cache file",
+    ("memory_core.quota", "_COLUMNS_BY_DEFINITION"): "tables' columns by their definitions, pure",
     ("memory_core.gotchas.track", "_analysis"): "an error text's analysis, a pure function of it",
     ("memory_core.gotchas.tool_errors", "key_error"): "a tool output's key error, pure",
     ("memory_core.resident_server", "_FINISHED"): "the resident server's own children (no command)",

@@ -36,6 +36,11 @@ KNOWN_SCHEMA_VERSIONS = ("1.0",)
 DIGEST_DIR = ("exports", "digests")
 SECTIONS = ("user_corrections", "patterns_observed", "axioms_learned", "context_snapshot")
 
+# Patterns used inside functions, compiled on first use like the others (a resident
+# server compiles every module-level one before it forks).
+_CLAUSE_BOUNDARY = compile_later(r"[,;:(\"“”]\s*")
+_GIST_WORD = compile_later(r"[\w./-]+")
+_NOT_PLAIN_WORD = compile_later(r"[^a-z0-9 ]+")
 _CORRECTION_START = compile_later(
     r"^\s*(?:actually\b|no\b|nope\b|wrong\b|not quite\b|not that\b|that'?s (?:not|wrong)\b|"
     r"that is (?:not|wrong)\b|stop\b|wait\b|undo\b|revert\b|i said\b|i meant\b|"
@@ -314,7 +319,7 @@ def axiom_gist(sentence: str) -> str:
         label = "Always"
     # The subject is what follows the last clause boundary before the modal word; nothing
     # when that is the speaker ("you must") or when the modal word begins a clause.
-    subject = re.split(r"[,;:(\"“”]\s*", _CUE.sub("", before.strip()))[-1].strip()
+    subject = _CLAUSE_BOUNDARY.split(_CUE.sub("", before.strip()))[-1].strip()
     if _SUBJECT.match(subject):
         subject = ""
     action = _clause(f"{subject} {after}").strip("\"'“” ")
@@ -328,13 +333,13 @@ def axiom_gist(sentence: str) -> str:
 
 def request_gist(prompt: str, words: int = 6) -> str:
     """A few content words of a prompt: enough to recognise the request, not to quote it."""
-    found = (w.strip("./-") for w in re.findall(r"[\w./-]+", _mask(prompt)))
+    found = (w.strip("./-") for w in _GIST_WORD.findall(_mask(prompt)))
     kept = [w for w in found if w.lower() not in _STOPWORDS and len(w) > 1]
     return " ".join(kept[:words])
 
 
 def _normal_prompt(text: str) -> str:
-    return re.sub(r"[^a-z0-9 ]+", "", " ".join(text.lower().split()))
+    return _NOT_PLAIN_WORD.sub("", " ".join(text.lower().split()))
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,9 @@ MAX_FILE_BYTES = 1024 * 1024
 TAG = {"claude": "claude-memory", "gemini": "gemini-memory"}
 AGENT_NAME = {"claude": "claude-code", "gemini": "gemini"}
 
+# Patterns used inside functions, compiled on first use like the others (a resident
+# server compiles every module-level one before it forks).
+_HEADING_WORD = compile_later(r"[a-z0-9]+")
 _BULLET = compile_later(r"^\s{0,3}(?:[-*+]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?(?P<text>\S.*?)\s*$")
 _HEADING = compile_later(r"^\s{0,3}#{1,6}\s+(?P<title>.*?)\s*#*\s*$")
 _FENCE = compile_later(r"^\s{0,3}(```|~~~)")
@@ -323,7 +326,7 @@ def import_facts(
         digest = _line_hash(text)
         kind = type_for(heading)
         tags = [TAG[target.agent]]
-        heading_tag = "-".join(re.findall(r"[a-z0-9]+", heading.lower()))[:40]
+        heading_tag = "-".join(_HEADING_WORD.findall(heading.lower()))[:40]
         if heading_tag:
             tags.append(heading_tag)
         # One transaction: the memory and its ledger line land together or not at all, and a

@@ -63,6 +63,9 @@ _NOT_PROMPTS = (
 _INTERRUPT = "[Request interrupted by user"
 # A decision the user states in a prompt ("we'll go with SQLite", "decision: no ORM"): the
 # sentence it is in. Conservative on purpose: a request ("let's look at X") is not a decision.
+# Patterns used inside functions, compiled on first use like the others (a resident
+# server compiles every module-level one before it forks).
+_NOT_ALPHANUMERIC = compile_later(r"[^A-Za-z0-9]")
 _DECISION = compile_later(
     r"\b(?:(?:we(?:'ll| will)|let'?s|we(?:'re| are)) go(?:ing)? with\b|we decided\b|"
     r"i decided\b|(?:the )?decision(?: is)?:)",
@@ -365,7 +368,7 @@ def parse_line(obj: Any) -> Entry | None:
 
 def project_dir_name(root: Path) -> str:
     """Claude Code's folder name for a project: every non-alphanumeric character becomes '-'."""
-    return re.sub(r"[^A-Za-z0-9]", "-", str(root))
+    return _NOT_ALPHANUMERIC.sub("-", str(root))
 
 
 def claude_config_dirs() -> list[Path]:

@@ -54,6 +54,12 @@ class ToolError:
     line: int | None = None
 
 
+# Patterns used inside functions, compiled on first use like the others (a resident
+# server compiles every module-level one before it forks).
+_MOCHA_SUMMARY = compile_later(r"^\s+\d+ failing$|^\s*Exception during run: ", re.MULTILINE)
+_TAP_LOCATION = compile_later(r"(?P<path>.+):(?P<line>\d+):\d+$")
+_JAVA_FRAMEWORK_FRAME = compile_later(r"^\s*at (?:org\.junit|java\.|jdk\.|sun\.)")
+_JSON_ARRAY_START = compile_later(r"^\[\s*$", re.MULTILINE)
 _PYTEST_SECTION = compile_later(r"^=+ (ERRORS|FAILURES) =+$", re.MULTILINE)
 _PYTEST_SECTION_END = compile_later(r"^=+ .* =+$", re.MULTILINE)
 _PYTEST_E = compile_later(r"^E\s+(\S.*)$")
@@ -346,7 +352,7 @@ def _vitest(text: str) -> ToolError | None:
 
 
 def _mocha(text: str) -> ToolError | None:
-    if not re.search(r"^\s+\d+ failing$|^\s*Exception during run: ", text, re.MULTILINE):
+    if not _MOCHA_SUMMARY.search(text):
         return None
     error = _INDENTED_JS_ERROR.search(text)
     return ToolError(error.group("msg").strip()) if error else None
@@ -410,7 +416,7 @@ def _node_test(text: str) -> ToolError | None:
     name = fields.get("name")
     message = f"{name}: {error}" if name and not error.startswith(name) else error
     path = line_no = None
-    where = re.match(r"(?P<path>.+):(?P<line>\d+):\d+$", fields.get("location", ""))
+    where = _TAP_LOCATION.match(fields.get("location", ""))
     if where:
         path, line_no = where.group("path"), int(where.group("line"))
     return ToolError(message, path, line_no)
@@ -604,7 +610,7 @@ def _junit(text: str) -> ToolError | None:
     # The first frame outside the test framework and the JDK: the project's own code.
     for line in text[error.end() :].splitlines()[:40]:
         frame = _JAVA_FRAME.match(line)
-        if frame and not re.match(r"^\s*at (?:org\.junit|java\.|jdk\.|sun\.)", line):
+        if frame and not _JAVA_FRAMEWORK_FRAME.match(line):
             path, line_no = frame.group("path"), int(frame.group("line"))
             break
     return ToolError(error.group("msg").strip(), path, line_no)
@@ -724,7 +730,7 @@ def _json_report(text: str) -> ToolError | None:
     ruff's `--output-format json` (one object per problem)."""
     start = text.find("[{") if text.lstrip().startswith("[{") else -1
     if start < 0:
-        match = re.search(r"^\[\s*$", text, re.MULTILINE)
+        match = _JSON_ARRAY_START.search(text)
         start = match.start() if match else -1
     end = text.rfind("]")
     if start < 0 or end <= start or end - start > 4_000_000:

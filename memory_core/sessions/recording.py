@@ -267,6 +267,10 @@ def close(
     return metrics(store, session_id, now=ts)
 
 
+# The reasons engram itself gives a session's end (`end`'s event stores them as they are).
+_OWN_END_REASONS = frozenset({"completion", "stopped", *QUIET_ACTIONS})
+
+
 def end(
     store: Store,
     session_id: str,
@@ -304,6 +308,8 @@ def end(
             store,
             events.Event("session.closed", session_id=session_id, data={"reason": reason}, ts=ts),
             db=db,
+            # engram's own words hold nothing to redact (a session start settles 20 sessions)
+            plain=reason in _OWN_END_REASONS,
         )
     if note:
         refresh_note(store, session_id, ts)

@@ -57,3 +57,46 @@ def test_its_repr_names_the_pattern_and_flags() -> None:
 def test_without_flags_a_bytes_pattern_has_the_flags_re_compile_gives_it() -> None:
     assert compile_bytes_later(rb"x+").flags == re.compile(rb"x+").flags
     assert compile_later("x+").flags == re.compile("x+").flags
+
+
+def test_a_second_method_does_not_compile_again_once_re_forgot_the_pattern(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pattern = compile_later(r"\d+")
+    assert pattern.search("a1") is not None
+    re.purge()  # as in a resident server's child: its server compiled more than re keeps
+
+    def no_compile(*args: object) -> None:
+        raise AssertionError("compiled again")
+
+    monkeypatch.setattr(re, "compile", no_compile)
+    monkeypatch.setattr(re, "_compile", no_compile)
+    assert pattern.sub("N", "a1b22") == "aNbN"
+
+
+def test_the_resident_server_compiles_the_patterns_a_prompt_uses_before_it_forks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from memory_core import resident_server
+    from memory_core.gotchas import normalize, tool_errors
+
+    # Fresh modules' state: the patterns kept in tables (normalize's placeholders) included.
+    for module in (normalize, tool_errors):
+        for value in list(vars(module).values()):
+            for lazy in resident_server._lazy_patterns_in(value, type(compile_later("x"))):
+                monkeypatch.setattr(lazy, "__dict__", {"_source": lazy._source})
+    resident_server.compile_module_patterns([normalize, tool_errors])
+    re.purge()
+    compiled: list[object] = []
+    real = re._compile  # type: ignore[attr-defined]
+
+    def counting(pattern: object, flags: int) -> object:
+        if not isinstance(pattern, re.Pattern):
+            compiled.append(pattern)
+        return real(pattern, flags)
+
+    monkeypatch.setattr(re, "_compile", counting)
+    # What a session start's dead ends and a prompt's gotchas do with an error.
+    assert normalize.normalize("FAILED tests/test_a.py::test_x - AssertionError: 500 != 200")
+    assert tool_errors.key_error("  2 failing\n\n  1) login\n     Error: boom\n") is not None
+    assert compiled == []

@@ -142,3 +142,28 @@ def test_status_reports_use_against_quota(
     assert shown["limits"]["session_quota_use"][0]["used_bytes"] == used
     human = cli("status", cwd=workspace).stdout
     assert S in human
+
+
+def test_the_columns_learnt_from_the_latest_schema_measure_a_session_as_asking_does(
+    store: Store, session: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked = quota.session_usage(store, S)
+    monkeypatch.setattr(quota, "_COLUMNS", {})
+    monkeypatch.setattr(quota, "_COLUMNS_BY_DEFINITION", {})
+    quota.learn_latest_columns()  # as the resident server does before it forks
+    with monkeypatch.context() as never_asked:
+        never_asked.setattr(quota, "_columns_asked", lambda store: pytest.fail("asked SQLite"))
+        assert quota.session_usage(store, S) == asked
+
+
+def test_a_store_whose_tables_differ_from_the_latest_schema_is_asked_for_its_columns(
+    store: Store, session: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = quota.session_usage(store, S)
+    monkeypatch.setattr(quota, "_COLUMNS", {})
+    monkeypatch.setattr(quota, "_COLUMNS_BY_DEFINITION", {})
+    quota.learn_latest_columns()
+    with store.transaction() as db:  # a table the latest schema does not have
+        db.execute("CREATE TABLE notes_of_mine (session_id TEXT, body TEXT)")
+        db.execute("INSERT INTO notes_of_mine VALUES (?, ?)", (S, "x" * 1000))
+    assert quota.session_usage(store, S) == before + len(S) + 1000  # its id and its text

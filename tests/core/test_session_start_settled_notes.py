@@ -120,3 +120,49 @@ def test_a_store_gone_before_the_notes_are_written_loses_only_the_notes(
     assert "migrate the users table" in answer
     moved = tmp_path / "moved"
     assert [status for sid, status in _ended(moved) if sid != NEW_SESSION] == ["closed"] * 3
+
+
+def _rows(root: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every table, the project's folder written as `<root>`."""
+    with Store.open(root) as opened:
+        return {
+            table: [
+                tuple(str(value).replace(str(root), "<root>") for value in row)
+                for row in sorted(
+                    (tuple(row) for row in opened.query(f'SELECT * FROM "{table}"')), key=repr
+                )
+            ]
+            for table in opened.tables()
+            if table != "store_meta"  # the quota's last measurement: when it was taken
+        }
+
+
+def test_a_session_start_answers_and_records_the_same_on_the_resident_servers_shortcuts(
+    projects: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shortcuts a resident child takes (the quota's columns learnt by its server, the
+    settled sessions' end events stored without redacting engram's own words) change neither
+    the answer nor any row."""
+    from memory_core import quota
+    from memory_core.sessions import recording
+
+    plain, shortcuts = projects
+    monkeypatch.setattr(quota, "_COLUMNS", {})
+    monkeypatch.setattr(quota, "_COLUMNS_BY_DEFINITION", {})
+    monkeypatch.setattr(recording, "_OWN_END_REASONS", frozenset())
+    plain_answer = _hook(plain, "SessionStart", NEW_SESSION, LATER, source="startup")
+
+    monkeypatch.undo()
+    monkeypatch.setattr(quota, "_COLUMNS", {})
+    monkeypatch.setattr(quota, "_COLUMNS_BY_DEFINITION", {})
+    quota.learn_latest_columns()
+    with monkeypatch.context() as never_asked:
+        never_asked.setattr(quota, "_columns_asked", lambda store: pytest.fail("asked SQLite"))
+        answer = _hook(shortcuts, "SessionStart", NEW_SESSION, LATER, source="startup")
+
+    assert answer == plain_answer
+    assert "migrate the users table" in answer
+    rows = _rows(shortcuts)
+    assert rows == _rows(plain)
+    closed = [row for row in rows["events"] if "session.closed" in row]
+    assert len(closed) == 3 and all('"reason":"' in "".join(row) for row in closed)
