@@ -596,6 +596,12 @@ def hold_until_worked(root: Path, *, wait: bool = True) -> bool:
     return True
 
 
+def adopt_after_answer_lock(root: Path, fd: int) -> None:
+    """Take `fd`, which holds the after-answer lock of the store of `root` (taken before this
+    module was loaded: memory_core/agents/quiet_events.py), as `hold_until_worked` would."""
+    _worked_on[os.path.realpath(root / STORE_DIRNAME)] = fd
+
+
 def wait_for_work_after_answer(folder: Path, seconds: float = AFTER_ANSWER_WAIT_SECONDS) -> None:
     """Wait until no other process still does work it left for after its answer on the store
     in `folder` (`.engram`), for at most `seconds`. Costs one failed open when none ever did."""

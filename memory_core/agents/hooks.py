@@ -33,14 +33,11 @@ from memory_core.agents.record import clean
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any, BinaryIO
+    from typing import Any
 
+    from memory_core.agents import quiet_events
     from memory_core.store import Store
 
-# Hook payloads are read whole (a cut JSON document cannot be parsed at all) and their long
-# strings cut before parsing (payload.cut_long_strings); this only bounds the memory a runaway
-# agent can make a hook use.
-MAX_STDIN_BYTES = 256 * 1024 * 1024
 # What one turn's closing message adds to the rolling summary at most.
 ROLLING_SUMMARY_TURN_CHARS = 600
 # store_meta key: the digest timer's interval as the settings said at the last session start.
@@ -691,12 +688,6 @@ def _workspace_for(payload: HookPayload | None, workspace: str | None) -> str | 
     return None
 
 
-def _read_stdin(stream: BinaryIO) -> bytes:
-    if stream.isatty():
-        return b""
-    return stream.read(MAX_STDIN_BYTES)
-
-
 def handle(
     agent: str,
     event: str,
@@ -802,20 +793,53 @@ def _record_after_answer(
     kept = spool.keep_while_recording(root, agent, event, raw, when)
     if kept is None:
         return False  # it could not be kept: recorded before the answer, as by a cold process
+    later(root, lambda: _record_claimed(root, agent, event, data, payload, when, kept))
+    return True
+
+
+def record_kept(kept: quiet_events.Kept) -> None:
+    """Record, after the answer, an event a cold hook kept before it (`quiet_events.keep`):
+    as `_record_after_answer` does, in a process that answers first (`store.defer_closing`)."""
+    from memory_core.store import adopt_after_answer_lock, later
+
+    root = Path(kept.root)
+    adopt_after_answer_lock(root, kept.lock_fd)
 
     def record() -> None:
-        import contextlib
-
         try:
-            _record(root, agent, event, data, payload, when)
+            payload = parse(agent_name(kept.agent), kept.event, kept.data)
         except Exception as exc:
-            _log_failure(root, agent, event, exc)
-        finally:
-            with contextlib.suppress(OSError):
-                kept.unlink()
+            _log_failure(root, kept.agent, kept.event, exc)
+            _unlink(Path(kept.claim))
+            return
+        _record_claimed(root, kept.agent, kept.event, kept.data, payload, kept.when, kept.claim)
 
     later(root, record)
-    return True
+
+
+def _record_claimed(
+    root: Path,
+    agent: str,
+    event: str,
+    data: bytes | str,
+    payload: HookPayload,
+    when: float,
+    claim: Path | str,
+) -> None:
+    """Record an event kept in the spool under this process's claim, then let go of it."""
+    try:
+        _record(root, agent, event, data, payload, when)
+    except Exception as exc:
+        _log_failure(root, agent, event, exc)
+    finally:
+        _unlink(Path(claim))
+
+
+def _unlink(path: Path) -> None:
+    import contextlib
+
+    with contextlib.suppress(OSError):
+        path.unlink()
 
 
 # Once a hook holds the store, a later write of the same event waits this long for another
@@ -963,12 +987,13 @@ def _handle_after_answer(run: HookRun, handler: Callable[[HookRun], None], raw: 
     return True
 
 
-def main(agent: str, event: str, *, workspace: str | None = None) -> int:
-    """Entry point of `engram hook AGENT EVENT`: stdin in, context (if any) out, exit 0."""
-    try:
-        data = _read_stdin(sys.stdin.buffer)
-    except Exception:
-        data = b""
+def main(agent: str, event: str, *, workspace: str | None = None, data: bytes | None = None) -> int:
+    """Entry point of `engram hook AGENT EVENT`: stdin in (or `data`, read from it already),
+    context (if any) out, exit 0."""
+    if data is None:
+        from memory_core.agents.quiet_events import read_stdin
+
+        data = read_stdin()
     code, text = handle(agent, event, data, workspace=workspace)
     if text:
         try:
