@@ -21,10 +21,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Literal, overload
 
 from memory_core.errors import StoreError
 from memory_core.workspace import STORE_DIRNAME, find_root, is_git_repository
+
+TYPE_CHECKING = False  # `typing` costs a cold hook, which opens a store, a third of Python's start
+if TYPE_CHECKING:
+    from typing import Literal, overload
 
 DB_NAME = "engram.db"
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
@@ -790,16 +793,17 @@ def _fault_cause(exc: sqlite3.Error) -> str | None:
     return None
 
 
-@overload
-def store_fault(
-    exc: sqlite3.Error, db_path: Path, *, opening: bool = ..., only_known: Literal[False] = ...
-) -> StoreFaultError: ...
+if TYPE_CHECKING:  # (typing.overload at run time would load typing)
 
+    @overload
+    def store_fault(
+        exc: sqlite3.Error, db_path: Path, *, opening: bool = ..., only_known: Literal[False] = ...
+    ) -> StoreFaultError: ...
 
-@overload
-def store_fault(
-    exc: sqlite3.Error, db_path: Path, *, opening: bool = ..., only_known: Literal[True]
-) -> StoreFaultError | None: ...
+    @overload
+    def store_fault(
+        exc: sqlite3.Error, db_path: Path, *, opening: bool = ..., only_known: Literal[True]
+    ) -> StoreFaultError | None: ...
 
 
 def store_fault(

@@ -23,19 +23,19 @@ import sys
 from pathlib import Path
 
 from memory_core import clock, log
-from memory_core.agents import record
 from memory_core.agents.payload import HookPayload, agent_name, parse
-from memory_core.agents.record import clean
 
 # A hook is a cold process per agent event, and every module it loads is paid on each one:
-# here only what every event needs; what one event needs is imported in its handler, and
-# `typing` (a third of Python's own start) is read by the type checker only.
+# here only what every event needs; what one event needs is imported in its handler (the
+# recording itself, `record` and redaction, too: an event answered before it is recorded
+# loads them after its answer), and `typing` (a third of Python's own start) is read by the
+# type checker only.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from memory_core.agents import quiet_events
+    from memory_core.agents import quiet_events, record
     from memory_core.store import Store
 
 # What one turn's closing message adds to the rolling summary at most.
@@ -88,6 +88,8 @@ class HookRun:
     # -- shared steps ----------------------------------------------------------------------
 
     def touch(self) -> None:
+        from memory_core.agents import record
+
         with self.store.transaction() as db:
             is_new = record.touch_session(
                 db,
@@ -225,6 +227,9 @@ class HookRun:
         return interval
 
     def open_payload_turn(self, prompt: str) -> None:
+        from memory_core.agents import record
+        from memory_core.agents.record import clean
+
         turn_id = f"hook:{self.session_id}:{self.payload.raw.get('prompt_id') or self.now}"
         text = clean(prompt)
         with self.store.transaction() as db:
@@ -248,16 +253,23 @@ class HookRun:
         self._apply_finished()
 
     def _finish(self, db: Any, turn: record.Turn) -> None:
+        from memory_core.agents import record
+
         done = record.close_turn(db, turn, self.now)
         if done is not None:
             self._finished.append(done)
 
     def _apply_finished(self) -> None:
+        from memory_core.agents import record
+
         finished, self._finished = self._finished, []
         if finished:  # settings are read on demand: most hook runs finish no turn
             record.apply_turns(self.store, finished, self.settings, now=self.now)
 
     def close_payload_turn(self, response: str | None, prompt: str | None = None) -> None:
+        from memory_core.agents import record
+        from memory_core.agents.record import clean
+
         with self.store.transaction() as db:
             turn = record.load_open_turn(db, self.session_id)
             if turn is None and prompt:
@@ -372,6 +384,8 @@ class HookRun:
         self.digest_if_due()
 
     def pre_tool_use(self) -> None:
+        from memory_core.agents import record
+
         payload = self.payload
         if payload.agent == "codex":
             self.codex_patch_gotchas()
@@ -392,6 +406,8 @@ class HookRun:
 
     def codex_patch_gotchas(self) -> None:
         """Codex's apply_patch may change several files: the gotchas of each, before it does."""
+        from memory_core.agents import record
+
         if self.payload.tool_name != "apply_patch":
             return
         from memory_core.agents.codex_outputs import patch_files
@@ -409,6 +425,8 @@ class HookRun:
             self.add_context("PreToolUse", f"engram: known gotchas for {', '.join(files)}\n{text}")
 
     def post_tool_use(self) -> None:
+        from memory_core.agents import record
+
         payload = self.payload
         if not payload.tool_name:
             return
@@ -486,6 +504,8 @@ class HookRun:
         self.digest(self.payload.trigger or "auto")
 
     def post_compact(self) -> None:
+        from memory_core.agents.record import clean
+
         self.touch()
         self.ingest()
         if self.payload.agent == "codex" and self.payload.trigger:
@@ -511,6 +531,8 @@ class HookRun:
                 )
 
     def stop(self) -> None:
+        from memory_core.agents.record import clean
+
         self.touch()
         # The agent finished answering: the turn ends here (transcripts say so nowhere else).
         if not self.ingest(flush=True):

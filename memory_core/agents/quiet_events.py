@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 # The events, as each agent sends them, whose hook never says anything (their canonical names
-# are outside quota_hook's CONTEXT_EVENTS and MESSAGE_EVENTS: tests/core/test_hook_fork.py).
+# are outside quota_hook's CONTEXT_EVENTS and MESSAGE_EVENTS: tests/cli/test_hook_fork.py).
 NEVER_TELLING = {
     "claude-code": frozenset({"PreCompact", "PostCompact", "SessionEnd"}),
     "gemini": frozenset({"PreCompress", "SessionEnd"}),
