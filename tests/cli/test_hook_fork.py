@@ -241,3 +241,21 @@ def test_an_event_it_is_not_sure_of_is_not_kept(project: Path, tmp_path: Path) -
     elsewhere.mkdir()
     assert quiet_events.keep("claude-code", "SessionEnd", None, payload(cwd=elsewhere)) is None
     assert _spooled(project) == []
+
+
+def test_a_cold_worker_writes_the_compiled_patterns_once_for_the_hooks_after_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory_core import compiled_patterns, redact
+    from memory_core.cli import fast_hook
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    cache = Path(compiled_patterns.path())
+    assert not cache.exists()
+    fast_hook._cache_compiled_patterns()  # no resident server ever ran: none written yet
+    written = cache.stat().st_mtime_ns
+    monkeypatch.setattr(compiled_patterns, "_entries", None)  # as a new process reads it
+    assert len(compiled_patterns._load()) > 100
+    assert redact.redact("token ghp_" + "a1B2" * 9) != "token ghp_" + "a1B2" * 9
+    fast_hook._cache_compiled_patterns()  # up to date: not written again
+    assert cache.stat().st_mtime_ns == written
