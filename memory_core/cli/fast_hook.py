@@ -73,6 +73,10 @@ def _answered_by_a_fork(agent: str, event: str, workspace: str | None) -> int | 
         return None
     if pid == 0:  # the worker
         os.close(answer_read)
+        # Whatever else the agent handed its hook (a pipe it waits on the end of) is the agent's
+        # process's to hold, not a worker's that outlives it.
+        os.closerange(3, answer_write)
+        os.closerange(answer_write + 1, 1 << 16)
         try:
             _work_then_record(agent, event, workspace, answer_write)
         finally:
