@@ -539,8 +539,10 @@ def _described(root: Path, how: str) -> str:
 # -- measuring -----------------------------------------------------------------------------------
 
 
-def wait_for_recording(root: Path) -> None:
-    """Until no hook of the store of `root` is still recording after its answer."""
+def wait_for_recording(root: Path, most_seconds: float = 5.0) -> None:
+    """Until no hook of the store of `root` is still recording after its answer, nor closing
+    the store after it (the last connection's close folds the write-ahead log and removes it:
+    its fsyncs would otherwise fall in the next run's time). At most `most_seconds`."""
     import fcntl
 
     try:
@@ -551,6 +553,10 @@ def wait_for_recording(root: Path) -> None:
         fcntl.flock(fd, fcntl.LOCK_SH)
     finally:
         os.close(fd)
+    log = root / ".engram" / "engram.db-wal"
+    deadline = time.monotonic() + most_seconds
+    while log.exists() and time.monotonic() < deadline:
+        time.sleep(0.002)
 
 
 def _wall(
