@@ -86,8 +86,8 @@ def _answered_by_a_fork(agent: str, event: str, workspace: str | None) -> int | 
     try:
         while chunk := os.read(answer_read, 16):
             told += chunk
-    except OSError:
-        pass
+    except (OSError, KeyboardInterrupt):  # interrupted: exit 0, as a hook in process does
+        told = b"0"
     finally:
         os.close(answer_read)
     # Nothing told: the worker died before its answer (killed). The event is not run again,
