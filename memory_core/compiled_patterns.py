@@ -20,7 +20,10 @@ import re
 import sys
 from array import array
 from collections.abc import Iterable
-from typing import Any
+
+TYPE_CHECKING = False  # `typing` costs a cold hook a third of Python's start
+if TYPE_CHECKING:
+    from typing import Any
 
 # The engine and compiler `re` itself uses (imported by it). Only on the CPython versions this
 # was checked on (3.11 to 3.13: every redaction pattern made from the file matches as compiled);

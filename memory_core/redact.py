@@ -48,10 +48,13 @@ import re
 import string
 from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
-from typing import Any
 
 from memory_core import compiled_patterns, cyclic_gc
 from memory_core.guard_search import GuardSearch, usable
+
+TYPE_CHECKING = False  # `typing` costs a cold hook a third of Python's start
+if TYPE_CHECKING:
+    from typing import Any
 
 # What replaces the secret part of a context match (the text after its `keep` group), or
 # None when the match turns out not to be a secret.

@@ -21,10 +21,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Literal, overload
 
 from memory_core.errors import StoreError
 from memory_core.workspace import STORE_DIRNAME, find_root, is_git_repository
+
+TYPE_CHECKING = False  # `typing` costs a cold hook, which opens a store, a third of Python's start
+if TYPE_CHECKING:
+    from typing import Literal, overload
 
 DB_NAME = "engram.db"
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
@@ -596,6 +599,12 @@ def hold_until_worked(root: Path, *, wait: bool = True) -> bool:
     return True
 
 
+def adopt_after_answer_lock(root: Path, fd: int) -> None:
+    """Take `fd`, which holds the after-answer lock of the store of `root` (taken before this
+    module was loaded: memory_core/agents/quiet_events.py), as `hold_until_worked` would."""
+    _worked_on[os.path.realpath(root / STORE_DIRNAME)] = fd
+
+
 def wait_for_work_after_answer(folder: Path, seconds: float = AFTER_ANSWER_WAIT_SECONDS) -> None:
     """Wait until no other process still does work it left for after its answer on the store
     in `folder` (`.engram`), for at most `seconds`. Costs one failed open when none ever did."""
@@ -795,16 +804,17 @@ def _fault_cause(exc: sqlite3.Error) -> str | None:
     return None
 
 
-@overload
-def store_fault(
-    exc: sqlite3.Error, db_path: Path, *, opening: bool = ..., only_known: Literal[False] = ...
-) -> StoreFaultError: ...
+if TYPE_CHECKING:  # (typing.overload at run time would load typing)
 
+    @overload
+    def store_fault(
+        exc: sqlite3.Error, db_path: Path, *, opening: bool = ..., only_known: Literal[False] = ...
+    ) -> StoreFaultError: ...
 
-@overload
-def store_fault(
-    exc: sqlite3.Error, db_path: Path, *, opening: bool = ..., only_known: Literal[True]
-) -> StoreFaultError | None: ...
+    @overload
+    def store_fault(
+        exc: sqlite3.Error, db_path: Path, *, opening: bool = ..., only_known: Literal[True]
+    ) -> StoreFaultError | None: ...
 
 
 def store_fault(

@@ -24,27 +24,39 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from memory_core.lazy_pattern import compile_later
 from memory_core.store import Store
+from memory_core.values import Value
 
+TYPE_CHECKING = False  # `typing` costs a cold hook a third of Python's start
 if TYPE_CHECKING:
+    from typing import Any
+
     from memory_core import drift
 
 TOLD_AS_IS = ("unchanged", "moved")
 
 
-@dataclass(frozen=True, slots=True)
-class Check:
-    """What became of a citation: `state` is unchanged, moved, changed or gone."""
+class Check(Value):
+    """What became of a citation: `state` is unchanged, moved, changed or gone; `lines`
+    (1-based) where the cited code is now (moved) or was."""
 
-    state: str
-    reason: str = ""
-    path: str | None = None
-    lines: tuple[int, int] | None = None  # 1-based, where the cited code is now (moved) or was
+    __slots__ = ("lines", "path", "reason", "state")
+    FIELDS = ("state", "reason", "path", "lines")
+
+    def __init__(
+        self,
+        state: str,
+        reason: str = "",
+        path: str | None = None,
+        lines: tuple[int, int] | None = None,
+    ) -> None:
+        self.state = state
+        self.reason = reason
+        self.path = path
+        self.lines = lines
 
     @property
     def current(self) -> bool:

@@ -23,6 +23,10 @@ from memory_core.workspace import STORE_DIRNAME
 # the server on with a private socket folder and stops it). Set here, not in a fixture, so
 # processes started by fixtures and helpers inherit it too.
 os.environ["ENGRAM_NO_RESIDENT"] = "1"
+# Likewise a cold hook records its event before it exits (not in a fork of itself after its
+# answer, memory_core/cli/fast_hook.py), so that a test reading the store right after a hook
+# sees it without waiting; tests/cli/test_hook_fork.py turns the fork on.
+os.environ["ENGRAM_NO_HOOK_FORK"] = "1"
 
 
 @pytest.fixture(autouse=True)

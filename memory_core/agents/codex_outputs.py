@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
-from typing import Any
+
+TYPE_CHECKING = False  # `typing` costs a cold hook a third of Python's start
+if TYPE_CHECKING:
+    from typing import Any
 
 # The exit status a shell output reports in its header (first lines only: the command's own
 # output below it may say anything): `Exit code: N` (shell, shell_command, apply_patch) or
@@ -24,14 +26,42 @@ _PATCH_FILE = re.compile(
 _NOT_RUN = ("execution error", "failed to parse function arguments", "unsupported call")
 
 
-@dataclass(slots=True)
 class Outcome:
-    """How a call ended: `text` is kept only when it failed (the error worth tracking)."""
+    """How a call ended: `text` is kept only when it failed (the error worth tracking).
 
-    failed: bool
-    text: str = ""
-    interrupted: bool = False
-    structured: dict[str, Any] | None = field(default=None)
+    A plain class, not a dataclass: a Codex tool call's hook reads its response with it, and
+    `dataclasses` loads inspect, ast, dis and tokenize, as much again as Python's own start."""
+
+    __slots__ = ("failed", "interrupted", "structured", "text")
+
+    def __init__(
+        self,
+        failed: bool,
+        text: str = "",
+        interrupted: bool = False,
+        structured: dict[str, Any] | None = None,
+    ) -> None:
+        self.failed = failed
+        self.text = text
+        self.interrupted = interrupted
+        self.structured = structured
+
+    def _fields(self) -> tuple[object, ...]:
+        return (self.failed, self.text, self.interrupted, self.structured)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, Outcome)
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
+
+    def __repr__(self) -> str:
+        return (
+            f"Outcome(failed={self.failed!r}, text={self.text!r}, "
+            f"interrupted={self.interrupted!r}, structured={self.structured!r})"
+        )
 
 
 def content_text(content: Any) -> str:

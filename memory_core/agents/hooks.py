@@ -23,24 +23,21 @@ import sys
 from pathlib import Path
 
 from memory_core import clock, log
-from memory_core.agents import record
 from memory_core.agents.payload import HookPayload, agent_name, parse
-from memory_core.agents.record import clean
 
 # A hook is a cold process per agent event, and every module it loads is paid on each one:
-# here only what every event needs; what one event needs is imported in its handler, and
-# `typing` (a third of Python's own start) is read by the type checker only.
+# here only what every event needs; what one event needs is imported in its handler (the
+# recording itself, `record` and redaction, too: an event answered before it is recorded
+# loads them after its answer), and `typing` (a third of Python's own start) is read by the
+# type checker only.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any, BinaryIO
+    from typing import Any
 
+    from memory_core.agents import quiet_events, record
     from memory_core.store import Store
 
-# Hook payloads are read whole (a cut JSON document cannot be parsed at all) and their long
-# strings cut before parsing (payload.cut_long_strings); this only bounds the memory a runaway
-# agent can make a hook use.
-MAX_STDIN_BYTES = 256 * 1024 * 1024
 # What one turn's closing message adds to the rolling summary at most.
 ROLLING_SUMMARY_TURN_CHARS = 600
 # store_meta key: the digest timer's interval as the settings said at the last session start.
@@ -91,6 +88,8 @@ class HookRun:
     # -- shared steps ----------------------------------------------------------------------
 
     def touch(self) -> None:
+        from memory_core.agents import record
+
         with self.store.transaction() as db:
             is_new = record.touch_session(
                 db,
@@ -228,6 +227,9 @@ class HookRun:
         return interval
 
     def open_payload_turn(self, prompt: str) -> None:
+        from memory_core.agents import record
+        from memory_core.agents.record import clean
+
         turn_id = f"hook:{self.session_id}:{self.payload.raw.get('prompt_id') or self.now}"
         text = clean(prompt)
         with self.store.transaction() as db:
@@ -251,16 +253,23 @@ class HookRun:
         self._apply_finished()
 
     def _finish(self, db: Any, turn: record.Turn) -> None:
+        from memory_core.agents import record
+
         done = record.close_turn(db, turn, self.now)
         if done is not None:
             self._finished.append(done)
 
     def _apply_finished(self) -> None:
+        from memory_core.agents import record
+
         finished, self._finished = self._finished, []
         if finished:  # settings are read on demand: most hook runs finish no turn
             record.apply_turns(self.store, finished, self.settings, now=self.now)
 
     def close_payload_turn(self, response: str | None, prompt: str | None = None) -> None:
+        from memory_core.agents import record
+        from memory_core.agents.record import clean
+
         with self.store.transaction() as db:
             turn = record.load_open_turn(db, self.session_id)
             if turn is None and prompt:
@@ -375,6 +384,8 @@ class HookRun:
         self.digest_if_due()
 
     def pre_tool_use(self) -> None:
+        from memory_core.agents import record
+
         payload = self.payload
         if payload.agent == "codex":
             self.codex_patch_gotchas()
@@ -395,6 +406,8 @@ class HookRun:
 
     def codex_patch_gotchas(self) -> None:
         """Codex's apply_patch may change several files: the gotchas of each, before it does."""
+        from memory_core.agents import record
+
         if self.payload.tool_name != "apply_patch":
             return
         from memory_core.agents.codex_outputs import patch_files
@@ -412,6 +425,8 @@ class HookRun:
             self.add_context("PreToolUse", f"engram: known gotchas for {', '.join(files)}\n{text}")
 
     def post_tool_use(self) -> None:
+        from memory_core.agents import record
+
         payload = self.payload
         if not payload.tool_name:
             return
@@ -489,6 +504,8 @@ class HookRun:
         self.digest(self.payload.trigger or "auto")
 
     def post_compact(self) -> None:
+        from memory_core.agents.record import clean
+
         self.touch()
         self.ingest()
         if self.payload.agent == "codex" and self.payload.trigger:
@@ -514,6 +531,8 @@ class HookRun:
                 )
 
     def stop(self) -> None:
+        from memory_core.agents.record import clean
+
         self.touch()
         # The agent finished answering: the turn ends here (transcripts say so nowhere else).
         if not self.ingest(flush=True):
@@ -691,12 +710,6 @@ def _workspace_for(payload: HookPayload | None, workspace: str | None) -> str | 
     return None
 
 
-def _read_stdin(stream: BinaryIO) -> bytes:
-    if stream.isatty():
-        return b""
-    return stream.read(MAX_STDIN_BYTES)
-
-
 def handle(
     agent: str,
     event: str,
@@ -802,20 +815,53 @@ def _record_after_answer(
     kept = spool.keep_while_recording(root, agent, event, raw, when)
     if kept is None:
         return False  # it could not be kept: recorded before the answer, as by a cold process
+    later(root, lambda: _record_claimed(root, agent, event, data, payload, when, kept))
+    return True
+
+
+def record_kept(kept: quiet_events.Kept) -> None:
+    """Record, after the answer, an event a cold hook kept before it (`quiet_events.keep`):
+    as `_record_after_answer` does, in a process that answers first (`store.defer_closing`)."""
+    from memory_core.store import adopt_after_answer_lock, later
+
+    root = Path(kept.root)
+    adopt_after_answer_lock(root, kept.lock_fd)
 
     def record() -> None:
-        import contextlib
-
         try:
-            _record(root, agent, event, data, payload, when)
+            payload = parse(agent_name(kept.agent), kept.event, kept.data)
         except Exception as exc:
-            _log_failure(root, agent, event, exc)
-        finally:
-            with contextlib.suppress(OSError):
-                kept.unlink()
+            _log_failure(root, kept.agent, kept.event, exc)
+            _unlink(Path(kept.claim))
+            return
+        _record_claimed(root, kept.agent, kept.event, kept.data, payload, kept.when, kept.claim)
 
     later(root, record)
-    return True
+
+
+def _record_claimed(
+    root: Path,
+    agent: str,
+    event: str,
+    data: bytes | str,
+    payload: HookPayload,
+    when: float,
+    claim: Path | str,
+) -> None:
+    """Record an event kept in the spool under this process's claim, then let go of it."""
+    try:
+        _record(root, agent, event, data, payload, when)
+    except Exception as exc:
+        _log_failure(root, agent, event, exc)
+    finally:
+        _unlink(Path(claim))
+
+
+def _unlink(path: Path) -> None:
+    import contextlib
+
+    with contextlib.suppress(OSError):
+        path.unlink()
 
 
 # Once a hook holds the store, a later write of the same event waits this long for another
@@ -963,12 +1009,13 @@ def _handle_after_answer(run: HookRun, handler: Callable[[HookRun], None], raw: 
     return True
 
 
-def main(agent: str, event: str, *, workspace: str | None = None) -> int:
-    """Entry point of `engram hook AGENT EVENT`: stdin in, context (if any) out, exit 0."""
-    try:
-        data = _read_stdin(sys.stdin.buffer)
-    except Exception:
-        data = b""
+def main(agent: str, event: str, *, workspace: str | None = None, data: bytes | None = None) -> int:
+    """Entry point of `engram hook AGENT EVENT`: stdin in (or `data`, read from it already),
+    context (if any) out, exit 0."""
+    if data is None:
+        from memory_core.agents.quiet_events import read_stdin
+
+        data = read_stdin()
     code, text = handle(agent, event, data, workspace=workspace)
     if text:
         try:

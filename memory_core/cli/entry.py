@@ -30,16 +30,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if code is not None:
         return code
     try:
-        return run_in_process(words)
+        return run_in_process(words, cold=True)
     finally:
         if resident.command_of(words) in resident.RESIDENT_COMMANDS:
             resident.start_in_background()
 
 
-def run_in_process(argv: Sequence[str]) -> int:
-    """The command run in this process: what a cold `engram` does, and what the resident
-    server's child runs."""
-    code = hook_fast_path(argv)
+def run_in_process(argv: Sequence[str], *, cold: bool = False) -> int:
+    """The command run in this process: what a cold `engram` does (`cold`: the agent's own
+    process, whose hook may answer from a fork: memory_core.cli.fast_hook), and what the
+    resident server's child runs."""
+    code = hook_fast_path(argv, cold=cold)
     if code is not None:
         return code
     from memory_core.cli.main import main as full_command_line

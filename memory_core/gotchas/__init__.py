@@ -16,8 +16,6 @@ This package imports only the standard library at import time (hooks call `track
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from memory_core.gotchas import records
 from memory_core.gotchas.context import context_for_task, rank_for_task
 from memory_core.gotchas.records import (
@@ -35,6 +33,7 @@ from memory_core.gotchas.records import (
     visible_in_editor,
 )
 
+TYPE_CHECKING = False  # `typing` costs a cold hook a third of Python's start
 if TYPE_CHECKING:
     from pathlib import Path
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from memory_core.gotchas.tool_errors import key_error, unwrap
 from memory_core.lazy_pattern import compile_later
+from memory_core.values import Value
 
 TITLE_MAX = 120
 
@@ -264,11 +264,17 @@ def infer_severity(category: str) -> str:
     return "high" if category == "security" else "medium"
 
 
-@dataclass(frozen=True, slots=True)
-class ErrorLocation:
-    path: str  # as written in the message
-    line: int  # 1-based, as tools print it
-    column: int | None = None
+class ErrorLocation(Value):
+    """Where an error message says the error is: `path` as written in the message, `line`
+    1-based as tools print it."""
+
+    __slots__ = ("column", "line", "path")
+    FIELDS = ("path", "line", "column")
+
+    def __init__(self, path: str, line: int, column: int | None = None) -> None:
+        self.path = path
+        self.line = line
+        self.column = column
 
 
 _PYTHON_FRAME = compile_later(r'File "(?P<path>[^"]+)", line (?P<line>\d+)')

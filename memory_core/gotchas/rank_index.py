@@ -32,10 +32,13 @@ import os
 import sqlite3
 from collections.abc import Iterable, Sequence
 from fnmatch import fnmatch
-from typing import Any
 
 from memory_core.gotchas.normalize import normalize, words
 from memory_core.store import Store
+
+TYPE_CHECKING = False  # `typing` costs a cold hook a third of Python's start
+if TYPE_CHECKING:
+    from typing import Any
 
 VERSION = "1"
 VERSION_KEY = "gotchas.rank_index"

@@ -13,9 +13,7 @@ import json
 import secrets
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from memory_core import clock
 from memory_core.errors import NotFoundError, UsageError
@@ -29,6 +27,11 @@ from memory_core.gotchas.normalize import (
 )
 from memory_core.redact import redact, redact_obj
 from memory_core.store import Store
+from memory_core.values import Record
+
+TYPE_CHECKING = False  # `typing` costs a cold hook a third of Python's start
+if TYPE_CHECKING:
+    from typing import Any
 
 STATUSES = ("candidate", "confirmed", "resolved")
 SOURCE_TYPES = ("manual", "auto_detected", "annotation", "team")
@@ -43,15 +46,24 @@ team_gotchas: Callable[[Path], list[Gotcha]] | None = None
 change_listeners: list[Callable[[Store], None]] = []
 
 
-@dataclass
-class Anchor:
+class Anchor(Record):
     """A place in code a gotcha points at; `line`/`end_line` are 0-based."""
 
-    path: str
-    line: int
-    end_line: int
-    content_hash: str | None = None
-    text: str | None = None
+    FIELDS = ("path", "line", "end_line", "content_hash", "text")
+
+    def __init__(
+        self,
+        path: str,
+        line: int,
+        end_line: int,
+        content_hash: str | None = None,
+        text: str | None = None,
+    ) -> None:
+        self.path = path
+        self.line = line
+        self.end_line = end_line
+        self.content_hash = content_hash
+        self.text = text
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -62,32 +74,87 @@ class Anchor:
         }
 
 
-@dataclass
-class Gotcha:
-    id: str
-    title: str
-    description: str = ""
-    category: str = "general"
-    severity: str = "medium"
-    workaround: str = ""
-    related_files: list[str] = field(default_factory=list)
-    code_pattern: str | None = None
-    pattern_kind: str = "regex"
-    error_pattern: str | None = None
-    error_hash: str | None = None
-    source_type: str = "manual"
-    occurrences: int = 0
-    first_seen: float | None = None
-    last_seen: float | None = None
-    samples: list[dict[str, Any]] = field(default_factory=list)
-    provenance: dict[str, Any] = field(default_factory=dict)
-    status: str = "confirmed"
-    snoozed_until: float | None = None
-    promoted: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
-    created_at: float = 0.0
-    updated_at: float = 0.0
-    anchors: list[Anchor] = field(default_factory=list)
+class Gotcha(Record):
+    """One gotcha as stored (a plain class, not a dataclass: see memory_core/values.py)."""
+
+    FIELDS = (
+        "id",
+        "title",
+        "description",
+        "category",
+        "severity",
+        "workaround",
+        "related_files",
+        "code_pattern",
+        "pattern_kind",
+        "error_pattern",
+        "error_hash",
+        "source_type",
+        "occurrences",
+        "first_seen",
+        "last_seen",
+        "samples",
+        "provenance",
+        "status",
+        "snoozed_until",
+        "promoted",
+        "extra",
+        "created_at",
+        "updated_at",
+        "anchors",
+    )
+
+    def __init__(
+        self,
+        id: str,
+        title: str,
+        description: str = "",
+        category: str = "general",
+        severity: str = "medium",
+        workaround: str = "",
+        related_files: list[str] | None = None,
+        code_pattern: str | None = None,
+        pattern_kind: str = "regex",
+        error_pattern: str | None = None,
+        error_hash: str | None = None,
+        source_type: str = "manual",
+        occurrences: int = 0,
+        first_seen: float | None = None,
+        last_seen: float | None = None,
+        samples: list[dict[str, Any]] | None = None,
+        provenance: dict[str, Any] | None = None,
+        status: str = "confirmed",
+        snoozed_until: float | None = None,
+        promoted: bool = False,
+        extra: dict[str, Any] | None = None,
+        created_at: float = 0.0,
+        updated_at: float = 0.0,
+        anchors: list[Anchor] | None = None,
+    ) -> None:
+        self.id = id
+        self.title = title
+        self.description = description
+        self.category = category
+        self.severity = severity
+        self.workaround = workaround
+        self.related_files: list[str] = [] if related_files is None else related_files
+        self.code_pattern = code_pattern
+        self.pattern_kind = pattern_kind
+        self.error_pattern = error_pattern
+        self.error_hash = error_hash
+        self.source_type = source_type
+        self.occurrences = occurrences
+        self.first_seen = first_seen
+        self.last_seen = last_seen
+        self.samples: list[dict[str, Any]] = [] if samples is None else samples
+        self.provenance: dict[str, Any] = {} if provenance is None else provenance
+        self.status = status
+        self.snoozed_until = snoozed_until
+        self.promoted = promoted
+        self.extra: dict[str, Any] = {} if extra is None else extra
+        self.created_at = created_at
+        self.updated_at = updated_at
+        self.anchors: list[Anchor] = [] if anchors is None else anchors
 
     @property
     def severity_rank(self) -> int:

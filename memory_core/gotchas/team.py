@@ -23,16 +23,19 @@ tomlkit, so the comments and layout people gave the file survive.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from memory_core.errors import UsageError
 from memory_core.gotchas.normalize import CATEGORIES, SEVERITIES, infer_category
 from memory_core.gotchas.records import PATTERN_KINDS, Gotcha
 from memory_core.lazy_pattern import compile_later
 from memory_core.store import Store, ensure_private_dir, write_private_file
+from memory_core.values import Record, Value
 from memory_core.workspace import STORE_DIRNAME
+
+TYPE_CHECKING = False  # `typing` costs a cold hook a third of Python's start
+if TYPE_CHECKING:
+    from typing import Any
 
 TEAM_FILE = Path("team") / "gotchas.toml"
 _HEADER = compile_later(r"^\s*\[\[\s*gotchas\s*\]\]")
@@ -45,17 +48,31 @@ HEADER_COMMENT = """\
 """
 
 
-@dataclass(frozen=True, slots=True)
-class TeamProblem:
-    line: int  # 0-based line in the TOML file
-    message: str
+class TeamProblem(Value):
+    """What is wrong in the team file, at `line` (0-based, in the TOML file)."""
+
+    __slots__ = ("line", "message")
+    FIELDS = ("line", "message")
+
+    def __init__(self, line: int, message: str) -> None:
+        self.line = line
+        self.message = message
 
 
-@dataclass
-class TeamFile:
-    path: Path
-    gotchas: list[Gotcha] = field(default_factory=list)
-    problems: list[TeamProblem] = field(default_factory=list)
+class TeamFile(Record):
+    """The team's shared gotchas file as read: its gotchas and what is wrong in it."""
+
+    FIELDS = ("path", "gotchas", "problems")
+
+    def __init__(
+        self,
+        path: Path,
+        gotchas: list[Gotcha] | None = None,
+        problems: list[TeamProblem] | None = None,
+    ) -> None:
+        self.path = path
+        self.gotchas: list[Gotcha] = [] if gotchas is None else gotchas
+        self.problems: list[TeamProblem] = [] if problems is None else problems
 
 
 _cache: dict[Path, tuple[tuple[int, int], TeamFile]] = {}

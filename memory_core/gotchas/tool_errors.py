@@ -39,19 +39,22 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 
 from memory_core.lazy_pattern import compile_later
+from memory_core.values import Value
 
 
-@dataclass(frozen=True, slots=True)
-class ToolError:
+class ToolError(Value):
     """The line that says what went wrong, and the code location it names (when it names one)."""
 
-    message: str
-    path: str | None = None
-    line: int | None = None
+    __slots__ = ("line", "message", "path")
+    FIELDS = ("message", "path", "line")
+
+    def __init__(self, message: str, path: str | None = None, line: int | None = None) -> None:
+        self.message = message
+        self.path = path
+        self.line = line
 
 
 # Patterns used inside functions, compiled on first use like the others (a resident

@@ -25,6 +25,14 @@ ENGRAM_BENCH_HOOK_STORES=empty,large measures only the stores named. ENGRAM_BENC
 takes the large store from PATH (a folder whose `project` a run of `fill` made, e.g. one kept
 from an earlier run with ENGRAM_BENCH_HOOK_KEEP=PATH): a copy is measured, so stores of
 thousands of sessions, which take many minutes to build, can be measured again and again.
+
+A hook answers first and records after (a cold one from a fork of itself, memory_core/cli/
+fast_hook.py; a resident one from the server's child), and the next opening of the store waits
+for that recording. An agent's next event comes after the model's or the tool's work (seconds),
+so each run starts once the last one's recording is in (the store's after-answer lock is free):
+the figure is the hook's own wait. ENGRAM_BENCH_HOOK_BACK_TO_BACK=1 runs the events 20 ms apart
+instead, each waiting for the one before. The CPU time of a cold run is its own process's: the
+fork that records after the answer is not the agent's wait (its CPU is not counted).
 """
 
 from __future__ import annotations
@@ -50,6 +58,7 @@ STORES = os.environ.get("ENGRAM_BENCH_HOOK_STORES", "empty,large").split(",")
 LARGE_FROM = os.environ.get("ENGRAM_BENCH_HOOK_LARGE")
 KEEP_LARGE = os.environ.get("ENGRAM_BENCH_HOOK_KEEP")
 LARGE_SESSIONS = int(os.environ.get("ENGRAM_BENCH_HOOK_SESSIONS", "2000"))
+BACK_TO_BACK = os.environ.get("ENGRAM_BENCH_HOOK_BACK_TO_BACK", "") not in ("", "0")
 TARGET_RATIO = 2.5
 REPO = Path(__file__).resolve().parents[2]
 
@@ -530,6 +539,26 @@ def _described(root: Path, how: str) -> str:
 # -- measuring -----------------------------------------------------------------------------------
 
 
+def wait_for_recording(root: Path, most_seconds: float = 5.0) -> None:
+    """Until no hook of the store of `root` is still recording after its answer, nor closing
+    the store after it (the last connection's close folds the write-ahead log and removes it:
+    its fsyncs would otherwise fall in the next run's time). At most `most_seconds`."""
+    import fcntl
+
+    try:
+        fd = os.open(root / ".engram" / "after-answer.lock", os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+    finally:
+        os.close(fd)
+    log = root / ".engram" / "engram.db-wal"
+    deadline = time.monotonic() + most_seconds
+    while log.exists() and time.monotonic() < deadline:
+        time.sleep(0.002)
+
+
 def _wall(
     cmd: list[str], data: bytes | None, env: dict[str, str], cwd: Path, cpu: list[float]
 ) -> float:
@@ -571,6 +600,8 @@ def measure_store(
                 data = json.dumps(session.payload(event)).encode()
                 order = ("cold", "resident") if run % 2 else ("resident", "cold")
                 for how in order:
+                    if not BACK_TO_BACK:
+                        wait_for_recording(root)
                     hook = samples.setdefault((agent, event, how), Samples()) if run >= 0 else warm
                     into = floor if run >= 0 else warm
                     into.wall.append(_wall(floor_cmd, None, env, root, into.cpu))

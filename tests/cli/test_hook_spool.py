@@ -108,6 +108,7 @@ def test_a_read_only_store_is_reported_once_and_its_events_kept_until_it_is_writ
             "XDG_CACHE_HOME": str(top / "cache"),
             "PYTHONPATH": str(Path(__file__).parents[2]),
             "ENGRAM_NO_RESIDENT": "1",  # no resident server left behind (docs/resident.md)
+            "ENGRAM_NO_HOOK_FORK": "1",  # a hook records before it exits (docs/resident.md)
         }
 
         def hook(n: int) -> subprocess.CompletedProcess[bytes]:

@@ -8,6 +8,7 @@ behaviour of what was made lazy.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -300,3 +301,170 @@ def test_a_pattern_is_compiled_once_used_and_matches_as_before() -> None:
     assert at_import == [] and "memory_core.lazy_pattern" in after
     _, again = _compiles(f"tool_errors.key_error({trace!r}); tool_errors.key_error({trace!r})")
     assert len(again) == len(after)  # a second use compiles nothing more
+
+
+# -- what each event loads before the agent has its answer ------------------------------------
+
+# What a cold hook has loaded of engram when its answer goes out (memory_core/cli/fast_hook.py:
+# a forked worker answers first; what it loads after its answer costs the agent nothing), per
+# event of a session. A change that makes an event load another module before its answer fails
+# here by name: load it after the answer, or add it below, knowingly.
+HOOK_PATH = {
+    "memory_core",
+    "memory_core.cli",
+    "memory_core.cli.entry",
+    "memory_core.cli.fast_hook",
+    "memory_core.resident",
+    "memory_core.agents",
+    "memory_core.agents.quiet_events",
+}
+# Answered once the quota's last measurement says it will stay quiet: the store opened and the
+# spool folded, no handler run yet.
+QUOTA_CHECKED = HOOK_PATH | {
+    "memory_core.agents.hooks",
+    "memory_core.agents.payload",
+    "memory_core.agents.quota_hook",
+    "memory_core.agents.spool",
+    "memory_core.clock",
+    "memory_core.config",
+    "memory_core.decay",
+    "memory_core.errors",
+    "memory_core.log",
+    "memory_core.quota",
+    "memory_core.store",
+    "memory_core.workspace",
+}
+# The gotchas of a file or a prompt, for the agent.
+GOTCHA_CONTEXT = {
+    "memory_core.agents.record",
+    "memory_core.compiled_patterns",
+    "memory_core.cyclic_gc",
+    "memory_core.gotchas",
+    "memory_core.gotchas.context",
+    "memory_core.gotchas.normalize",
+    "memory_core.gotchas.rank_index",
+    "memory_core.gotchas.records",
+    "memory_core.gotchas.team",
+    "memory_core.gotchas.tool_errors",
+    "memory_core.guard_search",
+    "memory_core.lazy_pattern",
+    "memory_core.redact",
+    "memory_core.text",
+    "memory_core.values",
+    "memory_core.verify",
+}
+# The transcript read and its turns recorded before a prompt's answer.
+TRANSCRIPT_AND_TURNS = {
+    "memory_core.agents.digest",
+    "memory_core.agents.failures",
+    "memory_core.agents.transcripts",
+    "memory_core.events",
+    "memory_core.filenames",
+    "memory_core.secret_words",
+    "memory_core.sessions",
+    "memory_core.sessions.activity",
+    "memory_core.sessions.compaction",
+    "memory_core.sessions.document",
+    "memory_core.sessions.metrics",
+    "memory_core.sessions.model",
+    "memory_core.sessions.net",
+    "memory_core.sessions.note",
+    "memory_core.sessions.reading",
+    "memory_core.sessions.recording",
+    "memory_core.sessions.summary",
+}
+# A session start's context: earlier sessions, memories, the vault's reminder, memory files.
+SESSION_CONTEXT = {
+    "memory_core.agents.context",
+    "memory_core.agents.lessons",
+    "memory_core.agents.memory_files",
+    "memory_core.git",
+    "memory_core.memory",
+    "memory_core.session_state",
+    "memory_core.session_vault",
+    "memory_core.tags",
+}
+SESSION_START = QUOTA_CHECKED | GOTCHA_CONTEXT | TRANSCRIPT_AND_TURNS | SESSION_CONTEXT
+# (agent, event): (the modules it may load before its answer, whether exactly those).
+LOADED_BEFORE_THE_ANSWER: dict[tuple[str, str], tuple[set[str], bool]] = {
+    ("claude-code", "SessionStart"): (SESSION_START, False),
+    ("claude-code", "UserPromptSubmit"): (
+        QUOTA_CHECKED | GOTCHA_CONTEXT | TRANSCRIPT_AND_TURNS,
+        False,
+    ),
+    ("claude-code", "PreToolUse"): (QUOTA_CHECKED | GOTCHA_CONTEXT, False),
+    ("claude-code", "PostToolUse"): (QUOTA_CHECKED, True),
+    # Kept before the answer (quiet_events), recorded after it: no more than the hook's path.
+    ("claude-code", "PreCompact"): (HOOK_PATH, True),
+    ("claude-code", "SessionEnd"): (HOOK_PATH, True),
+    ("gemini", "AfterTool"): (QUOTA_CHECKED, True),
+    ("codex", "PostToolUse"): (QUOTA_CHECKED | {"memory_core.agents.codex_outputs"}, True),
+    ("codex", "PostCompact"): (HOOK_PATH, True),
+}
+# Never loaded before the answer of an event but a session start and a prompt (which read the
+# transcript first): each costs a large share of Python's own start.
+HEAVY_BEFORE_A_QUIET_ANSWER = (
+    "argparse",
+    "dataclasses",
+    "inspect",
+    "typing",
+    "tomllib",
+    "subprocess",
+    "yaml",
+    "zstandard",
+    "orjson",
+)
+READ_THE_TRANSCRIPT_FIRST = {"SessionStart", "UserPromptSubmit"}
+PROBE_COLD = (
+    "import sys\n"
+    "from memory_core.cli.entry import main\n"
+    "sys.argv = ['engram', *sys.argv[1:]]\n"
+    "sys.exit(main())\n"
+)
+
+
+def _loaded_before_the_answer(agent: str, event: str, payload: bytes, cwd: Path) -> set[str]:
+    env = {k: v for k, v in os.environ.items() if k != "ENGRAM_NO_HOOK_FORK"}
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE_COLD, "hook", agent, event],
+        input=payload,
+        cwd=cwd,
+        env={**env, "PYTHONPROFILEIMPORTTIME": "1"},
+        capture_output=True,
+        check=True,
+    )
+    # The worker lets go of the agent's stderr as it answers: the lines stop there.
+    return {
+        line.rsplit("|", 1)[1].strip()
+        for line in done.stderr.decode().splitlines()
+        if line.startswith("import time:") and "|" in line
+    } - {"package"}
+
+
+def test_each_event_loads_only_its_own_modules_before_its_answer(tmp_path: Path) -> None:
+    from memory_core.agents import hooks
+    from memory_core.store import Store
+    from tests.bench.bench_hooks import EVENTS, SESSIONS
+
+    root = _project(tmp_path)
+    Store.open_or_init(root).close()
+    sessions = {agent: SESSIONS[agent](root, f"pin-{agent}") for agent in EVENTS}
+    wrong: dict[str, object] = {}
+    for agent, events in EVENTS.items():  # each agent's events in session order
+        for event in events:
+            payload = json.dumps(sessions[agent].payload(event)).encode()
+            if (agent, event) not in LOADED_BEFORE_THE_ANSWER:
+                hooks.handle(agent, event, payload, workspace=str(root))  # the session goes on
+                continue
+            loaded = _loaded_before_the_answer(agent, event, payload, root)
+            engram = {name for name in loaded if name.startswith("memory_core")}
+            allowed, exactly = LOADED_BEFORE_THE_ANSWER[(agent, event)]
+            if engram - allowed or (exactly and engram != allowed):
+                wrong[f"{agent} {event}"] = {"more": sorted(engram - allowed),
+                                             "fewer": sorted(allowed - engram)}  # fmt: skip
+            heavy = set(HEAVY_BEFORE_A_QUIET_ANSWER) & loaded
+            if heavy and event not in READ_THE_TRANSCRIPT_FIRST:
+                wrong[f"{agent} {event} heavy"] = sorted(heavy)
+            if allowed == HOOK_PATH and "sqlite3" in loaded:  # kept before the store loads
+                wrong[f"{agent} {event} sqlite3"] = True
+    assert wrong == {}

@@ -139,6 +139,7 @@ def test_a_git_checkout_appears_as_one_git_event(store: Store, workspace: Path) 
         "PATH": "/usr/bin:/bin",
         "HOME": str(workspace),
         "ENGRAM_NO_RESIDENT": "1",  # no resident server left behind (docs/resident.md)
+        "ENGRAM_NO_HOOK_FORK": "1",  # a hook records before it exits (docs/resident.md)
     }
 
     def git(*args: str) -> None:

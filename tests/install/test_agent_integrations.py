@@ -130,6 +130,7 @@ def test_a_plugin_hook_runs_as_claude_code_runs_it(tmp_path: Path) -> None:
         "CLAUDE_PLUGIN_ROOT": str(PLUGIN),
         "CLAUDE_PROJECT_DIR": str(project),
         "ENGRAM_NO_RESIDENT": "1",  # no resident server left behind (docs/resident.md)
+        "ENGRAM_NO_HOOK_FORK": "1",  # a hook records before it exits (docs/resident.md)
     }
     done = subprocess.run(
         ["bash", "-c", plugin_hook_command("UserPromptSubmit")],

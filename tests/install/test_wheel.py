@@ -33,6 +33,7 @@ def test_uv_tool_install_of_the_built_wheel_gives_a_working_engram(tmp_path: Pat
         "UV_CACHE_DIR": str(tmp_path / "uv-cache"),
         "UV_PYTHON_DOWNLOADS": "never",
         "ENGRAM_NO_RESIDENT": "1",  # no resident server left behind (docs/resident.md)
+        "ENGRAM_NO_HOOK_FORK": "1",  # a hook records before it exits (docs/resident.md)
         # The machine's way to the package index (a proxy, its certificates) is kept.
         **{
             key: value
