@@ -77,6 +77,31 @@ def test_a_collection_owed_is_made_after_the_answer_where_the_answer_comes_first
     assert _stored_blobs(store) == _referenced_blobs(store) == 8
 
 
+def test_a_collection_left_undone_after_the_answer_is_made_by_the_next_checkpoint(
+    store: Store,
+) -> None:
+    """The child killed between its answer and the collection: nothing a checkpoint holds is
+    lost, and the next checkpoint collects what is owed."""
+    from memory_core import store as store_module
+
+    settings = config.load(store.root, overrides={"checkpoints.max_count": 8})
+    for _ in range(8):
+        _change(store.root)
+        checkpoints.create(store, settings=settings)
+    _change(store.root)
+    store_module.defer_closing()
+    try:
+        checkpoints.create(store, settings=settings)
+    finally:
+        store_module._later.clear()  # (killed: the work after the answer never runs)
+        store_module.close_deferred()
+    assert _stored_blobs(store) == 9
+    assert all(checkpoints.manifest(store, c["id"]) for c in checkpoints.list_checkpoints(store))
+    (store.root / "other.txt").write_text("a file more, data.txt unchanged\n")
+    checkpoints.create(store, settings=settings)  # removes one more, and collects
+    assert _stored_blobs(store) == _referenced_blobs(store) == 8
+
+
 def test_over_its_cap_the_store_collects_garbage_before_removing_checkpoints(
     store: Store,
 ) -> None:
