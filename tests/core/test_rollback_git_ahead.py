@@ -13,6 +13,7 @@ import json
 import os
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -64,25 +65,33 @@ def _edit_within_the_second_of_gits_look(store: Store, name: str) -> tuple[str, 
     pytest.skip("could not make the edit within one second five times (a busy machine)")
 
 
-def _after_that_second() -> None:
-    """Wait until the second of the git look just made is over: the check then runs while git
-    works (nothing can change within that second any more)."""
-    time.sleep(1.05 - time.time() % 1)
+def _after_that_second(monkeypatch: pytest.MonkeyPatch) -> None:
+    """From here the capture's clock is a second on: the second of the git look just made is
+    over for it, so the check runs while git works, as it does a second later (without waiting
+    for that second: git's own look is real)."""
+    from memory_core.checkpoints import capture
+
+    later = SimpleNamespace(time=lambda: time.time() + 1.0)
+    monkeypatch.setattr(capture, "time", later)
 
 
-def test_a_same_second_edit_is_in_a_checkpoint_checked_while_git_works(store: Store) -> None:
+def test_a_same_second_edit_is_in_a_checkpoint_checked_while_git_works(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _git_project(store)
     _, path = _edit_within_the_second_of_gits_look(store, "config")
-    _after_that_second()
+    _after_that_second(monkeypatch)
     made = checkpoints.create(store, git=journal.GitInBackground(store.root))
     assert made["source"] == "git", made
     assert _files(store, made["id"])[path.name] == b"mode=BBBB\n"
 
 
-def test_a_same_second_edit_is_undone_by_a_rollback_and_saved_first(store: Store) -> None:
+def test_a_same_second_edit_is_undone_by_a_rollback_and_saved_first(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     root = _git_project(store)
     target, path = _edit_within_the_second_of_gits_look(store, "settings")
-    _after_that_second()
+    _after_that_second(monkeypatch)
     plan = checkpoints.plan_rollback(store, target, git=journal.GitInBackground(root))
     assert [write.path for write in plan.writes] == [path.name]
     undo = checkpoints.prepare_undo(store, plan)
