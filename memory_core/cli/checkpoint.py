@@ -228,9 +228,10 @@ def _record_rollback(
                 ok=result["done"],
                 summary=f"to {result['checkpoint']}: restored {len(result['restored'])}, "
                 f"removed {len(result['removed'])}; undo with {undo_id}",
+                ts=ts,
             )
             for rel in [*result["restored"], *result["removed"]]:
-                activity.file_modified(session_id, rel)
+                activity.file_modified(session_id, rel, ts)
             activity.write()
 
     from memory_core import store as stores
@@ -296,11 +297,17 @@ def run_rollback(ctx: Context) -> int:
     undo = checkpoints.prepare_undo(store, plan, settings=ctx.settings, session_id=session_id)
     result = checkpoints.apply_plan(store, plan, undo_checkpoint=undo["id"], record=False)
     done_at = clock.now()
-    if ctx.args.rewind:
-        from memory_core import conversation
+    rewound = False
+    try:
+        if ctx.args.rewind:
+            from memory_core import conversation
 
-        result["rewound"] = conversation.rewind(store, target["id"])
-    _record_rollback(ctx, result, done_at, session_id, undo["id"])
+            result["rewound"] = conversation.rewind(store, target["id"])
+        rewound = True
+    finally:
+        # After the rewind, which sets aside the session's records made after the checkpoint
+        # (not the rollback's own); its event is recorded even when the rewind failed.
+        _record_rollback(ctx, result, done_at, session_id if rewound else None, undo["id"])
 
     def human() -> str:
         lines = [
