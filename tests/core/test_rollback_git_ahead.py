@@ -201,3 +201,54 @@ def test_a_rollback_whose_records_never_come_loses_no_byte(
         "src/mod2.py",
     ]
     assert {rel: (root / rel).read_bytes() for rel in edited} == edited
+
+
+@pytest.mark.parametrize("answers_first", [False, True], ids=["cold", "answer-first"])
+def test_a_rewinding_rollback_keeps_its_own_records(
+    tmp_path: Path, initialised_store: Path, capsys: pytest.CaptureFixture[str], answers_first: bool
+) -> None:
+    """`--rewind` sets aside what the session recorded after the checkpoint's turn: the
+    rollback's own tool call and files come after it, cold or after the answer."""
+    import subprocess
+
+    from memory_core.agents import hooks
+    from tests.agents_fixtures import hook_payload
+    from tests.conftest import put_initialised_store
+
+    root, session = tmp_path / "repo", "b7d1c0de-0000-4000-8000-000000000077"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    put_initialised_store(initialised_store, root)
+    config.set_value(root, "checkpoints.every_n_turns", 1)
+    config.set_value(root, "checkpoints.watchman", False)
+    t0 = time.time() - 600
+
+    def hook(event: str, at: float, **extra: object) -> None:
+        code, _ = hooks.handle(
+            "claude-code", event, hook_payload(event, session, root, **extra), now=at
+        )
+        assert code == 0
+
+    hook("SessionStart", t0, source="startup")
+    for turn in (1, 2):
+        hook("UserPromptSubmit", t0 + turn * 60, prompt=f"do step {turn}")
+        (root / "app.py").write_text(f"VERSION = {turn}\n")
+        hook("Stop", t0 + turn * 60 + 30, last_assistant_message=f"Finished step {turn}.")
+    with Store.open(root) as store:
+        target = next(
+            c["id"] for c in checkpoints.list_checkpoints(store) if c.get("turn_number") == 1
+        )
+    if answers_first:
+        store_module.defer_closing()
+    try:
+        code = engram(["--workspace", str(root), "rollback", target, "--yes", "--rewind", "--json"])
+        assert code == 0
+    finally:
+        if answers_first:
+            store_module.close_deferred()
+    assert json.loads(capsys.readouterr().out)["rewound"]["turn"] == 1
+    assert (root / "app.py").read_text() == "VERSION = 1\n"
+    with Store.open(root) as store:
+        tools = [str(r[0]) for r in store.query("SELECT tool FROM session_tool_calls")]
+        files = [str(r[0]) for r in store.query("SELECT path FROM session_files")]
+    assert tools.count("rollback") == 1 and "app.py" in files
