@@ -664,6 +664,7 @@ def serve_request(conn: object, key: str) -> int:
     if accepted is None:
         return 0
     request, fds = accepted
+    profile = None
     try:
         _become_the_client(request, fds)
         _watch_client(conn)
@@ -672,7 +673,10 @@ def serve_request(conn: object, key: str) -> int:
         # The store's close (the write-ahead log folded, with its fsyncs) comes after the
         # client has its answer: see _answered below.
         store.defer_closing()
+        profile = _profiler()
         code = _run_command(request.argv[1:])
+        if profile is not None:
+            profile.save("command")
     except BaseException as exc:
         with contextlib.suppress(OSError):
             os.write(
@@ -686,8 +690,75 @@ def serve_request(conn: object, key: str) -> int:
     _let_go_of_the_client()
     with contextlib.suppress(OSError):
         conn.sendall(b"X%d\n" % code)
+    if profile is not None:
+        profile.start()
     _answered()
+    if profile is not None:
+        profile.save("after")
     return code
+
+
+# A benchmark's view into a child (never set by engram itself): `ENGRAM_RESIDENT_PROFILE=FOLDER`
+# in the client's environment makes the child write, per part (`command`, then `after`: the work
+# after its answer), FOLDER/<pid>.<part>.json with its wall and CPU milliseconds (its own, every
+# thread's, and its finished children's: git), and with ENGRAM_RESIDENT_PROFILE_MODE=wall or
+# cpu, FOLDER/<pid>.<part>.prof, a cProfile of that part on that clock.
+PROFILE_VARIABLE = "ENGRAM_RESIDENT_PROFILE"
+
+
+class _Profile:
+    def __init__(self, folder: str) -> None:
+        import time
+
+        self.folder = folder
+        mode = os.environ.get(PROFILE_VARIABLE + "_MODE", "")
+        self.profile: Any = None
+        if mode in ("wall", "cpu"):
+            import cProfile
+
+            self.profile = cProfile.Profile(
+                time.process_time if mode == "cpu" else time.perf_counter
+            )
+        self.start()
+
+    def start(self) -> None:
+        import time
+
+        self.began = (time.perf_counter(), time.process_time(), _children_cpu())
+        if self.profile is not None:
+            self.profile.enable()
+
+    def save(self, part: str) -> None:
+        import json
+        import time
+
+        if self.profile is not None:
+            self.profile.disable()
+        wall, cpu, children = self.began
+        times = {
+            "wall_ms": (time.perf_counter() - wall) * 1000,
+            "cpu_ms": (time.process_time() - cpu) * 1000,
+            "children_cpu_ms": (_children_cpu() - children) * 1000,
+        }
+        where = os.path.join(self.folder, f"{os.getpid()}.{part}")
+        with contextlib.suppress(OSError):
+            with open(where + ".json", "w") as out:
+                json.dump(times, out)
+            if self.profile is not None:
+                self.profile.dump_stats(where + ".prof")
+                self.profile.clear()
+
+
+def _children_cpu() -> float:
+    import resource
+
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def _profiler() -> _Profile | None:
+    folder = os.environ.get(PROFILE_VARIABLE)
+    return _Profile(folder) if folder else None
 
 
 def _let_go_of_the_client() -> None:

@@ -160,8 +160,19 @@ def capture_workspace(
     previous_git = journal.GitState.from_json(before.get("git")) if usable else None
     rules = None
     if paths is None:
-        # The ignore rules are read while git works (git runs in its own process).
+        # The ignore rules are read while git works (git runs in its own process), and so are
+        # the files git may call clean though they changed (see _racy_for_git), once the second
+        # of git's previous look is over: nothing can change within it any more.
         rules = rules_for(store, settings) if git is not None else None
+        previous_look = before.get("git_at")
+        racy = None
+        if (
+            git is not None
+            and previous_git is not None
+            and isinstance(previous_look, (int, float))
+            and int(time.time()) > int(previous_look)
+        ):
+            racy = _racy_for_git(store, previous_look)
         looked = git.started if git is not None else time.time()
         now_git = git.result() if git is not None else journal.git_state(root, own_index=True)
         if now_git is not None:
@@ -170,7 +181,7 @@ def capture_workspace(
                 paths = journal.git_since(root, previous_git, now_git)
                 if paths is not None:
                     source = "git"
-                    paths |= _racy_for_git(store, before.get("git_at"))
+                    paths |= racy if racy is not None else _racy_for_git(store, previous_look)
     elif previous_git is not None:
         carried = journal.carry_git_state(root, previous_git, paths)
         if carried is not None and carried.carried > GIT_CARRY_LIMIT:

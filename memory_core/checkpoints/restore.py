@@ -789,11 +789,14 @@ def apply_plan(
     undo_checkpoint: str | None = None,
     now: float | None = None,
     buffers: Iterable[str] = (),
+    record: bool = True,
 ) -> dict[str, Any]:
     """Write a verified plan to disk, except the paths in `skip` (applied by an editor).
 
     `buffers`: files unchanged on disk whose open buffer's unsaved text the editor reverts;
     the rollback's event counts them, so the timeline says what the editor's message said.
+    `record`: False leaves the rollback's event to the caller (`record_rollback`), which may
+    record it after its answer.
     """
     skipped = set(skip)
     restored: list[str] = []
@@ -840,13 +843,19 @@ def apply_plan(
     if stopped is not None:
         # Something moved folders under the rollback: the rest was not attempted.
         result["stopped"] = stopped
+    if record:
+        record_rollback(store, result, ts)
+    return result
+
+
+def record_rollback(store: Store, result: dict[str, Any], ts: float) -> None:
+    """The rollback's event in the timeline (its writes are credited to it)."""
     events.append(
         store,
         events.Event(
             "checkpoint.rollback", data={k: v for k, v in result.items() if k != "unchanged"}, ts=ts
         ),
     )
-    return result
 
 
 def rollback(

@@ -58,8 +58,10 @@ def enforce_retention(
     # (GC_SHARE), or when the store is over its cap; until then it only takes space.
     cap = int(settings["checkpoints.store_cap_bytes"])
     owed = removals_before_collection(store, max_count)
-    if owed is not None and (owed == 0 or stored_bytes(store) > cap):
-        gc(store)
+    if owed is not None:
+        over_cap = stored_bytes(store) > cap
+        if over_cap or (owed == 0 and not _collect_after_the_answer(store)):
+            gc(store)
     while stored_bytes(store) > cap:
         oldest = store.query_one(
             "SELECT id FROM checkpoints WHERE id != ? ORDER BY created_at, rowid LIMIT 1",
@@ -72,6 +74,35 @@ def enforce_retention(
         doomed.append(oldest["id"])
         gc(store)
     return doomed
+
+
+def _collect_after_the_answer(store: Store) -> bool:
+    """In a process that answers first (the resident server's child), leave a collection owed
+    by the count limit for after the answer: it walks every listing of every checkpoint kept
+    (half a second and more in a large workspace), and nothing of the answer depends on it.
+    Whatever opens the store next waits for it (`store.later`). False elsewhere: collect now.
+    (Over the store's cap, the collection is needed before anything else: never left.)"""
+    from memory_core import store as stores
+
+    if not stores.answers_first():
+        return False
+    root = store.root
+
+    def collect() -> None:
+        try:
+            opened = Store.open(root)
+        except Exception as exc:
+            from memory_core import log
+
+            log.write(root, "warning", f"checkpoint garbage not collected: {exc}")
+            return
+        try:
+            gc(opened)
+        finally:
+            opened.close()
+
+    stores.later(root, collect)
+    return True
 
 
 def removals_before_collection(store: Store, max_count: int) -> int | None:

@@ -8,6 +8,7 @@ import itertools
 import json
 import operator
 import os
+import sys
 import threading
 from typing import Any, NamedTuple, cast
 
@@ -24,11 +25,12 @@ _ORJSON: list[Any] = []
 
 
 def _orjson() -> Any:
-    """orjson once this process has read enough listings to gain from it, else None."""
+    """orjson once this process has read enough listings to gain from it, or has it imported
+    already (the resident server's child: its server imported it), else None."""
     if _ORJSON:
         return _ORJSON[0]
     _LISTINGS_READ[0] += 1
-    if _LISTINGS_READ[0] <= ORJSON_AFTER_LISTINGS:
+    if _LISTINGS_READ[0] <= ORJSON_AFTER_LISTINGS and "orjson" not in sys.modules:
         return None
     import orjson
 

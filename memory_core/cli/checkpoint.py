@@ -10,9 +10,10 @@ import argparse
 import sys
 from typing import Any
 
-from memory_core import checkpoints
+from memory_core import checkpoints, clock
 from memory_core.cli.context import Context
 from memory_core.errors import EXIT_FAILED, UsageError
+from memory_core.store import Store
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -204,6 +205,58 @@ def run_checkpoint_delete(ctx: Context) -> int:
     return 0
 
 
+def _record_rollback(
+    ctx: Context, result: dict[str, Any], ts: float, session_id: str | None, undo_id: str
+) -> None:
+    """The rollback's event and its session's records (the tool call, every file it wrote or
+    removed, in one transaction). Nothing of the answer reads them: a process that answers
+    first (the resident server's child) records them after its answer, holding the store's
+    after-answer lock so that whatever opens the store next finds them (docs/resident.md);
+    any other records them now, on its open store."""
+    recorded = dict(result)
+    recorded.pop("rewound", None)  # (the event never held it)
+
+    def record(store: Store) -> None:
+        checkpoints.record_rollback(store, recorded, ts)
+        if session_id:
+            from memory_core import sessions
+
+            activity = sessions.Activity(store)
+            activity.tool_call(
+                session_id,
+                tool="rollback",
+                ok=result["done"],
+                summary=f"to {result['checkpoint']}: restored {len(result['restored'])}, "
+                f"removed {len(result['removed'])}; undo with {undo_id}",
+                ts=ts,
+            )
+            for rel in [*result["restored"], *result["removed"]]:
+                activity.file_modified(session_id, rel, ts)
+            activity.write()
+
+    from memory_core import store as stores
+
+    if not stores.answers_first():
+        record(ctx.store())
+        return
+    root = ctx.root
+
+    def record_after_the_answer() -> None:
+        try:
+            opened = Store.open(root)
+        except Exception as exc:
+            from memory_core import log
+
+            log.write(root, "warning", f"the rollback's record not written: {exc}")
+            return
+        try:
+            record(opened)
+        finally:
+            opened.close()
+
+    stores.later(root, record_after_the_answer)
+
+
 def run_rollback(ctx: Context) -> int:
     git = _git_status_ahead(ctx)  # first: the store opens while git works
     store = ctx.store()
@@ -242,23 +295,19 @@ def run_rollback(ctx: Context) -> int:
             return _cancelled(ctx, "nothing was written; pass --yes to roll back without asking")
     session_id = _active_session(ctx)
     undo = checkpoints.prepare_undo(store, plan, settings=ctx.settings, session_id=session_id)
-    result = checkpoints.apply_plan(store, plan, undo_checkpoint=undo["id"])
-    if ctx.args.rewind:
-        from memory_core import conversation
+    result = checkpoints.apply_plan(store, plan, undo_checkpoint=undo["id"], record=False)
+    done_at = clock.now()
+    rewound = False
+    try:
+        if ctx.args.rewind:
+            from memory_core import conversation
 
-        result["rewound"] = conversation.rewind(store, target["id"])
-    if session_id:
-        from memory_core import sessions
-
-        summary = (
-            f"to {target['id']}: restored {len(result['restored'])}, removed {len(result['removed'])}; "
-            f"undo with {undo['id']}"
-        )
-        sessions.record_tool_call(
-            store, session_id, tool="rollback", ok=result["done"], summary=summary
-        )
-        for rel in [*result["restored"], *result["removed"]]:
-            sessions.record_file_modified(store, session_id, rel)
+            result["rewound"] = conversation.rewind(store, target["id"])
+        rewound = True
+    finally:
+        # After the rewind, which sets aside the session's records made after the checkpoint
+        # (not the rollback's own); its event is recorded even when the rewind failed.
+        _record_rollback(ctx, result, done_at, session_id if rewound else None, undo["id"])
 
     def human() -> str:
         lines = [

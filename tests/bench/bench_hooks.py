@@ -148,10 +148,11 @@ class ResidentServer:
         subprocess.run([str(self.engram), "daemon", "stop"], env=self.env, capture_output=True)
 
 
-def installed_engram(folder: Path) -> tuple[Path, Path]:
-    """(python, engram script) of an environment laid out as `pipx install` makes it."""
+def installed_engram(folder: Path, repo: Path = REPO) -> tuple[Path, Path]:
+    """(python, engram script) of an environment laid out as `pipx install` makes it (`repo`:
+    the checkout it installs; another one to compare two versions in the same run)."""
     subprocess.run(
-        [sys.executable, "-m", "compileall", "-q", str(REPO / "memory_core")],
+        [sys.executable, "-m", "compileall", "-q", str(repo / "memory_core")],
         env=_env(),
         capture_output=True,
         check=False,
@@ -168,7 +169,7 @@ def installed_engram(folder: Path) -> tuple[Path, Path]:
     # The checkout as the package (no import finder of an editable install), then the
     # libraries of the interpreter running this benchmark.
     libraries = sysconfig.get_paths()["purelib"]
-    (Path(site) / "engram_checkout.pth").write_text(f"{REPO}\n{libraries}\n")
+    (Path(site) / "engram_checkout.pth").write_text(f"{repo}\n{libraries}\n")
     script = folder / "bin" / "engram"
     script.write_text(
         f"#!{python}\n"

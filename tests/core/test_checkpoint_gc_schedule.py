@@ -53,6 +53,55 @@ def test_garbage_waits_for_an_eighth_of_the_kept_count_then_all_of_it_goes(store
     assert checkpoints.stored_bytes(store) == checkpoints.space(store)["stored_bytes"]
 
 
+def test_a_collection_owed_is_made_after_the_answer_where_the_answer_comes_first(
+    store: Store,
+) -> None:
+    """The resident server's child answers before it closes its stores: the collection the
+    count limit owes (a walk of every listing kept) comes after its answer, and before any
+    other command reads the store."""
+    from memory_core import store as store_module
+
+    settings = config.load(store.root, overrides={"checkpoints.max_count": 8})
+    for _ in range(8):
+        _change(store.root)
+        checkpoints.create(store, settings=settings)
+    assert _stored_blobs(store) == 8
+    _change(store.root)
+    store_module.defer_closing()  # what the resident child does before it runs the command
+    try:
+        made = checkpoints.create(store, settings=settings)  # removes one: 1 of 1 (8 / 8)
+        assert made["removed_by_retention"]  # answered: retention told, the garbage still there
+        assert _stored_blobs(store) == 9
+    finally:
+        store_module.close_deferred()  # the child, once its client has the exit code
+    assert _stored_blobs(store) == _referenced_blobs(store) == 8
+
+
+def test_a_collection_left_undone_after_the_answer_is_made_by_the_next_checkpoint(
+    store: Store,
+) -> None:
+    """The child killed between its answer and the collection: nothing a checkpoint holds is
+    lost, and the next checkpoint collects what is owed."""
+    from memory_core import store as store_module
+
+    settings = config.load(store.root, overrides={"checkpoints.max_count": 8})
+    for _ in range(8):
+        _change(store.root)
+        checkpoints.create(store, settings=settings)
+    _change(store.root)
+    store_module.defer_closing()
+    try:
+        checkpoints.create(store, settings=settings)
+    finally:
+        store_module._later.clear()  # (killed: the work after the answer never runs)
+        store_module.close_deferred()
+    assert _stored_blobs(store) == 9
+    assert all(checkpoints.manifest(store, c["id"]) for c in checkpoints.list_checkpoints(store))
+    (store.root / "other.txt").write_text("a file more, data.txt unchanged\n")
+    checkpoints.create(store, settings=settings)  # removes one more, and collects
+    assert _stored_blobs(store) == _referenced_blobs(store) == 8
+
+
 def test_over_its_cap_the_store_collects_garbage_before_removing_checkpoints(
     store: Store,
 ) -> None:
