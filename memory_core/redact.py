@@ -887,6 +887,8 @@ def _random_word_at(text: str, body_start: int, body_end: int) -> Span | None:
         return None  # a line of a certificate or of MIME data, wrapped at 64 or 76
     if _public_encoding(body):
         return None  # a line of a certificate or a public key, a bech32 public key
+    if _public_jwk_member(text, start):
+        return None  # `"x": "..."` of a JSON Web Key: its public part
     line_start = text.rfind("\n", 0, start) + 1
     # What names the value: the two words before it on its line (`public_key = `,
     # `ssh-ed25519 `, `"signature": "`, `hash: Buffer.from('`), not a word further back.
@@ -1152,7 +1154,24 @@ def _public_encoding(body: str) -> bool:
         return not _holds_a_private_key(data)
     if _utc_time_in(data):
         return not _holds_a_private_key(data)
+    if len(data) == 42 and data.startswith(b"Ed"):
+        return True  # a minisign or signify public key: `Ed`, its 8-byte id, 32 bytes
     return _pgp_public_key_packet(data)
+
+
+# The public members of a JSON Web Key (RFC 7517, RFC 7518 6.2.1, 6.3.1; RFC 8037 2) and its
+# ids, right before a value.
+_JWK_PUBLIC_MEMBER = (r"\"(?:x|y|n|e|kid|x5t|x5t#S256)\"\s*:\s*\"\Z", 0)
+
+
+def _public_jwk_member(text: str, start: int) -> bool:
+    """The value at `start` is a public member of an object with a `kty` (a public JWK, or the
+    public half of a private one, whose private members are found by their names)."""
+    if _rx(_JWK_PUBLIC_MEMBER).search(text, max(0, start - 24), start) is None:
+        return False
+    opening = text.rfind("{", 0, start)
+    closing = text.find("}", start)
+    return opening != -1 and '"kty"' in text[opening : closing if closing != -1 else len(text)]
 
 
 # A whole key container in one line also holds certificates: a PKCS#12 bundle (its OID,
@@ -2993,6 +3012,41 @@ _SECRET_PARAMETER = (
 )
 
 
+def _jwk_private_member(match: re.Match[str]) -> str | None:
+    """A private member's value when its object (between the braces around it) has a `kty`."""
+    text = match.string
+    opening = text.rfind("{", 0, match.start())
+    closing = text.find("}", match.end())
+    if opening == -1:
+        return None
+    if '"kty"' not in text[opening : closing if closing != -1 else len(text)].lower():
+        return None
+    return _label("private-key")
+
+
+def _byte_array_keypair(match: re.Match[str]) -> str | None:
+    """64 bytes (0 to 255) that vary as a key's do: not a table of counts, zeros or indexes."""
+    numbers = [int(n) for n in _rx(_NUMBER).findall(match.group(0))]
+    if max(numbers) > 255 or len(set(numbers)) < 24:
+        return None
+    if numbers == sorted(numbers):
+        return None
+    return _label("private-key")
+
+
+_NUMBER = (r"\d+", 0)
+
+
+def _auth_user_pass(match: re.Match[str]) -> str | None:
+    """The password line of an `auth-user-pass` file; the match's own kept part is in `keep`
+    or `keep2` (one of the two forms)."""
+    keep = match.group("keep") if match.group("keep") is not None else match.group("keep2")
+    value = match.group(0)[len(keep) :]
+    if _doc_placeholder(value) or value.startswith(("<", "$", "{")):
+        return None
+    return _label("password")
+
+
 _KIND_DETECTORS: list[_Detector] = [
     (
         # A password flag after a user flag, in any command: `-u USER ... -p PASSWORD`
@@ -3608,6 +3662,90 @@ _KIND_DETECTORS: list[_Detector] = [
         r"XOAUTH2_BEARER)\s*,\s*(?P<q>[\"']))[^\"'\n]+(?=(?P=q))",
         _kind_password,
     ),
+    # Key files by their published structure, whatever names or comments surround them.
+    (
+        # A JSON Web Key's private members (RFC 7518 6.2.2, 6.3.2, 6.4.1; RFC 8037 2): `d` of
+        # an EC or OKP key, `d`, `p`, `q`, `dp`, `dq`, `qi` of an RSA key, `k` of a symmetric
+        # key, in an object with a `kty`. A public JWK (`n`, `e`, `x`, `y`) has none of them.
+        "jwk-private-member",
+        ('"kty"',),
+        True,
+        r"(?P<keep>\"(?:d|p|q|dp|dq|qi|k)\"\s*:\s*\")[A-Za-z0-9_\-]{16,}={0,2}(?=\")",
+        _jwk_private_member,
+    ),
+    (
+        # minisign's and signify's secret keys: base64 of the algorithms' bytes (`EdScB2`
+        # encrypted, `Ed\0\0B2` not, signify's `EdBK`) and a body far longer than their
+        # public keys' 56 characters; also any key under an `untrusted comment:` naming a secret.
+        "signing-secret-key",
+        ("RWRTY0Iy", "RWQAAEIy", "RWRCSw", "untrusted comment:"),
+        False,
+        r"(?<![A-Za-z0-9+/])(?:RWRTY0Iy|RWQAAEIy|RWRCSw)[A-Za-z0-9+/]{100,}={0,2}"
+        r"|(?P<keep>untrusted comment:[^\n]*(?i:secret|private)[^\n]*\r?\n)"
+        r"[A-Za-z0-9+/]{40,}={0,2}",
+        _labelled("private-key"),
+    ),
+    (
+        # A Solana keypair file (`solana-keygen new`'s `id.json`): a JSON array of the 64
+        # bytes of the secret and public key. Its guard is filtered on the commas after it.
+        "byte-array-keypair",
+        ("[",),
+        False,
+        r"\[\s*(?:\d{1,3}\s*,\s*){63}\d{1,3}\s*\]",
+        _byte_array_keypair,
+    ),
+    (
+        # OpenVPN's `auth-user-pass` credentials: the inline `<auth-user-pass>` block (2.6) or
+        # the file (user on the first line, password on the second) shown under a comment or
+        # heading naming it. A directive `auth-user-pass [file]` among others is not one.
+        "auth-user-pass-file",
+        ("auth-user-pass",),
+        True,
+        r"(?P<keep><auth-user-pass>[ \t]*\r?\n[ \t]*[^\s<]+[ \t]*\r?\n[ \t]*)[^\s<]+"
+        r"(?=[ \t]*\r?\n[ \t]*</auth-user-pass>)"
+        r"|(?P<keep2>(?:^|\n)[ \t]*(?:#|;|//|==>|\$ cat)[^\n]*auth-user-pass[^\n]*\r?\n"
+        r"[ \t]*[^\s#;]+[ \t]*\r?\n[ \t]*)[^\s]+(?=[ \t]*(?:\r?\n[ \t]*\r?\n|\r?\n?\Z))",
+        _auth_user_pass,
+    ),
+    (
+        # An armored block whose label says it is private, secret or encrypted, whatever the
+        # tool (`---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----`, `-----BEGIN AGE ENCRYPTED
+        # FILE-----`, `-----BEGIN ENCRYPTED PRIVATE KEY-----`): four or five dashes, with key
+        # material or a header on the next line.
+        "armored-secret-block",
+        ("----BEGIN ", "---- BEGIN "),
+        False,
+        (
+            r"-{4,5} ?BEGIN (?![^\n-]*(?:PUBLIC|CERTIFICATE))[A-Za-z0-9 ]*"
+            r"(?:PRIVATE|SECRET|ENCRYPTED)[A-Za-z0-9 ]*?-{4,5}"
+            r"(?=[ \t]*\\?\r?\n[ \t]*(?:[A-Za-z0-9+/=]{16,}|[A-Za-z\-]+:))(?:.*?"
+            r"(?:-{4,5} ?END [A-Za-z0-9 ]*-{4,5}|\Z))",
+            re.DOTALL,
+        ),
+        _labelled("private-key"),
+    ),
+    (
+        # Onion services' and I2P's keys as their control protocols print them: Tor's
+        # `ED25519-V3:` (the 64-byte expanded secret key) and `RSA1024:`, an `hs_ed25519_secret_key`
+        # file shown as text, I2P SAM's `PRIV=` destination with its private keys.
+        "onion-service-key",
+        ("ED25519-V3:", "RSA1024:", "ed25519v1-secret", "PRIV="),
+        False,
+        r"(?P<keep>\bED25519-V3:)[A-Za-z0-9+/]{86}==|(?P<keep2>\bRSA1024:)[A-Za-z0-9+/]{200,}={0,2}"
+        r"|(?P<keep3>== ed25519v1-secret: type0 ==)[\s\S]{8,96}"
+        r"|(?P<keep4>\bPRIV=)[A-Za-z0-9\-~]{300,}={0,2}",
+        _labelled("private-key"),
+    ),
+    (
+        # A key store in base64: PKCS#12 (a SEQUENCE then version 3: `MII...IBAzC`, `MIG.AgEDMI`), a Java
+        # KeyStore (`0xFEEDFEED`) or JCEKS (`0xCECECECE`), one line or wrapped.
+        "key-store-base64",
+        ("IBAzC", "AgEDMI", "/u3+7QAAAA", "zs7OzgAAAA"),
+        False,
+        r"(?<![A-Za-z0-9+/])(?:MII[A-Za-z0-9+/]{3}IBAzC|MI[GH][A-Za-z0-9+/]AgEDMI|/u3\+7QAAAA|zs7OzgAAAA)"
+        r"[A-Za-z0-9+/=]*(?:[ \t]*\\?\r?\n[ \t]*[A-Za-z0-9+/=]{16,})*",
+        _labelled("private-key"),
+    ),
 ]
 
 
@@ -3662,6 +3800,11 @@ _KIND_GUARD_FILTERS: dict[str, Callable[[str, int, int], bool]] = {
         )
     ),
     "piped-secret": lambda lowered, at, _size: "|" in lowered[at : at + 300].split("\n", 1)[0],
+    # A `[` opening 64 numbers: sixty commas or more in the 300 characters after it.
+    "byte-array-keypair": lambda lowered, at, _size: (
+        lowered[at + 1 : at + 5].lstrip(" \t\r\n")[:1].isdigit()
+        and lowered.count(",", at, at + 300) >= 60
+    ),
     "secret-file-write": lambda lowered, at, _size: (
         ">" in lowered[at : at + 300].split("\n", 1)[0]
         or "tee" in lowered[at : at + 300].split("\n", 1)[0]
@@ -3830,7 +3973,15 @@ _KIND_WINDOWED_ABOVE = 512
 _KIND_WINDOWS = {
     name: _KIND_WINDOW_AFTER.get(name, 700)
     for name in _KIND_DETECTOR_NAMES
-    if name not in ("key-block", "putty-private-lines")
+    if name
+    not in (
+        "key-block",
+        "putty-private-lines",
+        "jwk-private-member",
+        "armored-secret-block",
+        "key-store-base64",
+        "signing-secret-key",
+    )
 }
 _KIND_SHORT_TEXT_REQUIRES = {
     # What every match holds besides its guard: a short text without it skips the detector,
@@ -4316,9 +4467,19 @@ def _context_spans(text: str, lowered: str, hits: _Hits | None = None) -> list[S
         for match in matches:
             label = replacement(match) if replacement else _label(name)
             if label is not None:
-                start = match.end("keep") if "keep" in pattern.groupindex else match.start()
+                start = _kept_end(match) if "keep" in pattern.groupindex else match.start()
                 spans.append((start, match.end(), label))
     return spans
+
+
+def _kept_end(match: re.Match[str]) -> int:
+    """Where the secret starts: after the part the match keeps, `keep` (or in a pattern of
+    several forms `keep2`, `keep3`... for the form that matched)."""
+    start = match.start()
+    for group in match.re.groupindex:
+        if group.startswith("keep"):
+            start = max(start, match.end(group))
+    return start
 
 
 # ---------------------------------------------------------------------------------------------
@@ -5028,6 +5189,14 @@ def _assignment_matches(lowered: str, hits: _Hits) -> Iterator[re.Match[str]]:
 
 
 def _redact_assignments(text: str, lowered: str, hits: _Hits | None = None) -> str:
+    spans = _assignment_spans(text, lowered, hits)
+    if not spans:
+        return text
+    return _replace(text, [(start, end, _label("secret")) for start, end in spans])
+
+
+def _assignment_spans(text: str, lowered: str, hits: _Hits | None = None) -> list[tuple[int, int]]:
+    """Where the values assigned to secret names are in `text`, in order, not overlapping."""
     # str.lower() can change the length of some non-ASCII text; then offsets would not line
     # up, and the (slower) case-insensitive regex runs on the original instead.
     same_offsets = len(lowered) == len(text)
@@ -5038,7 +5207,7 @@ def _redact_assignments(text: str, lowered: str, hits: _Hits | None = None) -> s
         matches = _assignment_matches(lowered, hits or _Hits(text, lowered))
     else:
         matches = _rx(_ASSIGNMENT_LOWER).finditer(lowered)
-    pieces: list[str] = []
+    spans: list[tuple[int, int]] = []
     last = 0
     for match in matches:
         if match.start() < last:
@@ -5084,13 +5253,9 @@ def _redact_assignments(text: str, lowered: str, hits: _Hits | None = None) -> s
             name, literal, bool(quote), _shell_literal(text, value.start("value"), literal)
         ):
             continue
-        pieces.append(text[last : value.start("value")])
-        pieces.append(_label("secret"))
+        spans.append((value.start("value"), value_end))
         last = value_end
-    if not pieces:
-        return text
-    pieces.append(text[last:])
-    return "".join(pieces)
+    return spans
 
 
 # A type between a name's `:` and the `=` of its value, up to three words of a type's
@@ -5333,23 +5498,10 @@ def _redact(text: str, random_words: bool = True) -> str:
         lowered = _lowered(text, encoded)
     else:
         lowered = text.lower()
-    # Token formats first in the list: where a header or a URL surrounds exactly a provider's
-    # key, the key's own label wins the tie.
-    # A generated-looking word of no known format comes last: any other label wins a tie.
     hits = _Hits(text, lowered, encoded)
-    spans = (
-        _token_spans(text, hits)
-        + _context_spans(text, lowered, hits)
-        + _keyword_spans(text, lowered, hits)
-        + (_random_word_spans(text, hits) if random_words else [])
-        + _provider_value_spans(text, hits)
-        + _language_password_spans(text, lowered, hits)
-        + _base64_key_spans(text, hits)
-        + (_split_spans(text, hits) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
-        + (_listed_secret_spans(text, lowered) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
-        + (_context_kind_spans(text, lowered) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
-    )
-    spans = _precise(text, spans)
+    spans = _found_spans(text, lowered, hits, random_words)
+    if len(text) <= SPLIT_SEARCHED_UP_TO:
+        spans += _escaped_spans(text)
     if spans:
         merged = _merged(spans)
         redacted = _replace(text, merged)
@@ -5364,6 +5516,28 @@ def _redact(text: str, random_words: bool = True) -> str:
             hits = _Hits(redacted, lowered)
         text = redacted
     return _redact_assignments(text, lowered, hits)
+
+
+def _found_spans(text: str, lowered: str, hits: _Hits, random_words: bool = True) -> list[Span]:
+    """Every secret the detectors find in `text` and the precision checks keep (not yet the
+    values of assignments, which are read from the text with these replaced)."""
+    # Token formats first in the list: where a header or a URL surrounds exactly a provider's
+    # key, the key's own label wins the tie.
+    # A generated-looking word of no known format comes last: any other label wins a tie.
+    spans = (
+        _token_spans(text, hits)
+        + _context_spans(text, lowered, hits)
+        + _keyword_spans(text, lowered, hits)
+        + (_random_word_spans(text, hits) if random_words else [])
+        + _provider_value_spans(text, hits)
+        + _language_password_spans(text, lowered, hits)
+        + _loanword_password_spans(text, lowered)
+        + _base64_key_spans(text, hits)
+        + (_split_spans(text, hits) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
+        + (_listed_secret_spans(text, lowered) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
+        + (_context_kind_spans(text, lowered) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
+    )
+    return _precise(text, spans)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -5500,6 +5674,70 @@ def _language_password_spans(text: str, lowered: str, hits: _Hits) -> list[Span]
     return spans
 
 
+# The English words, which prompts in other languages borrow (`mi token de la API es X`, `le
+# token est X`, `der Token lautet X`, Turkish `token'ı: X`): read only when a copula or a
+# separator introduces the value right before it, and the value is shaped as a generated key
+# (letters and digits, ten characters or more), which prose's words are not.
+_LOANWORD_BEFORE = frozenset("-./$@{:\"'`_")
+_LOANWORD_SUFFIX = "'\u2019"
+
+
+def _loanword_password_spans(text: str, lowered: str) -> list[Span]:
+    if len(text) > SPLIT_SEARCHED_UP_TO or len(lowered) != len(text):
+        return []
+    spans: list[Span] = []
+    for word in _ENGLISH_WORDS:
+        for at in _find_all(lowered, word):
+            end = _loanword_end(lowered, at, at + len(word))
+            if end is None:
+                continue
+            window = lowered[end : end + _WORD_VALUE_CHARS].split("\n", 1)[0].split()
+            if not any(w in _COPULAS or w[-1] in _SEPARATORS for w in window):
+                continue  # nothing introduces a value: no pattern is needed to say so
+            span = _value_after_word(text, end, loanword=True)
+            if span is not None:
+                # The generic label: any other rule finding the same value names it.
+                spans.append((*span, _label("secret")))
+    return spans
+
+
+def _loanword_end(lowered: str, start: int, end: int) -> int | None:
+    """Where the word at `start` ends, with an inflection after an apostrophe (`token'ı`),
+    or None when it is part of a name, a path or a quoted key (`api_token`, `"token"`)."""
+    if start and (lowered[start - 1].isalnum() or lowered[start - 1] in _LOANWORD_BEFORE):
+        return None
+    if end < len(lowered) and lowered[end] in _LOANWORD_SUFFIX:
+        suffix = end + 1
+        while suffix < len(lowered) and suffix - end <= 5 and lowered[suffix].isalpha():
+            suffix += 1
+        if suffix > end + 1:
+            end = suffix
+    if end < len(lowered) and (lowered[end].isalnum() or lowered[end] in "_-\"'`"):
+        return None
+    return end
+
+
+def _long_token(value: str) -> bool:
+    """A token longer than a password (a service account's, a JWT): one run of a token's
+    characters."""
+    return 128 < len(value) <= 4096 and _rx(_TOKEN_BODY).match(value) is not None
+
+
+_TOKEN_BODY = (r"^[A-Za-z0-9_\-.+/=~:]+$", 0)
+
+
+def _generated_shape(value: str) -> bool:
+    """Letters and digits, ten characters or more, not words joined with numbers
+    (`base64-encoded`, `x86_64-linux`, `sha256-hash`: names, in lowercase with separators)."""
+    digits = sum(c.isdigit() for c in value)
+    letters = sum(c.isalpha() for c in value)
+    if len(value) < 10 or not digits or not letters or "\\" in value or _wordy(value):
+        return False
+    if not any(c.isupper() for c in value) and any(c in "-_." for c in value):
+        return False
+    return digits >= 2 or _case_switches(value) >= 3
+
+
 def _ending(lowered: str, end: int) -> bool:
     """Whether the word ends at `end`, or goes on with an inflection written in its language's
     own letters (`parolası`, `hasła`): up to four letters, one of them not ASCII. An ASCII
@@ -5510,7 +5748,7 @@ def _ending(lowered: str, end: int) -> bool:
     return suffix == end or (suffix - end <= 4 and not lowered[end:suffix].isascii())
 
 
-def _value_after_word(text: str, at: int) -> tuple[int, int] | None:
+def _value_after_word(text: str, at: int, loanword: bool = False) -> tuple[int, int] | None:
     """The password-shaped word right after the word for password (`Passwort X`, `密码是X`,
     `비밀번호는 X`), or after a separator or a copula within a few words on the same line
     (`Passwort für den Server lautet X`, `senha do admin é X`, `Пароль от сервера: X`). A word
@@ -5518,6 +5756,7 @@ def _value_after_word(text: str, at: int) -> tuple[int, int] | None:
     line_end = text.find("\n", at)
     stop = min(len(text), at + _WORD_VALUE_CHARS, line_end if line_end != -1 else len(text))
     introduced = False
+    just_introduced = False  # by the word just read
     index = 0  # words read, articles and prepositions aside
     first_word = True  # no word read yet
     for word in _rx(_NON_SPACE).finditer(text, at, stop):
@@ -5540,21 +5779,34 @@ def _value_after_word(text: str, at: int) -> tuple[int, int] | None:
         # A word with a letter of another alphabet (`ændret`) is a word of the prompt's
         # language; a particle of another script glued before a value (`是X`) is not.
         latin_word = start > first and "\u00c0" <= text[start - 1] <= "\u024f"
-        if (
+        if loanword:
+            # Only a value right after a copula or a separator (`es X`, `lautet: X`); a
+            # name glued to its value (`token=X`) is an assignment's, read by those rules.
+            if (
+                just_introduced
+                and start == first
+                and (_password_shaped(text[start:end]) or _long_token(text[start:end]))
+                and _generated_shape(text[start:end])
+            ):
+                return start, end
+        elif (
             not latin_word
             and (introduced or first_word or start > first)
             and _password_shaped(text[start:end])
         ):
             return start, end
-        if introduced and _rx(_DICEWARE).match(text, start, end):
+        if introduced and not loanword and _rx(_DICEWARE).match(text, start, end):
             return start, end  # `wachtwoord ... is falcon-orbit-ember-canyon`: a passphrase
         spelled = word.group().strip(_VALUE_END_EDGES).lower()
+        just_introduced = False
         if (
             spelled in _COPULAS
             or word.group()[-1:] in _SEPARATORS
             or (glued and not word.group().isascii())
         ):
-            introduced = True  # `lautet`, `:`, a particle glued to the word (`는`, `は`)
+            introduced = True  # `lautet`, `:`, a particle glued to the word (`는`, `은`)
+            # (`=` is code's: an assignment, read by those rules, `secret = keypair[:32]`.)
+            just_introduced = not word.group().endswith("=")
         if not glued and not (len(spelled) <= 3 and spelled.isalpha()):
             # Articles and prepositions (`de la`, `für den`, `của`) do not count as words
             # between the word for password and its value.
@@ -6134,3 +6386,95 @@ def redact_obj(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [redact_obj(item) for item in value]
     return value
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. Escaped text: the same rules on the text as its reader sees it
+# ---------------------------------------------------------------------------------------------
+#
+# A secret is often shown escaped: a notebook's cell in its JSON (`os.environ[\"KEY\"] =
+# \"...\"`), a JSON string holding JSON, a log line quoting a request body, a shell's `\'`, a
+# URL-encoded form (`password=p%40ss%3Dword`), an HTML or XML attribute (`&quot;`). The rules
+# read quotes, `=`, `@` and line breaks; escaped, those are other characters and the rules see
+# no name, no value and no line. Rather than a rule per escape, the text is unescaped into a
+# view (JSON and C escapes, `\uXXXX`, percent-encoding, HTML entities; twice over for JSON in
+# JSON), each character of the view remembering where it came from, every rule is run on the
+# view, and what they find is hidden in the text itself, escapes and all.
+
+# A text is read unescaped only if it escapes what the rules read: a quote, `=`, `@`, `:`, `&`,
+# `/`, `+` or a line break inside a quoted string.
+_ESCAPED_SYNTAX = (
+    r"\\[\"'](?!\s*[,;)\]}])|\\u00(?:22|27|3[dD]|40)|%(?:2[2267bBfF]|3[aAdD]|40)"
+    r"|&(?:quot|apos|amp|#3[49]|#x2[27]);",
+    0,
+)
+# One escape: a backslash and what it stands for, `%` and two hex digits, an HTML entity.
+_ESCAPE = (
+    r"\\(?:u(?P<unicode>[0-9a-fA-F]{4})|(?P<char>[\"'\\/nrt]))"
+    r"|%(?P<percent>[0-9a-fA-F]{2})"
+    r"|&(?:(?P<entity>quot|apos|amp|lt|gt)|#(?P<decimal>\d{2,3})|#x(?P<hex>[0-9a-fA-F]{2}));",
+    0,
+)
+_BACKSLASHED = {"n": "\n", "r": "\r", "t": "\t"}
+_ENTITIES = {"quot": '"', "apos": "'", "amp": "&", "lt": "<", "gt": ">"}
+# JSON in a JSON string is escaped twice (`\\\"`), a notebook in a JSON log three times.
+_UNESCAPE_ROUNDS = 3
+
+
+def _unescaped(text: str, starts: list[int]) -> tuple[str, list[int]] | None:
+    """`text` with its escapes read, and for each character of it (and its end) the offset in
+    the original text where it starts; None when `text` has no escape of the rules' syntax."""
+    if ("\\" not in text and "%" not in text and "&" not in text) or _rx(_ESCAPED_SYNTAX).search(
+        text
+    ) is None:
+        return None
+    pieces: list[str] = []
+    view_starts: list[int] = []
+    last = 0
+    for match in _rx(_ESCAPE).finditer(text):
+        char = _unescaped_char(match)
+        if char is None:
+            continue
+        pieces.append(text[last : match.start()])
+        view_starts.extend(starts[last : match.start()])
+        pieces.append(char)
+        view_starts.append(starts[match.start()])
+        last = match.end()
+    pieces.append(text[last:])
+    view_starts.extend(starts[last:])  # with the end's offset
+    return "".join(pieces), view_starts
+
+
+def _unescaped_char(match: re.Match[str]) -> str | None:
+    if match["char"] is not None:
+        return _BACKSLASHED.get(match["char"], match["char"])
+    if match["entity"] is not None:
+        return _ENTITIES[match["entity"]]
+    digits, base = next(
+        (match[group], base)
+        for group, base in (("unicode", 16), ("percent", 16), ("decimal", 10), ("hex", 16))
+        if match[group] is not None
+    )
+    code = int(digits, base)
+    # A byte of a multi-byte UTF-8 character, or a control character: left as it is.
+    return chr(code) if 32 <= code < 127 else None
+
+
+def _escaped_spans(text: str) -> list[Span]:
+    """The secrets the rules find in `text` read unescaped, as spans of `text` itself."""
+    view = text
+    starts = list(range(len(text) + 1))
+    spans: list[Span] = []
+    for _round in range(_UNESCAPE_ROUNDS):
+        unescaped = _unescaped(view, starts)
+        if unescaped is None:
+            break
+        view, starts = unescaped
+        lowered = view.lower()
+        if len(lowered) != len(view):
+            break  # offsets would not line up
+        hits = _Hits(view, lowered)
+        found = _found_spans(view, lowered, hits)
+        found += [(a, b, _label("secret")) for a, b in _assignment_spans(view, lowered, hits)]
+        spans += [(starts[a], starts[b], label) for a, b, label in found if a < b]
+    return spans
