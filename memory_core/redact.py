@@ -3012,6 +3012,23 @@ _SECRET_PARAMETER = (
 )
 
 
+def _declared_default(match: re.Match[str]) -> str | None:
+    """A default under a secret's name, when it is a value rather than a reference or a
+    documentation word; a later declaration between them names another input."""
+    between = match.group("keep")[match.end("name") - match.start() :]
+    if _rx(_ANOTHER_DECLARATION).search(between):
+        return None
+    if not _strong_name(match.group("name")):
+        return None
+    value = match.group(0)[len(match.group("keep")) :]
+    if not _password_shaped(value) or _is_reference(value, True) or _placeholder(value):
+        return None
+    return _label("secret")
+
+
+_ANOTHER_DECLARATION = (r"\b(?:variable|add_argument|option|argument|input|param)\s*\(?\s*[\"']", 0)
+
+
 def _jwk_private_member(match: re.Match[str]) -> str | None:
     """A private member's value when its object (between the braces around it) has a `kty`."""
     text = match.string
@@ -3664,6 +3681,18 @@ _KIND_DETECTORS: list[_Detector] = [
     ),
     # Key files by their published structure, whatever names or comments surround them.
     (
+        # The default of a declared input whose name is a secret's: Terraform's `variable
+        # "db_password" { default = "..." }`, argparse's `add_argument("--token", default=
+        # "...")`, click's `option("--password", default="...")`, an Actions or CLI input.
+        "declared-secret-default",
+        ("default",),
+        True,
+        r"(?P<keep>(?:\bvariable|add_argument|\boption|\bargument|\binput|\bparam)\s*\(?\s*"
+        r"[\"']-{0,2}(?P<name>[\w.\-]{2,80})[\"'][^{}()\n]{0,10}[\s\S]{0,200}?"
+        r"\bdefault\s*[=:]\s*(?P<q>[\"']))[^\"'\n]{1,200}(?=(?P=q))",
+        _declared_default,
+    ),
+    (
         # A JSON Web Key's private members (RFC 7518 6.2.2, 6.3.2, 6.4.1; RFC 8037 2): `d` of
         # an EC or OKP key, `d`, `p`, `q`, `dp`, `dq`, `qi` of an RSA key, `k` of a symmetric
         # key, in an object with a `kty`. A public JWK (`n`, `e`, `x`, `y`) has none of them.
@@ -3981,6 +4010,7 @@ _KIND_WINDOWS = {
         "armored-secret-block",
         "key-store-base64",
         "signing-secret-key",
+        "declared-secret-default",
     )
 }
 _KIND_SHORT_TEXT_REQUIRES = {
@@ -4907,7 +4937,7 @@ _IDENTIFIER = (r"^[A-Za-z_][A-Za-z0-9_]*$", 0)
 # same offset. The match starts at the word itself (`password` in `db_password = ...`).
 # A name added here needs its place in `_NAME_STARTS` too (large texts try only those places).
 _NAME_TRIE = (
-    r"(?:p(?:ass(?:w(?:or)?d|phrase)?|wd|rivate[_\-]?key)|s(?:ecret|alt|ig|ession[_\-]?token)|"
+    r"(?:p(?:ass(?:w(?:or)?d|phrase)?|wd?|rivate[_\-]?key)|s(?:ecret|alt|ig|ession[_\-]?token)|"
     r"token|a(?:pi[_\-]?key|pikey|ccess[_\-]?key|uth)|c(?:lient[_\-]?secret|reds?|redentials?|"
     r"ookie)|key|dsn|hmac)"
 )
@@ -5086,7 +5116,15 @@ def _is_secret_value(name: str, value: str, quoted: bool = False, literal: bool 
         return False
     if "signature" in parts and len(value) >= 200:
         return False  # a model's thinking signature: long, public, verifiable
-    secret = _strong_name(name) or (_weak_name(name) and _weak_secret(name, value))
+    secret = (
+        _strong_name(name)
+        or (_weak_name(name) and _weak_secret(name, value))
+        or (
+            quoted
+            and name.strip("\"'` :=>]").lower() in _SHORT_PASSWORD_WORDS
+            and _password_shaped(value)
+        )
+    )
     # Asked last, of a value about to be called secret: a template, a value of low variety,
     # an example (see _precise).
     return secret and (literal or not _not_a_secret(value))
@@ -5099,6 +5137,10 @@ def _names_a_password(name: str) -> bool:
 
 
 _PASSWORD_WORDS = frozenset(("password", "passwd", "passphrase", "pwd", "pass", "pw", "psk"))
+# Words of a password too short to name one alone (`PASS:` is a test's result, `pw` a
+# variable): as the last part of a longer name, or as a quoted key or an attribute with a
+# quoted password-shaped value (`"pass": "...", `'pass' => '...'`, `pass="..."`).
+_SHORT_PASSWORD_WORDS = frozenset(("pass", "pw"))
 
 
 def _names_a_secret(word: str) -> bool:
@@ -5113,8 +5155,8 @@ def _strong_name(name: str) -> bool:
     if _describes_only(bare):
         return False
     parts = _rx(_NAME_PARTS).findall(bare)
-    if len(parts) >= 2 and parts[-1].lower() == "pass":
-        return True  # `REACT_APP_PASS`, `SMTP_PASS`; a `PASS:` alone is a test's result
+    if len(parts) >= 2 and parts[-1].lower() in _SHORT_PASSWORD_WORDS:
+        return True  # `REACT_APP_PASS`, `MYSQL_ROOT_PW`; a `PASS:` alone is a test's result
     for match in _rx(_STRONG).finditer(bare):
         after = bare[match.end() :]
         if after[:1].lower() == "s" and (len(after) == 1 or not after[1:2].isalpha()):
@@ -5143,7 +5185,7 @@ _WEAK_PARTS = frozenset(("key", "keys", "salt", "signature", "hmac", "tokens"))
 # hold it a few characters in.
 _NAME_STARTS = (
     ("pass", 0, ""),
-    ("pwd", 0, ""),
+    ("pw", 0, ""),
     ("private", 0, ""),
     ("secret", 0, ""),
     ("secret", 6, "client"),
@@ -5612,17 +5654,47 @@ _VALUE_EDGES = "\"'`([{<«“‘「『（【"
 _VALUE_END_EDGES = "\"'`)]}>»”’」』）】.,;:!?。，、；：！？…-"
 
 
-@lru_cache(maxsize=2)
-def _language_words(ascii_only: bool) -> re.Pattern[str]:
+@lru_cache(maxsize=1)
+def _spelled_words() -> frozenset[str]:
+    """Every word of memory_core/secret_words.py but English's, and the forms a name gives a
+    word in Latin letters: without its diacritics (`haslo`, `losenord`, `contrasena`: names in
+    code and configuration are ASCII) and its spaces joined (`mot_de_passe`, `mot-de-passe`)."""
     from memory_core.secret_words import WORDS
 
-    words = {
-        word
-        for kinds in WORDS.values()
-        for spelled in kinds.values()
-        for word in spelled
-        if word not in _ENGLISH_WORDS and (word.isascii() or not ascii_only)
-    }
+    words: set[str] = set()
+    for kinds in WORDS.values():
+        for spelled in kinds.values():
+            for word in spelled:
+                if word in _ENGLISH_WORDS:
+                    continue
+                words.add(word)
+                folded = _ascii_folded(word)
+                if folded is None:
+                    continue
+                words.add(folded)
+                if " " in folded:
+                    words.update(folded.replace(" ", joint) for joint in "_-")
+    return frozenset(words)
+
+
+# Latin letters that do not decompose into a letter and a mark.
+_LATIN_LETTERS = str.maketrans(
+    {"ł": "l", "ø": "o", "đ": "d", "ß": "ss", "æ": "ae", "œ": "oe", "ı": "i"}
+)
+
+
+def _ascii_folded(word: str) -> str | None:
+    """`word` without its diacritics when it is written in Latin letters, else None."""
+    import unicodedata
+
+    decomposed = unicodedata.normalize("NFKD", word.translate(_LATIN_LETTERS))
+    folded = "".join(c for c in decomposed if not unicodedata.combining(c))
+    return folded if folded.isascii() else None
+
+
+@lru_cache(maxsize=2)
+def _language_words(ascii_only: bool) -> re.Pattern[str]:
+    words = {word for word in _spelled_words() if word.isascii() or not ascii_only}
     # Longest first, so that `passordfrase` is read whole rather than as `passord`.
     return re.compile("|".join(re.escape(w) for w in sorted(words, key=lambda w: (-len(w), w))))
 
@@ -5637,15 +5709,11 @@ _WORDS_OF_LETTERS = bytes(
 
 @lru_cache(maxsize=1)
 def _ascii_language_words() -> frozenset[bytes]:
-    from memory_core.secret_words import WORDS
-
     # A word of several (`mot de passe`, `kata sandi`) by its longest (`passe`, `sandi`).
     return frozenset(
-        max(word.replace("-", " ").split(), key=len).encode()
-        for kinds in WORDS.values()
-        for spelled in kinds.values()
-        for word in spelled
-        if word.isascii() and word not in _ENGLISH_WORDS
+        max("".join(c if c.isalpha() else " " for c in word).split(), key=len).encode()
+        for word in _spelled_words()
+        if word.isascii()
     )
 
 
@@ -6401,10 +6469,11 @@ def redact_obj(value: Any) -> Any:
 # JSON), each character of the view remembering where it came from, every rule is run on the
 # view, and what they find is hidden in the text itself, escapes and all.
 
-# A text is read unescaped only if it escapes what the rules read: a quote, `=`, `@`, `:`, `&`,
-# `/`, `+` or a line break inside a quoted string.
+# A text is read unescaped only if it escapes what the rules read: a quote next to a name's
+# operator (`\": \"`, `=\"`, `\"] = `), or `=`, `@`, `:`, `&`, `/`, a quote encoded.
+# (A message's quotes, `print("say \\"hi\\"")`, are text and cost no second reading.)
 _ESCAPED_SYNTAX = (
-    r"\\[\"'](?!\s*[,;)\]}])|\\u00(?:22|27|3[dD]|40)|%(?:2[2267bBfF]|3[aAdD]|40)"
+    r"[:=][ \t]*\\[\"']|\\[\"']\]?[ \t]*(?:[:=]|=>)|\\u00(?:22|27|3[dD]|40)|%(?:2[2267bBfF]|3[aAdD]|40)"
     r"|&(?:quot|apos|amp|#3[49]|#x2[27]);",
     0,
 )

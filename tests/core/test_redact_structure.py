@@ -338,3 +338,71 @@ def test_a_borrowed_secret_word_before_a_value_is_read(text: str, secret: str) -
 )
 def test_a_borrowed_secret_word_without_a_value_is_kept(text: str) -> None:
     assert redact(text) == text
+
+
+# --- Names whose parts say credential, in any syntax --------------------------------------------
+
+NAMED = "hunter2hunter2"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f'"pass": "{NAMED}"',  # JSON
+        f"'pass' => '{NAMED}',",  # a PHP array
+        f"$config['db']['pass'] = '{NAMED}';",
+        f'<connection user="app" pass="{NAMED}"/>',  # an XML attribute
+        f'local cfg = {{ user = "app", pass = "{NAMED}" }}',  # a Lua table
+        f'let pass = "{NAMED}"; in pass',  # Nix
+        f"export MYSQL_ROOT_PW={NAMED}",  # `*_PW`
+        f"DB_HASLO={NAMED}",  # Polish `hasło`, as a name writes it
+        f'losenord_db: "{NAMED}"',  # Swedish `lösenord`
+        f'config.mot_de_passe = "{NAMED}"',  # French `mot de passe`
+        f"jelszo = {NAMED}",  # Hungarian `jelszó`
+    ],
+)
+def test_a_value_under_a_name_whose_parts_say_password_is_hidden(text: str) -> None:
+    assert _hidden(text, NAMED), redact(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "--- PASS: TestLogin (0.00s)",
+        '{"status": "pass", "duration": 12}',
+        '"pass": "fail"',
+        "if ok:\n    pass  # nothing to do",
+        "the losenord field is required",
+        "mot_de_passe: ${MDP}",
+        "upward = compute(x)",
+    ],
+)
+def test_a_short_password_word_without_a_password_value_is_kept(text: str) -> None:
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'variable "db_password" {\n  type      = string\n  sensitive = true\n'
+        '  default   = "Zq8kLp2v!x9"\n}',
+        'parser.add_argument("--token", default="Zq8kLp2v!x9")',
+        '@click.option("--password", default="Zq8kLp2v!x9", help="the admin password")',
+    ],
+)
+def test_the_default_of_a_declared_secret_input_is_hidden(text: str) -> None:
+    assert _hidden(text, "Zq8kLp2v!x9"), redact(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'variable "db_password" {\n  type = string\n}\nvariable "region" {\n'
+        '  default = "eu-west-1a"\n}',
+        'parser.add_argument("--token-file", default="~/.config/app/token2")',
+        'variable "db_password" { default = "${var.x}" }',
+        'parser.add_argument("--password", default=None)',
+    ],
+)
+def test_a_default_that_is_no_secret_is_kept(text: str) -> None:
+    assert redact(text) == text
