@@ -1156,6 +1156,11 @@ def _public_encoding(body: str) -> bool:
         return not _holds_a_private_key(data)
     if len(data) == 42 and data.startswith(b"Ed"):
         return True  # a minisign or signify public key: `Ed`, its 8-byte id, 32 bytes
+    if data.startswith(b"-----BEGIN "):
+        # An armored block in base64 (a kubeconfig's `client-certificate-data`): public when
+        # its label says so.
+        label = data.split(b"\n", 1)[0]
+        return b"CERTIFICATE" in label or b"PUBLIC" in label
     return _pgp_public_key_packet(data)
 
 
@@ -3029,6 +3034,23 @@ def _declared_default(match: re.Match[str]) -> str | None:
 _ANOTHER_DECLARATION = (r"\b(?:variable|add_argument|option|argument|input|param)\s*\(?\s*[\"']", 0)
 
 
+def _base64_key_block(match: re.Match[str]) -> str | None:
+    value = match.group(0)
+    try:
+        head = base64.b64decode(value[: len(value) // 4 * 4] or value, validate=True)[:80]
+    except (binascii.Error, ValueError):
+        return None
+    label = head.split(b"\n", 1)[0].upper()
+    if any(word in label for word in (b"PRIVATE", b"SECRET", b"ENCRYPTED")):
+        return _label("private-key")
+    return None
+
+
+def _seed_phrase(match: re.Match[str]) -> str | None:
+    words = match.group(0)[len(match.group("keep")) :].split()
+    return _label("secret") if len(words) in (12, 15, 18, 21, 24) else None
+
+
 def _jwk_private_member(match: re.Match[str]) -> str | None:
     """A private member's value when its object (between the braces around it) has a `kty`."""
     text = match.string
@@ -3693,6 +3715,27 @@ _KIND_DETECTORS: list[_Detector] = [
         _declared_default,
     ),
     (
+        # A private key's armored block in base64 (`client-key-data:` of a kubeconfig, a CI
+        # variable, `echo ... | base64 -d`): `-----BEGIN` encodes to `LS0tLS1CRUdJTi`, and the
+        # label decoded says PRIVATE, SECRET or ENCRYPTED.
+        "base64-key-block",
+        ("LS0tLS1CRUdJTi",),
+        False,
+        r"(?<![A-Za-z0-9+/])LS0tLS1CRUdJTi[A-Za-z0-9+/]{20,}={0,2}",
+        _base64_key_block,
+    ),
+    (
+        # A wallet's seed phrase (BIP-39: 12, 15, 18, 21 or 24 words of its lists) under a
+        # name saying so: `mnemonic`, `seed phrase`, `recovery phrase`, `seed words`.
+        "seed-phrase",
+        ("mnemonic", "seed", "recovery phrase", "recovery_phrase", "secret phrase"),
+        True,
+        r"(?P<keep>(?i:mnemonic|seed[ _\-]?(?:phrase|words)|(?:secret[ _\-]?)?recovery[ _\-]?"
+        r"phrase|secret[ _\-]?phrase)[\w\-]{0,20}[\"']?[ \t]*(?::|=|=>|\bis\b)?[ \t]*[\"'`]?)"
+        r"[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23}(?![\w\-])",
+        _seed_phrase,
+    ),
+    (
         # A JSON Web Key's private members (RFC 7518 6.2.2, 6.3.2, 6.4.1; RFC 8037 2): `d` of
         # an EC or OKP key, `d`, `p`, `q`, `dp`, `dq`, `qi` of an RSA key, `k` of a symmetric
         # key, in an object with a `kty`. A public JWK (`n`, `e`, `x`, `y`) has none of them.
@@ -4011,6 +4054,7 @@ _KIND_WINDOWS = {
         "key-store-base64",
         "signing-secret-key",
         "declared-secret-default",
+        "base64-key-block",
     )
 }
 _KIND_SHORT_TEXT_REQUIRES = {
@@ -5751,6 +5795,8 @@ _LOANWORD_SUFFIX = "'\u2019"
 
 
 def _loanword_password_spans(text: str, lowered: str) -> list[Span]:
+    if "token" not in lowered and "secret" not in lowered and "pass" not in lowered:
+        return []
     if len(text) > SPLIT_SEARCHED_UP_TO or len(lowered) != len(text):
         return []
     spans: list[Span] = []
@@ -6493,9 +6539,9 @@ _UNESCAPE_ROUNDS = 3
 def _unescaped(text: str, starts: list[int]) -> tuple[str, list[int]] | None:
     """`text` with its escapes read, and for each character of it (and its end) the offset in
     the original text where it starts; None when `text` has no escape of the rules' syntax."""
-    if ("\\" not in text and "%" not in text and "&" not in text) or _rx(_ESCAPED_SYNTAX).search(
-        text
-    ) is None:
+    if "\\" not in text and "%" not in text and "&" not in text:
+        return None
+    if _rx(_ESCAPED_SYNTAX).search(text) is None:
         return None
     pieces: list[str] = []
     view_starts: list[int] = []
@@ -6531,6 +6577,8 @@ def _unescaped_char(match: re.Match[str]) -> str | None:
 
 def _escaped_spans(text: str) -> list[Span]:
     """The secrets the rules find in `text` read unescaped, as spans of `text` itself."""
+    if not ('\\"' in text or "\\'" in text or "%" in text or "&" in text or "\\u00" in text):
+        return []  # no escape the rules would read: the common case, asked cheaply first
     view = text
     starts = list(range(len(text) + 1))
     spans: list[Span] = []

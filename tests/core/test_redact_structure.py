@@ -406,3 +406,58 @@ def test_the_default_of_a_declared_secret_input_is_hidden(text: str) -> None:
 )
 def test_a_default_that_is_no_secret_is_kept(text: str) -> None:
     assert redact(text) == text
+
+
+def _pem_private_key() -> str:
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+    from cryptography.hazmat.primitives.serialization import (
+        Encoding,
+        NoEncryption,
+        PrivateFormat,
+    )
+
+    key = ed25519.Ed25519PrivateKey.generate()
+    return key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()).decode()
+
+
+def test_a_private_key_block_in_base64_is_hidden() -> None:
+    encoded = _b64(_pem_private_key().encode())
+    for text in (
+        f"users:\n- name: admin\n  user:\n    client-key-data: {encoded}\n",
+        f"echo {encoded} | base64 -d > key.pem",
+    ):
+        out = redact(text)
+        assert encoded[14:] not in out and "[REDACTED:private-key]" in out, out
+
+
+def test_a_certificate_block_in_base64_is_kept() -> None:
+    certificate = "-----BEGIN CERTIFICATE-----\nMIIBxTCCAWugAwIBAgIU\n-----END CERTIFICATE-----\n"
+    text = f"    client-certificate-data: {_b64(certificate.encode())}"
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'mnemonic: "legal winner thank year wave sausage worth useful legal winner thank yellow"',
+        "my seed phrase is abandon ability able about above absent absorb abstract absurd abuse "
+        "access accident",
+        "RECOVERY_PHRASE=zoo zoo zoo zoo zoo zoo zoo zoo zoo zoo zoo wrong zoo zoo zoo zoo zoo zoo "
+        "zoo zoo zoo zoo zoo vote",
+    ],
+)
+def test_a_seed_phrase_under_its_name_is_hidden(text: str) -> None:
+    out = redact(text)
+    assert "[REDACTED:secret]" in out and "accident" not in out and "yellow" not in out, out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The mnemonic is a list of words from a fixed list of 2048 words chosen by the wallet",
+        "Write down your seed phrase and keep it offline.",
+        "mnemonic: legal winner thank year wave",
+    ],
+)
+def test_prose_about_a_seed_phrase_is_kept(text: str) -> None:
+    assert redact(text) == text
