@@ -3063,6 +3063,23 @@ def _jwk_private_member(match: re.Match[str]) -> str | None:
     return _label("private-key")
 
 
+# A Solana keypair file (`solana-keygen new`'s `id.json`): a JSON array of the 64 bytes of the
+# secret and public key. Not a rule of the table: `[` is too common a guard; a text with 63
+# commas is asked instead.
+_BYTE_ARRAY = (r"\[\s*(?:\d{1,3}\s*,\s*){63}\d{1,3}\s*\]", 0)
+
+
+def _byte_array_keypair_spans(text: str) -> list[Span]:
+    if len(text) > SPLIT_SEARCHED_UP_TO or text.count(",") < 63 or "[" not in text:
+        return []
+    spans: list[Span] = []
+    for match in _rx(_BYTE_ARRAY).finditer(text):
+        label = _byte_array_keypair(match)
+        if label is not None:
+            spans.append((match.start(), match.end(), label))
+    return spans
+
+
 def _byte_array_keypair(match: re.Match[str]) -> str | None:
     """64 bytes (0 to 255) that vary as a key's do: not a table of counts, zeros or indexes."""
     numbers = [int(n) for n in _rx(_NUMBER).findall(match.group(0))]
@@ -3758,15 +3775,6 @@ _KIND_DETECTORS: list[_Detector] = [
         _labelled("private-key"),
     ),
     (
-        # A Solana keypair file (`solana-keygen new`'s `id.json`): a JSON array of the 64
-        # bytes of the secret and public key. Its guard is filtered on the commas after it.
-        "byte-array-keypair",
-        ("[",),
-        False,
-        r"\[\s*(?:\d{1,3}\s*,\s*){63}\d{1,3}\s*\]",
-        _byte_array_keypair,
-    ),
-    (
         # OpenVPN's `auth-user-pass` credentials: the inline `<auth-user-pass>` block (2.6) or
         # the file (user on the first line, password on the second) shown under a comment or
         # heading naming it. A directive `auth-user-pass [file]` among others is not one.
@@ -3872,11 +3880,6 @@ _KIND_GUARD_FILTERS: dict[str, Callable[[str, int, int], bool]] = {
         )
     ),
     "piped-secret": lambda lowered, at, _size: "|" in lowered[at : at + 300].split("\n", 1)[0],
-    # A `[` opening 64 numbers: sixty commas or more in the 300 characters after it.
-    "byte-array-keypair": lambda lowered, at, _size: (
-        lowered[at + 1 : at + 5].lstrip(" \t\r\n")[:1].isdigit()
-        and lowered.count(",", at, at + 300) >= 60
-    ),
     "secret-file-write": lambda lowered, at, _size: (
         ">" in lowered[at : at + 300].split("\n", 1)[0]
         or "tee" in lowered[at : at + 300].split("\n", 1)[0]
@@ -5618,6 +5621,7 @@ def _found_spans(text: str, lowered: str, hits: _Hits, random_words: bool = True
         + _provider_value_spans(text, hits)
         + _language_password_spans(text, lowered, hits)
         + _loanword_password_spans(text, lowered)
+        + _byte_array_keypair_spans(text)
         + _base64_key_spans(text, hits)
         + (_split_spans(text, hits) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
         + (_listed_secret_spans(text, lowered) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
