@@ -3017,6 +3017,27 @@ _SECRET_PARAMETER = (
 )
 
 
+def _named_value_call(match: re.Match[str]) -> str | None:
+    """The value when the first argument names a secret and the value reads as one."""
+    if not _strong_name(match.group("name")):
+        return None
+    value = match.group(0)[len(match.group("keep")) :]
+    if any(c.isspace() for c in value):
+        return None  # a message under a key (`i18n("forgot_password", "Forgot it?")`)
+    if not _password_shaped(value) or _is_reference(value, True) or _placeholder(value):
+        return None
+    return _label("secret")
+
+
+def _env_set_value(match: re.Match[str]) -> str | None:
+    if not _strong_name(match.group("name")):
+        return None
+    value = match.group(0)[len(match.group("keep")) :]
+    if _is_reference(value, bool(match.group("q"))) or _doc_placeholder(value):
+        return None
+    return _label("secret") if _password_shaped(value) or len(value) >= 16 else None
+
+
 def _declared_default(match: re.Match[str]) -> str | None:
     """A default under a secret's name, when it is a value rather than a reference or a
     documentation word; a later declaration between them names another input."""
@@ -3720,6 +3741,29 @@ _KIND_DETECTORS: list[_Detector] = [
     ),
     # Key files by their published structure, whatever names or comments surround them.
     (
+        # A secret's name and its value as the two arguments of a call that stores one under
+        # the other: `props.setProperty("mail.smtp.password", "...")`, `os.Setenv("API_TOKEN",
+        # "...")`, `config.set("password", "...")`, `putenv`, `map.put`.
+        "named-value-call",
+        ("pass", "pwd", "secret", "token", "key", "cred", "auth"),
+        True,
+        r"(?P<keep>\b[A-Za-z_][\w.]*\s*\(\s*[\"'](?P<name>[\w.\-]{1,80})[\"']\s*,\s*"
+        r"(?P<q>[\"']))[^\"'\n]{1,200}(?=(?P=q)\s*[,)])",
+        _named_value_call,
+    ),
+    (
+        # An environment variable set by a command taking its name and value as arguments:
+        # fish's `set -x NAME VALUE` (`-gx`, `-Ux`), Windows' `setx NAME VALUE`, csh's `setenv
+        # NAME VALUE`, macOS's `launchctl setenv NAME VALUE`.
+        "env-set-command",
+        ("setx", "setenv", "set -"),
+        True,
+        r"(?P<keep>(?:^|(?<=[\s;&|(]))(?i:set[ \t]+-[a-zA-Z]*x[a-zA-Z]*|setx|setenv|launchctl[ \t]+"
+        r"setenv)[ \t]+(?P<name>[A-Za-z_]\w{0,80})[ \t]+(?P<q>[\"']?))"
+        r"(?:(?<=')[^'\n]{1,200}(?=')|(?<=\")[^\"\n]{1,200}(?=\")|[^\s\"']{1,200})",
+        _env_set_value,
+    ),
+    (
         # The default of a declared input whose name is a secret's: Terraform's `variable
         # "db_password" { default = "..." }`, argparse's `add_argument("--token", default=
         # "...")`, click's `option("--password", default="...")`, an Actions or CLI input.
@@ -4067,6 +4111,7 @@ _KIND_SHORT_TEXT_REQUIRES = {
     "package-credentials": ".",
     "encoded-credentials": "(",
     "code-secret-argument": "(",
+    "named-value-call": "(",
     "snmp-credentials": "-",
     "target-credentials": "@",
     "mount-option-password": "-o",

@@ -461,3 +461,32 @@ def test_a_seed_phrase_under_its_name_is_hidden(text: str) -> None:
 )
 def test_prose_about_a_seed_phrase_is_kept(text: str) -> None:
     assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'props.setProperty("mail.smtp.password", "Zq8kLp2v!x9");',
+        'os.Setenv("API_TOKEN", "Zq8kLp2v!x9")',
+        "set -gx GITHUB_TOKEN Zq8kLp2v!x9",  # fish
+        "setx API_TOKEN Zq8kLp2v!x9",  # Windows
+        "setenv DB_PASSWORD 'Zq8kLp2v!x9'",  # csh
+    ],
+)
+def test_a_secret_set_by_its_name_and_value_as_arguments_is_hidden(text: str) -> None:
+    assert _hidden(text, "Zq8kLp2v!x9"), redact(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'config.set("password", "${PW}")',
+        't("password", "Password")',
+        'i18n("forgot_password", "Forgot your password?")',
+        "set -gx GITHUB_TOKEN $(gh auth token)",
+        "set -x PAGER less",
+        "setx PATH C:\\tools\\bin2",
+    ],
+)
+def test_a_setter_without_a_secret_value_is_kept(text: str) -> None:
+    assert redact(text) == text
