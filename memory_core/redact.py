@@ -5009,6 +5009,9 @@ _REFERENCE = (
     r"[#.][A-Za-z][A-Za-z_\-]*$|/?[A-Za-z_\-:{}]+(?:/[A-Za-z_\-:{}.]*)+(?:#[a-z_]+)?$|"
     r"[~^<>=!v]*\d+(?:\.(?:\d+|[x*]))+(?:[-+.][0-9A-Za-z.\-]*)?(?:,?[<>=!~^]+[\d.x*]+)*$|"
     r".*\$\{|"
+    # A YAML tag that fetches the value elsewhere: Home Assistant's `!secret NAME`, Ansible's
+    # `!vault |`, `!env_var`, `!include`, CloudFormation's `!Ref`, `!Sub`, `!GetAtt`.
+    r"!(?:secret|vault|env_var|env|include|ref|sub|getatt|importvalue)$|"
     r"(?:none|null|true|false|undefined|changeme|example|required|optional|str|string|bytes|int|"
     r"bearer|basic)$)",
     re.IGNORECASE,
@@ -5034,10 +5037,14 @@ _NAME_TRIE = (
     r"ookie)|key|dsn|hmac)"
 )
 # `==` and `!=`: a hard-coded password compared (`if password == "logmein"`), quoted only.
-_ASSIGNMENT_LOWER = (_NAME_TRIE + r"[a-z0-9_\-]*(?:[\"']\]|[\"'])?\s*(?::=|=>|[!=]==?|[:=])", 0)
+# `?=` and `||=` set a value when none is set (Make, Ruby): an assignment as well.
+_ASSIGNMENT_LOWER = (
+    _NAME_TRIE + r"[a-z0-9_\-]*(?:[\"']\]|[\"'])?\s*(?::=|=>|[!=]==?|\?=|\|\|=|[:=])",
+    0,
+)
 _ASSIGNMENT = (
     r"(?P<name>(?:" + _STRONG_NAME + "|" + _WEAK_NAME + r")[A-Za-z0-9_\-]*)"
-    r"(?:[\"']\]|[\"'])?\s*(?::=|=>|[!=]==?|[:=])",
+    r"(?:[\"']\]|[\"'])?\s*(?::=|=>|[!=]==?|\?=|\|\|=|[:=])",
     re.IGNORECASE,
 )
 # An Authorization value's scheme word is skipped: the credential follows it.
@@ -5045,7 +5052,9 @@ _VALUE = (
     # Not across a line: `snowflake.password=` with nothing after it has no value.
     # A shell line continuation before the value (`export TOKEN=\` then the value indented on
     # the next line) is the same assignment.
-    r"(?:[ \t]*\\\r?\n)?[ \t]*[\"'`]?(?:(?:Bearer|Basic|Token|Bot|Digest)\s+)?"
+    # A YAML tag before the value (`password: !!str 0123`) says its type, not its value.
+    r"(?:[ \t]*\\\r?\n)?[ \t]*(?:!!(?:str|binary)[ \t]+)?[\"'`]?"
+    r"(?:(?:Bearer|Basic|Token|Bot|Digest)\s+)?"
     # A quoted value whose first characters stop at a quote, backtick or `;` inside it
     # (`'IxozL`Yyk5$OIu'`): read to its closing quote (at least 6 characters in all).
     r"(?P<value>[^\s\"'`,;]{6,}|(?<=[\"'`])[^\s\"'`,;]{1,5}(?=[\"'`;,][^\s\"'`]))",

@@ -490,3 +490,28 @@ def test_a_secret_set_by_its_name_and_value_as_arguments_is_hidden(text: str) ->
 )
 def test_a_setter_without_a_secret_value_is_kept(text: str) -> None:
     assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("DB_PASSWORD ?= Zq8kLp2v!x9", "Zq8kLp2v!x9"),  # Make
+        ("@token ||= 'Zq8kLp2vN4wR7tY1'", "Zq8kLp2vN4wR7tY1"),  # Ruby
+        ("password: !!str 0123456789", "0123456789"),  # a YAML tag saying its type
+    ],
+)
+def test_other_assignment_syntaxes_are_read(text: str, secret: str) -> None:
+    assert _hidden(text, secret), redact(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "password: !secret db_password",  # Home Assistant's secrets.yaml reference
+        "password: !vault |",  # Ansible Vault's block follows
+        "DbPassword: !Ref DbPasswordParam",
+        "CFLAGS ?= -O2 -Wall",
+    ],
+)
+def test_a_yaml_tag_fetching_the_value_elsewhere_is_kept(text: str) -> None:
+    assert redact(text) == text
