@@ -6599,7 +6599,7 @@ def _unescaped(text: str, starts: list[int]) -> tuple[str, list[int]] | None:
     the original text where it starts; None when `text` has no escape of the rules' syntax."""
     if "\\" not in text and "%" not in text and "&" not in text:
         return None
-    if _rx(_ESCAPED_SYNTAX).search(text) is None:
+    if _rx(_ESCAPED_SYNTAX).search(text) is None and not _escaped_quote_near_a_secret(text):
         return None
     pieces: list[str] = []
     view_starts: list[int] = []
@@ -6631,6 +6631,18 @@ def _unescaped_char(match: re.Match[str]) -> str | None:
     code = int(digits, base)
     # A byte of a multi-byte UTF-8 character, or a control character: left as it is.
     return chr(code) if 32 <= code < 127 else None
+
+
+def _escaped_quote_near_a_secret(text: str) -> bool:
+    """An escaped quote in a text naming a secret or a password flag (`mysql -p\\"PW\\"` in a
+    JSON log): quotes around a command's value, which no operator stands next to."""
+    if '\\"' not in text and "\\'" not in text:
+        return False
+    lowered = text.lower()
+    return any(word in lowered for word in _ESCAPED_SECRET_WORDS)
+
+
+_ESCAPED_SECRET_WORDS = ("pass", "pwd", "secret", "token", "auth", "cred", "key", " -p", " -u")
 
 
 def _escaped_spans(text: str) -> list[Span]:

@@ -68,6 +68,9 @@ def _notebook(source_line: str) -> str:
         ),
         # A shell's escaped single quotes.
         ("sh -c 'export API_TOKEN=\\'Gh7kq2LmN9xRt5vB\\''", "Gh7kq2LmN9xRt5vB"),
+        # A command's quoted password in a JSON log (no operator next to the quotes).
+        (json.dumps({"cmd": f'mysql -u root -p"{PASSWORD}" shop'}), PASSWORD),
+        (json.dumps({"cmd": f'curl -u admin:"{PASSWORD}" https://x'}), PASSWORD),
     ],
 )
 def test_a_secret_in_escaped_text_is_hidden(text: str, secret: str) -> None:
