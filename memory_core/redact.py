@@ -890,6 +890,8 @@ def _random_word_at(text: str, body_start: int, body_end: int) -> Span | None:
         return None  # a line of a certificate or of MIME data, wrapped at 64 or 76
     if _public_encoding(body):
         return None  # a line of a certificate or a public key, a bech32 public key
+    if _public_jwk_member(text, start):
+        return None  # `"x": "..."` of a JSON Web Key: its public part
     line_start = text.rfind("\n", 0, start) + 1
     # What names the value: the two words before it on its line (`public_key = `,
     # `ssh-ed25519 `, `"signature": "`, `hash: Buffer.from('`), not a word further back.
@@ -1158,6 +1160,13 @@ def _public_encoding(body: str, pgp: bool = True) -> bool:
         return not _holds_a_private_key(data)
     if _utc_time_in(data):
         return not _holds_a_private_key(data)
+    if len(data) == 42 and data.startswith(b"Ed"):
+        return True  # a minisign or signify public key: `Ed`, its 8-byte id, 32 bytes
+    if data.startswith(b"-----BEGIN "):
+        # An armored block in base64 (a kubeconfig's `client-certificate-data`): public when
+        # its label says so.
+        label = data.split(b"\n", 1)[0]
+        return b"CERTIFICATE" in label or b"PUBLIC" in label
     return (
         (pgp and _pgp_public_key_packet(data))
         or _public_key_info(data)
@@ -3081,6 +3090,113 @@ _SECRET_PARAMETER = (
 )
 
 
+def _named_value_call(match: re.Match[str]) -> str | None:
+    """The value when the first argument names a secret and the value reads as one."""
+    if not _strong_name(match.group("name")):
+        return None
+    value = match.group(0)[len(match.group("keep")) :]
+    if any(c.isspace() for c in value):
+        return None  # a message under a key (`i18n("forgot_password", "Forgot it?")`)
+    if not _password_shaped(value) or _is_reference(value, True) or _placeholder(value):
+        return None
+    return _label("secret")
+
+
+def _env_set_value(match: re.Match[str]) -> str | None:
+    if not _strong_name(match.group("name")):
+        return None
+    value = match.group(0)[len(match.group("keep")) :]
+    if _is_reference(value, bool(match.group("q"))) or _doc_placeholder(value):
+        return None
+    return _label("secret") if _password_shaped(value) or len(value) >= 16 else None
+
+
+def _declared_default(match: re.Match[str]) -> str | None:
+    """A default under a secret's name, when it is a value rather than a reference or a
+    documentation word; a later declaration between them names another input."""
+    between = match.group("keep")[match.end("name") - match.start() :]
+    if _rx(_ANOTHER_DECLARATION).search(between):
+        return None
+    if not _strong_name(match.group("name")):
+        return None
+    value = match.group(0)[len(match.group("keep")) :]
+    if not _password_shaped(value) or _is_reference(value, True) or _placeholder(value):
+        return None
+    return _label("secret")
+
+
+_ANOTHER_DECLARATION = (r"\b(?:variable|add_argument|option|argument|input|param)\s*\(?\s*[\"']", 0)
+
+
+def _base64_key_block(match: re.Match[str]) -> str | None:
+    value = match.group(0)
+    try:
+        head = base64.b64decode(value[: len(value) // 4 * 4] or value, validate=True)[:80]
+    except (binascii.Error, ValueError):
+        return None
+    label = head.split(b"\n", 1)[0].upper()
+    if any(word in label for word in (b"PRIVATE", b"SECRET", b"ENCRYPTED")):
+        return _label("private-key")
+    return None
+
+
+def _seed_phrase(match: re.Match[str]) -> str | None:
+    words = match.group(0)[len(match.group("keep")) :].split()
+    return _label("secret") if len(words) in (12, 15, 18, 21, 24) else None
+
+
+def _jwk_private_member(match: re.Match[str]) -> str | None:
+    """A private member's value when its object (between the braces around it) has a `kty`."""
+    text = match.string
+    opening = text.rfind("{", 0, match.start())
+    closing = text.find("}", match.end())
+    if opening == -1:
+        return None
+    if '"kty"' not in text[opening : closing if closing != -1 else len(text)].lower():
+        return None
+    return _label("private-key")
+
+
+# A Solana keypair file (`solana-keygen new`'s `id.json`): a JSON array of the 64 bytes of the
+# secret and public key. Not a rule of the table: `[` is too common a guard; a text with 63
+# commas is asked instead.
+_BYTE_ARRAY = (r"\[\s*(?:\d{1,3}\s*,\s*){63}\d{1,3}\s*\]", 0)
+
+
+def _byte_array_keypair_spans(text: str) -> list[Span]:
+    if len(text) > SPLIT_SEARCHED_UP_TO or text.count(",") < 63 or "[" not in text:
+        return []
+    spans: list[Span] = []
+    for match in _rx(_BYTE_ARRAY).finditer(text):
+        label = _byte_array_keypair(match)
+        if label is not None:
+            spans.append((match.start(), match.end(), label))
+    return spans
+
+
+def _byte_array_keypair(match: re.Match[str]) -> str | None:
+    """64 bytes (0 to 255) that vary as a key's do: not a table of counts, zeros or indexes."""
+    numbers = [int(n) for n in _rx(_NUMBER).findall(match.group(0))]
+    if max(numbers) > 255 or len(set(numbers)) < 24:
+        return None
+    if numbers == sorted(numbers):
+        return None
+    return _label("private-key")
+
+
+_NUMBER = (r"\d+", 0)
+
+
+def _auth_user_pass(match: re.Match[str]) -> str | None:
+    """The password line of an `auth-user-pass` file; the match's own kept part is in `keep`
+    or `keep2` (one of the two forms)."""
+    keep = match.group("keep") if match.group("keep") is not None else match.group("keep2")
+    value = match.group(0)[len(keep) :]
+    if _doc_placeholder(value) or value.startswith(("<", "$", "{")):
+        return None
+    return _label("password")
+
+
 _KIND_DETECTORS: list[_Detector] = [
     (
         # A password flag after a user flag, in any command: `-u USER ... -p PASSWORD`
@@ -3696,6 +3812,137 @@ _KIND_DETECTORS: list[_Detector] = [
         r"XOAUTH2_BEARER)\s*,\s*(?P<q>[\"']))[^\"'\n]+(?=(?P=q))",
         _kind_password,
     ),
+    # Key files by their published structure, whatever names or comments surround them.
+    (
+        # A secret's name and its value as the two arguments of a call that stores one under
+        # the other: `props.setProperty("mail.smtp.password", "...")`, `os.Setenv("API_TOKEN",
+        # "...")`, `config.set("password", "...")`, `putenv`, `map.put`.
+        "named-value-call",
+        ("pass", "pwd", "secret", "token", "key", "cred", "auth"),
+        True,
+        r"(?P<keep>\b[A-Za-z_][\w.]*\s*\(\s*[\"'](?P<name>[\w.\-]{1,80})[\"']\s*,\s*"
+        r"(?P<q>[\"']))[^\"'\n]{1,200}(?=(?P=q)\s*[,)])",
+        _named_value_call,
+    ),
+    (
+        # An environment variable set by a command taking its name and value as arguments:
+        # fish's `set -x NAME VALUE` (`-gx`, `-Ux`), Windows' `setx NAME VALUE`, csh's `setenv
+        # NAME VALUE`, macOS's `launchctl setenv NAME VALUE`.
+        "env-set-command",
+        ("setx", "setenv", "set -"),
+        True,
+        r"(?P<keep>(?:^|(?<=[\s;&|(]))(?i:set[ \t]+-[a-zA-Z]*x[a-zA-Z]*|setx|setenv|launchctl[ \t]+"
+        r"setenv)[ \t]+(?P<name>[A-Za-z_]\w{0,80})[ \t]+(?P<q>[\"']?))"
+        r"(?:(?<=')[^'\n]{1,200}(?=')|(?<=\")[^\"\n]{1,200}(?=\")|[^\s\"']{1,200})",
+        _env_set_value,
+    ),
+    (
+        # The default of a declared input whose name is a secret's: Terraform's `variable
+        # "db_password" { default = "..." }`, argparse's `add_argument("--token", default=
+        # "...")`, click's `option("--password", default="...")`, an Actions or CLI input.
+        "declared-secret-default",
+        ("default",),
+        True,
+        r"(?P<keep>(?:\bvariable|add_argument|\boption|\bargument|\binput|\bparam)\s*\(?\s*"
+        r"[\"']-{0,2}(?P<name>[\w.\-]{2,80})[\"'][^{}()\n]{0,10}[\s\S]{0,200}?"
+        r"\bdefault\s*[=:]\s*(?P<q>[\"']))[^\"'\n]{1,200}(?=(?P=q))",
+        _declared_default,
+    ),
+    (
+        # A private key's armored block in base64 (`client-key-data:` of a kubeconfig, a CI
+        # variable, `echo ... | base64 -d`): `-----BEGIN` encodes to `LS0tLS1CRUdJTi`, and the
+        # label decoded says PRIVATE, SECRET or ENCRYPTED.
+        "base64-key-block",
+        ("LS0tLS1CRUdJTi",),
+        False,
+        r"(?<![A-Za-z0-9+/])LS0tLS1CRUdJTi[A-Za-z0-9+/]{20,}={0,2}",
+        _base64_key_block,
+    ),
+    (
+        # A wallet's seed phrase (BIP-39: 12, 15, 18, 21 or 24 words of its lists) under a
+        # name saying so: `mnemonic`, `seed phrase`, `recovery phrase`, `seed words`.
+        "seed-phrase",
+        ("mnemonic", "seed", "recovery phrase", "recovery_phrase", "secret phrase"),
+        True,
+        r"(?P<keep>(?i:mnemonic|seed[ _\-]?(?:phrase|words)|(?:secret[ _\-]?)?recovery[ _\-]?"
+        r"phrase|secret[ _\-]?phrase)[\w\-]{0,20}[\"']?[ \t]*(?::|=|=>|\bis\b)?[ \t]*[\"'`]?)"
+        r"[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23}(?![\w\-])",
+        _seed_phrase,
+    ),
+    (
+        # A JSON Web Key's private members (RFC 7518 6.2.2, 6.3.2, 6.4.1; RFC 8037 2): `d` of
+        # an EC or OKP key, `d`, `p`, `q`, `dp`, `dq`, `qi` of an RSA key, `k` of a symmetric
+        # key, in an object with a `kty`. A public JWK (`n`, `e`, `x`, `y`) has none of them.
+        "jwk-private-member",
+        ('"kty"',),
+        True,
+        r"(?P<keep>\"(?:d|p|q|dp|dq|qi|k)\"\s*:\s*\")[A-Za-z0-9_\-]{16,}={0,2}(?=\")",
+        _jwk_private_member,
+    ),
+    (
+        # minisign's and signify's secret keys: base64 of the algorithms' bytes (`EdScB2`
+        # encrypted, `Ed\0\0B2` not, signify's `EdBK`) and a body far longer than their
+        # public keys' 56 characters; also any key under an `untrusted comment:` naming a secret.
+        "signing-secret-key",
+        ("RWRTY0Iy", "RWQAAEIy", "RWRCSw", "untrusted comment:"),
+        False,
+        r"(?<![A-Za-z0-9+/])(?:RWRTY0Iy|RWQAAEIy|RWRCSw)[A-Za-z0-9+/]{100,}={0,2}"
+        r"|(?P<keep>untrusted comment:[^\n]*(?i:secret|private)[^\n]*\r?\n)"
+        r"[A-Za-z0-9+/]{40,}={0,2}",
+        _labelled("private-key"),
+    ),
+    (
+        # OpenVPN's `auth-user-pass` credentials: the inline `<auth-user-pass>` block (2.6) or
+        # the file (user on the first line, password on the second) shown under a comment or
+        # heading naming it. A directive `auth-user-pass [file]` among others is not one.
+        "auth-user-pass-file",
+        ("auth-user-pass",),
+        True,
+        r"(?P<keep><auth-user-pass>[ \t]*\r?\n[ \t]*[^\s<]+[ \t]*\r?\n[ \t]*)[^\s<]+"
+        r"(?=[ \t]*\r?\n[ \t]*</auth-user-pass>)"
+        r"|(?P<keep2>(?:^|\n)[ \t]*(?:#|;|//|==>|\$ cat)[^\n]*auth-user-pass[^\n]*\r?\n"
+        r"[ \t]*[^\s#;]+[ \t]*\r?\n[ \t]*)[^\s]+(?=[ \t]*(?:\r?\n[ \t]*\r?\n|\r?\n?\Z))",
+        _auth_user_pass,
+    ),
+    (
+        # An armored block whose label says it is private, secret or encrypted, whatever the
+        # tool (`---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----`, `-----BEGIN AGE ENCRYPTED
+        # FILE-----`, `-----BEGIN ENCRYPTED PRIVATE KEY-----`): four or five dashes, with key
+        # material or a header on the next line.
+        "armored-secret-block",
+        ("----BEGIN ", "---- BEGIN "),
+        False,
+        (
+            r"-{4,5} ?BEGIN (?![^\n-]*(?:PUBLIC|CERTIFICATE))[A-Za-z0-9 ]*"
+            r"(?:PRIVATE|SECRET|ENCRYPTED)[A-Za-z0-9 ]*?-{4,5}"
+            r"(?=[ \t]*\\?\r?\n[ \t]*(?:[A-Za-z0-9+/=]{16,}|[A-Za-z\-]+:))(?:.*?"
+            r"(?:-{4,5} ?END [A-Za-z0-9 ]*-{4,5}|\Z))",
+            re.DOTALL,
+        ),
+        _labelled("private-key"),
+    ),
+    (
+        # Onion services' and I2P's keys as their control protocols print them: Tor's
+        # `ED25519-V3:` (the 64-byte expanded secret key) and `RSA1024:`, an `hs_ed25519_secret_key`
+        # file shown as text, I2P SAM's `PRIV=` destination with its private keys.
+        "onion-service-key",
+        ("ED25519-V3:", "RSA1024:", "ed25519v1-secret", "PRIV="),
+        False,
+        r"(?P<keep>\bED25519-V3:)[A-Za-z0-9+/]{86}==|(?P<keep2>\bRSA1024:)[A-Za-z0-9+/]{200,}={0,2}"
+        r"|(?P<keep3>== ed25519v1-secret: type0 ==)[\s\S]{8,96}"
+        r"|(?P<keep4>\bPRIV=)[A-Za-z0-9\-~]{300,}={0,2}",
+        _labelled("private-key"),
+    ),
+    (
+        # A key store in base64: PKCS#12 (a SEQUENCE then version 3: `MII...IBAzC`, `MIG.AgEDMI`), a Java
+        # KeyStore (`0xFEEDFEED`) or JCEKS (`0xCECECECE`), one line or wrapped.
+        "key-store-base64",
+        ("IBAzC", "AgEDMI", "/u3+7QAAAA", "zs7OzgAAAA"),
+        False,
+        r"(?<![A-Za-z0-9+/])(?:MII[A-Za-z0-9+/]{3}IBAzC|MI[GH][A-Za-z0-9+/]AgEDMI|/u3\+7QAAAA|zs7OzgAAAA)"
+        r"[A-Za-z0-9+/=]*(?:[ \t]*\\?\r?\n[ \t]*[A-Za-z0-9+/=]{16,})*",
+        _labelled("private-key"),
+    ),
 ]
 
 
@@ -3918,7 +4165,17 @@ _KIND_WINDOWED_ABOVE = 512
 _KIND_WINDOWS = {
     name: _KIND_WINDOW_AFTER.get(name, 700)
     for name in _KIND_DETECTOR_NAMES
-    if name not in ("key-block", "putty-private-lines")
+    if name
+    not in (
+        "key-block",
+        "putty-private-lines",
+        "jwk-private-member",
+        "armored-secret-block",
+        "key-store-base64",
+        "signing-secret-key",
+        "declared-secret-default",
+        "base64-key-block",
+    )
 }
 _KIND_SHORT_TEXT_REQUIRES = {
     # What every match holds besides its guard: a short text without it skips the detector,
@@ -3927,6 +4184,7 @@ _KIND_SHORT_TEXT_REQUIRES = {
     "package-credentials": ".",
     "encoded-credentials": "(",
     "code-secret-argument": "(",
+    "named-value-call": "(",
     "snmp-credentials": "-",
     "target-credentials": "@",
     "mount-option-password": "-o",
@@ -4404,9 +4662,19 @@ def _context_spans(text: str, lowered: str, hits: _Hits | None = None) -> list[S
         for match in matches:
             label = replacement(match) if replacement else _label(name)
             if label is not None:
-                start = match.end("keep") if "keep" in pattern.groupindex else match.start()
+                start = _kept_end(match) if "keep" in pattern.groupindex else match.start()
                 spans.append((start, match.end(), label))
     return spans
+
+
+def _kept_end(match: re.Match[str]) -> int:
+    """Where the secret starts: after the part the match keeps, `keep` (or in a pattern of
+    several forms `keep2`, `keep3`... for the form that matched)."""
+    start = match.start()
+    for group in match.re.groupindex:
+        if group.startswith("keep"):
+            start = max(start, match.end(group))
+    return start
 
 
 # ---------------------------------------------------------------------------------------------
@@ -4833,6 +5101,9 @@ _REFERENCE = (
     r"[#.][A-Za-z][A-Za-z_\-]*$|/?[A-Za-z_\-:{}]+(?:/[A-Za-z_\-:{}.]*)+(?:#[a-z_]+)?$|"
     r"[~^<>=!v]*\d+(?:\.(?:\d+|[x*]))+(?:[-+.][0-9A-Za-z.\-]*)?(?:,?[<>=!~^]+[\d.x*]+)*$|"
     r".*\$\{|"
+    # A YAML tag that fetches the value elsewhere: Home Assistant's `!secret NAME`, Ansible's
+    # `!vault |`, `!env_var`, `!include`, CloudFormation's `!Ref`, `!Sub`, `!GetAtt`.
+    r"!(?:secret|vault|env_var|env|include|ref|sub|getatt|importvalue)$|"
     r"(?:none|null|true|false|undefined|changeme|example|required|optional|str|string|bytes|int|"
     r"bearer|basic)$)",
     re.IGNORECASE,
@@ -4853,15 +5124,19 @@ _IDENTIFIER = (r"^[A-Za-z_][A-Za-z0-9_]*$", 0)
 # same offset. The match starts at the word itself (`password` in `db_password = ...`).
 # A name added here needs its place in `_NAME_STARTS` too (large texts try only those places).
 _NAME_TRIE = (
-    r"(?:p(?:ass(?:w(?:or)?d|phrase)?|wd|rivate[_\-]?key)|s(?:ecret|alt|ig|ession[_\-]?token)|"
+    r"(?:p(?:ass(?:w(?:or)?d|phrase)?|wd?|rivate[_\-]?key)|s(?:ecret|alt|ig|ession[_\-]?token)|"
     r"token|a(?:pi[_\-]?key|pikey|ccess[_\-]?key|uth)|c(?:lient[_\-]?secret|reds?|redentials?|"
     r"ookie)|key|dsn|hmac)"
 )
 # `==` and `!=`: a hard-coded password compared (`if password == "logmein"`), quoted only.
-_ASSIGNMENT_LOWER = (_NAME_TRIE + r"[a-z0-9_\-]*(?:[\"']\]|[\"'])?\s*(?::=|=>|[!=]==?|[:=])", 0)
+# `?=` and `||=` set a value when none is set (Make, Ruby): an assignment as well.
+_ASSIGNMENT_LOWER = (
+    _NAME_TRIE + r"[a-z0-9_\-]*(?:[\"']\]|[\"'])?\s*(?::=|=>|[!=]==?|\?=|\|\|=|[:=])",
+    0,
+)
 _ASSIGNMENT = (
     r"(?P<name>(?:" + _STRONG_NAME + "|" + _WEAK_NAME + r")[A-Za-z0-9_\-]*)"
-    r"(?:[\"']\]|[\"'])?\s*(?::=|=>|[!=]==?|[:=])",
+    r"(?:[\"']\]|[\"'])?\s*(?::=|=>|[!=]==?|\?=|\|\|=|[:=])",
     re.IGNORECASE,
 )
 # An Authorization value's scheme word is skipped: the credential follows it.
@@ -4869,7 +5144,9 @@ _VALUE = (
     # Not across a line: `snowflake.password=` with nothing after it has no value.
     # A shell line continuation before the value (`export TOKEN=\` then the value indented on
     # the next line) is the same assignment.
-    r"(?:[ \t]*\\\r?\n)?[ \t]*[\"'`]?(?:(?:Bearer|Basic|Token|Bot|Digest)\s+)?"
+    # A YAML tag before the value (`password: !!str 0123`) says its type, not its value.
+    r"(?:[ \t]*\\\r?\n)?[ \t]*(?:!!(?:str|binary)[ \t]+)?[\"'`]?"
+    r"(?:(?:Bearer|Basic|Token|Bot|Digest)\s+)?"
     # A quoted value whose first characters stop at a quote, backtick or `;` inside it
     # (`'IxozL`Yyk5$OIu'`): read to its closing quote (at least 6 characters in all).
     r"(?P<value>[^\s\"'`,;]{6,}|(?<=[\"'`])[^\s\"'`,;]{1,5}(?=[\"'`;,][^\s\"'`]))",
@@ -5035,7 +5312,15 @@ def _is_secret_value(name: str, value: str, quoted: bool = False, literal: bool 
         return False  # a model's thinking signature: long, public, verifiable
     if "credentials" in parts and value.strip("\"'`") in _FETCH_CREDENTIALS_MODES:
         return False  # `fetch(url, {credentials: "include"})`: the Fetch standard's mode
-    secret = _strong_name(name) or (_weak_name(name) and _weak_secret(name, value))
+    secret = (
+        _strong_name(name)
+        or (_weak_name(name) and _weak_secret(name, value))
+        or (
+            quoted
+            and name.strip("\"'` :=>]").lower() in _SHORT_PASSWORD_WORDS
+            and _password_shaped(value)
+        )
+    )
     # Asked last, of a value about to be called secret: a template, a value of low variety,
     # an example (see _precise).
     return secret and (literal or not _not_a_secret(value))
@@ -5052,6 +5337,10 @@ def _names_a_password(name: str) -> bool:
 
 
 _PASSWORD_WORDS = frozenset(("password", "passwd", "passphrase", "pwd", "pass", "pw", "psk"))
+# Words of a password too short to name one alone (`PASS:` is a test's result, `pw` a
+# variable): as the last part of a longer name, or as a quoted key or an attribute with a
+# quoted password-shaped value (`"pass": "...", `'pass' => '...'`, `pass="..."`).
+_SHORT_PASSWORD_WORDS = frozenset(("pass", "pw"))
 
 
 def _names_a_secret(word: str) -> bool:
@@ -5066,8 +5355,8 @@ def _strong_name(name: str) -> bool:
     if _describes_only(bare):
         return False
     parts = _rx(_NAME_PARTS).findall(bare)
-    if len(parts) >= 2 and parts[-1].lower() == "pass":
-        return True  # `REACT_APP_PASS`, `SMTP_PASS`; a `PASS:` alone is a test's result
+    if len(parts) >= 2 and parts[-1].lower() in _SHORT_PASSWORD_WORDS:
+        return True  # `REACT_APP_PASS`, `MYSQL_ROOT_PW`; a `PASS:` alone is a test's result
     for match in _rx(_STRONG).finditer(bare):
         after = bare[match.end() :]
         if after[:1].lower() == "s" and (len(after) == 1 or not after[1:2].isalpha()):
@@ -5096,7 +5385,7 @@ _WEAK_PARTS = frozenset(("key", "keys", "salt", "signature", "hmac", "tokens"))
 # hold it a few characters in.
 _NAME_STARTS = (
     ("pass", 0, ""),
-    ("pwd", 0, ""),
+    ("pw", 0, ""),
     ("private", 0, ""),
     ("secret", 0, ""),
     ("secret", 6, "client"),
@@ -5142,6 +5431,14 @@ def _assignment_matches(lowered: str, hits: _Hits) -> Iterator[re.Match[str]]:
 
 
 def _redact_assignments(text: str, lowered: str, hits: _Hits | None = None) -> str:
+    spans = _assignment_spans(text, lowered, hits)
+    if not spans:
+        return text
+    return _replace(text, [(start, end, _label("secret")) for start, end in spans])
+
+
+def _assignment_spans(text: str, lowered: str, hits: _Hits | None = None) -> list[tuple[int, int]]:
+    """Where the values assigned to secret names are in `text`, in order, not overlapping."""
     # str.lower() can change the length of some non-ASCII text; then offsets would not line
     # up, and the (slower) case-insensitive regex runs on the original instead.
     same_offsets = len(lowered) == len(text)
@@ -5152,7 +5449,7 @@ def _redact_assignments(text: str, lowered: str, hits: _Hits | None = None) -> s
         matches = _assignment_matches(lowered, hits or _Hits(text, lowered))
     else:
         matches = _rx(_ASSIGNMENT_LOWER).finditer(lowered)
-    pieces: list[str] = []
+    spans: list[tuple[int, int]] = []
     last = 0
     for match in matches:
         if match.start() < last:
@@ -5200,13 +5497,9 @@ def _redact_assignments(text: str, lowered: str, hits: _Hits | None = None) -> s
             name, literal, bool(quote), _shell_literal(text, value.start("value"), literal)
         ):
             continue
-        pieces.append(text[last : value.start("value")])
-        pieces.append(_label("secret"))
+        spans.append((value.start("value"), value_end))
         last = value_end
-    if not pieces:
-        return text
-    pieces.append(text[last:])
-    return "".join(pieces)
+    return spans
 
 
 # A type between a name's `:` and the `=` of its value, up to three words of a type's
@@ -5496,23 +5789,10 @@ def _redact(text: str, random_words: bool = True) -> str:
         lowered = _lowered(text, encoded)
     else:
         lowered = text.lower()
-    # Token formats first in the list: where a header or a URL surrounds exactly a provider's
-    # key, the key's own label wins the tie.
-    # A generated-looking word of no known format comes last: any other label wins a tie.
     hits = _Hits(text, lowered, encoded)
-    spans = (
-        _token_spans(text, hits)
-        + _context_spans(text, lowered, hits)
-        + _keyword_spans(text, lowered, hits)
-        + (_random_word_spans(text, hits) if random_words else [])
-        + _provider_value_spans(text, hits)
-        + _language_password_spans(text, lowered, hits)
-        + _base64_key_spans(text, hits)
-        + (_split_spans(text, hits) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
-        + (_listed_secret_spans(text, lowered) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
-        + (_context_kind_spans(text, lowered) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
-    )
-    spans = _precise(text, spans)
+    spans = _found_spans(text, lowered, hits, random_words)
+    if len(text) <= SPLIT_SEARCHED_UP_TO:
+        spans += _escaped_spans(text)
     if spans:
         merged = _merged(spans)
         redacted = _replace(text, merged)
@@ -5527,6 +5807,29 @@ def _redact(text: str, random_words: bool = True) -> str:
             hits = _Hits(redacted, lowered)
         text = redacted
     return _redact_assignments(text, lowered, hits)
+
+
+def _found_spans(text: str, lowered: str, hits: _Hits, random_words: bool = True) -> list[Span]:
+    """Every secret the detectors find in `text` and the precision checks keep (not yet the
+    values of assignments, which are read from the text with these replaced)."""
+    # Token formats first in the list: where a header or a URL surrounds exactly a provider's
+    # key, the key's own label wins the tie.
+    # A generated-looking word of no known format comes last: any other label wins a tie.
+    spans = (
+        _token_spans(text, hits)
+        + _context_spans(text, lowered, hits)
+        + _keyword_spans(text, lowered, hits)
+        + (_random_word_spans(text, hits) if random_words else [])
+        + _provider_value_spans(text, hits)
+        + _language_password_spans(text, lowered, hits)
+        + _loanword_password_spans(text, lowered)
+        + _byte_array_keypair_spans(text)
+        + _base64_key_spans(text, hits)
+        + (_split_spans(text, hits) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
+        + (_listed_secret_spans(text, lowered) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
+        + (_context_kind_spans(text, lowered) if len(text) <= SPLIT_SEARCHED_UP_TO else [])
+    )
+    return _precise(text, spans)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -5601,17 +5904,47 @@ _VALUE_EDGES = "\"'`([{<«“‘「『（【"
 _VALUE_END_EDGES = "\"'`)]}>»”’」』）】.,;:!?。，、；：！？…-"
 
 
-@lru_cache(maxsize=2)
-def _language_words(ascii_only: bool) -> re.Pattern[str]:
+@lru_cache(maxsize=1)
+def _spelled_words() -> frozenset[str]:
+    """Every word of memory_core/secret_words.py but English's, and the forms a name gives a
+    word in Latin letters: without its diacritics (`haslo`, `losenord`, `contrasena`: names in
+    code and configuration are ASCII) and its spaces joined (`mot_de_passe`, `mot-de-passe`)."""
     from memory_core.secret_words import WORDS
 
-    words = {
-        word
-        for kinds in WORDS.values()
-        for spelled in kinds.values()
-        for word in spelled
-        if word not in _ENGLISH_WORDS and (word.isascii() or not ascii_only)
-    }
+    words: set[str] = set()
+    for kinds in WORDS.values():
+        for spelled in kinds.values():
+            for word in spelled:
+                if word in _ENGLISH_WORDS:
+                    continue
+                words.add(word)
+                folded = _ascii_folded(word)
+                if folded is None:
+                    continue
+                words.add(folded)
+                if " " in folded:
+                    words.update(folded.replace(" ", joint) for joint in "_-")
+    return frozenset(words)
+
+
+# Latin letters that do not decompose into a letter and a mark.
+_LATIN_LETTERS = str.maketrans(
+    {"ł": "l", "ø": "o", "đ": "d", "ß": "ss", "æ": "ae", "œ": "oe", "ı": "i"}
+)
+
+
+def _ascii_folded(word: str) -> str | None:
+    """`word` without its diacritics when it is written in Latin letters, else None."""
+    import unicodedata
+
+    decomposed = unicodedata.normalize("NFKD", word.translate(_LATIN_LETTERS))
+    folded = "".join(c for c in decomposed if not unicodedata.combining(c))
+    return folded if folded.isascii() else None
+
+
+@lru_cache(maxsize=2)
+def _language_words(ascii_only: bool) -> re.Pattern[str]:
+    words = {word for word in _spelled_words() if word.isascii() or not ascii_only}
     # Longest first, so that `passordfrase` is read whole rather than as `passord`.
     return re.compile("|".join(re.escape(w) for w in sorted(words, key=lambda w: (-len(w), w))))
 
@@ -5626,15 +5959,11 @@ _WORDS_OF_LETTERS = bytes(
 
 @lru_cache(maxsize=1)
 def _ascii_language_words() -> frozenset[bytes]:
-    from memory_core.secret_words import WORDS
-
     # A word of several (`mot de passe`, `kata sandi`) by its longest (`passe`, `sandi`).
     return frozenset(
-        max(word.replace("-", " ").split(), key=len).encode()
-        for kinds in WORDS.values()
-        for spelled in kinds.values()
-        for word in spelled
-        if word.isascii() and word not in _ENGLISH_WORDS
+        max("".join(c if c.isalpha() else " " for c in word).split(), key=len).encode()
+        for word in _spelled_words()
+        if word.isascii()
     )
 
 
@@ -5663,6 +5992,72 @@ def _language_password_spans(text: str, lowered: str, hits: _Hits) -> list[Span]
     return spans
 
 
+# The English words, which prompts in other languages borrow (`mi token de la API es X`, `le
+# token est X`, `der Token lautet X`, Turkish `token'ı: X`): read only when a copula or a
+# separator introduces the value right before it, and the value is shaped as a generated key
+# (letters and digits, ten characters or more), which prose's words are not.
+_LOANWORD_BEFORE = frozenset("-./$@{:\"'`_")
+_LOANWORD_SUFFIX = "'\u2019"
+
+
+def _loanword_password_spans(text: str, lowered: str) -> list[Span]:
+    if "token" not in lowered and "secret" not in lowered and "pass" not in lowered:
+        return []
+    if len(text) > SPLIT_SEARCHED_UP_TO or len(lowered) != len(text):
+        return []
+    spans: list[Span] = []
+    for word in _ENGLISH_WORDS:
+        for at in _find_all(lowered, word):
+            end = _loanword_end(lowered, at, at + len(word))
+            if end is None:
+                continue
+            window = lowered[end : end + _WORD_VALUE_CHARS].split("\n", 1)[0].split()
+            if not any(w in _COPULAS or w[-1] in _SEPARATORS for w in window):
+                continue  # nothing introduces a value: no pattern is needed to say so
+            span = _value_after_word(text, end, loanword=True)
+            if span is not None:
+                # The generic label: any other rule finding the same value names it.
+                spans.append((*span, _label("secret")))
+    return spans
+
+
+def _loanword_end(lowered: str, start: int, end: int) -> int | None:
+    """Where the word at `start` ends, with an inflection after an apostrophe (`token'ı`),
+    or None when it is part of a name, a path or a quoted key (`api_token`, `"token"`)."""
+    if start and (lowered[start - 1].isalnum() or lowered[start - 1] in _LOANWORD_BEFORE):
+        return None
+    if end < len(lowered) and lowered[end] in _LOANWORD_SUFFIX:
+        suffix = end + 1
+        while suffix < len(lowered) and suffix - end <= 5 and lowered[suffix].isalpha():
+            suffix += 1
+        if suffix > end + 1:
+            end = suffix
+    if end < len(lowered) and (lowered[end].isalnum() or lowered[end] in "_-\"'`"):
+        return None
+    return end
+
+
+def _long_token(value: str) -> bool:
+    """A token longer than a password (a service account's, a JWT): one run of a token's
+    characters."""
+    return 128 < len(value) <= 4096 and _rx(_TOKEN_BODY).match(value) is not None
+
+
+_TOKEN_BODY = (r"^[A-Za-z0-9_\-.+/=~:]+$", 0)
+
+
+def _generated_shape(value: str) -> bool:
+    """Letters and digits, ten characters or more, not words joined with numbers
+    (`base64-encoded`, `x86_64-linux`, `sha256-hash`: names, in lowercase with separators)."""
+    digits = sum(c.isdigit() for c in value)
+    letters = sum(c.isalpha() for c in value)
+    if len(value) < 10 or not digits or not letters or "\\" in value or _wordy(value):
+        return False
+    if not any(c.isupper() for c in value) and any(c in "-_." for c in value):
+        return False
+    return digits >= 2 or _case_switches(value) >= 3
+
+
 def _ending(lowered: str, end: int) -> bool:
     """Whether the word ends at `end`, or goes on with an inflection written in its language's
     own letters (`parolası`, `hasła`): up to four letters, one of them not ASCII. An ASCII
@@ -5673,7 +6068,7 @@ def _ending(lowered: str, end: int) -> bool:
     return suffix == end or (suffix - end <= 4 and not lowered[end:suffix].isascii())
 
 
-def _value_after_word(text: str, at: int) -> tuple[int, int] | None:
+def _value_after_word(text: str, at: int, loanword: bool = False) -> tuple[int, int] | None:
     """The password-shaped word right after the word for password (`Passwort X`, `密码是X`,
     `비밀번호는 X`), or after a separator or a copula within a few words on the same line
     (`Passwort für den Server lautet X`, `senha do admin é X`, `Пароль от сервера: X`). A word
@@ -5681,6 +6076,7 @@ def _value_after_word(text: str, at: int) -> tuple[int, int] | None:
     line_end = text.find("\n", at)
     stop = min(len(text), at + _WORD_VALUE_CHARS, line_end if line_end != -1 else len(text))
     introduced = False
+    just_introduced = False  # by the word just read
     index = 0  # words read, articles and prepositions aside
     first_word = True  # no word read yet
     for word in _rx(_NON_SPACE).finditer(text, at, stop):
@@ -5703,21 +6099,34 @@ def _value_after_word(text: str, at: int) -> tuple[int, int] | None:
         # A word with a letter of another alphabet (`ændret`) is a word of the prompt's
         # language; a particle of another script glued before a value (`是X`) is not.
         latin_word = start > first and "\u00c0" <= text[start - 1] <= "\u024f"
-        if (
+        if loanword:
+            # Only a value right after a copula or a separator (`es X`, `lautet: X`); a
+            # name glued to its value (`token=X`) is an assignment's, read by those rules.
+            if (
+                just_introduced
+                and start == first
+                and (_password_shaped(text[start:end]) or _long_token(text[start:end]))
+                and _generated_shape(text[start:end])
+            ):
+                return start, end
+        elif (
             not latin_word
             and (introduced or first_word or start > first)
             and _password_shaped(text[start:end])
         ):
             return start, end
-        if introduced and _rx(_DICEWARE).match(text, start, end):
+        if introduced and not loanword and _rx(_DICEWARE).match(text, start, end):
             return start, end  # `wachtwoord ... is falcon-orbit-ember-canyon`: a passphrase
         spelled = word.group().strip(_VALUE_END_EDGES).lower()
+        just_introduced = False
         if (
             spelled in _COPULAS
             or word.group()[-1:] in _SEPARATORS
             or (glued and not word.group().isascii())
         ):
-            introduced = True  # `lautet`, `:`, a particle glued to the word (`는`, `は`)
+            introduced = True  # `lautet`, `:`, a particle glued to the word (`는`, `은`)
+            # (`=` is code's: an assignment, read by those rules, `secret = keypair[:32]`.)
+            just_introduced = not word.group().endswith("=")
         if not glued and not (len(spelled) <= 3 and spelled.isalpha()):
             # Articles and prepositions (`de la`, `für den`, `của`) do not count as words
             # between the word for password and its value.
@@ -6502,3 +6911,110 @@ def redact_obj(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [redact_obj(item) for item in value]
     return value
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. Escaped text: the same rules on the text as its reader sees it
+# ---------------------------------------------------------------------------------------------
+#
+# A secret is often shown escaped: a notebook's cell in its JSON (`os.environ[\"KEY\"] =
+# \"...\"`), a JSON string holding JSON, a log line quoting a request body, a shell's `\'`, a
+# URL-encoded form (`password=p%40ss%3Dword`), an HTML or XML attribute (`&quot;`). The rules
+# read quotes, `=`, `@` and line breaks; escaped, those are other characters and the rules see
+# no name, no value and no line. Rather than a rule per escape, the text is unescaped into a
+# view (JSON and C escapes, `\uXXXX`, percent-encoding, HTML entities; twice over for JSON in
+# JSON), each character of the view remembering where it came from, every rule is run on the
+# view, and what they find is hidden in the text itself, escapes and all.
+
+# A text is read unescaped only if it escapes what the rules read: a quote next to a name's
+# operator (`\": \"`, `=\"`, `\"] = `), or `=`, `@`, `:`, `&`, `/`, a quote encoded.
+# (A message's quotes, `print("say \\"hi\\"")`, are text and cost no second reading.)
+_ESCAPED_SYNTAX = (
+    r"[:=][ \t]*\\[\"']|\\[\"']\]?[ \t]*(?:[:=]|=>)|\\u00(?:22|27|3[dD]|40)|%(?:2[2267bBfF]|3[aAdD]|40)"
+    r"|&(?:quot|apos|amp|#3[49]|#x2[27]);",
+    0,
+)
+# One escape: a backslash and what it stands for, `%` and two hex digits, an HTML entity.
+_ESCAPE = (
+    r"\\(?:u(?P<unicode>[0-9a-fA-F]{4})|(?P<char>[\"'\\/nrt]))"
+    r"|%(?P<percent>[0-9a-fA-F]{2})"
+    r"|&(?:(?P<entity>quot|apos|amp|lt|gt)|#(?P<decimal>\d{2,3})|#x(?P<hex>[0-9a-fA-F]{2}));",
+    0,
+)
+_BACKSLASHED = {"n": "\n", "r": "\r", "t": "\t"}
+_ENTITIES = {"quot": '"', "apos": "'", "amp": "&", "lt": "<", "gt": ">"}
+# JSON in a JSON string is escaped twice (`\\\"`), a notebook in a JSON log three times.
+_UNESCAPE_ROUNDS = 3
+
+
+def _unescaped(text: str, starts: list[int]) -> tuple[str, list[int]] | None:
+    """`text` with its escapes read, and for each character of it (and its end) the offset in
+    the original text where it starts; None when `text` has no escape of the rules' syntax."""
+    if "\\" not in text and "%" not in text and "&" not in text:
+        return None
+    if _rx(_ESCAPED_SYNTAX).search(text) is None and not _escaped_quote_near_a_secret(text):
+        return None
+    pieces: list[str] = []
+    view_starts: list[int] = []
+    last = 0
+    for match in _rx(_ESCAPE).finditer(text):
+        char = _unescaped_char(match)
+        if char is None:
+            continue
+        pieces.append(text[last : match.start()])
+        view_starts.extend(starts[last : match.start()])
+        pieces.append(char)
+        view_starts.append(starts[match.start()])
+        last = match.end()
+    pieces.append(text[last:])
+    view_starts.extend(starts[last:])  # with the end's offset
+    return "".join(pieces), view_starts
+
+
+def _unescaped_char(match: re.Match[str]) -> str | None:
+    if match["char"] is not None:
+        return _BACKSLASHED.get(match["char"], match["char"])
+    if match["entity"] is not None:
+        return _ENTITIES[match["entity"]]
+    digits, base = next(
+        (match[group], base)
+        for group, base in (("unicode", 16), ("percent", 16), ("decimal", 10), ("hex", 16))
+        if match[group] is not None
+    )
+    code = int(digits, base)
+    # A byte of a multi-byte UTF-8 character, or a control character: left as it is.
+    return chr(code) if 32 <= code < 127 else None
+
+
+def _escaped_quote_near_a_secret(text: str) -> bool:
+    """An escaped quote in a text naming a secret or a password flag (`mysql -p\\"PW\\"` in a
+    JSON log): quotes around a command's value, which no operator stands next to."""
+    if '\\"' not in text and "\\'" not in text:
+        return False
+    lowered = text.lower()
+    return any(word in lowered for word in _ESCAPED_SECRET_WORDS)
+
+
+_ESCAPED_SECRET_WORDS = ("pass", "pwd", "secret", "token", "auth", "cred", "key", " -p", " -u")
+
+
+def _escaped_spans(text: str) -> list[Span]:
+    """The secrets the rules find in `text` read unescaped, as spans of `text` itself."""
+    if not ('\\"' in text or "\\'" in text or "%" in text or "&" in text or "\\u00" in text):
+        return []  # no escape the rules would read: the common case, asked cheaply first
+    view = text
+    starts = list(range(len(text) + 1))
+    spans: list[Span] = []
+    for _round in range(_UNESCAPE_ROUNDS):
+        unescaped = _unescaped(view, starts)
+        if unescaped is None:
+            break
+        view, starts = unescaped
+        lowered = view.lower()
+        if len(lowered) != len(view):
+            break  # offsets would not line up
+        hits = _Hits(view, lowered)
+        found = _found_spans(view, lowered, hits)
+        found += [(a, b, _label("secret")) for a, b in _assignment_spans(view, lowered, hits)]
+        spans += [(starts[a], starts[b], label) for a, b, label in found if a < b]
+    return spans

@@ -144,6 +144,7 @@ PURE_CACHES: dict[tuple[str, str], str] = {
     ("memory_core.redact", "_provider_names"): "the provider names, loaded on first use",
     ("memory_core.redact", "_language_words"): "the other languages' secret words, compiled once",
     ("memory_core.redact", "_ascii_language_words"): "the same words spelled in ASCII, as a set",
+    ("memory_core.redact", "_spelled_words"): "those words and the forms names spell them in",
     ("memory_core.redact", "_GUARDS_ONCE"): "the context rules' guard words, built at import",
     ("memory_core.redact", "_GATED_GUARDS"): "the same guard words by their gate, built at import",
     (
