@@ -160,6 +160,7 @@ MODULES: dict[str, Module] = {
             "tests/core/test_hook_events.py",
             "tests/core/test_hook_mixed_inputs.py",
             "tests/core/test_hooks_answer_first.py",
+            "tests/core/test_hook_busy_and_killed.py",
         ),
         sample=60,
     ),
