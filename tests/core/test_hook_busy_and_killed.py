@@ -209,3 +209,30 @@ def test_session_start_takes_in_the_facts_the_agent_wrote_into_its_memory_file(
     with Store.open(repo) as store:
         facts = memory.list_memories(store, tag="claude-memory")
     assert [fact["content"] for fact in facts] == ["Releases are cut from the main branch only."]
+
+
+def test_an_auto_save_the_quota_refuses_is_logged_as_skipped_and_the_turn_kept(
+    repo: Path,
+) -> None:
+    """A session close to its quota: the turn's records fit, its auto-save (a copy of the
+    session) would not. The save is skipped, said in the log as such (not as a failure), and
+    what the hook recorded stays."""
+    from memory_core import quota
+
+    config.set_value(repo, "sessions.autosave_minutes", 1)
+    _hook(repo, "SessionStart", T0, source="startup")
+    _hook(repo, "UserPromptSubmit", T0 + 1, prompt="describe the cache " * 150, prompt_id="p1")
+    _hook(repo, "Stop", T0 + 2, last_assistant_message="It keeps one entry per file.")
+    with Store.open(repo) as store:
+        used = quota.session_usage(store, SID)
+    config.set_value(repo, "sessions.quota_bytes", used + 200)
+    assert _hook(repo, "Stop", T0 + 120)[0] == 0  # a save is due: a minute has passed
+    logged = _log(repo)
+    [skipped] = [line for line in logged.splitlines() if "auto-save skipped:" in line]
+    assert " INFO " in skipped and f"session {SID} has no room" in skipped
+    assert "MEM_E001" in skipped
+    assert "failed" not in logged
+    with Store.open(repo) as store:
+        session = sessions.get(store, SID)
+    assert session["saved_at"] is None
+    assert "It keeps one entry per file." in (session["rolling_summary"] or "")
