@@ -867,9 +867,12 @@ def fold_spool(store: Store) -> int:
     now and then, so events wait no longer than that when no hook comes after them)."""
     from memory_core.agents import spool
 
-    return spool.fold(
-        store.root, lambda a, e, d, ts: _run_payload(store, parse(agent_name(a), e, d), ts)
-    )
+    def record(agent: str, event: str, data: bytes, ts: float) -> None:
+        # Held to the quota by its size, as when the hook that spooled it had recorded it: a
+        # bound without it would let a large event that waited take its session past the quota.
+        _run_payload(store, parse(agent_name(agent), event, data), ts, payload_bytes=len(data))
+
+    return spool.fold(store.root, record)
 
 
 def _run_payload(
