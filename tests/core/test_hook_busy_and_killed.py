@@ -233,3 +233,56 @@ def test_an_auto_save_the_quota_refuses_is_logged_as_skipped_and_the_turn_kept(
         session = sessions.get(store, SID)
     assert session["saved_at"] is None
     assert "It keeps one entry per file." in (session["rolling_summary"] or "")
+
+
+def test_engram_hook_reads_stdin_records_for_its_agent_and_prints_the_context(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`engram hook claude-code SessionStart` as the agent runs it: the payload on stdin, the
+    session recorded as Claude Code's, the context printed as one JSON line, exit 0."""
+    import io
+    import types
+
+    with Store.open(repo) as store:
+        memory.add(store, "Releases are cut from the main branch only.", type="decision")
+    payload = hook_payload("SessionStart", SID, repo, source="startup").encode()
+    stdin = types.SimpleNamespace(buffer=io.BytesIO(payload))
+    monkeypatch.setattr("sys.stdin", stdin)
+    assert hooks.main("claude-code", "SessionStart", workspace=str(repo)) == 0
+    printed = capsys.readouterr().out
+    assert printed.endswith("\n") and printed.count("\n") == 1
+    context = json.loads(printed)["hookSpecificOutput"]
+    assert context["hookEventName"] == "SessionStart"
+    assert "Releases are cut from the main branch only." in context["additionalContext"]
+    assert _rows(repo, "SELECT agent FROM agent_sessions") == [("claude-code",)]
+
+
+@pytest.mark.parametrize("source", ["resume", "compact", "fork"])
+def test_a_conversation_engram_first_sees_resumed_is_an_existing_session(
+    repo: Path, source: str
+) -> None:
+    """Claude Code starting with `source` resume, compact or fork continues a conversation
+    (one recorded before engram was installed, say): not a new session."""
+    assert _hook(repo, "SessionStart", T0, source=source)[0] == 0
+    with Store.open(repo) as store:
+        assert sessions.get(store, SID)["session_type"] == "existing"
+
+
+def test_a_transcript_not_backed_up_says_why_in_the_log_and_the_session_still_ends(
+    repo: Path, tmp_path: Path
+) -> None:
+    from tests.agents_fixtures import Transcript, text
+
+    transcript = Transcript(SID, repo)
+    transcript.prompt("list the sources")
+    transcript.response([text("a.py and b.py")])
+    path = transcript.save(tmp_path / f"{SID}.jsonl")
+    config.set_value(repo, "sessions.backup_transcripts", False)
+    _hook(repo, "SessionStart", T0, source="startup", transcript_path=str(path))
+    assert _hook(repo, "SessionEnd", T0 + 5, reason="exit", transcript_path=str(path))[0] == 0
+    [line] = [line for line in _log(repo).splitlines() if "not backed up" in line]
+    assert " INFO " in line
+    assert line.endswith("transcript not backed up: sessions.backup_transcripts is off")
+    assert "failed" not in _log(repo)
+    with Store.open(repo) as store:
+        assert sessions.get(store, SID)["status"] == "closed"
