@@ -286,3 +286,28 @@ def test_a_transcript_not_backed_up_says_why_in_the_log_and_the_session_still_en
     assert "failed" not in _log(repo)
     with Store.open(repo) as store:
         assert sessions.get(store, SID)["status"] == "closed"
+
+
+def test_an_auto_save_that_fails_is_logged_with_its_reason_and_the_turn_kept(
+    repo: Path,
+) -> None:
+    """The save's own write fails (SQLite refuses it: here a trigger, in life a full disk):
+    the log says the auto-save failed and why, as a warning; the turn is recorded anyway."""
+    config.set_value(repo, "sessions.autosave_minutes", 1)
+    _hook(repo, "SessionStart", T0, source="startup")
+    _hook(repo, "UserPromptSubmit", T0 + 1, prompt="describe the cache", prompt_id="p1")
+    with contextlib.closing(sqlite3.connect(repo / STORE_DIRNAME / "engram.db")) as conn:
+        conn.execute(
+            "CREATE TRIGGER refuse_saves BEFORE INSERT ON saved_sessions "
+            "BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END"
+        )
+        conn.commit()
+    said = "It keeps one entry per file."
+    assert _hook(repo, "Stop", T0 + 120, last_assistant_message=said)[0] == 0
+    [line] = [line for line in _log(repo).splitlines() if "auto-save" in line]
+    assert " WARNING " in line
+    assert "auto-save failed: database or disk is full" in line
+    with Store.open(repo) as store:
+        assert said in (sessions.get(store, SID)["rolling_summary"] or "")
+        turns = sessions.history(store, SID)
+    assert [turn["assistant_response"] for turn in turns] == [said]
