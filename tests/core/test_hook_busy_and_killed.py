@@ -311,3 +311,30 @@ def test_an_auto_save_that_fails_is_logged_with_its_reason_and_the_turn_kept(
         assert said in (sessions.get(store, SID)["rolling_summary"] or "")
         turns = sessions.history(store, SID)
     assert [turn["assistant_response"] for turn in turns] == [said]
+
+
+def test_a_correction_known_only_from_the_answer_hook_reaches_the_sessions_digest(
+    repo: Path,
+) -> None:
+    """Gemini CLI's AfterAgent carries the prompt with the answer; where no BeforeAgent was
+    recorded (engram installed mid-session, a hook that timed out), the request is still the
+    user's: a correction in it is one of the digest's user corrections."""
+    from memory_core.agents import digest
+
+    def gemini(event: str, at: float, **extra: Any) -> tuple[int, str]:
+        data = json.loads(hook_payload(event, "gemini-7f3e", repo, **extra))
+        data["transcript_path"] = str(repo / "no-chat-yet.json")
+        return hooks.handle("gemini", event, json.dumps(data), now=at)
+
+    gemini("SessionStart", T0, source="startup")
+    turns = [
+        ("add a cache to the loader", "Added one."),
+        ("No, don't use functools.lru_cache, use the store's cache instead", "Done."),
+    ]
+    for n, (prompt, answer) in enumerate(turns, start=1):
+        assert gemini("AfterAgent", T0 + n, prompt=prompt, prompt_response=answer) == (0, "")
+    with Store.open(repo) as store:
+        corrections = digest.extract(store, "gemini-7f3e")["user_corrections"]
+    assert [c["text"] for c in corrections] == [
+        "Do not use functools.lru_cache, use the store's cache instead"
+    ]
