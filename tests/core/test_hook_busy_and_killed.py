@@ -338,3 +338,23 @@ def test_a_correction_known_only_from_the_answer_hook_reaches_the_sessions_diges
     assert [c["text"] for c in corrections] == [
         "Do not use functools.lru_cache, use the store's cache instead"
     ]
+
+
+def test_with_memory_injection_off_the_context_is_the_continuity_line_and_reminder_alone(
+    repo: Path,
+) -> None:
+    """`agents.context_token_budget = 0` leaves no memory section: what is left starts with
+    its own first line, not with the blank lines that would separate it from one."""
+    config.set_value(repo, "agents.context_token_budget", 0)
+    other = "0f1e2d3c-0000-4000-8000-000000000001"
+    for event, at, extra in (
+        ("SessionStart", T0, {"source": "startup"}),
+        ("UserPromptSubmit", T0 + 1, {"prompt": "fix the loader", "prompt_id": "p1"}),
+        ("Stop", T0 + 2, {}),
+    ):
+        assert _hook(repo, event, at, **extra)[0] == 0
+    start = hook_payload("SessionStart", other, repo, source="startup")
+    _, told = hooks.handle("claude-code", "SessionStart", start, now=T0 + 120)
+    context = json.loads(told)["hookSpecificOutput"]["additionalContext"]
+    assert context.startswith("Continuing (existing session) from claude-code.\n\n")
+    assert f"1 earlier session has no summary yet ({SID})" in context
