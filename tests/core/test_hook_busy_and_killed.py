@@ -358,3 +358,27 @@ def test_with_memory_injection_off_the_context_is_the_continuity_line_and_remind
     context = json.loads(told)["hookSpecificOutput"]["additionalContext"]
     assert context.startswith("Continuing (existing session) from claude-code.\n\n")
     assert f"1 earlier session has no summary yet ({SID})" in context
+
+
+def test_a_store_that_cannot_be_written_keeps_the_event_says_so_and_folds_it_later(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SQLite says the store is read-only (as root, whom file modes do not stop, a shared-memory
+    file it cannot make does it: the same "attempt to write a readonly database"). The hook
+    answers, keeps its event, says once on stderr where; once the store can be written
+    again, the next hook records the event."""
+    assert _hook(repo, "SessionStart", T0, source="startup")[0] == 0
+    folder = repo / STORE_DIRNAME
+    for name in ("engram.db-wal", "engram.db-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            (folder / name).unlink()
+    (folder / "engram.db-shm").mkdir()
+    capsys.readouterr()
+    assert _hook(repo, "PostToolUse", T0 + 1, **_bash(1)) == (0, "")
+    said = capsys.readouterr().err
+    assert f"engram: the store of {repo} is read-only: hook events are kept in" in said
+    assert "failed" not in _log(repo)
+    (folder / "engram.db-shm").rmdir()
+    assert _hook(repo, "PostToolUse", T0 + 2, **_bash(2)) == (0, "")
+    commands = _rows(repo, "SELECT command FROM session_commands ORDER BY ts")
+    assert commands == [("echo 1",), ("echo 2",)]
