@@ -160,6 +160,9 @@ MODULES: dict[str, Module] = {
             "tests/core/test_hook_events.py",
             "tests/core/test_hook_mixed_inputs.py",
             "tests/core/test_hooks_answer_first.py",
+            "tests/core/test_hook_busy_and_killed.py",
+            # Real Gemini CLI and Codex CLI sessions replayed through their hooks.
+            "tests/core/test_recorded_agents.py",
         ),
         sample=60,
     ),

@@ -913,9 +913,14 @@ def fold_spool(store: Store) -> int:
     now and then, so events wait no longer than that when no hook comes after them)."""
     from memory_core.agents import spool
 
-    return spool.fold(
-        store.root, lambda a, e, d, ts: _run_payload(store, parse(agent_name(a), e, d), ts)
-    )
+    return spool.fold(store.root, lambda a, e, d, ts: _record_spooled(store, a, e, d, ts))
+
+
+def _record_spooled(store: Store, agent: str, event: str, data: bytes, ts: float) -> None:
+    # Its payload counts in the quota's bound as it would have for the hook that spooled it:
+    # without it, the bound (and the session's running total of what its hooks may have
+    # written since it was last measured) held the fixed overhead alone.
+    _run_payload(store, parse(agent_name(agent), event, data), ts, payload_bytes=len(data))
 
 
 def _run_payload(
