@@ -32,6 +32,7 @@ those already.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Iterator
 
 Key = tuple[str, bool]  # (guard, searched in the lowered text)
@@ -141,6 +142,13 @@ class GuardSearch:
                 offset = (spelled if base[1] else guard).find(base[0])
                 self._derived.append((key, base, offset))
         self._short = [key for key in roots if len(key[0]) < _SHORTEST]
+        # Two different characters cannot overlap themselves, and `re` finds such a pair in a
+        # large text in half the time of repeated `bytes.find` calls.
+        self._short_patterns = {
+            key: re.compile(re.escape(key[0].encode()))
+            for key in self._short
+            if len(key[0]) == 2 and key[0][0] != key[0][1]
+        }
         self._plan([key for key in roots if len(key[0]) >= _SHORTEST])
         # For `present`: the guards held by each, checked only when it is there.
         self._held: dict[Key, list[tuple[bytes, bool, Key]]] = {}
@@ -256,7 +264,12 @@ class GuardSearch:
                         found[key].append(start)
                 at = marks.find(1, at + 1)
         for key in self._short:
-            found[key] = _find_all(lowered if key[1] else encoded, key[0].encode())
+            haystack = lowered if key[1] else encoded
+            pattern = self._short_patterns.get(key)
+            if pattern is None:
+                found[key] = _find_all(haystack, key[0].encode())
+            else:
+                found[key] = [match.start() for match in pattern.finditer(haystack)]
         for key, base, offset in self._derived:
             needle = key[0].encode()
             haystack = lowered if key[1] else encoded
