@@ -3,6 +3,7 @@ of a large text is the same whichever way its guards were found."""
 
 from __future__ import annotations
 
+import itertools
 import marshal
 import random
 import re
@@ -79,6 +80,85 @@ def test_non_ascii_text_keeps_the_offsets() -> None:
     text = "é Password ☃ key? 🔑apikey ünïcode PASS Ω0x 中文 password"
     assert usable(text, text.lower())
     assert _found(text, KEYS) == _expected(text, KEYS)
+
+
+def test_a_guard_at_the_very_end_of_texts_of_every_length_near_the_window() -> None:
+    # A window's last pair reads the character after it; at the text's end there is none.
+    keys = [("key", True), ("pass", True), ("token", True), ("ab", False), ("AKIA", False)]
+    for guard in ("key", "pass", "token", "ab", "AKIA", "KEY", "Token"):
+        for before in ("", "x", "xy", "xyz", "e ", "pas", "tok"):
+            text = before + guard
+            assert _found(text, keys) == _expected(text, keys), text
+
+
+def test_overlapping_guards_and_windows_inside_a_guard() -> None:
+    # A guard's window may start after its first character: found at the text's start too;
+    # guards overlapping one another and themselves are each found at every place.
+    keys = [("password", True), ("word", True), ("ordpass", True), ("passpass", True)]
+    keys += [("sword", True), ("-----begin ", True), ("egin", True), ("aaaa", False)]
+    text = "passwordpasspasspass swordpassword -----BEGIN -----begin aaaaaaa ordpassword"
+    assert _found(text, keys) == _expected(text, keys)
+    for cut in range(len(text)):
+        assert _found(text[cut:], keys) == _expected(text[cut:], keys), cut
+
+
+def test_guards_whose_characters_no_frequency_table_lists() -> None:
+    # Characters and pairs the table of ordinary text does not have (`~§`, `qzx`): counted as
+    # rare, still found; a guard set of windows of three only, and of four only.
+    for keys in (
+        [("qzx", True), ("~~~", False), ("\x7f\x7f\x7f", False), ("zq~j", True)],
+        [("qzx", True), ("key", True), ("pat", True)],
+        [("qzxjv", True), ("password", True)],
+    ):
+        text = "QZX qzx ~~~~ \x7f\x7f\x7f\x7f zq~j ZQ~J key pat password qzxjv"
+        assert _found(text, keys) == _expected(text, keys), keys
+
+
+def test_many_random_guards_against_random_text() -> None:
+    # More guards than places to put them apart: the groups' windows cross and their pair codes
+    # coincide, which may only cost places read, never a place found.
+    rng = random.Random(2029)
+    alphabet = "abcdeikpstwy-_=:( \nAKPS"
+    keys = sorted(
+        {
+            ("".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 9))), rng.random() < 0.7)
+            for _ in range(300)
+        }
+    )
+    text = "".join(rng.choice(alphabet) for _ in range(20_000))
+    assert _found(text, keys) == _expected(text, keys)
+    encoded = text[:300].encode()
+    expected = {key for key, places in _expected(text[:300], keys).items() if places}
+    assert GuardSearch(keys).present(encoded, encoded.lower()) == expected
+
+
+def test_pair_codes_are_what_the_shifted_translation_computes() -> None:
+    # Seven bits per character: an eighth would cross into the next character's byte and the
+    # planned codes would not be the ones the text's places get.
+    import memory_core.guard_search as guard_search
+
+    assert sorted(guard_search._CODES[:128]) == list(range(128))
+    text = bytes(range(256)) + b"password token key"
+    codes = int.from_bytes(text.translate(guard_search._CODES), "little")
+    pairs = (codes ^ codes >> 7).to_bytes(len(text), "little")
+    expected = [guard_search._pair_code(a, b) for a, b in itertools.pairwise(text)]
+    assert list(pairs[:-1]) == expected
+
+
+def test_pair_codes_that_all_coincide_give_the_same_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The codes decide only how many places are read: with every pair the same code, every
+    # place is read, and the answer is the same.
+    import memory_core.guard_search as guard_search
+
+    monkeypatch.setattr(guard_search, "_CODES", bytes(256))
+    text = "ababa PassWord sshpass -----BEGIN PRIVATE KEY----- 0x1F apiKey getConnection( ing"
+    search = GuardSearch(KEYS)
+    encoded = text.encode()
+    # Every place but the last two, where no window of three fits.
+    assert search._places(encoded.lower()) == b"\x01" * (len(text) - 2) + b"\x00\x00"
+    assert search.find(encoded, encoded.lower()) == _expected(text, KEYS)
 
 
 def test_a_text_whose_lowering_moves_offsets_is_not_searched_as_bytes() -> None:
