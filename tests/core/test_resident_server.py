@@ -29,6 +29,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -1152,15 +1153,15 @@ def test_the_warm_up_compiles_the_patterns_kept_in_a_module_s_dictionaries(
 
     from memory_core.lazy_pattern import compile_later
 
-    table = {"number": compile_later(r"\d+"), "nested": [compile_later(r"[a-z]+")]}
+    table: dict[str, Any] = {"number": compile_later(r"\d+"), "nested": [compile_later(r"[a-z]+")]}
     resident_server.compile_module_patterns([types.SimpleNamespace(TABLE=table)])
 
     def no_compile(*args: object) -> None:
         raise AssertionError("compiled in the child")
 
     monkeypatch.setattr(re, "compile", no_compile)
-    assert table["number"].sub("N", "a1b22") == "aNbN"  # type: ignore[union-attr]
-    assert table["nested"][0].sub("w", "ab1") == "w1"  # type: ignore[index]
+    assert table["number"].sub("N", "a1b22") == "aNbN"
+    assert table["nested"][0].sub("w", "ab1") == "w1"
 
 
 @pytest.mark.skipif(os.getuid() != 0, reason="only root can take another group")
