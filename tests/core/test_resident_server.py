@@ -29,6 +29,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -672,6 +673,7 @@ def test_a_log_past_a_mebibyte_starts_again(folder: Path) -> None:
     assert len(lines) == 1 and lines[0].endswith(
         "not started: this interpreter is not the installation that asked for it"
     )
+    assert re.match(r"\d{4}-\d\d-\d\dT", lines[0])  # nothing of the old log is left before it
     log.write_bytes(b"y" * (1 << 20))  # at the limit: kept
     resident_server.Server(str(folder), digest).run()
     assert log.read_bytes().startswith(b"y" * (1 << 20) + b"20")
@@ -1074,3 +1076,106 @@ def test_after_the_warm_up_a_child_has_no_pattern_of_engram_left_to_compile(
         f"{module}.{name}" for module, name, pattern in patterns if "search" not in vars(pattern)
     ]
     assert left == []
+
+
+# -- the spare child's hand-off, its code stamp and its warm-up, in this process ----------------
+
+
+def _alarm_if_blocked() -> contextlib.AbstractContextManager[None]:
+    """A call that must not wait is interrupted after two seconds, and fails the test."""
+
+    @contextlib.contextmanager
+    def alarm() -> Iterator[None]:
+        def blocked(signum: int, frame: object) -> None:
+            raise AssertionError("blocked")
+
+        previous = signal.signal(signal.SIGALRM, blocked)
+        signal.setitimer(signal.ITIMER_REAL, 2.0)
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+
+    return alarm()
+
+
+def test_a_spare_that_has_not_said_ready_is_not_waited_for() -> None:
+    channel, spare_end = socket.socketpair()
+    with channel, spare_end:
+        spare = resident_server._Spare(12345, channel)
+        with _alarm_if_blocked():
+            assert not spare.ready()  # still copying its memory: the request does not wait
+        spare_end.sendall(resident_server.READY)
+        assert spare.ready() and spare.ready()  # said once, kept
+
+
+def test_a_connection_is_handed_to_a_ready_spare(folder: Path) -> None:
+    server = resident_server.Server(str(folder), _digest())
+    server.spare = None
+    client, conn = socket.socketpair()
+    with client, conn:
+        assert server._hand_to_spare(conn) is None  # no spare: a child of its own
+        channel, spare_end = socket.socketpair()
+        with spare_end:
+            server.spare = resident_server._Spare(12345, channel)
+            spare_end.sendall(resident_server.READY)
+            assert server._hand_to_spare(conn) == 12345
+            assert server.spare is None and channel.fileno() == -1  # handed over once
+            handed = resident_server._await_connection(spare_end)
+        assert handed is not None
+        with handed:  # the spare now talks to the client itself
+            handed.sendall(b"A1\n")
+            assert client.recv(10) == b"A1\n"
+
+
+def test_a_spare_whose_server_left_gets_no_connection() -> None:
+    channel, spare_end = socket.socketpair()
+    channel.close()
+    with spare_end:
+        assert resident_server._await_connection(spare_end) is None
+
+
+def test_the_code_stamp_before_each_request_is_of_the_paths_found_once(tmp_path: Path) -> None:
+    source = tmp_path / "module.py"
+    source.write_text("x = 1\n")
+    st = source.stat()
+    assert resident_server.code_stamp([str(source)]) == ((str(source), st.st_mtime_ns, 6),)
+    assert resident_server.code_stamp([str(tmp_path / "gone.py")]) == (
+        (str(tmp_path / "gone.py"), -1, -1),
+    )
+
+
+def test_the_warm_up_compiles_the_patterns_kept_in_a_module_s_dictionaries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import types
+
+    from memory_core.lazy_pattern import compile_later
+
+    table: dict[str, Any] = {"number": compile_later(r"\d+"), "nested": [compile_later(r"[a-z]+")]}
+    resident_server.compile_module_patterns([types.SimpleNamespace(TABLE=table)])
+
+    def no_compile(*args: object) -> None:
+        raise AssertionError("compiled in the child")
+
+    monkeypatch.setattr(re, "compile", no_compile)
+    assert table["number"].sub("N", "a1b22") == "aNbN"
+    assert table["nested"][0].sub("w", "ab1") == "w1"
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="only root can take another group")
+def test_a_client_of_this_user_in_another_group_is_answered() -> None:
+    # Only the user's id is compared: a group id next to it in the credentials is not.
+    os.setegid(4321)
+    try:
+        left, right = socket.socketpair()  # the credentials are those of its creation
+    finally:
+        os.setegid(0)
+    with left, right:
+        _send(left, resident._request(KEY, ["engram", "checkpoint", "list"]), [0, 1, 2, 0])
+        left.sendall(b"G")
+        accepted = resident_server.handshake(right, KEY)
+        assert accepted is not None
+        for fd in accepted[1]:
+            os.close(fd)
