@@ -604,7 +604,7 @@ MODULES: dict[str, Module] = {
     # The in-process tests of the cold hook's early keep; the others start a hook process.
     "agents.quiet_events": Module(
         "memory_core/agents/quiet_events.py",
-        ("tests/cli/test_hook_fork.py",),
+        ("tests/core/test_quiet_events.py", "tests/cli/test_hook_fork.py"),
         sample=60,
         deselect=tuple(
             f"tests/cli/test_hook_fork.py::{name}"
