@@ -267,3 +267,15 @@ def test_a_link_error_names_the_symbol_and_only_a_real_source_file(
     found = tool_errors.key_error(text)
     assert found is not None
     assert (found.message, found.path, found.line) == (*expected, None)
+
+
+def test_an_eslint_parse_error_in_a_json_report_has_no_rule_to_name() -> None:
+    # eslint -f json: a file it cannot parse gets one fatal message whose ruleId is null.
+    report = (
+        '[{"filePath":"/p/src/app.js","messages":[{"ruleId":null,"fatal":true,"severity":2,'
+        '"message":"Parsing error: Unexpected token }","line":3,"column":1}],'
+        '"suppressedMessages":[],"errorCount":1,"fatalErrorCount":1,"warningCount":0,'
+        '"fixableErrorCount":0,"fixableWarningCount":0}]'
+    )
+    found = tool_errors.key_error(report)
+    assert found == tool_errors.ToolError("Parsing error: Unexpected token }", "/p/src/app.js", 3)
