@@ -600,6 +600,22 @@ MODULES: dict[str, Module] = {
         ("tests/lsp/test_snapshots_in_process.py",),
         sample=60,
     ),
+    "values": Module("memory_core/values.py", ("tests/core/test_values.py",), sample=60),
+    # The in-process tests of the cold hook's early keep; the others start a hook process.
+    "agents.quiet_events": Module(
+        "memory_core/agents/quiet_events.py",
+        ("tests/core/test_quiet_events.py", "tests/cli/test_hook_fork.py"),
+        sample=60,
+        deselect=tuple(
+            f"tests/cli/test_hook_fork.py::{name}"
+            for name in (
+                "test_a_cold_compaction_hook_answers_at_once_and_the_next_reader_finds_it_recorded",
+                "test_a_worker_killed_after_its_answer_leaves_the_event_to_the_next_hook",
+                "test_a_cold_hook_that_tells_the_agent_something_tells_it_through_the_fork",
+                "test_with_the_fork_turned_off_a_cold_hook_records_before_it_exits",
+            )
+        ),
+    ),
 }
 
 # Every other module of memory_core and lsp_server, each with the in-process tests that import

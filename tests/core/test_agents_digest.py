@@ -520,3 +520,28 @@ def test_a_digest_that_is_not_utf8_is_refused_by_name(tmp_path: Path) -> None:
     bad.write_bytes("---\nsession_id: café\n---\n".encode("latin-1"))
     with pytest.raises(UsageError, match=r"latin1\.yaml is not UTF-8 text"):
         digest.read_digest(bad)
+
+
+def test_a_digest_from_a_newer_engram_says_to_upgrade(tmp_path: Path) -> None:
+    future = tmp_path / "future.yaml"
+    future.write_text(
+        SEED_EXAMPLE_FILE.read_text().replace('schema_version: "1.0"', 'schema_version: "2.0"')
+    )
+    with pytest.raises(EngramError) as caught:
+        digest.read_digest(future)
+    assert caught.value.hint == "upgrade engram to read digests written by a newer version"
+
+
+def test_text_pasted_in_an_indented_fence_is_not_the_users_own_words() -> None:
+    prompt = "the build fails:\n  ```\n  Error: no such file\n  ```\nplease fix it"
+    assert digest.own_words(prompt) == "the build fails:\nplease fix it"
+
+
+def test_the_digest_names_the_story_the_session_works_on(store: Store) -> None:
+    from memory_core import session_state, sessions
+
+    sessions.start(store, session_id="story", agent="claude-code", now=1_772_450_000.0)
+    session_state.update(store, "story", agent="@dev", story="MIS-7", now=1_772_450_010.0)
+    written = digest.write_digest(store, "story", trigger="manual", now=1_772_450_100.0)
+    assert written.frontmatter["agent_context"] == "@dev implementing Story MIS-7"
+    assert written.sections["context_snapshot"]["active_story"] == "MIS-7"

@@ -118,3 +118,27 @@ def test_the_textmate_grammar_highlights_exactly_the_annotations_the_server_read
         if server and "(" in line:
             assert server[0].severity == line.split("(")[1].split(")")[0].lower()
     assert any("(urgent)" in line and not find_annotations("sample.py", [line]) for line in lines)
+
+
+def _annotation(gotcha_id: str, path: str, line: int) -> Gotcha:
+    return Gotcha(
+        id=gotcha_id,
+        title=f"note {gotcha_id}",
+        source_type="annotation",
+        status="confirmed",
+        created_at=NOW,
+        updated_at=NOW,
+        anchors=[Anchor(path, line, line, line_hash(f"# gotcha: {line}"), f"# gotcha: {line}")],
+    )
+
+
+def test_an_annotation_already_stored_for_another_file_does_not_stop_the_others(
+    store: Store,
+) -> None:
+    assert records.sync_annotations(store, "a.py", [_annotation("G-0000aaaa", "a.py", 1)], now=NOW)
+    # The same comment copied into b.py (same id) among b.py's own: every one of them is kept.
+    found = [_annotation("G-0000aaaa", "b.py", 0)]
+    found += [_annotation(f"G-{n:08x}", "b.py", n) for n in range(1, 25)]
+    assert records.sync_annotations(store, "b.py", found, now=NOW)
+    stored = records.by_ids(store, [g.id for g in found])
+    assert sorted(stored) == sorted(g.id for g in found)

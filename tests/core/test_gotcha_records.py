@@ -494,3 +494,8 @@ def test_anchors_are_read_back_in_file_order(store: Store, workspace: Path) -> N
         ("a.py", 7, 8),
         ("b.py", 1, 1),
     ]
+
+
+def test_a_category_word_at_the_end_of_the_title_still_sets_the_category(store: Store) -> None:
+    added = gotchas.add(store, "Hangs under pytest", description="when run twice")
+    assert added.category == "test"

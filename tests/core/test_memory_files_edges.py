@@ -29,6 +29,21 @@ def test_the_section_is_written_exactly_as_people_read_it() -> None:
     )
 
 
+def test_an_empty_section_keeps_its_heading_and_says_nothing_is_learned_yet() -> None:
+    items: dict[str, list[str]] = {"gotchas": [], "decisions": [], "rules": []}
+    assert memory_files.render_section(items, "\r\n") == (
+        f"{BEGIN}\r\n## engram: what this project has learned\r\n\r\n"
+        "<!-- Written by `engram memory sync`; edits between the engram markers are replaced."
+        " Write your own notes outside them: engram reads those too. -->\r\n"
+        f"\r\nNothing confirmed or pinned yet.\r\n{END}\r\n"
+    )
+
+
+def test_the_rules_are_under_their_own_heading() -> None:
+    section = memory_files.render_section({"rules": ["Run uv sync first (M-0a1b2c)"]})
+    assert "\n### Rules\n\n- Run uv sync first (M-0a1b2c)\n" in section
+
+
 @pytest.mark.parametrize("text", ["# Notes\n- a fact\n", f"# Notes\n{BEGIN}\n- cut off\n"])
 def test_a_file_without_a_whole_section_is_all_the_persons(text: str) -> None:
     assert memory_files.split(text) == memory_files.Parts(text, "", "", "\n")

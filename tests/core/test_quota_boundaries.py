@@ -465,3 +465,27 @@ def test_memory_status_counts_a_memory_archived_in_place_once(store: Store) -> N
     status = quota.memory_status(store, _settings(store.root, 1000), now=NOW)
     assert (status["memories"], status["archived"]) == (2, 1)
     assert sum(status["tiers"].values()) == 1
+
+
+def test_compaction_keeps_old_open_findings_and_decisions_and_stated_preferences(
+    pinned_session: Store,
+) -> None:
+    store = pinned_session
+    old = NOW - 100 * DAY
+    for label, kind, explicit in (
+        ("open decision", "decision", False),
+        ("open finding", "finding", False),
+        ("stated preference", "preference", True),
+    ):
+        content = f"{label} {BIG[:2000]}"
+        memory.add(
+            store, content, type=kind, explicit=explicit, base_priority=0.1, session_id=S, now=old
+        )
+    dropped_note = _low_note(store, "an old note", created=old, accessed=old)
+    result = quota.compact(store, S, _settings(store.root, 10**9), every_step=True, now=NOW)
+    (dropped,) = [step["memories"] for step in result["steps"] if step["step"] == "drop_decayed"]
+    assert dropped == [dropped_note]
+
+
+def test_a_sessions_use_names_the_session() -> None:
+    assert quota.usage_of("S-1", 10, 1000)["session_id"] == "S-1"

@@ -267,3 +267,32 @@ def test_a_link_error_names_the_symbol_and_only_a_real_source_file(
     found = tool_errors.key_error(text)
     assert found is not None
     assert (found.message, found.path, found.line) == (*expected, None)
+
+
+def test_an_eslint_parse_error_in_a_json_report_has_no_rule_to_name() -> None:
+    # eslint -f json: a file it cannot parse gets one fatal message whose ruleId is null.
+    report = (
+        '[{"filePath":"/p/src/app.js","messages":[{"ruleId":null,"fatal":true,"severity":2,'
+        '"message":"Parsing error: Unexpected token }","line":3,"column":1}],'
+        '"suppressedMessages":[],"errorCount":1,"fatalErrorCount":1,"warningCount":0,'
+        '"fixableErrorCount":0,"fixableWarningCount":0}]'
+    )
+    found = tool_errors.key_error(report)
+    assert found == tool_errors.ToolError("Parsing error: Unexpected token }", "/p/src/app.js", 3)
+
+
+def test_rspec_output_cut_after_its_failure_line_gives_no_error_rather_than_failing() -> None:
+    cut = (
+        "Failures:\n\n  1) Cart totals the items\n     Failure/Error: expect(cart.total).to eq(3)\n"
+    )
+    assert tool_errors.key_error(cut) is None
+
+
+def test_a_node_spec_message_ending_in_a_colon_is_not_joined_to_its_first_frame() -> None:
+    output = (
+        "✖ loads config (1.2ms)\n"
+        "  Error: config missing:\n"
+        "      at TestContext.<anonymous> (/p/test/a.test.js:3:9)\n"
+    )
+    expected = tool_errors.ToolError("loads config: Error: config missing:", "/p/test/a.test.js", 3)
+    assert tool_errors.key_error(output) == expected
