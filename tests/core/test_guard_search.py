@@ -307,3 +307,21 @@ def test_a_large_text_is_lowered_exactly_as_str_lower_does() -> None:
     for text in (code * 2000, "中文 ÉTÉ Straße " * 8000, "plain ASCII TEXT\n" * 9000):
         encoded = text.encode("latin-1", "replace")
         assert redact._lowered(text, encoded) == text.lower()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Several guards of their own windows, apart: each is named, the middle ones too.
+        "x = getconnection(h) # then an auth token ... and -----PRIVATE KEY----- apikey=1 private",
+        "apikey " + "filler text, " * 40 + "auth token " + "more filler; " * 40 + "getconnection(",
+        # A guard read without folding stays unnamed when only its other case occurs.
+        "value 0X1F and PASS",
+        "value 0x1f and pass",
+    ],
+)
+def test_present_names_every_guard_of_a_text_where_it_occurs(text: str) -> None:
+    """Which rules run on a short text: a guard missed here is a rule that never runs."""
+    encoded = text.encode("latin-1", "replace")
+    expected = {key for key, places in _expected(text, KEYS).items() if places}
+    assert GuardSearch(KEYS).present(encoded, encoded.lower()) == expected
