@@ -10,6 +10,7 @@ import pytest
 
 from memory_core.agents import record
 from memory_core.agents.record import ToolCall, ToolOutcome
+from memory_core.redact import redact
 from memory_core.store import Store
 
 
@@ -105,6 +106,25 @@ def test_the_error_worth_tracking_is_without_its_exit_code_header(error: str, me
     assert record.error_message(error) == message
 
 
+@pytest.mark.parametrize("size", [record.MAX_ERROR - 20, record.MAX_ERROR, record.MAX_ERROR + 500])
+def test_the_error_gotcha_tracking_keeps_is_redacted_headerless_and_cut_at_the_ledgers_limit(
+    size: int,
+) -> None:
+    """Short or long, the message a gotcha learns from has no exit-code header, no secret,
+    and no more than the ledger keeps."""
+    secret = "AKIA" + "ABCDEFGHIJKLMNOP"
+    body = f"token {secret} refused\n" + "e" * size
+    error = "Exit code 1\n" + body[: size - len("Exit code 1\n")]
+    message = record.tracked_error(error)
+    assert not message.startswith("Exit code 1")
+    assert secret not in message
+    assert len(message) <= record.MAX_ERROR
+    if len(error) <= record.MAX_ERROR:
+        assert message == record.error_message(redact(error))
+    else:
+        assert "characters cut" in message and message.endswith("e")
+
+
 def test_a_path_is_made_relative_to_the_workspace(tmp_path: Path) -> None:
     root = tmp_path / "proj"
     root.mkdir()
@@ -148,6 +168,8 @@ def test_a_calls_summary_says_what_it_did() -> None:
     assert record.tool_summary(fetch, None) == "url: https://docs.python.org"
     grep = ToolCall("t", "s", "Grep", {"pattern": "", "query": "q"}, 1.0)
     assert record.tool_summary(grep, None) == "query: q"
+    search = ToolCall("t", "s", "Grep", {"pattern": "def check", "query": "q"}, 1.0)
+    assert record.tool_summary(search, None) == "pattern: def check"
     task = ToolCall("t", "s", "Task", {"description": "", "prompt": "review it"}, 1.0)
     assert record.tool_summary(task, None) == "prompt: review it"
     assert record.tool_summary(ToolCall("t", "s", "TodoWrite", {}, 1.0), None) == "TodoWrite"
