@@ -560,6 +560,26 @@ def later(root: Path, work: Callable[[], None]) -> None:
     _later.append((root, work))
 
 
+def later_with_store(root: Path, work: Callable[[Store], object], not_done: str) -> None:
+    """`later`, for work on a connection of its own, opened when the work runs: a store that
+    cannot be opened then is logged as `not_done` with the reason, and the work is not done."""
+
+    def on_its_own_store() -> None:
+        try:
+            opened = Store.open(root)
+        except Exception as exc:
+            from memory_core import log
+
+            log.write(root, "warning", f"{not_done}: {exc}")
+            return
+        try:
+            work(opened)
+        finally:
+            opened.close()
+
+    later(root, on_its_own_store)
+
+
 # Work left for after the answer holds this lock, exclusively, on the store's folder from
 # before the answer until the work is done; every connection to the store waits for it first
 # (`wait_for_work_after_answer`): a process that answers first must not let the next command

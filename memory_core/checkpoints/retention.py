@@ -86,22 +86,7 @@ def _collect_after_the_answer(store: Store) -> bool:
 
     if not stores.answers_first():
         return False
-    root = store.root
-
-    def collect() -> None:
-        try:
-            opened = Store.open(root)
-        except Exception as exc:
-            from memory_core import log
-
-            log.write(root, "warning", f"checkpoint garbage not collected: {exc}")
-            return
-        try:
-            gc(opened)
-        finally:
-            opened.close()
-
-    stores.later(root, collect)
+    stores.later_with_store(store.root, gc, "checkpoint garbage not collected")
     return True
 
 

@@ -239,22 +239,7 @@ def _record_rollback(
     if not stores.answers_first():
         record(ctx.store())
         return
-    root = ctx.root
-
-    def record_after_the_answer() -> None:
-        try:
-            opened = Store.open(root)
-        except Exception as exc:
-            from memory_core import log
-
-            log.write(root, "warning", f"the rollback's record not written: {exc}")
-            return
-        try:
-            record(opened)
-        finally:
-            opened.close()
-
-    stores.later(root, record_after_the_answer)
+    stores.later_with_store(ctx.root, record, "the rollback's record not written")
 
 
 def run_rollback(ctx: Context) -> int:
