@@ -188,6 +188,27 @@ def test_a_payload_is_read_as_json_loads_reads_it(text: str) -> None:
     assert repr(quiet_events._small_object(data)) == repr(json.loads(data))
 
 
+RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "recorded"
+
+
+def test_every_payload_real_agents_sent_is_read_as_json_loads_reads_it() -> None:
+    """The payloads Gemini CLI and Codex CLI sent to engram's hooks (tests/fixtures/recorded),
+    in their own compact and spaced forms."""
+    payloads = [
+        json.loads(line)["payload"]
+        for hooks_file in sorted(RECORDED.glob("*/hooks.jsonl"))
+        for line in hooks_file.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+    assert len(payloads) > 20
+    for payload in payloads:
+        for data in (
+            json.dumps(payload).encode(),
+            json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode(),
+        ):
+            assert quiet_events._small_object(data) == json.loads(data)
+
+
 @pytest.mark.parametrize(
     "data",
     [b"", b"[1, 2]", b'{"a": 1} x', b'{"a": ', b"\xef\xbb\xbf{}", b'{"a": "\xff"}', b"{'a': 1}"],
